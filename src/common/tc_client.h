@@ -1,0 +1,119 @@
+/*
+ * tc_client.h
+ *		Client library for the tserver's wire protocol (plain C, no Postgres
+ *		headers): used by the extension, tserver-cli and the tests.
+ *
+ * A TcClient is one connection.  Its socket is non-blocking; whenever the
+ * library must wait it calls the wait hook, which by default polls, and
+ * which the extension replaces with one that waits on its latch so that a
+ * COPY can be cancelled while waiting.  Write batches are pipelined: up to
+ * `window` packed batches are in flight, and each ack received is reported
+ * to the ack hook so that the caller can recycle that batch's memory.
+ *
+ * Every call returns 0 on success and -1 on failure, with the reason in
+ * tc_client_error() and, when the server sent an Error frame, its code in
+ * tc_client_error_code().  After a failure the connection is unusable
+ * (the server closes it after any error) and must be closed.
+ */
+#ifndef TC_CLIENT_H
+#define TC_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tcopy.pb-c.h"
+
+typedef struct TcClient TcClient;
+
+/*
+ * Wait until fd is readable (want_write false) or writable (true).  Return
+ * 0 to go on, -1 to give up: the call in progress then fails with the
+ * message the hook left through tc_client_set_error (or "wait abandoned").
+ */
+typedef int (*TcWaitHook) (void *arg, TcClient *client, int fd, bool want_write);
+
+/* A batch sent with tc_client_write() has been acknowledged. */
+typedef void (*TcAckHook) (void *arg, uint64_t seq, uint64_t rows_in_session);
+
+/*
+ * Connect to address ("unix:PATH" or "tcp:HOST:PORT"), exchange hellos
+ * (answering the server's nonce with HMAC-SHA256(token, nonce) when it asks
+ * for a token; token may be NULL) and wait for READY.  NULL on failure with
+ * the reason in err.
+ */
+TcClient   *tc_client_connect(const char *address, const char *token,
+							  const char *client_name, char *err, size_t errlen);
+void		tc_client_close(TcClient *client);
+
+void		tc_client_set_wait_hook(TcClient *client, TcWaitHook hook, void *arg);
+void		tc_client_set_ack_hook(TcClient *client, TcAckHook hook, void *arg);
+/* Batches in flight before tc_client_write waits for an ack (default 4). */
+void		tc_client_set_window(TcClient *client, unsigned window);
+/* Largest frame accepted from the server (default TC_FRAME_MAX_DEFAULT). */
+void		tc_client_set_max_frame(TcClient *client, uint32_t max_payload);
+
+int			tc_client_fd(const TcClient *client);
+const char *tc_client_error(const TcClient *client);
+Tcopy__ErrorCode tc_client_error_code(const TcClient *client);
+/* For wait hooks: set the message the failing call reports. */
+void		tc_client_set_error(TcClient *client, const char *fmt,...)
+			__attribute__((format(printf, 2, 3)));
+/* The server's ServerHello.server string. */
+const char *tc_client_server_name(const TcClient *client);
+
+/*
+ * Open (with create, make) a table.  schema may be NULL to open whatever is
+ * stored; otherwise it must equal the stored schema.  *schema_out, when
+ * asked for, is the stored schema, to be freed with
+ * tcopy__schema__free_unpacked(s, NULL).
+ */
+int			tc_client_open_table(TcClient *client, const char *name,
+								 const Tcopy__Schema *schema, bool create,
+								 uint32_t *table_id, bool *created,
+								 Tcopy__Schema **schema_out);
+
+int			tc_client_begin(TcClient *client, uint64_t *session_id);
+
+/*
+ * Send one write batch: payload is a packed Tcopy__WriteBatch whose seq is
+ * seq (1, 2, ... in the session).  Returns once the frame is written, having
+ * first waited while `window` batches were unacknowledged.
+ */
+int			tc_client_write(TcClient *client, uint64_t seq,
+							const uint8_t *payload, size_t len);
+
+/* Convenience: pack batch (batch->seq set by the caller) and send it. */
+int			tc_client_write_batch(TcClient *client, const Tcopy__WriteBatch *batch);
+
+/* Wait until every batch sent has been acknowledged. */
+int			tc_client_wait_acks(TcClient *client);
+
+/*
+ * Commit the session: wait for all acks, send Commit with the last seq sent
+ * and rows_sent, wait for CommitOk (the session is durable once this
+ * returns 0).  *rows_committed may be NULL.
+ */
+int			tc_client_commit(TcClient *client, uint64_t rows_sent,
+							 uint64_t *rows_committed);
+int			tc_client_abort(TcClient *client);
+
+int			tc_client_table_op(TcClient *client, Tcopy__TableOpKind op,
+							   uint32_t table_id);
+
+/* *stats freed with tcopy__stats__free_unpacked(stats, NULL). */
+int			tc_client_stats(TcClient *client, Tcopy__Stats **stats);
+
+/*
+ * Start a scan, then call tc_client_scan_next until (*batch)->done.  Each
+ * batch stays valid until the next call on this client.
+ */
+int			tc_client_scan_start(TcClient *client, const Tcopy__Scan *request);
+int			tc_client_scan_next(TcClient *client, Tcopy__ScanBatch **batch);
+
+/* For tests: write raw bytes, then read one frame (type and payload). */
+int			tc_client_send_raw(TcClient *client, const void *bytes, size_t len);
+int			tc_client_read_frame(TcClient *client, Tcopy__FrameType *type,
+								 const uint8_t **payload, uint32_t *len);
+
+#endif							/* TC_CLIENT_H */

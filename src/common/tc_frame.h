@@ -1,0 +1,81 @@
+/*
+ * tc_frame.h
+ *		Framing of the tcopy wire protocol, shared by the extension, the
+ *		client library and the tserver (no Postgres headers).
+ *
+ * A frame is a 5-byte header (payload length as a 4-byte big-endian
+ * integer, then one byte of frame type, Tcopy__FrameType) followed by the
+ * payload, a packed protobuf message.  The header is decoded and its length
+ * checked against the receiver's limit before a single payload byte is read,
+ * so a peer cannot make the other side allocate more than that limit.
+ */
+#ifndef TC_FRAME_H
+#define TC_FRAME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tcopy.pb-c.h"
+
+#define TC_PROTOCOL_VERSION 1
+#define TC_FRAME_HEADER_SIZE 5
+#define TC_FRAME_MAX_DEFAULT (64u * 1024 * 1024)	/* bytes of payload */
+#define TC_NONCE_SIZE 32
+#define TC_AUTH_SIZE 32			/* HMAC-SHA256 */
+
+/* A growable byte buffer, reused: clearing keeps its capacity. */
+typedef struct TcBuf
+{
+	uint8_t    *data;
+	size_t		len;			/* bytes in use */
+	size_t		cap;			/* bytes allocated */
+} TcBuf;
+
+/* Make room for extra more bytes; false when malloc fails. */
+bool		tc_buf_reserve(TcBuf *buf, size_t extra);
+void		tc_buf_free(TcBuf *buf);
+
+/* Write a header for a payload of payload_len bytes into header[5]. */
+void		tc_frame_put_header(uint8_t *header, Tcopy__FrameType type,
+								uint32_t payload_len);
+
+/*
+ * Decode header[5].  Returns false (with *why set to a static message) when
+ * the length exceeds max_payload or the type is unknown.
+ */
+bool		tc_frame_get_header(const uint8_t *header, uint32_t max_payload,
+								Tcopy__FrameType *type, uint32_t *payload_len,
+								const char **why);
+
+/*
+ * Append a whole frame (header and packed msg) to buf; false when malloc
+ * fails or the packed message exceeds the largest frame the protocol has.
+ */
+bool		tc_frame_append(TcBuf *buf, Tcopy__FrameType type,
+							const ProtobufCMessage *msg);
+
+/* The name of a frame type, for logs and error messages. */
+const char *tc_frame_type_name(Tcopy__FrameType type);
+
+/* "unix:PATH" or "tcp:HOST:PORT" or "null:" parsed; see tc_address_parse. */
+typedef enum TcAddressKind
+{
+	TC_ADDRESS_UNIX,
+	TC_ADDRESS_TCP,
+	TC_ADDRESS_NULL
+} TcAddressKind;
+
+typedef struct TcAddress
+{
+	TcAddressKind kind;
+	char		path[108];		/* unix: socket path */
+	char		host[256];		/* tcp: host name or address */
+	char		port[16];		/* tcp: port as text */
+} TcAddress;
+
+/* Parse an address; false with a message in err when it is not valid. */
+bool		tc_address_parse(const char *text, TcAddress *addr,
+							 char *err, size_t errlen);
+
+#endif							/* TC_FRAME_H */

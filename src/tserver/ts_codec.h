@@ -1,0 +1,107 @@
+/*
+ * ts_codec.h
+ *		How rows are laid out in RocksDB: keys in an order-preserving
+ *		encoding, values in a compact one, both driven by the table's schema.
+ *
+ * Key:   table id (4 bytes, big-endian), then each key column in key order:
+ *          BOOL  1 byte (0 or 1)
+ *          INT   8 bytes big-endian with the sign bit flipped
+ *          FLOAT 8 bytes: IEEE bits, sign bit flipped for positives, all
+ *                bits flipped for negatives (so -0 sorts just below +0 and
+ *                NaN after +Infinity)
+ *          BYTES each 0x00 written as 0x00 0xFF, then the terminator 0x00 0x01
+ *        or, for a table without key columns, an 8-byte big-endian row id.
+ *        memcmp order of two keys is the order of their column values (ints
+ *        numerically, floats numerically, bytes as unsigned strings), and
+ *        no key is a prefix of another key of the same table.
+ * Value: each non-key column in schema order: one tag byte (0 NULL, 1
+ *        present), then BOOL 1 byte, INT a zigzag varint, FLOAT 8 bytes
+ *        little-endian, BYTES a varint length and the bytes.
+ *
+ * Decoding never trusts the stored bytes: every length is checked.
+ */
+#ifndef TS_CODEC_H
+#define TS_CODEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tc_frame.h"
+#include "ts_storage.h"
+
+#define TS_TABLE_ID_SIZE 4
+#define TS_ROWID_SIZE 8
+#define TS_MAX_COLUMNS 1600		/* as Postgres' MaxHeapAttributeNumber */
+#define TS_MAX_KEY_COLUMNS 32	/* as Postgres' INDEX_MAX_KEYS */
+
+/* A table's schema digested for encoding; built once per table. */
+typedef struct TsLayout
+{
+	uint32_t	ncolumns;
+	Tcopy__Kind *kinds;			/* [ncolumns] */
+	bool	   *is_key;			/* [ncolumns] */
+	uint32_t	nkey;			/* 0: generated row ids */
+	uint32_t   *key_columns;	/* [nkey] column indexes, in key order */
+} TsLayout;
+
+/* One column's value, decoded; p points into the decoded bytes. */
+typedef struct TsValue
+{
+	bool		isnull;
+	int64_t		i;				/* BOOL and INT */
+	double		f;				/* FLOAT */
+	const uint8_t *p;			/* BYTES */
+	size_t		len;
+} TsValue;
+
+/* Validate schema (ERROR_PROTOCOL when malformed) and digest it. */
+int			ts_layout_init(TsLayout *layout, const Tcopy__Schema *schema,
+						   TsError *err);
+void		ts_layout_free(TsLayout *layout);
+
+/*
+ * Check that row fits layout (ERROR_BAD_ROW): as many ints, floats and blobs
+ * as its non-NULL columns of each kind, nulls ascending and in range, no
+ * NULL key column, BOOL values 0 or 1.
+ */
+int			ts_row_check(const TsLayout *layout, const Tcopy__Row *row,
+						 TsError *err);
+
+/* Append the row's key (table id first) to out; false when out of memory. */
+bool		ts_key_encode(const TsLayout *layout, uint32_t table_id,
+						  const Tcopy__Row *row, TcBuf *out);
+/* Append table id and row id. */
+bool		ts_key_encode_rowid(uint32_t table_id, uint64_t rowid, TcBuf *out);
+/* Append the encoding of the first nvalues key columns given in prefix. */
+bool		ts_key_encode_prefix(const TsLayout *layout, uint32_t table_id,
+								 const Tcopy__Row *prefix, TcBuf *out);
+/* Append the row's non-key columns. */
+bool		ts_value_encode(const TsLayout *layout, const Tcopy__Row *row,
+							TcBuf *out);
+
+/*
+ * Decode a stored key and value into values[ncolumns]; false when the bytes
+ * do not fit the layout (a corrupt or foreign entry).
+ */
+bool		ts_row_decode(const TsLayout *layout, const uint8_t *key, size_t keylen,
+						  const uint8_t *value, size_t valuelen, TsValue *values);
+
+/* Big-endian helpers used by keys. */
+static inline void
+ts_put_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t) (v >> 24);
+	p[1] = (uint8_t) (v >> 16);
+	p[2] = (uint8_t) (v >> 8);
+	p[3] = (uint8_t) v;
+}
+
+static inline uint32_t
+ts_get_be32(const uint8_t *p)
+{
+	return ((uint32_t) p[0] << 24) | ((uint32_t) p[1] << 16) |
+		((uint32_t) p[2] << 8) | (uint32_t) p[3];
+}
+
+#endif							/* TS_CODEC_H */

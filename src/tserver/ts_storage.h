@@ -1,0 +1,111 @@
+/*
+ * ts_storage.h
+ *		The tserver's store: tables, atomic write sessions and scans over
+ *		RocksDB.  Thread-safe: every connection thread calls it directly.
+ *
+ * Tables live in the "meta" column family (name -> id and schema) and their
+ * rows in "default", keyed by the 4-byte big-endian table id followed by the
+ * order-preserving encoding of the key columns (or an 8-byte generated row
+ * id); the value holds the other columns (ts_codec.h).
+ *
+ * A session stages rows outside RocksDB: in a memory buffer up to a limit,
+ * then as sorted run files in the session's staging directory.  Commit
+ * publishes everything at once: a small session as one synced WriteBatch,
+ * a spilled one by merging its runs into SST files ingested in one
+ * IngestExternalFile call.  Nothing of a session is visible before that,
+ * and abort, a dropped connection or a crash leaves nothing (staging
+ * directories are removed at startup).
+ */
+#ifndef TS_STORAGE_H
+#define TS_STORAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tc_arena.h"
+#include "tcopy.pb-c.h"
+
+typedef struct TsStore TsStore;
+typedef struct TsSession TsSession;
+typedef struct TsScan TsScan;
+
+/* What failed: a protocol error code and a message for the Error frame. */
+typedef struct TsError
+{
+	Tcopy__ErrorCode code;
+	char		message[512];
+} TsError;
+
+void		ts_error_set(TsError *err, Tcopy__ErrorCode code, const char *fmt,...)
+			__attribute__((format(printf, 3, 4)));
+
+typedef struct TsStoreOptions
+{
+	size_t		session_memory_bytes;	/* staged bytes before a session spills */
+	size_t		sst_target_bytes;	/* size of one ingested SST file */
+	size_t		block_cache_bytes;
+	bool		sync_commits;	/* false only for measurements */
+} TsStoreOptions;
+
+void		ts_store_default_options(TsStoreOptions *options);
+
+/* Open (creating when missing) the store in dir; NULL with err on failure. */
+TsStore    *ts_store_open(const char *dir, const TsStoreOptions *options,
+						  TsError *err);
+/* Close RocksDB cleanly; every session and scan must be gone. */
+void		ts_store_close(TsStore *store);
+
+/*
+ * Look table name up; with create, make it when missing (the definition is
+ * durable before this returns, whatever happens to the caller's session).
+ * A given schema must equal the stored one (ERROR_SCHEMA_MISMATCH says how
+ * it differs); *schema_out, when asked for, points to the stored schema,
+ * valid until the table is dropped and the store closed.
+ */
+int			ts_store_open_table(TsStore *store, const char *name,
+								const Tcopy__Schema *schema, bool create,
+								uint32_t *table_id, bool *created,
+								const Tcopy__Schema **schema_out, TsError *err);
+
+/* Truncate or drop a table, durably, at once (not part of any session). */
+int			ts_store_table_op(TsStore *store, Tcopy__TableOpKind op,
+							  uint32_t table_id, TsError *err);
+
+/* Fill the store's fields of stats (tables, sessions, rows, staging). */
+void		ts_store_stats(TsStore *store, Tcopy__Stats *stats);
+
+TsSession  *ts_session_begin(TsStore *store, uint64_t *session_id, TsError *err);
+
+/*
+ * Validate every row of batch against its table's schema and stage them
+ * all, or none (ERROR_BAD_ROW, ERROR_UNKNOWN_TABLE, ERROR_STORAGE).
+ * The batch's memory may be reused as soon as this returns.
+ */
+int			ts_session_write(TsSession *session, const Tcopy__WriteBatch *batch,
+							 TsError *err);
+
+/* Rows staged so far (for Ack). */
+uint64_t	ts_session_rows(const TsSession *session);
+
+/*
+ * Publish everything the session staged, durably and at once, then free the
+ * session (also on failure, which publishes nothing).
+ */
+int			ts_session_commit(TsSession *session, uint64_t *rows, TsError *err);
+
+/* Discard everything the session staged and free it. */
+void		ts_session_abort(TsSession *session);
+
+/* Start a scan of committed rows (a consistent snapshot). */
+TsScan	   *ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err);
+
+/*
+ * Fill batch with the next rows (at most the request's batch_rows), their
+ * memory taken from arena; batch->done is set with the last batch.
+ */
+int			ts_scan_next(TsScan *scan, TcArena *arena, Tcopy__ScanBatch *batch,
+						 TsError *err);
+void		ts_scan_close(TsScan *scan);
+
+#endif							/* TS_STORAGE_H */
