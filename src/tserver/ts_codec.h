@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tc_arena.h"
 #include "tc_frame.h"
 #include "ts_storage.h"
 
@@ -82,10 +83,13 @@ bool		ts_value_encode(const TsLayout *layout, const Tcopy__Row *row,
 
 /*
  * Decode a stored key and value into values[ncolumns]; false when the bytes
- * do not fit the layout (a corrupt or foreign entry).
+ * do not fit the layout (a corrupt or foreign entry).  BYTES values point
+ * into key or value, except key strings holding a zero byte, which are
+ * unescaped into memory from scratch.
  */
 bool		ts_row_decode(const TsLayout *layout, const uint8_t *key, size_t keylen,
-						  const uint8_t *value, size_t valuelen, TsValue *values);
+						  const uint8_t *value, size_t valuelen, TsValue *values,
+						  TcArena *scratch);
 
 /* Big-endian helpers used by keys. */
 static inline void

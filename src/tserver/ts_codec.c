@@ -1,0 +1,576 @@
+/*
+ * ts_codec.c
+ *		Keys in an order-preserving encoding, values in a compact one; the
+ *		formats are described in ts_codec.h.
+ */
+#include "ts_codec.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int
+ts_layout_init(TsLayout *layout, const Tcopy__Schema *schema, TsError *err)
+{
+	memset(layout, 0, sizeof(*layout));
+	if (schema->n_columns == 0 || schema->n_columns > TS_MAX_COLUMNS)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "schema has %zu columns (1 to %d allowed)",
+					 schema->n_columns, TS_MAX_COLUMNS);
+		return -1;
+	}
+	if (schema->n_key > TS_MAX_KEY_COLUMNS)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "schema has %zu key columns (at most %d allowed)",
+					 schema->n_key, TS_MAX_KEY_COLUMNS);
+		return -1;
+	}
+	layout->ncolumns = (uint32_t) schema->n_columns;
+	layout->nkey = (uint32_t) schema->n_key;
+	layout->kinds = calloc(layout->ncolumns, sizeof(Tcopy__Kind));
+	layout->is_key = calloc(layout->ncolumns, sizeof(bool));
+	layout->key_columns = calloc(layout->nkey ? layout->nkey : 1, sizeof(uint32_t));
+	if (!layout->kinds || !layout->is_key || !layout->key_columns)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		goto err;
+	}
+	for (uint32_t i = 0; i < layout->ncolumns; i++)
+	{
+		const Tcopy__Column *column = schema->columns[i];
+
+		if (column->kind < TCOPY__KIND__KIND_BOOL || column->kind > TCOPY__KIND__KIND_BYTES)
+		{
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+						 "column %u (\"%s\") has no valid kind", i, column->name);
+			goto err;
+		}
+		layout->kinds[i] = column->kind;
+	}
+	for (uint32_t k = 0; k < layout->nkey; k++)
+	{
+		uint32_t	col = schema->key[k];
+
+		if (col >= layout->ncolumns || layout->is_key[col])
+		{
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+						 "key column index %u is out of range or repeated", col);
+			goto err;
+		}
+		layout->is_key[col] = true;
+		layout->key_columns[k] = col;
+	}
+	return 0;
+
+err:
+	ts_layout_free(layout);
+	return -1;
+}
+
+void
+ts_layout_free(TsLayout *layout)
+{
+	free(layout->kinds);
+	free(layout->is_key);
+	free(layout->key_columns);
+	memset(layout, 0, sizeof(*layout));
+}
+
+int
+ts_row_check(const TsLayout *layout, const Tcopy__Row *row, TsError *err)
+{
+	size_t		want[TCOPY__KIND__KIND_BYTES + 1] = {0};
+	size_t		next_null = 0;
+	size_t		ints_seen = 0;
+
+	/*
+	 * Walk the columns once, matching them against the ascending null list,
+	 * and count what each kind's array must hold.
+	 */
+	for (uint32_t i = 0; i < layout->ncolumns; i++)
+	{
+		if (next_null < row->n_nulls && row->nulls[next_null] == i)
+		{
+			if (layout->is_key[i])
+			{
+				ts_error_set(err, TCOPY__ERROR_CODE__ERROR_BAD_ROW,
+							 "key column %u is NULL", i);
+				return -1;
+			}
+			next_null++;
+			continue;
+		}
+		if (layout->kinds[i] == TCOPY__KIND__KIND_BOOL)
+		{
+			if (ints_seen < row->n_ints &&
+				row->ints[ints_seen] != 0 && row->ints[ints_seen] != 1)
+			{
+				ts_error_set(err, TCOPY__ERROR_CODE__ERROR_BAD_ROW,
+							 "bool column %u holds %lld", i,
+							 (long long) row->ints[ints_seen]);
+				return -1;
+			}
+			ints_seen++;
+		}
+		else if (layout->kinds[i] == TCOPY__KIND__KIND_INT)
+			ints_seen++;
+		want[layout->kinds[i]]++;
+	}
+	if (next_null != row->n_nulls)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_BAD_ROW,
+					 "row's null column indexes are not ascending or not below %u",
+					 layout->ncolumns);
+		return -1;
+	}
+	if (row->n_ints != want[TCOPY__KIND__KIND_BOOL] + want[TCOPY__KIND__KIND_INT] ||
+		row->n_floats != want[TCOPY__KIND__KIND_FLOAT] ||
+		row->n_blobs != want[TCOPY__KIND__KIND_BYTES])
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_BAD_ROW,
+					 "row has %zu ints, %zu floats and %zu blobs where the schema wants %zu, %zu and %zu",
+					 row->n_ints, row->n_floats, row->n_blobs,
+					 want[TCOPY__KIND__KIND_BOOL] + want[TCOPY__KIND__KIND_INT],
+					 want[TCOPY__KIND__KIND_FLOAT], want[TCOPY__KIND__KIND_BYTES]);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Where each column's value sits in a checked row: index into its kind's
+ * array, or -1 for NULL.  Filled for all columns in one pass.
+ */
+static void
+row_positions(const TsLayout *layout, const Tcopy__Row *row, int32_t *pos)
+{
+	size_t		next_null = 0;
+	int32_t		counters[TCOPY__KIND__KIND_BYTES + 1] = {0};
+
+	for (uint32_t i = 0; i < layout->ncolumns; i++)
+	{
+		Tcopy__Kind kind = layout->kinds[i];
+
+		if (next_null < row->n_nulls && row->nulls[next_null] == i)
+		{
+			pos[i] = -1;
+			next_null++;
+			continue;
+		}
+		/* bools and ints share one array */
+		if (kind == TCOPY__KIND__KIND_BOOL)
+			kind = TCOPY__KIND__KIND_INT;
+		pos[i] = counters[kind]++;
+	}
+}
+
+static inline void
+put_be64(uint8_t *p, uint64_t v)
+{
+	for (int b = 7; b >= 0; b--)
+	{
+		p[b] = (uint8_t) v;
+		v >>= 8;
+	}
+}
+
+static inline uint64_t
+get_be64(const uint8_t *p)
+{
+	uint64_t	v = 0;
+
+	for (int b = 0; b < 8; b++)
+		v = (v << 8) | p[b];
+	return v;
+}
+
+static uint64_t
+float_key_bits(double f)
+{
+	uint64_t	bits;
+
+	memcpy(&bits, &f, sizeof(bits));
+	if (bits & UINT64_C(0x8000000000000000))
+		return ~bits;
+	return bits | UINT64_C(0x8000000000000000);
+}
+
+static double
+float_from_key_bits(uint64_t bits)
+{
+	double		f;
+
+	if (bits & UINT64_C(0x8000000000000000))
+		bits &= ~UINT64_C(0x8000000000000000);
+	else
+		bits = ~bits;
+	memcpy(&f, &bits, sizeof(f));
+	return f;
+}
+
+/* Append one key column's ordered encoding. */
+static bool
+key_put_column(TcBuf *out, Tcopy__Kind kind, const Tcopy__Row *row, int32_t pos)
+{
+	switch (kind)
+	{
+		case TCOPY__KIND__KIND_BOOL:
+			if (!tc_buf_reserve(out, 1))
+				return false;
+			out->data[out->len++] = (uint8_t) row->ints[pos];
+			return true;
+		case TCOPY__KIND__KIND_INT:
+			if (!tc_buf_reserve(out, 8))
+				return false;
+			put_be64(out->data + out->len,
+					 (uint64_t) row->ints[pos] ^ UINT64_C(0x8000000000000000));
+			out->len += 8;
+			return true;
+		case TCOPY__KIND__KIND_FLOAT:
+			if (!tc_buf_reserve(out, 8))
+				return false;
+			put_be64(out->data + out->len, float_key_bits(row->floats[pos]));
+			out->len += 8;
+			return true;
+		case TCOPY__KIND__KIND_BYTES:
+			{
+				const ProtobufCBinaryData *blob = &row->blobs[pos];
+
+				/* worst case: every byte escaped, plus the terminator */
+				if (blob->len > (SIZE_MAX - 2) / 2 || !tc_buf_reserve(out, blob->len * 2 + 2))
+					return false;
+				for (size_t i = 0; i < blob->len; i++)
+				{
+					out->data[out->len++] = blob->data[i];
+					if (blob->data[i] == 0x00)
+						out->data[out->len++] = 0xFF;
+				}
+				out->data[out->len++] = 0x00;
+				out->data[out->len++] = 0x01;
+				return true;
+			}
+		default:
+			return false;
+	}
+}
+
+static bool
+put_table_id(uint32_t table_id, TcBuf *out)
+{
+	if (!tc_buf_reserve(out, TS_TABLE_ID_SIZE))
+		return false;
+	ts_put_be32(out->data + out->len, table_id);
+	out->len += TS_TABLE_ID_SIZE;
+	return true;
+}
+
+bool
+ts_key_encode(const TsLayout *layout, uint32_t table_id, const Tcopy__Row *row,
+			  TcBuf *out)
+{
+	int32_t		pos[TS_MAX_COLUMNS];
+
+	if (!put_table_id(table_id, out))
+		return false;
+	row_positions(layout, row, pos);
+	for (uint32_t k = 0; k < layout->nkey; k++)
+	{
+		uint32_t	col = layout->key_columns[k];
+
+		if (!key_put_column(out, layout->kinds[col], row, pos[col]))
+			return false;
+	}
+	return true;
+}
+
+bool
+ts_key_encode_rowid(uint32_t table_id, uint64_t rowid, TcBuf *out)
+{
+	if (!put_table_id(table_id, out) || !tc_buf_reserve(out, TS_ROWID_SIZE))
+		return false;
+	put_be64(out->data + out->len, rowid);
+	out->len += TS_ROWID_SIZE;
+	return true;
+}
+
+bool
+ts_key_encode_prefix(const TsLayout *layout, uint32_t table_id,
+					 const Tcopy__Row *prefix, TcBuf *out)
+{
+	size_t		ints = 0,
+				floats = 0,
+				blobs = 0;
+
+	if (!put_table_id(table_id, out))
+		return false;
+	for (uint32_t k = 0; k < layout->nkey; k++)
+	{
+		Tcopy__Kind kind = layout->kinds[layout->key_columns[k]];
+		size_t	   *used;
+		size_t		have;
+
+		switch (kind)
+		{
+			case TCOPY__KIND__KIND_BOOL:
+			case TCOPY__KIND__KIND_INT:
+				used = &ints;
+				have = prefix->n_ints;
+				break;
+			case TCOPY__KIND__KIND_FLOAT:
+				used = &floats;
+				have = prefix->n_floats;
+				break;
+			default:
+				used = &blobs;
+				have = prefix->n_blobs;
+				break;
+		}
+		if (*used >= have)
+			break;				/* the prefix ends here */
+		if (!key_put_column(out, kind, prefix, (int32_t) (*used)++))
+			return false;
+	}
+	return true;
+}
+
+static inline size_t
+varint_put(uint8_t *p, uint64_t v)
+{
+	size_t		n = 0;
+
+	while (v >= 0x80)
+	{
+		p[n++] = (uint8_t) (v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t) v;
+	return n;
+}
+
+/* Read a varint from [*p, end); false when it is cut short or too long. */
+static inline bool
+varint_get(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	uint64_t	result = 0;
+
+	for (int shift = 0; shift < 64; shift += 7)
+	{
+		if (*p >= end)
+			return false;
+		result |= (uint64_t) (**p & 0x7F) << shift;
+		if ((*(*p)++ & 0x80) == 0)
+		{
+			*v = result;
+			return true;
+		}
+	}
+	return false;
+}
+
+bool
+ts_value_encode(const TsLayout *layout, const Tcopy__Row *row, TcBuf *out)
+{
+	int32_t		pos[TS_MAX_COLUMNS];
+
+	row_positions(layout, row, pos);
+	for (uint32_t i = 0; i < layout->ncolumns; i++)
+	{
+		uint8_t    *p;
+
+		if (layout->is_key[i])
+			continue;
+		if (pos[i] < 0)
+		{
+			if (!tc_buf_reserve(out, 1))
+				return false;
+			out->data[out->len++] = 0;
+			continue;
+		}
+		switch (layout->kinds[i])
+		{
+			case TCOPY__KIND__KIND_BOOL:
+				if (!tc_buf_reserve(out, 2))
+					return false;
+				out->data[out->len++] = 1;
+				out->data[out->len++] = (uint8_t) row->ints[pos[i]];
+				break;
+			case TCOPY__KIND__KIND_INT:
+				{
+					int64_t		v = row->ints[pos[i]];
+
+					if (!tc_buf_reserve(out, 11))
+						return false;
+					p = out->data + out->len;
+					*p++ = 1;
+					p += varint_put(p, ((uint64_t) v << 1) ^ (uint64_t) (v >> 63));
+					out->len = (size_t) (p - out->data);
+					break;
+				}
+			case TCOPY__KIND__KIND_FLOAT:
+				if (!tc_buf_reserve(out, 9))
+					return false;
+				out->data[out->len++] = 1;
+				memcpy(out->data + out->len, &row->floats[pos[i]], 8);
+				out->len += 8;
+				break;
+			case TCOPY__KIND__KIND_BYTES:
+				{
+					const ProtobufCBinaryData *blob = &row->blobs[pos[i]];
+
+					if (!tc_buf_reserve(out, 11 + blob->len))
+						return false;
+					p = out->data + out->len;
+					*p++ = 1;
+					p += varint_put(p, blob->len);
+					if (blob->len > 0)
+						memcpy(p, blob->data, blob->len);
+					out->len = (size_t) (p - out->data) + blob->len;
+					break;
+				}
+			default:
+				return false;
+		}
+	}
+	return true;
+}
+
+/* Decode one key column from [*p, end) into *value. */
+static bool
+key_get_column(Tcopy__Kind kind, const uint8_t **p, const uint8_t *end,
+			   TsValue *value, TcArena *scratch)
+{
+	value->isnull = false;
+	switch (kind)
+	{
+		case TCOPY__KIND__KIND_BOOL:
+			if (end - *p < 1 || **p > 1)
+				return false;
+			value->i = *(*p)++;
+			return true;
+		case TCOPY__KIND__KIND_INT:
+			if (end - *p < 8)
+				return false;
+			value->i = (int64_t) (get_be64(*p) ^ UINT64_C(0x8000000000000000));
+			*p += 8;
+			return true;
+		case TCOPY__KIND__KIND_FLOAT:
+			if (end - *p < 8)
+				return false;
+			value->f = float_from_key_bits(get_be64(*p));
+			*p += 8;
+			return true;
+		case TCOPY__KIND__KIND_BYTES:
+			{
+				const uint8_t *start = *p;
+				size_t		escapes = 0;
+				uint8_t    *copy;
+				size_t		n = 0;
+
+				/* find the terminator, counting escaped zero bytes */
+				for (;;)
+				{
+					if (end - *p < 2)
+						return false;
+					if ((*p)[0] != 0x00)
+						(*p)++;
+					else if ((*p)[1] == 0xFF)
+					{
+						escapes++;
+						*p += 2;
+					}
+					else if ((*p)[1] == 0x01)
+						break;
+					else
+						return false;
+				}
+				value->len = (size_t) (*p - start) - escapes;
+				*p += 2;
+				if (escapes == 0)
+				{
+					value->p = start;
+					return true;
+				}
+				/* rare: a zero byte in a key string needs an unescaped copy */
+				copy = tc_arena_alloc(scratch, value->len);
+				if (copy == NULL)
+					return false;
+				for (const uint8_t *q = start; n < value->len; q++)
+				{
+					copy[n++] = *q;
+					if (*q == 0x00)
+						q++;
+				}
+				value->p = copy;
+				return true;
+			}
+		default:
+			return false;
+	}
+}
+
+bool
+ts_row_decode(const TsLayout *layout, const uint8_t *key, size_t keylen,
+			  const uint8_t *value, size_t valuelen, TsValue *values,
+			  TcArena *scratch)
+{
+	const uint8_t *p = key + TS_TABLE_ID_SIZE;
+	const uint8_t *end = key + keylen;
+
+	if (keylen < TS_TABLE_ID_SIZE)
+		return false;
+	for (uint32_t k = 0; k < layout->nkey; k++)
+	{
+		uint32_t	col = layout->key_columns[k];
+
+		if (!key_get_column(layout->kinds[col], &p, end, &values[col], scratch))
+			return false;
+	}
+	if (layout->nkey == 0 ? (end - p != TS_ROWID_SIZE) : (p != end))
+		return false;
+
+	p = value;
+	end = value + valuelen;
+	for (uint32_t i = 0; i < layout->ncolumns; i++)
+	{
+		TsValue    *v = &values[i];
+		uint64_t	u;
+
+		if (layout->is_key[i])
+			continue;
+		if (p >= end || *p > 1)
+			return false;
+		v->isnull = (*p++ == 0);
+		if (v->isnull)
+			continue;
+		switch (layout->kinds[i])
+		{
+			case TCOPY__KIND__KIND_BOOL:
+				if (p >= end || *p > 1)
+					return false;
+				v->i = *p++;
+				break;
+			case TCOPY__KIND__KIND_INT:
+				if (!varint_get(&p, end, &u))
+					return false;
+				v->i = (int64_t) (u >> 1) ^ -(int64_t) (u & 1);
+				break;
+			case TCOPY__KIND__KIND_FLOAT:
+				if (end - p < 8)
+					return false;
+				memcpy(&v->f, p, 8);
+				p += 8;
+				break;
+			case TCOPY__KIND__KIND_BYTES:
+				if (!varint_get(&p, end, &u) || u > (uint64_t) (end - p))
+					return false;
+				v->p = p;
+				v->len = (size_t) u;
+				p += u;
+				break;
+			default:
+				return false;
+		}
+	}
+	return p == end;
+}

@@ -1,0 +1,318 @@
+/*
+ * ts_scan.c
+ *		Scans of committed rows: a RocksDB iterator (a consistent snapshot)
+ *		over one table's key range, decoded and projected into ScanBatch
+ *		rows in the compact layout.
+ */
+#include "ts_storage_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define SCAN_DEFAULT_BATCH_ROWS 1000
+#define SCAN_MAX_BATCH_ROWS 100000
+#define SCAN_BATCH_BYTES (1024 * 1024)	/* a batch closes near this size */
+
+struct TsScan
+{
+	TsTable    *table;
+	rocksdb_iterator_t *iter;
+	rocksdb_readoptions_t *read_options;
+	TcBuf		lower;			/* first key to read */
+	TcBuf		upper;			/* first key not to read */
+	uint32_t   *columns;		/* [ncolumns] projection */
+	uint32_t	ncolumns;
+	size_t		counts[TCOPY__KIND__KIND_BYTES + 1];	/* projected columns per kind */
+	uint32_t	batch_rows;
+	uint64_t	limit;			/* 0: none */
+	uint64_t	returned;
+	TsValue    *values;			/* [table's ncolumns] decode scratch */
+	TcArena		scratch;		/* key strings that need unescaping */
+	bool		done;
+};
+
+/*
+ * Turn buf into the smallest string greater than every string it prefixes:
+ * drop trailing 0xFF bytes and increment the last byte.  false when buf is
+ * all 0xFF (no such string).
+ */
+static bool
+prefix_successor(TcBuf *buf)
+{
+	while (buf->len > 0 && buf->data[buf->len - 1] == 0xFF)
+		buf->len--;
+	if (buf->len == 0)
+		return false;
+	buf->data[buf->len - 1]++;
+	return true;
+}
+
+/* Check that bound holds values for a prefix of the key columns only. */
+static int
+bound_check(const TsTable *table, const Tcopy__KeyBound *bound, TsError *err)
+{
+	const TsLayout *layout = &table->layout;
+	const Tcopy__Row *key = bound->key;
+	size_t		ints = 0,
+				floats = 0,
+				blobs = 0;
+
+	if (key == NULL || key->n_nulls > 0)
+		goto bad;
+	for (uint32_t k = 0; k < layout->nkey; k++)
+	{
+		Tcopy__Kind kind = layout->kinds[layout->key_columns[k]];
+
+		if ((kind == TCOPY__KIND__KIND_BOOL || kind == TCOPY__KIND__KIND_INT) && ints < key->n_ints)
+			ints++;
+		else if (kind == TCOPY__KIND__KIND_FLOAT && floats < key->n_floats)
+			floats++;
+		else if (kind == TCOPY__KIND__KIND_BYTES && blobs < key->n_blobs)
+			blobs++;
+		else
+			break;
+	}
+	if (ints == key->n_ints && floats == key->n_floats && blobs == key->n_blobs)
+		return 0;
+bad:
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+				 "scan bound does not match the key columns of table \"%s\"",
+				 table->name);
+	return -1;
+}
+
+TsScan *
+ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err)
+{
+	TsScan	   *scan = calloc(1, sizeof(TsScan));
+	TsTable    *table;
+	const TsLayout *layout;
+
+	if (scan == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		return NULL;
+	}
+	tc_arena_init(&scan->scratch, 16 * 1024);
+	pthread_rwlock_rdlock(&store->tables_lock);
+	table = ts_store_table_locked(store, request->table_id);
+	pthread_rwlock_unlock(&store->tables_lock);
+	if (table == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_UNKNOWN_TABLE,
+					 "table with id %u does not exist on the tserver", request->table_id);
+		goto err;
+	}
+	scan->table = table;
+	layout = &table->layout;
+	if (layout->nkey == 0 && (request->lower != NULL || request->upper != NULL))
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "table \"%s\" has no key columns to bound a scan by", table->name);
+		goto err;
+	}
+	if ((request->lower && bound_check(table, request->lower, err) != 0) ||
+		(request->upper && bound_check(table, request->upper, err) != 0))
+		goto err;
+
+	/* projection */
+	scan->ncolumns = request->n_columns ? (uint32_t) request->n_columns : layout->ncolumns;
+	if (request->n_columns > TS_MAX_COLUMNS)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "scan projects %zu columns", request->n_columns);
+		goto err;
+	}
+	scan->columns = malloc(scan->ncolumns * sizeof(uint32_t));
+	scan->values = calloc(layout->ncolumns, sizeof(TsValue));
+	if (scan->columns == NULL || scan->values == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		goto err;
+	}
+	for (uint32_t i = 0; i < scan->ncolumns; i++)
+	{
+		uint32_t	col = request->n_columns ? request->columns[i] : i;
+		Tcopy__Kind kind;
+
+		if (col >= layout->ncolumns)
+		{
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+						 "scan projects column %u, but table \"%s\" has %u columns",
+						 col, table->name, layout->ncolumns);
+			goto err;
+		}
+		scan->columns[i] = col;
+		kind = layout->kinds[col];
+		scan->counts[kind == TCOPY__KIND__KIND_BOOL ? TCOPY__KIND__KIND_INT : kind]++;
+	}
+	scan->batch_rows = request->batch_rows ? request->batch_rows : SCAN_DEFAULT_BATCH_ROWS;
+	if (scan->batch_rows > SCAN_MAX_BATCH_ROWS)
+		scan->batch_rows = SCAN_MAX_BATCH_ROWS;
+	scan->limit = request->limit;
+
+	/* key range: [lower, upper) within the table's prefix */
+	if (request->lower != NULL)
+	{
+		if (!ts_key_encode_prefix(layout, table->id, request->lower->key, &scan->lower))
+			goto oom;
+		if (!request->lower->inclusive && !prefix_successor(&scan->lower))
+			scan->done = true;
+	}
+	else if (!ts_key_encode_prefix(layout, table->id, &(Tcopy__Row) TCOPY__ROW__INIT, &scan->lower))
+		goto oom;
+	if (request->upper != NULL)
+	{
+		if (!ts_key_encode_prefix(layout, table->id, request->upper->key, &scan->upper))
+			goto oom;
+		if (request->upper->inclusive && !prefix_successor(&scan->upper))
+			scan->upper.len = 0;	/* no upper bound within the key space */
+	}
+	else
+	{
+		if (!tc_buf_reserve(&scan->upper, TS_TABLE_ID_SIZE))
+			goto oom;
+		ts_put_be32(scan->upper.data, table->id);
+		scan->upper.len = TS_TABLE_ID_SIZE;
+		if (!prefix_successor(&scan->upper))
+			scan->upper.len = 0;
+	}
+
+	scan->read_options = rocksdb_readoptions_create();
+	if (scan->upper.len > 0)
+		rocksdb_readoptions_set_iterate_upper_bound(scan->read_options,
+													(const char *) scan->upper.data,
+													scan->upper.len);
+	/* a bulk read should not push hot blocks out of the cache */
+	rocksdb_readoptions_set_fill_cache(scan->read_options, 0);
+	scan->iter = rocksdb_create_iterator_cf(store->db, scan->read_options, store->cf_data);
+	rocksdb_iter_seek(scan->iter, (const char *) scan->lower.data, scan->lower.len);
+	return scan;
+
+oom:
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+err:
+	ts_scan_close(scan);
+	return NULL;
+}
+
+int
+ts_scan_next(TsScan *scan, TcArena *arena, Tcopy__ScanBatch *batch, TsError *err)
+{
+	const TsLayout *layout = &scan->table->layout;
+	size_t		capacity = scan->batch_rows;
+	size_t		bytes = 0;
+	char	   *errptr = NULL;
+
+	batch->n_rows = 0;
+	batch->done = false;
+	if (scan->limit > 0 && scan->limit - scan->returned < capacity)
+		capacity = (size_t) (scan->limit - scan->returned);
+	batch->rows = tc_arena_alloc(arena, (capacity ? capacity : 1) * sizeof(Tcopy__Row *));
+	if (batch->rows == NULL)
+		goto oom;
+
+	while (!scan->done && batch->n_rows < capacity && bytes < SCAN_BATCH_BYTES &&
+		   rocksdb_iter_valid(scan->iter))
+	{
+		size_t		keylen,
+					valuelen;
+		const uint8_t *key = (const uint8_t *) rocksdb_iter_key(scan->iter, &keylen);
+		const uint8_t *value = (const uint8_t *) rocksdb_iter_value(scan->iter, &valuelen);
+		Tcopy__Row *row;
+		size_t		ints = 0,
+					floats = 0,
+					blobs = 0,
+					nulls = 0;
+
+		tc_arena_reset(&scan->scratch);
+		if (!ts_row_decode(layout, key, keylen, value, valuelen, scan->values, &scan->scratch))
+		{
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+						 "stored row of table \"%s\" does not match its schema",
+						 scan->table->name);
+			return -1;
+		}
+		row = tc_arena_alloc(arena, sizeof(Tcopy__Row));
+		if (row == NULL)
+			goto oom;
+		tcopy__row__init(row);
+		row->ints = tc_arena_alloc(arena, (scan->counts[TCOPY__KIND__KIND_INT] + 1) * sizeof(int64_t));
+		row->floats = tc_arena_alloc(arena, (scan->counts[TCOPY__KIND__KIND_FLOAT] + 1) * sizeof(double));
+		row->blobs = tc_arena_alloc(arena, (scan->counts[TCOPY__KIND__KIND_BYTES] + 1) * sizeof(ProtobufCBinaryData));
+		row->nulls = tc_arena_alloc(arena, (scan->ncolumns + 1) * sizeof(uint32_t));
+		if (!row->ints || !row->floats || !row->blobs || !row->nulls)
+			goto oom;
+		for (uint32_t i = 0; i < scan->ncolumns; i++)
+		{
+			const TsValue *v = &scan->values[scan->columns[i]];
+
+			if (v->isnull)
+			{
+				row->nulls[nulls++] = i;
+				continue;
+			}
+			switch (layout->kinds[scan->columns[i]])
+			{
+				case TCOPY__KIND__KIND_BOOL:
+				case TCOPY__KIND__KIND_INT:
+					row->ints[ints++] = v->i;
+					break;
+				case TCOPY__KIND__KIND_FLOAT:
+					row->floats[floats++] = v->f;
+					break;
+				default:
+					/* the iterator's memory moves on: copy */
+					row->blobs[blobs].data = tc_arena_memdup(arena, v->p, v->len);
+					if (row->blobs[blobs].data == NULL)
+						goto oom;
+					row->blobs[blobs++].len = v->len;
+					bytes += v->len;
+					break;
+			}
+		}
+		row->n_ints = ints;
+		row->n_floats = floats;
+		row->n_blobs = blobs;
+		row->n_nulls = nulls;
+		bytes += 16 + ints * 8 + floats * 8;
+		batch->rows[batch->n_rows++] = row;
+		scan->returned++;
+		rocksdb_iter_next(scan->iter);
+	}
+	if (!scan->done && !rocksdb_iter_valid(scan->iter))
+	{
+		rocksdb_iter_get_error(scan->iter, &errptr);
+		if (errptr != NULL)
+		{
+			ts_error_rocksdb(err, "could not read table", errptr);
+			return -1;
+		}
+		scan->done = true;
+	}
+	if (scan->limit > 0 && scan->returned >= scan->limit)
+		scan->done = true;
+	batch->done = scan->done;
+	return 0;
+
+oom:
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+	return -1;
+}
+
+void
+ts_scan_close(TsScan *scan)
+{
+	if (scan == NULL)
+		return;
+	if (scan->iter != NULL)
+		rocksdb_iter_destroy(scan->iter);
+	if (scan->read_options != NULL)
+		rocksdb_readoptions_destroy(scan->read_options);
+	tc_buf_free(&scan->lower);
+	tc_buf_free(&scan->upper);
+	tc_arena_free(&scan->scratch);
+	free(scan->columns);
+	free(scan->values);
+	free(scan);
+}

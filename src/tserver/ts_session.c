@@ -1,0 +1,691 @@
+/*
+ * ts_session.c
+ *		Atomic write sessions of any size in bounded memory.
+ *
+ * A session's rows must stay invisible until commit and then appear all at
+ * once, durably; an abort, a dropped connection or a crash must leave
+ * nothing.  RocksDB offers two atomic publishing steps: a WriteBatch, which
+ * must be built in memory, and IngestExternalFile, which links a set of
+ * SST files into the database in one manifest write.  A session therefore
+ * stages its rows outside RocksDB:
+ *
+ *   - rows are encoded (ts_codec.h) straight into one staging buffer as
+ *     records [u32 key length][u32 value length][key][value], with an array
+ *     of record offsets beside it; no allocation per row;
+ *   - when the buffer passes the session memory limit, the offsets are
+ *     sorted by key (ties by arrival, so the last write of a key wins) and
+ *     the records written in that order, deduplicated, to a run file in
+ *     the session's staging directory;
+ *   - commit of a session that never spilled writes its buffer as one
+ *     synced WriteBatch, in arrival order (the last put of a key wins);
+ *   - commit of a spilled session spills what is left, merges the runs
+ *     (a heap; for equal keys the latest run wins) into SST files of
+ *     strictly increasing keys, and ingests them in one call.  The files
+ *     do not overlap each other, so RocksDB can place them low in the tree
+ *     when they do not overlap existing data either.
+ *
+ * Staging files are never synced: they are worthless after a crash, and
+ * ts_store_open removes them.  SstFileWriter syncs the files it finishes
+ * and ingestion syncs the manifest, so a commit is durable once it returns.
+ * Memory is bounded by the limit plus one batch, plus one read buffer per
+ * run during the merge.
+ */
+#include "ts_storage_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ts_log.h"
+
+#define RECORD_HEADER_SIZE 8
+#define RUN_WRITE_BUFFER (1024 * 1024)
+#define RUN_READ_BUFFER (256 * 1024)
+#define MAX_RECORD_PART (1u << 30)	/* sanity limit when reading runs back */
+
+struct TsSession
+{
+	TsStore    *store;
+	uint64_t	id;
+	TcBuf		staged;			/* records, see above */
+	uint32_t   *offsets;		/* [noffsets] record offsets in staged */
+	size_t		noffsets;
+	size_t		offsets_cap;
+	uint64_t	rows;			/* rows accepted, duplicates included */
+	uint64_t	staged_accounted;	/* bytes of staged counted in the store */
+	uint32_t	nruns;			/* run files written */
+	uint64_t	spilled_bytes;
+	bool		dir_made;
+	char		dir[4096];		/* staging directory of this session */
+	uint32_t   *tables;			/* ids of the tables written to */
+	size_t		ntables;
+	size_t		tables_cap;
+};
+
+/* One run file being read back during the merge. */
+typedef struct RunReader
+{
+	FILE	   *file;
+	char	   *buffer;			/* stdio buffer, RUN_READ_BUFFER bytes */
+	TcBuf		record;			/* the current record's key and value */
+	uint32_t	keylen;
+	uint32_t	valuelen;
+	uint32_t	run;			/* position in the session: later wins */
+} RunReader;
+
+static inline const uint8_t *
+record_key(const TcBuf *staged, uint32_t offset, uint32_t *keylen)
+{
+	const uint8_t *rec = staged->data + offset;
+
+	memcpy(keylen, rec, 4);
+	return rec + RECORD_HEADER_SIZE;
+}
+
+/* Keep the store's count of staged bytes equal to what this session holds. */
+static void
+session_account(TsSession *session)
+{
+	uint64_t	now = session->staged.len;
+
+	if (now >= session->staged_accounted)
+		atomic_fetch_add(&session->store->staged_bytes, now - session->staged_accounted);
+	else
+		atomic_fetch_sub(&session->store->staged_bytes, session->staged_accounted - now);
+	session->staged_accounted = now;
+}
+
+TsSession *
+ts_session_begin(TsStore *store, uint64_t *session_id, TsError *err)
+{
+	TsSession  *session = calloc(1, sizeof(TsSession));
+
+	if (session == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		return NULL;
+	}
+	session->store = store;
+	session->id = atomic_fetch_add(&store->next_session_id, 1);
+	snprintf(session->dir, sizeof(session->dir), "%s/session-%llu",
+			 store->staging_dir, (unsigned long long) session->id);
+	atomic_fetch_add(&store->sessions_open, 1);
+	*session_id = session->id;
+	return session;
+}
+
+uint64_t
+ts_session_rows(const TsSession *session)
+{
+	return session->rows;
+}
+
+static void
+session_free(TsSession *session)
+{
+	TsStore    *store = session->store;
+
+	if (session->dir_made && ts_remove_tree(session->dir) != 0)
+		ts_log(TS_LOG_WARNING, "could not remove staging directory \"%s\": %s",
+			   session->dir, strerror(errno));
+	tc_buf_free(&session->staged);
+	session_account(session);
+	atomic_fetch_sub(&store->spilled_bytes, session->spilled_bytes);
+	atomic_fetch_sub(&store->sessions_open, 1);
+	free(session->offsets);
+	free(session->tables);
+	free(session);
+}
+
+/* Remember that the session wrote to table_id. */
+static int
+session_note_table(TsSession *session, uint32_t table_id)
+{
+	for (size_t i = 0; i < session->ntables; i++)
+		if (session->tables[i] == table_id)
+			return 0;
+	if (session->ntables == session->tables_cap)
+	{
+		size_t		cap = session->tables_cap ? session->tables_cap * 2 : 4;
+		uint32_t   *tables = realloc(session->tables, cap * sizeof(uint32_t));
+
+		if (tables == NULL)
+			return -1;
+		session->tables = tables;
+		session->tables_cap = cap;
+	}
+	session->tables[session->ntables++] = table_id;
+	return 0;
+}
+
+static int
+record_compare(const void *a, const void *b, void *arg)
+{
+	const TcBuf *staged = arg;
+	uint32_t	off_a = *(const uint32_t *) a;
+	uint32_t	off_b = *(const uint32_t *) b;
+	uint32_t	len_a,
+				len_b;
+	const uint8_t *key_a = record_key(staged, off_a, &len_a);
+	const uint8_t *key_b = record_key(staged, off_b, &len_b);
+	int			cmp = memcmp(key_a, key_b, len_a < len_b ? len_a : len_b);
+
+	if (cmp != 0)
+		return cmp;
+	if (len_a != len_b)
+		return len_a < len_b ? -1 : 1;
+	/* equal keys keep their arrival order */
+	return off_a < off_b ? -1 : 1;
+}
+
+/* Sort the staged records and write them, deduplicated, as the next run. */
+static int
+session_spill(TsSession *session, TsError *err)
+{
+	TsStore    *store = session->store;
+	char		path[4200];
+	FILE	   *file = NULL;
+	char	   *buffer = NULL;
+	uint64_t	written = 0;
+
+	if (session->noffsets == 0)
+		return 0;
+	qsort_r(session->offsets, session->noffsets, sizeof(uint32_t),
+			record_compare, &session->staged);
+
+	if (!session->dir_made)
+	{
+		if (mkdir(session->dir, 0700) != 0 && errno != EEXIST)
+			goto io_err;
+		session->dir_made = true;
+	}
+	snprintf(path, sizeof(path), "%s/run-%06u", session->dir, session->nruns);
+	file = fopen(path, "wb");
+	buffer = malloc(RUN_WRITE_BUFFER);
+	if (file == NULL || buffer == NULL)
+		goto io_err;
+	setvbuf(file, buffer, _IOFBF, RUN_WRITE_BUFFER);
+	for (size_t i = 0; i < session->noffsets; i++)
+	{
+		const uint8_t *rec = session->staged.data + session->offsets[i];
+		uint32_t	keylen,
+					valuelen;
+
+		memcpy(&keylen, rec, 4);
+		memcpy(&valuelen, rec + 4, 4);
+		/* of equal keys, only the last written survives */
+		if (i + 1 < session->noffsets)
+		{
+			uint32_t	next_len;
+			const uint8_t *next = record_key(&session->staged,
+											 session->offsets[i + 1], &next_len);
+
+			if (keylen == next_len && memcmp(rec + RECORD_HEADER_SIZE, next, keylen) == 0)
+				continue;
+		}
+		if (fwrite(rec, 1, RECORD_HEADER_SIZE + keylen + valuelen, file) !=
+			RECORD_HEADER_SIZE + keylen + valuelen)
+			goto io_err;
+		written += RECORD_HEADER_SIZE + keylen + valuelen;
+	}
+	if (fclose(file) != 0)
+	{
+		file = NULL;
+		goto io_err;
+	}
+	free(buffer);
+	session->nruns++;
+	session->spilled_bytes += written;
+	atomic_fetch_add(&store->spilled_bytes, written);
+	ts_log(TS_LOG_DEBUG, "session %llu: spilled run %u (%zu records, %llu bytes)",
+		   (unsigned long long) session->id, session->nruns - 1, session->noffsets,
+		   (unsigned long long) written);
+	session->staged.len = 0;
+	session->noffsets = 0;
+	session_account(session);
+	return 0;
+
+io_err:
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+				 "could not write staging file in \"%s\": %s", session->dir, strerror(errno));
+	if (file != NULL)
+		fclose(file);
+	free(buffer);
+	return -1;
+}
+
+int
+ts_session_write(TsSession *session, const Tcopy__WriteBatch *batch, TsError *err)
+{
+	TsStore    *store = session->store;
+	TsTable    *table;
+	const TsLayout *layout;
+	size_t		saved_len = session->staged.len;
+	size_t		saved_offsets = session->noffsets;
+	uint64_t	rowid = 0;
+
+	pthread_rwlock_rdlock(&store->tables_lock);
+	table = ts_store_table_locked(store, batch->table_id);
+	pthread_rwlock_unlock(&store->tables_lock);
+	if (table == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_UNKNOWN_TABLE,
+					 "table with id %u does not exist on the tserver", batch->table_id);
+		return -1;
+	}
+	/* a table's layout is immutable and outlives a drop: no lock needed */
+	layout = &table->layout;
+
+	for (size_t i = 0; i < batch->n_rows; i++)
+	{
+		if (ts_row_check(layout, batch->rows[i], err) != 0)
+		{
+			size_t		len = strlen(err->message);
+
+			snprintf(err->message + len, sizeof(err->message) - len,
+					 " (row %zu of batch %llu for table \"%s\")", i + 1,
+					 (unsigned long long) batch->seq, table->name);
+			return -1;
+		}
+	}
+	if (session->noffsets + batch->n_rows > session->offsets_cap)
+	{
+		size_t		cap = session->offsets_cap ? session->offsets_cap : 1024;
+		uint32_t   *offsets;
+
+		while (cap < session->noffsets + batch->n_rows)
+			cap *= 2;
+		offsets = realloc(session->offsets, cap * sizeof(uint32_t));
+		if (offsets == NULL)
+			goto oom;
+		session->offsets = offsets;
+		session->offsets_cap = cap;
+	}
+	if (session_note_table(session, table->id) != 0)
+		goto oom;
+	if (layout->nkey == 0)
+		rowid = atomic_fetch_add(&table->next_rowid, batch->n_rows);
+
+	for (size_t i = 0; i < batch->n_rows; i++)
+	{
+		const Tcopy__Row *row = batch->rows[i];
+		size_t		start = session->staged.len;
+		size_t		key_end;
+		uint32_t	keylen,
+					valuelen;
+		bool		ok;
+
+		if (start > UINT32_MAX - RECORD_HEADER_SIZE ||
+			!tc_buf_reserve(&session->staged, RECORD_HEADER_SIZE))
+			goto oom;
+		session->staged.len += RECORD_HEADER_SIZE;
+		if (layout->nkey == 0)
+			ok = ts_key_encode_rowid(table->id, rowid++, &session->staged);
+		else
+			ok = ts_key_encode(layout, table->id, row, &session->staged);
+		key_end = session->staged.len;
+		if (!ok || !ts_value_encode(layout, row, &session->staged))
+			goto oom;
+		keylen = (uint32_t) (key_end - start - RECORD_HEADER_SIZE);
+		valuelen = (uint32_t) (session->staged.len - key_end);
+		memcpy(session->staged.data + start, &keylen, 4);
+		memcpy(session->staged.data + start + 4, &valuelen, 4);
+		session->offsets[session->noffsets++] = (uint32_t) start;
+	}
+	session->rows += batch->n_rows;
+	session_account(session);
+
+	if (session->staged.len >= store->opts.session_memory_bytes)
+		return session_spill(session, err);
+	return 0;
+
+oom:
+	session->staged.len = saved_len;
+	session->noffsets = saved_offsets;
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL,
+				 "out of memory staging a batch of %zu rows", batch->n_rows);
+	return -1;
+}
+
+/* Publish the staged buffer as one synced WriteBatch. */
+static int
+commit_write_batch(TsSession *session, TsError *err)
+{
+	TsStore    *store = session->store;
+	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+	char	   *errptr = NULL;
+
+	for (size_t i = 0; i < session->noffsets; i++)
+	{
+		const uint8_t *rec = session->staged.data + session->offsets[i];
+		uint32_t	keylen,
+					valuelen;
+
+		memcpy(&keylen, rec, 4);
+		memcpy(&valuelen, rec + 4, 4);
+		rocksdb_writebatch_put_cf(wb, store->cf_data,
+								  (const char *) rec + RECORD_HEADER_SIZE, keylen,
+								  (const char *) rec + RECORD_HEADER_SIZE + keylen, valuelen);
+	}
+	rocksdb_write(store->db, store->write_sync, wb, &errptr);
+	rocksdb_writebatch_destroy(wb);
+	if (errptr != NULL)
+	{
+		ts_error_rocksdb(err, "could not commit the session", errptr);
+		return -1;
+	}
+	return 0;
+}
+
+/* Read the reader's next record; 1 when there is one, 0 at the end, -1. */
+static int
+run_next(RunReader *reader)
+{
+	uint8_t		header[RECORD_HEADER_SIZE];
+	size_t		got = fread(header, 1, sizeof(header), reader->file);
+
+	if (got == 0 && feof(reader->file))
+		return 0;
+	if (got != sizeof(header))
+		return -1;
+	memcpy(&reader->keylen, header, 4);
+	memcpy(&reader->valuelen, header + 4, 4);
+	if (reader->keylen > MAX_RECORD_PART || reader->valuelen > MAX_RECORD_PART)
+		return -1;
+	reader->record.len = 0;
+	if (!tc_buf_reserve(&reader->record, (size_t) reader->keylen + reader->valuelen + 1))
+		return -1;
+	if (fread(reader->record.data, 1, (size_t) reader->keylen + reader->valuelen,
+			  reader->file) != (size_t) reader->keylen + reader->valuelen)
+		return -1;
+	return 1;
+}
+
+/* Heap order: smaller key first; for equal keys, the later run first. */
+static bool
+run_before(const RunReader *a, const RunReader *b)
+{
+	uint32_t	n = a->keylen < b->keylen ? a->keylen : b->keylen;
+	int			cmp = memcmp(a->record.data, b->record.data, n);
+
+	if (cmp != 0)
+		return cmp < 0;
+	if (a->keylen != b->keylen)
+		return a->keylen < b->keylen;
+	return a->run > b->run;
+}
+
+static void
+heap_sift_down(RunReader **heap, size_t n, size_t i)
+{
+	for (;;)
+	{
+		size_t		best = i;
+		size_t		left = 2 * i + 1;
+		size_t		right = left + 1;
+		RunReader  *swap;
+
+		if (left < n && run_before(heap[left], heap[best]))
+			best = left;
+		if (right < n && run_before(heap[right], heap[best]))
+			best = right;
+		if (best == i)
+			return;
+		swap = heap[i];
+		heap[i] = heap[best];
+		heap[best] = swap;
+		i = best;
+	}
+}
+
+/*
+ * Advance the heap's top reader; drop it from the heap at its end.
+ * Returns -1 on a read error.
+ */
+static int
+heap_advance_top(RunReader **heap, size_t *n)
+{
+	int			more = run_next(heap[0]);
+
+	if (more < 0)
+		return -1;
+	if (more == 0)
+		heap[0] = heap[--(*n)];
+	heap_sift_down(heap, *n, 0);
+	return 0;
+}
+
+/*
+ * Merge the run files into SST files of at most sst_target_bytes with
+ * strictly increasing keys; their paths are returned in *files.
+ */
+static int
+merge_runs(TsSession *session, char ***files_out, size_t *nfiles_out, TsError *err)
+{
+	TsStore    *store = session->store;
+	RunReader  *readers = calloc(session->nruns, sizeof(RunReader));
+	RunReader **heap = calloc(session->nruns, sizeof(RunReader *));
+	size_t		nheap = 0;
+	char	  **files = NULL;
+	size_t		nfiles = 0;
+	rocksdb_sstfilewriter_t *writer = NULL;
+	TcBuf		last_key = {0};
+	uint64_t	entries_in_file = 0;
+	char	   *errptr = NULL;
+	char		path[4200];
+	int			result = -1;
+
+	if (readers == NULL || heap == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		goto done;
+	}
+	for (uint32_t r = 0; r < session->nruns; r++)
+	{
+		RunReader  *reader = &readers[r];
+		int			more;
+
+		snprintf(path, sizeof(path), "%s/run-%06u", session->dir, r);
+		reader->run = r;
+		reader->file = fopen(path, "rb");
+		reader->buffer = malloc(RUN_READ_BUFFER);
+		if (reader->file == NULL || reader->buffer == NULL)
+			goto io_err;
+		setvbuf(reader->file, reader->buffer, _IOFBF, RUN_READ_BUFFER);
+		more = run_next(reader);
+		if (more < 0)
+			goto io_err;
+		if (more > 0)
+			heap[nheap++] = reader;
+	}
+	for (size_t i = nheap; i-- > 0;)
+		heap_sift_down(heap, nheap, i);
+
+	while (nheap > 0)
+	{
+		RunReader  *top = heap[0];
+
+		if (writer == NULL)
+		{
+			char	  **grown = realloc(files, (nfiles + 1) * sizeof(char *));
+
+			if (grown == NULL)
+				goto oom;
+			files = grown;
+			snprintf(path, sizeof(path), "%s/ingest-%06zu.sst", session->dir, nfiles);
+			if ((files[nfiles] = strdup(path)) == NULL)
+				goto oom;
+			nfiles++;
+			writer = rocksdb_sstfilewriter_create(store->env_options, store->options);
+			rocksdb_sstfilewriter_open(writer, path, &errptr);
+			if (errptr != NULL)
+				goto rocks_err;
+			entries_in_file = 0;
+		}
+		rocksdb_sstfilewriter_put(writer, (const char *) top->record.data, top->keylen,
+								  (const char *) top->record.data + top->keylen,
+								  top->valuelen, &errptr);
+		if (errptr != NULL)
+			goto rocks_err;
+		last_key.len = 0;
+		if (!tc_buf_reserve(&last_key, top->keylen))
+			goto oom;
+		memcpy(last_key.data, top->record.data, top->keylen);
+		last_key.len = top->keylen;
+
+		/* skip older versions of the same key in other runs */
+		if (heap_advance_top(heap, &nheap) != 0)
+			goto io_err;
+		while (nheap > 0 && heap[0]->keylen == last_key.len &&
+			   memcmp(heap[0]->record.data, last_key.data, last_key.len) == 0)
+		{
+			if (heap_advance_top(heap, &nheap) != 0)
+				goto io_err;
+		}
+
+		if (++entries_in_file % 4096 == 0)
+		{
+			uint64_t	size = 0;
+
+			rocksdb_sstfilewriter_file_size(writer, &size);
+			if (size >= store->opts.sst_target_bytes)
+			{
+				rocksdb_sstfilewriter_finish(writer, &errptr);
+				rocksdb_sstfilewriter_destroy(writer);
+				writer = NULL;
+				if (errptr != NULL)
+					goto rocks_err;
+			}
+		}
+	}
+	if (writer != NULL)
+	{
+		rocksdb_sstfilewriter_finish(writer, &errptr);
+		rocksdb_sstfilewriter_destroy(writer);
+		writer = NULL;
+		if (errptr != NULL)
+			goto rocks_err;
+	}
+	*files_out = files;
+	*nfiles_out = nfiles;
+	files = NULL;
+	result = 0;
+	goto done;
+
+rocks_err:
+	ts_error_rocksdb(err, "could not write SST file", errptr);
+	goto done;
+oom:
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory merging staged runs");
+	goto done;
+io_err:
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+				 "could not read staging files in \"%s\": %s", session->dir,
+				 errno ? strerror(errno) : "short read");
+done:
+	if (writer != NULL)
+		rocksdb_sstfilewriter_destroy(writer);
+	for (uint32_t r = 0; readers != NULL && r < session->nruns; r++)
+	{
+		if (readers[r].file != NULL)
+			fclose(readers[r].file);
+		free(readers[r].buffer);
+		tc_buf_free(&readers[r].record);
+	}
+	for (size_t i = 0; files != NULL && i < nfiles; i++)
+		free(files[i]);
+	free(files);
+	free(readers);
+	free(heap);
+	tc_buf_free(&last_key);
+	return result;
+}
+
+/* Spill what is left, merge the runs and ingest them in one call. */
+static int
+commit_ingest(TsSession *session, TsError *err)
+{
+	TsStore    *store = session->store;
+	char	  **files = NULL;
+	size_t		nfiles = 0;
+	rocksdb_ingestexternalfileoptions_t *options;
+	char	   *errptr = NULL;
+	int			result = 0;
+
+	if (session_spill(session, err) != 0 ||
+		merge_runs(session, &files, &nfiles, err) != 0)
+		return -1;
+	if (nfiles > 0)
+	{
+		options = rocksdb_ingestexternalfileoptions_create();
+		rocksdb_ingestexternalfileoptions_set_move_files(options, 1);
+		rocksdb_ingestexternalfileoptions_set_allow_global_seqno(options, 1);
+		rocksdb_ingestexternalfileoptions_set_allow_blocking_flush(options, 1);
+		rocksdb_ingest_external_file_cf(store->db, store->cf_data,
+										(const char *const *) files, nfiles,
+										options, &errptr);
+		rocksdb_ingestexternalfileoptions_destroy(options);
+		if (errptr != NULL)
+		{
+			ts_error_rocksdb(err, "could not ingest the session's files", errptr);
+			result = -1;
+		}
+	}
+	for (size_t i = 0; i < nfiles; i++)
+		free(files[i]);
+	free(files);
+	return result;
+}
+
+int
+ts_session_commit(TsSession *session, uint64_t *rows, TsError *err)
+{
+	TsStore    *store = session->store;
+	int			result = 0;
+
+	*rows = session->rows;
+
+	/* shared: tables cannot be dropped or truncated while we publish */
+	pthread_rwlock_rdlock(&store->tables_lock);
+	for (size_t i = 0; i < session->ntables; i++)
+	{
+		if (ts_store_table_locked(store, session->tables[i]) == NULL)
+		{
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_UNKNOWN_TABLE,
+						 "table with id %u was dropped while the session wrote to it",
+						 session->tables[i]);
+			result = -1;
+			break;
+		}
+	}
+	if (result == 0 && session->rows > 0)
+	{
+		if (session->nruns == 0)
+			result = commit_write_batch(session, err);
+		else
+			result = commit_ingest(session, err);
+	}
+	pthread_rwlock_unlock(&store->tables_lock);
+
+	if (result == 0)
+	{
+		atomic_fetch_add(&store->sessions_committed, 1);
+		atomic_fetch_add(&store->rows_committed, session->rows);
+		ts_log(TS_LOG_DEBUG, "session %llu committed %llu rows (%u runs)",
+			   (unsigned long long) session->id, (unsigned long long) session->rows,
+			   session->nruns);
+	}
+	else
+		atomic_fetch_add(&store->sessions_aborted, 1);
+	session_free(session);
+	return result;
+}
+
+void
+ts_session_abort(TsSession *session)
+{
+	atomic_fetch_add(&session->store->sessions_aborted, 1);
+	session_free(session);
+}

@@ -1,0 +1,632 @@
+/*
+ * ts_storage.c
+ *		The store: RocksDB opened with a data and a meta column family, and
+ *		the table catalogue (create, look up, truncate, drop).
+ *
+ * Table definitions are small and few, so all of them are loaded at open
+ * and kept in an array indexed by table id; the meta column family holds
+ * "table:NAME" -> TableInfo (id and schema) and "next_table_id".  Every
+ * change to it is one synced WriteBatch, so a table's definition and its
+ * id counter move together.
+ */
+#include "ts_storage_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ts_log.h"
+
+#define META_TABLE_PREFIX "table:"
+#define META_NEXT_TABLE_ID "next_table_id"
+#define TS_MAX_TABLE_NAME 1024
+
+void
+ts_error_set(TsError *err, Tcopy__ErrorCode code, const char *fmt,...)
+{
+	va_list		args;
+
+	err->code = code;
+	va_start(args, fmt);
+	vsnprintf(err->message, sizeof(err->message), fmt, args);
+	va_end(args);
+}
+
+void
+ts_error_rocksdb(TsError *err, const char *what, char *errptr)
+{
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE, "%s: %s", what,
+				 errptr ? errptr : "unknown error");
+	free(errptr);
+}
+
+void
+ts_store_default_options(TsStoreOptions *options)
+{
+	options->session_memory_bytes = 64 * 1024 * 1024;
+	options->sst_target_bytes = 256 * 1024 * 1024;
+	options->block_cache_bytes = 64 * 1024 * 1024;
+	options->sync_commits = true;
+}
+
+int
+ts_remove_tree(const char *dir)
+{
+	DIR		   *d = opendir(dir);
+	struct dirent *entry;
+	char		path[4096];
+	int			result = 0;
+
+	if (d == NULL)
+		return errno == ENOENT ? 0 : -1;
+	while ((entry = readdir(d)) != NULL)
+	{
+		struct stat st;
+
+		if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, entry->d_name);
+		if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		{
+			if (ts_remove_tree(path) != 0)
+				result = -1;
+		}
+		else if (unlink(path) != 0 && errno != ENOENT)
+			result = -1;
+	}
+	closedir(d);
+	if (rmdir(dir) != 0 && errno != ENOENT)
+		result = -1;
+	return result;
+}
+
+/* Make room in the id-indexed table array for id. */
+static int
+tables_make_room(TsStore *store, uint32_t id)
+{
+	uint32_t	cap = store->tables_cap ? store->tables_cap : 16;
+	TsTable   **tables;
+
+	if (id < store->tables_cap)
+		return 0;
+	while (cap <= id)
+		cap *= 2;
+	tables = realloc(store->tables, cap * sizeof(TsTable *));
+	if (tables == NULL)
+		return -1;
+	memset(tables + store->tables_cap, 0, (cap - store->tables_cap) * sizeof(TsTable *));
+	store->tables = tables;
+	store->tables_cap = cap;
+	return 0;
+}
+
+static void
+table_free(TsTable *table)
+{
+	if (table == NULL)
+		return;
+	ts_layout_free(&table->layout);
+	if (table->schema)
+		tcopy__schema__free_unpacked(table->schema, NULL);
+	free(table->name);
+	free(table);
+}
+
+/*
+ * A keyless table's next row id: one past the largest stored, so that ids
+ * survive restarts without a counter written on every commit.
+ */
+static uint64_t
+table_find_next_rowid(TsStore *store, uint32_t table_id)
+{
+	uint8_t		upper[TS_TABLE_ID_SIZE];
+	rocksdb_iterator_t *it;
+	uint64_t	next = 1;
+
+	ts_put_be32(upper, table_id + 1);
+	it = rocksdb_create_iterator_cf(store->db, store->read_default, store->cf_data);
+	rocksdb_iter_seek_for_prev(it, (const char *) upper, sizeof(upper));
+	/* seek_for_prev lands on upper itself only if such a key exists: skip it */
+	if (rocksdb_iter_valid(it))
+	{
+		size_t		keylen;
+		const uint8_t *key = (const uint8_t *) rocksdb_iter_key(it, &keylen);
+
+		if (keylen == sizeof(upper) && memcmp(key, upper, sizeof(upper)) == 0)
+		{
+			rocksdb_iter_prev(it);
+			key = rocksdb_iter_valid(it) ? (const uint8_t *) rocksdb_iter_key(it, &keylen) : NULL;
+		}
+		if (key != NULL && keylen == TS_TABLE_ID_SIZE + TS_ROWID_SIZE &&
+			ts_get_be32(key) == table_id)
+		{
+			uint64_t	rowid = 0;
+
+			for (int b = 0; b < 8; b++)
+				rowid = (rowid << 8) | key[TS_TABLE_ID_SIZE + b];
+			next = rowid + 1;
+		}
+	}
+	rocksdb_iter_destroy(it);
+	return next;
+}
+
+/* Build a TsTable from a stored TableInfo; NULL when it is not valid. */
+static TsTable *
+table_from_info(TsStore *store, const char *name, size_t namelen,
+				const uint8_t *packed, size_t packedlen, TsError *err)
+{
+	Tcopy__TableInfo *info = tcopy__table_info__unpack(NULL, packedlen, packed);
+	TsTable    *table = NULL;
+
+	if (info == NULL || info->schema == NULL || info->table_id == 0)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+					 "stored definition of table \"%.*s\" is corrupt", (int) namelen, name);
+		goto err;
+	}
+	table = calloc(1, sizeof(TsTable));
+	if (table == NULL || (table->name = strndup(name, namelen)) == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		goto err;
+	}
+	table->id = info->table_id;
+	table->schema = info->schema;
+	info->schema = NULL;
+	if (ts_layout_init(&table->layout, table->schema, err) != 0)
+		goto err;
+	if (table->layout.nkey == 0)
+		atomic_store(&table->next_rowid, table_find_next_rowid(store, table->id));
+	tcopy__table_info__free_unpacked(info, NULL);
+	return table;
+
+err:
+	if (info)
+		tcopy__table_info__free_unpacked(info, NULL);
+	table_free(table);
+	return NULL;
+}
+
+/* Load every table definition and the id counter from the meta family. */
+static int
+store_load_tables(TsStore *store, TsError *err)
+{
+	rocksdb_iterator_t *it;
+	size_t		len;
+	char	   *errptr = NULL;
+	char	   *value;
+	int			result = 0;
+
+	value = rocksdb_get_cf(store->db, store->read_default, store->cf_meta,
+						   META_NEXT_TABLE_ID, strlen(META_NEXT_TABLE_ID), &len, &errptr);
+	if (errptr != NULL)
+	{
+		ts_error_rocksdb(err, "could not read the table id counter", errptr);
+		return -1;
+	}
+	store->next_table_id = (value != NULL && len == 4) ? ts_get_be32((uint8_t *) value) : 1;
+	free(value);
+
+	it = rocksdb_create_iterator_cf(store->db, store->read_default, store->cf_meta);
+	for (rocksdb_iter_seek(it, META_TABLE_PREFIX, strlen(META_TABLE_PREFIX));
+		 rocksdb_iter_valid(it); rocksdb_iter_next(it))
+	{
+		size_t		keylen,
+					vallen;
+		const char *key = rocksdb_iter_key(it, &keylen);
+		const char *val = rocksdb_iter_value(it, &vallen);
+		TsTable    *table;
+		size_t		plen = strlen(META_TABLE_PREFIX);
+
+		if (keylen < plen || memcmp(key, META_TABLE_PREFIX, plen) != 0)
+			break;
+		table = table_from_info(store, key + plen, keylen - plen,
+								(const uint8_t *) val, vallen, err);
+		if (table == NULL || tables_make_room(store, table->id) != 0 ||
+			store->tables[table->id] != NULL || table->id >= store->next_table_id)
+		{
+			if (table != NULL)
+				ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+							 "stored definition of table \"%s\" has a bad id %u",
+							 table->name, table->id);
+			table_free(table);
+			result = -1;
+			break;
+		}
+		store->tables[table->id] = table;
+		atomic_fetch_add(&store->tables_live, 1);
+	}
+	rocksdb_iter_destroy(it);
+	return result;
+}
+
+TsStore *
+ts_store_open(const char *dir, const TsStoreOptions *options, TsError *err)
+{
+	TsStore    *store = calloc(1, sizeof(TsStore));
+	const char *cf_names[2] = {"default", "meta"};
+	const rocksdb_options_t *cf_options[2];
+	rocksdb_column_family_handle_t *handles[2];
+	char	   *errptr = NULL;
+	size_t		dirlen = strlen(dir);
+
+	if (store == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		return NULL;
+	}
+	store->opts = *options;
+	pthread_rwlock_init(&store->tables_lock, NULL);
+	store->dir = strdup(dir);
+	store->staging_dir = malloc(dirlen + sizeof("/staging"));
+	if (store->dir == NULL || store->staging_dir == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		goto err;
+	}
+	sprintf(store->staging_dir, "%s/staging", dir);
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+					 "could not create data directory \"%s\": %s", dir, strerror(errno));
+		goto err;
+	}
+
+	/*
+	 * Whatever is staged belongs to sessions that died with the previous
+	 * process: none of it was committed, so none of it may survive.
+	 */
+	if (ts_remove_tree(store->staging_dir) != 0 ||
+		(mkdir(store->staging_dir, 0700) != 0 && errno != EEXIST))
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+					 "could not reset staging directory \"%s\": %s",
+					 store->staging_dir, strerror(errno));
+		goto err;
+	}
+
+	store->options = rocksdb_options_create();
+	rocksdb_options_set_create_if_missing(store->options, 1);
+	rocksdb_options_set_create_missing_column_families(store->options, 1);
+	rocksdb_options_increase_parallelism(store->options, 2);
+	rocksdb_options_set_max_background_jobs(store->options, 2);
+	rocksdb_options_set_write_buffer_size(store->options, 64 * 1024 * 1024);
+	rocksdb_options_set_compression(store->options, rocksdb_lz4_compression);
+	store->block_cache = rocksdb_cache_create_lru(options->block_cache_bytes);
+	store->table_options = rocksdb_block_based_options_create();
+	rocksdb_block_based_options_set_block_cache(store->table_options, store->block_cache);
+	rocksdb_block_based_options_set_block_size(store->table_options, 16 * 1024);
+	rocksdb_options_set_block_based_table_factory(store->options, store->table_options);
+	store->env_options = rocksdb_envoptions_create();
+
+	cf_options[0] = cf_options[1] = store->options;
+	store->db = rocksdb_open_column_families(store->options, dir, 2, cf_names,
+											 cf_options, handles, &errptr);
+	if (errptr != NULL)
+	{
+		ts_error_rocksdb(err, "could not open RocksDB", errptr);
+		goto err;
+	}
+	store->cf_data = handles[0];
+	store->cf_meta = handles[1];
+	store->write_sync = rocksdb_writeoptions_create();
+	rocksdb_writeoptions_set_sync(store->write_sync, options->sync_commits);
+	store->read_default = rocksdb_readoptions_create();
+	atomic_store(&store->next_session_id, 1);
+
+	if (store_load_tables(store, err) != 0)
+		goto err;
+	ts_log(TS_LOG_INFO, "store open at \"%s\": %llu tables", dir,
+		   (unsigned long long) atomic_load(&store->tables_live));
+	return store;
+
+err:
+	ts_store_close(store);
+	return NULL;
+}
+
+void
+ts_store_close(TsStore *store)
+{
+	if (store == NULL)
+		return;
+	if (store->db != NULL)
+	{
+		char	   *errptr = NULL;
+
+		/* a clean close leaves nothing for WAL recovery to do */
+		rocksdb_flush_wal(store->db, 1, &errptr);
+		free(errptr);
+		rocksdb_column_family_handle_destroy(store->cf_data);
+		rocksdb_column_family_handle_destroy(store->cf_meta);
+		rocksdb_close(store->db);
+	}
+	for (uint32_t i = 0; i < store->tables_cap; i++)
+		table_free(store->tables[i]);
+	free(store->tables);
+	if (store->write_sync)
+		rocksdb_writeoptions_destroy(store->write_sync);
+	if (store->read_default)
+		rocksdb_readoptions_destroy(store->read_default);
+	if (store->env_options)
+		rocksdb_envoptions_destroy(store->env_options);
+	if (store->options)
+		rocksdb_options_destroy(store->options);
+	if (store->table_options)
+		rocksdb_block_based_options_destroy(store->table_options);
+	if (store->block_cache)
+		rocksdb_cache_destroy(store->block_cache);
+	pthread_rwlock_destroy(&store->tables_lock);
+	free(store->staging_dir);
+	free(store->dir);
+	free(store);
+}
+
+TsTable *
+ts_store_table_locked(TsStore *store, uint32_t table_id)
+{
+	TsTable    *table;
+
+	if (table_id >= store->tables_cap)
+		return NULL;
+	table = store->tables[table_id];
+	return (table != NULL && !table->dropped) ? table : NULL;
+}
+
+/* The live table called name, or NULL; call with tables_lock held. */
+static TsTable *
+table_by_name(TsStore *store, const char *name)
+{
+	for (uint32_t i = 0; i < store->tables_cap; i++)
+	{
+		TsTable    *table = store->tables[i];
+
+		if (table != NULL && !table->dropped && strcmp(table->name, name) == 0)
+			return table;
+	}
+	return NULL;
+}
+
+/*
+ * Describe the first difference between two schemas in err; 0 when they are
+ * equal.
+ */
+static int
+schema_compare(const char *table, const Tcopy__Schema *stored,
+			   const Tcopy__Schema *given, TsError *err)
+{
+	Tcopy__ErrorCode code = TCOPY__ERROR_CODE__ERROR_SCHEMA_MISMATCH;
+
+	if (stored->n_columns != given->n_columns)
+	{
+		ts_error_set(err, code, "table \"%s\" has %zu columns on the tserver, not %zu",
+					 table, stored->n_columns, given->n_columns);
+		return -1;
+	}
+	for (size_t i = 0; i < stored->n_columns; i++)
+	{
+		const Tcopy__Column *a = stored->columns[i];
+		const Tcopy__Column *b = given->columns[i];
+
+		if (strcmp(a->name, b->name) != 0 || a->kind != b->kind ||
+			strcmp(a->type_name, b->type_name) != 0 || a->typmod != b->typmod)
+		{
+			ts_error_set(err, code,
+						 "column %zu of table \"%s\" is \"%s\" %s(%d) on the tserver, not \"%s\" %s(%d)",
+						 i + 1, table, a->name, a->type_name, a->typmod,
+						 b->name, b->type_name, b->typmod);
+			return -1;
+		}
+	}
+	if (stored->n_key != given->n_key ||
+		(stored->n_key > 0 && memcmp(stored->key, given->key, stored->n_key * sizeof(uint32_t)) != 0))
+	{
+		ts_error_set(err, code, "table \"%s\" has different key columns on the tserver", table);
+		return -1;
+	}
+	return 0;
+}
+
+/* Create table name with schema; call with tables_lock held exclusively. */
+static TsTable *
+table_create_locked(TsStore *store, const char *name, const Tcopy__Schema *schema,
+					TsError *err)
+{
+	Tcopy__TableInfo info = TCOPY__TABLE_INFO__INIT;
+	TsTable    *table;
+	rocksdb_writebatch_t *batch;
+	uint8_t    *packed;
+	size_t		packedlen;
+	uint8_t		next_id[4];
+	char		key[sizeof(META_TABLE_PREFIX) + TS_MAX_TABLE_NAME];
+	char	   *errptr = NULL;
+
+	if (store->next_table_id == UINT32_MAX)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE, "table ids are exhausted");
+		return NULL;
+	}
+	info.table_id = store->next_table_id;
+	info.schema = (Tcopy__Schema *) schema;
+	packedlen = tcopy__table_info__get_packed_size(&info);
+	packed = malloc(packedlen);
+	if (packed == NULL || tables_make_room(store, info.table_id) != 0)
+	{
+		free(packed);
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		return NULL;
+	}
+	tcopy__table_info__pack(&info, packed);
+
+	/* the in-memory table is built from the stored bytes, as at startup */
+	table = table_from_info(store, name, strlen(name), packed, packedlen, err);
+	if (table == NULL)
+	{
+		free(packed);
+		return NULL;
+	}
+
+	snprintf(key, sizeof(key), "%s%s", META_TABLE_PREFIX, name);
+	ts_put_be32(next_id, info.table_id + 1);
+	batch = rocksdb_writebatch_create();
+	rocksdb_writebatch_put_cf(batch, store->cf_meta, key, strlen(key),
+							  (const char *) packed, packedlen);
+	rocksdb_writebatch_put_cf(batch, store->cf_meta, META_NEXT_TABLE_ID,
+							  strlen(META_NEXT_TABLE_ID), (const char *) next_id, 4);
+	rocksdb_write(store->db, store->write_sync, batch, &errptr);
+	rocksdb_writebatch_destroy(batch);
+	free(packed);
+	if (errptr != NULL)
+	{
+		ts_error_rocksdb(err, "could not store the table definition", errptr);
+		table_free(table);
+		return NULL;
+	}
+	store->next_table_id++;
+	store->tables[table->id] = table;
+	atomic_fetch_add(&store->tables_live, 1);
+	ts_log(TS_LOG_INFO, "created table \"%s\" (id %u, %zu columns, %zu key columns)",
+		   name, table->id, schema->n_columns, schema->n_key);
+	return table;
+}
+
+int
+ts_store_open_table(TsStore *store, const char *name, const Tcopy__Schema *schema,
+					bool create, uint32_t *table_id, bool *created,
+					const Tcopy__Schema **schema_out, TsError *err)
+{
+	TsTable    *table;
+
+	*created = false;
+	if (name[0] == '\0' || strlen(name) > TS_MAX_TABLE_NAME)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "table name is empty or longer than %d bytes", TS_MAX_TABLE_NAME);
+		return -1;
+	}
+	if (schema != NULL)
+	{
+		TsLayout	check;
+
+		/* refuse a malformed schema before taking any lock */
+		if (ts_layout_init(&check, schema, err) != 0)
+			return -1;
+		ts_layout_free(&check);
+	}
+
+	pthread_rwlock_rdlock(&store->tables_lock);
+	table = table_by_name(store, name);
+	pthread_rwlock_unlock(&store->tables_lock);
+	if (table == NULL && create)
+	{
+		if (schema == NULL)
+		{
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+						 "creating table \"%s\" needs a schema", name);
+			return -1;
+		}
+		pthread_rwlock_wrlock(&store->tables_lock);
+		table = table_by_name(store, name); /* someone may have won the race */
+		if (table == NULL)
+		{
+			table = table_create_locked(store, name, schema, err);
+			if (table == NULL)
+			{
+				pthread_rwlock_unlock(&store->tables_lock);
+				return -1;
+			}
+			*created = true;
+		}
+		pthread_rwlock_unlock(&store->tables_lock);
+	}
+	if (table == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_UNKNOWN_TABLE,
+					 "table \"%s\" does not exist on the tserver", name);
+		return -1;
+	}
+	if (schema != NULL && schema_compare(name, table->schema, schema, err) != 0)
+		return -1;
+	*table_id = table->id;
+	if (schema_out != NULL)
+		*schema_out = table->schema;
+	return 0;
+}
+
+int
+ts_store_table_op(TsStore *store, Tcopy__TableOpKind op, uint32_t table_id,
+				  TsError *err)
+{
+	TsTable    *table;
+	rocksdb_writebatch_t *batch;
+	uint8_t		begin[TS_TABLE_ID_SIZE],
+				end[TS_TABLE_ID_SIZE];
+	char	   *errptr = NULL;
+
+	if (op != TCOPY__TABLE_OP_KIND__TABLE_OP_TRUNCATE &&
+		op != TCOPY__TABLE_OP_KIND__TABLE_OP_DROP)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL, "unknown table operation %d", (int) op);
+		return -1;
+	}
+	pthread_rwlock_wrlock(&store->tables_lock);
+	table = ts_store_table_locked(store, table_id);
+	if (table == NULL)
+	{
+		pthread_rwlock_unlock(&store->tables_lock);
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_UNKNOWN_TABLE,
+					 "table with id %u does not exist on the tserver", table_id);
+		return -1;
+	}
+
+	/* every row of the table, and for a drop its definition, in one batch */
+	ts_put_be32(begin, table_id);
+	ts_put_be32(end, table_id + 1);
+	batch = rocksdb_writebatch_create();
+	rocksdb_writebatch_delete_range_cf(batch, store->cf_data,
+									   (const char *) begin, sizeof(begin),
+									   (const char *) end, sizeof(end));
+	if (op == TCOPY__TABLE_OP_KIND__TABLE_OP_DROP)
+	{
+		char		key[sizeof(META_TABLE_PREFIX) + TS_MAX_TABLE_NAME];
+
+		snprintf(key, sizeof(key), "%s%s", META_TABLE_PREFIX, table->name);
+		rocksdb_writebatch_delete_cf(batch, store->cf_meta, key, strlen(key));
+	}
+	rocksdb_write(store->db, store->write_sync, batch, &errptr);
+	rocksdb_writebatch_destroy(batch);
+	if (errptr != NULL)
+	{
+		pthread_rwlock_unlock(&store->tables_lock);
+		ts_error_rocksdb(err, "could not remove the table's rows", errptr);
+		return -1;
+	}
+	if (op == TCOPY__TABLE_OP_KIND__TABLE_OP_DROP)
+	{
+		table->dropped = true;
+		atomic_fetch_sub(&store->tables_live, 1);
+	}
+	ts_log(TS_LOG_INFO, "%s table \"%s\" (id %u)",
+		   op == TCOPY__TABLE_OP_KIND__TABLE_OP_DROP ? "dropped" : "truncated",
+		   table->name, table_id);
+	pthread_rwlock_unlock(&store->tables_lock);
+	return 0;
+}
+
+void
+ts_store_stats(TsStore *store, Tcopy__Stats *stats)
+{
+	stats->tables = atomic_load(&store->tables_live);
+	stats->sessions_open = atomic_load(&store->sessions_open);
+	stats->sessions_committed = atomic_load(&store->sessions_committed);
+	stats->sessions_aborted = atomic_load(&store->sessions_aborted);
+	stats->rows_committed = atomic_load(&store->rows_committed);
+	stats->staged_bytes = atomic_load(&store->staged_bytes);
+	stats->spilled_bytes = atomic_load(&store->spilled_bytes);
+}
