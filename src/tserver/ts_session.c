@@ -12,10 +12,10 @@
  *   - rows are encoded (ts_codec.h) straight into one staging buffer as
  *     records [u32 key length][u32 value length][key][value], with an array
  *     of record offsets beside it; no allocation per row;
- *   - when the buffer passes the session memory limit, the offsets are
- *     sorted by key (ties by arrival, so the last write of a key wins) and
- *     the records written in that order, deduplicated, to a run file in
- *     the session's staging directory;
+ *   - when the next batch would not fit in the session memory limit, the
+ *     offsets are sorted by key (ties by arrival, so the last write of a
+ *     key wins) and the records written in that order, deduplicated, to a
+ *     run file in the session's staging directory;
  *   - commit of a session that never spilled writes its buffer as one
  *     synced WriteBatch, in arrival order (the last put of a key wins);
  *   - commit of a spilled session spills what is left, merges the runs
@@ -27,8 +27,8 @@
  * Staging files are never synced: they are worthless after a crash, and
  * ts_store_open removes them.  SstFileWriter syncs the files it finishes
  * and ingestion syncs the manifest, so a commit is durable once it returns.
- * Memory is bounded by the limit plus one batch, plus one read buffer per
- * run during the merge.
+ * Memory is bounded by the limit (or one batch, if larger), plus one read
+ * buffer per run during the merge.
  */
 #include "ts_storage_int.h"
 
@@ -265,6 +265,7 @@ ts_session_write(TsSession *session, const Tcopy__WriteBatch *batch, TsError *er
 	size_t		saved_len = session->staged.len;
 	size_t		saved_offsets = session->noffsets;
 	uint64_t	rowid = 0;
+	size_t		bound = 0;
 
 	pthread_rwlock_rdlock(&store->tables_lock);
 	table = ts_store_table_locked(store, batch->table_id);
@@ -280,7 +281,9 @@ ts_session_write(TsSession *session, const Tcopy__WriteBatch *batch, TsError *er
 
 	for (size_t i = 0; i < batch->n_rows; i++)
 	{
-		if (ts_row_check(layout, batch->rows[i], err) != 0)
+		const Tcopy__Row *row = batch->rows[i];
+
+		if (ts_row_check(layout, row, err) != 0)
 		{
 			size_t		len = strlen(err->message);
 
@@ -289,7 +292,24 @@ ts_session_write(TsSession *session, const Tcopy__WriteBatch *batch, TsError *er
 					 (unsigned long long) batch->seq, table->name);
 			return -1;
 		}
+		/* an upper bound of the row's record; see ts_codec.h for the formats */
+		bound += RECORD_HEADER_SIZE + TS_TABLE_ID_SIZE + TS_ROWID_SIZE +
+			11 * row->n_ints + 9 * row->n_floats + 13 * row->n_blobs + row->n_nulls;
+		for (size_t b = 0; b < row->n_blobs; b++)
+			bound += 2 * row->blobs[b].len;
 	}
+
+	/*
+	 * Keep the staging buffer at its first size: spill before a batch that
+	 * would not fit, rather than let the buffer double.
+	 */
+	if (session->staged.len > 0 && session->staged.len + bound > session->staged.cap &&
+		session_spill(session, err) != 0)
+		return -1;
+	if (session->staged.cap == 0 &&
+		!tc_buf_reserve(&session->staged, store->opts.session_memory_bytes > bound ?
+						store->opts.session_memory_bytes : bound))
+		goto oom;
 	if (session->noffsets + batch->n_rows > session->offsets_cap)
 	{
 		size_t		cap = session->offsets_cap ? session->offsets_cap : 1024;
@@ -336,9 +356,6 @@ ts_session_write(TsSession *session, const Tcopy__WriteBatch *batch, TsError *er
 	}
 	session->rows += batch->n_rows;
 	session_account(session);
-
-	if (session->staged.len >= store->opts.session_memory_bytes)
-		return session_spill(session, err);
 	return 0;
 
 oom:

@@ -61,7 +61,8 @@ void		ts_store_close(TsStore *store);
  * durable before this returns, whatever happens to the caller's session).
  * A given schema must equal the stored one (ERROR_SCHEMA_MISMATCH says how
  * it differs); *schema_out, when asked for, points to the stored schema,
- * valid until the table is dropped and the store closed.
+ * valid until the store is closed (a dropped table's definition stays
+ * allocated until then).
  */
 int			ts_store_open_table(TsStore *store, const char *name,
 								const Tcopy__Schema *schema, bool create,
