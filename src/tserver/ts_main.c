@@ -1,0 +1,376 @@
+/*
+ * ts_main.c
+ *		tserver's entry point: arguments, signals, startup and shutdown.
+ *
+ * Only main and its argument parsing live here: the unit tests link every
+ * other tserver module, so nothing they need may be defined in this file.
+ */
+#include "ts_server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include "ts_log.h"
+
+#define EXIT_USAGE 2
+
+typedef struct TsMainOptions
+{
+	const char *data_dir;
+	TcAddress  *listen;			/* [nlisten], from repeated --listen */
+	int			nlisten;
+	const char *token_file;		/* NULL: no authentication */
+	size_t		session_memory_mb;
+	uint32_t	max_frame_mb;
+	bool		no_sync;
+	TsLogLevel	log_level;
+} TsMainOptions;
+
+/* The running server, for the signal handlers' sake only. */
+static TsServer *volatile signal_server;
+
+/* Print the usage message to out. */
+static void
+usage(FILE *out)
+{
+	fprintf(out,
+			"tserver %s: the tcopy tablet server.\n\n"
+			"Usage:\n"
+			"  tserver --data DIR --listen ADDRESS [--listen ADDRESS ...] [OPTION]...\n\n"
+			"Options:\n"
+			"  --data DIR                 store data in DIR (created when missing)\n"
+			"  --listen ADDRESS           listen on unix:PATH or tcp:HOST:PORT (repeatable;\n"
+			"                             HOST * means every local address)\n"
+			"  --token-file FILE          require clients to prove they know the token in FILE\n"
+			"  --session-memory-mb N      memory a write session stages before spilling\n"
+			"                             to disk (default 64)\n"
+			"  --max-frame-mb N           largest frame accepted from a client (default 64)\n"
+			"  --no-sync                  do not sync commits (for measurements only)\n"
+			"  --log-level LEVEL          debug, info (default), warning or error\n"
+			"  --help                     show this help and exit\n",
+			TS_VERSION);
+}
+
+/* Report a bad argument and exit the way every bad argument does. */
+static void
+bad_argument(const char *fmt,...)
+__attribute__((format(printf, 1, 2), noreturn));
+
+static void
+bad_argument(const char *fmt,...)
+{
+	va_list		args;
+
+	fprintf(stderr, "tserver: ");
+	va_start(args, fmt);
+	vfprintf(stderr, fmt, args);
+	va_end(args);
+	fprintf(stderr, "\n\n");
+	usage(stderr);
+	exit(EXIT_USAGE);
+}
+
+/* A positive decimal integer no larger than max, or a usage error. */
+static unsigned long
+parse_positive(const char *option, const char *text, unsigned long max)
+{
+	char	   *end = NULL;
+	unsigned long value = 0;
+
+	errno = 0;
+	if (text[0] >= '0' && text[0] <= '9')
+		value = strtoul(text, &end, 10);
+	if (end == NULL || *end != '\0' || errno != 0 || value == 0 || value > max)
+		bad_argument("%s needs an integer from 1 to %lu, not \"%s\"", option, max, text);
+	return value;
+}
+
+/* Fill options from argv, or exit with a usage error. */
+static void
+parse_arguments(int argc, char **argv, TsMainOptions *options)
+{
+	enum
+	{
+		OPT_DATA = 256, OPT_LISTEN, OPT_TOKEN_FILE, OPT_SESSION_MEMORY,
+		OPT_MAX_FRAME, OPT_NO_SYNC, OPT_LOG_LEVEL, OPT_HELP
+	};
+	static const struct option long_options[] = {
+		{"data", required_argument, NULL, OPT_DATA},
+		{"listen", required_argument, NULL, OPT_LISTEN},
+		{"token-file", required_argument, NULL, OPT_TOKEN_FILE},
+		{"session-memory-mb", required_argument, NULL, OPT_SESSION_MEMORY},
+		{"max-frame-mb", required_argument, NULL, OPT_MAX_FRAME},
+		{"no-sync", no_argument, NULL, OPT_NO_SYNC},
+		{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+		{"help", no_argument, NULL, OPT_HELP},
+		{NULL, 0, NULL, 0}
+	};
+	int			opt;
+
+	memset(options, 0, sizeof(*options));
+	options->session_memory_mb = 64;
+	options->max_frame_mb = TC_FRAME_MAX_DEFAULT / (1024 * 1024);
+	options->log_level = TS_LOG_INFO;
+	/* every --listen is an argument, so argc bounds their number */
+	options->listen = calloc((size_t) argc, sizeof(TcAddress));
+	if (options->listen == NULL)
+	{
+		fprintf(stderr, "tserver: out of memory\n");
+		exit(1);
+	}
+
+	while ((opt = getopt_long(argc, argv, "", long_options, NULL)) != -1)
+	{
+		char		err[256];
+
+		switch (opt)
+		{
+			case OPT_DATA:
+				if (optarg[0] == '\0')
+					bad_argument("--data needs a directory");
+				options->data_dir = optarg;
+				break;
+			case OPT_LISTEN:
+				if (!tc_address_parse(optarg, &options->listen[options->nlisten],
+									  err, sizeof(err)))
+					bad_argument("%s", err);
+				if (options->listen[options->nlisten].kind == TC_ADDRESS_NULL)
+					bad_argument("cannot listen on \"%s\": null: is a client-side transport", optarg);
+				options->nlisten++;
+				break;
+			case OPT_TOKEN_FILE:
+				options->token_file = optarg;
+				break;
+			case OPT_SESSION_MEMORY:
+				/* up to 1 TiB: far beyond any machine, well within size_t */
+				options->session_memory_mb =
+					parse_positive("--session-memory-mb", optarg, 1024 * 1024);
+				break;
+			case OPT_MAX_FRAME:
+				/* a frame's length is a 32-bit field */
+				options->max_frame_mb =
+					(uint32_t) parse_positive("--max-frame-mb", optarg, 4095);
+				break;
+			case OPT_NO_SYNC:
+				options->no_sync = true;
+				break;
+			case OPT_LOG_LEVEL:
+				if (strcmp(optarg, "debug") == 0)
+					options->log_level = TS_LOG_DEBUG;
+				else if (strcmp(optarg, "info") == 0)
+					options->log_level = TS_LOG_INFO;
+				else if (strcmp(optarg, "warning") == 0)
+					options->log_level = TS_LOG_WARNING;
+				else if (strcmp(optarg, "error") == 0)
+					options->log_level = TS_LOG_ERROR;
+				else
+					bad_argument("--log-level must be debug, info, warning or error, not \"%s\"",
+								 optarg);
+				break;
+			case OPT_HELP:
+				usage(stdout);
+				exit(0);
+			default:
+				/* getopt_long has said what is wrong */
+				fprintf(stderr, "\n");
+				usage(stderr);
+				exit(EXIT_USAGE);
+		}
+	}
+	if (optind < argc)
+		bad_argument("unexpected argument \"%s\"", argv[optind]);
+	if (options->data_dir == NULL)
+		bad_argument("--data is required");
+	if (options->nlisten == 0)
+		bad_argument("at least one --listen is required");
+}
+
+/*
+ * Read the token: the file's bytes, without trailing line ends.  Returns 0,
+ * or -1 with a message in err.
+ */
+static int
+read_token_file(const char *path, uint8_t *token, size_t *token_len,
+				char *err, size_t errlen)
+{
+	struct stat st;
+	size_t		len = 0;
+	int			fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+	{
+		snprintf(err, errlen, "could not open token file \"%s\": %s", path, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & (S_IRWXG | S_IRWXO)))
+		ts_log(TS_LOG_WARNING, "token file \"%s\" is accessible to group or others", path);
+
+	/* read one byte more than allowed, to tell a long token from a full one */
+	for (;;)
+	{
+		uint8_t		overflow[1];
+		uint8_t    *into = len < TS_TOKEN_MAX ? token + len : overflow;
+		size_t		room = len < TS_TOKEN_MAX ? TS_TOKEN_MAX - len : 1;
+		ssize_t		n = read(fd, into, room);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+		{
+			snprintf(err, errlen, "could not read token file \"%s\": %s", path, strerror(errno));
+			close(fd);
+			return -1;
+		}
+		if (n == 0)
+			break;
+		len += (size_t) n;
+		if (len > TS_TOKEN_MAX)
+		{
+			snprintf(err, errlen, "token in \"%s\" is longer than %d bytes", path, TS_TOKEN_MAX);
+			close(fd);
+			return -1;
+		}
+	}
+	close(fd);
+
+	while (len > 0 && (token[len - 1] == '\n' || token[len - 1] == '\r'))
+		len--;
+	if (len == 0)
+	{
+		snprintf(err, errlen, "token file \"%s\" is empty", path);
+		return -1;
+	}
+	*token_len = len;
+	return 0;
+}
+
+/* SIGTERM, SIGINT: ask the server to stop; async-signal-safe. */
+static void
+shutdown_signal_handler(int signo)
+{
+	TsServer   *server = signal_server;
+
+	(void) signo;
+	if (server != NULL)
+		ts_server_request_shutdown(server);
+}
+
+/* Route SIGTERM and SIGINT to handler (or SIG_IGN); ignore SIGPIPE. */
+static void
+set_signal_handlers(void (*handler) (int))
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = handler;
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, NULL);
+}
+
+/*
+ * Start the store and the listeners, serve until SIGTERM or SIGINT, then
+ * stop cleanly.  Exit status: 0 after a clean shutdown, 1 when startup or
+ * the server failed, 2 for bad arguments.
+ */
+int
+main(int argc, char **argv)
+{
+	TsMainOptions options;
+	TsServerConfig config;
+	TsStoreOptions store_options;
+	TsServer   *server = NULL;
+	TsStore    *store = NULL;
+	TsError		store_err;
+	uint8_t		token[TS_TOKEN_MAX];
+	size_t		token_len = 0;
+	char		err[512];
+	int			status = 1;
+	int			i;
+
+	parse_arguments(argc, argv, &options);
+	ts_log_min_level = options.log_level;
+	set_signal_handlers(SIG_DFL);
+
+	if (options.token_file != NULL &&
+		read_token_file(options.token_file, token, &token_len, err, sizeof(err)) != 0)
+	{
+		ts_log(TS_LOG_ERROR, "%s", err);
+		goto done;
+	}
+
+	memset(&config, 0, sizeof(config));
+	config.token = token_len > 0 ? token : NULL;
+	config.token_len = token_len;
+	config.max_frame_bytes = options.max_frame_mb * 1024u * 1024u;
+	server = ts_server_create(&config, err, sizeof(err));
+	OPENSSL_cleanse(token, sizeof(token));
+	if (server == NULL)
+	{
+		ts_log(TS_LOG_ERROR, "%s", err);
+		goto done;
+	}
+
+	/* from here a signal is a request to stop, honoured once serving */
+	signal_server = server;
+	set_signal_handlers(shutdown_signal_handler);
+
+	ts_log(TS_LOG_INFO, "tserver %s starting, data directory \"%s\"",
+		   TS_VERSION, options.data_dir);
+	if (token_len == 0)
+		ts_log(TS_LOG_INFO, "no --token-file: clients are not authenticated");
+	if (options.no_sync)
+		ts_log(TS_LOG_WARNING, "--no-sync: commits are not synced, a crash may lose them");
+
+	ts_store_default_options(&store_options);
+	store_options.session_memory_bytes = options.session_memory_mb * 1024 * 1024;
+	store_options.sync_commits = !options.no_sync;
+	memset(&store_err, 0, sizeof(store_err));
+	store = ts_store_open(options.data_dir, &store_options, &store_err);
+	if (store == NULL)
+	{
+		ts_log(TS_LOG_ERROR, "could not open the store in \"%s\": %s",
+			   options.data_dir, store_err.message);
+		goto done;
+	}
+
+	for (i = 0; i < options.nlisten; i++)
+	{
+		if (ts_server_listen(server, &options.listen[i], err, sizeof(err)) != 0)
+		{
+			ts_log(TS_LOG_ERROR, "%s", err);
+			goto done;
+		}
+	}
+
+	ts_log(TS_LOG_INFO, "tserver ready");
+	if (ts_server_run(server, store) == 0)
+		status = 0;
+	ts_log(TS_LOG_INFO, "closing the store");
+
+done:
+	/* further signals must not reach a server being freed */
+	set_signal_handlers(SIG_IGN);
+	signal_server = NULL;
+	if (store != NULL)
+		ts_store_close(store);
+	ts_server_free(server);
+	free(options.listen);
+	if (status == 0)
+		ts_log(TS_LOG_INFO, "tserver stopped");
+	return status;
+}

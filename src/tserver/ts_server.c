@@ -1,0 +1,729 @@
+/*
+ * ts_server.c
+ *		Listeners, the accept loop, connection threads, shutdown and the
+ *		server-wide counters.
+ *
+ * The main thread polls the listening sockets and the read end of a
+ * self-pipe.  The pipe is written by the SIGTERM/SIGINT handler (after it
+ * sets shutdown_requested) and by every connection thread as it exits, so
+ * that the loop wakes to join finished threads promptly and to shut down
+ * without races with the handler.
+ *
+ * Every connection is in a mutex-protected registry from accept until its
+ * thread is joined.  A thread closes its own socket, but only under the
+ * registry's lock and after which it sets fd to -1: shutdown walks the
+ * registry under the same lock and calls shutdown(2) on every fd still
+ * open, so it never touches a descriptor number that has been reused.
+ */
+#include "ts_server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include "ts_log.h"
+
+#define TS_ACCEPT_BURST 32		/* accepts per listener per wakeup */
+#define TS_ACCEPT_PAUSE_MS 100	/* back-off when out of descriptors */
+
+static void server_close_listeners(TsServer *server);
+
+/* See ts_server.h for the contracts of the exported functions. */
+
+TsServer *
+ts_server_create(const TsServerConfig *config, char *err, size_t errlen)
+{
+	TsServer   *server;
+
+	if (config->token != NULL &&
+		(config->token_len == 0 || config->token_len > TS_TOKEN_MAX))
+	{
+		snprintf(err, errlen, "token must be 1 to %d bytes long", TS_TOKEN_MAX);
+		return NULL;
+	}
+	if (config->max_frame_bytes == 0)
+	{
+		snprintf(err, errlen, "maximum frame size must be positive");
+		return NULL;
+	}
+
+	server = calloc(1, sizeof(TsServer));
+	if (server == NULL)
+	{
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	server->wakeup_pipe[0] = server->wakeup_pipe[1] = -1;
+	pthread_mutex_init(&server->conns_lock, NULL);
+	pthread_cond_init(&server->conns_changed, NULL);
+	atomic_init(&server->shutdown_requested, false);
+	atomic_init(&server->connections_open, 0);
+	atomic_init(&server->connections_total, 0);
+	atomic_init(&server->batches_received, 0);
+	atomic_init(&server->bytes_received, 0);
+	clock_gettime(CLOCK_MONOTONIC, &server->start_time);
+
+	if (config->token != NULL)
+	{
+		memcpy(server->token, config->token, config->token_len);
+		server->token_len = config->token_len;
+	}
+	server->max_frame_bytes = config->max_frame_bytes;
+
+	/* non-blocking both ways: a signal handler must never block writing */
+	if (pipe2(server->wakeup_pipe, O_NONBLOCK | O_CLOEXEC) != 0)
+	{
+		snprintf(err, errlen, "could not create the wakeup pipe: %s", strerror(errno));
+		goto err;
+	}
+	return server;
+
+err:
+	ts_server_free(server);
+	return NULL;
+}
+
+void
+ts_server_free(TsServer *server)
+{
+	if (server == NULL)
+		return;
+	server_close_listeners(server);
+	free(server->listeners);
+	if (server->wakeup_pipe[0] >= 0)
+		close(server->wakeup_pipe[0]);
+	if (server->wakeup_pipe[1] >= 0)
+		close(server->wakeup_pipe[1]);
+	pthread_cond_destroy(&server->conns_changed);
+	pthread_mutex_destroy(&server->conns_lock);
+	OPENSSL_cleanse(server->token, sizeof(server->token));
+	free(server);
+}
+
+/* Append a listener; -1 (fd left to the caller) when out of memory. */
+static int
+server_add_listener(TsServer *server, const TsListener *listener)
+{
+	TsListener *grown;
+
+	grown = realloc(server->listeners,
+					(size_t) (server->nlisteners + 1) * sizeof(TsListener));
+	if (grown == NULL)
+		return -1;
+	server->listeners = grown;
+	server->listeners[server->nlisteners++] = *listener;
+	return 0;
+}
+
+/*
+ * Is a server answering on the existing socket file at sun?  Returns 1 (a
+ * live server), 0 (stale or gone: safe to bind), or -1 with err.
+ */
+static int
+unix_socket_in_use(const struct sockaddr_un *sun, char *err, size_t errlen)
+{
+	int			probe;
+	int			saved_errno;
+
+	probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (probe < 0)
+	{
+		snprintf(err, errlen, "could not create a socket: %s", strerror(errno));
+		return -1;
+	}
+	if (connect(probe, (const struct sockaddr *) sun, sizeof(*sun)) == 0)
+	{
+		close(probe);
+		return 1;
+	}
+	saved_errno = errno;
+	close(probe);
+	if (saved_errno == ECONNREFUSED || saved_errno == ENOENT)
+		return 0;
+	if (saved_errno == EAGAIN)
+		return 1;				/* its backlog is full: it is alive */
+	snprintf(err, errlen, "could not check whether a server listens on \"%s\": %s",
+			 sun->sun_path, strerror(saved_errno));
+	return -1;
+}
+
+/* Listen on the unix socket path; see ts_server_listen. */
+static int
+server_listen_unix(TsServer *server, const char *path, char *err, size_t errlen)
+{
+	TsListener	listener;
+	struct sockaddr_un sun;
+	struct stat st;
+	int			fd = -1;
+	bool		bound = false;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sun.sun_path))
+	{
+		snprintf(err, errlen, "unix socket path \"%s\" is too long", path);
+		return -1;
+	}
+	strcpy(sun.sun_path, path);
+
+	if (lstat(path, &st) == 0)
+	{
+		int			in_use;
+
+		if (!S_ISSOCK(st.st_mode))
+		{
+			snprintf(err, errlen, "\"%s\" exists and is not a socket", path);
+			return -1;
+		}
+		in_use = unix_socket_in_use(&sun, err, errlen);
+		if (in_use < 0)
+			return -1;
+		if (in_use > 0)
+		{
+			snprintf(err, errlen, "another server is already listening on \"%s\"", path);
+			return -1;
+		}
+		/* left behind by a server that crashed */
+		if (unlink(path) != 0 && errno != ENOENT)
+		{
+			snprintf(err, errlen, "could not remove stale socket file \"%s\": %s",
+					 path, strerror(errno));
+			return -1;
+		}
+		ts_log(TS_LOG_INFO, "removed stale socket file \"%s\"", path);
+	}
+	else if (errno != ENOENT)
+	{
+		snprintf(err, errlen, "could not stat \"%s\": %s", path, strerror(errno));
+		return -1;
+	}
+
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+	{
+		snprintf(err, errlen, "could not create a unix socket: %s", strerror(errno));
+		goto err;
+	}
+	if (bind(fd, (struct sockaddr *) &sun, sizeof(sun)) != 0)
+	{
+		snprintf(err, errlen, "could not bind unix socket \"%s\": %s", path, strerror(errno));
+		goto err;
+	}
+	bound = true;
+
+	/* anyone may connect: access control is the token's job */
+	if (chmod(path, 0777) != 0 || stat(path, &st) != 0)
+	{
+		snprintf(err, errlen, "could not set permissions of \"%s\": %s", path, strerror(errno));
+		goto err;
+	}
+	if (listen(fd, SOMAXCONN) != 0)
+	{
+		snprintf(err, errlen, "could not listen on \"%s\": %s", path, strerror(errno));
+		goto err;
+	}
+
+	memset(&listener, 0, sizeof(listener));
+	listener.fd = fd;
+	listener.is_unix = true;
+	snprintf(listener.name, sizeof(listener.name), "unix:%s", path);
+	strcpy(listener.path, path);
+	listener.dev = st.st_dev;
+	listener.ino = st.st_ino;
+	if (server_add_listener(server, &listener) != 0)
+	{
+		snprintf(err, errlen, "out of memory");
+		goto err;
+	}
+	ts_log(TS_LOG_INFO, "listening on %s", listener.name);
+	return 0;
+
+err:
+	if (bound)
+		unlink(path);
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+/* "tcp:HOST:PORT" of a socket address, numeric, brackets around IPv6. */
+static void
+format_inet_address(const struct sockaddr *sa, socklen_t salen, char *out, size_t outlen)
+{
+	char		host[64];		/* numeric: an IPv6 address and a scope */
+	char		port[16];
+
+	if (getnameinfo(sa, salen, host, sizeof(host), port, sizeof(port),
+					NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+	{
+		snprintf(out, outlen, "tcp:?");
+		return;
+	}
+	if (sa->sa_family == AF_INET6)
+		snprintf(out, outlen, "tcp:[%s]:%s", host, port);
+	else
+		snprintf(out, outlen, "tcp:%s:%s", host, port);
+}
+
+/*
+ * Listen on every address host resolves to ("*": all local addresses).
+ * An address that cannot be bound is skipped with a warning, as Postgres
+ * does; it is an error only when none can.
+ */
+static int
+server_listen_tcp(TsServer *server, const char *host, const char *port,
+				  char *err, size_t errlen)
+{
+	struct addrinfo hints;
+	struct addrinfo *addrs = NULL;
+	struct addrinfo *ai;
+	int			rc;
+	int			nlistening = 0;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE;
+	rc = getaddrinfo(strcmp(host, "*") == 0 ? NULL : host, port, &hints, &addrs);
+	if (rc != 0)
+	{
+		snprintf(err, errlen, "could not resolve \"%s\" port %s: %s",
+				 host, port, rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
+		return -1;
+	}
+	snprintf(err, errlen, "no address to listen on for \"%s\"", host);
+
+	for (ai = addrs; ai != NULL; ai = ai->ai_next)
+	{
+		TsListener	listener;
+		struct sockaddr_storage bound;
+		socklen_t	boundlen = sizeof(bound);
+		char		name[sizeof(listener.name)];
+		int			one = 1;
+		int			fd;
+
+		format_inet_address(ai->ai_addr, ai->ai_addrlen, name, sizeof(name));
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+					ai->ai_protocol);
+		if (fd < 0)
+		{
+			snprintf(err, errlen, "could not create a socket for %s: %s", name, strerror(errno));
+			ts_log(TS_LOG_WARNING, "%s", err);
+			continue;
+		}
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		/* so that :: and 0.0.0.0 can both be bound to one port */
+		if (ai->ai_family == AF_INET6)
+			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 ||
+			listen(fd, SOMAXCONN) != 0)
+		{
+			snprintf(err, errlen, "could not listen on %s: %s", name, strerror(errno));
+			ts_log(TS_LOG_WARNING, "%s", err);
+			close(fd);
+			continue;
+		}
+		/* name the port actually bound, which matters for port 0 */
+		if (getsockname(fd, (struct sockaddr *) &bound, &boundlen) == 0)
+			format_inet_address((struct sockaddr *) &bound, boundlen, name, sizeof(name));
+
+		memset(&listener, 0, sizeof(listener));
+		listener.fd = fd;
+		strcpy(listener.name, name);
+		if (server_add_listener(server, &listener) != 0)
+		{
+			snprintf(err, errlen, "out of memory");
+			close(fd);
+			break;
+		}
+		ts_log(TS_LOG_INFO, "listening on %s", listener.name);
+		nlistening++;
+	}
+	freeaddrinfo(addrs);
+	return nlistening > 0 ? 0 : -1;
+}
+
+int
+ts_server_listen(TsServer *server, const TcAddress *addr, char *err, size_t errlen)
+{
+	switch (addr->kind)
+	{
+		case TC_ADDRESS_UNIX:
+			return server_listen_unix(server, addr->path, err, errlen);
+		case TC_ADDRESS_TCP:
+			return server_listen_tcp(server, addr->host, addr->port, err, errlen);
+		case TC_ADDRESS_NULL:
+			break;
+	}
+	snprintf(err, errlen, "null: is not an address a server can listen on");
+	return -1;
+}
+
+/*
+ * Close every listener; unlink a unix socket file only when it is still the
+ * one we bound (a new server may have replaced it since).
+ */
+static void
+server_close_listeners(TsServer *server)
+{
+	int			i;
+
+	for (i = 0; i < server->nlisteners; i++)
+	{
+		TsListener *listener = &server->listeners[i];
+		struct stat st;
+
+		if (listener->fd < 0)
+			continue;
+		close(listener->fd);
+		listener->fd = -1;
+		if (listener->is_unix && stat(listener->path, &st) == 0 &&
+			st.st_dev == listener->dev && st.st_ino == listener->ino)
+			unlink(listener->path);
+	}
+}
+
+void
+ts_server_request_shutdown(TsServer *server)
+{
+	int			saved_errno = errno;
+	ssize_t		rc;
+
+	atomic_store(&server->shutdown_requested, true);
+	rc = write(server->wakeup_pipe[1], "s", 1);
+	(void) rc;					/* a full pipe wakes the loop all the same */
+	errno = saved_errno;
+}
+
+void
+ts_server_conn_exit(TsConn *conn)
+{
+	TsServer   *server = conn->server;
+	ssize_t		rc;
+
+	pthread_mutex_lock(&server->conns_lock);
+	if (conn->fd >= 0)
+	{
+		close(conn->fd);
+		conn->fd = -1;
+	}
+	/* move from live to done */
+	if (conn->prev != NULL)
+		conn->prev->next = conn->next;
+	else
+		server->live_conns = conn->next;
+	if (conn->next != NULL)
+		conn->next->prev = conn->prev;
+	conn->prev = NULL;
+	conn->next = server->done_conns;
+	if (server->done_conns != NULL)
+		server->done_conns->prev = conn;
+	server->done_conns = conn;
+	atomic_fetch_sub(&server->connections_open, 1);
+	pthread_cond_broadcast(&server->conns_changed);
+	rc = write(server->wakeup_pipe[1], "c", 1);
+	(void) rc;
+	pthread_mutex_unlock(&server->conns_lock);
+}
+
+/*
+ * Join and free the threads that have finished; with wait_all, keep at it
+ * until no connection is left at all.
+ */
+static void
+server_reap_conns(TsServer *server, bool wait_all)
+{
+	for (;;)
+	{
+		TsConn	   *done;
+		bool		more;
+
+		pthread_mutex_lock(&server->conns_lock);
+		while (wait_all && server->done_conns == NULL && server->live_conns != NULL)
+			pthread_cond_wait(&server->conns_changed, &server->conns_lock);
+		done = server->done_conns;
+		server->done_conns = NULL;
+		more = wait_all && server->live_conns != NULL;
+		pthread_mutex_unlock(&server->conns_lock);
+
+		while (done != NULL)
+		{
+			TsConn	   *next = done->next;
+
+			pthread_join(done->thread, NULL);
+			free(done);
+			done = next;
+		}
+		if (!more)
+			break;
+	}
+}
+
+/* Describe the client on fd for logs. */
+static void
+format_peer(const TsListener *listener, int fd, const struct sockaddr *sa,
+			socklen_t salen, char *out, size_t outlen)
+{
+	if (listener->is_unix)
+	{
+		struct ucred cred;
+		socklen_t	credlen = sizeof(cred);
+
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &credlen) == 0)
+			snprintf(out, outlen, "%s (pid %d, uid %u)", listener->name,
+					 (int) cred.pid, (unsigned) cred.uid);
+		else
+			snprintf(out, outlen, "%s", listener->name);
+	}
+	else
+		format_inet_address(sa, salen, out, outlen);
+}
+
+/*
+ * Accept one connection on listener and start its thread.  Returns 1 when
+ * one was accepted (or refused for want of memory), 0 when there was none
+ * waiting, -1 when accepting must pause (out of descriptors).
+ */
+static int
+server_accept_one(TsServer *server, TsListener *listener)
+{
+	struct sockaddr_storage ss;
+	socklen_t	sslen = sizeof(ss);
+	sigset_t	block;
+	sigset_t	saved;
+	TsConn	   *conn;
+	int			fd;
+	int			rc;
+
+	/* no SOCK_NONBLOCK: connection threads do blocking I/O */
+	fd = accept4(listener->fd, (struct sockaddr *) &ss, &sslen, SOCK_CLOEXEC);
+	if (fd < 0)
+	{
+		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ||
+			errno == ECONNABORTED || errno == EPROTO)
+			return 0;
+		ts_log(TS_LOG_WARNING, "could not accept a connection on %s: %s",
+			   listener->name, strerror(errno));
+		return -1;
+	}
+	if (!listener->is_unix)
+	{
+		int			one = 1;
+
+		/* acks are small and latency-bound */
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		/* so that a vanished client's thread eventually ends */
+		setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+	}
+
+	conn = calloc(1, sizeof(TsConn));
+	if (conn == NULL)
+	{
+		ts_log(TS_LOG_WARNING, "out of memory accepting a connection on %s", listener->name);
+		close(fd);
+		return 1;
+	}
+	conn->server = server;
+	conn->fd = fd;
+	conn->id = atomic_fetch_add(&server->connections_total, 1) + 1;
+	format_peer(listener, fd, (struct sockaddr *) &ss, sslen, conn->peer, sizeof(conn->peer));
+	atomic_fetch_add(&server->connections_open, 1);
+
+	pthread_mutex_lock(&server->conns_lock);
+	conn->next = server->live_conns;
+	if (server->live_conns != NULL)
+		server->live_conns->prev = conn;
+	server->live_conns = conn;
+	pthread_mutex_unlock(&server->conns_lock);
+
+	/* shutdown signals are for the main thread; threads inherit the mask */
+	sigemptyset(&block);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &block, &saved);
+	rc = pthread_create(&conn->thread, NULL, ts_conn_main, conn);
+	pthread_sigmask(SIG_SETMASK, &saved, NULL);
+	if (rc != 0)
+	{
+		ts_log(TS_LOG_WARNING, "could not start a thread for connection %" PRIu64 " from %s: %s",
+			   conn->id, conn->peer, strerror(rc));
+		pthread_mutex_lock(&server->conns_lock);
+		if (conn->prev != NULL)
+			conn->prev->next = conn->next;
+		else
+			server->live_conns = conn->next;
+		if (conn->next != NULL)
+			conn->next->prev = conn->prev;
+		pthread_mutex_unlock(&server->conns_lock);
+		atomic_fetch_sub(&server->connections_open, 1);
+		close(fd);
+		free(conn);
+	}
+	return 1;
+}
+
+/* Read whatever is in the wakeup pipe (its bytes carry no information). */
+static void
+server_drain_wakeups(TsServer *server)
+{
+	char		buf[256];
+
+	while (read(server->wakeup_pipe[0], buf, sizeof(buf)) > 0)
+		;
+}
+
+/*
+ * Stop listening, cut every connection so that its blocked reads and
+ * writes return, and join every thread.  A thread in the middle of a
+ * commit finishes it first: only its reply is lost.
+ */
+static void
+server_shutdown(TsServer *server)
+{
+	TsConn	   *conn;
+	int			ncut = 0;
+
+	server_close_listeners(server);
+	pthread_mutex_lock(&server->conns_lock);
+	for (conn = server->live_conns; conn != NULL; conn = conn->next)
+	{
+		if (conn->fd >= 0)
+		{
+			shutdown(conn->fd, SHUT_RDWR);
+			ncut++;
+		}
+	}
+	pthread_mutex_unlock(&server->conns_lock);
+	if (ncut > 0)
+		ts_log(TS_LOG_INFO, "closing %d connection%s", ncut, ncut == 1 ? "" : "s");
+	server_reap_conns(server, true);
+}
+
+int
+ts_server_run(TsServer *server, TsStore *store)
+{
+	struct pollfd *pfds;
+	int			npfds = server->nlisteners + 1;
+	bool		paused = false;
+	int			result = 0;
+	int			i;
+
+	server->store = store;
+	pfds = calloc((size_t) npfds, sizeof(struct pollfd));
+	if (pfds == NULL)
+	{
+		ts_log(TS_LOG_ERROR, "out of memory starting the accept loop");
+		result = -1;
+		goto done;
+	}
+	pfds[0].fd = server->wakeup_pipe[0];
+	pfds[0].events = POLLIN;
+	for (i = 0; i < server->nlisteners; i++)
+	{
+		pfds[i + 1].fd = server->listeners[i].fd;
+		pfds[i + 1].events = POLLIN;
+	}
+
+	while (!atomic_load(&server->shutdown_requested))
+	{
+		/* while paused, only the wakeup pipe is watched, for a while */
+		int			n = poll(pfds, paused ? 1 : (nfds_t) npfds,
+							 paused ? TS_ACCEPT_PAUSE_MS : -1);
+
+		if (n < 0)
+		{
+			if (errno == EINTR)
+				continue;
+			ts_log(TS_LOG_ERROR, "poll failed in the accept loop: %s", strerror(errno));
+			result = -1;
+			break;
+		}
+		if (pfds[0].revents != 0)
+			server_drain_wakeups(server);
+		server_reap_conns(server, false);
+		if (atomic_load(&server->shutdown_requested))
+			break;
+		if (paused)
+		{
+			paused = false;
+			continue;
+		}
+		for (i = 0; i < server->nlisteners && !paused; i++)
+		{
+			int			burst;
+
+			if ((pfds[i + 1].revents & POLLIN) == 0)
+				continue;
+			for (burst = 0; burst < TS_ACCEPT_BURST; burst++)
+			{
+				int			rc = server_accept_one(server, &server->listeners[i]);
+
+				if (rc < 0)
+					paused = true;
+				if (rc <= 0)
+					break;
+			}
+		}
+	}
+	ts_log(TS_LOG_INFO, "shutdown requested: closing listeners and connections");
+
+done:
+	free(pfds);
+	server_shutdown(server);
+	return result;
+}
+
+/* Peak resident set size of this process in kB (VmHWM), 0 if unknown. */
+static uint64_t
+read_peak_rss_kb(void)
+{
+	char		buf[4096];
+	ssize_t		len;
+	int			fd;
+	const char *p;
+
+	fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return 0;
+	buf[len] = '\0';
+	p = strstr(buf, "\nVmHWM:");
+	if (p == NULL)
+		return 0;
+	return strtoull(p + strlen("\nVmHWM:"), NULL, 10);
+}
+
+void
+ts_server_fill_stats(TsServer *server, Tcopy__Stats *stats)
+{
+	struct timespec now;
+	int64_t		uptime_ms;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	uptime_ms = (int64_t) (now.tv_sec - server->start_time.tv_sec) * 1000 +
+		(now.tv_nsec - server->start_time.tv_nsec) / 1000000;
+	stats->uptime_ms = uptime_ms > 0 ? (uint64_t) uptime_ms : 0;
+	stats->connections_open = atomic_load(&server->connections_open);
+	stats->connections_total = atomic_load(&server->connections_total);
+	stats->batches_received = atomic_load(&server->batches_received);
+	stats->bytes_received = atomic_load(&server->bytes_received);
+	ts_store_stats(server->store, stats);
+	stats->peak_rss_kb = read_peak_rss_kb();
+}
