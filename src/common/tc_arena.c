@@ -89,9 +89,13 @@ arena_add_block(TcArena *arena, size_t size)
 void *
 tc_arena_alloc(TcArena *arena, size_t size)
 {
-	size_t		rounded = (size + TC_ARENA_ALIGN - 1) & ~(size_t) (TC_ARENA_ALIGN - 1);
+	size_t		rounded;
 	char	   *result;
 
+	/* leave room for rounding and the block header without wrapping */
+	if (size > SIZE_MAX / 2)
+		return NULL;
+	rounded = (size + TC_ARENA_ALIGN - 1) & ~(size_t) (TC_ARENA_ALIGN - 1);
 	if (rounded == 0)
 		rounded = TC_ARENA_ALIGN;
 	if ((size_t) (arena->end - arena->cur) < rounded)

@@ -119,8 +119,9 @@ tc_address_parse(const char *text, TcAddress *addr, char *err, size_t errlen)
 		size_t		hostlen;
 		const char *host = hostport;
 
-		if (colon == NULL || colon[1] == '\0' || strlen(colon + 1) >= sizeof(addr->port) ||
-			strspn(colon + 1, "0123456789") != strlen(colon + 1))
+		if (colon == NULL || colon[1] == '\0' || strlen(colon + 1) > 5 ||
+			strspn(colon + 1, "0123456789") != strlen(colon + 1) ||
+			atoi(colon + 1) > 65535)
 		{
 			snprintf(err, errlen, "address \"%s\" needs the form tcp:HOST:PORT", text);
 			return false;
@@ -131,6 +132,11 @@ tc_address_parse(const char *text, TcAddress *addr, char *err, size_t errlen)
 		{
 			host++;
 			hostlen -= 2;
+		}
+		if (memchr(host, '[', hostlen) != NULL || memchr(host, ']', hostlen) != NULL)
+		{
+			snprintf(err, errlen, "host in \"%s\" has unbalanced brackets", text);
+			return false;
 		}
 		if (hostlen == 0 || hostlen >= sizeof(addr->host))
 		{

@@ -5,6 +5,7 @@
  */
 #include "ts_codec.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -190,7 +191,11 @@ float_key_bits(double f)
 {
 	uint64_t	bits;
 
-	memcpy(&bits, &f, sizeof(bits));
+	/* all NaNs are one value to Postgres: one canonical key, above +Inf */
+	if (isnan(f))
+		bits = UINT64_C(0x7FF8000000000000);
+	else
+		memcpy(&bits, &f, sizeof(bits));
 	if (bits & UINT64_C(0x8000000000000000))
 		return ~bits;
 	return bits | UINT64_C(0x8000000000000000);
@@ -357,6 +362,9 @@ varint_get(const uint8_t **p, const uint8_t *end, uint64_t *v)
 	for (int shift = 0; shift < 64; shift += 7)
 	{
 		if (*p >= end)
+			return false;
+		/* the tenth byte may only hold the 64th bit */
+		if (shift == 63 && **p > 1)
 			return false;
 		result |= (uint64_t) (**p & 0x7F) << shift;
 		if ((*(*p)++ & 0x80) == 0)

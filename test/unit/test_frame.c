@@ -1,0 +1,368 @@
+/*
+ * test_frame.c
+ *		Unit tests of tc_frame: frame headers, size and type checks, whole
+ *		frames built by tc_frame_append, and address parsing.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tc_frame.h"
+#include "tc_test.h"
+#include "tcopy.pb-c.h"
+
+/* put then get gives back type and length, and the bytes are as specified */
+static void
+test_header_round_trip(void)
+{
+	static const uint32_t lengths[] = {0, 1, 127, 128, 255, 256, 65535, 65536,
+	0x00FFFFFF, 0x01000000, TC_FRAME_MAX_DEFAULT - 1, TC_FRAME_MAX_DEFAULT};
+	uint8_t		header[TC_FRAME_HEADER_SIZE];
+	int			mismatches = 0;
+
+	CHECK_EQ_INT(TC_FRAME_HEADER_SIZE, 5);
+
+	for (int type = TCOPY__FRAME_TYPE__FRAME_SERVER_HELLO;
+		 type <= TCOPY__FRAME_TYPE__FRAME_ERROR; type++)
+		for (size_t i = 0; i < sizeof(lengths) / sizeof(lengths[0]); i++)
+		{
+			Tcopy__FrameType got_type = TCOPY__FRAME_TYPE__FRAME_NONE;
+			uint32_t	got_len = 12345;
+			const char *why = NULL;
+
+			tc_frame_put_header(header, (Tcopy__FrameType) type, lengths[i]);
+			if (!tc_frame_get_header(header, TC_FRAME_MAX_DEFAULT, &got_type,
+									 &got_len, &why) ||
+				got_type != (Tcopy__FrameType) type || got_len != lengths[i])
+				mismatches++;
+		}
+	CHECK_EQ_INT(mismatches, 0);
+
+	/* wire layout: big-endian length, then the type byte */
+	{
+		static const uint8_t want[] = {0x01, 0x02, 0x03, 0x04, 0x02};
+
+		tc_frame_put_header(header, TCOPY__FRAME_TYPE__FRAME_HELLO, 0x01020304);
+		CHECK_MEM(header, 5, want, 5);
+	}
+	{
+		static const uint8_t want[] = {0x00, 0x00, 0x00, 0x00, 0x14};
+
+		tc_frame_put_header(header, TCOPY__FRAME_TYPE__FRAME_ERROR, 0);
+		CHECK_MEM(header, 5, want, 5);
+	}
+	{
+		static const uint8_t want[] = {0xFF, 0xFF, 0xFF, 0xF0, 0x08};
+
+		tc_frame_put_header(header, TCOPY__FRAME_TYPE__FRAME_WRITE, 0xFFFFFFF0u);
+		CHECK_MEM(header, 5, want, 5);
+	}
+}
+
+/* a length over the receiver's limit is refused, the limit itself is not */
+static void
+test_length_limit(void)
+{
+	uint8_t		header[TC_FRAME_HEADER_SIZE];
+	Tcopy__FrameType type;
+	uint32_t	len;
+	const char *why = NULL;
+
+	tc_frame_put_header(header, TCOPY__FRAME_TYPE__FRAME_WRITE, 1000);
+	CHECK(tc_frame_get_header(header, 1000, &type, &len, &why));
+	CHECK_EQ_UINT(len, 1000);
+	why = NULL;
+	CHECK(!tc_frame_get_header(header, 999, &type, &len, &why));
+	CHECK(why != NULL && why[0] != '\0');
+
+	tc_frame_put_header(header, TCOPY__FRAME_TYPE__FRAME_WRITE, 0xFFFFFFF0u);
+	why = NULL;
+	CHECK(!tc_frame_get_header(header, TC_FRAME_MAX_DEFAULT, &type, &len, &why));
+	CHECK(why != NULL && why[0] != '\0');
+
+	tc_frame_put_header(header, TCOPY__FRAME_TYPE__FRAME_WRITE, 0xFFFFFFFFu);
+	CHECK(!tc_frame_get_header(header, UINT32_MAX - 1, &type, &len, &why));
+
+	tc_frame_put_header(header, TCOPY__FRAME_TYPE__FRAME_WRITE, TC_FRAME_MAX_DEFAULT + 1);
+	CHECK(!tc_frame_get_header(header, TC_FRAME_MAX_DEFAULT, &type, &len, &why));
+
+	/* a limit of 0 admits only empty payloads */
+	tc_frame_put_header(header, TCOPY__FRAME_TYPE__FRAME_STATS_REQUEST, 0);
+	CHECK(tc_frame_get_header(header, 0, &type, &len, &why));
+	CHECK_EQ_UINT(len, 0);
+	tc_frame_put_header(header, TCOPY__FRAME_TYPE__FRAME_STATS_REQUEST, 1);
+	CHECK(!tc_frame_get_header(header, 0, &type, &len, &why));
+}
+
+/* type bytes outside FrameType are refused */
+static void
+test_unknown_type(void)
+{
+	static const int bad_types[] = {0, 21, 22, 99, 127, 128, 200, 255};
+	uint8_t		header[TC_FRAME_HEADER_SIZE] = {0, 0, 0, 4, 0};
+
+	for (size_t i = 0; i < sizeof(bad_types) / sizeof(bad_types[0]); i++)
+	{
+		Tcopy__FrameType type;
+		uint32_t	len;
+		const char *why = NULL;
+
+		header[4] = (uint8_t) bad_types[i];
+		CHECK(!tc_frame_get_header(header, TC_FRAME_MAX_DEFAULT, &type, &len, &why));
+		CHECK(why != NULL && why[0] != '\0');
+	}
+
+	/* names: known types have theirs, unknown ones still get a string */
+	CHECK(strstr(tc_frame_type_name(TCOPY__FRAME_TYPE__FRAME_HELLO), "HELLO") != NULL);
+	CHECK(strstr(tc_frame_type_name(TCOPY__FRAME_TYPE__FRAME_ERROR), "ERROR") != NULL);
+	CHECK(strstr(tc_frame_type_name(TCOPY__FRAME_TYPE__FRAME_SCAN_BATCH), "SCAN_BATCH") != NULL);
+	CHECK(tc_frame_type_name((Tcopy__FrameType) 99) != NULL);
+	CHECK(tc_frame_type_name((Tcopy__FrameType) 0) != NULL);
+}
+
+/* Read one frame at *pos of buf; NULL-safe checks by the caller. */
+static bool
+next_frame(const TcBuf *buf, size_t *pos, Tcopy__FrameType *type,
+		   const uint8_t **payload, uint32_t *len)
+{
+	const char *why;
+
+	if (buf->len - *pos < TC_FRAME_HEADER_SIZE)
+		return false;
+	if (!tc_frame_get_header(buf->data + *pos, TC_FRAME_MAX_DEFAULT, type, len, &why))
+		return false;
+	if (buf->len - *pos - TC_FRAME_HEADER_SIZE < *len)
+		return false;
+	*payload = buf->data + *pos + TC_FRAME_HEADER_SIZE;
+	*pos += TC_FRAME_HEADER_SIZE + *len;
+	return true;
+}
+
+/* frames appended one after another parse back to the messages */
+static void
+test_frame_append(void)
+{
+	TcBuf		buf = {0};
+	Tcopy__Hello hello = TCOPY__HELLO__INIT;
+	Tcopy__Error error = TCOPY__ERROR__INIT;
+	Tcopy__StatsRequest stats = TCOPY__STATS_REQUEST__INIT;
+	uint8_t		auth[TC_AUTH_SIZE];
+	size_t		pos = 0;
+	Tcopy__FrameType type;
+	const uint8_t *payload;
+	uint32_t	len;
+
+	for (int i = 0; i < TC_AUTH_SIZE; i++)
+		auth[i] = (uint8_t) (i * 7);
+	hello.version = TC_PROTOCOL_VERSION;
+	hello.client = "test_frame";
+	hello.auth.data = auth;
+	hello.auth.len = sizeof(auth);
+	error.code = TCOPY__ERROR_CODE__ERROR_BAD_ROW;
+	error.message = "row 3 has 2 ints, expected 3";
+
+	/* something already in the buffer stays */
+	REQUIRE(tc_buf_reserve(&buf, 3));
+	memcpy(buf.data, "abc", 3);
+	buf.len = 3;
+	pos = 3;
+
+	REQUIRE(tc_frame_append(&buf, TCOPY__FRAME_TYPE__FRAME_HELLO, &hello.base));
+	REQUIRE(tc_frame_append(&buf, TCOPY__FRAME_TYPE__FRAME_STATS_REQUEST, &stats.base));
+	REQUIRE(tc_frame_append(&buf, TCOPY__FRAME_TYPE__FRAME_ERROR, &error.base));
+	CHECK(buf.len <= buf.cap);
+	CHECK_MEM(buf.data, 3, "abc", 3);
+	CHECK_EQ_UINT(buf.len, 3 + 3 * TC_FRAME_HEADER_SIZE +
+				  tcopy__hello__get_packed_size(&hello) +
+				  tcopy__error__get_packed_size(&error));
+
+	REQUIRE(next_frame(&buf, &pos, &type, &payload, &len));
+	CHECK_EQ_INT(type, TCOPY__FRAME_TYPE__FRAME_HELLO);
+	{
+		Tcopy__Hello *got = tcopy__hello__unpack(NULL, len, payload);
+
+		REQUIRE(got != NULL);
+		CHECK_EQ_UINT(got->version, TC_PROTOCOL_VERSION);
+		CHECK_EQ_STR(got->client, "test_frame");
+		CHECK_MEM(got->auth.data, got->auth.len, auth, sizeof(auth));
+		tcopy__hello__free_unpacked(got, NULL);
+	}
+
+	REQUIRE(next_frame(&buf, &pos, &type, &payload, &len));
+	CHECK_EQ_INT(type, TCOPY__FRAME_TYPE__FRAME_STATS_REQUEST);
+	CHECK_EQ_UINT(len, 0);
+
+	REQUIRE(next_frame(&buf, &pos, &type, &payload, &len));
+	CHECK_EQ_INT(type, TCOPY__FRAME_TYPE__FRAME_ERROR);
+	{
+		Tcopy__Error *got = tcopy__error__unpack(NULL, len, payload);
+
+		REQUIRE(got != NULL);
+		CHECK_EQ_INT(got->code, TCOPY__ERROR_CODE__ERROR_BAD_ROW);
+		CHECK_EQ_STR(got->message, error.message);
+		tcopy__error__free_unpacked(got, NULL);
+	}
+	CHECK_EQ_UINT(pos, buf.len);
+
+	/* a cleared buffer keeps its capacity and is reused without growing */
+	{
+		size_t		cap = buf.cap;
+
+		buf.len = 0;
+		REQUIRE(tc_frame_append(&buf, TCOPY__FRAME_TYPE__FRAME_HELLO, &hello.base));
+		CHECK_EQ_UINT(buf.cap, cap);
+	}
+	tc_buf_free(&buf);
+	CHECK(buf.data == NULL);
+	CHECK_EQ_UINT(buf.len, 0);
+	CHECK_EQ_UINT(buf.cap, 0);
+}
+
+/* a frame larger than the buffer's first capacity: the buffer grows */
+static void
+test_frame_append_large(void)
+{
+	TcBuf		buf = {0};
+	Tcopy__Row	row = TCOPY__ROW__INIT;
+	ProtobufCBinaryData blob;
+	size_t		big = 5 * 1024 * 1024 + 3;
+	uint8_t    *bytes = malloc(big);
+	size_t		pos = 0;
+	Tcopy__FrameType type;
+	const uint8_t *payload;
+	uint32_t	len;
+
+	REQUIRE(bytes != NULL);
+	for (size_t i = 0; i < big; i++)
+		bytes[i] = (uint8_t) (i * 31 + 7);
+	blob.data = bytes;
+	blob.len = big;
+	row.n_blobs = 1;
+	row.blobs = &blob;
+
+	if (tc_frame_append(&buf, TCOPY__FRAME_TYPE__FRAME_WRITE, &row.base) &&
+		next_frame(&buf, &pos, &type, &payload, &len))
+	{
+		Tcopy__Row *got = tcopy__row__unpack(NULL, len, payload);
+
+		CHECK_EQ_INT(type, TCOPY__FRAME_TYPE__FRAME_WRITE);
+		CHECK(got != NULL && got->n_blobs == 1);
+		if (got != NULL && got->n_blobs == 1)
+			CHECK_MEM(got->blobs[0].data, got->blobs[0].len, bytes, big);
+		if (got)
+			tcopy__row__free_unpacked(got, NULL);
+	}
+	else
+		CHECK(!"large frame appended and read back");
+	tc_buf_free(&buf);
+	free(bytes);
+}
+
+static void
+test_address_parse_good(void)
+{
+	TcAddress	addr;
+	char		err[256];
+
+	REQUIRE(tc_address_parse("unix:/tmp/tcopy.sock", &addr, err, sizeof(err)));
+	CHECK_EQ_INT(addr.kind, TC_ADDRESS_UNIX);
+	CHECK_EQ_STR(addr.path, "/tmp/tcopy.sock");
+
+	REQUIRE(tc_address_parse("unix:relative/s", &addr, err, sizeof(err)));
+	CHECK_EQ_STR(addr.path, "relative/s");
+
+	REQUIRE(tc_address_parse("tcp:localhost:5433", &addr, err, sizeof(err)));
+	CHECK_EQ_INT(addr.kind, TC_ADDRESS_TCP);
+	CHECK_EQ_STR(addr.host, "localhost");
+	CHECK_EQ_STR(addr.port, "5433");
+
+	REQUIRE(tc_address_parse("tcp:127.0.0.1:1", &addr, err, sizeof(err)));
+	CHECK_EQ_STR(addr.host, "127.0.0.1");
+	CHECK_EQ_STR(addr.port, "1");
+
+	REQUIRE(tc_address_parse("tcp:[::1]:5433", &addr, err, sizeof(err)));
+	CHECK_EQ_INT(addr.kind, TC_ADDRESS_TCP);
+	CHECK_EQ_STR(addr.host, "::1");
+	CHECK_EQ_STR(addr.port, "5433");
+
+	REQUIRE(tc_address_parse("tcp:[fe80::1:2]:65535", &addr, err, sizeof(err)));
+	CHECK_EQ_STR(addr.host, "fe80::1:2");
+	CHECK_EQ_STR(addr.port, "65535");
+
+	REQUIRE(tc_address_parse("null:", &addr, err, sizeof(err)));
+	CHECK_EQ_INT(addr.kind, TC_ADDRESS_NULL);
+
+	/* the longest path sun_path holds (107 bytes and its terminator) */
+	{
+		char		text[5 + 107 + 1];
+
+		memcpy(text, "unix:", 5);
+		memset(text + 5, 'p', 107);
+		text[5 + 107] = '\0';
+		REQUIRE(tc_address_parse(text, &addr, err, sizeof(err)));
+		CHECK_EQ_UINT(strlen(addr.path), 107);
+	}
+}
+
+/* Expect text to be refused with a message. */
+static void
+check_address_bad(const char *text, int line)
+{
+	TcAddress	addr;
+	char		err[256];
+
+	err[0] = '\0';
+	if (!tc_test_record(!tc_address_parse(text, &addr, err, sizeof(err)),
+						__FILE__, line, "address refused"))
+		fprintf(stderr, "    \"%s\" was accepted\n", text);
+	else
+		tc_test_record(err[0] != '\0', __FILE__, line, "refusal has a message");
+}
+
+static void
+test_address_parse_bad(void)
+{
+	char		long_path[5 + 108 + 1];
+	char		long_host[4 + 300 + 6];
+
+	memcpy(long_path, "unix:", 5);
+	memset(long_path + 5, 'p', 108);
+	long_path[5 + 108] = '\0';
+	memcpy(long_host, "tcp:", 4);
+	memset(long_host + 4, 'h', 300);
+	strcpy(long_host + 304, ":5433");
+
+	check_address_bad("", __LINE__);
+	check_address_bad("unix:", __LINE__);
+	check_address_bad(long_path, __LINE__);
+	check_address_bad(long_host, __LINE__);
+	check_address_bad("tcp:", __LINE__);
+	check_address_bad("tcp:localhost", __LINE__);
+	check_address_bad("tcp:localhost:", __LINE__);
+	check_address_bad("tcp::5433", __LINE__);
+	check_address_bad("tcp:[]:5433", __LINE__);
+	check_address_bad("tcp:localhost:54x3", __LINE__);
+	check_address_bad("tcp:localhost:-1", __LINE__);
+	check_address_bad("tcp:localhost:65536", __LINE__);
+	check_address_bad("tcp:localhost:99999", __LINE__);
+	check_address_bad("tcp:localhost:12345678901234567890", __LINE__);
+	check_address_bad("tcp:[::1]", __LINE__);
+	check_address_bad("tcp:[::1:5433", __LINE__);
+	check_address_bad("null:x", __LINE__);
+	check_address_bad("null", __LINE__);
+	check_address_bad("/tmp/tcopy.sock", __LINE__);
+	check_address_bad("http://host:80", __LINE__);
+}
+
+int
+main(void)
+{
+	TC_RUN(test_header_round_trip);
+	TC_RUN(test_length_limit);
+	TC_RUN(test_unknown_type);
+	TC_RUN(test_frame_append);
+	TC_RUN(test_frame_append_large);
+	TC_RUN(test_address_parse_good);
+	TC_RUN(test_address_parse_bad);
+	return tc_test_summary();
+}
