@@ -1,0 +1,59 @@
+#!/bin/bash
+# run_tests.sh
+#	The tserver's tests, in order, stopping at the first failure:
+#	  1. C unit tests, normal build
+#	  2. C unit tests, AddressSanitizer + UBSan build
+#	  3. TAP tests (test/t) against the normal build
+#	  4. the TAP tests that do not measure memory or time against the
+#	     sanitizer build, failing on any sanitizer report in the tserver's log
+#
+# Environment: TCOPY_BIG_ROWS (rows of 004_big_session.pl, default 5M),
+# JOBS (make's parallelism, default: the number of CPUs).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+TOP=$(pwd)
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+
+step()
+{
+	echo
+	echo "==== $* ($(date +%H:%M:%S))"
+}
+
+step "unit tests (build/)"
+make -C src/tserver -j"$JOBS" all
+make -C src/tserver check-unit
+
+step "unit tests (build-asan/, AddressSanitizer + UBSan)"
+make -C src/tserver SANITIZE=1 -j"$JOBS" all
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	make -C src/tserver SANITIZE=1 check-unit
+
+step "TAP tests against build/tserver"
+TSERVER_BIN="$TOP/build/tserver" TSERVER_CLI="$TOP/build/tserver-cli" \
+	prove -v test/t/*.pl
+
+step "TAP tests against build-asan/tserver"
+logdir=$(mktemp -d /tmp/tcopy-asan-logs.XXXXXX)
+trap 'rm -rf "$logdir"' EXIT
+TSERVER_BIN="$TOP/build-asan/tserver" TSERVER_CLI="$TOP/build/tserver-cli" \
+TCOPY_TEST_LOG_DIR="$logdir" \
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	prove test/t/001_basic.pl test/t/002_sessions.pl test/t/005_malformed.pl
+
+# the tests check each log as they stop a server; check them all once more,
+# in case a report came where no test looked
+if ! ls "$logdir"/*.log >/dev/null 2>&1; then
+	echo "no tserver logs were collected from the sanitizer run" >&2
+	exit 1
+fi
+if grep -l -E "ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:" "$logdir"/*.log; then
+	echo "sanitizer reports in the tserver logs above:" >&2
+	grep -h -A30 -E "ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:" "$logdir"/*.log >&2
+	exit 1
+fi
+
+step "all tserver tests passed"
