@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Install, from Debian 12's packages, everything tcopy needs to build, test
+# and benchmark.  Idempotent; needs root (or sudo).
+set -euo pipefail
+
+packages=(
+	make gcc
+	postgresql-15 postgresql-server-dev-15	# the extension (PGXS) and its tests
+	librocksdb-dev							# the tserver's store
+	libprotobuf-c-dev protobuf-c-compiler	# wire protocol
+	libgoogle-perftools-dev					# tcmalloc for the tserver
+	libssl-dev								# HMAC of the token handshake
+	libipc-run-perl perl					# prove and PostgreSQL::Test::Cluster
+)
+
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+	exit 0
+fi
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "installing: ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
