@@ -509,41 +509,58 @@ client_handshake(TcClient *client, const char *token, const char *client_name)
 	return 0;
 }
 
-TcClient *
-tc_client_connect(const char *address, const char *token,
-				  const char *client_name, char *err, size_t errlen)
+int
+tc_client_connect_hooked(const char *address, const char *token,
+						 const char *client_name, TcWaitHook hook, void *arg,
+						 TcClient **clientp, char *err, size_t errlen)
 {
 	TcClient   *client;
 	TcAddress	addr;
 
+	*clientp = NULL;
 	if (!tc_address_parse(address, &addr, err, errlen))
-		return NULL;
+		return -1;
 	if (addr.kind == TC_ADDRESS_NULL)
 	{
 		snprintf(err, errlen, "address \"%s\" names no tserver", address);
-		return NULL;
+		return -1;
 	}
 	client = calloc(1, sizeof(TcClient));
 	if (client == NULL)
 	{
 		snprintf(err, errlen, "out of memory");
-		return NULL;
+		return -1;
 	}
 	client->fd = -1;
-	client->wait_hook = client_poll;
+	client->wait_hook = hook != NULL ? hook : client_poll;
+	client->wait_arg = hook != NULL ? arg : NULL;
 	client->window = TC_CLIENT_DEFAULT_WINDOW;
 	client->max_frame = TC_FRAME_MAX_DEFAULT;
 	tc_arena_init(&client->arena, TC_CLIENT_ARENA_BLOCK);
+	/* from here on the caller can close it, should the hook not return */
+	*clientp = client;
 
 	if (client_open_socket(client, &addr, address) < 0 ||
 		client_handshake(client, token, client_name) < 0)
-		goto err;
-	return client;
+	{
+		snprintf(err, errlen, "%s", client->error);
+		*clientp = NULL;
+		tc_client_close(client);
+		return -1;
+	}
+	return 0;
+}
 
-err:
-	snprintf(err, errlen, "%s", client->error);
-	tc_client_close(client);
-	return NULL;
+TcClient *
+tc_client_connect(const char *address, const char *token,
+				  const char *client_name, char *err, size_t errlen)
+{
+	TcClient   *client;
+
+	if (tc_client_connect_hooked(address, token, client_name, NULL, NULL,
+								 &client, err, errlen) < 0)
+		return NULL;
+	return client;
 }
 
 /* Close the connection and free everything; client may be NULL. */

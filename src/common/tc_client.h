@@ -44,6 +44,17 @@ typedef void (*TcAckHook) (void *arg, uint64_t seq, uint64_t rows_in_session);
  */
 TcClient   *tc_client_connect(const char *address, const char *token,
 							  const char *client_name, char *err, size_t errlen);
+
+/*
+ * tc_client_connect with every wait of the connect and handshake going
+ * through hook.  *clientp is set before the first wait, so that a caller
+ * whose hook may not return (a Postgres ERROR on cancel) can close the
+ * half-open client; it is NULL again when this returns -1.
+ */
+int			tc_client_connect_hooked(const char *address, const char *token,
+									 const char *client_name, TcWaitHook hook,
+									 void *arg, TcClient **clientp,
+									 char *err, size_t errlen);
 void		tc_client_close(TcClient *client);
 
 void		tc_client_set_wait_hook(TcClient *client, TcWaitHook hook, void *arg);
