@@ -1,0 +1,401 @@
+/*
+ * codec.c
+ *		Postgres values to wire rows and back.
+ *
+ * Each live column of a tcopy table travels as one wire column of a kind
+ * (proto/tcopy.proto): bool as BOOL, int2/4/8 as INT, float4/8 as FLOAT
+ * (a float4 widened to double and back is exact), text-like varlenas
+ * (text, varchar, char(n), bytea, json, xml) as BYTES holding the datum's
+ * bytes verbatim, and every other type as BYTES holding its binary send
+ * format (or, for the rare type without one, its text output), decoded by
+ * its receive (input) function with the column's typmod.  Domains travel
+ * as their base type and are checked again by their input function on the
+ * way in (Postgres' COPY reader) and receive function on the way out.
+ */
+#include "tcopy.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "lib/stringinfo.h"
+#include "mb/pg_wchar.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+
+/* Whether a type has both binary send and receive functions. */
+static bool
+type_has_binary_io(Oid typid)
+{
+	HeapTuple	tuple = SearchSysCache1(TYPEOID, ObjectIdGetDatum(typid));
+	Form_pg_type type;
+	bool		result;
+
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for type %u", typid);
+	type = (Form_pg_type) GETSTRUCT(tuple);
+	result = OidIsValid(type->typsend) && OidIsValid(type->typreceive);
+	ReleaseSysCache(tuple);
+	return result;
+}
+
+/* Pick how a type travels. */
+static void
+column_choose_conv(TcopyColumnCodec *col)
+{
+	Oid			base = getBaseType(col->typid);
+	Oid			func;
+	bool		isvarlena;
+
+	switch (base)
+	{
+		case BOOLOID:
+			col->conv = TCOPY_CONV_BOOL;
+			col->kind = TCOPY__KIND__KIND_BOOL;
+			return;
+		case INT2OID:
+			col->conv = TCOPY_CONV_INT2;
+			col->kind = TCOPY__KIND__KIND_INT;
+			return;
+		case INT4OID:
+			col->conv = TCOPY_CONV_INT4;
+			col->kind = TCOPY__KIND__KIND_INT;
+			return;
+		case INT8OID:
+			col->conv = TCOPY_CONV_INT8;
+			col->kind = TCOPY__KIND__KIND_INT;
+			return;
+		case FLOAT4OID:
+			col->conv = TCOPY_CONV_FLOAT4;
+			col->kind = TCOPY__KIND__KIND_FLOAT;
+			return;
+		case FLOAT8OID:
+			col->conv = TCOPY_CONV_FLOAT8;
+			col->kind = TCOPY__KIND__KIND_FLOAT;
+			return;
+		case TEXTOID:
+		case VARCHAROID:
+		case BPCHAROID:
+		case BYTEAOID:
+		case JSONOID:
+		case XMLOID:
+			col->conv = TCOPY_CONV_TEXT;
+			col->kind = TCOPY__KIND__KIND_BYTES;
+			return;
+		default:
+			break;
+	}
+	col->kind = TCOPY__KIND__KIND_BYTES;
+	if (type_has_binary_io(col->typid))
+	{
+		getTypeBinaryOutputInfo(col->typid, &func, &isvarlena);
+		fmgr_info(func, &col->out_fn);
+		getTypeBinaryInputInfo(col->typid, &func, &col->typioparam);
+		fmgr_info(func, &col->in_fn);
+		col->conv = TCOPY_CONV_SEND;
+	}
+	else
+	{
+		getTypeOutputInfo(col->typid, &func, &isvarlena);
+		fmgr_info(func, &col->out_fn);
+		getTypeInputInfo(col->typid, &func, &col->typioparam);
+		fmgr_info(func, &col->in_fn);
+		col->conv = TCOPY_CONV_IO;
+	}
+}
+
+TcopyRelCodec *
+tcopy_rel_codec(Relation rel)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	TcopyRelCodec *codec = palloc0(sizeof(TcopyRelCodec));
+	Tcopy__Schema *schema = palloc(sizeof(Tcopy__Schema));
+	ListCell   *lc;
+	int			nkey = 0;
+
+	codec->relid = RelationGetRelid(rel);
+	codec->relname = pstrdup(RelationGetRelationName(rel));
+	codec->natts = desc->natts;
+	codec->columns = palloc0(sizeof(TcopyColumnCodec) * Max(desc->natts, 1));
+	codec->column_of_att = palloc(sizeof(int) * Max(desc->natts, 1));
+	tcopy_get_table_options(rel, &codec->options);
+
+	tcopy__schema__init(schema);
+	schema->columns = palloc(sizeof(Tcopy__Column *) * Max(desc->natts, 1));
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		TcopyColumnCodec *col;
+		Tcopy__Column *wire;
+
+		codec->column_of_att[i] = -1;
+		if (att->attisdropped)
+			continue;
+		col = &codec->columns[codec->ncolumns];
+		col->attnum = att->attnum;
+		col->typid = att->atttypid;
+		col->typmod = att->atttypmod;
+		col->notnull = att->attnotnull;
+		column_choose_conv(col);
+
+		wire = palloc(sizeof(Tcopy__Column));
+		tcopy__column__init(wire);
+		wire->name = pstrdup(NameStr(att->attname));
+		wire->kind = col->kind;
+		wire->type_name = format_type_be(att->atttypid);
+		wire->typmod = att->atttypmod;
+		schema->columns[codec->ncolumns] = wire;
+		codec->column_of_att[i] = codec->ncolumns++;
+	}
+	schema->n_columns = codec->ncolumns;
+
+	schema->key = palloc(sizeof(uint32) * Max(list_length(codec->options.key_attnums), 1));
+	foreach(lc, codec->options.key_attnums)
+	{
+		AttrNumber	attnum = (AttrNumber) lfirst_int(lc);
+
+		schema->key[nkey++] = (uint32) codec->column_of_att[attnum - 1];
+	}
+	schema->n_key = nkey;
+	codec->schema = schema;
+	return codec;
+}
+
+/*
+ * Postgres' description of a failing row, as ExecBuildSlotValueDescription
+ * writes it: every column's output, cut at 64 bytes.
+ */
+static char *
+describe_row(TcopyRelCodec *codec, Datum *values, bool *nulls)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, '(');
+	for (int c = 0; c < codec->ncolumns; c++)
+	{
+		TcopyColumnCodec *col = &codec->columns[c];
+		int			att = col->attnum - 1;
+		char	   *val;
+		int			vallen;
+
+		if (c > 0)
+			appendStringInfoString(&buf, ", ");
+		if (nulls[att])
+		{
+			appendStringInfoString(&buf, "null");
+			continue;
+		}
+		{
+			Oid			foutoid;
+			bool		typisvarlena;
+
+			getTypeOutputInfo(col->typid, &foutoid, &typisvarlena);
+			val = OidOutputFunctionCall(foutoid, values[att]);
+		}
+		vallen = strlen(val);
+		if (vallen <= 64)
+			appendStringInfoString(&buf, val);
+		else
+		{
+			vallen = pg_mbcliplen(val, vallen, 64);
+			appendBinaryStringInfo(&buf, val, vallen);
+			appendStringInfoString(&buf, "...");
+		}
+	}
+	appendStringInfoChar(&buf, ')');
+	return buf.data;
+}
+
+/* Copy len bytes into the batch's memory. */
+static inline void
+blob_copy(TcopyBatch *batch, ProtobufCBinaryData *blob, const char *data, size_t len)
+{
+	blob->data = tcopy_batch_alloc(batch, len > 0 ? len : 1);
+	if (len > 0)
+		memcpy(blob->data, data, len);
+	blob->len = len;
+}
+
+void
+tcopy_encode_row(TcopyRelCodec *codec, Datum *values, bool *nulls,
+				 Tcopy__Row *row, TcopyBatch *batch)
+{
+	int			ncolumns = codec->ncolumns;
+
+	/* arrays sized for the worst case: every column of one kind */
+	row->ints = tcopy_batch_alloc(batch, sizeof(int64_t) * ncolumns);
+	row->floats = tcopy_batch_alloc(batch, sizeof(double) * ncolumns);
+	row->blobs = tcopy_batch_alloc(batch, sizeof(ProtobufCBinaryData) * ncolumns);
+	row->nulls = tcopy_batch_alloc(batch, sizeof(uint32_t) * ncolumns);
+	row->n_ints = row->n_floats = row->n_blobs = row->n_nulls = 0;
+
+	for (int c = 0; c < ncolumns; c++)
+	{
+		TcopyColumnCodec *col = &codec->columns[c];
+		int			att = col->attnum - 1;
+		Datum		value = values[att];
+
+		if (nulls[att])
+		{
+			if (col->notnull)
+				ereport(ERROR,
+						(errcode(ERRCODE_NOT_NULL_VIOLATION),
+						 errmsg("null value in column \"%s\" of relation \"%s\" violates not-null constraint",
+								codec->schema->columns[c]->name, codec->relname),
+						 errdetail("Failing row contains %s.",
+								   describe_row(codec, values, nulls))));
+			row->nulls[row->n_nulls++] = (uint32_t) c;
+			continue;
+		}
+		switch (col->conv)
+		{
+			case TCOPY_CONV_BOOL:
+				row->ints[row->n_ints++] = DatumGetBool(value) ? 1 : 0;
+				break;
+			case TCOPY_CONV_INT2:
+				row->ints[row->n_ints++] = DatumGetInt16(value);
+				break;
+			case TCOPY_CONV_INT4:
+				row->ints[row->n_ints++] = DatumGetInt32(value);
+				break;
+			case TCOPY_CONV_INT8:
+				row->ints[row->n_ints++] = DatumGetInt64(value);
+				break;
+			case TCOPY_CONV_FLOAT4:
+				row->floats[row->n_floats++] = (double) DatumGetFloat4(value);
+				break;
+			case TCOPY_CONV_FLOAT8:
+				row->floats[row->n_floats++] = DatumGetFloat8(value);
+				break;
+			case TCOPY_CONV_TEXT:
+				{
+					struct varlena *v = PG_DETOAST_DATUM_PACKED(value);
+
+					blob_copy(batch, &row->blobs[row->n_blobs++],
+							  VARDATA_ANY(v), VARSIZE_ANY_EXHDR(v));
+					batch->payload_bytes += VARSIZE_ANY_EXHDR(v);
+					break;
+				}
+			case TCOPY_CONV_SEND:
+				{
+					bytea	   *sent = SendFunctionCall(&col->out_fn, value);
+
+					blob_copy(batch, &row->blobs[row->n_blobs++],
+							  VARDATA(sent), VARSIZE(sent) - VARHDRSZ);
+					batch->payload_bytes += VARSIZE(sent) - VARHDRSZ;
+					break;
+				}
+			case TCOPY_CONV_IO:
+				{
+					char	   *text = OutputFunctionCall(&col->out_fn, value);
+					size_t		len = strlen(text);
+
+					blob_copy(batch, &row->blobs[row->n_blobs++], text, len);
+					batch->payload_bytes += len;
+					break;
+				}
+		}
+	}
+	batch->payload_bytes += 8 * (row->n_ints + row->n_floats) + 4;
+}
+
+void
+tcopy_decode_row(TcopyRelCodec *codec, const int *proj, int nproj,
+				 const Tcopy__Row *row, Datum *values, bool *nulls)
+{
+	size_t		ints = 0,
+				floats = 0,
+				blobs = 0,
+				next_null = 0;
+
+	for (int i = 0; i < codec->natts; i++)
+	{
+		values[i] = (Datum) 0;
+		nulls[i] = true;
+	}
+	for (int p = 0; p < nproj; p++)
+	{
+		TcopyColumnCodec *col = &codec->columns[proj[p]];
+		int			att = col->attnum - 1;
+		const ProtobufCBinaryData *blob;
+
+		if (next_null < row->n_nulls && row->nulls[next_null] == (uint32_t) p)
+		{
+			next_null++;
+			continue;
+		}
+		/* the tserver checked the layout when it stored the row; check again */
+		if ((col->kind == TCOPY__KIND__KIND_BOOL || col->kind == TCOPY__KIND__KIND_INT) ?
+			ints >= row->n_ints :
+			col->kind == TCOPY__KIND__KIND_FLOAT ? floats >= row->n_floats :
+			blobs >= row->n_blobs)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_INVALID_DATA_TYPE),
+					 errmsg("row from tserver does not match foreign table \"%s\"",
+							codec->relname)));
+		nulls[att] = false;
+		switch (col->conv)
+		{
+			case TCOPY_CONV_BOOL:
+				values[att] = BoolGetDatum(row->ints[ints++] != 0);
+				break;
+			case TCOPY_CONV_INT2:
+				values[att] = Int16GetDatum((int16) row->ints[ints++]);
+				break;
+			case TCOPY_CONV_INT4:
+				values[att] = Int32GetDatum((int32) row->ints[ints++]);
+				break;
+			case TCOPY_CONV_INT8:
+				values[att] = Int64GetDatum(row->ints[ints++]);
+				break;
+			case TCOPY_CONV_FLOAT4:
+				values[att] = Float4GetDatum((float4) row->floats[floats++]);
+				break;
+			case TCOPY_CONV_FLOAT8:
+				values[att] = Float8GetDatum(row->floats[floats++]);
+				break;
+			case TCOPY_CONV_TEXT:
+				{
+					struct varlena *v;
+
+					blob = &row->blobs[blobs++];
+					v = palloc(VARHDRSZ + blob->len);
+					SET_VARSIZE(v, VARHDRSZ + blob->len);
+					memcpy(VARDATA(v), blob->data, blob->len);
+					values[att] = PointerGetDatum(v);
+					break;
+				}
+			case TCOPY_CONV_SEND:
+				{
+					StringInfoData buf;
+
+					blob = &row->blobs[blobs++];
+					buf.data = palloc(blob->len + 1);
+					memcpy(buf.data, blob->data, blob->len);
+					buf.data[blob->len] = '\0';
+					buf.len = (int) blob->len;
+					buf.maxlen = (int) blob->len + 1;
+					buf.cursor = 0;
+					values[att] = ReceiveFunctionCall(&col->in_fn, &buf,
+													  col->typioparam, col->typmod);
+					if (buf.cursor != buf.len)
+						ereport(ERROR,
+								(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+								 errmsg("incorrect binary data format in column \"%s\" of foreign table \"%s\"",
+										codec->schema->columns[proj[p]]->name, codec->relname)));
+					break;
+				}
+			case TCOPY_CONV_IO:
+				{
+					char	   *text;
+
+					blob = &row->blobs[blobs++];
+					text = pnstrdup((const char *) blob->data, blob->len);
+					values[att] = InputFunctionCall(&col->in_fn, text,
+													col->typioparam, col->typmod);
+					break;
+				}
+		}
+	}
+}

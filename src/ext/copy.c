@@ -1,0 +1,292 @@
+/*
+ * copy.c
+ *		The COPY hook: COPY ... FROM into a tcopy foreign table, read by
+ *		Postgres' own COPY reader and shipped to the tserver in batches.
+ *
+ * The hook takes a COPY FROM only when its target is a tcopy foreign table
+ * without triggers or stored generated columns (those need the executor's
+ * per-row machinery); everything else, and everything when tcopy.copy_hook
+ * is off, goes to Postgres, whose COPY then writes through the FDW insert
+ * path: slower, never different.  Since the hook replaces DoCopy, it repeats
+ * DoCopy's checks for a COPY FROM a relation, in the same order and words:
+ * server file and program roles, INSERT privilege on the copied columns,
+ * row-level security, read-only transactions.  Rows then come from
+ * BeginCopyFrom / NextCopyFrom, so formats, options, defaults, encoding
+ * conversion, input functions (typmods, domains) and every error message
+ * with its "COPY t, line N" context are Postgres'; the WHERE clause is
+ * prepared as DoCopy prepares it.  Progress goes to pg_stat_progress_copy
+ * as Postgres' COPY reports it.
+ */
+#include "tcopy.h"
+
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_authid.h"
+#include "commands/copy.h"
+#include "commands/copyfrom_internal.h"
+#include "commands/progress.h"
+#include "executor/executor.h"
+#include "foreign/fdwapi.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "optimizer/optimizer.h"
+#include "parser/parse_coerce.h"
+#include "parser/parse_collate.h"
+#include "parser/parse_expr.h"
+#include "parser/parse_relation.h"
+#include "pgstat.h"
+#include "tcop/utility.h"
+#include "utils/acl.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/rls.h"
+
+static ProcessUtility_hook_type prev_ProcessUtility = NULL;
+
+/* Whether relid is a foreign table served by tcopy's handler. */
+static bool
+relation_is_tcopy_table(Oid relid)
+{
+	ForeignTable *table;
+	ForeignServer *server;
+	ForeignDataWrapper *fdw;
+	FmgrInfo	handler;
+
+	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_FOREIGN_TABLE)
+		return false;
+	table = GetForeignTable(relid);
+	server = GetForeignServer(table->serverid);
+	fdw = GetForeignDataWrapper(server->fdwid);
+	if (!OidIsValid(fdw->fdwhandler))
+		return false;
+	fmgr_info(fdw->fdwhandler, &handler);
+	return handler.fn_addr == tcopy_fdw_handler;
+}
+
+/* Whether the hook can load rel itself (see the file comment). */
+static bool
+relation_is_accelerable(Relation rel)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	if (rel->trigdesc != NULL)
+		return false;
+	if (desc->constr != NULL && desc->constr->has_generated_stored)
+		return false;
+	return true;
+}
+
+/* DoCopy's role checks for COPY FROM a server file or program. */
+static void
+check_copy_source_privileges(const CopyStmt *stmt)
+{
+	if (stmt->filename == NULL)
+		return;
+	if (stmt->is_program)
+	{
+		if (!has_privs_of_role(GetUserId(), ROLE_PG_EXECUTE_SERVER_PROGRAM))
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("must be superuser or have privileges of the pg_execute_server_program role to COPY to or from an external program"),
+					 errhint("Anyone can COPY to stdout or from stdin. "
+							 "psql's \\copy command also works for anyone.")));
+	}
+	else if (!has_privs_of_role(GetUserId(), ROLE_PG_READ_SERVER_FILES))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be superuser or have privileges of the pg_read_server_files role to COPY from a file"),
+				 errhint("Anyone can COPY to stdout or from stdin. "
+						 "psql's \\copy command also works for anyone.")));
+}
+
+/*
+ * Check INSERT on the copied columns and row-level security, and prepare
+ * the WHERE clause, as DoCopy does.  Returns the implicit-AND qual list.
+ */
+static List *
+prepare_copy_from(ParseState *pstate, const CopyStmt *stmt, Relation rel)
+{
+	ParseNamespaceItem *nsitem;
+	RangeTblEntry *rte;
+	Node	   *where = NULL;
+	List	   *attnums;
+	ListCell   *cur;
+
+	nsitem = addRangeTableEntryForRelation(pstate, rel, RowExclusiveLock,
+										   NULL, false, false);
+	rte = nsitem->p_rte;
+	rte->requiredPerms = ACL_INSERT;
+
+	if (stmt->whereClause)
+	{
+		addNSItemToQuery(pstate, nsitem, false, true, true);
+		where = transformExpr(pstate, stmt->whereClause, EXPR_KIND_COPY_WHERE);
+		where = coerce_to_boolean(pstate, where, "WHERE");
+		assign_expr_collations(pstate, where);
+		where = eval_const_expressions(NULL, where);
+		where = (Node *) canonicalize_qual((Expr *) where, false);
+		where = (Node *) make_ands_implicit((Expr *) where);
+	}
+
+	attnums = CopyGetAttnums(RelationGetDescr(rel), rel, stmt->attlist);
+	foreach(cur, attnums)
+	{
+		int			attno = lfirst_int(cur) - FirstLowInvalidHeapAttributeNumber;
+
+		rte->insertedCols = bms_add_member(rte->insertedCols, attno);
+	}
+	ExecCheckRTPerms(pstate->p_rtable, true);
+
+	if (check_enable_rls(rte->relid, InvalidOid, false) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("COPY FROM not supported with row-level security"),
+				 errhint("Use INSERT statements instead.")));
+
+	if (XactReadOnly)
+		PreventCommandIfReadOnly("COPY FROM");
+	return (List *) where;
+}
+
+/*
+ * Read every row with Postgres' COPY reader and hand it to a writer.
+ * Returns the number of rows loaded (those the WHERE clause kept).
+ */
+static uint64
+copy_rows(ParseState *pstate, const CopyStmt *stmt, Relation rel, List *where)
+{
+	TcopyRelCodec *codec = tcopy_rel_codec(rel);
+	CopyFromState cstate;
+	EState	   *estate = CreateExecutorState();
+	ExprContext *econtext = GetPerTupleExprContext(estate);
+	ExprState  *qual = NULL;
+	TupleTableSlot *slot;
+	ErrorContextCallback errcallback;
+	MemoryContext oldcontext = CurrentMemoryContext;
+	TcopyWriter *writer;
+	uint64		processed = 0;
+	uint64		excluded = 0;
+
+	cstate = BeginCopyFrom(pstate, rel, (Node *) where, stmt->filename,
+						   stmt->is_program, NULL, stmt->attlist, stmt->options);
+	if (cstate->opts.freeze)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("cannot perform COPY FREEZE on a foreign table")));
+	if (where != NIL)
+		qual = ExecPrepareQual(where, estate);
+	slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
+	writer = tcopy_writer_begin(codec);
+
+	/* errors while reading a row carry "COPY t, line N" */
+	errcallback.callback = CopyFromErrorCallback;
+	errcallback.arg = (void *) cstate;
+	errcallback.previous = error_context_stack;
+	error_context_stack = &errcallback;
+
+	for (;;)
+	{
+		CHECK_FOR_INTERRUPTS();
+		ResetPerTupleExprContext(estate);
+		MemoryContextSwitchTo(GetPerTupleMemoryContext(estate));
+		ExecClearTuple(slot);
+		if (!NextCopyFrom(cstate, econtext, slot->tts_values, slot->tts_isnull))
+			break;
+		ExecStoreVirtualTuple(slot);
+		if (qual != NULL)
+		{
+			econtext->ecxt_scantuple = slot;
+			if (!ExecQual(qual, econtext))
+			{
+				pgstat_progress_update_param(PROGRESS_COPY_TUPLES_EXCLUDED, ++excluded);
+				continue;
+			}
+		}
+		/* encoding may call send functions: per-tuple memory */
+		tcopy_writer_add(writer, slot->tts_values, slot->tts_isnull);
+		pgstat_progress_update_param(PROGRESS_COPY_TUPLES_PROCESSED, ++processed);
+	}
+	MemoryContextSwitchTo(oldcontext);
+	error_context_stack = errcallback.previous;
+
+	tcopy_writer_finish(writer);
+	tcopy_writer_free(writer);
+	ExecDropSingleTupleTableSlot(slot);
+	EndCopyFrom(cstate);
+	FreeExecutorState(estate);
+	return processed;
+}
+
+/*
+ * COPY FROM into a tcopy table, in place of DoCopy; false when the
+ * statement is not one the hook takes.
+ */
+static bool
+tcopy_copy_from(const CopyStmt *stmt, const char *query_string,
+				QueryEnvironment *query_env, uint64 *processed)
+{
+	Oid			relid;
+	Relation	rel;
+	ParseState *pstate;
+	List	   *where;
+
+	if (!stmt->is_from || stmt->relation == NULL)
+		return false;
+	relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+	if (!relation_is_tcopy_table(relid))
+		return false;
+
+	/* what standard_ProcessUtility checks before DoCopy */
+	if (XactReadOnly || IsInParallelMode())
+	{
+		PreventCommandIfParallelMode("COPY FROM");
+		PreventCommandDuringRecovery("COPY FROM");
+	}
+	check_copy_source_privileges(stmt);
+	rel = table_openrv(stmt->relation, RowExclusiveLock);
+	if (!relation_is_accelerable(rel))
+	{
+		table_close(rel, RowExclusiveLock);
+		return false;
+	}
+	pstate = make_parsestate(NULL);
+	pstate->p_sourcetext = query_string;
+	pstate->p_queryEnv = query_env;
+	where = prepare_copy_from(pstate, stmt, rel);
+	*processed = copy_rows(pstate, stmt, rel, where);
+	free_parsestate(pstate);
+	table_close(rel, NoLock);
+	return true;
+}
+
+static void
+tcopy_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
+					 bool readOnlyTree, ProcessUtilityContext context,
+					 ParamListInfo params, QueryEnvironment *queryEnv,
+					 DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *parsetree = pstmt->utilityStmt;
+	uint64		processed;
+
+	if (tcopy_copy_hook_enabled && IsA(parsetree, CopyStmt) &&
+		tcopy_copy_from((CopyStmt *) parsetree, queryString, queryEnv, &processed))
+	{
+		if (qc)
+			SetQueryCompletion(qc, CMDTAG_COPY, processed);
+		return;
+	}
+	if (prev_ProcessUtility)
+		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
+							queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
+								queryEnv, dest, qc);
+}
+
+void
+TcopyCopyInit(void)
+{
+	prev_ProcessUtility = ProcessUtility_hook;
+	ProcessUtility_hook = tcopy_ProcessUtility;
+}

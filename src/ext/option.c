@@ -1,0 +1,327 @@
+/*
+ * option.c
+ *		The options of tcopy servers, user mappings and foreign tables: the
+ *		FDW validator, and their resolution for one foreign table.
+ *
+ * The validator checks what it can see: option names per object, and each
+ * value on its own.  The key option names columns, which the validator
+ * cannot check because it is not shown the relation; those names are
+ * resolved (and rejected) when the table is used.
+ */
+#include "postgres.h"
+
+#include "access/reloptions.h"
+#include "catalog/pg_foreign_server.h"
+#include "catalog/pg_foreign_table.h"
+#include "catalog/pg_user_mapping.h"
+#include "commands/dbcommands.h"
+#include "commands/defrem.h"
+#include "foreign/foreign.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/varlena.h"
+
+#include "tcopy.h"
+
+/* Limits of the batch options, the same as those of the GUCs. */
+#define TCOPY_BATCH_ROWS_MAX	1000000
+#define TCOPY_BATCH_KB_MAX		65536
+
+/* One valid option: its name and the catalog of the object it applies to. */
+typedef struct TcopyOption
+{
+	const char *keyword;
+	Oid			optcontext;		/* ForeignServerRelationId, ... */
+} TcopyOption;
+
+static const TcopyOption tcopy_options[] = {
+	{"address", ForeignServerRelationId},
+	{"batch_rows", ForeignServerRelationId},
+	{"batch_size", ForeignServerRelationId},
+	{"token", UserMappingRelationId},
+	{"key", ForeignTableRelationId},
+	{"table_name", ForeignTableRelationId},
+	{"batch_rows", ForeignTableRelationId},
+	{"batch_size", ForeignTableRelationId},
+	{NULL, InvalidOid}
+};
+
+PG_FUNCTION_INFO_V1(tcopy_fdw_validator);
+
+/* Whether keyword is a valid option for an object of catalog context. */
+static bool
+tcopy_is_valid_option(const char *keyword, Oid context)
+{
+	const TcopyOption *opt;
+
+	for (opt = tcopy_options; opt->keyword != NULL; opt++)
+	{
+		if (context == opt->optcontext && strcmp(opt->keyword, keyword) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Raise the error for an option that does not apply to this object. */
+static void
+tcopy_report_invalid_option(const char *keyword, Oid context)
+{
+	const TcopyOption *opt;
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (opt = tcopy_options; opt->keyword != NULL; opt++)
+	{
+		if (context == opt->optcontext)
+			appendStringInfo(&buf, "%s%s", (buf.len > 0) ? ", " : "",
+							 opt->keyword);
+	}
+
+	ereport(ERROR,
+			(errcode(ERRCODE_FDW_INVALID_OPTION_NAME),
+			 errmsg("invalid option \"%s\"", keyword),
+			 buf.len > 0
+			 ? errhint("Valid options in this context are: %s", buf.data)
+			 : errhint("There are no valid options in this context.")));
+}
+
+/* Check a server address; tc_address_parse says what is wrong with it. */
+static void
+tcopy_check_address(const char *address)
+{
+	TcAddress	addr;
+	char		err[256];
+
+	if (!tc_address_parse(address, &addr, err, sizeof(err)))
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("invalid value for option \"address\": \"%s\"", address),
+				 errdetail_internal("%s", err),
+				 errhint("An address is unix:PATH, tcp:HOST:PORT or null:.")));
+}
+
+/*
+ * The value of option batch_rows (rows) or batch_size (KB, or with a unit
+ * such as '4MB'), checked against the limits of the matching GUC.
+ */
+static int
+tcopy_parse_batch_option(const char *name, const char *value)
+{
+	bool		is_size = strcmp(name, "batch_size") == 0;
+	int			max = is_size ? TCOPY_BATCH_KB_MAX : TCOPY_BATCH_ROWS_MAX;
+	const char *hintmsg = NULL;
+	int			result;
+
+	if (!parse_int(value, &result, is_size ? GUC_UNIT_KB : 0, &hintmsg))
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("invalid value for option \"%s\": \"%s\"", name, value),
+				 hintmsg ? errhint("%s", _(hintmsg)) : 0));
+	if (result < 1 || result > max)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("value for option \"%s\" is out of range: \"%s\"", name, value),
+				 errdetail("Valid values are between 1%s and %d%s.",
+						   is_size ? "kB" : "", max, is_size ? "kB" : "")));
+	return result;
+}
+
+/*
+ * The column names of option key, in key order: a comma-separated list of
+ * identifiers (unquoted ones folded to lower case, as in SQL), at least one,
+ * none twice.
+ */
+static List *
+tcopy_parse_key(const char *value)
+{
+	List	   *names;
+	ListCell   *lc;
+
+	if (!SplitIdentifierString(pstrdup(value), ',', &names) || names == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("invalid value for option \"key\": \"%s\"", value),
+				 errhint("The key is a comma-separated list of column names.")));
+	foreach(lc, names)
+	{
+		ListCell   *other;
+
+		for_each_cell(other, names, lnext(names, lc))
+		{
+			if (strcmp((char *) lfirst(lc), (char *) lfirst(other)) == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_DUPLICATE_COLUMN),
+						 errmsg("column \"%s\" appears more than once in option key",
+								(char *) lfirst(lc))));
+		}
+	}
+	return names;
+}
+
+/* Check the value of one option already known to be valid for its object. */
+static void
+tcopy_check_option_value(DefElem *def)
+{
+	const char *value = defGetString(def);
+
+	if (strcmp(def->defname, "address") == 0)
+		tcopy_check_address(value);
+	else if (strcmp(def->defname, "batch_rows") == 0 ||
+			 strcmp(def->defname, "batch_size") == 0)
+		(void) tcopy_parse_batch_option(def->defname, value);
+	else if (strcmp(def->defname, "key") == 0)
+		(void) tcopy_parse_key(value);
+	else if (strcmp(def->defname, "table_name") == 0)
+	{
+		if (value[0] == '\0')
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+					 errmsg("option \"table_name\" must not be empty")));
+	}
+}
+
+/*
+ * Validate the options of a CREATE or ALTER of a tcopy FDW, server, user
+ * mapping or foreign table: the whole resulting list, given as text[], and
+ * the catalog of the object.
+ */
+Datum
+tcopy_fdw_validator(PG_FUNCTION_ARGS)
+{
+	List	   *options_list = untransformRelOptions(PG_GETARG_DATUM(0));
+	Oid			catalog = PG_GETARG_OID(1);
+	bool		have_address = false;
+	ListCell   *lc;
+
+	foreach(lc, options_list)
+	{
+		DefElem    *def = (DefElem *) lfirst(lc);
+
+		if (!tcopy_is_valid_option(def->defname, catalog))
+			tcopy_report_invalid_option(def->defname, catalog);
+		tcopy_check_option_value(def);
+		if (strcmp(def->defname, "address") == 0)
+			have_address = true;
+	}
+
+	if (catalog == ForeignServerRelationId && !have_address)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_DYNAMIC_PARAMETER_VALUE_NEEDED),
+				 errmsg("option \"address\" is required for a tcopy server"),
+				 errhint("Give the tserver's address, such as OPTIONS (address 'unix:/tmp/tcopy.sock'), "
+						 "or address 'null:' to discard every write.")));
+
+	PG_RETURN_VOID();
+}
+
+/*
+ * The AttrNumbers of the columns named by option key of rel, in key order.
+ * Dropped and system columns do not count as columns.
+ */
+static List *
+tcopy_key_attnums(Relation rel, const char *value)
+{
+	TupleDesc	tupdesc = RelationGetDescr(rel);
+	List	   *attnums = NIL;
+	ListCell   *lc;
+
+	foreach(lc, tcopy_parse_key(value))
+	{
+		const char *name = (const char *) lfirst(lc);
+		AttrNumber	attnum = InvalidAttrNumber;
+
+		for (int i = 0; i < tupdesc->natts; i++)
+		{
+			Form_pg_attribute att = TupleDescAttr(tupdesc, i);
+
+			if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0)
+			{
+				attnum = att->attnum;
+				break;
+			}
+		}
+		if (attnum == InvalidAttrNumber)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_COLUMN),
+					 errmsg("column \"%s\" named in option key of foreign table \"%s\" does not exist",
+							name, RelationGetRelationName(rel))));
+		attnums = lappend_int(attnums, attnum);
+	}
+	return attnums;
+}
+
+/*
+ * Resolve every option of foreign table rel for the current user: the
+ * server's, the user mapping's (a missing mapping is an error, as in
+ * postgres_fdw) and the table's, the table's batch options overriding the
+ * server's, which override the GUCs.
+ */
+void
+tcopy_get_table_options(Relation rel, TcopyTableOptions *options)
+{
+	ForeignTable *table = GetForeignTable(RelationGetRelid(rel));
+	ForeignServer *server = GetForeignServer(table->serverid);
+	UserMapping *user = GetUserMapping(GetUserId(), server->serverid);
+	List	   *lists[3];
+	const char *key = NULL;
+
+	memset(options, 0, sizeof(*options));
+	options->batch_rows = tcopy_batch_rows;
+	options->batch_bytes = tcopy_batch_kb * 1024;
+
+	/* in order of precedence, lowest first */
+	lists[0] = server->options;
+	lists[1] = user->options;
+	lists[2] = table->options;
+	for (int i = 0; i < lengthof(lists); i++)
+	{
+		ListCell   *lc;
+
+		foreach(lc, lists[i])
+		{
+			DefElem    *def = (DefElem *) lfirst(lc);
+			const char *value = defGetString(def);
+
+			if (strcmp(def->defname, "address") == 0)
+				options->address = pstrdup(value);
+			else if (strcmp(def->defname, "token") == 0)
+				options->token = pstrdup(value);
+			else if (strcmp(def->defname, "table_name") == 0)
+				options->table_name = pstrdup(value);
+			else if (strcmp(def->defname, "key") == 0)
+				key = value;
+			else if (strcmp(def->defname, "batch_rows") == 0)
+				options->batch_rows = tcopy_parse_batch_option(def->defname, value);
+			else if (strcmp(def->defname, "batch_size") == 0)
+				options->batch_bytes = tcopy_parse_batch_option(def->defname, value) * 1024;
+		}
+	}
+
+	if (options->address == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_DYNAMIC_PARAMETER_VALUE_NEEDED),
+				 errmsg("server \"%s\" has no option \"address\"", server->servername)));
+	tcopy_check_address(options->address);
+
+	/*
+	 * The default name is unique to the relation; parts are quoted where
+	 * needed so that a dot within a name cannot make two names collide.
+	 */
+	if (options->table_name == NULL)
+	{
+		char	   *dbname = get_database_name(MyDatabaseId);
+		char	   *nspname = get_namespace_name(RelationGetNamespace(rel));
+
+		options->table_name = psprintf("%s.%s.%s",
+									   quote_identifier(dbname),
+									   quote_identifier(nspname),
+									   quote_identifier(RelationGetRelationName(rel)));
+	}
+
+	if (key != NULL)
+		options->key_attnums = tcopy_key_attnums(rel, key);
+}

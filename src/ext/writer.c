@@ -1,0 +1,77 @@
+/*
+ * writer.c
+ *		Rows to batches to the tserver: the one write path shared by the COPY
+ *		hook and the FDW's inserts.
+ *
+ * A batch closes at the table's row or byte limit and is sent at once; the
+ * client library keeps a window of batches in flight, so the tserver
+ * applies one batch while the backend builds the next.  Sending copies the
+ * packed batch into the socket, so the batch's memory is reused as soon as
+ * the send returns.  The batch's memory is malloc'ed (arena blocks,
+ * buffers), so a reset callback on the writer's memory context frees it
+ * when a statement fails.
+ */
+#include "tcopy.h"
+
+static void
+writer_release(void *arg)
+{
+	TcopyWriter *writer = arg;
+
+	tcopy_batch_free(&writer->batch);
+}
+
+TcopyWriter *
+tcopy_writer_begin(TcopyRelCodec *codec)
+{
+	TcopyWriter *writer = palloc0(sizeof(TcopyWriter));
+	MemoryContextCallback *callback = palloc0(sizeof(MemoryContextCallback));
+
+	writer->codec = codec;
+	writer->batch_rows = codec->options.batch_rows;
+	writer->batch_bytes = codec->options.batch_bytes;
+	tcopy_batch_init(&writer->batch, (TcopyAllocMode) tcopy_alloc_mode);
+	callback->func = writer_release;
+	callback->arg = writer;
+	MemoryContextRegisterResetCallback(CurrentMemoryContext, callback);
+
+	writer->conn = tcopy_get_write_connection(codec);
+	writer->table_id = tcopy_connection_table_id(writer->conn, codec);
+	return writer;
+}
+
+/* Send the current batch and start the next. */
+static void
+writer_flush(TcopyWriter *writer)
+{
+	uint64		nrows = writer->batch.msg.n_rows;
+
+	if (nrows == 0)
+		return;
+	tcopy_connection_send(writer->conn, &writer->batch, writer->table_id, nrows);
+	tcopy_batch_reset(&writer->batch);
+}
+
+void
+tcopy_writer_add(TcopyWriter *writer, Datum *values, bool *nulls)
+{
+	Tcopy__Row *row = tcopy_batch_add_row(&writer->batch);
+
+	tcopy_encode_row(writer->codec, values, nulls, row, &writer->batch);
+	writer->rows++;
+	if (writer->batch.msg.n_rows >= (size_t) writer->batch_rows ||
+		writer->batch.payload_bytes >= (size_t) writer->batch_bytes)
+		writer_flush(writer);
+}
+
+void
+tcopy_writer_finish(TcopyWriter *writer)
+{
+	writer_flush(writer);
+}
+
+void
+tcopy_writer_free(TcopyWriter *writer)
+{
+	tcopy_batch_free(&writer->batch);
+}
