@@ -23,6 +23,8 @@
  */
 #include "tcopy.h"
 
+#include "access/xact.h"
+
 #include "access/stratnum.h"
 #include "access/sysattr.h"
 #include "access/table.h"
@@ -813,19 +815,18 @@ tcopyExecForeignTruncate(List *rels, DropBehavior behavior, bool restart_seqs)
 	volatile int ntargets = 0;	/* set in PG_TRY, read in PG_FINALLY */
 	ListCell   *lc;
 
+	/*
+	 * The tserver truncates at once and durably, outside any write session:
+	 * inside a transaction block a rollback could not bring the rows back,
+	 * and rows the transaction wrote would be committed after it.
+	 */
+	if (IsTransactionBlock())
+		ereport(ERROR,
+				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+				 errmsg("TRUNCATE of a tcopy foreign table cannot run inside a transaction block"),
+				 errdetail("The tserver truncates at once; a rollback could not bring the rows back.")));
+
 	targets = palloc0(sizeof(TcopyTruncateTarget) * Max(list_length(rels), 1));
-	foreach(lc, rels)
-	{
-		Relation	rel = (Relation) lfirst(lc);
-
-		if (tcopy_xact_wrote_relation(RelationGetRelid(rel)))
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot truncate foreign table \"%s\" in the transaction that wrote to it",
-							RelationGetRelationName(rel)),
-					 errdetail("Rows written by tcopy are committed after the truncation, which takes effect at once.")));
-	}
-
 	PG_TRY();
 	{
 		foreach(lc, rels)
