@@ -6,8 +6,12 @@
 #	  3. TAP tests (test/t) against the normal build
 #	  4. the TAP tests that do not measure memory or time against the
 #	     sanitizer build, failing on any sanitizer report in the tserver's log
+#	  5. the extension's tests (test/pg_tests.sh): pg_regress (sql/,
+#	     expected/) and the PostgreSQL TAP tests (test/t/1*.pl)
 #
-# Environment: TCOPY_BIG_ROWS (rows of 004_big_session.pl, default 5M),
+# Environment: TCOPY_BIG_ROWS (rows of 004_big_session.pl and
+# 103_copy_memory.pl, default 5M), TCOPY_TAP_ROWS (rows of the extension's
+# load tests, default 1M),
 # JOBS (make's parallelism, default: the number of CPUs).
 set -euo pipefail
 
@@ -33,7 +37,7 @@ UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 
 step "TAP tests against build/tserver"
 TSERVER_BIN="$TOP/build/tserver" TSERVER_CLI="$TOP/build/tserver-cli" \
-	prove -v test/t/*.pl
+	prove -v test/t/0*.pl
 
 step "TAP tests against build-asan/tserver"
 logdir=$(mktemp -d /tmp/tcopy-asan-logs.XXXXXX)
@@ -57,3 +61,8 @@ if grep -l -E "ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:" "$lo
 fi
 
 step "all tserver tests passed"
+
+step "extension tests (pg_regress, PostgreSQL TAP)"
+test/pg_tests.sh
+
+step "all tests passed"

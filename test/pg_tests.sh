@@ -1,0 +1,202 @@
+#!/bin/bash
+# pg_tests.sh
+#	The extension's tests against the PostgreSQL that pg_config names:
+#	  1. pg_regress (sql/*.sql against expected/*.out, in name order) on a
+#	     temporary instance, with one tserver shared by every test, whose
+#	     address the tests read from $TCOPY_ADDRESS;
+#	  2. the TAP tests test/t/1*.pl (PostgreSQL::Test::Cluster plus tservers
+#	     of their own, see TcopyPgTest.pm).
+#
+#	PostgreSQL refuses to run as root.  Run as root (as in CI), the script
+#	first installs the extension and tserver into pg_config's directories
+#	(make install; TCOPY_SKIP_INSTALL=1 skips that), then runs itself again
+#	as $TCOPY_TEST_USER (default postgres) in a work directory owned by that
+#	user.  Run as anyone else, it expects `make install` to have been done.
+#
+#	The work directory (pg_regress output, TAP tmp_check, tserver log) is
+#	removed after a successful run and kept, with its path printed, after a
+#	failure; TCOPY_TEST_KEEP=1 keeps it always.
+#
+# Environment: PG_CONFIG (default pg_config), TSERVER_BIN / TSERVER_CLI (by
+# default the installed tserver and tserver-cli, else build/'s),
+# TCOPY_BIG_ROWS (rows of the memory test, default 5M), TCOPY_TAP_ROWS
+# (rows of the load tests, default 1M), TCOPY_PG_TESTS (which parts to run:
+# default "regress tap").
+set -euo pipefail
+
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+PG_CONFIG=${PG_CONFIG:-pg_config}
+BINDIR=$("$PG_CONFIG" --bindir)
+# pg_config --pgxs is .../lib/pgxs/src/makefiles/pgxs.mk
+PGXS_SRC=$(cd "$(dirname "$("$PG_CONFIG" --pgxs)")/.." && pwd)
+PG_REGRESS="$PGXS_SRC/test/regress/pg_regress"
+PG_PERL="$PGXS_SRC/test/perl"
+
+say()
+{
+	echo "pg_tests: $*"
+}
+
+if [ "$(id -u)" -eq 0 ]; then
+	test_user=${TCOPY_TEST_USER:-postgres}
+	if ! id "$test_user" >/dev/null 2>&1; then
+		say "user $test_user does not exist (PostgreSQL cannot run as root); set TCOPY_TEST_USER" >&2
+		exit 1
+	fi
+	if [ "${TCOPY_SKIP_INSTALL:-}" != 1 ]; then
+		say "installing the extension and tserver (make install)"
+		make -C "$TOP" install >/dev/null
+	fi
+	work=$(mktemp -d /tmp/tcopy-pg.XXXXXX)
+	chown "$test_user" "$work"
+	chmod 700 "$work"
+	rc=0
+	# runuser keeps the environment but for HOME, SHELL, USER and LOGNAME
+	runuser -u "$test_user" -- env TCOPY_PG_WORKDIR="$work" PG_CONFIG="$PG_CONFIG" \
+		TCOPY_PG_TESTS="${TCOPY_PG_TESTS:-regress tap}" \
+		bash "$TOP/test/pg_tests.sh" || rc=$?
+	if [ $rc -eq 0 ] && [ "${TCOPY_TEST_KEEP:-}" != 1 ]; then
+		rm -rf "$work"
+	else
+		say "work directory kept: $work"
+	fi
+	exit $rc
+fi
+
+# ---- as the test user ----
+
+for f in "$PG_REGRESS" "$PG_PERL/PostgreSQL/Test/Cluster.pm"; do
+	if [ ! -e "$f" ]; then
+		say "$f not found: install postgresql-server-dev-15" >&2
+		exit 1
+	fi
+done
+if [ ! -e "$("$PG_CONFIG" --sharedir)/extension/tcopy.control" ]; then
+	say "the tcopy extension is not installed: run make install (as root)" >&2
+	exit 1
+fi
+
+if [ -n "${TCOPY_PG_WORKDIR:-}" ]; then
+	work=$TCOPY_PG_WORKDIR
+	own_work=0
+else
+	work=$(mktemp -d /tmp/tcopy-pg.XXXXXX)
+	own_work=1
+fi
+cd "$work"
+
+pick_binary()
+{
+	local name=$1
+	if [ -x "$BINDIR/$name" ]; then
+		echo "$BINDIR/$name"
+	else
+		echo "$TOP/build/$name"
+	fi
+}
+TSERVER_BIN=${TSERVER_BIN:-$(pick_binary tserver)}
+TSERVER_CLI=${TSERVER_CLI:-$(pick_binary tserver-cli)}
+export TSERVER_BIN TSERVER_CLI
+
+# one tserver for the regression tests; the socket path must fit sun_path
+tserver_pid=
+tserver_log="$work/tserver.log"
+stop_tserver()
+{
+	if [ -n "$tserver_pid" ]; then
+		kill -TERM "$tserver_pid" 2>/dev/null || true
+		wait "$tserver_pid" 2>/dev/null || true
+		tserver_pid=
+	fi
+}
+trap stop_tserver EXIT
+
+say "tserver: $TSERVER_BIN"
+"$TSERVER_BIN" --data "$work/tserver-data" --listen "unix:$work/ts.sock" \
+	>"$tserver_log" 2>&1 &
+tserver_pid=$!
+for _ in $(seq 1 300); do
+	grep -q "tserver ready" "$tserver_log" 2>/dev/null && break
+	if ! kill -0 "$tserver_pid" 2>/dev/null; then
+		say "tserver exited at start:" >&2
+		cat "$tserver_log" >&2
+		exit 1
+	fi
+	sleep 0.1
+done
+if ! grep -q "tserver ready" "$tserver_log"; then
+	say "tserver not ready after 30 s:" >&2
+	cat "$tserver_log" >&2
+	exit 1
+fi
+export TCOPY_ADDRESS="unix:$work/ts.sock"
+
+# pg_regress: sql/*.sql in name order.  --no-locale and UTF8: outputs
+# (sort order, unicode, encoding errors) must not depend on the machine.
+run_regress()
+{
+	local tests
+	tests=$(cd "$TOP/sql" && ls -- *.sql | sed 's/\.sql$//')
+	say "pg_regress:" $tests
+	# shellcheck disable=SC2086
+	if ! "$PG_REGRESS" \
+		--temp-instance="$work/tmp_instance" \
+		--temp-config="$TOP/test/regress.conf" \
+		--bindir="$BINDIR" \
+		--inputdir="$TOP" \
+		--outputdir="$work" \
+		--encoding=UTF8 --no-locale \
+		--dbname=contrib_regression \
+		$tests; then
+		if [ -s "$work/regression.diffs" ]; then
+			say "regression.diffs:"
+			cat "$work/regression.diffs"
+		fi
+		return 1
+	fi
+	if ! kill -0 "$tserver_pid" 2>/dev/null; then
+		say "the tserver died during pg_regress; its log:" >&2
+		tail -50 "$tserver_log" >&2
+		return 1
+	fi
+}
+
+# The TAP tests, run from the work directory so that tmp_check lands there.
+run_tap()
+{
+	say "TAP tests: test/t/1*.pl"
+	mkdir -p "$work/tap"
+	if ! (cd "$work/tap" &&
+		PERL5LIB="$PG_PERL:$TOP/test/t${PERL5LIB:+:$PERL5LIB}" \
+		PATH="$BINDIR:$PATH" \
+		PG_REGRESS="$PG_REGRESS" \
+		TESTDIR="$work/tap" \
+		prove -v "$TOP"/test/t/1*.pl); then
+		for log in "$work"/tap/tmp_check/log/*; do
+			[ -f "$log" ] || continue
+			say "---- $log (last 40 lines)"
+			tail -40 "$log"
+		done
+		return 1
+	fi
+}
+
+failed=0
+parts=" ${TCOPY_PG_TESTS:-regress tap} "
+if [[ $parts == *" regress "* ]]; then
+	run_regress || failed=1
+fi
+stop_tserver
+if [[ $parts == *" tap "* ]]; then
+	run_tap || failed=1
+fi
+
+if [ $failed -ne 0 ]; then
+	say "FAILED; output in $work"
+	exit 1
+fi
+say "all PostgreSQL tests passed"
+if [ $own_work -eq 1 ] && [ "${TCOPY_TEST_KEEP:-}" != 1 ]; then
+	cd /
+	rm -rf "$work"
+fi
