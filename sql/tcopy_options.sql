@@ -28,7 +28,7 @@ CREATE SERVER opt_bad FOREIGN DATA WRAPPER tcopy OPTIONS (address 'null:', batch
 CREATE SERVER opt_bad FOREIGN DATA WRAPPER tcopy OPTIONS (address 'null:', batch_size '65MB');
 CREATE SERVER opt_bad FOREIGN DATA WRAPPER tcopy OPTIONS (address 'null:', batch_size '10 parsecs');
 CREATE SERVER opt_ok FOREIGN DATA WRAPPER tcopy
-	OPTIONS (address 'null:', batch_rows '1000000', batch_size '64MB');
+	OPTIONS (address 'null:', batch_rows '1000000', batch_size '32MB');
 CREATE SERVER opt_tcp FOREIGN DATA WRAPPER tcopy OPTIONS (address 'tcp:127.0.0.1:5480');
 CREATE SERVER opt_tcp6 FOREIGN DATA WRAPPER tcopy OPTIONS (address 'tcp:[::1]:5480');
 SELECT srvname, srvoptions FROM pg_foreign_server WHERE srvname LIKE 'opt\_%' ORDER BY 1;
@@ -141,7 +141,7 @@ CREATE FOREIGN TABLE opt_batch (a int NOT NULL, b text) SERVER ts
 TRUNCATE opt_batch;
 INSERT INTO opt_batch SELECT g, repeat('x', g) FROM generate_series(1, 1000) g;
 SELECT count(*), sum(a), sum(length(b)) FROM opt_batch;
-ALTER FOREIGN TABLE opt_batch OPTIONS (SET batch_rows '1000000', SET batch_size '64MB');
+ALTER FOREIGN TABLE opt_batch OPTIONS (SET batch_rows '1000000', SET batch_size '32MB');
 INSERT INTO opt_batch SELECT g, repeat('y', g) FROM generate_series(501, 1500) g;
 SELECT count(*), sum(a), sum(length(b)), count(*) FILTER (WHERE b LIKE 'y%') AS ys FROM opt_batch;
 

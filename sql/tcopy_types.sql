@@ -260,8 +260,20 @@ SELECT id FROM ty_tc WHERE jb @> '{"a": 2}' ORDER BY id;
 SELECT id FROM ty_tc WHERE ip << '192.168.0.0/16' ORDER BY id;
 SELECT id FROM ty_tc WHERE 5 <@ r ORDER BY id;
 
+-- what is stored does not depend on the writing session's client_encoding
+-- (binary send formats of jsonb and text arrays would convert to it)
+CREATE FOREIGN TABLE enc_t (k int NOT NULL, j jsonb, a text[])
+	SERVER ts OPTIONS (key 'k', table_name 'tcopy_types.enc');
+TRUNCATE enc_t;
+SET client_encoding = 'LATIN1';
+INSERT INTO enc_t VALUES (1, to_jsonb(chr(233)), ARRAY[chr(233), chr(20013)]);
+RESET client_encoding;
+SELECT k, j = to_jsonb(chr(233)) AS jsonb_same,
+	a = ARRAY[chr(233), chr(20013)] AS array_same FROM enc_t;
+
 SET client_min_messages = warning;
 DROP EXTENSION tcopy CASCADE;
 DROP TABLE ty_heap;
 DROP TYPE ty_mood, ty_pair;
 DROP DOMAIN ty_posint, ty_code;
+

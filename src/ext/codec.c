@@ -6,37 +6,78 @@
  * (proto/tcopy.proto): bool as BOOL, int2/4/8 as INT, float4/8 as FLOAT
  * (a float4 widened to double and back is exact), text-like varlenas
  * (text, varchar, char(n), bytea, json, xml) as BYTES holding the datum's
- * bytes verbatim, and every other type as BYTES holding its binary send
- * format (or, for the rare type without one, its text output), decoded by
- * its receive (input) function with the column's typmod.  Domains travel
- * as their base type and are checked again by their input function on the
- * way in (Postgres' COPY reader) and receive function on the way out.
+ * bytes verbatim.  Every other type travels as BYTES in one of two
+ * encodings, chosen so that what is stored does not depend on the writing
+ * session: its binary send format where that is known to be free of the
+ * client's encoding (pq_sendtext converts text to it: jsonb, text arrays,
+ * enums and records do) and of database-specific OIDs (arrays embed their
+ * element type's), else its text output.  Both decode exactly through the
+ * receive or input function.
+ *
+ * Domains travel as their base type.  Their constraints are checked by
+ * Postgres' input functions when rows come in; on the way out, values are
+ * decoded by the base type, as Postgres reads stored values without
+ * checking them again.
  */
 #include "tcopy.h"
 
-#include "access/htup_details.h"
+#include "access/transam.h"
 #include "catalog/pg_type.h"
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
-#include "utils/syscache.h"
 
-/* Whether a type has both binary send and receive functions. */
+/*
+ * Whether a type's binary send format can be stored: built-in types whose
+ * send function never converts text to the client's encoding, and arrays
+ * of them (an array's send format holds its element type's OID, stable
+ * only for built-in types).
+ */
 static bool
-type_has_binary_io(Oid typid)
+type_send_is_portable(Oid typid)
 {
-	HeapTuple	tuple = SearchSysCache1(TYPEOID, ObjectIdGetDatum(typid));
-	Form_pg_type type;
-	bool		result;
+	Oid			element;
 
-	if (!HeapTupleIsValid(tuple))
-		elog(ERROR, "cache lookup failed for type %u", typid);
-	type = (Form_pg_type) GETSTRUCT(tuple);
-	result = OidIsValid(type->typsend) && OidIsValid(type->typreceive);
-	ReleaseSysCache(tuple);
-	return result;
+	switch (typid)
+	{
+		case BOOLOID:
+		case CHAROID:
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+		case OIDOID:
+		case FLOAT4OID:
+		case FLOAT8OID:
+		case NUMERICOID:
+		case CASHOID:
+		case BYTEAOID:
+		case DATEOID:
+		case TIMEOID:
+		case TIMETZOID:
+		case TIMESTAMPOID:
+		case TIMESTAMPTZOID:
+		case INTERVALOID:
+		case UUIDOID:
+		case INETOID:
+		case CIDROID:
+		case MACADDROID:
+		case MACADDR8OID:
+		case BITOID:
+		case VARBITOID:
+		case POINTOID:
+		case LSEGOID:
+		case BOXOID:
+		case CIRCLEOID:
+		case LINEOID:
+			return true;
+		default:
+			break;
+	}
+	element = get_element_type(typid);
+	return OidIsValid(element) && element < FirstNormalObjectId &&
+		type_send_is_portable(element);
 }
 
 /* Pick how a type travels. */
@@ -86,19 +127,19 @@ column_choose_conv(TcopyColumnCodec *col)
 			break;
 	}
 	col->kind = TCOPY__KIND__KIND_BYTES;
-	if (type_has_binary_io(col->typid))
+	if (type_send_is_portable(base))
 	{
-		getTypeBinaryOutputInfo(col->typid, &func, &isvarlena);
+		getTypeBinaryOutputInfo(base, &func, &isvarlena);
 		fmgr_info(func, &col->out_fn);
-		getTypeBinaryInputInfo(col->typid, &func, &col->typioparam);
+		getTypeBinaryInputInfo(base, &func, &col->typioparam);
 		fmgr_info(func, &col->in_fn);
 		col->conv = TCOPY_CONV_SEND;
 	}
 	else
 	{
-		getTypeOutputInfo(col->typid, &func, &isvarlena);
+		getTypeOutputInfo(base, &func, &isvarlena);
 		fmgr_info(func, &col->out_fn);
-		getTypeInputInfo(col->typid, &func, &col->typioparam);
+		getTypeInputInfo(base, &func, &col->typioparam);
 		fmgr_info(func, &col->in_fn);
 		col->conv = TCOPY_CONV_IO;
 	}
@@ -142,7 +183,8 @@ tcopy_rel_codec(Relation rel)
 		tcopy__column__init(wire);
 		wire->name = pstrdup(NameStr(att->attname));
 		wire->kind = col->kind;
-		wire->type_name = format_type_be(att->atttypid);
+		wire->type_name = format_type_extended(att->atttypid, -1,
+												FORMAT_TYPE_FORCE_QUALIFY);
 		wire->typmod = att->atttypmod;
 		schema->columns[codec->ncolumns] = wire;
 		codec->column_of_att[i] = codec->ncolumns++;
@@ -153,8 +195,11 @@ tcopy_rel_codec(Relation rel)
 	foreach(lc, codec->options.key_attnums)
 	{
 		AttrNumber	attnum = (AttrNumber) lfirst_int(lc);
+		int			column = codec->column_of_att[attnum - 1];
 
-		schema->key[nkey++] = (uint32) codec->column_of_att[attnum - 1];
+		schema->key[nkey++] = (uint32) column;
+		/* a key column cannot be NULL: say so as Postgres would, per row */
+		codec->columns[column].notnull = true;
 	}
 	schema->n_key = nkey;
 	codec->schema = schema;
@@ -300,6 +345,16 @@ tcopy_encode_row(TcopyRelCodec *codec, Datum *values, bool *nulls,
 	batch->payload_bytes += 8 * (row->n_ints + row->n_floats) + 4;
 }
 
+/* A stored integer does not fit its column: written by another client. */
+static void
+decode_out_of_range(TcopyRelCodec *codec, int column)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FDW_INVALID_DATA_TYPE),
+			 errmsg("value from tserver is out of range for column \"%s\" of foreign table \"%s\"",
+					codec->schema->columns[column]->name, codec->relname)));
+}
+
 void
 tcopy_decode_row(TcopyRelCodec *codec, const int *proj, int nproj,
 				 const Tcopy__Row *row, Datum *values, bool *nulls)
@@ -341,9 +396,13 @@ tcopy_decode_row(TcopyRelCodec *codec, const int *proj, int nproj,
 				values[att] = BoolGetDatum(row->ints[ints++] != 0);
 				break;
 			case TCOPY_CONV_INT2:
+				if (row->ints[ints] < PG_INT16_MIN || row->ints[ints] > PG_INT16_MAX)
+					decode_out_of_range(codec, proj[p]);
 				values[att] = Int16GetDatum((int16) row->ints[ints++]);
 				break;
 			case TCOPY_CONV_INT4:
+				if (row->ints[ints] < PG_INT32_MIN || row->ints[ints] > PG_INT32_MAX)
+					decode_out_of_range(codec, proj[p]);
 				values[att] = Int32GetDatum((int32) row->ints[ints++]);
 				break;
 			case TCOPY_CONV_INT8:

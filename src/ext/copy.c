@@ -36,6 +36,7 @@
 #include "parser/parse_expr.h"
 #include "parser/parse_relation.h"
 #include "pgstat.h"
+#include "storage/lmgr.h"
 #include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/lsyscache.h"
@@ -233,9 +234,14 @@ tcopy_copy_from(const CopyStmt *stmt, const char *query_string,
 
 	if (!stmt->is_from || stmt->relation == NULL)
 		return false;
-	relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+	/* resolve and lock once, so that the relation checked is the one loaded */
+	relid = RangeVarGetRelid(stmt->relation, RowExclusiveLock, true);
 	if (!relation_is_tcopy_table(relid))
+	{
+		if (OidIsValid(relid))
+			UnlockRelationOid(relid, RowExclusiveLock);
 		return false;
+	}
 
 	/* what standard_ProcessUtility checks before DoCopy */
 	if (XactReadOnly || IsInParallelMode())
@@ -244,7 +250,7 @@ tcopy_copy_from(const CopyStmt *stmt, const char *query_string,
 		PreventCommandDuringRecovery("COPY FROM");
 	}
 	check_copy_source_privileges(stmt);
-	rel = table_openrv(stmt->relation, RowExclusiveLock);
+	rel = table_open(relid, NoLock);
 	if (!relation_is_accelerable(rel))
 	{
 		table_close(rel, RowExclusiveLock);

@@ -826,6 +826,19 @@ tcopyExecForeignTruncate(List *rels, DropBehavior behavior, bool restart_seqs)
 				 errmsg("TRUNCATE of a tcopy foreign table cannot run inside a transaction block"),
 				 errdetail("The tserver truncates at once; a rollback could not bring the rows back.")));
 
+	foreach(lc, rels)
+	{
+		Relation	rel = (Relation) lfirst(lc);
+
+		/* outside a block too: a DO block or function may have written */
+		if (tcopy_xact_wrote_relation(RelationGetRelid(rel)))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot truncate foreign table \"%s\" in the transaction that wrote to it",
+							RelationGetRelationName(rel)),
+					 errdetail("Rows written by tcopy are committed after the truncation, which takes effect at once.")));
+	}
+
 	targets = palloc0(sizeof(TcopyTruncateTarget) * Max(list_length(rels), 1));
 	PG_TRY();
 	{

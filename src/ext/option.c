@@ -29,7 +29,7 @@
 
 /* Limits of the batch options, the same as those of the GUCs. */
 #define TCOPY_BATCH_ROWS_MAX	1000000
-#define TCOPY_BATCH_KB_MAX		65536
+#define TCOPY_BATCH_KB_MAX		32768	/* half a frame: a batch closes after passing it */
 
 /* One valid option: its name and the catalog of the object it applies to. */
 typedef struct TcopyOption

@@ -70,7 +70,7 @@ tcopy_define_gucs(void)
 							"The foreign table's or server's option batch_size overrides it.",
 							&tcopy_batch_kb,
 							1024,
-							1, 65536,
+							1, 32768,	/* half the 64 MB frame limit */
 							PGC_USERSET,
 							GUC_UNIT_KB,
 							NULL, NULL, NULL);
