@@ -22,13 +22,15 @@
  *     (a heap; for equal keys the latest run wins) into SST files of
  *     strictly increasing keys, and ingests them in one call.  The files
  *     do not overlap each other, so RocksDB can place them low in the tree
- *     when they do not overlap existing data either.
+ *     when they do not overlap existing data either;
+ *   - a session that reaches RUN_FAN_IN runs merges them into one, so that
+ *     no merge opens more files (or read buffers) than that.
  *
  * Staging files are never synced: they are worthless after a crash, and
  * ts_store_open removes them.  SstFileWriter syncs the files it finishes
  * and ingestion syncs the manifest, so a commit is durable once it returns.
- * Memory is bounded by the limit (or one batch, if larger), plus one read
- * buffer per run during the merge.
+ * Memory is bounded by the limit (or one batch, if larger), plus at most
+ * RUN_FAN_IN read buffers during a merge.
  */
 #include "ts_storage_int.h"
 
@@ -37,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "ts_log.h"
 
@@ -44,6 +47,7 @@
 #define RUN_WRITE_BUFFER (1024 * 1024)
 #define RUN_READ_BUFFER (256 * 1024)
 #define MAX_RECORD_PART (1u << 30)	/* sanity limit when reading runs back */
+#define RUN_FAN_IN 64			/* runs merged at once, at most */
 
 struct TsSession
 {
@@ -180,6 +184,8 @@ record_compare(const void *a, const void *b, void *arg)
 	return off_a < off_b ? -1 : 1;
 }
 
+static int	session_compact_runs(TsSession *session, TsError *err);
+
 /* Sort the staged records and write them, deduplicated, as the next run. */
 static int
 session_spill(TsSession *session, TsError *err)
@@ -245,6 +251,8 @@ session_spill(TsSession *session, TsError *err)
 	session->staged.len = 0;
 	session->noffsets = 0;
 	session_account(session);
+	if (session->nruns >= RUN_FAN_IN)
+		return session_compact_runs(session, err);
 	return 0;
 
 io_err:
@@ -475,22 +483,143 @@ heap_advance_top(RunReader **heap, size_t *n)
 }
 
 /*
- * Merge the run files into SST files of at most sst_target_bytes with
- * strictly increasing keys; their paths are returned in *files.
+ * Where merged records go: SST files for ingestion, or one run file when
+ * runs are merged early to bound their number.
+ */
+typedef struct MergeSink MergeSink;
+struct MergeSink
+{
+	int			(*put) (MergeSink *sink, const uint8_t *key, uint32_t keylen,
+						const uint8_t *value, uint32_t valuelen, TsError *err);
+};
+
+typedef struct SstSink
+{
+	MergeSink	base;
+	TsSession  *session;
+	rocksdb_sstfilewriter_t *writer;	/* file being written, or NULL */
+	char	  **files;			/* [nfiles] paths, in key order */
+	size_t		nfiles;
+	uint64_t	entries_in_file;
+} SstSink;
+
+typedef struct RunSink
+{
+	MergeSink	base;
+	FILE	   *file;
+	uint64_t	written;
+} RunSink;
+
+/* Finish the SST file being written, if any. */
+static int
+sst_sink_finish_file(SstSink *sink, TsError *err)
+{
+	char	   *errptr = NULL;
+
+	if (sink->writer == NULL)
+		return 0;
+	rocksdb_sstfilewriter_finish(sink->writer, &errptr);
+	rocksdb_sstfilewriter_destroy(sink->writer);
+	sink->writer = NULL;
+	if (errptr != NULL)
+	{
+		ts_error_rocksdb(err, "could not write SST file", errptr);
+		return -1;
+	}
+	return 0;
+}
+
+/* Add a record to the current SST file, starting a new one as needed. */
+static int
+sst_sink_put(MergeSink *base, const uint8_t *key, uint32_t keylen,
+			 const uint8_t *value, uint32_t valuelen, TsError *err)
+{
+	SstSink    *sink = (SstSink *) base;
+	TsStore    *store = sink->session->store;
+	char	   *errptr = NULL;
+
+	if (sink->writer == NULL)
+	{
+		char	  **grown = realloc(sink->files, (sink->nfiles + 1) * sizeof(char *));
+		char		path[4200];
+
+		if (grown == NULL)
+			goto oom;
+		sink->files = grown;
+		snprintf(path, sizeof(path), "%s/ingest-%06zu.sst", sink->session->dir, sink->nfiles);
+		if ((sink->files[sink->nfiles] = strdup(path)) == NULL)
+			goto oom;
+		sink->nfiles++;
+		sink->writer = rocksdb_sstfilewriter_create(store->env_options, store->options);
+		rocksdb_sstfilewriter_open(sink->writer, path, &errptr);
+		if (errptr != NULL)
+			goto rocks_err;
+		sink->entries_in_file = 0;
+	}
+	rocksdb_sstfilewriter_put(sink->writer, (const char *) key, keylen,
+							  (const char *) value, valuelen, &errptr);
+	if (errptr != NULL)
+		goto rocks_err;
+	if (++sink->entries_in_file % 4096 == 0)
+	{
+		uint64_t	size = 0;
+
+		rocksdb_sstfilewriter_file_size(sink->writer, &size);
+		if (size >= store->opts.sst_target_bytes)
+			return sst_sink_finish_file(sink, err);
+	}
+	return 0;
+
+rocks_err:
+	ts_error_rocksdb(err, "could not write SST file", errptr);
+	return -1;
+oom:
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory merging staged runs");
+	return -1;
+}
+
+static void
+sst_sink_free(SstSink *sink)
+{
+	if (sink->writer != NULL)
+		rocksdb_sstfilewriter_destroy(sink->writer);
+	for (size_t i = 0; i < sink->nfiles; i++)
+		free(sink->files[i]);
+	free(sink->files);
+}
+
+static int
+run_sink_put(MergeSink *base, const uint8_t *key, uint32_t keylen,
+			 const uint8_t *value, uint32_t valuelen, TsError *err)
+{
+	RunSink    *sink = (RunSink *) base;
+	uint8_t		header[RECORD_HEADER_SIZE];
+
+	memcpy(header, &keylen, 4);
+	memcpy(header + 4, &valuelen, 4);
+	if (fwrite(header, 1, sizeof(header), sink->file) != sizeof(header) ||
+		fwrite(key, 1, keylen, sink->file) != keylen ||
+		fwrite(value, 1, valuelen, sink->file) != valuelen)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+					 "could not write a merged staging run: %s", strerror(errno));
+		return -1;
+	}
+	sink->written += RECORD_HEADER_SIZE + keylen + valuelen;
+	return 0;
+}
+
+/*
+ * Merge every run of the session into sink, in key order, each key once:
+ * for equal keys the latest run's record.
  */
 static int
-merge_runs(TsSession *session, char ***files_out, size_t *nfiles_out, TsError *err)
+merge_runs(TsSession *session, MergeSink *sink, TsError *err)
 {
-	TsStore    *store = session->store;
 	RunReader  *readers = calloc(session->nruns, sizeof(RunReader));
 	RunReader **heap = calloc(session->nruns, sizeof(RunReader *));
 	size_t		nheap = 0;
-	char	  **files = NULL;
-	size_t		nfiles = 0;
-	rocksdb_sstfilewriter_t *writer = NULL;
 	TcBuf		last_key = {0};
-	uint64_t	entries_in_file = 0;
-	char	   *errptr = NULL;
 	char		path[4200];
 	int			result = -1;
 
@@ -524,31 +653,15 @@ merge_runs(TsSession *session, char ***files_out, size_t *nfiles_out, TsError *e
 	{
 		RunReader  *top = heap[0];
 
-		if (writer == NULL)
-		{
-			char	  **grown = realloc(files, (nfiles + 1) * sizeof(char *));
-
-			if (grown == NULL)
-				goto oom;
-			files = grown;
-			snprintf(path, sizeof(path), "%s/ingest-%06zu.sst", session->dir, nfiles);
-			if ((files[nfiles] = strdup(path)) == NULL)
-				goto oom;
-			nfiles++;
-			writer = rocksdb_sstfilewriter_create(store->env_options, store->options);
-			rocksdb_sstfilewriter_open(writer, path, &errptr);
-			if (errptr != NULL)
-				goto rocks_err;
-			entries_in_file = 0;
-		}
-		rocksdb_sstfilewriter_put(writer, (const char *) top->record.data, top->keylen,
-								  (const char *) top->record.data + top->keylen,
-								  top->valuelen, &errptr);
-		if (errptr != NULL)
-			goto rocks_err;
+		if (sink->put(sink, top->record.data, top->keylen,
+					  top->record.data + top->keylen, top->valuelen, err) != 0)
+			goto done;
 		last_key.len = 0;
 		if (!tc_buf_reserve(&last_key, top->keylen))
-			goto oom;
+		{
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+			goto done;
+		}
 		memcpy(last_key.data, top->record.data, top->keylen);
 		last_key.len = top->keylen;
 
@@ -561,49 +674,15 @@ merge_runs(TsSession *session, char ***files_out, size_t *nfiles_out, TsError *e
 			if (heap_advance_top(heap, &nheap) != 0)
 				goto io_err;
 		}
-
-		if (++entries_in_file % 4096 == 0)
-		{
-			uint64_t	size = 0;
-
-			rocksdb_sstfilewriter_file_size(writer, &size);
-			if (size >= store->opts.sst_target_bytes)
-			{
-				rocksdb_sstfilewriter_finish(writer, &errptr);
-				rocksdb_sstfilewriter_destroy(writer);
-				writer = NULL;
-				if (errptr != NULL)
-					goto rocks_err;
-			}
-		}
 	}
-	if (writer != NULL)
-	{
-		rocksdb_sstfilewriter_finish(writer, &errptr);
-		rocksdb_sstfilewriter_destroy(writer);
-		writer = NULL;
-		if (errptr != NULL)
-			goto rocks_err;
-	}
-	*files_out = files;
-	*nfiles_out = nfiles;
-	files = NULL;
 	result = 0;
 	goto done;
 
-rocks_err:
-	ts_error_rocksdb(err, "could not write SST file", errptr);
-	goto done;
-oom:
-	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory merging staged runs");
-	goto done;
 io_err:
 	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
 				 "could not read staging files in \"%s\": %s", session->dir,
 				 errno ? strerror(errno) : "short read");
 done:
-	if (writer != NULL)
-		rocksdb_sstfilewriter_destroy(writer);
 	for (uint32_t r = 0; readers != NULL && r < session->nruns; r++)
 	{
 		if (readers[r].file != NULL)
@@ -611,62 +690,125 @@ done:
 		free(readers[r].buffer);
 		tc_buf_free(&readers[r].record);
 	}
-	for (size_t i = 0; files != NULL && i < nfiles; i++)
-		free(files[i]);
-	free(files);
 	free(readers);
 	free(heap);
 	tc_buf_free(&last_key);
 	return result;
 }
 
-/* Spill what is left, merge the runs and ingest them in one call. */
+/*
+ * Merge all runs into one, so that no merge ever opens more than
+ * RUN_FAN_IN files however large the session grows: files and read
+ * buffers stay bounded, at the cost of writing the merged data once more.
+ */
 static int
-commit_ingest(TsSession *session, TsError *err)
+session_compact_runs(TsSession *session, TsError *err)
 {
 	TsStore    *store = session->store;
-	char	  **files = NULL;
-	size_t		nfiles = 0;
+	RunSink		sink = {{run_sink_put}, NULL, 0};
+	char		merged[4200];
+	char		path[4200];
+	char	   *buffer = malloc(RUN_WRITE_BUFFER);
+
+	snprintf(merged, sizeof(merged), "%s/run-merged", session->dir);
+	sink.file = fopen(merged, "wb");
+	if (sink.file == NULL || buffer == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+					 "could not create \"%s\": %s", merged, strerror(errno));
+		if (sink.file != NULL)
+			fclose(sink.file);
+		free(buffer);
+		return -1;
+	}
+	setvbuf(sink.file, buffer, _IOFBF, RUN_WRITE_BUFFER);
+	if (merge_runs(session, &sink.base, err) != 0)
+	{
+		fclose(sink.file);
+		free(buffer);
+		return -1;
+	}
+	if (fclose(sink.file) != 0)
+	{
+		free(buffer);
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+					 "could not write \"%s\": %s", merged, strerror(errno));
+		return -1;
+	}
+	free(buffer);
+
+	/* the merged run replaces them all, as the oldest */
+	for (uint32_t r = 0; r < session->nruns; r++)
+	{
+		snprintf(path, sizeof(path), "%s/run-%06u", session->dir, r);
+		unlink(path);
+	}
+	snprintf(path, sizeof(path), "%s/run-%06u", session->dir, 0);
+	if (rename(merged, path) != 0)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+					 "could not rename \"%s\": %s", merged, strerror(errno));
+		return -1;
+	}
+	ts_log(TS_LOG_DEBUG, "session %llu: merged %u runs into one (%llu bytes)",
+		   (unsigned long long) session->id, session->nruns,
+		   (unsigned long long) sink.written);
+	atomic_fetch_sub(&store->spilled_bytes, session->spilled_bytes);
+	atomic_fetch_add(&store->spilled_bytes, sink.written);
+	session->spilled_bytes = sink.written;
+	session->nruns = 1;
+	return 0;
+}
+
+/* Publish the SST files of a merged session in one ingestion. */
+static int
+commit_ingest(TsSession *session, char **files, size_t nfiles, TsError *err)
+{
+	TsStore    *store = session->store;
 	rocksdb_ingestexternalfileoptions_t *options;
 	char	   *errptr = NULL;
-	int			result = 0;
 
-	if (session_spill(session, err) != 0 ||
-		merge_runs(session, &files, &nfiles, err) != 0)
-		return -1;
-	if (nfiles > 0)
+	if (nfiles == 0)
+		return 0;
+	options = rocksdb_ingestexternalfileoptions_create();
+	rocksdb_ingestexternalfileoptions_set_move_files(options, 1);
+	rocksdb_ingestexternalfileoptions_set_allow_global_seqno(options, 1);
+	rocksdb_ingestexternalfileoptions_set_allow_blocking_flush(options, 1);
+	rocksdb_ingest_external_file_cf(store->db, store->cf_data,
+									(const char *const *) files, nfiles,
+									options, &errptr);
+	rocksdb_ingestexternalfileoptions_destroy(options);
+	if (errptr != NULL)
 	{
-		options = rocksdb_ingestexternalfileoptions_create();
-		rocksdb_ingestexternalfileoptions_set_move_files(options, 1);
-		rocksdb_ingestexternalfileoptions_set_allow_global_seqno(options, 1);
-		rocksdb_ingestexternalfileoptions_set_allow_blocking_flush(options, 1);
-		rocksdb_ingest_external_file_cf(store->db, store->cf_data,
-										(const char *const *) files, nfiles,
-										options, &errptr);
-		rocksdb_ingestexternalfileoptions_destroy(options);
-		if (errptr != NULL)
-		{
-			ts_error_rocksdb(err, "could not ingest the session's files", errptr);
-			result = -1;
-		}
+		ts_error_rocksdb(err, "could not ingest the session's files", errptr);
+		return -1;
 	}
-	for (size_t i = 0; i < nfiles; i++)
-		free(files[i]);
-	free(files);
-	return result;
+	return 0;
 }
 
 int
 ts_session_commit(TsSession *session, uint64_t *rows, TsError *err)
 {
 	TsStore    *store = session->store;
+	SstSink		sst = {{sst_sink_put}, session, NULL, NULL, 0, 0};
 	int			result = 0;
 
 	*rows = session->rows;
 
+	/*
+	 * The slow part of a spilled session (the last spill, the merge into
+	 * SST files) runs before taking the tables lock, so that creating,
+	 * truncating or dropping tables does not wait for it.
+	 */
+	if (session->nruns > 0 &&
+		(session_spill(session, err) != 0 ||
+		 merge_runs(session, &sst.base, err) != 0 ||
+		 sst_sink_finish_file(&sst, err) != 0))
+		result = -1;
+
 	/* shared: tables cannot be dropped or truncated while we publish */
 	pthread_rwlock_rdlock(&store->tables_lock);
-	for (size_t i = 0; i < session->ntables; i++)
+	for (size_t i = 0; result == 0 && i < session->ntables; i++)
 	{
 		if (ts_store_table_locked(store, session->tables[i]) == NULL)
 		{
@@ -674,7 +816,6 @@ ts_session_commit(TsSession *session, uint64_t *rows, TsError *err)
 						 "table with id %u was dropped while the session wrote to it",
 						 session->tables[i]);
 			result = -1;
-			break;
 		}
 	}
 	if (result == 0 && session->rows > 0)
@@ -682,9 +823,10 @@ ts_session_commit(TsSession *session, uint64_t *rows, TsError *err)
 		if (session->nruns == 0)
 			result = commit_write_batch(session, err);
 		else
-			result = commit_ingest(session, err);
+			result = commit_ingest(session, sst.files, sst.nfiles, err);
 	}
 	pthread_rwlock_unlock(&store->tables_lock);
+	sst_sink_free(&sst);
 
 	if (result == 0)
 	{

@@ -262,6 +262,9 @@ ts_store_open(const char *dir, const TsStoreOptions *options, TsError *err)
 		return NULL;
 	}
 	store->opts = *options;
+	/* staged records are addressed by 32-bit offsets: keep well below */
+	if (store->opts.session_memory_bytes > TS_SESSION_MEMORY_MAX)
+		store->opts.session_memory_bytes = TS_SESSION_MEMORY_MAX;
 	pthread_rwlock_init(&store->tables_lock, NULL);
 	store->dir = strdup(dir);
 	store->staging_dir = malloc(dirlen + sizeof("/staging"));

@@ -40,6 +40,8 @@ typedef struct TsError
 void		ts_error_set(TsError *err, Tcopy__ErrorCode code, const char *fmt,...)
 			__attribute__((format(printf, 3, 4)));
 
+#define TS_SESSION_MEMORY_MAX ((size_t) 1 << 31)	/* larger is clamped */
+
 typedef struct TsStoreOptions
 {
 	size_t		session_memory_bytes;	/* staged bytes before a session spills */

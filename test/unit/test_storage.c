@@ -5,6 +5,7 @@
  *		and runs, abort, scans with bounds, projection and limits, keyless
  *		tables, reopening, schema mismatch, truncate and drop.
  */
+#include <dirent.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -501,6 +502,78 @@ test_keyless_and_reopen(void)
 	}
 }
 
+/* More runs than one merge opens: runs are merged early, the last write wins. */
+static void
+test_many_runs(void)
+{
+	TsStore    *store = open_store(1024);	/* every batch spills alone */
+	Tcopy__Scan request = TCOPY__SCAN__INIT;
+	ScanResult	res;
+	uint32_t	table;
+	TsError		err;
+	uint64_t	sid,
+				rows;
+	TsSession  *session;
+	int64_t		ids[100];
+
+	REQUIRE(store != NULL);
+	table = open_table(store, "runs", true);
+	REQUIRE(table > 0);
+	session = ts_session_begin(store, &sid, &err);
+	REQUIRE(session != NULL);
+
+	/* 150 batches over the same 1000 keys: batch b writes val b */
+	for (int b = 1; b <= 150; b++)
+	{
+		TestBatch	tb;
+
+		for (int i = 0; i < 100; i++)
+			ids[i] = ((b - 1) % 10) * 100 + i + 1;
+		batch_build(&tb, table, (uint64_t) b, ids, 100, b);
+		CHECK_EQ_INT(ts_session_write(session, &tb.batch, &err), 0);
+		batch_free(&tb);
+	}
+	/* 149 spills, but never more than 64 run files at once */
+	{
+		char		dir[512];
+		DIR		   *d;
+		struct dirent *entry;
+		int			files = 0;
+
+		snprintf(dir, sizeof(dir), "%s/staging/session-%llu", data_dir,
+				 (unsigned long long) sid);
+		d = opendir(dir);
+		REQUIRE(d != NULL);
+		while ((entry = readdir(d)) != NULL)
+			files += strncmp(entry->d_name, "run-", 4) == 0;
+		closedir(d);
+		CHECK(files >= 1 && files <= 64);
+	}
+	CHECK_EQ_INT(ts_session_commit(session, &rows, &err), 0);
+	CHECK_EQ_UINT(rows, 15000);
+
+	/* keys 1..100 were last written by batch 141, 901..1000 by batch 150 */
+	request.n_columns = 0;
+	REQUIRE(scan(store, table, &request, 0, &res) == 0);
+	CHECK_EQ_UINT(res.rows, 1000);
+	CHECK(res.ascending);
+	{
+		Tcopy__KeyBound upper = TCOPY__KEY_BOUND__INIT;
+		Tcopy__Row upper_key = TCOPY__ROW__INIT;
+		int64_t		hi = 100;
+
+		upper_key.ints = &hi;
+		upper_key.n_ints = 1;
+		upper.key = &upper_key;
+		upper.inclusive = true;
+		request.upper = &upper;
+		REQUIRE(scan(store, table, &request, 141, &res) == 0);
+		CHECK_EQ_UINT(res.rows, 100);
+		CHECK(res.values_match);
+	}
+	ts_store_close(store);
+}
+
 int
 main(void)
 {
@@ -510,6 +583,7 @@ main(void)
 	TC_RUN(test_spilled_session);
 	TC_RUN(test_memory_session);
 	TC_RUN(test_keyless_and_reopen);
+	TC_RUN(test_many_runs);
 	{
 		char		cmd[300];
 
