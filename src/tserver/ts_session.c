@@ -66,7 +66,11 @@ struct TsSession
 	uint32_t   *tables;			/* ids of the tables written to */
 	size_t		ntables;
 	size_t		tables_cap;
+	bool		prepared;		/* ts_session_prepare done: only publish left */
+	struct SstSink *sst;		/* prepared SST files of a spilled session */
 };
+
+static void sst_sink_free(struct SstSink *sink);
 
 /* One run file being read back during the merge. */
 typedef struct RunReader
@@ -138,6 +142,11 @@ session_free(TsSession *session)
 	session_account(session);
 	atomic_fetch_sub(&store->spilled_bytes, session->spilled_bytes);
 	atomic_fetch_sub(&store->sessions_open, 1);
+	if (session->sst != NULL)
+	{
+		sst_sink_free(session->sst);
+		free(session->sst);
+	}
 	free(session->offsets);
 	free(session->tables);
 	free(session);
@@ -275,6 +284,12 @@ ts_session_write(TsSession *session, const Tcopy__WriteBatch *batch, TsError *er
 	uint64_t	rowid = 0;
 	size_t		bound = 0;
 
+	if (session->prepared)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "write batch after the session was prepared");
+		return -1;
+	}
 	pthread_rwlock_rdlock(&store->tables_lock);
 	table = ts_store_table_locked(store, batch->table_id);
 	pthread_rwlock_unlock(&store->tables_lock);
@@ -493,7 +508,8 @@ struct MergeSink
 						const uint8_t *value, uint32_t valuelen, TsError *err);
 };
 
-typedef struct SstSink
+typedef struct SstSink SstSink;
+struct SstSink
 {
 	MergeSink	base;
 	TsSession  *session;
@@ -501,7 +517,7 @@ typedef struct SstSink
 	char	  **files;			/* [nfiles] paths, in key order */
 	size_t		nfiles;
 	uint64_t	entries_in_file;
-} SstSink;
+};
 
 typedef struct RunSink
 {
@@ -787,11 +803,36 @@ commit_ingest(TsSession *session, char **files, size_t nfiles, TsError *err)
 }
 
 int
+ts_session_prepare(TsSession *session, TsError *err)
+{
+	if (session->prepared)
+		return 0;
+	if (session->nruns > 0)
+	{
+		SstSink    *sst = calloc(1, sizeof(SstSink));
+
+		if (sst == NULL)
+		{
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+			return -1;
+		}
+		sst->base.put = sst_sink_put;
+		sst->session = session;
+		session->sst = sst;
+		if (session_spill(session, err) != 0 ||
+			merge_runs(session, &sst->base, err) != 0 ||
+			sst_sink_finish_file(sst, err) != 0)
+			return -1;
+	}
+	session->prepared = true;
+	return 0;
+}
+
+int
 ts_session_commit(TsSession *session, uint64_t *rows, TsError *err)
 {
 	TsStore    *store = session->store;
-	SstSink		sst = {{sst_sink_put}, session, NULL, NULL, 0, 0};
-	int			result = 0;
+	int			result;
 
 	*rows = session->rows;
 
@@ -800,11 +841,7 @@ ts_session_commit(TsSession *session, uint64_t *rows, TsError *err)
 	 * SST files) runs before taking the tables lock, so that creating,
 	 * truncating or dropping tables does not wait for it.
 	 */
-	if (session->nruns > 0 &&
-		(session_spill(session, err) != 0 ||
-		 merge_runs(session, &sst.base, err) != 0 ||
-		 sst_sink_finish_file(&sst, err) != 0))
-		result = -1;
+	result = ts_session_prepare(session, err);
 
 	/* shared: tables cannot be dropped or truncated while we publish */
 	pthread_rwlock_rdlock(&store->tables_lock);
@@ -820,13 +857,12 @@ ts_session_commit(TsSession *session, uint64_t *rows, TsError *err)
 	}
 	if (result == 0 && session->rows > 0)
 	{
-		if (session->nruns == 0)
+		if (session->sst == NULL)
 			result = commit_write_batch(session, err);
 		else
-			result = commit_ingest(session, sst.files, sst.nfiles, err);
+			result = commit_ingest(session, session->sst->files, session->sst->nfiles, err);
 	}
 	pthread_rwlock_unlock(&store->tables_lock);
-	sst_sink_free(&sst);
 
 	if (result == 0)
 	{

@@ -92,8 +92,16 @@ int			ts_session_write(TsSession *session, const Tcopy__WriteBatch *batch,
 uint64_t	ts_session_rows(const TsSession *session);
 
 /*
- * Publish everything the session staged, durably and at once, then free the
- * session (also on failure, which publishes nothing).
+ * Do everything of a commit but publishing: spill, merge the runs and write
+ * the SST files, so that ts_session_commit has only the atomic publish
+ * left.  Nothing is visible yet; after it the session takes no more writes.
+ */
+int			ts_session_prepare(TsSession *session, TsError *err);
+
+/*
+ * Publish everything the session staged (preparing it first if needed),
+ * durably and at once, then free the session (also on failure, which
+ * publishes nothing).
  */
 int			ts_session_commit(TsSession *session, uint64_t *rows, TsError *err);
 

@@ -574,6 +574,57 @@ test_many_runs(void)
 	ts_store_close(store);
 }
 
+/* Prepare does everything but publish: nothing visible, no more writes. */
+static void
+test_prepare(void)
+{
+	TsStore    *store = open_store(4096);	/* spills: prepare writes SSTs */
+	Tcopy__Scan request = TCOPY__SCAN__INIT;
+	ScanResult	res;
+	uint32_t	table;
+	TsError		err;
+	uint64_t	sid,
+				rows;
+	TsSession  *session;
+	int64_t    *ids = shuffled_ids(3000, 1, 7);
+	TestBatch	tb;
+
+	REQUIRE(store != NULL);
+	table = open_table(store, "prep", true);
+	REQUIRE(table > 0);
+	session = ts_session_begin(store, &sid, &err);
+	REQUIRE(session != NULL);
+	for (int b = 0; b < 3; b++)
+	{
+		batch_build(&tb, table, (uint64_t) b + 1, ids + 1000 * b, 1000, 5);
+		CHECK_EQ_INT(ts_session_write(session, &tb.batch, &err), 0);
+		batch_free(&tb);
+	}
+	CHECK_EQ_INT(ts_session_prepare(session, &err), 0);
+	REQUIRE(scan(store, table, &request, 5, &res) == 0);
+	CHECK_EQ_UINT(res.rows, 0);
+	batch_build(&tb, table, 4, ids, 10, 5);
+	CHECK_EQ_INT(ts_session_write(session, &tb.batch, &err), -1);
+	batch_free(&tb);
+	CHECK_EQ_INT(ts_session_commit(session, &rows, &err), 0);
+	REQUIRE(scan(store, table, &request, 5, &res) == 0);
+	CHECK_EQ_UINT(res.rows, 3000);
+	CHECK(res.values_match);
+
+	/* a prepared session that aborts leaves nothing */
+	session = ts_session_begin(store, &sid, &err);
+	REQUIRE(session != NULL);
+	batch_build(&tb, table, 1, ids, 1000, 6);
+	CHECK_EQ_INT(ts_session_write(session, &tb.batch, &err), 0);
+	batch_free(&tb);
+	CHECK_EQ_INT(ts_session_prepare(session, &err), 0);
+	ts_session_abort(session);
+	REQUIRE(scan(store, table, &request, 5, &res) == 0);
+	CHECK(res.values_match);
+	free(ids);
+	ts_store_close(store);
+}
+
 int
 main(void)
 {
@@ -584,6 +635,7 @@ main(void)
 	TC_RUN(test_memory_session);
 	TC_RUN(test_keyless_and_reopen);
 	TC_RUN(test_many_runs);
+	TC_RUN(test_prepare);
 	{
 		char		cmd[300];
 
