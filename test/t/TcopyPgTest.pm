@@ -5,7 +5,10 @@
 #	`ts` pointing at a tserver started with TcopyTest, pgbench_accounts-
 #	shaped CSV files, table checksums, and psql sessions that run in the
 #	background and print command tags (so a test can read "COPY n", find
-#	its backend's pid and watch it while a statement runs).
+#	its backend's pid and watch it while a statement runs); for the fault
+#	tests, one-shot psql runs in the background with their exit status,
+#	the progress of a running COPY, and waiting for a tserver to hold no
+#	session.
 package TcopyPgTest;
 
 use strict;
@@ -13,6 +16,7 @@ use warnings;
 
 use Carp;
 use Exporter qw(import);
+use File::Find ();
 use IPC::Run ();
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -22,7 +26,8 @@ use Time::HiRes qw(sleep time);
 use TcopyTest;
 
 our @EXPORT_OK = qw(setup_node write_accounts_csv accounts_ddl table_checksum
-  rss_anon_kb);
+  rss_anon_kb checksum_add wait_until copy_progress wait_tserver_idle
+  staging_entries);
 
 # Columns of pgbench_accounts.
 use constant ACCOUNTS_COLUMNS =>
@@ -110,6 +115,72 @@ sub table_checksum
 		SELECT count(*) || ' ' || coalesce(sum(aid), 0) || ' ' || coalesce(sum(abalance), 0)
 			|| ' ' || coalesce(sum(hashtext(a::text)::bigint), 0)
 		FROM $table a $where});
+}
+
+# The checksum of the union of disjoint row sets: table_checksum's fields
+# are sums, so they add up.
+sub checksum_add
+{
+	my (@sums) = @_;
+	my @total = (0, 0, 0, 0);
+	for my $sum (@sums)
+	{
+		my @f = split / /, $sum;
+		croak "not a table checksum: $sum" unless @f == 4;
+		$total[$_] += $f[$_] for 0 .. 3;
+	}
+	return join(' ', @total);
+}
+
+# Call check every 50 ms until it returns true or timeout seconds pass;
+# its last result.
+sub wait_until
+{
+	my ($timeout, $check) = @_;
+	my $deadline = time() + $timeout;
+	while (1)
+	{
+		my $r = $check->();
+		return $r if $r || time() >= $deadline;
+		sleep(0.05);
+	}
+}
+
+# (pid, tuples processed) of a COPY into table running now, or ().
+sub copy_progress
+{
+	my ($node, $table) = @_;
+	my $row = $node->safe_psql('postgres', qq{
+		SELECT pid || ' ' || tuples_processed FROM pg_stat_progress_copy
+		WHERE relid = '$table'::regclass LIMIT 1});
+	return $row =~ /^(\d+) (\d+)$/ ? ($1, $2) : ();
+}
+
+# Wait until the tserver holds no session and no session data (in memory
+# or spilled); returns (true, stats), or (false, the last stats) after
+# timeout seconds.
+sub wait_tserver_idle
+{
+	my ($ts, $timeout) = @_;
+	my $stats;
+	my $idle = wait_until($timeout, sub {
+		$stats = $ts->stats;
+		return $stats && $stats->{sessions_open} == 0
+		  && $stats->{staged_bytes} == 0 && $stats->{spilled_bytes} == 0;
+	});
+	return ($idle ? 1 : 0, $stats);
+}
+
+# Files and directories under the tserver's staging directory (where
+# sessions spill), which holds nothing when no session is open.
+sub staging_entries
+{
+	my ($ts) = @_;
+	my $dir = $ts->data_dir . '/staging';
+	my @entries;
+	File::Find::find({ wanted => sub { push @entries, $_ if $_ ne $dir }, no_chdir => 1 }, $dir)
+	  if -d $dir;
+	return @entries;
 }
 
 # RssAnon of a process in kB (its private memory), undef when it is gone.
@@ -233,6 +304,69 @@ sub quit
 	my ($self) = @_;
 	$self->{in} .= "\\q\n";
 	eval { $self->{h}->finish; 1 } or eval { $self->{h}->kill_kill };
+}
+
+package TcopyPgTest::Psql;
+
+use strict;
+use warnings;
+
+use IPC::Run ();
+use Time::HiRes qw(sleep time);
+
+# Start one psql run of sql (-c, ON_ERROR_STOP) in the background, so that
+# a test can do something to the processes while it runs and still see
+# its exit status.  sql may be a list of statements (one -c each, in one
+# session).  timeout (seconds, default 900) bounds it.
+sub start
+{
+	my ($class, $node, $sql, %opts) = @_;
+	my $self = bless { out => '', err => '', timeout => $opts{timeout} // 900 }, $class;
+	my @cmd = ($node->installed_command('psql'), '-XAt', '-v', 'ON_ERROR_STOP=1',
+		'-d', $node->connstr($opts{dbname} // 'postgres'),
+		map { ('-c', $_) } ref $sql ? @$sql : ($sql));
+	$self->{h} = IPC::Run::start(\@cmd, '<', \undef, '>', \$self->{out},
+		'2>', \$self->{err}, IPC::Run::timeout($self->{timeout}));
+	$self->{started} = time();
+	return $self;
+}
+
+# Whether psql has exited (pumps without blocking).
+sub done
+{
+	my ($self) = @_;
+	return 1 if defined $self->{rc};
+	my $running = eval { $self->{h}->pump_nb; $self->{h}->pumpable };
+	$self->{ended} //= time() unless $running;
+	return !$running;
+}
+
+# Wait for psql to exit: (exit status, stdout, stderr, seconds it ran, as
+# of the first call of done that saw it exited, if any).
+# The status is -1 when it timed out (it is then killed) or died of a
+# signal.
+sub finish
+{
+	my ($self) = @_;
+	if (!defined $self->{rc})
+	{
+		my $rc;
+		eval {
+			$self->{h}->finish;
+			$rc = $self->{h}->full_result(0);
+			$rc = ($rc & 127) ? -1 : $rc >> 8;
+			1;
+		} or do {
+			$self->{err} .= "\n(test harness: $@)";
+			eval { $self->{h}->kill_kill };
+			$rc = -1;
+		};
+		$self->{rc} = $rc;
+		$self->{secs} = ($self->{ended} // time()) - $self->{started};
+		chomp $self->{out};
+		chomp $self->{err};
+	}
+	return ($self->{rc}, $self->{out}, $self->{err}, $self->{secs});
 }
 
 1;

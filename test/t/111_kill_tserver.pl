@@ -1,0 +1,167 @@
+# 111_kill_tserver.pl
+#	kill -9 of the tserver at random points of COPYs of 200k rows
+#	(TCOPY_FAULT_ROWS overrides), ten times (TCOPY_FAULT_ITERATIONS), 0 to
+#	800 ms after the COPY starts (less when a COPY takes less here, so that
+#	most kills land in it), the delays drawn from a fixed seed
+#	(TCOPY_FAULT_SEED, printed): a COPY the
+#	kill interrupts fails with an error naming the tserver and never
+#	reports rows copied; after a restart the table holds exactly the loads
+#	that reported success (count and checksum), nothing of the failed one.
+#	A kill during the commit is the one case where either outcome is
+#	right (the tserver may have committed before it died, unknown to the
+#	client); the test says which it saw.  Failed loads are retried at
+#	once, so that successful loads interleave with the killed ones.  COPYs
+#	alternate between a long-lived psql session (whose cached connection
+#	died with the tserver) and one-shot psql runs (whose exit status is
+#	checked).
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::Bin;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(sleep time);
+use TcopyTest;
+use TcopyPgTest qw(setup_node write_accounts_csv accounts_ddl table_checksum checksum_add);
+
+my $rows = $ENV{TCOPY_FAULT_ROWS} // 200_000;
+my $iterations = $ENV{TCOPY_FAULT_ITERATIONS} // 10;
+my $seed = $ENV{TCOPY_FAULT_SEED} // 111;
+my $MAX_DELAY = 0.8;		# seconds from a COPY's start to the kill, at most
+my $COPY_TIMEOUT = 120;		# seconds: a COPY that takes longer hangs
+
+srand($seed);
+diag("random seed $seed (set TCOPY_FAULT_SEED=$seed to repeat this run)");
+
+my ($node, $ts) = setup_node();
+$node->safe_psql('postgres', accounts_ddl(heap => ['reference'], tcopy => ['acc']));
+
+# Load k holds aids k * rows + 1 .. (k + 1) * rows; its checksum is that of
+# the same file loaded into a heap table.
+my %loads;
+sub load_file
+{
+	my ($k) = @_;
+	return @{ $loads{$k} } if $loads{$k};
+	my $file = $node->basedir . "/load.$k.csv";
+	write_accounts_csv($file, $k * $rows + 1, $rows);
+	my $sum = do {
+		$node->safe_psql('postgres', "TRUNCATE reference; COPY reference FROM '$file' (FORMAT csv)");
+		table_checksum($node, 'reference');
+	};
+	$loads{$k} = [ $file, $sum ];
+	return ($file, $sum);
+}
+
+my $s = TcopyPgTest::Session->new($node, timeout => $COPY_TIMEOUT);
+my $expected = '0 0 0 0';	# checksum of the loads committed so far
+my $next_load = 0;
+
+# A COPY that must succeed; adds its load to $expected.
+sub load_ok
+{
+	my ($what) = @_;
+	my ($file, $sum) = load_file($next_load);
+	my $t0 = time();
+	my ($out, $err) = $s->run("COPY acc FROM '$file' (FORMAT csv);");
+	my $secs = time() - $t0;
+	is($out, "COPY $rows", "$what: COPY of load $next_load succeeds") or diag($err);
+	$expected = checksum_add($expected, $sum);
+	$next_load++;
+	is(table_checksum($node, 'acc'), $expected, "$what: the table holds every committed load");
+	return $secs;
+}
+
+# a first load, which also tells how long one takes here
+my $copy_secs = load_ok('first load');
+my $max_delay = $copy_secs * 1.2 < $MAX_DELAY ? $copy_secs * 1.2 : $MAX_DELAY;
+note(sprintf("a COPY of %d rows takes %.2f s; kills come 0-%.2f s after a COPY starts",
+	$rows, $copy_secs, $max_delay));
+
+my %outcomes;
+for my $i (1 .. $iterations)
+{
+	my ($file, $sum) = load_file($next_load);
+	my $delay = rand($max_delay);
+	my $copy = "COPY acc FROM '$file' (FORMAT csv)";
+	my $via = $i % 2 ? 'session' : 'psql';
+	my $name = sprintf("iteration %d (%s, kill after %.3f s)", $i, $via, $delay);
+	my ($reported, $out, $err);
+
+	if ($via eq 'session')
+	{
+		$s->send("$copy;");
+		sleep($delay);
+		$ts->kill9;
+		($out, $err) = $s->result;
+		$reported = $out =~ /^COPY \d+$/m;
+		ok(!$reported || $out eq "COPY $rows", "$name: a COPY reporting success reports every row")
+		  or diag("stdout: $out");
+	}
+	else
+	{
+		my $p = TcopyPgTest::Psql->start($node, $copy, timeout => $COPY_TIMEOUT);
+		sleep($delay);
+		$ts->kill9;
+		my $rc;
+		($rc, $out, $err) = $p->finish;
+		$reported = $rc == 0;
+		isnt($rc, -1, "$name: psql ends (no hang, no signal)");
+		ok($rc == 0 ? $out eq "COPY $rows" : $rc == 1 && $out !~ /^COPY/m,
+			"$name: psql exits 0 having copied every row, or 1 having copied none")
+		  or diag("exit $rc\nstdout: $out\nstderr: $err");
+	}
+	$ts->start or BAIL_OUT("tserver did not start after kill -9");
+
+	my $state = table_checksum($node, 'acc');
+	my $with = checksum_add($expected, $sum);
+	if ($reported)
+	{
+		$outcomes{'done before the kill'}++;
+		is($err, '', "$name: the COPY finished before the kill, without an error");
+		is($state, $with, "$name: all of the COPY that reported success is there after a restart");
+		$expected = $with;
+		$next_load++;
+		next;
+	}
+
+	like($err, qr/ERROR:  .*tserver/, "$name: the killed COPY fails, naming the tserver");
+	unlike($out, qr/^COPY \d+/m, "$name: ... and reports no rows copied");
+	if ($err =~ /could not commit the write session/)
+	{
+		# killed while committing: the tserver may have made it durable
+		ok($state eq $expected || $state eq $with,
+			"$name: killed at commit: the table holds all or nothing of the COPY")
+		  or diag("state $state\nwithout the COPY $expected\nwith it $with");
+		if ($state eq $with)
+		{
+			$outcomes{'killed at commit, committed (in doubt)'}++;
+			note("$name: in-doubt commit: the COPY failed but the tserver had committed it");
+			$expected = $with;
+			$next_load++;
+			next;
+		}
+		$outcomes{'killed at commit, not committed'}++;
+	}
+	else
+	{
+		$outcomes{'killed during the COPY'}++;
+		is($state, $expected, "$name: nothing of the killed COPY is there after a restart")
+		  or diag("error: $err");
+	}
+	# the same load again, in the session whose connection the kill cut
+	load_ok("$name, retried");
+}
+
+note("outcomes: " . join(', ', map { "$_: $outcomes{$_}" } sort keys %outcomes));
+cmp_ok($outcomes{'killed during the COPY'} // 0, '>=', 1,
+	'at least one kill came in the middle of a COPY');
+is($node->safe_psql('postgres', 'SELECT count(*) FROM acc'), $next_load * $rows,
+	"in the end the table holds the $next_load committed loads");
+
+$s->quit;
+$node->stop;
+$ts->stop;
+done_testing();

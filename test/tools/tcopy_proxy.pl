@@ -1,0 +1,303 @@
+#!/usr/bin/perl
+# tcopy_proxy.pl
+#	A fault-injecting proxy for the tcopy wire protocol, for the fault
+#	tests (test/t/112_proxy_faults.pl).  It listens on a unix socket of its
+#	own, connects each client it accepts to the tserver, and forwards whole
+#	frames (4-byte big-endian payload length, 1-byte type; see
+#	proto/tcopy.proto) both ways.  With --fault it cuts one connection at a
+#	chosen step of the protocol, once; every other connection, and every
+#	connection after the fault fired, is forwarded untouched.
+#
+#	Cutting a connection means: forward what was received before the step,
+#	then close both sides, so that each peer sees the connection end
+#	exactly there.  The steps:
+#
+#	  hello        the tserver's READY is dropped (the handshake never ends)
+#	  begin        the client's BEGIN is dropped
+#	  write        the client's WRITE of batch --nth (default 1) is dropped
+#	  mid_write    the header and half the payload of WRITE --nth go through
+#	  ack          the tserver's ACK of batch --nth is dropped
+#	  commit       the client's COMMIT is dropped
+#	  commit_sent  the client's COMMIT goes through, then the cut comes at
+#	               once, before the tserver can answer
+#	  commit_ok    the tserver's COMMIT_OK is dropped (the session committed)
+#	  abort        the client's ABORT is dropped
+#
+#	Usage: tcopy_proxy.pl --listen PATH --upstream PATH [--fault STEP [--nth N]]
+#
+#	It prints "proxy ready" once listening, "fired STEP on connection N"
+#	when the fault fires, and one line per connection opened and closed, on
+#	stdout (unbuffered).  SIGTERM ends it.
+use strict;
+use warnings;
+
+use Errno qw(EAGAIN EINTR EWOULDBLOCK);
+use Getopt::Long;
+use IO::Select;
+use IO::Socket::UNIX;
+use Socket qw(SOCK_STREAM SHUT_RDWR);
+
+# proto/tcopy.proto FrameType: the ones the steps look at
+use constant {
+	FRAME_READY => 3,
+	FRAME_BEGIN => 6,
+	FRAME_WRITE => 8,
+	FRAME_ACK => 9,
+	FRAME_COMMIT => 10,
+	FRAME_COMMIT_OK => 11,
+	FRAME_ABORT => 12,
+};
+use constant HEADER_SIZE => 5;
+use constant MAX_PAYLOAD => 256 * 1024 * 1024;	# beyond: not a frame, cut
+
+# step => [direction the frame travels, frame type, action]; c2s is client
+# to server.  drop: cut instead of forwarding the frame; half: forward the
+# header and half the payload, then cut; after: forward it, then cut.
+my %STEPS = (
+	hello => [ 's2c', FRAME_READY, 'drop' ],
+	begin => [ 'c2s', FRAME_BEGIN, 'drop' ],
+	write => [ 'c2s', FRAME_WRITE, 'drop' ],
+	mid_write => [ 'c2s', FRAME_WRITE, 'half' ],
+	ack => [ 's2c', FRAME_ACK, 'drop' ],
+	commit => [ 'c2s', FRAME_COMMIT, 'drop' ],
+	commit_sent => [ 'c2s', FRAME_COMMIT, 'after' ],
+	commit_ok => [ 's2c', FRAME_COMMIT_OK, 'drop' ],
+	abort => [ 'c2s', FRAME_ABORT, 'drop' ],
+);
+
+my ($listen_path, $upstream_path, $fault, $nth) = (undef, undef, undef, 1);
+GetOptions(
+	'listen=s' => \$listen_path,
+	'upstream=s' => \$upstream_path,
+	'fault=s' => \$fault,
+	'nth=i' => \$nth,
+) or usage();
+usage() unless defined $listen_path && defined $upstream_path;
+usage() if defined $fault && !$STEPS{$fault};
+
+sub usage
+{
+	print STDERR "usage: $0 --listen PATH --upstream PATH [--fault "
+	  . join('|', sort keys %STEPS) . " [--nth N]]\n";
+	exit 2;
+}
+
+$| = 1;
+$SIG{PIPE} = 'IGNORE';
+my $stop = 0;
+$SIG{TERM} = $SIG{INT} = sub { $stop = 1 };
+
+unlink $listen_path;
+my $listener = IO::Socket::UNIX->new(Type => SOCK_STREAM, Local => $listen_path, Listen => 64)
+  or die "tcopy_proxy: listen on $listen_path: $!\n";
+$listener->blocking(0);
+
+my $armed = defined $fault;
+my $next_id = 0;
+my %pairs;			# fileno of either socket => pair
+my $sel = IO::Select->new($listener);
+
+print "proxy ready\n";
+
+# A pair: { id, c, s, in => { c2s, s2c } (bytes read, not yet forwarded),
+# out => { c2s, s2c } (bytes to write), seen => { "dir type" => frames of
+# that type forwarded that way } }.
+sub open_pair
+{
+	my $client = $listener->accept or return;
+	my $server = IO::Socket::UNIX->new(Type => SOCK_STREAM, Peer => $upstream_path);
+	my $id = ++$next_id;
+	if (!$server)
+	{
+		print "connection $id: upstream $upstream_path: $!\n";
+		close $client;
+		return;
+	}
+	$_->blocking(0) for $client, $server;
+	my $pair = {
+		id => $id,
+		c => $client,
+		s => $server,
+		in => { c2s => '', s2c => '' },
+		out => { c2s => '', s2c => '' },
+		seen => {},
+	};
+	$pairs{ fileno $client } = $pairs{ fileno $server } = $pair;
+	$sel->add($client, $server);
+	print "connection $id opened\n";
+}
+
+# Close both sides of a pair, after writing (blocking) what is queued.
+sub close_pair
+{
+	my ($pair, $why) = @_;
+	for my $dir ('c2s', 's2c')
+	{
+		my $sock = $dir eq 'c2s' ? $pair->{s} : $pair->{c};
+		$sock->blocking(1);
+		write_all($sock, \$pair->{out}{$dir});
+	}
+	for my $sock ($pair->{c}, $pair->{s})
+	{
+		delete $pairs{ fileno $sock };
+		$sel->remove($sock);
+		shutdown($sock, SHUT_RDWR);
+		close $sock;
+	}
+	print "connection $pair->{id} closed: $why\n";
+}
+
+# Write what can be written of $$buf now (or all of it, on a blocking socket).
+sub write_all
+{
+	my ($sock, $buf) = @_;
+	while (length $$buf)
+	{
+		my $n = syswrite($sock, $$buf);
+		if (!defined $n)
+		{
+			next if $! == EINTR;
+			return 1 if $! == EAGAIN || $! == EWOULDBLOCK;
+			$$buf = '';
+			return 0;
+		}
+		substr($$buf, 0, $n, '');
+	}
+	return 1;
+}
+
+# The first varint field of a message (Ack.seq), or 0.
+sub first_varint
+{
+	my ($payload) = @_;
+	return 0 unless length $payload && ord($payload) == 0x08;
+	my ($n, $shift, $pos) = (0, 0, 1);
+	while ($pos < length $payload)
+	{
+		my $b = ord(substr($payload, $pos++, 1));
+		$n |= ($b & 0x7F) << $shift;
+		return $n unless $b & 0x80;
+		$shift += 7;
+	}
+	return 0;
+}
+
+# Whether the armed fault applies to a frame of this pair: the index-th
+# frame of its type in its direction, with this payload (or its first half).
+sub fault_matches
+{
+	my ($dir, $type, $index, $payload) = @_;
+	return 0 unless $armed;
+	my ($fdir, $ftype) = @{ $STEPS{$fault} }[ 0, 1 ];
+	return 0 unless $dir eq $fdir && $type == $ftype;
+	return first_varint($payload) == $nth if $type == FRAME_ACK;
+	return $index == $nth if $type == FRAME_WRITE;
+	return 1;
+}
+
+# Move the complete frames of in{dir} to out{dir}, applying the fault.
+# Returns 0 when the pair was cut.
+sub forward_frames
+{
+	my ($pair, $dir) = @_;
+	my $in = \$pair->{in}{$dir};
+	while (length($$in) >= HEADER_SIZE)
+	{
+		my ($len, $type) = unpack('NC', $$in);
+		if ($len > MAX_PAYLOAD)
+		{
+			close_pair($pair, "$dir frame of $len bytes: not a frame");
+			return 0;
+		}
+		my $index = ($pair->{seen}{"$dir $type"} // 0) + 1;
+		my $half = $armed && $STEPS{$fault}[2] eq 'half';
+		# mid_write acts once half the payload is there
+		my $need = HEADER_SIZE + ($half ? int($len / 2) : $len);
+		if (length($$in) >= $need
+			&& fault_matches($dir, $type, $index, substr($$in, HEADER_SIZE, $need - HEADER_SIZE)))
+		{
+			my $action = $STEPS{$fault}[2];
+			$armed = 0;
+			print "fired $fault on connection $pair->{id}\n";
+			if ($action eq 'half')
+			{
+				$pair->{out}{$dir} .= substr($$in, 0, $need);
+			}
+			elsif ($action eq 'after')
+			{
+				$pair->{out}{$dir} .= substr($$in, 0, HEADER_SIZE + $len);
+			}
+			close_pair($pair, "fault $fault");
+			return 0;
+		}
+		return 1 if length($$in) < HEADER_SIZE + $len;
+		$pair->{seen}{"$dir $type"} = $index;
+		$pair->{out}{$dir} .= substr($$in, 0, HEADER_SIZE + $len, '');
+	}
+	return 1;
+}
+
+# Read what a socket of a pair has; forward it.
+sub serve
+{
+	my ($pair, $sock) = @_;
+	my $dir = $sock == $pair->{c} ? 'c2s' : 's2c';
+	my $n = sysread($sock, $pair->{in}{$dir}, 1 << 20, length $pair->{in}{$dir});
+	if (!defined $n)
+	{
+		return if $! == EINTR || $! == EAGAIN || $! == EWOULDBLOCK;
+		close_pair($pair, ($dir eq 'c2s' ? 'client' : 'tserver') . " read error: $!");
+		return;
+	}
+	if ($n == 0)
+	{
+		# forward what the closing side sent before it closed, down to a
+		# frame it left unfinished
+		forward_frames($pair, $dir) or return;
+		$pair->{out}{$dir} .= $pair->{in}{$dir};
+		close_pair($pair, ($dir eq 'c2s' ? 'client' : 'tserver') . ' closed');
+		return;
+	}
+	forward_frames($pair, $dir);
+}
+
+while (!$stop)
+{
+	my $wsel = IO::Select->new;
+	my %seen_pair;
+	for my $pair (values %pairs)
+	{
+		next if $seen_pair{ $pair->{id} }++;
+		$wsel->add($pair->{s}) if length $pair->{out}{c2s};
+		$wsel->add($pair->{c}) if length $pair->{out}{s2c};
+	}
+	my ($readable, $writable) = IO::Select->select($sel, $wsel, undef, 0.5);
+	next unless $readable || $writable;
+	for my $sock (@{ $writable // [] })
+	{
+		my $fd = fileno $sock // next;
+		my $pair = $pairs{$fd} or next;
+		my $dir = $sock == $pair->{s} ? 'c2s' : 's2c';
+		write_all($sock, \$pair->{out}{$dir})
+		  or close_pair($pair, "write error: $!");
+	}
+	for my $sock (@{ $readable // [] })
+	{
+		if ($sock == $listener)
+		{
+			open_pair();
+			next;
+		}
+		my $fd = fileno $sock // next;
+		my $pair = $pairs{$fd} or next;
+		serve($pair, $sock);
+	}
+}
+
+my %done;
+for my $pair (values %pairs)
+{
+	close_pair($pair, 'proxy stopped') unless $done{ $pair->{id} }++;
+}
+unlink $listen_path;
+exit 0;
