@@ -3,15 +3,21 @@
 #	The tserver's tests, in order, stopping at the first failure:
 #	  1. C unit tests, normal build
 #	  2. C unit tests, AddressSanitizer + UBSan build
-#	  3. TAP tests (test/t) against the normal build
+#	  3. TAP tests (test/t) against the normal build, then the tserver on a
+#	     full disk (test/disk_full.pl: mounts a 64 MB tmpfs of its own, so
+#	     it needs root, and skips otherwise)
 #	  4. the TAP tests that do not measure memory or time against the
 #	     sanitizer build, failing on any sanitizer report in the tserver's log
+#	  4b. the libFuzzer harness of the tserver's frame handling
+#	     (test/fuzz) for FUZZ_SECONDS from its seed corpus, failing on any
+#	     crash or sanitizer report
 #	  5. the extension's tests (test/pg_tests.sh): pg_regress (sql/,
 #	     expected/) and the PostgreSQL TAP tests (test/t/1*.pl)
 #
 # Environment: TCOPY_BIG_ROWS (rows of 004_big_session.pl and
 # 103_copy_memory.pl, default 5M), TCOPY_TAP_ROWS (rows of the extension's
 # load tests, default 1M),
+# FUZZ_SECONDS (the fuzzing run, default 60),
 # JOBS (make's parallelism, default: the number of CPUs).
 set -euo pipefail
 
@@ -39,6 +45,10 @@ step "TAP tests against build/tserver"
 TSERVER_BIN="$TOP/build/tserver" TSERVER_CLI="$TOP/build/tserver-cli" \
 	prove -v test/t/0*.pl
 
+step "disk full (test/disk_full.pl, against build/tserver)"
+TSERVER_BIN="$TOP/build/tserver" TSERVER_CLI="$TOP/build/tserver-cli" \
+	prove -v test/disk_full.pl
+
 step "TAP tests against build-asan/tserver"
 logdir=$(mktemp -d /tmp/tcopy-asan-logs.XXXXXX)
 trap 'rm -rf "$logdir"' EXIT
@@ -46,7 +56,8 @@ TSERVER_BIN="$TOP/build-asan/tserver" TSERVER_CLI="$TOP/build/tserver-cli" \
 TCOPY_TEST_LOG_DIR="$logdir" \
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	prove test/t/001_basic.pl test/t/002_sessions.pl test/t/005_malformed.pl
+	prove test/t/001_basic.pl test/t/002_sessions.pl test/t/005_malformed.pl \
+	test/t/006_auth.pl
 
 # the tests check each log as they stop a server; check them all once more,
 # in case a report came where no test looked
@@ -59,6 +70,24 @@ if grep -l -E "ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:" "$lo
 	grep -h -A30 -E "ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:" "$logdir"/*.log >&2
 	exit 1
 fi
+
+step "fuzzing the tserver's frame handling (build-fuzz/fuzz_frames, ${FUZZ_SECONDS:-60} s)"
+make -C src/tserver -j"$JOBS" fuzz
+fuzzdir=$(mktemp -d /tmp/tcopy-fuzz.XXXXXX)
+# the committed seeds must be what their generator makes
+test/fuzz/make_corpus.pl "$fuzzdir/seeds" >/dev/null
+diff -r test/fuzz/corpus "$fuzzdir/seeds"
+mkdir "$fuzzdir/corpus"
+# TMPDIR: the harness's store goes there, and so away with the rest
+if ! (cd "$fuzzdir" && TMPDIR="$fuzzdir" "$TOP/build-fuzz/fuzz_frames" -max_total_time="${FUZZ_SECONDS:-60}" \
+	-print_final_stats=1 -artifact_prefix="$fuzzdir/" corpus "$TOP/test/fuzz/corpus" \
+	>"$fuzzdir/fuzz.log" 2>&1); then
+	tail -n 80 "$fuzzdir/fuzz.log" >&2
+	echo "the fuzzer failed: its log and the input that failed are in $fuzzdir" >&2
+	exit 1
+fi
+grep -E "^Done |number_of_executed_units|new_units_added" "$fuzzdir/fuzz.log"
+rm -rf "$fuzzdir"
 
 step "all tserver tests passed"
 

@@ -66,6 +66,7 @@ struct TcClient
 	TcArena		arena;			/* the last reply, unpacked */
 	uint64_t	seq_sent;		/* last batch sent in this session */
 	uint64_t	seq_acked;		/* last batch acknowledged */
+	bool		prepared;		/* the session was prepared: only commit or abort */
 	bool		scanning;		/* a scan's batches are still to come */
 	bool		broken;			/* a call failed: every later call fails */
 	bool		hook_set_error; /* the wait hook called tc_client_set_error */
@@ -662,7 +663,8 @@ tc_client_open_table(TcClient *client, const char *name,
 	ProtobufCMessage *msg;
 	Tcopy__TableInfo *info;
 
-	if (client->broken)
+	/* in a session, acks of earlier batches come before the reply */
+	if (tc_client_wait_acks(client) < 0)
 		return -1;
 	open.table = (char *) name;
 	open.schema = (Tcopy__Schema *) schema;
@@ -809,7 +811,7 @@ tc_client_commit(TcClient *client, uint64_t rows_sent, uint64_t *rows_committed)
 	Tcopy__Commit commit = TCOPY__COMMIT__INIT;
 	ProtobufCMessage *msg;
 
-	if (tc_client_wait_acks(client) < 0)
+	if (!client->prepared && tc_client_wait_acks(client) < 0)
 		return -1;
 	commit.last_seq = client->seq_sent;
 	commit.rows = rows_sent;
@@ -820,6 +822,30 @@ tc_client_commit(TcClient *client, uint64_t rows_sent, uint64_t *rows_committed)
 	if (rows_committed != NULL)
 		*rows_committed = ((Tcopy__CommitOk *) msg)->rows;
 	client->seq_sent = client->seq_acked = 0;
+	client->prepared = false;
+	return 0;
+}
+
+/* Prepare the session: see tc_client.h. */
+int
+tc_client_prepare(TcClient *client, uint64_t rows_sent)
+{
+	Tcopy__Commit commit = TCOPY__COMMIT__INIT;
+	ProtobufCMessage *msg;
+
+	if (tc_client_wait_acks(client) < 0)
+		return -1;
+	commit.last_seq = client->seq_sent;
+	commit.rows = rows_sent;
+	commit.prepare = true;
+	if (client_send_message(client, TCOPY__FRAME_TYPE__FRAME_COMMIT, &commit.base) < 0 ||
+		client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_COMMIT_OK,
+						  tc_arena_allocator(&client->arena), &msg) < 0)
+		return -1;
+	if (!((Tcopy__CommitOk *) msg)->prepared)
+		return client_fail(client, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+						   "tserver published a session it was asked to prepare");
+	client->prepared = true;
 	return 0;
 }
 
@@ -850,6 +876,7 @@ tc_client_abort(TcClient *client)
 	if (type != TCOPY__FRAME_TYPE__FRAME_ABORT_OK)
 		return client_unexpected(client, type, TCOPY__FRAME_TYPE__FRAME_ABORT_OK);
 	client->seq_sent = client->seq_acked = 0;
+	client->prepared = false;
 	return 0;
 }
 

@@ -107,6 +107,13 @@ int			tc_client_wait_acks(TcClient *client);
  */
 int			tc_client_commit(TcClient *client, uint64_t rows_sent,
 							 uint64_t *rows_committed);
+/*
+ * Prepare the session: wait for all acks, then have the tserver do
+ * everything of the commit but publishing (merge, write files).  Nothing is
+ * visible yet; the session then takes only tc_client_commit, which
+ * publishes quickly, or tc_client_abort.
+ */
+int			tc_client_prepare(TcClient *client, uint64_t rows_sent);
 int			tc_client_abort(TcClient *client);
 
 int			tc_client_table_op(TcClient *client, Tcopy__TableOpKind op,

@@ -9,9 +9,17 @@
  * begins a write session on it; every batch of the transaction, whatever
  * the table, goes into that session, numbered 1, 2, ... by the connection.
  * At pre-commit the session commits on the tserver (atomically: all of its
- * rows, or none, become visible), before Postgres commits; when the
- * transaction aborts the session is aborted.  A server with address null:
- * has no client: batches are packed and then discarded.
+ * rows, or none, become visible), before Postgres commits, in two steps:
+ * a prepare that does the slow work and can be cancelled, then a short
+ * publish with interrupts held, so that a cancel cannot roll Postgres back
+ * after the tserver published.  What remains is the window every commit
+ * across two systems without two-phase commit has: a failure after the
+ * publish and before Postgres' commit record (a crash, or an error of a
+ * later pre-commit step) leaves the rows published; a connection lost
+ * during the publish is reported as an unknown outcome.  When the
+ * transaction aborts, its sessions' connections are closed, which makes
+ * the tservers discard them.  A server with address null: has no client:
+ * batches are packed and then discarded.
  *
  * A client call may be interrupted by an ERROR raised while it waits (a
  * cancel, statement_timeout): the wait hook runs CHECK_FOR_INTERRUPTS().
@@ -637,9 +645,9 @@ tcopy_close_scan_clients(int min_level)
 
 /*
  * Pre-commit: commit every session on its tserver.  Refuse first, before
- * anything is published, if any session cannot commit.  Sessions on
- * different servers commit one after the other: if a later one fails,
- * the earlier ones stay committed.
+ * anything is published, if any session cannot commit; then prepare every
+ * session, then publish each.  Sessions on different servers publish one
+ * after the other: if a later one fails, the earlier ones stay committed.
  */
 static void
 tcopy_commit_sessions(void)
@@ -666,10 +674,39 @@ tcopy_commit_sessions(void)
 					 errdetail("Rows this transaction wrote through it are gone; the transaction cannot commit.")));
 	}
 
+	/*
+	 * Phase one, cancellable: every tserver does the slow part of its commit
+	 * (merging, writing files) and publishes nothing.  A failure or a cancel
+	 * here aborts the transaction and every session with it.
+	 */
 	hash_seq_init(&scan, tcopy_connections);
 	while ((conn = hash_seq_search(&scan)) != NULL)
 	{
 		int			rc;
+
+		if (!conn->in_session || conn->null_transport)
+			continue;
+		conn->busy = true;
+		rc = tc_client_prepare(conn->client, conn->rows_sent);
+		conn->busy = false;
+		if (rc < 0)
+			tcopy_conn_fail(conn, "could not prepare the write session for commit");
+	}
+
+	/*
+	 * Phase two, not cancellable: publishing is quick and atomic on each
+	 * tserver.  A cancel now would roll back the Postgres transaction after
+	 * a tserver had published, so interrupts are held; a tserver that does
+	 * not answer within the cleanup deadline leaves the outcome unknown.
+	 */
+	HOLD_INTERRUPTS();
+	tcopy_cleanup_deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														 TCOPY_CLEANUP_TIMEOUT_MS);
+	hash_seq_init(&scan, tcopy_connections);
+	while ((conn = hash_seq_search(&scan)) != NULL)
+	{
+		int			rc;
+		char	   *message;
 
 		if (!conn->in_session)
 			continue;
@@ -678,20 +715,30 @@ tcopy_commit_sessions(void)
 			conn->in_session = false;
 			continue;
 		}
-
 		conn->busy = true;
 		rc = tc_client_commit(conn->client, conn->rows_sent, NULL);
 		conn->busy = false;
-		if (rc < 0)
+		if (rc == 0)
 		{
-			if (committed_any)
-				ereport(WARNING,
-						(errmsg("rows written through other tcopy servers in this transaction are already committed")));
-			tcopy_conn_fail(conn, "could not commit the write session");
+			conn->in_session = false;
+			committed_any = true;
+			continue;
 		}
-		conn->in_session = false;
-		committed_any = true;
+		message = pstrdup(tc_client_error(conn->client));
+		tcopy_conn_close(conn);
+		hash_seq_term(&scan);
+		tcopy_cleanup_deadline = 0;
+		RESUME_INTERRUPTS();
+		ereport(ERROR,
+				(errcode(ERRCODE_TRANSACTION_RESOLUTION_UNKNOWN),
+				 errmsg("could not learn whether tserver at \"%s\" committed the write session",
+						conn->address),
+				 errdetail_internal("%s", message),
+				 committed_any ?
+				 errhint("Rows written through other tcopy servers in this transaction are committed.") : 0));
 	}
+	tcopy_cleanup_deadline = 0;
+	RESUME_INTERRUPTS();
 }
 
 /*
@@ -731,9 +778,10 @@ tcopy_prepare_sessions(void)
 }
 
 /*
- * Abort: abort every open session; close the clients whose state is
- * unknown or that do not answer in time.  Runs with interrupts held, and
- * must not raise an ERROR.
+ * Abort: close every connection with an open session (or in an unknown
+ * state).  The tserver discards a session when its connection closes, so
+ * nothing needs an answer: an unresponsive tserver cannot hold up a
+ * rollback.  Runs with interrupts held, and must not raise an ERROR.
  */
 static void
 tcopy_abort_sessions(void)
@@ -741,25 +789,12 @@ tcopy_abort_sessions(void)
 	HASH_SEQ_STATUS scan;
 	TcopyConnection *conn;
 
-	tcopy_cleanup_deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-														 TCOPY_CLEANUP_TIMEOUT_MS);
 	hash_seq_init(&scan, tcopy_connections);
 	while ((conn = hash_seq_search(&scan)) != NULL)
 	{
-		if (conn->busy)
+		if (conn->busy || (conn->in_session && conn->client != NULL))
 			tcopy_conn_close(conn);
-		else if (conn->in_session && conn->client != NULL)
-		{
-			int			rc;
-
-			conn->busy = true;
-			rc = tc_client_abort(conn->client);
-			conn->busy = false;
-			if (rc < 0)
-				tcopy_conn_close(conn);
-		}
 	}
-	tcopy_cleanup_deadline = 0;
 }
 
 /* The end of a transaction, whichever way it went: no session survives it. */

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -30,6 +31,8 @@ typedef struct TsMainOptions
 	TcAddress  *listen;			/* [nlisten], from repeated --listen */
 	int			nlisten;
 	const char *token_file;		/* NULL: no authentication */
+	uid_t	   *allowed_uids;	/* [nallowed_uids], from --allow-uid */
+	size_t		nallowed_uids;
 	size_t		session_memory_mb;
 	uint32_t	max_frame_mb;
 	bool		no_sync;
@@ -52,6 +55,9 @@ usage(FILE *out)
 			"  --listen ADDRESS           listen on unix:PATH or tcp:HOST:PORT (repeatable;\n"
 			"                             HOST * means every local address)\n"
 			"  --token-file FILE          require clients to prove they know the token in FILE\n"
+			"                             (which only its owner may access: mode 0600)\n"
+			"  --allow-uid UID[,UID...]   accept unix socket clients running as these users\n"
+			"                             only (uids or user names; repeatable)\n"
 			"  --session-memory-mb N      memory a write session stages before spilling\n"
 			"                             to disk (default 64)\n"
 			"  --max-frame-mb N           largest frame accepted from a client (default 64)\n"
@@ -95,6 +101,63 @@ parse_positive(const char *option, const char *text, unsigned long max)
 	return value;
 }
 
+/*
+ * Add the users of list ("UID[,UID...]", each a uid or a user name) to
+ * options->allowed_uids, or exit with a usage error.
+ */
+static void
+parse_allowed_uids(const char *list, TsMainOptions *options)
+{
+	char	   *copy = strdup(list);
+	char	   *saveptr = NULL;
+	char	   *item;
+
+	if (copy == NULL)
+	{
+		fprintf(stderr, "tserver: out of memory\n");
+		exit(1);
+	}
+	for (item = strtok_r(copy, ",", &saveptr); item != NULL;
+		 item = strtok_r(NULL, ",", &saveptr))
+	{
+		uid_t	   *grown;
+		uid_t		uid;
+
+		if (item[0] >= '0' && item[0] <= '9')
+		{
+			char	   *end = NULL;
+			unsigned long value;
+
+			errno = 0;
+			value = strtoul(item, &end, 10);
+			/* (uid_t) -1 means "no uid" to the kernel */
+			if (*end != '\0' || errno != 0 || value >= (unsigned long) (uid_t) -1)
+				bad_argument("--allow-uid: \"%s\" is not a uid", item);
+			uid = (uid_t) value;
+		}
+		else
+		{
+			struct passwd *pw = getpwnam(item);
+
+			if (pw == NULL)
+				bad_argument("--allow-uid: no user is called \"%s\"", item);
+			uid = pw->pw_uid;
+		}
+		grown = realloc(options->allowed_uids,
+						(options->nallowed_uids + 1) * sizeof(uid_t));
+		if (grown == NULL)
+		{
+			fprintf(stderr, "tserver: out of memory\n");
+			exit(1);
+		}
+		options->allowed_uids = grown;
+		options->allowed_uids[options->nallowed_uids++] = uid;
+	}
+	free(copy);
+	if (options->nallowed_uids == 0)
+		bad_argument("--allow-uid needs at least one uid or user name");
+}
+
 /* Fill options from argv, or exit with a usage error. */
 static void
 parse_arguments(int argc, char **argv, TsMainOptions *options)
@@ -102,12 +165,13 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 	enum
 	{
 		OPT_DATA = 256, OPT_LISTEN, OPT_TOKEN_FILE, OPT_SESSION_MEMORY,
-		OPT_MAX_FRAME, OPT_NO_SYNC, OPT_LOG_LEVEL, OPT_HELP
+		OPT_MAX_FRAME, OPT_NO_SYNC, OPT_LOG_LEVEL, OPT_ALLOW_UID, OPT_HELP
 	};
 	static const struct option long_options[] = {
 		{"data", required_argument, NULL, OPT_DATA},
 		{"listen", required_argument, NULL, OPT_LISTEN},
 		{"token-file", required_argument, NULL, OPT_TOKEN_FILE},
+		{"allow-uid", required_argument, NULL, OPT_ALLOW_UID},
 		{"session-memory-mb", required_argument, NULL, OPT_SESSION_MEMORY},
 		{"max-frame-mb", required_argument, NULL, OPT_MAX_FRAME},
 		{"no-sync", no_argument, NULL, OPT_NO_SYNC},
@@ -151,6 +215,9 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 			case OPT_TOKEN_FILE:
 				options->token_file = optarg;
 				break;
+			case OPT_ALLOW_UID:
+				parse_allowed_uids(optarg, options);
+				break;
 			case OPT_SESSION_MEMORY:
 				/* up to 1 TiB: far beyond any machine, well within size_t */
 				options->session_memory_mb =
@@ -193,11 +260,22 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 		bad_argument("--data is required");
 	if (options->nlisten == 0)
 		bad_argument("at least one --listen is required");
+
+	/* a tcp client has no uid to check: it would get in unchecked */
+	if (options->nallowed_uids > 0 && options->token_file == NULL)
+	{
+		for (int i = 0; i < options->nlisten; i++)
+		{
+			if (options->listen[i].kind == TC_ADDRESS_TCP)
+				bad_argument("--allow-uid cannot check tcp clients: use --token-file too, or listen on unix sockets only");
+		}
+	}
 }
 
 /*
- * Read the token: the file's bytes, without trailing line ends.  Returns 0,
- * or -1 with a message in err.
+ * Read the token: the file's bytes, without trailing line ends.  As ssh
+ * does with its keys, a file other users could read (or write) is refused:
+ * its token would be no secret.  Returns 0, or -1 with a message in err.
  */
 static int
 read_token_file(const char *path, uint8_t *token, size_t *token_len,
@@ -213,8 +291,20 @@ read_token_file(const char *path, uint8_t *token, size_t *token_len,
 		snprintf(err, errlen, "could not open token file \"%s\": %s", path, strerror(errno));
 		return -1;
 	}
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & (S_IRWXG | S_IRWXO)))
-		ts_log(TS_LOG_WARNING, "token file \"%s\" is accessible to group or others", path);
+	if (fstat(fd, &st) != 0)
+	{
+		snprintf(err, errlen, "could not stat token file \"%s\": %s", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (st.st_mode & (S_IRWXG | S_IRWXO))
+	{
+		snprintf(err, errlen,
+				 "token file \"%s\" has group or world access (mode %04o): it must be accessible to its owner only (chmod 0600)",
+				 path, (unsigned) (st.st_mode & 07777));
+		close(fd);
+		return -1;
+	}
 
 	/* read one byte more than allowed, to tell a long token from a full one */
 	for (;;)
@@ -317,6 +407,8 @@ main(int argc, char **argv)
 	config.token = token_len > 0 ? token : NULL;
 	config.token_len = token_len;
 	config.max_frame_bytes = options.max_frame_mb * 1024u * 1024u;
+	config.allowed_uids = options.allowed_uids;
+	config.nallowed_uids = options.nallowed_uids;
 	server = ts_server_create(&config, err, sizeof(err));
 	OPENSSL_cleanse(token, sizeof(token));
 	if (server == NULL)
@@ -333,6 +425,16 @@ main(int argc, char **argv)
 		   TS_VERSION, options.data_dir);
 	if (token_len == 0)
 		ts_log(TS_LOG_INFO, "no --token-file: clients are not authenticated");
+	if (options.nallowed_uids > 0)
+	{
+		char		uids[256] = "";
+		size_t		used = 0;
+
+		for (size_t j = 0; j < options.nallowed_uids && used < sizeof(uids); j++)
+			used += (size_t) snprintf(uids + used, sizeof(uids) - used, "%s%u",
+									  j > 0 ? "," : "", (unsigned) options.allowed_uids[j]);
+		ts_log(TS_LOG_INFO, "unix socket clients must run as uid %s", uids);
+	}
 	if (options.no_sync)
 		ts_log(TS_LOG_WARNING, "--no-sync: commits are not synced, a crash may lose them");
 
@@ -370,6 +472,7 @@ done:
 		ts_store_close(store);
 	ts_server_free(server);
 	free(options.listen);
+	free(options.allowed_uids);
 	if (status == 0)
 		ts_log(TS_LOG_INFO, "tserver stopped");
 	return status;

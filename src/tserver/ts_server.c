@@ -83,6 +83,18 @@ ts_server_create(const TsServerConfig *config, char *err, size_t errlen)
 		server->token_len = config->token_len;
 	}
 	server->max_frame_bytes = config->max_frame_bytes;
+	if (config->nallowed_uids > 0)
+	{
+		server->allowed_uids = malloc(config->nallowed_uids * sizeof(uid_t));
+		if (server->allowed_uids == NULL)
+		{
+			snprintf(err, errlen, "out of memory");
+			goto err;
+		}
+		memcpy(server->allowed_uids, config->allowed_uids,
+			   config->nallowed_uids * sizeof(uid_t));
+		server->nallowed_uids = config->nallowed_uids;
+	}
 
 	/* non-blocking both ways: a signal handler must never block writing */
 	if (pipe2(server->wakeup_pipe, O_NONBLOCK | O_CLOEXEC) != 0)
@@ -111,6 +123,7 @@ ts_server_free(TsServer *server)
 	pthread_cond_destroy(&server->conns_changed);
 	pthread_mutex_destroy(&server->conns_lock);
 	OPENSSL_cleanse(server->token, sizeof(server->token));
+	free(server->allowed_uids);
 	free(server);
 }
 
@@ -225,7 +238,7 @@ server_listen_unix(TsServer *server, const char *path, char *err, size_t errlen)
 	}
 	bound = true;
 
-	/* anyone may connect: access control is the token's job */
+	/* anyone may connect: access control is the token's and --allow-uid's job */
 	if (chmod(path, 0777) != 0 || stat(path, &st) != 0)
 	{
 		snprintf(err, errlen, "could not set permissions of \"%s\": %s", path, strerror(errno));
@@ -473,24 +486,34 @@ server_reap_conns(TsServer *server, bool wait_all)
 	}
 }
 
-/* Describe the client on fd for logs. */
+/*
+ * Describe the client on fd for logs in conn->peer; for a unix socket, also
+ * note its uid (SO_PEERCRED: the credentials it had when it connected,
+ * which it cannot forge), which --allow-uid checks.
+ */
 static void
-format_peer(const TsListener *listener, int fd, const struct sockaddr *sa,
-			socklen_t salen, char *out, size_t outlen)
+identify_peer(const TsListener *listener, int fd, const struct sockaddr *sa,
+			  socklen_t salen, TsConn *conn)
 {
+	conn->is_unix = listener->is_unix;
 	if (listener->is_unix)
 	{
 		struct ucred cred;
 		socklen_t	credlen = sizeof(cred);
 
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &credlen) == 0)
-			snprintf(out, outlen, "%s (pid %d, uid %u)", listener->name,
-					 (int) cred.pid, (unsigned) cred.uid);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &credlen) == 0 &&
+			credlen == sizeof(cred))
+		{
+			conn->peer_uid_known = true;
+			conn->peer_uid = cred.uid;
+			snprintf(conn->peer, sizeof(conn->peer), "%s (pid %d, uid %u)",
+					 listener->name, (int) cred.pid, (unsigned) cred.uid);
+		}
 		else
-			snprintf(out, outlen, "%s", listener->name);
+			snprintf(conn->peer, sizeof(conn->peer), "%s", listener->name);
 	}
 	else
-		format_inet_address(sa, salen, out, outlen);
+		format_inet_address(sa, salen, conn->peer, sizeof(conn->peer));
 }
 
 /*
@@ -540,7 +563,7 @@ server_accept_one(TsServer *server, TsListener *listener)
 	conn->server = server;
 	conn->fd = fd;
 	conn->id = atomic_fetch_add(&server->connections_total, 1) + 1;
-	format_peer(listener, fd, (struct sockaddr *) &ss, sslen, conn->peer, sizeof(conn->peer));
+	identify_peer(listener, fd, (struct sockaddr *) &ss, sslen, conn);
 	atomic_fetch_add(&server->connections_open, 1);
 
 	pthread_mutex_lock(&server->conns_lock);

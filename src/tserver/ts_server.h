@@ -40,6 +40,9 @@ typedef struct TsConn
 	uint64_t	id;				/* connection_id sent in Ready: 1, 2, ... */
 	int			fd;				/* -1 once closed; changes under conns_lock */
 	char		peer[360];		/* where the client is, for logs */
+	bool		is_unix;		/* came through a unix socket listener */
+	bool		peer_uid_known; /* unix: SO_PEERCRED told peer_uid */
+	uid_t		peer_uid;
 	pthread_t	thread;			/* runs ts_conn_main */
 	struct TsConn *prev;		/* links in live or done list, under conns_lock */
 	struct TsConn *next;
@@ -61,6 +64,8 @@ typedef struct TsServerConfig
 	const uint8_t *token;		/* NULL: no authentication; else copied */
 	size_t		token_len;		/* bytes of token, 1..TS_TOKEN_MAX */
 	uint32_t	max_frame_bytes;	/* largest payload accepted from a client */
+	const uid_t *allowed_uids;	/* unix clients must run as one of these; */
+	size_t		nallowed_uids;	/* 0: any uid (copied) */
 } TsServerConfig;
 
 struct TsServer
@@ -70,6 +75,8 @@ struct TsServer
 	uint8_t		token[TS_TOKEN_MAX];
 	size_t		token_len;		/* 0: no authentication */
 	uint32_t	max_frame_bytes;
+	uid_t	   *allowed_uids;	/* [nallowed_uids]; 0: unix peers unchecked */
+	size_t		nallowed_uids;
 	struct timespec start_time; /* CLOCK_MONOTONIC, for uptime */
 
 	TsListener *listeners;
@@ -132,6 +139,76 @@ void		ts_server_fill_stats(TsServer *server, Tcopy__Stats *stats);
 void		ts_server_conn_exit(TsConn *conn);
 
 /* in ts_conn.c */
+
+/* Where a connection is in the protocol. */
+typedef enum TsConnPhase
+{
+	TS_CONN_AWAIT_HELLO,		/* SERVER_HELLO sent */
+	TS_CONN_READY,				/* handshake done, no write session */
+	TS_CONN_IN_SESSION			/* a write session is open */
+} TsConnPhase;
+
+/*
+ * Deliver len bytes of packed reply frames, all of them; -1 with err
+ * otherwise (code ERROR_NONE when the peer is gone).
+ */
+typedef int (*TsConnSendFn) (void *arg, const uint8_t *bytes, size_t len,
+							 TsError *err);
+
+/*
+ * The protocol side of one connection, apart from its socket: ts_conn_main
+ * feeds it the frames read from a socket, the fuzzer (test/fuzz) frames
+ * taken from a buffer.  Replies are packed into out and handed to send.
+ */
+typedef struct TsConnState
+{
+	TsServer   *server;
+	uint64_t	id;				/* connection_id sent in Ready, and in logs */
+	TsConnPhase phase;
+	TsSession  *session;		/* open in TS_CONN_IN_SESSION only */
+	uint64_t	last_seq;		/* the session's last WriteBatch; 0: none */
+	TsScan	   *scan;			/* open while a scan is streamed */
+	uint8_t		nonce[TC_NONCE_SIZE];
+	uint8_t		expected_auth[TC_AUTH_SIZE];	/* HMAC(token, nonce) */
+	TcBuf		out;			/* replies packed, not yet sent */
+	TcArena		frame_arena;	/* the current frame's message; reset per frame */
+	ProtobufCAllocator decode_allocator;	/* frame_arena, within decode_budget */
+	size_t		decode_budget;	/* bytes one frame may unpack into */
+	bool		decode_over_budget; /* the current frame needed more */
+	TcArena		scan_arena;		/* the current ScanBatch's rows */
+	TsConnSendFn send;
+	void	   *send_arg;
+} TsConnState;
+
+/*
+ * Prepare state for connection id of server, awaiting HELLO, with a decode
+ * budget derived from the server's frame limit.
+ */
+void		ts_conn_state_init(TsConnState *state, TsServer *server, uint64_t id,
+							   TsConnSendFn send, void *send_arg);
+
+/* Send SERVER_HELLO with a fresh nonce.  Returns 0, or -1 with err. */
+int			ts_conn_greet(TsConnState *state, TsError *err);
+
+/*
+ * Decode a frame header[TC_FRAME_HEADER_SIZE] and check its length against
+ * the limit of the connection's phase (small until the handshake is done),
+ * before any payload is read.  Returns 0, or -1 with err.
+ */
+int			ts_conn_check_header(const TsConnState *state, const uint8_t *header,
+								 Tcopy__FrameType *type, uint32_t *len,
+								 TsError *err);
+
+/*
+ * Act on one frame whose header passed ts_conn_check_header, replying
+ * through send.  Returns 0, or -1 with err: the connection must then end.
+ */
+int			ts_conn_handle_frame(TsConnState *state, Tcopy__FrameType type,
+								 const uint8_t *payload, uint32_t len,
+								 TsError *err);
+
+/* Close the open scan, abort the open session (logged), free everything. */
+void		ts_conn_state_release(TsConnState *state);
 
 /* Thread body of one connection (arg is its TsConn); runs it to the end. */
 void	   *ts_conn_main(void *arg);

@@ -130,6 +130,12 @@ ts_session_rows(const TsSession *session)
 	return session->rows;
 }
 
+bool
+ts_session_is_prepared(const TsSession *session)
+{
+	return session->prepared;
+}
+
 static void
 session_free(TsSession *session)
 {

@@ -97,6 +97,7 @@ uint64_t	ts_session_rows(const TsSession *session);
  * left.  Nothing is visible yet; after it the session takes no more writes.
  */
 int			ts_session_prepare(TsSession *session, TsError *err);
+bool		ts_session_is_prepared(const TsSession *session);
 
 /*
  * Publish everything the session staged (preparing it first if needed),

@@ -83,6 +83,19 @@ sub expect_error
 	return $ok;
 }
 
+# expect_error, returning the error's message.
+sub expect_error_message
+{
+	my ($sock, $want, $name) = @_;
+	my ($type, $payload) = TcopyTest::read_frame($sock, 10);
+	is($type, FRAME_ERROR, "$name: the reply is an ERROR frame");
+	my $error = defined $payload ? pb_decode($payload) : {};
+	is($error->{1} ? $error->{1}[0] : 0, $want, "$name: code $want");
+	ok(TcopyTest::wait_closed($sock, 10), "$name: the server closes the connection");
+	close $sock;
+	return $error->{2} ? $error->{2}[0] : '';
+}
+
 sub alive
 {
 	my ($name) = @_;
@@ -331,6 +344,145 @@ alive('after the handshake cases');
 	send_frame($sock, 16, pb_field_varint(1, 7) . pb_field_varint(2, $id));
 	expect_error($sock, ERROR_PROTOCOL, 'TABLE_OP of unknown kind 7');
 }
+
+# ---- absurd counts, huge repeated fields, deep nesting, wrong types ----
+
+{
+	# a million empty rows: 2 bytes each on the wire, some 100 unpacked
+	my $sock = ready();
+	my $id = open_m($sock);
+	begin($sock);
+	my $rows = "\x1a\x00" x 1_000_000;
+	send_frame($sock, FRAME_WRITE, pb_field_varint(1, 1) . pb_field_varint(2, $id) . $rows);
+	like(expect_error_message($sock, ERROR_TOO_LARGE, 'a WRITE of 10^6 empty rows in 2 MB'),
+		qr/unpacks into more than/, 'refused for the memory it would unpack into');
+}
+{
+	my $sock = ready();
+	my $id = open_m($sock);
+	begin($sock);
+	# rows field (3) claiming 10^9 bytes, 5 present
+	send_frame($sock, FRAME_WRITE, pb_field_varint(1, 1) . pb_field_varint(2, $id)
+		  . "\x1a" . pb_varint(1_000_000_000) . "\x0a\x03\x02\x04\x06");
+	expect_error($sock, ERROR_PROTOCOL, 'a WRITE whose rows claim 10^9 bytes in a small payload');
+}
+{
+	my $sock = ready();
+	my $id = open_m($sock);
+	begin($sock);
+	# packed nulls claiming 10^9 bytes inside a row
+	my $row = pb_field_packed_sint64(1, 1_000_005, 1, 0) . pb_field_bytes(3, $filler)
+	  . "\x22" . pb_varint(1_000_000_000) . "\x01\x02";
+	send_frame($sock, FRAME_WRITE, write_msg(1, $id, $row));
+	expect_error($sock, ERROR_PROTOCOL, 'a row whose nulls claim 10^9 bytes');
+}
+{
+	my $sock = ready();
+	my $id = open_m($sock);
+	begin($sock);
+	send_frame($sock, FRAME_WRITE, write_msg(1, $id,
+		pb_field_packed_sint64(1, 1_000_006, 1, 0) . pb_field_bytes(3, $filler)
+		  . pb_field_bytes(4, "\x01" x (1 << 20))));
+	expect_error($sock, ERROR_BAD_ROW, 'a row with 2^20 nulls');
+}
+{
+	my $sock = ready();
+	my $id = open_m($sock);
+	begin($sock);
+	send_frame($sock, FRAME_WRITE, write_msg(1, $id,
+		pb_field_bytes(1, "\x02" x (1 << 20)) . pb_field_bytes(3, $filler)));
+	expect_error($sock, ERROR_BAD_ROW, 'a row with 2^20 ints');
+}
+{
+	my $sock = ready();
+	my $id = open_m($sock);
+	begin($sock);
+	# 100000 nested start-group tags: protobuf-c does not recurse into them
+	send_frame($sock, FRAME_WRITE, write_msg(1, $id, $good_row . ("\x0b" x 100_000)));
+	expect_error($sock, ERROR_PROTOCOL, 'a row holding 10^5 nested groups');
+}
+{
+	# an unknown field holding 2000 levels of nested messages is skipped
+	# whole, as protobuf wants: the row itself is accepted
+	my $sock = ready();
+	my $id = open_m($sock);
+	begin($sock);
+	my $nested = 'x';
+	$nested = pb_field_bytes(15, $nested) for 1 .. 2000;
+	my ($type) = request($sock, FRAME_WRITE, write_msg(1, $id,
+		row_msg(ints => [ 1_000_007, 1, 0 ], blobs => [$filler]) . $nested));
+	is($type, FRAME_ACK, 'a row with a deeply nested unknown field is acknowledged');
+	($type) = request($sock, FRAME_ABORT, '');
+	is($type, 13, 'and its session aborts');	# ABORT_OK
+	close $sock;
+}
+{
+	my $sock = ready();
+	my $id = open_m($sock);
+	begin($sock);
+	# field 1 (ints, sint64) as a 64-bit fixed value
+	send_frame($sock, FRAME_WRITE, write_msg(1, $id, "\x09" . ("\x00" x 8) . pb_field_bytes(3, $filler)));
+	expect_error($sock, ERROR_PROTOCOL, 'a row whose ints come with the wrong wire type');
+}
+{
+	my $sock = ready();
+	my $id = open_m($sock);
+	begin($sock);
+	send_frame($sock, FRAME_WRITE, write_msg(1, $id,
+		pb_field_bytes(2, pack('d<3', 1_000_008, 1, 0)) . pb_field_bytes(3, $filler)));
+	expect_error($sock, ERROR_BAD_ROW, 'a row with floats for the int columns');
+}
+{
+	my $sock = ready();
+	my $id = open_m($sock);
+	begin($sock);
+	send_frame($sock, FRAME_WRITE, write_msg(1, $id, row_msg(blobs => [ '1000009', '1', '0', $filler ])));
+	expect_error($sock, ERROR_BAD_ROW, 'a row with blobs for the int columns');
+}
+
+# ---- sessions out of order ----
+
+{
+	my $sock = ready();
+	send_frame($sock, FRAME_ABORT, '');
+	expect_error($sock, ERROR_PROTOCOL, 'ABORT without a session');
+}
+{
+	my $sock = ready();
+	my $id = open_m($sock);
+	begin($sock);
+	my ($type) = request($sock, FRAME_WRITE, write_msg(1, $id, $good_row));
+	is($type, FRAME_ACK, 'a good WRITE is acknowledged');
+	send_frame($sock, FRAME_WRITE, write_msg(1, $id, $good_row));
+	expect_error($sock, ERROR_PROTOCOL, 'a second WRITE with seq 1');
+}
+{
+	my $sock = ready();
+	my $id = open_m($sock);
+	begin($sock);
+	send_frame($sock, 16, pb_field_varint(1, 1) . pb_field_varint(2, $id));	# TABLE_OP
+	expect_error($sock, ERROR_PROTOCOL, 'TRUNCATE inside a write session');
+}
+{
+	# a session committed (empty), then a WRITE and a COMMIT for it
+	my $sock = ready();
+	my $id = open_m($sock);
+	begin($sock);
+	my ($type) = request($sock, FRAME_COMMIT, pb_field_varint(1, 0) . pb_field_varint(2, 0));
+	is($type, FRAME_COMMIT_OK, 'an empty session commits');
+	send_frame($sock, FRAME_WRITE, write_msg(1, $id, $good_row));
+	expect_error($sock, ERROR_PROTOCOL, 'a WRITE after the COMMIT');
+}
+{
+	my $sock = ready();
+	begin($sock);
+	my ($type) = request($sock, FRAME_COMMIT, '');
+	is($type, FRAME_COMMIT_OK, 'another empty session commits');
+	send_frame($sock, FRAME_COMMIT, '');
+	expect_error($sock, ERROR_PROTOCOL, 'a second COMMIT');
+}
+alive('after the absurd counts and misordered sessions');
+
 {
 	# a frame cut short, then the client closes its side: no reply is owed,
 	# but the server must close and live on

@@ -1,0 +1,410 @@
+/*
+ * fuzz_frames.c
+ *		libFuzzer harness for the tserver's frame handling and everything
+ *		behind it: header checks, protobuf decoding, the protocol's state
+ *		machine, row validation, session staging, spills, commits, scans
+ *		and table operations.
+ *
+ * It drives the code a connection runs (ts_conn_check_header and
+ * ts_conn_handle_frame, ts_server.h) on a real store, without a socket:
+ * replies go to a send function that checks each of them, so that the
+ * server never sends what a client could not decode.
+ *
+ * An input is one connection:
+ *
+ *   [flags: 1 byte] then frames [type: 1 byte][length: 2 bytes BE][payload]
+ *
+ *   flags bit 0  the input's own frames do the handshake (they must start
+ *                with HELLO); without it the harness sends a valid HELLO
+ *   flags bit 1  the server requires a token (the harness's HELLO carries
+ *                the right HMAC over the nonce; an input's cannot)
+ *
+ * A length running past the end of the input takes what is left.  Each
+ * payload is copied to a buffer of exactly its size, so that a read past
+ * it is caught.  As on a socket, the first error ends the connection.
+ * The server's frame limit (16 KiB) and decode budget (64 KiB) are small,
+ * so that inputs reach both.
+ *
+ * The store is opened once, in a fresh temporary directory, with 4 KiB of
+ * session memory so that sessions spill, and holds three tables (ids 1-3,
+ * see fuzz_create_tables).  An input that changed what is stored (created,
+ * truncated or dropped a table, committed a session) is followed by a
+ * fresh store, so that every input starts from the same state and any
+ * crash reproduces from its input alone.
+ *
+ * Build: make -C src/tserver fuzz (clang, ASan + UBSan; build-fuzz/).
+ * Seeds: test/fuzz/corpus, made by test/fuzz/make_corpus.pl.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include "ts_log.h"
+#include "ts_server.h"
+#include "ts_storage_int.h"		/* ts_remove_tree */
+
+#define FUZZ_FLAG_OWN_HELLO 0x01
+#define FUZZ_FLAG_TOKEN 0x02
+#define FUZZ_MAX_FRAME (16 * 1024)	/* the server's limit: inputs can exceed it */
+#define FUZZ_SESSION_MEMORY 4096	/* spill early and often */
+#define FUZZ_TOKEN "fuzz-token"
+#define FUZZ_DECODE_BUDGET (64 * 1024)	/* small enough for inputs to exceed */
+
+static TsServer *fuzz_server;
+static char fuzz_dir[4096];
+static bool fuzz_store_dirty;	/* the last input changed what is stored */
+static uint8_t fuzz_nonce[TC_NONCE_SIZE];	/* from the last SERVER_HELLO */
+static bool fuzz_trace;			/* FUZZ_FRAMES_LOG set: say what happens */
+
+/* Which message each frame type a server may send carries. */
+static const ProtobufCMessageDescriptor *
+fuzz_reply_descriptor(Tcopy__FrameType type)
+{
+	switch (type)
+	{
+		case TCOPY__FRAME_TYPE__FRAME_SERVER_HELLO:
+			return &tcopy__server_hello__descriptor;
+		case TCOPY__FRAME_TYPE__FRAME_READY:
+			return &tcopy__ready__descriptor;
+		case TCOPY__FRAME_TYPE__FRAME_TABLE_INFO:
+			return &tcopy__table_info__descriptor;
+		case TCOPY__FRAME_TYPE__FRAME_BEGIN_OK:
+			return &tcopy__begin_ok__descriptor;
+		case TCOPY__FRAME_TYPE__FRAME_ACK:
+			return &tcopy__ack__descriptor;
+		case TCOPY__FRAME_TYPE__FRAME_COMMIT_OK:
+			return &tcopy__commit_ok__descriptor;
+		case TCOPY__FRAME_TYPE__FRAME_ABORT_OK:
+			return &tcopy__abort_ok__descriptor;
+		case TCOPY__FRAME_TYPE__FRAME_SCAN_BATCH:
+			return &tcopy__scan_batch__descriptor;
+		case TCOPY__FRAME_TYPE__FRAME_TABLE_OP_OK:
+			return &tcopy__table_op_ok__descriptor;
+		case TCOPY__FRAME_TYPE__FRAME_STATS:
+			return &tcopy__stats__descriptor;
+		default:
+			return NULL;
+	}
+}
+
+static void fuzz_fail(const char *what) __attribute__((noreturn));
+
+static void
+fuzz_fail(const char *what)
+{
+	fprintf(stderr, "fuzz_frames: %s\n", what);
+	abort();
+}
+
+/*
+ * TsConnSendFn: every reply must be whole frames of a type a server sends,
+ * each decoding as its message.  Notes the nonce, and whether the store
+ * changed.
+ */
+static int
+fuzz_send(void *arg, const uint8_t *bytes, size_t len, TsError *err)
+{
+	size_t		pos = 0;
+
+	(void) arg;
+	(void) err;
+	while (pos < len)
+	{
+		const ProtobufCMessageDescriptor *descriptor;
+		ProtobufCMessage *msg;
+		Tcopy__FrameType type;
+		uint32_t	payload_len;
+		const char *why;
+
+		if (len - pos < TC_FRAME_HEADER_SIZE ||
+			!tc_frame_get_header(bytes + pos, TC_FRAME_MAX_DEFAULT, &type, &payload_len, &why) ||
+			len - pos - TC_FRAME_HEADER_SIZE < payload_len)
+			fuzz_fail("the server sent a broken frame");
+		descriptor = fuzz_reply_descriptor(type);
+		if (descriptor == NULL)
+			fuzz_fail("the server sent a frame type only a client sends");
+		msg = protobuf_c_message_unpack(descriptor, NULL, payload_len,
+										bytes + pos + TC_FRAME_HEADER_SIZE);
+		if (msg == NULL)
+			fuzz_fail("the server sent a reply that does not decode");
+
+		if (type == TCOPY__FRAME_TYPE__FRAME_SERVER_HELLO)
+		{
+			Tcopy__ServerHello *hello = (Tcopy__ServerHello *) msg;
+
+			if (hello->nonce.len != TC_NONCE_SIZE)
+				fuzz_fail("SERVER_HELLO without a 32-byte nonce");
+			memcpy(fuzz_nonce, hello->nonce.data, TC_NONCE_SIZE);
+		}
+		else if (type == TCOPY__FRAME_TYPE__FRAME_TABLE_INFO)
+			fuzz_store_dirty |= ((Tcopy__TableInfo *) msg)->created;
+		else if (type == TCOPY__FRAME_TYPE__FRAME_COMMIT_OK ||
+				 type == TCOPY__FRAME_TYPE__FRAME_TABLE_OP_OK)
+			fuzz_store_dirty = true;
+		if (fuzz_trace)
+			fprintf(stderr, "fuzz_frames: <- %s (%u bytes)\n",
+					tc_frame_type_name(type), (unsigned) payload_len);
+		protobuf_c_message_free_unpacked(msg, NULL);
+		pos += TC_FRAME_HEADER_SIZE + payload_len;
+	}
+	return 0;
+}
+
+static Tcopy__Column *
+fuzz_column(Tcopy__Column *column, const char *name, Tcopy__Kind kind,
+			const char *type_name)
+{
+	tcopy__column__init(column);
+	column->name = (char *) name;
+	column->kind = kind;
+	column->type_name = (char *) type_name;
+	return column;
+}
+
+/* Create a table through the store, as the seeds expect it. */
+static void
+fuzz_create_table(TsStore *store, const char *name, Tcopy__Column *columns,
+				  size_t ncolumns, uint32_t *key, size_t nkey, uint32_t want_id)
+{
+	Tcopy__Column *pointers[8];
+	Tcopy__Schema schema = TCOPY__SCHEMA__INIT;
+	TsError		err;
+	uint32_t	id = 0;
+	bool		created = false;
+
+	for (size_t i = 0; i < ncolumns; i++)
+		pointers[i] = &columns[i];
+	schema.columns = pointers;
+	schema.n_columns = ncolumns;
+	schema.key = key;
+	schema.n_key = nkey;
+	if (ts_store_open_table(store, name, &schema, true, &id, &created, NULL, &err) != 0 ||
+		id != want_id)
+	{
+		fprintf(stderr, "fuzz_frames: could not create table %s: %s\n", name, err.message);
+		exit(1);
+	}
+}
+
+/*
+ * The tables every input starts with:
+ *   1 kv:  id int (key), b bool, f float, s bytes (text), n int
+ *   2 log: i int, s bytes (bytea); no key, generated row ids
+ *   3 txt: k bytes (text), i int, v float; key (k, i)
+ */
+static void
+fuzz_create_tables(TsStore *store)
+{
+	Tcopy__Column kv[5];
+	Tcopy__Column log[2];
+	Tcopy__Column txt[3];
+	uint32_t	kv_key[] = {0};
+	uint32_t	txt_key[] = {0, 1};
+
+	fuzz_column(&kv[0], "id", TCOPY__KIND__KIND_INT, "int4");
+	fuzz_column(&kv[1], "b", TCOPY__KIND__KIND_BOOL, "bool");
+	fuzz_column(&kv[2], "f", TCOPY__KIND__KIND_FLOAT, "float8");
+	fuzz_column(&kv[3], "s", TCOPY__KIND__KIND_BYTES, "text");
+	fuzz_column(&kv[4], "n", TCOPY__KIND__KIND_INT, "int8");
+	fuzz_create_table(store, "kv", kv, 5, kv_key, 1, 1);
+
+	fuzz_column(&log[0], "i", TCOPY__KIND__KIND_INT, "int4");
+	fuzz_column(&log[1], "s", TCOPY__KIND__KIND_BYTES, "bytea");
+	fuzz_create_table(store, "log", log, 2, NULL, 0, 2);
+
+	fuzz_column(&txt[0], "k", TCOPY__KIND__KIND_BYTES, "text");
+	fuzz_column(&txt[1], "i", TCOPY__KIND__KIND_INT, "int4");
+	fuzz_column(&txt[2], "v", TCOPY__KIND__KIND_FLOAT, "float8");
+	fuzz_create_table(store, "txt", txt, 3, txt_key, 2, 3);
+}
+
+/* A fresh store in fuzz_dir, with the base tables, for the server. */
+static void
+fuzz_open_store(void)
+{
+	TsStoreOptions options;
+	TsError		err;
+	TsStore    *store;
+
+	if (ts_remove_tree(fuzz_dir) != 0)
+	{
+		perror("fuzz_frames: could not empty the store directory");
+		exit(1);
+	}
+	ts_store_default_options(&options);
+	options.session_memory_bytes = FUZZ_SESSION_MEMORY;
+	options.sst_target_bytes = 64 * 1024;
+	options.block_cache_bytes = 1024 * 1024;
+	options.sync_commits = false;
+	store = ts_store_open(fuzz_dir, &options, &err);
+	if (store == NULL)
+	{
+		fprintf(stderr, "fuzz_frames: could not open a store in %s: %s\n", fuzz_dir, err.message);
+		exit(1);
+	}
+	fuzz_create_tables(store);
+	fuzz_server->store = store;
+	fuzz_store_dirty = false;
+}
+
+static void
+fuzz_cleanup(void)
+{
+	if (fuzz_server == NULL)
+		return;
+	ts_store_close(fuzz_server->store);
+	ts_server_free(fuzz_server);
+	fuzz_server = NULL;
+	ts_remove_tree(fuzz_dir);
+}
+
+/*
+ * LeakSanitizer's built-in suppressions: leaks are looked for after each
+ * input, while RocksDB's own threads (started as stores open, and living
+ * on) hold memory in thread_local caches, in glibc's records of their
+ * destructors and in the middle of periodic statistics dumps.  RocksDB is
+ * C++ and tcopy is C, so what comes from operator new is RocksDB's and is
+ * left out; every allocation of tcopy's own is still checked.  (RocksDB
+ * objects tcopy would fail to destroy are the ASan tserver tests' to find:
+ * their leak check runs once, after the store is closed.)
+ */
+const char *__lsan_default_suppressions(void);
+
+const char *
+__lsan_default_suppressions(void)
+{
+	return "leak:__cxa_thread_atexit_impl\n"
+		"leak:librocksdb.so\n"
+		"leak:libstdc++.so\n";
+}
+
+int
+LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	TsServerConfig config;
+	const char *tmp = getenv("TMPDIR");
+	char		err[256];
+
+	(void) argc;
+	(void) argv;
+	fuzz_trace = getenv("FUZZ_FRAMES_LOG") != NULL;
+	ts_log_min_level = fuzz_trace ? TS_LOG_DEBUG : TS_LOG_ERROR;
+
+	snprintf(fuzz_dir, sizeof(fuzz_dir), "%s/fuzz_frames.XXXXXX",
+			 tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp");
+	if (mkdtemp(fuzz_dir) == NULL)
+	{
+		perror("fuzz_frames: mkdtemp");
+		exit(1);
+	}
+	memset(&config, 0, sizeof(config));
+	config.token = (const uint8_t *) FUZZ_TOKEN;
+	config.token_len = strlen(FUZZ_TOKEN);
+	config.max_frame_bytes = FUZZ_MAX_FRAME;
+	fuzz_server = ts_server_create(&config, err, sizeof(err));
+	if (fuzz_server == NULL)
+	{
+		fprintf(stderr, "fuzz_frames: %s\n", err);
+		exit(1);
+	}
+	fuzz_open_store();
+	atexit(fuzz_cleanup);
+	return 0;
+}
+
+/* The harness's own HELLO, with the HMAC when a token is required. */
+static int
+fuzz_hello(TsConnState *state, TsError *err)
+{
+	Tcopy__Hello hello = TCOPY__HELLO__INIT;
+	uint8_t		auth[EVP_MAX_MD_SIZE];
+	unsigned int auth_len = 0;
+	uint8_t		packed[256];
+	size_t		len;
+
+	hello.version = TC_PROTOCOL_VERSION;
+	hello.client = (char *) "fuzz_frames";
+	if (fuzz_server->token_len > 0)
+	{
+		if (HMAC(EVP_sha256(), fuzz_server->token, (int) fuzz_server->token_len,
+				 fuzz_nonce, sizeof(fuzz_nonce), auth, &auth_len) == NULL)
+			fuzz_fail("HMAC failed");
+		hello.auth.data = auth;
+		hello.auth.len = auth_len;
+	}
+	len = tcopy__hello__pack(&hello, packed);
+	return ts_conn_handle_frame(state, TCOPY__FRAME_TYPE__FRAME_HELLO, packed,
+								(uint32_t) len, err);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	TsConnState state;
+	TsError		err;
+	uint8_t		flags;
+	size_t		pos = 1;
+	static uint64_t connection_id;
+
+	if (size < 1)
+		return 0;
+	flags = data[0];
+	fuzz_server->token_len = (flags & FUZZ_FLAG_TOKEN) ? strlen(FUZZ_TOKEN) : 0;
+
+	memset(&err, 0, sizeof(err));
+	ts_conn_state_init(&state, fuzz_server, ++connection_id, fuzz_send, NULL);
+	state.decode_budget = FUZZ_DECODE_BUDGET;
+	if (ts_conn_greet(&state, &err) != 0)
+		fuzz_fail("greeting failed");
+	if (!(flags & FUZZ_FLAG_OWN_HELLO) && fuzz_hello(&state, &err) != 0)
+		fuzz_fail(err.message);
+
+	while (pos + 3 <= size)
+	{
+		uint8_t		header[TC_FRAME_HEADER_SIZE];
+		Tcopy__FrameType type;
+		uint32_t	len = ((uint32_t) data[pos + 1] << 8) | data[pos + 2];
+		uint32_t	checked_len;
+		uint8_t    *payload;
+		int			rc;
+
+		if (len > size - pos - 3)
+			len = (uint32_t) (size - pos - 3);
+		tc_frame_put_header(header, (Tcopy__FrameType) data[pos], len);
+		header[4] = data[pos];	/* any byte, as a client could send */
+		if (fuzz_trace)
+			fprintf(stderr, "fuzz_frames: -> type %u, %u bytes\n",
+					(unsigned) data[pos], (unsigned) len);
+		if (ts_conn_check_header(&state, header, &type, &checked_len, &err) != 0)
+			break;
+		if (checked_len != len)
+			fuzz_fail("the header check changed the length");
+
+		/* exactly len bytes: a read beyond the payload is an ASan report */
+		payload = malloc(len > 0 ? len : 1);
+		if (payload == NULL)
+			fuzz_fail("out of memory");
+		memcpy(payload, data + pos + 3, len);
+		rc = ts_conn_handle_frame(&state, type, payload, len, &err);
+		free(payload);
+		if (rc != 0)
+			break;
+		pos += 3 + (size_t) len;
+	}
+
+	if (fuzz_trace && err.message[0] != '\0')
+		fprintf(stderr, "fuzz_frames: connection ends: %s\n", err.message);
+	ts_conn_state_release(&state);
+	if (fuzz_store_dirty)
+	{
+		ts_store_close(fuzz_server->store);
+		fuzz_open_store();
+	}
+	return 0;
+}

@@ -1,0 +1,195 @@
+#!/usr/bin/perl
+# make_corpus.pl
+#	Write the seed corpus of fuzz_frames (test/fuzz/corpus/): valid
+#	connections, each one input in fuzz_frames.c's format
+#
+#	  [flags] then frames [type][u16 big-endian length][protobuf payload]
+#
+#	against the tables the harness creates (1 kv, 2 log, 3 txt; see
+#	fuzz_create_tables).  Deterministic: run it again and the files are the
+#	same.  Usage: test/fuzz/make_corpus.pl [OUTDIR]
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/../t";
+use File::Path qw(make_path);
+use TcopyTest qw(pb_varint pb_field_varint pb_field_bytes pb_field_packed_sint64);
+
+my $out = $ARGV[0] // "$FindBin::Bin/corpus";
+
+use constant {
+	OWN_HELLO => 1,
+	TOKEN => 2,
+	F_HELLO => 2,
+	F_OPEN_TABLE => 4,
+	F_BEGIN => 6,
+	F_WRITE => 8,
+	F_COMMIT => 10,
+	F_ABORT => 12,
+	F_SCAN => 14,
+	F_TABLE_OP => 16,
+	F_STATS_REQUEST => 18,
+	KIND_BOOL => 1,
+	KIND_INT => 2,
+	KIND_FLOAT => 3,
+	KIND_BYTES => 4,
+	TRUNCATE => 1,
+	DROP => 2,
+};
+
+sub frame
+{
+	my ($type, $payload) = @_;
+	die "payload too long for a seed frame" if length $payload > 0xFFFF;
+	return pack('Cn', $type, length $payload) . $payload;
+}
+
+# Row: ints (sint64, packed), floats (double, packed), blobs, nulls (packed)
+sub row
+{
+	my (%f) = @_;
+	my $m = '';
+	$m .= pb_field_packed_sint64(1, @{ $f{ints} }) if $f{ints} && @{ $f{ints} };
+	$m .= pb_field_bytes(2, pack('d<*', @{ $f{floats} })) if $f{floats} && @{ $f{floats} };
+	$m .= join('', map { pb_field_bytes(3, $_) } @{ $f{blobs} // [] });
+	$m .= pb_field_bytes(4, join('', map { pb_varint($_) } @{ $f{nulls} }))
+	  if $f{nulls} && @{ $f{nulls} };
+	return $m;
+}
+
+sub write_batch
+{
+	my ($seq, $table, @rows) = @_;
+	return frame(F_WRITE, pb_field_varint(1, $seq) . pb_field_varint(2, $table)
+		  . join('', map { pb_field_bytes(3, $_) } @rows));
+}
+
+sub commit
+{
+	my ($last_seq, $rows) = @_;
+	return frame(F_COMMIT, pb_field_varint(1, $last_seq) . pb_field_varint(2, $rows));
+}
+
+sub bound
+{
+	my ($inclusive, %key) = @_;
+	return pb_field_bytes(1, row(%key)) . pb_field_varint(2, $inclusive);
+}
+
+# Scan: table, columns, lower, upper, batch_rows, limit
+sub scan
+{
+	my (%s) = @_;
+	my $m = pb_field_varint(1, $s{table});
+	$m .= pb_field_bytes(2, join('', map { pb_varint($_) } @{ $s{columns} })) if $s{columns};
+	$m .= pb_field_bytes(3, $s{lower}) if defined $s{lower};
+	$m .= pb_field_bytes(4, $s{upper}) if defined $s{upper};
+	$m .= pb_field_varint(5, $s{batch_rows}) if $s{batch_rows};
+	$m .= pb_field_varint(6, $s{limit}) if $s{limit};
+	return frame(F_SCAN, $m);
+}
+
+sub column
+{
+	my ($name, $kind, $type) = @_;
+	return pb_field_bytes(1, pb_field_bytes(1, $name) . pb_field_varint(2, $kind)
+		  . pb_field_bytes(3, $type));
+}
+
+# kv: id int (key), b bool, f float, s text, n int
+sub kv_row
+{
+	my ($id, $s) = @_;
+	return row(ints => [ $id, $id % 2, -$id * 1000 ], floats => [ $id / 4 ],
+		blobs => [ $s // "row $id" ]);
+}
+
+my %seeds;
+
+$seeds{'01-kv-upsert-commit-scan'} = chr(0)
+  . frame(F_BEGIN, '')
+  . write_batch(1, 1, map { kv_row($_) } 1 .. 5)
+  . write_batch(2, 1, map { kv_row($_, "again $_") } 3 .. 8)
+  . commit(2, 11)
+  . scan(table => 1)
+  . scan(table => 1, columns => [ 3, 0 ], lower => bound(1, ints => [2]),
+	upper => bound(0, ints => [6]), batch_rows => 2, limit => 3);
+
+$seeds{'02-own-hello-create-abort-drop'} = chr(OWN_HELLO)
+  . frame(F_HELLO, pb_field_varint(1, 1) . pb_field_bytes(2, 'seed'))
+  . frame(F_OPEN_TABLE, pb_field_bytes(1, 'fz')
+	  . pb_field_bytes(2, column('a', KIND_INT, 'int8') . column('b', KIND_BYTES, 'text')
+		  . column('c', KIND_FLOAT, 'float4') . column('d', KIND_BOOL, 'bool')
+		  . pb_field_bytes(2, pb_varint(0)))
+	  . pb_field_varint(3, 1))
+  . frame(F_BEGIN, '')
+  . write_batch(1, 4, row(ints => [ 1, 1 ], floats => [0.5], blobs => ['x']),
+	row(ints => [2], nulls => [ 1, 2, 3 ]))
+  . frame(F_ABORT, '')
+  . frame(F_TABLE_OP, pb_field_varint(1, TRUNCATE) . pb_field_varint(2, 4))
+  . frame(F_TABLE_OP, pb_field_varint(1, DROP) . pb_field_varint(2, 4))
+  . frame(F_OPEN_TABLE, pb_field_bytes(1, 'kv'));
+
+# 4 batches of 10 rows of 200 bytes: several spills at 4 KiB of session memory
+$seeds{'03-keyless-spill-commit'} = chr(0)
+  . frame(F_BEGIN, '')
+  . join('', map {
+	my $b = $_;
+	write_batch($b, 2, map { row(ints => [ $b * 100 + $_ ], blobs => [ chr(65 + $_) x 200 ]) } 0 .. 9)
+  } 1 .. 4)
+  . commit(4, 40)
+  . scan(table => 2, batch_rows => 7);
+
+my $inf = 9**9**9;
+$seeds{'04-txt-bounds-specials'} = chr(0)
+  . frame(F_BEGIN, '')
+  . write_batch(1, 3,
+	row(ints => [1], floats => [-0.0], blobs => ['a']),
+	row(ints => [2], floats => [$inf], blobs => ["a\0b"]),
+	row(ints => [-1], floats => [ -$inf ], blobs => ['b']),
+	row(ints => [3], nulls => [2], blobs => ['']))
+  . write_batch(2, 3, row(ints => [1], floats => [ $inf - $inf ], blobs => ['a']))
+  . commit(2, 5)
+  . scan(table => 3, lower => bound(1, blobs => ['a']), upper => bound(0, blobs => ['b'], ints => [0]))
+  . scan(table => 3, columns => [2], limit => 2);
+
+$seeds{'05-token-stats-scan'} = chr(TOKEN)
+  . frame(F_STATS_REQUEST, '')
+  . frame(F_OPEN_TABLE, pb_field_bytes(1, 'kv'))
+  . scan(table => 1);
+
+$seeds{'06-three-tables-one-session'} = chr(0)
+  . frame(F_BEGIN, '')
+  . write_batch(1, 1, row(ints => [7], nulls => [ 1, 2, 3, 4 ]), kv_row(9))
+  . write_batch(2, 3, row(ints => [ 5 ], floats => [1.5], blobs => ['k']))
+  . write_batch(3, 2, row(ints => [1], blobs => ["\x00\xff"]), row(nulls => [ 0, 1 ]))
+  . commit(3, 5)
+  . frame(F_STATS_REQUEST, '');
+
+$seeds{'07-write-before-begin'} = chr(0) . write_batch(1, 1, kv_row(1));
+
+# overlapping keys across spilled runs: the last write of each key wins
+$seeds{'08-kv-spill-upsert'} = chr(0)
+  . frame(F_BEGIN, '')
+  . join('', map {
+	my $b = $_;
+	write_batch($b, 1, map { kv_row($_, "$b:" . ('v' x 300)) } ($b * 5) .. ($b * 5 + 9))
+  } 1 .. 3)
+  . commit(3, 30)
+  . scan(table => 1, batch_rows => 4)
+  . frame(F_TABLE_OP, pb_field_varint(1, TRUNCATE) . pb_field_varint(2, 1))
+  . scan(table => 1);
+
+$seeds{'09-own-hello-wrong-token'} = chr(OWN_HELLO | TOKEN)
+  . frame(F_HELLO, pb_field_varint(1, 1) . pb_field_bytes(3, "\x01" x 32))
+  . frame(F_STATS_REQUEST, '');
+
+make_path($out);
+for my $name (sort keys %seeds)
+{
+	open(my $fh, '>:raw', "$out/$name") or die "$out/$name: $!";
+	print $fh $seeds{$name};
+	close $fh or die "$out/$name: $!";
+}
+printf "%d seeds in %s\n", scalar(keys %seeds), $out;
