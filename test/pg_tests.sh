@@ -164,14 +164,17 @@ run_regress()
 # The TAP tests, run from the work directory so that tmp_check lands there.
 run_tap()
 {
-	say "TAP tests: test/t/1*.pl"
+	# TCOPY_TAP: a glob of TAP files to run instead of all (e.g. '11[12]*')
+	local tests=("$TOP"/test/t/${TCOPY_TAP:-1*}.pl)
+
+	say "TAP tests:" "${tests[@]##*/}"
 	mkdir -p "$work/tap"
 	if ! (cd "$work/tap" &&
 		PERL5LIB="$PG_PERL:$TOP/test/t${PERL5LIB:+:$PERL5LIB}" \
 		PATH="$BINDIR:$PATH" \
 		PG_REGRESS="$PG_REGRESS" \
 		TESTDIR="$work/tap" \
-		prove -v "$TOP"/test/t/1*.pl); then
+		prove -v "${tests[@]}"); then
 		for log in "$work"/tap/tmp_check/log/*; do
 			[ -f "$log" ] || continue
 			say "---- $log (last 40 lines)"

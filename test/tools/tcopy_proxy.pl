@@ -17,10 +17,11 @@
 #	  write        the client's WRITE of batch --nth (default 1) is dropped
 #	  mid_write    the header and half the payload of WRITE --nth go through
 #	  ack          the tserver's ACK of batch --nth is dropped
-#	  commit       the client's COMMIT is dropped
-#	  commit_sent  the client's COMMIT goes through, then the cut comes at
-#	               once, before the tserver can answer
-#	  commit_ok    the tserver's COMMIT_OK is dropped (the session committed)
+#	  commit       the client's COMMIT --nth is dropped (a commit sends two:
+#	               the first prepares, the second publishes)
+#	  commit_sent  the client's COMMIT --nth goes through, then the cut comes
+#	               at once, before the tserver can answer
+#	  commit_ok    the tserver's COMMIT_OK --nth is dropped
 #	  abort        the client's ABORT is dropped
 #
 #	Usage: tcopy_proxy.pl --listen PATH --upstream PATH [--fault STEP [--nth N]]
@@ -191,8 +192,7 @@ sub fault_matches
 	my ($fdir, $ftype) = @{ $STEPS{$fault} }[ 0, 1 ];
 	return 0 unless $dir eq $fdir && $type == $ftype;
 	return first_varint($payload) == $nth if $type == FRAME_ACK;
-	return $index == $nth if $type == FRAME_WRITE;
-	return 1;
+	return $index == $nth;
 }
 
 # Move the complete frames of in{dir} to out{dir}, applying the fault.
