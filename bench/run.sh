@@ -37,7 +37,8 @@
 # Environment: BENCH_DIR (default /var/tmp/tcopy-bench: datasets, clusters,
 # tserver data; must be writable by the user Postgres runs as), BENCH_USER
 # (that user when run as root, default postgres), PG_CONFIG, BENCH_PORT
-# (default 54330; the tcmalloc cluster takes the next port).
+# (default 54330; the tcmalloc cluster takes the next port), BENCH_OUT (where
+# RESULTS.md, results.png and results/ go; default bench/).
 set -euo pipefail
 
 usage()
@@ -196,7 +197,10 @@ fi
 
 data="$BENCH_DIR/data"
 work="$BENCH_DIR/run"
-results="$bench_src/results"
+# BENCH_OUT: where the report goes (default bench/, for the committed results)
+out=${BENCH_OUT:-$bench_src}
+mkdir -p "$out"
+results="$out/results"
 mkdir -p "$data" "$results"
 # a new run directory per invocation: clusters, tserver data, sessions
 if [ -d "$work" ]; then
@@ -909,9 +913,9 @@ meta="$results/meta.txt"
 	for f in "${fail_notes[@]}"; do echo "failure	$f"; done
 } >"$meta"
 
-perl "$bench_src/report.pl" "$results" "$bench_src/RESULTS.md" "$bench_src/results.png" ||
+perl "$bench_src/report.pl" "$results" "$out/RESULTS.md" "$out/results.png" ||
 	die "report failed"
-say "wrote $bench_src/RESULTS.md and $bench_src/results.png (raw figures in $results/)"
+say "wrote $out/RESULTS.md and $out/results.png (raw figures in $results/)"
 if [ "$failures" -gt 0 ]; then
 	say "$failures failure(s):"
 	printf '  %s\n' "${fail_notes[@]}" >&2
