@@ -94,4 +94,11 @@ step "all tserver tests passed"
 step "extension tests (pg_regress, PostgreSQL TAP)"
 test/pg_tests.sh
 
+# not a measurement: proves that the benchmark harness runs end to end
+# (pg_tests.sh installed the build); its report goes to a scratch directory
+step "benchmark harness (bench/run.sh --rows 10000 --quick)"
+benchout=$(mktemp -d /tmp/tcopy-bench-check.XXXXXX)
+BENCH_OUT="$benchout" bench/run.sh --rows 10000 --runs 1 --quick --no-build
+rm -rf "$benchout"
+
 step "all tests passed"
