@@ -56,8 +56,6 @@ struct TcClient
 	char	   *server_name;	/* ServerHello.server, malloc'ed */
 	TcWaitHook	wait_hook;
 	void	   *wait_arg;
-	TcAckHook	ack_hook;		/* NULL: acks are only counted */
-	void	   *ack_arg;
 	unsigned	window;			/* batches in flight before a write waits */
 	uint32_t	max_frame;		/* largest payload accepted, in bytes */
 	TcBuf		in;				/* bytes received; unread ones from in_pos */
@@ -368,8 +366,6 @@ client_take_ack(TcClient *client, const Tcopy__Ack *ack)
 						   ", expected %" PRIu64 " (last sent %" PRIu64 ")",
 						   ack->seq, client->seq_acked + 1, client->seq_sent);
 	client->seq_acked = ack->seq;
-	if (client->ack_hook != NULL)
-		client->ack_hook(client->ack_arg, ack->seq, ack->rows);
 	return 0;
 }
 
@@ -587,33 +583,11 @@ tc_client_set_wait_hook(TcClient *client, TcWaitHook hook, void *arg)
 	client->wait_arg = hook != NULL ? arg : NULL;
 }
 
-/* Replace the ack hook; NULL: acks are only counted. */
-void
-tc_client_set_ack_hook(TcClient *client, TcAckHook hook, void *arg)
-{
-	client->ack_hook = hook;
-	client->ack_arg = arg;
-}
-
 /* Set the window; 0 is taken as 1 (each write waits for the last ack). */
 void
 tc_client_set_window(TcClient *client, unsigned window)
 {
 	client->window = window > 0 ? window : 1;
-}
-
-/* Set the largest payload accepted from the server. */
-void
-tc_client_set_max_frame(TcClient *client, uint32_t max_payload)
-{
-	client->max_frame = max_payload;
-}
-
-/* The socket, for callers that wait on it themselves. */
-int
-tc_client_fd(const TcClient *client)
-{
-	return client->fd;
 }
 
 /* Why the last call failed ("" when none has). */
@@ -851,7 +825,7 @@ tc_client_prepare(TcClient *client, uint64_t rows_sent)
 
 /*
  * Abort the session.  Acks of batches still in flight may arrive before
- * AbortOk; they are skipped, not reported to the ack hook.
+ * AbortOk; they are skipped.
  */
 int
 tc_client_abort(TcClient *client)

@@ -7,8 +7,9 @@
  * library must wait it calls the wait hook, which by default polls, and
  * which the extension replaces with one that waits on its latch so that a
  * COPY can be cancelled while waiting.  Write batches are pipelined: up to
- * `window` packed batches are in flight, and each ack received is reported
- * to the ack hook so that the caller can recycle that batch's memory.
+ * `window` packed batches are in flight; a write waits only when the
+ * window is full.  Sending copies a batch into the socket, so the caller
+ * may reuse its memory as soon as tc_client_write returns.
  *
  * Every call returns 0 on success and -1 on failure, with the reason in
  * tc_client_error() and, when the server sent an Error frame, its code in
@@ -33,9 +34,6 @@ typedef struct TcClient TcClient;
  */
 typedef int (*TcWaitHook) (void *arg, TcClient *client, int fd, bool want_write);
 
-/* A batch sent with tc_client_write() has been acknowledged. */
-typedef void (*TcAckHook) (void *arg, uint64_t seq, uint64_t rows_in_session);
-
 /*
  * Connect to address ("unix:PATH" or "tcp:HOST:PORT"), exchange hellos
  * (answering the server's nonce with HMAC-SHA256(token, nonce) when it asks
@@ -58,13 +56,9 @@ int			tc_client_connect_hooked(const char *address, const char *token,
 void		tc_client_close(TcClient *client);
 
 void		tc_client_set_wait_hook(TcClient *client, TcWaitHook hook, void *arg);
-void		tc_client_set_ack_hook(TcClient *client, TcAckHook hook, void *arg);
 /* Batches in flight before tc_client_write waits for an ack (default 4). */
 void		tc_client_set_window(TcClient *client, unsigned window);
-/* Largest frame accepted from the server (default TC_FRAME_MAX_DEFAULT). */
-void		tc_client_set_max_frame(TcClient *client, uint32_t max_payload);
 
-int			tc_client_fd(const TcClient *client);
 const char *tc_client_error(const TcClient *client);
 Tcopy__ErrorCode tc_client_error_code(const TcClient *client);
 /* For wait hooks: set the message the failing call reports. */

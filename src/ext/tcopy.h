@@ -44,7 +44,7 @@ typedef struct TcopyTableOptions
 	int			batch_bytes;	/* bytes per batch (approximate) */
 } TcopyTableOptions;
 
-/* All options of foreign table relid, resolved for the current user. */
+/* All options of foreign table rel, resolved for the current user. */
 extern void tcopy_get_table_options(Relation rel, TcopyTableOptions *options);
 
 /* in codec.c: Postgres values <-> wire rows */
@@ -167,7 +167,6 @@ typedef struct TcopyWriter
 	TcopyBatch	batch;
 	int			batch_rows;
 	int			batch_bytes;
-	uint64		rows;			/* rows handed to the writer */
 } TcopyWriter;
 
 extern TcopyWriter *tcopy_writer_begin(TcopyRelCodec *codec);

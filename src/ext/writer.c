@@ -58,7 +58,6 @@ tcopy_writer_add(TcopyWriter *writer, Datum *values, bool *nulls)
 	Tcopy__Row *row = tcopy_batch_add_row(&writer->batch);
 
 	tcopy_encode_row(writer->codec, values, nulls, row, &writer->batch);
-	writer->rows++;
 	if (writer->batch.msg.n_rows >= (size_t) writer->batch_rows ||
 		writer->batch.payload_bytes >= (size_t) writer->batch_bytes)
 		writer_flush(writer);
