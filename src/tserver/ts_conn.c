@@ -60,6 +60,7 @@
 #define CONN_DRAIN_BYTES (1024 * 1024)
 #define CONN_LOG_NAME_MAX 64	/* bytes of a client-supplied name in logs */
 #define CONN_HELLO_MAX (64 * 1024)	/* largest frame before the handshake */
+#define CONN_HANDSHAKE_TIMEOUT_S 10	/* seconds a client has to authenticate */
 #define CONN_DECODE_FACTOR 16	/* unpacked bytes per byte of frame limit */
 #define CONN_DECODE_SLACK (16 * 1024 * 1024)
 
@@ -151,6 +152,14 @@ conn_fill(Conn *conn, size_t need, bool at_boundary, TsError *err)
 		}
 		if (errno == EINTR)
 			continue;
+		if ((errno == EAGAIN || errno == EWOULDBLOCK) &&
+			conn->state.phase == TS_CONN_AWAIT_HELLO)
+		{
+			/* the receive timeout set until the handshake is done */
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
+						 "no handshake within %d s", CONN_HANDSHAKE_TIMEOUT_S);
+			return -1;
+		}
 		conn_lost(conn, err, "could not receive from the client", errno);
 		return -1;
 	}
@@ -893,12 +902,28 @@ ts_conn_main(void *arg)
 
 	if (conn_check_peer(&conn, &err) == 0 && ts_conn_greet(&conn.state, &err) == 0)
 	{
+		/*
+		 * Until the handshake is done, reads time out: a client that never
+		 * authenticates must not hold a thread forever.
+		 */
+		struct timeval handshake_timeout = {CONN_HANDSHAKE_TIMEOUT_S, 0};
+		bool		timeout_set =
+			setsockopt(conn.fd, SOL_SOCKET, SO_RCVTIMEO, &handshake_timeout,
+					   sizeof(handshake_timeout)) == 0;
+
 		for (;;)
 		{
 			Tcopy__FrameType type;
 			const uint8_t *payload;
 			uint32_t	len;
 
+			if (timeout_set && conn.state.phase != TS_CONN_AWAIT_HELLO)
+			{
+				struct timeval none = {0, 0};
+
+				setsockopt(conn.fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
+				timeout_set = false;
+			}
 			if (conn_read_frame(&conn, &type, &payload, &len, &err) != 0)
 				break;
 			if (ts_conn_handle_frame(&conn.state, type, payload, len, &err) != 0)

@@ -195,6 +195,22 @@ cmp_ok(scalar @refusals, '>=', 7, 'every refused authentication is logged with i
   or diag(TcopyTest::tail($log, 30));
 unlike($log, qr/\Q$TOKEN\E/, 'the token never appears in the log');
 
+# a client that never authenticates does not hold its thread forever: no
+# HELLO within 10 s gets ERROR_AUTH and a closed connection
+{
+	my ($sock) = greeted($ts);
+	my $t0 = time();
+	my ($type, $payload) = TcopyTest::read_frame($sock, 20);
+	my $waited = sprintf('%.1f', time() - $t0);
+	is($type, FRAME_ERROR, 'no HELLO at all: the server sends an ERROR frame');
+	my $error = defined $payload ? pb_decode($payload) : {};
+	is($error->{1} ? $error->{1}[0] : 0, ERROR_AUTH, '... of code ERROR_AUTH');
+	like($error->{2} ? $error->{2}[0] : '', qr/no handshake within 10 s/, '... saying why');
+	ok($waited >= 9 && $waited <= 13, "... after about 10 s (took $waited s)");
+	ok(TcopyTest::wait_closed($sock, 10), '... and closes the connection');
+	close $sock;
+}
+
 $ts->stop;
 
 # ---- the client sends HMAC(token, nonce), never the token ----
