@@ -400,9 +400,12 @@ static int
 commit_write_batch(TsSession *session, TsError *err)
 {
 	TsStore    *store = session->store;
-	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+	rocksdb_writebatch_t *wb;
 	char	   *errptr = NULL;
 
+	if (ts_store_check_space(store, session->staged.len, err) != 0)
+		return -1;
+	wb = rocksdb_writebatch_create();
 	for (size_t i = 0; i < session->noffsets; i++)
 	{
 		const uint8_t *rec = session->staged.data + session->offsets[i];

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "ts_log.h"
@@ -25,6 +26,12 @@
 #define META_TABLE_PREFIX "table:"
 #define META_NEXT_TABLE_ID "next_table_id"
 #define TS_MAX_TABLE_NAME 1024
+
+/*
+ * Room kept free on the data directory's file system beyond what a write
+ * needs: RocksDB's manifest, a memtable flush's file, the OPTIONS file.
+ */
+#define SPACE_MARGIN (4 * 1024 * 1024)
 
 void
 ts_error_set(TsError *err, Tcopy__ErrorCode code, const char *fmt,...)
@@ -43,6 +50,36 @@ ts_error_rocksdb(TsError *err, const char *what, char *errptr)
 	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE, "%s: %s", what,
 				 errptr ? errptr : "unknown error");
 	free(errptr);
+}
+
+/*
+ * Refuse, with the file system's words, a write of `bytes` to RocksDB's WAL
+ * when the data directory's file system has not room for it twice (the WAL
+ * record, then the memtable flushed to an SST file) plus SPACE_MARGIN.
+ * RocksDB 7.8 does not survive a WAL write that fails for want of space:
+ * it stops on an assertion, or else refuses every later write until it is
+ * reopened.  This is a check, not a reservation: space taken by others
+ * between the check and the write still reaches RocksDB; what it covers is
+ * the common case, a disk that filled up while a session was open.
+ */
+int
+ts_store_check_space(TsStore *store, uint64_t bytes, TsError *err)
+{
+	struct statvfs fs;
+	uint64_t	avail;
+	uint64_t	need = 2 * bytes + SPACE_MARGIN;
+
+	if (statvfs(store->dir, &fs) != 0)
+		return 0;				/* cannot tell: the write will say */
+	avail = (uint64_t) fs.f_bavail * fs.f_frsize;
+	if (avail >= need)
+		return 0;
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+				 "could not write to the store in \"%s\": %s (%llu bytes free, %llu needed)",
+				 store->dir, strerror(ENOSPC), (unsigned long long) avail,
+				 (unsigned long long) need);
+	ts_log(TS_LOG_WARNING, "%s", err->message);
+	return -1;
 }
 
 void
@@ -475,6 +512,12 @@ table_create_locked(TsStore *store, const char *name, const Tcopy__Schema *schem
 		return NULL;
 	}
 
+	if (ts_store_check_space(store, packedlen + sizeof(key), err) != 0)
+	{
+		free(packed);
+		table_free(table);
+		return NULL;
+	}
 	snprintf(key, sizeof(key), "%s%s", META_TABLE_PREFIX, name);
 	ts_put_be32(next_id, info.table_id + 1);
 	batch = rocksdb_writebatch_create();

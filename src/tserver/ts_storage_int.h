@@ -63,6 +63,9 @@ struct TsStore
 /* The live table with this id, or NULL; call with tables_lock held. */
 TsTable    *ts_store_table_locked(TsStore *store, uint32_t table_id);
 
+/* 0 when the store's file system has room to write bytes to the WAL, else -1. */
+int			ts_store_check_space(TsStore *store, uint64_t bytes, TsError *err);
+
 /* Remove dir and everything in it; 0 or -1 with errno. */
 int			ts_remove_tree(const char *dir);
 
