@@ -341,6 +341,12 @@ read_token_file(const char *path, uint8_t *token, size_t *token_len,
 		snprintf(err, errlen, "token file \"%s\" is empty", path);
 		return -1;
 	}
+	/* clients hold the token as a C string (a user mapping option) */
+	if (memchr(token, '\0', len) != NULL)
+	{
+		snprintf(err, errlen, "token in \"%s\" contains a NUL byte, which no client can send", path);
+		return -1;
+	}
 	*token_len = len;
 	return 0;
 }

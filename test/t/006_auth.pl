@@ -90,6 +90,22 @@ for my $mode (0644, 0640, 0604, 0620)
 	}
 }
 
+# tokens that no client could present: refused at startup, not at login
+for my $case (['an empty token file', "\n", qr/token file ".*" is empty/],
+	['a token with a NUL byte', "ab\0cd", qr/token in ".*" contains a NUL byte/])
+{
+	my ($label, $content, $why) = @$case;
+	token_file($tokfile, $content, 0600);
+	my ($what, $status) = $ts->spawn('--token-file', $tokfile);
+	is($what, 'exited', "$label: the tserver does not start");
+	like($ts->log_contents, $why, "$label: the log says why");
+	if ($what ne 'exited')
+	{
+		kill 'KILL', $status;
+		waitpid($status, 0);
+	}
+}
+
 token_file($tokfile, $TOKEN, 0600);
 $ts->start('--token-file', $tokfile) or die "tserver with a private token file did not start";
 pass('a token file of mode 0600 is accepted');
