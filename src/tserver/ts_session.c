@@ -12,25 +12,45 @@
  *   - rows are encoded (ts_codec.h) straight into one staging buffer as
  *     records [u32 key length][u32 value length][key][value], with an array
  *     of record offsets beside it; no allocation per row;
- *   - when the next batch would not fit in the session memory limit, the
- *     offsets are sorted by key (ties by arrival, so the last write of a
- *     key wins) and the records written in that order, deduplicated, to a
- *     run file in the session's staging directory;
+ *   - while encoding, each key is compared with the one staged before it:
+ *     the session stays "sorted" as long as no key is below its
+ *     predecessor (an equal key is an upsert of it, adjacent to it);
+ *   - when the next batch would not fit in the session memory limit, a
+ *     sorted session's buffer is written as it stands, deduplicated (of
+ *     equal keys the last), straight into SST files, kept open across
+ *     spills and cut at sst_target_bytes.  The buffer's last record stays
+ *     staged, so that a key repeated across the spill boundary ends up
+ *     once, with its later value, and no two files share a key;
+ *   - once a key arrives out of order, the session is unsorted for good:
+ *     spills sort the offsets by key (ties by arrival, so the last write
+ *     of a key wins) and write the records in that order, deduplicated, to
+ *     a run file in the session's staging directory;
  *   - commit of a session that never spilled writes its buffer as one
  *     synced WriteBatch, in arrival order (the last put of a key wins);
- *   - commit of a spilled session spills what is left, merges the runs
- *     (a heap; for equal keys the latest run wins) into SST files of
- *     strictly increasing keys, and ingests them in one call.  The files
- *     do not overlap each other, so RocksDB can place them low in the tree
- *     when they do not overlap existing data either;
+ *   - commit of a session still sorted writes the rest of the buffer as
+ *     its last SST file and ingests them all in one call: no run, no
+ *     merge, the data written once.  The files do not overlap each other,
+ *     so RocksDB can place them low in the tree when they do not overlap
+ *     existing data either;
+ *   - commit of an unsorted spilled session spills what is left, merges
+ *     the runs (a heap; for equal keys the latest run wins) into SST files
+ *     of strictly increasing keys, and ingests, in one call, the direct SST
+ *     files written before sortedness broke (if any) followed by the merged
+ *     ones.  Every run record arrived after every direct record, so where
+ *     the two overlap the merged files must win: an ingestion of files that
+ *     overlap each other puts them all in L0 and gives each a newer
+ *     sequence number than the file before it in the list (RocksDB 7.8,
+ *     ExternalSstFileIngestionJob::Run; test_storage.c checks it), which
+ *     is exactly that precedence, and one ingestion is atomic;
  *   - a session that reaches RUN_FAN_IN runs merges them into one, so that
  *     no merge opens more files (or read buffers) than that.
  *
  * Staging files are never synced: they are worthless after a crash, and
  * ts_store_open removes them.  SstFileWriter syncs the files it finishes
  * and ingestion syncs the manifest, so a commit is durable once it returns.
- * Memory is bounded by the limit (or one batch, if larger), plus at most
- * RUN_FAN_IN read buffers during a merge.
+ * Memory is bounded by the limit (or one batch, if larger, plus the one
+ * record a sorted session carries over), plus at most RUN_FAN_IN read
+ * buffers during a merge, or one open SstFileWriter while sorted.
  */
 #include "ts_storage_int.h"
 
@@ -60,17 +80,23 @@ struct TsSession
 	uint64_t	rows;			/* rows accepted, duplicates included */
 	uint64_t	staged_accounted;	/* bytes of staged counted in the store */
 	uint32_t	nruns;			/* run files written */
-	uint64_t	spilled_bytes;
+	uint64_t	spilled_bytes;	/* runs and direct SST files, as counted in the store */
+	uint64_t	direct_bytes;	/* of spilled_bytes, the direct SST files' */
+	bool		sorted;			/* no staged key was below the one before it */
 	bool		dir_made;
 	char		dir[4096];		/* staging directory of this session */
 	uint32_t   *tables;			/* ids of the tables written to */
 	size_t		ntables;
 	size_t		tables_cap;
 	bool		prepared;		/* ts_session_prepare done: only publish left */
-	struct SstSink *sst;		/* prepared SST files of a spilled session */
+	struct SstSink *sst;		/* SST files to ingest, in precedence order */
 };
 
-static void sst_sink_free(struct SstSink *sink);
+typedef struct SstSink SstSink;
+static void sst_sink_free(SstSink *sink);
+static int	sst_sink_finish_file(SstSink *sink, TsError *err);
+static int	sst_sink_put_record(SstSink *sink, const uint8_t *rec, TsError *err);
+static uint64_t sst_sink_bytes(SstSink *sink);
 
 /* One run file being read back during the merge. */
 typedef struct RunReader
@@ -90,6 +116,40 @@ record_key(const TcBuf *staged, uint32_t offset, uint32_t *keylen)
 
 	memcpy(keylen, rec, 4);
 	return rec + RECORD_HEADER_SIZE;
+}
+
+/* Keys compare as byte strings, a prefix first. */
+static inline int
+key_compare(const uint8_t *a, uint32_t len_a, const uint8_t *b, uint32_t len_b)
+{
+	int			cmp = memcmp(a, b, len_a < len_b ? len_a : len_b);
+
+	if (cmp != 0)
+		return cmp;
+	return len_a == len_b ? 0 : (len_a < len_b ? -1 : 1);
+}
+
+/* Do the staged records at offsets a and b hold the same key? */
+static inline bool
+record_same_key(const TcBuf *staged, uint32_t a, uint32_t b)
+{
+	uint32_t	len_a,
+				len_b;
+	const uint8_t *key_a = record_key(staged, a, &len_a);
+	const uint8_t *key_b = record_key(staged, b, &len_b);
+
+	return len_a == len_b && memcmp(key_a, key_b, len_a) == 0;
+}
+
+/* Set the session's count of bytes in staging files, and the store's. */
+static void
+session_account_spilled(TsSession *session, uint64_t now)
+{
+	if (now >= session->spilled_bytes)
+		atomic_fetch_add(&session->store->spilled_bytes, now - session->spilled_bytes);
+	else
+		atomic_fetch_sub(&session->store->spilled_bytes, session->spilled_bytes - now);
+	session->spilled_bytes = now;
 }
 
 /* Keep the store's count of staged bytes equal to what this session holds. */
@@ -116,6 +176,7 @@ ts_session_begin(TsStore *store, uint64_t *session_id, TsError *err)
 		return NULL;
 	}
 	session->store = store;
+	session->sorted = true;
 	session->id = atomic_fetch_add(&store->next_session_id, 1);
 	snprintf(session->dir, sizeof(session->dir), "%s/session-%llu",
 			 store->staging_dir, (unsigned long long) session->id);
@@ -189,19 +250,90 @@ record_compare(const void *a, const void *b, void *arg)
 				len_b;
 	const uint8_t *key_a = record_key(staged, off_a, &len_a);
 	const uint8_t *key_b = record_key(staged, off_b, &len_b);
-	int			cmp = memcmp(key_a, key_b, len_a < len_b ? len_a : len_b);
+	int			cmp = key_compare(key_a, len_a, key_b, len_b);
 
 	if (cmp != 0)
 		return cmp;
-	if (len_a != len_b)
-		return len_a < len_b ? -1 : 1;
 	/* equal keys keep their arrival order */
 	return off_a < off_b ? -1 : 1;
 }
 
 static int	session_compact_runs(TsSession *session, TsError *err);
+static SstSink *session_sst_sink(TsSession *session, TsError *err);
 
-/* Sort the staged records and write them, deduplicated, as the next run. */
+/* Create the session's staging directory, once; 0 or -1 with errno. */
+static int
+session_make_dir(TsSession *session)
+{
+	if (session->dir_made)
+		return 0;
+	if (mkdir(session->dir, 0700) != 0 && errno != EEXIST)
+		return -1;
+	session->dir_made = true;
+	return 0;
+}
+
+/*
+ * Write the records of a sorted session straight to its SST files, in
+ * arrival order, which is key order.  Of equal keys (adjacent, as the
+ * session is sorted) only the last is written.  With keep_last the last
+ * record stays staged: the next one may repeat its key, and the later
+ * write must win without two files holding that key.
+ */
+static int
+session_spill_sorted(TsSession *session, bool keep_last, TsError *err)
+{
+	SstSink    *sink = session_sst_sink(session, err);
+	size_t		n = session->noffsets;
+	size_t		written = 0;
+
+	if (sink == NULL)
+		return -1;
+	if (keep_last && n > 0)
+		n--;
+	for (size_t i = 0; i < n; i++)
+	{
+		uint32_t	offset = session->offsets[i];
+
+		if (i + 1 < session->noffsets &&
+			record_same_key(&session->staged, offset, session->offsets[i + 1]))
+			continue;
+		if (sst_sink_put_record(sink, session->staged.data + offset, err) != 0)
+			return -1;
+		written++;
+	}
+	if (n < session->noffsets)
+	{
+		uint8_t    *last = session->staged.data + session->offsets[n];
+		uint32_t	keylen,
+					valuelen;
+
+		memcpy(&keylen, last, 4);
+		memcpy(&valuelen, last + 4, 4);
+		session->staged.len = RECORD_HEADER_SIZE + (size_t) keylen + valuelen;
+		memmove(session->staged.data, last, session->staged.len);
+		session->offsets[0] = 0;
+		session->noffsets = 1;
+	}
+	else
+	{
+		session->staged.len = 0;
+		session->noffsets = 0;
+	}
+	session_account(session);
+	session_account_spilled(session, session->spilled_bytes - session->direct_bytes +
+							sst_sink_bytes(sink));
+	session->direct_bytes = sst_sink_bytes(sink);
+	ts_log(TS_LOG_DEBUG, "session %llu: wrote %zu sorted records to SST files (%llu bytes so far)",
+		   (unsigned long long) session->id, written,
+		   (unsigned long long) session->direct_bytes);
+	return 0;
+}
+
+/*
+ * Move the staged records out of memory: straight into SST files while the
+ * session is sorted, else sorted and deduplicated into the next run.
+ */
 static int
 session_spill(TsSession *session, TsError *err)
 {
@@ -213,15 +345,17 @@ session_spill(TsSession *session, TsError *err)
 
 	if (session->noffsets == 0)
 		return 0;
+	if (session->sorted)
+		return session_spill_sorted(session, true, err);
+
+	/* runs now follow the direct SST files, which are complete */
+	if (session->sst != NULL && sst_sink_finish_file(session->sst, err) != 0)
+		return -1;
 	qsort_r(session->offsets, session->noffsets, sizeof(uint32_t),
 			record_compare, &session->staged);
 
-	if (!session->dir_made)
-	{
-		if (mkdir(session->dir, 0700) != 0 && errno != EEXIST)
-			goto io_err;
-		session->dir_made = true;
-	}
+	if (session_make_dir(session) != 0)
+		goto io_err;
 	snprintf(path, sizeof(path), "%s/run-%06u", session->dir, session->nruns);
 	file = fopen(path, "wb");
 	buffer = malloc(RUN_WRITE_BUFFER);
@@ -237,15 +371,9 @@ session_spill(TsSession *session, TsError *err)
 		memcpy(&keylen, rec, 4);
 		memcpy(&valuelen, rec + 4, 4);
 		/* of equal keys, only the last written survives */
-		if (i + 1 < session->noffsets)
-		{
-			uint32_t	next_len;
-			const uint8_t *next = record_key(&session->staged,
-											 session->offsets[i + 1], &next_len);
-
-			if (keylen == next_len && memcmp(rec + RECORD_HEADER_SIZE, next, keylen) == 0)
-				continue;
-		}
+		if (i + 1 < session->noffsets &&
+			record_same_key(&session->staged, session->offsets[i], session->offsets[i + 1]))
+			continue;
 		if (fwrite(rec, 1, RECORD_HEADER_SIZE + keylen + valuelen, file) !=
 			RECORD_HEADER_SIZE + keylen + valuelen)
 			goto io_err;
@@ -381,6 +509,19 @@ ts_session_write(TsSession *session, const Tcopy__WriteBatch *batch, TsError *er
 		valuelen = (uint32_t) (session->staged.len - key_end);
 		memcpy(session->staged.data + start, &keylen, 4);
 		memcpy(session->staged.data + start + 4, &valuelen, 4);
+
+		/* one key below its predecessor, and spills sort into runs for good */
+		if (session->sorted && session->noffsets > 0)
+		{
+			uint32_t	prev_len;
+			const uint8_t *prev = record_key(&session->staged,
+											 session->offsets[session->noffsets - 1],
+											 &prev_len);
+
+			if (key_compare(prev, prev_len, session->staged.data + start + RECORD_HEADER_SIZE,
+							keylen) > 0)
+				session->sorted = false;
+		}
 		session->offsets[session->noffsets++] = (uint32_t) start;
 	}
 	session->rows += batch->n_rows;
@@ -517,15 +658,20 @@ struct MergeSink
 						const uint8_t *value, uint32_t valuelen, TsError *err);
 };
 
-typedef struct SstSink SstSink;
+/*
+ * A session's SST files: first those written straight from sorted spills,
+ * then those merged from runs.  Each part is in key order and its files do
+ * not overlap; where the parts do, the later file must win.
+ */
 struct SstSink
 {
 	MergeSink	base;
 	TsSession  *session;
 	rocksdb_sstfilewriter_t *writer;	/* file being written, or NULL */
-	char	  **files;			/* [nfiles] paths, in key order */
+	char	  **files;			/* [nfiles] paths, in precedence order */
 	size_t		nfiles;
 	uint64_t	entries_in_file;
+	uint64_t	finished_bytes; /* size of the files finished */
 };
 
 typedef struct RunSink
@@ -540,10 +686,13 @@ static int
 sst_sink_finish_file(SstSink *sink, TsError *err)
 {
 	char	   *errptr = NULL;
+	uint64_t	size = 0;
 
 	if (sink->writer == NULL)
 		return 0;
 	rocksdb_sstfilewriter_finish(sink->writer, &errptr);
+	rocksdb_sstfilewriter_file_size(sink->writer, &size);
+	sink->finished_bytes += size;
 	rocksdb_sstfilewriter_destroy(sink->writer);
 	sink->writer = NULL;
 	if (errptr != NULL)
@@ -611,6 +760,57 @@ sst_sink_free(SstSink *sink)
 	for (size_t i = 0; i < sink->nfiles; i++)
 		free(sink->files[i]);
 	free(sink->files);
+}
+
+/* Add a staged record ([u32 key length][u32 value length][key][value]). */
+static int
+sst_sink_put_record(SstSink *sink, const uint8_t *rec, TsError *err)
+{
+	uint32_t	keylen,
+				valuelen;
+
+	memcpy(&keylen, rec, 4);
+	memcpy(&valuelen, rec + 4, 4);
+	return sst_sink_put(&sink->base, rec + RECORD_HEADER_SIZE, keylen,
+						rec + RECORD_HEADER_SIZE + keylen, valuelen, err);
+}
+
+/* Bytes in the sink's files so far, the one being written included. */
+static uint64_t
+sst_sink_bytes(SstSink *sink)
+{
+	uint64_t	size = 0;
+
+	if (sink->writer != NULL)
+		rocksdb_sstfilewriter_file_size(sink->writer, &size);
+	return sink->finished_bytes + size;
+}
+
+/* The session's SST sink, made on first use (with the staging directory). */
+static SstSink *
+session_sst_sink(TsSession *session, TsError *err)
+{
+	SstSink    *sink;
+
+	if (session->sst != NULL)
+		return session->sst;
+	if (session_make_dir(session) != 0)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+					 "could not create staging directory \"%s\": %s", session->dir,
+					 strerror(errno));
+		return NULL;
+	}
+	sink = calloc(1, sizeof(SstSink));
+	if (sink == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		return NULL;
+	}
+	sink->base.put = sst_sink_put;
+	sink->session = session;
+	session->sst = sink;
+	return sink;
 }
 
 static int
@@ -729,7 +929,6 @@ done:
 static int
 session_compact_runs(TsSession *session, TsError *err)
 {
-	TsStore    *store = session->store;
 	RunSink		sink = {{run_sink_put}, NULL, 0};
 	char		merged[4200];
 	char		path[4200];
@@ -778,9 +977,7 @@ session_compact_runs(TsSession *session, TsError *err)
 	ts_log(TS_LOG_DEBUG, "session %llu: merged %u runs into one (%llu bytes)",
 		   (unsigned long long) session->id, session->nruns,
 		   (unsigned long long) sink.written);
-	atomic_fetch_sub(&store->spilled_bytes, session->spilled_bytes);
-	atomic_fetch_add(&store->spilled_bytes, sink.written);
-	session->spilled_bytes = sink.written;
+	session_account_spilled(session, session->direct_bytes + sink.written);
 	session->nruns = 1;
 	return 0;
 }
@@ -816,19 +1013,27 @@ ts_session_prepare(TsSession *session, TsError *err)
 {
 	if (session->prepared)
 		return 0;
-	if (session->nruns > 0)
+	if (session->sorted && session->sst != NULL)
 	{
-		SstSink    *sst = calloc(1, sizeof(SstSink));
-
-		if (sst == NULL)
-		{
-			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		/* every spill went to SST files: the rest is the last of them */
+		if (session_spill_sorted(session, false, err) != 0 ||
+			sst_sink_finish_file(session->sst, err) != 0)
 			return -1;
-		}
-		sst->base.put = sst_sink_put;
-		sst->session = session;
-		session->sst = sst;
-		if (session_spill(session, err) != 0 ||
+	}
+	else if (session->nruns > 0 || session->sst != NULL)
+	{
+		/*
+		 * The merged runs' files come after the direct SST files, if any:
+		 * every record of a run arrived after every record of those, so
+		 * where their keys overlap, the later files must win, and one
+		 * ingestion gives later files precedence (they get newer sequence
+		 * numbers, in L0).
+		 */
+		SstSink    *sst = session_sst_sink(session, err);
+
+		if (sst == NULL ||
+			session_spill(session, err) != 0 ||
+			sst_sink_finish_file(sst, err) != 0 ||
 			merge_runs(session, &sst->base, err) != 0 ||
 			sst_sink_finish_file(sst, err) != 0)
 			return -1;
