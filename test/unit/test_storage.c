@@ -3,7 +3,9 @@
  *		The store driven directly (no sockets): sessions that stay in memory
  *		and sessions that spill to runs, upserts within and across sessions
  *		and runs, abort, scans with bounds, projection and limits, keyless
- *		tables, reopening, schema mismatch, truncate and drop.
+ *		tables, reopening, schema mismatch, truncate and drop; sorted sessions
+ *		that spill straight to SST files, and sorted sessions that stop
+ *		being sorted.
  */
 #include <dirent.h>
 #include <stdlib.h>
@@ -11,9 +13,12 @@
 #include <unistd.h>
 
 #include "tc_test.h"
-#include "ts_storage.h"
+#include "ts_storage_int.h"
 
 static char data_dir[256];
+
+/* When set, scan() expects val scan_expect_vals[id] instead of expect_val. */
+static const int64_t *scan_expect_vals;
 
 /* Schema: id int (key), val int, note bytes. */
 static Tcopy__Schema *
@@ -205,7 +210,9 @@ scan(TsStore *store, uint32_t table_id, Tcopy__Scan *request, int64_t expect_val
 			prev = id;
 			if (request->n_columns == 0)
 			{
-				if (row->n_ints != 2 || row->ints[1] != expect_val)
+				int64_t		want = scan_expect_vals ? scan_expect_vals[id] : expect_val;
+
+				if (row->n_ints != 2 || row->ints[1] != want)
 					res->values_match = false;
 				snprintf(note, sizeof(note), "n%lld", (long long) id);
 				if (id % 7 == 0 ? (row->n_nulls != 1 || row->nulls[0] != 2 || row->n_blobs != 0)
@@ -240,8 +247,16 @@ shuffled_ids(size_t n, int64_t first, unsigned seed)
 	return ids;
 }
 
+static TsStore *open_store_sst(size_t session_memory, uint64_t sst_target);
+
 static TsStore *
 open_store(size_t session_memory)
+{
+	return open_store_sst(session_memory, 256 * 1024);	/* several SSTs per commit */
+}
+
+static TsStore *
+open_store_sst(size_t session_memory, uint64_t sst_target)
 {
 	TsStoreOptions options;
 	TsError		err;
@@ -249,7 +264,7 @@ open_store(size_t session_memory)
 
 	ts_store_default_options(&options);
 	options.session_memory_bytes = session_memory;
-	options.sst_target_bytes = 256 * 1024;	/* several SST files per commit */
+	options.sst_target_bytes = sst_target;
 	store = ts_store_open(data_dir, &options, &err);
 	if (store == NULL)
 		fprintf(stderr, "open failed: %s\n", err.message);
@@ -625,6 +640,419 @@ test_prepare(void)
 	ts_store_close(store);
 }
 
+/* Files in the staging directory of session sid whose names start with prefix. */
+static int
+count_staging(uint64_t sid, const char *prefix)
+{
+	char		dir[512];
+	DIR		   *d;
+	struct dirent *entry;
+	int			files = 0;
+
+	snprintf(dir, sizeof(dir), "%s/staging/session-%llu", data_dir, (unsigned long long) sid);
+	d = opendir(dir);
+	if (d == NULL)
+		return -1;				/* no directory at all */
+	while ((entry = readdir(d)) != NULL)
+		files += strncmp(entry->d_name, prefix, strlen(prefix)) == 0;
+	closedir(d);
+	return files;
+}
+
+/* What RocksDB holds of a table: its files, their entries, their placement. */
+typedef struct TableFiles
+{
+	int			nfiles;
+	uint64_t	entries;		/* summed over the files: a key in two counts twice */
+	int			in_l0;
+	bool		overlap;		/* two of the files share a key range */
+} TableFiles;
+
+static int
+key_cmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+	int			cmp = memcmp(a, b, alen < blen ? alen : blen);
+
+	return cmp != 0 ? cmp : (alen < blen ? -1 : alen > blen);
+}
+
+static void
+table_files(TsStore *store, uint32_t table_id, TableFiles *tf)
+{
+	const rocksdb_livefiles_t *lf = rocksdb_livefiles(store->db);
+	int			n = rocksdb_livefiles_count(lf);
+	uint8_t		prefix[TS_TABLE_ID_SIZE];
+	int		   *mine = calloc(n + 1, sizeof(int));
+	int			nmine = 0;
+
+	memset(tf, 0, sizeof(*tf));
+	ts_put_be32(prefix, table_id);
+	for (int i = 0; i < n; i++)
+	{
+		size_t		len;
+		const char *smallest = rocksdb_livefiles_smallestkey(lf, i, &len);
+
+		if (strcmp(rocksdb_livefiles_column_family_name(lf, i), "default") != 0 ||
+			len < TS_TABLE_ID_SIZE || memcmp(smallest, prefix, TS_TABLE_ID_SIZE) != 0)
+			continue;
+		mine[nmine++] = i;
+		tf->nfiles++;
+		tf->entries += rocksdb_livefiles_entries(lf, i);
+		tf->in_l0 += rocksdb_livefiles_level(lf, i) == 0;
+	}
+	for (int a = 0; a < nmine; a++)
+		for (int b = a + 1; b < nmine; b++)
+		{
+			size_t		sa,
+						la,
+						sb,
+						lb;
+			const char *small_a = rocksdb_livefiles_smallestkey(lf, mine[a], &sa);
+			const char *large_a = rocksdb_livefiles_largestkey(lf, mine[a], &la);
+			const char *small_b = rocksdb_livefiles_smallestkey(lf, mine[b], &sb);
+			const char *large_b = rocksdb_livefiles_largestkey(lf, mine[b], &lb);
+
+			if (key_cmp(small_a, sa, large_b, lb) <= 0 && key_cmp(small_b, sb, large_a, la) <= 0)
+				tf->overlap = true;
+		}
+	free(mine);
+	rocksdb_livefiles_destroy(lf);
+}
+
+/* Write ids[0..n) to an open session in batches of batch_rows, with val. */
+static void
+write_ids(TsSession *session, uint32_t table, const int64_t *ids, size_t n,
+		  size_t batch_rows, int64_t val)
+{
+	TsError		err;
+
+	for (size_t off = 0; off < n; off += batch_rows)
+	{
+		TestBatch	tb;
+		size_t		count = n - off < batch_rows ? n - off : batch_rows;
+
+		batch_build(&tb, table, off / batch_rows + 1, ids + off, count, val);
+		if (ts_session_write(session, &tb.batch, &err) != 0)
+		{
+			fprintf(stderr, "write failed: %s\n", err.message);
+			CHECK(false);
+		}
+		batch_free(&tb);
+	}
+}
+
+static int64_t *
+ascending_ids(size_t n, int64_t first)
+{
+	int64_t    *ids = malloc(n * sizeof(int64_t));
+
+	for (size_t i = 0; i < n; i++)
+		ids[i] = first + (int64_t) i;
+	return ids;
+}
+
+/*
+ * A sorted session larger than its memory: spills go straight to SST files
+ * (no run), which are ingested without overlap, every row exact, and the
+ * staging directory is gone after the commit.
+ */
+static void
+test_sorted_direct(void)
+{
+	TsStore    *store = open_store(64 * 1024);
+	size_t		n = 60000;
+	int64_t    *ids = ascending_ids(n, 1);
+	Tcopy__Scan request = TCOPY__SCAN__INIT;
+	Tcopy__Stats stats = TCOPY__STATS__INIT;
+	ScanResult	res;
+	TableFiles	tf;
+	uint32_t	table;
+	TsError		err;
+	uint64_t	sid,
+				rows;
+	TsSession  *session;
+
+	REQUIRE(store != NULL);
+	table = open_table(store, "sorted", true);
+	REQUIRE(table > 0);
+	session = ts_session_begin(store, &sid, &err);
+	REQUIRE(session != NULL);
+	write_ids(session, table, ids, n, 500, 1);
+	CHECK(count_staging(sid, "ingest-") >= 1);
+	CHECK_EQ_INT(count_staging(sid, "run-"), 0);
+	ts_store_stats(store, &stats);
+	CHECK(stats.spilled_bytes > 0);
+	CHECK(stats.staged_bytes <= 64 * 1024);
+	CHECK_EQ_INT(ts_session_commit(session, &rows, &err), 0);
+	CHECK_EQ_UINT(rows, n);
+	CHECK_EQ_INT(count_staging(sid, ""), -1);
+
+	REQUIRE(scan(store, table, &request, 1, &res) == 0);
+	CHECK_EQ_UINT(res.rows, n);
+	CHECK(res.ascending);
+	CHECK(res.values_match);
+	CHECK(res.notes_match);
+	CHECK_EQ_INT(res.sum_ids, (int64_t) (n * (n + 1) / 2));
+	table_files(store, table, &tf);
+	CHECK(tf.nfiles >= 2);
+	CHECK_EQ_UINT(tf.entries, n);
+	CHECK(!tf.overlap);
+	CHECK_EQ_INT(tf.in_l0, 0);	/* no overlap anywhere: placed below L0 */
+
+	ts_store_stats(store, &stats);
+	CHECK_EQ_UINT(stats.spilled_bytes, 0);
+	CHECK_EQ_UINT(stats.staged_bytes, 0);
+	free(ids);
+	ts_store_close(store);
+}
+
+/*
+ * A key repeated across a spill boundary: each batch of a sorted session
+ * starts with the last key of the one before, and a tiny session memory
+ * spills before every batch.  One row per key, the later value, and no key
+ * in two files.
+ */
+static void
+test_sorted_boundary_duplicate(void)
+{
+	TsStore    *store = open_store_sst(1024, 1);	/* a new SST every 4096 puts */
+	int			nbatches = 1000;
+	int64_t		last_id = (int64_t) (nbatches - 1) * 9 + 10;
+	int64_t    *expect = calloc(last_id + 1, sizeof(int64_t));
+	Tcopy__Scan request = TCOPY__SCAN__INIT;
+	ScanResult	res;
+	TableFiles	tf;
+	uint32_t	table;
+	TsError		err;
+	uint64_t	sid,
+				rows;
+	TsSession  *session;
+
+	REQUIRE(store != NULL);
+	table = open_table(store, "boundary", true);
+	REQUIRE(table > 0);
+	session = ts_session_begin(store, &sid, &err);
+	REQUIRE(session != NULL);
+	for (int b = 0; b < nbatches; b++)
+	{
+		int64_t		ids[10];
+		TestBatch	tb;
+
+		/* batch b: b*9+1 .. b*9+10, so b*9+1 was the last of batch b-1 */
+		for (int i = 0; i < 10; i++)
+		{
+			ids[i] = (int64_t) b * 9 + 1 + i;
+			expect[ids[i]] = b + 1; /* the later batch overwrites */
+		}
+		batch_build(&tb, table, (uint64_t) b + 1, ids, 10, b + 1);
+		CHECK_EQ_INT(ts_session_write(session, &tb.batch, &err), 0);
+		batch_free(&tb);
+	}
+	CHECK(count_staging(sid, "ingest-") >= 2);
+	CHECK_EQ_INT(count_staging(sid, "run-"), 0);
+	CHECK_EQ_INT(ts_session_commit(session, &rows, &err), 0);
+	CHECK_EQ_UINT(rows, (uint64_t) nbatches * 10);
+
+	scan_expect_vals = expect;
+	REQUIRE(scan(store, table, &request, 0, &res) == 0);
+	scan_expect_vals = NULL;
+	CHECK_EQ_UINT(res.rows, (uint64_t) last_id);
+	CHECK(res.ascending);
+	CHECK(res.values_match);
+	CHECK(res.notes_match);
+	table_files(store, table, &tf);
+	CHECK(tf.nfiles >= 2);
+	CHECK_EQ_UINT(tf.entries, (uint64_t) last_id);	/* no key twice */
+	CHECK(!tf.overlap);
+	free(expect);
+	ts_store_close(store);
+}
+
+/*
+ * A session that spills sorted, then receives keys below those it has
+ * written (two loads of interleaving ranges in one transaction): the
+ * direct SST files and the merged runs are ingested together, the runs'
+ * rows win; later sessions still win over earlier ones.
+ */
+static void
+test_sorted_then_overlap(void)
+{
+	TsStore    *store = open_store(64 * 1024);
+	size_t		n = 20000;
+	int64_t    *first = ascending_ids(n, 1);
+	int64_t    *middle = shuffled_ids(10000, 5001, 17);
+	int64_t    *third = ascending_ids(1000, 12001);
+	int64_t    *expect = calloc(40001, sizeof(int64_t));
+	Tcopy__Scan request = TCOPY__SCAN__INIT;
+	Tcopy__Stats stats = TCOPY__STATS__INIT;
+	ScanResult	res;
+	uint32_t	table;
+	TsError		err;
+	uint64_t	sid,
+				rows;
+	TsSession  *session;
+
+	REQUIRE(store != NULL);
+	table = open_table(store, "overlap", true);
+	REQUIRE(table > 0);
+
+	/* 1..20000 sorted (val 1), 5001..15000 shuffled (2), 12001..13000 (3) */
+	session = ts_session_begin(store, &sid, &err);
+	REQUIRE(session != NULL);
+	write_ids(session, table, first, n, 500, 1);
+	CHECK(count_staging(sid, "ingest-") >= 1);
+	write_ids(session, table, middle, 10000, 500, 2);
+	write_ids(session, table, third, 1000, 500, 3);
+	CHECK(count_staging(sid, "run-") >= 1);
+	CHECK_EQ_INT(ts_session_commit(session, &rows, &err), 0);
+	CHECK_EQ_UINT(rows, n + 11000);
+	CHECK_EQ_INT(count_staging(sid, ""), -1);
+	for (int64_t id = 1; id <= 20000; id++)
+		expect[id] = id >= 12001 && id <= 13000 ? 3 : (id >= 5001 && id <= 15000 ? 2 : 1);
+	scan_expect_vals = expect;
+	REQUIRE(scan(store, table, &request, 0, &res) == 0);
+	CHECK_EQ_UINT(res.rows, n);
+	CHECK(res.ascending);
+	CHECK(res.values_match);
+	CHECK(res.notes_match);
+
+	/* a later sorted, spilled session over 10001..30000 (val 4) wins */
+	{
+		int64_t    *later = ascending_ids(20000, 10001);
+
+		CHECK_EQ_INT(load(store, table, later, 20000, 4, true), 0);
+		for (int64_t id = 10001; id <= 30000; id++)
+			expect[id] = 4;
+		REQUIRE(scan(store, table, &request, 0, &res) == 0);
+		CHECK_EQ_UINT(res.rows, 30000);
+		CHECK(res.values_match);
+		free(later);
+	}
+
+	/*
+	 * Sortedness breaks in the last batch, after sorted spills and before
+	 * any run: the commit writes the rest as the only run.  Keys 3, 2, 1
+	 * (val 6) come after 1..20000 (val 5); 30001..40000 stay disjoint.
+	 */
+	{
+		int64_t    *again = ascending_ids(20000, 1);
+		int64_t		tail[3] = {3, 2, 1};
+		int64_t    *disjoint = ascending_ids(10000, 30001);
+
+		session = ts_session_begin(store, &sid, &err);
+		REQUIRE(session != NULL);
+		write_ids(session, table, again, 20000, 500, 5);
+		write_ids(session, table, tail, 3, 500, 6);
+		CHECK_EQ_INT(count_staging(sid, "run-"), 0);
+		CHECK_EQ_INT(ts_session_commit(session, &rows, &err), 0);
+		for (int64_t id = 1; id <= 20000; id++)
+			expect[id] = id <= 3 ? 6 : 5;
+
+		/* shuffled first, then sorted: never direct, runs only */
+		session = ts_session_begin(store, &sid, &err);
+		REQUIRE(session != NULL);
+		write_ids(session, table, tail, 3, 500, 7);
+		write_ids(session, table, disjoint, 10000, 500, 7);
+		CHECK_EQ_INT(count_staging(sid, "ingest-"), 0);
+		CHECK_EQ_INT(ts_session_commit(session, &rows, &err), 0);
+		for (int64_t id = 1; id <= 3; id++)
+			expect[id] = 7;
+		for (int64_t id = 30001; id <= 40000; id++)
+			expect[id] = 7;
+		REQUIRE(scan(store, table, &request, 0, &res) == 0);
+		CHECK_EQ_UINT(res.rows, 40000);
+		CHECK(res.ascending);
+		CHECK(res.values_match);
+		free(again);
+		free(disjoint);
+	}
+	scan_expect_vals = NULL;
+
+	/* more runs than one merge opens, after direct files: still exact */
+	{
+		TsStore    *small;
+		int64_t		ids[100];
+
+		ts_store_close(store);
+		small = open_store(1024);
+		REQUIRE(small != NULL);
+		session = ts_session_begin(small, &sid, &err);
+		REQUIRE(session != NULL);
+		for (int b = 1; b <= 50; b++)	/* sorted: 1..5000, val 1 */
+		{
+			for (int i = 0; i < 100; i++)
+				ids[i] = (b - 1) * 100 + i + 1;
+			write_ids(session, table, ids, 100, 100, 1);
+		}
+		for (int b = 1; b <= 150; b++)	/* batch b rewrites 100 keys, val 100 + b */
+		{
+			for (int i = 0; i < 100; i++)
+				ids[i] = ((b - 1) % 10) * 100 + i + 1;
+			write_ids(session, table, ids, 100, 100, 100 + b);
+		}
+		CHECK(count_staging(sid, "run-") <= 64);
+		CHECK_EQ_INT(ts_session_commit(session, &rows, &err), 0);
+		/* keys 1..1000: batch 141..150, i.e. 241 + (id - 1) / 100; then 1 */
+		for (int64_t id = 1; id <= 40000; id++)
+			expect[id] = id <= 1000 ? 241 + (id - 1) / 100 : (id <= 5000 ? 1 : expect[id]);
+		scan_expect_vals = expect;
+		REQUIRE(scan(small, table, &request, 0, &res) == 0);
+		scan_expect_vals = NULL;
+		CHECK_EQ_UINT(res.rows, 40000);
+		CHECK(res.values_match);
+		ts_store_stats(small, &stats);
+		CHECK_EQ_UINT(stats.spilled_bytes, 0);
+		ts_store_close(small);
+	}
+	free(first);
+	free(middle);
+	free(third);
+	free(expect);
+}
+
+/* Aborting a sorted session that spilled SST files leaves nothing behind. */
+static void
+test_sorted_abort(void)
+{
+	TsStore    *store = open_store(64 * 1024);
+	int64_t    *ids = ascending_ids(30000, 1);
+	Tcopy__Scan request = TCOPY__SCAN__INIT;
+	Tcopy__Stats stats = TCOPY__STATS__INIT;
+	ScanResult	res;
+	uint32_t	table;
+	TsError		err;
+	uint64_t	sid;
+	TsSession  *session;
+
+	REQUIRE(store != NULL);
+	table = open_table(store, "sorted_abort", true);
+	REQUIRE(table > 0);
+
+	session = ts_session_begin(store, &sid, &err);
+	REQUIRE(session != NULL);
+	write_ids(session, table, ids, 30000, 500, 1);
+	CHECK(count_staging(sid, "ingest-") >= 1);
+	ts_session_abort(session);
+	CHECK_EQ_INT(count_staging(sid, ""), -1);
+
+	/* prepared (the last SST written), then aborted */
+	session = ts_session_begin(store, &sid, &err);
+	REQUIRE(session != NULL);
+	write_ids(session, table, ids, 30000, 500, 1);
+	CHECK_EQ_INT(ts_session_prepare(session, &err), 0);
+	ts_session_abort(session);
+	CHECK_EQ_INT(count_staging(sid, ""), -1);
+
+	REQUIRE(scan(store, table, &request, 1, &res) == 0);
+	CHECK_EQ_UINT(res.rows, 0);
+	ts_store_stats(store, &stats);
+	CHECK_EQ_UINT(stats.spilled_bytes, 0);
+	CHECK_EQ_UINT(stats.staged_bytes, 0);
+	CHECK_EQ_UINT(stats.sessions_open, 0);
+	free(ids);
+	ts_store_close(store);
+}
+
 int
 main(void)
 {
@@ -636,6 +1064,10 @@ main(void)
 	TC_RUN(test_keyless_and_reopen);
 	TC_RUN(test_many_runs);
 	TC_RUN(test_prepare);
+	TC_RUN(test_sorted_direct);
+	TC_RUN(test_sorted_boundary_duplicate);
+	TC_RUN(test_sorted_then_overlap);
+	TC_RUN(test_sorted_abort);
 	{
 		char		cmd[300];
 
