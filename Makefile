@@ -19,13 +19,13 @@ WERROR ?= -Werror
 TC_BUILD = build
 TC_GEN_H = $(TC_BUILD)/gen/tcopy.pb-c.h
 TC_OBJS = $(TC_BUILD)/obj/tcopy.pb-c.o \
-	$(addprefix $(TC_BUILD)/obj/,tc_arena.o tc_frame.o tc_client.o)
+	$(addprefix $(TC_BUILD)/obj/,tc_arena.o tc_frame.o tc_client.o tc_wire.o)
 # always the normal (not sanitizer) build, whatever the caller's SANITIZE
 TC_MAKE = $(MAKE) -C src/tserver SANITIZE=0 BUILD=$(abspath $(TC_BUILD))
 
 MODULE_big = tcopy
 OBJS = $(addprefix src/ext/,tcopy.o option.o connection.o codec.o batch.o \
-	writer.o fdw.o copy.o)
+	writer.o fdw.o copy.o copy_fields.o)
 PGFILEDESC = "tcopy - foreign-data wrapper for tserver tables"
 EXTENSION = tcopy
 DATA = src/ext/tcopy--1.0.sql
