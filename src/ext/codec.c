@@ -252,97 +252,112 @@ describe_row(TcopyRelCodec *codec, Datum *values, bool *nulls)
 	return buf.data;
 }
 
-/* Copy len bytes into the batch's memory. */
-static inline void
-blob_copy(TcopyBatch *batch, ProtobufCBinaryData *blob, const char *data, size_t len)
+void
+tcopy_row_buf_init(TcopyRowBuf *row, int ncolumns)
 {
-	blob->data = tcopy_batch_alloc(batch, len > 0 ? len : 1);
-	if (len > 0)
-		memcpy(blob->data, data, len);
-	blob->len = len;
+	int			n = Max(ncolumns, 1);
+
+	row->ints = palloc(sizeof(int64_t) * n);
+	row->floats = palloc(sizeof(double) * n);
+	row->blobs = palloc(sizeof(TcWireBlob) * n);
+	row->nulls = palloc(sizeof(uint32_t) * n);
+	row->wire.ints = row->ints;
+	row->wire.floats = row->floats;
+	row->wire.blobs = row->blobs;
+	row->wire.nulls = row->nulls;
+	tcopy_row_buf_clear(row);
 }
 
 void
-tcopy_encode_row(TcopyRelCodec *codec, Datum *values, bool *nulls,
-				 Tcopy__Row *row, TcopyBatch *batch)
+tcopy_report_null_violation(TcopyRelCodec *codec, int c, Datum *values, bool *nulls)
 {
-	int			ncolumns = codec->ncolumns;
+	ereport(ERROR,
+			(errcode(ERRCODE_NOT_NULL_VIOLATION),
+			 errmsg("null value in column \"%s\" of relation \"%s\" violates not-null constraint",
+					codec->schema->columns[c]->name, codec->relname),
+			 errdetail("Failing row contains %s.", describe_row(codec, values, nulls))));
+}
 
-	/* arrays sized for the worst case: every column of one kind */
-	row->ints = tcopy_batch_alloc(batch, sizeof(int64_t) * ncolumns);
-	row->floats = tcopy_batch_alloc(batch, sizeof(double) * ncolumns);
-	row->blobs = tcopy_batch_alloc(batch, sizeof(ProtobufCBinaryData) * ncolumns);
-	row->nulls = tcopy_batch_alloc(batch, sizeof(uint32_t) * ncolumns);
-	row->n_ints = row->n_floats = row->n_blobs = row->n_nulls = 0;
+static inline void
+row_add_blob(TcopyRowBuf *row, const void *data, size_t len)
+{
+	TcWireBlob *blob = &row->blobs[row->wire.n_blobs++];
 
-	for (int c = 0; c < ncolumns; c++)
+	blob->data = data;
+	blob->len = (uint32_t) len;
+	blob->pad = 0;
+}
+
+/*
+ * Blobs point into value (or what its send or output function returned, in
+ * CurrentMemoryContext): they stay valid until the row is added to a batch.
+ */
+void
+tcopy_encode_datum(TcopyRelCodec *codec, int c, Datum value, TcopyRowBuf *row)
+{
+	TcopyColumnCodec *col = &codec->columns[c];
+
+	switch (col->conv)
 	{
-		TcopyColumnCodec *col = &codec->columns[c];
-		int			att = col->attnum - 1;
-		Datum		value = values[att];
+		case TCOPY_CONV_BOOL:
+			row->ints[row->wire.n_ints++] = DatumGetBool(value) ? 1 : 0;
+			break;
+		case TCOPY_CONV_INT2:
+			row->ints[row->wire.n_ints++] = DatumGetInt16(value);
+			break;
+		case TCOPY_CONV_INT4:
+			row->ints[row->wire.n_ints++] = DatumGetInt32(value);
+			break;
+		case TCOPY_CONV_INT8:
+			row->ints[row->wire.n_ints++] = DatumGetInt64(value);
+			break;
+		case TCOPY_CONV_FLOAT4:
+			row->floats[row->wire.n_floats++] = (double) DatumGetFloat4(value);
+			break;
+		case TCOPY_CONV_FLOAT8:
+			row->floats[row->wire.n_floats++] = DatumGetFloat8(value);
+			break;
+		case TCOPY_CONV_TEXT:
+			{
+				struct varlena *v = PG_DETOAST_DATUM_PACKED(value);
+
+				row_add_blob(row, VARDATA_ANY(v), VARSIZE_ANY_EXHDR(v));
+				break;
+			}
+		case TCOPY_CONV_SEND:
+			{
+				bytea	   *sent = SendFunctionCall(&col->out_fn, value);
+
+				row_add_blob(row, VARDATA(sent), VARSIZE(sent) - VARHDRSZ);
+				break;
+			}
+		case TCOPY_CONV_IO:
+			{
+				char	   *text = OutputFunctionCall(&col->out_fn, value);
+
+				row_add_blob(row, text, strlen(text));
+				break;
+			}
+	}
+}
+
+void
+tcopy_encode_row(TcopyRelCodec *codec, Datum *values, bool *nulls, TcopyRowBuf *row)
+{
+	tcopy_row_buf_clear(row);
+	for (int c = 0; c < codec->ncolumns; c++)
+	{
+		int			att = codec->columns[c].attnum - 1;
 
 		if (nulls[att])
 		{
-			if (col->notnull)
-				ereport(ERROR,
-						(errcode(ERRCODE_NOT_NULL_VIOLATION),
-						 errmsg("null value in column \"%s\" of relation \"%s\" violates not-null constraint",
-								codec->schema->columns[c]->name, codec->relname),
-						 errdetail("Failing row contains %s.",
-								   describe_row(codec, values, nulls))));
-			row->nulls[row->n_nulls++] = (uint32_t) c;
+			if (codec->columns[c].notnull)
+				tcopy_report_null_violation(codec, c, values, nulls);
+			row->nulls[row->wire.n_nulls++] = (uint32_t) c;
 			continue;
 		}
-		switch (col->conv)
-		{
-			case TCOPY_CONV_BOOL:
-				row->ints[row->n_ints++] = DatumGetBool(value) ? 1 : 0;
-				break;
-			case TCOPY_CONV_INT2:
-				row->ints[row->n_ints++] = DatumGetInt16(value);
-				break;
-			case TCOPY_CONV_INT4:
-				row->ints[row->n_ints++] = DatumGetInt32(value);
-				break;
-			case TCOPY_CONV_INT8:
-				row->ints[row->n_ints++] = DatumGetInt64(value);
-				break;
-			case TCOPY_CONV_FLOAT4:
-				row->floats[row->n_floats++] = (double) DatumGetFloat4(value);
-				break;
-			case TCOPY_CONV_FLOAT8:
-				row->floats[row->n_floats++] = DatumGetFloat8(value);
-				break;
-			case TCOPY_CONV_TEXT:
-				{
-					struct varlena *v = PG_DETOAST_DATUM_PACKED(value);
-
-					blob_copy(batch, &row->blobs[row->n_blobs++],
-							  VARDATA_ANY(v), VARSIZE_ANY_EXHDR(v));
-					batch->payload_bytes += VARSIZE_ANY_EXHDR(v);
-					break;
-				}
-			case TCOPY_CONV_SEND:
-				{
-					bytea	   *sent = SendFunctionCall(&col->out_fn, value);
-
-					blob_copy(batch, &row->blobs[row->n_blobs++],
-							  VARDATA(sent), VARSIZE(sent) - VARHDRSZ);
-					batch->payload_bytes += VARSIZE(sent) - VARHDRSZ;
-					break;
-				}
-			case TCOPY_CONV_IO:
-				{
-					char	   *text = OutputFunctionCall(&col->out_fn, value);
-					size_t		len = strlen(text);
-
-					blob_copy(batch, &row->blobs[row->n_blobs++], text, len);
-					batch->payload_bytes += len;
-					break;
-				}
-		}
+		tcopy_encode_datum(codec, c, values[att], row);
 	}
-	batch->payload_bytes += 8 * (row->n_ints + row->n_floats) + 4;
 }
 
 /* A stored integer does not fit its column: written by another client. */

@@ -543,7 +543,7 @@ tcopy_connection_send(TcopyConnection *conn, TcopyBatch *batch,
 
 		conn->busy = true;
 		rc = tc_client_write(conn->client, conn->next_seq,
-							 batch->packed.data, batch->packed.len);
+							 batch->send, batch->send_len);
 		conn->busy = false;
 		if (rc < 0)
 			tcopy_conn_fail(conn, "could not send a write batch");

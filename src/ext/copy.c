@@ -14,7 +14,9 @@
  * BeginCopyFrom / NextCopyFrom, so formats, options, defaults, encoding
  * conversion, input functions (typmods, domains) and every error message
  * with its "COPY t, line N" context are Postgres'; the WHERE clause is
- * prepared as DoCopy prepares it.  Progress goes to pg_stat_progress_copy
+ * prepared as DoCopy prepares it.  Without a WHERE clause, when
+ * tcopy.raw_fields is on, rows come from NextCopyFromRawFields instead and
+ * copy_fields.c converts the fields as NextCopyFrom would.  Progress goes to pg_stat_progress_copy
  * as Postgres' COPY reports it.
  */
 #include "tcopy.h"
@@ -166,6 +168,7 @@ copy_rows(ParseState *pstate, const CopyStmt *stmt, Relation rel, List *where)
 	ErrorContextCallback errcallback;
 	MemoryContext oldcontext = CurrentMemoryContext;
 	TcopyWriter *writer;
+	TcopyFieldPlan *plan = NULL;
 	uint64		processed = 0;
 	uint64		excluded = 0;
 
@@ -177,6 +180,8 @@ copy_rows(ParseState *pstate, const CopyStmt *stmt, Relation rel, List *where)
 				 errmsg("cannot perform COPY FREEZE on a foreign table")));
 	if (where != NIL)
 		qual = ExecPrepareQual(where, estate);
+	else if (tcopy_raw_fields)
+		plan = tcopy_field_plan(cstate, codec);
 	slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
 	writer = tcopy_writer_begin(codec);
 
@@ -191,6 +196,15 @@ copy_rows(ParseState *pstate, const CopyStmt *stmt, Relation rel, List *where)
 		CHECK_FOR_INTERRUPTS();
 		ResetPerTupleExprContext(estate);
 		MemoryContextSwitchTo(GetPerTupleMemoryContext(estate));
+		if (plan != NULL)
+		{
+			/* fields straight to the wire row (copy_fields.c) */
+			if (!tcopy_next_row_fields(cstate, plan, &writer->row))
+				break;
+			tcopy_writer_add_row(writer);
+			pgstat_progress_update_param(PROGRESS_COPY_TUPLES_PROCESSED, ++processed);
+			continue;
+		}
 		ExecClearTuple(slot);
 		if (!NextCopyFrom(cstate, econtext, slot->tts_values, slot->tts_isnull))
 			break;

@@ -15,10 +15,18 @@ void		_PG_init(void);
 
 /* GUC variables, read by the subsystems through tcopy.h */
 bool		tcopy_copy_hook_enabled = true;
+int			tcopy_encoder = TCOPY_ENCODER_WIRE;
 int			tcopy_alloc_mode = TCOPY_ALLOC_ARENA;
+bool		tcopy_raw_fields = true;
 int			tcopy_batch_rows = 1000;
 int			tcopy_batch_kb = 1024;
 int			tcopy_window = 4;
+
+static const struct config_enum_entry tcopy_encoder_options[] = {
+	{"wire", TCOPY_ENCODER_WIRE, false},
+	{"protobuf", TCOPY_ENCODER_PROTOBUF, false},
+	{NULL, 0, false}
+};
 
 static const struct config_enum_entry tcopy_alloc_mode_options[] = {
 	{"arena", TCOPY_ALLOC_ARENA, false},
@@ -43,10 +51,33 @@ tcopy_define_gucs(void)
 							 0,
 							 NULL, NULL, NULL);
 
+	DefineCustomBoolVariable("tcopy.raw_fields",
+							 "Converts COPY's text fields of common types straight to wire values.",
+							 "When off, every field goes through its type's input function "
+							 "into a Datum first, as PostgreSQL's COPY does; the result is "
+							 "the same.",
+							 &tcopy_raw_fields,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("tcopy.encoder",
+							 "Sets how write batches are encoded.",
+							 "\"wire\" writes protobuf's wire format straight into the "
+							 "output buffer; \"protobuf\" builds protobuf-c messages and "
+							 "packs them (the reference, same bytes).",
+							 &tcopy_encoder,
+							 TCOPY_ENCODER_WIRE,
+							 tcopy_encoder_options,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
 	DefineCustomEnumVariable("tcopy.alloc_mode",
-							 "Sets how write batches allocate their protobuf messages.",
+							 "Sets how write batches allocate their protobuf messages (encoder protobuf).",
 							 "\"arena\" allocates them from one arena per batch, reset once "
-							 "the batch is acknowledged; \"malloc\" allocates and frees each "
+							 "the batch is sent; \"malloc\" allocates and frees each "
 							 "object, for comparison.",
 							 &tcopy_alloc_mode,
 							 TCOPY_ALLOC_ARENA,

@@ -18,6 +18,14 @@
 #include "tc_arena.h"
 #include "tc_client.h"
 #include "tc_frame.h"
+#include "tc_wire.h"
+
+/* tcopy.encoder */
+typedef enum TcopyEncoder
+{
+	TCOPY_ENCODER_WIRE,			/* tc_wire straight into the output buffer */
+	TCOPY_ENCODER_PROTOBUF		/* protobuf-c messages, then packed */
+} TcopyEncoder;
 
 /* tcopy.alloc_mode */
 typedef enum TcopyAllocMode
@@ -28,7 +36,9 @@ typedef enum TcopyAllocMode
 
 /* in tcopy.c: GUCs */
 extern bool tcopy_copy_hook_enabled;	/* tcopy.copy_hook */
+extern int	tcopy_encoder;		/* tcopy.encoder */
 extern int	tcopy_alloc_mode;	/* tcopy.alloc_mode */
+extern bool tcopy_raw_fields;	/* tcopy.raw_fields */
 extern int	tcopy_batch_rows;	/* tcopy.batch_rows: default rows per batch */
 extern int	tcopy_batch_kb;		/* tcopy.batch_size: default KB per batch */
 extern int	tcopy_window;		/* tcopy.batches_in_flight ("window" is an SQL keyword) */
@@ -90,13 +100,42 @@ typedef struct TcopyRelCodec
 extern TcopyRelCodec *tcopy_rel_codec(Relation rel);
 
 /*
- * Fill row (its arrays allocated with alloc from batch) with the values of
- * one tuple (values/nulls indexed by attnum - 1).  Raises Postgres' NOT NULL
- * error for a NULL in a NOT NULL column.
+ * A row being encoded: a TcWireRow and the arrays it points to, sized for
+ * the table's columns and reused row after row.  Blobs point at memory of
+ * the caller's (datums, COPY's fields), valid until the row is added to a
+ * batch, which copies them.
  */
-struct TcopyBatch;
+typedef struct TcopyRowBuf
+{
+	TcWireRow	wire;
+	int64_t    *ints;
+	double	   *floats;
+	TcWireBlob *blobs;
+	uint32_t   *nulls;
+} TcopyRowBuf;
+
+extern void tcopy_row_buf_init(TcopyRowBuf *row, int ncolumns);
+
+static inline void
+tcopy_row_buf_clear(TcopyRowBuf *row)
+{
+	row->wire.n_ints = row->wire.n_floats = row->wire.n_blobs = row->wire.n_nulls = 0;
+}
+
+/* Append column c's non-NULL value to row. */
+extern void tcopy_encode_datum(TcopyRelCodec *codec, int c, Datum value,
+							   TcopyRowBuf *row);
+
+/*
+ * Fill row with the values of one tuple (values/nulls indexed by attnum -
+ * 1).  Raises Postgres' NOT NULL error for a NULL in a NOT NULL column.
+ */
 extern void tcopy_encode_row(TcopyRelCodec *codec, Datum *values, bool *nulls,
-							 Tcopy__Row *row, struct TcopyBatch *batch);
+							 TcopyRowBuf *row);
+
+/* Raise Postgres' NOT NULL error for column c of the tuple values/nulls. */
+extern void tcopy_report_null_violation(TcopyRelCodec *codec, int c,
+										Datum *values, bool *nulls) pg_attribute_noreturn();
 
 /*
  * Turn a wire row of a scan projecting the wire columns proj[nproj] into
@@ -109,6 +148,14 @@ extern void tcopy_decode_row(TcopyRelCodec *codec, const int *proj, int nproj,
 /* in batch.c: write batches */
 typedef struct TcopyBatch
 {
+	TcopyEncoder encoder;
+	size_t		nrows;
+	size_t		payload_bytes;	/* approximate bytes of row data so far */
+	TcBuf		packed;			/* reused output buffer */
+	const uint8 *send;			/* after tcopy_batch_pack: the bytes to send */
+	size_t		send_len;
+
+	/* TCOPY_ENCODER_PROTOBUF */
 	TcopyAllocMode mode;
 	TcArena		arena;			/* TCOPY_ALLOC_ARENA */
 	void	  **mallocs;		/* TCOPY_ALLOC_MALLOC: what to free */
@@ -116,15 +163,12 @@ typedef struct TcopyBatch
 	size_t		mallocs_cap;
 	Tcopy__WriteBatch msg;		/* rows point into the arena or mallocs */
 	size_t		rows_cap;		/* capacity of msg.rows (pooled in arena mode) */
-	size_t		payload_bytes;	/* approximate bytes of row data so far */
-	TcBuf		packed;			/* reused output buffer */
 } TcopyBatch;
 
-extern void tcopy_batch_init(TcopyBatch *batch, TcopyAllocMode mode);
-extern void *tcopy_batch_alloc(TcopyBatch *batch, size_t size);
-/* A new, initialised row appended to the batch. */
-extern Tcopy__Row *tcopy_batch_add_row(TcopyBatch *batch);
-/* Pack the batch (seq, table id set) into batch->packed. */
+extern void tcopy_batch_init(TcopyBatch *batch, TcopyEncoder encoder, TcopyAllocMode mode);
+/* Append row (its blobs copied) to the batch. */
+extern void tcopy_batch_add(TcopyBatch *batch, const TcWireRow *row);
+/* Pack the batch (seq, table id set): batch->send, batch->send_len. */
 extern void tcopy_batch_pack(TcopyBatch *batch, uint64 seq, uint32 table_id);
 /* Forget the rows (arena reset, or every malloc freed). */
 extern void tcopy_batch_reset(TcopyBatch *batch);
@@ -165,12 +209,15 @@ typedef struct TcopyWriter
 	TcopyConnection *conn;
 	uint32		table_id;
 	TcopyBatch	batch;
+	TcopyRowBuf row;			/* the row being encoded */
 	int			batch_rows;
 	int			batch_bytes;
 } TcopyWriter;
 
 extern TcopyWriter *tcopy_writer_begin(TcopyRelCodec *codec);
 extern void tcopy_writer_add(TcopyWriter *writer, Datum *values, bool *nulls);
+/* Add writer->row, filled by the caller. */
+extern void tcopy_writer_add_row(TcopyWriter *writer);
 /* Send what is left; the rows commit with the transaction. */
 extern void tcopy_writer_finish(TcopyWriter *writer);
 extern void tcopy_writer_free(TcopyWriter *writer);
@@ -180,5 +227,24 @@ extern Datum tcopy_fdw_handler(PG_FUNCTION_ARGS);
 
 /* in copy.c */
 extern void TcopyCopyInit(void);
+
+/* in copy_fields.c: COPY's raw text fields straight to wire rows */
+struct CopyFromStateData;
+typedef struct TcopyFieldPlan TcopyFieldPlan;
+
+/*
+ * How to convert the fields of cstate's rows for codec's table, or NULL when
+ * this COPY must go through NextCopyFrom (binary format, defaults to
+ * compute, a column list that leaves columns to defaults).
+ */
+extern TcopyFieldPlan *tcopy_field_plan(struct CopyFromStateData *cstate,
+										TcopyRelCodec *codec);
+
+/*
+ * Read the next row into row, as NextCopyFrom would into Datums: the same
+ * values, the same errors.  false at the end of the input.
+ */
+extern bool tcopy_next_row_fields(struct CopyFromStateData *cstate,
+								  TcopyFieldPlan *plan, TcopyRowBuf *row);
 
 #endif							/* TCOPY_H */

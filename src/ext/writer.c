@@ -30,7 +30,9 @@ tcopy_writer_begin(TcopyRelCodec *codec)
 	writer->codec = codec;
 	writer->batch_rows = codec->options.batch_rows;
 	writer->batch_bytes = codec->options.batch_bytes;
-	tcopy_batch_init(&writer->batch, (TcopyAllocMode) tcopy_alloc_mode);
+	tcopy_batch_init(&writer->batch, (TcopyEncoder) tcopy_encoder,
+					 (TcopyAllocMode) tcopy_alloc_mode);
+	tcopy_row_buf_init(&writer->row, codec->ncolumns);
 	callback->func = writer_release;
 	callback->arg = writer;
 	MemoryContextRegisterResetCallback(CurrentMemoryContext, callback);
@@ -44,7 +46,7 @@ tcopy_writer_begin(TcopyRelCodec *codec)
 static void
 writer_flush(TcopyWriter *writer)
 {
-	uint64		nrows = writer->batch.msg.n_rows;
+	uint64		nrows = writer->batch.nrows;
 
 	if (nrows == 0)
 		return;
@@ -53,14 +55,19 @@ writer_flush(TcopyWriter *writer)
 }
 
 void
-tcopy_writer_add(TcopyWriter *writer, Datum *values, bool *nulls)
+tcopy_writer_add_row(TcopyWriter *writer)
 {
-	Tcopy__Row *row = tcopy_batch_add_row(&writer->batch);
-
-	tcopy_encode_row(writer->codec, values, nulls, row, &writer->batch);
-	if (writer->batch.msg.n_rows >= (size_t) writer->batch_rows ||
+	tcopy_batch_add(&writer->batch, &writer->row.wire);
+	if (writer->batch.nrows >= (size_t) writer->batch_rows ||
 		writer->batch.payload_bytes >= (size_t) writer->batch_bytes)
 		writer_flush(writer);
+}
+
+void
+tcopy_writer_add(TcopyWriter *writer, Datum *values, bool *nulls)
+{
+	tcopy_encode_row(writer->codec, values, nulls, &writer->row);
+	tcopy_writer_add_row(writer);
 }
 
 void

@@ -1,0 +1,330 @@
+/*
+ * copy_fields.c
+ *		COPY's raw text fields straight to wire values: what NextCopyFrom
+ *		does, without a Datum in between for the common types.
+ *
+ * Rows still come from Postgres' COPY reader (NextCopyFromRawFields: line
+ * splitting, quoting, escapes, encoding conversion and checks, the header
+ * line); what is skipped is the per-field detour through an input function
+ * and a palloc'd Datum that the wire row then copies again.  For these
+ * types the field's string is converted by the very function the type's
+ * input function calls, or is itself the value:
+ *
+ *   int2, int4, int8	pg_strtoint16/32/64 (int2in, int4in, int8in call them)
+ *   float8				float8in_internal, as float8in calls it
+ *   text				the field's bytes (textin copies them)
+ *   varchar(n)			the field's bytes, when they are no more than n
+ *   char(n)			the field's bytes and blanks up to n characters, when
+ *						there are no more than n bytes (characters counted
+ *						without a multibyte walk when the field is ASCII)
+ *
+ * A field that does not meet the condition, a column of any other type and
+ * a domain go through the column's input function exactly as NextCopyFrom
+ * calls it (a domain's also for a NULL), and the Datum through the codec.
+ * Fields are converted in the order of the COPY's column list, with
+ * cur_attname/cur_attval set for CopyFromErrorCallback, and the column
+ * count checks come where NextCopyFrom makes them, so that the first error
+ * of a bad line and its CONTEXT are Postgres'.  tcopy_field_plan declines
+ * (the caller then uses NextCopyFrom) the binary format, columns filled by
+ * defaults, and file_fdw's selective conversion.  sql/tcopy_fields.sql
+ * loads the same input with tcopy.raw_fields on and off and into a heap
+ * table, and compares values and errors.
+ */
+#include "tcopy.h"
+
+#include "catalog/pg_type.h"
+#include "commands/copy.h"
+#include "commands/copyfrom_internal.h"
+#include "mb/pg_wchar.h"
+#include "utils/builtins.h"
+#include "utils/float.h"
+#include "utils/lsyscache.h"
+
+typedef enum FieldConv
+{
+	FIELD_INPUT,				/* the input function, then the codec */
+	FIELD_INT2,
+	FIELD_INT4,
+	FIELD_INT8,
+	FIELD_FLOAT8,
+	FIELD_TEXT,					/* verbatim */
+	FIELD_VARCHAR,				/* verbatim when short enough */
+	FIELD_BPCHAR				/* verbatim and blanks when short enough */
+} FieldConv;
+
+/* A value converted, waiting for the row to be assembled in column order. */
+typedef struct FieldValue
+{
+	bool		isnull;
+	bool		is_datum;		/* FIELD_INPUT's result */
+	union
+	{
+		int64		i;
+		double		f;
+		TcWireBlob	blob;
+		Datum		datum;
+	}			v;
+} FieldValue;
+
+/* One field of the COPY's column list. */
+typedef struct FieldPlan
+{
+	int			column;			/* wire column */
+	int			m;				/* attnum - 1 */
+	FieldConv	conv;
+	int32		maxlen;			/* FIELD_VARCHAR, FIELD_BPCHAR: characters */
+	bool		is_domain;		/* input function called for NULL too */
+	const char *attname;
+} FieldPlan;
+
+struct TcopyFieldPlan
+{
+	TcopyRelCodec *codec;
+	int			nfields;		/* fields a line must have */
+	FieldPlan  *fields;			/* [nfields], in the column list's order */
+	FieldValue *values;			/* [codec->ncolumns] */
+	bool	   *listed;			/* [codec->ncolumns]: in the column list */
+};
+
+static FieldConv
+field_conv(TcopyColumnCodec *col, int32 *maxlen)
+{
+	*maxlen = col->typmod >= (int32) VARHDRSZ ? col->typmod - VARHDRSZ : -1;
+	switch (col->typid)
+	{
+		case INT2OID:
+			return FIELD_INT2;
+		case INT4OID:
+			return FIELD_INT4;
+		case INT8OID:
+			return FIELD_INT8;
+		case FLOAT8OID:
+			return FIELD_FLOAT8;
+		case TEXTOID:
+			return FIELD_TEXT;
+		case VARCHAROID:
+			return *maxlen < 0 ? FIELD_TEXT : FIELD_VARCHAR;
+		case BPCHAROID:
+			return *maxlen < 0 ? FIELD_TEXT : FIELD_BPCHAR;
+		default:
+			return FIELD_INPUT;
+	}
+}
+
+TcopyFieldPlan *
+tcopy_field_plan(CopyFromState cstate, TcopyRelCodec *codec)
+{
+	TupleDesc	desc = RelationGetDescr(cstate->rel);
+	TcopyFieldPlan *plan;
+	ListCell   *cur;
+	int			f = 0;
+
+	if (cstate->opts.binary || cstate->num_defaults > 0 ||
+		cstate->convert_select_flags != NULL ||
+		list_length(cstate->attnumlist) == 0)
+		return NULL;
+
+	plan = palloc0(sizeof(TcopyFieldPlan));
+	plan->codec = codec;
+	plan->nfields = list_length(cstate->attnumlist);
+	plan->fields = palloc0(sizeof(FieldPlan) * plan->nfields);
+	plan->values = palloc0(sizeof(FieldValue) * Max(codec->ncolumns, 1));
+	plan->listed = palloc0(sizeof(bool) * Max(codec->ncolumns, 1));
+	foreach(cur, cstate->attnumlist)
+	{
+		int			m = lfirst_int(cur) - 1;
+		FieldPlan  *field = &plan->fields[f++];
+		TcopyColumnCodec *col;
+
+		field->m = m;
+		field->column = codec->column_of_att[m];
+		field->attname = NameStr(TupleDescAttr(desc, m)->attname);
+		Assert(field->column >= 0);
+		col = &codec->columns[field->column];
+		field->is_domain = getBaseType(col->typid) != col->typid;
+		field->conv = field->is_domain ? FIELD_INPUT : field_conv(col, &field->maxlen);
+		plan->listed[field->column] = true;
+	}
+	return plan;
+}
+
+/* Whether s[0..len) is ASCII, a word at a time. */
+static inline bool
+field_is_ascii(const char *s, size_t len)
+{
+	uint64		acc = 0;
+	size_t		i = 0;
+
+	for (; i + 8 <= len; i += 8)
+	{
+		uint64		word;
+
+		memcpy(&word, s + i, 8);
+		acc |= word;
+	}
+	for (; i < len; i++)
+		acc |= (unsigned char) s[i];
+	return (acc & UINT64CONST(0x8080808080808080)) == 0;
+}
+
+/* Convert one field; string NULL for a NULL.  See the file comment. */
+static void
+convert_field(CopyFromState cstate, const FieldPlan *field, char *string,
+			  FieldValue *value)
+{
+	TupleDesc	desc = RelationGetDescr(cstate->rel);
+	size_t		len = 0;
+
+	value->isnull = (string == NULL);
+	value->is_datum = false;
+	if (string == NULL)
+	{
+		if (field->is_domain)	/* its NOT NULL and CHECKs see the NULL */
+			(void) InputFunctionCall(&cstate->in_functions[field->m], NULL,
+									 cstate->typioparams[field->m],
+									 TupleDescAttr(desc, field->m)->atttypmod);
+		return;
+	}
+	switch (field->conv)
+	{
+		case FIELD_INT2:
+			value->v.i = pg_strtoint16(string);
+			return;
+		case FIELD_INT4:
+			value->v.i = pg_strtoint32(string);
+			return;
+		case FIELD_INT8:
+			value->v.i = pg_strtoint64(string);
+			return;
+		case FIELD_FLOAT8:
+			value->v.f = float8in_internal(string, NULL, "double precision", string);
+			return;
+		case FIELD_TEXT:
+			len = strlen(string);
+			break;
+		case FIELD_VARCHAR:
+			len = strlen(string);
+			if (len > (size_t) field->maxlen)
+				goto input;		/* varchar_input clips blanks or fails */
+			break;
+		case FIELD_BPCHAR:
+			len = strlen(string);
+			if (len > (size_t) field->maxlen)
+				goto input;		/* bpchar_input clips blanks or fails */
+			value->v.blob.data = (const uint8 *) string;
+			value->v.blob.len = (uint32) len;
+			value->v.blob.pad = field->maxlen -
+				(field_is_ascii(string, len) ? (int) len : pg_mbstrlen_with_len(string, (int) len));
+			return;
+		case FIELD_INPUT:
+			goto input;
+	}
+	value->v.blob.data = (const uint8 *) string;
+	value->v.blob.len = (uint32) len;
+	value->v.blob.pad = 0;
+	return;
+
+input:
+	value->is_datum = true;
+	value->v.datum = InputFunctionCall(&cstate->in_functions[field->m], string,
+									   cstate->typioparams[field->m],
+									   TupleDescAttr(desc, field->m)->atttypmod);
+}
+
+/*
+ * A NULL in a NOT NULL column: Postgres' message wants the whole row as
+ * Datums, so convert the fields again, through their input functions.
+ */
+static void
+report_null(CopyFromState cstate, TcopyFieldPlan *plan, int column,
+			char **strings)
+{
+	TupleDesc	desc = RelationGetDescr(cstate->rel);
+	Datum	   *values = palloc0(sizeof(Datum) * Max(desc->natts, 1));
+	bool	   *nulls = palloc(sizeof(bool) * Max(desc->natts, 1));
+
+	memset(nulls, true, sizeof(bool) * Max(desc->natts, 1));
+	for (int f = 0; f < plan->nfields; f++)
+	{
+		const FieldPlan *field = &plan->fields[f];
+
+		if (plan->values[field->column].isnull)
+			continue;
+		values[field->m] = InputFunctionCall(&cstate->in_functions[field->m], strings[f],
+											 cstate->typioparams[field->m],
+											 TupleDescAttr(desc, field->m)->atttypmod);
+		nulls[field->m] = false;
+	}
+	tcopy_report_null_violation(plan->codec, column, values, nulls);
+}
+
+bool
+tcopy_next_row_fields(CopyFromState cstate, TcopyFieldPlan *plan, TcopyRowBuf *row)
+{
+	TcopyRelCodec *codec = plan->codec;
+	char	  **strings;
+	int			nstrings;
+
+	if (!NextCopyFromRawFields(cstate, &strings, &nstrings))
+		return false;
+	/* NextCopyFrom's checks, in its order and words */
+	if (nstrings > plan->nfields)
+		ereport(ERROR,
+				(errcode(ERRCODE_BAD_COPY_FILE_FORMAT),
+				 errmsg("extra data after last expected column")));
+	for (int f = 0; f < plan->nfields; f++)
+	{
+		const FieldPlan *field = &plan->fields[f];
+		char	   *string;
+
+		if (f >= nstrings)
+			ereport(ERROR,
+					(errcode(ERRCODE_BAD_COPY_FILE_FORMAT),
+					 errmsg("missing data for column \"%s\"", field->attname)));
+		string = strings[f];
+		if (cstate->opts.csv_mode)
+		{
+			if (string == NULL && cstate->opts.force_notnull_flags[field->m])
+				string = cstate->opts.null_print;
+			else if (string != NULL && cstate->opts.force_null_flags[field->m] &&
+					 strcmp(string, cstate->opts.null_print) == 0)
+				string = NULL;
+		}
+		strings[f] = string;
+		cstate->cur_attname = field->attname;
+		cstate->cur_attval = string;
+		convert_field(cstate, field, string, &plan->values[field->column]);
+		cstate->cur_attname = NULL;
+		cstate->cur_attval = NULL;
+	}
+
+	/* the wire row, in column order */
+	tcopy_row_buf_clear(row);
+	for (int c = 0; c < codec->ncolumns; c++)
+	{
+		FieldValue *value = &plan->values[c];
+
+		if (!plan->listed[c] || value->isnull)
+		{
+			if (codec->columns[c].notnull)
+				report_null(cstate, plan, c, strings);
+			row->nulls[row->wire.n_nulls++] = (uint32) c;
+		}
+		else if (value->is_datum)
+			tcopy_encode_datum(codec, c, value->v.datum, row);
+		else
+			switch (codec->columns[c].kind)
+			{
+				case TCOPY__KIND__KIND_INT:
+					row->ints[row->wire.n_ints++] = value->v.i;
+					break;
+				case TCOPY__KIND__KIND_FLOAT:
+					row->floats[row->wire.n_floats++] = value->v.f;
+					break;
+				default:
+					row->blobs[row->wire.n_blobs++] = value->v.blob;
+					break;
+			}
+	}
+	return true;
+}
