@@ -10,21 +10,29 @@ use warnings;
 my ($dir, $md_path, $png_path) = @ARGV;
 die "usage: report.pl RESULTS_DIR RESULTS.md CHART.png\n" unless defined $png_path;
 
-my @case_order = qw(1 2 3 4 5 6 7a 7b);
+my @case_order = qw(1 2 3 3f 3p 4 5 6 6f 6p 7a 7b 8);
 my %case_label = (
 	'1'  => 'Postgres COPY, logged heap + primary key',
 	'2'  => 'Postgres COPY, unlogged heap, no index',
-	'3'  => 'tcopy, defaults (arena)',
-	'4'  => 'tcopy, alloc_mode = malloc',
+	'3'  => 'tcopy, defaults (wire encoder, raw fields)',
+	'3f' => 'tcopy, raw_fields = off (input functions)',
+	'3p' => 'tcopy, encoder = protobuf (arena)',
+	'4'  => 'tcopy, encoder = protobuf, alloc_mode = malloc',
 	'5'  => 'tcopy, copy_hook = off (FDW insert path)',
 	'6'  => 'tcopy to null: (client side alone)',
-	'7a' => 'tcopy, backend on tcmalloc',
-	'7b' => 'tcopy malloc, backend on tcmalloc',
+	'6f' => 'tcopy to null:, raw_fields = off',
+	'6p' => 'tcopy to null:, encoder = protobuf (arena)',
+	'7a' => 'tcopy defaults, backend on tcmalloc',
+	'7b' => 'tcopy protobuf malloc, backend on tcmalloc',
+	'8'  => "Postgres' COPY reader alone (file_fdw, count of every column)",
 );
 my %case_short = (
-	'1' => 'heap+PK', '2' => 'heap unlogged', '3' => 'tcopy', '4' => 'tcopy malloc',
-	'5' => 'hook off', '6' => 'null:', '7a' => 'tcopy tcmalloc', '7b' => 'malloc tcmalloc',
+	'1' => 'heap+PK', '2' => 'heap unlogged', '3' => 'tcopy', '3f' => 'fields off', '3p' => 'protobuf',
+	'4' => 'pb malloc', '5' => 'hook off', '6' => 'null:', '6f' => 'null: f.off', '6p' => 'null: pb',
+	'7a' => 'tcopy tcm', '7b' => 'malloc tcm', '8' => 'reader',
 );
+# the cases that load into a tserver (the others have no tserver figures)
+my %case_tserver = map { $_ => 1 } qw(3 3f 3p 4 5 7a 7b);
 my @ds_order = qw(accounts shuffled mixed);
 my %ds_label = (
 	accounts => 'accounts (pgbench_accounts rows, sorted keys)',
@@ -139,6 +147,14 @@ sub fmt
 	return sprintf($fmt, $v);
 }
 
+# secs(S): seconds with two decimals, three below a second (--quick runs)
+sub secs
+{
+	my ($v) = @_;
+	return '–' unless defined $v;
+	return sprintf($v < 1 ? '%.3f s' : '%.2f s', $v);
+}
+
 sub fmt_int
 {
 	my ($v) = @_;
@@ -146,6 +162,65 @@ sub fmt_int
 	my $s = sprintf('%.0f', $v);
 	1 while $s =~ s/^(\d+)(\d{3})/$1,$2/;
 	return $s;
+}
+
+# ---------------------------------------------------------------- profiles, read
+
+# The allocator: malloc and free in the C library, tcmalloc or libstdc++'s
+# operator new/delete (matched in those objects only, so that a kernel
+# "get_page_from_freelist" or tcopy's own functions do not count), and the
+# kernel's page-fault path.  Postgres' memory contexts are counted apart.
+my $alloc_user_re = qr/malloc|free|unlink_chunk|sysmalloc|tcache|realloc|calloc|memalign|^tc_|tcmalloc|operator new|operator delete/;
+my $alloc_dso_re = qr/^libc\.so|libtcmalloc|libstdc\+\+/;
+my $fault_re = qr/^\[k\] (?:asm_exc_page_fault|clear_page|exc_page_fault|handle_mm_fault|__handle_mm_fault|do_anonymous_page|do_user_addr_fault)/;
+my $pgmem_re = qr/^(?:AllocSet|palloc|pfree|repalloc|MemoryContext|GenerationAlloc|SlabAlloc)/;
+
+sub is_alloc
+{
+	my ($sym, $dso) = @_;
+	return 1 if $sym =~ $fault_re;
+	return $dso =~ $alloc_dso_re && $sym !~ /^\[k\]/ && $sym =~ $alloc_user_re;
+}
+
+sub read_profile
+{
+	my ($path) = @_;
+	open(my $fh, '<', $path) or return ();
+	my (%by_sym, $total);
+	my $samples = 0;
+	while (<$fh>)
+	{
+		$samples = $1 if /^# Samples: (\S+)/;
+		next unless /^\s*([\d.]+)%\s+(\S+)\s+\[(.)\]\s+(.*?)\s*$/;
+		my ($p, $dso, $kind, $sym) = ($1, $2, $3, $4);
+		$sym =~ s/\s+-\s+-$//;
+		$sym = "($dso: unresolved local functions)" if $sym =~ /^0x[0-9a-f]+$/;
+		$sym = "[k] $sym" if $kind eq 'k';
+		$by_sym{$sym}{pct} += $p;
+		$by_sym{$sym}{dso} = $dso;
+		$total += $p;
+	}
+	return (\%by_sym, $total, $samples);
+}
+
+# profile{who}{case}: a profile's symbols and shares, from profile/WHO_CASE.txt
+my %profile;
+for my $path (sort glob("$dir/profile/*.txt"))
+{
+	my ($who, $c) = $path =~ m{/(\w+?)_(\w+)\.txt$};
+	next unless defined $c;
+	my ($by, $total, $samples) = read_profile($path);
+	next unless $by && $total;
+	my @syms = sort { $by->{$b}{pct} <=> $by->{$a}{pct} } keys %$by;
+	my %p = (by => $by, samples => $samples, syms => \@syms);
+	$p{alloc} = [ grep { is_alloc($_, $by->{$_}{dso}) } @syms ];
+	$p{alloc_pct} = 0;
+	$p{alloc_pct} += $by->{$_}{pct} for @{ $p{alloc} };
+	$p{arena_pct} = 0;
+	$p{arena_pct} += $by->{$_}{pct} for grep { /^tc_arena_|tcopy_batch_alloc/ } @syms;
+	$p{pgmem_pct} = 0;
+	$p{pgmem_pct} += $by->{$_}{pct} for grep { /$pgmem_re/ } @syms;
+	$profile{$who}{$c} = \%p;
 }
 
 # ---------------------------------------------------------------- report
@@ -164,6 +239,125 @@ if (@failures)
 	out map { "- $_" } @failures;
 	out "";
 }
+
+# ---------------------------------------------------------------- issue 5 targets
+
+# Each row: figure, target, measured, met (1, 0, or undef when not measured
+# or not a target).  Ratios and differences come from this run's medians;
+# the memory ceilings from the peaks of every run.
+my @targets;
+my $not_run = '– (not run)';
+
+sub ns_text
+{
+	my ($ns) = @_;
+	return $ns < 0 ? sprintf('%.0f ns (faster than the reader)', $ns) : sprintf('%.0f ns', $ns);
+}
+
+for my $t (['accounts', 0.33], ['shuffled', 0.5])
+{
+	my ($ds, $limit) = @$t;
+	my ($w3, $w2) = (med($ds, '3', 'wall'), med($ds, '2', 'wall'));
+	my $ratio = (defined $w3 && $w2) ? $w3 / $w2 : undef;
+	push @targets, ["tcopy (3) wall / unlogged heap (2) wall, $ds", "≤ $limit",
+		defined $ratio ? sprintf('%.2f (%s / %s)', $ratio, secs($w3), secs($w2)) : $not_run,
+		defined $ratio ? ($ratio <= $limit ? 1 : 0) : undef];
+}
+for my $ds (qw(accounts mixed))
+{
+	for my $t (['3', 'wire (3)'], ['3p', 'protobuf-c arena (3p)'])
+	{
+		my ($c, $what) = @$t;
+		my ($w, $w4) = (med($ds, $c, 'wall'), med($ds, '4', 'wall'));
+		my $less = (defined $w && $w4) ? 100 * ($w4 - $w) / $w4 : undef;
+		push @targets, ["allocation: wall time of $what against protobuf-c malloc (4), $ds", '≥ 13.5% less wall time',
+			defined $less
+			? sprintf('%.1f%% %s (%s vs %s)', abs($less), $less >= 0 ? 'less' : 'more', secs($w), secs($w4))
+			: $not_run,
+			defined $less ? ($less >= 13.5 ? 1 : 0) : undef];
+	}
+}
+{
+	my $backend = $profile{backend} // {};
+	my ($p3, $p4) = ($backend->{'3'}, $backend->{'4'});
+	push @targets, ['malloc + free + page-fault share of backend samples, case 3 (accounts)', '≤ 2%',
+		$p3
+		? sprintf('%.1f%% (case 4: %s)', $p3->{alloc_pct}, $p4 ? sprintf('%.1f%%', $p4->{alloc_pct}) : 'no profile')
+		: '– (no profile' . ($is_quick ? ': --quick' : '') . ')',
+		$p3 ? ($p3->{alloc_pct} <= 2 ? 1 : 0) : undef];
+}
+# the client side beyond Postgres' COPY reader: null: (6, 6f, 6p) minus the
+# reader alone (8), per row; only case 6 (the defaults) has a target
+for my $ds (qw(accounts mixed))
+{
+	for my $c (qw(6 6f 6p))
+	{
+		next unless has($ds, $c) || $c eq '6';
+		for my $t (['wall', 'wall'], ['b_cpu', 'backend CPU (user+sys)'])
+		{
+			my ($k, $what) = @$t;
+			my ($v, $v8, $n) = (med($ds, $c, $k), med($ds, '8', $k), med($ds, $c, 'rows'));
+			my $ns = (defined $v && defined $v8 && $n) ? 1e9 * ($v - $v8) / $n : undef;
+			my $is_target = $c eq '6';
+			push @targets, ["client-side cost per row beyond Postgres' COPY reader, $what: ($c − 8) / rows, $ds",
+				$is_target ? '≤ 50 ns' : '– (comparison)',
+				defined $ns ? ns_text($ns) . sprintf(' (%s vs %s)', secs($v), secs($v8)) : $not_run,
+				($is_target && defined $ns) ? ($ns <= 50 ? 1 : 0) : undef];
+		}
+	}
+}
+{
+	my ($max, $n) = (undef, 0);
+	my @where;
+	for my $ds (@ds_order)
+	{
+		next unless has($ds, '3');
+		push @where, $ds;
+		for my $v (@{ $stats{$ds}{'3'}{b_rss} })
+		{
+			$n++;
+			$max = $v if !defined $max || $v > $max;
+		}
+	}
+	push @targets, ['backend peak RssAnon, case 3 (the highest of its ' . $n . ' run(s): ' . join(', ', @where)
+		  . '; at ' . fmt_int($meta{rows}) . ' rows: test/t/103_copy_memory.pl covers its growth across sizes)', '≤ 32 MB',
+		defined $max ? sprintf('%.1f MB', $max) : $not_run,
+		defined $max ? ($max <= 32 ? 1 : 0) : undef];
+}
+{
+	my ($max, $n) = (undef, 0);
+	for my $ds (@ds_order)
+	{
+		next unless has($ds, '3');
+		for my $v (@{ $stats{$ds}{'3'}{ts_hwm} })
+		{
+			$n++;
+			$max = $v if !defined $max || $v > $max;
+		}
+	}
+	my @c3 = grep { $_->{case} eq '3' && $_->{status} eq 'ok' } @conc;
+	for my $r (@c3)
+	{
+		my $v = $r->{ts_hwm_kb} / 1024;
+		$max = $v if !defined $max || $v > $max;
+	}
+	push @targets, ["tserver peak RSS (VmHWM), the highest over case 3's $n run(s) and its "
+		  . scalar(@c3) . ' concurrent load(s)' . (@c3 ? ' (' . join(', ', map { "$_->{clients} clients" } @c3) . ')' : ''),
+		'≤ 1 GB',
+		defined $max ? sprintf('%.1f MB', $max) : $not_run,
+		defined $max ? ($max <= 1024 ? 1 : 0) : undef];
+}
+
+out "## Issue 5 targets", "";
+out "From this run's medians (at " . fmt_int($meta{rows}) . " rows; mixed: " . fmt_int($meta{mixed_rows})
+  . "); the memory ceilings from the highest peak of any run. \"–\" in \"met?\": not measured in this run, or a row shown for comparison only.", "";
+out "| figure | target | measured | met? |", "|---|---|---|---|";
+for my $t (@targets)
+{
+	my ($figure, $target, $measured, $met) = @$t;
+	out "| $figure | $target | $measured | " . (defined $met ? ($met ? 'yes' : '**no**') : '–') . " |";
+}
+out "";
 
 out "## Machine and settings", "";
 out "| | |", "|---|---|";
@@ -190,6 +384,16 @@ for my $ds (@ds_order)
 }
 out "";
 
+out "### Cases", "";
+out "| case | what | settings in its session |", "|---|---|---|";
+for my $c (grep { exists $meta{"settings_$_"} } @case_order)
+{
+	my $set = $meta{"settings_$c"};
+	out "| $c | $case_label{$c} | " . ($set ne '' ? "`$set`" : ($c eq '1' || $c eq '2' || $c eq '8' ? '–' : 'none (defaults)'))
+	  . ($c =~ /^7/ ? ', on the tcmalloc cluster' : '') . " |";
+}
+out "";
+
 out "### Method", "";
 out "- Every case × dataset combination runs **$meta{runs}** time(s), the combinations alternating "
   . "(round 1: A B C …, round 2: A B C …) so that drift on a shared machine hits all alike; "
@@ -206,8 +410,13 @@ out "- Both clusters have `shared_preload_libraries = 'tcopy'`, as the README as
   . "COMMIT's (for tcopy the tserver's commit: merge of spilled runs, SST ingestion, fsync), the latter shown apart. CPU (utime, stime) and minor faults (field 10) come from `/proc/PID/stat` of the backend "
   . "and of the tserver before and after; backend peak RssAnon is sampled from `/proc/PID/status` every ~50 ms; "
   . "tserver peak RSS is its VmHWM; disk writes are `write_bytes` deltas of `/proc/PID/io`.";
-out "- Checked after every load but null:: the COPY's reported row count and `count(*)` of the target "
-  . "(through the FDW for tcopy tables). Background work of Postgres (WAL writer, checkpointer) is not in the backend's CPU.";
+out "- Case 8 measures Postgres' COPY reader alone, for the targets' \"client side beyond the reader\": a file_fdw "
+  . "foreign table over the same CSV, timed like the loads (`BEGIN; SELECT count(c1), count(c2), … FROM it; COMMIT;`) "
+  . "with count() of every column, so that file_fdw's `NextCopyFrom` reads every line and converts every field by its "
+  . "input function (file_fdw converts only the columns a query uses); nothing is stored. Its cost beyond COPY's own "
+  . "reading is the executor's scan and the count() aggregates, so the differences against it slightly understate the client side's cost.";
+out "- Checked after every load but null: (6, 6f, 6p): the COPY's reported row count and `count(*)` of the target "
+  . "(through the FDW for tcopy tables); for case 8, the reader's count of the key column. Background work of Postgres (WAL writer, checkpointer) is not in the backend's CPU.";
 out "- MB/s is CSV bytes (10^6) per second of wall time; \"× vs 1\" and \"× vs 2\" are rows/s relative to "
   . "case 1 and case 2 on the same dataset (above 1 = faster).";
 out "";
@@ -234,7 +443,7 @@ for my $ds (@ds_order)
 		}
 		my ($lo, $hi) = minmax(@{ $stats{$ds}{$c}{wall} });
 		my $rps = med($ds, $c, 'rps');
-		my $ts = ($c ne '1' && $c ne '2' && $c ne '6');
+		my $ts = $case_tserver{$c};
 		out join(' | ',
 			"| $c $case_label{$c}",
 			sprintf('%.2f (%.2f–%.2f)', med($ds, $c, 'wall'), $lo, $hi),
@@ -282,17 +491,23 @@ for my $ds (@ds_order)
 		my $p = pct($ds, $a, $b);
 		return unless defined $p;
 		my ($ca, $cb) = (med($ds, $a, 'b_cpu'), med($ds, $b, 'b_cpu'));
-		push @l, sprintf('%s: wall %+.1f%% (%.2f s vs %.2f s), backend CPU %.2f s vs %.2f s, backend peak RssAnon %.1f vs %.1f MB, minor faults %s vs %s',
-			$what, $p, med($ds, $a, 'wall'), med($ds, $b, 'wall'), $ca, $cb,
+		push @l, sprintf('%s: wall %+.1f%% (%s vs %s), backend CPU %.2f s vs %.2f s, backend peak RssAnon %.1f vs %.1f MB, minor faults %s vs %s',
+			$what, $p, secs(med($ds, $a, 'wall')), secs(med($ds, $b, 'wall')), $ca, $cb,
 			med($ds, $a, 'b_rss'), med($ds, $b, 'b_rss'), fmt_int(med($ds, $a, 'b_flt')), fmt_int(med($ds, $b, 'b_flt')));
 	};
-	$add->('4', '3', 'malloc (4) vs arena (3)');
-	$add->('7a', '3', 'arena: tcmalloc (7a) vs glibc (3)');
-	$add->('7b', '4', 'malloc: tcmalloc (7b) vs glibc (4)');
-	$add->('7b', '7a', 'under tcmalloc: malloc (7b) vs arena (7a)');
+	$add->('3', '3f', 'raw fields (3) vs input functions (3f)');
+	$add->('6', '6f', 'null:, raw fields (6) vs input functions (6f)');
+	$add->('3', '3p', 'wire encoder (3) vs protobuf-c arena (3p)');
+	$add->('6', '6p', 'null:, wire encoder (6) vs protobuf-c arena (6p)');
+	$add->('3', '4', 'wire encoder (3) vs protobuf-c malloc (4)');
+	$add->('3p', '4', 'protobuf-c: arena (3p) vs malloc (4)');
+	$add->('7a', '3', 'defaults: tcmalloc (7a) vs glibc (3)');
+	$add->('7b', '4', 'protobuf-c malloc: tcmalloc (7b) vs glibc (4)');
+	$add->('7a', '7b', 'under tcmalloc: defaults (7a) vs protobuf-c malloc (7b)');
 	$add->('5', '3', 'hook off (5) vs hook (3)');
 	$add->('3', '2', 'tcopy (3) vs unlogged heap (2)');
 	$add->('3', '1', 'tcopy (3) vs logged heap + PK (1)');
+	$add->('6', '8', "null: (6) vs Postgres' COPY reader alone (8)");
 	if (defined med($ds, '6', 'wall') && defined med($ds, '3', 'wall'))
 	{
 		my ($w6, $w3, $c6, $c3) = (med($ds, '6', 'wall'), med($ds, '3', 'wall'), med($ds, '6', 'b_cpu'), med($ds, '3', 'b_cpu'));
@@ -323,7 +538,7 @@ if (@conc)
 	out "|---|---|---|---|---|---|---|---|---|---|---|---|";
 	for my $r (@conc)
 	{
-		my $ts = ($r->{case} ne '1' && $r->{case} ne '2');
+		my $ts = $case_tserver{ $r->{case} };
 		out join(' | ',
 			"| $r->{case} $case_label{$r->{case}}", $r->{clients},
 			sprintf('%.2f', $r->{wall_s}),
@@ -338,82 +553,38 @@ if (@conc)
 
 # ---------------------------------------------------------------- profile
 
-# The allocator: malloc and free in the C library, tcmalloc or libstdc++'s
-# operator new/delete (matched in those objects only, so that a kernel
-# "get_page_from_freelist" or tcopy's own functions do not count), and the
-# kernel's page-fault path.  Postgres' memory contexts are counted apart.
-my $alloc_user_re = qr/malloc|free|unlink_chunk|sysmalloc|tcache|realloc|calloc|memalign|^tc_|tcmalloc|operator new|operator delete/;
-my $alloc_dso_re = qr/^libc\.so|libtcmalloc|libstdc\+\+/;
-my $fault_re = qr/^\[k\] (?:asm_exc_page_fault|clear_page|exc_page_fault|handle_mm_fault|__handle_mm_fault|do_anonymous_page|do_user_addr_fault)/;
-my $pgmem_re = qr/^(?:AllocSet|palloc|pfree|repalloc|MemoryContext|GenerationAlloc|SlabAlloc)/;
-
-sub is_alloc
-{
-	my ($sym, $dso) = @_;
-	return 1 if $sym =~ $fault_re;
-	return $dso =~ $alloc_dso_re && $sym !~ /^\[k\]/ && $sym =~ $alloc_user_re;
-}
-
-sub read_profile
-{
-	my ($path) = @_;
-	open(my $fh, '<', $path) or return ();
-	my (%by_sym, $total);
-	my $samples = 0;
-	while (<$fh>)
-	{
-		$samples = $1 if /^# Samples: (\S+)/;
-		next unless /^\s*([\d.]+)%\s+(\S+)\s+\[(.)\]\s+(.*?)\s*$/;
-		my ($p, $dso, $kind, $sym) = ($1, $2, $3, $4);
-		$sym =~ s/\s+-\s+-$//;
-		$sym = "($dso: unresolved local functions)" if $sym =~ /^0x[0-9a-f]+$/;
-		$sym = "[k] $sym" if $kind eq 'k';
-		$by_sym{$sym}{pct} += $p;
-		$by_sym{$sym}{dso} = $dso;
-		$total += $p;
-	}
-	return (\%by_sym, $total, $samples);
-}
-
-my @profiles = sort glob("$dir/profile/*.txt");
 out "## Profiles", "";
-if (!@profiles)
+if (!%profile)
 {
 	out "No profile: " . ($meta{perf} // 'not run') . ".", "";
 }
 else
 {
 	out "$meta{perf}. `perf record -g -F 999 -p PID` over the whole COPY of the accounts dataset "
-	  . "(separate, unmeasured runs), then `perf report --no-children --sort dso,symbol`: self time. "
+	  . "(separate, unmeasured runs with the case's settings), then `perf report --no-children --sort dso,symbol`: self time. "
 	  . "Allocator share: symbols of libc, libtcmalloc or libstdc++ matching `malloc|free|unlink_chunk|sysmalloc|tcache|realloc|calloc|memalign|tc_|tcmalloc|operator new|operator delete` (glibc's `_int_malloc`, `_int_free`, `cfree`, `malloc_consolidate` among them), plus the kernel's page-fault path (`asm_exc_page_fault|exc_page_fault|do_user_addr_fault|handle_mm_fault|do_anonymous_page|clear_page*`); Postgres' memory contexts (`AllocSet*|palloc|pfree|MemoryContext*`) apart "
 	  . "(tcopy's own `tc_arena_*` are shown apart). Postgres' binary keeps only its exported symbols, so its static "
 	  . "functions (CopyReadLineText, CopyReadAttributesCSV, …) are summed as \"unresolved local functions\".", "";
-	for my $p (@profiles)
+	for my $who (sort keys %profile)
 	{
-		my ($who, $c) = $p =~ m{/(\w+?)_(\w+)\.txt$};
-		my ($by, $total, $samples) = read_profile($p);
-		next unless $by && $total;
-		my @syms = sort { $by->{$b}{pct} <=> $by->{$a}{pct} } keys %$by;
-		my @alloc = grep { is_alloc($_, $by->{$_}{dso}) } @syms;
-		my @pgmem = grep { /$pgmem_re/ } @syms;
-		my $pgmem_sum = 0;
-		$pgmem_sum += $by->{$_}{pct} for @pgmem;
-		my @arena = grep { /^tc_arena_|tcopy_batch_alloc/ } @syms;
-		my $alloc_sum = 0;
-		$alloc_sum += $by->{$_}{pct} for @alloc;
-		my $arena_sum = 0;
-		$arena_sum += $by->{$_}{pct} for @arena;
-		out "### $who, case $c ($case_label{$c}): $samples samples", "";
-		out sprintf('Allocator and page-fault share: **%.1f%%** of samples (%s). tcopy arena functions: %.1f%%. Postgres memory contexts: %.1f%%.',
-			$alloc_sum,
-			@alloc ? join(', ', map { sprintf('%s %.1f%%', $_, $by->{$_}{pct}) } @alloc[0 .. ($#alloc < 7 ? $#alloc : 7)]) : 'none',
-			$arena_sum, $pgmem_sum), "";
-		out "| self % | symbol | object |", "|---|---|---|";
-		for my $s (@syms[0 .. ($#syms < 14 ? $#syms : 14)])
+		for my $c (grep { $profile{$who}{$_} } @case_order)
 		{
-			out sprintf('| %.1f | %s | %s |', $by->{$s}{pct}, $s, $by->{$s}{dso});
+			my $p = $profile{$who}{$c};
+			my ($by, @syms, @alloc) = ($p->{by});
+			@syms = @{ $p->{syms} };
+			@alloc = @{ $p->{alloc} };
+			out "### $who, case $c ($case_label{$c}): $p->{samples} samples", "";
+			out sprintf('Allocator and page-fault share: **%.1f%%** of samples (%s). tcopy arena functions: %.1f%%. Postgres memory contexts: %.1f%%.',
+				$p->{alloc_pct},
+				@alloc ? join(', ', map { sprintf('%s %.1f%%', $_, $by->{$_}{pct}) } @alloc[0 .. ($#alloc < 7 ? $#alloc : 7)]) : 'none',
+				$p->{arena_pct}, $p->{pgmem_pct}), "";
+			out "| self % | symbol | object |", "|---|---|---|";
+			for my $s (@syms[0 .. ($#syms < 14 ? $#syms : 14)])
+			{
+				out sprintf('| %.1f | %s | %s |', $by->{$s}{pct}, $s, $by->{$s}{dso});
+			}
+			out "";
 		}
-		out "";
 	}
 }
 
@@ -447,7 +618,7 @@ for my $i (0 .. $#chart_cases)
 	}
 	# memory: the first dataset that has this case
 	my ($ds) = grep { has($_, $c) } @chart_ds;
-	my $ts = ($c ne '1' && $c ne '2' && $c ne '6');
+	my $ts = $case_tserver{$c};
 	printf $mem "%.3f %.1f %.3f %s\n", $i - 0.2, med($ds, $c, 'b_rss'), $i + 0.2,
 		$ts ? sprintf('%.1f', med($ds, $c, 'ts_hwm')) : '?';
 }
@@ -483,7 +654,7 @@ if (!@chart_cases)
 	exit 0;
 }
 print $gp <<"GP";
-set terminal pngcairo size 1100,900 font 'sans,10'
+set terminal pngcairo size 1400,900 font 'sans,10'
 set output '$png_path'
 set datafile missing '?'
 set multiplot title 'tcopy COPY benchmark: $rows_note, $meta{runs} run(s), $meta{nproc} CPUs, $meta{started}'
@@ -495,6 +666,7 @@ set origin 0, 0.48
 set size 1, 0.47
 set xrange [-0.6:$xmax]
 set yrange [0:*]
+set offsets 0, 0, graph 0.08, 0
 set xtics nomirror ($tic_list)
 set ylabel 'thousand rows/s'
 set title 'Throughput: median; error bars from min to max over the runs'

@@ -24,12 +24,19 @@
 # Cases (ids for --cases):
 #   1   Postgres COPY into a logged heap table with a primary key
 #   2   Postgres COPY into an unlogged heap table without indexes
-#   3   tcopy COPY, default settings
-#   4   tcopy, tcopy.alloc_mode = malloc
+#   3   tcopy COPY, default settings (wire encoder, raw fields)
+#   3f  tcopy, tcopy.raw_fields = off (every field through its input function)
+#   3p  tcopy, tcopy.encoder = protobuf (protobuf-c messages from an arena)
+#   4   tcopy, encoder = protobuf and alloc_mode = malloc (the naive client)
 #   5   tcopy, tcopy.copy_hook = off (Postgres' COPY through the FDW insert path)
-#   6   tcopy to the null: transport (the client side alone)
+#   6   tcopy to the null: transport (the client side alone), defaults
+#   6f  null:, raw_fields = off
+#   6p  null:, encoder = protobuf (arena)
 #   7a  case 3 in a backend running tcmalloc (LD_PRELOAD into the postmaster)
 #   7b  case 4 in a backend running tcmalloc
+#   8   Postgres' COPY reader alone: count() of every column of a file_fdw
+#       table over the same CSV (every field read and converted by its input
+#       function, nothing stored)
 # Datasets (--datasets): accounts (sorted keys), shuffled (the same rows in
 # shuffled key order), mixed (wider rows of mixed types, --mixed-rows, by
 # default rows/2).
@@ -137,6 +144,9 @@ command -v gnuplot >/dev/null || apt_install gnuplot-nox || die "gnuplot is need
 command -v "$PG_CONFIG" >/dev/null || apt_install postgresql-server-dev-15 || die "no pg_config"
 bindir=$("$PG_CONFIG" --bindir)
 [ -x "$bindir/pgbench" ] || apt_install postgresql-client-15 postgresql-15 || die "no pgbench"
+# file_fdw (case 8) is in contrib, which Debian ships in the server package
+[ -e "$("$PG_CONFIG" --sharedir)/extension/file_fdw.control" ] || apt_install postgresql-15 ||
+	die "no file_fdw (contrib)"
 tcmalloc_lib=""
 for d in /usr/lib/x86_64-linux-gnu /usr/lib/aarch64-linux-gnu /usr/lib64 /usr/lib; do
 	[ -e "$d/libtcmalloc.so.4" ] && { tcmalloc_lib="$d/libtcmalloc.so.4"; break; }
@@ -295,43 +305,46 @@ case_label()
 	case "$1" in
 		1) echo "Postgres COPY, logged heap + PK" ;;
 		2) echo "Postgres COPY, unlogged heap" ;;
-		3) echo "tcopy (defaults)" ;;
-		4) echo "tcopy, alloc_mode=malloc" ;;
+		3) echo "tcopy (defaults: wire encoder, raw fields)" ;;
+		3f) echo "tcopy, raw_fields=off" ;;
+		3p) echo "tcopy, encoder=protobuf (arena)" ;;
+		4) echo "tcopy, encoder=protobuf, alloc_mode=malloc" ;;
 		5) echo "tcopy, copy_hook=off (FDW insert path)" ;;
 		6) echo "tcopy to null: (client side)" ;;
+		6f) echo "tcopy to null:, raw_fields=off" ;;
+		6p) echo "tcopy to null:, encoder=protobuf" ;;
 		7a) echo "tcopy, backend on tcmalloc" ;;
-		7b) echo "tcopy malloc, backend on tcmalloc" ;;
-	esac
-}
-case_short()
-{
-	case "$1" in
-		1) echo "heap+PK" ;; 2) echo "heap unlogged" ;; 3) echo "tcopy" ;;
-		4) echo "tcopy malloc" ;; 5) echo "hook off" ;; 6) echo "null:" ;;
-		7a) echo "tcopy tcmalloc" ;; 7b) echo "malloc tcmalloc" ;;
+		7b) echo "tcopy protobuf malloc, backend on tcmalloc" ;;
+		8) echo "Postgres' COPY reader alone (file_fdw)" ;;
 	esac
 }
 case_settings()
 {
 	case "$1" in
-		4|7b) echo "SET tcopy.alloc_mode = malloc;" ;;
+		3f|6f) echo "SET tcopy.raw_fields = off;" ;;
+		3p|6p) echo "SET tcopy.encoder = protobuf;" ;;
+		4|7b) echo "SET tcopy.encoder = protobuf; SET tcopy.alloc_mode = malloc;" ;;
 		5) echo "SET tcopy.copy_hook = off;" ;;
 		*) echo "" ;;
 	esac
 }
 case_cluster() { case "$1" in 7a|7b) echo pgtc ;; *) echo pg ;; esac; }
-case_uses_tserver() { case "$1" in 3|4|5|7a|7b) return 0 ;; *) return 1 ;; esac; }
-case_counts() { [ "$1" != 6 ]; }
+case_uses_tserver() { case "$1" in 3|3f|3p|4|5|7a|7b) return 0 ;; *) return 1 ;; esac; }
+# whether count(*) of the target is checked after the load (null: keeps
+# nothing; the reader's own count is its check)
+case_counts() { case "$1" in 6|6f|6p|8) return 1 ;; *) return 0 ;; esac; }
 
 # The case x dataset matrix.  The default 10M run must stay under about an
 # hour on a 2-core machine: every case on the sorted accounts; on the
 # shuffled file the cases the issue asks for (2, 3, 6) and 1 (a primary key
-# fed random keys); on the mixed rows also 4 and 5, where type conversions
-# (input and send functions) make allocation and the hook matter most.
+# fed random keys); on the mixed rows, where type conversions (input and
+# send functions) matter most, also the field paths (3f), the encoders (3p,
+# 4), the hook (5) and the reader alone (8), but not the tcmalloc cluster.
 plan=(
-	accounts:1 accounts:2 accounts:3 accounts:4 accounts:5 accounts:6 accounts:7a accounts:7b
+	accounts:1 accounts:2 accounts:3 accounts:3f accounts:3p accounts:4 accounts:5
+	accounts:6 accounts:6f accounts:6p accounts:7a accounts:7b accounts:8
 	shuffled:1 shuffled:2 shuffled:3 shuffled:6
-	mixed:1 mixed:2 mixed:3 mixed:4 mixed:5 mixed:6
+	mixed:1 mixed:2 mixed:3 mixed:3f mixed:3p mixed:4 mixed:5 mixed:6 mixed:8
 )
 selected=()
 for item in "${plan[@]}"; do
@@ -429,6 +442,8 @@ for cl in "${clusters[@]}"; do
 		CREATE SERVER tsnull FOREIGN DATA WRAPPER tcopy OPTIONS (address 'null:');
 		CREATE USER MAPPING FOR PUBLIC SERVER ts;
 		CREATE USER MAPPING FOR PUBLIC SERVER tsnull;
+		CREATE EXTENSION file_fdw;
+		CREATE SERVER csvfile FOREIGN DATA WRAPPER file_fdw;
 	SQL
 done
 tcopy_gucs=$(psql_c pg -c "SELECT string_agg(name || ' = ' || setting || coalesce(unit, ''), '; ' ORDER BY name) FROM pg_settings WHERE name LIKE 'tcopy.%'")
@@ -485,30 +500,50 @@ stop_tserver()
 
 # ---------------------------------------------------------------- targets
 
+# ds_table DATASET: "table key columns" of the dataset's rows
+ds_table()
+{
+	if [ "$1" = mixed ]; then
+		echo "events id id bigint NOT NULL, account int NOT NULL, kind varchar(16), name text, amount numeric(14,2), created timestamptz NOT NULL, score float8, active boolean, note text"
+	else
+		echo "accounts aid aid int NOT NULL, bid int, abalance int, filler char(84)"
+	fi
+}
+
 ddl_for()
 {
 	local c=$1 ds=$2 cols key tbl
-	if [ "$ds" = mixed ]; then
-		cols="id bigint NOT NULL, account int NOT NULL, kind varchar(16), name text, amount numeric(14,2), created timestamptz NOT NULL, score float8, active boolean, note text"
-		key=id
-		tbl=events
-	else
-		cols="aid int NOT NULL, bid int, abalance int, filler char(84)"
-		key=aid
-		tbl=accounts
-	fi
+	read -r tbl key cols < <(ds_table "$ds")
 	case "$c" in
 		1) echo "DROP TABLE IF EXISTS h_$tbl; CREATE TABLE h_$tbl ($cols, PRIMARY KEY ($key)); CHECKPOINT;" ;;
 		2) echo "DROP TABLE IF EXISTS h_$tbl; CREATE UNLOGGED TABLE h_$tbl ($cols); CHECKPOINT;" ;;
-		6) echo "DROP FOREIGN TABLE IF EXISTS f_$tbl; CREATE FOREIGN TABLE f_$tbl ($cols) SERVER tsnull OPTIONS (key '$key', table_name '$tbl'); CHECKPOINT;" ;;
+		6|6f|6p) echo "DROP FOREIGN TABLE IF EXISTS f_$tbl; CREATE FOREIGN TABLE f_$tbl ($cols) SERVER tsnull OPTIONS (key '$key', table_name '$tbl'); CHECKPOINT;" ;;
+		8) echo "DROP FOREIGN TABLE IF EXISTS r_$tbl; CREATE FOREIGN TABLE r_$tbl ($cols) SERVER csvfile OPTIONS (filename '$(ds_file "$ds")', format 'csv'); CHECKPOINT;" ;;
 		*) echo "DROP FOREIGN TABLE IF EXISTS f_$tbl; CREATE FOREIGN TABLE f_$tbl ($cols) SERVER ts OPTIONS (key '$key', table_name '$tbl'); CHECKPOINT;" ;;
 	esac
 }
 target_for()
 {
-	local c=$1 ds=$2 tbl=accounts
-	[ "$ds" = mixed ] && tbl=events
-	case "$c" in 1|2) echo "h_$tbl" ;; *) echo "f_$tbl" ;; esac
+	local c=$1 ds=$2 tbl
+	read -r tbl _ < <(ds_table "$ds")
+	case "$c" in 1|2) echo "h_$tbl" ;; 8) echo "r_$tbl" ;; *) echo "f_$tbl" ;; esac
+}
+
+# load_statement CASE DATASET: the measured statement.  Case 8 reads the
+# file through file_fdw with count() of every column, so that every field
+# goes through its input function (file_fdw converts only the columns a
+# query needs); its first count (the key, never NULL) is tagged "read=".
+load_statement()
+{
+	local c=$1 ds=$2 cols counts
+	if [ "$c" = 8 ]; then
+		read -r _ _ cols < <(ds_table "$ds")
+		# column names: drop type modifiers such as (14,2), then the first word of each
+		counts=$(echo "$cols" | sed 's/([^)]*)//g' | tr ',' '\n' | awk '{ printf "%scount(%s)", n++ ? ", " : "", $1 }')
+		echo "SELECT 'read=' || $counts FROM $(target_for "$c" "$ds");"
+	else
+		echo "COPY $(target_for "$c" "$ds") FROM '$(ds_file "$ds")' (FORMAT csv);"
+	fi
 }
 
 # ---------------------------------------------------------------- measuring
@@ -645,7 +680,7 @@ run_case()
 			wb0=$(proc_write_bytes "$tserver_pid")
 		fi
 		# an explicit transaction, to time the commit (the tserver's) apart
-		sess_send '\timing on' 'BEGIN;' "COPY $target FROM '$file' (FORMAT csv);" 'COMMIT;' '\timing off' \
+		sess_send '\timing on' 'BEGIN;' "$(load_statement "$c" "$ds")" 'COMMIT;' '\timing off' \
 			"\\! echo copied > $sess/sync"
 		local rc=0
 		sess_wait $((300 + nrows / 2000)) || rc=$?
@@ -677,17 +712,18 @@ run_case()
 		sess_close
 	fi
 	if [ "$status" = ok ]; then
-		# psql prints each statement's tag, then its "Time: N ms"
+		# psql prints each statement's tag (or the reader's counts), then its "Time: N ms"
 		read -r wall commit_s < <(awk '
-			/^COPY [0-9]+$/ { want = "copy" }
+			/^COPY [0-9]+$/ || /^read=[0-9]+/ { want = "copy" }
 			/^COMMIT$/ { want = "commit" }
 			/^Time: / && want != "" { t[want] = $2 / 1000; want = "" }
 			END { if ("copy" in t && "commit" in t) printf "%.3f %.3f\n", t["copy"] + t["commit"], t["commit"] }' "$sess/out")|| true
-		copied=$(sed -n 's/^COPY \([0-9]*\)$/\1/p' "$sess/out")
+		copied=$(sed -n -e 's/^COPY \([0-9]*\)$/\1/p' -e 's/^read=\([0-9]*\).*$/\1/p' "$sess/out")
+		[ "$c" = 8 ] && count=$copied
 		if [ -z "$wall" ]; then
 			status="FAIL"; note="no timing in psql output"
 		elif [ "$copied" != "$nrows" ]; then
-			status="FAIL"; note="COPY reported '$copied' rows, expected $nrows"
+			status="FAIL"; note="$([ "$c" = 8 ] && echo "the reader counted" || echo "COPY reported") '$copied' rows, expected $nrows"
 		elif case_counts "$c" && [ "$count" != "$nrows" ]; then
 			status="FAIL"; note="count(*) = '$count', expected $nrows"
 		fi
@@ -838,6 +874,8 @@ rm -rf "$prof_dir"
 if [ "$profile" = 1 ] && [ -n "$perf_event" ]; then
 	mkdir -p "$prof_dir"
 	generate accounts
+	# the backend with the defaults (3) and as the naive protobuf-c client
+	# (4); the tserver in case 3
 	for c in 3 4; do
 		say "profiling case $c ($(case_label "$c")) with perf ($perf_event)"
 		start_tserver || { say "tserver did not start"; continue; }
@@ -860,7 +898,7 @@ if [ "$profile" = 1 ] && [ -n "$perf_event" ]; then
 			perf_t=$!
 		fi
 		sleep 1
-		sess_send "COPY $(target_for "$c" accounts) FROM '$(ds_file accounts)' (FORMAT csv);" \
+		sess_send "$(load_statement "$c" accounts)" \
 			"\\! echo copied > $sess/sync"
 		sess_wait $((300 + rows / 2000)) || say "profiled COPY failed"
 		kill -INT "$perf_b" ${perf_t:+"$perf_t"} 2>/dev/null || true
@@ -906,6 +944,9 @@ meta="$results/meta.txt"
 	echo "perf	${perf_note:-not attempted (--quick or --no-profile)}"
 	echo "nchunks	$nchunks"
 	echo "plan	${selected[*]}"
+	for c in $(printf '%s\n' "${selected[@]}" | sed 's/^[^:]*://' | sort -u); do
+		echo "settings_$c	$(case_settings "$c")"
+	done
 	for ds in "${datasets_used[@]}"; do
 		echo "dataset_$ds	$(ds_rows "$ds") rows, $(stat -c %s "$(ds_file "$ds")") bytes"
 	done
