@@ -9,18 +9,24 @@
  * SST files into the database in one manifest write.  A session therefore
  * stages its rows outside RocksDB:
  *
- *   - rows are encoded (ts_codec.h) straight into one staging buffer as
- *     records [u32 key length][u32 value length][key][value], with an array
- *     of record offsets beside it; no allocation per row;
+ *   - rows are encoded (ts_codec.h) straight into a staging buffer of half
+ *     the session memory limit as records [u32 key length][u32 value
+ *     length][key][value], with an array of record offsets beside it; no
+ *     allocation per row;
  *   - while encoding, each key is compared with the one staged before it:
  *     the session stays "sorted" as long as no key is below its
  *     predecessor (an equal key is an upsert of it, adjacent to it);
- *   - when the next batch would not fit in the session memory limit, a
- *     sorted session's buffer is written as it stands, deduplicated (of
- *     equal keys the last), straight into SST files, kept open across
- *     spills and cut at sst_target_bytes.  The buffer's last record stays
- *     staged, so that a key repeated across the spill boundary ends up
- *     once, with its later value, and no two files share a key;
+ *   - when the next batch would not fit, the buffer is spilled by a
+ *     background thread while the session goes on filling the other half,
+ *     so that the connection keeps reading its socket; one spill at a
+ *     time, so files are written in arrival order;
+ *   - a sorted session's spill writes the buffer as it stands,
+ *     deduplicated (of equal keys the last), straight into SST files, kept
+ *     open across spills and cut at sst_target_bytes.  The buffer's last
+ *     record is carried over into the next buffer instead, so that a key
+ *     repeated across the spill boundary ends up once, with its later
+ *     value, and no two files share a key (it is also what the next key is
+ *     compared with);
  *   - once a key arrives out of order, the session is unsorted for good:
  *     spills sort the offsets by key (ties by arrival, so the last write
  *     of a key wins) and write the records in that order, deduplicated, to
@@ -48,7 +54,7 @@
  * Staging files are never synced: they are worthless after a crash, and
  * ts_store_open removes them.  SstFileWriter syncs the files it finishes
  * and ingestion syncs the manifest, so a commit is durable once it returns.
- * Memory is bounded by the limit (or one batch, if larger, plus the one
+ * Memory is bounded by the limit (or two batches, if larger, plus the one
  * record a sorted session carries over), plus at most RUN_FAN_IN read
  * buffers during a merge, or one open SstFileWriter while sorted.
  */
@@ -68,6 +74,23 @@
 #define RUN_READ_BUFFER (256 * 1024)
 #define MAX_RECORD_PART (1u << 30)	/* sanity limit when reading runs back */
 #define RUN_FAN_IN 64			/* runs merged at once, at most */
+
+/*
+ * A spill in the background (session_spill_start): one at a time, so that
+ * runs and SST files are written in arrival order.
+ */
+typedef struct SpillJob
+{
+	TcBuf		staged;			/* records being spilled; else the spare buffer */
+	uint32_t   *offsets;		/* [noffsets] record offsets in staged */
+	size_t		noffsets;
+	size_t		offsets_cap;
+	bool		sorted;			/* to SST files, all but the last record */
+	bool		running;		/* thread started and not yet joined */
+	pthread_t	thread;
+	int			result;			/* 0, or -1 with err: the session failed */
+	TsError		err;
+} SpillJob;
 
 struct TsSession
 {
@@ -90,6 +113,8 @@ struct TsSession
 	size_t		tables_cap;
 	bool		prepared;		/* ts_session_prepare done: only publish left */
 	struct SstSink *sst;		/* SST files to ingest, in precedence order */
+	SpillJob	spill;			/* runs, nruns, sst and spilled_bytes are its
+								 * own while it runs */
 };
 
 typedef struct SstSink SstSink;
@@ -97,6 +122,7 @@ static void sst_sink_free(SstSink *sink);
 static int	sst_sink_finish_file(SstSink *sink, TsError *err);
 static int	sst_sink_put_record(SstSink *sink, const uint8_t *rec, TsError *err);
 static uint64_t sst_sink_bytes(SstSink *sink);
+static int	session_spill_wait(TsSession *session, TsError *err);
 
 /* One run file being read back during the merge. */
 typedef struct RunReader
@@ -156,7 +182,7 @@ session_account_spilled(TsSession *session, uint64_t now)
 static void
 session_account(TsSession *session)
 {
-	uint64_t	now = session->staged.len;
+	uint64_t	now = session->staged.len + session->spill.staged.len;
 
 	if (now >= session->staged_accounted)
 		atomic_fetch_add(&session->store->staged_bytes, now - session->staged_accounted);
@@ -201,11 +227,14 @@ static void
 session_free(TsSession *session)
 {
 	TsStore    *store = session->store;
+	TsError		ignored;
 
+	(void) session_spill_wait(session, &ignored);
 	if (session->dir_made && ts_remove_tree(session->dir) != 0)
 		ts_log(TS_LOG_WARNING, "could not remove staging directory \"%s\": %s",
 			   session->dir, strerror(errno));
 	tc_buf_free(&session->staged);
+	tc_buf_free(&session->spill.staged);
 	session_account(session);
 	atomic_fetch_sub(&store->spilled_bytes, session->spilled_bytes);
 	atomic_fetch_sub(&store->sessions_open, 1);
@@ -215,6 +244,7 @@ session_free(TsSession *session)
 		free(session->sst);
 	}
 	free(session->offsets);
+	free(session->spill.offsets);
 	free(session->tables);
 	free(session);
 }
@@ -274,53 +304,28 @@ session_make_dir(TsSession *session)
 }
 
 /*
- * Write the records of a sorted session straight to its SST files, in
- * arrival order, which is key order.  Of equal keys (adjacent, as the
- * session is sorted) only the last is written.  With keep_last the last
- * record stays staged: the next one may repeat its key, and the later
- * write must win without two files holding that key.
+ * Write records [0, upto) of the n at offsets of a sorted session straight
+ * to its SST files, in arrival order, which is key order.  Of equal keys
+ * (adjacent, as the session is sorted) only the last is written, also when
+ * that last one is at or after upto.
  */
 static int
-session_spill_sorted(TsSession *session, bool keep_last, TsError *err)
+spill_sorted_records(TsSession *session, const TcBuf *staged, const uint32_t *offsets,
+					 size_t n, size_t upto, TsError *err)
 {
 	SstSink    *sink = session_sst_sink(session, err);
-	size_t		n = session->noffsets;
 	size_t		written = 0;
 
 	if (sink == NULL)
 		return -1;
-	if (keep_last && n > 0)
-		n--;
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < upto; i++)
 	{
-		uint32_t	offset = session->offsets[i];
-
-		if (i + 1 < session->noffsets &&
-			record_same_key(&session->staged, offset, session->offsets[i + 1]))
+		if (i + 1 < n && record_same_key(staged, offsets[i], offsets[i + 1]))
 			continue;
-		if (sst_sink_put_record(sink, session->staged.data + offset, err) != 0)
+		if (sst_sink_put_record(sink, staged->data + offsets[i], err) != 0)
 			return -1;
 		written++;
 	}
-	if (n < session->noffsets)
-	{
-		uint8_t    *last = session->staged.data + session->offsets[n];
-		uint32_t	keylen,
-					valuelen;
-
-		memcpy(&keylen, last, 4);
-		memcpy(&valuelen, last + 4, 4);
-		session->staged.len = RECORD_HEADER_SIZE + (size_t) keylen + valuelen;
-		memmove(session->staged.data, last, session->staged.len);
-		session->offsets[0] = 0;
-		session->noffsets = 1;
-	}
-	else
-	{
-		session->staged.len = 0;
-		session->noffsets = 0;
-	}
-	session_account(session);
 	session_account_spilled(session, session->spilled_bytes - session->direct_bytes +
 							sst_sink_bytes(sink));
 	session->direct_bytes = sst_sink_bytes(sink);
@@ -330,29 +335,20 @@ session_spill_sorted(TsSession *session, bool keep_last, TsError *err)
 	return 0;
 }
 
-/*
- * Move the staged records out of memory: straight into SST files while the
- * session is sorted, else sorted and deduplicated into the next run.
- */
+/* Sort n records by key and write them, deduplicated, as the next run. */
 static int
-session_spill(TsSession *session, TsError *err)
+spill_run(TsSession *session, const TcBuf *staged, uint32_t *offsets, size_t n,
+		  TsError *err)
 {
-	TsStore    *store = session->store;
 	char		path[4200];
 	FILE	   *file = NULL;
 	char	   *buffer = NULL;
 	uint64_t	written = 0;
 
-	if (session->noffsets == 0)
-		return 0;
-	if (session->sorted)
-		return session_spill_sorted(session, true, err);
-
-	/* runs now follow the direct SST files, which are complete */
+	/* runs follow the direct SST files, which are complete */
 	if (session->sst != NULL && sst_sink_finish_file(session->sst, err) != 0)
 		return -1;
-	qsort_r(session->offsets, session->noffsets, sizeof(uint32_t),
-			record_compare, &session->staged);
+	qsort_r(offsets, n, sizeof(uint32_t), record_compare, (void *) staged);
 
 	if (session_make_dir(session) != 0)
 		goto io_err;
@@ -362,17 +358,16 @@ session_spill(TsSession *session, TsError *err)
 	if (file == NULL || buffer == NULL)
 		goto io_err;
 	setvbuf(file, buffer, _IOFBF, RUN_WRITE_BUFFER);
-	for (size_t i = 0; i < session->noffsets; i++)
+	for (size_t i = 0; i < n; i++)
 	{
-		const uint8_t *rec = session->staged.data + session->offsets[i];
+		const uint8_t *rec = staged->data + offsets[i];
 		uint32_t	keylen,
 					valuelen;
 
 		memcpy(&keylen, rec, 4);
 		memcpy(&valuelen, rec + 4, 4);
 		/* of equal keys, only the last written survives */
-		if (i + 1 < session->noffsets &&
-			record_same_key(&session->staged, session->offsets[i], session->offsets[i + 1]))
+		if (i + 1 < n && record_same_key(staged, offsets[i], offsets[i + 1]))
 			continue;
 		if (fwrite(rec, 1, RECORD_HEADER_SIZE + keylen + valuelen, file) !=
 			RECORD_HEADER_SIZE + keylen + valuelen)
@@ -386,14 +381,10 @@ session_spill(TsSession *session, TsError *err)
 	}
 	free(buffer);
 	session->nruns++;
-	session->spilled_bytes += written;
-	atomic_fetch_add(&store->spilled_bytes, written);
+	session_account_spilled(session, session->spilled_bytes + written);
 	ts_log(TS_LOG_DEBUG, "session %llu: spilled run %u (%zu records, %llu bytes)",
-		   (unsigned long long) session->id, session->nruns - 1, session->noffsets,
+		   (unsigned long long) session->id, session->nruns - 1, n,
 		   (unsigned long long) written);
-	session->staged.len = 0;
-	session->noffsets = 0;
-	session_account(session);
 	if (session->nruns >= RUN_FAN_IN)
 		return session_compact_runs(session, err);
 	return 0;
@@ -407,14 +398,140 @@ io_err:
 	return -1;
 }
 
+/* The background spill: write the handed-over buffer out. */
+static void *
+spill_job_main(void *arg)
+{
+	TsSession  *session = arg;
+	SpillJob   *job = &session->spill;
+
+	if (job->sorted)
+		job->result = spill_sorted_records(session, &job->staged, job->offsets,
+										   job->noffsets, job->noffsets - 1, &job->err);
+	else
+		job->result = spill_run(session, &job->staged, job->offsets, job->noffsets,
+								&job->err);
+	return NULL;
+}
+
+/*
+ * Wait for the background spill, if one runs; its buffer becomes the spare.
+ * A spill that failed fails the session: its records are gone.
+ */
+static int
+session_spill_wait(TsSession *session, TsError *err)
+{
+	SpillJob   *job = &session->spill;
+
+	if (job->running)
+	{
+		pthread_join(job->thread, NULL);
+		job->running = false;
+		job->staged.len = 0;
+		job->noffsets = 0;
+		session_account(session);
+	}
+	if (job->result != 0)
+	{
+		*err = job->err;
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Hand the full buffer to a background spill and go on filling the spare,
+ * so that the connection keeps reading while the records are written: to
+ * SST files while the session is sorted, else to a run.  A sorted
+ * session's last record is carried over into the new buffer, not written:
+ * the next record may repeat its key, and the later write must win without
+ * two files holding that key.
+ */
+static int
+session_spill_start(TsSession *session, TsError *err)
+{
+	TsStore    *store = session->store;
+	SpillJob   *job = &session->spill;
+	size_t		buffer_size = store->opts.session_memory_bytes / 2;
+	TcBuf		full = session->staged;
+	uint32_t   *full_offsets = session->offsets;
+	size_t		full_offsets_cap = session->offsets_cap;
+	size_t		carry = 0;		/* bytes of the record carried over */
+
+	if (session->noffsets == 0)
+		return 0;
+	if (session_spill_wait(session, err) != 0)
+		return -1;
+	if (session->sorted)
+	{
+		const uint8_t *last = full.data + full_offsets[session->noffsets - 1];
+		uint32_t	keylen,
+					valuelen;
+
+		memcpy(&keylen, last, 4);
+		memcpy(&valuelen, last + 4, 4);
+		carry = RECORD_HEADER_SIZE + (size_t) keylen + valuelen;
+	}
+	/* the spare must take the carried record: nothing can fail after the swap */
+	if (!tc_buf_reserve(&job->staged, buffer_size > carry ? buffer_size : carry))
+		goto oom;
+	if (job->offsets_cap == 0)
+	{
+		job->offsets = malloc(1024 * sizeof(uint32_t));
+		if (job->offsets == NULL)
+			goto oom;
+		job->offsets_cap = 1024;
+	}
+
+	session->staged = job->staged;
+	session->offsets = job->offsets;
+	session->offsets_cap = job->offsets_cap;
+	job->staged = full;
+	job->offsets = full_offsets;
+	job->offsets_cap = full_offsets_cap;
+	job->noffsets = session->noffsets;
+	job->sorted = session->sorted;
+	session->noffsets = 0;
+	if (job->sorted)
+	{
+		memcpy(session->staged.data,
+			   job->staged.data + job->offsets[job->noffsets - 1], carry);
+		session->staged.len = carry;
+		session->offsets[0] = 0;
+		session->noffsets = 1;
+	}
+
+	session_account(session);
+	job->running = true;
+	if (pthread_create(&job->thread, NULL, spill_job_main, session) == 0)
+		return 0;
+
+	/* no thread: spill here */
+	job->running = false;
+	spill_job_main(session);
+	job->staged.len = 0;
+	job->noffsets = 0;
+	session_account(session);
+	if (job->result != 0)
+	{
+		*err = job->err;
+		return -1;
+	}
+	return 0;
+
+oom:
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory spilling a session");
+	return -1;
+}
+
 int
 ts_session_write(TsSession *session, const Tcopy__WriteBatch *batch, TsError *err)
 {
 	TsStore    *store = session->store;
 	TsTable    *table;
 	const TsLayout *layout;
-	size_t		saved_len = session->staged.len;
-	size_t		saved_offsets = session->noffsets;
+	size_t		saved_len;
+	size_t		saved_offsets;
 	uint64_t	rowid = 0;
 	size_t		bound = 0;
 
@@ -461,11 +578,14 @@ ts_session_write(TsSession *session, const Tcopy__WriteBatch *batch, TsError *er
 	 * would not fit, rather than let the buffer double.
 	 */
 	if (session->staged.len > 0 && session->staged.len + bound > session->staged.cap &&
-		session_spill(session, err) != 0)
+		session_spill_start(session, err) != 0)
 		return -1;
+	/* what a failed batch goes back to: after the spill, which swaps buffers */
+	saved_len = session->staged.len;
+	saved_offsets = session->noffsets;
 	if (session->staged.cap == 0 &&
-		!tc_buf_reserve(&session->staged, store->opts.session_memory_bytes > bound ?
-						store->opts.session_memory_bytes : bound))
+		!tc_buf_reserve(&session->staged, store->opts.session_memory_bytes / 2 > bound ?
+						store->opts.session_memory_bytes / 2 : bound))
 		goto oom;
 	if (session->noffsets + batch->n_rows > session->offsets_cap)
 	{
@@ -1013,12 +1133,18 @@ ts_session_prepare(TsSession *session, TsError *err)
 {
 	if (session->prepared)
 		return 0;
+	if (session_spill_wait(session, err) != 0)
+		return -1;
 	if (session->sorted && session->sst != NULL)
 	{
 		/* every spill went to SST files: the rest is the last of them */
-		if (session_spill_sorted(session, false, err) != 0 ||
+		if (spill_sorted_records(session, &session->staged, session->offsets,
+								 session->noffsets, session->noffsets, err) != 0 ||
 			sst_sink_finish_file(session->sst, err) != 0)
 			return -1;
+		session->staged.len = 0;
+		session->noffsets = 0;
+		session_account(session);
 	}
 	else if (session->nruns > 0 || session->sst != NULL)
 	{
@@ -1032,7 +1158,9 @@ ts_session_prepare(TsSession *session, TsError *err)
 		SstSink    *sst = session_sst_sink(session, err);
 
 		if (sst == NULL ||
-			session_spill(session, err) != 0 ||
+			(session->noffsets > 0 &&
+			 spill_run(session, &session->staged, session->offsets, session->noffsets,
+					   err) != 0) ||
 			sst_sink_finish_file(sst, err) != 0 ||
 			merge_runs(session, &sst->base, err) != 0 ||
 			sst_sink_finish_file(sst, err) != 0)
