@@ -16,7 +16,10 @@
  * the frame limit, plus CONN_DECODE_SLACK): protobuf-c allocates a message
  * struct, a pointer and scan state for every repeated element, so a WRITE
  * of empty rows, two bytes each, would otherwise take some 70 times its
- * size.  Any error ends the connection the same way: an Error frame (best
+ * size.  WRITE, the frame of the hot path, is decoded by ts_batch_decode
+ * instead (the same result as protobuf-c, from fewer allocations, blobs
+ * left in the frame buffer; see ts_batch_decode.h), within the same budget.
+ * Any error ends the connection the same way: an Error frame (best
  * effort), a warning in the log, the open session aborted, the open scan
  * closed, the socket closed.
  *
@@ -52,6 +55,7 @@
 #include <openssl/hmac.h>
 
 #include "tc_arena.h"
+#include "ts_batch_decode.h"
 #include "ts_log.h"
 
 #define CONN_ARENA_BLOCK (256 * 1024)	/* holds a typical WriteBatch */
@@ -309,6 +313,39 @@ conn_unpack(TsConnState *state, const ProtobufCMessageDescriptor *descriptor,
 	return NULL;
 }
 
+/*
+ * Decode a WRITE payload into *batch, as conn_unpack would, with
+ * ts_batch_decode: its arrays in the frame arena, within the decode budget,
+ * its blobs pointing into payload (valid until the next frame is read, and
+ * the batch is done with before).  Returns batch, or NULL with err.
+ */
+static Tcopy__WriteBatch *
+conn_decode_write(TsConnState *state, const uint8_t *payload, uint32_t len,
+				  Tcopy__WriteBatch *batch, TsError *err)
+{
+	state->decode_over_budget = false;
+	switch (ts_batch_decode(payload, len, &state->decode_allocator, batch))
+	{
+		case TS_BATCH_DECODE_OK:
+			return batch;
+		case TS_BATCH_DECODE_MALFORMED:
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+						 "malformed %s message", tcopy__write_batch__descriptor.short_name);
+			return NULL;
+		case TS_BATCH_DECODE_NO_MEMORY:
+			break;
+	}
+	if (state->decode_over_budget)
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_TOO_LARGE,
+					 "a %s message of %" PRIu32 " bytes unpacks into more than %zu bytes of memory",
+					 tcopy__write_batch__descriptor.short_name, len, state->decode_budget);
+	else
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL,
+					 "out of memory decoding a %s message of %" PRIu32 " bytes",
+					 tcopy__write_batch__descriptor.short_name, len);
+	return NULL;
+}
+
 /* A frame that is not allowed now: always a protocol error. */
 static int
 conn_unexpected(TsConnState *state, Tcopy__FrameType type, const char *why, TsError *err)
@@ -495,6 +532,7 @@ conn_on_begin(TsConnState *state, const uint8_t *payload, uint32_t len, TsError 
 static int
 conn_on_write(TsConnState *state, const uint8_t *payload, uint32_t len, TsError *err)
 {
+	Tcopy__WriteBatch decoded;
 	Tcopy__WriteBatch *batch;
 	Tcopy__Ack	ack = TCOPY__ACK__INIT;
 
@@ -502,7 +540,7 @@ conn_on_write(TsConnState *state, const uint8_t *payload, uint32_t len, TsError 
 		return conn_unexpected(state, TCOPY__FRAME_TYPE__FRAME_WRITE,
 							   state->phase == TS_CONN_READY ? "no write session is open" : NULL,
 							   err);
-	batch = conn_unpack(state, &tcopy__write_batch__descriptor, payload, len, err);
+	batch = conn_decode_write(state, payload, len, &decoded, err);
 	if (batch == NULL)
 		return -1;
 	if (batch->seq != state->last_seq + 1)

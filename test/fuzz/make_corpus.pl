@@ -8,6 +8,13 @@
 #	against the tables the harness creates (1 kv, 2 log, 3 txt; see
 #	fuzz_create_tables).  Deterministic: run it again and the files are the
 #	same.  Usage: test/fuzz/make_corpus.pl [OUTDIR]
+#
+#	With --batch, write instead the seeds of fuzz_batch_decode
+#	(test/fuzz/corpus_batch/): bare WriteBatch payloads, both as protobuf-c
+#	packs them and in the other encodings a proto3 parser accepts (unpacked
+#	repeated numbers, fields out of order, unknown fields, repeated
+#	scalars, long varints), and a few malformed ones.
+#	Usage: test/fuzz/make_corpus.pl --batch [OUTDIR]
 use strict;
 use warnings;
 
@@ -16,7 +23,9 @@ use lib "$FindBin::Bin/../t";
 use File::Path qw(make_path);
 use TcopyTest qw(pb_varint pb_field_varint pb_field_bytes pb_field_packed_sint64);
 
-my $out = $ARGV[0] // "$FindBin::Bin/corpus";
+my $batch_mode = @ARGV && $ARGV[0] eq '--batch';
+shift @ARGV if $batch_mode;
+my $out = $ARGV[0] // ($batch_mode ? "$FindBin::Bin/corpus_batch" : "$FindBin::Bin/corpus");
 
 use constant {
 	OWN_HELLO => 1,
@@ -184,6 +193,56 @@ $seeds{'08-kv-spill-upsert'} = chr(0)
 $seeds{'09-own-hello-wrong-token'} = chr(OWN_HELLO | TOKEN)
   . frame(F_HELLO, pb_field_varint(1, 1) . pb_field_bytes(3, "\x01" x 32))
   . frame(F_STATS_REQUEST, '');
+
+# a field of any wire type: tag, then the value's bytes as given
+sub pb_raw
+{
+	my ($field, $wire, $bytes) = @_;
+	return pb_varint(($field << 3) | $wire) . $bytes;
+}
+
+sub zigzag { my ($v) = @_; return $v >= 0 ? 2 * $v : -2 * $v - 1; }
+
+if ($batch_mode)
+{
+	my %batch;
+	my $rows = join('', map { pb_field_bytes(3, kv_row($_)) } 1 .. 5);
+
+	$batch{'b01-packed'} = pb_field_varint(1, 1) . pb_field_varint(2, 1) . $rows;
+	$batch{'b02-empty'} = '';
+	$batch{'b03-empty-rows-and-blobs'} = pb_field_varint(1, 2)
+	  . pb_field_bytes(3, '') . pb_field_bytes(3, row(blobs => [ '', '', 'x' ]))
+	  . pb_field_bytes(3, '');
+	$batch{'b04-unpacked-ints-nulls-floats'} = pb_field_varint(1, 3) . pb_field_bytes(3,
+		pb_field_varint(1, zigzag(-5)) . pb_field_varint(1, zigzag(7))
+		  . pb_raw(2, 1, pack('d<', 2.5)) . pb_field_varint(4, 1) . pb_field_varint(4, 3)
+		  . pb_field_packed_sint64(1, 9, -9) . pb_raw(2, 1, pack('d<', -1)));
+	$batch{'b05-out-of-order'} = pb_field_bytes(3, pb_field_bytes(3, 'blob')
+		  . pb_field_bytes(4, pb_varint(2)) . pb_field_packed_sint64(1, 1, 2))
+	  . pb_field_varint(2, 3) . pb_field_bytes(3, row(ints => [3])) . pb_field_varint(1, 4);
+	$batch{'b06-unknown-fields'} = pb_raw(9, 0, pb_varint(300)) . pb_raw(10, 1, 'x' x 8)
+	  . pb_field_varint(1, 5) . pb_raw(11, 5, 'y' x 4) . pb_field_bytes(12, 'unknown')
+	  . pb_field_bytes(3, pb_raw(7, 0, pb_varint(1)) . pb_field_packed_sint64(1, 4)
+		  . pb_raw(8, 5, 'zzzz') . pb_raw(9, 1, 'w' x 8) . pb_field_bytes(5, 'u'))
+	  . pb_raw(536870911, 0, chr(0));
+	$batch{'b07-duplicate-seq-table'} = pb_field_varint(1, 1) . pb_field_varint(2, 9)
+	  . $rows . pb_field_varint(1, 6) . pb_field_varint(2, 1);
+	# 10-byte varints, non-minimal encodings, a 5-byte tag, a multi-byte tag 0
+	$batch{'b08-long-varints'} = pb_raw(1, 0, "\xff" x 9 . "\x01")
+	  . pb_raw(2, 0, "\xff" x 9 . "\x7f") . "\x90\x80\x80\x80\x00" . "\x81\x00"
+	  . "\x80\x00" . "\x05" . pb_field_bytes(3, pb_raw(1, 0, "\x80" x 9 . "\x00")
+		  . pb_field_bytes(1, "\xff" x 9 . "\x01" . "\x81\x00") . pb_raw(4, 0, "\xff" x 4 . "\x7f"));
+	$batch{'b09-packed-floats'} = pb_field_bytes(3, pb_field_bytes(2, pack('d<*', 0.5, -0.0, 9**9**9))
+		  . pb_field_bytes(2, '') . pb_field_bytes(1, ''));
+	# malformed: protobuf-c refuses each
+	$batch{'b10-bad-truncated-length'} = pb_field_varint(1, 1) . "\x1a\x05ab";
+	$batch{'b11-bad-floats-not-8'} = pb_field_bytes(3, pb_field_bytes(2, 'x' x 7));
+	$batch{'b12-bad-wire-type'} = pb_raw(3, 0, "\x01");
+	$batch{'b13-bad-packed-tail'} = pb_field_bytes(3, pb_field_bytes(1, "\x02\x81"));
+	$batch{'b14-bad-group'} = pb_raw(5, 3, '');
+	$batch{'b15-bad-tag-zero'} = "\x00\x00";
+	%seeds = %batch;
+}
 
 make_path($out);
 for my $name (sort keys %seeds)
