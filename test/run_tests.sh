@@ -8,9 +8,10 @@
 #	     it needs root, and skips otherwise)
 #	  4. the TAP tests that do not measure memory or time against the
 #	     sanitizer build, failing on any sanitizer report in the tserver's log
-#	  4b. the libFuzzer harness of the tserver's frame handling
-#	     (test/fuzz) for FUZZ_SECONDS from its seed corpus, failing on any
-#	     crash or sanitizer report
+#	  4b. the libFuzzer harnesses (test/fuzz) of the tserver's frame
+#	     handling and of its WriteBatch decoder (differential, against
+#	     protobuf-c), each for FUZZ_SECONDS from its seed corpus, failing on
+#	     any crash, disagreement or sanitizer report
 #	  5. the extension's tests (test/pg_tests.sh): pg_regress (sql/,
 #	     expected/) and the PostgreSQL TAP tests (test/t/1*.pl)
 #
@@ -71,23 +72,33 @@ if grep -l -E "ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:" "$lo
 	exit 1
 fi
 
-step "fuzzing the tserver's frame handling (build-fuzz/fuzz_frames, ${FUZZ_SECONDS:-60} s)"
+# fuzz NAME CORPUS [MAKE_CORPUS_ARGS...]: the committed seeds must be what
+# their generator makes; then FUZZ_SECONDS of build-fuzz/NAME from them
+fuzz()
+{
+	local name=$1 corpus=$2 fuzzdir
+	shift 2
+	fuzzdir=$(mktemp -d /tmp/tcopy-fuzz.XXXXXX)
+	test/fuzz/make_corpus.pl "$@" "$fuzzdir/seeds" >/dev/null
+	diff -r "$corpus" "$fuzzdir/seeds"
+	mkdir "$fuzzdir/corpus"
+	# TMPDIR: the harness's store goes there, and so away with the rest
+	if ! (cd "$fuzzdir" && TMPDIR="$fuzzdir" "$TOP/build-fuzz/$name" -max_total_time="${FUZZ_SECONDS:-60}" \
+		-print_final_stats=1 -artifact_prefix="$fuzzdir/" corpus "$TOP/$corpus" \
+		>"$fuzzdir/fuzz.log" 2>&1); then
+		tail -n 80 "$fuzzdir/fuzz.log" >&2
+		echo "the fuzzer $name failed: its log and the input that failed are in $fuzzdir" >&2
+		exit 1
+	fi
+	grep -E "^Done |number_of_executed_units|new_units_added" "$fuzzdir/fuzz.log"
+	rm -rf "$fuzzdir"
+}
+
 make -C src/tserver -j"$JOBS" fuzz
-fuzzdir=$(mktemp -d /tmp/tcopy-fuzz.XXXXXX)
-# the committed seeds must be what their generator makes
-test/fuzz/make_corpus.pl "$fuzzdir/seeds" >/dev/null
-diff -r test/fuzz/corpus "$fuzzdir/seeds"
-mkdir "$fuzzdir/corpus"
-# TMPDIR: the harness's store goes there, and so away with the rest
-if ! (cd "$fuzzdir" && TMPDIR="$fuzzdir" "$TOP/build-fuzz/fuzz_frames" -max_total_time="${FUZZ_SECONDS:-60}" \
-	-print_final_stats=1 -artifact_prefix="$fuzzdir/" corpus "$TOP/test/fuzz/corpus" \
-	>"$fuzzdir/fuzz.log" 2>&1); then
-	tail -n 80 "$fuzzdir/fuzz.log" >&2
-	echo "the fuzzer failed: its log and the input that failed are in $fuzzdir" >&2
-	exit 1
-fi
-grep -E "^Done |number_of_executed_units|new_units_added" "$fuzzdir/fuzz.log"
-rm -rf "$fuzzdir"
+step "fuzzing the tserver's frame handling (build-fuzz/fuzz_frames, ${FUZZ_SECONDS:-60} s)"
+fuzz fuzz_frames test/fuzz/corpus
+step "fuzzing ts_batch_decode against protobuf-c (build-fuzz/fuzz_batch_decode, ${FUZZ_SECONDS:-60} s)"
+fuzz fuzz_batch_decode test/fuzz/corpus_batch --batch
 
 step "all tserver tests passed"
 
