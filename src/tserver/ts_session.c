@@ -178,11 +178,15 @@ session_account_spilled(TsSession *session, uint64_t now)
 	session->spilled_bytes = now;
 }
 
-/* Keep the store's count of staged bytes equal to what this session holds. */
+/*
+ * Keep the store's count of staged bytes equal to what this session's
+ * receiving buffer holds.  A buffer handed to a background spill takes its
+ * bytes along, and the spill drops them from the count when it is done.
+ */
 static void
 session_account(TsSession *session)
 {
-	uint64_t	now = session->staged.len + session->spill.staged.len;
+	uint64_t	now = session->staged.len;
 
 	if (now >= session->staged_accounted)
 		atomic_fetch_add(&session->store->staged_bytes, now - session->staged_accounted);
@@ -411,6 +415,7 @@ spill_job_main(void *arg)
 	else
 		job->result = spill_run(session, &job->staged, job->offsets, job->noffsets,
 								&job->err);
+	atomic_fetch_sub(&session->store->staged_bytes, job->staged.len);
 	return NULL;
 }
 
@@ -429,7 +434,6 @@ session_spill_wait(TsSession *session, TsError *err)
 		job->running = false;
 		job->staged.len = 0;
 		job->noffsets = 0;
-		session_account(session);
 	}
 	if (job->result != 0)
 	{
@@ -483,6 +487,7 @@ session_spill_start(TsSession *session, TsError *err)
 		job->offsets_cap = 1024;
 	}
 
+	session_account(session);	/* the full buffer's bytes, counted */
 	session->staged = job->staged;
 	session->offsets = job->offsets;
 	session->offsets_cap = job->offsets_cap;
@@ -492,6 +497,7 @@ session_spill_start(TsSession *session, TsError *err)
 	job->noffsets = session->noffsets;
 	job->sorted = session->sorted;
 	session->noffsets = 0;
+	session->staged_accounted -= job->staged.len;	/* the job's to drop now */
 	if (job->sorted)
 	{
 		memcpy(session->staged.data,
@@ -511,7 +517,6 @@ session_spill_start(TsSession *session, TsError *err)
 	spill_job_main(session);
 	job->staged.len = 0;
 	job->noffsets = 0;
-	session_account(session);
 	if (job->result != 0)
 	{
 		*err = job->err;

@@ -1040,6 +1040,9 @@ test_sorted_abort(void)
 	REQUIRE(session != NULL);
 	write_ids(session, table, ids, 30000, 500, 1);
 	CHECK_EQ_INT(ts_session_prepare(session, &err), 0);
+	ts_store_stats(store, &stats);
+	CHECK_EQ_UINT(stats.staged_bytes, 0);	/* the background spill's bytes too */
+	CHECK(stats.spilled_bytes > 0);
 	ts_session_abort(session);
 	CHECK_EQ_INT(count_staging(sid, ""), -1);
 
