@@ -6,8 +6,9 @@
 #	file system's error, leaves nothing visible and no session, staged or
 #	spilled data behind, and the tserver goes on serving: pings, scans of
 #	what was committed before, and new loads once there is room again.
-#	Space runs out at three points of a session:
-#	  - spilling a run to staging/ (a load larger than the disk);
+#	Space runs out at four points of a session:
+#	  - spilling a run to staging/ (a shuffled load larger than the disk);
+#	  - spilling a sorted load's SST file to staging/;
 #	  - at commit, writing the SST files a spilled session is ingested
 #	    from (the disk filled up while the session was held open);
 #	  - at commit, writing a small session's WriteBatch to RocksDB's WAL
@@ -99,8 +100,8 @@ sub load_ok
 # set; then it commits.
 sub commit_on_full_disk
 {
-	my ($name, $table, $rows, $leave, $plus_staged) = @_;
-	my $load = $ts->cli_bg('load', $table, '--rows', $rows, '--hold');
+	my ($name, $table, $rows, $leave, $plus_staged, @load_args) = @_;
+	my $load = $ts->cli_bg('load', $table, '--rows', $rows, '--hold', @load_args);
 	ok($load->wait_for(qr/^staged $rows rows$/m, 60), "$name: $rows rows staged") or diag($load->err);
 	my $stats = $ts->stats;
 	$leave += $stats->{staged_bytes} if $plus_staged;
@@ -114,7 +115,10 @@ sub commit_on_full_disk
 load_ok('before', 'first', 10_000);
 
 # ---- spilling ----
-my $r = $ts->cli('load', 'too_big', '--rows', 1_000_000);
+# Shuffled keys: spills are sorted runs (a sorted load goes straight to
+# LZ4-compressed SST files, where tserver-cli's blank fillers shrink to
+# fit; see the next case).
+my $r = $ts->cli('load', 'too_big', '--rows', 1_000_000, '--shuffle');
 is($r->{rc}, 1, 'spill: a load of 1M rows (~100 MB) onto 64 MB fails');
 like($r->{err}, qr/could not write staging file .*No space left on device/,
 	'spill: ... with the file system\'s error on a staging file');
@@ -122,11 +126,22 @@ is($ts->count('too_big'), 0, 'spill: nothing of the load is visible');
 check_clean('spill');
 load_ok('spill', 'after_spill', 10_000);
 
+# ---- SST files of a sorted session, spilled as they fill ----
+fill_disk(5 * 1024 * 1024);	# room to create the table (the space check keeps 4 MB)
+$r = $ts->cli('load', 'sorted_too_big', '--rows', 4_000_000);
+is($r->{rc}, 1, 'sorted spill: a sorted load of 4M rows onto 5 MB left fails');
+like($r->{err}, qr/could not write SST file.*No space left on device/,
+	'sorted spill: ... with the file system\'s error on an SST file');
+is($ts->count('sorted_too_big'), 0, 'sorted spill: nothing of the load is visible');
+check_clean('sorted spill');
+unlink $filler;
+load_ok('sorted spill', 'after_sorted_spill', 10_000);
+
 # ---- SST files of a spilled session, at commit ----
-# 300k rows: about 25 MB of runs spilled, 8 MB in memory; at commit the
-# rows in memory are spilled too (they fit), then the merged SST files
-# need more than the 256 kB left.
-my $err = commit_on_full_disk('ingest', 'ingest_full', 300_000, 256 * 1024, 1);
+# 300k shuffled rows: about 25 MB of runs spilled, 8 MB in memory; at
+# commit the rows in memory are spilled too (they fit), then the merged SST
+# files need more than the 256 kB left.
+my $err = commit_on_full_disk('ingest', 'ingest_full', 300_000, 256 * 1024, 1, '--shuffle');
 like($err, qr/could not write SST file.*No space left on device/, "ingest: ... writing an SST file, with the file system's error");
 is($ts->count('ingest_full'), 0, 'ingest: nothing of the load is visible');
 check_clean('ingest');
@@ -158,6 +173,7 @@ for my $table (sort keys %committed)
 	is(($ts->checksum($table) // {})->{line}, $committed{$table}, "restart: committed table $table is intact");
 }
 is($ts->count('too_big') // 0, 0, 'restart: nothing of the failed loads appeared');
+is($ts->count('sorted_too_big') // 0, 0, 'restart: ... (sorted spill)');
 is($ts->count('ingest_full') // 0, 0, 'restart: ... (ingest)');
 is($ts->count('wal_full') // 0, 0, 'restart: ... (wal)');
 load_ok('restart', 'after_restart', 10_000);
