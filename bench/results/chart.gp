@@ -1,16 +1,17 @@
-set terminal pngcairo size 1100,900 font 'sans,10'
+set terminal pngcairo size 1400,900 font 'sans,10'
 set output '/work/main/bench/results.png'
 set datafile missing '?'
-set multiplot title 'tcopy COPY benchmark: 10,000,000 rows, 3 run(s), 2 CPUs, 2026-11-29 21:05:39 UTC'
+set multiplot title 'tcopy COPY benchmark: 10,000,000 rows, 3 run(s), 2 CPUs, 2026-11-29 22:28:35 UTC'
 set style fill solid 0.85 border -1
 set grid ytics
 set key inside top right vertical opaque
 set bmargin 3.5
 set origin 0, 0.48
 set size 1, 0.47
-set xrange [-0.6:7.6]
+set xrange [-0.6:12.6]
 set yrange [0:*]
-set xtics nomirror ("1\nheap+PK" 0, "2\nheap unlogged" 1, "3\ntcopy" 2, "4\ntcopy malloc" 3, "5\nhook off" 4, "6\nnull:" 5, "7a\ntcopy tcmalloc" 6, "7b\nmalloc tcmalloc" 7)
+set offsets 0, 0, graph 0.08, 0
+set xtics nomirror ("1\nheap+PK" 0, "2\nheap unlogged" 1, "3\ntcopy" 2, "3f\nfields off" 3, "3p\nprotobuf" 4, "4\npb malloc" 5, "5\nhook off" 6, "6\nnull:" 7, "6f\nnull: f.off" 8, "6p\nnull: pb" 9, "7a\ntcopy tcm" 10, "7b\nmalloc tcm" 11, "8\nreader" 12)
 set ylabel 'thousand rows/s'
 set title 'Throughput: median; error bars from min to max over the runs'
 set boxwidth 0.266666666666667
