@@ -56,7 +56,9 @@
  * and ingestion syncs the manifest, so a commit is durable once it returns.
  * Memory is bounded by the limit (or two batches, if larger, plus the one
  * record a sorted session carries over), plus at most RUN_FAN_IN read
- * buffers during a merge, or one open SstFileWriter while sorted.
+ * buffers during a merge, or one open SstFileWriter while sorted, plus
+ * the record offsets (4 bytes a record) and, while a run is sorted,
+ * ts_sort_records' entries (24 bytes a record of the half being spilled).
  */
 #include "ts_storage_int.h"
 
