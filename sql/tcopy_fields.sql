@@ -111,6 +111,31 @@ COPY f (dom, t, i4, bc, vc, f8) FROM STDIN (FORMAT csv, FORCE_NULL (t), FORCE_NO
 SELECT * FROM f_check;
 SELECT i4, t IS NULL AS t_null, t, vc IS NULL AS vc_null, bc, dom FROM tc.f WHERE i4 >= 10 ORDER BY i4;
 
+-- date, time and timestamps travel as their send format, written without
+-- the send function: their edges read back equal to a heap table's
+CREATE TABLE h.dt (id int NOT NULL, d date, t time, ts timestamp, tz timestamptz);
+CREATE FOREIGN TABLE tc.dt (id int NOT NULL, d date, t time, ts timestamp, tz timestamptz)
+	SERVER ts OPTIONS (key 'id', table_name 'tcopy_fields.dt');
+TRUNCATE tc.dt;
+SET search_path = h, public;
+COPY dt FROM STDIN;
+1	2024-02-29	00:00:00	2024-02-29 12:34:56.789012	2024-02-29 12:34:56.789012+05:30
+2	4713-01-01 BC	24:00:00	294276-12-31 23:59:59.999999	4713-11-24 00:00:00+00 BC
+3	infinity	23:59:59.999999	-infinity	infinity
+4	-infinity	12:00	1999-12-31 23:59:59	\N
+\.
+SET search_path = tc, public;
+COPY dt FROM STDIN;
+1	2024-02-29	00:00:00	2024-02-29 12:34:56.789012	2024-02-29 12:34:56.789012+05:30
+2	4713-01-01 BC	24:00:00	294276-12-31 23:59:59.999999	4713-11-24 00:00:00+00 BC
+3	infinity	23:59:59.999999	-infinity	infinity
+4	-infinity	12:00	1999-12-31 23:59:59	\N
+\.
+SELECT (SELECT count(*) FROM tc.dt) AS tc_rows,
+	(SELECT count(*) FROM (SELECT * FROM h.dt EXCEPT ALL SELECT * FROM tc.dt) d) AS heap_only,
+	(SELECT count(*) FROM (SELECT * FROM tc.dt EXCEPT ALL SELECT * FROM h.dt) d) AS tc_only;
+SELECT * FROM tc.dt ORDER BY id;
+
 -- bad fields: each fails as on the heap table, and leaves nothing
 SET tcopy.batch_rows = 1;
 SET search_path = h, public;

@@ -25,6 +25,7 @@
 #include "catalog/pg_type.h"
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
+#include "port/pg_bswap.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -129,6 +130,16 @@ column_choose_conv(TcopyColumnCodec *col)
 	col->kind = TCOPY__KIND__KIND_BYTES;
 	if (type_send_is_portable(base))
 	{
+		/*
+		 * The send functions of these write the datum as a big-endian
+		 * integer (date_send, time_send, timestamp_send, timestamptz_send):
+		 * tcopy_encode_datum writes the same bytes without the call and its
+		 * StringInfo.
+		 */
+		if (base == DATEOID)
+			col->send_width = 4;
+		else if (base == TIMEOID || base == TIMESTAMPOID || base == TIMESTAMPTZOID)
+			col->send_width = 8;
 		getTypeBinaryOutputInfo(base, &func, &isvarlena);
 		fmgr_info(func, &col->out_fn);
 		getTypeBinaryInputInfo(base, &func, &col->typioparam);
@@ -261,6 +272,7 @@ tcopy_row_buf_init(TcopyRowBuf *row, int ncolumns)
 	row->floats = palloc(sizeof(double) * n);
 	row->blobs = palloc(sizeof(TcWireBlob) * n);
 	row->nulls = palloc(sizeof(uint32_t) * n);
+	row->scratch = palloc(8 * n);
 	row->wire.ints = row->ints;
 	row->wire.floats = row->floats;
 	row->wire.blobs = row->blobs;
@@ -325,12 +337,27 @@ tcopy_encode_datum(TcopyRelCodec *codec, int c, Datum value, TcopyRowBuf *row)
 				break;
 			}
 		case TCOPY_CONV_SEND:
+			if (col->send_width == 8)
+			{
+				uint64		be = pg_hton64((uint64) DatumGetInt64(value));
+
+				memcpy(row->scratch + 8 * c, &be, 8);
+				row_add_blob(row, row->scratch + 8 * c, 8);
+			}
+			else if (col->send_width == 4)
+			{
+				uint32		be = pg_hton32((uint32) DatumGetInt32(value));
+
+				memcpy(row->scratch + 8 * c, &be, 4);
+				row_add_blob(row, row->scratch + 8 * c, 4);
+			}
+			else
 			{
 				bytea	   *sent = SendFunctionCall(&col->out_fn, value);
 
 				row_add_blob(row, VARDATA(sent), VARSIZE(sent) - VARHDRSZ);
-				break;
 			}
+			break;
 		case TCOPY_CONV_IO:
 			{
 				char	   *text = OutputFunctionCall(&col->out_fn, value);

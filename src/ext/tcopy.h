@@ -79,6 +79,8 @@ typedef struct TcopyColumnCodec
 	TcopyConv	conv;
 	Tcopy__Kind kind;
 	bool		notnull;		/* NOT NULL: enforced before sending */
+	int			send_width;		/* SEND: 4 or 8 when the send format is the
+								 * datum as a big-endian integer, else 0 */
 	FmgrInfo	out_fn;			/* SEND: typsend; IO: typoutput */
 	FmgrInfo	in_fn;			/* SEND: typreceive; IO: typinput */
 	Oid			typioparam;		/* for in_fn */
@@ -112,6 +114,7 @@ typedef struct TcopyRowBuf
 	double	   *floats;
 	TcWireBlob *blobs;
 	uint32_t   *nulls;
+	uint8	   *scratch;		/* 8 bytes a column: send formats built here */
 } TcopyRowBuf;
 
 extern void tcopy_row_buf_init(TcopyRowBuf *row, int ncolumns);
