@@ -18,6 +18,7 @@
 #define TC_TEST_H
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -128,6 +129,62 @@ tc_test_summary(void)
 	printf("%d passed, %d failed\n", tc_test_passed, tc_test_failed);
 	fflush(stdout);
 	return tc_test_failed == 0 ? 0 : 1;
+}
+
+/*
+ * Reproducible random values for the tests (xorshift64*: no libc state, the
+ * same sequence on every run), and int64 and double values that favour the
+ * edges of their encodings.
+ */
+static uint64_t tc_test_rng_state = 0x9e3779b97f4a7c15ull;
+
+static inline uint64_t
+tc_test_rng(void)
+{
+	tc_test_rng_state ^= tc_test_rng_state >> 12;
+	tc_test_rng_state ^= tc_test_rng_state << 25;
+	tc_test_rng_state ^= tc_test_rng_state >> 27;
+	return tc_test_rng_state * 0x2545f4914f6cdd1dull;
+}
+
+static inline int64_t
+tc_test_random_int64(void)
+{
+	static const int64_t edges[] = {0, 1, -1, 63, 64, -64, -65, 127, 128,
+		INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, INT64_MAX - 1, INT64_MIN + 1};
+
+	switch (tc_test_rng() % 4)
+	{
+		case 0:
+			return edges[tc_test_rng() % (sizeof(edges) / sizeof(edges[0]))];
+		case 1:
+			return (int64_t) (tc_test_rng() % 1000) - 500;
+		case 2:
+			return (int64_t) tc_test_rng() >> (tc_test_rng() % 63);
+		default:
+			return (int64_t) tc_test_rng();
+	}
+}
+
+/* Finite edges, infinities, NaN, or any 64 bits (denormals, NaN payloads). */
+static inline double
+tc_test_random_double(void)
+{
+	static const double edges[] = {0.0, -0.0, 1.5, -2.25, 1e308, -1e-308, 5e-324};
+	uint64_t	bits;
+	double		d;
+
+	switch (tc_test_rng() % 3)
+	{
+		case 0:
+			return edges[tc_test_rng() % (sizeof(edges) / sizeof(edges[0]))];
+		case 1:
+			return tc_test_rng() % 2 ? (double) INFINITY : (double) NAN;
+		default:
+			bits = tc_test_rng();
+			memcpy(&d, &bits, 8);
+			return d;
+	}
 }
 
 #endif							/* TC_TEST_H */

@@ -22,55 +22,6 @@
 
 static TcArena arena;
 
-static uint64_t rng_state = 0x2545f4914f6cdd1dull;
-
-static uint64_t
-rng(void)
-{
-	/* xorshift64*: reproducible, no libc state */
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return rng_state * 0x2545f4914f6cdd1dull;
-}
-
-static int64_t
-random_int(void)
-{
-	static const int64_t edges[] = {0, 1, -1, 63, 64, -64, -65, 127, 128,
-		INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, INT64_MAX - 1, INT64_MIN + 1};
-
-	switch (rng() % 3)
-	{
-		case 0:
-			return edges[rng() % (sizeof(edges) / sizeof(edges[0]))];
-		case 1:
-			return (int64_t) (rng() % 1000) - 500;
-		default:
-			return (int64_t) rng() >> (rng() % 64);
-	}
-}
-
-static double
-random_float(void)
-{
-	static const double edges[] = {0.0, -0.0, 1.5, -2.25, 1e308, -1e-308, 5e-324};
-	uint64_t	bits;
-	double		d;
-
-	switch (rng() % 3)
-	{
-		case 0:
-			return edges[rng() % (sizeof(edges) / sizeof(edges[0]))];
-		case 1:
-			return rng() % 2 ? INFINITY : NAN;
-		default:
-			bits = rng();
-			memcpy(&d, &bits, 8);
-			return d;
-	}
-}
-
 /* Storage of one random row as protobuf-c's message. */
 typedef struct TestRow
 {
@@ -86,7 +37,7 @@ typedef struct TestRow
 static void
 random_row(TestRow *row)
 {
-	int			ncols = rng() % 5 == 0 ? 0 : (int) (rng() % MAX_COLS);
+	int			ncols = tc_test_rng() % 5 == 0 ? 0 : (int) (tc_test_rng() % MAX_COLS);
 
 	tcopy__row__init(&row->pb);
 	row->pb.ints = row->ints;
@@ -95,24 +46,24 @@ random_row(TestRow *row)
 	row->pb.nulls = row->nulls;
 	for (int c = 0; c < ncols; c++)
 	{
-		switch (rng() % 4)
+		switch (tc_test_rng() % 4)
 		{
 			case 0:
-				row->nulls[row->pb.n_nulls++] = rng() % 8 == 0 ? UINT32_MAX : (uint32_t) c;
+				row->nulls[row->pb.n_nulls++] = tc_test_rng() % 8 == 0 ? UINT32_MAX : (uint32_t) c;
 				break;
 			case 1:
-				row->ints[row->pb.n_ints++] = random_int();
+				row->ints[row->pb.n_ints++] = tc_test_random_int64();
 				break;
 			case 2:
-				row->floats[row->pb.n_floats++] = random_float();
+				row->floats[row->pb.n_floats++] = tc_test_random_double();
 				break;
 			default:
 				{
 					size_t		i = row->pb.n_blobs++;
-					size_t		len = rng() % 3 == 0 ? 0 : (size_t) (rng() % 200);
+					size_t		len = tc_test_rng() % 3 == 0 ? 0 : (size_t) (tc_test_rng() % 200);
 
 					for (size_t b = 0; b < len; b++)
-						row->bytes[i][b] = (uint8_t) rng();
+						row->bytes[i][b] = (uint8_t) tc_test_rng();
 					row->blobs[i].data = len > 0 ? row->bytes[i] : NULL;
 					row->blobs[i].len = len;
 					break;
@@ -196,7 +147,7 @@ test_random_batches(void)
 	{
 		Tcopy__WriteBatch batch = TCOPY__WRITE_BATCH__INIT;
 		Tcopy__WriteBatch ours;
-		size_t		n = (size_t) (rng() % MAX_ROWS);
+		size_t		n = (size_t) (tc_test_rng() % MAX_ROWS);
 		size_t		len;
 		uint8_t    *buf;
 
@@ -205,8 +156,8 @@ test_random_batches(void)
 			random_row(&rows[i]);
 			pointers[i] = &rows[i].pb;
 		}
-		batch.seq = rng() % 4 == 0 ? UINT64_MAX - rng() % 3 : rng() % 100000;
-		batch.table_id = rng() % 4 == 0 ? UINT32_MAX : (uint32_t) (rng() % 70000);
+		batch.seq = tc_test_rng() % 4 == 0 ? UINT64_MAX - tc_test_rng() % 3 : tc_test_rng() % 100000;
+		batch.table_id = tc_test_rng() % 4 == 0 ? UINT32_MAX : (uint32_t) (tc_test_rng() % 70000);
 		batch.rows = n > 0 ? pointers : NULL;
 		batch.n_rows = n;
 		len = tcopy__write_batch__get_packed_size(&batch);

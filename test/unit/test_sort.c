@@ -14,17 +14,6 @@
 #include "tc_test.h"
 #include "ts_sort.h"
 
-static uint64_t rng_state = 0x2545f4914f6cdd1dull;
-
-static uint64_t
-rng(void)
-{
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return rng_state * 0x9e3779b97f4a7c15ull;
-}
-
 static const uint8_t *ref_base;
 
 static int
@@ -55,18 +44,18 @@ make_records(uint8_t *buf, uint32_t *offsets, size_t n, int shape)
 	for (size_t i = 0; i < n; i++)
 	{
 		uint32_t	keylen,
-					valuelen = (uint32_t) (rng() % 4);
+					valuelen = (uint32_t) (tc_test_rng() % 4);
 
 		switch (shape)
 		{
 			case 0:				/* short keys of few distinct bytes, 0 among them */
-				keylen = (uint32_t) (rng() % 20);
+				keylen = (uint32_t) (tc_test_rng() % 20);
 				break;
 			case 1:				/* table id + int: 12 bytes */
 				keylen = 12;
 				break;
 			default:			/* long keys sharing their first 16 bytes */
-				keylen = 16 + (uint32_t) (rng() % 12);
+				keylen = 16 + (uint32_t) (tc_test_rng() % 12);
 				break;
 		}
 		offsets[i] = (uint32_t) pos;
@@ -77,11 +66,11 @@ make_records(uint8_t *buf, uint32_t *offsets, size_t n, int shape)
 			uint8_t		byte;
 
 			if (shape == 0)
-				byte = (uint8_t) (rng() % 3);	/* 0, 1, 2 */
+				byte = (uint8_t) (tc_test_rng() % 3);	/* 0, 1, 2 */
 			else if (shape == 1)
-				byte = b < 4 ? (uint8_t) (rng() % 2) : (uint8_t) rng();
+				byte = b < 4 ? (uint8_t) (tc_test_rng() % 2) : (uint8_t) tc_test_rng();
 			else
-				byte = b < 16 ? 'k' : (uint8_t) (rng() % 3);
+				byte = b < 16 ? 'k' : (uint8_t) (tc_test_rng() % 3);
 			buf[pos + 8 + b] = byte;
 		}
 		memset(buf + pos + 8 + keylen, 'v', valuelen);

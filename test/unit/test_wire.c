@@ -30,64 +30,11 @@ typedef struct TestRow
 	Tcopy__Row	pb;
 } TestRow;
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-
-static uint64_t
-rng(void)
-{
-	/* xorshift64*: reproducible, no libc state */
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return rng_state * 0x2545f4914f6cdd1dull;
-}
-
-static int64_t
-random_int(void)
-{
-	static const int64_t edges[] = {0, 1, -1, 63, 64, -64, -65, 127, 128,
-		INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, INT64_MAX - 1, INT64_MIN + 1};
-
-	switch (rng() % 4)
-	{
-		case 0:
-			return edges[rng() % (sizeof(edges) / sizeof(edges[0]))];
-		case 1:
-			return (int64_t) (rng() % 1000) - 500;
-		case 2:
-			return (int64_t) rng() >> (rng() % 63);
-		default:
-			return (int64_t) rng();
-	}
-}
-
-static double
-random_float(void)
-{
-	static const double edges[] = {0.0, -0.0, 1.5, -2.25, 1e308, -1e-308, 5e-324};
-
-	switch (rng() % 3)
-	{
-		case 0:
-			return edges[rng() % (sizeof(edges) / sizeof(edges[0]))];
-		case 1:
-			return rng() % 2 ? INFINITY : NAN;
-		default:
-			{
-				double		d;
-				uint64_t	bits = rng();
-
-				memcpy(&d, &bits, 8);
-				return d;
-			}
-	}
-}
-
 /* Fill row with random columns: each a null, an int, a float or a blob. */
 static void
 random_row(TestRow *row)
 {
-	int			ncols = (int) (rng() % MAX_COLS);
+	int			ncols = (int) (tc_test_rng() % MAX_COLS);
 
 	memset(&row->wire, 0, sizeof(row->wire));
 	tcopy__row__init(&row->pb);
@@ -97,25 +44,25 @@ random_row(TestRow *row)
 	row->wire.nulls = row->nulls;
 	for (int c = 0; c < ncols; c++)
 	{
-		switch (rng() % 4)
+		switch (tc_test_rng() % 4)
 		{
 			case 0:
 				row->nulls[row->wire.n_nulls++] = (uint32_t) c;
 				break;
 			case 1:
-				row->ints[row->wire.n_ints++] = random_int();
+				row->ints[row->wire.n_ints++] = tc_test_random_int64();
 				break;
 			case 2:
-				row->floats[row->wire.n_floats++] = random_float();
+				row->floats[row->wire.n_floats++] = tc_test_random_double();
 				break;
 			default:
 				{
 					uint32_t	i = row->wire.n_blobs++;
-					uint32_t	len = (uint32_t) (rng() % 3 == 0 ? rng() % 200 : rng() % 8);
-					uint32_t	pad = (uint32_t) (rng() % 3 == 0 ? rng() % 90 : 0);
+					uint32_t	len = (uint32_t) (tc_test_rng() % 3 == 0 ? tc_test_rng() % 200 : tc_test_rng() % 8);
+					uint32_t	pad = (uint32_t) (tc_test_rng() % 3 == 0 ? tc_test_rng() % 90 : 0);
 
 					for (uint32_t b = 0; b < len; b++)
-						row->bytes[i][b] = (uint8_t) rng();
+						row->bytes[i][b] = (uint8_t) tc_test_rng();
 					memset(row->bytes[i] + len, ' ', pad);
 					row->blobs[i].data = row->bytes[i];
 					row->blobs[i].len = len;
@@ -251,11 +198,11 @@ test_random_batches(void)
 	REQUIRE(rows != NULL);
 	for (int round = 0; round < 500; round++)
 	{
-		size_t		n = (size_t) (rng() % MAX_ROWS) + 1;
+		size_t		n = (size_t) (tc_test_rng() % MAX_ROWS) + 1;
 
 		for (size_t i = 0; i < n; i++)
 			random_row(&rows[i]);
-		check_same_bytes(rows, n, rng() % 100000, (uint32_t) (rng() % 70000));
+		check_same_bytes(rows, n, tc_test_rng() % 100000, (uint32_t) (tc_test_rng() % 70000));
 	}
 	free(rows);
 }
