@@ -13,7 +13,10 @@
 #	once, so that successful loads interleave with the killed ones.  COPYs
 #	alternate between a long-lived psql session (whose cached connection
 #	died with the tserver) and one-shot psql runs (whose exit status is
-#	checked).
+#	checked).  Rows come from a program that trickles the file (a 1 ms
+#	pause every 500 lines, as a slow client would send them): read at
+#	full speed, 200k rows take tcopy well under the time psql needs to
+#	start, and nearly every kill would land in the commit instead.
 use strict;
 use warnings;
 
@@ -55,6 +58,14 @@ sub load_file
 	return ($file, $sum);
 }
 
+# The COPY of a load file, its rows trickled (see the header).
+sub copy_sql
+{
+	my ($file) = @_;
+	my $program = 'perl -pe \'\'select(undef, undef, undef, 0.001) unless $. % 500\'\' ' . $file;
+	return "COPY acc FROM PROGRAM '$program' (FORMAT csv)";
+}
+
 my $s = TcopyPgTest::Session->new($node, timeout => $COPY_TIMEOUT);
 my $expected = '0 0 0 0';	# checksum of the loads committed so far
 my $next_load = 0;
@@ -65,7 +76,7 @@ sub load_ok
 	my ($what) = @_;
 	my ($file, $sum) = load_file($next_load);
 	my $t0 = time();
-	my ($out, $err) = $s->run("COPY acc FROM '$file' (FORMAT csv);");
+	my ($out, $err) = $s->run(copy_sql($file) . ';');
 	my $secs = time() - $t0;
 	is($out, "COPY $rows", "$what: COPY of load $next_load succeeds") or diag($err);
 	$expected = checksum_add($expected, $sum);
@@ -85,7 +96,7 @@ for my $i (1 .. $iterations)
 {
 	my ($file, $sum) = load_file($next_load);
 	my $delay = rand($max_delay);
-	my $copy = "COPY acc FROM '$file' (FORMAT csv)";
+	my $copy = copy_sql($file);
 	my $via = $i % 2 ? 'session' : 'psql';
 	my $name = sprintf("iteration %d (%s, kill after %.3f s)", $i, $via, $delay);
 	my ($reported, $out, $err);
