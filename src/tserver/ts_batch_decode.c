@@ -38,6 +38,8 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "tc_varint.h"
+
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "ts_batch_decode.c reads doubles in memory order: port it to big-endian machines"
 #endif
@@ -49,7 +51,6 @@
 #define WIRE_32BIT 5
 
 #define TAG_MAX_BYTES 5
-#define VARINT_MAX_BYTES 10
 #define LENGTH_MAX_BYTES 5
 
 /* field numbers, as in proto/tcopy.proto */
@@ -130,7 +131,7 @@ static inline bool
 batch_read_varint(const uint8_t **p, const uint8_t *end, uint64_t *value)
 {
 	const uint8_t *q = *p;
-	size_t		max = batch_min((size_t) (end - q), VARINT_MAX_BYTES);
+	size_t		max = batch_min((size_t) (end - q), TC_VARINT_MAX);
 	uint64_t	v = 0;
 
 	if (max > 0 && (q[0] & 0x80) == 0)
@@ -225,7 +226,7 @@ batch_count_packed_varints(const uint8_t *p, const uint8_t *end, size_t *count)
 	{
 		if (*p & 0x80)
 		{
-			if (++run == VARINT_MAX_BYTES)
+			if (++run == TC_VARINT_MAX)
 				return false;
 		}
 		else
@@ -238,12 +239,6 @@ batch_count_packed_varints(const uint8_t *p, const uint8_t *end, size_t *count)
 		return false;
 	*count += n;
 	return true;
-}
-
-static inline int64_t
-batch_unzigzag64(uint64_t v)
-{
-	return (int64_t) (v >> 1) ^ -(int64_t) (v & 1);
 }
 
 /*
@@ -273,7 +268,7 @@ batch_walk_row(const uint8_t *p, const uint8_t *end, BatchCounts *n,
 					if (!batch_read_varint(&p, end, &value))
 						return false;
 					if (fill && field == ROW_INTS)
-						a->ints[n->ints] = batch_unzigzag64(value);
+						a->ints[n->ints] = tc_unzigzag64(value);
 					else if (fill)
 						a->nulls[n->nulls] = (uint32_t) value;
 					if (field == ROW_INTS)
@@ -301,7 +296,7 @@ batch_walk_row(const uint8_t *p, const uint8_t *end, BatchCounts *n,
 						{
 							if (!batch_read_varint(&p, packed_end, &value))
 								return false;
-							a->ints[n->ints++] = batch_unzigzag64(value);
+							a->ints[n->ints++] = tc_unzigzag64(value);
 						}
 					}
 					else

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tc_varint.h"
+
 int
 ts_layout_init(TsLayout *layout, const Tcopy__Schema *schema, TsError *err)
 {
@@ -339,20 +341,6 @@ ts_key_encode_prefix(const TsLayout *layout, uint32_t table_id,
 	return true;
 }
 
-static inline size_t
-varint_put(uint8_t *p, uint64_t v)
-{
-	size_t		n = 0;
-
-	while (v >= 0x80)
-	{
-		p[n++] = (uint8_t) (v | 0x80);
-		v >>= 7;
-	}
-	p[n++] = (uint8_t) v;
-	return n;
-}
-
 /* Read a varint from [*p, end); false when it is cut short or too long. */
 static inline bool
 varint_get(const uint8_t **p, const uint8_t *end, uint64_t *v)
@@ -411,7 +399,7 @@ ts_value_encode(const TsLayout *layout, const Tcopy__Row *row, TcBuf *out)
 						return false;
 					p = out->data + out->len;
 					*p++ = 1;
-					p += varint_put(p, ((uint64_t) v << 1) ^ (uint64_t) (v >> 63));
+					p = tc_varint_put(p, tc_zigzag64(v));
 					out->len = (size_t) (p - out->data);
 					break;
 				}
@@ -430,7 +418,7 @@ ts_value_encode(const TsLayout *layout, const Tcopy__Row *row, TcBuf *out)
 						return false;
 					p = out->data + out->len;
 					*p++ = 1;
-					p += varint_put(p, blob->len);
+					p = tc_varint_put(p, blob->len);
 					if (blob->len > 0)
 						memcpy(p, blob->data, blob->len);
 					out->len = (size_t) (p - out->data) + blob->len;
@@ -561,7 +549,7 @@ ts_row_decode(const TsLayout *layout, const uint8_t *key, size_t keylen,
 			case TCOPY__KIND__KIND_INT:
 				if (!varint_get(&p, end, &u))
 					return false;
-				v->i = (int64_t) (u >> 1) ^ -(int64_t) (u & 1);
+				v->i = tc_unzigzag64(u);
 				break;
 			case TCOPY__KIND__KIND_FLOAT:
 				if (end - p < 8)
