@@ -82,8 +82,7 @@ struct TcopyFieldPlan
 	TcopyRelCodec *codec;
 	int			nfields;		/* fields a line must have */
 	FieldPlan  *fields;			/* [nfields], in the column list's order */
-	FieldValue *values;			/* [codec->ncolumns] */
-	bool	   *listed;			/* [codec->ncolumns]: in the column list */
+	FieldValue *values;			/* [codec->ncolumns]; unlisted columns NULL */
 };
 
 static FieldConv
@@ -129,7 +128,9 @@ tcopy_field_plan(CopyFromState cstate, TcopyRelCodec *codec)
 	plan->nfields = list_length(cstate->attnumlist);
 	plan->fields = palloc0(sizeof(FieldPlan) * plan->nfields);
 	plan->values = palloc0(sizeof(FieldValue) * Max(codec->ncolumns, 1));
-	plan->listed = palloc0(sizeof(bool) * Max(codec->ncolumns, 1));
+	/* columns left out of the column list stay NULL (no defaults here) */
+	for (int c = 0; c < codec->ncolumns; c++)
+		plan->values[c].isnull = true;
 	foreach(cur, cstate->attnumlist)
 	{
 		int			m = lfirst_int(cur) - 1;
@@ -143,7 +144,6 @@ tcopy_field_plan(CopyFromState cstate, TcopyRelCodec *codec)
 		col = &codec->columns[field->column];
 		field->is_domain = getBaseType(col->typid) != col->typid;
 		field->conv = field->is_domain ? FIELD_INPUT : field_conv(col, &field->maxlen);
-		plan->listed[field->column] = true;
 	}
 	return plan;
 }
@@ -304,7 +304,7 @@ tcopy_next_row_fields(CopyFromState cstate, TcopyFieldPlan *plan, TcopyRowBuf *r
 	{
 		FieldValue *value = &plan->values[c];
 
-		if (!plan->listed[c] || value->isnull)
+		if (value->isnull)
 		{
 			if (codec->columns[c].notnull)
 				report_null(cstate, plan, c, strings);
