@@ -22,7 +22,8 @@ use Test::More;
 use Time::HiRes qw(sleep time);
 use TcopyTest;
 use TcopyPgTest qw(setup_node write_accounts_csv accounts_ddl table_checksum
-  checksum_add wait_until wait_tserver_idle);
+  checksum_add wait_until wait_tserver_idle held_copy_sql
+  release_held_copy);
 
 my $rows = 500_000;			# the COPY is stalled long before its end
 my $TIMEOUT_S = 4;			# statement_timeout of the first case
@@ -64,21 +65,23 @@ sub stop_tserver
 	}) or diag("tserver $pid: not every thread stopped");
 }
 
-# Start sql (a COPY of the big file) in $s; once it has processed some rows,
-# stop the tserver.  Returns the time the statement was sent, or undef
-# when the COPY ended before it could be stalled.
+# Start a COPY of the big file in $s, held after its first 100k rows (see
+# held_copy_sql); once it has processed 20k rows, stop the tserver and
+# release the rest of the rows, which then wait on the tserver.  Returns
+# the time the statement was sent.
 sub copy_and_stall
 {
-	my ($sql) = @_;
+	my ($name) = @_;
 	my $t0 = time();
-	$s->send($sql);
+	$s->send(held_copy_sql($node, 'acc', $big, 100_000) . ';');
 	my $seen = wait_until(30, sub {
 		return -1 if $s->done;
 		my $n = $watch->run_ok("SELECT tuples_processed FROM pg_stat_progress_copy WHERE pid = $pid;");
 		return $n ne '' && $n > 20_000 ? $n : 0;
 	});
-	return undef unless $seen && $seen > 0;
+	ok($seen > 0, "$name: the COPY is running ($seen rows) when the tserver is stopped");
 	stop_tserver();
+	release_held_copy($node);
 	note("tserver stopped after $seen rows");
 	return $t0;
 }
@@ -116,28 +119,22 @@ sub next_copy_works
 
 # ---- statement_timeout ----
 $s->run_ok("SET statement_timeout = '${TIMEOUT_S}s';");
-my $t0 = copy_and_stall("COPY acc FROM '$big' (FORMAT csv);");
-SKIP:
-{
-	skip "the COPY ended before the tserver could be stopped", 6 unless defined $t0;
-	ok(waits_on_tserver(), 'statement_timeout: the stalled COPY waits on the tserver');
-	my ($out, $err) = $s->result;
-	my $secs = time() - $t0;
-	like($err, qr/ERROR:  canceling statement due to statement timeout/,
-		'statement_timeout ends the COPY stalled on a stopped tserver');
-	is($out, '', '... which reports no rows copied');
-	cmp_ok($secs, '<', $TIMEOUT_S + $SLACK_S,
-		sprintf("... within %d s of the timeout (it ended %.1f s after it started)", $SLACK_S, $secs));
-	check_after_resume('statement_timeout');
-}
+my $t0 = copy_and_stall('statement_timeout');
+ok(waits_on_tserver(), 'statement_timeout: the stalled COPY waits on the tserver');
+my ($out, $err) = $s->result;
+my $secs = time() - $t0;
+like($err, qr/ERROR:  canceling statement due to statement timeout/,
+	'statement_timeout ends the COPY stalled on a stopped tserver');
+is($out, '', '... which reports no rows copied');
+cmp_ok($secs, '<', $TIMEOUT_S + $SLACK_S,
+	sprintf("... within %d s of the timeout (it ended %.1f s after it started)", $SLACK_S, $secs));
+check_after_resume('statement_timeout');
 $s->run_ok('RESET statement_timeout;');
 next_copy_works('statement_timeout');
 
 # ---- pg_cancel_backend ----
-$t0 = copy_and_stall("COPY acc FROM '$big' (FORMAT csv);");
-SKIP:
+$t0 = copy_and_stall('pg_cancel_backend');
 {
-	skip "the COPY ended before the tserver could be stopped", 6 unless defined $t0;
 	ok(waits_on_tserver(), 'pg_cancel_backend: the stalled COPY waits on the tserver');
 	my $t1 = time();
 	is($watch->run_ok("SELECT pg_cancel_backend($pid);"), 't', 'pg_cancel_backend from another session');
@@ -154,7 +151,7 @@ next_copy_works('pg_cancel_backend');
 # BEGIN and a COPY whose batches are all acknowledged; then the COMMIT
 # finds the tserver stopped.
 my $before = $expected;
-my ($out, $err) = $s->run("BEGIN; COPY acc FROM '$big' (FORMAT csv) WHERE aid % 10 = 0;");
+($out, $err) = $s->run("BEGIN; COPY acc FROM '$big' (FORMAT csv) WHERE aid % 10 = 0;");
 is($out, "BEGIN\nCOPY " . ($rows / 10), 'commit: a COPY in a transaction block') or diag($err);
 $node->safe_psql('postgres', "TRUNCATE reference; COPY reference FROM '$big' (FORMAT csv) WHERE aid % 10 = 0");
 my $with = checksum_add($before, table_checksum($node, 'reference'));
@@ -164,7 +161,7 @@ ok(waits_on_tserver(), 'commit: the COMMIT waits on the stopped tserver');
 my $t1 = time();
 is($watch->run_ok("SELECT pg_cancel_backend($pid);"), 't', 'commit: pg_cancel_backend from another session');
 ($out, $err) = $s->result;
-my $secs = time() - $t1;
+$secs = time() - $t1;
 like($err, qr/ERROR:  canceling statement due to user request/, 'commit: the cancel ends the stalled COMMIT with an error');
 is($out, '', '... and reports no COMMIT');
 cmp_ok($secs, '<', $SLACK_S, sprintf("... within %d s (it took %.1f s)", $SLACK_S, $secs));

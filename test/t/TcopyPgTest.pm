@@ -27,7 +27,7 @@ use TcopyTest;
 
 our @EXPORT_OK = qw(setup_node write_accounts_csv accounts_ddl table_checksum
   rss_anon_kb checksum_add wait_until copy_progress wait_tserver_idle
-  staging_entries);
+  staging_entries held_copy_sql release_held_copy);
 
 # Columns of pgbench_accounts.
 use constant ACCOUNTS_COLUMNS =>
@@ -144,6 +144,50 @@ sub wait_until
 		return $r if $r || time() >= $deadline;
 		sleep(0.05);
 	}
+}
+
+# A COPY into table whose rows never run out while a test watches it:
+# COPY FROM PROGRAM of a script that sends the first `fast` lines of file
+# at full speed, then one line every 20 ms until release_held_copy (then
+# the rest at full speed), and exits when the backend closes the pipe (the
+# next line it writes fails).  A fault test can wait until the COPY is past
+# some point, knowing it is still running however fast the machine loads
+# rows.  One held COPY per node at a time.
+sub held_copy_sql
+{
+	my ($node, $table, $file, $fast) = @_;
+	my $script = $node->basedir . '/held_copy.pl';
+	my $pidfile = $node->basedir . '/held_copy.pid';
+	PostgreSQL::Test::Utils::append_to_file($script, <<'PERL') unless -e $script;
+my ($fast, $file, $pidfile) = @ARGV;
+my $released = 0;
+$SIG{USR1} = sub { $released = 1 };
+$SIG{PIPE} = sub { exit 0 };
+open(my $pf, '>', $pidfile) or die "$pidfile: $!";
+print $pf "$$\n";
+close($pf);
+open(my $in, '<', $file) or die "$file: $!";
+while (my $line = <$in>)
+{
+	if ($. > $fast && !$released)
+	{
+		$| = 1;
+		select(undef, undef, undef, 0.02);
+	}
+	print $line or exit 0;
+}
+PERL
+	unlink($pidfile);
+	return "COPY $table FROM PROGRAM 'perl $script $fast $file $pidfile' (FORMAT csv)";
+}
+
+# Let the held COPY of node send the rest of its rows at full speed.
+sub release_held_copy
+{
+	my ($node) = @_;
+	my $pid = PostgreSQL::Test::Utils::slurp_file($node->basedir . '/held_copy.pid');
+	chomp $pid;
+	kill('USR1', $pid) or croak "release_held_copy: kill $pid: $!";
 }
 
 # (pid, tuples processed) of a COPY into table running now, or ().
