@@ -34,6 +34,7 @@ typedef struct TsMainOptions
 	uid_t	   *allowed_uids;	/* [nallowed_uids], from --allow-uid */
 	size_t		nallowed_uids;
 	size_t		session_memory_mb;
+	int			merge_threads;	/* 0: the store's default */
 	uint32_t	max_frame_mb;
 	bool		no_sync;
 	TsLogLevel	log_level;
@@ -60,6 +61,8 @@ usage(FILE *out)
 			"                             only (uids or user names; repeatable)\n"
 			"  --session-memory-mb N      memory a write session stages before spilling\n"
 			"                             to disk (default 64)\n"
+			"  --merge-threads N          threads of a spilled session's merge at commit\n"
+			"                             (default: the cores, at most 4; at most 8)\n"
 			"  --max-frame-mb N           largest frame accepted from a client (default 64)\n"
 			"  --no-sync                  do not sync commits (for measurements only)\n"
 			"  --log-level LEVEL          debug, info (default), warning or error\n"
@@ -164,7 +167,7 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 {
 	enum
 	{
-		OPT_DATA = 256, OPT_LISTEN, OPT_TOKEN_FILE, OPT_SESSION_MEMORY,
+		OPT_DATA = 256, OPT_LISTEN, OPT_TOKEN_FILE, OPT_SESSION_MEMORY, OPT_MERGE_THREADS,
 		OPT_MAX_FRAME, OPT_NO_SYNC, OPT_LOG_LEVEL, OPT_ALLOW_UID, OPT_HELP
 	};
 	static const struct option long_options[] = {
@@ -173,6 +176,7 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 		{"token-file", required_argument, NULL, OPT_TOKEN_FILE},
 		{"allow-uid", required_argument, NULL, OPT_ALLOW_UID},
 		{"session-memory-mb", required_argument, NULL, OPT_SESSION_MEMORY},
+		{"merge-threads", required_argument, NULL, OPT_MERGE_THREADS},
 		{"max-frame-mb", required_argument, NULL, OPT_MAX_FRAME},
 		{"no-sync", no_argument, NULL, OPT_NO_SYNC},
 		{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
@@ -222,6 +226,10 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 				/* up to 1 TiB: far beyond any machine, well within size_t */
 				options->session_memory_mb =
 					parse_positive("--session-memory-mb", optarg, 1024 * 1024);
+				break;
+			case OPT_MERGE_THREADS:
+				options->merge_threads =
+					(int) parse_positive("--merge-threads", optarg, TS_MERGE_THREADS_MAX);
 				break;
 			case OPT_MAX_FRAME:
 				/* a frame's length is a 32-bit field */
@@ -447,6 +455,8 @@ main(int argc, char **argv)
 	ts_store_default_options(&store_options);
 	store_options.session_memory_bytes = options.session_memory_mb * 1024 * 1024;
 	store_options.sync_commits = !options.no_sync;
+	if (options.merge_threads > 0)
+		store_options.merge_threads = options.merge_threads;
 	memset(&store_err, 0, sizeof(store_err));
 	store = ts_store_open(options.data_dir, &store_options, &store_err);
 	if (store == NULL)

@@ -39,10 +39,12 @@
  *     so RocksDB can place them low in the tree when they do not overlap
  *     existing data either;
  *   - commit of an unsorted spilled session spills what is left, merges
- *     the runs (a heap; for equal keys the latest run wins) into SST files
- *     of strictly increasing keys, and ingests, in one call, the direct SST
- *     files written before sortedness broke (if any) followed by the merged
- *     ones.  Every run record arrived after every direct record, so where
+ *     the runs (ts_run.c: a heap; for equal keys the latest run wins) into
+ *     SST files of strictly increasing keys, in parts of the key space
+ *     merged at the same time by merge_threads threads (its client waits
+ *     for the commit: the cores are free), and ingests, in one call, the
+ *     direct SST files written before sortedness broke (if any) followed
+ *     by the merged ones.  Every run record arrived after every direct record, so where
  *     the two overlap the merged files must win: an ingestion of files that
  *     overlap each other puts them all in L0 and gives each a newer
  *     sequence number than the file before it in the list (RocksDB 7.8,
@@ -56,9 +58,11 @@
  * and ingestion syncs the manifest, so a commit is durable once it returns.
  * Memory is bounded by the limit (or two batches, if larger, plus the one
  * record a sorted session carries over), plus at most RUN_FAN_IN read
- * buffers during a merge, or one open SstFileWriter while sorted, plus
- * the record offsets (4 bytes a record) and, while a run is sorted,
- * ts_sort_records' entries (24 bytes a record of the half being spilled).
+ * buffers and an SstFileWriter for each merge thread during a merge, or
+ * one open SstFileWriter while sorted, plus the runs' sparse indexes (a
+ * key every 256 kB of run), plus the record offsets (4 bytes a record)
+ * and, while a run is sorted, ts_sort_records' entries (24 bytes a record
+ * of the half being spilled).
  */
 #include "ts_storage_int.h"
 
@@ -67,15 +71,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ts_log.h"
+#include "ts_run.h"
 #include "ts_sort.h"
 
-#define RECORD_HEADER_SIZE 8
-#define RUN_WRITE_BUFFER (1024 * 1024)
-#define RUN_READ_BUFFER (256 * 1024)
-#define MAX_RECORD_PART (1u << 30)	/* sanity limit when reading runs back */
+#define RECORD_HEADER_SIZE TS_RUN_RECORD_HEADER	/* staged records are run records */
 #define RUN_FAN_IN 64			/* runs merged at once, at most */
 
 /*
@@ -106,6 +109,9 @@ struct TsSession
 	uint64_t	rows;			/* rows accepted, duplicates included */
 	uint64_t	staged_accounted;	/* bytes of staged counted in the store */
 	uint32_t	nruns;			/* run files written */
+	TsRunIndex *run_indexes;	/* [nruns] their sparse indexes */
+	uint32_t	run_indexes_cap;
+	uint64_t	run_bytes;		/* in the run files */
 	uint64_t	spilled_bytes;	/* runs and direct SST files, as counted in the store */
 	uint64_t	direct_bytes;	/* of spilled_bytes, the direct SST files' */
 	bool		sorted;			/* no staged key was below the one before it */
@@ -127,16 +133,15 @@ static int	sst_sink_put_record(SstSink *sink, const uint8_t *rec, TsError *err);
 static uint64_t sst_sink_bytes(SstSink *sink);
 static int	session_spill_wait(TsSession *session, TsError *err);
 
-/* One run file being read back during the merge. */
-typedef struct RunReader
+/* Milliseconds on the monotonic clock, for the log. */
+static double
+monotonic_ms(void)
 {
-	FILE	   *file;
-	char	   *buffer;			/* stdio buffer, RUN_READ_BUFFER bytes */
-	TcBuf		record;			/* the current record's key and value */
-	uint32_t	keylen;
-	uint32_t	valuelen;
-	uint32_t	run;			/* position in the session: later wins */
-} RunReader;
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return now.tv_sec * 1e3 + now.tv_nsec / 1e6;
+}
 
 static inline const uint8_t *
 record_key(const TcBuf *staged, uint32_t offset, uint32_t *keylen)
@@ -250,6 +255,9 @@ session_free(TsSession *session)
 		sst_sink_free(session->sst);
 		free(session->sst);
 	}
+	for (uint32_t r = 0; r < session->nruns; r++)
+		ts_run_index_free(&session->run_indexes[r]);
+	free(session->run_indexes);
 	free(session->offsets);
 	free(session->spill.offsets);
 	free(session->tables);
@@ -296,6 +304,8 @@ record_compare(const void *a, const void *b, void *arg)
 }
 
 static int	session_compact_runs(TsSession *session, TsError *err);
+static void run_path(const TsSession *session, uint32_t r, char *path, size_t size);
+static int	session_add_run(TsSession *session, TsRunIndex *index, uint64_t bytes);
 static SstSink *session_sst_sink(TsSession *session, TsError *err);
 
 /* Create the session's staging directory, once; 0 or -1 with errno. */
@@ -348,9 +358,7 @@ spill_run(TsSession *session, const TcBuf *staged, uint32_t *offsets, size_t n,
 		  TsError *err)
 {
 	char		path[4200];
-	FILE	   *file = NULL;
-	char	   *buffer = NULL;
-	uint64_t	written = 0;
+	TsRunWriter writer;
 
 	/* runs follow the direct SST files, which are complete */
 	if (session->sst != NULL && sst_sink_finish_file(session->sst, err) != 0)
@@ -361,39 +369,41 @@ spill_run(TsSession *session, const TcBuf *staged, uint32_t *offsets, size_t n,
 
 	if (session_make_dir(session) != 0)
 		goto io_err;
-	snprintf(path, sizeof(path), "%s/run-%06u", session->dir, session->nruns);
-	file = fopen(path, "wb");
-	buffer = malloc(RUN_WRITE_BUFFER);
-	if (file == NULL || buffer == NULL)
+	run_path(session, session->nruns, path, sizeof(path));
+	if (ts_run_writer_open(&writer, path) != 0)
 		goto io_err;
-	setvbuf(file, buffer, _IOFBF, RUN_WRITE_BUFFER);
 	for (size_t i = 0; i < n; i++)
 	{
 		const uint8_t *rec = staged->data + offsets[i];
 		uint32_t	keylen,
 					valuelen;
 
-		memcpy(&keylen, rec, 4);
-		memcpy(&valuelen, rec + 4, 4);
 		/* of equal keys, only the last written survives */
 		if (i + 1 < n && record_same_key(staged, offsets[i], offsets[i + 1]))
 			continue;
-		if (fwrite(rec, 1, RECORD_HEADER_SIZE + keylen + valuelen, file) !=
-			RECORD_HEADER_SIZE + keylen + valuelen)
+		memcpy(&keylen, rec, 4);
+		memcpy(&valuelen, rec + 4, 4);
+		if (ts_run_writer_put(&writer, rec + RECORD_HEADER_SIZE, keylen,
+							  rec + RECORD_HEADER_SIZE + keylen, valuelen) != 0)
+		{
+			int			save = errno;
+
+			(void) ts_run_writer_close(&writer);
+			ts_run_index_free(&writer.index);
+			errno = save;
 			goto io_err;
-		written += RECORD_HEADER_SIZE + keylen + valuelen;
+		}
 	}
-	if (fclose(file) != 0)
+	if (ts_run_writer_close(&writer) != 0 ||
+		session_add_run(session, &writer.index, writer.written) != 0)
 	{
-		file = NULL;
+		ts_run_index_free(&writer.index);
 		goto io_err;
 	}
-	free(buffer);
-	session->nruns++;
-	session_account_spilled(session, session->spilled_bytes + written);
+	session_account_spilled(session, session->spilled_bytes + writer.written);
 	ts_log(TS_LOG_DEBUG, "session %llu: spilled run %u (%zu records, %llu bytes)",
 		   (unsigned long long) session->id, session->nruns - 1, n,
-		   (unsigned long long) written);
+		   (unsigned long long) writer.written);
 	if (session->nruns >= RUN_FAN_IN)
 		return session_compact_runs(session, err);
 	return 0;
@@ -401,9 +411,6 @@ spill_run(TsSession *session, const TcBuf *staged, uint32_t *offsets, size_t n,
 io_err:
 	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
 				 "could not write staging file in \"%s\": %s", session->dir, strerror(errno));
-	if (file != NULL)
-		fclose(file);
-	free(buffer);
 	return -1;
 }
 
@@ -699,117 +706,23 @@ commit_write_batch(TsSession *session, TsError *err)
 	return 0;
 }
 
-/* Read the reader's next record; 1 when there is one, 0 at the end, -1. */
-static int
-run_next(RunReader *reader)
-{
-	uint8_t		header[RECORD_HEADER_SIZE];
-	size_t		got = fread(header, 1, sizeof(header), reader->file);
-
-	if (got == 0 && feof(reader->file))
-		return 0;
-	if (got != sizeof(header))
-		return -1;
-	memcpy(&reader->keylen, header, 4);
-	memcpy(&reader->valuelen, header + 4, 4);
-	if (reader->keylen > MAX_RECORD_PART || reader->valuelen > MAX_RECORD_PART)
-		return -1;
-	reader->record.len = 0;
-	if (!tc_buf_reserve(&reader->record, (size_t) reader->keylen + reader->valuelen + 1))
-		return -1;
-	if (fread(reader->record.data, 1, (size_t) reader->keylen + reader->valuelen,
-			  reader->file) != (size_t) reader->keylen + reader->valuelen)
-		return -1;
-	return 1;
-}
-
-/* Heap order: smaller key first; for equal keys, the later run first. */
-static bool
-run_before(const RunReader *a, const RunReader *b)
-{
-	uint32_t	n = a->keylen < b->keylen ? a->keylen : b->keylen;
-	int			cmp = memcmp(a->record.data, b->record.data, n);
-
-	if (cmp != 0)
-		return cmp < 0;
-	if (a->keylen != b->keylen)
-		return a->keylen < b->keylen;
-	return a->run > b->run;
-}
-
-static void
-heap_sift_down(RunReader **heap, size_t n, size_t i)
-{
-	for (;;)
-	{
-		size_t		best = i;
-		size_t		left = 2 * i + 1;
-		size_t		right = left + 1;
-		RunReader  *swap;
-
-		if (left < n && run_before(heap[left], heap[best]))
-			best = left;
-		if (right < n && run_before(heap[right], heap[best]))
-			best = right;
-		if (best == i)
-			return;
-		swap = heap[i];
-		heap[i] = heap[best];
-		heap[best] = swap;
-		i = best;
-	}
-}
-
-/*
- * Advance the heap's top reader; drop it from the heap at its end.
- * Returns -1 on a read error.
- */
-static int
-heap_advance_top(RunReader **heap, size_t *n)
-{
-	int			more = run_next(heap[0]);
-
-	if (more < 0)
-		return -1;
-	if (more == 0)
-		heap[0] = heap[--(*n)];
-	heap_sift_down(heap, *n, 0);
-	return 0;
-}
-
-/*
- * Where merged records go: SST files for ingestion, or one run file when
- * runs are merged early to bound their number.
- */
-typedef struct MergeSink MergeSink;
-struct MergeSink
-{
-	int			(*put) (MergeSink *sink, const uint8_t *key, uint32_t keylen,
-						const uint8_t *value, uint32_t valuelen, TsError *err);
-};
-
 /*
  * A session's SST files: first those written straight from sorted spills,
- * then those merged from runs.  Each part is in key order and its files do
- * not overlap; where the parts do, the later file must win.
+ * then those merged from runs, part after part of the key space.  The
+ * direct files are in key order and do not overlap, nor do the merged
+ * ones; where the two overlap, the later file must win.  A merge part
+ * writes files of its own (part >= 0), appended to the session's after.
  */
 struct SstSink
 {
-	MergeSink	base;
 	TsSession  *session;
+	int			part;			/* merge part, or -1 for the direct files */
 	rocksdb_sstfilewriter_t *writer;	/* file being written, or NULL */
 	char	  **files;			/* [nfiles] paths, in precedence order */
 	size_t		nfiles;
 	uint64_t	entries_in_file;
 	uint64_t	finished_bytes; /* size of the files finished */
 };
-
-typedef struct RunSink
-{
-	MergeSink	base;
-	FILE	   *file;
-	uint64_t	written;
-} RunSink;
 
 /* Finish the SST file being written, if any. */
 static int
@@ -835,10 +748,10 @@ sst_sink_finish_file(SstSink *sink, TsError *err)
 
 /* Add a record to the current SST file, starting a new one as needed. */
 static int
-sst_sink_put(MergeSink *base, const uint8_t *key, uint32_t keylen,
+sst_sink_put(void *arg, const uint8_t *key, uint32_t keylen,
 			 const uint8_t *value, uint32_t valuelen, TsError *err)
 {
-	SstSink    *sink = (SstSink *) base;
+	SstSink    *sink = arg;
 	TsStore    *store = sink->session->store;
 	char	   *errptr = NULL;
 
@@ -850,7 +763,11 @@ sst_sink_put(MergeSink *base, const uint8_t *key, uint32_t keylen,
 		if (grown == NULL)
 			goto oom;
 		sink->files = grown;
-		snprintf(path, sizeof(path), "%s/ingest-%06zu.sst", sink->session->dir, sink->nfiles);
+		if (sink->part < 0)
+			snprintf(path, sizeof(path), "%s/ingest-%06zu.sst", sink->session->dir, sink->nfiles);
+		else
+			snprintf(path, sizeof(path), "%s/merge-%02d-%06zu.sst", sink->session->dir,
+					 sink->part, sink->nfiles);
 		if ((sink->files[sink->nfiles] = strdup(path)) == NULL)
 			goto oom;
 		sink->nfiles++;
@@ -901,7 +818,7 @@ sst_sink_put_record(SstSink *sink, const uint8_t *rec, TsError *err)
 
 	memcpy(&keylen, rec, 4);
 	memcpy(&valuelen, rec + 4, 4);
-	return sst_sink_put(&sink->base, rec + RECORD_HEADER_SIZE, keylen,
+	return sst_sink_put(sink, rec + RECORD_HEADER_SIZE, keylen,
 						rec + RECORD_HEADER_SIZE + keylen, valuelen, err);
 }
 
@@ -937,118 +854,77 @@ session_sst_sink(TsSession *session, TsError *err)
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
 		return NULL;
 	}
-	sink->base.put = sst_sink_put;
 	sink->session = session;
+	sink->part = -1;
 	session->sst = sink;
 	return sink;
 }
 
-static int
-run_sink_put(MergeSink *base, const uint8_t *key, uint32_t keylen,
-			 const uint8_t *value, uint32_t valuelen, TsError *err)
+/* Path of run r of the session. */
+static void
+run_path(const TsSession *session, uint32_t r, char *path, size_t size)
 {
-	RunSink    *sink = (RunSink *) base;
-	uint8_t		header[RECORD_HEADER_SIZE];
+	snprintf(path, size, "%s/run-%06u", session->dir, r);
+}
 
-	memcpy(header, &keylen, 4);
-	memcpy(header + 4, &valuelen, 4);
-	if (fwrite(header, 1, sizeof(header), sink->file) != sizeof(header) ||
-		fwrite(key, 1, keylen, sink->file) != keylen ||
-		fwrite(value, 1, valuelen, sink->file) != valuelen)
+/* Paths of the session's runs, [nruns] strings to free with free_paths. */
+static char **
+run_paths(const TsSession *session)
+{
+	char	  **paths = calloc(session->nruns, sizeof(char *));
+	char		path[4200];
+
+	for (uint32_t r = 0; paths != NULL && r < session->nruns; r++)
 	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
-					 "could not write a merged staging run: %s", strerror(errno));
-		return -1;
+		run_path(session, r, path, sizeof(path));
+		if ((paths[r] = strdup(path)) == NULL)
+		{
+			while (r-- > 0)
+				free(paths[r]);
+			free(paths);
+			return NULL;
+		}
 	}
-	sink->written += RECORD_HEADER_SIZE + keylen + valuelen;
+	return paths;
+}
+
+static void
+free_paths(char **paths, uint32_t n)
+{
+	for (uint32_t i = 0; paths != NULL && i < n; i++)
+		free(paths[i]);
+	free(paths);
+}
+
+/* Keep the index of the run just written, as run session->nruns. */
+static int
+session_add_run(TsSession *session, TsRunIndex *index, uint64_t bytes)
+{
+	if (session->nruns == session->run_indexes_cap)
+	{
+		uint32_t	cap = session->run_indexes_cap ? session->run_indexes_cap * 2 : 8;
+		TsRunIndex *grown = realloc(session->run_indexes, cap * sizeof(TsRunIndex));
+
+		if (grown == NULL)
+			return -1;
+		session->run_indexes = grown;
+		session->run_indexes_cap = cap;
+	}
+	session->run_indexes[session->nruns++] = *index;
+	memset(index, 0, sizeof(*index));
+	session->run_bytes += bytes;
 	return 0;
 }
 
-/*
- * Merge every run of the session into sink, in key order, each key once:
- * for equal keys the latest run's record.
- */
 static int
-merge_runs(TsSession *session, MergeSink *sink, TsError *err)
+run_writer_put(void *arg, const uint8_t *key, uint32_t keylen,
+			   const uint8_t *value, uint32_t valuelen, TsError *err)
 {
-	RunReader  *readers = calloc(session->nruns, sizeof(RunReader));
-	RunReader **heap = calloc(session->nruns, sizeof(RunReader *));
-	size_t		nheap = 0;
-	TcBuf		last_key = {0};
-	char		path[4200];
-	int			result = -1;
-
-	if (readers == NULL || heap == NULL)
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
-		goto done;
-	}
-	for (uint32_t r = 0; r < session->nruns; r++)
-	{
-		RunReader  *reader = &readers[r];
-		int			more;
-
-		snprintf(path, sizeof(path), "%s/run-%06u", session->dir, r);
-		reader->run = r;
-		reader->file = fopen(path, "rb");
-		reader->buffer = malloc(RUN_READ_BUFFER);
-		if (reader->file == NULL || reader->buffer == NULL)
-			goto io_err;
-		setvbuf(reader->file, reader->buffer, _IOFBF, RUN_READ_BUFFER);
-		more = run_next(reader);
-		if (more < 0)
-			goto io_err;
-		if (more > 0)
-			heap[nheap++] = reader;
-	}
-	for (size_t i = nheap; i-- > 0;)
-		heap_sift_down(heap, nheap, i);
-
-	while (nheap > 0)
-	{
-		RunReader  *top = heap[0];
-
-		if (sink->put(sink, top->record.data, top->keylen,
-					  top->record.data + top->keylen, top->valuelen, err) != 0)
-			goto done;
-		last_key.len = 0;
-		if (!tc_buf_reserve(&last_key, top->keylen))
-		{
-			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
-			goto done;
-		}
-		memcpy(last_key.data, top->record.data, top->keylen);
-		last_key.len = top->keylen;
-
-		/* skip older versions of the same key in other runs */
-		if (heap_advance_top(heap, &nheap) != 0)
-			goto io_err;
-		while (nheap > 0 && heap[0]->keylen == last_key.len &&
-			   memcmp(heap[0]->record.data, last_key.data, last_key.len) == 0)
-		{
-			if (heap_advance_top(heap, &nheap) != 0)
-				goto io_err;
-		}
-	}
-	result = 0;
-	goto done;
-
-io_err:
+	if (ts_run_writer_put(arg, key, keylen, value, valuelen) == 0)
+		return 0;
 	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
-				 "could not read staging files in \"%s\": %s", session->dir,
-				 errno ? strerror(errno) : "short read");
-done:
-	for (uint32_t r = 0; readers != NULL && r < session->nruns; r++)
-	{
-		if (readers[r].file != NULL)
-			fclose(readers[r].file);
-		free(readers[r].buffer);
-		tc_buf_free(&readers[r].record);
-	}
-	free(readers);
-	free(heap);
-	tc_buf_free(&last_key);
-	return result;
+				 "could not write a merged staging run: %s", strerror(errno));
+	return -1;
 }
 
 /*
@@ -1059,57 +935,179 @@ done:
 static int
 session_compact_runs(TsSession *session, TsError *err)
 {
-	RunSink		sink = {{run_sink_put}, NULL, 0};
+	TsRunWriter writer;
 	char		merged[4200];
 	char		path[4200];
-	char	   *buffer = malloc(RUN_WRITE_BUFFER);
+	char	  **paths = run_paths(session);
+	int			result;
 
+	if (paths == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		return -1;
+	}
 	snprintf(merged, sizeof(merged), "%s/run-merged", session->dir);
-	sink.file = fopen(merged, "wb");
-	if (sink.file == NULL || buffer == NULL)
+	if (ts_run_writer_open(&writer, merged) != 0)
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
 					 "could not create \"%s\": %s", merged, strerror(errno));
-		if (sink.file != NULL)
-			fclose(sink.file);
-		free(buffer);
+		free_paths(paths, session->nruns);
 		return -1;
 	}
-	setvbuf(sink.file, buffer, _IOFBF, RUN_WRITE_BUFFER);
-	if (merge_runs(session, &sink.base, err) != 0)
+	result = ts_run_merge(paths, session->run_indexes, session->nruns, NULL, NULL,
+						  run_writer_put, &writer, err);
+	free_paths(paths, session->nruns);
+	if (ts_run_writer_close(&writer) != 0 && result == 0)
 	{
-		fclose(sink.file);
-		free(buffer);
-		return -1;
-	}
-	if (fclose(sink.file) != 0)
-	{
-		free(buffer);
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
 					 "could not write \"%s\": %s", merged, strerror(errno));
+		result = -1;
+	}
+	if (result != 0)
+	{
+		ts_run_index_free(&writer.index);
 		return -1;
 	}
-	free(buffer);
 
 	/* the merged run replaces them all, as the oldest */
 	for (uint32_t r = 0; r < session->nruns; r++)
 	{
-		snprintf(path, sizeof(path), "%s/run-%06u", session->dir, r);
+		run_path(session, r, path, sizeof(path));
 		unlink(path);
+		ts_run_index_free(&session->run_indexes[r]);
 	}
-	snprintf(path, sizeof(path), "%s/run-%06u", session->dir, 0);
+	ts_log(TS_LOG_DEBUG, "session %llu: merged %u runs into one (%llu bytes)",
+		   (unsigned long long) session->id, session->nruns,
+		   (unsigned long long) writer.written);
+	session->nruns = 0;
+	session->run_bytes = 0;
+	(void) session_add_run(session, &writer.index, writer.written);	/* has room */
+	run_path(session, 0, path, sizeof(path));
 	if (rename(merged, path) != 0)
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
 					 "could not rename \"%s\": %s", merged, strerror(errno));
 		return -1;
 	}
-	ts_log(TS_LOG_DEBUG, "session %llu: merged %u runs into one (%llu bytes)",
-		   (unsigned long long) session->id, session->nruns,
-		   (unsigned long long) sink.written);
-	session_account_spilled(session, session->direct_bytes + sink.written);
-	session->nruns = 1;
+	session_account_spilled(session, session->direct_bytes + writer.written);
 	return 0;
+}
+
+/* One part of a commit's merge: the runs' keys in [lo, hi), into SST files. */
+typedef struct MergePart
+{
+	TsSession  *session;
+	char	  **paths;
+	const TcBuf *lo;
+	const TcBuf *hi;
+	SstSink		sink;
+	bool		started;		/* its thread */
+	pthread_t	thread;
+	int			result;
+	TsError		err;
+} MergePart;
+
+static void *
+merge_part_main(void *arg)
+{
+	MergePart  *part = arg;
+	TsSession  *session = part->session;
+
+	part->result = ts_run_merge(part->paths, session->run_indexes, session->nruns,
+								part->lo, part->hi, sst_sink_put, &part->sink, &part->err);
+	if (part->result == 0)
+		part->result = sst_sink_finish_file(&part->sink, &part->err);
+	return NULL;
+}
+
+/*
+ * Merge the session's runs into SST files appended to sink's.  With runs
+ * large enough and more than one merge thread, the key space is split
+ * into parts of about equal size (from the runs' indexes), each merged by
+ * a thread of its own into files of its own: the parts do not overlap
+ * and come in key order, so their files follow each other in the sink as
+ * one merge's would.
+ */
+static int
+session_merge_runs(TsSession *session, SstSink *sink, TsError *err)
+{
+	TsStore    *store = session->store;
+	uint64_t	part_bytes = store->opts.merge_part_bytes ? store->opts.merge_part_bytes : 1;
+	uint64_t	fit = session->run_bytes / part_bytes + 1;
+	int			nparts = fit < (uint64_t) store->opts.merge_threads ?
+		(int) fit : store->opts.merge_threads;
+	TcBuf		splits[TS_MERGE_THREADS_MAX] = {{0}};
+	MergePart	parts[TS_MERGE_THREADS_MAX];
+	char	  **paths = run_paths(session);
+	int			nsplits;
+	int			result = 0;
+
+	nsplits = paths == NULL ? -1 : ts_run_split_keys(session->run_indexes, session->nruns,
+												   nparts, splits);
+	if (nsplits < 0)
+	{
+		free_paths(paths, session->nruns);
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		return -1;
+	}
+	nparts = nsplits + 1;
+	memset(parts, 0, sizeof(parts));
+	for (int p = 0; p < nparts; p++)
+	{
+		parts[p].session = session;
+		parts[p].paths = paths;
+		parts[p].lo = p > 0 ? &splits[p - 1] : NULL;
+		parts[p].hi = p < nsplits ? &splits[p] : NULL;
+		parts[p].sink.session = session;
+		parts[p].sink.part = p;
+	}
+	/* parts 1.. in threads of their own, part 0 in this one */
+	for (int p = 1; p < nparts; p++)
+		parts[p].started = pthread_create(&parts[p].thread, NULL, merge_part_main, &parts[p]) == 0;
+	for (int p = 1; p < nparts; p++)
+		if (!parts[p].started)
+			merge_part_main(&parts[p]);
+	merge_part_main(&parts[0]);
+	for (int p = 1; p < nparts; p++)
+		if (parts[p].started)
+			pthread_join(parts[p].thread, NULL);
+	ts_log(TS_LOG_DEBUG, "session %llu: merged %u runs (%llu bytes) in %d part%s",
+		   (unsigned long long) session->id, session->nruns,
+		   (unsigned long long) session->run_bytes, nparts, nparts == 1 ? "" : "s");
+
+	for (int p = 0; p < nparts; p++)
+	{
+		SstSink    *from = &parts[p].sink;
+
+		if (result == 0 && parts[p].result != 0)
+		{
+			*err = parts[p].err;
+			result = -1;
+		}
+		if (result == 0 && from->nfiles > 0)
+		{
+			char	  **grown = realloc(sink->files, (sink->nfiles + from->nfiles) * sizeof(char *));
+
+			if (grown == NULL)
+			{
+				ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+				result = -1;
+			}
+			else
+			{
+				sink->files = grown;
+				memcpy(sink->files + sink->nfiles, from->files, from->nfiles * sizeof(char *));
+				sink->nfiles += from->nfiles;
+				sink->finished_bytes += from->finished_bytes;
+				from->nfiles = 0;
+			}
+		}
+		sst_sink_free(from);
+	}
+	for (int i = 0; i < nsplits; i++)
+		tc_buf_free(&splits[i]);
+	free_paths(paths, session->nruns);
+	return result;
 }
 
 /* Publish the SST files of a merged session in one ingestion. */
@@ -1172,7 +1170,7 @@ ts_session_prepare(TsSession *session, TsError *err)
 			 spill_run(session, &session->staged, session->offsets, session->noffsets,
 					   err) != 0) ||
 			sst_sink_finish_file(sst, err) != 0 ||
-			merge_runs(session, &sst->base, err) != 0 ||
+			session_merge_runs(session, sst, err) != 0 ||
 			sst_sink_finish_file(sst, err) != 0)
 			return -1;
 	}
@@ -1185,8 +1183,11 @@ ts_session_commit(TsSession *session, uint64_t *rows, TsError *err)
 {
 	TsStore    *store = session->store;
 	int			result;
+	double		start_ms,
+				prepared_ms;
 
 	*rows = session->rows;
+	start_ms = monotonic_ms();
 
 	/*
 	 * The slow part of a spilled session (the last spill, the merge into
@@ -1194,6 +1195,7 @@ ts_session_commit(TsSession *session, uint64_t *rows, TsError *err)
 	 * truncating or dropping tables does not wait for it.
 	 */
 	result = ts_session_prepare(session, err);
+	prepared_ms = monotonic_ms();
 
 	/* shared: tables cannot be dropped or truncated while we publish */
 	pthread_rwlock_rdlock(&store->tables_lock);
@@ -1220,9 +1222,10 @@ ts_session_commit(TsSession *session, uint64_t *rows, TsError *err)
 	{
 		atomic_fetch_add(&store->sessions_committed, 1);
 		atomic_fetch_add(&store->rows_committed, session->rows);
-		ts_log(TS_LOG_DEBUG, "session %llu committed %llu rows (%u runs)",
+		ts_log(TS_LOG_DEBUG, "session %llu committed %llu rows (%u runs): "
+			   "prepare %.0f ms, publish %.0f ms",
 			   (unsigned long long) session->id, (unsigned long long) session->rows,
-			   session->nruns);
+			   session->nruns, prepared_ms - start_ms, monotonic_ms() - prepared_ms);
 	}
 	else
 		atomic_fetch_add(&store->sessions_aborted, 1);

@@ -87,6 +87,13 @@ ts_store_default_options(TsStoreOptions *options)
 {
 	options->session_memory_bytes = 64 * 1024 * 1024;
 	options->sst_target_bytes = 256 * 1024 * 1024;
+	/* a commit's merge runs while its client waits: every core helps */
+	options->merge_threads = (int) sysconf(_SC_NPROCESSORS_ONLN);
+	if (options->merge_threads < 1)
+		options->merge_threads = 1;
+	if (options->merge_threads > 4)
+		options->merge_threads = 4;
+	options->merge_part_bytes = 32 * 1024 * 1024;
 	options->block_cache_bytes = 64 * 1024 * 1024;
 	options->sync_commits = true;
 }
@@ -302,6 +309,10 @@ ts_store_open(const char *dir, const TsStoreOptions *options, TsError *err)
 	/* staged records are addressed by 32-bit offsets: keep well below */
 	if (store->opts.session_memory_bytes > TS_SESSION_MEMORY_MAX)
 		store->opts.session_memory_bytes = TS_SESSION_MEMORY_MAX;
+	if (store->opts.merge_threads < 1)
+		store->opts.merge_threads = 1;
+	if (store->opts.merge_threads > TS_MERGE_THREADS_MAX)
+		store->opts.merge_threads = TS_MERGE_THREADS_MAX;
 	pthread_rwlock_init(&store->tables_lock, NULL);
 	store->dir = strdup(dir);
 	store->staging_dir = malloc(dirlen + sizeof("/staging"));

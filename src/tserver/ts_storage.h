@@ -41,11 +41,14 @@ void		ts_error_set(TsError *err, Tcopy__ErrorCode code, const char *fmt,...)
 			__attribute__((format(printf, 3, 4)));
 
 #define TS_SESSION_MEMORY_MAX ((size_t) 1 << 31)	/* larger is clamped */
+#define TS_MERGE_THREADS_MAX 8
 
 typedef struct TsStoreOptions
 {
 	size_t		session_memory_bytes;	/* staged bytes before a session spills */
 	size_t		sst_target_bytes;	/* size of one ingested SST file */
+	int			merge_threads;	/* of a commit's merge, 1 .. TS_MERGE_THREADS_MAX */
+	uint64_t	merge_part_bytes;	/* of runs, at least, for each merge thread */
 	size_t		block_cache_bytes;
 	bool		sync_commits;	/* false only for measurements */
 } TsStoreOptions;

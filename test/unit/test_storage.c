@@ -247,6 +247,9 @@ shuffled_ids(size_t n, int64_t first, unsigned seed)
 	return ids;
 }
 
+/* Threads of a commit's merge: 1, then the tests of merges again with 3. */
+static int merge_threads = 1;
+
 static TsStore *open_store_sst(size_t session_memory, uint64_t sst_target);
 
 static TsStore *
@@ -265,6 +268,8 @@ open_store_sst(size_t session_memory, uint64_t sst_target)
 	ts_store_default_options(&options);
 	options.session_memory_bytes = session_memory;
 	options.sst_target_bytes = sst_target;
+	options.merge_threads = merge_threads;
+	options.merge_part_bytes = 1;	/* as many parts as threads */
 	store = ts_store_open(data_dir, &options, &err);
 	if (store == NULL)
 		fprintf(stderr, "open failed: %s\n", err.message);
@@ -1056,6 +1061,16 @@ test_sorted_abort(void)
 	ts_store_close(store);
 }
 
+static void
+remove_data_dir(void)
+{
+	char		cmd[300];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", data_dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", data_dir);
+}
+
 int
 main(void)
 {
@@ -1071,12 +1086,16 @@ main(void)
 	TC_RUN(test_sorted_boundary_duplicate);
 	TC_RUN(test_sorted_then_overlap);
 	TC_RUN(test_sorted_abort);
-	{
-		char		cmd[300];
 
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", data_dir);
-		if (system(cmd) != 0)
-			fprintf(stderr, "could not remove %s\n", data_dir);
-	}
+	/* merges in 3 parts at once, in a store of their own */
+	remove_data_dir();
+	snprintf(data_dir, sizeof(data_dir), "/tmp/tcopy-test-storage-XXXXXX");
+	if (mkdtemp(data_dir) == NULL)
+		return 1;
+	merge_threads = 3;
+	TC_RUN(test_spilled_session);
+	TC_RUN(test_many_runs);
+	TC_RUN(test_sorted_then_overlap);
+	remove_data_dir();
 	return tc_test_summary();
 }

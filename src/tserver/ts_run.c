@@ -1,0 +1,568 @@
+/*
+ * ts_run.c
+ *		Writing a session's sorted runs, with their sparse indexes, and
+ *		merging them back, a key range at a time.
+ *
+ * The merge is a binary heap of run readers.  A reader reads its file
+ * through a buffer of its own and hands out records in place (no copy a
+ * record, unlike stdio's fread); it caches the first 8 bytes of its key
+ * as a big-endian integer, so that most comparisons of the heap are one
+ * integer comparison: keys are a 4-byte table id and the encoded key
+ * columns, and rarely share 8 bytes.
+ */
+#include "ts_run.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define RUN_WRITE_BUFFER (1024 * 1024)
+#define RUN_READ_BUFFER (256 * 1024)
+#define MAX_RECORD_PART (1u << 30)	/* sanity limit when reading runs back */
+
+/* Keys as unsigned byte strings, a prefix first. */
+static inline int
+key_compare(const uint8_t *a, uint32_t len_a, const uint8_t *b, uint32_t len_b)
+{
+	int			cmp = memcmp(a, b, len_a < len_b ? len_a : len_b);
+
+	if (cmp != 0)
+		return cmp;
+	return len_a < len_b ? -1 : len_a > len_b;
+}
+
+/* The first 8 bytes of key (zero-padded) as an integer of the same order. */
+static inline uint64_t
+key_prefix(const uint8_t *key, uint32_t keylen)
+{
+	uint8_t		bytes[8] = {0};
+	uint64_t	prefix;
+
+	memcpy(bytes, key, keylen < 8 ? keylen : 8);
+	memcpy(&prefix, bytes, 8);
+	return be64toh(prefix);
+}
+
+/* ---- the sparse index ---- */
+
+void
+ts_run_index_free(TsRunIndex *index)
+{
+	free(index->offsets);
+	free(index->key_starts);
+	tc_buf_free(&index->keys);
+	memset(index, 0, sizeof(*index));
+}
+
+static int
+index_add(TsRunIndex *index, uint64_t offset, const uint8_t *key, uint32_t keylen)
+{
+	if (index->n == index->cap)
+	{
+		size_t		cap = index->cap ? index->cap * 2 : 64;
+		uint64_t   *offsets = realloc(index->offsets, cap * sizeof(uint64_t));
+		uint32_t   *starts;
+
+		if (offsets == NULL)
+			return -1;
+		index->offsets = offsets;
+		starts = realloc(index->key_starts, (cap + 1) * sizeof(uint32_t));
+		if (starts == NULL)
+			return -1;
+		index->key_starts = starts;
+		index->cap = cap;
+	}
+	if (!tc_buf_reserve(&index->keys, keylen))
+		return -1;
+	memcpy(index->keys.data + index->keys.len, key, keylen);
+	index->keys.len += keylen;
+	index->key_starts[0] = 0;
+	index->offsets[index->n++] = offset;
+	index->key_starts[index->n] = (uint32_t) index->keys.len;
+	return 0;
+}
+
+static inline const uint8_t *
+index_key(const TsRunIndex *index, size_t i, uint32_t *keylen)
+{
+	*keylen = index->key_starts[i + 1] - index->key_starts[i];
+	return index->keys.data + index->key_starts[i];
+}
+
+/* Offset of the last indexed record with a key below lo, else 0. */
+static uint64_t
+index_start(const TsRunIndex *index, const TcBuf *lo)
+{
+	size_t		below = 0;		/* indexed keys below lo: [0, below) */
+	size_t		high = index->n;
+
+	if (lo == NULL || lo->len == 0)
+		return 0;
+	while (below < high)
+	{
+		size_t		mid = below + (high - below) / 2;
+		uint32_t	keylen;
+		const uint8_t *key = index_key(index, mid, &keylen);
+
+		if (key_compare(key, keylen, lo->data, (uint32_t) lo->len) < 0)
+			below = mid + 1;
+		else
+			high = mid;
+	}
+	return below == 0 ? 0 : index->offsets[below - 1];
+}
+
+/* ---- writing ---- */
+
+int
+ts_run_writer_open(TsRunWriter *writer, const char *path)
+{
+	memset(writer, 0, sizeof(*writer));
+	writer->fd = -1;
+	writer->stride = TS_RUN_INDEX_STRIDE;
+	writer->buffer = malloc(RUN_WRITE_BUFFER);
+	if (writer->buffer == NULL)
+	{
+		errno = ENOMEM;
+		return -1;
+	}
+	writer->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (writer->fd < 0)
+	{
+		free(writer->buffer);
+		writer->buffer = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+/* Write all of data; 0, or -1 with errno. */
+static int
+write_all(int fd, const uint8_t *data, size_t len)
+{
+	while (len > 0)
+	{
+		ssize_t		done = write(fd, data, len);
+
+		if (done < 0 && errno == EINTR)
+			continue;
+		if (done < 0)
+			return -1;
+		data += done;
+		len -= (size_t) done;
+	}
+	return 0;
+}
+
+static int
+writer_flush(TsRunWriter *writer)
+{
+	int			result = write_all(writer->fd, writer->buffer, writer->buffered);
+
+	writer->buffered = 0;
+	return result;
+}
+
+/* Append len bytes to the buffer, flushing it as it fills. */
+static int
+writer_append(TsRunWriter *writer, const uint8_t *data, size_t len)
+{
+	if (writer->buffered + len > RUN_WRITE_BUFFER)
+	{
+		if (writer_flush(writer) != 0)
+			return -1;
+		if (len > RUN_WRITE_BUFFER)
+			return write_all(writer->fd, data, len);
+	}
+	memcpy(writer->buffer + writer->buffered, data, len);
+	writer->buffered += len;
+	return 0;
+}
+
+int
+ts_run_writer_put(TsRunWriter *writer, const uint8_t *key, uint32_t keylen,
+				  const uint8_t *value, uint32_t valuelen)
+{
+	uint8_t		header[TS_RUN_RECORD_HEADER];
+
+	if (writer->written >= writer->next_indexed)
+	{
+		if (index_add(&writer->index, writer->written, key, keylen) != 0)
+		{
+			errno = ENOMEM;
+			return -1;
+		}
+		writer->next_indexed = writer->written + writer->stride;
+	}
+	memcpy(header, &keylen, 4);
+	memcpy(header + 4, &valuelen, 4);
+	if (writer_append(writer, header, sizeof(header)) != 0 ||
+		writer_append(writer, key, keylen) != 0 ||
+		writer_append(writer, value, valuelen) != 0)
+		return -1;
+	writer->written += TS_RUN_RECORD_HEADER + (uint64_t) keylen + valuelen;
+	return 0;
+}
+
+int
+ts_run_writer_close(TsRunWriter *writer)
+{
+	int			result = 0;
+
+	if (writer->fd >= 0)
+	{
+		if (writer_flush(writer) != 0)
+			result = -1;
+		if (close(writer->fd) != 0 && result == 0)
+			result = -1;
+	}
+	writer->fd = -1;
+	free(writer->buffer);
+	writer->buffer = NULL;
+	return result;
+}
+
+/* ---- splitting ---- */
+
+typedef struct SplitKey
+{
+	const uint8_t *key;
+	uint32_t	keylen;
+} SplitKey;
+
+static int
+split_key_compare(const void *a, const void *b)
+{
+	const SplitKey *ka = a;
+	const SplitKey *kb = b;
+
+	return key_compare(ka->key, ka->keylen, kb->key, kb->keylen);
+}
+
+int
+ts_run_split_keys(const TsRunIndex *indexes, uint32_t nruns, int nparts, TcBuf *splits)
+{
+	size_t		n = 0;
+	SplitKey   *keys;
+	int			nsplits = 0;
+
+	size_t		first = 1;
+
+	/*
+	 * Entry i > 0 of a run says that i strides of the run are below its
+	 * key, so that, sorted together, the runs' entries put about j strides
+	 * below the j-th.  Each run's entry 0 (its first key, at offset 0)
+	 * says nothing of the kind, and is left out unless the runs are too
+	 * small to have any other.
+	 */
+	for (uint32_t r = 0; r < nruns; r++)
+		n += indexes[r].n > 0 ? indexes[r].n - 1 : 0;
+	if (n == 0)
+	{
+		first = 0;
+		for (uint32_t r = 0; r < nruns; r++)
+			n += indexes[r].n;
+	}
+	if (nparts < 2 || n == 0)
+		return 0;
+	keys = malloc(n * sizeof(SplitKey));
+	if (keys == NULL)
+		return -1;
+	n = 0;
+	for (uint32_t r = 0; r < nruns; r++)
+		for (size_t i = first; i < indexes[r].n; i++)
+		{
+			keys[n].key = index_key(&indexes[r], i, &keys[n].keylen);
+			n++;
+		}
+	qsort(keys, n, sizeof(SplitKey), split_key_compare);
+	for (int p = 1; p < nparts; p++)
+	{
+		const SplitKey *key = &keys[n * p / nparts];
+		TcBuf	   *split = &splits[nsplits];
+
+		/* a split must be above the one before; an empty key bounds nothing */
+		if (key->keylen == 0 ||
+			(nsplits > 0 && key_compare(key->key, key->keylen, splits[nsplits - 1].data,
+										(uint32_t) splits[nsplits - 1].len) <= 0))
+			continue;
+		split->len = 0;
+		if (!tc_buf_reserve(split, key->keylen))
+		{
+			for (int i = 0; i <= nsplits; i++)
+				tc_buf_free(&splits[i]);
+			free(keys);
+			return -1;
+		}
+		memcpy(split->data, key->key, key->keylen);
+		split->len = key->keylen;
+		nsplits++;
+	}
+	free(keys);
+	return nsplits;
+}
+
+/* ---- merging ---- */
+
+/* One run file being read, from some offset up to a key. */
+typedef struct RunReader
+{
+	int			fd;
+	uint8_t    *buf;
+	size_t		cap;
+	size_t		pos;			/* the current record's offset in buf */
+	size_t		end;			/* bytes read into buf */
+	size_t		reclen;			/* the current record's size */
+	const uint8_t *key;			/* the current record's, in buf */
+	uint32_t	keylen;
+	uint32_t	valuelen;
+	uint64_t	prefix;			/* key_prefix of key */
+	uint32_t	run;			/* position in the session: later wins */
+	const TcBuf *hi;			/* keys from here on are not the merge's */
+} RunReader;
+
+/*
+ * Have at least need bytes from pos on in buf; 1, or 0 when the file ends
+ * first, or -1 with errno.
+ */
+static int
+reader_fill(RunReader *reader, size_t need)
+{
+	if (reader->end - reader->pos >= need)
+		return 1;
+	if (reader->pos > 0)
+	{
+		memmove(reader->buf, reader->buf + reader->pos, reader->end - reader->pos);
+		reader->end -= reader->pos;
+		reader->pos = 0;
+	}
+	if (need > reader->cap)
+	{
+		uint8_t    *grown = realloc(reader->buf, need);
+
+		if (grown == NULL)
+		{
+			errno = ENOMEM;
+			return -1;
+		}
+		reader->buf = grown;
+		reader->cap = need;
+	}
+	while (reader->end < need)
+	{
+		ssize_t		got = read(reader->fd, reader->buf + reader->end, reader->cap - reader->end);
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return -1;
+		if (got == 0)
+			return 0;
+		reader->end += (size_t) got;
+	}
+	return 1;
+}
+
+/*
+ * Move to the reader's next record: 1 when there is one below its hi key,
+ * 0 at the end, -1 with errno (0 for a short file).
+ */
+static int
+reader_next(RunReader *reader)
+{
+	const uint8_t *rec;
+	int			more;
+
+	reader->pos += reader->reclen;
+	reader->reclen = 0;
+	more = reader_fill(reader, TS_RUN_RECORD_HEADER);
+	if (more <= 0)
+	{
+		if (more == 0 && reader->end > reader->pos)
+			errno = 0;			/* a torn header */
+		return more == 0 && reader->end == reader->pos ? 0 : -1;
+	}
+	rec = reader->buf + reader->pos;
+	memcpy(&reader->keylen, rec, 4);
+	memcpy(&reader->valuelen, rec + 4, 4);
+	if (reader->keylen > MAX_RECORD_PART || reader->valuelen > MAX_RECORD_PART)
+	{
+		errno = 0;
+		return -1;
+	}
+	reader->reclen = TS_RUN_RECORD_HEADER + (size_t) reader->keylen + reader->valuelen;
+	more = reader_fill(reader, reader->reclen);
+	if (more <= 0)
+	{
+		if (more == 0)
+			errno = 0;			/* a torn record */
+		return -1;
+	}
+	reader->key = reader->buf + reader->pos + TS_RUN_RECORD_HEADER;
+	reader->prefix = key_prefix(reader->key, reader->keylen);
+	if (reader->hi != NULL && reader->hi->len > 0 &&
+		key_compare(reader->key, reader->keylen, reader->hi->data, (uint32_t) reader->hi->len) >= 0)
+		return 0;
+	return 1;
+}
+
+/* Heap order: smaller key first; for equal keys, the later run first. */
+static inline bool
+reader_before(const RunReader *a, const RunReader *b)
+{
+	int			cmp;
+
+	if (a->prefix != b->prefix)
+		return a->prefix < b->prefix;
+	cmp = key_compare(a->key, a->keylen, b->key, b->keylen);
+	if (cmp != 0)
+		return cmp < 0;
+	return a->run > b->run;
+}
+
+static void
+heap_sift_down(RunReader **heap, size_t n, size_t i)
+{
+	RunReader  *moving = heap[i];
+
+	for (;;)
+	{
+		size_t		child = 2 * i + 1;
+
+		if (child >= n)
+			break;
+		if (child + 1 < n && reader_before(heap[child + 1], heap[child]))
+			child++;
+		if (!reader_before(heap[child], moving))
+			break;
+		heap[i] = heap[child];
+		i = child;
+	}
+	heap[i] = moving;
+}
+
+/* Advance the heap's top reader, dropping it at its end; -1 on error. */
+static int
+heap_advance_top(RunReader **heap, size_t *n)
+{
+	int			more = reader_next(heap[0]);
+
+	if (more < 0)
+		return -1;
+	if (more == 0)
+		heap[0] = heap[--(*n)];
+	if (*n > 0)
+		heap_sift_down(heap, *n, 0);
+	return 0;
+}
+
+/* Open run r at the last indexed record below lo, and move to lo. */
+static int
+reader_open(RunReader *reader, const char *path, const TsRunIndex *index, uint32_t run,
+			const TcBuf *lo, const TcBuf *hi)
+{
+	uint64_t	start = index_start(index, lo);
+	int			more;
+
+	reader->run = run;
+	reader->hi = hi;
+	reader->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (reader->fd < 0)
+		return -1;
+	(void) posix_fadvise(reader->fd, (off_t) start, 0, POSIX_FADV_SEQUENTIAL);
+	reader->buf = malloc(RUN_READ_BUFFER);
+	if (reader->buf == NULL)
+	{
+		errno = ENOMEM;
+		return -1;
+	}
+	reader->cap = RUN_READ_BUFFER;
+	if (start > 0 && lseek(reader->fd, (off_t) start, SEEK_SET) < 0)
+		return -1;
+	while ((more = reader_next(reader)) > 0 && lo != NULL && lo->len > 0 &&
+		   key_compare(reader->key, reader->keylen, lo->data, (uint32_t) lo->len) < 0)
+		;
+	return more;
+}
+
+int
+ts_run_merge(char *const *paths, const TsRunIndex *indexes, uint32_t nruns,
+			 const TcBuf *lo, const TcBuf *hi, TsRunPut put, void *arg, TsError *err)
+{
+	RunReader  *readers = calloc(nruns, sizeof(RunReader));
+	RunReader **heap = calloc(nruns, sizeof(RunReader *));
+	size_t		nheap = 0;
+	TcBuf		last_key = {0};
+	uint32_t	failed = 0;
+	int			result = -1;
+
+	if (readers == NULL || heap == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory merging staged runs");
+		goto done;
+	}
+	for (uint32_t r = 0; r < nruns; r++)
+		readers[r].fd = -1;
+	for (uint32_t r = 0; r < nruns; r++)
+	{
+		int			more = reader_open(&readers[r], paths[r], &indexes[r], r, lo, hi);
+
+		if (more < 0)
+		{
+			failed = r;
+			goto io_err;
+		}
+		if (more > 0)
+			heap[nheap++] = &readers[r];
+	}
+	for (size_t i = nheap / 2; i-- > 0;)
+		heap_sift_down(heap, nheap, i);
+
+	while (nheap > 0)
+	{
+		RunReader  *top = heap[0];
+		uint64_t	prefix = top->prefix;
+
+		if (put(arg, top->key, top->keylen, top->key + top->keylen, top->valuelen, err) != 0)
+			goto done;
+		last_key.len = 0;
+		if (!tc_buf_reserve(&last_key, top->keylen))
+		{
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory merging staged runs");
+			goto done;
+		}
+		memcpy(last_key.data, top->key, top->keylen);
+		last_key.len = top->keylen;
+
+		/* skip older versions of the same key in other runs */
+		do
+		{
+			failed = heap[0]->run;
+			if (heap_advance_top(heap, &nheap) != 0)
+				goto io_err;
+		} while (nheap > 0 && heap[0]->prefix == prefix && heap[0]->keylen == last_key.len &&
+				 memcmp(heap[0]->key, last_key.data, last_key.len) == 0);
+	}
+	result = 0;
+	goto done;
+
+io_err:
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+				 "could not read staging file \"%s\": %s", paths[failed],
+				 errno ? strerror(errno) : "short read");
+done:
+	for (uint32_t r = 0; readers != NULL && r < nruns; r++)
+	{
+		if (readers[r].fd >= 0)
+			close(readers[r].fd);
+		free(readers[r].buf);
+	}
+	free(readers);
+	free(heap);
+	tc_buf_free(&last_key);
+	return result;
+}

@@ -1,0 +1,322 @@
+/*
+ * test_run.c
+ *		Unit tests of ts_run: runs written with their sparse indexes and
+ *		merged back.  A merge gives every key of the runs once, in key
+ *		order, with the value of the latest run that has it, as a reference
+ *		(a sort of every record by key, then by run) says; the parts cut by
+ *		ts_run_split_keys, merged one by one, give exactly the whole merge
+ *		and are about equal in size; any [lo, hi) gives the reference's
+ *		records in that range; a torn run file is an error, not a shorter
+ *		merge.  Keys share their first 8 bytes in groups, so that the
+ *		merge's integer prefix ties and its full comparison decides.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tc_test.h"
+#include "ts_run.h"
+
+#define NRUNS 5
+#define RECORDS_PER_RUN 20000	/* about 2 MB a run */
+#define VALUE_SIZE 90
+
+typedef struct Rec
+{
+	uint8_t		key[12];
+	uint32_t	keylen;
+	uint32_t	run;
+} Rec;
+
+static char dir[64];
+static char *paths[NRUNS];
+static TsRunIndex indexes[NRUNS];
+static Rec *all;				/* every record written, NRUNS * RECORDS_PER_RUN */
+static Rec *expected;			/* the reference merge */
+static size_t nexpected;
+
+static int
+rec_compare(const void *pa, const void *pb)
+{
+	const Rec  *a = pa,
+			   *b = pb;
+	int			cmp = memcmp(a->key, b->key, a->keylen < b->keylen ? a->keylen : b->keylen);
+
+	if (cmp != 0)
+		return cmp;
+	if (a->keylen != b->keylen)
+		return a->keylen < b->keylen ? -1 : 1;
+	return a->run < b->run ? -1 : (a->run > b->run);
+}
+
+static bool
+same_key(const Rec *a, const Rec *b)
+{
+	return a->keylen == b->keylen && memcmp(a->key, b->key, a->keylen) == 0;
+}
+
+/* A key: 8 bytes from few values (so that prefixes tie), 0..4 more. */
+static void
+random_key(Rec *rec)
+{
+	uint64_t	group = tc_test_rng() % 2000;
+
+	memset(rec->key, 0, sizeof(rec->key));
+	memcpy(rec->key, "tabl", 4);
+	rec->key[4] = (uint8_t) (group >> 8);
+	rec->key[7] = (uint8_t) group;
+	rec->keylen = 8 + (uint32_t) (tc_test_rng() % 5);
+	for (uint32_t i = 8; i < rec->keylen; i++)
+		rec->key[i] = (uint8_t) (tc_test_rng() % 4);
+}
+
+static void
+value_of(const Rec *rec, uint8_t *value)
+{
+	memset(value, 'a' + (int) rec->run, VALUE_SIZE);
+	memcpy(value, rec->key, rec->keylen);
+}
+
+/* Write the runs: each sorted and deduplicated, as a spill writes them. */
+static void
+write_runs(void)
+{
+	all = malloc(NRUNS * RECORDS_PER_RUN * sizeof(Rec));
+	REQUIRE(all != NULL);
+	for (uint32_t r = 0; r < NRUNS; r++)
+	{
+		Rec		   *run = all + (size_t) r * RECORDS_PER_RUN;
+		TsRunWriter writer;
+		char		path[128];
+
+		for (size_t i = 0; i < RECORDS_PER_RUN; i++)
+		{
+			random_key(&run[i]);
+			run[i].run = r;
+		}
+		qsort(run, RECORDS_PER_RUN, sizeof(Rec), rec_compare);
+		snprintf(path, sizeof(path), "%s/run-%u", dir, r);
+		paths[r] = strdup(path);
+		REQUIRE(ts_run_writer_open(&writer, path) == 0);
+		writer.stride = 16 * 1024;	/* 2 MB runs: 128 entries each */
+		for (size_t i = 0; i < RECORDS_PER_RUN; i++)
+		{
+			uint8_t		value[VALUE_SIZE];
+
+			if (i + 1 < RECORDS_PER_RUN && same_key(&run[i], &run[i + 1]))
+			{
+				run[i].keylen = 0;	/* not written: marks it for the reference */
+				continue;
+			}
+			value_of(&run[i], value);
+			REQUIRE(ts_run_writer_put(&writer, run[i].key, run[i].keylen, value, VALUE_SIZE) == 0);
+		}
+		CHECK_EQ_INT(ts_run_writer_close(&writer), 0);
+		CHECK(writer.index.n >= 100);
+		indexes[r] = writer.index;
+	}
+
+	/* the reference: of each key, the record of the latest run */
+	expected = malloc(NRUNS * RECORDS_PER_RUN * sizeof(Rec));
+	REQUIRE(expected != NULL);
+	for (size_t i = 0; i < NRUNS * RECORDS_PER_RUN; i++)
+		if (all[i].keylen > 0)
+			expected[nexpected++] = all[i];
+	qsort(expected, nexpected, sizeof(Rec), rec_compare);
+	{
+		size_t		kept = 0;
+
+		for (size_t i = 0; i < nexpected; i++)
+		{
+			if (i + 1 < nexpected && same_key(&expected[i], &expected[i + 1]))
+				continue;
+			expected[kept++] = expected[i];
+		}
+		nexpected = kept;
+	}
+}
+
+/* What a merge put: checked against expected from position next on. */
+typedef struct Collect
+{
+	size_t		next;
+	size_t		count;
+	size_t		mismatches;
+} Collect;
+
+static int
+collect_put(void *arg, const uint8_t *key, uint32_t keylen, const uint8_t *value,
+			uint32_t valuelen, TsError *err)
+{
+	Collect    *c = arg;
+	uint8_t		want[VALUE_SIZE];
+
+	(void) err;
+	if (c->next >= nexpected)
+	{
+		c->mismatches++;
+		return 0;
+	}
+	value_of(&expected[c->next], want);
+	if (keylen != expected[c->next].keylen || memcmp(key, expected[c->next].key, keylen) != 0 ||
+		valuelen != VALUE_SIZE || memcmp(value, want, VALUE_SIZE) != 0)
+		c->mismatches++;
+	c->next++;
+	c->count++;
+	return 0;
+}
+
+/* Position of the first expected record with a key at or above key. */
+static size_t
+expected_from(const TcBuf *key)
+{
+	size_t		i = 0;
+
+	if (key == NULL || key->len == 0)
+		return 0;
+	while (i < nexpected)
+	{
+		Rec			k = {{0}, (uint32_t) key->len, 0};
+
+		memcpy(k.key, key->data, key->len);
+		if (rec_compare(&expected[i], &k) >= 0)
+			break;
+		i++;
+	}
+	return i;
+}
+
+static void
+test_whole_merge(void)
+{
+	Collect		c = {0};
+	TsError		err;
+
+	CHECK_EQ_INT(ts_run_merge(paths, indexes, NRUNS, NULL, NULL, collect_put, &c, &err), 0);
+	CHECK_EQ_UINT(c.count, nexpected);
+	CHECK_EQ_UINT(c.mismatches, 0);
+	/* the runs overlap: fewer keys than records */
+	CHECK(nexpected < NRUNS * RECORDS_PER_RUN);
+}
+
+static void
+test_split_parts(void)
+{
+	for (int nparts = 2; nparts <= 8; nparts++)
+	{
+		TcBuf		splits[8] = {{0}};
+		int			nsplits = ts_run_split_keys(indexes, NRUNS, nparts, splits);
+		size_t		total = 0;
+
+		CHECK_EQ_INT(nsplits, nparts - 1);
+		for (int p = 0; p <= nsplits; p++)
+		{
+			const TcBuf *lo = p > 0 ? &splits[p - 1] : NULL;
+			const TcBuf *hi = p < nsplits ? &splits[p] : NULL;
+			Collect		c = {expected_from(lo), 0, 0};
+			TsError		err;
+
+			CHECK_EQ_INT(ts_run_merge(paths, indexes, NRUNS, lo, hi, collect_put, &c, &err), 0);
+			CHECK_EQ_UINT(c.mismatches, 0);
+			CHECK_EQ_UINT(c.next, hi ? expected_from(hi) : nexpected);
+			/* about equal parts: within half of the fair share */
+			CHECK(c.count > nexpected / (size_t) nparts / 2);
+			CHECK(c.count < nexpected / (size_t) nparts * 3 / 2);
+			total += c.count;
+		}
+		CHECK_EQ_UINT(total, nexpected);
+		for (int i = 0; i < nsplits; i++)
+			tc_buf_free(&splits[i]);
+	}
+	/* one part: no split */
+	{
+		TcBuf		split = {0};
+
+		CHECK_EQ_INT(ts_run_split_keys(indexes, NRUNS, 1, &split), 0);
+	}
+}
+
+/* Ranges from random keys, some not in any run, some equal to one. */
+static void
+test_ranges(void)
+{
+	for (int i = 0; i < 40; i++)
+	{
+		Rec			a,
+					b;
+		TcBuf		lo = {0},
+					hi = {0};
+		Collect		c;
+		TsError		err;
+
+		if (i % 2 == 0)
+			random_key(&a);
+		else
+			a = expected[tc_test_rng() % nexpected];
+		random_key(&b);
+		if (rec_compare(&a, &b) > 0)
+		{
+			Rec			t = a;
+
+			a = b;
+			b = t;
+		}
+		REQUIRE(tc_buf_reserve(&lo, 12) && tc_buf_reserve(&hi, 12));
+		memcpy(lo.data, a.key, a.keylen);
+		lo.len = a.keylen;
+		memcpy(hi.data, b.key, b.keylen);
+		hi.len = b.keylen;
+		c = (Collect) {expected_from(&lo), 0, 0};
+		CHECK_EQ_INT(ts_run_merge(paths, indexes, NRUNS, &lo, &hi, collect_put, &c, &err), 0);
+		CHECK_EQ_UINT(c.mismatches, 0);
+		CHECK_EQ_UINT(c.next, expected_from(&hi));
+		tc_buf_free(&lo);
+		tc_buf_free(&hi);
+	}
+}
+
+/* A run cut in the middle of a record: the merge fails, naming the file. */
+static void
+test_torn_run(void)
+{
+	Collect		c = {0};
+	TsError		err;
+	long		size;
+	FILE	   *f = fopen(paths[2], "rb");
+
+	REQUIRE(f != NULL);
+	fseek(f, 0, SEEK_END);
+	size = ftell(f);
+	fclose(f);
+	REQUIRE(truncate(paths[2], size - 7) == 0);
+	CHECK_EQ_INT(ts_run_merge(paths, indexes, NRUNS, NULL, NULL, collect_put, &c, &err), -1);
+	CHECK(strstr(err.message, "run-2") != NULL);
+	CHECK(strstr(err.message, "short read") != NULL);
+	REQUIRE(truncate(paths[2], size - 7 - TS_RUN_RECORD_HEADER / 2) == 0);
+	CHECK_EQ_INT(ts_run_merge(paths, indexes, NRUNS, NULL, NULL, collect_put, &c, &err), -1);
+}
+
+int
+main(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/tcopy-test-run-XXXXXX");
+	if (mkdtemp(dir) == NULL)
+		return 1;
+	write_runs();
+	TC_RUN(test_whole_merge);
+	TC_RUN(test_split_parts);
+	TC_RUN(test_ranges);
+	TC_RUN(test_torn_run);
+	for (int r = 0; r < NRUNS; r++)
+	{
+		unlink(paths[r]);
+		free(paths[r]);
+		ts_run_index_free(&indexes[r]);
+	}
+	rmdir(dir);
+	free(all);
+	free(expected);
+	return tc_test_summary();
+}
