@@ -24,17 +24,6 @@
 #define RUN_READ_BUFFER (256 * 1024)
 #define MAX_RECORD_PART (1u << 30)	/* sanity limit when reading runs back */
 
-/* Keys as unsigned byte strings, a prefix first. */
-static inline int
-key_compare(const uint8_t *a, uint32_t len_a, const uint8_t *b, uint32_t len_b)
-{
-	int			cmp = memcmp(a, b, len_a < len_b ? len_a : len_b);
-
-	if (cmp != 0)
-		return cmp;
-	return len_a < len_b ? -1 : len_a > len_b;
-}
-
 /* The first 8 bytes of key (zero-padded) as an integer of the same order. */
 static inline uint64_t
 key_prefix(const uint8_t *key, uint32_t keylen)
@@ -108,7 +97,7 @@ index_start(const TsRunIndex *index, const TcBuf *lo)
 		uint32_t	keylen;
 		const uint8_t *key = index_key(index, mid, &keylen);
 
-		if (key_compare(key, keylen, lo->data, (uint32_t) lo->len) < 0)
+		if (ts_key_compare(key, keylen, lo->data, (uint32_t) lo->len) < 0)
 			below = mid + 1;
 		else
 			high = mid;
@@ -240,7 +229,7 @@ split_key_compare(const void *a, const void *b)
 	const SplitKey *ka = a;
 	const SplitKey *kb = b;
 
-	return key_compare(ka->key, ka->keylen, kb->key, kb->keylen);
+	return ts_key_compare(ka->key, ka->keylen, kb->key, kb->keylen);
 }
 
 int
@@ -287,7 +276,7 @@ ts_run_split_keys(const TsRunIndex *indexes, uint32_t nruns, int nparts, TcBuf *
 
 		/* a split must be above the one before; an empty key bounds nothing */
 		if (key->keylen == 0 ||
-			(nsplits > 0 && key_compare(key->key, key->keylen, splits[nsplits - 1].data,
+			(nsplits > 0 && ts_key_compare(key->key, key->keylen, splits[nsplits - 1].data,
 										(uint32_t) splits[nsplits - 1].len) <= 0))
 			continue;
 		split->len = 0;
@@ -405,7 +394,8 @@ reader_next(RunReader *reader)
 	reader->key = reader->buf + reader->pos + TS_RUN_RECORD_HEADER;
 	reader->prefix = key_prefix(reader->key, reader->keylen);
 	if (reader->hi != NULL && reader->hi->len > 0 &&
-		key_compare(reader->key, reader->keylen, reader->hi->data, (uint32_t) reader->hi->len) >= 0)
+		ts_key_compare(reader->key, reader->keylen, reader->hi->data,
+					   (uint32_t) reader->hi->len) >= 0)
 		return 0;
 	return 1;
 }
@@ -418,7 +408,7 @@ reader_before(const RunReader *a, const RunReader *b)
 
 	if (a->prefix != b->prefix)
 		return a->prefix < b->prefix;
-	cmp = key_compare(a->key, a->keylen, b->key, b->keylen);
+	cmp = ts_key_compare(a->key, a->keylen, b->key, b->keylen);
 	if (cmp != 0)
 		return cmp < 0;
 	return a->run > b->run;
@@ -484,7 +474,7 @@ reader_open(RunReader *reader, const char *path, const TsRunIndex *index, uint32
 	if (start > 0 && lseek(reader->fd, (off_t) start, SEEK_SET) < 0)
 		return -1;
 	while ((more = reader_next(reader)) > 0 && lo != NULL && lo->len > 0 &&
-		   key_compare(reader->key, reader->keylen, lo->data, (uint32_t) lo->len) < 0)
+		   ts_key_compare(reader->key, reader->keylen, lo->data, (uint32_t) lo->len) < 0)
 		;
 	return more;
 }

@@ -152,17 +152,6 @@ record_key(const TcBuf *staged, uint32_t offset, uint32_t *keylen)
 	return rec + RECORD_HEADER_SIZE;
 }
 
-/* Keys compare as byte strings, a prefix first. */
-static inline int
-key_compare(const uint8_t *a, uint32_t len_a, const uint8_t *b, uint32_t len_b)
-{
-	int			cmp = memcmp(a, b, len_a < len_b ? len_a : len_b);
-
-	if (cmp != 0)
-		return cmp;
-	return len_a == len_b ? 0 : (len_a < len_b ? -1 : 1);
-}
-
 /* Do the staged records at offsets a and b hold the same key? */
 static inline bool
 record_same_key(const TcBuf *staged, uint32_t a, uint32_t b)
@@ -295,7 +284,7 @@ record_compare(const void *a, const void *b, void *arg)
 				len_b;
 	const uint8_t *key_a = record_key(staged, off_a, &len_a);
 	const uint8_t *key_b = record_key(staged, off_b, &len_b);
-	int			cmp = key_compare(key_a, len_a, key_b, len_b);
+	int			cmp = ts_key_compare(key_a, len_a, key_b, len_b);
 
 	if (cmp != 0)
 		return cmp;
@@ -655,7 +644,7 @@ ts_session_write(TsSession *session, const Tcopy__WriteBatch *batch, TsError *er
 											 session->offsets[session->noffsets - 1],
 											 &prev_len);
 
-			if (key_compare(prev, prev_len, session->staged.data + start + RECORD_HEADER_SIZE,
+			if (ts_key_compare(prev, prev_len, session->staged.data + start + RECORD_HEADER_SIZE,
 							keylen) > 0)
 				session->sorted = false;
 		}
