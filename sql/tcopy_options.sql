@@ -171,6 +171,19 @@ GRANT INSERT ON opt_nomap TO regress_tcopy_nomap;
 SET ROLE regress_tcopy_nomap;
 INSERT INTO opt_nomap VALUES (1);
 RESET ROLE;
+-- through a view, the tserver is reached with the view owner's user
+-- mapping, as postgres_fdw does; read directly, with the user's own
+CREATE SERVER opt_owner FOREIGN DATA WRAPPER tcopy OPTIONS (address :'tcopy_address');
+CREATE USER MAPPING FOR CURRENT_USER SERVER opt_owner;
+CREATE FOREIGN TABLE opt_owned (a int) SERVER opt_owner OPTIONS (key 'a');
+CREATE VIEW opt_owned_v AS SELECT * FROM opt_owned;
+GRANT SELECT, INSERT ON opt_owned_v TO regress_tcopy_nomap;
+GRANT SELECT ON opt_owned TO regress_tcopy_nomap;
+SET ROLE regress_tcopy_nomap;
+INSERT INTO opt_owned_v VALUES (1), (2);
+SELECT a FROM opt_owned_v ORDER BY a;
+SELECT a FROM opt_owned;
+RESET ROLE;
 
 -- settings
 SHOW tcopy.copy_hook;

@@ -157,7 +157,7 @@ column_choose_conv(TcopyColumnCodec *col)
 }
 
 TcopyRelCodec *
-tcopy_rel_codec(Relation rel)
+tcopy_rel_codec(Relation rel, Oid userid)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 	TcopyRelCodec *codec = palloc0(sizeof(TcopyRelCodec));
@@ -170,7 +170,8 @@ tcopy_rel_codec(Relation rel)
 	codec->natts = desc->natts;
 	codec->columns = palloc0(sizeof(TcopyColumnCodec) * Max(desc->natts, 1));
 	codec->column_of_att = palloc(sizeof(int) * Max(desc->natts, 1));
-	tcopy_get_table_options(rel, &codec->options);
+	codec->userid = userid;
+	tcopy_get_table_options(rel, userid, &codec->options);
 
 	tcopy__schema__init(schema);
 	schema->columns = palloc(sizeof(Tcopy__Column *) * Max(desc->natts, 1));

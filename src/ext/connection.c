@@ -376,7 +376,7 @@ tcopy_get_write_connection(TcopyRelCodec *codec)
 
 	memset(&key, 0, sizeof(key));
 	key.serverid = table->serverid;
-	key.userid = GetUserId();
+	key.userid = codec->userid;
 	conn = hash_search(tcopy_connections, &key, HASH_ENTER, &found);
 	if (!found)
 	{

@@ -159,7 +159,7 @@ prepare_copy_from(ParseState *pstate, const CopyStmt *stmt, Relation rel)
 static uint64
 copy_rows(ParseState *pstate, const CopyStmt *stmt, Relation rel, List *where)
 {
-	TcopyRelCodec *codec = tcopy_rel_codec(rel);
+	TcopyRelCodec *codec = tcopy_rel_codec(rel, GetUserId());
 	CopyFromState cstate;
 	EState	   *estate = CreateExecutorState();
 	ExprContext *econtext = GetPerTupleExprContext(estate);

@@ -31,6 +31,7 @@
 #include "catalog/pg_opfamily_d.h"
 #include "catalog/pg_type_d.h"
 #include "commands/explain.h"
+#include "executor/executor.h"
 #include "foreign/fdwapi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
@@ -455,6 +456,35 @@ tcopy_scan_connect(TcopyScanState *state)
 }
 
 /*
+ * The user whose mapping reaches the tserver for range table entry rti:
+ * the one the executor checks permissions as (a view's owner, for a table
+ * read or written through the view), else the current user; as
+ * postgres_fdw does.
+ */
+static Oid
+tcopy_rte_user(EState *estate, Index rti)
+{
+	RangeTblEntry *rte;
+
+	if (rti == 0)
+		return GetUserId();
+	rte = exec_rt_fetch(rti, estate);
+	return OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
+}
+
+/*
+ * The range table entry of a result relation; a partition that tuple
+ * routing opened has none of its own, and takes its root's.
+ */
+static Index
+tcopy_result_rti(ResultRelInfo *resultRelInfo)
+{
+	if (resultRelInfo->ri_RangeTableIndex == 0 && resultRelInfo->ri_RootResultRelInfo != NULL)
+		return resultRelInfo->ri_RootResultRelInfo->ri_RangeTableIndex;
+	return resultRelInfo->ri_RangeTableIndex;
+}
+
+/*
  * Set up the scan; a SELECT in the transaction that wrote to the table is
  * refused, as those rows are not visible before the commit.
  */
@@ -467,7 +497,7 @@ tcopyBeginForeignScan(ForeignScanState *node, int eflags)
 
 	state = palloc0(sizeof(TcopyScanState));
 	node->fdw_state = state;
-	state->codec = tcopy_rel_codec(rel);
+	state->codec = tcopy_rel_codec(rel, tcopy_rte_user(node->ss.ps.state, fsplan->scan.scanrelid));
 	tcopy_scan_choose_columns(state,
 							  boolVal(list_nth(fsplan->fdw_private, TCOPY_PRIV_ALL_COLUMNS)),
 							  (List *) list_nth(fsplan->fdw_private, TCOPY_PRIV_ATTNUMS));
@@ -664,11 +694,12 @@ tcopyIsForeignRelUpdatable(Relation rel)
 
 /* Start writing rows to the table: its codec and a writer. */
 static TcopyModifyState *
-tcopy_modify_begin(ResultRelInfo *resultRelInfo)
+tcopy_modify_begin(EState *estate, ResultRelInfo *resultRelInfo)
 {
 	TcopyModifyState *fmstate = palloc0(sizeof(TcopyModifyState));
 
-	fmstate->codec = tcopy_rel_codec(resultRelInfo->ri_RelationDesc);
+	fmstate->codec = tcopy_rel_codec(resultRelInfo->ri_RelationDesc,
+									 tcopy_rte_user(estate, tcopy_result_rti(resultRelInfo)));
 	fmstate->writer = tcopy_writer_begin(fmstate->codec);
 	fmstate->temp_cxt = AllocSetContextCreate(CurrentMemoryContext,
 											  "tcopy insert temporary data",
@@ -721,14 +752,14 @@ tcopyBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *resultRelInfo,
 {
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
-	resultRelInfo->ri_FdwState = tcopy_modify_begin(resultRelInfo);
+	resultRelInfo->ri_FdwState = tcopy_modify_begin(mtstate->ps.state, resultRelInfo);
 }
 
 /* Begin a COPY through the insert path, or inserts routed to a partition. */
 static void
 tcopyBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *resultRelInfo)
 {
-	resultRelInfo->ri_FdwState = tcopy_modify_begin(resultRelInfo);
+	resultRelInfo->ri_FdwState = tcopy_modify_begin(mtstate->ps.state, resultRelInfo);
 }
 
 /* Insert one row: the slot comes back as is, for RETURNING. */
@@ -847,7 +878,7 @@ tcopyExecForeignTruncate(List *rels, DropBehavior behavior, bool restart_seqs)
 			TcopyTruncateTarget *target = &targets[ntargets++];
 			TcopyRelCodec *codec;
 
-			target->codec = codec = tcopy_rel_codec((Relation) lfirst(lc));
+			target->codec = codec = tcopy_rel_codec((Relation) lfirst(lc), GetUserId());
 			if (tcopy_address_is_null(codec))
 				continue;
 			target->client = tcopy_connect(codec);

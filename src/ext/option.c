@@ -255,17 +255,17 @@ tcopy_key_attnums(Relation rel, const char *value)
 }
 
 /*
- * Resolve every option of foreign table rel for the current user: the
+ * Resolve every option of foreign table rel for user userid: the
  * server's, the user mapping's (a missing mapping is an error, as in
  * postgres_fdw) and the table's, the table's batch options overriding the
  * server's, which override the GUCs.
  */
 void
-tcopy_get_table_options(Relation rel, TcopyTableOptions *options)
+tcopy_get_table_options(Relation rel, Oid userid, TcopyTableOptions *options)
 {
 	ForeignTable *table = GetForeignTable(RelationGetRelid(rel));
 	ForeignServer *server = GetForeignServer(table->serverid);
-	UserMapping *user = GetUserMapping(GetUserId(), server->serverid);
+	UserMapping *user = GetUserMapping(userid, server->serverid);
 	List	   *lists[3];
 	const char *key = NULL;
 

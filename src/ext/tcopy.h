@@ -54,8 +54,8 @@ typedef struct TcopyTableOptions
 	int			batch_bytes;	/* bytes per batch (approximate) */
 } TcopyTableOptions;
 
-/* All options of foreign table rel, resolved for the current user. */
-extern void tcopy_get_table_options(Relation rel, TcopyTableOptions *options);
+/* All options of foreign table rel, resolved for user userid. */
+extern void tcopy_get_table_options(Relation rel, Oid userid, TcopyTableOptions *options);
 
 /* in codec.c: Postgres values <-> wire rows */
 typedef enum TcopyConv
@@ -95,11 +95,15 @@ typedef struct TcopyRelCodec
 	TcopyColumnCodec *columns;	/* [ncolumns], in attnum order */
 	int		   *column_of_att;	/* [natts]: wire column of attnum-1, or -1 */
 	Tcopy__Schema *schema;		/* the table's schema as sent to the tserver */
+	Oid			userid;			/* whose user mapping: the tserver is reached as */
 	TcopyTableOptions options;
 } TcopyRelCodec;
 
-/* Build the codec of a tcopy foreign table (in CurrentMemoryContext). */
-extern TcopyRelCodec *tcopy_rel_codec(Relation rel);
+/*
+ * Build the codec of a tcopy foreign table (in CurrentMemoryContext), to
+ * reach its tserver with the user mapping of userid.
+ */
+extern TcopyRelCodec *tcopy_rel_codec(Relation rel, Oid userid);
 
 /*
  * A row being encoded: a TcWireRow and the arrays it points to, sized for
