@@ -47,9 +47,8 @@
 
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
-/* Whether relid is a foreign table served by tcopy's handler. */
-static bool
-relation_is_tcopy_table(Oid relid)
+bool
+tcopy_relation_is_tcopy_table(Oid relid)
 {
 	ForeignTable *table;
 	ForeignServer *server;
@@ -250,7 +249,7 @@ tcopy_copy_from(const CopyStmt *stmt, const char *query_string,
 		return false;
 	/* resolve and lock once, so that the relation checked is the one loaded */
 	relid = RangeVarGetRelid(stmt->relation, RowExclusiveLock, true);
-	if (!relation_is_tcopy_table(relid))
+	if (!tcopy_relation_is_tcopy_table(relid))
 	{
 		if (OidIsValid(relid))
 			UnlockRelationOid(relid, RowExclusiveLock);
@@ -289,7 +288,9 @@ tcopy_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	Node	   *parsetree = pstmt->utilityStmt;
 	uint64		processed;
 
-	if (tcopy_copy_hook_enabled && IsA(parsetree, CopyStmt) &&
+	if (IsA(parsetree, RenameStmt) || IsA(parsetree, AlterObjectSchemaStmt))
+		tcopy_pin_before_rename(parsetree);
+	else if (tcopy_copy_hook_enabled && IsA(parsetree, CopyStmt) &&
 		tcopy_copy_from((CopyStmt *) parsetree, queryString, queryEnv, &processed))
 	{
 		if (qc)

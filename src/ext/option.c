@@ -255,6 +255,22 @@ tcopy_key_attnums(Relation rel, const char *value)
 }
 
 /*
+ * The default name is unique to the relation; parts are quoted where
+ * needed so that a dot within a name cannot make two names collide.
+ */
+char *
+tcopy_default_table_name(Relation rel)
+{
+	char	   *dbname = get_database_name(MyDatabaseId);
+	char	   *nspname = get_namespace_name(RelationGetNamespace(rel));
+
+	return psprintf("%s.%s.%s",
+					quote_identifier(dbname),
+					quote_identifier(nspname),
+					quote_identifier(RelationGetRelationName(rel)));
+}
+
+/*
  * Resolve every option of foreign table rel for user userid: the
  * server's, the user mapping's (a missing mapping is an error, as in
  * postgres_fdw) and the table's, the table's batch options overriding the
@@ -307,20 +323,8 @@ tcopy_get_table_options(Relation rel, Oid userid, TcopyTableOptions *options)
 				 errmsg("server \"%s\" has no option \"address\"", server->servername)));
 	tcopy_check_address(options->address);
 
-	/*
-	 * The default name is unique to the relation; parts are quoted where
-	 * needed so that a dot within a name cannot make two names collide.
-	 */
 	if (options->table_name == NULL)
-	{
-		char	   *dbname = get_database_name(MyDatabaseId);
-		char	   *nspname = get_namespace_name(RelationGetNamespace(rel));
-
-		options->table_name = psprintf("%s.%s.%s",
-									   quote_identifier(dbname),
-									   quote_identifier(nspname),
-									   quote_identifier(RelationGetRelationName(rel)));
-	}
+		options->table_name = tcopy_default_table_name(rel);
 
 	if (key != NULL)
 		options->key_attnums = tcopy_key_attnums(rel, key);

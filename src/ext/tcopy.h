@@ -54,6 +54,9 @@ typedef struct TcopyTableOptions
 	int			batch_bytes;	/* bytes per batch (approximate) */
 } TcopyTableOptions;
 
+/* The tserver table name of rel when it has no table_name option. */
+extern char *tcopy_default_table_name(Relation rel);
+
 /* All options of foreign table rel, resolved for user userid. */
 extern void tcopy_get_table_options(Relation rel, Oid userid, TcopyTableOptions *options);
 
@@ -234,6 +237,11 @@ extern Datum tcopy_fdw_handler(PG_FUNCTION_ARGS);
 
 /* in copy.c */
 extern void TcopyCopyInit(void);
+/* Whether relid is a foreign table served by tcopy's handler. */
+extern bool tcopy_relation_is_tcopy_table(Oid relid);
+
+/* in rename.c: before a statement renames or moves tcopy tables */
+extern void tcopy_pin_before_rename(Node *parsetree);
 
 /* in copy_fields.c: COPY's raw text fields straight to wire rows */
 struct CopyFromStateData;
