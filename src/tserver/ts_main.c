@@ -34,6 +34,7 @@ typedef struct TsMainOptions
 	uid_t	   *allowed_uids;	/* [nallowed_uids], from --allow-uid */
 	size_t		nallowed_uids;
 	size_t		session_memory_mb;
+	size_t		memory_mb;
 	int			merge_threads;	/* 0: the store's default */
 	uint32_t	max_frame_mb;
 	bool		no_sync;
@@ -61,6 +62,8 @@ usage(FILE *out)
 			"                             only (uids or user names; repeatable)\n"
 			"  --session-memory-mb N      memory a write session stages before spilling\n"
 			"                             to disk (default 64)\n"
+			"  --memory-mb N              memory all write sessions together stage before\n"
+			"                             each spills early, at 1 MB (default 256; 0: none)\n"
 			"  --merge-threads N          threads of a spilled session's merge at commit\n"
 			"                             (default: the cores, at most 4; at most 8)\n"
 			"  --max-frame-mb N           largest frame accepted from a client (default 64)\n"
@@ -89,9 +92,9 @@ bad_argument(const char *fmt,...)
 	exit(EXIT_USAGE);
 }
 
-/* A positive decimal integer no larger than max, or a usage error. */
+/* A decimal integer from min to max, or a usage error. */
 static unsigned long
-parse_positive(const char *option, const char *text, unsigned long max)
+parse_number(const char *option, const char *text, unsigned long min, unsigned long max)
 {
 	char	   *end = NULL;
 	unsigned long value = 0;
@@ -99,8 +102,8 @@ parse_positive(const char *option, const char *text, unsigned long max)
 	errno = 0;
 	if (text[0] >= '0' && text[0] <= '9')
 		value = strtoul(text, &end, 10);
-	if (end == NULL || *end != '\0' || errno != 0 || value == 0 || value > max)
-		bad_argument("%s needs an integer from 1 to %lu, not \"%s\"", option, max, text);
+	if (end == NULL || *end != '\0' || errno != 0 || value < min || value > max)
+		bad_argument("%s needs an integer from %lu to %lu, not \"%s\"", option, min, max, text);
 	return value;
 }
 
@@ -167,8 +170,8 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 {
 	enum
 	{
-		OPT_DATA = 256, OPT_LISTEN, OPT_TOKEN_FILE, OPT_SESSION_MEMORY, OPT_MERGE_THREADS,
-		OPT_MAX_FRAME, OPT_NO_SYNC, OPT_LOG_LEVEL, OPT_ALLOW_UID, OPT_HELP
+		OPT_DATA = 256, OPT_LISTEN, OPT_TOKEN_FILE, OPT_SESSION_MEMORY, OPT_MEMORY,
+		OPT_MERGE_THREADS, OPT_MAX_FRAME, OPT_NO_SYNC, OPT_LOG_LEVEL, OPT_ALLOW_UID, OPT_HELP
 	};
 	static const struct option long_options[] = {
 		{"data", required_argument, NULL, OPT_DATA},
@@ -176,6 +179,7 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 		{"token-file", required_argument, NULL, OPT_TOKEN_FILE},
 		{"allow-uid", required_argument, NULL, OPT_ALLOW_UID},
 		{"session-memory-mb", required_argument, NULL, OPT_SESSION_MEMORY},
+		{"memory-mb", required_argument, NULL, OPT_MEMORY},
 		{"merge-threads", required_argument, NULL, OPT_MERGE_THREADS},
 		{"max-frame-mb", required_argument, NULL, OPT_MAX_FRAME},
 		{"no-sync", no_argument, NULL, OPT_NO_SYNC},
@@ -187,6 +191,7 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 
 	memset(options, 0, sizeof(*options));
 	options->session_memory_mb = 64;
+	options->memory_mb = 256;
 	options->max_frame_mb = TC_FRAME_MAX_DEFAULT / (1024 * 1024);
 	options->log_level = TS_LOG_INFO;
 	/* every --listen is an argument, so argc bounds their number */
@@ -225,16 +230,19 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 			case OPT_SESSION_MEMORY:
 				/* up to 1 TiB: far beyond any machine, well within size_t */
 				options->session_memory_mb =
-					parse_positive("--session-memory-mb", optarg, 1024 * 1024);
+					parse_number("--session-memory-mb", optarg, 1, 1024 * 1024);
+				break;
+			case OPT_MEMORY:
+				options->memory_mb = parse_number("--memory-mb", optarg, 0, 1024 * 1024);
 				break;
 			case OPT_MERGE_THREADS:
 				options->merge_threads =
-					(int) parse_positive("--merge-threads", optarg, TS_MERGE_THREADS_MAX);
+					(int) parse_number("--merge-threads", optarg, 1, TS_MERGE_THREADS_MAX);
 				break;
 			case OPT_MAX_FRAME:
 				/* a frame's length is a 32-bit field */
 				options->max_frame_mb =
-					(uint32_t) parse_positive("--max-frame-mb", optarg, 4095);
+					(uint32_t) parse_number("--max-frame-mb", optarg, 1, 4095);
 				break;
 			case OPT_NO_SYNC:
 				options->no_sync = true;
@@ -454,6 +462,7 @@ main(int argc, char **argv)
 
 	ts_store_default_options(&store_options);
 	store_options.session_memory_bytes = options.session_memory_mb * 1024 * 1024;
+	store_options.memory_bytes = (uint64_t) options.memory_mb * 1024 * 1024;
 	store_options.sync_commits = !options.no_sync;
 	if (options.merge_threads > 0)
 		store_options.merge_threads = options.merge_threads;

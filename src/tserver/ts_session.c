@@ -57,7 +57,9 @@
  * ts_store_open removes them.  SstFileWriter syncs the files it finishes
  * and ingestion syncs the manifest, so a commit is durable once it returns.
  * Memory is bounded by the limit (or two batches, if larger, plus the one
- * record a sorted session carries over), plus at most RUN_FAN_IN read
+ * record a sorted session carries over; and, while the store's sessions
+ * together stage more than its memory budget, by about twice
+ * EARLY_SPILL_BYTES and a batch), plus at most RUN_FAN_IN read
  * buffers and an SstFileWriter for each merge thread during a merge, or
  * one open SstFileWriter while sorted, plus the runs' sparse indexes (a
  * key every 256 kB of run), plus the record offsets (4 bytes a record)
@@ -80,6 +82,8 @@
 
 #define RECORD_HEADER_SIZE TS_RUN_RECORD_HEADER	/* staged records are run records */
 #define RUN_FAN_IN 64			/* runs merged at once, at most */
+#define EARLY_SPILL_BYTES (1024 * 1024)	/* staged before a spill forced by
+										 * the store's memory budget */
 
 /*
  * A spill in the background (session_spill_start): one at a time, so that
@@ -581,9 +585,16 @@ ts_session_write(TsSession *session, const Tcopy__WriteBatch *batch, TsError *er
 
 	/*
 	 * Keep the staging buffer at its first size: spill before a batch that
-	 * would not fit, rather than let the buffer double.
+	 * would not fit, rather than let the buffer double.  And while the
+	 * sessions together stage more than the store's budget, spill once
+	 * EARLY_SPILL_BYTES are staged: every session's memory then stays near
+	 * that (the spill waits for the one before, which holds the
+	 * connection back), however many sessions there are.
 	 */
-	if (session->staged.len > 0 && session->staged.len + bound > session->staged.cap &&
+	if (session->staged.len > 0 &&
+		(session->staged.len + bound > session->staged.cap ||
+		 (store->opts.memory_bytes > 0 && session->staged.len >= EARLY_SPILL_BYTES &&
+		  atomic_load(&store->staged_bytes) + bound > store->opts.memory_bytes)) &&
 		session_spill_start(session, err) != 0)
 		return -1;
 	/* what a failed batch goes back to: after the spill, which swaps buffers */

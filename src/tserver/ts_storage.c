@@ -86,6 +86,7 @@ void
 ts_store_default_options(TsStoreOptions *options)
 {
 	options->session_memory_bytes = 64 * 1024 * 1024;
+	options->memory_bytes = 256 * 1024 * 1024;
 	options->sst_target_bytes = 256 * 1024 * 1024;
 	/* a commit's merge runs while its client waits: every core helps */
 	options->merge_threads = (int) sysconf(_SC_NPROCESSORS_ONLN);

@@ -46,6 +46,8 @@ void		ts_error_set(TsError *err, Tcopy__ErrorCode code, const char *fmt,...)
 typedef struct TsStoreOptions
 {
 	size_t		session_memory_bytes;	/* staged bytes before a session spills */
+	uint64_t	memory_bytes;	/* staged bytes of all sessions together before
+								 * they spill early; 0: no such limit */
 	size_t		sst_target_bytes;	/* size of one ingested SST file */
 	int			merge_threads;	/* of a commit's merge, 1 .. TS_MERGE_THREADS_MAX */
 	uint64_t	merge_part_bytes;	/* of runs, at least, for each merge thread */

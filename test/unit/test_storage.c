@@ -594,6 +594,101 @@ test_many_runs(void)
 	ts_store_close(store);
 }
 
+/*
+ * Two sessions load n shuffled rows each, a batch of one after a batch of
+ * the other, into a store with the given memory budget; the peak of the
+ * store's staged bytes, sampled after every batch, in *peak.  Both commit
+ * every row.
+ */
+static void
+two_sessions_peak(uint64_t budget, const char *name, size_t n, uint64_t *peak)
+{
+	TsStoreOptions options;
+	TsError		err;
+	TsStore    *store;
+	TsSession  *sessions[2];
+	int64_t    *ids[2];
+	int64_t    *vals = calloc(2 * n + 1, sizeof(int64_t));
+	Tcopy__Scan request = TCOPY__SCAN__INIT;
+	Tcopy__Stats stats = TCOPY__STATS__INIT;
+	ScanResult	res;
+	uint32_t	table;
+
+	*peak = 0;
+	ts_store_default_options(&options);
+	options.session_memory_bytes = 64 * 1024 * 1024;	/* never the bound here */
+	options.memory_bytes = budget;
+	store = ts_store_open(data_dir, &options, &err);
+	REQUIRE(store != NULL && vals != NULL);
+	table = open_table(store, name, true);
+	for (int s = 0; s < 2; s++)
+	{
+		uint64_t	sid;
+
+		ids[s] = shuffled_ids(n, 1 + (int64_t) (s * n), 50 + (unsigned) s);
+		sessions[s] = ts_session_begin(store, &sid, &err);
+		REQUIRE(sessions[s] != NULL);
+		for (size_t i = 0; i < n; i++)
+			vals[ids[s][i]] = s + 1;
+	}
+	for (size_t off = 0; off < n; off += 1000)
+	{
+		for (int s = 0; s < 2; s++)
+		{
+			TestBatch	tb;
+
+			batch_build(&tb, table, off / 1000 + 1, ids[s] + off, 1000, s + 1);
+			CHECK_EQ_INT(ts_session_write(sessions[s], &tb.batch, &err), 0);
+			batch_free(&tb);
+			ts_store_stats(store, &stats);
+			if (stats.staged_bytes > *peak)
+				*peak = stats.staged_bytes;
+		}
+	}
+	for (int s = 0; s < 2; s++)
+	{
+		uint64_t	rows;
+
+		CHECK_EQ_INT(ts_session_commit(sessions[s], &rows, &err), 0);
+		CHECK_EQ_UINT(rows, n);
+		free(ids[s]);
+	}
+	scan_expect_vals = vals;
+	REQUIRE(scan(store, table, &request, 0, &res) == 0);
+	scan_expect_vals = NULL;
+	CHECK_EQ_UINT(res.rows, 2 * n);
+	CHECK(res.values_match);
+	ts_store_stats(store, &stats);
+	CHECK_EQ_UINT(stats.staged_bytes, 0);
+	CHECK_EQ_UINT(stats.spilled_bytes, 0);
+	free(vals);
+	ts_store_close(store);
+}
+
+/*
+ * The store's memory budget: without it two sessions stage everything
+ * they are sent (below their own limit); with a budget of 2 MB each spills
+ * once it holds 1 MB, and the two together stay near the budget (each at
+ * most its spilling half and a filling one of about 1 MB and a batch).
+ */
+static void
+test_memory_budget(void)
+{
+	size_t		n = 300000;		/* about 9 MB a session, staged */
+	uint64_t	unlimited,
+				budgeted;
+
+	two_sessions_peak(0, "budget_none", n, &unlimited);
+	two_sessions_peak(2 * 1024 * 1024, "budget_2mb", n, &budgeted);
+
+	CHECK(unlimited > 16 * 1024 * 1024);
+	CHECK(budgeted > 1024 * 1024);
+	CHECK(budgeted < 6 * 1024 * 1024);
+	if (budgeted >= 6 * 1024 * 1024 || unlimited <= 16 * 1024 * 1024)
+		fprintf(stderr, "staged peaks: %llu bytes without a budget, %llu with 2 MB\n",
+				(unsigned long long) unlimited, (unsigned long long) budgeted);
+}
+
 /* Prepare does everything but publish: nothing visible, no more writes. */
 static void
 test_prepare(void)
@@ -1086,6 +1181,7 @@ main(void)
 	TC_RUN(test_sorted_boundary_duplicate);
 	TC_RUN(test_sorted_then_overlap);
 	TC_RUN(test_sorted_abort);
+	TC_RUN(test_memory_budget);
 
 	/* merges in 3 parts at once, in a store of their own */
 	remove_data_dir();
