@@ -68,6 +68,8 @@ struct TcClient
 	bool		scanning;		/* a scan's batches are still to come */
 	bool		broken;			/* a call failed: every later call fails */
 	bool		hook_set_error; /* the wait hook called tc_client_set_error */
+	struct addrinfo *addrs;		/* while connecting over TCP: freed by close
+								 * too, should the wait hook not return */
 	Tcopy__ErrorCode error_code;	/* of the server's Error frame, if any */
 	char		error[512];
 };
@@ -404,7 +406,6 @@ client_open_socket(TcClient *client, const TcAddress *addr, const char *address)
 	else
 	{
 		struct addrinfo hints;
-		struct addrinfo *addrs;
 		struct addrinfo *ai;
 		int			error = 0;
 		int			rc;
@@ -413,12 +414,15 @@ client_open_socket(TcClient *client, const TcAddress *addr, const char *address)
 		memset(&hints, 0, sizeof(hints));
 		hints.ai_family = AF_UNSPEC;
 		hints.ai_socktype = SOCK_STREAM;
-		rc = getaddrinfo(addr->host, addr->port, &hints, &addrs);
+		rc = getaddrinfo(addr->host, addr->port, &hints, &client->addrs);
 		if (rc != 0)
+		{
+			client->addrs = NULL;
 			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
 							   "could not resolve \"%s\" for %s: %s", addr->host, address,
 							   rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
-		for (ai = addrs; ai != NULL; ai = ai->ai_next)
+		}
+		for (ai = client->addrs; ai != NULL; ai = ai->ai_next)
 		{
 			socklen_t	errlen = sizeof(error);
 
@@ -435,10 +439,7 @@ client_open_socket(TcClient *client, const TcAddress *addr, const char *address)
 			if (error == EINPROGRESS || error == EINTR)
 			{
 				if (client_wait(client, true) < 0)
-				{
-					freeaddrinfo(addrs);
-					return -1;
-				}
+					return -1;	/* close frees addrs */
 				if (getsockopt(client->fd, SOL_SOCKET, SO_ERROR, &error, &errlen) < 0)
 					error = errno;
 				if (error == 0)
@@ -447,7 +448,8 @@ client_open_socket(TcClient *client, const TcAddress *addr, const char *address)
 			close(client->fd);
 			client->fd = -1;
 		}
-		freeaddrinfo(addrs);
+		freeaddrinfo(client->addrs);
+		client->addrs = NULL;
 		if (client->fd < 0)
 			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
 							   "could not connect to %s: %s", address,
@@ -568,6 +570,8 @@ tc_client_close(TcClient *client)
 		return;
 	if (client->fd >= 0)
 		close(client->fd);
+	if (client->addrs != NULL)
+		freeaddrinfo(client->addrs);
 	tc_buf_free(&client->in);
 	tc_buf_free(&client->out);
 	tc_arena_free(&client->arena);
