@@ -5,10 +5,11 @@
  *
  * The merge is a binary heap of run readers.  A reader reads its file
  * through a buffer of its own and hands out records in place (no copy a
- * record, unlike stdio's fread); it caches the first 8 bytes of its key
- * as a big-endian integer, so that most comparisons of the heap are one
- * integer comparison: keys are a 4-byte table id and the encoded key
- * columns, and rarely share 8 bytes.
+ * record, unlike stdio's fread); it caches the first 16 bytes of its key
+ * as two big-endian integers, so that most comparisons of the heap are
+ * integer comparisons: keys are a 4-byte table id and the encoded key
+ * columns (an integer key: 8 bytes, whose first 4 are the same for every
+ * value below 2^31, so 8 bytes would not do), and rarely share 16 bytes.
  */
 #include "ts_run.h"
 
@@ -24,16 +25,27 @@
 #define RUN_READ_BUFFER (256 * 1024)
 #define MAX_RECORD_PART (1u << 30)	/* sanity limit when reading runs back */
 
-/* The first 8 bytes of key (zero-padded) as an integer of the same order. */
-static inline uint64_t
+#define PREFIX_SIZE 16
+
+/* The first 16 bytes of a key (zero-padded) as integers of the same order. */
+typedef struct KeyPrefix
+{
+	uint64_t	hi;
+	uint64_t	lo;
+} KeyPrefix;
+
+static inline KeyPrefix
 key_prefix(const uint8_t *key, uint32_t keylen)
 {
-	uint8_t		bytes[8] = {0};
-	uint64_t	prefix;
+	uint8_t		bytes[PREFIX_SIZE] = {0};
+	KeyPrefix	prefix;
 
-	memcpy(bytes, key, keylen < 8 ? keylen : 8);
-	memcpy(&prefix, bytes, 8);
-	return be64toh(prefix);
+	memcpy(bytes, key, keylen < PREFIX_SIZE ? keylen : PREFIX_SIZE);
+	memcpy(&prefix.hi, bytes, 8);
+	memcpy(&prefix.lo, bytes + 8, 8);
+	prefix.hi = be64toh(prefix.hi);
+	prefix.lo = be64toh(prefix.lo);
+	return prefix;
 }
 
 /* ---- the sparse index ---- */
@@ -309,7 +321,7 @@ typedef struct RunReader
 	const uint8_t *key;			/* the current record's, in buf */
 	uint32_t	keylen;
 	uint32_t	valuelen;
-	uint64_t	prefix;			/* key_prefix of key */
+	KeyPrefix	prefix;			/* key_prefix of key */
 	uint32_t	run;			/* position in the session: later wins */
 	const TcBuf *hi;			/* keys from here on are not the merge's */
 } RunReader;
@@ -404,11 +416,18 @@ reader_next(RunReader *reader)
 static inline bool
 reader_before(const RunReader *a, const RunReader *b)
 {
-	int			cmp;
+	int			cmp = 0;
 
-	if (a->prefix != b->prefix)
-		return a->prefix < b->prefix;
-	cmp = ts_key_compare(a->key, a->keylen, b->key, b->keylen);
+	if (a->prefix.hi != b->prefix.hi)
+		return a->prefix.hi < b->prefix.hi;
+	if (a->prefix.lo != b->prefix.lo)
+		return a->prefix.lo < b->prefix.lo;
+	/* equal in 16 zero-padded bytes: a key that ends there is the smaller */
+	if (a->keylen > PREFIX_SIZE && b->keylen > PREFIX_SIZE)
+		cmp = ts_key_compare(a->key + PREFIX_SIZE, a->keylen - PREFIX_SIZE,
+							 b->key + PREFIX_SIZE, b->keylen - PREFIX_SIZE);
+	else if (a->keylen != b->keylen)
+		return a->keylen < b->keylen;
 	if (cmp != 0)
 		return cmp < 0;
 	return a->run > b->run;
@@ -515,7 +534,7 @@ ts_run_merge(char *const *paths, const TsRunIndex *indexes, uint32_t nruns,
 	while (nheap > 0)
 	{
 		RunReader  *top = heap[0];
-		uint64_t	prefix = top->prefix;
+		KeyPrefix	prefix = top->prefix;
 
 		if (put(arg, top->key, top->keylen, top->key + top->keylen, top->valuelen, err) != 0)
 			goto done;
@@ -534,7 +553,8 @@ ts_run_merge(char *const *paths, const TsRunIndex *indexes, uint32_t nruns,
 			failed = heap[0]->run;
 			if (heap_advance_top(heap, &nheap) != 0)
 				goto io_err;
-		} while (nheap > 0 && heap[0]->prefix == prefix && heap[0]->keylen == last_key.len &&
+		} while (nheap > 0 && heap[0]->prefix.hi == prefix.hi && heap[0]->prefix.lo == prefix.lo &&
+				 heap[0]->keylen == last_key.len &&
 				 memcmp(heap[0]->key, last_key.data, last_key.len) == 0);
 	}
 	result = 0;

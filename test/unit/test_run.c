@@ -7,8 +7,9 @@
  *		ts_run_split_keys, merged one by one, give exactly the whole merge
  *		and are about equal in size; any [lo, hi) gives the reference's
  *		records in that range; a torn run file is an error, not a shorter
- *		merge.  Keys share their first 8 bytes in groups, so that the
- *		merge's integer prefix ties and its full comparison decides.
+ *		merge.  Keys share their first 8 bytes in groups and go on in a
+ *		3-letter alphabet to lengths on both sides of 16, so that the
+ *		merge's 16-byte integer prefix ties and the rest decides.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -25,7 +26,7 @@
 
 typedef struct Rec
 {
-	uint8_t		key[12];
+	uint8_t		key[24];
 	uint32_t	keylen;
 	uint32_t	run;
 } Rec;
@@ -57,7 +58,11 @@ same_key(const Rec *a, const Rec *b)
 	return a->keylen == b->keylen && memcmp(a->key, b->key, a->keylen) == 0;
 }
 
-/* A key: 8 bytes from few values (so that prefixes tie), 0..4 more. */
+/*
+ * A key: 8 bytes from few values, then 0 to 16 bytes of a 3-letter
+ * alphabet, 0 among them: keys tie in the merge's 16-byte prefix, end
+ * inside it or beyond it, and some are prefixes of others.
+ */
 static void
 random_key(Rec *rec)
 {
@@ -67,9 +72,9 @@ random_key(Rec *rec)
 	memcpy(rec->key, "tabl", 4);
 	rec->key[4] = (uint8_t) (group >> 8);
 	rec->key[7] = (uint8_t) group;
-	rec->keylen = 8 + (uint32_t) (tc_test_rng() % 5);
+	rec->keylen = 8 + (uint32_t) (tc_test_rng() % 17);
 	for (uint32_t i = 8; i < rec->keylen; i++)
-		rec->key[i] = (uint8_t) (tc_test_rng() % 4);
+		rec->key[i] = (uint8_t) (tc_test_rng() % 3);
 }
 
 static void
@@ -263,7 +268,7 @@ test_ranges(void)
 			a = b;
 			b = t;
 		}
-		REQUIRE(tc_buf_reserve(&lo, 12) && tc_buf_reserve(&hi, 12));
+		REQUIRE(tc_buf_reserve(&lo, 24) && tc_buf_reserve(&hi, 24));
 		memcpy(lo.data, a.key, a.keylen);
 		lo.len = a.keylen;
 		memcpy(hi.data, b.key, b.keylen);
