@@ -1,7 +1,7 @@
 set terminal pngcairo size 1400,900 font 'sans,10'
 set output '/work/main/bench/results.png'
 set datafile missing '?'
-set multiplot title 'tcopy COPY benchmark: 10,000,000 rows, 3 run(s), 2 CPUs, 2026-11-30 00:17:14 UTC'
+set multiplot title 'tcopy COPY benchmark: 10,000,000 rows, 3 run(s), 2 CPUs, 2026-11-30 00:57:55 UTC'
 set style fill solid 0.85 border -1
 set grid ytics
 set key inside top right vertical opaque
