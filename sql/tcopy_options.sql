@@ -55,8 +55,9 @@ CREATE FOREIGN TABLE opt_t (a int) SERVER ts OPTIONS (key 'a,');
 CREATE FOREIGN TABLE opt_t (a int) SERVER ts OPTIONS (key 'a,a');
 CREATE FOREIGN TABLE opt_t (a int) SERVER ts OPTIONS (table_name '');
 CREATE FOREIGN TABLE opt_t (a int) SERVER ts OPTIONS (batch_rows '-1');
--- columns take no options
-CREATE FOREIGN TABLE opt_t (a int OPTIONS (column_name 'b')) SERVER ts;
+-- columns take column_name only, not empty
+CREATE FOREIGN TABLE opt_t (a int OPTIONS (name 'b')) SERVER ts;
+CREATE FOREIGN TABLE opt_t (a int OPTIONS (column_name '')) SERVER ts;
 
 -- a key naming a column that does not exist is refused when the table is used
 CREATE FOREIGN TABLE opt_badkey (a int, b text) SERVER ts

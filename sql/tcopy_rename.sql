@@ -64,6 +64,25 @@ SELECT ftoptions FROM pg_foreign_table WHERE ftrelid = 'ren_a.v'::regclass;
 ALTER FOREIGN TABLE ren_a.v RENAME TO t3;
 SELECT ftoptions FROM pg_foreign_table WHERE ftrelid = 'ren_a.v'::regclass;
 
+-- rename columns: a value column, then the key column, which the key
+-- option names; the rows stay readable and writable
+CREATE FOREIGN TABLE ren_a.cols (k int NOT NULL, v text) SERVER ts OPTIONS (key 'k');
+TRUNCATE ren_a.cols;
+INSERT INTO ren_a.cols VALUES (1, 'one'), (2, 'two');
+ALTER FOREIGN TABLE ren_a.cols RENAME COLUMN v TO label;
+ALTER TABLE ren_a.cols RENAME COLUMN k TO id;
+SELECT id, label FROM ren_a.cols ORDER BY id;
+INSERT INTO ren_a.cols VALUES (2, 'deux'), (3, 'three');
+SELECT id, label FROM ren_a.cols ORDER BY id;
+SELECT ftoptions FROM pg_foreign_table WHERE ftrelid = 'ren_a.cols'::regclass;
+SELECT attname, attfdwoptions FROM pg_attribute
+WHERE attrelid = 'ren_a.cols'::regclass AND attnum > 0 ORDER BY attnum;
+-- renamed again: the first column_name stays
+ALTER FOREIGN TABLE ren_a.cols RENAME COLUMN label TO text_label;
+SELECT text_label FROM ren_a.cols WHERE id = 1;
+-- a column that is not there is Postgres' to report
+ALTER FOREIGN TABLE ren_a.cols RENAME COLUMN nothing TO something;
+
 -- a schema owner renaming the schema: its own tables are kept, another
 -- role's table without the option makes the rename fail, saying so
 SELECT current_database() AS db \gset

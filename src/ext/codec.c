@@ -193,7 +193,7 @@ tcopy_rel_codec(Relation rel, Oid userid)
 
 		wire = palloc(sizeof(Tcopy__Column));
 		tcopy__column__init(wire);
-		wire->name = pstrdup(NameStr(att->attname));
+		wire->name = tcopy_column_name(codec->relid, att);
 		wire->kind = col->kind;
 		wire->type_name = format_type_extended(att->atttypid, -1,
 												FORMAT_TYPE_FORCE_QUALIFY);

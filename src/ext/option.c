@@ -47,6 +47,7 @@ static const TcopyOption tcopy_options[] = {
 	{"table_name", ForeignTableRelationId},
 	{"batch_rows", ForeignTableRelationId},
 	{"batch_size", ForeignTableRelationId},
+	{"column_name", AttributeRelationId},
 	{NULL, InvalidOid}
 };
 
@@ -135,7 +136,7 @@ tcopy_parse_batch_option(const char *name, const char *value)
  * identifiers (unquoted ones folded to lower case, as in SQL), at least one,
  * none twice.
  */
-static List *
+List *
 tcopy_parse_key(const char *value)
 {
 	List	   *names;
@@ -175,12 +176,13 @@ tcopy_check_option_value(DefElem *def)
 		(void) tcopy_parse_batch_option(def->defname, value);
 	else if (strcmp(def->defname, "key") == 0)
 		(void) tcopy_parse_key(value);
-	else if (strcmp(def->defname, "table_name") == 0)
+	else if (strcmp(def->defname, "table_name") == 0 ||
+			 strcmp(def->defname, "column_name") == 0)
 	{
 		if (value[0] == '\0')
 			ereport(ERROR,
 					(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
-					 errmsg("option \"table_name\" must not be empty")));
+					 errmsg("option \"%s\" must not be empty", def->defname)));
 	}
 }
 
@@ -252,6 +254,21 @@ tcopy_key_attnums(Relation rel, const char *value)
 		attnums = lappend_int(attnums, attnum);
 	}
 	return attnums;
+}
+
+char *
+tcopy_column_name(Oid relid, Form_pg_attribute att)
+{
+	ListCell   *lc;
+
+	foreach(lc, GetForeignColumnOptions(relid, att->attnum))
+	{
+		DefElem    *def = (DefElem *) lfirst(lc);
+
+		if (strcmp(def->defname, "column_name") == 0)
+			return pstrdup(defGetString(def));
+	}
+	return pstrdup(NameStr(att->attname));
 }
 
 /*

@@ -16,6 +16,10 @@
  * when tcopy is in shared_preload_libraries, as the README asks.
  * Renaming a database cannot be handled so (its tables are not reachable
  * from another database): the README says to set table_name first.
+ *
+ * Columns are matched by name too: renaming a column first sets its
+ * column_name option to the name its values are stored under, and renames
+ * it in the table's key option, which names Postgres columns.
  */
 #include "tcopy.h"
 
@@ -25,11 +29,24 @@
 #include "executor/spi.h"
 #include "foreign/foreign.h"
 #include "miscadmin.h"
+#include "commands/defrem.h"
+#include "lib/stringinfo.h"
 #include "nodes/parsenodes.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+
+/* Run one utility statement through SPI. */
+static void
+run_utility(const char *sql)
+{
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute(sql, false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "could not run: %s", sql);
+	SPI_finish();
+}
 
 /*
  * Set the table_name option of tcopy table relid, if it has none; schema
@@ -71,11 +88,64 @@ pin_table_name(Oid relid, const char *schema)
 				 errhint("The table's owner can keep that name with: %s.", sql)));
 	}
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute(sql, false, 0) != SPI_OK_UTILITY)
-		elog(ERROR, "could not set the table_name option: %s", sql);
-	SPI_finish();
+	run_utility(sql);
+}
+
+/*
+ * Before column oldname of tcopy table relid is renamed to newname: set
+ * its column_name option, and rename it in the key option.  Nothing for
+ * anyone but the owner, or a column that is not there: Postgres refuses
+ * the rename in its words.
+ */
+static void
+pin_column_name(Oid relid, const char *oldname, const char *newname)
+{
+	AttrNumber	attnum = get_attnum(relid, oldname);
+	ForeignTable *table;
+	char	   *qualified;
+	bool		pinned = false;
+	ListCell   *lc;
+
+	if (attnum <= 0 || !pg_class_ownercheck(relid, GetUserId()))
+		return;
+	qualified = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+										   get_rel_name(relid));
+	foreach(lc, GetForeignColumnOptions(relid, attnum))
+	{
+		if (strcmp(((DefElem *) lfirst(lc))->defname, "column_name") == 0)
+			pinned = true;
+	}
+	if (!pinned)
+		run_utility(psprintf("ALTER FOREIGN TABLE %s ALTER COLUMN %s OPTIONS (ADD column_name %s)",
+							 qualified, quote_identifier(oldname),
+							 quote_literal_cstr(oldname)));
+
+	table = GetForeignTable(relid);
+	foreach(lc, table->options)
+	{
+		DefElem    *def = (DefElem *) lfirst(lc);
+		StringInfoData key;
+		ListCell   *name;
+		bool		renamed = false;
+
+		if (strcmp(def->defname, "key") != 0)
+			continue;
+		initStringInfo(&key);
+		foreach(name, tcopy_parse_key(defGetString(def)))
+		{
+			const char *column = (const char *) lfirst(name);
+
+			if (strcmp(column, oldname) == 0)
+			{
+				column = newname;
+				renamed = true;
+			}
+			appendStringInfo(&key, "%s%s", key.len > 0 ? "," : "", quote_identifier(column));
+		}
+		if (renamed)
+			run_utility(psprintf("ALTER FOREIGN TABLE %s OPTIONS (SET key %s)",
+								 qualified, quote_literal_cstr(key.data)));
+	}
 }
 
 /* Pin every tcopy table in schema nspid, named schema. */
@@ -125,6 +195,14 @@ tcopy_pin_before_rename(Node *parsetree)
 	{
 		RenameStmt *stmt = (RenameStmt *) parsetree;
 
+		if (stmt->renameType == OBJECT_COLUMN && moves_relation(stmt->relationType))
+		{
+			Oid			relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+
+			if (tcopy_relation_is_tcopy_table(relid))
+				pin_column_name(relid, stmt->subname, stmt->newname);
+			return;
+		}
 		if (stmt->renameType == OBJECT_SCHEMA)
 		{
 			Oid			nspid = get_namespace_oid(stmt->subname, true);

@@ -54,6 +54,12 @@ typedef struct TcopyTableOptions
 	int			batch_bytes;	/* bytes per batch (approximate) */
 } TcopyTableOptions;
 
+/* The column names of a key option's value; an ERROR when malformed. */
+extern List *tcopy_parse_key(const char *value);
+
+/* The column's name on the tserver: its column_name option, else its name. */
+extern char *tcopy_column_name(Oid relid, Form_pg_attribute att);
+
 /* The tserver table name of rel when it has no table_name option. */
 extern char *tcopy_default_table_name(Relation rel);
 
