@@ -5,15 +5,12 @@
  *
  * The merge is a binary heap of run readers.  A reader reads its file
  * through a buffer of its own and hands out records in place (no copy a
- * record, unlike stdio's fread); it caches the first 16 bytes of its key
- * as two big-endian integers, so that most comparisons of the heap are
- * integer comparisons: keys are a 4-byte table id and the encoded key
- * columns (an integer key: 8 bytes, whose first 4 are the same for every
- * value below 2^31, so 8 bytes would not do), and rarely share 16 bytes.
+ * record, unlike stdio's fread); it keeps its key's 16-byte prefix
+ * (ts_key.h), so that most comparisons of the heap are integer
+ * comparisons.
  */
 #include "ts_run.h"
 
-#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -24,29 +21,6 @@
 #define RUN_WRITE_BUFFER (1024 * 1024)
 #define RUN_READ_BUFFER (256 * 1024)
 #define MAX_RECORD_PART (1u << 30)	/* sanity limit when reading runs back */
-
-#define PREFIX_SIZE 16
-
-/* The first 16 bytes of a key (zero-padded) as integers of the same order. */
-typedef struct KeyPrefix
-{
-	uint64_t	hi;
-	uint64_t	lo;
-} KeyPrefix;
-
-static inline KeyPrefix
-key_prefix(const uint8_t *key, uint32_t keylen)
-{
-	uint8_t		bytes[PREFIX_SIZE] = {0};
-	KeyPrefix	prefix;
-
-	memcpy(bytes, key, keylen < PREFIX_SIZE ? keylen : PREFIX_SIZE);
-	memcpy(&prefix.hi, bytes, 8);
-	memcpy(&prefix.lo, bytes + 8, 8);
-	prefix.hi = be64toh(prefix.hi);
-	prefix.lo = be64toh(prefix.lo);
-	return prefix;
-}
 
 /* ---- the sparse index ---- */
 
@@ -321,7 +295,7 @@ typedef struct RunReader
 	const uint8_t *key;			/* the current record's, in buf */
 	uint32_t	keylen;
 	uint32_t	valuelen;
-	KeyPrefix	prefix;			/* key_prefix of key */
+	TsKeyPrefix prefix;			/* ts_key_prefix of key */
 	uint32_t	run;			/* position in the session: later wins */
 	const TcBuf *hi;			/* keys from here on are not the merge's */
 } RunReader;
@@ -404,7 +378,7 @@ reader_next(RunReader *reader)
 		return -1;
 	}
 	reader->key = reader->buf + reader->pos + TS_RUN_RECORD_HEADER;
-	reader->prefix = key_prefix(reader->key, reader->keylen);
+	reader->prefix = ts_key_prefix(reader->key, reader->keylen);
 	if (reader->hi != NULL && reader->hi->len > 0 &&
 		ts_key_compare(reader->key, reader->keylen, reader->hi->data,
 					   (uint32_t) reader->hi->len) >= 0)
@@ -416,18 +390,9 @@ reader_next(RunReader *reader)
 static inline bool
 reader_before(const RunReader *a, const RunReader *b)
 {
-	int			cmp = 0;
+	int			cmp = ts_key_compare_prefixed(&a->prefix, a->key, a->keylen,
+											  &b->prefix, b->key, b->keylen);
 
-	if (a->prefix.hi != b->prefix.hi)
-		return a->prefix.hi < b->prefix.hi;
-	if (a->prefix.lo != b->prefix.lo)
-		return a->prefix.lo < b->prefix.lo;
-	/* equal in 16 zero-padded bytes: a key that ends there is the smaller */
-	if (a->keylen > PREFIX_SIZE && b->keylen > PREFIX_SIZE)
-		cmp = ts_key_compare(a->key + PREFIX_SIZE, a->keylen - PREFIX_SIZE,
-							 b->key + PREFIX_SIZE, b->keylen - PREFIX_SIZE);
-	else if (a->keylen != b->keylen)
-		return a->keylen < b->keylen;
 	if (cmp != 0)
 		return cmp < 0;
 	return a->run > b->run;
@@ -534,7 +499,7 @@ ts_run_merge(char *const *paths, const TsRunIndex *indexes, uint32_t nruns,
 	while (nheap > 0)
 	{
 		RunReader  *top = heap[0];
-		KeyPrefix	prefix = top->prefix;
+		TsKeyPrefix prefix = top->prefix;
 
 		if (put(arg, top->key, top->keylen, top->key + top->keylen, top->valuelen, err) != 0)
 			goto done;

@@ -16,24 +16,13 @@
 
 #include <stdint.h>
 #include <stddef.h>
-#include <string.h>
 
 #include "tc_frame.h"
+#include "ts_key.h"
 #include "ts_storage.h"
 
 #define TS_RUN_RECORD_HEADER 8
 #define TS_RUN_INDEX_STRIDE (256 * 1024)
-
-/* Keys compare as unsigned byte strings, a prefix first. */
-static inline int
-ts_key_compare(const uint8_t *a, uint32_t len_a, const uint8_t *b, uint32_t len_b)
-{
-	int			cmp = memcmp(a, b, len_a < len_b ? len_a : len_b);
-
-	if (cmp != 0)
-		return cmp;
-	return len_a == len_b ? 0 : (len_a < len_b ? -1 : 1);
-}
 
 /* A run's sparse index: keys in key order, with their records' offsets. */
 typedef struct TsRunIndex

@@ -44,12 +44,13 @@
  *     merged at the same time by merge_threads threads (its client waits
  *     for the commit: the cores are free), and ingests, in one call, the
  *     direct SST files written before sortedness broke (if any) followed
- *     by the merged ones.  Every run record arrived after every direct record, so where
- *     the two overlap the merged files must win: an ingestion of files that
- *     overlap each other puts them all in L0 and gives each a newer
- *     sequence number than the file before it in the list (RocksDB 7.8,
- *     ExternalSstFileIngestionJob::Run; test_storage.c checks it), which
- *     is exactly that precedence, and one ingestion is atomic;
+ *     by the merged ones.  Every run record arrived after every direct
+ *     record, so where the two overlap the merged files must win: an
+ *     ingestion of files that overlap each other puts them all in L0 and
+ *     gives each a newer sequence number than the file before it in the
+ *     list (RocksDB 7.8, ExternalSstFileIngestionJob::Run; test_storage.c
+ *     checks it), which is exactly that precedence, and one ingestion is
+ *     atomic;
  *   - a session that reaches RUN_FAN_IN runs merges them into one, so that
  *     no merge opens more files (or read buffers) than that.
  *
@@ -76,6 +77,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ts_key.h"
 #include "ts_log.h"
 #include "ts_run.h"
 #include "ts_sort.h"
@@ -115,7 +117,6 @@ struct TsSession
 	uint32_t	nruns;			/* run files written */
 	TsRunIndex *run_indexes;	/* [nruns] their sparse indexes */
 	uint32_t	run_indexes_cap;
-	uint64_t	run_bytes;		/* in the run files */
 	uint64_t	spilled_bytes;	/* runs and direct SST files, as counted in the store */
 	uint64_t	direct_bytes;	/* of spilled_bytes, the direct SST files' */
 	bool		sorted;			/* no staged key was below the one before it */
@@ -298,7 +299,7 @@ record_compare(const void *a, const void *b, void *arg)
 
 static int	session_compact_runs(TsSession *session, TsError *err);
 static void run_path(const TsSession *session, uint32_t r, char *path, size_t size);
-static int	session_add_run(TsSession *session, TsRunIndex *index, uint64_t bytes);
+static int	session_add_run(TsSession *session, TsRunIndex *index);
 static SstSink *session_sst_sink(TsSession *session, TsError *err);
 
 /* Create the session's staging directory, once; 0 or -1 with errno. */
@@ -388,7 +389,7 @@ spill_run(TsSession *session, const TcBuf *staged, uint32_t *offsets, size_t n,
 		}
 	}
 	if (ts_run_writer_close(&writer) != 0 ||
-		session_add_run(session, &writer.index, writer.written) != 0)
+		session_add_run(session, &writer.index) != 0)
 	{
 		ts_run_index_free(&writer.index);
 		goto io_err;
@@ -898,7 +899,7 @@ free_paths(char **paths, uint32_t n)
 
 /* Keep the index of the run just written, as run session->nruns. */
 static int
-session_add_run(TsSession *session, TsRunIndex *index, uint64_t bytes)
+session_add_run(TsSession *session, TsRunIndex *index)
 {
 	if (session->nruns == session->run_indexes_cap)
 	{
@@ -912,7 +913,6 @@ session_add_run(TsSession *session, TsRunIndex *index, uint64_t bytes)
 	}
 	session->run_indexes[session->nruns++] = *index;
 	memset(index, 0, sizeof(*index));
-	session->run_bytes += bytes;
 	return 0;
 }
 
@@ -980,8 +980,7 @@ session_compact_runs(TsSession *session, TsError *err)
 		   (unsigned long long) session->id, session->nruns,
 		   (unsigned long long) writer.written);
 	session->nruns = 0;
-	session->run_bytes = 0;
-	(void) session_add_run(session, &writer.index, writer.written);	/* has room */
+	(void) session_add_run(session, &writer.index);	/* has room */
 	run_path(session, 0, path, sizeof(path));
 	if (rename(merged, path) != 0)
 	{
@@ -1033,7 +1032,8 @@ session_merge_runs(TsSession *session, SstSink *sink, TsError *err)
 {
 	TsStore    *store = session->store;
 	uint64_t	part_bytes = store->opts.merge_part_bytes ? store->opts.merge_part_bytes : 1;
-	uint64_t	fit = session->run_bytes / part_bytes + 1;
+	uint64_t	run_bytes = session->spilled_bytes - session->direct_bytes;
+	uint64_t	fit = run_bytes / part_bytes + 1;
 	int			nparts = fit < (uint64_t) store->opts.merge_threads ?
 		(int) fit : store->opts.merge_threads;
 	TcBuf		splits[TS_MERGE_THREADS_MAX] = {{0}};
@@ -1073,7 +1073,7 @@ session_merge_runs(TsSession *session, SstSink *sink, TsError *err)
 			pthread_join(parts[p].thread, NULL);
 	ts_log(TS_LOG_DEBUG, "session %llu: merged %u runs (%llu bytes) in %d part%s",
 		   (unsigned long long) session->id, session->nruns,
-		   (unsigned long long) session->run_bytes, nparts, nparts == 1 ? "" : "s");
+		   (unsigned long long) run_bytes, nparts, nparts == 1 ? "" : "s");
 
 	for (int p = 0; p < nparts; p++)
 	{

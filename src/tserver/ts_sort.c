@@ -7,7 +7,7 @@
  * comparison that loads both keys from the buffer spent most of a shuffled
  * load's CPU in cache misses, memcmp calls and the comparison's indirect
  * calls.  Here each record becomes a 24-byte entry holding the first 16
- * bytes of its key as two big-endian integers (zero-padded), its length
+ * bytes of its key as two big-endian integers (ts_key.h), its length
  * and its offset, and the entries are sorted in place by an introsort with
  * the comparison inlined: most comparisons are two integer compares on
  * entries next to each other.  Only keys equal in their first 16 bytes
@@ -18,54 +18,33 @@
  */
 #include "ts_sort.h"
 
-#include <endian.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ts_key.h"
+
 #define RECORD_HEADER_SIZE 8
-#define PREFIX_SIZE 16
 #define SMALL_SORT 16			/* partitions this small: insertion sort */
 
 typedef struct SortEntry
 {
-	uint64_t	p0;				/* key bytes 0..7, big-endian, zero-padded */
-	uint64_t	p1;				/* key bytes 8..15 */
+	TsKeyPrefix prefix;
 	uint32_t	keylen;
 	uint32_t	offset;
 } SortEntry;
-
-static inline uint64_t
-load_prefix(const uint8_t *key, uint32_t keylen, uint32_t from)
-{
-	uint64_t	v = 0;
-
-	if (keylen > from)
-		memcpy(&v, key + from, keylen - from < 8 ? keylen - from : 8);
-	return be64toh(v);
-}
 
 /* <0, 0, >0 as a sorts before, with or after b; 0 only for a == b. */
 static inline int
 entry_compare(const SortEntry *a, const SortEntry *b, const uint8_t *base)
 {
-	if (a->p0 != b->p0)
-		return a->p0 < b->p0 ? -1 : 1;
-	if (a->p1 != b->p1)
-		return a->p1 < b->p1 ? -1 : 1;
-	if (a->keylen > PREFIX_SIZE && b->keylen > PREFIX_SIZE)
-	{
-		uint32_t	common = (a->keylen < b->keylen ? a->keylen : b->keylen) - PREFIX_SIZE;
-		int			cmp = memcmp(base + a->offset + RECORD_HEADER_SIZE + PREFIX_SIZE,
-								 base + b->offset + RECORD_HEADER_SIZE + PREFIX_SIZE,
-								 common);
+	int			cmp = ts_key_compare_prefixed(&a->prefix,
+											  base + a->offset + RECORD_HEADER_SIZE, a->keylen,
+											  &b->prefix,
+											  base + b->offset + RECORD_HEADER_SIZE, b->keylen);
 
-		if (cmp != 0)
-			return cmp;
-	}
-	/* equal up to the shorter key's end: the shorter first */
-	if (a->keylen != b->keylen)
-		return a->keylen < b->keylen ? -1 : 1;
+	if (cmp != 0)
+		return cmp;
 	if (a->offset != b->offset)
 		return a->offset < b->offset ? -1 : 1;
 	return 0;
@@ -202,8 +181,7 @@ ts_sort_records(const uint8_t *base, uint32_t *offsets, size_t n)
 		uint32_t	keylen;
 
 		memcpy(&keylen, rec, 4);
-		entries[i].p0 = load_prefix(key, keylen, 0);
-		entries[i].p1 = load_prefix(key, keylen, 8);
+		entries[i].prefix = ts_key_prefix(key, keylen);
 		entries[i].keylen = keylen;
 		entries[i].offset = offsets[i];
 	}

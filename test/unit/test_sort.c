@@ -78,6 +78,20 @@ make_records(uint8_t *buf, uint32_t *offsets, size_t n, int shape)
 	}
 }
 
+/*
+ * ts_sort_records orders offsets[n] of the records in buf as the reference
+ * does (want is scratch space for the reference's order).
+ */
+static void
+check_sorted(const uint8_t *buf, uint32_t *offsets, uint32_t *want, size_t n)
+{
+	memcpy(want, offsets, n * sizeof(uint32_t));
+	ref_base = buf;
+	qsort(want, n, sizeof(uint32_t), ref_compare);
+	CHECK_EQ_INT(ts_sort_records(buf, offsets, n), 0);
+	CHECK_MEM(offsets, n * sizeof(uint32_t), want, n * sizeof(uint32_t));
+}
+
 static void
 check_shape(int shape, size_t n)
 {
@@ -87,11 +101,7 @@ check_shape(int shape, size_t n)
 
 	REQUIRE(buf != NULL && got != NULL && want != NULL);
 	make_records(buf, got, n, shape);
-	memcpy(want, got, n * sizeof(uint32_t));
-	ref_base = buf;
-	qsort(want, n, sizeof(uint32_t), ref_compare);
-	CHECK_EQ_INT(ts_sort_records(buf, got, n), 0);
-	CHECK_MEM(got, n * sizeof(uint32_t), want, n * sizeof(uint32_t));
+	check_sorted(buf, got, want, n);
 	free(buf);
 	free(got);
 	free(want);
@@ -139,11 +149,7 @@ test_patterns(void)
 			for (int b = 0; b < 8; b++)
 				buf[i * 16 + 8 + b] = (uint8_t) (k >> (56 - 8 * b));
 		}
-		memcpy(want, got, n * sizeof(uint32_t));
-		ref_base = buf;
-		qsort(want, n, sizeof(uint32_t), ref_compare);
-		CHECK_EQ_INT(ts_sort_records(buf, got, n), 0);
-		CHECK_MEM(got, n * sizeof(uint32_t), want, n * sizeof(uint32_t));
+		check_sorted(buf, got, want, n);
 	}
 	free(buf);
 	free(got);

@@ -250,6 +250,18 @@ shuffled_ids(size_t n, int64_t first, unsigned seed)
 /* Threads of a commit's merge: 1, then the tests of merges again with 3. */
 static int merge_threads = 1;
 
+/* The store holds no session, and nothing staged or spilled. */
+static void
+check_store_idle(TsStore *store)
+{
+	Tcopy__Stats stats = TCOPY__STATS__INIT;
+
+	ts_store_stats(store, &stats);
+	CHECK_EQ_UINT(stats.sessions_open, 0);
+	CHECK_EQ_UINT(stats.staged_bytes, 0);
+	CHECK_EQ_UINT(stats.spilled_bytes, 0);
+}
+
 static TsStore *open_store_sst(size_t session_memory, uint64_t sst_target);
 
 static TsStore *
@@ -355,10 +367,7 @@ test_spilled_session(void)
 	CHECK_EQ_UINT(res.rows, n);
 	CHECK(res.values_match);
 
-	ts_store_stats(store, &stats);
-	CHECK_EQ_UINT(stats.spilled_bytes, 0);
-	CHECK_EQ_UINT(stats.staged_bytes, 0);
-	CHECK_EQ_UINT(stats.sessions_open, 0);
+	check_store_idle(store);
 	free(ids);
 	free(again);
 	ts_store_close(store);
@@ -658,9 +667,7 @@ two_sessions_peak(uint64_t budget, const char *name, size_t n, uint64_t *peak)
 	scan_expect_vals = NULL;
 	CHECK_EQ_UINT(res.rows, 2 * n);
 	CHECK(res.values_match);
-	ts_store_stats(store, &stats);
-	CHECK_EQ_UINT(stats.staged_bytes, 0);
-	CHECK_EQ_UINT(stats.spilled_bytes, 0);
+	check_store_idle(store);
 	free(vals);
 	ts_store_close(store);
 }
@@ -899,9 +906,7 @@ test_sorted_direct(void)
 	CHECK(!tf.overlap);
 	CHECK_EQ_INT(tf.in_l0, 0);	/* no overlap anywhere: placed below L0 */
 
-	ts_store_stats(store, &stats);
-	CHECK_EQ_UINT(stats.spilled_bytes, 0);
-	CHECK_EQ_UINT(stats.staged_bytes, 0);
+	check_store_idle(store);
 	free(ids);
 	ts_store_close(store);
 }
@@ -1148,10 +1153,7 @@ test_sorted_abort(void)
 
 	REQUIRE(scan(store, table, &request, 1, &res) == 0);
 	CHECK_EQ_UINT(res.rows, 0);
-	ts_store_stats(store, &stats);
-	CHECK_EQ_UINT(stats.spilled_bytes, 0);
-	CHECK_EQ_UINT(stats.staged_bytes, 0);
-	CHECK_EQ_UINT(stats.sessions_open, 0);
+	check_store_idle(store);
 	free(ids);
 	ts_store_close(store);
 }
