@@ -1,27 +1,27 @@
-# tcopy: top-level build, a PGXS makefile that also builds the tserver.
+# tcopy: top-level build, a PGXS makefile for the extension that also builds
+# the rest through the parts' own makefiles.
 #
-#   make              the extension (tcopy.so), tserver and tserver-cli
+#   make              the extension (tcopy.so), build/tserver, build/tserver-cli
 #   make install      the extension, and tserver and tserver-cli into
 #                     `pg_config --bindir`
-#   make check        every test (unit, sanitizer and integration):
+#   make check        every test (unit, sanitizer, fuzzing, integration):
 #                     test/run_tests.sh
 #   make installcheck the pg_regress tests of sql/ against an installed server
 #   make WERROR=      warnings do not stop the build
 #
-# The daemon and the code both halves share (src/common, and the protobuf-c
-# code generated from proto/) build through src/tserver/Makefile into
-# build/.  The extension links the shared objects from there: they are
-# compiled once, by those rules, and no Postgres header reaches them.
+# src/common (with the protobuf-c code generated from proto/) is compiled
+# once, by src/common/Makefile, into build/libtccommon.a; the extension, the
+# tserver (src/tserver), tserver-cli (src/cli) and the tests (test/Makefile)
+# all link that one library.  No Postgres header reaches it.
 
 PG_CONFIG ?= pg_config
 WERROR ?= -Werror
 
 TC_BUILD = build
 TC_GEN_H = $(TC_BUILD)/gen/tcopy.pb-c.h
-TC_OBJS = $(TC_BUILD)/obj/tcopy.pb-c.o \
-	$(addprefix $(TC_BUILD)/obj/,tc_arena.o tc_frame.o tc_client.o tc_wire.o)
+TC_LIB = $(TC_BUILD)/libtccommon.a
 # always the normal (not sanitizer) build, whatever the caller's SANITIZE
-TC_MAKE = $(MAKE) -C src/tserver SANITIZE=0 BUILD=$(abspath $(TC_BUILD))
+TC_MAKE = $(MAKE) SANITIZE=0 FUZZ=0 BUILD=$(abspath $(TC_BUILD)) WERROR=$(WERROR)
 
 MODULE_big = tcopy
 OBJS = $(addprefix src/ext/,tcopy.o option.o connection.o codec.o batch.o \
@@ -35,7 +35,7 @@ PG_CPPFLAGS = -I$(TC_BUILD)/gen -Isrc/common -Isrc/ext
 # what -Wextra finds in Postgres' own headers and idioms is turned off
 PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
 	-Wno-sign-compare $(WERROR)
-SHLIB_LINK = $(TC_OBJS) -lprotobuf-c -lcrypto
+SHLIB_LINK = $(TC_LIB) -lprotobuf-c -lcrypto
 
 define run_tests
 	test/run_tests.sh
@@ -63,26 +63,22 @@ endif
 # The generated header comes first: every extension object includes it.
 $(OBJS) $(OBJS:.o=.bc): $(TC_GEN_H) src/ext/tcopy.h $(wildcard src/common/*.h)
 
-# The shared objects, made by src/tserver's rules; these prerequisites
-# mirror that makefile's so that both agree on what is out of date.
-$(TC_GEN_H): proto/tcopy.proto
-	+$(TC_MAKE) $(abspath $@)
+# The shared library, made by src/common's rules, once: the daemon's and
+# the client's builds below come after it, never alongside it, so that
+# parallel makes do not write one file twice.
+.PHONY: tc-common tserver install-tserver uninstall-tserver clean-tserver
+tc-common:
+	+$(TC_MAKE) -C src/common
 
-$(TC_BUILD)/obj/tcopy.pb-c.o: $(TC_GEN_H)
-	+$(TC_MAKE) $(abspath $@)
+$(TC_LIB) $(TC_GEN_H): | tc-common ;
 
-$(TC_BUILD)/obj/tc_%.o: src/common/tc_%.c $(TC_GEN_H) $(wildcard src/common/*.h)
-	+$(TC_MAKE) $(abspath $@)
+$(shlib): $(TC_LIB)
 
-$(shlib): $(TC_OBJS)
-
-# The daemon is built after the shared objects, never alongside their
-# builds above, so that parallel makes do not write one file twice.
-.PHONY: tserver install-tserver uninstall-tserver clean-tserver
 all: tserver
 
-tserver: $(TC_OBJS)
-	+$(TC_MAKE)
+tserver: tc-common
+	+$(TC_MAKE) -C src/tserver
+	+$(TC_MAKE) -C src/cli
 
 install: install-tserver
 
@@ -98,6 +94,6 @@ uninstall-tserver:
 clean: clean-tserver
 
 clean-tserver:
-	rm -rf $(TC_BUILD) build-asan
+	rm -rf $(TC_BUILD) build-asan build-fuzz
 
 endif

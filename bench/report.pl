@@ -320,7 +320,7 @@ for my $ds (qw(accounts mixed))
 		}
 	}
 	push @targets, ['backend peak RssAnon, case 3 (the highest of its ' . $n . ' run(s): ' . join(', ', @where)
-		  . '; at ' . fmt_int($meta{rows}) . ' rows: test/t/103_copy_memory.pl covers its growth across sizes)', '≤ 32 MB',
+		  . '; at ' . fmt_int($meta{rows}) . ' rows: test/ext/103_copy_memory.pl covers its growth across sizes)', '≤ 32 MB',
 		defined $max ? sprintf('%.1f MB', $max) : $not_run,
 		defined $max ? ($max <= 32 ? 1 : 0) : undef];
 }

@@ -11,7 +11,7 @@ packages=(
 	libgoogle-perftools-dev					# tcmalloc for the tserver
 	libssl-dev								# HMAC of the token handshake
 	libipc-run-perl perl					# prove and PostgreSQL::Test::Cluster
-	clang libclang-rt-14-dev				# the libFuzzer harness (make -C src/tserver fuzz)
+	clang libclang-rt-14-dev				# the libFuzzer harness (make -C test fuzz)
 )
 
 missing=()

@@ -4,7 +4,7 @@
 #	  1. pg_regress (sql/*.sql against expected/*.out, in name order) on a
 #	     temporary instance, with one tserver shared by every test, whose
 #	     address the tests read from $TCOPY_ADDRESS;
-#	  2. the TAP tests test/t/1*.pl (PostgreSQL::Test::Cluster plus tservers
+#	  2. the TAP tests test/ext/*.pl (PostgreSQL::Test::Cluster plus tservers
 #	     of their own, see TcopyPgTest.pm).
 #
 #	PostgreSQL refuses to run as root.  Run as root (as in CI), the script
@@ -165,12 +165,12 @@ run_regress()
 run_tap()
 {
 	# TCOPY_TAP: a glob of TAP files to run instead of all (e.g. '11[12]*')
-	local tests=("$TOP"/test/t/${TCOPY_TAP:-1*}.pl)
+	local tests=("$TOP"/test/ext/${TCOPY_TAP:-*}.pl)
 
 	say "TAP tests:" "${tests[@]##*/}"
 	mkdir -p "$work/tap"
 	if ! (cd "$work/tap" &&
-		PERL5LIB="$PG_PERL:$TOP/test/t${PERL5LIB:+:$PERL5LIB}" \
+		PERL5LIB="$PG_PERL:$TOP/test/lib${PERL5LIB:+:$PERL5LIB}" \
 		PATH="$BINDIR:$PATH" \
 		PG_REGRESS="$PG_REGRESS" \
 		TESTDIR="$work/tap" \

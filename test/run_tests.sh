@@ -1,11 +1,11 @@
 #!/bin/bash
 # run_tests.sh
 #	The tserver's tests, in order, stopping at the first failure:
-#	  1. C unit tests, normal build
+#	  1. C unit tests (test/unit), normal build
 #	  2. C unit tests, AddressSanitizer + UBSan build
-#	  3. TAP tests (test/t) against the normal build, then the tserver on a
-#	     full disk (test/disk_full.pl: mounts a 64 MB tmpfs of its own, so
-#	     it needs root, and skips otherwise)
+#	  3. the tserver's TAP tests (test/tserver) against the normal build,
+#	     the tserver on a full disk among them (disk_full.pl: mounts a 64 MB
+#	     tmpfs of its own, so it needs root, and skips otherwise)
 #	  4. the TAP tests that do not measure memory or time against the
 #	     sanitizer build, failing on any sanitizer report in the tserver's log
 #	  4b. the libFuzzer harnesses (test/fuzz) of the tserver's frame
@@ -13,7 +13,7 @@
 #	     protobuf-c), each for FUZZ_SECONDS from its seed corpus, failing on
 #	     any crash, disagreement or sanitizer report
 #	  5. the extension's tests (test/pg_tests.sh): pg_regress (sql/,
-#	     expected/) and the PostgreSQL TAP tests (test/t/1*.pl)
+#	     expected/) and the PostgreSQL TAP tests (test/ext)
 #
 # Environment: TCOPY_BIG_ROWS (rows of 004_big_session.pl and
 # 103_copy_memory.pl, default 5M), TCOPY_TAP_ROWS (rows of the extension's
@@ -33,22 +33,20 @@ step()
 }
 
 step "unit tests (build/)"
-make -C src/tserver -j"$JOBS" all
-make -C src/tserver check-unit
+make -j"$JOBS" tserver
+make -C test -j"$JOBS" all
+make -C test check-unit
 
 step "unit tests (build-asan/, AddressSanitizer + UBSan)"
 make -C src/tserver SANITIZE=1 -j"$JOBS" all
+make -C test SANITIZE=1 -j"$JOBS" all
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	make -C src/tserver SANITIZE=1 check-unit
+	make -C test SANITIZE=1 check-unit
 
-step "TAP tests against build/tserver"
+step "tserver TAP tests (test/tserver) against build/tserver"
 TSERVER_BIN="$TOP/build/tserver" TSERVER_CLI="$TOP/build/tserver-cli" \
-	prove -v test/t/0*.pl
-
-step "disk full (test/disk_full.pl, against build/tserver)"
-TSERVER_BIN="$TOP/build/tserver" TSERVER_CLI="$TOP/build/tserver-cli" \
-	prove -v test/disk_full.pl
+	prove -v test/tserver/*.pl
 
 step "TAP tests against build-asan/tserver"
 logdir=$(mktemp -d /tmp/tcopy-asan-logs.XXXXXX)
@@ -57,8 +55,8 @@ TSERVER_BIN="$TOP/build-asan/tserver" TSERVER_CLI="$TOP/build/tserver-cli" \
 TCOPY_TEST_LOG_DIR="$logdir" \
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	prove test/t/001_basic.pl test/t/002_sessions.pl test/t/005_malformed.pl \
-	test/t/006_auth.pl
+	prove test/tserver/001_basic.pl test/tserver/002_sessions.pl \
+	test/tserver/005_malformed.pl test/tserver/006_auth.pl
 
 # the tests check each log as they stop a server; check them all once more,
 # in case a report came where no test looked
@@ -94,7 +92,7 @@ fuzz()
 	rm -rf "$fuzzdir"
 }
 
-make -C src/tserver -j"$JOBS" fuzz
+make -C test -j"$JOBS" fuzz
 step "fuzzing the tserver's frame handling (build-fuzz/fuzz_frames, ${FUZZ_SECONDS:-60} s)"
 fuzz fuzz_frames test/fuzz/corpus
 step "fuzzing ts_batch_decode against protobuf-c (build-fuzz/fuzz_batch_decode, ${FUZZ_SECONDS:-60} s)"

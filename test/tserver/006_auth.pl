@@ -13,7 +13,7 @@ use strict;
 use warnings;
 
 use FindBin;
-use lib $FindBin::Bin;
+use lib "$FindBin::Bin/../lib";
 use Digest::SHA qw(hmac_sha256);
 use IO::Select;
 use IO::Socket::UNIX;

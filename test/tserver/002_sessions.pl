@@ -5,7 +5,7 @@ use strict;
 use warnings;
 
 use FindBin;
-use lib $FindBin::Bin;
+use lib "$FindBin::Bin/../lib";
 use Test::More;
 use TcopyTest qw(:all);
 

@@ -1,5 +1,5 @@
 # TcopyPgTest.pm
-#	Helpers of the extension's TAP tests (test/t/1*.pl, run by
+#	Helpers of the extension's TAP tests (test/ext/*.pl, run by
 #	test/pg_tests.sh with PostgreSQL's test modules on PERL5LIB): a
 #	PostgreSQL::Test::Cluster node with the tcopy extension and a server
 #	`ts` pointing at a tserver started with TcopyTest, pgbench_accounts-

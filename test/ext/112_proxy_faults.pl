@@ -25,7 +25,7 @@ use strict;
 use warnings;
 
 use FindBin;
-use lib $FindBin::Bin;
+use lib "$FindBin::Bin/../lib";
 use POSIX qw(:sys_wait_h);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;

@@ -21,7 +21,7 @@ use strict;
 use warnings;
 
 use FindBin;
-use lib "$FindBin::Bin/t";
+use lib "$FindBin::Bin/../lib";
 use File::Temp qw(tempdir);
 use Test::More;
 use Time::HiRes qw(sleep time);

@@ -11,7 +11,7 @@ use strict;
 use warnings;
 
 use FindBin;
-use lib $FindBin::Bin;
+use lib "$FindBin::Bin/../lib";
 use Test::More;
 use Time::HiRes qw(sleep);
 use TcopyTest qw(:all);
