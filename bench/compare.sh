@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# bench/compare.sh: a before/after measurement of two revisions of tcopy, run
+# alternately in one go (A B A B ...) so that drift on a shared machine hits
+# both alike.
+#
+#   bench/compare.sh [--rows N] [--runs R] [--no-copy] BASE [NEW]
+#
+# BASE and NEW are git revisions (NEW by default: the work tree as it is,
+# uncommitted changes included).  Each revision other than the work tree is
+# checked out into a worktree under $COMPARE_DIR and built there.  Per round
+# and revision:
+#   - bench/tserver_load.sh, sorted and --shuffle (the tserver and the client
+#     library alone);
+#   - unless --no-copy: that revision is installed (make install, so root)
+#     and bench/run.sh runs case 3 (tcopy, defaults) on the accounts dataset
+#     once (a fresh cluster and tserver each time).
+# Then it prints, per measurement, every run, the medians and NEW/BASE.
+#
+# Environment: COMPARE_DIR (default /var/tmp/tcopy-compare), and what
+# bench/run.sh reads (BENCH_DIR ...).
+set -euo pipefail
+
+rows=10000000
+runs=3
+copy=1
+while [ $# -gt 0 ]; do
+	case "$1" in
+		--rows) rows=${2:?}; shift 2 ;;
+		--runs) runs=${2:?}; shift 2 ;;
+		--no-copy) copy=0; shift ;;
+		-*) sed -n '6p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+		*) break ;;
+	esac
+done
+[ $# -ge 1 ] && [ $# -le 2 ] || { sed -n '6p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+dir=${COMPARE_DIR:-/var/tmp/tcopy-compare}
+mkdir -p "$dir"
+results="$dir/results.tsv"
+: >"$results"
+
+say() { echo "[$(date +%H:%M:%S)] $*" >&2; }
+
+# tree REV: the directory holding REV, built
+tree()
+{
+	local rev=$1 path
+	if [ "$rev" = "." ]; then
+		echo "$top"
+		return
+	fi
+	path="$dir/tree-$(git -C "$top" rev-parse --short "$rev")"
+	if [ ! -d "$path" ]; then
+		git -C "$top" worktree add -q --detach "$path" "$rev" >&2
+	fi
+	echo "$path"
+}
+
+base_tree=$(tree "$1")
+new_tree=$(tree "${2:-.}")
+for t in "$base_tree" "$new_tree"; do
+	say "building $t"
+	make -C "$t" -j"$(nproc)" >/dev/null
+done
+
+# measure LABEL TREE ROUND
+measure()
+{
+	local label=$1 t=$2 round=$3 out wall order flag
+	for order in sorted shuffled; do
+		flag=()
+		[ "$order" = shuffled ] && flag=(--shuffle)
+		out=$(TSERVER="$t/build/tserver" TSERVER_CLI="$t/build/tserver-cli" \
+			"$top/bench/tserver_load.sh" --rows "$rows" "${flag[@]}")
+		wall=$(awk '/^  wall/ { print $2 }' <<<"$out")
+		printf '%s\t%s\ttserver_load %s\t%s\n' "$round" "$label" "$order" "$wall" >>"$results"
+		say "round $round $label tserver_load $order: $wall s"
+	done
+	if [ "$copy" = 1 ]; then
+		make -C "$t" install >/dev/null
+		BENCH_OUT="$dir/out-$label-$round" "$top/bench/run.sh" --rows "$rows" --runs 1 \
+			--no-build --no-profile --no-concurrency --cases 3 --datasets accounts >/dev/null
+		wall=$(awk -F'\t' 'NR > 1 && $2 == "3" { print $8 }' "$dir/out-$label-$round/results/runs.tsv")
+		printf '%s\t%s\tCOPY accounts (case 3)\t%s\n' "$round" "$label" "$wall" >>"$results"
+		say "round $round $label COPY accounts: $wall s"
+	fi
+}
+
+for round in $(seq "$runs"); do
+	measure base "$base_tree" "$round"
+	measure new "$new_tree" "$round"
+done
+
+echo "base: $1 ($base_tree)"
+echo "new:  ${2:-work tree} ($new_tree)"
+echo "$rows rows, $runs alternating rounds; wall seconds"
+awk -F'\t' '
+function median(list,    n, a, i, j, t) {
+	n = split(list, a, " ")
+	for (i = 1; i <= n; i++)
+		for (j = i + 1; j <= n; j++)
+			if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+{ runs[$3, $2] = runs[$3, $2] " " $4; if (!($3 in seen)) { seen[$3] = 1; order[++n] = $3 } }
+END {
+	printf "%-26s %-24s %-24s %8s %8s %9s\n", "measurement", "base runs", "new runs", "base med", "new med", "new/base"
+	for (i = 1; i <= n; i++) {
+		m = order[i]
+		b = median(runs[m, "base"]); w = median(runs[m, "new"])
+		printf "%-26s %-24s %-24s %8.2f %8.2f %9.3f\n", m, runs[m, "base"], runs[m, "new"], b, w, w / b
+	}
+}' "$results"
