@@ -517,13 +517,13 @@ tc_client_connect_hooked(const char *address, const char *token,
 	TcAddress	addr;
 
 	*clientp = NULL;
-	if (!tc_address_parse(address, &addr, err, errlen))
-		return -1;
-	if (addr.kind == TC_ADDRESS_NULL)
+	if (tc_address_is_null(address))
 	{
 		snprintf(err, errlen, "address \"%s\" names no tserver", address);
 		return -1;
 	}
+	if (!tc_address_parse(address, &addr, err, errlen))
+		return -1;
 	client = calloc(1, sizeof(TcClient));
 	if (client == NULL)
 	{

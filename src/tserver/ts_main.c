@@ -214,11 +214,11 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 				options->data_dir = optarg;
 				break;
 			case OPT_LISTEN:
+				if (tc_address_is_null(optarg))
+					bad_argument("cannot listen on \"%s\": null: is a client-side transport", optarg);
 				if (!tc_address_parse(optarg, &options->listen[options->nlisten],
 									  err, sizeof(err)))
 					bad_argument("%s", err);
-				if (options->listen[options->nlisten].kind == TC_ADDRESS_NULL)
-					bad_argument("cannot listen on \"%s\": null: is a client-side transport", optarg);
 				options->nlisten++;
 				break;
 			case OPT_TOKEN_FILE:
