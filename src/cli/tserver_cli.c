@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "tc_auth.h"
 #include "tc_client.h"
 #include "tc_frame.h"
 
@@ -36,7 +37,8 @@ typedef struct CliOptions
 {
 	const char *address;
 	const char *token_file;
-	char	   *token;			/* the token file's contents, malloc'ed */
+	const char *token;			/* token_buf once read; NULL: none */
+	char		token_buf[TC_TOKEN_MAX + 1];
 	const char *table;
 	/* load */
 	uint64_t	rows;
@@ -1098,49 +1100,6 @@ cli_take_option(CliOptions *opts, int option, const char *arg)
 	}
 }
 
-/* Read the token file whole, without its trailing newline; NULL on failure. */
-static char *
-cli_read_token(const char *path)
-{
-	FILE	   *file = fopen(path, "r");
-	char	   *token = NULL;
-	size_t		len = 0;
-	size_t		cap = 0;
-	size_t		n;
-
-	if (file == NULL)
-		goto err;
-	do
-	{
-		char	   *bigger;
-
-		if (cap - len < 256)
-		{
-			cap = cap ? cap * 2 : 512;
-			bigger = realloc(token, cap);
-			if (bigger == NULL)
-				goto err;
-			token = bigger;
-		}
-		n = fread(token + len, 1, cap - len - 1, file);
-		len += n;
-	} while (n > 0);
-	if (ferror(file))
-		goto err;
-	fclose(file);
-	while (len > 0 && (token[len - 1] == '\n' || token[len - 1] == '\r'))
-		len--;
-	token[len] = '\0';
-	return token;
-
-err:
-	cli_fail("could not read token file \"%s\": %s", path, strerror(errno));
-	if (file != NULL)
-		fclose(file);
-	free(token);
-	return NULL;
-}
-
 int
 main(int argc, char **argv)
 {
@@ -1228,12 +1187,17 @@ main(int argc, char **argv)
 	}
 	if (opts.token_file != NULL)
 	{
-		opts.token = cli_read_token(opts.token_file);
-		if (opts.token == NULL)
-			return 1;
+		size_t		token_len;
+		char		err[512];
+
+		/* the user's own file: its mode is the user's business */
+		if (tc_auth_read_token_file(opts.token_file, false, opts.token_buf,
+									&token_len, err, sizeof(err)) != 0)
+			return cli_fail("%s", err);
+		opts.token = opts.token_buf;
 	}
 
 	status = command->run(&opts);
-	free(opts.token);
+	tc_auth_forget(opts.token_buf, sizeof(opts.token_buf));
 	return status;
 }

@@ -40,10 +40,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-
 #include "tc_arena.h"
+#include "tc_auth.h"
 #include "tc_frame.h"
 
 #define TC_CLIENT_READ_SIZE (64 * 1024) /* least free space offered to read() */
@@ -472,8 +470,7 @@ client_handshake(TcClient *client, const char *token, const char *client_name)
 	ProtobufCMessage *msg;
 	Tcopy__ServerHello *server_hello;
 	Tcopy__Hello hello = TCOPY__HELLO__INIT;
-	uint8_t		auth[EVP_MAX_MD_SIZE];
-	unsigned int auth_len = 0;
+	uint8_t		auth[TC_AUTH_SIZE];
 
 	if (client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_SERVER_HELLO,
 						  arena, &msg) < 0)
@@ -491,13 +488,12 @@ client_handshake(TcClient *client, const char *token, const char *client_name)
 		if (token == NULL)
 			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
 							   "server requires a token");
-		if (HMAC(EVP_sha256(), token, (int) strlen(token),
-				 server_hello->nonce.data, server_hello->nonce.len,
-				 auth, &auth_len) == NULL)
+		if (!tc_auth_compute(token, strlen(token), server_hello->nonce.data,
+							 server_hello->nonce.len, auth))
 			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
 							   "could not compute the authentication code");
 		hello.auth.data = auth;
-		hello.auth.len = auth_len;
+		hello.auth.len = sizeof(auth);
 	}
 	hello.version = TC_PROTOCOL_VERSION;
 	hello.client = (char *) (client_name != NULL ? client_name : "tcopy");

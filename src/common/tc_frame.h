@@ -23,8 +23,6 @@
 #define TC_PROTOCOL_VERSION 1
 #define TC_FRAME_HEADER_SIZE 5
 #define TC_FRAME_MAX_DEFAULT (64u * 1024 * 1024)	/* bytes of payload */
-#define TC_NONCE_SIZE 32
-#define TC_AUTH_SIZE 32			/* HMAC-SHA256 */
 
 /* Write a header for a payload of payload_len bytes into header[5]. */
 void		tc_frame_put_header(uint8_t *header, Tcopy__FrameType type,

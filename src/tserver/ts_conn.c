@@ -45,16 +45,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-
 #include "tc_arena.h"
+#include "tc_auth.h"
 #include "ts_batch_decode.h"
 #include "ts_log.h"
 
@@ -368,27 +364,6 @@ conn_printable(const char *src, char *dst, size_t dstlen)
 	dst[i] = '\0';
 }
 
-/* Fill buf with len bytes from the kernel's random source. */
-static int
-conn_random(uint8_t *buf, size_t len)
-{
-	size_t		got = 0;
-
-	while (got < len)
-	{
-		ssize_t		n = getrandom(buf + got, len - got, 0);
-
-		if (n < 0)
-		{
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		got += (size_t) n;
-	}
-	return 0;
-}
-
 /* See ts_server.h for the contracts of the exported functions. */
 
 int
@@ -397,24 +372,19 @@ ts_conn_greet(TsConnState *state, TsError *err)
 	TsServer   *server = state->server;
 	Tcopy__ServerHello hello = TCOPY__SERVER_HELLO__INIT;
 
-	if (conn_random(state->nonce, sizeof(state->nonce)) != 0)
+	if (tc_auth_make_nonce(state->nonce) != 0)
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL,
 					 "could not generate a nonce: %s", strerror(errno));
 		return -1;
 	}
-	if (server->token_len > 0)
+	if (server->token_len > 0 &&
+		!tc_auth_compute(server->token, server->token_len, state->nonce,
+						 sizeof(state->nonce), state->expected_auth))
 	{
-		unsigned int mdlen = 0;
-
-		if (HMAC(EVP_sha256(), server->token, (int) server->token_len,
-				 state->nonce, sizeof(state->nonce), state->expected_auth, &mdlen) == NULL ||
-			mdlen != TC_AUTH_SIZE)
-		{
-			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL,
-						 "could not compute the expected authentication code");
-			return -1;
-		}
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL,
+					 "could not compute the expected authentication code");
+		return -1;
 	}
 	hello.version = TC_PROTOCOL_VERSION;
 	hello.server = (char *) "tserver " TS_VERSION;
@@ -455,8 +425,7 @@ conn_on_hello(TsConnState *state, const uint8_t *payload, uint32_t len, TsError 
 	}
 	/* the code is bound to this connection's nonce: one seen elsewhere fails */
 	if (state->server->token_len > 0 &&
-		(hello->auth.len != TC_AUTH_SIZE ||
-		 CRYPTO_memcmp(hello->auth.data, state->expected_auth, TC_AUTH_SIZE) != 0))
+		!tc_auth_matches(hello->auth.data, hello->auth.len, state->expected_auth))
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
 					 "authentication failed: wrong authentication code for this connection");
@@ -801,7 +770,7 @@ ts_conn_state_release(TsConnState *state)
 	tc_buf_free(&state->out);
 	tc_arena_free(&state->frame_arena);
 	tc_arena_free(&state->scan_arena);
-	OPENSSL_cleanse(state->expected_auth, sizeof(state->expected_auth));
+	tc_auth_forget(state->expected_auth, sizeof(state->expected_auth));
 }
 
 /*

@@ -33,8 +33,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <openssl/crypto.h>
-
 #include "ts_log.h"
 
 #define TS_ACCEPT_BURST 32		/* accepts per listener per wakeup */
@@ -50,9 +48,9 @@ ts_server_create(const TsServerConfig *config, char *err, size_t errlen)
 	TsServer   *server;
 
 	if (config->token != NULL &&
-		(config->token_len == 0 || config->token_len > TS_TOKEN_MAX))
+		(config->token_len == 0 || config->token_len > TC_TOKEN_MAX))
 	{
-		snprintf(err, errlen, "token must be 1 to %d bytes long", TS_TOKEN_MAX);
+		snprintf(err, errlen, "token must be 1 to %d bytes long", TC_TOKEN_MAX);
 		return NULL;
 	}
 	if (config->max_frame_bytes == 0)
@@ -122,7 +120,7 @@ ts_server_free(TsServer *server)
 		close(server->wakeup_pipe[1]);
 	pthread_cond_destroy(&server->conns_changed);
 	pthread_mutex_destroy(&server->conns_lock);
-	OPENSSL_cleanse(server->token, sizeof(server->token));
+	tc_auth_forget(server->token, sizeof(server->token));
 	free(server->allowed_uids);
 	free(server);
 }

@@ -22,14 +22,14 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "tc_arena.h"
+#include "tc_auth.h"
 #include "tc_frame.h"
 #include "ts_storage.h"
 
 #ifndef TS_VERSION
 #define TS_VERSION "0.1.0"
 #endif
-
-#define TS_TOKEN_MAX 4096		/* bytes of an authentication token */
 
 typedef struct TsServer TsServer;
 
@@ -62,7 +62,7 @@ typedef struct TsListener
 typedef struct TsServerConfig
 {
 	const uint8_t *token;		/* NULL: no authentication; else copied */
-	size_t		token_len;		/* bytes of token, 1..TS_TOKEN_MAX */
+	size_t		token_len;		/* bytes of token, 1..TC_TOKEN_MAX */
 	uint32_t	max_frame_bytes;	/* largest payload accepted from a client */
 	const uid_t *allowed_uids;	/* unix clients must run as one of these; */
 	size_t		nallowed_uids;	/* 0: any uid (copied) */
@@ -72,7 +72,7 @@ struct TsServer
 {
 	/* fixed once ts_server_run starts */
 	TsStore    *store;
-	uint8_t		token[TS_TOKEN_MAX];
+	uint8_t		token[TC_TOKEN_MAX];
 	size_t		token_len;		/* 0: no authentication */
 	uint32_t	max_frame_bytes;
 	uid_t	   *allowed_uids;	/* [nallowed_uids]; 0: unix peers unchecked */

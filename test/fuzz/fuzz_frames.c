@@ -42,9 +42,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-
+#include "tc_auth.h"
 #include "ts_log.h"
 #include "ts_server.h"
 #include "ts_storage_int.h"		/* ts_remove_tree */
@@ -323,8 +321,7 @@ static int
 fuzz_hello(TsConnState *state, TsError *err)
 {
 	Tcopy__Hello hello = TCOPY__HELLO__INIT;
-	uint8_t		auth[EVP_MAX_MD_SIZE];
-	unsigned int auth_len = 0;
+	uint8_t		auth[TC_AUTH_SIZE];
 	uint8_t		packed[256];
 	size_t		len;
 
@@ -332,11 +329,11 @@ fuzz_hello(TsConnState *state, TsError *err)
 	hello.client = (char *) "fuzz_frames";
 	if (fuzz_server->token_len > 0)
 	{
-		if (HMAC(EVP_sha256(), fuzz_server->token, (int) fuzz_server->token_len,
-				 fuzz_nonce, sizeof(fuzz_nonce), auth, &auth_len) == NULL)
+		if (!tc_auth_compute(fuzz_server->token, fuzz_server->token_len,
+							 fuzz_nonce, sizeof(fuzz_nonce), auth))
 			fuzz_fail("HMAC failed");
 		hello.auth.data = auth;
-		hello.auth.len = auth_len;
+		hello.auth.len = sizeof(auth);
 	}
 	len = tcopy__hello__pack(&hello, packed);
 	return ts_conn_handle_frame(state, TCOPY__FRAME_TYPE__FRAME_HELLO, packed,

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tc_auth.h"
 #include "tc_frame.h"
 #include "tc_test.h"
 #include "tcopy.pb-c.h"
