@@ -25,11 +25,8 @@
 #include "tc_client.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -37,12 +34,12 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "tc_arena.h"
 #include "tc_auth.h"
 #include "tc_frame.h"
+#include "tc_net.h"
 
 #define TC_CLIENT_READ_SIZE (64 * 1024) /* least free space offered to read() */
 #define TC_CLIENT_ARENA_BLOCK (64 * 1024)
@@ -369,93 +366,49 @@ client_take_ack(TcClient *client, const Tcopy__Ack *ack)
 	return 0;
 }
 
+/* TcNetWaitFn of a TCP connect: the client's wait hook. */
+static int
+client_net_wait(void *arg, int fd, bool want_write)
+{
+	TcClient   *client = arg;
+
+	(void) fd;					/* it is client->fd */
+	return client_wait(client, want_write);
+}
+
 /*
  * Connect the socket to addr and make it non-blocking.  A unix socket
- * connects blocking, because a non-blocking one fails with EAGAIN when the
- * server's backlog is full and leaves nothing to wait on; a TCP connect is
- * non-blocking and waits through the wait hook.
+ * connects blocking (see tc_net_unix_connect); a TCP connect is
+ * non-blocking and waits through the wait hook, holding the resolved
+ * addresses in the client so that close frees them should the hook not
+ * return.
  */
 static int
 client_open_socket(TcClient *client, const TcAddress *addr, const char *address)
 {
+	char		err[sizeof(client->error)];
+	int			rc;
+
 	if (addr->kind == TC_ADDRESS_UNIX)
 	{
-		struct sockaddr_un sun;
-		int			flags;
-
-		memset(&sun, 0, sizeof(sun));
-		sun.sun_family = AF_UNIX;
-		memcpy(sun.sun_path, addr->path, strlen(addr->path) + 1);
-		client->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (client->fd < 0)
-			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
-							   "could not create a socket: %s", strerror(errno));
-		while (connect(client->fd, (struct sockaddr *) &sun, sizeof(sun)) < 0)
-		{
-			if (errno != EINTR)
-				return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
-								   "could not connect to %s: %s", address, strerror(errno));
-		}
-		flags = fcntl(client->fd, F_GETFL);
-		if (flags < 0 || fcntl(client->fd, F_SETFL, flags | O_NONBLOCK) < 0)
-			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
-							   "could not make the socket non-blocking: %s", strerror(errno));
+		client->fd = tc_net_unix_connect(addr->path, address, err, sizeof(err));
+		if (client->fd < 0 ||
+			tc_net_set_nonblock(client->fd, true, err, sizeof(err)) != TC_NET_OK)
+			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE, "%s", err);
+		return 0;
 	}
-	else
-	{
-		struct addrinfo hints;
-		struct addrinfo *ai;
-		int			error = 0;
-		int			rc;
-		int			one = 1;
 
-		memset(&hints, 0, sizeof(hints));
-		hints.ai_family = AF_UNSPEC;
-		hints.ai_socktype = SOCK_STREAM;
-		rc = getaddrinfo(addr->host, addr->port, &hints, &client->addrs);
-		if (rc != 0)
-		{
-			client->addrs = NULL;
-			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
-							   "could not resolve \"%s\" for %s: %s", addr->host, address,
-							   rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
-		}
-		for (ai = client->addrs; ai != NULL; ai = ai->ai_next)
-		{
-			socklen_t	errlen = sizeof(error);
-
-			client->fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
-								ai->ai_protocol);
-			if (client->fd < 0)
-			{
-				error = errno;
-				continue;
-			}
-			if (connect(client->fd, ai->ai_addr, ai->ai_addrlen) == 0)
-				break;
-			error = errno;
-			if (error == EINPROGRESS || error == EINTR)
-			{
-				if (client_wait(client, true) < 0)
-					return -1;	/* close frees addrs */
-				if (getsockopt(client->fd, SOL_SOCKET, SO_ERROR, &error, &errlen) < 0)
-					error = errno;
-				if (error == 0)
-					break;
-			}
-			close(client->fd);
-			client->fd = -1;
-		}
-		freeaddrinfo(client->addrs);
-		client->addrs = NULL;
-		if (client->fd < 0)
-			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
-							   "could not connect to %s: %s", address,
-							   strerror(error ? error : EADDRNOTAVAIL));
-		if (setsockopt(client->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
-			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
-							   "could not set TCP_NODELAY: %s", strerror(errno));
-	}
+	if (tc_net_resolve(addr->host, addr->port, false, address, &client->addrs,
+					   err, sizeof(err)) != TC_NET_OK)
+		return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE, "%s", err);
+	rc = tc_net_tcp_connect(client->addrs, &client->fd, client_net_wait, client,
+							address, err, sizeof(err));
+	if (rc == TC_NET_ABANDONED)
+		return -1;				/* client_wait said why; close frees addrs */
+	freeaddrinfo(client->addrs);
+	client->addrs = NULL;
+	if (rc != TC_NET_OK)
+		return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE, "%s", err);
 	return 0;
 }
 

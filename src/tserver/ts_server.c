@@ -21,8 +21,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -30,9 +28,9 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
+#include "tc_net.h"
 #include "ts_log.h"
 
 #define TS_ACCEPT_BURST 32		/* accepts per listener per wakeup */
@@ -140,56 +138,13 @@ server_add_listener(TsServer *server, const TsListener *listener)
 	return 0;
 }
 
-/*
- * Is a server answering on the existing socket file at sun?  Returns 1 (a
- * live server), 0 (stale or gone: safe to bind), or -1 with err.
- */
-static int
-unix_socket_in_use(const struct sockaddr_un *sun, char *err, size_t errlen)
-{
-	int			probe;
-	int			saved_errno;
-
-	probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (probe < 0)
-	{
-		snprintf(err, errlen, "could not create a socket: %s", strerror(errno));
-		return -1;
-	}
-	if (connect(probe, (const struct sockaddr *) sun, sizeof(*sun)) == 0)
-	{
-		close(probe);
-		return 1;
-	}
-	saved_errno = errno;
-	close(probe);
-	if (saved_errno == ECONNREFUSED || saved_errno == ENOENT)
-		return 0;
-	if (saved_errno == EAGAIN)
-		return 1;				/* its backlog is full: it is alive */
-	snprintf(err, errlen, "could not check whether a server listens on \"%s\": %s",
-			 sun->sun_path, strerror(saved_errno));
-	return -1;
-}
-
 /* Listen on the unix socket path; see ts_server_listen. */
 static int
 server_listen_unix(TsServer *server, const char *path, char *err, size_t errlen)
 {
 	TsListener	listener;
-	struct sockaddr_un sun;
 	struct stat st;
-	int			fd = -1;
-	bool		bound = false;
-
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	if (strlen(path) >= sizeof(sun.sun_path))
-	{
-		snprintf(err, errlen, "unix socket path \"%s\" is too long", path);
-		return -1;
-	}
-	strcpy(sun.sun_path, path);
+	int			fd;
 
 	if (lstat(path, &st) == 0)
 	{
@@ -200,7 +155,7 @@ server_listen_unix(TsServer *server, const char *path, char *err, size_t errlen)
 			snprintf(err, errlen, "\"%s\" exists and is not a socket", path);
 			return -1;
 		}
-		in_use = unix_socket_in_use(&sun, err, errlen);
+		in_use = tc_net_unix_in_use(path, err, errlen);
 		if (in_use < 0)
 			return -1;
 		if (in_use > 0)
@@ -223,28 +178,14 @@ server_listen_unix(TsServer *server, const char *path, char *err, size_t errlen)
 		return -1;
 	}
 
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-	{
-		snprintf(err, errlen, "could not create a unix socket: %s", strerror(errno));
-		goto err;
-	}
-	if (bind(fd, (struct sockaddr *) &sun, sizeof(sun)) != 0)
-	{
-		snprintf(err, errlen, "could not bind unix socket \"%s\": %s", path, strerror(errno));
-		goto err;
-	}
-	bound = true;
-
 	/* anyone may connect: access control is the token's and --allow-uid's job */
-	if (chmod(path, 0777) != 0 || stat(path, &st) != 0)
+	fd = tc_net_unix_listen(path, 0777, SOMAXCONN, err, errlen);
+	if (fd < 0)
+		return -1;
+	/* the file's identity, so that closing never unlinks a later server's */
+	if (stat(path, &st) != 0)
 	{
 		snprintf(err, errlen, "could not set permissions of \"%s\": %s", path, strerror(errno));
-		goto err;
-	}
-	if (listen(fd, SOMAXCONN) != 0)
-	{
-		snprintf(err, errlen, "could not listen on \"%s\": %s", path, strerror(errno));
 		goto err;
 	}
 
@@ -264,30 +205,9 @@ server_listen_unix(TsServer *server, const char *path, char *err, size_t errlen)
 	return 0;
 
 err:
-	if (bound)
-		unlink(path);
-	if (fd >= 0)
-		close(fd);
+	unlink(path);
+	close(fd);
 	return -1;
-}
-
-/* "tcp:HOST:PORT" of a socket address, numeric, brackets around IPv6. */
-static void
-format_inet_address(const struct sockaddr *sa, socklen_t salen, char *out, size_t outlen)
-{
-	char		host[64];		/* numeric: an IPv6 address and a scope */
-	char		port[16];
-
-	if (getnameinfo(sa, salen, host, sizeof(host), port, sizeof(port),
-					NI_NUMERICHOST | NI_NUMERICSERV) != 0)
-	{
-		snprintf(out, outlen, "tcp:?");
-		return;
-	}
-	if (sa->sa_family == AF_INET6)
-		snprintf(out, outlen, "tcp:[%s]:%s", host, port);
-	else
-		snprintf(out, outlen, "tcp:%s:%s", host, port);
 }
 
 /*
@@ -299,58 +219,31 @@ static int
 server_listen_tcp(TsServer *server, const char *host, const char *port,
 				  char *err, size_t errlen)
 {
-	struct addrinfo hints;
 	struct addrinfo *addrs = NULL;
 	struct addrinfo *ai;
-	int			rc;
+	char		name[sizeof(((TsListener *) NULL)->name)];
 	int			nlistening = 0;
 
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_PASSIVE;
-	rc = getaddrinfo(strcmp(host, "*") == 0 ? NULL : host, port, &hints, &addrs);
-	if (rc != 0)
-	{
-		snprintf(err, errlen, "could not resolve \"%s\" port %s: %s",
-				 host, port, rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
+	snprintf(name, sizeof(name), strchr(host, ':') ? "tcp:[%s]:%s" : "tcp:%s:%s", host, port);
+	if (tc_net_resolve(strcmp(host, "*") == 0 ? NULL : host, port, true, name, &addrs,
+					   err, errlen) != TC_NET_OK)
 		return -1;
-	}
 	snprintf(err, errlen, "no address to listen on for \"%s\"", host);
 
 	for (ai = addrs; ai != NULL; ai = ai->ai_next)
 	{
 		TsListener	listener;
-		struct sockaddr_storage bound;
-		socklen_t	boundlen = sizeof(bound);
-		char		name[sizeof(listener.name)];
-		int			one = 1;
 		int			fd;
 
-		format_inet_address(ai->ai_addr, ai->ai_addrlen, name, sizeof(name));
-		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-					ai->ai_protocol);
+		tc_net_format_address(ai->ai_addr, ai->ai_addrlen, name, sizeof(name));
+		fd = tc_net_tcp_listen(ai, SOMAXCONN, name, err, errlen);
 		if (fd < 0)
 		{
-			snprintf(err, errlen, "could not create a socket for %s: %s", name, strerror(errno));
 			ts_log(TS_LOG_WARNING, "%s", err);
-			continue;
-		}
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		/* so that :: and 0.0.0.0 can both be bound to one port */
-		if (ai->ai_family == AF_INET6)
-			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-		if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 ||
-			listen(fd, SOMAXCONN) != 0)
-		{
-			snprintf(err, errlen, "could not listen on %s: %s", name, strerror(errno));
-			ts_log(TS_LOG_WARNING, "%s", err);
-			close(fd);
 			continue;
 		}
 		/* name the port actually bound, which matters for port 0 */
-		if (getsockname(fd, (struct sockaddr *) &bound, &boundlen) == 0)
-			format_inet_address((struct sockaddr *) &bound, boundlen, name, sizeof(name));
+		tc_net_local_address(fd, name, sizeof(name));
 
 		memset(&listener, 0, sizeof(listener));
 		listener.fd = fd;
@@ -496,22 +389,17 @@ identify_peer(const TsListener *listener, int fd, const struct sockaddr *sa,
 	conn->is_unix = listener->is_unix;
 	if (listener->is_unix)
 	{
-		struct ucred cred;
-		socklen_t	credlen = sizeof(cred);
+		pid_t		pid;
 
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &credlen) == 0 &&
-			credlen == sizeof(cred))
-		{
-			conn->peer_uid_known = true;
-			conn->peer_uid = cred.uid;
+		conn->peer_uid_known = tc_net_peer_cred(fd, &pid, &conn->peer_uid);
+		if (conn->peer_uid_known)
 			snprintf(conn->peer, sizeof(conn->peer), "%s (pid %d, uid %u)",
-					 listener->name, (int) cred.pid, (unsigned) cred.uid);
-		}
+					 listener->name, (int) pid, (unsigned) conn->peer_uid);
 		else
 			snprintf(conn->peer, sizeof(conn->peer), "%s", listener->name);
 	}
 	else
-		format_inet_address(sa, salen, conn->peer, sizeof(conn->peer));
+		tc_net_format_address(sa, salen, conn->peer, sizeof(conn->peer));
 }
 
 /*
@@ -523,32 +411,28 @@ static int
 server_accept_one(TsServer *server, TsListener *listener)
 {
 	struct sockaddr_storage ss;
-	socklen_t	sslen = sizeof(ss);
+	socklen_t	sslen;
 	sigset_t	block;
 	sigset_t	saved;
 	TsConn	   *conn;
 	int			fd;
 	int			rc;
 
-	/* no SOCK_NONBLOCK: connection threads do blocking I/O */
-	fd = accept4(listener->fd, (struct sockaddr *) &ss, &sslen, SOCK_CLOEXEC);
+	char		err[256];
+
+	fd = tc_net_accept(listener->fd, &ss, &sslen, listener->name, err, sizeof(err));
+	if (fd == TC_NET_AGAIN)
+		return 0;
 	if (fd < 0)
 	{
-		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ||
-			errno == ECONNABORTED || errno == EPROTO)
-			return 0;
-		ts_log(TS_LOG_WARNING, "could not accept a connection on %s: %s",
-			   listener->name, strerror(errno));
+		ts_log(TS_LOG_WARNING, "%s", err);
 		return -1;
 	}
 	if (!listener->is_unix)
 	{
-		int			one = 1;
-
-		/* acks are small and latency-bound */
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		/* so that a vanished client's thread eventually ends */
-		setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+		/* acks are small and latency-bound; a vanished client's thread must end */
+		tc_net_set_nodelay(fd, NULL, 0);
+		tc_net_set_keepalive(fd, NULL, 0);
 	}
 
 	conn = calloc(1, sizeof(TsConn));
