@@ -2,10 +2,11 @@
  * tc_client.c
  *		Client side of the tserver's wire protocol.
  *
- * One connection, used by one thread at a time.  Everything the server
- * sends is read into one input buffer that keeps its capacity; a frame's
- * header is checked against max_frame before its payload is waited for, so
- * a server cannot make the client buffer more than that.  Replies are
+ * One connection, used by one thread at a time.  What the server sends is
+ * read by the frame reader the tserver uses too (tc_frame_reader.h): one
+ * buffer that keeps its capacity, each header checked against max_frame
+ * before its payload is waited for, so that a server cannot make the
+ * client buffer more than that.  Replies are
  * unpacked into an arena reset before the next reply is read, which is why
  * a scan batch lives until the next call and why reading acks allocates
  * nothing once the arena has warmed up.  Heap copies are made only where
@@ -39,9 +40,9 @@
 #include "tc_arena.h"
 #include "tc_auth.h"
 #include "tc_frame.h"
+#include "tc_frame_reader.h"
 #include "tc_net.h"
 
-#define TC_CLIENT_READ_SIZE (64 * 1024) /* least free space offered to read() */
 #define TC_CLIENT_ARENA_BLOCK (64 * 1024)
 #define TC_CLIENT_DEFAULT_WINDOW 4
 
@@ -53,8 +54,7 @@ struct TcClient
 	void	   *wait_arg;
 	unsigned	window;			/* batches in flight before a write waits */
 	uint32_t	max_frame;		/* largest payload accepted, in bytes */
-	TcBuf		in;				/* bytes received; unread ones from in_pos */
-	size_t		in_pos;			/* first byte not yet returned in a frame */
+	TcFrameReader reader;		/* bytes received, frames not yet returned */
 	TcBuf		out;			/* the outgoing frame being packed, reused */
 	TcArena		arena;			/* the last reply, unpacked */
 	uint64_t	seq_sent;		/* last batch sent in this session */
@@ -149,65 +149,47 @@ client_wait(TcClient *client, bool want_write)
 /*
  * The next frame from the server.  Returns 1 with the frame (its payload
  * valid until the next read), 0 when nowait and no whole frame has arrived
- * yet, -1 on failure.  Reads as much as the socket has, so that frames
- * which arrive together cost one read.
+ * yet, -1 on failure.
  */
 static int
 client_next_frame(TcClient *client, bool nowait, Tcopy__FrameType *type,
 				  const uint8_t **payload, uint32_t *len)
 {
-	TcBuf	   *in = &client->in;
-
 	for (;;)
 	{
-		size_t		avail = in->len - client->in_pos;
-		uint32_t	payload_len = 0;
-		size_t		missing;
+		const char *why;
 		ssize_t		n;
 
-		if (avail >= TC_FRAME_HEADER_SIZE)
+		switch (tc_frame_reader_next(&client->reader, client->max_frame, type,
+									 payload, len, &why))
 		{
-			const char *why;
-
-			if (!tc_frame_get_header(in->data + client->in_pos, client->max_frame,
-									 type, &payload_len, &why))
+			case TC_FRAME_NEXT_READY:
+				return 1;
+			case TC_FRAME_NEXT_BAD:
 				return client_fail(client, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
 								   "protocol error: tserver sent a bad frame header: %s",
 								   why);
-			if (avail - TC_FRAME_HEADER_SIZE >= payload_len)
-			{
-				*payload = in->data + client->in_pos + TC_FRAME_HEADER_SIZE;
-				*len = payload_len;
-				client->in_pos += TC_FRAME_HEADER_SIZE + payload_len;
-				return 1;
-			}
+			case TC_FRAME_NEXT_MORE:
+				break;
 		}
 
-		/* keep the partial frame at the start, then make room for the rest */
-		if (client->in_pos > 0)
-		{
-			memmove(in->data, in->data + client->in_pos, avail);
-			in->len = avail;
-			client->in_pos = 0;
-		}
-		missing = TC_FRAME_HEADER_SIZE + (size_t) payload_len - avail;
-		if (!tc_buf_reserve(in, missing > TC_CLIENT_READ_SIZE ? missing : TC_CLIENT_READ_SIZE))
-			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
-							   "out of memory for a frame of %u bytes", payload_len);
-
-		n = read(client->fd, in->data + in->len, in->cap - in->len);
+		n = tc_frame_reader_read(&client->reader, client->fd);
 		if (n > 0)
-			in->len += (size_t) n;
-		else if (n == 0)
+			continue;
+		if (n == 0)
 			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
 							   "tserver closed the connection");
-		else if (errno == EAGAIN || errno == EWOULDBLOCK)
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
 		{
 			if (nowait)
 				return 0;
 			if (client_wait(client, false) < 0)
 				return -1;
 		}
+		else if (errno == ENOMEM)
+			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
+							   "out of memory for a frame of %zu bytes",
+							   tc_frame_reader_pending(&client->reader));
 		else if (errno != EINTR)
 			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
 							   "could not receive from tserver: %s", strerror(errno));
@@ -484,6 +466,7 @@ tc_client_connect_hooked(const char *address, const char *token,
 	client->wait_arg = hook != NULL ? arg : NULL;
 	client->window = TC_CLIENT_DEFAULT_WINDOW;
 	client->max_frame = TC_FRAME_MAX_DEFAULT;
+	tc_frame_reader_init(&client->reader);
 	tc_arena_init(&client->arena, TC_CLIENT_ARENA_BLOCK);
 	/* from here on the caller can close it, should the hook not return */
 	*clientp = client;
@@ -521,7 +504,7 @@ tc_client_close(TcClient *client)
 		close(client->fd);
 	if (client->addrs != NULL)
 		freeaddrinfo(client->addrs);
-	tc_buf_free(&client->in);
+	tc_frame_reader_free(&client->reader);
 	tc_buf_free(&client->out);
 	tc_arena_free(&client->arena);
 	free(client->server_name);

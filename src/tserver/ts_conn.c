@@ -50,12 +50,12 @@
 #include <unistd.h>
 
 #include "tc_arena.h"
+#include "tc_frame_reader.h"
 #include "tc_auth.h"
 #include "ts_batch_decode.h"
 #include "ts_log.h"
 
 #define CONN_ARENA_BLOCK (256 * 1024)	/* holds a typical WriteBatch */
-#define CONN_READ_AHEAD (64 * 1024) /* room offered to each recv() at least */
 #define CONN_DRAIN_MS 100		/* after an Error frame, see below */
 #define CONN_DRAIN_BYTES (1024 * 1024)
 #define CONN_LOG_NAME_MAX 64	/* bytes of a client-supplied name in logs */
@@ -74,8 +74,7 @@ typedef struct Conn
 	TsConnState state;
 	TsConn	   *reg;			/* registry entry: id, fd, peer */
 	int			fd;
-	TcBuf		in;				/* bytes received; unparsed from in_pos */
-	size_t		in_pos;
+	TcFrameReader reader;		/* bytes received, frames not yet handled */
 	bool		clean_eof;		/* the client closed between frames */
 	bool		socket_broken;	/* no Error frame can be sent any more */
 } Conn;
@@ -96,52 +95,40 @@ conn_lost(Conn *conn, TsError *err, const char *what, int errnum)
 }
 
 /*
- * Make at least need bytes available at in.data + in_pos, offering each
- * recv() all the free room of the buffer (at least CONN_READ_AHEAD) so that
- * small frames arrive many to a syscall.  at_boundary says that nothing of
- * the next frame has been consumed, so an EOF there is a clean close.
- * Returns 0, or -1 with err.
+ * Read the next frame with the shared reader, whose header check uses the
+ * limit of the connection's phase; a header that fails it is reported in
+ * the protocol's words (ts_conn_check_header).  *payload stays valid until
+ * the next read.  Returns 0, or -1 with err.
  */
 static int
-conn_fill(Conn *conn, size_t need, bool at_boundary, TsError *err)
+conn_read_frame(Conn *conn, Tcopy__FrameType *type, const uint8_t **payload,
+				uint32_t *len, TsError *err)
 {
-	size_t		have = conn->in.len - conn->in_pos;
-	size_t		want;
-
-	if (have >= need)
-		return 0;
-
-	/* keep the frame contiguous: slide the unread tail to the front */
-	if (have == 0)
-		conn->in.len = conn->in_pos = 0;
-	else if (conn->in_pos > 0 &&
-			 conn->in.cap - conn->in_pos < need + CONN_READ_AHEAD)
+	for (;;)
 	{
-		memmove(conn->in.data, conn->in.data + conn->in_pos, have);
-		conn->in.len = have;
-		conn->in_pos = 0;
-	}
-	want = conn->in_pos + need + CONN_READ_AHEAD;
-	if (want > conn->in.cap && !tc_buf_reserve(&conn->in, want - conn->in.len))
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL,
-					 "out of memory reading a frame of %zu bytes", need);
-		return -1;
-	}
+		const char *why;
+		ssize_t		n;
 
-	while (conn->in.len - conn->in_pos < need)
-	{
-		ssize_t		n = recv(conn->fd, conn->in.data + conn->in.len,
-							 conn->in.cap - conn->in.len, 0);
-
-		if (n > 0)
+		switch (tc_frame_reader_next(&conn->reader, ts_conn_frame_limit(&conn->state),
+									 type, payload, len, &why))
 		{
-			conn->in.len += (size_t) n;
-			continue;
+			case TC_FRAME_NEXT_READY:
+				atomic_fetch_add(&conn->state.server->bytes_received,
+								 TC_FRAME_HEADER_SIZE + (uint64_t) *len);
+				return 0;
+			case TC_FRAME_NEXT_BAD:
+				return ts_conn_check_header(&conn->state, tc_frame_reader_header(&conn->reader),
+											type, len, err);
+			case TC_FRAME_NEXT_MORE:
+				break;
 		}
+
+		n = tc_frame_reader_read(&conn->reader, conn->fd);
+		if (n > 0)
+			continue;
 		if (n == 0)
 		{
-			if (at_boundary && conn->in.len == conn->in_pos)
+			if (tc_frame_reader_buffered(&conn->reader) == 0)
 			{
 				conn->clean_eof = true;
 				conn_lost(conn, err, "closed by the client", 0);
@@ -152,6 +139,13 @@ conn_fill(Conn *conn, size_t need, bool at_boundary, TsError *err)
 		}
 		if (errno == EINTR)
 			continue;
+		if (errno == ENOMEM)
+		{
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL,
+						 "out of memory reading a frame of %zu bytes",
+						 tc_frame_reader_pending(&conn->reader));
+			return -1;
+		}
 		if ((errno == EAGAIN || errno == EWOULDBLOCK) &&
 			conn->state.phase == TS_CONN_AWAIT_HELLO)
 		{
@@ -163,30 +157,6 @@ conn_fill(Conn *conn, size_t need, bool at_boundary, TsError *err)
 		conn_lost(conn, err, "could not receive from the client", errno);
 		return -1;
 	}
-	return 0;
-}
-
-/*
- * Read the next frame.  The header is checked against the size limit
- * before any of the payload is waited for.  *payload stays valid until the
- * next read.  Returns 0, or -1 with err.
- */
-static int
-conn_read_frame(Conn *conn, Tcopy__FrameType *type, const uint8_t **payload,
-				uint32_t *len, TsError *err)
-{
-	if (conn_fill(conn, TC_FRAME_HEADER_SIZE, true, err) != 0)
-		return -1;
-	if (ts_conn_check_header(&conn->state, conn->in.data + conn->in_pos,
-							 type, len, err) != 0)
-		return -1;
-	if (conn_fill(conn, TC_FRAME_HEADER_SIZE + (size_t) *len, false, err) != 0)
-		return -1;
-	*payload = conn->in.data + conn->in_pos + TC_FRAME_HEADER_SIZE;
-	conn->in_pos += TC_FRAME_HEADER_SIZE + (size_t) *len;
-	atomic_fetch_add(&conn->state.server->bytes_received,
-					 TC_FRAME_HEADER_SIZE + (uint64_t) *len);
-	return 0;
 }
 
 /* TsConnSendFn of a socket connection (arg is its Conn). */
@@ -213,15 +183,23 @@ conn_send_socket(void *arg, const uint8_t *bytes, size_t len, TsError *err)
 	return 0;
 }
 
+uint32_t
+ts_conn_frame_limit(const TsConnState *state)
+{
+	uint32_t	max = state->server->max_frame_bytes;
+
+	if (state->phase == TS_CONN_AWAIT_HELLO && max > CONN_HELLO_MAX)
+		max = CONN_HELLO_MAX;
+	return max;
+}
+
 int
 ts_conn_check_header(const TsConnState *state, const uint8_t *header,
 					 Tcopy__FrameType *type, uint32_t *len, TsError *err)
 {
-	uint32_t	max = state->server->max_frame_bytes;
+	uint32_t	max = ts_conn_frame_limit(state);
 	const char *why;
 
-	if (state->phase == TS_CONN_AWAIT_HELLO && max > CONN_HELLO_MAX)
-		max = CONN_HELLO_MAX;
 	if (!tc_frame_get_header(header, max, type, len, &why))
 	{
 		uint32_t	claimed = ((uint32_t) header[0] << 24) | ((uint32_t) header[1] << 16) |
@@ -855,7 +833,7 @@ conn_finish(Conn *conn, const TsError *err)
 	ts_conn_state_release(&conn->state);
 	if (err->code != TCOPY__ERROR_CODE__ERROR_NONE)
 		conn_send_error(conn, err);
-	tc_buf_free(&conn->in);
+	tc_frame_reader_free(&conn->reader);
 }
 
 /*

@@ -190,6 +190,9 @@ void		ts_conn_state_init(TsConnState *state, TsServer *server, uint64_t id,
 /* Send SERVER_HELLO with a fresh nonce.  Returns 0, or -1 with err. */
 int			ts_conn_greet(TsConnState *state, TsError *err);
 
+/* The largest payload a frame may have now: small until the handshake. */
+uint32_t	ts_conn_frame_limit(const TsConnState *state);
+
 /*
  * Decode a frame header[TC_FRAME_HEADER_SIZE] and check its length against
  * the limit of the connection's phase (small until the handshake is done),

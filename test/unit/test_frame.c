@@ -1,14 +1,21 @@
 /*
  * test_frame.c
  *		Unit tests of tc_frame: frame headers, size and type checks, whole
- *		frames built by tc_frame_append.
+ *		frames built by tc_frame_append, and the frame reader both ends
+ *		use (frames split across reads, many frames to a read, a header
+ *		checked before its payload arrives, EOF between and inside frames).
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tc_auth.h"
 #include "tc_frame.h"
+#include "tc_frame_reader.h"
 #include "tc_test.h"
 #include "tcopy.pb-c.h"
 
@@ -259,6 +266,125 @@ test_frame_append_large(void)
 	free(bytes);
 }
 
+/* Read frames from fd until one is ready or the reader wants more and fd is dry. */
+static TcFrameNext
+reader_next_from(TcFrameReader *reader, int fd, uint32_t max, Tcopy__FrameType *type,
+				 const uint8_t **payload, uint32_t *len, ssize_t *last_read)
+{
+	const char *why;
+	TcFrameNext next;
+
+	*last_read = 1;
+	while ((next = tc_frame_reader_next(reader, max, type, payload, len, &why)) ==
+		   TC_FRAME_NEXT_MORE)
+	{
+		*last_read = tc_frame_reader_read(reader, fd);
+		if (*last_read <= 0)
+			break;
+	}
+	return next;
+}
+
+static void
+test_reader(void)
+{
+	int			fds[2];
+	TcFrameReader reader;
+	uint8_t		header[TC_FRAME_HEADER_SIZE];
+	uint8_t	   *big = calloc(1, 200000);
+	Tcopy__FrameType type;
+	const uint8_t *payload;
+	uint32_t	len;
+	ssize_t		n;
+
+	REQUIRE(big != NULL);
+	REQUIRE(pipe(fds) == 0);
+	REQUIRE(fcntl(fds[0], F_SETFL, O_NONBLOCK) == 0);
+	REQUIRE(fcntl(fds[1], F_SETFL, O_NONBLOCK) == 0);
+	tc_frame_reader_init(&reader);
+
+	/* nothing yet: MORE, and the read says EAGAIN */
+	CHECK_EQ_INT(reader_next_from(&reader, fds[0], 1000, &type, &payload, &len, &n),
+				 TC_FRAME_NEXT_MORE);
+	CHECK(n < 0 && errno == EAGAIN);
+
+	/* a header alone, then its payload in two pieces */
+	tc_frame_put_header(header, TCOPY__FRAME_TYPE__FRAME_ACK, 6);
+	REQUIRE(write(fds[1], header, 5) == 5);
+	CHECK_EQ_INT(reader_next_from(&reader, fds[0], 1000, &type, &payload, &len, &n),
+				 TC_FRAME_NEXT_MORE);
+	CHECK_EQ_UINT(tc_frame_reader_pending(&reader), 11);
+	CHECK_EQ_UINT(tc_frame_reader_buffered(&reader), 5);
+	REQUIRE(write(fds[1], "abc", 3) == 3);
+	CHECK_EQ_INT(reader_next_from(&reader, fds[0], 1000, &type, &payload, &len, &n),
+				 TC_FRAME_NEXT_MORE);
+	REQUIRE(write(fds[1], "def", 3) == 3);
+	REQUIRE(reader_next_from(&reader, fds[0], 1000, &type, &payload, &len, &n) ==
+			TC_FRAME_NEXT_READY);
+	CHECK_EQ_INT(type, TCOPY__FRAME_TYPE__FRAME_ACK);
+	CHECK_EQ_UINT(len, 6);
+	CHECK(memcmp(payload, "abcdef", 6) == 0);
+	CHECK_EQ_UINT(tc_frame_reader_buffered(&reader), 0);
+
+	/* three frames in one write come out of one read */
+	for (int i = 0; i < 3; i++)
+	{
+		tc_frame_put_header(header, TCOPY__FRAME_TYPE__FRAME_WRITE, 1);
+		REQUIRE(write(fds[1], header, 5) == 5);
+		REQUIRE(write(fds[1], &"xyz"[i], 1) == 1);
+	}
+	for (int i = 0; i < 3; i++)
+	{
+		REQUIRE(reader_next_from(&reader, fds[0], 1000, &type, &payload, &len, &n) ==
+				TC_FRAME_NEXT_READY);
+		CHECK_EQ_UINT(len, 1);
+		CHECK(payload[0] == (uint8_t) "xyz"[i]);
+		if (i > 0)
+			CHECK(n == 1);		/* no read since the first: still the last one's */
+	}
+
+	/* a payload larger than the read-ahead, then a frame over the limit */
+	tc_frame_put_header(header, TCOPY__FRAME_TYPE__FRAME_WRITE, 200000);
+	REQUIRE(write(fds[1], header, 5) == 5);
+	{
+		size_t		written = 0;
+
+		while (written < 200000)
+		{
+			ssize_t		w = write(fds[1], big + written, 200000 - written);
+
+			if (w > 0)
+				written += (size_t) w;
+			else if (reader_next_from(&reader, fds[0], 1u << 20, &type, &payload, &len, &n) !=
+					 TC_FRAME_NEXT_MORE)
+				break;
+		}
+	}
+	REQUIRE(reader_next_from(&reader, fds[0], 1u << 20, &type, &payload, &len, &n) ==
+			TC_FRAME_NEXT_READY);
+	CHECK_EQ_UINT(len, 200000);
+
+	tc_frame_put_header(header, TCOPY__FRAME_TYPE__FRAME_WRITE, 1001);
+	REQUIRE(write(fds[1], header, 5) == 5);
+	CHECK_EQ_INT(reader_next_from(&reader, fds[0], 1000, &type, &payload, &len, &n),
+				 TC_FRAME_NEXT_BAD);
+	CHECK(memcmp(tc_frame_reader_header(&reader), header, 5) == 0);
+	tc_frame_reader_free(&reader);
+
+	/* EOF in the middle of a frame leaves its bytes buffered */
+	tc_frame_put_header(header, TCOPY__FRAME_TYPE__FRAME_ACK, 4);
+	REQUIRE(write(fds[1], header, 5) == 5);
+	close(fds[1]);
+	CHECK_EQ_INT(reader_next_from(&reader, fds[0], 1000, &type, &payload, &len, &n),
+				 TC_FRAME_NEXT_MORE);
+	CHECK(n == 0);
+	CHECK_EQ_UINT(tc_frame_reader_buffered(&reader), 5);
+
+	tc_frame_reader_free(&reader);
+	close(fds[0]);
+	free(big);
+}
+
 int
 main(void)
 {
@@ -267,5 +393,6 @@ main(void)
 	TC_RUN(test_unknown_type);
 	TC_RUN(test_frame_append);
 	TC_RUN(test_frame_append_large);
+	TC_RUN(test_reader);
 	return tc_test_summary();
 }
