@@ -17,6 +17,8 @@
  */
 #include "ts_server.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -31,12 +33,46 @@
 #include <unistd.h>
 
 #include "tc_net.h"
+#include "ts_conn.h"
 #include "ts_log.h"
 
 #define TS_ACCEPT_BURST 32		/* accepts per listener per wakeup */
 #define TS_ACCEPT_PAUSE_MS 100	/* back-off when out of descriptors */
 
+/* A listening socket. */
+typedef struct TsListener
+{
+	int			fd;
+	char		name[300];		/* "unix:PATH" or "tcp:HOST:PORT", for logs */
+	bool		is_unix;
+	char		path[108];		/* unix: the socket file, unlinked at close */
+	dev_t		dev;			/* unix: the file we bound, so that we never */
+	ino_t		ino;			/* unlink a later server's socket */
+} TsListener;
+
+struct TsServer
+{
+	/* fixed once ts_server_run starts */
+	TsProtoShared shared;		/* what every connection's protocol reads */
+	TsConnContext conn_ctx;		/* what every connection's thread reads */
+	uid_t	   *allowed_uids;	/* [nallowed_uids]; 0: unix peers unchecked */
+	size_t		nallowed_uids;
+
+	TsListener *listeners;
+	int			nlisteners;
+	int			wakeup_pipe[2]; /* written by signal handler and exiting
+								 * threads, read by the accept loop */
+	atomic_bool shutdown_requested;
+
+	/* registry of connections, so that shutdown can reach each of them */
+	pthread_mutex_t conns_lock;
+	pthread_cond_t conns_changed;	/* a thread has moved itself to done */
+	TsConn	   *live_conns;		/* threads running */
+	TsConn	   *done_conns;		/* threads finished, to be joined */
+};
+
 static void server_close_listeners(TsServer *server);
+static void server_conn_exit(TsConn *conn, void *arg);
 
 /* See ts_server.h for the contracts of the exported functions. */
 
@@ -67,18 +103,9 @@ ts_server_create(const TsServerConfig *config, char *err, size_t errlen)
 	pthread_mutex_init(&server->conns_lock, NULL);
 	pthread_cond_init(&server->conns_changed, NULL);
 	atomic_init(&server->shutdown_requested, false);
-	atomic_init(&server->connections_open, 0);
-	atomic_init(&server->connections_total, 0);
-	atomic_init(&server->batches_received, 0);
-	atomic_init(&server->bytes_received, 0);
-	clock_gettime(CLOCK_MONOTONIC, &server->start_time);
-
+	ts_proto_shared_init(&server->shared, config->max_frame_bytes);
 	if (config->token != NULL)
-	{
-		memcpy(server->token, config->token, config->token_len);
-		server->token_len = config->token_len;
-	}
-	server->max_frame_bytes = config->max_frame_bytes;
+		ts_proto_shared_set_token(&server->shared, config->token, config->token_len);
 	if (config->nallowed_uids > 0)
 	{
 		server->allowed_uids = malloc(config->nallowed_uids * sizeof(uid_t));
@@ -91,6 +118,12 @@ ts_server_create(const TsServerConfig *config, char *err, size_t errlen)
 			   config->nallowed_uids * sizeof(uid_t));
 		server->nallowed_uids = config->nallowed_uids;
 	}
+	server->conn_ctx.shared = &server->shared;
+	server->conn_ctx.allowed_uids = server->allowed_uids;
+	server->conn_ctx.nallowed_uids = server->nallowed_uids;
+	server->conn_ctx.shutdown_requested = &server->shutdown_requested;
+	server->conn_ctx.exit = server_conn_exit;
+	server->conn_ctx.exit_arg = server;
 
 	/* non-blocking both ways: a signal handler must never block writing */
 	if (pipe2(server->wakeup_pipe, O_NONBLOCK | O_CLOEXEC) != 0)
@@ -118,7 +151,7 @@ ts_server_free(TsServer *server)
 		close(server->wakeup_pipe[1]);
 	pthread_cond_destroy(&server->conns_changed);
 	pthread_mutex_destroy(&server->conns_lock);
-	tc_auth_forget(server->token, sizeof(server->token));
+	tc_auth_forget(server->shared.token, sizeof(server->shared.token));
 	free(server->allowed_uids);
 	free(server);
 }
@@ -313,10 +346,14 @@ ts_server_request_shutdown(TsServer *server)
 	errno = saved_errno;
 }
 
-void
-ts_server_conn_exit(TsConn *conn)
+/*
+ * TsConnExitFn: a connection thread's last act.  Close its socket and hand
+ * it to the accept loop to be joined and freed.
+ */
+static void
+server_conn_exit(TsConn *conn, void *arg)
 {
-	TsServer   *server = conn->server;
+	TsServer   *server = arg;
 	ssize_t		rc;
 
 	pthread_mutex_lock(&server->conns_lock);
@@ -337,7 +374,7 @@ ts_server_conn_exit(TsConn *conn)
 	if (server->done_conns != NULL)
 		server->done_conns->prev = conn;
 	server->done_conns = conn;
-	atomic_fetch_sub(&server->connections_open, 1);
+	atomic_fetch_sub(&server->shared.connections_open, 1);
 	pthread_cond_broadcast(&server->conns_changed);
 	rc = write(server->wakeup_pipe[1], "c", 1);
 	(void) rc;
@@ -442,11 +479,11 @@ server_accept_one(TsServer *server, TsListener *listener)
 		close(fd);
 		return 1;
 	}
-	conn->server = server;
+	conn->ctx = &server->conn_ctx;
 	conn->fd = fd;
-	conn->id = atomic_fetch_add(&server->connections_total, 1) + 1;
+	conn->id = atomic_fetch_add(&server->shared.connections_total, 1) + 1;
 	identify_peer(listener, fd, (struct sockaddr *) &ss, sslen, conn);
-	atomic_fetch_add(&server->connections_open, 1);
+	atomic_fetch_add(&server->shared.connections_open, 1);
 
 	pthread_mutex_lock(&server->conns_lock);
 	conn->next = server->live_conns;
@@ -474,7 +511,7 @@ server_accept_one(TsServer *server, TsListener *listener)
 		if (conn->next != NULL)
 			conn->next->prev = conn->prev;
 		pthread_mutex_unlock(&server->conns_lock);
-		atomic_fetch_sub(&server->connections_open, 1);
+		atomic_fetch_sub(&server->shared.connections_open, 1);
 		close(fd);
 		free(conn);
 	}
@@ -527,7 +564,7 @@ ts_server_run(TsServer *server, TsStore *store)
 	int			result = 0;
 	int			i;
 
-	server->store = store;
+	server->shared.store = store;
 	pfds = calloc((size_t) npfds, sizeof(struct pollfd));
 	if (pfds == NULL)
 	{
@@ -590,45 +627,4 @@ done:
 	free(pfds);
 	server_shutdown(server);
 	return result;
-}
-
-/* Peak resident set size of this process in kB (VmHWM), 0 if unknown. */
-static uint64_t
-read_peak_rss_kb(void)
-{
-	char		buf[4096];
-	ssize_t		len;
-	int			fd;
-	const char *p;
-
-	fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	len = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (len <= 0)
-		return 0;
-	buf[len] = '\0';
-	p = strstr(buf, "\nVmHWM:");
-	if (p == NULL)
-		return 0;
-	return strtoull(p + strlen("\nVmHWM:"), NULL, 10);
-}
-
-void
-ts_server_fill_stats(TsServer *server, Tcopy__Stats *stats)
-{
-	struct timespec now;
-	int64_t		uptime_ms;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	uptime_ms = (int64_t) (now.tv_sec - server->start_time.tv_sec) * 1000 +
-		(now.tv_nsec - server->start_time.tv_nsec) / 1000000;
-	stats->uptime_ms = uptime_ms > 0 ? (uint64_t) uptime_ms : 0;
-	stats->connections_open = atomic_load(&server->connections_open);
-	stats->connections_total = atomic_load(&server->connections_total);
-	stats->batches_received = atomic_load(&server->batches_received);
-	stats->bytes_received = atomic_load(&server->bytes_received);
-	ts_store_stats(server->store, stats);
-	stats->peak_rss_kb = read_peak_rss_kb();
 }
