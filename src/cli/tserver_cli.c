@@ -31,6 +31,8 @@
 #define CLI_CLIENT_NAME "tserver-cli"
 #define CLI_FILLER_WIDTH 84		/* pgbench_accounts.filler is char(84) */
 #define CLI_ROWS_PER_BRANCH 100000	/* as pgbench's naccounts */
+#define CLI_STR(x) CLI_STR_(x)		/* a numeric macro as a string literal */
+#define CLI_STR_(x) #x
 
 /* Command-line settings; which ones apply depends on the command. */
 typedef struct CliOptions
@@ -159,8 +161,8 @@ CLI_DEFAULT_ADDRESS "); FILE holds the token the server asks for.\n"
 "      [--start K]         first aid (default 1)\n"
 "      [--shuffle] [--seed S]  send the aids in a shuffled order\n"
 "      [--value V]         abalance of every row (default 0)\n"
-"      [--batch-rows B]    rows per write batch (default 1000)\n"
-"      [--window W]        batches in flight (default 4)\n"
+"      [--batch-rows B]    rows per write batch (default " CLI_STR(TC_BATCH_ROWS_DEFAULT) ")\n"
+"      [--window W]        batches in flight (default " CLI_STR(TC_CLIENT_WINDOW_DEFAULT) ")\n"
 "      [--keyless]         the table has no key (generated row ids)\n"
 "      [--abort]           abort instead of committing\n"
 "      [--hold]            print \"staged N rows\" and wait for a line on stdin\n"
@@ -1057,10 +1059,10 @@ cli_take_option(CliOptions *opts, int option, const char *arg)
 			opts->value = cli_parse_int("--value", arg, INT32_MIN, INT32_MAX);
 			break;
 		case OPT_BATCH_ROWS:
-			opts->batch_rows = (uint32_t) cli_parse_int("--batch-rows", arg, 1, 10000000);
+			opts->batch_rows = (uint32_t) cli_parse_int("--batch-rows", arg, 1, TC_BATCH_ROWS_MAX);
 			break;
 		case OPT_WINDOW:
-			opts->window = (unsigned) cli_parse_int("--window", arg, 1, 1024);
+			opts->window = (unsigned) cli_parse_int("--window", arg, 1, TC_CLIENT_WINDOW_MAX);
 			break;
 		case OPT_ABORT:
 			opts->abort = true;
@@ -1112,7 +1114,7 @@ main(int argc, char **argv)
 
 	memset(&opts, 0, sizeof(opts));
 	opts.start = 1;
-	opts.window = 4;
+	opts.window = TC_CLIENT_WINDOW_DEFAULT;
 	opts.format = "csv";
 
 	for (int i = 1; i < argc; i++)
@@ -1167,7 +1169,7 @@ main(int argc, char **argv)
 		if (!opts.has_rows)
 			cli_usage_error("load needs --rows");
 		if (opts.batch_rows == 0)
-			opts.batch_rows = 1000;
+			opts.batch_rows = TC_BATCH_ROWS_DEFAULT;
 		if (opts.rows > (uint64_t) ((int64_t) INT32_MAX - opts.start + 1))
 			cli_usage_error("--start and --rows take aid beyond int4");
 	}

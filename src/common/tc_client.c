@@ -44,7 +44,6 @@
 #include "tc_net.h"
 
 #define TC_CLIENT_ARENA_BLOCK (64 * 1024)
-#define TC_CLIENT_DEFAULT_WINDOW 4
 
 struct TcClient
 {
@@ -464,7 +463,7 @@ tc_client_connect_hooked(const char *address, const char *token,
 	client->fd = -1;
 	client->wait_hook = hook != NULL ? hook : client_poll;
 	client->wait_arg = hook != NULL ? arg : NULL;
-	client->window = TC_CLIENT_DEFAULT_WINDOW;
+	client->window = TC_CLIENT_WINDOW_DEFAULT;
 	client->max_frame = TC_FRAME_MAX_DEFAULT;
 	tc_frame_reader_init(&client->reader);
 	tc_arena_init(&client->arena, TC_CLIENT_ARENA_BLOCK);

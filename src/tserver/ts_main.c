@@ -21,6 +21,7 @@
 #include "ts_log.h"
 
 #define EXIT_USAGE 2
+#define TS_MB (1024 * 1024)
 
 typedef struct TsMainOptions
 {
@@ -41,10 +42,13 @@ typedef struct TsMainOptions
 /* The running server, for the signal handlers' sake only. */
 static TsServer *volatile signal_server;
 
-/* Print the usage message to out. */
+/* Print the usage message to out, with the store's defaults. */
 static void
 usage(FILE *out)
 {
+	TsStoreOptions defaults;
+
+	ts_store_default_options(&defaults);
 	fprintf(out,
 			"tserver %s: the tcopy tablet server.\n\n"
 			"Usage:\n"
@@ -58,16 +62,18 @@ usage(FILE *out)
 			"  --allow-uid UID[,UID...]   accept unix socket clients running as these users\n"
 			"                             only (uids or user names; repeatable)\n"
 			"  --session-memory-mb N      memory a write session stages before spilling\n"
-			"                             to disk (default 64)\n"
+			"                             to disk (default %zu)\n"
 			"  --memory-mb N              memory all write sessions together stage before\n"
-			"                             each spills early, at 1 MB (default 256; 0: none)\n"
+			"                             each spills early, at 1 MB (default %llu; 0: none)\n"
 			"  --merge-threads N          threads of a spilled session's merge at commit\n"
 			"                             (default: the cores, at most 4; at most 8)\n"
-			"  --max-frame-mb N           largest frame accepted from a client (default 64)\n"
+			"  --max-frame-mb N           largest frame accepted from a client (default %u)\n"
 			"  --no-sync                  do not sync commits (for measurements only)\n"
 			"  --log-level LEVEL          debug, info (default), warning or error\n"
 			"  --help                     show this help and exit\n",
-			TS_VERSION);
+			TS_VERSION, defaults.session_memory_bytes / TS_MB,
+			(unsigned long long) (defaults.memory_bytes / TS_MB),
+			(unsigned) (TC_FRAME_MAX_DEFAULT / TS_MB));
 }
 
 /* Report a bad argument and exit the way every bad argument does. */
@@ -184,12 +190,14 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 		{"help", no_argument, NULL, OPT_HELP},
 		{NULL, 0, NULL, 0}
 	};
+	TsStoreOptions store_defaults;
 	int			opt;
 
 	memset(options, 0, sizeof(*options));
-	options->session_memory_mb = 64;
-	options->memory_mb = 256;
-	options->max_frame_mb = TC_FRAME_MAX_DEFAULT / (1024 * 1024);
+	ts_store_default_options(&store_defaults);
+	options->session_memory_mb = store_defaults.session_memory_bytes / TS_MB;
+	options->memory_mb = (size_t) (store_defaults.memory_bytes / TS_MB);
+	options->max_frame_mb = TC_FRAME_MAX_DEFAULT / TS_MB;
 	options->log_level = TS_LOG_INFO;
 	/* every --listen is an argument, so argc bounds their number */
 	options->listen = calloc((size_t) argc, sizeof(TcAddress));
