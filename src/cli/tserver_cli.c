@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "tc_auth.h"
 #include "tc_client.h"
 #include "tc_frame.h"
 
@@ -30,13 +31,16 @@
 #define CLI_CLIENT_NAME "tserver-cli"
 #define CLI_FILLER_WIDTH 84		/* pgbench_accounts.filler is char(84) */
 #define CLI_ROWS_PER_BRANCH 100000	/* as pgbench's naccounts */
+#define CLI_STR(x) CLI_STR_(x)		/* a numeric macro as a string literal */
+#define CLI_STR_(x) #x
 
 /* Command-line settings; which ones apply depends on the command. */
 typedef struct CliOptions
 {
 	const char *address;
 	const char *token_file;
-	char	   *token;			/* the token file's contents, malloc'ed */
+	const char *token;			/* token_buf once read; NULL: none */
+	char		token_buf[TC_TOKEN_MAX + 1];
 	const char *table;
 	/* load */
 	uint64_t	rows;
@@ -157,8 +161,8 @@ CLI_DEFAULT_ADDRESS "); FILE holds the token the server asks for.\n"
 "      [--start K]         first aid (default 1)\n"
 "      [--shuffle] [--seed S]  send the aids in a shuffled order\n"
 "      [--value V]         abalance of every row (default 0)\n"
-"      [--batch-rows B]    rows per write batch (default 1000)\n"
-"      [--window W]        batches in flight (default 4)\n"
+"      [--batch-rows B]    rows per write batch (default " CLI_STR(TC_BATCH_ROWS_DEFAULT) ")\n"
+"      [--window W]        batches in flight (default " CLI_STR(TC_CLIENT_WINDOW_DEFAULT) ")\n"
 "      [--keyless]         the table has no key (generated row ids)\n"
 "      [--abort]           abort instead of committing\n"
 "      [--hold]            print \"staged N rows\" and wait for a line on stdin\n"
@@ -1055,10 +1059,10 @@ cli_take_option(CliOptions *opts, int option, const char *arg)
 			opts->value = cli_parse_int("--value", arg, INT32_MIN, INT32_MAX);
 			break;
 		case OPT_BATCH_ROWS:
-			opts->batch_rows = (uint32_t) cli_parse_int("--batch-rows", arg, 1, 10000000);
+			opts->batch_rows = (uint32_t) cli_parse_int("--batch-rows", arg, 1, TC_BATCH_ROWS_MAX);
 			break;
 		case OPT_WINDOW:
-			opts->window = (unsigned) cli_parse_int("--window", arg, 1, 1024);
+			opts->window = (unsigned) cli_parse_int("--window", arg, 1, TC_CLIENT_WINDOW_MAX);
 			break;
 		case OPT_ABORT:
 			opts->abort = true;
@@ -1098,49 +1102,6 @@ cli_take_option(CliOptions *opts, int option, const char *arg)
 	}
 }
 
-/* Read the token file whole, without its trailing newline; NULL on failure. */
-static char *
-cli_read_token(const char *path)
-{
-	FILE	   *file = fopen(path, "r");
-	char	   *token = NULL;
-	size_t		len = 0;
-	size_t		cap = 0;
-	size_t		n;
-
-	if (file == NULL)
-		goto err;
-	do
-	{
-		char	   *bigger;
-
-		if (cap - len < 256)
-		{
-			cap = cap ? cap * 2 : 512;
-			bigger = realloc(token, cap);
-			if (bigger == NULL)
-				goto err;
-			token = bigger;
-		}
-		n = fread(token + len, 1, cap - len - 1, file);
-		len += n;
-	} while (n > 0);
-	if (ferror(file))
-		goto err;
-	fclose(file);
-	while (len > 0 && (token[len - 1] == '\n' || token[len - 1] == '\r'))
-		len--;
-	token[len] = '\0';
-	return token;
-
-err:
-	cli_fail("could not read token file \"%s\": %s", path, strerror(errno));
-	if (file != NULL)
-		fclose(file);
-	free(token);
-	return NULL;
-}
-
 int
 main(int argc, char **argv)
 {
@@ -1153,7 +1114,7 @@ main(int argc, char **argv)
 
 	memset(&opts, 0, sizeof(opts));
 	opts.start = 1;
-	opts.window = 4;
+	opts.window = TC_CLIENT_WINDOW_DEFAULT;
 	opts.format = "csv";
 
 	for (int i = 1; i < argc; i++)
@@ -1208,7 +1169,7 @@ main(int argc, char **argv)
 		if (!opts.has_rows)
 			cli_usage_error("load needs --rows");
 		if (opts.batch_rows == 0)
-			opts.batch_rows = 1000;
+			opts.batch_rows = TC_BATCH_ROWS_DEFAULT;
 		if (opts.rows > (uint64_t) ((int64_t) INT32_MAX - opts.start + 1))
 			cli_usage_error("--start and --rows take aid beyond int4");
 	}
@@ -1228,12 +1189,17 @@ main(int argc, char **argv)
 	}
 	if (opts.token_file != NULL)
 	{
-		opts.token = cli_read_token(opts.token_file);
-		if (opts.token == NULL)
-			return 1;
+		size_t		token_len;
+		char		err[512];
+
+		/* the user's own file: its mode is the user's business */
+		if (tc_auth_read_token_file(opts.token_file, false, opts.token_buf,
+									&token_len, err, sizeof(err)) != 0)
+			return cli_fail("%s", err);
+		opts.token = opts.token_buf;
 	}
 
 	status = command->run(&opts);
-	free(opts.token);
+	tc_auth_forget(opts.token_buf, sizeof(opts.token_buf));
 	return status;
 }

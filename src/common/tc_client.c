@@ -2,10 +2,11 @@
  * tc_client.c
  *		Client side of the tserver's wire protocol.
  *
- * One connection, used by one thread at a time.  Everything the server
- * sends is read into one input buffer that keeps its capacity; a frame's
- * header is checked against max_frame before its payload is waited for, so
- * a server cannot make the client buffer more than that.  Replies are
+ * One connection, used by one thread at a time.  What the server sends is
+ * read by the frame reader the tserver uses too (tc_frame_reader.h): one
+ * buffer that keeps its capacity, each header checked against max_frame
+ * before its payload is waited for, so that a server cannot make the
+ * client buffer more than that.  Replies are
  * unpacked into an arena reset before the next reply is read, which is why
  * a scan batch lives until the next call and why reading acks allocates
  * nothing once the arena has warmed up.  Heap copies are made only where
@@ -25,11 +26,8 @@
 #include "tc_client.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -37,18 +35,15 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
-#include <sys/un.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-
 #include "tc_arena.h"
+#include "tc_auth.h"
 #include "tc_frame.h"
+#include "tc_frame_reader.h"
+#include "tc_net.h"
 
-#define TC_CLIENT_READ_SIZE (64 * 1024) /* least free space offered to read() */
 #define TC_CLIENT_ARENA_BLOCK (64 * 1024)
-#define TC_CLIENT_DEFAULT_WINDOW 4
 
 struct TcClient
 {
@@ -58,8 +53,7 @@ struct TcClient
 	void	   *wait_arg;
 	unsigned	window;			/* batches in flight before a write waits */
 	uint32_t	max_frame;		/* largest payload accepted, in bytes */
-	TcBuf		in;				/* bytes received; unread ones from in_pos */
-	size_t		in_pos;			/* first byte not yet returned in a frame */
+	TcFrameReader reader;		/* bytes received, frames not yet returned */
 	TcBuf		out;			/* the outgoing frame being packed, reused */
 	TcArena		arena;			/* the last reply, unpacked */
 	uint64_t	seq_sent;		/* last batch sent in this session */
@@ -154,65 +148,47 @@ client_wait(TcClient *client, bool want_write)
 /*
  * The next frame from the server.  Returns 1 with the frame (its payload
  * valid until the next read), 0 when nowait and no whole frame has arrived
- * yet, -1 on failure.  Reads as much as the socket has, so that frames
- * which arrive together cost one read.
+ * yet, -1 on failure.
  */
 static int
 client_next_frame(TcClient *client, bool nowait, Tcopy__FrameType *type,
 				  const uint8_t **payload, uint32_t *len)
 {
-	TcBuf	   *in = &client->in;
-
 	for (;;)
 	{
-		size_t		avail = in->len - client->in_pos;
-		uint32_t	payload_len = 0;
-		size_t		missing;
+		const char *why;
 		ssize_t		n;
 
-		if (avail >= TC_FRAME_HEADER_SIZE)
+		switch (tc_frame_reader_next(&client->reader, client->max_frame, type,
+									 payload, len, &why))
 		{
-			const char *why;
-
-			if (!tc_frame_get_header(in->data + client->in_pos, client->max_frame,
-									 type, &payload_len, &why))
+			case TC_FRAME_NEXT_READY:
+				return 1;
+			case TC_FRAME_NEXT_BAD:
 				return client_fail(client, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
 								   "protocol error: tserver sent a bad frame header: %s",
 								   why);
-			if (avail - TC_FRAME_HEADER_SIZE >= payload_len)
-			{
-				*payload = in->data + client->in_pos + TC_FRAME_HEADER_SIZE;
-				*len = payload_len;
-				client->in_pos += TC_FRAME_HEADER_SIZE + payload_len;
-				return 1;
-			}
+			case TC_FRAME_NEXT_MORE:
+				break;
 		}
 
-		/* keep the partial frame at the start, then make room for the rest */
-		if (client->in_pos > 0)
-		{
-			memmove(in->data, in->data + client->in_pos, avail);
-			in->len = avail;
-			client->in_pos = 0;
-		}
-		missing = TC_FRAME_HEADER_SIZE + (size_t) payload_len - avail;
-		if (!tc_buf_reserve(in, missing > TC_CLIENT_READ_SIZE ? missing : TC_CLIENT_READ_SIZE))
-			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
-							   "out of memory for a frame of %u bytes", payload_len);
-
-		n = read(client->fd, in->data + in->len, in->cap - in->len);
+		n = tc_frame_reader_read(&client->reader, client->fd);
 		if (n > 0)
-			in->len += (size_t) n;
-		else if (n == 0)
+			continue;
+		if (n == 0)
 			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
 							   "tserver closed the connection");
-		else if (errno == EAGAIN || errno == EWOULDBLOCK)
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
 		{
 			if (nowait)
 				return 0;
 			if (client_wait(client, false) < 0)
 				return -1;
 		}
+		else if (errno == ENOMEM)
+			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
+							   "out of memory for a frame of %zu bytes",
+							   tc_frame_reader_pending(&client->reader));
 		else if (errno != EINTR)
 			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
 							   "could not receive from tserver: %s", strerror(errno));
@@ -371,93 +347,49 @@ client_take_ack(TcClient *client, const Tcopy__Ack *ack)
 	return 0;
 }
 
+/* TcNetWaitFn of a TCP connect: the client's wait hook. */
+static int
+client_net_wait(void *arg, int fd, bool want_write)
+{
+	TcClient   *client = arg;
+
+	(void) fd;					/* it is client->fd */
+	return client_wait(client, want_write);
+}
+
 /*
  * Connect the socket to addr and make it non-blocking.  A unix socket
- * connects blocking, because a non-blocking one fails with EAGAIN when the
- * server's backlog is full and leaves nothing to wait on; a TCP connect is
- * non-blocking and waits through the wait hook.
+ * connects blocking (see tc_net_unix_connect); a TCP connect is
+ * non-blocking and waits through the wait hook, holding the resolved
+ * addresses in the client so that close frees them should the hook not
+ * return.
  */
 static int
 client_open_socket(TcClient *client, const TcAddress *addr, const char *address)
 {
+	char		err[sizeof(client->error)];
+	int			rc;
+
 	if (addr->kind == TC_ADDRESS_UNIX)
 	{
-		struct sockaddr_un sun;
-		int			flags;
-
-		memset(&sun, 0, sizeof(sun));
-		sun.sun_family = AF_UNIX;
-		memcpy(sun.sun_path, addr->path, strlen(addr->path) + 1);
-		client->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (client->fd < 0)
-			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
-							   "could not create a socket: %s", strerror(errno));
-		while (connect(client->fd, (struct sockaddr *) &sun, sizeof(sun)) < 0)
-		{
-			if (errno != EINTR)
-				return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
-								   "could not connect to %s: %s", address, strerror(errno));
-		}
-		flags = fcntl(client->fd, F_GETFL);
-		if (flags < 0 || fcntl(client->fd, F_SETFL, flags | O_NONBLOCK) < 0)
-			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
-							   "could not make the socket non-blocking: %s", strerror(errno));
+		client->fd = tc_net_unix_connect(addr->path, address, err, sizeof(err));
+		if (client->fd < 0 ||
+			tc_net_set_nonblock(client->fd, true, err, sizeof(err)) != TC_NET_OK)
+			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE, "%s", err);
+		return 0;
 	}
-	else
-	{
-		struct addrinfo hints;
-		struct addrinfo *ai;
-		int			error = 0;
-		int			rc;
-		int			one = 1;
 
-		memset(&hints, 0, sizeof(hints));
-		hints.ai_family = AF_UNSPEC;
-		hints.ai_socktype = SOCK_STREAM;
-		rc = getaddrinfo(addr->host, addr->port, &hints, &client->addrs);
-		if (rc != 0)
-		{
-			client->addrs = NULL;
-			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
-							   "could not resolve \"%s\" for %s: %s", addr->host, address,
-							   rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
-		}
-		for (ai = client->addrs; ai != NULL; ai = ai->ai_next)
-		{
-			socklen_t	errlen = sizeof(error);
-
-			client->fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
-								ai->ai_protocol);
-			if (client->fd < 0)
-			{
-				error = errno;
-				continue;
-			}
-			if (connect(client->fd, ai->ai_addr, ai->ai_addrlen) == 0)
-				break;
-			error = errno;
-			if (error == EINPROGRESS || error == EINTR)
-			{
-				if (client_wait(client, true) < 0)
-					return -1;	/* close frees addrs */
-				if (getsockopt(client->fd, SOL_SOCKET, SO_ERROR, &error, &errlen) < 0)
-					error = errno;
-				if (error == 0)
-					break;
-			}
-			close(client->fd);
-			client->fd = -1;
-		}
-		freeaddrinfo(client->addrs);
-		client->addrs = NULL;
-		if (client->fd < 0)
-			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
-							   "could not connect to %s: %s", address,
-							   strerror(error ? error : EADDRNOTAVAIL));
-		if (setsockopt(client->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
-			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
-							   "could not set TCP_NODELAY: %s", strerror(errno));
-	}
+	if (tc_net_resolve(addr->host, addr->port, false, address, &client->addrs,
+					   err, sizeof(err)) != TC_NET_OK)
+		return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE, "%s", err);
+	rc = tc_net_tcp_connect(client->addrs, &client->fd, client_net_wait, client,
+							address, err, sizeof(err));
+	if (rc == TC_NET_ABANDONED)
+		return -1;				/* client_wait said why; close frees addrs */
+	freeaddrinfo(client->addrs);
+	client->addrs = NULL;
+	if (rc != TC_NET_OK)
+		return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE, "%s", err);
 	return 0;
 }
 
@@ -472,8 +404,7 @@ client_handshake(TcClient *client, const char *token, const char *client_name)
 	ProtobufCMessage *msg;
 	Tcopy__ServerHello *server_hello;
 	Tcopy__Hello hello = TCOPY__HELLO__INIT;
-	uint8_t		auth[EVP_MAX_MD_SIZE];
-	unsigned int auth_len = 0;
+	uint8_t		auth[TC_AUTH_SIZE];
 
 	if (client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_SERVER_HELLO,
 						  arena, &msg) < 0)
@@ -491,13 +422,12 @@ client_handshake(TcClient *client, const char *token, const char *client_name)
 		if (token == NULL)
 			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
 							   "server requires a token");
-		if (HMAC(EVP_sha256(), token, (int) strlen(token),
-				 server_hello->nonce.data, server_hello->nonce.len,
-				 auth, &auth_len) == NULL)
+		if (!tc_auth_compute(token, strlen(token), server_hello->nonce.data,
+							 server_hello->nonce.len, auth))
 			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
 							   "could not compute the authentication code");
 		hello.auth.data = auth;
-		hello.auth.len = auth_len;
+		hello.auth.len = sizeof(auth);
 	}
 	hello.version = TC_PROTOCOL_VERSION;
 	hello.client = (char *) (client_name != NULL ? client_name : "tcopy");
@@ -517,13 +447,13 @@ tc_client_connect_hooked(const char *address, const char *token,
 	TcAddress	addr;
 
 	*clientp = NULL;
-	if (!tc_address_parse(address, &addr, err, errlen))
-		return -1;
-	if (addr.kind == TC_ADDRESS_NULL)
+	if (tc_address_is_null(address))
 	{
 		snprintf(err, errlen, "address \"%s\" names no tserver", address);
 		return -1;
 	}
+	if (!tc_address_parse(address, &addr, err, errlen))
+		return -1;
 	client = calloc(1, sizeof(TcClient));
 	if (client == NULL)
 	{
@@ -533,8 +463,9 @@ tc_client_connect_hooked(const char *address, const char *token,
 	client->fd = -1;
 	client->wait_hook = hook != NULL ? hook : client_poll;
 	client->wait_arg = hook != NULL ? arg : NULL;
-	client->window = TC_CLIENT_DEFAULT_WINDOW;
+	client->window = TC_CLIENT_WINDOW_DEFAULT;
 	client->max_frame = TC_FRAME_MAX_DEFAULT;
+	tc_frame_reader_init(&client->reader);
 	tc_arena_init(&client->arena, TC_CLIENT_ARENA_BLOCK);
 	/* from here on the caller can close it, should the hook not return */
 	*clientp = client;
@@ -572,7 +503,7 @@ tc_client_close(TcClient *client)
 		close(client->fd);
 	if (client->addrs != NULL)
 		freeaddrinfo(client->addrs);
-	tc_buf_free(&client->in);
+	tc_frame_reader_free(&client->reader);
 	tc_buf_free(&client->out);
 	tc_arena_free(&client->arena);
 	free(client->server_name);
