@@ -926,6 +926,29 @@ tcopyExecForeignTruncate(List *rels, DropBehavior behavior, bool restart_seqs)
 	PG_END_TRY();
 }
 
+/*
+ * Whether relid is a foreign table of a server whose wrapper's handler is
+ * this one: what makes a table a tcopy table.
+ */
+bool
+tcopy_relation_is_tcopy_table(Oid relid)
+{
+	ForeignTable *table;
+	ForeignServer *server;
+	ForeignDataWrapper *fdw;
+	FmgrInfo	handler;
+
+	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_FOREIGN_TABLE)
+		return false;
+	table = GetForeignTable(relid);
+	server = GetForeignServer(table->serverid);
+	fdw = GetForeignDataWrapper(server->fdwid);
+	if (!OidIsValid(fdw->fdwhandler))
+		return false;
+	fmgr_info(fdw->fdwhandler, &handler);
+	return handler.fn_addr == tcopy_fdw_handler;
+}
+
 /* The FDW's callbacks. */
 Datum
 tcopy_fdw_handler(PG_FUNCTION_ARGS)

@@ -125,5 +125,5 @@ _PG_init(void)
 {
 	tcopy_define_gucs();
 	TcopyConnectionInit();
-	TcopyCopyInit();
+	TcopyHookInit();
 }

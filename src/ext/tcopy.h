@@ -2,7 +2,7 @@
  * tcopy.h
  *		The tcopy extension's private interface: options, connections to
  *		tservers, the mapping of Postgres rows to wire rows, write batches,
- *		the FDW callbacks and the COPY hook.
+ *		the FDW callbacks, the utility hook and what it dispatches to.
  */
 #ifndef TCOPY_H
 #define TCOPY_H
@@ -240,11 +240,18 @@ extern void tcopy_writer_free(TcopyWriter *writer);
 
 /* in fdw.c */
 extern Datum tcopy_fdw_handler(PG_FUNCTION_ARGS);
-
-/* in copy.c */
-extern void TcopyCopyInit(void);
 /* Whether relid is a foreign table served by tcopy's handler. */
 extern bool tcopy_relation_is_tcopy_table(Oid relid);
+
+/* in hook.c: the utility hook, dispatching to copy.c and rename.c */
+extern void TcopyHookInit(void);
+
+/* in copy.c: COPY FROM a tcopy table in place of DoCopy */
+struct CopyStmt;
+struct QueryEnvironment;
+/* false when the statement is not one tcopy takes: Postgres runs it */
+extern bool tcopy_copy_from(const struct CopyStmt *stmt, const char *query_string,
+							struct QueryEnvironment *query_env, uint64 *processed);
 
 /* in rename.c: before a statement renames or moves tcopy tables */
 extern void tcopy_pin_before_rename(Node *parsetree);
