@@ -203,17 +203,6 @@ tcopy_client_connect(const char *address, const char *token)
 	return client;
 }
 
-/* Whether address is null:, the transport that discards every batch. */
-static bool
-tcopy_address_is_null_transport(const char *address)
-{
-	TcAddress	addr;
-	char		err[256];
-
-	return tc_address_parse(address, &addr, err, sizeof(err)) &&
-		addr.kind == TC_ADDRESS_NULL;
-}
-
 /*
  * Raise a client failure: the SQLSTATE follows the tserver's error code;
  * no code means the connection itself failed.
@@ -352,7 +341,7 @@ tcopy_conn_set_options(TcopyConnection *conn, const TcopyTableOptions *options)
 	conn->address = MemoryContextStrdup(TopMemoryContext, options->address);
 	conn->token = options->token != NULL ?
 		MemoryContextStrdup(TopMemoryContext, options->token) : NULL;
-	conn->null_transport = tcopy_address_is_null_transport(conn->address);
+	conn->null_transport = tcopy_address_is_null(conn->address);
 	conn->null_next_table_id = 0;
 }
 
@@ -583,7 +572,7 @@ tcopy_connect(TcopyRelCodec *codec)
 	TcopyScanClient *entry;
 	MemoryContext oldcontext;
 
-	if (tcopy_address_is_null_transport(codec->options.address))
+	if (tcopy_address_is_null(codec->options.address))
 		return NULL;
 
 	/* tracked before connecting, so that nothing leaks if connecting fails */

@@ -114,17 +114,6 @@ typedef struct TcopyModifyState
 PG_FUNCTION_INFO_V1(tcopy_fdw_handler);
 
 /*
- * Whether the foreign table's address is the null: transport, which
- * discards writes and so has nothing to read or truncate.
- */
-static bool
-tcopy_address_is_null(const TcopyRelCodec *codec)
-{
-	return codec->options.address != NULL &&
-		strncmp(codec->options.address, "null:", 5) == 0;
-}
-
-/*
  * Estimate the size of the scan's result without asking the tserver: the
  * row count ANALYZE left, else a default, times the quals' selectivity.
  */
@@ -434,7 +423,7 @@ tcopy_scan_connect(TcopyScanState *state)
 	state->done = false;
 	state->batch = NULL;
 	state->next_row = 0;
-	if (tcopy_address_is_null(codec) || state->empty_range)
+	if (tcopy_address_is_null(codec->options.address) || state->empty_range)
 		return;
 
 	client = tcopy_connect(codec);
@@ -879,7 +868,7 @@ tcopyExecForeignTruncate(List *rels, DropBehavior behavior, bool restart_seqs)
 			TcopyRelCodec *codec;
 
 			target->codec = codec = tcopy_rel_codec((Relation) lfirst(lc), GetUserId());
-			if (tcopy_address_is_null(codec))
+			if (tcopy_address_is_null(codec->options.address))
 				continue;
 			target->client = tcopy_connect(codec);
 			if (target->client == NULL)

@@ -106,6 +106,21 @@ tcopy_check_address(const char *address)
 }
 
 /*
+ * Whether address is null:, the transport that discards every write and
+ * so has nothing to read or truncate.  The one test of it in tcopy.
+ */
+bool
+tcopy_address_is_null(const char *address)
+{
+	TcAddress	addr;
+	char		err[256];
+
+	return address != NULL &&
+		tc_address_parse(address, &addr, err, sizeof(err)) &&
+		addr.kind == TC_ADDRESS_NULL;
+}
+
+/*
  * The value of option batch_rows (rows) or batch_size (KB, or with a unit
  * such as '4MB'), checked against the limits of the matching GUC.
  */

@@ -54,6 +54,9 @@ typedef struct TcopyTableOptions
 	int			batch_bytes;	/* bytes per batch (approximate) */
 } TcopyTableOptions;
 
+/* Whether address is null:, the transport that discards every write. */
+extern bool tcopy_address_is_null(const char *address);
+
 /* The column names of a key option's value; an ERROR when malformed. */
 extern List *tcopy_parse_key(const char *value);
 
