@@ -16,6 +16,7 @@
 #include "catalog/pg_user_mapping.h"
 #include "commands/dbcommands.h"
 #include "commands/defrem.h"
+#include "executor/executor.h"
 #include "foreign/foreign.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
@@ -360,4 +361,21 @@ tcopy_get_table_options(Relation rel, Oid userid, TcopyTableOptions *options)
 
 	if (key != NULL)
 		options->key_attnums = tcopy_key_attnums(rel, key);
+}
+
+/*
+ * The user whose mapping reaches the tserver for range table entry rti:
+ * the one the executor checks permissions as (a view's owner, for a table
+ * read or written through the view), else the current user; as
+ * postgres_fdw does.
+ */
+Oid
+tcopy_rte_user(EState *estate, Index rti)
+{
+	RangeTblEntry *rte;
+
+	if (rti == 0)
+		return GetUserId();
+	rte = exec_rt_fetch(rti, estate);
+	return OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
 }

@@ -11,6 +11,7 @@
 
 #include "access/tupdesc.h"
 #include "fmgr.h"
+#include "foreign/fdwapi.h"
 #include "foreign/foreign.h"
 #include "nodes/pg_list.h"
 #include "utils/relcache.h"
@@ -68,6 +69,9 @@ extern char *tcopy_default_table_name(Relation rel);
 
 /* All options of foreign table rel, resolved for user userid. */
 extern void tcopy_get_table_options(Relation rel, Oid userid, TcopyTableOptions *options);
+
+/* Whose user mapping reaches the tserver for range table entry rti. */
+extern Oid	tcopy_rte_user(EState *estate, Index rti);
 
 /* in codec.c: Postgres values <-> wire rows */
 typedef enum TcopyConv
@@ -241,10 +245,60 @@ extern void tcopy_writer_add_row(TcopyWriter *writer);
 extern void tcopy_writer_finish(TcopyWriter *writer);
 extern void tcopy_writer_free(TcopyWriter *writer);
 
-/* in fdw.c */
+/* in fdw.c: the handler, and planning */
 extern Datum tcopy_fdw_handler(PG_FUNCTION_ARGS);
 /* Whether relid is a foreign table served by tcopy's handler. */
 extern bool tcopy_relation_is_tcopy_table(Oid relid);
+
+/* Indexes in ForeignScan.fdw_private. */
+enum TcopyScanPrivate
+{
+	TCOPY_PRIV_ALL_COLUMNS,		/* Boolean: every column is needed */
+	TCOPY_PRIV_ATTNUMS,			/* IntList: attnums needed, ascending */
+	TCOPY_PRIV_BOUNDS			/* List of (Integer attnum, Integer btree
+								 * strategy, Const int2/4/8): the quals
+								 * "attnum strategy const" */
+};
+
+/* Indexes in one TCOPY_PRIV_BOUNDS item. */
+enum TcopyBoundPrivate
+{
+	TCOPY_BOUND_ATTNUM,
+	TCOPY_BOUND_STRATEGY,
+	TCOPY_BOUND_VALUE
+};
+
+/* in fdw_scan.c: the scan callbacks */
+extern void tcopyBeginForeignScan(ForeignScanState *node, int eflags);
+extern TupleTableSlot *tcopyIterateForeignScan(ForeignScanState *node);
+extern void tcopyReScanForeignScan(ForeignScanState *node);
+extern void tcopyEndForeignScan(ForeignScanState *node);
+extern void tcopyExplainForeignScan(ForeignScanState *node, struct ExplainState *es);
+
+/* in fdw_modify.c: the insert and truncate callbacks */
+extern int	tcopyIsForeignRelUpdatable(Relation rel);
+extern List *tcopyPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
+									Index resultRelation, int subplan_index);
+extern void tcopyBeginForeignModify(ModifyTableState *mtstate,
+									ResultRelInfo *resultRelInfo,
+									List *fdw_private, int subplan_index,
+									int eflags);
+extern void tcopyBeginForeignInsert(ModifyTableState *mtstate,
+									ResultRelInfo *resultRelInfo);
+extern TupleTableSlot *tcopyExecForeignInsert(EState *estate,
+											  ResultRelInfo *resultRelInfo,
+											  TupleTableSlot *slot,
+											  TupleTableSlot *planSlot);
+extern TupleTableSlot **tcopyExecForeignBatchInsert(EState *estate,
+													ResultRelInfo *resultRelInfo,
+													TupleTableSlot **slots,
+													TupleTableSlot **planSlots,
+													int *numSlots);
+extern int	tcopyGetForeignModifyBatchSize(ResultRelInfo *resultRelInfo);
+extern void tcopyEndForeignModify(EState *estate, ResultRelInfo *resultRelInfo);
+extern void tcopyEndForeignInsert(EState *estate, ResultRelInfo *resultRelInfo);
+extern void tcopyExecForeignTruncate(List *rels, DropBehavior behavior,
+									 bool restart_seqs);
 
 /* in hook.c: the utility hook, dispatching to copy.c and rename.c */
 extern void TcopyHookInit(void);
