@@ -14,7 +14,9 @@
 #include "foreign/fdwapi.h"
 #include "foreign/foreign.h"
 #include "nodes/pg_list.h"
+#include "utils/hsearch.h"
 #include "utils/relcache.h"
+#include "utils/timestamp.h"
 
 #include "tc_arena.h"
 #include "tc_client.h"
@@ -197,10 +199,83 @@ extern void tcopy_batch_pack(TcopyBatch *batch, uint64 seq, uint32 table_id);
 extern void tcopy_batch_reset(TcopyBatch *batch);
 extern void tcopy_batch_free(TcopyBatch *batch);
 
-/* in connection.c: connections, write sessions and transactions */
-typedef struct TcopyConnection TcopyConnection;
+/* in connection.c: connections to tservers */
+typedef struct TcopyConnKey
+{
+	Oid			serverid;
+	Oid			userid;
+} TcopyConnKey;
 
-extern void TcopyConnectionInit(void);
+/* A table opened on a write connection; valid while its name and schema are. */
+typedef struct TcopyRemoteTable
+{
+	Oid			relid;
+	uint32		table_id;		/* the tserver's id for it */
+	char	   *name;			/* its name on the tserver */
+	uint8	   *schema;			/* the schema it was opened with, packed */
+	size_t		schema_len;
+} TcopyRemoteTable;
+
+/*
+ * A cached write connection, and the write session on it.  connection.c
+ * owns the connection fields; the session fields are xact.c's, but for
+ * tcopy_connection_close, which ends a session with its connection.
+ */
+typedef struct TcopyConnection
+{
+	TcopyConnKey key;			/* hash key: must be first */
+	TcClient   *client;			/* NULL: not connected, or null transport */
+	char	   *address;		/* server option address (TopMemoryContext) */
+	char	   *token;			/* user mapping option token, or NULL */
+	bool		null_transport; /* address null:: batches are packed, never sent */
+	bool		busy;			/* inside a client call; true after a longjmp */
+	uint32		null_next_table_id; /* null transport: ids handed out */
+	List	   *tables;			/* TcopyRemoteTable *, for the client's life */
+
+	/* the write session (xact.c) */
+	bool		in_session;		/* a write session is open in this transaction */
+	bool		sent_any;		/* a batch was (or was being) sent in it */
+	bool		session_lost;	/* closed after sending: the session is gone */
+	bool		subxact_lost;	/* a rolled-back subtransaction sent batches */
+	int			write_level;	/* deepest nest level with batches sent whose
+								 * subtransaction has not ended; 0: none */
+	uint64		next_seq;		/* seq of the session's next batch */
+	uint64		rows_sent;		/* rows in the session's batches */
+	List	   *written_relids; /* Oids of tables sent to in this transaction */
+} TcopyConnection;
+
+/* Write connections by (server, user); NULL until the first write. */
+extern HTAB *tcopy_connections;
+
+/*
+ * The cached write connection for the table's server and codec's user,
+ * with the current address and token; not necessarily connected.
+ */
+extern TcopyConnection *tcopy_connection_lookup(TcopyRelCodec *codec);
+/* The remote table id on this connection (opened with create and schema). */
+extern uint32 tcopy_connection_table_id(TcopyConnection *conn, TcopyRelCodec *codec);
+/* Close conn's client (a session that had sent batches is then lost). */
+extern void tcopy_connection_close(TcopyConnection *conn);
+/* A call on conn's client failed: close it and raise the failure. */
+extern void tcopy_connection_fail(TcopyConnection *conn,
+								  const char *what) pg_attribute_noreturn();
+/* Connect to a tserver, waits served by the latch; an ERROR on failure. */
+extern TcClient *tcopy_client_connect(const char *address, const char *token);
+/* Make waits for a tserver give up at deadline; 0: wait as long as needed. */
+extern void tcopy_set_wait_deadline(TimestampTz deadline);
+
+/* A fresh connection for a scan or a table operation; close it after. */
+extern TcClient *tcopy_connect(TcopyRelCodec *codec);
+extern void tcopy_disconnect(TcClient *client);
+/* Close the clients of tcopy_connect opened at nest level min_level or deeper. */
+extern void tcopy_close_scan_clients(int min_level);
+
+/* Raise a client failure as a Postgres ERROR (SQLSTATE from the code). */
+extern void tcopy_report_client_error(TcClient *client, const char *address,
+									  const char *what) pg_attribute_noreturn();
+
+/* in xact.c: write sessions, committed and aborted with the transaction */
+extern void TcopyXactInit(void);
 
 /*
  * The cached write connection for the table's server and the current user,
@@ -208,22 +283,12 @@ extern void TcopyConnectionInit(void);
  * session begun in the current transaction; the session commits at
  * pre-commit and aborts with the transaction.  NULL client for null:.
  */
-extern TcopyConnection *tcopy_get_write_connection(TcopyRelCodec *codec);
-/* The remote table id on this connection (opened with create and schema). */
-extern uint32 tcopy_connection_table_id(TcopyConnection *conn, TcopyRelCodec *codec);
-/* Send a packed batch; the connection numbers it (seq) in its session. */
-extern void tcopy_connection_send(TcopyConnection *conn, TcopyBatch *batch,
-								  uint32 table_id, uint64 nrows);
+extern TcopyConnection *tcopy_xact_write_connection(TcopyRelCodec *codec);
+/* Send a packed batch; the session numbers it (seq). */
+extern void tcopy_xact_send(TcopyConnection *conn, TcopyBatch *batch,
+							uint32 table_id, uint64 nrows);
 /* Whether this transaction has written to relid (reads then must fail). */
 extern bool tcopy_xact_wrote_relation(Oid relid);
-
-/* A fresh connection for a scan or a table operation; close it after. */
-extern TcClient *tcopy_connect(TcopyRelCodec *codec);
-extern void tcopy_disconnect(TcClient *client);
-
-/* Raise a client failure as a Postgres ERROR (SQLSTATE from the code). */
-extern void tcopy_report_client_error(TcClient *client, const char *address,
-									  const char *what) pg_attribute_noreturn();
 
 /* in writer.c: rows -> batches -> connection, shared by COPY and INSERT */
 typedef struct TcopyWriter
