@@ -24,8 +24,9 @@ TC_OBJS = $(TC_BUILD)/obj/tcopy.pb-c.o \
 TC_MAKE = $(MAKE) -C src/tserver SANITIZE=0 BUILD=$(abspath $(TC_BUILD))
 
 MODULE_big = tcopy
-OBJS = $(addprefix src/ext/,tcopy.o option.o connection.o xact.o codec.o batch.o \
-	writer.o fdw.o fdw_scan.o fdw_modify.o copy.o copy_fields.o rename.o hook.o)
+OBJS = $(addprefix src/ext/,tcopy.o option.o connection.o xact.o codec.o \
+	batch.o batch_wire.o batch_protobuf.o writer.o fdw.o fdw_scan.o \
+	fdw_modify.o copy.o copy_fields.o rename.o hook.o)
 PGFILEDESC = "tcopy - foreign-data wrapper for tserver tables"
 EXTENSION = tcopy
 DATA = src/ext/tcopy--1.0.sql

@@ -170,7 +170,7 @@ extern void tcopy_report_null_violation(TcopyRelCodec *codec, int c,
 extern void tcopy_decode_row(TcopyRelCodec *codec, const int *proj, int nproj,
 							 const Tcopy__Row *row, Datum *values, bool *nulls);
 
-/* in batch.c: write batches */
+/* in batch.c: write batches, encoded by batch_wire.c or batch_protobuf.c */
 typedef struct TcopyBatch
 {
 	TcopyEncoder encoder;
@@ -180,7 +180,7 @@ typedef struct TcopyBatch
 	const uint8 *send;			/* after tcopy_batch_pack: the bytes to send */
 	size_t		send_len;
 
-	/* TCOPY_ENCODER_PROTOBUF */
+	/* TCOPY_ENCODER_PROTOBUF (batch_protobuf.c) */
 	TcopyAllocMode mode;
 	TcArena		arena;			/* TCOPY_ALLOC_ARENA */
 	void	  **mallocs;		/* TCOPY_ALLOC_MALLOC: what to free */
@@ -191,13 +191,43 @@ typedef struct TcopyBatch
 } TcopyBatch;
 
 extern void tcopy_batch_init(TcopyBatch *batch, TcopyEncoder encoder, TcopyAllocMode mode);
-/* Append row (its blobs copied) to the batch. */
-extern void tcopy_batch_add(TcopyBatch *batch, const TcWireRow *row);
 /* Pack the batch (seq, table id set): batch->send, batch->send_len. */
 extern void tcopy_batch_pack(TcopyBatch *batch, uint64 seq, uint32 table_id);
 /* Forget the rows (arena reset, or every malloc freed). */
 extern void tcopy_batch_reset(TcopyBatch *batch);
 extern void tcopy_batch_free(TcopyBatch *batch);
+extern void tcopy_batch_out_of_memory(void) pg_attribute_noreturn();
+
+/* in batch_wire.c: the wire encoder; false when out of memory */
+extern bool tcopy_wire_batch_add(TcopyBatch *batch, const TcWireRow *row);
+extern void tcopy_wire_batch_pack(TcopyBatch *batch, uint64 seq, uint32 table_id);
+
+/* in batch_protobuf.c: the protobuf encoder; false when out of memory */
+extern void tcopy_protobuf_batch_init(TcopyBatch *batch, TcopyAllocMode mode);
+extern bool tcopy_protobuf_batch_add(TcopyBatch *batch, const TcWireRow *row);
+extern size_t tcopy_protobuf_batch_packed_size(TcopyBatch *batch, uint64 seq,
+											   uint32 table_id);
+extern bool tcopy_protobuf_batch_pack(TcopyBatch *batch, size_t size);
+extern void tcopy_protobuf_batch_reset(TcopyBatch *batch);
+extern void tcopy_protobuf_batch_free(TcopyBatch *batch);
+
+/*
+ * Append row (its blobs copied) to the batch.  Called per row, so inline:
+ * the encoder is chosen by a branch, not a call through a pointer.
+ */
+static inline void
+tcopy_batch_add(TcopyBatch *batch, const TcWireRow *row)
+{
+	bool		added;
+
+	if (likely(batch->encoder == TCOPY_ENCODER_WIRE))
+		added = tcopy_wire_batch_add(batch, row);
+	else
+		added = tcopy_protobuf_batch_add(batch, row);
+	if (unlikely(!added))
+		tcopy_batch_out_of_memory();
+	batch->nrows++;
+}
 
 /* in connection.c: connections to tservers */
 typedef struct TcopyConnKey
