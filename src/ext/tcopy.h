@@ -92,6 +92,7 @@ typedef enum TcopyConv
 typedef struct TcopyColumnCodec
 {
 	AttrNumber	attnum;			/* in the relation (1-based) */
+	char	   *attname;		/* its Postgres name: the one messages give */
 	Oid			typid;
 	int32		typmod;
 	TcopyConv	conv;
@@ -112,7 +113,9 @@ typedef struct TcopyRelCodec
 	int			ncolumns;		/* live columns = wire columns */
 	TcopyColumnCodec *columns;	/* [ncolumns], in attnum order */
 	int		   *column_of_att;	/* [natts]: wire column of attnum-1, or -1 */
-	Tcopy__Schema *schema;		/* the table's schema as sent to the tserver */
+	Tcopy__Schema *schema;		/* the table's schema as sent to the tserver;
+								 * its column names are the tserver's, for the
+								 * wire only (messages give attname) */
 	Oid			userid;			/* whose user mapping: the tserver is reached as */
 	TcopyTableOptions options;
 } TcopyRelCodec;
