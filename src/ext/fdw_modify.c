@@ -5,8 +5,8 @@
  *
  * Inserts go through the writer shared with the COPY hook: rows are sent in
  * batches on the transaction's write session and become visible when the
- * transaction commits.  UPDATE and DELETE are not offered: rows are
- * written, or replaced by key, never changed in place.
+ * transaction commits.  UPDATE and DELETE are not offered
+ * (tcopyIsForeignRelUpdatable), so Postgres refuses them.
  */
 #include "tcopy.h"
 

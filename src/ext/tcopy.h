@@ -85,8 +85,12 @@ typedef enum TcopyConv
 	TCOPY_CONV_FLOAT4,
 	TCOPY_CONV_FLOAT8,
 	TCOPY_CONV_TEXT,			/* varlena text-like: bytes verbatim */
-	TCOPY_CONV_SEND,			/* any other type: binary send / receive */
-	TCOPY_CONV_IO				/* a type without them: text output / input */
+	TCOPY_CONV_SEND,			/* a built-in type whose send format is
+								 * portable, or an array of one
+								 * (type_send_is_portable): send / receive */
+	TCOPY_CONV_IO				/* every other type, send function or not
+								 * (jsonb, enums, records, text[], types of
+								 * extensions): text output / input */
 } TcopyConv;
 
 typedef struct TcopyColumnCodec
