@@ -16,6 +16,7 @@
 #include "catalog/pg_user_mapping.h"
 #include "commands/dbcommands.h"
 #include "commands/defrem.h"
+#include "executor/executor.h"
 #include "foreign/foreign.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
@@ -103,6 +104,21 @@ tcopy_check_address(const char *address)
 				 errmsg("invalid value for option \"address\": \"%s\"", address),
 				 errdetail_internal("%s", err),
 				 errhint("An address is unix:PATH, tcp:HOST:PORT or null:.")));
+}
+
+/*
+ * Whether address is null:, the transport that discards every write and
+ * so has nothing to read or truncate.  The one test of it in tcopy.
+ */
+bool
+tcopy_address_is_null(const char *address)
+{
+	TcAddress	addr;
+	char		err[256];
+
+	return address != NULL &&
+		tc_address_parse(address, &addr, err, sizeof(err)) &&
+		addr.kind == TC_ADDRESS_NULL;
 }
 
 /*
@@ -345,4 +361,21 @@ tcopy_get_table_options(Relation rel, Oid userid, TcopyTableOptions *options)
 
 	if (key != NULL)
 		options->key_attnums = tcopy_key_attnums(rel, key);
+}
+
+/*
+ * The user whose mapping reaches the tserver for range table entry rti:
+ * the one the executor checks permissions as (a view's owner, for a table
+ * read or written through the view), else the current user; as
+ * postgres_fdw does.
+ */
+Oid
+tcopy_rte_user(EState *estate, Index rti)
+{
+	RangeTblEntry *rte;
+
+	if (rti == 0)
+		return GetUserId();
+	rte = exec_rt_fetch(rti, estate);
+	return OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
 }

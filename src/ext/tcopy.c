@@ -124,6 +124,6 @@ void
 _PG_init(void)
 {
 	tcopy_define_gucs();
-	TcopyConnectionInit();
-	TcopyCopyInit();
+	TcopyXactInit();
+	TcopyHookInit();
 }
