@@ -15,9 +15,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tc_address.h"
 #include "tc_auth.h"
 #include "tc_frame.h"
 #include "tc_net.h"
+
+_Static_assert(TC_BATCH_KB_MAX * 1024 == TC_FRAME_MAX_DEFAULT / 2,
+			   "a batch may pass its size by one row and must still fit a frame");
 
 /* TcNetWaitFn of a TCP connect: the client's wait hook. */
 static int

@@ -34,6 +34,9 @@
 #define TC_CLIENT_WINDOW_MAX 1024
 #define TC_BATCH_ROWS_DEFAULT 1000	/* rows a write batch closes after */
 #define TC_BATCH_ROWS_MAX 1000000
+#define TC_BATCH_KB_DEFAULT 1024	/* KB of row data a write batch closes after */
+#define TC_BATCH_KB_MAX 32768	/* half of TC_FRAME_MAX_DEFAULT: a batch
+									 * closes after passing it */
 
 typedef struct TcClient TcClient;
 

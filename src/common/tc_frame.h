@@ -16,7 +16,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tc_address.h"		/* for src/ext, which reaches it through here */
 #include "tc_buf.h"
 #include "tcopy.pb-c.h"
 

@@ -29,8 +29,6 @@
 #include "tcopy.h"
 
 /* Limits of the batch options, the same as those of the GUCs. */
-#define TCOPY_BATCH_ROWS_MAX	1000000
-#define TCOPY_BATCH_KB_MAX		32768	/* half a frame: a batch closes after passing it */
 
 /* One valid option: its name and the catalog of the object it applies to. */
 typedef struct TcopyOption
@@ -113,12 +111,7 @@ tcopy_check_address(const char *address)
 bool
 tcopy_address_is_null(const char *address)
 {
-	TcAddress	addr;
-	char		err[256];
-
-	return address != NULL &&
-		tc_address_parse(address, &addr, err, sizeof(err)) &&
-		addr.kind == TC_ADDRESS_NULL;
+	return tc_address_is_null(address);
 }
 
 /*
@@ -129,7 +122,7 @@ static int
 tcopy_parse_batch_option(const char *name, const char *value)
 {
 	bool		is_size = strcmp(name, "batch_size") == 0;
-	int			max = is_size ? TCOPY_BATCH_KB_MAX : TCOPY_BATCH_ROWS_MAX;
+	int			max = is_size ? TC_BATCH_KB_MAX : TC_BATCH_ROWS_MAX;
 	const char *hintmsg = NULL;
 	int			result;
 

@@ -18,7 +18,9 @@
 #include "utils/relcache.h"
 #include "utils/timestamp.h"
 
+#include "tc_address.h"
 #include "tc_arena.h"
+#include "tc_buf.h"
 #include "tc_client.h"
 #include "tc_frame.h"
 #include "tc_wire.h"
