@@ -29,7 +29,7 @@
 
 #include "tc_arena.h"
 #include "tc_frame.h"
-#include "ts_storage.h"
+#include "ts_error.h"
 
 #define TS_TABLE_ID_SIZE 4
 #define TS_ROWID_SIZE 8

@@ -19,7 +19,7 @@
 
 #include "tc_frame.h"
 #include "ts_key.h"
-#include "ts_storage.h"
+#include "ts_error.h"
 
 #define TS_RUN_RECORD_HEADER 8
 #define TS_RUN_INDEX_STRIDE (256 * 1024)

@@ -13,7 +13,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,17 +31,6 @@
  * needs: RocksDB's manifest, a memtable flush's file, the OPTIONS file.
  */
 #define SPACE_MARGIN (4 * 1024 * 1024)
-
-void
-ts_error_set(TsError *err, Tcopy__ErrorCode code, const char *fmt,...)
-{
-	va_list		args;
-
-	err->code = code;
-	va_start(args, fmt);
-	vsnprintf(err->message, sizeof(err->message), fmt, args);
-	va_end(args);
-}
 
 void
 ts_error_rocksdb(TsError *err, const char *what, char *errptr)
