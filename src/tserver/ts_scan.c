@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ts_key.h"
+
 #define SCAN_DEFAULT_BATCH_ROWS 1000
 #define SCAN_MAX_BATCH_ROWS 100000
 #define SCAN_BATCH_BYTES (1024 * 1024)	/* a batch closes near this size */

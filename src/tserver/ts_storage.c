@@ -20,6 +20,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "ts_key.h"
 #include "ts_log.h"
 
 #define META_TABLE_PREFIX "table:"
@@ -177,13 +178,7 @@ table_find_next_rowid(TsStore *store, uint32_t table_id)
 		}
 		if (key != NULL && keylen == TS_TABLE_ID_SIZE + TS_ROWID_SIZE &&
 			ts_get_be32(key) == table_id)
-		{
-			uint64_t	rowid = 0;
-
-			for (int b = 0; b < 8; b++)
-				rowid = (rowid << 8) | key[TS_TABLE_ID_SIZE + b];
-			next = rowid + 1;
-		}
+			next = ts_get_be64(key + TS_TABLE_ID_SIZE) + 1;
 	}
 	rocksdb_iter_destroy(it);
 	return next;
