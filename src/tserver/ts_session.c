@@ -552,15 +552,9 @@ ts_session_write(TsSession *session, const Tcopy__WriteBatch *batch, TsError *er
 					 "write batch after the session was prepared");
 		return -1;
 	}
-	pthread_rwlock_rdlock(&store->tables_lock);
-	table = ts_store_table_locked(store, batch->table_id);
-	pthread_rwlock_unlock(&store->tables_lock);
+	table = ts_store_table(store, batch->table_id, err);
 	if (table == NULL)
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_UNKNOWN_TABLE,
-					 "table with id %u does not exist on the tserver", batch->table_id);
 		return -1;
-	}
 	/* a table's layout is immutable and outlives a drop: no lock needed */
 	layout = &table->layout;
 
@@ -1201,7 +1195,7 @@ ts_session_commit(TsSession *session, uint64_t *rows, TsError *err)
 	pthread_rwlock_rdlock(&store->tables_lock);
 	for (size_t i = 0; result == 0 && i < session->ntables; i++)
 	{
-		if (ts_store_table_locked(store, session->tables[i]) == NULL)
+		if (ts_store_table_locked(store, session->tables[i], NULL) == NULL)
 		{
 			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_UNKNOWN_TABLE,
 						 "table with id %u was dropped while the session wrote to it",

@@ -404,14 +404,27 @@ ts_store_close(TsStore *store)
 }
 
 TsTable *
-ts_store_table_locked(TsStore *store, uint32_t table_id)
+ts_store_table_locked(TsStore *store, uint32_t table_id, TsError *err)
+{
+	TsTable    *table = table_id < store->tables_cap ? store->tables[table_id] : NULL;
+
+	if (table != NULL && !table->dropped)
+		return table;
+	if (err != NULL)
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_UNKNOWN_TABLE,
+					 "table with id %u does not exist on the tserver", table_id);
+	return NULL;
+}
+
+TsTable *
+ts_store_table(TsStore *store, uint32_t table_id, TsError *err)
 {
 	TsTable    *table;
 
-	if (table_id >= store->tables_cap)
-		return NULL;
-	table = store->tables[table_id];
-	return (table != NULL && !table->dropped) ? table : NULL;
+	pthread_rwlock_rdlock(&store->tables_lock);
+	table = ts_store_table_locked(store, table_id, err);
+	pthread_rwlock_unlock(&store->tables_lock);
+	return table;
 }
 
 /* The live table called name, or NULL; call with tables_lock held. */
@@ -617,12 +630,10 @@ ts_store_table_op(TsStore *store, Tcopy__TableOpKind op, uint32_t table_id,
 		return -1;
 	}
 	pthread_rwlock_wrlock(&store->tables_lock);
-	table = ts_store_table_locked(store, table_id);
+	table = ts_store_table_locked(store, table_id, err);
 	if (table == NULL)
 	{
 		pthread_rwlock_unlock(&store->tables_lock);
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_UNKNOWN_TABLE,
-					 "table with id %u does not exist on the tserver", table_id);
 		return -1;
 	}
 
