@@ -11,8 +11,8 @@
  *
  *   - rows are encoded (ts_codec.h) straight into a staging buffer of half
  *     the session memory limit as records [u32 key length][u32 value
- *     length][key][value], with an array of record offsets beside it; no
- *     allocation per row;
+ *     length][key][value] (ts_record.h), with an array of record offsets
+ *     beside it; no allocation per row;
  *   - while encoding, each key is compared with the one staged before it:
  *     the session stays "sorted" as long as no key is below its
  *     predecessor (an equal key is an upsert of it, adjacent to it);
@@ -79,10 +79,10 @@
 
 #include "ts_key.h"
 #include "ts_log.h"
+#include "ts_record.h"
 #include "ts_run.h"
 #include "ts_sort.h"
 
-#define RECORD_HEADER_SIZE TS_RUN_RECORD_HEADER	/* staged records are run records */
 #define RUN_FAN_IN 64			/* runs merged at once, at most */
 #define EARLY_SPILL_BYTES (1024 * 1024)	/* staged before a spill forced by
 										 * the store's memory budget */
@@ -148,25 +148,16 @@ monotonic_ms(void)
 	return now.tv_sec * 1e3 + now.tv_nsec / 1e6;
 }
 
-static inline const uint8_t *
-record_key(const TcBuf *staged, uint32_t offset, uint32_t *keylen)
-{
-	const uint8_t *rec = staged->data + offset;
-
-	memcpy(keylen, rec, 4);
-	return rec + RECORD_HEADER_SIZE;
-}
-
 /* Do the staged records at offsets a and b hold the same key? */
 static inline bool
 record_same_key(const TcBuf *staged, uint32_t a, uint32_t b)
 {
-	uint32_t	len_a,
-				len_b;
-	const uint8_t *key_a = record_key(staged, a, &len_a);
-	const uint8_t *key_b = record_key(staged, b, &len_b);
+	const uint8_t *rec_a = staged->data + a;
+	const uint8_t *rec_b = staged->data + b;
+	uint32_t	len_a = ts_record_keylen(rec_a);
 
-	return len_a == len_b && memcmp(key_a, key_b, len_a) == 0;
+	return len_a == ts_record_keylen(rec_b) &&
+		memcmp(ts_record_key(rec_a), ts_record_key(rec_b), len_a) == 0;
 }
 
 /* Set the session's count of bytes in staging files, and the store's. */
@@ -285,11 +276,10 @@ record_compare(const void *a, const void *b, void *arg)
 	const TcBuf *staged = arg;
 	uint32_t	off_a = *(const uint32_t *) a;
 	uint32_t	off_b = *(const uint32_t *) b;
-	uint32_t	len_a,
-				len_b;
-	const uint8_t *key_a = record_key(staged, off_a, &len_a);
-	const uint8_t *key_b = record_key(staged, off_b, &len_b);
-	int			cmp = ts_key_compare(key_a, len_a, key_b, len_b);
+	const uint8_t *rec_a = staged->data + off_a;
+	const uint8_t *rec_b = staged->data + off_b;
+	int			cmp = ts_key_compare(ts_record_key(rec_a), ts_record_keylen(rec_a),
+									 ts_record_key(rec_b), ts_record_keylen(rec_b));
 
 	if (cmp != 0)
 		return cmp;
@@ -369,16 +359,13 @@ spill_run(TsSession *session, const TcBuf *staged, uint32_t *offsets, size_t n,
 	for (size_t i = 0; i < n; i++)
 	{
 		const uint8_t *rec = staged->data + offsets[i];
-		uint32_t	keylen,
-					valuelen;
+		uint32_t	keylen = ts_record_keylen(rec);
 
 		/* of equal keys, only the last written survives */
 		if (i + 1 < n && record_same_key(staged, offsets[i], offsets[i + 1]))
 			continue;
-		memcpy(&keylen, rec, 4);
-		memcpy(&valuelen, rec + 4, 4);
-		if (ts_run_writer_put(&writer, rec + RECORD_HEADER_SIZE, keylen,
-							  rec + RECORD_HEADER_SIZE + keylen, valuelen) != 0)
+		if (ts_run_writer_put(&writer, ts_record_key(rec), keylen,
+							  ts_record_value(rec, keylen), ts_record_valuelen(rec)) != 0)
 		{
 			int			save = errno;
 
@@ -475,12 +462,8 @@ session_spill_start(TsSession *session, TsError *err)
 	if (session->sorted)
 	{
 		const uint8_t *last = full.data + full_offsets[session->noffsets - 1];
-		uint32_t	keylen,
-					valuelen;
 
-		memcpy(&keylen, last, 4);
-		memcpy(&valuelen, last + 4, 4);
-		carry = RECORD_HEADER_SIZE + (size_t) keylen + valuelen;
+		carry = ts_record_size(ts_record_keylen(last), ts_record_valuelen(last));
 	}
 	/* the spare must take the carried record: nothing can fail after the swap */
 	if (!tc_buf_reserve(&job->staged, buffer_size > carry ? buffer_size : carry))
@@ -572,7 +555,7 @@ ts_session_write(TsSession *session, const Tcopy__WriteBatch *batch, TsError *er
 			return -1;
 		}
 		/* an upper bound of the row's record; see ts_codec.h for the formats */
-		bound += RECORD_HEADER_SIZE + TS_TABLE_ID_SIZE + TS_ROWID_SIZE +
+		bound += TS_RECORD_HEADER_SIZE + TS_TABLE_ID_SIZE + TS_ROWID_SIZE +
 			11 * row->n_ints + 9 * row->n_floats + 13 * row->n_blobs + row->n_nulls;
 		for (size_t b = 0; b < row->n_blobs; b++)
 			bound += 2 * row->blobs[b].len;
@@ -626,10 +609,10 @@ ts_session_write(TsSession *session, const Tcopy__WriteBatch *batch, TsError *er
 					valuelen;
 		bool		ok;
 
-		if (start > UINT32_MAX - RECORD_HEADER_SIZE ||
-			!tc_buf_reserve(&session->staged, RECORD_HEADER_SIZE))
+		if (start > UINT32_MAX - TS_RECORD_HEADER_SIZE ||
+			!tc_buf_reserve(&session->staged, TS_RECORD_HEADER_SIZE))
 			goto oom;
-		session->staged.len += RECORD_HEADER_SIZE;
+		session->staged.len += TS_RECORD_HEADER_SIZE;
 		if (layout->nkey == 0)
 			ok = ts_key_encode_rowid(table->id, rowid++, &session->staged);
 		else
@@ -637,21 +620,18 @@ ts_session_write(TsSession *session, const Tcopy__WriteBatch *batch, TsError *er
 		key_end = session->staged.len;
 		if (!ok || !ts_value_encode(layout, row, &session->staged))
 			goto oom;
-		keylen = (uint32_t) (key_end - start - RECORD_HEADER_SIZE);
+		keylen = (uint32_t) (key_end - start - TS_RECORD_HEADER_SIZE);
 		valuelen = (uint32_t) (session->staged.len - key_end);
-		memcpy(session->staged.data + start, &keylen, 4);
-		memcpy(session->staged.data + start + 4, &valuelen, 4);
+		ts_record_put_header(session->staged.data + start, keylen, valuelen);
 
 		/* one key below its predecessor, and spills sort into runs for good */
 		if (session->sorted && session->noffsets > 0)
 		{
-			uint32_t	prev_len;
-			const uint8_t *prev = record_key(&session->staged,
-											 session->offsets[session->noffsets - 1],
-											 &prev_len);
+			const uint8_t *prev = session->staged.data +
+				session->offsets[session->noffsets - 1];
 
-			if (ts_key_compare(prev, prev_len, session->staged.data + start + RECORD_HEADER_SIZE,
-							keylen) > 0)
+			if (ts_key_compare(ts_record_key(prev), ts_record_keylen(prev),
+							   ts_record_key(session->staged.data + start), keylen) > 0)
 				session->sorted = false;
 		}
 		session->offsets[session->noffsets++] = (uint32_t) start;
@@ -682,14 +662,12 @@ commit_write_batch(TsSession *session, TsError *err)
 	for (size_t i = 0; i < session->noffsets; i++)
 	{
 		const uint8_t *rec = session->staged.data + session->offsets[i];
-		uint32_t	keylen,
-					valuelen;
+		uint32_t	keylen = ts_record_keylen(rec);
 
-		memcpy(&keylen, rec, 4);
-		memcpy(&valuelen, rec + 4, 4);
 		rocksdb_writebatch_put_cf(wb, store->cf_data,
-								  (const char *) rec + RECORD_HEADER_SIZE, keylen,
-								  (const char *) rec + RECORD_HEADER_SIZE + keylen, valuelen);
+								  (const char *) ts_record_key(rec), keylen,
+								  (const char *) ts_record_value(rec, keylen),
+								  ts_record_valuelen(rec));
 	}
 	rocksdb_write(store->db, store->write_sync, wb, &errptr);
 	rocksdb_writebatch_destroy(wb);
@@ -804,17 +782,14 @@ sst_sink_free(SstSink *sink)
 	free(sink->files);
 }
 
-/* Add a staged record ([u32 key length][u32 value length][key][value]). */
+/* Add a staged record (ts_record.h). */
 static int
 sst_sink_put_record(SstSink *sink, const uint8_t *rec, TsError *err)
 {
-	uint32_t	keylen,
-				valuelen;
+	uint32_t	keylen = ts_record_keylen(rec);
 
-	memcpy(&keylen, rec, 4);
-	memcpy(&valuelen, rec + 4, 4);
-	return sst_sink_put(sink, rec + RECORD_HEADER_SIZE, keylen,
-						rec + RECORD_HEADER_SIZE + keylen, valuelen, err);
+	return sst_sink_put(sink, ts_record_key(rec), keylen,
+						ts_record_value(rec, keylen), ts_record_valuelen(rec), err);
 }
 
 /* Bytes in the sink's files so far, the one being written included. */
