@@ -20,7 +20,7 @@ static char **
 run_paths(const TsSession *session)
 {
 	char	  **paths = calloc(session->nruns, sizeof(char *));
-	char		path[4200];
+	char		path[SESSION_PATH_SIZE];
 
 	for (uint32_t r = 0; paths != NULL && r < session->nruns; r++)
 	{
@@ -88,8 +88,8 @@ int
 ts_merge_compact_runs(TsSession *session, TsError *err)
 {
 	TsRunWriter writer;
-	char		merged[4200];
-	char		path[4200];
+	char		merged[SESSION_PATH_SIZE];
+	char		path[SESSION_PATH_SIZE];
 	char	  **paths = run_paths(session);
 	int			result;
 

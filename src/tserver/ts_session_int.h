@@ -24,6 +24,8 @@
 #include "ts_storage_int.h"
 
 #define RUN_FAN_IN 64			/* runs merged at once, at most */
+#define SESSION_DIR_SIZE 4096	/* of the session's staging directory's path */
+#define SESSION_PATH_SIZE (SESSION_DIR_SIZE + 104)	/* of a file's in it */
 
 /*
  * A session's SST files: first those written straight from sorted spills,
@@ -77,7 +79,7 @@ struct TsSession
 	uint64_t	direct_bytes;	/* of spilled_bytes, the direct SST files' */
 	bool		sorted;			/* no staged key was below the one before it */
 	bool		dir_made;
-	char		dir[4096];		/* staging directory of this session */
+	char		dir[SESSION_DIR_SIZE];	/* staging directory of this session */
 	uint32_t   *tables;			/* ids of the tables written to */
 	size_t		ntables;
 	size_t		tables_cap;

@@ -82,7 +82,7 @@ int
 ts_spill_run(TsSession *session, const TcBuf *staged, uint32_t *offsets, size_t n,
 			 TsError *err)
 {
-	char		path[4200];
+	char		path[SESSION_PATH_SIZE];
 	TsRunWriter writer;
 
 	/* runs follow the direct SST files, which are complete */

@@ -62,7 +62,7 @@ ts_sst_sink_put(void *arg, const uint8_t *key, uint32_t keylen,
 	if (sink->writer == NULL)
 	{
 		char	  **grown = realloc(sink->files, (sink->nfiles + 1) * sizeof(char *));
-		char		path[4200];
+		char		path[SESSION_PATH_SIZE];
 
 		if (grown == NULL)
 			goto oom;

@@ -1,7 +1,8 @@
 /*
  * ts_storage_int.h
  *		The store's private structures, shared by ts_storage.c (tables),
- *		ts_session.c (write sessions) and ts_scan.c (scans).
+ *		the write sessions (ts_session_int.h and the files it lists) and
+ *		ts_scan.c (scans).
  */
 #ifndef TS_STORAGE_INT_H
 #define TS_STORAGE_INT_H
