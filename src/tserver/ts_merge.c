@@ -158,6 +158,7 @@ typedef struct MergePart
 	TsError		err;
 } MergePart;
 
+/* Merge one part's key range into SST files of its own (a thread's main). */
 static void *
 merge_part_main(void *arg)
 {

@@ -27,6 +27,7 @@ ts_record_put_header(uint8_t *rec, uint32_t keylen, uint32_t valuelen)
 	memcpy(rec + 4, &valuelen, 4);
 }
 
+/* A record's key length, value length and key. */
 static inline uint32_t
 ts_record_keylen(const uint8_t *rec)
 {
