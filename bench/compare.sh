@@ -3,7 +3,7 @@
 # alternately in one go (A B A B ...) so that drift on a shared machine hits
 # both alike.
 #
-#   bench/compare.sh [--rows N] [--runs R] [--no-copy] BASE [NEW]
+#   bench/compare.sh [--rows N] [--runs R] [--no-copy] [--tps] BASE [NEW]
 #
 # BASE and NEW are git revisions (NEW by default: the work tree as it is,
 # uncommitted changes included).  Each revision other than the work tree is
@@ -13,7 +13,10 @@
 #     library alone);
 #   - unless --no-copy: that revision is installed (make install, so root)
 #     and bench/run.sh runs case 3 (tcopy, defaults) on the accounts dataset
-#     once (a fresh cluster and tserver each time).
+#     once (a fresh cluster and tserver each time);
+#   - with --tps: bench/commit_tps.sh, pgbench running 1,000-row COPY
+#     transactions with 1 and 4 clients (that revision installed): tps
+#     and average latency, so commits' cost is compared.
 # Then it prints, per measurement, every run, the medians and NEW/BASE.
 #
 # Environment: COMPARE_DIR (default /var/tmp/tcopy-compare), and what
@@ -23,11 +26,13 @@ set -euo pipefail
 rows=10000000
 runs=3
 copy=1
+tps=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 		--rows) rows=${2:?}; shift 2 ;;
 		--runs) runs=${2:?}; shift 2 ;;
 		--no-copy) copy=0; shift ;;
+		--tps) tps=1; shift ;;
 		-*) sed -n '6p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 		*) break ;;
 	esac
@@ -85,6 +90,14 @@ measure()
 		printf '%s\t%s\tCOPY accounts (case 3)\t%s\n' "$round" "$label" "$wall" >>"$results"
 		say "round $round $label COPY accounts: $wall s"
 	fi
+	if [ "$tps" = 1 ]; then
+		make -C "$t" install >/dev/null
+		while read -r c tps_v lat; do
+			printf '%s\t%s\tpgbench COPY 1000 rows, %s (tps)\t%s\n' "$round" "$label" "${c#clients=}c" "${tps_v#tps=}" >>"$results"
+			printf '%s\t%s\tpgbench COPY 1000 rows, %s (ms)\t%s\n' "$round" "$label" "${c#clients=}c" "${lat#latency_ms=}" >>"$results"
+			say "round $round $label pgbench COPY $c: $tps_v $lat"
+		done < <("$top/bench/commit_tps.sh")
+	fi
 }
 
 for round in $(seq "$runs"); do
@@ -94,7 +107,7 @@ done
 
 echo "base: $1 ($base_tree)"
 echo "new:  ${2:-work tree} ($new_tree)"
-echo "$rows rows, $runs alternating rounds; wall seconds"
+echo "$rows rows, $runs alternating rounds; wall seconds, except (tps) and (ms)"
 awk -F'\t' '
 function median(list,    n, a, i, j, t) {
 	n = split(list, a, " ")
@@ -105,10 +118,10 @@ function median(list,    n, a, i, j, t) {
 }
 { runs[$3, $2] = runs[$3, $2] " " $4; if (!($3 in seen)) { seen[$3] = 1; order[++n] = $3 } }
 END {
-	printf "%-26s %-24s %-24s %8s %8s %9s\n", "measurement", "base runs", "new runs", "base med", "new med", "new/base"
+	printf "%-42s %-24s %-24s %8s %8s %9s\n", "measurement", "base runs", "new runs", "base med", "new med", "new/base"
 	for (i = 1; i <= n; i++) {
 		m = order[i]
 		b = median(runs[m, "base"]); w = median(runs[m, "new"])
-		printf "%-26s %-24s %-24s %8.2f %8.2f %9.3f\n", m, runs[m, "base"], runs[m, "new"], b, w, w / b
+		printf "%-42s %-24s %-24s %8.2f %8.2f %9.3f\n", m, runs[m, "base"], runs[m, "new"], b, w, w / b
 	}
 }' "$results"
