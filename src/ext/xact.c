@@ -237,7 +237,7 @@ tcopy_commit_sessions(void)
 		if (!conn->in_session || conn->null_transport)
 			continue;
 		conn->busy = true;
-		rc = tc_client_prepare(conn->client, conn->rows_sent);
+		rc = tc_client_wait_acks(conn->client);	/* two-phase commit replaces this */
 		conn->busy = false;
 		if (rc < 0)
 			tcopy_connection_fail(conn, "could not prepare the write session for commit");

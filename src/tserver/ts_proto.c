@@ -98,7 +98,7 @@ ts_proto_check_header(const TsProto *proto, const uint8_t *header,
 			((uint32_t) header[2] << 8) | (uint32_t) header[3];
 
 		if (header[4] > TCOPY__FRAME_TYPE__FRAME_NONE &&
-			header[4] <= TCOPY__FRAME_TYPE__FRAME_ERROR && claimed > max)
+			header[4] <= TC_FRAME_TYPE_LAST && claimed > max)
 			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_TOO_LARGE,
 						 "%s frame of %" PRIu32 " bytes exceeds the limit of %" PRIu32 " bytes%s",
 						 tc_frame_type_name((Tcopy__FrameType) header[4]), claimed, max,
@@ -439,16 +439,6 @@ proto_on_commit(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *e
 	}
 
 checked:
-	if (commit->prepare)
-	{
-		/* the slow part only: the session stays, and takes only COMMIT or ABORT */
-		if (ts_session_prepare(proto->session, err) != 0)
-			return -1;
-		reply.rows = ts_session_rows(proto->session);
-		reply.prepared = true;
-		return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_COMMIT_OK, &reply.base, err);
-	}
-
 	/* commit frees the session, also when it fails */
 	session = proto->session;
 	proto->session = NULL;
