@@ -20,8 +20,6 @@
 
 #define TC_CLIENT_ARENA_BLOCK (64 * 1024)
 
-#define TC_CLIENT_ARENA_BLOCK (64 * 1024)
-
 struct TcClient
 {
 	int			fd;

@@ -346,6 +346,29 @@ ts_server_request_shutdown(TsServer *server)
 	errno = saved_errno;
 }
 
+/* Push conn onto the list at *head; call with conns_lock held. */
+static void
+conns_push(TsConn **head, TsConn *conn)
+{
+	conn->prev = NULL;
+	conn->next = *head;
+	if (*head != NULL)
+		(*head)->prev = conn;
+	*head = conn;
+}
+
+/* Take conn out of the live list; call with conns_lock held. */
+static void
+conns_unlink_live(TsServer *server, TsConn *conn)
+{
+	if (conn->prev != NULL)
+		conn->prev->next = conn->next;
+	else
+		server->live_conns = conn->next;
+	if (conn->next != NULL)
+		conn->next->prev = conn->prev;
+}
+
 /*
  * TsConnExitFn: a connection thread's last act.  Close its socket and hand
  * it to the accept loop to be joined and freed.
@@ -363,17 +386,8 @@ server_conn_exit(TsConn *conn, void *arg)
 		conn->fd = -1;
 	}
 	/* move from live to done */
-	if (conn->prev != NULL)
-		conn->prev->next = conn->next;
-	else
-		server->live_conns = conn->next;
-	if (conn->next != NULL)
-		conn->next->prev = conn->prev;
-	conn->prev = NULL;
-	conn->next = server->done_conns;
-	if (server->done_conns != NULL)
-		server->done_conns->prev = conn;
-	server->done_conns = conn;
+	conns_unlink_live(server, conn);
+	conns_push(&server->done_conns, conn);
 	atomic_fetch_sub(&server->shared.connections_open, 1);
 	pthread_cond_broadcast(&server->conns_changed);
 	rc = write(server->wakeup_pipe[1], "c", 1);
@@ -486,10 +500,7 @@ server_accept_one(TsServer *server, TsListener *listener)
 	atomic_fetch_add(&server->shared.connections_open, 1);
 
 	pthread_mutex_lock(&server->conns_lock);
-	conn->next = server->live_conns;
-	if (server->live_conns != NULL)
-		server->live_conns->prev = conn;
-	server->live_conns = conn;
+	conns_push(&server->live_conns, conn);
 	pthread_mutex_unlock(&server->conns_lock);
 
 	/* shutdown signals are for the main thread; threads inherit the mask */
@@ -504,12 +515,7 @@ server_accept_one(TsServer *server, TsListener *listener)
 		ts_log(TS_LOG_WARNING, "could not start a thread for connection %" PRIu64 " from %s: %s",
 			   conn->id, conn->peer, strerror(rc));
 		pthread_mutex_lock(&server->conns_lock);
-		if (conn->prev != NULL)
-			conn->prev->next = conn->next;
-		else
-			server->live_conns = conn->next;
-		if (conn->next != NULL)
-			conn->next->prev = conn->prev;
+		conns_unlink_live(server, conn);
 		pthread_mutex_unlock(&server->conns_lock);
 		atomic_fetch_sub(&server->shared.connections_open, 1);
 		close(fd);

@@ -31,6 +31,7 @@
  * Room kept free on the data directory's file system beyond what a write
  * needs: RocksDB's manifest, a memtable flush's file, the OPTIONS file.
  */
+#define TS_ROCKSDB_LOG_LEVEL_WARN 2	/* rocksdb::InfoLogLevel::WARN_LEVEL */
 #define SPACE_MARGIN (4 * 1024 * 1024)
 
 void
@@ -333,6 +334,16 @@ ts_store_open(const char *dir, const TsStoreOptions *options, TsError *err)
 	rocksdb_options_set_max_background_jobs(store->options, 2);
 	rocksdb_options_set_write_buffer_size(store->options, 64 * 1024 * 1024);
 	rocksdb_options_set_compression(store->options, rocksdb_lz4_compression);
+
+	/*
+	 * RocksDB's own LOG file lives in the data directory.  On a full disk a
+	 * write to it fails, and Debian's RocksDB 7.8 (built with assertions)
+	 * then aborts the process at the logger's next write: its
+	 * WritableFileWriter asserts on any use after an error.  Informational
+	 * lines (the periodic stats dump, file deletions, shutdown) would make
+	 * that next write certain, so only warnings and errors are logged.
+	 */
+	rocksdb_options_set_info_log_level(store->options, TS_ROCKSDB_LOG_LEVEL_WARN);
 	store->block_cache = rocksdb_cache_create_lru(options->block_cache_bytes);
 	store->table_options = rocksdb_block_based_options_create();
 	rocksdb_block_based_options_set_block_cache(store->table_options, store->block_cache);

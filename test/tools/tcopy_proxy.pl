@@ -1,7 +1,7 @@
 #!/usr/bin/perl
 # tcopy_proxy.pl
 #	A fault-injecting proxy for the tcopy wire protocol, for the fault
-#	tests (test/t/112_proxy_faults.pl).  It listens on a unix socket of its
+#	tests (test/ext/112_proxy_faults.pl).  It listens on a unix socket of its
 #	own, connects each client it accepts to the tserver, and forwards whole
 #	frames (4-byte big-endian payload length, 1-byte type; see
 #	proto/tcopy.proto) both ways.  With --fault it cuts one connection at a
