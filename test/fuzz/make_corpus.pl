@@ -21,7 +21,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/../lib";
 use File::Path qw(make_path);
-use TcopyTest qw(pb_varint pb_field_varint pb_field_bytes pb_field_packed_sint64);
+use TcopyTest qw(pb_varint pb_field_varint pb_field_bytes pb_field_packed_sint64 PROTOCOL_VERSION);
 
 my $batch_mode = @ARGV && $ARGV[0] eq '--batch';
 shift @ARGV if $batch_mode;
@@ -126,7 +126,7 @@ $seeds{'01-kv-upsert-commit-scan'} = chr(0)
 	upper => bound(0, ints => [6]), batch_rows => 2, limit => 3);
 
 $seeds{'02-own-hello-create-abort-drop'} = chr(OWN_HELLO)
-  . frame(F_HELLO, pb_field_varint(1, 1) . pb_field_bytes(2, 'seed'))
+  . frame(F_HELLO, pb_field_varint(1, PROTOCOL_VERSION) . pb_field_bytes(2, 'seed'))
   . frame(F_OPEN_TABLE, pb_field_bytes(1, 'fz')
 	  . pb_field_bytes(2, column('a', KIND_INT, 'int8') . column('b', KIND_BYTES, 'text')
 		  . column('c', KIND_FLOAT, 'float4') . column('d', KIND_BOOL, 'bool')
@@ -191,7 +191,7 @@ $seeds{'08-kv-spill-upsert'} = chr(0)
   . scan(table => 1);
 
 $seeds{'09-own-hello-wrong-token'} = chr(OWN_HELLO | TOKEN)
-  . frame(F_HELLO, pb_field_varint(1, 1) . pb_field_bytes(3, "\x01" x 32))
+  . frame(F_HELLO, pb_field_varint(1, PROTOCOL_VERSION) . pb_field_bytes(3, "\x01" x 32))
   . frame(F_STATS_REQUEST, '');
 
 # a field of any wire type: tag, then the value's bytes as given

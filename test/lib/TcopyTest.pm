@@ -37,11 +37,12 @@ our @EXPORT_OK = qw(fnv1a64_hex aid_sum dir_size
   FRAME_BEGIN FRAME_BEGIN_OK FRAME_WRITE FRAME_ACK FRAME_COMMIT FRAME_COMMIT_OK
   FRAME_ABORT FRAME_SCAN FRAME_STATS_REQUEST FRAME_STATS FRAME_ERROR
   ERROR_PROTOCOL ERROR_AUTH ERROR_TOO_LARGE ERROR_UNKNOWN_TABLE
-  ERROR_SCHEMA_MISMATCH ERROR_BAD_ROW);
+  ERROR_SCHEMA_MISMATCH ERROR_BAD_ROW PROTOCOL_VERSION);
 our %EXPORT_TAGS = (all => \@EXPORT_OK);
 
-# proto/tcopy.proto FrameType and ErrorCode
+# proto/tcopy.proto FrameType and ErrorCode, and TC_PROTOCOL_VERSION
 use constant {
+	PROTOCOL_VERSION => 2,
 	FRAME_SERVER_HELLO => 1,
 	FRAME_HELLO => 2,
 	FRAME_READY => 3,
@@ -546,7 +547,8 @@ sub wait_closed
 	return 0;
 }
 
-# Connect and do the handshake (read ServerHello, send Hello version 1,
+# Connect and do the handshake (read ServerHello, send Hello of
+# PROTOCOL_VERSION,
 # read Ready); the socket, or undef with a diagnostic.
 sub connect_ready
 {
@@ -558,7 +560,7 @@ sub connect_ready
 		diag("expected ServerHello, got " . ($type // 'nothing'));
 		return undef;
 	}
-	send_frame($sock, FRAME_HELLO, pb_field_varint(1, 1));
+	send_frame($sock, FRAME_HELLO, pb_field_varint(1, PROTOCOL_VERSION));
 	($type) = read_frame($sock);
 	if (!defined $type || $type != FRAME_READY)
 	{
