@@ -357,16 +357,14 @@ ts_session_table_op(TsSession *session, Tcopy__TableOpKind op, uint32_t table_id
 	table = ts_store_table(session->store, table_id, err);
 	if (table == NULL)
 		return -1;
-	if (ids_contain(session->drops, session->ndrops, table_id))
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
-					 "%s of table \"%s\" after the session dropped it",
-					 op == TCOPY__TABLE_OP_KIND__TABLE_OP_DROP ? "DROP" : "TRUNCATE",
-					 table->name);
-		return -1;
-	}
 	if (op == TCOPY__TABLE_OP_KIND__TABLE_OP_TRUNCATE)
 	{
+		if (ids_contain(session->drops, session->ndrops, table_id))
+		{
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+						 "TRUNCATE of table \"%s\" after the session dropped it", table->name);
+			return -1;
+		}
 		/* a staged truncate is applied before all of the session's rows */
 		if (ids_contain(session->tables, session->ntables, table_id))
 		{
