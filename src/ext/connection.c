@@ -27,7 +27,6 @@
 #include "postgres.h"
 
 #include "access/xact.h"
-#include "foreign/foreign.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/latch.h"
@@ -98,23 +97,24 @@ tcopy_wait(void *arg, TcClient *client, int fd, bool want_write)
 
 /*
  * Connect to a tserver with the wait hook installed from the start, so that
- * a tserver that accepts and never answers can be cancelled; or raise an
- * ERROR.  A cancel mid-handshake closes the half-open client.
+ * a tserver that accepts and never answers can be cancelled; NULL with the
+ * reason in err when it fails.  A cancel mid-handshake closes the
+ * half-open client.
  */
-TcClient *
-tcopy_client_connect(const char *address, const char *token)
+static TcClient *
+tcopy_client_try_connect(const char *address, const char *token,
+						 char *err, size_t errlen)
 {
 	static TcClient *connecting = NULL;
 	TcClient   *client;
 	char		name[64];
-	char		err[512];
 	int			rc;
 
 	snprintf(name, sizeof(name), "tcopy %d", MyProcPid);
 	PG_TRY();
 	{
 		rc = tc_client_connect_hooked(address, token, name, tcopy_wait, NULL,
-									  &connecting, err, sizeof(err));
+									  &connecting, err, errlen);
 	}
 	PG_CATCH();
 	{
@@ -125,7 +125,17 @@ tcopy_client_connect(const char *address, const char *token)
 	PG_END_TRY();
 	client = connecting;
 	connecting = NULL;
-	if (rc < 0)
+	return rc < 0 ? NULL : client;
+}
+
+/* Connect to a tserver (see tcopy_client_try_connect), or raise an ERROR. */
+TcClient *
+tcopy_client_connect(const char *address, const char *token)
+{
+	char		err[512];
+	TcClient   *client = tcopy_client_try_connect(address, token, err, sizeof(err));
+
+	if (client == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 errmsg("could not connect to tserver at \"%s\"", address),
@@ -279,15 +289,14 @@ tcopy_conn_set_options(TcopyConnection *conn, const TcopyTableOptions *options)
 }
 
 /*
- * The cached write connection for the table's server and codec's user, with
- * the address and token the options give now (see tcopy_conn_set_options);
- * not necessarily connected.  One left busy by an interrupted call the
+ * The cached write connection for (options->serverid, userid), with the
+ * address and token the options give now (see tcopy_conn_set_options); not
+ * necessarily connected.  One left busy by an interrupted call the
  * (sub)transaction callbacks did not see is closed first.
  */
 TcopyConnection *
-tcopy_connection_lookup(TcopyRelCodec *codec)
+tcopy_connection_lookup(const TcopyTableOptions *options, Oid userid)
 {
-	ForeignTable *table = GetForeignTable(codec->relid);
 	TcopyConnKey key;
 	TcopyConnection *conn;
 	bool		found;
@@ -303,8 +312,8 @@ tcopy_connection_lookup(TcopyRelCodec *codec)
 	}
 
 	memset(&key, 0, sizeof(key));
-	key.serverid = table->serverid;
-	key.userid = codec->userid;
+	key.serverid = options->serverid;
+	key.userid = userid;
 	conn = hash_search(tcopy_connections, &key, HASH_ENTER, &found);
 	if (!found)
 	{
@@ -316,7 +325,7 @@ tcopy_connection_lookup(TcopyRelCodec *codec)
 
 	if (conn->busy)
 		tcopy_connection_close(conn);
-	tcopy_conn_set_options(conn, &codec->options);
+	tcopy_conn_set_options(conn, options);
 	return conn;
 }
 
@@ -389,30 +398,58 @@ tcopy_connection_table_id(TcopyConnection *conn, TcopyRelCodec *codec)
 }
 
 /*
- * A fresh client for a scan or a table operation, or NULL for a null:
- * server, which has no tserver.  Give it back with tcopy_disconnect; if the
- * query fails first, it is closed when its (sub)transaction ends.
+ * Track a client of tcopy_connect or tcopy_try_connect from before it
+ * connects, so that nothing leaks if connecting fails or is cancelled.
  */
-TcClient *
-tcopy_connect(TcopyRelCodec *codec)
+static TcopyScanClient *
+tcopy_track_client(void)
 {
 	TcopyScanClient *entry;
 	MemoryContext oldcontext;
 
-	if (tcopy_address_is_null(codec->options.address))
-		return NULL;
-
-	/* tracked before connecting, so that nothing leaks if connecting fails */
 	oldcontext = MemoryContextSwitchTo(TopMemoryContext);
 	entry = palloc(sizeof(TcopyScanClient));
 	entry->client = NULL;
 	entry->nest_level = GetCurrentTransactionNestLevel();
 	tcopy_scan_clients = lappend(tcopy_scan_clients, entry);
 	MemoryContextSwitchTo(oldcontext);
+	return entry;
+}
 
-	entry->client = tcopy_client_connect(codec->options.address,
-										 codec->options.token);
+/*
+ * A fresh client for a scan, a table lookup or recovery, or NULL for a
+ * null: server, which has no tserver.  Give it back with tcopy_disconnect;
+ * if the query fails first, it is closed when its (sub)transaction ends.
+ */
+TcClient *
+tcopy_connect(const char *address, const char *token)
+{
+	TcopyScanClient *entry;
+
+	if (tcopy_address_is_null(address))
+		return NULL;
+	entry = tcopy_track_client();
+	entry->client = tcopy_client_connect(address, token);
 	return entry->client;
+}
+
+/*
+ * tcopy_connect, but NULL with the reason in err when the tserver cannot
+ * be reached (a cancel still raises its ERROR).  Not for null: servers.
+ */
+TcClient *
+tcopy_try_connect(const char *address, const char *token, char *err, size_t errlen)
+{
+	TcopyScanClient *entry = tcopy_track_client();
+	TcClient   *client = tcopy_client_try_connect(address, token, err, errlen);
+
+	entry->client = client;
+	if (client == NULL)
+	{
+		tcopy_scan_clients = list_delete_ptr(tcopy_scan_clients, entry);
+		pfree(entry);
+	}
+	return client;
 }
 
 /*

@@ -238,7 +238,7 @@ tcopyExecForeignTruncate(List *rels, DropBehavior behavior, bool restart_seqs)
 			target->codec = codec = tcopy_rel_codec((Relation) lfirst(lc), GetUserId());
 			if (tcopy_address_is_null(codec->options.address))
 				continue;
-			target->client = tcopy_connect(codec);
+			target->client = tcopy_connect(codec->options.address, codec->options.token);
 			if (target->client == NULL)
 				continue;
 			if (tc_client_open_table(target->client, codec->options.table_name,

@@ -229,7 +229,7 @@ tcopy_scan_connect(TcopyScanState *state)
 	if (tcopy_address_is_null(codec->options.address) || state->empty_range)
 		return;
 
-	client = tcopy_connect(codec);
+	client = tcopy_connect(codec->options.address, codec->options.token);
 	if (client == NULL)
 		return;
 	state->client = client;

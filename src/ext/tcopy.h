@@ -51,6 +51,7 @@ extern int	tcopy_window;		/* tcopy.batches_in_flight ("window" is an SQL keyword
 /* in option.c */
 typedef struct TcopyTableOptions
 {
+	Oid			serverid;		/* the foreign server */
 	char	   *address;		/* server: unix:PATH | tcp:HOST:PORT | null: */
 	char	   *token;			/* user mapping; NULL when none */
 	char	   *table_name;		/* the table's name on the tserver */
@@ -73,6 +74,20 @@ extern char *tcopy_default_table_name(Relation rel);
 
 /* All options of foreign table rel, resolved for user userid. */
 extern void tcopy_get_table_options(Relation rel, Oid userid, TcopyTableOptions *options);
+
+/* The same, with the options of a user mapping found by the caller. */
+extern void tcopy_get_table_options_with(Relation rel, List *mapping_options,
+										 TcopyTableOptions *options);
+
+/* The options of a server (address, token, batches), without a table's. */
+extern void tcopy_get_server_options(Oid serverid, List *mapping_options,
+									 TcopyTableOptions *options);
+
+/*
+ * The options of userid's user mapping for serverid, else of the PUBLIC
+ * one; false when there is none (GetUserMapping would raise an ERROR).
+ */
+extern bool tcopy_find_user_mapping(Oid userid, Oid serverid, List **options);
 
 /* Whose user mapping reaches the tserver for range table entry rti. */
 extern Oid	tcopy_rte_user(EState *estate, Index rti);
@@ -287,10 +302,11 @@ typedef struct TcopyConnection
 extern HTAB *tcopy_connections;
 
 /*
- * The cached write connection for the table's server and codec's user,
- * with the current address and token; not necessarily connected.
+ * The cached write connection for (options->serverid, userid), with the
+ * current address and token; not necessarily connected.
  */
-extern TcopyConnection *tcopy_connection_lookup(TcopyRelCodec *codec);
+extern TcopyConnection *tcopy_connection_lookup(const TcopyTableOptions *options,
+												Oid userid);
 /* The remote table id on this connection (opened with create and schema). */
 extern uint32 tcopy_connection_table_id(TcopyConnection *conn, TcopyRelCodec *codec);
 /* Close conn's client (a session that had sent batches is then lost). */
@@ -303,8 +319,11 @@ extern TcClient *tcopy_client_connect(const char *address, const char *token);
 /* Make waits for a tserver give up at deadline; 0: wait as long as needed. */
 extern void tcopy_set_wait_deadline(TimestampTz deadline);
 
-/* A fresh connection for a scan or a table operation; close it after. */
-extern TcClient *tcopy_connect(TcopyRelCodec *codec);
+/* A fresh connection for a scan or a table lookup; close it after. */
+extern TcClient *tcopy_connect(const char *address, const char *token);
+/* The same, but NULL with the reason in err when the tserver is not there. */
+extern TcClient *tcopy_try_connect(const char *address, const char *token,
+								   char *err, size_t errlen);
 extern void tcopy_disconnect(TcClient *client);
 /* Close the clients of tcopy_connect opened at nest level min_level or deeper. */
 extern void tcopy_close_scan_clients(int min_level);
@@ -317,12 +336,13 @@ extern void tcopy_report_client_error(TcClient *client, const char *address,
 extern void TcopyXactInit(void);
 
 /*
- * The cached write connection for the table's server and the current user,
- * connected (and reconnected after a failure) as needed, with a write
- * session begun in the current transaction; the session commits at
- * pre-commit and aborts with the transaction.  NULL client for null:.
+ * The cached write connection for (options->serverid, userid), connected
+ * (and reconnected after a failure) as needed, with a write session begun
+ * in the current transaction; the session commits and aborts with the
+ * transaction.  NULL client for null:.
  */
-extern TcopyConnection *tcopy_xact_write_connection(TcopyRelCodec *codec);
+extern TcopyConnection *tcopy_xact_write_connection(const TcopyTableOptions *options,
+													Oid userid);
 /* Send a packed batch; the session numbers it (seq). */
 extern void tcopy_xact_send(TcopyConnection *conn, TcopyBatch *batch,
 							uint32 table_id, uint64 nrows);

@@ -37,7 +37,7 @@ tcopy_writer_begin(TcopyRelCodec *codec)
 	callback->arg = writer;
 	MemoryContextRegisterResetCallback(CurrentMemoryContext, callback);
 
-	writer->conn = tcopy_xact_write_connection(codec);
+	writer->conn = tcopy_xact_write_connection(&codec->options, codec->userid);
 	writer->table_id = tcopy_connection_table_id(writer->conn, codec);
 	return writer;
 }

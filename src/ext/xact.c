@@ -65,14 +65,14 @@ tcopy_report_session_lost(TcopyConnection *conn)
 }
 
 /*
- * The cached write connection for the table's server and the current user,
- * connected (and reconnected after a failure) as needed, with a write
- * session begun in the current transaction.
+ * The cached write connection for (options->serverid, userid), connected
+ * (and reconnected after a failure) as needed, with a write session begun
+ * in the current transaction.
  */
 TcopyConnection *
-tcopy_xact_write_connection(TcopyRelCodec *codec)
+tcopy_xact_write_connection(const TcopyTableOptions *options, Oid userid)
 {
-	TcopyConnection *conn = tcopy_connection_lookup(codec);
+	TcopyConnection *conn = tcopy_connection_lookup(options, userid);
 
 	if (conn->in_session && conn->session_lost)
 		tcopy_report_session_lost(conn);
