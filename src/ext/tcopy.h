@@ -9,6 +9,7 @@
 
 #include "postgres.h"
 
+#include "access/transam.h"
 #include "access/tupdesc.h"
 #include "fmgr.h"
 #include "foreign/fdwapi.h"
@@ -332,6 +333,26 @@ extern void tcopy_close_scan_clients(int min_level);
 extern void tcopy_report_client_error(TcClient *client, const char *address,
 									  const char *what) pg_attribute_noreturn();
 
+/* in recovery.c: prepared sessions, their records, recovery */
+#define TCOPY_SCHEMA		"tcopy"
+#define TCOPY_RECORDS_TABLE	"prepared_session_records"
+
+/* How long a resolve (or recovery's other calls) waits for a tserver. */
+#define TCOPY_RESOLVE_TIMEOUT_MS	30000
+
+/* The prefix of every gid of this database: tcopy:<sysid>:<database oid>: */
+extern void tcopy_gid_prefix(char *buf, size_t len);
+/* The gid of the session of transaction fxid on serverid for userid. */
+extern void tcopy_gid_make(char *buf, size_t len, FullTransactionId fxid,
+						   Oid serverid, Oid userid);
+/* tcopy.prepared_session_records; an ERROR when missing unless missing_ok. */
+extern Oid	tcopy_records_relid(bool missing_ok);
+/* Record a prepared session in the current transaction. */
+extern void tcopy_records_insert(Relation rel, const char *gid, Oid serverid,
+								 Oid userid, FullTransactionId fxid);
+/* Resolve the database's prepared sessions nobody finished; how many. */
+extern int	tcopy_recover_database(int elevel);
+
 /* in xact.c: write sessions, committed and aborted with the transaction */
 extern void TcopyXactInit(void);
 
@@ -373,6 +394,8 @@ extern void tcopy_writer_free(TcopyWriter *writer);
 extern Datum tcopy_fdw_handler(PG_FUNCTION_ARGS);
 /* Whether relid is a foreign table served by tcopy's handler. */
 extern bool tcopy_relation_is_tcopy_table(Oid relid);
+/* Whether serverid is a server of a wrapper with tcopy's handler. */
+extern bool tcopy_server_is_tcopy(Oid serverid);
 
 /* Indexes in ForeignScan.fdw_private. */
 enum TcopyScanPrivate
