@@ -49,7 +49,7 @@ HTAB	   *tcopy_connections = NULL;
 /* TcopyScanClient *, in TopMemoryContext */
 static List *tcopy_scan_clients = NIL;
 
-/* Nonzero while publishing a commit: waits end at this time. */
+/* Nonzero while resolving a prepared session: waits end at this time. */
 static TimestampTz tcopy_wait_deadline = 0;
 
 static void tcopy_raise_error(Tcopy__ErrorCode code, const char *message,
@@ -58,8 +58,9 @@ static void tcopy_raise_error(Tcopy__ErrorCode code, const char *message,
 /*
  * The clients' wait hook: wait on the latch too, so that a cancel or a
  * timeout is served (CHECK_FOR_INTERRUPTS may not return), and give up at
- * the deadline tcopy_set_wait_deadline set, where interrupts are held (the
- * publish step of a commit, xact.c).
+ * the deadline tcopy_set_wait_deadline set: where a wait must be bounded
+ * (resolving prepared sessions after the commit or abort, where interrupts
+ * are held, xact.c; recovery, recovery.c).
  */
 static int
 tcopy_wait(void *arg, TcClient *client, int fd, bool want_write)

@@ -49,6 +49,16 @@ extern int	tcopy_batch_rows;	/* tcopy.batch_rows: default rows per batch */
 extern int	tcopy_batch_kb;		/* tcopy.batch_size: default KB per batch */
 extern int	tcopy_window;		/* tcopy.batches_in_flight ("window" is an SQL keyword) */
 
+/* tcopy.test_pause_at: where a commit stops for the crash tests */
+typedef enum TcopyPausePoint
+{
+	TCOPY_PAUSE_NONE,
+	TCOPY_PAUSE_AFTER_PREPARE,	/* pre-commit, after the records */
+	TCOPY_PAUSE_BEFORE_PUBLISH	/* commit, after the commit record */
+} TcopyPausePoint;
+
+extern int	tcopy_test_pause_point;	/* TcopyPausePoint */
+
 /* in option.c */
 typedef struct TcopyTableOptions
 {
@@ -297,6 +307,8 @@ typedef struct TcopyConnection
 	uint64		next_seq;		/* seq of the session's next batch */
 	uint64		rows_sent;		/* rows in the session's batches */
 	List	   *written_relids; /* Oids of tables sent to in this transaction */
+	bool		prepared;		/* prepared under gid, not yet resolved */
+	char		gid[TC_GID_MAX + 1];	/* the session's global id, once prepared */
 } TcopyConnection;
 
 /* Write connections by (server, user); NULL until the first write. */
