@@ -6,9 +6,16 @@
 -- Version 1.1 commits with the tservers in two phases and keeps what it
 -- prepared in schema tcopy.  An update cannot move version 1.0's objects:
 -- the handler and validator functions stay in the schema 1.0 was
--- installed in; what is new goes into schema tcopy, created here.
+-- installed in; what is new goes into schema tcopy, created here unless
+-- 1.0 was installed in it.
 
-CREATE SCHEMA tcopy;
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_namespace WHERE nspname = 'tcopy') THEN
+        CREATE SCHEMA tcopy;
+    END IF;
+END
+$$;
 
 CREATE TABLE tcopy.prepared_session_records (
     gid text PRIMARY KEY,
