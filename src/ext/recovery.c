@@ -381,7 +381,7 @@ tcopy_recovery_client(TcopyServerState *srv, const char *token, int elevel)
 	if (entry->client == NULL)
 		ereport(elevel,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("could not reach tserver at \"%s\" of server \"%s\" to resolve prepared sessions",
+				 errmsg("could not reach tserver at \"%s\" of server \"%s\" to look for prepared sessions",
 						srv->address, srv->server->servername),
 				 errdetail_internal("%s", err)));
 	srv->clients = lappend(srv->clients, entry);

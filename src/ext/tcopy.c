@@ -21,6 +21,7 @@ bool		tcopy_raw_fields = true;
 int			tcopy_batch_rows = TC_BATCH_ROWS_DEFAULT;
 int			tcopy_batch_kb = TC_BATCH_KB_DEFAULT;
 int			tcopy_window = 4;
+int			tcopy_recovery_interval = 10000;
 int			tcopy_test_pause_point = TCOPY_PAUSE_NONE;
 static char *tcopy_test_pause_at = NULL;
 
@@ -141,6 +142,17 @@ tcopy_define_gucs(void)
 							0,
 							NULL, NULL, NULL);
 
+	DefineCustomIntVariable("tcopy.recovery_interval",
+							"Sets how often the background worker resolves the prepared sessions nobody finished.",
+							"It also runs at startup; 0 turns it off (tcopy.recover_prepared_sessions() "
+							"still works).  The worker runs when tcopy is in shared_preload_libraries.",
+							&tcopy_recovery_interval,
+							10000,
+							0, INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
 	DefineCustomStringVariable("tcopy.test_pause_at",
 							   "Stops commits at a point of the two-phase commit, for tests.",
 							   "\"after-prepare\" stops at pre-commit once the sessions are "
@@ -162,4 +174,5 @@ _PG_init(void)
 	tcopy_define_gucs();
 	TcopyXactInit();
 	TcopyHookInit();
+	TcopyRecoveryWorkerInit();
 }

@@ -49,6 +49,8 @@ extern int	tcopy_batch_rows;	/* tcopy.batch_rows: default rows per batch */
 extern int	tcopy_batch_kb;		/* tcopy.batch_size: default KB per batch */
 extern int	tcopy_window;		/* tcopy.batches_in_flight ("window" is an SQL keyword) */
 
+extern int	tcopy_recovery_interval;	/* tcopy.recovery_interval, ms; 0: off */
+
 /* tcopy.test_pause_at: where a commit stops for the crash tests */
 typedef enum TcopyPausePoint
 {
@@ -364,6 +366,9 @@ extern void tcopy_records_insert(Relation rel, const char *gid, Oid serverid,
 								 Oid userid, FullTransactionId fxid);
 /* Resolve the database's prepared sessions nobody finished; how many. */
 extern int	tcopy_recover_database(int elevel);
+
+/* in recovery_worker.c: the background worker that runs recovery */
+extern void TcopyRecoveryWorkerInit(void);
 
 /* in xact.c: write sessions, committed and aborted with the transaction */
 extern void TcopyXactInit(void);
