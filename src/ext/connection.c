@@ -19,8 +19,8 @@
  * is simply gone; one that had sent batches is lost, and its transaction
  * cannot commit.
  *
- * Scans and table operations use fresh clients of their own (tcopy_connect),
- * so that a scan can run while a write session is open.  They are tracked
+ * Scans, table lookups and recovery use fresh clients of their own
+ * (tcopy_connect), so that they can run while a write session is open.  They are tracked
  * here so that the ones a failed query leaves behind are closed when its
  * (sub)transaction ends (tcopy_close_scan_clients, called by xact.c).
  */
@@ -322,12 +322,42 @@ tcopy_connection_lookup(const TcopyTableOptions *options, Oid userid)
 			   sizeof(TcopyConnection) - sizeof(TcopyConnKey));
 		conn->tables = NIL;
 		conn->written_relids = NIL;
+		conn->op_relids = NIL;
 	}
 
 	if (conn->busy)
 		tcopy_connection_close(conn);
 	tcopy_conn_set_options(conn, options);
 	return conn;
+}
+
+/*
+ * The tserver's id of table options->table_name, looked up on a fresh
+ * client: on the write session's connection, the error of a table the
+ * tserver does not know would end the session.  false when the tserver
+ * does not know the table (or the server is null:).  schema, when given,
+ * must equal the stored one; what ("to truncate it") completes messages.
+ */
+bool
+tcopy_lookup_table_id(const TcopyTableOptions *options, const Tcopy__Schema *schema,
+					  const char *what, uint32 *table_id)
+{
+	TcClient   *client = tcopy_connect(options->address, options->token);
+	bool		found = true;
+
+	if (client == NULL)
+		return false;
+	if (tc_client_open_table(client, options->table_name, schema, false,
+							 table_id, NULL, NULL) < 0)
+	{
+		if (tc_client_error_code(client) != TCOPY__ERROR_CODE__ERROR_UNKNOWN_TABLE)
+			tcopy_report_client_error(client, options->address,
+									  psprintf("could not open table \"%s\" %s",
+											   options->table_name, what));
+		found = false;
+	}
+	tcopy_disconnect(client);
+	return found;
 }
 
 /* Make the waits of client calls give up at deadline; 0: never. */

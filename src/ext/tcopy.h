@@ -308,7 +308,8 @@ typedef struct TcopyConnection
 								 * subtransaction has not ended; 0: none */
 	uint64		next_seq;		/* seq of the session's next batch */
 	uint64		rows_sent;		/* rows in the session's batches */
-	List	   *written_relids; /* Oids of tables sent to in this transaction */
+	List	   *written_relids; /* Oids of tables sent rows in this transaction */
+	List	   *op_relids;		/* Oids of tables truncated or dropped in it */
 	bool		prepared;		/* prepared under gid, not yet resolved */
 	char		gid[TC_GID_MAX + 1];	/* the session's global id, once prepared */
 } TcopyConnection;
@@ -342,6 +343,11 @@ extern TcClient *tcopy_try_connect(const char *address, const char *token,
 extern void tcopy_disconnect(TcClient *client);
 /* Close the clients of tcopy_connect opened at nest level min_level or deeper. */
 extern void tcopy_close_scan_clients(int min_level);
+
+/* The tserver's id of a table, looked up on a fresh client; false: unknown. */
+extern bool tcopy_lookup_table_id(const TcopyTableOptions *options,
+								  const Tcopy__Schema *schema, const char *what,
+								  uint32 *table_id);
 
 /* Raise a client failure as a Postgres ERROR (SQLSTATE from the code). */
 extern void tcopy_report_client_error(TcClient *client, const char *address,
@@ -384,8 +390,13 @@ extern TcopyConnection *tcopy_xact_write_connection(const TcopyTableOptions *opt
 /* Send a packed batch; the session numbers it (seq). */
 extern void tcopy_xact_send(TcopyConnection *conn, TcopyBatch *batch,
 							uint32 table_id, uint64 nrows);
-/* Whether this transaction has written to relid (reads then must fail). */
+/* Whether this transaction has written rows to relid (reads then must fail). */
 extern bool tcopy_xact_wrote_relation(Oid relid);
+/* Stage a TRUNCATE or DROP of a table in the transaction's write session. */
+extern void tcopy_xact_table_op(const TcopyTableOptions *options, Oid userid,
+								Oid relid, Tcopy__TableOpKind op, uint32 table_id);
+/* Whether this transaction staged a TRUNCATE or DROP of relid. */
+extern bool tcopy_xact_staged_op_on(Oid relid);
 
 /* in writer.c: rows -> batches -> connection, shared by COPY and INSERT */
 typedef struct TcopyWriter

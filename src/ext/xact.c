@@ -6,8 +6,10 @@
  * The first write of a transaction on a cached write connection
  * (connection.c) begins a write session on it; every batch of the
  * transaction, whatever the table, goes into that session, numbered 1, 2,
- * ... here.  The session becomes visible on the tserver only when it is
- * published, atomically.  How it follows the transaction:
+ * ... here; so do its TRUNCATEs and DROPs of tcopy tables, staged in the
+ * session as table operations (fdw_modify.c, hook.c).  The session becomes
+ * visible on the tserver only when it is published, atomically.  How it
+ * follows the transaction:
  *
  * - pre-commit (cancellable): every session is prepared under a global id
  *   (recovery.c): the tserver does the slow part of the commit and keeps
@@ -184,6 +186,64 @@ tcopy_xact_send(TcopyConnection *conn, TcopyBatch *batch,
 	}
 	conn->next_seq++;
 	conn->rows_sent += nrows;
+}
+
+/*
+ * Stage table operation op on the tserver's table table_id (Postgres'
+ * relid) in the transaction's write session for (options->serverid,
+ * userid): it is applied when the session is published, atomically with
+ * its rows (a TRUNCATE before them, a DROP after them), and not at all
+ * when the session is discarded.  Like a batch, it cannot be taken back
+ * one subtransaction at a time.
+ */
+void
+tcopy_xact_table_op(const TcopyTableOptions *options, Oid userid, Oid relid,
+					Tcopy__TableOpKind op, uint32 table_id)
+{
+	TcopyConnection *conn = tcopy_xact_write_connection(options, userid);
+	MemoryContext oldcontext;
+
+	conn->sent_any = true;
+	conn->write_level = Max(conn->write_level, GetCurrentTransactionNestLevel());
+	oldcontext = MemoryContextSwitchTo(TopMemoryContext);
+	conn->op_relids = list_append_unique_oid(conn->op_relids, relid);
+	MemoryContextSwitchTo(oldcontext);
+	if (!conn->null_transport)
+	{
+		int			rc;
+
+		conn->busy = true;
+		rc = tc_client_session_table_op(conn->client, op, table_id);
+		conn->busy = false;
+		if (rc < 0)
+			tcopy_connection_fail(conn, psprintf("could not %s table \"%s\" in the write session",
+												 op == TCOPY__TABLE_OP_KIND__TABLE_OP_DROP ? "drop" : "truncate",
+												 options->table_name));
+	}
+}
+
+/*
+ * Whether this transaction staged a TRUNCATE or DROP of relid: then
+ * reading it must fail, as the operation takes effect at the commit.
+ */
+bool
+tcopy_xact_staged_op_on(Oid relid)
+{
+	HASH_SEQ_STATUS scan;
+	TcopyConnection *conn;
+
+	if (tcopy_connections == NULL)
+		return false;
+	hash_seq_init(&scan, tcopy_connections);
+	while ((conn = hash_seq_search(&scan)) != NULL)
+	{
+		if (list_member_oid(conn->op_relids, relid))
+		{
+			hash_seq_term(&scan);
+			return true;
+		}
+	}
+	return false;
 }
 
 /*
@@ -499,6 +559,8 @@ tcopy_end_xact(void)
 		conn->write_level = 0;
 		list_free(conn->written_relids);
 		conn->written_relids = NIL;
+		list_free(conn->op_relids);
+		conn->op_relids = NIL;
 	}
 	tcopy_set_wait_deadline(0);
 }
