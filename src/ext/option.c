@@ -297,6 +297,23 @@ tcopy_default_table_name(Relation rel)
 					quote_identifier(RelationGetRelationName(rel)));
 }
 
+/* The name of foreign table rel on the tserver: option table_name, or the default. */
+char *
+tcopy_table_name(Relation rel)
+{
+	ForeignTable *table = GetForeignTable(RelationGetRelid(rel));
+	ListCell   *lc;
+
+	foreach(lc, table->options)
+	{
+		DefElem    *def = (DefElem *) lfirst(lc);
+
+		if (strcmp(def->defname, "table_name") == 0)
+			return pstrdup(defGetString(def));
+	}
+	return tcopy_default_table_name(rel);
+}
+
 /*
  * The options of the user mapping of userid for server serverid, else of
  * its PUBLIC mapping, as GetUserMapping finds them; false when there is
@@ -390,23 +407,19 @@ tcopy_get_table_options_with(Relation rel, List *mapping_options,
 	ListCell   *lc;
 
 	tcopy_get_server_options(table->serverid, mapping_options, options);
+	options->table_name = tcopy_table_name(rel);
 	foreach(lc, table->options)
 	{
 		DefElem    *def = (DefElem *) lfirst(lc);
 		const char *value = defGetString(def);
 
-		if (strcmp(def->defname, "table_name") == 0)
-			options->table_name = pstrdup(value);
-		else if (strcmp(def->defname, "key") == 0)
+		if (strcmp(def->defname, "key") == 0)
 			key = value;
 		else if (strcmp(def->defname, "batch_rows") == 0)
 			options->batch_rows = tcopy_parse_batch_option(def->defname, value);
 		else if (strcmp(def->defname, "batch_size") == 0)
 			options->batch_bytes = tcopy_parse_batch_option(def->defname, value) * 1024;
 	}
-
-	if (options->table_name == NULL)
-		options->table_name = tcopy_default_table_name(rel);
 
 	if (key != NULL)
 		options->key_attnums = tcopy_key_attnums(rel, key);

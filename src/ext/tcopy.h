@@ -84,6 +84,8 @@ extern char *tcopy_column_name(Oid relid, Form_pg_attribute att);
 
 /* The tserver table name of rel when it has no table_name option. */
 extern char *tcopy_default_table_name(Relation rel);
+/* The tserver table name of rel: its table_name option, or the default. */
+extern char *tcopy_table_name(Relation rel);
 
 /* All options of foreign table rel, resolved for user userid. */
 extern void tcopy_get_table_options(Relation rel, Oid userid, TcopyTableOptions *options);
@@ -397,6 +399,11 @@ extern void tcopy_xact_table_op(const TcopyTableOptions *options, Oid userid,
 								Oid relid, Tcopy__TableOpKind op, uint32 table_id);
 /* Whether this transaction staged a TRUNCATE or DROP of relid. */
 extern bool tcopy_xact_staged_op_on(Oid relid);
+/* Drop the tserver's table when the transaction commits (a DROP of it). */
+extern void tcopy_xact_drop_at_commit(const TcopyTableOptions *options, Oid userid,
+									  bool has_mapping, const char *relname);
+/* Whether the transaction drops tserver table table_name of serverid. */
+extern bool tcopy_xact_drops_table(Oid serverid, const char *table_name);
 
 /* in writer.c: rows -> batches -> connection, shared by COPY and INSERT */
 typedef struct TcopyWriter
