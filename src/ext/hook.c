@@ -24,11 +24,11 @@
 
 #include "access/relation.h"
 #include "access/reloptions.h"
+#include "access/xact.h"
 #include "catalog/objectaccess.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_user_mapping.h"
 #include "miscadmin.h"
-#include "storage/proc.h"
 #include "tcop/utility.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -45,9 +45,8 @@ typedef struct TcopyDroppedMapping
 static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 static object_access_hook_type prev_object_access_hook = NULL;
 
-/* TcopyDroppedMapping *, in TopTransactionContext, of transaction ..._lxid */
+/* TcopyDroppedMapping *, in TopTransactionContext; NIL between transactions */
 static List *tcopy_dropped_mappings = NIL;
-static LocalTransactionId tcopy_dropped_mappings_lxid = InvalidLocalTransactionId;
 
 /* Run a statement the way it would have run without tcopy. */
 static void
@@ -90,16 +89,22 @@ tcopy_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 					  queryEnv, dest, qc);
 }
 
-/* The user mappings dropped in this transaction (forgotten at its end). */
-static List *
-tcopy_current_dropped_mappings(void)
+/* The end of a transaction: its dropped mappings go with its memory. */
+static void
+tcopy_hook_xact_callback(XactEvent event, void *arg)
 {
-	if (tcopy_dropped_mappings_lxid != MyProc->lxid)
+	switch (event)
 	{
-		tcopy_dropped_mappings = NIL;	/* its memory went with its transaction */
-		tcopy_dropped_mappings_lxid = MyProc->lxid;
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			tcopy_dropped_mappings = NIL;
+			break;
+		default:
+			break;
 	}
-	return tcopy_dropped_mappings;
 }
 
 /* Keep user mapping umid, about to be dropped, if it is a tcopy server's. */
@@ -118,7 +123,6 @@ tcopy_keep_dropped_mapping(Oid umid)
 	form = (Form_pg_user_mapping) GETSTRUCT(tuple);
 	if (tcopy_server_is_tcopy(form->umserver))
 	{
-		(void) tcopy_current_dropped_mappings();
 		oldcontext = MemoryContextSwitchTo(TopTransactionContext);
 		mapping = palloc(sizeof(TcopyDroppedMapping));
 		mapping->serverid = form->umserver;
@@ -146,7 +150,7 @@ tcopy_mapping_for_drop(Oid userid, Oid serverid, List **options)
 		return true;
 	for (int i = 0; i < lengthof(users); i++)
 	{
-		foreach(lc, tcopy_current_dropped_mappings())
+		foreach(lc, tcopy_dropped_mappings)
 		{
 			TcopyDroppedMapping *mapping = (TcopyDroppedMapping *) lfirst(lc);
 
@@ -208,4 +212,5 @@ TcopyHookInit(void)
 	ProcessUtility_hook = tcopy_ProcessUtility;
 	prev_object_access_hook = object_access_hook;
 	object_access_hook = tcopy_object_access;
+	RegisterXactCallback(tcopy_hook_xact_callback, NULL);
 }
