@@ -527,7 +527,8 @@ tcopy_prepare_sessions_for_commit(void)
  * Publish (commit) or discard conn's prepared session, waiting at most
  * TCOPY_RESOLVE_TIMEOUT_MS.  Runs after the transaction's outcome is
  * decided, so it must not raise an ERROR: a session it cannot resolve is
- * warned about and stays prepared, for recovery.
+ * warned about (a discard in the server log only) and stays prepared, for
+ * recovery.
  */
 static void
 tcopy_resolve_session(TcopyConnection *conn, bool commit)
@@ -567,7 +568,13 @@ tcopy_resolve_session(TcopyConnection *conn, bool commit)
 				 errdetail("The transaction is committed; its session stays prepared under global id \"%s\", and recovery will publish it.",
 						   conn->gid)));
 	else
-		ereport(WARNING,
+
+		/*
+		 * In the server log only: the client has the ERROR that aborted the
+		 * transaction, and a message sent after it can reach psql's screen
+		 * first.
+		 */
+		ereport(LOG_SERVER_ONLY,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 errmsg("could not discard the write session on tserver at \"%s\": %s",
 						conn->address, reason),
