@@ -37,7 +37,10 @@ our @EXPORT_OK = qw(fnv1a64_hex aid_sum dir_size
   FRAME_BEGIN FRAME_BEGIN_OK FRAME_WRITE FRAME_ACK FRAME_COMMIT FRAME_COMMIT_OK
   FRAME_ABORT FRAME_SCAN FRAME_STATS_REQUEST FRAME_STATS FRAME_ERROR
   ERROR_PROTOCOL ERROR_AUTH ERROR_TOO_LARGE ERROR_UNKNOWN_TABLE
-  ERROR_SCHEMA_MISMATCH ERROR_BAD_ROW);
+  ERROR_SCHEMA_MISMATCH ERROR_BAD_ROW
+  FRAME_PREPARE FRAME_PREPARE_OK FRAME_RESOLVE FRAME_RESOLVE_OK
+  FRAME_LIST_PREPARED FRAME_PREPARED_LIST
+  RESOLVE_NONE RESOLVE_DONE RESOLVE_NOT_FOUND RESOLVE_BUSY);
 our %EXPORT_TAGS = (all => \@EXPORT_OK);
 
 # proto/tcopy.proto FrameType and ErrorCode
@@ -64,6 +67,20 @@ use constant {
 	ERROR_UNKNOWN_TABLE => 4,
 	ERROR_SCHEMA_MISMATCH => 5,
 	ERROR_BAD_ROW => 6,
+};
+
+# the two-phase commit's frames and Resolve outcomes (protocol version 2)
+use constant {
+	FRAME_PREPARE => 21,
+	FRAME_PREPARE_OK => 22,
+	FRAME_RESOLVE => 23,
+	FRAME_RESOLVE_OK => 24,
+	FRAME_LIST_PREPARED => 25,
+	FRAME_PREPARED_LIST => 26,
+	RESOLVE_NONE => 0,
+	RESOLVE_DONE => 1,
+	RESOLVE_NOT_FOUND => 2,
+	RESOLVE_BUSY => 3,
 };
 
 our $TOP = abs_path(dirname(__FILE__) . "/../..");
@@ -323,6 +340,35 @@ sub stats
 	return undef if $r->{rc} != 0;
 	my %stats = $r->{out} =~ /^(\w+): (\d+)$/mg;
 	return \%stats;
+}
+
+# The prepared sessions the tserver holds (tserver-cli prepared [--prefix
+# P]): a list of { gid, line } (line: the cli's whole line for that
+# session, for diagnostics), or undef when the cli fails (an unreachable
+# tserver, or a tserver-cli without the command).  A session is a line
+# whose first field (split on white space, commas or tabs) is a gid the
+# extension makes (tcopy:...), or, with a prefix, starts with it; other
+# lines (a header) are ignored.
+sub prepared
+{
+	my ($self, $prefix) = @_;
+	my $r = $self->cli('prepared', defined $prefix ? ('--prefix', $prefix) : ());
+	return undef if $r->{rc} != 0;
+	my $want = $prefix // 'tcopy:';
+	my @sessions;
+	for my $line (split /\n/, $r->{out})
+	{
+		my ($gid) = $line =~ /^\s*([^\s,]+)/ or next;
+		push @sessions, { gid => $gid, line => $line } if index($gid, $want) == 0;
+	}
+	return \@sessions;
+}
+
+# tserver-cli resolve GID commit|abort: { rc, out, err, cmd }.
+sub resolve
+{
+	my ($self, $gid, $commit) = @_;
+	return $self->cli('resolve', $gid, $commit ? 'commit' : 'abort');
 }
 
 # Row count of a scan (scan --format count), or undef when it fails.
