@@ -38,6 +38,7 @@ use TcopyPgTest qw(twopc_setup twopc_ddl rows_copy_sql rows_insert_sql txn_sql p
 my $copy_rows = $ENV{TCOPY_SSI_ROWS} // 50_000;
 my $insert_rows = 5;
 my $per = $copy_rows + $insert_rows;	# rows of a skew transaction: ids n * per + 1 ..
+my %pers = (1 => $per, 2 => $per);	# the skew transactions; the others have 1000 rows
 
 # recovery off: whatever is left prepared, the transaction's own commit or
 # abort left it
@@ -124,7 +125,7 @@ sub write_skew
 	is($node->safe_psql('postgres', "SELECT string_agg(class || ':' || value, ' ' ORDER BY class, value) FROM mytab"),
 		'1:10 1:20 2:30 2:100 2:200', "$name: the heap holds the first transaction's row, not the failed one's");
 	nothing_prepared($name);
-	assert_atomic($node, $name, per => $per, aborted => [1]);
+	assert_atomic($node, $name, pers => \%pers, aborted => [1]);
 }
 
 # ---- the COPYing transaction commits first and wins ----
@@ -138,7 +139,7 @@ sub write_skew
 	is($node->safe_psql('postgres', 'SELECT count(*) FROM t WHERE n = 2'), $per,
 		"$name: all $per rows of the committed transaction are there");
 	nothing_prepared($name);
-	assert_atomic($node, $name, per => $per, committed => [2], aborted => [1]);
+	assert_atomic($node, $name, pers => \%pers, committed => [2], aborted => [1]);
 }
 
 # ---- reading right after COMMIT ----
@@ -163,7 +164,7 @@ sub write_skew
 		}
 	}
 	$s->quit;
-	assert_atomic($node, 'read after commit', committed => [ 3 .. $n - 1 ]);
+	assert_atomic($node, 'read after commit', pers => \%pers, committed => [ 3 .. $n - 1 ]);
 }
 
 # ---- PREPARE TRANSACTION ----
@@ -189,7 +190,7 @@ for my $case ([ 'COPY', 30 ], [ 'INSERT', 31 ], [ 'TRUNCATE', 32 ])
 	is($node->safe_psql('postgres', 'SELECT count(*) FROM f_prep'), '100',
 		"$name: the tcopy table that was not written keeps its rows");
 	nothing_prepared($name);
-	assert_atomic($node, $name, aborted => [$n]);
+	assert_atomic($node, $name, pers => \%pers, aborted => [$n]);
 }
 {
 	my $name = 'PREPARE TRANSACTION of a transaction that only read a tcopy table';

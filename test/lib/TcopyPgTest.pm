@@ -500,8 +500,9 @@ sub assert_tserver_unprepared
 }
 
 # Check every transaction of the marker/t tables (per: rows per
-# transaction, default 1000; sizes: { n => rows } for transactions of
-# fewer rows): its marker row is there exactly when all of its rows are
+# transaction, default 1000; pers: { n => per } for transactions of
+# another size, sizes: { n => rows } for transactions of fewer rows than
+# their per): its marker row is there exactly when all of its rows are
 # (ids n * per + 1 .. n * per + rows), never a part of them; the
 # transactions in committed (array) are there, those in aborted are not.  Returns { present => { n => 1 }, partial => count, error => psql's
 # error if the check could not run }.
@@ -510,10 +511,9 @@ sub assert_atomic
 	my ($node, $name, %opts) = @_;
 	my $per = $opts{per} // 1000;
 	my ($rc, $out, $err) = $node->psql('postgres', qq{
-		SELECT coalesce(m.n, c.n), m.n IS NOT NULL, coalesce(c.rows, 0), coalesce(c.ids_ok, true)
+		SELECT coalesce(m.n, c.n), m.n IS NOT NULL, coalesce(c.rows, 0), c.min_id, c.max_id
 		FROM marker m
-		FULL JOIN (SELECT n, count(*) AS rows,
-				bool_and(id BETWEEN n * $per + 1 AND n * $per + $per) AS ids_ok
+		FULL JOIN (SELECT n, count(*) AS rows, min(id) AS min_id, max(id) AS max_id
 			FROM t GROUP BY n) c ON c.n = m.n
 		ORDER BY 1});
 	my %result = (present => {}, partial => 0);
@@ -526,8 +526,11 @@ sub assert_atomic
 	my @violations;
 	for my $line (split /\n/, $out)
 	{
-		my ($n, $marked, $rows, $ids_ok) = split /\|/, $line;
-		my $want = $opts{sizes} && $opts{sizes}{$n} ? $opts{sizes}{$n} : $per;
+		my ($n, $marked, $rows, $min_id, $max_id) = split /\|/, $line, -1;
+		my $n_per = $opts{pers} && $opts{pers}{$n} ? $opts{pers}{$n} : $per;
+		my $want = $opts{sizes} && $opts{sizes}{$n} ? $opts{sizes}{$n} : $n_per;
+		# the key is id: want rows within the range are all of them
+		my $ids_ok = $rows == 0 || ($min_id >= $n * $n_per + 1 && $max_id <= $n * $n_per + $want) ? 't' : 'f';
 		if ($marked eq 't' && $rows == $want && $ids_ok eq 't')
 		{
 			$result{present}{$n} = 1;
