@@ -80,6 +80,19 @@ WHERE attrelid = 'ren_a.cols'::regclass AND attnum > 0 ORDER BY attnum;
 -- renamed again: the first column_name stays
 ALTER FOREIGN TABLE ren_a.cols RENAME COLUMN label TO text_label;
 SELECT text_label FROM ren_a.cols WHERE id = 1;
+-- errors name a column as Postgres does, not by the name it is stored
+-- under (id is stored as k): INSERT, COPY, COPY without raw fields
+INSERT INTO ren_a.cols VALUES (NULL, 'x');
+COPY ren_a.cols FROM STDIN;
+4	four
+\N	x
+\.
+SET tcopy.raw_fields = off;
+COPY ren_a.cols FROM STDIN;
+\N	x
+\.
+RESET tcopy.raw_fields;
+SELECT id, text_label FROM ren_a.cols ORDER BY id;
 -- a column that is not there is Postgres' to report
 ALTER FOREIGN TABLE ren_a.cols RENAME COLUMN nothing TO something;
 

@@ -25,6 +25,19 @@
 
 #include "tcopy.pb-c.h"
 
+/*
+ * Defaults and limits of a client's writes, for every client (the
+ * extension's GUCs and options, tserver-cli): kept as plain numbers so
+ * that usage texts can print them.
+ */
+#define TC_CLIENT_WINDOW_DEFAULT 4	/* write batches in flight */
+#define TC_CLIENT_WINDOW_MAX 1024
+#define TC_BATCH_ROWS_DEFAULT 1000	/* rows a write batch closes after */
+#define TC_BATCH_ROWS_MAX 1000000
+#define TC_BATCH_KB_DEFAULT 1024	/* KB of row data a write batch closes after */
+#define TC_BATCH_KB_MAX 32768	/* half of TC_FRAME_MAX_DEFAULT: a batch
+									 * closes after passing it */
+
 typedef struct TcClient TcClient;
 
 /*
@@ -56,7 +69,10 @@ int			tc_client_connect_hooked(const char *address, const char *token,
 void		tc_client_close(TcClient *client);
 
 void		tc_client_set_wait_hook(TcClient *client, TcWaitHook hook, void *arg);
-/* Batches in flight before tc_client_write waits for an ack (default 4). */
+/*
+ * Batches in flight before tc_client_write waits for an ack
+ * (TC_CLIENT_WINDOW_DEFAULT).
+ */
 void		tc_client_set_window(TcClient *client, unsigned window);
 
 const char *tc_client_error(const TcClient *client);

@@ -16,25 +16,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tc_buf.h"
 #include "tcopy.pb-c.h"
 
 #define TC_PROTOCOL_VERSION 1
 #define TC_FRAME_HEADER_SIZE 5
 #define TC_FRAME_MAX_DEFAULT (64u * 1024 * 1024)	/* bytes of payload */
-#define TC_NONCE_SIZE 32
-#define TC_AUTH_SIZE 32			/* HMAC-SHA256 */
-
-/* A growable byte buffer, reused: clearing keeps its capacity. */
-typedef struct TcBuf
-{
-	uint8_t    *data;
-	size_t		len;			/* bytes in use */
-	size_t		cap;			/* bytes allocated */
-} TcBuf;
-
-/* Make room for extra more bytes; false when malloc fails. */
-bool		tc_buf_reserve(TcBuf *buf, size_t extra);
-void		tc_buf_free(TcBuf *buf);
 
 /* Write a header for a payload of payload_len bytes into header[5]. */
 void		tc_frame_put_header(uint8_t *header, Tcopy__FrameType type,
@@ -57,25 +44,5 @@ bool		tc_frame_append(TcBuf *buf, Tcopy__FrameType type,
 
 /* The name of a frame type, for logs and error messages. */
 const char *tc_frame_type_name(Tcopy__FrameType type);
-
-/* "unix:PATH" or "tcp:HOST:PORT" or "null:" parsed; see tc_address_parse. */
-typedef enum TcAddressKind
-{
-	TC_ADDRESS_UNIX,
-	TC_ADDRESS_TCP,
-	TC_ADDRESS_NULL
-} TcAddressKind;
-
-typedef struct TcAddress
-{
-	TcAddressKind kind;
-	char		path[108];		/* unix: socket path */
-	char		host[256];		/* tcp: host name or address */
-	char		port[16];		/* tcp: port as text */
-} TcAddress;
-
-/* Parse an address; false with a message in err when it is not valid. */
-bool		tc_address_parse(const char *text, TcAddress *addr,
-							 char *err, size_t errlen);
 
 #endif							/* TC_FRAME_H */

@@ -186,6 +186,7 @@ tcopy_rel_codec(Relation rel, Oid userid)
 			continue;
 		col = &codec->columns[codec->ncolumns];
 		col->attnum = att->attnum;
+		col->attname = pstrdup(NameStr(att->attname));
 		col->typid = att->atttypid;
 		col->typmod = att->atttypmod;
 		col->notnull = att->attnotnull;
@@ -287,7 +288,7 @@ tcopy_report_null_violation(TcopyRelCodec *codec, int c, Datum *values, bool *nu
 	ereport(ERROR,
 			(errcode(ERRCODE_NOT_NULL_VIOLATION),
 			 errmsg("null value in column \"%s\" of relation \"%s\" violates not-null constraint",
-					codec->schema->columns[c]->name, codec->relname),
+					codec->columns[c].attname, codec->relname),
 			 errdetail("Failing row contains %s.", describe_row(codec, values, nulls))));
 }
 
@@ -395,7 +396,7 @@ decode_out_of_range(TcopyRelCodec *codec, int column)
 	ereport(ERROR,
 			(errcode(ERRCODE_FDW_INVALID_DATA_TYPE),
 			 errmsg("value from tserver is out of range for column \"%s\" of foreign table \"%s\"",
-					codec->schema->columns[column]->name, codec->relname)));
+					codec->columns[column].attname, codec->relname)));
 }
 
 void
@@ -485,7 +486,7 @@ tcopy_decode_row(TcopyRelCodec *codec, const int *proj, int nproj,
 						ereport(ERROR,
 								(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
 								 errmsg("incorrect binary data format in column \"%s\" of foreign table \"%s\"",
-										codec->schema->columns[proj[p]]->name, codec->relname)));
+										col->attname, codec->relname)));
 					break;
 				}
 			case TCOPY_CONV_IO:

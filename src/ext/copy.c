@@ -1,7 +1,8 @@
 /*
  * copy.c
- *		The COPY hook: COPY ... FROM into a tcopy foreign table, read by
- *		Postgres' own COPY reader and shipped to the tserver in batches.
+ *		COPY ... FROM into a tcopy foreign table, in place of DoCopy (the
+ *		utility hook, hook.c, hands it over): read by Postgres' own COPY
+ *		reader and shipped to the tserver in batches.
  *
  * The hook takes a COPY FROM only when its target is a tcopy foreign table
  * without triggers or stored generated columns (those need the executor's
@@ -39,32 +40,10 @@
 #include "parser/parse_relation.h"
 #include "pgstat.h"
 #include "storage/lmgr.h"
-#include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/rls.h"
-
-static ProcessUtility_hook_type prev_ProcessUtility = NULL;
-
-bool
-tcopy_relation_is_tcopy_table(Oid relid)
-{
-	ForeignTable *table;
-	ForeignServer *server;
-	ForeignDataWrapper *fdw;
-	FmgrInfo	handler;
-
-	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_FOREIGN_TABLE)
-		return false;
-	table = GetForeignTable(relid);
-	server = GetForeignServer(table->serverid);
-	fdw = GetForeignDataWrapper(server->fdwid);
-	if (!OidIsValid(fdw->fdwhandler))
-		return false;
-	fmgr_info(fdw->fdwhandler, &handler);
-	return handler.fn_addr == tcopy_fdw_handler;
-}
 
 /* Whether the hook can load rel itself (see the file comment). */
 static bool
@@ -234,9 +213,9 @@ copy_rows(ParseState *pstate, const CopyStmt *stmt, Relation rel, List *where)
 
 /*
  * COPY FROM into a tcopy table, in place of DoCopy; false when the
- * statement is not one the hook takes.
+ * statement is not one the hook takes (see the file comment).
  */
-static bool
+bool
 tcopy_copy_from(const CopyStmt *stmt, const char *query_string,
 				QueryEnvironment *query_env, uint64 *processed)
 {
@@ -277,37 +256,4 @@ tcopy_copy_from(const CopyStmt *stmt, const char *query_string,
 	free_parsestate(pstate);
 	table_close(rel, NoLock);
 	return true;
-}
-
-static void
-tcopy_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
-					 bool readOnlyTree, ProcessUtilityContext context,
-					 ParamListInfo params, QueryEnvironment *queryEnv,
-					 DestReceiver *dest, QueryCompletion *qc)
-{
-	Node	   *parsetree = pstmt->utilityStmt;
-	uint64		processed;
-
-	if (IsA(parsetree, RenameStmt) || IsA(parsetree, AlterObjectSchemaStmt))
-		tcopy_pin_before_rename(parsetree);
-	else if (tcopy_copy_hook_enabled && IsA(parsetree, CopyStmt) &&
-		tcopy_copy_from((CopyStmt *) parsetree, queryString, queryEnv, &processed))
-	{
-		if (qc)
-			SetQueryCompletion(qc, CMDTAG_COPY, processed);
-		return;
-	}
-	if (prev_ProcessUtility)
-		prev_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
-							queryEnv, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
-								queryEnv, dest, qc);
-}
-
-void
-TcopyCopyInit(void)
-{
-	prev_ProcessUtility = ProcessUtility_hook;
-	ProcessUtility_hook = tcopy_ProcessUtility;
 }

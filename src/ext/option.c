@@ -16,6 +16,7 @@
 #include "catalog/pg_user_mapping.h"
 #include "commands/dbcommands.h"
 #include "commands/defrem.h"
+#include "executor/executor.h"
 #include "foreign/foreign.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
@@ -28,8 +29,6 @@
 #include "tcopy.h"
 
 /* Limits of the batch options, the same as those of the GUCs. */
-#define TCOPY_BATCH_ROWS_MAX	1000000
-#define TCOPY_BATCH_KB_MAX		32768	/* half a frame: a batch closes after passing it */
 
 /* One valid option: its name and the catalog of the object it applies to. */
 typedef struct TcopyOption
@@ -106,6 +105,16 @@ tcopy_check_address(const char *address)
 }
 
 /*
+ * Whether address is null:, the transport that discards every write and
+ * so has nothing to read or truncate.  The one test of it in tcopy.
+ */
+bool
+tcopy_address_is_null(const char *address)
+{
+	return tc_address_is_null(address);
+}
+
+/*
  * The value of option batch_rows (rows) or batch_size (KB, or with a unit
  * such as '4MB'), checked against the limits of the matching GUC.
  */
@@ -113,7 +122,7 @@ static int
 tcopy_parse_batch_option(const char *name, const char *value)
 {
 	bool		is_size = strcmp(name, "batch_size") == 0;
-	int			max = is_size ? TCOPY_BATCH_KB_MAX : TCOPY_BATCH_ROWS_MAX;
+	int			max = is_size ? TC_BATCH_KB_MAX : TC_BATCH_ROWS_MAX;
 	const char *hintmsg = NULL;
 	int			result;
 
@@ -345,4 +354,21 @@ tcopy_get_table_options(Relation rel, Oid userid, TcopyTableOptions *options)
 
 	if (key != NULL)
 		options->key_attnums = tcopy_key_attnums(rel, key);
+}
+
+/*
+ * The user whose mapping reaches the tserver for range table entry rti:
+ * the one the executor checks permissions as (a view's owner, for a table
+ * read or written through the view), else the current user; as
+ * postgres_fdw does.
+ */
+Oid
+tcopy_rte_user(EState *estate, Index rti)
+{
+	RangeTblEntry *rte;
+
+	if (rti == 0)
+		return GetUserId();
+	rte = exec_rt_fetch(rti, estate);
+	return OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId();
 }

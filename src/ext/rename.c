@@ -6,7 +6,7 @@
  * under a name made of its database, schema and table names.  Renaming the
  * table, moving it to another schema or renaming its schema would point it
  * at another, empty tserver table, the rows left behind under the old
- * name.  So, before such a statement runs, the COPY hook's utility hook
+ * name.  So, before such a statement runs, the utility hook (hook.c)
  * sets table_name to the name the table has been using, by an ALTER
  * FOREIGN TABLE ... OPTIONS (ADD table_name ...) in the same transaction,
  * undone with the rename if it fails.  Only a table's owner may set its

@@ -18,8 +18,8 @@ bool		tcopy_copy_hook_enabled = true;
 int			tcopy_encoder = TCOPY_ENCODER_WIRE;
 int			tcopy_alloc_mode = TCOPY_ALLOC_ARENA;
 bool		tcopy_raw_fields = true;
-int			tcopy_batch_rows = 1000;
-int			tcopy_batch_kb = 1024;
+int			tcopy_batch_rows = TC_BATCH_ROWS_DEFAULT;
+int			tcopy_batch_kb = TC_BATCH_KB_DEFAULT;
 int			tcopy_window = 4;
 
 static const struct config_enum_entry tcopy_encoder_options[] = {
@@ -90,8 +90,8 @@ tcopy_define_gucs(void)
 							"Sets the number of rows after which a write batch is sent.",
 							"The foreign table's or server's option batch_rows overrides it.",
 							&tcopy_batch_rows,
-							1000,
-							1, 1000000,
+							TC_BATCH_ROWS_DEFAULT,
+							1, TC_BATCH_ROWS_MAX,
 							PGC_USERSET,
 							0,
 							NULL, NULL, NULL);
@@ -100,8 +100,8 @@ tcopy_define_gucs(void)
 							"Sets the size of row data after which a write batch is sent.",
 							"The foreign table's or server's option batch_size overrides it.",
 							&tcopy_batch_kb,
-							1024,
-							1, 32768,	/* half the 64 MB frame limit */
+							TC_BATCH_KB_DEFAULT,
+							1, TC_BATCH_KB_MAX,
 							PGC_USERSET,
 							GUC_UNIT_KB,
 							NULL, NULL, NULL);
@@ -111,8 +111,8 @@ tcopy_define_gucs(void)
 							"A batch beyond the window waits for the oldest one's "
 							"acknowledgement.",
 							&tcopy_window,
-							4,
-							1, 1024,
+							TC_CLIENT_WINDOW_DEFAULT,
+							1, TC_CLIENT_WINDOW_MAX,
 							PGC_USERSET,
 							0,
 							NULL, NULL, NULL);
@@ -124,6 +124,6 @@ void
 _PG_init(void)
 {
 	tcopy_define_gucs();
-	TcopyConnectionInit();
-	TcopyCopyInit();
+	TcopyXactInit();
+	TcopyHookInit();
 }

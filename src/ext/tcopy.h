@@ -2,7 +2,7 @@
  * tcopy.h
  *		The tcopy extension's private interface: options, connections to
  *		tservers, the mapping of Postgres rows to wire rows, write batches,
- *		the FDW callbacks and the COPY hook.
+ *		the FDW callbacks, the utility hook and what it dispatches to.
  */
 #ifndef TCOPY_H
 #define TCOPY_H
@@ -11,11 +11,16 @@
 
 #include "access/tupdesc.h"
 #include "fmgr.h"
+#include "foreign/fdwapi.h"
 #include "foreign/foreign.h"
 #include "nodes/pg_list.h"
+#include "utils/hsearch.h"
 #include "utils/relcache.h"
+#include "utils/timestamp.h"
 
+#include "tc_address.h"
 #include "tc_arena.h"
+#include "tc_buf.h"
 #include "tc_client.h"
 #include "tc_frame.h"
 #include "tc_wire.h"
@@ -54,6 +59,9 @@ typedef struct TcopyTableOptions
 	int			batch_bytes;	/* bytes per batch (approximate) */
 } TcopyTableOptions;
 
+/* Whether address is null:, the transport that discards every write. */
+extern bool tcopy_address_is_null(const char *address);
+
 /* The column names of a key option's value; an ERROR when malformed. */
 extern List *tcopy_parse_key(const char *value);
 
@@ -66,6 +74,9 @@ extern char *tcopy_default_table_name(Relation rel);
 /* All options of foreign table rel, resolved for user userid. */
 extern void tcopy_get_table_options(Relation rel, Oid userid, TcopyTableOptions *options);
 
+/* Whose user mapping reaches the tserver for range table entry rti. */
+extern Oid	tcopy_rte_user(EState *estate, Index rti);
+
 /* in codec.c: Postgres values <-> wire rows */
 typedef enum TcopyConv
 {
@@ -76,13 +87,18 @@ typedef enum TcopyConv
 	TCOPY_CONV_FLOAT4,
 	TCOPY_CONV_FLOAT8,
 	TCOPY_CONV_TEXT,			/* varlena text-like: bytes verbatim */
-	TCOPY_CONV_SEND,			/* any other type: binary send / receive */
-	TCOPY_CONV_IO				/* a type without them: text output / input */
+	TCOPY_CONV_SEND,			/* a built-in type whose send format is
+								 * portable, or an array of one
+								 * (type_send_is_portable): send / receive */
+	TCOPY_CONV_IO				/* every other type, send function or not
+								 * (jsonb, enums, records, text[], types of
+								 * extensions): text output / input */
 } TcopyConv;
 
 typedef struct TcopyColumnCodec
 {
 	AttrNumber	attnum;			/* in the relation (1-based) */
+	char	   *attname;		/* its Postgres name: the one messages give */
 	Oid			typid;
 	int32		typmod;
 	TcopyConv	conv;
@@ -103,7 +119,9 @@ typedef struct TcopyRelCodec
 	int			ncolumns;		/* live columns = wire columns */
 	TcopyColumnCodec *columns;	/* [ncolumns], in attnum order */
 	int		   *column_of_att;	/* [natts]: wire column of attnum-1, or -1 */
-	Tcopy__Schema *schema;		/* the table's schema as sent to the tserver */
+	Tcopy__Schema *schema;		/* the table's schema as sent to the tserver;
+								 * its column names are the tserver's, for the
+								 * wire only (messages give attname) */
 	Oid			userid;			/* whose user mapping: the tserver is reached as */
 	TcopyTableOptions options;
 } TcopyRelCodec;
@@ -161,7 +179,7 @@ extern void tcopy_report_null_violation(TcopyRelCodec *codec, int c,
 extern void tcopy_decode_row(TcopyRelCodec *codec, const int *proj, int nproj,
 							 const Tcopy__Row *row, Datum *values, bool *nulls);
 
-/* in batch.c: write batches */
+/* in batch.c: write batches, encoded by batch_wire.c or batch_protobuf.c */
 typedef struct TcopyBatch
 {
 	TcopyEncoder encoder;
@@ -171,7 +189,7 @@ typedef struct TcopyBatch
 	const uint8 *send;			/* after tcopy_batch_pack: the bytes to send */
 	size_t		send_len;
 
-	/* TCOPY_ENCODER_PROTOBUF */
+	/* TCOPY_ENCODER_PROTOBUF (batch_protobuf.c) */
 	TcopyAllocMode mode;
 	TcArena		arena;			/* TCOPY_ALLOC_ARENA */
 	void	  **mallocs;		/* TCOPY_ALLOC_MALLOC: what to free */
@@ -182,18 +200,121 @@ typedef struct TcopyBatch
 } TcopyBatch;
 
 extern void tcopy_batch_init(TcopyBatch *batch, TcopyEncoder encoder, TcopyAllocMode mode);
-/* Append row (its blobs copied) to the batch. */
-extern void tcopy_batch_add(TcopyBatch *batch, const TcWireRow *row);
 /* Pack the batch (seq, table id set): batch->send, batch->send_len. */
 extern void tcopy_batch_pack(TcopyBatch *batch, uint64 seq, uint32 table_id);
 /* Forget the rows (arena reset, or every malloc freed). */
 extern void tcopy_batch_reset(TcopyBatch *batch);
 extern void tcopy_batch_free(TcopyBatch *batch);
+extern void tcopy_batch_out_of_memory(void) pg_attribute_noreturn();
 
-/* in connection.c: connections, write sessions and transactions */
-typedef struct TcopyConnection TcopyConnection;
+/* in batch_wire.c: the wire encoder; false when out of memory */
+extern bool tcopy_wire_batch_add(TcopyBatch *batch, const TcWireRow *row);
+extern void tcopy_wire_batch_pack(TcopyBatch *batch, uint64 seq, uint32 table_id);
 
-extern void TcopyConnectionInit(void);
+/* in batch_protobuf.c: the protobuf encoder; false when out of memory */
+extern void tcopy_protobuf_batch_init(TcopyBatch *batch, TcopyAllocMode mode);
+extern bool tcopy_protobuf_batch_add(TcopyBatch *batch, const TcWireRow *row);
+extern size_t tcopy_protobuf_batch_packed_size(TcopyBatch *batch, uint64 seq,
+											   uint32 table_id);
+extern bool tcopy_protobuf_batch_pack(TcopyBatch *batch, size_t size);
+extern void tcopy_protobuf_batch_reset(TcopyBatch *batch);
+extern void tcopy_protobuf_batch_free(TcopyBatch *batch);
+
+/*
+ * Append row (its blobs copied) to the batch.  Called per row, so inline:
+ * the encoder is chosen by a branch, not a call through a pointer.
+ */
+static inline void
+tcopy_batch_add(TcopyBatch *batch, const TcWireRow *row)
+{
+	bool		added;
+
+	if (likely(batch->encoder == TCOPY_ENCODER_WIRE))
+		added = tcopy_wire_batch_add(batch, row);
+	else
+		added = tcopy_protobuf_batch_add(batch, row);
+	if (unlikely(!added))
+		tcopy_batch_out_of_memory();
+	batch->nrows++;
+}
+
+/* in connection.c: connections to tservers */
+typedef struct TcopyConnKey
+{
+	Oid			serverid;
+	Oid			userid;
+} TcopyConnKey;
+
+/* A table opened on a write connection; valid while its name and schema are. */
+typedef struct TcopyRemoteTable
+{
+	Oid			relid;
+	uint32		table_id;		/* the tserver's id for it */
+	char	   *name;			/* its name on the tserver */
+	uint8	   *schema;			/* the schema it was opened with, packed */
+	size_t		schema_len;
+} TcopyRemoteTable;
+
+/*
+ * A cached write connection, and the write session on it.  connection.c
+ * owns the connection fields; the session fields are xact.c's, but for
+ * tcopy_connection_close, which ends a session with its connection.
+ */
+typedef struct TcopyConnection
+{
+	TcopyConnKey key;			/* hash key: must be first */
+	TcClient   *client;			/* NULL: not connected, or null transport */
+	char	   *address;		/* server option address (TopMemoryContext) */
+	char	   *token;			/* user mapping option token, or NULL */
+	bool		null_transport; /* address null:: batches are packed, never sent */
+	bool		busy;			/* inside a client call; true after a longjmp */
+	uint32		null_next_table_id; /* null transport: ids handed out */
+	List	   *tables;			/* TcopyRemoteTable *, for the client's life */
+
+	/* the write session (xact.c) */
+	bool		in_session;		/* a write session is open in this transaction */
+	bool		sent_any;		/* a batch was (or was being) sent in it */
+	bool		session_lost;	/* closed after sending: the session is gone */
+	bool		subxact_lost;	/* a rolled-back subtransaction sent batches */
+	int			write_level;	/* deepest nest level with batches sent whose
+								 * subtransaction has not ended; 0: none */
+	uint64		next_seq;		/* seq of the session's next batch */
+	uint64		rows_sent;		/* rows in the session's batches */
+	List	   *written_relids; /* Oids of tables sent to in this transaction */
+} TcopyConnection;
+
+/* Write connections by (server, user); NULL until the first write. */
+extern HTAB *tcopy_connections;
+
+/*
+ * The cached write connection for the table's server and codec's user,
+ * with the current address and token; not necessarily connected.
+ */
+extern TcopyConnection *tcopy_connection_lookup(TcopyRelCodec *codec);
+/* The remote table id on this connection (opened with create and schema). */
+extern uint32 tcopy_connection_table_id(TcopyConnection *conn, TcopyRelCodec *codec);
+/* Close conn's client (a session that had sent batches is then lost). */
+extern void tcopy_connection_close(TcopyConnection *conn);
+/* A call on conn's client failed: close it and raise the failure. */
+extern void tcopy_connection_fail(TcopyConnection *conn,
+								  const char *what) pg_attribute_noreturn();
+/* Connect to a tserver, waits served by the latch; an ERROR on failure. */
+extern TcClient *tcopy_client_connect(const char *address, const char *token);
+/* Make waits for a tserver give up at deadline; 0: wait as long as needed. */
+extern void tcopy_set_wait_deadline(TimestampTz deadline);
+
+/* A fresh connection for a scan or a table operation; close it after. */
+extern TcClient *tcopy_connect(TcopyRelCodec *codec);
+extern void tcopy_disconnect(TcClient *client);
+/* Close the clients of tcopy_connect opened at nest level min_level or deeper. */
+extern void tcopy_close_scan_clients(int min_level);
+
+/* Raise a client failure as a Postgres ERROR (SQLSTATE from the code). */
+extern void tcopy_report_client_error(TcClient *client, const char *address,
+									  const char *what) pg_attribute_noreturn();
+
+/* in xact.c: write sessions, committed and aborted with the transaction */
+extern void TcopyXactInit(void);
 
 /*
  * The cached write connection for the table's server and the current user,
@@ -201,22 +322,12 @@ extern void TcopyConnectionInit(void);
  * session begun in the current transaction; the session commits at
  * pre-commit and aborts with the transaction.  NULL client for null:.
  */
-extern TcopyConnection *tcopy_get_write_connection(TcopyRelCodec *codec);
-/* The remote table id on this connection (opened with create and schema). */
-extern uint32 tcopy_connection_table_id(TcopyConnection *conn, TcopyRelCodec *codec);
-/* Send a packed batch; the connection numbers it (seq) in its session. */
-extern void tcopy_connection_send(TcopyConnection *conn, TcopyBatch *batch,
-								  uint32 table_id, uint64 nrows);
+extern TcopyConnection *tcopy_xact_write_connection(TcopyRelCodec *codec);
+/* Send a packed batch; the session numbers it (seq). */
+extern void tcopy_xact_send(TcopyConnection *conn, TcopyBatch *batch,
+							uint32 table_id, uint64 nrows);
 /* Whether this transaction has written to relid (reads then must fail). */
 extern bool tcopy_xact_wrote_relation(Oid relid);
-
-/* A fresh connection for a scan or a table operation; close it after. */
-extern TcClient *tcopy_connect(TcopyRelCodec *codec);
-extern void tcopy_disconnect(TcClient *client);
-
-/* Raise a client failure as a Postgres ERROR (SQLSTATE from the code). */
-extern void tcopy_report_client_error(TcClient *client, const char *address,
-									  const char *what) pg_attribute_noreturn();
 
 /* in writer.c: rows -> batches -> connection, shared by COPY and INSERT */
 typedef struct TcopyWriter
@@ -238,13 +349,70 @@ extern void tcopy_writer_add_row(TcopyWriter *writer);
 extern void tcopy_writer_finish(TcopyWriter *writer);
 extern void tcopy_writer_free(TcopyWriter *writer);
 
-/* in fdw.c */
+/* in fdw.c: the handler, and planning */
 extern Datum tcopy_fdw_handler(PG_FUNCTION_ARGS);
-
-/* in copy.c */
-extern void TcopyCopyInit(void);
 /* Whether relid is a foreign table served by tcopy's handler. */
 extern bool tcopy_relation_is_tcopy_table(Oid relid);
+
+/* Indexes in ForeignScan.fdw_private. */
+enum TcopyScanPrivate
+{
+	TCOPY_PRIV_ALL_COLUMNS,		/* Boolean: every column is needed */
+	TCOPY_PRIV_ATTNUMS,			/* IntList: attnums needed, ascending */
+	TCOPY_PRIV_BOUNDS			/* List of (Integer attnum, Integer btree
+								 * strategy, Const int2/4/8): the quals
+								 * "attnum strategy const" */
+};
+
+/* Indexes in one TCOPY_PRIV_BOUNDS item. */
+enum TcopyBoundPrivate
+{
+	TCOPY_BOUND_ATTNUM,
+	TCOPY_BOUND_STRATEGY,
+	TCOPY_BOUND_VALUE
+};
+
+/* in fdw_scan.c: the scan callbacks */
+extern void tcopyBeginForeignScan(ForeignScanState *node, int eflags);
+extern TupleTableSlot *tcopyIterateForeignScan(ForeignScanState *node);
+extern void tcopyReScanForeignScan(ForeignScanState *node);
+extern void tcopyEndForeignScan(ForeignScanState *node);
+extern void tcopyExplainForeignScan(ForeignScanState *node, struct ExplainState *es);
+
+/* in fdw_modify.c: the insert and truncate callbacks */
+extern int	tcopyIsForeignRelUpdatable(Relation rel);
+extern List *tcopyPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
+									Index resultRelation, int subplan_index);
+extern void tcopyBeginForeignModify(ModifyTableState *mtstate,
+									ResultRelInfo *resultRelInfo,
+									List *fdw_private, int subplan_index,
+									int eflags);
+extern void tcopyBeginForeignInsert(ModifyTableState *mtstate,
+									ResultRelInfo *resultRelInfo);
+extern TupleTableSlot *tcopyExecForeignInsert(EState *estate,
+											  ResultRelInfo *resultRelInfo,
+											  TupleTableSlot *slot,
+											  TupleTableSlot *planSlot);
+extern TupleTableSlot **tcopyExecForeignBatchInsert(EState *estate,
+													ResultRelInfo *resultRelInfo,
+													TupleTableSlot **slots,
+													TupleTableSlot **planSlots,
+													int *numSlots);
+extern int	tcopyGetForeignModifyBatchSize(ResultRelInfo *resultRelInfo);
+extern void tcopyEndForeignModify(EState *estate, ResultRelInfo *resultRelInfo);
+extern void tcopyEndForeignInsert(EState *estate, ResultRelInfo *resultRelInfo);
+extern void tcopyExecForeignTruncate(List *rels, DropBehavior behavior,
+									 bool restart_seqs);
+
+/* in hook.c: the utility hook, dispatching to copy.c and rename.c */
+extern void TcopyHookInit(void);
+
+/* in copy.c: COPY FROM a tcopy table in place of DoCopy */
+struct CopyStmt;
+struct QueryEnvironment;
+/* false when the statement is not one tcopy takes: Postgres runs it */
+extern bool tcopy_copy_from(const struct CopyStmt *stmt, const char *query_string,
+							struct QueryEnvironment *query_env, uint64 *processed);
 
 /* in rename.c: before a statement renames or moves tcopy tables */
 extern void tcopy_pin_before_rename(Node *parsetree);

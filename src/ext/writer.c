@@ -37,7 +37,7 @@ tcopy_writer_begin(TcopyRelCodec *codec)
 	callback->arg = writer;
 	MemoryContextRegisterResetCallback(CurrentMemoryContext, callback);
 
-	writer->conn = tcopy_get_write_connection(codec);
+	writer->conn = tcopy_xact_write_connection(codec);
 	writer->table_id = tcopy_connection_table_id(writer->conn, codec);
 	return writer;
 }
@@ -50,7 +50,7 @@ writer_flush(TcopyWriter *writer)
 
 	if (nrows == 0)
 		return;
-	tcopy_connection_send(writer->conn, &writer->batch, writer->table_id, nrows);
+	tcopy_xact_send(writer->conn, &writer->batch, writer->table_id, nrows);
 	tcopy_batch_reset(&writer->batch);
 }
 

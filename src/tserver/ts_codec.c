@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "tc_varint.h"
+#include "ts_key.h"
 
 int
 ts_layout_init(TsLayout *layout, const Tcopy__Schema *schema, TsError *err)
@@ -168,26 +169,6 @@ row_positions(const TsLayout *layout, const Tcopy__Row *row, int32_t *pos)
 	}
 }
 
-static inline void
-put_be64(uint8_t *p, uint64_t v)
-{
-	for (int b = 7; b >= 0; b--)
-	{
-		p[b] = (uint8_t) v;
-		v >>= 8;
-	}
-}
-
-static inline uint64_t
-get_be64(const uint8_t *p)
-{
-	uint64_t	v = 0;
-
-	for (int b = 0; b < 8; b++)
-		v = (v << 8) | p[b];
-	return v;
-}
-
 static uint64_t
 float_key_bits(double f)
 {
@@ -230,14 +211,14 @@ key_put_column(TcBuf *out, Tcopy__Kind kind, const Tcopy__Row *row, int32_t pos)
 		case TCOPY__KIND__KIND_INT:
 			if (!tc_buf_reserve(out, 8))
 				return false;
-			put_be64(out->data + out->len,
+			ts_put_be64(out->data + out->len,
 					 (uint64_t) row->ints[pos] ^ UINT64_C(0x8000000000000000));
 			out->len += 8;
 			return true;
 		case TCOPY__KIND__KIND_FLOAT:
 			if (!tc_buf_reserve(out, 8))
 				return false;
-			put_be64(out->data + out->len, float_key_bits(row->floats[pos]));
+			ts_put_be64(out->data + out->len, float_key_bits(row->floats[pos]));
 			out->len += 8;
 			return true;
 		case TCOPY__KIND__KIND_BYTES:
@@ -296,7 +277,7 @@ ts_key_encode_rowid(uint32_t table_id, uint64_t rowid, TcBuf *out)
 {
 	if (!put_table_id(table_id, out) || !tc_buf_reserve(out, TS_ROWID_SIZE))
 		return false;
-	put_be64(out->data + out->len, rowid);
+	ts_put_be64(out->data + out->len, rowid);
 	out->len += TS_ROWID_SIZE;
 	return true;
 }
@@ -447,13 +428,13 @@ key_get_column(Tcopy__Kind kind, const uint8_t **p, const uint8_t *end,
 		case TCOPY__KIND__KIND_INT:
 			if (end - *p < 8)
 				return false;
-			value->i = (int64_t) (get_be64(*p) ^ UINT64_C(0x8000000000000000));
+			value->i = (int64_t) (ts_get_be64(*p) ^ UINT64_C(0x8000000000000000));
 			*p += 8;
 			return true;
 		case TCOPY__KIND__KIND_FLOAT:
 			if (end - *p < 8)
 				return false;
-			value->f = float_from_key_bits(get_be64(*p));
+			value->f = float_from_key_bits(ts_get_be64(*p));
 			*p += 8;
 			return true;
 		case TCOPY__KIND__KIND_BYTES:

@@ -29,7 +29,7 @@
 
 #include "tc_arena.h"
 #include "tc_frame.h"
-#include "ts_storage.h"
+#include "ts_error.h"
 
 #define TS_TABLE_ID_SIZE 4
 #define TS_ROWID_SIZE 8
@@ -90,22 +90,5 @@ bool		ts_value_encode(const TsLayout *layout, const Tcopy__Row *row,
 bool		ts_row_decode(const TsLayout *layout, const uint8_t *key, size_t keylen,
 						  const uint8_t *value, size_t valuelen, TsValue *values,
 						  TcArena *scratch);
-
-/* Big-endian helpers used by keys. */
-static inline void
-ts_put_be32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t) (v >> 24);
-	p[1] = (uint8_t) (v >> 16);
-	p[2] = (uint8_t) (v >> 8);
-	p[3] = (uint8_t) v;
-}
-
-static inline uint32_t
-ts_get_be32(const uint8_t *p)
-{
-	return ((uint32_t) p[0] << 24) | ((uint32_t) p[1] << 16) |
-		((uint32_t) p[2] << 8) | (uint32_t) p[3];
-}
 
 #endif							/* TS_CODEC_H */

@@ -1,12 +1,14 @@
 /*
  * ts_key.h
- *		Comparing stored keys: unsigned byte strings, a prefix first.  The
- *		sorts and merges of spilled records compare keys by their first 16
- *		bytes loaded as two big-endian integers, kept beside each record,
- *		and look at the bytes only when those tie: a key is a 4-byte table
- *		id and its encoded key columns (an integer column takes 8 bytes,
- *		the first 4 of them alike for every value below 2^31, so 8 bytes
- *		of prefix would tie on nearly every key).
+ *		The bytes of stored keys: the big-endian integers they are built of
+ *		(table ids, row ids, integer and float columns; big-endian so that
+ *		memcmp order is numeric order), and comparing keys as unsigned byte
+ *		strings, a prefix first.  The sorts and merges of spilled records
+ *		compare keys by their first 16 bytes loaded as two big-endian
+ *		integers, kept beside each record, and look at the bytes only when
+ *		those tie: a key is a 4-byte table id and its encoded key columns (an
+ *		integer column takes 8 bytes, the first 4 of them alike for every
+ *		value below 2^31, so 8 bytes of prefix would tie on nearly every key).
  */
 #ifndef TS_KEY_H
 #define TS_KEY_H
@@ -16,6 +18,40 @@
 #include <string.h>
 
 #define TS_KEY_PREFIX_SIZE 16
+
+/* Store v at p, most significant byte first. */
+static inline void
+ts_put_be32(uint8_t *p, uint32_t v)
+{
+	v = htobe32(v);
+	memcpy(p, &v, sizeof(v));
+}
+
+static inline void
+ts_put_be64(uint8_t *p, uint64_t v)
+{
+	v = htobe64(v);
+	memcpy(p, &v, sizeof(v));
+}
+
+/* The integer stored at p, most significant byte first. */
+static inline uint32_t
+ts_get_be32(const uint8_t *p)
+{
+	uint32_t	v;
+
+	memcpy(&v, p, sizeof(v));
+	return be32toh(v);
+}
+
+static inline uint64_t
+ts_get_be64(const uint8_t *p)
+{
+	uint64_t	v;
+
+	memcpy(&v, p, sizeof(v));
+	return be64toh(v);
+}
 
 static inline int
 ts_key_compare(const uint8_t *a, uint32_t len_a, const uint8_t *b, uint32_t len_b)
@@ -41,10 +77,8 @@ ts_key_prefix(const uint8_t *key, uint32_t keylen)
 	TsKeyPrefix prefix;
 
 	memcpy(bytes, key, keylen < TS_KEY_PREFIX_SIZE ? keylen : TS_KEY_PREFIX_SIZE);
-	memcpy(&prefix.hi, bytes, 8);
-	memcpy(&prefix.lo, bytes + 8, 8);
-	prefix.hi = be64toh(prefix.hi);
-	prefix.lo = be64toh(prefix.lo);
+	prefix.hi = ts_get_be64(bytes);
+	prefix.lo = ts_get_be64(bytes + 8);
 	return prefix;
 }
 

@@ -8,7 +8,6 @@
 #include "ts_server.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <pwd.h>
 #include <signal.h>
@@ -16,14 +15,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include <openssl/crypto.h>
-
+#include "tc_auth.h"
 #include "ts_log.h"
 
 #define EXIT_USAGE 2
+#define TS_MB (1024 * 1024)
 
 typedef struct TsMainOptions
 {
@@ -44,10 +42,13 @@ typedef struct TsMainOptions
 /* The running server, for the signal handlers' sake only. */
 static TsServer *volatile signal_server;
 
-/* Print the usage message to out. */
+/* Print the usage message to out, with the store's defaults. */
 static void
 usage(FILE *out)
 {
+	TsStoreOptions defaults;
+
+	ts_store_default_options(&defaults);
 	fprintf(out,
 			"tserver %s: the tcopy tablet server.\n\n"
 			"Usage:\n"
@@ -61,16 +62,18 @@ usage(FILE *out)
 			"  --allow-uid UID[,UID...]   accept unix socket clients running as these users\n"
 			"                             only (uids or user names; repeatable)\n"
 			"  --session-memory-mb N      memory a write session stages before spilling\n"
-			"                             to disk (default 64)\n"
+			"                             to disk (default %zu)\n"
 			"  --memory-mb N              memory all write sessions together stage before\n"
-			"                             each spills early, at 1 MB (default 256; 0: none)\n"
+			"                             each spills early, at 1 MB (default %llu; 0: none)\n"
 			"  --merge-threads N          threads of a spilled session's merge at commit\n"
 			"                             (default: the cores, at most 4; at most 8)\n"
-			"  --max-frame-mb N           largest frame accepted from a client (default 64)\n"
+			"  --max-frame-mb N           largest frame accepted from a client (default %u)\n"
 			"  --no-sync                  do not sync commits (for measurements only)\n"
 			"  --log-level LEVEL          debug, info (default), warning or error\n"
 			"  --help                     show this help and exit\n",
-			TS_VERSION);
+			TS_VERSION, defaults.session_memory_bytes / TS_MB,
+			(unsigned long long) (defaults.memory_bytes / TS_MB),
+			(unsigned) (TC_FRAME_MAX_DEFAULT / TS_MB));
 }
 
 /* Report a bad argument and exit the way every bad argument does. */
@@ -187,12 +190,14 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 		{"help", no_argument, NULL, OPT_HELP},
 		{NULL, 0, NULL, 0}
 	};
+	TsStoreOptions store_defaults;
 	int			opt;
 
 	memset(options, 0, sizeof(*options));
-	options->session_memory_mb = 64;
-	options->memory_mb = 256;
-	options->max_frame_mb = TC_FRAME_MAX_DEFAULT / (1024 * 1024);
+	ts_store_default_options(&store_defaults);
+	options->session_memory_mb = store_defaults.session_memory_bytes / TS_MB;
+	options->memory_mb = (size_t) (store_defaults.memory_bytes / TS_MB);
+	options->max_frame_mb = TC_FRAME_MAX_DEFAULT / TS_MB;
 	options->log_level = TS_LOG_INFO;
 	/* every --listen is an argument, so argc bounds their number */
 	options->listen = calloc((size_t) argc, sizeof(TcAddress));
@@ -214,11 +219,11 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 				options->data_dir = optarg;
 				break;
 			case OPT_LISTEN:
+				if (tc_address_is_null(optarg))
+					bad_argument("cannot listen on \"%s\": null: is a client-side transport", optarg);
 				if (!tc_address_parse(optarg, &options->listen[options->nlisten],
 									  err, sizeof(err)))
 					bad_argument("%s", err);
-				if (options->listen[options->nlisten].kind == TC_ADDRESS_NULL)
-					bad_argument("cannot listen on \"%s\": null: is a client-side transport", optarg);
 				options->nlisten++;
 				break;
 			case OPT_TOKEN_FILE:
@@ -288,85 +293,6 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 	}
 }
 
-/*
- * Read the token: the file's bytes, without trailing line ends.  As ssh
- * does with its keys, a file other users could read (or write) is refused:
- * its token would be no secret.  Returns 0, or -1 with a message in err.
- */
-static int
-read_token_file(const char *path, uint8_t *token, size_t *token_len,
-				char *err, size_t errlen)
-{
-	struct stat st;
-	size_t		len = 0;
-	int			fd;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-	{
-		snprintf(err, errlen, "could not open token file \"%s\": %s", path, strerror(errno));
-		return -1;
-	}
-	if (fstat(fd, &st) != 0)
-	{
-		snprintf(err, errlen, "could not stat token file \"%s\": %s", path, strerror(errno));
-		close(fd);
-		return -1;
-	}
-	if (st.st_mode & (S_IRWXG | S_IRWXO))
-	{
-		snprintf(err, errlen,
-				 "token file \"%s\" has group or world access (mode %04o): it must be accessible to its owner only (chmod 0600)",
-				 path, (unsigned) (st.st_mode & 07777));
-		close(fd);
-		return -1;
-	}
-
-	/* read one byte more than allowed, to tell a long token from a full one */
-	for (;;)
-	{
-		uint8_t		overflow[1];
-		uint8_t    *into = len < TS_TOKEN_MAX ? token + len : overflow;
-		size_t		room = len < TS_TOKEN_MAX ? TS_TOKEN_MAX - len : 1;
-		ssize_t		n = read(fd, into, room);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-		{
-			snprintf(err, errlen, "could not read token file \"%s\": %s", path, strerror(errno));
-			close(fd);
-			return -1;
-		}
-		if (n == 0)
-			break;
-		len += (size_t) n;
-		if (len > TS_TOKEN_MAX)
-		{
-			snprintf(err, errlen, "token in \"%s\" is longer than %d bytes", path, TS_TOKEN_MAX);
-			close(fd);
-			return -1;
-		}
-	}
-	close(fd);
-
-	while (len > 0 && (token[len - 1] == '\n' || token[len - 1] == '\r'))
-		len--;
-	if (len == 0)
-	{
-		snprintf(err, errlen, "token file \"%s\" is empty", path);
-		return -1;
-	}
-	/* clients hold the token as a C string (a user mapping option) */
-	if (memchr(token, '\0', len) != NULL)
-	{
-		snprintf(err, errlen, "token in \"%s\" contains a NUL byte, which no client can send", path);
-		return -1;
-	}
-	*token_len = len;
-	return 0;
-}
-
 /* SIGTERM, SIGINT: ask the server to stop; async-signal-safe. */
 static void
 shutdown_signal_handler(int signo)
@@ -408,7 +334,7 @@ main(int argc, char **argv)
 	TsServer   *server = NULL;
 	TsStore    *store = NULL;
 	TsError		store_err;
-	uint8_t		token[TS_TOKEN_MAX];
+	char		token[TC_TOKEN_MAX + 1];
 	size_t		token_len = 0;
 	char		err[512];
 	int			status = 1;
@@ -419,20 +345,21 @@ main(int argc, char **argv)
 	set_signal_handlers(SIG_DFL);
 
 	if (options.token_file != NULL &&
-		read_token_file(options.token_file, token, &token_len, err, sizeof(err)) != 0)
+		tc_auth_read_token_file(options.token_file, true, token, &token_len,
+								err, sizeof(err)) != 0)
 	{
 		ts_log(TS_LOG_ERROR, "%s", err);
 		goto done;
 	}
 
 	memset(&config, 0, sizeof(config));
-	config.token = token_len > 0 ? token : NULL;
+	config.token = token_len > 0 ? (const uint8_t *) token : NULL;
 	config.token_len = token_len;
 	config.max_frame_bytes = options.max_frame_mb * 1024u * 1024u;
 	config.allowed_uids = options.allowed_uids;
 	config.nallowed_uids = options.nallowed_uids;
 	server = ts_server_create(&config, err, sizeof(err));
-	OPENSSL_cleanse(token, sizeof(token));
+	tc_auth_forget(token, sizeof(token));
 	if (server == NULL)
 	{
 		ts_log(TS_LOG_ERROR, "%s", err);

@@ -162,7 +162,7 @@ int
 ts_run_writer_put(TsRunWriter *writer, const uint8_t *key, uint32_t keylen,
 				  const uint8_t *value, uint32_t valuelen)
 {
-	uint8_t		header[TS_RUN_RECORD_HEADER];
+	uint8_t		header[TS_RECORD_HEADER_SIZE];
 
 	if (writer->written >= writer->next_indexed)
 	{
@@ -173,13 +173,12 @@ ts_run_writer_put(TsRunWriter *writer, const uint8_t *key, uint32_t keylen,
 		}
 		writer->next_indexed = writer->written + writer->stride;
 	}
-	memcpy(header, &keylen, 4);
-	memcpy(header + 4, &valuelen, 4);
+	ts_record_put_header(header, keylen, valuelen);
 	if (writer_append(writer, header, sizeof(header)) != 0 ||
 		writer_append(writer, key, keylen) != 0 ||
 		writer_append(writer, value, valuelen) != 0)
 		return -1;
-	writer->written += TS_RUN_RECORD_HEADER + (uint64_t) keylen + valuelen;
+	writer->written += ts_record_size(keylen, valuelen);
 	return 0;
 }
 
@@ -354,7 +353,7 @@ reader_next(RunReader *reader)
 
 	reader->pos += reader->reclen;
 	reader->reclen = 0;
-	more = reader_fill(reader, TS_RUN_RECORD_HEADER);
+	more = reader_fill(reader, TS_RECORD_HEADER_SIZE);
 	if (more <= 0)
 	{
 		if (more == 0 && reader->end > reader->pos)
@@ -362,14 +361,14 @@ reader_next(RunReader *reader)
 		return more == 0 && reader->end == reader->pos ? 0 : -1;
 	}
 	rec = reader->buf + reader->pos;
-	memcpy(&reader->keylen, rec, 4);
-	memcpy(&reader->valuelen, rec + 4, 4);
+	reader->keylen = ts_record_keylen(rec);
+	reader->valuelen = ts_record_valuelen(rec);
 	if (reader->keylen > MAX_RECORD_PART || reader->valuelen > MAX_RECORD_PART)
 	{
 		errno = 0;
 		return -1;
 	}
-	reader->reclen = TS_RUN_RECORD_HEADER + (size_t) reader->keylen + reader->valuelen;
+	reader->reclen = ts_record_size(reader->keylen, reader->valuelen);
 	more = reader_fill(reader, reader->reclen);
 	if (more <= 0)
 	{
@@ -377,7 +376,7 @@ reader_next(RunReader *reader)
 			errno = 0;			/* a torn record */
 		return -1;
 	}
-	reader->key = reader->buf + reader->pos + TS_RUN_RECORD_HEADER;
+	reader->key = ts_record_key(reader->buf + reader->pos);
 	reader->prefix = ts_key_prefix(reader->key, reader->keylen);
 	if (reader->hi != NULL && reader->hi->len > 0 &&
 		ts_key_compare(reader->key, reader->keylen, reader->hi->data,

@@ -3,8 +3,8 @@
  *		A session's sorted runs: staging files of records in key order,
  *		each key once, written by its spills and merged at commit.
  *
- * A run file is a sequence of records [u32 key length][u32 value length]
- * [key][value] (host order: the files never leave the process).  While a
+ * A run file is a sequence of records in the staging format (ts_record.h),
+ * so that a spill writes staged records as they are.  While a
  * run is written, its writer keeps a sparse index (the offset and key of
  * a record every TS_RUN_INDEX_STRIDE bytes, and of the first), from which
  * a merge splits the session's key space into parts of about equal size
@@ -19,9 +19,9 @@
 
 #include "tc_frame.h"
 #include "ts_key.h"
-#include "ts_storage.h"
+#include "ts_record.h"
+#include "ts_error.h"
 
-#define TS_RUN_RECORD_HEADER 8
 #define TS_RUN_INDEX_STRIDE (256 * 1024)
 
 /* A run's sparse index: keys in key order, with their records' offsets. */

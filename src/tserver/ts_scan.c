@@ -84,6 +84,7 @@ bad:
 TsScan *
 ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err)
 {
+	static const Tcopy__Row no_key = TCOPY__ROW__INIT;
 	TsScan	   *scan = calloc(1, sizeof(TsScan));
 	TsTable    *table;
 	const TsLayout *layout;
@@ -94,15 +95,9 @@ ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err)
 		return NULL;
 	}
 	tc_arena_init(&scan->scratch, 16 * 1024);
-	pthread_rwlock_rdlock(&store->tables_lock);
-	table = ts_store_table_locked(store, request->table_id);
-	pthread_rwlock_unlock(&store->tables_lock);
+	table = ts_store_table(store, request->table_id, err);
 	if (table == NULL)
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_UNKNOWN_TABLE,
-					 "table with id %u does not exist on the tserver", request->table_id);
 		goto err;
-	}
 	scan->table = table;
 	layout = &table->layout;
 	if (layout->nkey == 0 && (request->lower != NULL || request->upper != NULL))
@@ -151,32 +146,20 @@ ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err)
 		scan->batch_rows = SCAN_MAX_BATCH_ROWS;
 	scan->limit = request->limit;
 
-	/* key range: [lower, upper) within the table's prefix */
-	if (request->lower != NULL)
-	{
-		if (!ts_key_encode_prefix(layout, table->id, request->lower->key, &scan->lower))
-			goto oom;
-		if (!request->lower->inclusive && !prefix_successor(&scan->lower))
-			scan->done = true;
-	}
-	else if (!ts_key_encode_prefix(layout, table->id, &(Tcopy__Row) TCOPY__ROW__INIT, &scan->lower))
+	/*
+	 * Key range: [lower, upper) within the table's prefix.  A missing bound
+	 * is the prefix of no key columns, the table id alone: every key of the
+	 * table starts with it, and its successor is above them all.
+	 */
+	if (!ts_key_encode_prefix(layout, table->id, request->lower ? request->lower->key : &no_key,
+							  &scan->lower) ||
+		!ts_key_encode_prefix(layout, table->id, request->upper ? request->upper->key : &no_key,
+							  &scan->upper))
 		goto oom;
-	if (request->upper != NULL)
-	{
-		if (!ts_key_encode_prefix(layout, table->id, request->upper->key, &scan->upper))
-			goto oom;
-		if (request->upper->inclusive && !prefix_successor(&scan->upper))
-			scan->upper.len = 0;	/* no upper bound within the key space */
-	}
-	else
-	{
-		if (!tc_buf_reserve(&scan->upper, TS_TABLE_ID_SIZE))
-			goto oom;
-		ts_put_be32(scan->upper.data, table->id);
-		scan->upper.len = TS_TABLE_ID_SIZE;
-		if (!prefix_successor(&scan->upper))
-			scan->upper.len = 0;
-	}
+	if (request->lower != NULL && !request->lower->inclusive && !prefix_successor(&scan->lower))
+		scan->done = true;
+	if ((request->upper == NULL || request->upper->inclusive) && !prefix_successor(&scan->upper))
+		scan->upper.len = 0;	/* no upper bound within the key space */
 
 	scan->read_options = rocksdb_readoptions_create();
 	if (scan->upper.len > 0)

@@ -17,12 +17,12 @@
  */
 #include "ts_server.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -30,17 +30,49 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
-#include <openssl/crypto.h>
-
+#include "tc_net.h"
+#include "ts_conn.h"
 #include "ts_log.h"
 
 #define TS_ACCEPT_BURST 32		/* accepts per listener per wakeup */
 #define TS_ACCEPT_PAUSE_MS 100	/* back-off when out of descriptors */
 
+/* A listening socket. */
+typedef struct TsListener
+{
+	int			fd;
+	char		name[300];		/* "unix:PATH" or "tcp:HOST:PORT", for logs */
+	bool		is_unix;
+	char		path[108];		/* unix: the socket file, unlinked at close */
+	dev_t		dev;			/* unix: the file we bound, so that we never */
+	ino_t		ino;			/* unlink a later server's socket */
+} TsListener;
+
+struct TsServer
+{
+	/* fixed once ts_server_run starts */
+	TsProtoShared shared;		/* what every connection's protocol reads */
+	TsConnContext conn_ctx;		/* what every connection's thread reads */
+	uid_t	   *allowed_uids;	/* [nallowed_uids]; 0: unix peers unchecked */
+	size_t		nallowed_uids;
+
+	TsListener *listeners;
+	int			nlisteners;
+	int			wakeup_pipe[2]; /* written by signal handler and exiting
+								 * threads, read by the accept loop */
+	atomic_bool shutdown_requested;
+
+	/* registry of connections, so that shutdown can reach each of them */
+	pthread_mutex_t conns_lock;
+	pthread_cond_t conns_changed;	/* a thread has moved itself to done */
+	TsConn	   *live_conns;		/* threads running */
+	TsConn	   *done_conns;		/* threads finished, to be joined */
+};
+
 static void server_close_listeners(TsServer *server);
+static void server_conn_exit(TsConn *conn, void *arg);
 
 /* See ts_server.h for the contracts of the exported functions. */
 
@@ -50,9 +82,9 @@ ts_server_create(const TsServerConfig *config, char *err, size_t errlen)
 	TsServer   *server;
 
 	if (config->token != NULL &&
-		(config->token_len == 0 || config->token_len > TS_TOKEN_MAX))
+		(config->token_len == 0 || config->token_len > TC_TOKEN_MAX))
 	{
-		snprintf(err, errlen, "token must be 1 to %d bytes long", TS_TOKEN_MAX);
+		snprintf(err, errlen, "token must be 1 to %d bytes long", TC_TOKEN_MAX);
 		return NULL;
 	}
 	if (config->max_frame_bytes == 0)
@@ -71,18 +103,9 @@ ts_server_create(const TsServerConfig *config, char *err, size_t errlen)
 	pthread_mutex_init(&server->conns_lock, NULL);
 	pthread_cond_init(&server->conns_changed, NULL);
 	atomic_init(&server->shutdown_requested, false);
-	atomic_init(&server->connections_open, 0);
-	atomic_init(&server->connections_total, 0);
-	atomic_init(&server->batches_received, 0);
-	atomic_init(&server->bytes_received, 0);
-	clock_gettime(CLOCK_MONOTONIC, &server->start_time);
-
+	ts_proto_shared_init(&server->shared, config->max_frame_bytes);
 	if (config->token != NULL)
-	{
-		memcpy(server->token, config->token, config->token_len);
-		server->token_len = config->token_len;
-	}
-	server->max_frame_bytes = config->max_frame_bytes;
+		ts_proto_shared_set_token(&server->shared, config->token, config->token_len);
 	if (config->nallowed_uids > 0)
 	{
 		server->allowed_uids = malloc(config->nallowed_uids * sizeof(uid_t));
@@ -95,6 +118,12 @@ ts_server_create(const TsServerConfig *config, char *err, size_t errlen)
 			   config->nallowed_uids * sizeof(uid_t));
 		server->nallowed_uids = config->nallowed_uids;
 	}
+	server->conn_ctx.shared = &server->shared;
+	server->conn_ctx.allowed_uids = server->allowed_uids;
+	server->conn_ctx.nallowed_uids = server->nallowed_uids;
+	server->conn_ctx.shutdown_requested = &server->shutdown_requested;
+	server->conn_ctx.exit = server_conn_exit;
+	server->conn_ctx.exit_arg = server;
 
 	/* non-blocking both ways: a signal handler must never block writing */
 	if (pipe2(server->wakeup_pipe, O_NONBLOCK | O_CLOEXEC) != 0)
@@ -122,7 +151,7 @@ ts_server_free(TsServer *server)
 		close(server->wakeup_pipe[1]);
 	pthread_cond_destroy(&server->conns_changed);
 	pthread_mutex_destroy(&server->conns_lock);
-	OPENSSL_cleanse(server->token, sizeof(server->token));
+	tc_auth_forget(server->shared.token, sizeof(server->shared.token));
 	free(server->allowed_uids);
 	free(server);
 }
@@ -142,56 +171,13 @@ server_add_listener(TsServer *server, const TsListener *listener)
 	return 0;
 }
 
-/*
- * Is a server answering on the existing socket file at sun?  Returns 1 (a
- * live server), 0 (stale or gone: safe to bind), or -1 with err.
- */
-static int
-unix_socket_in_use(const struct sockaddr_un *sun, char *err, size_t errlen)
-{
-	int			probe;
-	int			saved_errno;
-
-	probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (probe < 0)
-	{
-		snprintf(err, errlen, "could not create a socket: %s", strerror(errno));
-		return -1;
-	}
-	if (connect(probe, (const struct sockaddr *) sun, sizeof(*sun)) == 0)
-	{
-		close(probe);
-		return 1;
-	}
-	saved_errno = errno;
-	close(probe);
-	if (saved_errno == ECONNREFUSED || saved_errno == ENOENT)
-		return 0;
-	if (saved_errno == EAGAIN)
-		return 1;				/* its backlog is full: it is alive */
-	snprintf(err, errlen, "could not check whether a server listens on \"%s\": %s",
-			 sun->sun_path, strerror(saved_errno));
-	return -1;
-}
-
 /* Listen on the unix socket path; see ts_server_listen. */
 static int
 server_listen_unix(TsServer *server, const char *path, char *err, size_t errlen)
 {
 	TsListener	listener;
-	struct sockaddr_un sun;
 	struct stat st;
-	int			fd = -1;
-	bool		bound = false;
-
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	if (strlen(path) >= sizeof(sun.sun_path))
-	{
-		snprintf(err, errlen, "unix socket path \"%s\" is too long", path);
-		return -1;
-	}
-	strcpy(sun.sun_path, path);
+	int			fd;
 
 	if (lstat(path, &st) == 0)
 	{
@@ -202,7 +188,7 @@ server_listen_unix(TsServer *server, const char *path, char *err, size_t errlen)
 			snprintf(err, errlen, "\"%s\" exists and is not a socket", path);
 			return -1;
 		}
-		in_use = unix_socket_in_use(&sun, err, errlen);
+		in_use = tc_net_unix_in_use(path, err, errlen);
 		if (in_use < 0)
 			return -1;
 		if (in_use > 0)
@@ -225,28 +211,14 @@ server_listen_unix(TsServer *server, const char *path, char *err, size_t errlen)
 		return -1;
 	}
 
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-	{
-		snprintf(err, errlen, "could not create a unix socket: %s", strerror(errno));
-		goto err;
-	}
-	if (bind(fd, (struct sockaddr *) &sun, sizeof(sun)) != 0)
-	{
-		snprintf(err, errlen, "could not bind unix socket \"%s\": %s", path, strerror(errno));
-		goto err;
-	}
-	bound = true;
-
 	/* anyone may connect: access control is the token's and --allow-uid's job */
-	if (chmod(path, 0777) != 0 || stat(path, &st) != 0)
+	fd = tc_net_unix_listen(path, 0777, SOMAXCONN, err, errlen);
+	if (fd < 0)
+		return -1;
+	/* the file's identity, so that closing never unlinks a later server's */
+	if (stat(path, &st) != 0)
 	{
 		snprintf(err, errlen, "could not set permissions of \"%s\": %s", path, strerror(errno));
-		goto err;
-	}
-	if (listen(fd, SOMAXCONN) != 0)
-	{
-		snprintf(err, errlen, "could not listen on \"%s\": %s", path, strerror(errno));
 		goto err;
 	}
 
@@ -266,30 +238,9 @@ server_listen_unix(TsServer *server, const char *path, char *err, size_t errlen)
 	return 0;
 
 err:
-	if (bound)
-		unlink(path);
-	if (fd >= 0)
-		close(fd);
+	unlink(path);
+	close(fd);
 	return -1;
-}
-
-/* "tcp:HOST:PORT" of a socket address, numeric, brackets around IPv6. */
-static void
-format_inet_address(const struct sockaddr *sa, socklen_t salen, char *out, size_t outlen)
-{
-	char		host[64];		/* numeric: an IPv6 address and a scope */
-	char		port[16];
-
-	if (getnameinfo(sa, salen, host, sizeof(host), port, sizeof(port),
-					NI_NUMERICHOST | NI_NUMERICSERV) != 0)
-	{
-		snprintf(out, outlen, "tcp:?");
-		return;
-	}
-	if (sa->sa_family == AF_INET6)
-		snprintf(out, outlen, "tcp:[%s]:%s", host, port);
-	else
-		snprintf(out, outlen, "tcp:%s:%s", host, port);
 }
 
 /*
@@ -301,58 +252,31 @@ static int
 server_listen_tcp(TsServer *server, const char *host, const char *port,
 				  char *err, size_t errlen)
 {
-	struct addrinfo hints;
 	struct addrinfo *addrs = NULL;
 	struct addrinfo *ai;
-	int			rc;
+	char		name[sizeof(((TsListener *) NULL)->name)];
 	int			nlistening = 0;
 
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	hints.ai_flags = AI_PASSIVE;
-	rc = getaddrinfo(strcmp(host, "*") == 0 ? NULL : host, port, &hints, &addrs);
-	if (rc != 0)
-	{
-		snprintf(err, errlen, "could not resolve \"%s\" port %s: %s",
-				 host, port, rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
+	snprintf(name, sizeof(name), strchr(host, ':') ? "tcp:[%s]:%s" : "tcp:%s:%s", host, port);
+	if (tc_net_resolve(strcmp(host, "*") == 0 ? NULL : host, port, true, name, &addrs,
+					   err, errlen) != TC_NET_OK)
 		return -1;
-	}
 	snprintf(err, errlen, "no address to listen on for \"%s\"", host);
 
 	for (ai = addrs; ai != NULL; ai = ai->ai_next)
 	{
 		TsListener	listener;
-		struct sockaddr_storage bound;
-		socklen_t	boundlen = sizeof(bound);
-		char		name[sizeof(listener.name)];
-		int			one = 1;
 		int			fd;
 
-		format_inet_address(ai->ai_addr, ai->ai_addrlen, name, sizeof(name));
-		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-					ai->ai_protocol);
+		tc_net_format_address(ai->ai_addr, ai->ai_addrlen, name, sizeof(name));
+		fd = tc_net_tcp_listen(ai, SOMAXCONN, name, err, errlen);
 		if (fd < 0)
 		{
-			snprintf(err, errlen, "could not create a socket for %s: %s", name, strerror(errno));
 			ts_log(TS_LOG_WARNING, "%s", err);
-			continue;
-		}
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		/* so that :: and 0.0.0.0 can both be bound to one port */
-		if (ai->ai_family == AF_INET6)
-			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-		if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 ||
-			listen(fd, SOMAXCONN) != 0)
-		{
-			snprintf(err, errlen, "could not listen on %s: %s", name, strerror(errno));
-			ts_log(TS_LOG_WARNING, "%s", err);
-			close(fd);
 			continue;
 		}
 		/* name the port actually bound, which matters for port 0 */
-		if (getsockname(fd, (struct sockaddr *) &bound, &boundlen) == 0)
-			format_inet_address((struct sockaddr *) &bound, boundlen, name, sizeof(name));
+		tc_net_local_address(fd, name, sizeof(name));
 
 		memset(&listener, 0, sizeof(listener));
 		listener.fd = fd;
@@ -422,10 +346,37 @@ ts_server_request_shutdown(TsServer *server)
 	errno = saved_errno;
 }
 
-void
-ts_server_conn_exit(TsConn *conn)
+/* Push conn onto the list at *head; call with conns_lock held. */
+static void
+conns_push(TsConn **head, TsConn *conn)
 {
-	TsServer   *server = conn->server;
+	conn->prev = NULL;
+	conn->next = *head;
+	if (*head != NULL)
+		(*head)->prev = conn;
+	*head = conn;
+}
+
+/* Take conn out of the live list; call with conns_lock held. */
+static void
+conns_unlink_live(TsServer *server, TsConn *conn)
+{
+	if (conn->prev != NULL)
+		conn->prev->next = conn->next;
+	else
+		server->live_conns = conn->next;
+	if (conn->next != NULL)
+		conn->next->prev = conn->prev;
+}
+
+/*
+ * TsConnExitFn: a connection thread's last act.  Close its socket and hand
+ * it to the accept loop to be joined and freed.
+ */
+static void
+server_conn_exit(TsConn *conn, void *arg)
+{
+	TsServer   *server = arg;
 	ssize_t		rc;
 
 	pthread_mutex_lock(&server->conns_lock);
@@ -435,18 +386,9 @@ ts_server_conn_exit(TsConn *conn)
 		conn->fd = -1;
 	}
 	/* move from live to done */
-	if (conn->prev != NULL)
-		conn->prev->next = conn->next;
-	else
-		server->live_conns = conn->next;
-	if (conn->next != NULL)
-		conn->next->prev = conn->prev;
-	conn->prev = NULL;
-	conn->next = server->done_conns;
-	if (server->done_conns != NULL)
-		server->done_conns->prev = conn;
-	server->done_conns = conn;
-	atomic_fetch_sub(&server->connections_open, 1);
+	conns_unlink_live(server, conn);
+	conns_push(&server->done_conns, conn);
+	atomic_fetch_sub(&server->shared.connections_open, 1);
 	pthread_cond_broadcast(&server->conns_changed);
 	rc = write(server->wakeup_pipe[1], "c", 1);
 	(void) rc;
@@ -498,22 +440,17 @@ identify_peer(const TsListener *listener, int fd, const struct sockaddr *sa,
 	conn->is_unix = listener->is_unix;
 	if (listener->is_unix)
 	{
-		struct ucred cred;
-		socklen_t	credlen = sizeof(cred);
+		pid_t		pid;
 
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &credlen) == 0 &&
-			credlen == sizeof(cred))
-		{
-			conn->peer_uid_known = true;
-			conn->peer_uid = cred.uid;
+		conn->peer_uid_known = tc_net_peer_cred(fd, &pid, &conn->peer_uid);
+		if (conn->peer_uid_known)
 			snprintf(conn->peer, sizeof(conn->peer), "%s (pid %d, uid %u)",
-					 listener->name, (int) cred.pid, (unsigned) cred.uid);
-		}
+					 listener->name, (int) pid, (unsigned) conn->peer_uid);
 		else
 			snprintf(conn->peer, sizeof(conn->peer), "%s", listener->name);
 	}
 	else
-		format_inet_address(sa, salen, conn->peer, sizeof(conn->peer));
+		tc_net_format_address(sa, salen, conn->peer, sizeof(conn->peer));
 }
 
 /*
@@ -525,32 +462,28 @@ static int
 server_accept_one(TsServer *server, TsListener *listener)
 {
 	struct sockaddr_storage ss;
-	socklen_t	sslen = sizeof(ss);
+	socklen_t	sslen;
 	sigset_t	block;
 	sigset_t	saved;
 	TsConn	   *conn;
 	int			fd;
 	int			rc;
 
-	/* no SOCK_NONBLOCK: connection threads do blocking I/O */
-	fd = accept4(listener->fd, (struct sockaddr *) &ss, &sslen, SOCK_CLOEXEC);
+	char		err[256];
+
+	fd = tc_net_accept(listener->fd, &ss, &sslen, listener->name, err, sizeof(err));
+	if (fd == TC_NET_AGAIN)
+		return 0;
 	if (fd < 0)
 	{
-		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ||
-			errno == ECONNABORTED || errno == EPROTO)
-			return 0;
-		ts_log(TS_LOG_WARNING, "could not accept a connection on %s: %s",
-			   listener->name, strerror(errno));
+		ts_log(TS_LOG_WARNING, "%s", err);
 		return -1;
 	}
 	if (!listener->is_unix)
 	{
-		int			one = 1;
-
-		/* acks are small and latency-bound */
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		/* so that a vanished client's thread eventually ends */
-		setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+		/* acks are small and latency-bound; a vanished client's thread must end */
+		tc_net_set_nodelay(fd, NULL, 0);
+		tc_net_set_keepalive(fd, NULL, 0);
 	}
 
 	conn = calloc(1, sizeof(TsConn));
@@ -560,17 +493,14 @@ server_accept_one(TsServer *server, TsListener *listener)
 		close(fd);
 		return 1;
 	}
-	conn->server = server;
+	conn->ctx = &server->conn_ctx;
 	conn->fd = fd;
-	conn->id = atomic_fetch_add(&server->connections_total, 1) + 1;
+	conn->id = atomic_fetch_add(&server->shared.connections_total, 1) + 1;
 	identify_peer(listener, fd, (struct sockaddr *) &ss, sslen, conn);
-	atomic_fetch_add(&server->connections_open, 1);
+	atomic_fetch_add(&server->shared.connections_open, 1);
 
 	pthread_mutex_lock(&server->conns_lock);
-	conn->next = server->live_conns;
-	if (server->live_conns != NULL)
-		server->live_conns->prev = conn;
-	server->live_conns = conn;
+	conns_push(&server->live_conns, conn);
 	pthread_mutex_unlock(&server->conns_lock);
 
 	/* shutdown signals are for the main thread; threads inherit the mask */
@@ -585,14 +515,9 @@ server_accept_one(TsServer *server, TsListener *listener)
 		ts_log(TS_LOG_WARNING, "could not start a thread for connection %" PRIu64 " from %s: %s",
 			   conn->id, conn->peer, strerror(rc));
 		pthread_mutex_lock(&server->conns_lock);
-		if (conn->prev != NULL)
-			conn->prev->next = conn->next;
-		else
-			server->live_conns = conn->next;
-		if (conn->next != NULL)
-			conn->next->prev = conn->prev;
+		conns_unlink_live(server, conn);
 		pthread_mutex_unlock(&server->conns_lock);
-		atomic_fetch_sub(&server->connections_open, 1);
+		atomic_fetch_sub(&server->shared.connections_open, 1);
 		close(fd);
 		free(conn);
 	}
@@ -645,7 +570,7 @@ ts_server_run(TsServer *server, TsStore *store)
 	int			result = 0;
 	int			i;
 
-	server->store = store;
+	server->shared.store = store;
 	pfds = calloc((size_t) npfds, sizeof(struct pollfd));
 	if (pfds == NULL)
 	{
@@ -708,45 +633,4 @@ done:
 	free(pfds);
 	server_shutdown(server);
 	return result;
-}
-
-/* Peak resident set size of this process in kB (VmHWM), 0 if unknown. */
-static uint64_t
-read_peak_rss_kb(void)
-{
-	char		buf[4096];
-	ssize_t		len;
-	int			fd;
-	const char *p;
-
-	fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	len = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (len <= 0)
-		return 0;
-	buf[len] = '\0';
-	p = strstr(buf, "\nVmHWM:");
-	if (p == NULL)
-		return 0;
-	return strtoull(p + strlen("\nVmHWM:"), NULL, 10);
-}
-
-void
-ts_server_fill_stats(TsServer *server, Tcopy__Stats *stats)
-{
-	struct timespec now;
-	int64_t		uptime_ms;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	uptime_ms = (int64_t) (now.tv_sec - server->start_time.tv_sec) * 1000 +
-		(now.tv_nsec - server->start_time.tv_nsec) / 1000000;
-	stats->uptime_ms = uptime_ms > 0 ? (uint64_t) uptime_ms : 0;
-	stats->connections_open = atomic_load(&server->connections_open);
-	stats->connections_total = atomic_load(&server->connections_total);
-	stats->batches_received = atomic_load(&server->batches_received);
-	stats->bytes_received = atomic_load(&server->bytes_received);
-	ts_store_stats(server->store, stats);
-	stats->peak_rss_kb = read_peak_rss_kb();
 }

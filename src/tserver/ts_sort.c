@@ -20,11 +20,10 @@
 
 #include <stdbool.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "ts_key.h"
+#include "ts_record.h"
 
-#define RECORD_HEADER_SIZE 8
 #define SMALL_SORT 16			/* partitions this small: insertion sort */
 
 typedef struct SortEntry
@@ -39,9 +38,9 @@ static inline int
 entry_compare(const SortEntry *a, const SortEntry *b, const uint8_t *base)
 {
 	int			cmp = ts_key_compare_prefixed(&a->prefix,
-											  base + a->offset + RECORD_HEADER_SIZE, a->keylen,
+											  ts_record_key(base + a->offset), a->keylen,
 											  &b->prefix,
-											  base + b->offset + RECORD_HEADER_SIZE, b->keylen);
+											  ts_record_key(base + b->offset), b->keylen);
 
 	if (cmp != 0)
 		return cmp;
@@ -177,11 +176,9 @@ ts_sort_records(const uint8_t *base, uint32_t *offsets, size_t n)
 	for (size_t i = 0; i < n; i++)
 	{
 		const uint8_t *rec = base + offsets[i];
-		const uint8_t *key = rec + RECORD_HEADER_SIZE;
-		uint32_t	keylen;
+		uint32_t	keylen = ts_record_keylen(rec);
 
-		memcpy(&keylen, rec, 4);
-		entries[i].prefix = ts_key_prefix(key, keylen);
+		entries[i].prefix = ts_key_prefix(ts_record_key(rec), keylen);
 		entries[i].keylen = keylen;
 		entries[i].offset = offsets[i];
 	}

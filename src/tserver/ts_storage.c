@@ -13,7 +13,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +20,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "ts_key.h"
 #include "ts_log.h"
 
 #define META_TABLE_PREFIX "table:"
@@ -31,18 +31,8 @@
  * Room kept free on the data directory's file system beyond what a write
  * needs: RocksDB's manifest, a memtable flush's file, the OPTIONS file.
  */
+#define TS_ROCKSDB_LOG_LEVEL_WARN 2	/* rocksdb::InfoLogLevel::WARN_LEVEL */
 #define SPACE_MARGIN (4 * 1024 * 1024)
-
-void
-ts_error_set(TsError *err, Tcopy__ErrorCode code, const char *fmt,...)
-{
-	va_list		args;
-
-	err->code = code;
-	va_start(args, fmt);
-	vsnprintf(err->message, sizeof(err->message), fmt, args);
-	va_end(args);
-}
 
 void
 ts_error_rocksdb(TsError *err, const char *what, char *errptr)
@@ -189,13 +179,7 @@ table_find_next_rowid(TsStore *store, uint32_t table_id)
 		}
 		if (key != NULL && keylen == TS_TABLE_ID_SIZE + TS_ROWID_SIZE &&
 			ts_get_be32(key) == table_id)
-		{
-			uint64_t	rowid = 0;
-
-			for (int b = 0; b < 8; b++)
-				rowid = (rowid << 8) | key[TS_TABLE_ID_SIZE + b];
-			next = rowid + 1;
-		}
+			next = ts_get_be64(key + TS_TABLE_ID_SIZE) + 1;
 	}
 	rocksdb_iter_destroy(it);
 	return next;
@@ -350,6 +334,16 @@ ts_store_open(const char *dir, const TsStoreOptions *options, TsError *err)
 	rocksdb_options_set_max_background_jobs(store->options, 2);
 	rocksdb_options_set_write_buffer_size(store->options, 64 * 1024 * 1024);
 	rocksdb_options_set_compression(store->options, rocksdb_lz4_compression);
+
+	/*
+	 * RocksDB's own LOG file lives in the data directory.  On a full disk a
+	 * write to it fails, and Debian's RocksDB 7.8 (built with assertions)
+	 * then aborts the process at the logger's next write: its
+	 * WritableFileWriter asserts on any use after an error.  Informational
+	 * lines (the periodic stats dump, file deletions, shutdown) would make
+	 * that next write certain, so only warnings and errors are logged.
+	 */
+	rocksdb_options_set_info_log_level(store->options, TS_ROCKSDB_LOG_LEVEL_WARN);
 	store->block_cache = rocksdb_cache_create_lru(options->block_cache_bytes);
 	store->table_options = rocksdb_block_based_options_create();
 	rocksdb_block_based_options_set_block_cache(store->table_options, store->block_cache);
@@ -421,14 +415,27 @@ ts_store_close(TsStore *store)
 }
 
 TsTable *
-ts_store_table_locked(TsStore *store, uint32_t table_id)
+ts_store_table_locked(TsStore *store, uint32_t table_id, TsError *err)
+{
+	TsTable    *table = table_id < store->tables_cap ? store->tables[table_id] : NULL;
+
+	if (table != NULL && !table->dropped)
+		return table;
+	if (err != NULL)
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_UNKNOWN_TABLE,
+					 "table with id %u does not exist on the tserver", table_id);
+	return NULL;
+}
+
+TsTable *
+ts_store_table(TsStore *store, uint32_t table_id, TsError *err)
 {
 	TsTable    *table;
 
-	if (table_id >= store->tables_cap)
-		return NULL;
-	table = store->tables[table_id];
-	return (table != NULL && !table->dropped) ? table : NULL;
+	pthread_rwlock_rdlock(&store->tables_lock);
+	table = ts_store_table_locked(store, table_id, err);
+	pthread_rwlock_unlock(&store->tables_lock);
+	return table;
 }
 
 /* The live table called name, or NULL; call with tables_lock held. */
@@ -634,12 +641,10 @@ ts_store_table_op(TsStore *store, Tcopy__TableOpKind op, uint32_t table_id,
 		return -1;
 	}
 	pthread_rwlock_wrlock(&store->tables_lock);
-	table = ts_store_table_locked(store, table_id);
+	table = ts_store_table_locked(store, table_id, err);
 	if (table == NULL)
 	{
 		pthread_rwlock_unlock(&store->tables_lock);
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_UNKNOWN_TABLE,
-					 "table with id %u does not exist on the tserver", table_id);
 		return -1;
 	}
 

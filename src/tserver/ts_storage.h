@@ -25,20 +25,11 @@
 
 #include "tc_arena.h"
 #include "tcopy.pb-c.h"
+#include "ts_error.h"
 
 typedef struct TsStore TsStore;
 typedef struct TsSession TsSession;
 typedef struct TsScan TsScan;
-
-/* What failed: a protocol error code and a message for the Error frame. */
-typedef struct TsError
-{
-	Tcopy__ErrorCode code;
-	char		message[512];
-} TsError;
-
-void		ts_error_set(TsError *err, Tcopy__ErrorCode code, const char *fmt,...)
-			__attribute__((format(printf, 3, 4)));
 
 #define TS_SESSION_MEMORY_MAX ((size_t) 1 << 31)	/* larger is clamped */
 #define TS_MERGE_THREADS_MAX 8

@@ -1,7 +1,8 @@
 /*
  * ts_storage_int.h
  *		The store's private structures, shared by ts_storage.c (tables),
- *		ts_session.c (write sessions) and ts_scan.c (scans).
+ *		the write sessions (ts_session_int.h and the files it lists) and
+ *		ts_scan.c (scans).
  */
 #ifndef TS_STORAGE_INT_H
 #define TS_STORAGE_INT_H
@@ -60,8 +61,18 @@ struct TsStore
 	_Atomic uint64_t tables_live;
 };
 
-/* The live table with this id, or NULL; call with tables_lock held. */
-TsTable    *ts_store_table_locked(TsStore *store, uint32_t table_id);
+/*
+ * The live table with this id, or NULL, with ERROR_UNKNOWN_TABLE in err
+ * when err is not NULL; call with tables_lock held.
+ */
+TsTable    *ts_store_table_locked(TsStore *store, uint32_t table_id, TsError *err);
+
+/*
+ * ts_store_table_locked taking tables_lock shared.  The table stays
+ * allocated once the lock is released (a dropped table's until close), and
+ * its name and layout never change.
+ */
+TsTable    *ts_store_table(TsStore *store, uint32_t table_id, TsError *err);
 
 /* 0 when the store's file system has room to write bytes to the WAL, else -1. */
 int			ts_store_check_space(TsStore *store, uint64_t bytes, TsError *err);

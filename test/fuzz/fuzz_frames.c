@@ -5,8 +5,8 @@
  *		machine, row validation, session staging, spills, commits, scans
  *		and table operations.
  *
- * It drives the code a connection runs (ts_conn_check_header and
- * ts_conn_handle_frame, ts_server.h) on a real store, without a socket:
+ * It drives the code a connection runs (ts_proto_check_header and
+ * ts_proto_handle_frame, ts_proto.h) on a real store, without a socket:
  * replies go to a send function that checks each of them, so that the
  * server never sends what a client could not decode.
  *
@@ -32,9 +32,10 @@
  * fresh store, so that every input starts from the same state and any
  * crash reproduces from its input alone.
  *
- * Build: make -C src/tserver fuzz (clang, ASan + UBSan; build-fuzz/).
+ * Build: make -C test fuzz (clang, ASan + UBSan; build-fuzz/).
  * Seeds: test/fuzz/corpus, made by test/fuzz/make_corpus.pl.
  */
+#include <ftw.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -42,12 +43,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-
+#include "tc_auth.h"
 #include "ts_log.h"
-#include "ts_server.h"
-#include "ts_storage_int.h"		/* ts_remove_tree */
+#include "ts_proto.h"
 
 #define FUZZ_FLAG_OWN_HELLO 0x01
 #define FUZZ_FLAG_TOKEN 0x02
@@ -56,7 +54,8 @@
 #define FUZZ_TOKEN "fuzz-token"
 #define FUZZ_DECODE_BUDGET (64 * 1024)	/* small enough for inputs to exceed */
 
-static TsServer *fuzz_server;
+static TsProtoShared fuzz_shared;	/* as a server's; no server around it */
+static bool fuzz_initialized;
 static char fuzz_dir[4096];
 static bool fuzz_store_dirty;	/* the last input changed what is stored */
 static uint8_t fuzz_nonce[TC_NONCE_SIZE];	/* from the last SERVER_HELLO */
@@ -103,7 +102,7 @@ fuzz_fail(const char *what)
 }
 
 /*
- * TsConnSendFn: every reply must be whole frames of a type a server sends,
+ * TsProtoSendFn: every reply must be whole frames of a type a server sends,
  * each decoding as its message.  Notes the nonce, and whether the store
  * changed.
  */
@@ -224,7 +223,25 @@ fuzz_create_tables(TsStore *store)
 	fuzz_create_table(store, "txt", txt, 3, txt_key, 2, 3);
 }
 
-/* A fresh store in fuzz_dir, with the base tables, for the server. */
+/* nftw callback: remove one entry, the directories after their contents. */
+static int
+fuzz_remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void) st;
+	(void) ftw;
+	return (flag == FTW_DP ? rmdir(path) : unlink(path)) == 0 ? 0 : -1;
+}
+
+/* rm -rf dir; 0 when it is gone (or never was). */
+static int
+fuzz_remove_tree(const char *dir)
+{
+	if (access(dir, F_OK) != 0)
+		return 0;
+	return nftw(dir, fuzz_remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* A fresh store in fuzz_dir, with the base tables, for the protocol. */
 static void
 fuzz_open_store(void)
 {
@@ -232,7 +249,7 @@ fuzz_open_store(void)
 	TsError		err;
 	TsStore    *store;
 
-	if (ts_remove_tree(fuzz_dir) != 0)
+	if (fuzz_remove_tree(fuzz_dir) != 0)
 	{
 		perror("fuzz_frames: could not empty the store directory");
 		exit(1);
@@ -249,19 +266,18 @@ fuzz_open_store(void)
 		exit(1);
 	}
 	fuzz_create_tables(store);
-	fuzz_server->store = store;
+	fuzz_shared.store = store;
 	fuzz_store_dirty = false;
 }
 
 static void
 fuzz_cleanup(void)
 {
-	if (fuzz_server == NULL)
+	if (!fuzz_initialized)
 		return;
-	ts_store_close(fuzz_server->store);
-	ts_server_free(fuzz_server);
-	fuzz_server = NULL;
-	ts_remove_tree(fuzz_dir);
+	ts_store_close(fuzz_shared.store);
+	fuzz_initialized = false;
+	fuzz_remove_tree(fuzz_dir);
 }
 
 /*
@@ -287,9 +303,7 @@ __lsan_default_suppressions(void)
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	TsServerConfig config;
 	const char *tmp = getenv("TMPDIR");
-	char		err[256];
 
 	(void) argc;
 	(void) argv;
@@ -303,50 +317,41 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 		perror("fuzz_frames: mkdtemp");
 		exit(1);
 	}
-	memset(&config, 0, sizeof(config));
-	config.token = (const uint8_t *) FUZZ_TOKEN;
-	config.token_len = strlen(FUZZ_TOKEN);
-	config.max_frame_bytes = FUZZ_MAX_FRAME;
-	fuzz_server = ts_server_create(&config, err, sizeof(err));
-	if (fuzz_server == NULL)
-	{
-		fprintf(stderr, "fuzz_frames: %s\n", err);
-		exit(1);
-	}
+	ts_proto_shared_init(&fuzz_shared, FUZZ_MAX_FRAME);
 	fuzz_open_store();
+	fuzz_initialized = true;
 	atexit(fuzz_cleanup);
 	return 0;
 }
 
 /* The harness's own HELLO, with the HMAC when a token is required. */
 static int
-fuzz_hello(TsConnState *state, TsError *err)
+fuzz_hello(TsProto *proto, TsError *err)
 {
 	Tcopy__Hello hello = TCOPY__HELLO__INIT;
-	uint8_t		auth[EVP_MAX_MD_SIZE];
-	unsigned int auth_len = 0;
+	uint8_t		auth[TC_AUTH_SIZE];
 	uint8_t		packed[256];
 	size_t		len;
 
 	hello.version = TC_PROTOCOL_VERSION;
 	hello.client = (char *) "fuzz_frames";
-	if (fuzz_server->token_len > 0)
+	if (fuzz_shared.token_len > 0)
 	{
-		if (HMAC(EVP_sha256(), fuzz_server->token, (int) fuzz_server->token_len,
-				 fuzz_nonce, sizeof(fuzz_nonce), auth, &auth_len) == NULL)
+		if (!tc_auth_compute(fuzz_shared.token, fuzz_shared.token_len,
+							 fuzz_nonce, sizeof(fuzz_nonce), auth))
 			fuzz_fail("HMAC failed");
 		hello.auth.data = auth;
-		hello.auth.len = auth_len;
+		hello.auth.len = sizeof(auth);
 	}
 	len = tcopy__hello__pack(&hello, packed);
-	return ts_conn_handle_frame(state, TCOPY__FRAME_TYPE__FRAME_HELLO, packed,
-								(uint32_t) len, err);
+	return ts_proto_handle_frame(proto, TCOPY__FRAME_TYPE__FRAME_HELLO, packed,
+								 (uint32_t) len, err);
 }
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	TsConnState state;
+	TsProto		proto;
 	TsError		err;
 	uint8_t		flags;
 	size_t		pos = 1;
@@ -355,14 +360,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	flags = data[0];
-	fuzz_server->token_len = (flags & FUZZ_FLAG_TOKEN) ? strlen(FUZZ_TOKEN) : 0;
+	ts_proto_shared_set_token(&fuzz_shared, (const uint8_t *) FUZZ_TOKEN,
+							  (flags & FUZZ_FLAG_TOKEN) ? strlen(FUZZ_TOKEN) : 0);
 
 	memset(&err, 0, sizeof(err));
-	ts_conn_state_init(&state, fuzz_server, ++connection_id, fuzz_send, NULL);
-	state.decode_budget = FUZZ_DECODE_BUDGET;
-	if (ts_conn_greet(&state, &err) != 0)
+	ts_proto_init(&proto, &fuzz_shared, ++connection_id, fuzz_send, NULL);
+	ts_proto_set_decode_budget(&proto, FUZZ_DECODE_BUDGET);
+	if (ts_proto_greet(&proto, &err) != 0)
 		fuzz_fail("greeting failed");
-	if (!(flags & FUZZ_FLAG_OWN_HELLO) && fuzz_hello(&state, &err) != 0)
+	if (!(flags & FUZZ_FLAG_OWN_HELLO) && fuzz_hello(&proto, &err) != 0)
 		fuzz_fail(err.message);
 
 	while (pos + 3 <= size)
@@ -381,7 +387,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (fuzz_trace)
 			fprintf(stderr, "fuzz_frames: -> type %u, %u bytes\n",
 					(unsigned) data[pos], (unsigned) len);
-		if (ts_conn_check_header(&state, header, &type, &checked_len, &err) != 0)
+		if (ts_proto_check_header(&proto, header, &type, &checked_len, &err) != 0)
 			break;
 		if (checked_len != len)
 			fuzz_fail("the header check changed the length");
@@ -391,7 +397,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (payload == NULL)
 			fuzz_fail("out of memory");
 		memcpy(payload, data + pos + 3, len);
-		rc = ts_conn_handle_frame(&state, type, payload, len, &err);
+		rc = ts_proto_handle_frame(&proto, type, payload, len, &err);
 		free(payload);
 		if (rc != 0)
 			break;
@@ -400,10 +406,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (fuzz_trace && err.message[0] != '\0')
 		fprintf(stderr, "fuzz_frames: connection ends: %s\n", err.message);
-	ts_conn_state_release(&state);
+	ts_proto_release(&proto);
 	if (fuzz_store_dirty)
 	{
-		ts_store_close(fuzz_server->store);
+		ts_store_close(fuzz_shared.store);
 		fuzz_open_store();
 	}
 	return 0;

@@ -19,7 +19,7 @@ use strict;
 use warnings;
 
 use FindBin;
-use lib "$FindBin::Bin/../t";
+use lib "$FindBin::Bin/../lib";
 use File::Path qw(make_path);
 use TcopyTest qw(pb_varint pb_field_varint pb_field_bytes pb_field_packed_sint64);
 

@@ -1,13 +1,21 @@
 /*
  * test_frame.c
  *		Unit tests of tc_frame: frame headers, size and type checks, whole
- *		frames built by tc_frame_append, and address parsing.
+ *		frames built by tc_frame_append, and the frame reader both ends
+ *		use (frames split across reads, many frames to a read, a header
+ *		checked before its payload arrives, EOF between and inside frames).
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "tc_auth.h"
 #include "tc_frame.h"
+#include "tc_frame_reader.h"
 #include "tc_test.h"
 #include "tcopy.pb-c.h"
 
@@ -258,100 +266,123 @@ test_frame_append_large(void)
 	free(bytes);
 }
 
-static void
-test_address_parse_good(void)
+/* Read frames from fd until one is ready or the reader wants more and fd is dry. */
+static TcFrameNext
+reader_next_from(TcFrameReader *reader, int fd, uint32_t max, Tcopy__FrameType *type,
+				 const uint8_t **payload, uint32_t *len, ssize_t *last_read)
 {
-	TcAddress	addr;
-	char		err[256];
+	const char *why;
+	TcFrameNext next;
 
-	REQUIRE(tc_address_parse("unix:/tmp/tcopy.sock", &addr, err, sizeof(err)));
-	CHECK_EQ_INT(addr.kind, TC_ADDRESS_UNIX);
-	CHECK_EQ_STR(addr.path, "/tmp/tcopy.sock");
-
-	REQUIRE(tc_address_parse("unix:relative/s", &addr, err, sizeof(err)));
-	CHECK_EQ_STR(addr.path, "relative/s");
-
-	REQUIRE(tc_address_parse("tcp:localhost:5433", &addr, err, sizeof(err)));
-	CHECK_EQ_INT(addr.kind, TC_ADDRESS_TCP);
-	CHECK_EQ_STR(addr.host, "localhost");
-	CHECK_EQ_STR(addr.port, "5433");
-
-	REQUIRE(tc_address_parse("tcp:127.0.0.1:1", &addr, err, sizeof(err)));
-	CHECK_EQ_STR(addr.host, "127.0.0.1");
-	CHECK_EQ_STR(addr.port, "1");
-
-	REQUIRE(tc_address_parse("tcp:[::1]:5433", &addr, err, sizeof(err)));
-	CHECK_EQ_INT(addr.kind, TC_ADDRESS_TCP);
-	CHECK_EQ_STR(addr.host, "::1");
-	CHECK_EQ_STR(addr.port, "5433");
-
-	REQUIRE(tc_address_parse("tcp:[fe80::1:2]:65535", &addr, err, sizeof(err)));
-	CHECK_EQ_STR(addr.host, "fe80::1:2");
-	CHECK_EQ_STR(addr.port, "65535");
-
-	REQUIRE(tc_address_parse("null:", &addr, err, sizeof(err)));
-	CHECK_EQ_INT(addr.kind, TC_ADDRESS_NULL);
-
-	/* the longest path sun_path holds (107 bytes and its terminator) */
+	*last_read = 1;
+	while ((next = tc_frame_reader_next(reader, max, type, payload, len, &why)) ==
+		   TC_FRAME_NEXT_MORE)
 	{
-		char		text[5 + 107 + 1];
-
-		memcpy(text, "unix:", 5);
-		memset(text + 5, 'p', 107);
-		text[5 + 107] = '\0';
-		REQUIRE(tc_address_parse(text, &addr, err, sizeof(err)));
-		CHECK_EQ_UINT(strlen(addr.path), 107);
+		*last_read = tc_frame_reader_read(reader, fd);
+		if (*last_read <= 0)
+			break;
 	}
-}
-
-/* Expect text to be refused with a message. */
-static void
-check_address_bad(const char *text, int line)
-{
-	TcAddress	addr;
-	char		err[256];
-
-	err[0] = '\0';
-	if (!tc_test_record(!tc_address_parse(text, &addr, err, sizeof(err)),
-						__FILE__, line, "address refused"))
-		fprintf(stderr, "    \"%s\" was accepted\n", text);
-	else
-		tc_test_record(err[0] != '\0', __FILE__, line, "refusal has a message");
+	return next;
 }
 
 static void
-test_address_parse_bad(void)
+test_reader(void)
 {
-	char		long_path[5 + 108 + 1];
-	char		long_host[4 + 300 + 6];
+	int			fds[2];
+	TcFrameReader reader;
+	uint8_t		header[TC_FRAME_HEADER_SIZE];
+	uint8_t	   *big = calloc(1, 200000);
+	Tcopy__FrameType type;
+	const uint8_t *payload;
+	uint32_t	len;
+	ssize_t		n;
 
-	memcpy(long_path, "unix:", 5);
-	memset(long_path + 5, 'p', 108);
-	long_path[5 + 108] = '\0';
-	memcpy(long_host, "tcp:", 4);
-	memset(long_host + 4, 'h', 300);
-	strcpy(long_host + 304, ":5433");
+	REQUIRE(big != NULL);
+	REQUIRE(pipe(fds) == 0);
+	REQUIRE(fcntl(fds[0], F_SETFL, O_NONBLOCK) == 0);
+	REQUIRE(fcntl(fds[1], F_SETFL, O_NONBLOCK) == 0);
+	tc_frame_reader_init(&reader);
 
-	check_address_bad("", __LINE__);
-	check_address_bad("unix:", __LINE__);
-	check_address_bad(long_path, __LINE__);
-	check_address_bad(long_host, __LINE__);
-	check_address_bad("tcp:", __LINE__);
-	check_address_bad("tcp:localhost", __LINE__);
-	check_address_bad("tcp:localhost:", __LINE__);
-	check_address_bad("tcp::5433", __LINE__);
-	check_address_bad("tcp:[]:5433", __LINE__);
-	check_address_bad("tcp:localhost:54x3", __LINE__);
-	check_address_bad("tcp:localhost:-1", __LINE__);
-	check_address_bad("tcp:localhost:65536", __LINE__);
-	check_address_bad("tcp:localhost:99999", __LINE__);
-	check_address_bad("tcp:localhost:12345678901234567890", __LINE__);
-	check_address_bad("tcp:[::1]", __LINE__);
-	check_address_bad("tcp:[::1:5433", __LINE__);
-	check_address_bad("null:x", __LINE__);
-	check_address_bad("null", __LINE__);
-	check_address_bad("/tmp/tcopy.sock", __LINE__);
-	check_address_bad("http://host:80", __LINE__);
+	/* nothing yet: MORE, and the read says EAGAIN */
+	CHECK_EQ_INT(reader_next_from(&reader, fds[0], 1000, &type, &payload, &len, &n),
+				 TC_FRAME_NEXT_MORE);
+	CHECK(n < 0 && errno == EAGAIN);
+
+	/* a header alone, then its payload in two pieces */
+	tc_frame_put_header(header, TCOPY__FRAME_TYPE__FRAME_ACK, 6);
+	REQUIRE(write(fds[1], header, 5) == 5);
+	CHECK_EQ_INT(reader_next_from(&reader, fds[0], 1000, &type, &payload, &len, &n),
+				 TC_FRAME_NEXT_MORE);
+	CHECK_EQ_UINT(tc_frame_reader_pending(&reader), 11);
+	CHECK_EQ_UINT(tc_frame_reader_buffered(&reader), 5);
+	REQUIRE(write(fds[1], "abc", 3) == 3);
+	CHECK_EQ_INT(reader_next_from(&reader, fds[0], 1000, &type, &payload, &len, &n),
+				 TC_FRAME_NEXT_MORE);
+	REQUIRE(write(fds[1], "def", 3) == 3);
+	REQUIRE(reader_next_from(&reader, fds[0], 1000, &type, &payload, &len, &n) ==
+			TC_FRAME_NEXT_READY);
+	CHECK_EQ_INT(type, TCOPY__FRAME_TYPE__FRAME_ACK);
+	CHECK_EQ_UINT(len, 6);
+	CHECK(memcmp(payload, "abcdef", 6) == 0);
+	CHECK_EQ_UINT(tc_frame_reader_buffered(&reader), 0);
+
+	/* three frames in one write come out of one read */
+	for (int i = 0; i < 3; i++)
+	{
+		tc_frame_put_header(header, TCOPY__FRAME_TYPE__FRAME_WRITE, 1);
+		REQUIRE(write(fds[1], header, 5) == 5);
+		REQUIRE(write(fds[1], &"xyz"[i], 1) == 1);
+	}
+	for (int i = 0; i < 3; i++)
+	{
+		REQUIRE(reader_next_from(&reader, fds[0], 1000, &type, &payload, &len, &n) ==
+				TC_FRAME_NEXT_READY);
+		CHECK_EQ_UINT(len, 1);
+		CHECK(payload[0] == (uint8_t) "xyz"[i]);
+		if (i > 0)
+			CHECK(n == 1);		/* no read since the first: still the last one's */
+	}
+
+	/* a payload larger than the read-ahead, then a frame over the limit */
+	tc_frame_put_header(header, TCOPY__FRAME_TYPE__FRAME_WRITE, 200000);
+	REQUIRE(write(fds[1], header, 5) == 5);
+	{
+		size_t		written = 0;
+
+		while (written < 200000)
+		{
+			ssize_t		w = write(fds[1], big + written, 200000 - written);
+
+			if (w > 0)
+				written += (size_t) w;
+			else if (reader_next_from(&reader, fds[0], 1u << 20, &type, &payload, &len, &n) !=
+					 TC_FRAME_NEXT_MORE)
+				break;
+		}
+	}
+	REQUIRE(reader_next_from(&reader, fds[0], 1u << 20, &type, &payload, &len, &n) ==
+			TC_FRAME_NEXT_READY);
+	CHECK_EQ_UINT(len, 200000);
+
+	tc_frame_put_header(header, TCOPY__FRAME_TYPE__FRAME_WRITE, 1001);
+	REQUIRE(write(fds[1], header, 5) == 5);
+	CHECK_EQ_INT(reader_next_from(&reader, fds[0], 1000, &type, &payload, &len, &n),
+				 TC_FRAME_NEXT_BAD);
+	CHECK(memcmp(tc_frame_reader_header(&reader), header, 5) == 0);
+	tc_frame_reader_free(&reader);
+
+	/* EOF in the middle of a frame leaves its bytes buffered */
+	tc_frame_put_header(header, TCOPY__FRAME_TYPE__FRAME_ACK, 4);
+	REQUIRE(write(fds[1], header, 5) == 5);
+	close(fds[1]);
+	CHECK_EQ_INT(reader_next_from(&reader, fds[0], 1000, &type, &payload, &len, &n),
+				 TC_FRAME_NEXT_MORE);
+	CHECK(n == 0);
+	CHECK_EQ_UINT(tc_frame_reader_buffered(&reader), 5);
+
+	tc_frame_reader_free(&reader);
+	close(fds[0]);
+	free(big);
 }
 
 int
@@ -362,7 +393,6 @@ main(void)
 	TC_RUN(test_unknown_type);
 	TC_RUN(test_frame_append);
 	TC_RUN(test_frame_append_large);
-	TC_RUN(test_address_parse_good);
-	TC_RUN(test_address_parse_bad);
+	TC_RUN(test_reader);
 	return tc_test_summary();
 }

@@ -299,7 +299,7 @@ test_torn_run(void)
 	CHECK_EQ_INT(ts_run_merge(paths, indexes, NRUNS, NULL, NULL, collect_put, &c, &err), -1);
 	CHECK(strstr(err.message, "run-2") != NULL);
 	CHECK(strstr(err.message, "short read") != NULL);
-	REQUIRE(truncate(paths[2], size - 7 - TS_RUN_RECORD_HEADER / 2) == 0);
+	REQUIRE(truncate(paths[2], size - 7 - TS_RECORD_HEADER_SIZE / 2) == 0);
 	CHECK_EQ_INT(ts_run_merge(paths, indexes, NRUNS, NULL, NULL, collect_put, &c, &err), -1);
 }
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "tc_test.h"
+#include "ts_key.h"
 #include "ts_storage_int.h"
 
 static char data_dir[256];

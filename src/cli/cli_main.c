@@ -1,0 +1,318 @@
+/*
+ * cli_main.c
+ *		tserver-cli: talk to a tserver from the shell.  Tests, the benchmark
+ *		and operators use it to check a server, load and read back
+ *		pgbench_accounts-shaped tables, and feed the server raw bytes.  This
+ *		file parses the command line and runs one command (cli_*.c).
+ *
+ * Exit status: 0 on success, 1 when something failed (the reason on
+ * stderr), 2 on a usage error.
+ */
+#include "cli.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CLI_STR(x) CLI_STR_(x)		/* a numeric macro as a string literal */
+#define CLI_STR_(x) #x
+
+typedef int (*CliCommandFn) (const CliOptions *opts);
+
+typedef struct CliCommand
+{
+	const char *name;
+	CliCommandFn run;
+	bool		takes_table;
+	const struct option *options;
+} CliCommand;
+
+enum
+{
+	OPT_ROWS = 256,
+	OPT_START,
+	OPT_SHUFFLE,
+	OPT_SEED,
+	OPT_VALUE,
+	OPT_BATCH_ROWS,
+	OPT_WINDOW,
+	OPT_ABORT,
+	OPT_HOLD,
+	OPT_KEYLESS,
+	OPT_COLUMNS,
+	OPT_LOWER,
+	OPT_UPPER,
+	OPT_EXCLUSIVE,
+	OPT_LIMIT,
+	OPT_FORMAT,
+	OPT_KEY,
+	OPT_HEX,
+	OPT_ADDRESS,
+	OPT_TOKEN_FILE
+};
+
+static const struct option global_options[] = {
+	{"address", required_argument, NULL, OPT_ADDRESS},
+	{"token-file", required_argument, NULL, OPT_TOKEN_FILE},
+	{NULL, 0, NULL, 0}
+};
+
+static const struct option no_options[] = {
+	{NULL, 0, NULL, 0}
+};
+
+static const struct option load_options[] = {
+	{"rows", required_argument, NULL, OPT_ROWS},
+	{"start", required_argument, NULL, OPT_START},
+	{"shuffle", no_argument, NULL, OPT_SHUFFLE},
+	{"seed", required_argument, NULL, OPT_SEED},
+	{"value", required_argument, NULL, OPT_VALUE},
+	{"batch-rows", required_argument, NULL, OPT_BATCH_ROWS},
+	{"window", required_argument, NULL, OPT_WINDOW},
+	{"abort", no_argument, NULL, OPT_ABORT},
+	{"hold", no_argument, NULL, OPT_HOLD},
+	{"keyless", no_argument, NULL, OPT_KEYLESS},
+	{NULL, 0, NULL, 0}
+};
+
+static const struct option scan_options[] = {
+	{"columns", required_argument, NULL, OPT_COLUMNS},
+	{"lower", required_argument, NULL, OPT_LOWER},
+	{"upper", required_argument, NULL, OPT_UPPER},
+	{"exclusive", no_argument, NULL, OPT_EXCLUSIVE},
+	{"limit", required_argument, NULL, OPT_LIMIT},
+	{"batch-rows", required_argument, NULL, OPT_BATCH_ROWS},
+	{"format", required_argument, NULL, OPT_FORMAT},
+	{NULL, 0, NULL, 0}
+};
+
+static const struct option create_options[] = {
+	{"columns", required_argument, NULL, OPT_COLUMNS},
+	{"key", required_argument, NULL, OPT_KEY},
+	{NULL, 0, NULL, 0}
+};
+
+static const struct option raw_options[] = {
+	{"hex", required_argument, NULL, OPT_HEX},
+	{NULL, 0, NULL, 0}
+};
+
+static const char usage_text[] =
+"Usage: tserver-cli [--address ADDR] [--token-file FILE] COMMAND [options]\n"
+"\n"
+"ADDR is unix:PATH or tcp:HOST:PORT (default: $TCOPY_ADDRESS, else\n"
+CLI_DEFAULT_ADDRESS "); FILE holds the token the server asks for.\n"
+"\n"
+"Commands:\n"
+"  ping                    print \"ok SERVER-NAME\"\n"
+"  stats                   print the server's counters, \"name: value\" each\n"
+"  load TABLE --rows N     load pgbench_accounts-shaped rows in one session\n"
+"      [--start K]         first aid (default 1)\n"
+"      [--shuffle] [--seed S]  send the aids in a shuffled order\n"
+"      [--value V]         abalance of every row (default 0)\n"
+"      [--batch-rows B]    rows per write batch (default " CLI_STR(TC_BATCH_ROWS_DEFAULT) ")\n"
+"      [--window W]        batches in flight (default " CLI_STR(TC_CLIENT_WINDOW_DEFAULT) ")\n"
+"      [--keyless]         the table has no key (generated row ids)\n"
+"      [--abort]           abort instead of committing\n"
+"      [--hold]            print \"staged N rows\" and wait for a line on stdin\n"
+"                          before committing\n"
+"  scan TABLE              print the table's committed rows\n"
+"      [--columns C,...]   projection (default: all columns)\n"
+"      [--lower V] [--upper V] [--exclusive]\n"
+"                          bounds on the first key column (default inclusive)\n"
+"      [--limit N] [--batch-rows B]\n"
+"      [--format csv|count|checksum]  (default csv)\n"
+"  create TABLE --columns NAME:KIND[:TYPE[:TYPMOD]],... [--key C,...]\n"
+"                          create a table; KIND is bool, int, float or bytes\n"
+"  truncate TABLE          remove every row of a table\n"
+"  drop TABLE              drop a table\n"
+"  raw --hex HEX           after the handshake, send these bytes and print the\n"
+"                          type of the frame that comes back\n"
+"\n"
+"Exit status: 0 success, 1 failure, 2 usage error.\n";
+static const CliCommand commands[] = {
+	{"ping", cli_ping, false, no_options},
+	{"stats", cli_stats, false, no_options},
+	{"load", cli_load, true, load_options},
+	{"scan", cli_scan, true, scan_options},
+	{"create", cli_create, true, create_options},
+	{"truncate", cli_truncate, true, no_options},
+	{"drop", cli_drop, true, no_options},
+	{"raw", cli_raw, false, raw_options},
+	{NULL, NULL, false, NULL}
+};
+
+/* Take one option (from the global or a command's table) into opts. */
+static void
+cli_take_option(CliOptions *opts, int option, const char *arg)
+{
+	switch (option)
+	{
+		case OPT_ADDRESS:
+			opts->address = arg;
+			break;
+		case OPT_TOKEN_FILE:
+			opts->token_file = arg;
+			break;
+		case OPT_ROWS:
+			opts->rows = (uint64_t) cli_parse_int("--rows", arg, 0, INT64_MAX);
+			opts->has_rows = true;
+			break;
+		case OPT_START:
+			opts->start = cli_parse_int("--start", arg, INT32_MIN, INT32_MAX);
+			break;
+		case OPT_SHUFFLE:
+			opts->shuffle = true;
+			break;
+		case OPT_SEED:
+			opts->seed = (uint64_t) cli_parse_int("--seed", arg, 0, INT64_MAX);
+			break;
+		case OPT_VALUE:
+			opts->value = cli_parse_int("--value", arg, INT32_MIN, INT32_MAX);
+			break;
+		case OPT_BATCH_ROWS:
+			opts->batch_rows = (uint32_t) cli_parse_int("--batch-rows", arg, 1, TC_BATCH_ROWS_MAX);
+			break;
+		case OPT_WINDOW:
+			opts->window = (unsigned) cli_parse_int("--window", arg, 1, TC_CLIENT_WINDOW_MAX);
+			break;
+		case OPT_ABORT:
+			opts->abort = true;
+			break;
+		case OPT_HOLD:
+			opts->hold = true;
+			break;
+		case OPT_KEYLESS:
+			opts->keyless = true;
+			break;
+		case OPT_COLUMNS:
+			opts->columns = arg;
+			break;
+		case OPT_LOWER:
+			opts->lower = cli_parse_int("--lower", arg, INT64_MIN, INT64_MAX);
+			opts->has_lower = true;
+			break;
+		case OPT_UPPER:
+			opts->upper = cli_parse_int("--upper", arg, INT64_MIN, INT64_MAX);
+			opts->has_upper = true;
+			break;
+		case OPT_EXCLUSIVE:
+			opts->exclusive = true;
+			break;
+		case OPT_LIMIT:
+			opts->limit = (uint64_t) cli_parse_int("--limit", arg, 0, INT64_MAX);
+			break;
+		case OPT_FORMAT:
+			opts->format = arg;
+			break;
+		case OPT_KEY:
+			opts->key = arg;
+			break;
+		case OPT_HEX:
+			opts->hex = arg;
+			break;
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	CliOptions	opts;
+	const CliCommand *command;
+	char	  **command_argv;
+	int			command_argc;
+	int			option;
+	int			status;
+
+	memset(&opts, 0, sizeof(opts));
+	opts.start = 1;
+	opts.window = TC_CLIENT_WINDOW_DEFAULT;
+	opts.format = "csv";
+
+	for (int i = 1; i < argc; i++)
+	{
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+		{
+			fputs(usage_text, stdout);
+			return 0;
+		}
+	}
+
+	/* global options stop at the command ("+") */
+	opterr = 0;
+	while ((option = getopt_long(argc, argv, "+", global_options, NULL)) != -1)
+	{
+		if (option == '?')
+			cli_usage_error("invalid option \"%s\"", argv[optind - 1]);
+		cli_take_option(&opts, option, optarg);
+	}
+	if (optind >= argc)
+		cli_usage_error("no command given");
+	for (command = commands; command->name != NULL; command++)
+	{
+		if (strcmp(command->name, argv[optind]) == 0)
+			break;
+	}
+	if (command->name == NULL)
+		cli_usage_error("unknown command \"%s\"", argv[optind]);
+
+	/* the command's own options; optind = 0 makes getopt start afresh */
+	command_argc = argc - optind;
+	command_argv = argv + optind;
+	optind = 0;
+	while ((option = getopt_long(command_argc, command_argv, "", command->options, NULL)) != -1)
+	{
+		if (option == '?')
+			cli_usage_error("invalid option \"%s\" for %s", command_argv[optind - 1],
+							command->name);
+		cli_take_option(&opts, option, optarg);
+	}
+	if (command->takes_table)
+	{
+		if (optind >= command_argc)
+			cli_usage_error("%s needs a table name", command->name);
+		opts.table = command_argv[optind++];
+	}
+	if (optind < command_argc)
+		cli_usage_error("unexpected argument \"%s\"", command_argv[optind]);
+
+	if (strcmp(command->name, "load") == 0)
+	{
+		if (!opts.has_rows)
+			cli_usage_error("load needs --rows");
+		if (opts.batch_rows == 0)
+			opts.batch_rows = TC_BATCH_ROWS_DEFAULT;
+		if (opts.rows > (uint64_t) ((int64_t) INT32_MAX - opts.start + 1))
+			cli_usage_error("--start and --rows take aid beyond int4");
+	}
+	if (strcmp(command->name, "scan") == 0 && strcmp(opts.format, "csv") != 0 &&
+		strcmp(opts.format, "count") != 0 && strcmp(opts.format, "checksum") != 0)
+		cli_usage_error("unknown --format \"%s\" (expected csv, count or checksum)", opts.format);
+	if (strcmp(command->name, "create") == 0 && opts.columns == NULL)
+		cli_usage_error("create needs --columns");
+	if (strcmp(command->name, "raw") == 0 && opts.hex == NULL)
+		cli_usage_error("raw needs --hex");
+
+	if (opts.address == NULL)
+	{
+		opts.address = getenv("TCOPY_ADDRESS");
+		if (opts.address == NULL || opts.address[0] == '\0')
+			opts.address = CLI_DEFAULT_ADDRESS;
+	}
+	if (opts.token_file != NULL)
+	{
+		size_t		token_len;
+		char		err[512];
+
+		/* the user's own file: its mode is the user's business */
+		if (tc_auth_read_token_file(opts.token_file, false, opts.token_buf,
+									&token_len, err, sizeof(err)) != 0)
+			return cli_fail("%s", err);
+		opts.token = opts.token_buf;
+	}
+
+	status = command->run(&opts);
+	tc_auth_forget(opts.token_buf, sizeof(opts.token_buf));
+	return status;
+}

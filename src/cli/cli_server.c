@@ -1,0 +1,146 @@
+/*
+ * cli_server.c
+ *		tserver-cli's commands about the server itself: ping, stats, and raw
+ *		(feed it bytes after the handshake, for tests of malformed input).
+ */
+#include "cli.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ping: the handshake alone proves the server answers. */
+int
+cli_ping(const CliOptions *opts)
+{
+	TcClient   *client = cli_connect(opts);
+
+	if (client == NULL)
+		return 1;
+	printf("ok %s\n", tc_client_server_name(client));
+	tc_client_close(client);
+	return 0;
+}
+
+/* stats: every field of Stats, in the order the protocol declares them. */
+int
+cli_stats(const CliOptions *opts)
+{
+	TcClient   *client = cli_connect(opts);
+	Tcopy__Stats *stats;
+
+	if (client == NULL)
+		return 1;
+	if (tc_client_stats(client, &stats) < 0)
+	{
+		cli_client_fail(client);
+		tc_client_close(client);
+		return 1;
+	}
+	for (unsigned i = 0; i < tcopy__stats__descriptor.n_fields; i++)
+	{
+		const ProtobufCFieldDescriptor *field = &tcopy__stats__descriptor.fields[i];
+
+		if (field->type == PROTOBUF_C_TYPE_UINT64)
+			printf("%s: %" PRIu64 "\n", field->name,
+				   *(const uint64_t *) ((const char *) stats + field->offset));
+	}
+	tcopy__stats__free_unpacked(stats, NULL);
+	tc_client_close(client);
+	return 0;
+}
+
+/* The value of one hex digit, -1 when c is none. */
+static int
+cli_hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/*
+ * raw: send --hex's bytes after the handshake and print the type of the
+ * frame that comes back, with the code and message of an Error frame.
+ */
+int
+cli_raw(const CliOptions *opts)
+{
+	size_t		hexlen = strlen(opts->hex);
+	uint8_t    *bytes = malloc(hexlen / 2 + 1);
+	size_t		len = 0;
+	int			high = -1;
+	TcClient   *client = NULL;
+	Tcopy__FrameType type;
+	const uint8_t *payload;
+	uint32_t	payload_len;
+	int			status = 1;
+
+	if (bytes == NULL)
+		return cli_fail("out of memory");
+	/* whitespace and colons between bytes are allowed, for readability */
+	for (const char *p = opts->hex; *p; p++)
+	{
+		int			digit = cli_hex_digit(*p);
+
+		if (digit < 0)
+		{
+			if (high < 0 && strchr(" \t\n:", *p) != NULL)
+				continue;
+			free(bytes);
+			cli_usage_error("--hex has an invalid digit '%c'", *p);
+		}
+		if (high < 0)
+			high = digit;
+		else
+		{
+			bytes[len++] = (uint8_t) (high << 4 | digit);
+			high = -1;
+		}
+	}
+	if (high >= 0)
+	{
+		free(bytes);
+		cli_usage_error("--hex has an odd number of digits");
+	}
+
+	client = cli_connect(opts);
+	if (client == NULL)
+		goto err;
+	if (tc_client_send_raw(client, bytes, len) < 0 ||
+		tc_client_read_frame(client, &type, &payload, &payload_len) < 0)
+	{
+		cli_client_fail(client);
+		goto err;
+	}
+	if (type == TCOPY__FRAME_TYPE__FRAME_ERROR)
+	{
+		Tcopy__Error *error = tcopy__error__unpack(NULL, payload_len, payload);
+		const ProtobufCEnumValue *code;
+
+		if (error == NULL)
+		{
+			printf("%s (malformed)\n", tc_frame_type_name(type));
+			goto done;
+		}
+		code = protobuf_c_enum_descriptor_get_value(&tcopy__error_code__descriptor,
+													error->code);
+		printf("%s %s (%d): %s\n", tc_frame_type_name(type),
+			   code ? code->name : "unknown", (int) error->code, error->message);
+		tcopy__error__free_unpacked(error, NULL);
+	}
+	else
+		printf("%s\n", tc_frame_type_name(type));
+done:
+	status = 0;
+
+err:
+	tc_client_close(client);
+	free(bytes);
+	return status;
+}

@@ -1,0 +1,93 @@
+/*
+ * tc_address.c
+ *		Parsing of tserver addresses.
+ */
+#include "tc_address.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TC_ADDRESS_NULL_TEXT "null:"
+
+bool
+tc_address_is_null(const char *text)
+{
+	return text != NULL && strcmp(text, TC_ADDRESS_NULL_TEXT) == 0;
+}
+
+/* unix:PATH; path is text after the scheme. */
+static bool
+address_parse_unix(const char *text, const char *path, TcAddress *addr,
+				   char *err, size_t errlen)
+{
+	if (path[0] == '\0' || strlen(path) >= sizeof(addr->path))
+	{
+		snprintf(err, errlen, "unix socket path in \"%s\" is empty or longer than %zu bytes",
+				 text, sizeof(addr->path) - 1);
+		return false;
+	}
+	addr->kind = TC_ADDRESS_UNIX;
+	strcpy(addr->path, path);
+	return true;
+}
+
+/*
+ * tcp:HOST:PORT; hostport is text after the scheme.  The port is the part
+ * after the last colon, so that a bracketed IPv6 host keeps its colons.
+ */
+static bool
+address_parse_tcp(const char *text, const char *hostport, TcAddress *addr,
+				  char *err, size_t errlen)
+{
+	const char *colon = strrchr(hostport, ':');
+	const char *host = hostport;
+	size_t		hostlen;
+
+	if (colon == NULL || colon[1] == '\0' || strlen(colon + 1) > 5 ||
+		strspn(colon + 1, "0123456789") != strlen(colon + 1) ||
+		atoi(colon + 1) > 65535)
+	{
+		snprintf(err, errlen, "address \"%s\" needs the form tcp:HOST:PORT", text);
+		return false;
+	}
+	hostlen = (size_t) (colon - hostport);
+	/* [::1]:5433 */
+	if (hostlen >= 2 && host[0] == '[' && host[hostlen - 1] == ']')
+	{
+		host++;
+		hostlen -= 2;
+	}
+	if (memchr(host, '[', hostlen) != NULL || memchr(host, ']', hostlen) != NULL)
+	{
+		snprintf(err, errlen, "host in \"%s\" has unbalanced brackets", text);
+		return false;
+	}
+	if (hostlen == 0 || hostlen >= sizeof(addr->host))
+	{
+		snprintf(err, errlen, "host in \"%s\" is empty or too long", text);
+		return false;
+	}
+	addr->kind = TC_ADDRESS_TCP;
+	memcpy(addr->host, host, hostlen);
+	addr->host[hostlen] = '\0';
+	strcpy(addr->port, colon + 1);
+	return true;
+}
+
+bool
+tc_address_parse(const char *text, TcAddress *addr, char *err, size_t errlen)
+{
+	memset(addr, 0, sizeof(*addr));
+	if (strncmp(text, "unix:", 5) == 0)
+		return address_parse_unix(text, text + 5, addr, err, errlen);
+	if (strncmp(text, "tcp:", 4) == 0)
+		return address_parse_tcp(text, text + 4, addr, err, errlen);
+	if (tc_address_is_null(text))
+	{
+		addr->kind = TC_ADDRESS_NULL;
+		return true;
+	}
+	snprintf(err, errlen, "address \"%s\" has an unknown scheme (expected unix:PATH, tcp:HOST:PORT or null:)", text);
+	return false;
+}

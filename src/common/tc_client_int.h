@@ -1,0 +1,66 @@
+/*
+ * tc_client_int.h
+ *		The client library's private parts: struct TcClient and the frame
+ *		I/O (tc_client_io.c) that the connection (tc_client.c) and the
+ *		requests (tc_client_requests.c) are built on.  Not for callers of
+ *		the library: they use tc_client.h.
+ */
+#ifndef TC_CLIENT_INT_H
+#define TC_CLIENT_INT_H
+
+#include <netdb.h>
+#include <sys/uio.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tc_arena.h"
+#include "tc_buf.h"
+#include "tc_client.h"
+#include "tc_frame_reader.h"
+
+#define TC_CLIENT_ARENA_BLOCK (64 * 1024)
+
+#define TC_CLIENT_ARENA_BLOCK (64 * 1024)
+
+struct TcClient
+{
+	int			fd;
+	char	   *server_name;	/* ServerHello.server, malloc'ed */
+	TcWaitHook	wait_hook;
+	void	   *wait_arg;
+	unsigned	window;			/* batches in flight before a write waits */
+	uint32_t	max_frame;		/* largest payload accepted, in bytes */
+	TcFrameReader reader;		/* bytes received, frames not yet returned */
+	TcBuf		out;			/* the outgoing frame being packed, reused */
+	TcArena		arena;			/* the last reply, unpacked */
+	uint64_t	seq_sent;		/* last batch sent in this session */
+	uint64_t	seq_acked;		/* last batch acknowledged */
+	bool		prepared;		/* the session was prepared: only commit or abort */
+	bool		scanning;		/* a scan's batches are still to come */
+	bool		broken;			/* a call failed: every later call fails */
+	bool		hook_set_error; /* the wait hook called tc_client_set_error */
+	struct addrinfo *addrs;		/* while connecting over TCP: freed by close
+								 * too, should the wait hook not return */
+	Tcopy__ErrorCode error_code;	/* of the server's Error frame, if any */
+	char		error[512];
+};
+
+/* in tc_client_io.c */
+extern int	client_fail(TcClient *client, Tcopy__ErrorCode code, const char *fmt,...)
+			__attribute__((format(printf, 3, 4)));
+/* The default wait hook: poll without a timeout. */
+extern int	client_poll(void *arg, TcClient *client, int fd, bool want_write);
+extern int	client_wait(TcClient *client, bool want_write);
+extern int	client_next_frame(TcClient *client, bool nowait, Tcopy__FrameType *type,
+							  const uint8_t **payload, uint32_t *len);
+extern int	client_server_error(TcClient *client, const uint8_t *payload, uint32_t len);
+extern int	client_unexpected(TcClient *client, Tcopy__FrameType got,
+							  Tcopy__FrameType expected);
+extern int	client_read_reply(TcClient *client, bool nowait, Tcopy__FrameType expected,
+							  ProtobufCAllocator *allocator, ProtobufCMessage **msg);
+extern int	client_send_iov(TcClient *client, struct iovec *iov, int iovcnt);
+extern int	client_send_message(TcClient *client, Tcopy__FrameType type,
+								const ProtobufCMessage *msg);
+extern int	client_take_ack(TcClient *client, const Tcopy__Ack *ack);
+
+#endif							/* TC_CLIENT_INT_H */

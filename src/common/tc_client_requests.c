@@ -1,0 +1,348 @@
+/*
+ * tc_client_requests.c
+ *		The client library's requests: tables, write sessions, scans,
+ *		stats, and raw frames for tests.
+ *
+ * Writes are pipelined.  tc_client_write first collects the acks that have
+ * already arrived, without waiting, then waits for the oldest ack only
+ * while `window` batches are unacknowledged.  The server acknowledges
+ * batches in order, so every ack must carry the next sequence number.
+ * Heap copies of replies are made only where tc_client.h promises them
+ * (stats, the schema of an opened table); every other reply lives in the
+ * client's arena until the next call.
+ */
+#include "tc_client_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "tc_frame.h"
+
+/*
+ * Open a table; see tc_client.h.  The stored schema is copied to the heap
+ * by packing it and unpacking it with the default allocator.
+ */
+int
+tc_client_open_table(TcClient *client, const char *name,
+					 const Tcopy__Schema *schema, bool create,
+					 uint32_t *table_id, bool *created,
+					 Tcopy__Schema **schema_out)
+{
+	Tcopy__OpenTable open = TCOPY__OPEN_TABLE__INIT;
+	ProtobufCMessage *msg;
+	Tcopy__TableInfo *info;
+
+	/* in a session, acks of earlier batches come before the reply */
+	if (tc_client_wait_acks(client) < 0)
+		return -1;
+	open.table = (char *) name;
+	open.schema = (Tcopy__Schema *) schema;
+	open.create = create;
+	if (client_send_message(client, TCOPY__FRAME_TYPE__FRAME_OPEN_TABLE, &open.base) < 0 ||
+		client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_TABLE_INFO,
+						  tc_arena_allocator(&client->arena), &msg) < 0)
+		return -1;
+	info = (Tcopy__TableInfo *) msg;
+	if (table_id != NULL)
+		*table_id = info->table_id;
+	if (created != NULL)
+		*created = info->created;
+	if (schema_out != NULL)
+	{
+		size_t		size;
+
+		if (info->schema == NULL)
+			return client_fail(client, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+							   "protocol error: tserver sent FRAME_TABLE_INFO without a schema");
+		size = tcopy__schema__get_packed_size(info->schema);
+		client->out.len = 0;
+		if (!tc_buf_reserve(&client->out, size))
+			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE, "out of memory");
+		tcopy__schema__pack(info->schema, client->out.data);
+		*schema_out = tcopy__schema__unpack(NULL, size, client->out.data);
+		if (*schema_out == NULL)
+			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE, "out of memory");
+	}
+	return 0;
+}
+
+/* Begin a write session; batch sequence numbers start again at 1. */
+int
+tc_client_begin(TcClient *client, uint64_t *session_id)
+{
+	Tcopy__Begin begin = TCOPY__BEGIN__INIT;
+	ProtobufCMessage *msg;
+
+	if (client->broken)
+		return -1;
+	client->seq_sent = client->seq_acked = 0;
+	if (client_send_message(client, TCOPY__FRAME_TYPE__FRAME_BEGIN, &begin.base) < 0 ||
+		client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_BEGIN_OK,
+						  tc_arena_allocator(&client->arena), &msg) < 0)
+		return -1;
+	if (session_id != NULL)
+		*session_id = ((Tcopy__BeginOk *) msg)->session_id;
+	return 0;
+}
+
+/*
+ * Send a packed WriteBatch; see tc_client.h.  The header goes out from the
+ * stack and the payload from the caller's buffer, in one sendmsg.
+ */
+int
+tc_client_write(TcClient *client, uint64_t seq, const uint8_t *payload, size_t len)
+{
+	ProtobufCAllocator *arena = tc_arena_allocator(&client->arena);
+	uint8_t		header[TC_FRAME_HEADER_SIZE];
+	struct iovec iov[2];
+	ProtobufCMessage *msg;
+	int			found;
+
+	if (client->broken)
+		return -1;
+	if (seq != client->seq_sent + 1)
+		return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
+						   "write batch has seq %" PRIu64 ", expected %" PRIu64,
+						   seq, client->seq_sent + 1);
+	if (len > UINT32_MAX)
+		return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
+						   "write batch of %zu bytes does not fit in a frame", len);
+
+	/* take the acks that have arrived; then wait only while the window is full */
+	while ((found = client_read_reply(client, true, TCOPY__FRAME_TYPE__FRAME_ACK,
+									  arena, &msg)) > 0)
+	{
+		if (client_take_ack(client, (Tcopy__Ack *) msg) < 0)
+			return -1;
+	}
+	if (found < 0)
+		return -1;
+	while (client->seq_sent - client->seq_acked >= client->window)
+	{
+		if (client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_ACK, arena, &msg) < 0 ||
+			client_take_ack(client, (Tcopy__Ack *) msg) < 0)
+			return -1;
+	}
+
+	tc_frame_put_header(header, TCOPY__FRAME_TYPE__FRAME_WRITE, (uint32_t) len);
+	iov[0].iov_base = header;
+	iov[0].iov_len = sizeof(header);
+	iov[1].iov_base = (void *) payload;
+	iov[1].iov_len = len;
+	if (client_send_iov(client, iov, 2) < 0)
+		return -1;
+	client->seq_sent = seq;
+	return 0;
+}
+
+/*
+ * Pack batch into the output buffer and send it.  tc_client_write only
+ * reads while it waits, so the output buffer stays intact until sent.
+ */
+int
+tc_client_write_batch(TcClient *client, const Tcopy__WriteBatch *batch)
+{
+	size_t		size;
+
+	if (client->broken)
+		return -1;
+	size = tcopy__write_batch__get_packed_size(batch);
+	client->out.len = 0;
+	if (!tc_buf_reserve(&client->out, size))
+		return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
+						   "out of memory for a write batch of %zu bytes", size);
+	tcopy__write_batch__pack(batch, client->out.data);
+	return tc_client_write(client, batch->seq, client->out.data, size);
+}
+
+/* Wait until every batch sent has been acknowledged. */
+int
+tc_client_wait_acks(TcClient *client)
+{
+	ProtobufCMessage *msg;
+
+	if (client->broken)
+		return -1;
+	while (client->seq_acked < client->seq_sent)
+	{
+		if (client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_ACK,
+							  tc_arena_allocator(&client->arena), &msg) < 0 ||
+			client_take_ack(client, (Tcopy__Ack *) msg) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Commit the session; see tc_client.h. */
+int
+tc_client_commit(TcClient *client, uint64_t rows_sent, uint64_t *rows_committed)
+{
+	Tcopy__Commit commit = TCOPY__COMMIT__INIT;
+	ProtobufCMessage *msg;
+
+	if (!client->prepared && tc_client_wait_acks(client) < 0)
+		return -1;
+	commit.last_seq = client->seq_sent;
+	commit.rows = rows_sent;
+	if (client_send_message(client, TCOPY__FRAME_TYPE__FRAME_COMMIT, &commit.base) < 0 ||
+		client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_COMMIT_OK,
+						  tc_arena_allocator(&client->arena), &msg) < 0)
+		return -1;
+	if (rows_committed != NULL)
+		*rows_committed = ((Tcopy__CommitOk *) msg)->rows;
+	client->seq_sent = client->seq_acked = 0;
+	client->prepared = false;
+	return 0;
+}
+
+/* Prepare the session: see tc_client.h. */
+int
+tc_client_prepare(TcClient *client, uint64_t rows_sent)
+{
+	Tcopy__Commit commit = TCOPY__COMMIT__INIT;
+	ProtobufCMessage *msg;
+
+	if (tc_client_wait_acks(client) < 0)
+		return -1;
+	commit.last_seq = client->seq_sent;
+	commit.rows = rows_sent;
+	commit.prepare = true;
+	if (client_send_message(client, TCOPY__FRAME_TYPE__FRAME_COMMIT, &commit.base) < 0 ||
+		client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_COMMIT_OK,
+						  tc_arena_allocator(&client->arena), &msg) < 0)
+		return -1;
+	if (!((Tcopy__CommitOk *) msg)->prepared)
+		return client_fail(client, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+						   "tserver published a session it was asked to prepare");
+	client->prepared = true;
+	return 0;
+}
+
+/*
+ * Abort the session.  Acks of batches still in flight may arrive before
+ * AbortOk; they are skipped.
+ */
+int
+tc_client_abort(TcClient *client)
+{
+	Tcopy__Abort abort_msg = TCOPY__ABORT__INIT;
+	Tcopy__FrameType type;
+	const uint8_t *payload;
+	uint32_t	len;
+
+	if (client->broken)
+		return -1;
+	if (client_send_message(client, TCOPY__FRAME_TYPE__FRAME_ABORT, &abort_msg.base) < 0)
+		return -1;
+	tc_arena_reset(&client->arena);
+	do
+	{
+		if (client_next_frame(client, false, &type, &payload, &len) < 0)
+			return -1;
+	} while (type == TCOPY__FRAME_TYPE__FRAME_ACK);
+	if (type == TCOPY__FRAME_TYPE__FRAME_ERROR)
+		return client_server_error(client, payload, len);
+	if (type != TCOPY__FRAME_TYPE__FRAME_ABORT_OK)
+		return client_unexpected(client, type, TCOPY__FRAME_TYPE__FRAME_ABORT_OK);
+	client->seq_sent = client->seq_acked = 0;
+	client->prepared = false;
+	return 0;
+}
+
+/* Truncate or drop a table. */
+int
+tc_client_table_op(TcClient *client, Tcopy__TableOpKind op, uint32_t table_id)
+{
+	Tcopy__TableOp table_op = TCOPY__TABLE_OP__INIT;
+	ProtobufCMessage *msg;
+
+	if (client->broken)
+		return -1;
+	table_op.op = op;
+	table_op.table_id = table_id;
+	if (client_send_message(client, TCOPY__FRAME_TYPE__FRAME_TABLE_OP, &table_op.base) < 0 ||
+		client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_TABLE_OP_OK,
+						  tc_arena_allocator(&client->arena), &msg) < 0)
+		return -1;
+	return 0;
+}
+
+/* Ask for the server's counters; *stats is a heap copy. */
+int
+tc_client_stats(TcClient *client, Tcopy__Stats **stats)
+{
+	Tcopy__StatsRequest request = TCOPY__STATS_REQUEST__INIT;
+	ProtobufCMessage *msg;
+
+	if (client->broken)
+		return -1;
+	if (client_send_message(client, TCOPY__FRAME_TYPE__FRAME_STATS_REQUEST, &request.base) < 0 ||
+		client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_STATS, NULL, &msg) < 0)
+		return -1;
+	*stats = (Tcopy__Stats *) msg;
+	return 0;
+}
+
+/* Send a Scan; its batches are then read with tc_client_scan_next. */
+int
+tc_client_scan_start(TcClient *client, const Tcopy__Scan *request)
+{
+	if (client->broken)
+		return -1;
+	if (client->scanning)
+		return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
+						   "a scan is already in progress on this connection");
+	if (client_send_message(client, TCOPY__FRAME_TYPE__FRAME_SCAN, &request->base) < 0)
+		return -1;
+	client->scanning = true;
+	return 0;
+}
+
+/* The next batch of the scan, in the arena until the next call. */
+int
+tc_client_scan_next(TcClient *client, Tcopy__ScanBatch **batch)
+{
+	ProtobufCMessage *msg;
+
+	if (client->broken)
+		return -1;
+	if (!client->scanning)
+		return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
+						   "no scan in progress on this connection");
+	if (client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_SCAN_BATCH,
+						  tc_arena_allocator(&client->arena), &msg) < 0)
+		return -1;
+	*batch = (Tcopy__ScanBatch *) msg;
+	if ((*batch)->done)
+		client->scanning = false;
+	return 0;
+}
+
+/* Send bytes as they are (tests feed the server malformed input this way). */
+int
+tc_client_send_raw(TcClient *client, const void *bytes, size_t len)
+{
+	struct iovec iov;
+
+	if (client->broken)
+		return -1;
+	iov.iov_base = (void *) bytes;
+	iov.iov_len = len;
+	return client_send_iov(client, &iov, 1);
+}
+
+/*
+ * Read one frame whatever its type, an Error frame included (it does not
+ * fail the call); the payload is valid until the next call.
+ */
+int
+tc_client_read_frame(TcClient *client, Tcopy__FrameType *type,
+					 const uint8_t **payload, uint32_t *len)
+{
+	if (client->broken)
+		return -1;
+	return client_next_frame(client, false, type, payload, len) < 0 ? -1 : 0;
+}

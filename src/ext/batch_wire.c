@@ -1,0 +1,40 @@
+/*
+ * batch_wire.c
+ *		The wire encoder of write batches (the default): rows written
+ *		straight in protobuf's wire format (tc_wire.h) into the output
+ *		buffer.
+ *
+ * Each row is written as it comes, after room for the batch header, which
+ * is written when the batch is packed: a batch allocates nothing once the
+ * buffer has grown to its size, and the rows' strings are copied once.
+ * The bytes are those protobuf-c packs (test_wire checks it).  No Postgres
+ * error is raised here: batch.c reports failures.
+ */
+#include "tcopy.h"
+
+/* Append row after the header's room; false when out of memory. */
+bool
+tcopy_wire_batch_add(TcopyBatch *batch, const TcWireRow *row)
+{
+	if (batch->packed.len == 0)
+		batch->packed.len = TC_WIRE_BATCH_HEADER_MAX;	/* the header's room */
+	if (!tc_buf_reserve(&batch->packed, tc_wire_row_bound(row)))
+		return false;
+	batch->packed.len = tc_wire_put_row(batch->packed.data + batch->packed.len, row) -
+		batch->packed.data;
+	batch->payload_bytes = batch->packed.len;
+	return true;
+}
+
+/* Write the header just before the rows: batch->send, batch->send_len. */
+void
+tcopy_wire_batch_pack(TcopyBatch *batch, uint64 seq, uint32 table_id)
+{
+	uint8	   *rows = batch->packed.data + TC_WIRE_BATCH_HEADER_MAX;
+	uint8	   *start;
+
+	Assert(batch->packed.len >= TC_WIRE_BATCH_HEADER_MAX);
+	start = tc_wire_put_batch_header(rows, seq, table_id);
+	batch->send = start;
+	batch->send_len = batch->packed.data + batch->packed.len - start;
+}

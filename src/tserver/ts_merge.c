@@ -1,0 +1,245 @@
+/*
+ * ts_merge.c
+ *		A session's runs: keeping their sparse indexes, compacting them into
+ *		one when there are RUN_FAN_IN of them, and merging them into SST
+ *		files at commit, in parts of the key space merged at the same time
+ *		(ts_run.c does the merging itself).  The design is described in
+ *		ts_session.c.
+ */
+#include "ts_session_int.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ts_log.h"
+
+/* Paths of the session's runs, [nruns] strings to free with free_paths. */
+static char **
+run_paths(const TsSession *session)
+{
+	char	  **paths = calloc(session->nruns, sizeof(char *));
+	char		path[SESSION_PATH_SIZE];
+
+	for (uint32_t r = 0; paths != NULL && r < session->nruns; r++)
+	{
+		ts_session_run_path(session, r, path, sizeof(path));
+		if ((paths[r] = strdup(path)) == NULL)
+		{
+			while (r-- > 0)
+				free(paths[r]);
+			free(paths);
+			return NULL;
+		}
+	}
+	return paths;
+}
+
+/* Free paths[n] of run_paths. */
+static void
+free_paths(char **paths, uint32_t n)
+{
+	for (uint32_t i = 0; paths != NULL && i < n; i++)
+		free(paths[i]);
+	free(paths);
+}
+
+/*
+ * Keep the index of the run just written, as run session->nruns; 0, or -1
+ * when out of memory (index is then still the caller's).
+ */
+int
+ts_merge_add_run(TsSession *session, TsRunIndex *index)
+{
+	if (session->nruns == session->run_indexes_cap)
+	{
+		uint32_t	cap = session->run_indexes_cap ? session->run_indexes_cap * 2 : 8;
+		TsRunIndex *grown = realloc(session->run_indexes, cap * sizeof(TsRunIndex));
+
+		if (grown == NULL)
+			return -1;
+		session->run_indexes = grown;
+		session->run_indexes_cap = cap;
+	}
+	session->run_indexes[session->nruns++] = *index;
+	memset(index, 0, sizeof(*index));
+	return 0;
+}
+
+/* A TsRunPut into a run being written: the compaction's output. */
+static int
+run_writer_put(void *arg, const uint8_t *key, uint32_t keylen,
+			   const uint8_t *value, uint32_t valuelen, TsError *err)
+{
+	if (ts_run_writer_put(arg, key, keylen, value, valuelen) == 0)
+		return 0;
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+				 "could not write a merged staging run: %s", strerror(errno));
+	return -1;
+}
+
+/*
+ * Merge all runs into one, so that no merge ever opens more than
+ * RUN_FAN_IN files however large the session grows: files and read
+ * buffers stay bounded, at the cost of writing the merged data once more.
+ */
+int
+ts_merge_compact_runs(TsSession *session, TsError *err)
+{
+	TsRunWriter writer;
+	char		merged[SESSION_PATH_SIZE];
+	char		path[SESSION_PATH_SIZE];
+	char	  **paths = run_paths(session);
+	int			result;
+
+	if (paths == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		return -1;
+	}
+	snprintf(merged, sizeof(merged), "%s/run-merged", session->dir);
+	if (ts_run_writer_open(&writer, merged) != 0)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+					 "could not create \"%s\": %s", merged, strerror(errno));
+		free_paths(paths, session->nruns);
+		return -1;
+	}
+	result = ts_run_merge(paths, session->run_indexes, session->nruns, NULL, NULL,
+						  run_writer_put, &writer, err);
+	free_paths(paths, session->nruns);
+	if (ts_run_writer_close(&writer) != 0 && result == 0)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+					 "could not write \"%s\": %s", merged, strerror(errno));
+		result = -1;
+	}
+	if (result != 0)
+	{
+		ts_run_index_free(&writer.index);
+		return -1;
+	}
+
+	/* the merged run replaces them all, as the oldest */
+	for (uint32_t r = 0; r < session->nruns; r++)
+	{
+		ts_session_run_path(session, r, path, sizeof(path));
+		unlink(path);
+		ts_run_index_free(&session->run_indexes[r]);
+	}
+	ts_log(TS_LOG_DEBUG, "session %llu: merged %u runs into one (%llu bytes)",
+		   (unsigned long long) session->id, session->nruns,
+		   (unsigned long long) writer.written);
+	session->nruns = 0;
+	(void) ts_merge_add_run(session, &writer.index);	/* has room */
+	ts_session_run_path(session, 0, path, sizeof(path));
+	if (rename(merged, path) != 0)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+					 "could not rename \"%s\": %s", merged, strerror(errno));
+		return -1;
+	}
+	ts_session_account_spilled(session, session->direct_bytes + writer.written);
+	return 0;
+}
+
+/* One part of a commit's merge: the runs' keys in [lo, hi), into SST files. */
+typedef struct MergePart
+{
+	TsSession  *session;
+	char	  **paths;
+	const TcBuf *lo;
+	const TcBuf *hi;
+	SstSink		sink;
+	bool		started;		/* its thread */
+	pthread_t	thread;
+	int			result;
+	TsError		err;
+} MergePart;
+
+/* Merge one part's key range into SST files of its own (a thread's main). */
+static void *
+merge_part_main(void *arg)
+{
+	MergePart  *part = arg;
+	TsSession  *session = part->session;
+
+	part->result = ts_run_merge(part->paths, session->run_indexes, session->nruns,
+								part->lo, part->hi, ts_sst_sink_put, &part->sink, &part->err);
+	if (part->result == 0)
+		part->result = ts_sst_sink_finish_file(&part->sink, &part->err);
+	return NULL;
+}
+
+/*
+ * Merge the session's runs into SST files appended to sink's.  With runs
+ * large enough and more than one merge thread, the key space is split
+ * into parts of about equal size (from the runs' indexes), each merged by
+ * a thread of its own into files of its own: the parts do not overlap
+ * and come in key order, so their files follow each other in the sink as
+ * one merge's would.
+ */
+int
+ts_merge_runs(TsSession *session, SstSink *sink, TsError *err)
+{
+	TsStore    *store = session->store;
+	uint64_t	part_bytes = store->opts.merge_part_bytes ? store->opts.merge_part_bytes : 1;
+	uint64_t	run_bytes = session->spilled_bytes - session->direct_bytes;
+	uint64_t	fit = run_bytes / part_bytes + 1;
+	int			nparts = fit < (uint64_t) store->opts.merge_threads ?
+		(int) fit : store->opts.merge_threads;
+	TcBuf		splits[TS_MERGE_THREADS_MAX] = {{0}};
+	MergePart	parts[TS_MERGE_THREADS_MAX];
+	char	  **paths = run_paths(session);
+	int			nsplits;
+	int			result = 0;
+
+	nsplits = paths == NULL ? -1 : ts_run_split_keys(session->run_indexes, session->nruns,
+													 nparts, splits);
+	if (nsplits < 0)
+	{
+		free_paths(paths, session->nruns);
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		return -1;
+	}
+	nparts = nsplits + 1;
+	memset(parts, 0, sizeof(parts));
+	for (int p = 0; p < nparts; p++)
+	{
+		parts[p].session = session;
+		parts[p].paths = paths;
+		parts[p].lo = p > 0 ? &splits[p - 1] : NULL;
+		parts[p].hi = p < nsplits ? &splits[p] : NULL;
+		ts_sst_sink_init(&parts[p].sink, session, p);
+	}
+	/* parts 1.. in threads of their own, part 0 in this one */
+	for (int p = 1; p < nparts; p++)
+		parts[p].started = pthread_create(&parts[p].thread, NULL, merge_part_main, &parts[p]) == 0;
+	for (int p = 1; p < nparts; p++)
+		if (!parts[p].started)
+			merge_part_main(&parts[p]);
+	merge_part_main(&parts[0]);
+	for (int p = 1; p < nparts; p++)
+		if (parts[p].started)
+			pthread_join(parts[p].thread, NULL);
+	ts_log(TS_LOG_DEBUG, "session %llu: merged %u runs (%llu bytes) in %d part%s",
+		   (unsigned long long) session->id, session->nruns,
+		   (unsigned long long) run_bytes, nparts, nparts == 1 ? "" : "s");
+
+	for (int p = 0; p < nparts; p++)
+	{
+		if (result == 0 && parts[p].result != 0)
+		{
+			*err = parts[p].err;
+			result = -1;
+		}
+		if (result == 0 && ts_sst_sink_take(sink, &parts[p].sink, err) != 0)
+			result = -1;
+		ts_sst_sink_free(&parts[p].sink);
+	}
+	for (int i = 0; i < nsplits; i++)
+		tc_buf_free(&splits[i]);
+	free_paths(paths, session->nruns);
+	return result;
+}

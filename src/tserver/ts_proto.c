@@ -1,0 +1,698 @@
+/*
+ * ts_proto.c
+ *		The tserver's protocol for one connection: handshake,
+ *		authentication and the state machine, apart from any socket.
+ *
+ * The server speaks first (SERVER_HELLO with a fresh nonce), expects
+ * HELLO, then serves requests one at a time in the order they come.  There
+ * are three phases: awaiting HELLO, ready, and in a write session; each
+ * frame type is allowed in some of them, and anything else (including the
+ * types only a server sends) is a protocol error.
+ *
+ * Nothing a client sends is trusted.  A frame's header is checked against
+ * the size limit before a byte of its payload is read (by the caller, with
+ * ts_proto_frame_limit and ts_proto_check_header), and every payload is
+ * unpacked by protobuf-c, whose result is NULL for anything malformed.
+ * The memory a payload unpacks into is bounded too (PROTO_DECODE_FACTOR
+ * times the frame limit, plus PROTO_DECODE_SLACK): protobuf-c allocates a
+ * message struct, a pointer and scan state for every repeated element, so
+ * a WRITE of empty rows, two bytes each, would otherwise take some 70
+ * times its size.  WRITE, the frame of the hot path, is decoded by
+ * ts_batch_decode instead (the same result as protobuf-c, from fewer
+ * allocations, blobs left in the frame buffer; see ts_batch_decode.h),
+ * within the same budget.  Until the handshake is done, frames are limited
+ * to PROTO_HELLO_MAX bytes, so that a client that has not proven anything
+ * cannot make the server reserve a large buffer.
+ *
+ * The hot path (WRITE -> ACK) allocates nothing once warmed up: a payload
+ * is unpacked into an arena that is reset after each frame, and replies
+ * are packed into one reused buffer and handed to the send function.
+ */
+#include "ts_proto.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ts_batch_decode.h"
+#include "ts_log.h"
+
+#define PROTO_ARENA_BLOCK (256 * 1024)	/* holds a typical WriteBatch */
+#define PROTO_LOG_NAME_MAX 64	/* bytes of a client-supplied name in logs */
+#define PROTO_HELLO_MAX (64 * 1024) /* largest frame before the handshake */
+#define PROTO_DECODE_FACTOR 16	/* unpacked bytes per byte of frame limit */
+#define PROTO_DECODE_SLACK (16 * 1024 * 1024)
+
+static const char *const proto_phase_names[] = {
+	"awaiting hello", "ready", "in write session"
+};
+
+void
+ts_proto_shared_init(TsProtoShared *shared, uint32_t max_frame_bytes)
+{
+	memset(shared, 0, sizeof(*shared));
+	shared->max_frame_bytes = max_frame_bytes;
+	clock_gettime(CLOCK_MONOTONIC, &shared->start_time);
+	atomic_init(&shared->connections_open, 0);
+	atomic_init(&shared->connections_total, 0);
+	atomic_init(&shared->batches_received, 0);
+	atomic_init(&shared->bytes_received, 0);
+}
+
+int
+ts_proto_shared_set_token(TsProtoShared *shared, const uint8_t *token, size_t token_len)
+{
+	if (token_len > TC_TOKEN_MAX)
+		return -1;
+	tc_auth_forget(shared->token, sizeof(shared->token));
+	if (token_len > 0)
+		memcpy(shared->token, token, token_len);
+	shared->token_len = token_len;
+	return 0;
+}
+
+uint32_t
+ts_proto_frame_limit(const TsProto *proto)
+{
+	uint32_t	max = proto->shared->max_frame_bytes;
+
+	if (proto->phase == TS_PROTO_AWAIT_HELLO && max > PROTO_HELLO_MAX)
+		max = PROTO_HELLO_MAX;
+	return max;
+}
+
+int
+ts_proto_check_header(const TsProto *proto, const uint8_t *header,
+					  Tcopy__FrameType *type, uint32_t *len, TsError *err)
+{
+	uint32_t	max = ts_proto_frame_limit(proto);
+	const char *why;
+
+	if (!tc_frame_get_header(header, max, type, len, &why))
+	{
+		uint32_t	claimed = ((uint32_t) header[0] << 24) | ((uint32_t) header[1] << 16) |
+			((uint32_t) header[2] << 8) | (uint32_t) header[3];
+
+		if (header[4] > TCOPY__FRAME_TYPE__FRAME_NONE &&
+			header[4] <= TCOPY__FRAME_TYPE__FRAME_ERROR && claimed > max)
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_TOO_LARGE,
+						 "%s frame of %" PRIu32 " bytes exceeds the limit of %" PRIu32 " bytes%s",
+						 tc_frame_type_name((Tcopy__FrameType) header[4]), claimed, max,
+						 proto->phase == TS_PROTO_AWAIT_HELLO ? " before the handshake" : "");
+		else
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+						 "invalid frame header (type %u, length %" PRIu32 "): %s",
+						 (unsigned) header[4], claimed, why);
+		return -1;
+	}
+	return 0;
+}
+
+/* Pack msg as a frame of type and send it.  Returns 0, or -1 with err. */
+static int
+proto_reply(TsProto *proto, Tcopy__FrameType type, const ProtobufCMessage *msg,
+			TsError *err)
+{
+	int			rc;
+
+	if (!tc_frame_append(&proto->out, type, msg))
+	{
+		proto->out.len = 0;
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL,
+					 "out of memory packing a %s frame", tc_frame_type_name(type));
+		return -1;
+	}
+	rc = proto->send(proto->send_arg, proto->out.data, proto->out.len, err);
+	proto->out.len = 0;
+	return rc;
+}
+
+/* ProtobufCAllocator of the frame arena that refuses to pass the budget. */
+static void *
+proto_decode_alloc(void *ctx, size_t size)
+{
+	TsProto *proto = ctx;
+
+	if (size > proto->decode_budget ||
+		proto->frame_arena.used_bytes > proto->decode_budget - size)
+	{
+		proto->decode_over_budget = true;
+		return NULL;
+	}
+	return tc_arena_alloc(&proto->frame_arena, size);
+}
+
+/* Arena memory is freed by the reset after each frame. */
+static void
+proto_decode_free(void *ctx, void *ptr)
+{
+	(void) ctx;
+	(void) ptr;
+}
+
+/*
+ * Unpack a payload into the frame arena; NULL with err when malformed
+ * (ERROR_PROTOCOL) or when it would take more than the decode budget
+ * (ERROR_TOO_LARGE).
+ */
+static void *
+proto_unpack(TsProto *proto, const ProtobufCMessageDescriptor *descriptor,
+			 const uint8_t *payload, uint32_t len, TsError *err)
+{
+	ProtobufCMessage *msg;
+
+	proto->decode_over_budget = false;
+	msg = protobuf_c_message_unpack(descriptor, &proto->decode_allocator, len, payload);
+	if (msg != NULL)
+		return msg;
+	if (proto->decode_over_budget)
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_TOO_LARGE,
+					 "a %s message of %" PRIu32 " bytes unpacks into more than %zu bytes of memory",
+					 descriptor->short_name, len, proto->decode_budget);
+	else
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "malformed %s message", descriptor->short_name);
+	return NULL;
+}
+
+/*
+ * Decode a WRITE payload into *batch, as proto_unpack would, with
+ * ts_batch_decode: its arrays in the frame arena, within the decode budget,
+ * its blobs pointing into payload (valid until the next frame is read, and
+ * the batch is done with before).  Returns batch, or NULL with err.
+ */
+static Tcopy__WriteBatch *
+proto_decode_write(TsProto *proto, const uint8_t *payload, uint32_t len,
+				   Tcopy__WriteBatch *batch, TsError *err)
+{
+	proto->decode_over_budget = false;
+	switch (ts_batch_decode(payload, len, &proto->decode_allocator, batch))
+	{
+		case TS_BATCH_DECODE_OK:
+			return batch;
+		case TS_BATCH_DECODE_MALFORMED:
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+						 "malformed %s message", tcopy__write_batch__descriptor.short_name);
+			return NULL;
+		case TS_BATCH_DECODE_NO_MEMORY:
+			break;
+	}
+	if (proto->decode_over_budget)
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_TOO_LARGE,
+					 "a %s message of %" PRIu32 " bytes unpacks into more than %zu bytes of memory",
+					 tcopy__write_batch__descriptor.short_name, len, proto->decode_budget);
+	else
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL,
+					 "out of memory decoding a %s message of %" PRIu32 " bytes",
+					 tcopy__write_batch__descriptor.short_name, len);
+	return NULL;
+}
+
+/* A frame that is not allowed now: always a protocol error. */
+static int
+proto_unexpected(TsProto *proto, Tcopy__FrameType type, const char *why, TsError *err)
+{
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+				 "unexpected %s frame in proto \"%s\"%s%s",
+				 tc_frame_type_name(type), proto_phase_names[proto->phase],
+				 why ? ": " : "", why ? why : "");
+	return -1;
+}
+
+/* Copy a client-supplied string for a log line: bounded, printable. */
+static void
+proto_printable(const char *src, char *dst, size_t dstlen)
+{
+	size_t		i;
+
+	for (i = 0; src[i] != '\0' && i + 1 < dstlen; i++)
+		dst[i] = (src[i] >= 0x20 && src[i] < 0x7f) ? src[i] : '?';
+	dst[i] = '\0';
+}
+
+/* See ts_proto.h for the contracts of the exported functions. */
+
+int
+ts_proto_greet(TsProto *proto, TsError *err)
+{
+	TsProtoShared *shared = proto->shared;
+	Tcopy__ServerHello hello = TCOPY__SERVER_HELLO__INIT;
+
+	if (tc_auth_make_nonce(proto->nonce) != 0)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL,
+					 "could not generate a nonce: %s", strerror(errno));
+		return -1;
+	}
+	if (shared->token_len > 0 &&
+		!tc_auth_compute(shared->token, shared->token_len, proto->nonce,
+						 sizeof(proto->nonce), proto->expected_auth))
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL,
+					 "could not compute the expected authentication code");
+		return -1;
+	}
+	hello.version = TC_PROTOCOL_VERSION;
+	hello.server = (char *) "tserver " TS_VERSION;
+	hello.nonce.data = proto->nonce;
+	hello.nonce.len = sizeof(proto->nonce);
+	hello.auth_required = shared->token_len > 0;
+	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_SERVER_HELLO, &hello.base, err);
+}
+
+/*
+ * HELLO: check the version and, when a token is configured, the client's
+ * proof of it; answer READY.
+ */
+static int
+proto_on_hello(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
+{
+	Tcopy__Hello *hello;
+	Tcopy__Ready ready = TCOPY__READY__INIT;
+	char		client[PROTO_LOG_NAME_MAX];
+
+	if (proto->phase != TS_PROTO_AWAIT_HELLO)
+		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_HELLO, NULL, err);
+	hello = proto_unpack(proto, &tcopy__hello__descriptor, payload, len, err);
+	if (hello == NULL)
+		return -1;
+	if (hello->version != TC_PROTOCOL_VERSION)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "unsupported protocol version %u (this server speaks version %d)",
+					 hello->version, TC_PROTOCOL_VERSION);
+		return -1;
+	}
+	if (proto->shared->token_len > 0 && hello->auth.len == 0)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
+					 "authentication failed: the server requires a token and HELLO carries no authentication code");
+		return -1;
+	}
+	/* the code is bound to this connection's nonce: one seen elsewhere fails */
+	if (proto->shared->token_len > 0 &&
+		!tc_auth_matches(hello->auth.data, hello->auth.len, proto->expected_auth))
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
+					 "authentication failed: wrong authentication code for this connection");
+		return -1;
+	}
+
+	proto_printable(hello->client, client, sizeof(client));
+	ts_log(TS_LOG_DEBUG, "connection %" PRIu64 ": client \"%s\" ready",
+		   proto->id, client);
+	proto->phase = TS_PROTO_READY;
+	ready.connection_id = proto->id;
+	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_READY, &ready.base, err);
+}
+
+/* OPEN_TABLE: look up (or create) a table; answer TABLE_INFO. */
+static int
+proto_on_open_table(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
+{
+	Tcopy__OpenTable *request;
+	Tcopy__TableInfo info = TCOPY__TABLE_INFO__INIT;
+	const Tcopy__Schema *schema = NULL;
+	uint32_t	table_id = 0;
+	bool		created = false;
+
+	if (proto->phase == TS_PROTO_AWAIT_HELLO)
+		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_OPEN_TABLE, NULL, err);
+	request = proto_unpack(proto, &tcopy__open_table__descriptor, payload, len, err);
+	if (request == NULL)
+		return -1;
+	if (request->table == NULL || request->table[0] == '\0')
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL, "OpenTable names no table");
+		return -1;
+	}
+	if (ts_store_open_table(proto->shared->store, request->table, request->schema,
+							request->create, &table_id, &created, &schema, err) != 0)
+		return -1;
+
+	info.table_id = table_id;
+	info.schema = (Tcopy__Schema *) schema;
+	info.created = created;
+	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_TABLE_INFO, &info.base, err);
+}
+
+/* BEGIN: open a write session (one at a time); answer BEGIN_OK. */
+static int
+proto_on_begin(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
+{
+	Tcopy__BeginOk reply = TCOPY__BEGIN_OK__INIT;
+	uint64_t	session_id = 0;
+
+	if (proto->phase != TS_PROTO_READY)
+		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_BEGIN,
+								proto->phase == TS_PROTO_IN_SESSION ?
+								"a write session is already open" : NULL, err);
+	if (proto_unpack(proto, &tcopy__begin__descriptor, payload, len, err) == NULL)
+		return -1;
+	proto->session = ts_session_begin(proto->shared->store, &session_id, err);
+	if (proto->session == NULL)
+		return -1;
+	proto->phase = TS_PROTO_IN_SESSION;
+	proto->last_seq = 0;
+	ts_log(TS_LOG_DEBUG, "connection %" PRIu64 ": session %" PRIu64 " begun",
+		   proto->id, session_id);
+	reply.session_id = session_id;
+	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_BEGIN_OK, &reply.base, err);
+}
+
+/*
+ * WRITE: stage one batch, whose seq must follow the previous one; answer
+ * ACK with the rows staged so far.
+ */
+static int
+proto_on_write(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
+{
+	Tcopy__WriteBatch decoded;
+	Tcopy__WriteBatch *batch;
+	Tcopy__Ack	ack = TCOPY__ACK__INIT;
+
+	if (proto->phase != TS_PROTO_IN_SESSION)
+		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_WRITE,
+								proto->phase == TS_PROTO_READY ? "no write session is open" : NULL,
+								err);
+	batch = proto_decode_write(proto, payload, len, &decoded, err);
+	if (batch == NULL)
+		return -1;
+	if (batch->seq != proto->last_seq + 1)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "write batch out of order: expected seq %" PRIu64 ", got %" PRIu64,
+					 proto->last_seq + 1, (uint64_t) batch->seq);
+		return -1;
+	}
+	atomic_fetch_add(&proto->shared->batches_received, 1);
+	if (ts_session_write(proto->session, batch, err) != 0)
+		return -1;
+	proto->last_seq = batch->seq;
+
+	ack.seq = batch->seq;
+	ack.rows = ts_session_rows(proto->session);
+	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_ACK, &ack.base, err);
+}
+
+/*
+ * COMMIT: check that the client and we agree on what was sent, publish the
+ * session; answer COMMIT_OK.
+ */
+static int
+proto_on_commit(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
+{
+	Tcopy__Commit *commit;
+	Tcopy__CommitOk reply = TCOPY__COMMIT_OK__INIT;
+	TsSession  *session;
+	uint64_t	staged;
+	uint64_t	rows = 0;
+
+	if (proto->phase != TS_PROTO_IN_SESSION)
+		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_COMMIT,
+								proto->phase == TS_PROTO_READY ? "no write session is open" : NULL,
+								err);
+	commit = proto_unpack(proto, &tcopy__commit__descriptor, payload, len, err);
+	if (commit == NULL)
+		return -1;
+	/* a prepared session was checked when it was prepared */
+	if (ts_session_is_prepared(proto->session))
+		goto checked;
+	if (commit->last_seq != proto->last_seq)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "commit names last seq %" PRIu64 ", but the last write batch received was seq %" PRIu64,
+					 (uint64_t) commit->last_seq, proto->last_seq);
+		return -1;
+	}
+	staged = ts_session_rows(proto->session);
+	if (commit->rows != staged)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "commit names %" PRIu64 " rows, but the session received %" PRIu64,
+					 (uint64_t) commit->rows, staged);
+		return -1;
+	}
+
+checked:
+	if (commit->prepare)
+	{
+		/* the slow part only: the session stays, and takes only COMMIT or ABORT */
+		if (ts_session_prepare(proto->session, err) != 0)
+			return -1;
+		reply.rows = ts_session_rows(proto->session);
+		reply.prepared = true;
+		return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_COMMIT_OK, &reply.base, err);
+	}
+
+	/* commit frees the session, also when it fails */
+	session = proto->session;
+	proto->session = NULL;
+	proto->phase = TS_PROTO_READY;
+	if (ts_session_commit(session, &rows, err) != 0)
+		return -1;
+	ts_log(TS_LOG_DEBUG, "connection %" PRIu64 ": session committed, %" PRIu64 " rows",
+		   proto->id, rows);
+	reply.rows = rows;
+	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_COMMIT_OK, &reply.base, err);
+}
+
+/* ABORT: discard the session; answer ABORT_OK. */
+static int
+proto_on_abort(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
+{
+	Tcopy__AbortOk reply = TCOPY__ABORT_OK__INIT;
+
+	if (proto->phase != TS_PROTO_IN_SESSION)
+		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_ABORT,
+								proto->phase == TS_PROTO_READY ? "no write session is open" : NULL,
+								err);
+	if (proto_unpack(proto, &tcopy__abort__descriptor, payload, len, err) == NULL)
+		return -1;
+	ts_session_abort(proto->session);
+	proto->session = NULL;
+	proto->phase = TS_PROTO_READY;
+	ts_log(TS_LOG_DEBUG, "connection %" PRIu64 ": session aborted by the client",
+		   proto->id);
+	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_ABORT_OK, &reply.base, err);
+}
+
+/*
+ * Stream a scan to the end.  The request stays in the frame arena until
+ * the scan is closed; each batch's rows live in the scan arena, reset
+ * before the next one.
+ */
+static int
+proto_on_scan(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
+{
+	Tcopy__Scan *request;
+	bool		done = false;
+
+	if (proto->phase == TS_PROTO_AWAIT_HELLO)
+		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_SCAN, NULL, err);
+	request = proto_unpack(proto, &tcopy__scan__descriptor, payload, len, err);
+	if (request == NULL)
+		return -1;
+	proto->scan = ts_scan_open(proto->shared->store, request, err);
+	if (proto->scan == NULL)
+		return -1;
+	while (!done)
+	{
+		Tcopy__ScanBatch batch = TCOPY__SCAN_BATCH__INIT;
+
+		tc_arena_reset(&proto->scan_arena);
+		if (ts_scan_next(proto->scan, &proto->scan_arena, &batch, err) != 0)
+			return -1;
+		done = batch.done;
+		if (proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_SCAN_BATCH, &batch.base, err) != 0)
+			return -1;
+	}
+	ts_scan_close(proto->scan);
+	proto->scan = NULL;
+	tc_arena_reset(&proto->scan_arena);
+	return 0;
+}
+
+/* TABLE_OP: truncate or drop a table, outside any session; answer TABLE_OP_OK. */
+static int
+proto_on_table_op(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
+{
+	Tcopy__TableOp *request;
+	Tcopy__TableOpOk reply = TCOPY__TABLE_OP_OK__INIT;
+
+	if (proto->phase != TS_PROTO_READY)
+		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_TABLE_OP,
+								proto->phase == TS_PROTO_IN_SESSION ?
+								"not allowed while a write session is open" : NULL, err);
+	request = proto_unpack(proto, &tcopy__table_op__descriptor, payload, len, err);
+	if (request == NULL)
+		return -1;
+	if (request->op != TCOPY__TABLE_OP_KIND__TABLE_OP_TRUNCATE &&
+		request->op != TCOPY__TABLE_OP_KIND__TABLE_OP_DROP)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "unknown table operation %d", (int) request->op);
+		return -1;
+	}
+	if (ts_store_table_op(proto->shared->store, request->op, request->table_id, err) != 0)
+		return -1;
+	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_TABLE_OP_OK, &reply.base, err);
+}
+
+/* Peak resident set size of this process in kB (VmHWM), 0 if unknown. */
+static uint64_t
+proto_peak_rss_kb(void)
+{
+	char		buf[4096];
+	ssize_t		len;
+	int			fd;
+	const char *p;
+
+	fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return 0;
+	buf[len] = '\0';
+	p = strstr(buf, "\nVmHWM:");
+	if (p == NULL)
+		return 0;
+	return strtoull(p + strlen("\nVmHWM:"), NULL, 10);
+}
+
+/* Fill the server-wide fields of stats, then the store's. */
+static void
+proto_fill_stats(TsProtoShared *shared, Tcopy__Stats *stats)
+{
+	struct timespec now;
+	int64_t		uptime_ms;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	uptime_ms = (int64_t) (now.tv_sec - shared->start_time.tv_sec) * 1000 +
+		(now.tv_nsec - shared->start_time.tv_nsec) / 1000000;
+	stats->uptime_ms = uptime_ms > 0 ? (uint64_t) uptime_ms : 0;
+	stats->connections_open = atomic_load(&shared->connections_open);
+	stats->connections_total = atomic_load(&shared->connections_total);
+	stats->batches_received = atomic_load(&shared->batches_received);
+	stats->bytes_received = atomic_load(&shared->bytes_received);
+	ts_store_stats(shared->store, stats);
+	stats->peak_rss_kb = proto_peak_rss_kb();
+}
+
+/* STATS_REQUEST: answer STATS. */
+static int
+proto_on_stats_request(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
+{
+	Tcopy__Stats stats = TCOPY__STATS__INIT;
+
+	if (proto->phase == TS_PROTO_AWAIT_HELLO)
+		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_STATS_REQUEST, NULL, err);
+	if (proto_unpack(proto, &tcopy__stats_request__descriptor, payload, len, err) == NULL)
+		return -1;
+	proto_fill_stats(proto->shared, &stats);
+	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_STATS, &stats.base, err);
+}
+
+/* Act on one frame.  Returns 0, or -1 with err (the connection ends). */
+static int
+proto_dispatch(TsProto *proto, Tcopy__FrameType type, const uint8_t *payload,
+			   uint32_t len, TsError *err)
+{
+	/* before the handshake, nothing but HELLO is even looked at */
+	if (proto->phase == TS_PROTO_AWAIT_HELLO && type != TCOPY__FRAME_TYPE__FRAME_HELLO)
+		return proto_unexpected(proto, type, "the client must send HELLO first", err);
+
+	switch (type)
+	{
+		case TCOPY__FRAME_TYPE__FRAME_HELLO:
+			return proto_on_hello(proto, payload, len, err);
+		case TCOPY__FRAME_TYPE__FRAME_OPEN_TABLE:
+			return proto_on_open_table(proto, payload, len, err);
+		case TCOPY__FRAME_TYPE__FRAME_BEGIN:
+			return proto_on_begin(proto, payload, len, err);
+		case TCOPY__FRAME_TYPE__FRAME_WRITE:
+			return proto_on_write(proto, payload, len, err);
+		case TCOPY__FRAME_TYPE__FRAME_COMMIT:
+			return proto_on_commit(proto, payload, len, err);
+		case TCOPY__FRAME_TYPE__FRAME_ABORT:
+			return proto_on_abort(proto, payload, len, err);
+		case TCOPY__FRAME_TYPE__FRAME_SCAN:
+			return proto_on_scan(proto, payload, len, err);
+		case TCOPY__FRAME_TYPE__FRAME_TABLE_OP:
+			return proto_on_table_op(proto, payload, len, err);
+		case TCOPY__FRAME_TYPE__FRAME_STATS_REQUEST:
+			return proto_on_stats_request(proto, payload, len, err);
+		default:
+			break;
+	}
+	return proto_unexpected(proto, type, "only a server sends it", err);
+}
+
+int
+ts_proto_handle_frame(TsProto *proto, Tcopy__FrameType type,
+					  const uint8_t *payload, uint32_t len, TsError *err)
+{
+	int			rc = proto_dispatch(proto, type, payload, len, err);
+
+	tc_arena_reset(&proto->frame_arena);
+	return rc;
+}
+
+void
+ts_proto_init(TsProto *proto, TsProtoShared *shared, uint64_t id,
+			  TsProtoSendFn send, void *send_arg)
+{
+	memset(proto, 0, sizeof(*proto));
+	proto->shared = shared;
+	proto->id = id;
+	proto->phase = TS_PROTO_AWAIT_HELLO;
+	proto->send = send;
+	proto->send_arg = send_arg;
+	tc_arena_init(&proto->frame_arena, PROTO_ARENA_BLOCK);
+	tc_arena_init(&proto->scan_arena, PROTO_ARENA_BLOCK);
+	proto->decode_allocator.alloc = proto_decode_alloc;
+	proto->decode_allocator.free = proto_decode_free;
+	proto->decode_allocator.allocator_data = proto;
+	proto->decode_budget = (size_t) shared->max_frame_bytes * PROTO_DECODE_FACTOR +
+		PROTO_DECODE_SLACK;
+}
+
+void
+ts_proto_set_decode_budget(TsProto *proto, size_t bytes)
+{
+	proto->decode_budget = bytes;
+}
+
+bool
+ts_proto_authenticated(const TsProto *proto)
+{
+	return proto->phase != TS_PROTO_AWAIT_HELLO;
+}
+
+void
+ts_proto_release(TsProto *proto)
+{
+	if (proto->scan != NULL)
+	{
+		ts_scan_close(proto->scan);
+		proto->scan = NULL;
+	}
+	if (proto->session != NULL)
+	{
+		ts_session_abort(proto->session);
+		proto->session = NULL;
+		ts_log(TS_LOG_INFO, "connection %" PRIu64 " closed with an open session: aborted",
+			   proto->id);
+	}
+	proto->phase = TS_PROTO_AWAIT_HELLO;
+	tc_buf_free(&proto->out);
+	tc_arena_free(&proto->frame_arena);
+	tc_arena_free(&proto->scan_arena);
+	tc_auth_forget(proto->expected_auth, sizeof(proto->expected_auth));
+}

@@ -1,0 +1,135 @@
+/*
+ * ts_proto.h
+ *		The tserver's protocol for one connection, apart from any socket:
+ *		what ts_conn.c feeds the frames it reads from a socket, and what
+ *		the fuzzer (test/fuzz/fuzz_frames.c) feeds frames from a buffer.
+ *
+ * A caller makes a TsProto for a connection, greets (SERVER_HELLO), then
+ * for each frame checks its header (ts_proto_frame_limit or
+ * ts_proto_check_header) before reading its payload, and hands the frame
+ * to ts_proto_handle_frame.  Replies go out through the send function.
+ * The first error ends the connection: the caller reports it (an Error
+ * frame when its code is not ERROR_NONE) and releases the TsProto, which
+ * aborts what is open.
+ */
+#ifndef TS_PROTO_H
+#define TS_PROTO_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "tc_arena.h"
+#include "tc_auth.h"
+#include "tc_buf.h"
+#include "tc_frame.h"
+#include "ts_storage.h"
+
+#ifndef TS_VERSION
+#define TS_VERSION "0.1.0"
+#endif
+
+/*
+ * What the protocol of every connection shares: set before serving
+ * starts, but for the counters, which are atomic.
+ */
+typedef struct TsProtoShared
+{
+	TsStore    *store;
+	uint8_t		token[TC_TOKEN_MAX];
+	size_t		token_len;		/* 0: no authentication */
+	uint32_t	max_frame_bytes;	/* largest payload accepted from a client */
+	struct timespec start_time; /* CLOCK_MONOTONIC, for uptime */
+
+	/* counters reported by Stats */
+	atomic_uint_fast64_t connections_open;
+	atomic_uint_fast64_t connections_total; /* also hands out connection ids */
+	atomic_uint_fast64_t batches_received;
+	atomic_uint_fast64_t bytes_received;	/* frame bytes, headers included */
+} TsProtoShared;
+
+/* Where a connection is in the protocol. */
+typedef enum TsProtoPhase
+{
+	TS_PROTO_AWAIT_HELLO,		/* SERVER_HELLO sent */
+	TS_PROTO_READY,				/* handshake done, no write session */
+	TS_PROTO_IN_SESSION			/* a write session is open */
+} TsProtoPhase;
+
+/*
+ * Deliver len bytes of packed reply frames, all of them; -1 with err
+ * otherwise (code ERROR_NONE when the peer is gone).
+ */
+typedef int (*TsProtoSendFn) (void *arg, const uint8_t *bytes, size_t len,
+							  TsError *err);
+
+/* The protocol state of one connection; its fields are ts_proto.c's. */
+typedef struct TsProto
+{
+	TsProtoShared *shared;
+	uint64_t	id;				/* connection_id sent in Ready, and in logs */
+	TsProtoPhase phase;
+	TsSession  *session;		/* open in TS_PROTO_IN_SESSION only */
+	uint64_t	last_seq;		/* the session's last WriteBatch; 0: none */
+	TsScan	   *scan;			/* open while a scan is streamed */
+	uint8_t		nonce[TC_NONCE_SIZE];
+	uint8_t		expected_auth[TC_AUTH_SIZE];	/* HMAC(token, nonce) */
+	TcBuf		out;			/* replies packed, not yet sent */
+	TcArena		frame_arena;	/* the current frame's message; reset per frame */
+	ProtobufCAllocator decode_allocator;	/* frame_arena, within decode_budget */
+	size_t		decode_budget;	/* bytes one frame may unpack into */
+	bool		decode_over_budget; /* the current frame needed more */
+	TcArena		scan_arena;		/* the current ScanBatch's rows */
+	TsProtoSendFn send;
+	void	   *send_arg;
+} TsProto;
+
+/* Zero the counters and start the uptime clock; no store, no token yet. */
+void		ts_proto_shared_init(TsProtoShared *shared, uint32_t max_frame_bytes);
+
+/* Require token (copied; token_len 0: none).  -1 when it is too long. */
+int			ts_proto_shared_set_token(TsProtoShared *shared, const uint8_t *token,
+									  size_t token_len);
+
+/*
+ * Prepare proto for connection id, awaiting HELLO, with a decode budget
+ * derived from the frame limit.
+ */
+void		ts_proto_init(TsProto *proto, TsProtoShared *shared, uint64_t id,
+						  TsProtoSendFn send, void *send_arg);
+
+/* Replace the decode budget (the fuzzer makes it small). */
+void		ts_proto_set_decode_budget(TsProto *proto, size_t bytes);
+
+/* Send SERVER_HELLO with a fresh nonce.  Returns 0, or -1 with err. */
+int			ts_proto_greet(TsProto *proto, TsError *err);
+
+/* Whether the handshake is done. */
+bool		ts_proto_authenticated(const TsProto *proto);
+
+/* The largest payload a frame may have now: small until the handshake. */
+uint32_t	ts_proto_frame_limit(const TsProto *proto);
+
+/*
+ * Decode a frame header[TC_FRAME_HEADER_SIZE] and check it against
+ * ts_proto_frame_limit, before any payload is read.  Returns 0, or -1 with
+ * err saying what is wrong in the protocol's words.
+ */
+int			ts_proto_check_header(const TsProto *proto, const uint8_t *header,
+								  Tcopy__FrameType *type, uint32_t *len,
+								  TsError *err);
+
+/*
+ * Act on one frame whose header passed the check, replying through send.
+ * Returns 0, or -1 with err: the connection must then end.
+ */
+int			ts_proto_handle_frame(TsProto *proto, Tcopy__FrameType type,
+								  const uint8_t *payload, uint32_t len,
+								  TsError *err);
+
+/* Close the open scan, abort the open session (logged), free everything. */
+void		ts_proto_release(TsProto *proto);
+
+#endif							/* TS_PROTO_H */

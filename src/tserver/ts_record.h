@@ -1,0 +1,69 @@
+/*
+ * ts_record.h
+ *		The record format of a session's staged rows and of its run files:
+ *
+ *			[u32 key length][u32 value length][key][value]
+ *
+ *		the lengths in host order (records never leave the process).  The
+ *		staging buffer holds records in this format so that a spill writes
+ *		them to a run as they are, and the sort, the runs and the merge
+ *		read them with these accessors.  They trust the record: a reader
+ *		of untrusted bytes (a run read back) checks the lengths first.
+ */
+#ifndef TS_RECORD_H
+#define TS_RECORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define TS_RECORD_HEADER_SIZE 8
+
+/* Write a record's header at rec. */
+static inline void
+ts_record_put_header(uint8_t *rec, uint32_t keylen, uint32_t valuelen)
+{
+	memcpy(rec, &keylen, 4);
+	memcpy(rec + 4, &valuelen, 4);
+}
+
+/* A record's key length, value length and key. */
+static inline uint32_t
+ts_record_keylen(const uint8_t *rec)
+{
+	uint32_t	keylen;
+
+	memcpy(&keylen, rec, 4);
+	return keylen;
+}
+
+static inline uint32_t
+ts_record_valuelen(const uint8_t *rec)
+{
+	uint32_t	valuelen;
+
+	memcpy(&valuelen, rec + 4, 4);
+	return valuelen;
+}
+
+static inline const uint8_t *
+ts_record_key(const uint8_t *rec)
+{
+	return rec + TS_RECORD_HEADER_SIZE;
+}
+
+/* The value, after a key of keylen bytes (ts_record_keylen). */
+static inline const uint8_t *
+ts_record_value(const uint8_t *rec, uint32_t keylen)
+{
+	return rec + TS_RECORD_HEADER_SIZE + keylen;
+}
+
+/* Bytes of a record with these lengths, header included. */
+static inline size_t
+ts_record_size(uint32_t keylen, uint32_t valuelen)
+{
+	return TS_RECORD_HEADER_SIZE + (size_t) keylen + valuelen;
+}
+
+#endif							/* TS_RECORD_H */

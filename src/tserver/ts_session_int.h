@@ -1,0 +1,164 @@
+/*
+ * ts_session_int.h
+ *		A write session's private structures, shared by its phases, and the
+ *		functions they call in each other:
+ *
+ *		  ts_session.c   begin, the write path, prepare, commit (publishing),
+ *		                 abort; the design of it all is described there
+ *		  ts_spill.c     spills of the staging buffer, in the background
+ *		  ts_sst_sink.c  the SST files a session writes and ingests
+ *		  ts_merge.c     the runs: keeping, compacting and merging them
+ *
+ *		Calls go one way: ts_session.c calls the other three, ts_spill.c
+ *		calls ts_sst_sink.c and ts_merge.c, ts_merge.c calls ts_sst_sink.c.
+ *		What all of them need of the session itself is inline here.
+ */
+#ifndef TS_SESSION_INT_H
+#define TS_SESSION_INT_H
+
+#include <errno.h>
+#include <stdio.h>
+#include <sys/stat.h>
+
+#include "ts_run.h"
+#include "ts_storage_int.h"
+
+#define RUN_FAN_IN 64			/* runs merged at once, at most */
+#define SESSION_DIR_SIZE 4096	/* of the session's staging directory's path */
+#define SESSION_PATH_SIZE (SESSION_DIR_SIZE + 104)	/* of a file's in it */
+
+/*
+ * A session's SST files: first those written straight from sorted spills,
+ * then those merged from runs, part after part of the key space.  The
+ * direct files are in key order and do not overlap, nor do the merged
+ * ones; where the two overlap, the later file must win.  A merge part
+ * writes files of its own (part >= 0), appended to the session's after.
+ */
+typedef struct SstSink
+{
+	TsSession  *session;
+	int			part;			/* merge part, or -1 for the direct files */
+	rocksdb_sstfilewriter_t *writer;	/* file being written, or NULL */
+	char	  **files;			/* [nfiles] paths, in precedence order */
+	size_t		nfiles;
+	uint64_t	entries_in_file;
+	uint64_t	finished_bytes; /* size of the files finished */
+} SstSink;
+
+/*
+ * A spill in the background (ts_spill_start): one at a time, so that
+ * runs and SST files are written in arrival order.
+ */
+typedef struct SpillJob
+{
+	TcBuf		staged;			/* records being spilled; else the spare buffer */
+	uint32_t   *offsets;		/* [noffsets] record offsets in staged */
+	size_t		noffsets;
+	size_t		offsets_cap;
+	bool		sorted;			/* to SST files, all but the last record */
+	bool		running;		/* thread started and not yet joined */
+	pthread_t	thread;
+	int			result;			/* 0, or -1 with err: the session failed */
+	TsError		err;
+} SpillJob;
+
+struct TsSession
+{
+	TsStore    *store;
+	uint64_t	id;
+	TcBuf		staged;			/* records (ts_record.h): see ts_session.c */
+	uint32_t   *offsets;		/* [noffsets] record offsets in staged */
+	size_t		noffsets;
+	size_t		offsets_cap;
+	uint64_t	rows;			/* rows accepted, duplicates included */
+	uint64_t	staged_accounted;	/* bytes of staged counted in the store */
+	uint32_t	nruns;			/* run files written */
+	TsRunIndex *run_indexes;	/* [nruns] their sparse indexes */
+	uint32_t	run_indexes_cap;
+	uint64_t	spilled_bytes;	/* runs and direct SST files, as counted in the store */
+	uint64_t	direct_bytes;	/* of spilled_bytes, the direct SST files' */
+	bool		sorted;			/* no staged key was below the one before it */
+	bool		dir_made;
+	char		dir[SESSION_DIR_SIZE];	/* staging directory of this session */
+	uint32_t   *tables;			/* ids of the tables written to */
+	size_t		ntables;
+	size_t		tables_cap;
+	bool		prepared;		/* ts_session_prepare done: only publish left */
+	SstSink    *sst;			/* SST files to ingest, in precedence order */
+	SpillJob	spill;			/* runs, nruns, sst and spilled_bytes are its
+								 * own while it runs */
+};
+
+/* Set the session's count of bytes in staging files, and the store's. */
+static inline void
+ts_session_account_spilled(TsSession *session, uint64_t now)
+{
+	if (now >= session->spilled_bytes)
+		atomic_fetch_add(&session->store->spilled_bytes, now - session->spilled_bytes);
+	else
+		atomic_fetch_sub(&session->store->spilled_bytes, session->spilled_bytes - now);
+	session->spilled_bytes = now;
+}
+
+/*
+ * Keep the store's count of staged bytes equal to what this session's
+ * receiving buffer holds.  A buffer handed to a background spill takes its
+ * bytes along, and the spill drops them from the count when it is done.
+ */
+static inline void
+ts_session_account(TsSession *session)
+{
+	uint64_t	now = session->staged.len;
+
+	if (now >= session->staged_accounted)
+		atomic_fetch_add(&session->store->staged_bytes, now - session->staged_accounted);
+	else
+		atomic_fetch_sub(&session->store->staged_bytes, session->staged_accounted - now);
+	session->staged_accounted = now;
+}
+
+/* Create the session's staging directory, once; 0 or -1 with errno. */
+static inline int
+ts_session_make_dir(TsSession *session)
+{
+	if (session->dir_made)
+		return 0;
+	if (mkdir(session->dir, 0700) != 0 && errno != EEXIST)
+		return -1;
+	session->dir_made = true;
+	return 0;
+}
+
+/* Path of run r of the session. */
+static inline void
+ts_session_run_path(const TsSession *session, uint32_t r, char *path, size_t size)
+{
+	snprintf(path, size, "%s/run-%06u", session->dir, r);
+}
+
+/* in ts_spill.c */
+int			ts_spill_start(TsSession *session, TsError *err);
+int			ts_spill_wait(TsSession *session, TsError *err);
+int			ts_spill_sorted_records(TsSession *session, const TcBuf *staged,
+									const uint32_t *offsets, size_t n, size_t upto,
+									TsError *err);
+int			ts_spill_run(TsSession *session, const TcBuf *staged, uint32_t *offsets,
+						 size_t n, TsError *err);
+
+/* in ts_sst_sink.c */
+void		ts_sst_sink_init(SstSink *sink, TsSession *session, int part);
+SstSink    *ts_sst_sink_get(TsSession *session, TsError *err);
+int			ts_sst_sink_put(void *arg, const uint8_t *key, uint32_t keylen,
+							const uint8_t *value, uint32_t valuelen, TsError *err);
+int			ts_sst_sink_put_record(SstSink *sink, const uint8_t *rec, TsError *err);
+int			ts_sst_sink_finish_file(SstSink *sink, TsError *err);
+uint64_t	ts_sst_sink_bytes(SstSink *sink);
+int			ts_sst_sink_take(SstSink *sink, SstSink *from, TsError *err);
+void		ts_sst_sink_free(SstSink *sink);
+
+/* in ts_merge.c */
+int			ts_merge_add_run(TsSession *session, TsRunIndex *index);
+int			ts_merge_compact_runs(TsSession *session, TsError *err);
+int			ts_merge_runs(TsSession *session, SstSink *sink, TsError *err);
+
+#endif							/* TS_SESSION_INT_H */

@@ -1,0 +1,260 @@
+/*
+ * ts_spill.c
+ *		Spilling a session's staging buffer: in the background, to SST files
+ *		while the session is sorted, else sorted into a run file.  The design
+ *		is described in ts_session.c.
+ */
+#include "ts_session_int.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ts_key.h"
+#include "ts_log.h"
+#include "ts_record.h"
+#include "ts_sort.h"
+
+/* Do the staged records at offsets a and b hold the same key? */
+static inline bool
+record_same_key(const TcBuf *staged, uint32_t a, uint32_t b)
+{
+	const uint8_t *rec_a = staged->data + a;
+	const uint8_t *rec_b = staged->data + b;
+	uint32_t	len_a = ts_record_keylen(rec_a);
+
+	return len_a == ts_record_keylen(rec_b) &&
+		memcmp(ts_record_key(rec_a), ts_record_key(rec_b), len_a) == 0;
+}
+
+/* qsort_r order of staged records: by key, equal keys by arrival. */
+static int
+record_compare(const void *a, const void *b, void *arg)
+{
+	const TcBuf *staged = arg;
+	uint32_t	off_a = *(const uint32_t *) a;
+	uint32_t	off_b = *(const uint32_t *) b;
+	const uint8_t *rec_a = staged->data + off_a;
+	const uint8_t *rec_b = staged->data + off_b;
+	int			cmp = ts_key_compare(ts_record_key(rec_a), ts_record_keylen(rec_a),
+									 ts_record_key(rec_b), ts_record_keylen(rec_b));
+
+	if (cmp != 0)
+		return cmp;
+	/* equal keys keep their arrival order */
+	return off_a < off_b ? -1 : 1;
+}
+
+/*
+ * Write records [0, upto) of the n at offsets of a sorted session straight
+ * to its SST files, in arrival order, which is key order.  Of equal keys
+ * (adjacent, as the session is sorted) only the last is written, also when
+ * that last one is at or after upto.
+ */
+int
+ts_spill_sorted_records(TsSession *session, const TcBuf *staged,
+						const uint32_t *offsets, size_t n, size_t upto, TsError *err)
+{
+	SstSink    *sink = ts_sst_sink_get(session, err);
+	size_t		written = 0;
+
+	if (sink == NULL)
+		return -1;
+	for (size_t i = 0; i < upto; i++)
+	{
+		if (i + 1 < n && record_same_key(staged, offsets[i], offsets[i + 1]))
+			continue;
+		if (ts_sst_sink_put_record(sink, staged->data + offsets[i], err) != 0)
+			return -1;
+		written++;
+	}
+	ts_session_account_spilled(session, session->spilled_bytes - session->direct_bytes +
+							   ts_sst_sink_bytes(sink));
+	session->direct_bytes = ts_sst_sink_bytes(sink);
+	ts_log(TS_LOG_DEBUG, "session %llu: wrote %zu sorted records to SST files (%llu bytes so far)",
+		   (unsigned long long) session->id, written,
+		   (unsigned long long) session->direct_bytes);
+	return 0;
+}
+
+/* Sort n records by key and write them, deduplicated, as the next run. */
+int
+ts_spill_run(TsSession *session, const TcBuf *staged, uint32_t *offsets, size_t n,
+			 TsError *err)
+{
+	char		path[SESSION_PATH_SIZE];
+	TsRunWriter writer;
+
+	/* runs follow the direct SST files, which are complete */
+	if (session->sst != NULL && ts_sst_sink_finish_file(session->sst, err) != 0)
+		return -1;
+	/* without memory for ts_sort_records' entries: slower, the same order */
+	if (ts_sort_records(staged->data, offsets, n) != 0)
+		qsort_r(offsets, n, sizeof(uint32_t), record_compare, (void *) staged);
+
+	if (ts_session_make_dir(session) != 0)
+		goto io_err;
+	ts_session_run_path(session, session->nruns, path, sizeof(path));
+	if (ts_run_writer_open(&writer, path) != 0)
+		goto io_err;
+	for (size_t i = 0; i < n; i++)
+	{
+		const uint8_t *rec = staged->data + offsets[i];
+		uint32_t	keylen = ts_record_keylen(rec);
+
+		/* of equal keys, only the last written survives */
+		if (i + 1 < n && record_same_key(staged, offsets[i], offsets[i + 1]))
+			continue;
+		if (ts_run_writer_put(&writer, ts_record_key(rec), keylen,
+							  ts_record_value(rec, keylen), ts_record_valuelen(rec)) != 0)
+		{
+			int			save = errno;
+
+			(void) ts_run_writer_close(&writer);
+			ts_run_index_free(&writer.index);
+			errno = save;
+			goto io_err;
+		}
+	}
+	if (ts_run_writer_close(&writer) != 0 ||
+		ts_merge_add_run(session, &writer.index) != 0)
+	{
+		ts_run_index_free(&writer.index);
+		goto io_err;
+	}
+	ts_session_account_spilled(session, session->spilled_bytes + writer.written);
+	ts_log(TS_LOG_DEBUG, "session %llu: spilled run %u (%zu records, %llu bytes)",
+		   (unsigned long long) session->id, session->nruns - 1, n,
+		   (unsigned long long) writer.written);
+	if (session->nruns >= RUN_FAN_IN)
+		return ts_merge_compact_runs(session, err);
+	return 0;
+
+io_err:
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+				 "could not write staging file in \"%s\": %s", session->dir, strerror(errno));
+	return -1;
+}
+
+/* The background spill: write the handed-over buffer out. */
+static void *
+spill_job_main(void *arg)
+{
+	TsSession  *session = arg;
+	SpillJob   *job = &session->spill;
+
+	if (job->sorted)
+		job->result = ts_spill_sorted_records(session, &job->staged, job->offsets,
+											  job->noffsets, job->noffsets - 1, &job->err);
+	else
+		job->result = ts_spill_run(session, &job->staged, job->offsets, job->noffsets,
+								   &job->err);
+	atomic_fetch_sub(&session->store->staged_bytes, job->staged.len);
+	return NULL;
+}
+
+/*
+ * Wait for the background spill, if one runs; its buffer becomes the spare.
+ * A spill that failed fails the session: its records are gone.
+ */
+int
+ts_spill_wait(TsSession *session, TsError *err)
+{
+	SpillJob   *job = &session->spill;
+
+	if (job->running)
+	{
+		pthread_join(job->thread, NULL);
+		job->running = false;
+		job->staged.len = 0;
+		job->noffsets = 0;
+	}
+	if (job->result != 0)
+	{
+		*err = job->err;
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Hand the full buffer to a background spill and go on filling the spare,
+ * so that the connection keeps reading while the records are written: to
+ * SST files while the session is sorted, else to a run.  A sorted
+ * session's last record is carried over into the new buffer, not written:
+ * the next record may repeat its key, and the later write must win without
+ * two files holding that key.
+ */
+int
+ts_spill_start(TsSession *session, TsError *err)
+{
+	TsStore    *store = session->store;
+	SpillJob   *job = &session->spill;
+	size_t		buffer_size = store->opts.session_memory_bytes / 2;
+	TcBuf		full = session->staged;
+	uint32_t   *full_offsets = session->offsets;
+	size_t		full_offsets_cap = session->offsets_cap;
+	size_t		carry = 0;		/* bytes of the record carried over */
+
+	if (session->noffsets == 0)
+		return 0;
+	if (ts_spill_wait(session, err) != 0)
+		return -1;
+	if (session->sorted)
+	{
+		const uint8_t *last = full.data + full_offsets[session->noffsets - 1];
+
+		carry = ts_record_size(ts_record_keylen(last), ts_record_valuelen(last));
+	}
+	/* the spare must take the carried record: nothing can fail after the swap */
+	if (!tc_buf_reserve(&job->staged, buffer_size > carry ? buffer_size : carry))
+		goto oom;
+	if (job->offsets_cap == 0)
+	{
+		job->offsets = malloc(1024 * sizeof(uint32_t));
+		if (job->offsets == NULL)
+			goto oom;
+		job->offsets_cap = 1024;
+	}
+
+	ts_session_account(session);	/* the full buffer's bytes, counted */
+	session->staged = job->staged;
+	session->offsets = job->offsets;
+	session->offsets_cap = job->offsets_cap;
+	job->staged = full;
+	job->offsets = full_offsets;
+	job->offsets_cap = full_offsets_cap;
+	job->noffsets = session->noffsets;
+	job->sorted = session->sorted;
+	session->noffsets = 0;
+	session->staged_accounted -= job->staged.len;	/* the job's to drop now */
+	if (job->sorted)
+	{
+		memcpy(session->staged.data,
+			   job->staged.data + job->offsets[job->noffsets - 1], carry);
+		session->staged.len = carry;
+		session->offsets[0] = 0;
+		session->noffsets = 1;
+	}
+
+	ts_session_account(session);
+	job->running = true;
+	if (pthread_create(&job->thread, NULL, spill_job_main, session) == 0)
+		return 0;
+
+	/* no thread: spill here */
+	job->running = false;
+	spill_job_main(session);
+	job->staged.len = 0;
+	job->noffsets = 0;
+	if (job->result != 0)
+	{
+		*err = job->err;
+		return -1;
+	}
+	return 0;
+
+oom:
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory spilling a session");
+	return -1;
+}

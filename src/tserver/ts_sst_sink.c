@@ -1,0 +1,184 @@
+/*
+ * ts_sst_sink.c
+ *		Writing a session's SST files (SstSink, ts_session_int.h): the direct
+ *		files of its sorted spills and the files of each part of its merge,
+ *		cut at sst_target_bytes, in the staging directory, to be ingested
+ *		together at commit.
+ */
+#include "ts_session_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ts_record.h"
+
+/* An empty sink of session: of merge part part, or -1 for the direct files. */
+void
+ts_sst_sink_init(SstSink *sink, TsSession *session, int part)
+{
+	memset(sink, 0, sizeof(*sink));
+	sink->session = session;
+	sink->part = part;
+}
+
+/* The session's SST sink, made on first use (with the staging directory). */
+SstSink *
+ts_sst_sink_get(TsSession *session, TsError *err)
+{
+	SstSink    *sink;
+
+	if (session->sst != NULL)
+		return session->sst;
+	if (ts_session_make_dir(session) != 0)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+					 "could not create staging directory \"%s\": %s", session->dir,
+					 strerror(errno));
+		return NULL;
+	}
+	sink = malloc(sizeof(SstSink));
+	if (sink == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		return NULL;
+	}
+	ts_sst_sink_init(sink, session, -1);
+	session->sst = sink;
+	return sink;
+}
+
+/*
+ * Add a record to the current SST file, starting a new one as needed; keys
+ * must come in increasing order.  A TsRunPut, for the merge.
+ */
+int
+ts_sst_sink_put(void *arg, const uint8_t *key, uint32_t keylen,
+				const uint8_t *value, uint32_t valuelen, TsError *err)
+{
+	SstSink    *sink = arg;
+	TsStore    *store = sink->session->store;
+	char	   *errptr = NULL;
+
+	if (sink->writer == NULL)
+	{
+		char	  **grown = realloc(sink->files, (sink->nfiles + 1) * sizeof(char *));
+		char		path[SESSION_PATH_SIZE];
+
+		if (grown == NULL)
+			goto oom;
+		sink->files = grown;
+		if (sink->part < 0)
+			snprintf(path, sizeof(path), "%s/ingest-%06zu.sst", sink->session->dir, sink->nfiles);
+		else
+			snprintf(path, sizeof(path), "%s/merge-%02d-%06zu.sst", sink->session->dir,
+					 sink->part, sink->nfiles);
+		if ((sink->files[sink->nfiles] = strdup(path)) == NULL)
+			goto oom;
+		sink->nfiles++;
+		sink->writer = rocksdb_sstfilewriter_create(store->env_options, store->options);
+		rocksdb_sstfilewriter_open(sink->writer, path, &errptr);
+		if (errptr != NULL)
+			goto rocks_err;
+		sink->entries_in_file = 0;
+	}
+	rocksdb_sstfilewriter_put(sink->writer, (const char *) key, keylen,
+							  (const char *) value, valuelen, &errptr);
+	if (errptr != NULL)
+		goto rocks_err;
+	if (++sink->entries_in_file % 4096 == 0)
+	{
+		uint64_t	size = 0;
+
+		rocksdb_sstfilewriter_file_size(sink->writer, &size);
+		if (size >= store->opts.sst_target_bytes)
+			return ts_sst_sink_finish_file(sink, err);
+	}
+	return 0;
+
+rocks_err:
+	ts_error_rocksdb(err, "could not write SST file", errptr);
+	return -1;
+oom:
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory merging staged runs");
+	return -1;
+}
+
+/* Add a staged record (ts_record.h). */
+int
+ts_sst_sink_put_record(SstSink *sink, const uint8_t *rec, TsError *err)
+{
+	uint32_t	keylen = ts_record_keylen(rec);
+
+	return ts_sst_sink_put(sink, ts_record_key(rec), keylen,
+						   ts_record_value(rec, keylen), ts_record_valuelen(rec), err);
+}
+
+/* Finish the SST file being written, if any. */
+int
+ts_sst_sink_finish_file(SstSink *sink, TsError *err)
+{
+	char	   *errptr = NULL;
+	uint64_t	size = 0;
+
+	if (sink->writer == NULL)
+		return 0;
+	rocksdb_sstfilewriter_finish(sink->writer, &errptr);
+	rocksdb_sstfilewriter_file_size(sink->writer, &size);
+	sink->finished_bytes += size;
+	rocksdb_sstfilewriter_destroy(sink->writer);
+	sink->writer = NULL;
+	if (errptr != NULL)
+	{
+		ts_error_rocksdb(err, "could not write SST file", errptr);
+		return -1;
+	}
+	return 0;
+}
+
+/* Bytes in the sink's files so far, the one being written included. */
+uint64_t
+ts_sst_sink_bytes(SstSink *sink)
+{
+	uint64_t	size = 0;
+
+	if (sink->writer != NULL)
+		rocksdb_sstfilewriter_file_size(sink->writer, &size);
+	return sink->finished_bytes + size;
+}
+
+/*
+ * Append the files of from, finished, to those of sink, after them in
+ * precedence; from keeps none of them.  0, or -1 with err when out of
+ * memory (from keeps its files).
+ */
+int
+ts_sst_sink_take(SstSink *sink, SstSink *from, TsError *err)
+{
+	char	  **grown;
+
+	if (from->nfiles == 0)
+		return 0;
+	grown = realloc(sink->files, (sink->nfiles + from->nfiles) * sizeof(char *));
+	if (grown == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		return -1;
+	}
+	sink->files = grown;
+	memcpy(sink->files + sink->nfiles, from->files, from->nfiles * sizeof(char *));
+	sink->nfiles += from->nfiles;
+	sink->finished_bytes += from->finished_bytes;
+	from->nfiles = 0;
+	return 0;
+}
+
+/* Release the sink's writer and file names (not the files, nor sink). */
+void
+ts_sst_sink_free(SstSink *sink)
+{
+	if (sink->writer != NULL)
+		rocksdb_sstfilewriter_destroy(sink->writer);
+	for (size_t i = 0; i < sink->nfiles; i++)
+		free(sink->files[i]);
+	free(sink->files);
+}
