@@ -633,19 +633,26 @@ sub log_text
 	return <$fh> // '';
 }
 
-# The "fired ..." line, or ''.
+# The "fired ..." line, or '' until the proxy has written all of it.  The
+# proxy prints "fired STEP on connection N", then, with --kill, " killed
+# PID" once the kill is done, then the newline: only a line that has its
+# newline is complete, so a test that sees it knows the kill happened.
 sub fired
 {
 	my ($self) = @_;
-	return $self->log_text =~ /^(fired .*)$/m ? $1 : '';
+	return $self->log_text =~ /^(fired [^\n]*)\n/m ? $1 : '';
 }
 
-# Wait up to timeout seconds for the fault to fire, or until give_up
-# returns true; the "fired ..." line or ''.
+# Wait up to timeout seconds for the fault to fire (its whole line, see
+# fired), or until give_up returns true; the "fired ..." line or ''.  When
+# give_up ends the wait while the line is being written, wait a little
+# more for its end, which follows as soon as the kill is done.
 sub wait_fired
 {
 	my ($self, $timeout, $give_up) = @_;
 	TcopyPgTest::wait_until($timeout, sub { $self->fired || ($give_up && $give_up->()) });
+	TcopyPgTest::wait_until(5, sub { $self->fired })
+	  if !$self->fired && $self->log_text =~ /^fired /m;
 	return $self->fired;
 }
 
