@@ -8,7 +8,8 @@
 #	its backend's pid and watch it while a statement runs); for the fault
 #	tests, one-shot psql runs in the background with their exit status,
 #	the progress of a running COPY, and waiting for a tserver to hold no
-#	session.  For the two-phase commit tests (test/ext/12*.pl): a node set
+#	session (prepared ones included; running recovery meanwhile, when
+#	asked).  For the two-phase commit tests (test/ext/12*.pl): a node set
 #	up with a heap table marker(n) and a tcopy table t(id, n, payload),
 #	where transaction n inserts marker row n and rows with ids n * per + 1
 #	.. n * per + per; the node's log, the test pause points, recovery,
@@ -210,18 +211,44 @@ sub copy_progress
 }
 
 # Wait until the tserver holds no session and no session data (in memory
-# or spilled); returns (true, stats), or (false, the last stats) after
-# timeout seconds.
+# or spilled), prepared sessions included (stats sessions_prepared; a
+# tserver whose stats lack it counts as holding none); returns (true,
+# stats), or (false, the last stats) after timeout seconds.
+#
+# Option recover => node: a connection cut at a commit may leave its
+# session prepared on the tserver (orphaned) until recovery resolves it;
+# while waiting, call tcopy.recover_prepared_sessions() on node's postgres
+# database every half second (the first time at once), and count the
+# tserver idle only when two checks in a row find it so.  The list
+# returned then goes on with the sessions the calls resolved and the last
+# call's error ('' when it worked).
 sub wait_tserver_idle
 {
-	my ($ts, $timeout) = @_;
-	my $stats;
+	my ($ts, $timeout, %opts) = @_;
+	my $node = $opts{recover};
+	my ($stats, $resolved, $error, $called, $idle_checks) = (undef, 0, '', 0, 0);
 	my $idle = wait_until($timeout, sub {
+		if ($node && time() - $called >= 0.5)
+		{
+			$called = time();
+			my ($rc, $out, $err) = $node->psql('postgres', 'SELECT tcopy.recover_prepared_sessions()');
+			if ($rc == 0 && $out =~ /^(\d+)$/)
+			{
+				$resolved += $1;
+				$error = '';
+			}
+			else
+			{
+				$error = $err || "psql exit $rc";
+			}
+		}
 		$stats = $ts->stats;
-		return $stats && $stats->{sessions_open} == 0
+		my $now = $stats && $stats->{sessions_open} == 0 && ($stats->{sessions_prepared} // 0) == 0
 		  && $stats->{staged_bytes} == 0 && $stats->{spilled_bytes} == 0;
+		$idle_checks = $now ? $idle_checks + 1 : 0;
+		return $idle_checks >= ($node ? 2 : 1);
 	});
-	return ($idle ? 1 : 0, $stats);
+	return ($idle ? 1 : 0, $stats, $resolved, $error);
 }
 
 # Files and directories under the tserver's staging directory (where
