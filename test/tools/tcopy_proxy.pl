@@ -1,12 +1,13 @@
 #!/usr/bin/perl
 # tcopy_proxy.pl
 #	A fault-injecting proxy for the tcopy wire protocol, for the fault
-#	tests (test/t/112_proxy_faults.pl).  It listens on a unix socket of its
-#	own, connects each client it accepts to the tserver, and forwards whole
-#	frames (4-byte big-endian payload length, 1-byte type; see
-#	proto/tcopy.proto) both ways.  With --fault it cuts one connection at a
-#	chosen step of the protocol, once; every other connection, and every
-#	connection after the fault fired, is forwarded untouched.
+#	tests (test/ext/112_proxy_faults.pl, 122_twopc_faults.pl).  It
+#	listens on a unix socket of its own, connects each client it accepts
+#	to the tserver, and forwards whole frames (4-byte big-endian payload
+#	length, 1-byte type; see proto/tcopy.proto) both ways.  With --fault
+#	it cuts one connection at a chosen step of the protocol, once; every
+#	other connection, and every connection after the fault fired, is
+#	forwarded untouched.
 #
 #	Cutting a connection means: forward what was received before the step,
 #	then close both sides, so that each peer sees the connection end
@@ -17,8 +18,9 @@
 #	  write        the client's WRITE of batch --nth (default 1) is dropped
 #	  mid_write    the header and half the payload of WRITE --nth go through
 #	  ack          the tserver's ACK of batch --nth is dropped
-#	  commit       the client's COMMIT --nth is dropped (a commit sends two:
-#	               the first prepares, the second publishes)
+#	  commit       the client's COMMIT --nth is dropped (the one-step commit
+#	               of tserver-cli; the extension commits with PREPARE and
+#	               RESOLVE, below)
 #	  commit_sent  the client's COMMIT --nth goes through, then the cut comes
 #	               at once, before the tserver can answer
 #	  commit_ok    the tserver's COMMIT_OK --nth is dropped
