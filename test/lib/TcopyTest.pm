@@ -31,7 +31,7 @@ use Socket qw(SOCK_STREAM);
 use Test::More;
 use Time::HiRes qw(sleep time);
 
-our @EXPORT_OK = qw(fnv1a64_hex aid_sum dir_size
+our @EXPORT_OK = qw(fnv1a64_hex aid_sum dir_size protocol_version
   pb_varint pb_field_varint pb_field_bytes pb_field_packed_sint64 pb_decode
   FRAME_SERVER_HELLO FRAME_HELLO FRAME_READY FRAME_OPEN_TABLE FRAME_TABLE_INFO
   FRAME_BEGIN FRAME_BEGIN_OK FRAME_WRITE FRAME_ACK FRAME_COMMIT FRAME_COMMIT_OK
@@ -592,19 +592,36 @@ sub wait_closed
 	return 0;
 }
 
-# Connect and do the handshake (read ServerHello, send Hello version 1,
-# read Ready); the socket, or undef with a diagnostic.
+# The wire protocol's version, TC_PROTOCOL_VERSION of
+# src/common/tc_frame.h: what a Hello must say, and what tserver-cli
+# expects a ServerHello to say.
+my $protocol_version;
+sub protocol_version
+{
+	return $protocol_version if defined $protocol_version;
+	my $header = "$TOP/src/common/tc_frame.h";
+	open(my $fh, '<', $header) or croak "open $header: $!";
+	while (<$fh>)
+	{
+		return $protocol_version = $1 if /^#define\s+TC_PROTOCOL_VERSION\s+(\d+)\b/;
+	}
+	croak "no TC_PROTOCOL_VERSION in $header";
+}
+
+# Connect and do the handshake (read ServerHello, send Hello of the
+# version it announced, read Ready); the socket, or undef with a
+# diagnostic.
 sub connect_ready
 {
 	my ($self) = @_;
 	my $sock = $self->connect_raw or do { diag("connect: $!"); return undef };
-	my ($type) = read_frame($sock);
+	my ($type, $payload) = read_frame($sock);
 	if (!defined $type || $type != FRAME_SERVER_HELLO)
 	{
 		diag("expected ServerHello, got " . ($type // 'nothing'));
 		return undef;
 	}
-	send_frame($sock, FRAME_HELLO, pb_field_varint(1, 1));
+	send_frame($sock, FRAME_HELLO, pb_field_varint(1, pb_decode($payload)->{1}[0] // protocol_version()));
 	($type) = read_frame($sock);
 	if (!defined $type || $type != FRAME_READY)
 	{
