@@ -599,7 +599,7 @@ sub connect_ready
 {
 	my ($self) = @_;
 	my $sock = $self->connect_raw or do { diag("connect: $!"); return undef };
-	my ($type) = read_frame($sock);
+	my ($type, $payload) = read_frame($sock);
 	if (!defined $type || $type != FRAME_SERVER_HELLO)
 	{
 		diag("expected ServerHello, got " . ($type // 'nothing'));
