@@ -33,6 +33,17 @@
  * Ingested files get sequence numbers newer than step 1's DeleteRanges
  * (they overlap them), so the truncates do not touch the session's rows.
  *
+ * The last write of a prepared session's publish (its rows, or step 3) is
+ * not synced: until it is on disk, the session's record, synced at
+ * prepare, still says what to publish, and the write deletes that record
+ * atomically with what it publishes.  A tserver that dies loses nothing of
+ * it (the write is in the operating system's hands); a machine that
+ * crashes may lose the write, leaving the session prepared again, which
+ * its next resolve publishes as if for the first time.  The next synced
+ * write of any session, or ListPrepared's sync (ts_prepared.c), makes it
+ * durable.  This saves a commit its third sync (the prepare's, Postgres'
+ * commit record and this one): bench/RESULTS.md has what it is worth.
+ *
  * Tables: a one-step commit fails (UNKNOWN_TABLE) if a table it wrote to
  * was dropped since, as it always did.  A prepared session cannot fail so
  * (its transaction committed elsewhere, and it would stay prepared for
@@ -100,13 +111,18 @@ batch_delete_table_rows(TsStore *store, rocksdb_writebatch_t *wb, uint32_t table
 									   (const char *) end, sizeof(end));
 }
 
-/* Write wb with sync; 0, or -1 with err saying what. */
+/*
+ * Write wb, with a sync unless durable_by_record; 0, or -1 with err saying
+ * what.
+ */
 static int
-publish_write(TsStore *store, rocksdb_writebatch_t *wb, const char *what, TsError *err)
+publish_write(TsStore *store, rocksdb_writebatch_t *wb, bool durable_by_record,
+			  const char *what, TsError *err)
 {
 	char	   *errptr = NULL;
 
-	rocksdb_write(store->db, store->write_sync, wb, &errptr);
+	rocksdb_write(store->db, durable_by_record ? store->write_nosync : store->write_sync,
+				  wb, &errptr);
 	if (errptr != NULL)
 	{
 		ts_error_rocksdb(err, what, errptr);
@@ -158,7 +174,8 @@ publish_truncates(TsStore *store, const TsPublish *pub, TsError *err)
 								  (const char *) pub->record_truncated,
 								  pub->record_truncated_len);
 	}
-	result = publish_write(store, wb, "could not truncate the session's tables", err);
+	/* synced: an ingestion that outlives a crash must find them applied */
+	result = publish_write(store, wb, false, "could not truncate the session's tables", err);
 	rocksdb_writebatch_destroy(wb);
 	return result;
 }
@@ -263,7 +280,7 @@ ts_publish(TsStore *store, const TsPublish *pub, TsError *err)
 		(void) rocksdb_writebatch_data(wb, &size);
 		if (ts_store_check_space(store, size, err) != 0 ||
 			(pub->gid != NULL && ts_store_crash_point(store, "before-record-delete", err) != 0) ||
-			publish_write(store, wb, "could not commit the session", err) != 0 ||
+			publish_write(store, wb, pub->gid != NULL, "could not commit the session", err) != 0 ||
 			(pub->gid != NULL && ts_store_crash_point(store, "after-record-delete", err) != 0))
 			goto done;
 	}
