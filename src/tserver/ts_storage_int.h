@@ -2,8 +2,8 @@
  * ts_storage_int.h
  *		The store's private structures, shared by ts_storage.c (tables),
  *		the write sessions (ts_session_int.h and the files it lists),
- *		ts_prepared.c (prepared sessions), ts_publish.c (publishing a
- *		session) and ts_scan.c (scans).
+ *		ts_prepared.c and ts_prepared_registry.c (prepared sessions),
+ *		ts_publish.c (publishing a session) and ts_scan.c (scans).
  */
 #ifndef TS_STORAGE_INT_H
 #define TS_STORAGE_INT_H
@@ -18,7 +18,7 @@
 
 #define TS_GID_MAX 200			/* TC_GID_MAX of tc_client.h */
 
-typedef struct TsPrepared TsPrepared;	/* ts_prepared.c */
+typedef struct TsPrepared TsPrepared;	/* ts_prepared_registry.c */
 
 typedef struct TsTable
 {
@@ -58,7 +58,7 @@ struct TsStore
 	uint32_t	next_table_id;
 
 	/*
-	 * Prepared sessions (ts_prepared.c), one entry per record in the meta
+	 * Prepared sessions (ts_prepared_registry.c), one entry per record in the meta
 	 * family and per Prepare in progress, under prepared_lock, which is
 	 * never held while anything else is taken or written.
 	 */
@@ -155,6 +155,42 @@ int			ts_store_crash_point(TsStore *store, const char *point, TsError *err);
  * for the prepared sessions' directories.
  */
 int			ts_prepared_load(TsStore *store, TsError *err);
+
+/* in ts_prepared_registry.c */
+
+typedef enum TsPreparedState
+{
+	PREPARED_PREPARING,			/* Prepare under way: no record yet */
+	PREPARED_READY,				/* recorded: to be resolved */
+	PREPARED_RESOLVING			/* a Resolve is under way */
+} TsPreparedState;
+
+struct TsPrepared
+{
+	char	   *gid;
+	TsPreparedState state;
+	uint64_t	owner;			/* connection id; 0: orphaned */
+	uint64_t	rows;
+	uint64_t	bytes;
+	uint64_t	prepared_at_ms;
+};
+
+/* The entry of gid, or NULL; call with prepared_lock held. */
+TsPrepared *registry_find_locked(TsStore *store, const char *gid, size_t *index);
+
+/*
+ * Add an entry for gid in state, owned by owner; -1 with err when gid has
+ * one already (ERROR_PROTOCOL) or out of memory.
+ */
+int			registry_add(TsStore *store, const char *gid, TsPreparedState state,
+						 uint64_t owner, TsError *err);
+
+/* Remove gid's entry, if any. */
+void		registry_remove(TsStore *store, const char *gid);
+
+/* A Prepare is done: gid's entry is a prepared session. */
+void		registry_set_prepared(TsStore *store, const char *gid, uint64_t rows,
+								  uint64_t bytes, uint64_t prepared_at_ms);
 void		ts_prepared_free_all(TsStore *store);
 
 /* in ts_publish.c */
