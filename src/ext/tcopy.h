@@ -15,6 +15,7 @@
 #include "foreign/fdwapi.h"
 #include "foreign/foreign.h"
 #include "nodes/pg_list.h"
+#include "storage/itemptr.h"
 #include "utils/hsearch.h"
 #include "utils/relcache.h"
 #include "utils/timestamp.h"
@@ -355,23 +356,42 @@ extern bool tcopy_lookup_table_id(const TcopyTableOptions *options,
 extern void tcopy_report_client_error(TcClient *client, const char *address,
 									  const char *what) pg_attribute_noreturn();
 
-/* in recovery.c: prepared sessions, their records, recovery */
+/* in records.c: prepared sessions' global ids and their records */
 #define TCOPY_SCHEMA		"tcopy"
 #define TCOPY_RECORDS_TABLE	"prepared_session_records"
 
-/* How long a resolve (or recovery's other calls) waits for a tserver. */
-#define TCOPY_RESOLVE_TIMEOUT_MS	30000
+/* One record, as read with one snapshot. */
+typedef struct TcopyRecord
+{
+	char		gid[TC_GID_MAX + 1];	/* hash key */
+	Oid			server_id;
+	Oid			user_id;
+	ItemPointerData tid;
+	bool		deleted;		/* deleted by this recovery */
+} TcopyRecord;
 
 /* The prefix of every gid of this database: tcopy:<sysid>:<database oid>: */
 extern void tcopy_gid_prefix(char *buf, size_t len);
 /* The gid of the session of transaction fxid on serverid for userid. */
 extern void tcopy_gid_make(char *buf, size_t len, FullTransactionId fxid,
 						   Oid serverid, Oid userid);
+/* The xid and the user of a gid of this database; false: not one of tcopy's. */
+extern bool tcopy_gid_parse(const char *gid, FullTransactionId *fxid, Oid *userid);
 /* tcopy.prepared_session_records; an ERROR when missing unless missing_ok. */
 extern Oid	tcopy_records_relid(bool missing_ok);
 /* Record a prepared session in the current transaction. */
 extern void tcopy_records_insert(Relation rel, const char *gid, Oid serverid,
 								 Oid userid, FullTransactionId fxid);
+/* The records visible to a snapshot taken now, by gid (TcopyRecord). */
+extern HTAB *tcopy_records_read_now(Relation rel);
+/* Delete the record of gid in records (as read before), if any. */
+extern void tcopy_records_forget(Relation rel, HTAB *records, const char *gid);
+
+/* in recovery.c: resolving the prepared sessions nobody finished */
+
+/* How long a resolve (or recovery's other calls) waits for a tserver. */
+#define TCOPY_RESOLVE_TIMEOUT_MS	30000
+
 /* Resolve the database's prepared sessions nobody finished; how many. */
 extern int	tcopy_recover_database(int elevel);
 
