@@ -419,11 +419,22 @@ extern void tcopy_xact_table_op(const TcopyTableOptions *options, Oid userid,
 								Oid relid, Tcopy__TableOpKind op, uint32 table_id);
 /* Whether this transaction staged a TRUNCATE or DROP of relid. */
 extern bool tcopy_xact_staged_op_on(Oid relid);
+
+/* in xact_drop.c: DROPs of tcopy tables, staged at pre-commit */
+
 /* Drop the tserver's table when the transaction commits (a DROP of it). */
 extern void tcopy_xact_drop_at_commit(const TcopyTableOptions *options, Oid userid,
 									  bool has_mapping, const char *relname);
 /* Whether the transaction drops tserver table table_name of serverid. */
 extern bool tcopy_xact_drops_table(Oid serverid, const char *table_name);
+/* Pre-commit: stage the pending DROPs in the write sessions (xact.c). */
+extern void tcopy_stage_pending_drops(void);
+/* Whether the transaction has DROPs not yet staged. */
+extern bool tcopy_xact_drops_pending(void);
+/* The end of the transaction: forget its DROPs. */
+extern void tcopy_xact_drops_reset(void);
+/* A subtransaction ends: forget its DROPs if aborted, else pass them up. */
+extern void tcopy_xact_drops_at_subxact_end(int level, bool aborted);
 
 /* in writer.c: rows -> batches -> connection, shared by COPY and INSERT */
 typedef struct TcopyWriter
