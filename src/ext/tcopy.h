@@ -427,8 +427,11 @@ extern void tcopy_xact_drop_at_commit(const TcopyTableOptions *options, Oid user
 									  bool has_mapping, const char *relname);
 /* Whether the transaction drops tserver table table_name of serverid. */
 extern bool tcopy_xact_drops_table(Oid serverid, const char *table_name);
-/* Pre-commit: stage the pending DROPs in the write sessions (xact.c). */
-extern void tcopy_stage_pending_drops(void);
+/* How xact.c stages a table operation: tcopy_xact_table_op's signature. */
+typedef void (*TcopyTableOpFn) (const TcopyTableOptions *options, Oid userid, Oid relid,
+								Tcopy__TableOpKind op, uint32 table_id);
+/* Pre-commit: stage the pending DROPs in the write sessions through stage. */
+extern void tcopy_stage_pending_drops(TcopyTableOpFn stage);
 /* Whether the transaction has DROPs not yet staged. */
 extern bool tcopy_xact_drops_pending(void);
 /* The end of the transaction: forget its DROPs. */

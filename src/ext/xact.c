@@ -335,7 +335,7 @@ tcopy_prepare_sessions_for_commit(void)
 	Relation	records;
 	bool		any_to_prepare = false;
 
-	tcopy_stage_pending_drops();
+	tcopy_stage_pending_drops(tcopy_xact_table_op);
 	if (tcopy_connections == NULL)
 		return;
 

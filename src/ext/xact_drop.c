@@ -92,10 +92,11 @@ tcopy_drop_error_callback(void *arg)
  * of its schema): its tables' data then stays on the tservers, as it did
  * before the extension dropped data.  A tserver that cannot be reached
  * fails the commit: the transaction rolls back, and the DROP can be tried
- * again.
+ * again.  stage is xact.c's tcopy_xact_table_op, passed in so that this
+ * file does not call back into the one that calls it.
  */
 void
-tcopy_stage_pending_drops(void)
+tcopy_stage_pending_drops(TcopyTableOpFn stage)
 {
 	ErrorContextCallback errcallback;
 	ListCell   *lc;
@@ -129,8 +130,8 @@ tcopy_stage_pending_drops(void)
 					 errhint("Create a user mapping for the server, or set its address to 'null:' "
 							 "to drop its tables without touching the tserver.")));
 		if (tcopy_lookup_table_id(&drop->options, NULL, "to drop it", &table_id))
-			tcopy_xact_table_op(&drop->options, drop->userid, InvalidOid,
-								TCOPY__TABLE_OP_KIND__TABLE_OP_DROP, table_id);
+			stage(&drop->options, drop->userid, InvalidOid,
+				  TCOPY__TABLE_OP_KIND__TABLE_OP_DROP, table_id);
 	}
 	error_context_stack = errcallback.previous;
 	tcopy_pending_drops = NIL;
