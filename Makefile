@@ -24,12 +24,13 @@ TC_LIB = $(TC_BUILD)/libtccommon.a
 TC_MAKE = $(MAKE) SANITIZE=0 FUZZ=0 BUILD=$(abspath $(TC_BUILD)) WERROR=$(WERROR)
 
 MODULE_big = tcopy
-OBJS = $(addprefix src/ext/,tcopy.o option.o connection.o xact.o codec.o \
-	batch.o batch_wire.o batch_protobuf.o writer.o fdw.o fdw_scan.o \
-	fdw_modify.o copy.o copy_fields.o rename.o hook.o)
+OBJS = $(addprefix src/ext/,tcopy.o option.o connection.o xact.o xact_drop.o \
+	codec.o batch.o batch_wire.o batch_protobuf.o writer.o fdw.o fdw_scan.o \
+	fdw_modify.o copy.o copy_fields.o rename.o hook.o records.o \
+	recovery.o recovery_worker.o)
 PGFILEDESC = "tcopy - foreign-data wrapper for tserver tables"
 EXTENSION = tcopy
-DATA = src/ext/tcopy--1.0.sql
+DATA = src/ext/tcopy--1.0.sql src/ext/tcopy--1.1.sql src/ext/tcopy--1.0--1.1.sql
 # regression tests need a tserver: test/pg_tests.sh runs them (make check)
 
 PG_CPPFLAGS = -I$(TC_BUILD)/gen -Isrc/common -Isrc/ext

@@ -517,7 +517,9 @@ ddl_for()
 	case "$c" in
 		1) echo "DROP TABLE IF EXISTS h_$tbl; CREATE TABLE h_$tbl ($cols, PRIMARY KEY ($key)); CHECKPOINT;" ;;
 		2) echo "DROP TABLE IF EXISTS h_$tbl; CREATE UNLOGGED TABLE h_$tbl ($cols); CHECKPOINT;" ;;
-		6|6f|6p) echo "DROP FOREIGN TABLE IF EXISTS f_$tbl; CREATE FOREIGN TABLE f_$tbl ($cols) SERVER tsnull OPTIONS (key '$key', table_name '$tbl'); CHECKPOINT;" ;;
+		# a table of its own: dropping a table of server ts needs its tserver,
+		# which does not run in the null: cases
+		6|6f|6p) echo "DROP FOREIGN TABLE IF EXISTS n_$tbl; CREATE FOREIGN TABLE n_$tbl ($cols) SERVER tsnull OPTIONS (key '$key', table_name '$tbl'); CHECKPOINT;" ;;
 		8) echo "DROP FOREIGN TABLE IF EXISTS r_$tbl; CREATE FOREIGN TABLE r_$tbl ($cols) SERVER csvfile OPTIONS (filename '$(ds_file "$ds")', format 'csv'); CHECKPOINT;" ;;
 		*) echo "DROP FOREIGN TABLE IF EXISTS f_$tbl; CREATE FOREIGN TABLE f_$tbl ($cols) SERVER ts OPTIONS (key '$key', table_name '$tbl'); CHECKPOINT;" ;;
 	esac
@@ -526,7 +528,7 @@ target_for()
 {
 	local c=$1 ds=$2 tbl
 	read -r tbl _ < <(ds_table "$ds")
-	case "$c" in 1|2) echo "h_$tbl" ;; 8) echo "r_$tbl" ;; *) echo "f_$tbl" ;; esac
+	case "$c" in 1|2) echo "h_$tbl" ;; 6|6f|6p) echo "n_$tbl" ;; 8) echo "r_$tbl" ;; *) echo "f_$tbl" ;; esac
 }
 
 # load_statement CASE DATASET: the measured statement.  Case 8 reads the

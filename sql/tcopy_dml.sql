@@ -236,8 +236,8 @@ RELEASE SAVEPOINT t;
 COMMIT;
 SELECT * FROM dml_t WHERE k >= 20 ORDER BY k;
 
--- a transaction that wrote cannot be prepared (the tserver has no two-phase
--- commit)
+-- a transaction that wrote cannot be prepared (its tserver session is tied
+-- to this backend's connection)
 BEGIN;
 INSERT INTO dml_t VALUES (24, 'twenty-four');
 PREPARE TRANSACTION 'dml_prepared';

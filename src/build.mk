@@ -40,6 +40,10 @@ CFLAGS_ALL = -std=gnu11 -D_GNU_SOURCE $(OPT) -fPIC -Wall -Wextra $(WERROR) -Wno-
 LDLIBS_ALL = -lprotobuf-c -lcrypto -pthread $(LDLIBS)
 
 GEN_H = $(BUILD)/gen/tcopy.pb-c.h
+# the tserver's records in its store (proto/ts_store.proto): generated with
+# the rest, compiled into libtserver.a only
+STORE_GEN_C = $(BUILD)/gen/ts_store.pb-c.c
+STORE_GEN_H = $(BUILD)/gen/ts_store.pb-c.h
 COMMON_LIB = $(BUILD)/libtccommon.a
 TSERVER_LIB = $(BUILD)/libtserver.a
 COMMON_H = $(wildcard $(TOP)/src/common/*.h)

@@ -38,6 +38,8 @@ typedef struct CliOptions
 	bool		abort;
 	bool		hold;
 	bool		keyless;
+	const char *prepare_gid;	/* --prepare: prepare under it, not commit */
+	bool		truncate;		/* --truncate: the session truncates first */
 	/* scan, create */
 	const char *columns;
 	bool		has_lower;
@@ -50,6 +52,10 @@ typedef struct CliOptions
 	const char *key;
 	/* raw */
 	const char *hex;
+	/* prepared, resolve */
+	const char *prefix;
+	const char *gid;
+	bool		commit;
 } CliOptions;
 
 /* in cli_util.c */
@@ -74,6 +80,10 @@ extern int	cli_load(const CliOptions *opts);
 
 /* in cli_scan.c */
 extern int	cli_scan(const CliOptions *opts);
+
+/* in cli_prepared.c */
+extern int	cli_prepared(const CliOptions *opts);
+extern int	cli_resolve(const CliOptions *opts);
 
 /* in cli_tables.c */
 extern int	cli_create(const CliOptions *opts);

@@ -29,8 +29,10 @@ cli_random(uint64_t *state)
 
 /*
  * load: pgbench_accounts rows aid = start .. start+rows-1 (shuffled with
- * --shuffle) in one write session.  One batch's rows and values are
- * allocated up front and refilled for every batch.
+ * --shuffle) in one write session (truncating the table first with
+ * --truncate), committed, aborted (--abort) or prepared (--prepare GID,
+ * then left so: the connection's end orphans it).  One batch's rows and
+ * values are allocated up front and refilled for every batch.
  */
 int
 cli_load(const CliOptions *opts)
@@ -110,6 +112,9 @@ cli_load(const CliOptions *opts)
 	if (tc_client_open_table(client, opts->table, &schema, true, &table_id, NULL, NULL) < 0 ||
 		tc_client_begin(client, NULL) < 0)
 		goto client_err;
+	if (opts->truncate &&
+		tc_client_session_table_op(client, TCOPY__TABLE_OP_KIND__TABLE_OP_TRUNCATE, table_id) < 0)
+		goto client_err;
 
 	batch.table_id = table_id;
 	batch.rows = row_ptrs;
@@ -154,6 +159,16 @@ cli_load(const CliOptions *opts)
 		if (tc_client_abort(client) < 0)
 			goto client_err;
 		printf("aborted %" PRIu64 " rows\n", sent);
+	}
+	else if (opts->prepare_gid != NULL)
+	{
+		double		elapsed;
+
+		if (tc_client_prepare(client, sent, opts->prepare_gid) < 0)
+			goto client_err;
+		elapsed = cli_now() - started - held;
+		printf("prepared %" PRIu64 " rows under \"%s\" in %.3f s\n", sent,
+			   opts->prepare_gid, elapsed);
 	}
 	else
 	{

@@ -24,7 +24,8 @@ typedef struct CliCommand
 {
 	const char *name;
 	CliCommandFn run;
-	bool		takes_table;
+	int			nargs;			/* arguments after the options: */
+	const char *args;			/* what they are, for a usage error */
 	const struct option *options;
 } CliCommand;
 
@@ -49,7 +50,10 @@ enum
 	OPT_KEY,
 	OPT_HEX,
 	OPT_ADDRESS,
-	OPT_TOKEN_FILE
+	OPT_TOKEN_FILE,
+	OPT_PREPARE,
+	OPT_TRUNCATE,
+	OPT_PREFIX
 };
 
 static const struct option global_options[] = {
@@ -73,6 +77,13 @@ static const struct option load_options[] = {
 	{"abort", no_argument, NULL, OPT_ABORT},
 	{"hold", no_argument, NULL, OPT_HOLD},
 	{"keyless", no_argument, NULL, OPT_KEYLESS},
+	{"prepare", required_argument, NULL, OPT_PREPARE},
+	{"truncate", no_argument, NULL, OPT_TRUNCATE},
+	{NULL, 0, NULL, 0}
+};
+
+static const struct option prepared_options[] = {
+	{"prefix", required_argument, NULL, OPT_PREFIX},
 	{NULL, 0, NULL, 0}
 };
 
@@ -115,6 +126,10 @@ CLI_DEFAULT_ADDRESS "); FILE holds the token the server asks for.\n"
 "      [--window W]        batches in flight (default " CLI_STR(TC_CLIENT_WINDOW_DEFAULT) ")\n"
 "      [--keyless]         the table has no key (generated row ids)\n"
 "      [--abort]           abort instead of committing\n"
+"      [--prepare GID]     prepare under global id GID instead of committing,\n"
+"                          and exit leaving it prepared (orphaned)\n"
+"      [--truncate]        truncate the table in the same session, before\n"
+"                          its rows (applied when the session is published)\n"
 "      [--hold]            print \"staged N rows\" and wait for a line on stdin\n"
 "                          before committing\n"
 "  scan TABLE              print the table's committed rows\n"
@@ -129,18 +144,30 @@ CLI_DEFAULT_ADDRESS "); FILE holds the token the server asks for.\n"
 "  drop TABLE              drop a table\n"
 "  raw --hex HEX           after the handshake, send these bytes and print the\n"
 "                          type of the frame that comes back\n"
+"  prepared [--prefix P]   list the prepared sessions (whose global id starts\n"
+"                          with P): a header line (starting with #), then\n"
+"                          gid, rows, bytes, prepared at (UTC) and attached\n"
+"                          (yes: a live connection owns it), tab-separated\n"
+"  resolve GID commit|abort  publish or discard the session prepared under\n"
+"                          GID, an orphaned one or one of this connection's;\n"
+"                          prints \"committed N rows ...\" or \"discarded N\n"
+"                          rows ...\", or \"not found: ...\" (nothing is\n"
+"                          prepared under GID any more: exit 0), or \"busy:\n"
+"                          ...\" (another connection owns it: exit 1)\n"
 "\n"
 "Exit status: 0 success, 1 failure, 2 usage error.\n";
 static const CliCommand commands[] = {
-	{"ping", cli_ping, false, no_options},
-	{"stats", cli_stats, false, no_options},
-	{"load", cli_load, true, load_options},
-	{"scan", cli_scan, true, scan_options},
-	{"create", cli_create, true, create_options},
-	{"truncate", cli_truncate, true, no_options},
-	{"drop", cli_drop, true, no_options},
-	{"raw", cli_raw, false, raw_options},
-	{NULL, NULL, false, NULL}
+	{"ping", cli_ping, 0, NULL, no_options},
+	{"stats", cli_stats, 0, NULL, no_options},
+	{"load", cli_load, 1, "a table name", load_options},
+	{"scan", cli_scan, 1, "a table name", scan_options},
+	{"create", cli_create, 1, "a table name", create_options},
+	{"truncate", cli_truncate, 1, "a table name", no_options},
+	{"drop", cli_drop, 1, "a table name", no_options},
+	{"raw", cli_raw, 0, NULL, raw_options},
+	{"prepared", cli_prepared, 0, NULL, prepared_options},
+	{"resolve", cli_resolve, 2, "a global id, then commit or abort", no_options},
+	{NULL, NULL, 0, NULL, NULL}
 };
 
 /* Take one option (from the global or a command's table) into opts. */
@@ -212,6 +239,15 @@ cli_take_option(CliOptions *opts, int option, const char *arg)
 		case OPT_HEX:
 			opts->hex = arg;
 			break;
+		case OPT_PREPARE:
+			opts->prepare_gid = arg;
+			break;
+		case OPT_TRUNCATE:
+			opts->truncate = true;
+			break;
+		case OPT_PREFIX:
+			opts->prefix = arg;
+			break;
 	}
 }
 
@@ -220,6 +256,7 @@ main(int argc, char **argv)
 {
 	CliOptions	opts;
 	const CliCommand *command;
+	const char *args[2] = {NULL, NULL};
 	char	  **command_argv;
 	int			command_argc;
 	int			option;
@@ -268,19 +305,35 @@ main(int argc, char **argv)
 							command->name);
 		cli_take_option(&opts, option, optarg);
 	}
-	if (command->takes_table)
+	for (int i = 0; i < command->nargs; i++)
 	{
 		if (optind >= command_argc)
-			cli_usage_error("%s needs a table name", command->name);
-		opts.table = command_argv[optind++];
+			cli_usage_error("%s needs %s", command->name, command->args);
+		args[i] = command_argv[optind++];
 	}
 	if (optind < command_argc)
 		cli_usage_error("unexpected argument \"%s\"", command_argv[optind]);
 
+	if (strcmp(command->name, "resolve") == 0)
+	{
+		opts.gid = args[0];
+		if (strcmp(args[1], "commit") != 0 && strcmp(args[1], "abort") != 0)
+			cli_usage_error("resolve needs commit or abort, not \"%s\"", args[1]);
+		opts.commit = strcmp(args[1], "commit") == 0;
+		if (opts.gid[0] == '\0' || strlen(opts.gid) > TC_GID_MAX)
+			cli_usage_error("a global id has 1 to %d bytes", TC_GID_MAX);
+	}
+	else
+		opts.table = args[0];
 	if (strcmp(command->name, "load") == 0)
 	{
 		if (!opts.has_rows)
 			cli_usage_error("load needs --rows");
+		if (opts.prepare_gid != NULL && opts.abort)
+			cli_usage_error("load takes --prepare or --abort, not both");
+		if (opts.prepare_gid != NULL &&
+			(opts.prepare_gid[0] == '\0' || strlen(opts.prepare_gid) > TC_GID_MAX))
+			cli_usage_error("a global id has 1 to %d bytes", TC_GID_MAX);
 		if (opts.batch_rows == 0)
 			opts.batch_rows = TC_BATCH_ROWS_DEFAULT;
 		if (opts.rows > (uint64_t) ((int64_t) INT32_MAX - opts.start + 1))

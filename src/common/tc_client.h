@@ -32,6 +32,7 @@
  */
 #define TC_CLIENT_WINDOW_DEFAULT 4	/* write batches in flight */
 #define TC_CLIENT_WINDOW_MAX 1024
+#define TC_GID_MAX 200			/* bytes of a prepared session's global id */
 #define TC_BATCH_ROWS_DEFAULT 1000	/* rows a write batch closes after */
 #define TC_BATCH_ROWS_MAX 1000000
 #define TC_BATCH_KB_DEFAULT 1024	/* KB of row data a write batch closes after */
@@ -118,16 +119,45 @@ int			tc_client_wait_acks(TcClient *client);
 int			tc_client_commit(TcClient *client, uint64_t rows_sent,
 							 uint64_t *rows_committed);
 /*
- * Prepare the session: wait for all acks, then have the tserver do
- * everything of the commit but publishing (merge, write files).  Nothing is
- * visible yet; the session then takes only tc_client_commit, which
- * publishes quickly, or tc_client_abort.
+ * Prepare the session for a two-phase commit under gid (at most
+ * TC_GID_MAX bytes): wait for all acks, then have the tserver do
+ * everything of the commit but publishing and record the session durably.
+ * Nothing is visible yet; only tc_client_resolve, on this connection or
+ * another, publishes or discards it, even after this connection closed or
+ * the tserver restarted.
  */
-int			tc_client_prepare(TcClient *client, uint64_t rows_sent);
+int			tc_client_prepare(TcClient *client, uint64_t rows_sent, const char *gid);
+
+/*
+ * Publish (commit) or discard the session prepared under gid: this
+ * connection's own, or an orphaned one.  *outcome says what happened
+ * (RESOLVE_DONE, or RESOLVE_NOT_FOUND when nothing is prepared under gid,
+ * or RESOLVE_BUSY when another live connection owns it); *rows, when
+ * asked for, the session's rows.  Returns -1 only when the call itself
+ * failed: the outcome is then unknown.
+ */
+int			tc_client_resolve(TcClient *client, const char *gid, bool commit,
+							  Tcopy__ResolveOutcome *outcome, uint64_t *rows);
+
+/*
+ * The prepared sessions whose gid starts with gid_prefix; *list freed with
+ * tcopy__prepared_list__free_unpacked(list, NULL).
+ */
+int			tc_client_list_prepared(TcClient *client, const char *gid_prefix,
+									Tcopy__PreparedList **list);
+
 int			tc_client_abort(TcClient *client);
 
+/* Truncate or drop a table at once, outside any session. */
 int			tc_client_table_op(TcClient *client, Tcopy__TableOpKind op,
 							   uint32_t table_id);
+
+/*
+ * Truncate or drop a table as part of the open write session: applied when
+ * the session is published, with its rows, and not at all when it is not.
+ */
+int			tc_client_session_table_op(TcClient *client, Tcopy__TableOpKind op,
+									   uint32_t table_id);
 
 /* *stats freed with tcopy__stats__free_unpacked(stats, NULL). */
 int			tc_client_stats(TcClient *client, Tcopy__Stats **stats);

@@ -33,7 +33,6 @@ struct TcClient
 	TcArena		arena;			/* the last reply, unpacked */
 	uint64_t	seq_sent;		/* last batch sent in this session */
 	uint64_t	seq_acked;		/* last batch acknowledged */
-	bool		prepared;		/* the session was prepared: only commit or abort */
 	bool		scanning;		/* a scan's batches are still to come */
 	bool		broken;			/* a call failed: every later call fails */
 	bool		hook_set_error; /* the wait hook called tc_client_set_error */

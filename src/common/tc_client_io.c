@@ -55,6 +55,12 @@ static const ProtobufCMessageDescriptor *const frame_descriptors[] = {
 	[TCOPY__FRAME_TYPE__FRAME_STATS_REQUEST] = &tcopy__stats_request__descriptor,
 	[TCOPY__FRAME_TYPE__FRAME_STATS] = &tcopy__stats__descriptor,
 	[TCOPY__FRAME_TYPE__FRAME_ERROR] = &tcopy__error__descriptor,
+	[TCOPY__FRAME_TYPE__FRAME_PREPARE] = &tcopy__prepare__descriptor,
+	[TCOPY__FRAME_TYPE__FRAME_PREPARE_OK] = &tcopy__prepare_ok__descriptor,
+	[TCOPY__FRAME_TYPE__FRAME_RESOLVE] = &tcopy__resolve__descriptor,
+	[TCOPY__FRAME_TYPE__FRAME_RESOLVE_OK] = &tcopy__resolve_ok__descriptor,
+	[TCOPY__FRAME_TYPE__FRAME_LIST_PREPARED] = &tcopy__list_prepared__descriptor,
+	[TCOPY__FRAME_TYPE__FRAME_PREPARED_LIST] = &tcopy__prepared_list__descriptor,
 };
 
 /* Record why the call fails and mark the client broken; returns -1. */

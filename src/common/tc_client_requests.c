@@ -183,7 +183,7 @@ tc_client_commit(TcClient *client, uint64_t rows_sent, uint64_t *rows_committed)
 	Tcopy__Commit commit = TCOPY__COMMIT__INIT;
 	ProtobufCMessage *msg;
 
-	if (!client->prepared && tc_client_wait_acks(client) < 0)
+	if (tc_client_wait_acks(client) < 0)
 		return -1;
 	commit.last_seq = client->seq_sent;
 	commit.rows = rows_sent;
@@ -194,30 +194,79 @@ tc_client_commit(TcClient *client, uint64_t rows_sent, uint64_t *rows_committed)
 	if (rows_committed != NULL)
 		*rows_committed = ((Tcopy__CommitOk *) msg)->rows;
 	client->seq_sent = client->seq_acked = 0;
-	client->prepared = false;
 	return 0;
 }
 
-/* Prepare the session: see tc_client.h. */
+/* Prepare the session under gid: see tc_client.h. */
 int
-tc_client_prepare(TcClient *client, uint64_t rows_sent)
+tc_client_prepare(TcClient *client, uint64_t rows_sent, const char *gid)
 {
-	Tcopy__Commit commit = TCOPY__COMMIT__INIT;
+	Tcopy__Prepare prepare = TCOPY__PREPARE__INIT;
 	ProtobufCMessage *msg;
 
+	if (strlen(gid) > TC_GID_MAX)
+		return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
+						   "global id of %zu bytes exceeds the limit of %d bytes",
+						   strlen(gid), TC_GID_MAX);
 	if (tc_client_wait_acks(client) < 0)
 		return -1;
-	commit.last_seq = client->seq_sent;
-	commit.rows = rows_sent;
-	commit.prepare = true;
-	if (client_send_message(client, TCOPY__FRAME_TYPE__FRAME_COMMIT, &commit.base) < 0 ||
-		client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_COMMIT_OK,
+	prepare.last_seq = client->seq_sent;
+	prepare.rows = rows_sent;
+	prepare.gid = (char *) gid;
+	if (client_send_message(client, TCOPY__FRAME_TYPE__FRAME_PREPARE, &prepare.base) < 0 ||
+		client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_PREPARE_OK,
 						  tc_arena_allocator(&client->arena), &msg) < 0)
 		return -1;
-	if (!((Tcopy__CommitOk *) msg)->prepared)
+	/* the session is the tserver's now: this connection may begin another */
+	client->seq_sent = client->seq_acked = 0;
+	return 0;
+}
+
+/* Publish or discard a prepared session: see tc_client.h. */
+int
+tc_client_resolve(TcClient *client, const char *gid, bool commit,
+				  Tcopy__ResolveOutcome *outcome, uint64_t *rows)
+{
+	Tcopy__Resolve resolve = TCOPY__RESOLVE__INIT;
+	ProtobufCMessage *msg;
+	Tcopy__ResolveOk *ok;
+
+	if (client->broken)
+		return -1;
+	resolve.gid = (char *) gid;
+	resolve.commit = commit;
+	if (client_send_message(client, TCOPY__FRAME_TYPE__FRAME_RESOLVE, &resolve.base) < 0 ||
+		client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_RESOLVE_OK,
+						  tc_arena_allocator(&client->arena), &msg) < 0)
+		return -1;
+	ok = (Tcopy__ResolveOk *) msg;
+	if (ok->outcome != TCOPY__RESOLVE_OUTCOME__RESOLVE_DONE &&
+		ok->outcome != TCOPY__RESOLVE_OUTCOME__RESOLVE_NOT_FOUND &&
+		ok->outcome != TCOPY__RESOLVE_OUTCOME__RESOLVE_BUSY)
 		return client_fail(client, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
-						   "tserver published a session it was asked to prepare");
-	client->prepared = true;
+						   "protocol error: tserver answered a resolve with outcome %d",
+						   (int) ok->outcome);
+	*outcome = ok->outcome;
+	if (rows != NULL)
+		*rows = ok->rows;
+	return 0;
+}
+
+/* List prepared sessions; *list is a heap copy. */
+int
+tc_client_list_prepared(TcClient *client, const char *gid_prefix,
+						Tcopy__PreparedList **list)
+{
+	Tcopy__ListPrepared request = TCOPY__LIST_PREPARED__INIT;
+	ProtobufCMessage *msg;
+
+	if (client->broken)
+		return -1;
+	request.gid_prefix = (char *) (gid_prefix != NULL ? gid_prefix : "");
+	if (client_send_message(client, TCOPY__FRAME_TYPE__FRAME_LIST_PREPARED, &request.base) < 0 ||
+		client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_PREPARED_LIST, NULL, &msg) < 0)
+		return -1;
+	*list = (Tcopy__PreparedList *) msg;
 	return 0;
 }
 
@@ -248,26 +297,44 @@ tc_client_abort(TcClient *client)
 	if (type != TCOPY__FRAME_TYPE__FRAME_ABORT_OK)
 		return client_unexpected(client, type, TCOPY__FRAME_TYPE__FRAME_ABORT_OK);
 	client->seq_sent = client->seq_acked = 0;
-	client->prepared = false;
 	return 0;
 }
 
-/* Truncate or drop a table. */
-int
-tc_client_table_op(TcClient *client, Tcopy__TableOpKind op, uint32_t table_id)
+/* Send a TableOp, at once or in the session, and wait for its answer. */
+static int
+client_table_op(TcClient *client, Tcopy__TableOpKind op, uint32_t table_id,
+				bool in_session)
 {
 	Tcopy__TableOp table_op = TCOPY__TABLE_OP__INIT;
 	ProtobufCMessage *msg;
 
 	if (client->broken)
 		return -1;
+	/* in a session, acks of earlier batches come before the reply */
+	if (in_session && tc_client_wait_acks(client) < 0)
+		return -1;
 	table_op.op = op;
 	table_op.table_id = table_id;
+	table_op.in_session = in_session;
 	if (client_send_message(client, TCOPY__FRAME_TYPE__FRAME_TABLE_OP, &table_op.base) < 0 ||
 		client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_TABLE_OP_OK,
 						  tc_arena_allocator(&client->arena), &msg) < 0)
 		return -1;
 	return 0;
+}
+
+/* Truncate or drop a table at once. */
+int
+tc_client_table_op(TcClient *client, Tcopy__TableOpKind op, uint32_t table_id)
+{
+	return client_table_op(client, op, table_id, false);
+}
+
+/* Truncate or drop a table when the open session is published. */
+int
+tc_client_session_table_op(TcClient *client, Tcopy__TableOpKind op, uint32_t table_id)
+{
+	return client_table_op(client, op, table_id, true);
 }
 
 /* Ask for the server's counters; *stats is a heap copy. */

@@ -27,7 +27,7 @@ tc_frame_get_header(const uint8_t *header, uint32_t max_payload,
 		((uint32_t) header[2] << 8) | (uint32_t) header[3];
 
 	if (header[4] == TCOPY__FRAME_TYPE__FRAME_NONE ||
-		header[4] > TCOPY__FRAME_TYPE__FRAME_ERROR)
+		header[4] > TC_FRAME_TYPE_LAST)
 	{
 		*why = "unknown frame type";
 		return false;

@@ -19,15 +19,14 @@
  * is simply gone; one that had sent batches is lost, and its transaction
  * cannot commit.
  *
- * Scans and table operations use fresh clients of their own (tcopy_connect),
- * so that a scan can run while a write session is open.  They are tracked
+ * Scans, table lookups and recovery use fresh clients of their own
+ * (tcopy_connect), so that they can run while a write session is open.  They are tracked
  * here so that the ones a failed query leaves behind are closed when its
  * (sub)transaction ends (tcopy_close_scan_clients, called by xact.c).
  */
 #include "postgres.h"
 
 #include "access/xact.h"
-#include "foreign/foreign.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/latch.h"
@@ -50,7 +49,7 @@ HTAB	   *tcopy_connections = NULL;
 /* TcopyScanClient *, in TopMemoryContext */
 static List *tcopy_scan_clients = NIL;
 
-/* Nonzero while publishing a commit: waits end at this time. */
+/* Nonzero while resolving a prepared session: waits end at this time. */
 static TimestampTz tcopy_wait_deadline = 0;
 
 static void tcopy_raise_error(Tcopy__ErrorCode code, const char *message,
@@ -59,8 +58,9 @@ static void tcopy_raise_error(Tcopy__ErrorCode code, const char *message,
 /*
  * The clients' wait hook: wait on the latch too, so that a cancel or a
  * timeout is served (CHECK_FOR_INTERRUPTS may not return), and give up at
- * the deadline tcopy_set_wait_deadline set, where interrupts are held (the
- * publish step of a commit, xact.c).
+ * the deadline tcopy_set_wait_deadline set: where a wait must be bounded
+ * (resolving prepared sessions after the commit or abort, where interrupts
+ * are held, xact.c; recovery, recovery.c).
  */
 static int
 tcopy_wait(void *arg, TcClient *client, int fd, bool want_write)
@@ -98,23 +98,24 @@ tcopy_wait(void *arg, TcClient *client, int fd, bool want_write)
 
 /*
  * Connect to a tserver with the wait hook installed from the start, so that
- * a tserver that accepts and never answers can be cancelled; or raise an
- * ERROR.  A cancel mid-handshake closes the half-open client.
+ * a tserver that accepts and never answers can be cancelled; NULL with the
+ * reason in err when it fails.  A cancel mid-handshake closes the
+ * half-open client.
  */
-TcClient *
-tcopy_client_connect(const char *address, const char *token)
+static TcClient *
+tcopy_client_try_connect(const char *address, const char *token,
+						 char *err, size_t errlen)
 {
 	static TcClient *connecting = NULL;
 	TcClient   *client;
 	char		name[64];
-	char		err[512];
 	int			rc;
 
 	snprintf(name, sizeof(name), "tcopy %d", MyProcPid);
 	PG_TRY();
 	{
 		rc = tc_client_connect_hooked(address, token, name, tcopy_wait, NULL,
-									  &connecting, err, sizeof(err));
+									  &connecting, err, errlen);
 	}
 	PG_CATCH();
 	{
@@ -125,7 +126,17 @@ tcopy_client_connect(const char *address, const char *token)
 	PG_END_TRY();
 	client = connecting;
 	connecting = NULL;
-	if (rc < 0)
+	return rc < 0 ? NULL : client;
+}
+
+/* Connect to a tserver (see tcopy_client_try_connect), or raise an ERROR. */
+TcClient *
+tcopy_client_connect(const char *address, const char *token)
+{
+	char		err[512];
+	TcClient   *client = tcopy_client_try_connect(address, token, err, sizeof(err));
+
+	if (client == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 errmsg("could not connect to tserver at \"%s\"", address),
@@ -279,15 +290,14 @@ tcopy_conn_set_options(TcopyConnection *conn, const TcopyTableOptions *options)
 }
 
 /*
- * The cached write connection for the table's server and codec's user, with
- * the address and token the options give now (see tcopy_conn_set_options);
- * not necessarily connected.  One left busy by an interrupted call the
+ * The cached write connection for (options->serverid, userid), with the
+ * address and token the options give now (see tcopy_conn_set_options); not
+ * necessarily connected.  One left busy by an interrupted call the
  * (sub)transaction callbacks did not see is closed first.
  */
 TcopyConnection *
-tcopy_connection_lookup(TcopyRelCodec *codec)
+tcopy_connection_lookup(const TcopyTableOptions *options, Oid userid)
 {
-	ForeignTable *table = GetForeignTable(codec->relid);
 	TcopyConnKey key;
 	TcopyConnection *conn;
 	bool		found;
@@ -303,8 +313,8 @@ tcopy_connection_lookup(TcopyRelCodec *codec)
 	}
 
 	memset(&key, 0, sizeof(key));
-	key.serverid = table->serverid;
-	key.userid = codec->userid;
+	key.serverid = options->serverid;
+	key.userid = userid;
 	conn = hash_search(tcopy_connections, &key, HASH_ENTER, &found);
 	if (!found)
 	{
@@ -312,12 +322,42 @@ tcopy_connection_lookup(TcopyRelCodec *codec)
 			   sizeof(TcopyConnection) - sizeof(TcopyConnKey));
 		conn->tables = NIL;
 		conn->written_relids = NIL;
+		conn->op_relids = NIL;
 	}
 
 	if (conn->busy)
 		tcopy_connection_close(conn);
-	tcopy_conn_set_options(conn, &codec->options);
+	tcopy_conn_set_options(conn, options);
 	return conn;
+}
+
+/*
+ * The tserver's id of table options->table_name, looked up on a fresh
+ * client: on the write session's connection, the error of a table the
+ * tserver does not know would end the session.  false when the tserver
+ * does not know the table (or the server is null:).  schema, when given,
+ * must equal the stored one; what ("to truncate it") completes messages.
+ */
+bool
+tcopy_lookup_table_id(const TcopyTableOptions *options, const Tcopy__Schema *schema,
+					  const char *what, uint32 *table_id)
+{
+	TcClient   *client = tcopy_connect(options->address, options->token);
+	bool		found = true;
+
+	if (client == NULL)
+		return false;
+	if (tc_client_open_table(client, options->table_name, schema, false,
+							 table_id, NULL, NULL) < 0)
+	{
+		if (tc_client_error_code(client) != TCOPY__ERROR_CODE__ERROR_UNKNOWN_TABLE)
+			tcopy_report_client_error(client, options->address,
+									  psprintf("could not open table \"%s\" %s",
+											   options->table_name, what));
+		found = false;
+	}
+	tcopy_disconnect(client);
+	return found;
 }
 
 /* Make the waits of client calls give up at deadline; 0: never. */
@@ -389,30 +429,58 @@ tcopy_connection_table_id(TcopyConnection *conn, TcopyRelCodec *codec)
 }
 
 /*
- * A fresh client for a scan or a table operation, or NULL for a null:
- * server, which has no tserver.  Give it back with tcopy_disconnect; if the
- * query fails first, it is closed when its (sub)transaction ends.
+ * Track a client of tcopy_connect or tcopy_try_connect from before it
+ * connects, so that nothing leaks if connecting fails or is cancelled.
  */
-TcClient *
-tcopy_connect(TcopyRelCodec *codec)
+static TcopyScanClient *
+tcopy_track_client(void)
 {
 	TcopyScanClient *entry;
 	MemoryContext oldcontext;
 
-	if (tcopy_address_is_null(codec->options.address))
-		return NULL;
-
-	/* tracked before connecting, so that nothing leaks if connecting fails */
 	oldcontext = MemoryContextSwitchTo(TopMemoryContext);
 	entry = palloc(sizeof(TcopyScanClient));
 	entry->client = NULL;
 	entry->nest_level = GetCurrentTransactionNestLevel();
 	tcopy_scan_clients = lappend(tcopy_scan_clients, entry);
 	MemoryContextSwitchTo(oldcontext);
+	return entry;
+}
 
-	entry->client = tcopy_client_connect(codec->options.address,
-										 codec->options.token);
+/*
+ * A fresh client for a scan, a table lookup or recovery, or NULL for a
+ * null: server, which has no tserver.  Give it back with tcopy_disconnect;
+ * if the query fails first, it is closed when its (sub)transaction ends.
+ */
+TcClient *
+tcopy_connect(const char *address, const char *token)
+{
+	TcopyScanClient *entry;
+
+	if (tcopy_address_is_null(address))
+		return NULL;
+	entry = tcopy_track_client();
+	entry->client = tcopy_client_connect(address, token);
 	return entry->client;
+}
+
+/*
+ * tcopy_connect, but NULL with the reason in err when the tserver cannot
+ * be reached (a cancel still raises its ERROR).  Not for null: servers.
+ */
+TcClient *
+tcopy_try_connect(const char *address, const char *token, char *err, size_t errlen)
+{
+	TcopyScanClient *entry = tcopy_track_client();
+	TcClient   *client = tcopy_client_try_connect(address, token, err, errlen);
+
+	entry->client = client;
+	if (client == NULL)
+	{
+		tcopy_scan_clients = list_delete_ptr(tcopy_scan_clients, entry);
+		pfree(entry);
+	}
+	return client;
 }
 
 /*

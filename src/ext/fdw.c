@@ -179,26 +179,29 @@ tcopyAnalyzeForeignTable(Relation relation, AcquireSampleRowsFunc *func,
 }
 
 /*
- * Whether relid is a foreign table of a server whose wrapper's handler is
- * this one: what makes a table a tcopy table.
+ * Whether serverid is a server of a wrapper whose handler is this one:
+ * what makes a server a tcopy server.
  */
 bool
-tcopy_relation_is_tcopy_table(Oid relid)
+tcopy_server_is_tcopy(Oid serverid)
 {
-	ForeignTable *table;
-	ForeignServer *server;
-	ForeignDataWrapper *fdw;
+	ForeignServer *server = GetForeignServer(serverid);
+	ForeignDataWrapper *fdw = GetForeignDataWrapper(server->fdwid);
 	FmgrInfo	handler;
 
-	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_FOREIGN_TABLE)
-		return false;
-	table = GetForeignTable(relid);
-	server = GetForeignServer(table->serverid);
-	fdw = GetForeignDataWrapper(server->fdwid);
 	if (!OidIsValid(fdw->fdwhandler))
 		return false;
 	fmgr_info(fdw->fdwhandler, &handler);
 	return handler.fn_addr == tcopy_fdw_handler;
+}
+
+/* Whether relid is a foreign table of a tcopy server: a tcopy table. */
+bool
+tcopy_relation_is_tcopy_table(Oid relid)
+{
+	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_FOREIGN_TABLE)
+		return false;
+	return tcopy_server_is_tcopy(GetForeignTable(relid)->serverid);
 }
 
 /* The FDW's callbacks. */

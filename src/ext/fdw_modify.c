@@ -5,12 +5,12 @@
  *
  * Inserts go through the writer shared with the COPY hook: rows are sent in
  * batches on the transaction's write session and become visible when the
- * transaction commits.  UPDATE and DELETE are not offered
+ * transaction commits.  A TRUNCATE is staged in that session too.  UPDATE
+ * and DELETE are not offered
  * (tcopyIsForeignRelUpdatable), so Postgres refuses them.
  */
 #include "tcopy.h"
 
-#include "access/xact.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "utils/memutils.h"
@@ -179,106 +179,52 @@ tcopyEndForeignInsert(EState *estate, ResultRelInfo *resultRelInfo)
 	tcopy_modify_end((TcopyModifyState *) resultRelInfo->ri_FdwState);
 }
 
-/* A table to truncate: its codec and the connection it was opened on. */
-typedef struct TcopyTruncateTarget
-{
-	TcopyRelCodec *codec;
-	TcClient   *client;			/* NULL: nothing stored, nothing to do */
-	uint32		table_id;
-} TcopyTruncateTarget;
-
 /*
- * TRUNCATE foreign tables.  The tserver truncates at once and durably, not
- * when the Postgres transaction commits: a ROLLBACK after TRUNCATE does not
- * bring the rows back (Postgres offers an FDW no way to refuse TRUNCATE in
- * a transaction block).  Rows this transaction wrote would be committed
- * after the truncation and so survive it; that case is refused.  Every
- * table is opened before any is truncated, so that a table that cannot be
- * opened leaves all of them as they were.
+ * TRUNCATE foreign tables.  Each becomes a TRUNCATE in the transaction's
+ * write session for its server and user, applied when the session is
+ * published, before the session's rows: it commits and rolls back with
+ * the transaction, in a transaction block or not, atomically with the
+ * transaction's other writes on that tserver.  A table the transaction
+ * already wrote rows to is refused, as those rows would be applied after
+ * the truncation and survive it.  Every table is looked up on its tserver
+ * (a table the tserver does not know holds nothing) before any truncation
+ * is staged.
  */
 void
 tcopyExecForeignTruncate(List *rels, DropBehavior behavior, bool restart_seqs)
 {
-	TcopyTruncateTarget *targets;
-	volatile int ntargets = 0;	/* set in PG_TRY, read in PG_FINALLY */
+	TcopyRelCodec **codecs = palloc0(sizeof(TcopyRelCodec *) * Max(list_length(rels), 1));
+	uint32	   *table_ids = palloc0(sizeof(uint32) * Max(list_length(rels), 1));
+	int			ntargets = 0;
 	ListCell   *lc;
-
-	/*
-	 * The tserver truncates at once and durably, outside any write session:
-	 * inside a transaction block a rollback could not bring the rows back,
-	 * and rows the transaction wrote would be committed after it.
-	 */
-	if (IsTransactionBlock())
-		ereport(ERROR,
-				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
-				 errmsg("TRUNCATE of a tcopy foreign table cannot run inside a transaction block"),
-				 errdetail("The tserver truncates at once; a rollback could not bring the rows back.")));
 
 	foreach(lc, rels)
 	{
 		Relation	rel = (Relation) lfirst(lc);
 
-		/* outside a block too: a DO block or function may have written */
+		/* in a DO block or a function too */
 		if (tcopy_xact_wrote_relation(RelationGetRelid(rel)))
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot truncate foreign table \"%s\" in the transaction that wrote to it",
+					 errmsg("cannot truncate foreign table \"%s\" in the transaction that wrote rows to it",
 							RelationGetRelationName(rel)),
-					 errdetail("Rows written by tcopy are committed after the truncation, which takes effect at once.")));
+					 errdetail("The tserver applies a transaction's TRUNCATE before its rows, "
+							   "so the rows written before the TRUNCATE would survive it.")));
 	}
 
-	targets = palloc0(sizeof(TcopyTruncateTarget) * Max(list_length(rels), 1));
-	PG_TRY();
+	foreach(lc, rels)
 	{
-		foreach(lc, rels)
-		{
-			TcopyTruncateTarget *target = &targets[ntargets++];
-			TcopyRelCodec *codec;
+		TcopyRelCodec *codec = tcopy_rel_codec((Relation) lfirst(lc), GetUserId());
 
-			target->codec = codec = tcopy_rel_codec((Relation) lfirst(lc), GetUserId());
-			if (tcopy_address_is_null(codec->options.address))
-				continue;
-			target->client = tcopy_connect(codec);
-			if (target->client == NULL)
-				continue;
-			if (tc_client_open_table(target->client, codec->options.table_name,
-									 codec->schema, false, &target->table_id,
-									 NULL, NULL) < 0)
-			{
-				if (tc_client_error_code(target->client) != TCOPY__ERROR_CODE__ERROR_UNKNOWN_TABLE)
-					tcopy_report_client_error(target->client, codec->options.address,
-											  psprintf("could not open table \"%s\" to truncate it",
-													   codec->options.table_name));
-				tcopy_disconnect(target->client);
-				target->client = NULL;
-			}
-		}
-
-		for (int t = 0; t < ntargets; t++)
-		{
-			TcopyTruncateTarget *target = &targets[t];
-
-			CHECK_FOR_INTERRUPTS();
-			if (target->client == NULL)
-				continue;
-			if (tc_client_table_op(target->client, TCOPY__TABLE_OP_KIND__TABLE_OP_TRUNCATE,
-								   target->table_id) < 0)
-				tcopy_report_client_error(target->client,
-										  target->codec->options.address,
-										  psprintf("could not truncate table \"%s\"",
-												   target->codec->options.table_name));
-		}
+		if (tcopy_lookup_table_id(&codec->options, codec->schema, "to truncate it",
+								  &table_ids[ntargets]))
+			codecs[ntargets++] = codec;
 	}
-	PG_FINALLY();
+
+	for (int t = 0; t < ntargets; t++)
 	{
-		for (int t = 0; t < ntargets; t++)
-		{
-			if (targets[t].client != NULL)
-			{
-				tcopy_disconnect(targets[t].client);
-				targets[t].client = NULL;
-			}
-		}
+		CHECK_FOR_INTERRUPTS();
+		tcopy_xact_table_op(&codecs[t]->options, codecs[t]->userid, codecs[t]->relid,
+							TCOPY__TABLE_OP_KIND__TABLE_OP_TRUNCATE, table_ids[t]);
 	}
-	PG_END_TRY();
 }

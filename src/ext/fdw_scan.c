@@ -229,7 +229,7 @@ tcopy_scan_connect(TcopyScanState *state)
 	if (tcopy_address_is_null(codec->options.address) || state->empty_range)
 		return;
 
-	client = tcopy_connect(codec);
+	client = tcopy_connect(codec->options.address, codec->options.token);
 	if (client == NULL)
 		return;
 	state->client = client;
@@ -276,6 +276,12 @@ tcopyBeginForeignScan(ForeignScanState *node, int eflags)
 				 errmsg("cannot read foreign table \"%s\" in the transaction that wrote to it",
 						RelationGetRelationName(rel)),
 				 errdetail("Rows written by tcopy become visible when the transaction commits.")));
+	if (tcopy_xact_staged_op_on(RelationGetRelid(rel)))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot read foreign table \"%s\" in the transaction that truncated it",
+						RelationGetRelationName(rel)),
+				 errdetail("A TRUNCATE of a tcopy table takes effect when the transaction commits.")));
 
 	state->batch_cxt = AllocSetContextCreate(CurrentMemoryContext,
 											 "tcopy scan batch",

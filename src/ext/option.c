@@ -24,6 +24,7 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 #include "utils/varlena.h"
 
 #include "tcopy.h"
@@ -296,29 +297,74 @@ tcopy_default_table_name(Relation rel)
 					quote_identifier(RelationGetRelationName(rel)));
 }
 
-/*
- * Resolve every option of foreign table rel for user userid: the
- * server's, the user mapping's (a missing mapping is an error, as in
- * postgres_fdw) and the table's, the table's batch options overriding the
- * server's, which override the GUCs.
- */
-void
-tcopy_get_table_options(Relation rel, Oid userid, TcopyTableOptions *options)
+/* The name of foreign table rel on the tserver: option table_name, or the default. */
+char *
+tcopy_table_name(Relation rel)
 {
 	ForeignTable *table = GetForeignTable(RelationGetRelid(rel));
-	ForeignServer *server = GetForeignServer(table->serverid);
-	UserMapping *user = GetUserMapping(userid, server->serverid);
-	List	   *lists[3];
-	const char *key = NULL;
+	ListCell   *lc;
+
+	foreach(lc, table->options)
+	{
+		DefElem    *def = (DefElem *) lfirst(lc);
+
+		if (strcmp(def->defname, "table_name") == 0)
+			return pstrdup(defGetString(def));
+	}
+	return tcopy_default_table_name(rel);
+}
+
+/*
+ * The options of the user mapping of userid for server serverid, else of
+ * its PUBLIC mapping, as GetUserMapping finds them; false when there is
+ * neither.  For the callers that must not fail on a missing mapping
+ * (recovery, DROP), where GetUserMapping would raise an ERROR.
+ */
+bool
+tcopy_find_user_mapping(Oid userid, Oid serverid, List **options)
+{
+	Oid			users[2] = {userid, InvalidOid};
+
+	for (int i = 0; i < lengthof(users); i++)
+	{
+		HeapTuple	tuple;
+		Datum		datum;
+		bool		isnull;
+
+		tuple = SearchSysCache2(USERMAPPINGUSERSERVER,
+								ObjectIdGetDatum(users[i]),
+								ObjectIdGetDatum(serverid));
+		if (!HeapTupleIsValid(tuple))
+			continue;
+		datum = SysCacheGetAttr(USERMAPPINGUSERSERVER, tuple,
+								Anum_pg_user_mapping_umoptions, &isnull);
+		*options = isnull ? NIL : untransformRelOptions(datum);
+		ReleaseSysCache(tuple);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * The options of server serverid reached with a user mapping of options
+ * mapping_options: address (required) and token, the batch options the
+ * server sets over the GUCs.  What a table adds is left unset.
+ */
+void
+tcopy_get_server_options(Oid serverid, List *mapping_options,
+						 TcopyTableOptions *options)
+{
+	ForeignServer *server = GetForeignServer(serverid);
+	List	   *lists[2];
 
 	memset(options, 0, sizeof(*options));
+	options->serverid = serverid;
 	options->batch_rows = tcopy_batch_rows;
 	options->batch_bytes = tcopy_batch_kb * 1024;
 
 	/* in order of precedence, lowest first */
 	lists[0] = server->options;
-	lists[1] = user->options;
-	lists[2] = table->options;
+	lists[1] = mapping_options;
 	for (int i = 0; i < lengthof(lists); i++)
 	{
 		ListCell   *lc;
@@ -332,10 +378,6 @@ tcopy_get_table_options(Relation rel, Oid userid, TcopyTableOptions *options)
 				options->address = pstrdup(value);
 			else if (strcmp(def->defname, "token") == 0)
 				options->token = pstrdup(value);
-			else if (strcmp(def->defname, "table_name") == 0)
-				options->table_name = pstrdup(value);
-			else if (strcmp(def->defname, "key") == 0)
-				key = value;
 			else if (strcmp(def->defname, "batch_rows") == 0)
 				options->batch_rows = tcopy_parse_batch_option(def->defname, value);
 			else if (strcmp(def->defname, "batch_size") == 0)
@@ -348,12 +390,52 @@ tcopy_get_table_options(Relation rel, Oid userid, TcopyTableOptions *options)
 				(errcode(ERRCODE_FDW_DYNAMIC_PARAMETER_VALUE_NEEDED),
 				 errmsg("server \"%s\" has no option \"address\"", server->servername)));
 	tcopy_check_address(options->address);
+}
 
-	if (options->table_name == NULL)
-		options->table_name = tcopy_default_table_name(rel);
+/*
+ * Resolve every option of foreign table rel reached with a user mapping of
+ * options mapping_options: the server's and the mapping's
+ * (tcopy_get_server_options), then the table's, whose batch options
+ * override the server's.
+ */
+void
+tcopy_get_table_options_with(Relation rel, List *mapping_options,
+							 TcopyTableOptions *options)
+{
+	ForeignTable *table = GetForeignTable(RelationGetRelid(rel));
+	const char *key = NULL;
+	ListCell   *lc;
+
+	tcopy_get_server_options(table->serverid, mapping_options, options);
+	options->table_name = tcopy_table_name(rel);
+	foreach(lc, table->options)
+	{
+		DefElem    *def = (DefElem *) lfirst(lc);
+		const char *value = defGetString(def);
+
+		if (strcmp(def->defname, "key") == 0)
+			key = value;
+		else if (strcmp(def->defname, "batch_rows") == 0)
+			options->batch_rows = tcopy_parse_batch_option(def->defname, value);
+		else if (strcmp(def->defname, "batch_size") == 0)
+			options->batch_bytes = tcopy_parse_batch_option(def->defname, value) * 1024;
+	}
 
 	if (key != NULL)
 		options->key_attnums = tcopy_key_attnums(rel, key);
+}
+
+/*
+ * Resolve every option of foreign table rel for user userid: the user
+ * mapping is required (a missing one is an error, as in postgres_fdw).
+ */
+void
+tcopy_get_table_options(Relation rel, Oid userid, TcopyTableOptions *options)
+{
+	ForeignTable *table = GetForeignTable(RelationGetRelid(rel));
+	UserMapping *user = GetUserMapping(userid, table->serverid);
+
+	tcopy_get_table_options_with(rel, user->options, options);
 }
 
 /*

@@ -21,6 +21,9 @@ bool		tcopy_raw_fields = true;
 int			tcopy_batch_rows = TC_BATCH_ROWS_DEFAULT;
 int			tcopy_batch_kb = TC_BATCH_KB_DEFAULT;
 int			tcopy_window = 4;
+int			tcopy_recovery_interval = 10000;
+int			tcopy_test_pause_point = TCOPY_PAUSE_NONE;
+static char *tcopy_test_pause_at = NULL;
 
 static const struct config_enum_entry tcopy_encoder_options[] = {
 	{"wire", TCOPY_ENCODER_WIRE, false},
@@ -34,9 +37,31 @@ static const struct config_enum_entry tcopy_alloc_mode_options[] = {
 	{NULL, 0, false}
 };
 
+/* tcopy.test_pause_at: '', or one of the pause points. */
+static bool
+tcopy_check_test_pause_at(char **newval, void **extra, GucSource source)
+{
+	if (strcmp(*newval, "") == 0 || strcmp(*newval, "after-prepare") == 0 ||
+		strcmp(*newval, "before-publish") == 0)
+		return true;
+	GUC_check_errdetail("Valid values are \"\", \"after-prepare\" and \"before-publish\".");
+	return false;
+}
+
+static void
+tcopy_assign_test_pause_at(const char *newval, void *extra)
+{
+	if (strcmp(newval, "after-prepare") == 0)
+		tcopy_test_pause_point = TCOPY_PAUSE_AFTER_PREPARE;
+	else if (strcmp(newval, "before-publish") == 0)
+		tcopy_test_pause_point = TCOPY_PAUSE_BEFORE_PUBLISH;
+	else
+		tcopy_test_pause_point = TCOPY_PAUSE_NONE;
+}
+
 /*
- * Define the tcopy.* settings.  All of them may be changed by any user for
- * a session: they tune the client side of a load and guard nothing.
+ * Define the tcopy.* settings.  The ones that tune the client side of a
+ * load may be changed by any user for a session: they guard nothing.
  */
 static void
 tcopy_define_gucs(void)
@@ -117,6 +142,29 @@ tcopy_define_gucs(void)
 							0,
 							NULL, NULL, NULL);
 
+	DefineCustomIntVariable("tcopy.recovery_interval",
+							"Sets how often the background worker resolves the prepared sessions nobody finished.",
+							"It also runs at startup; 0 turns it off (tcopy.recover_prepared_sessions() "
+							"still works).  The worker runs when tcopy is in shared_preload_libraries.",
+							&tcopy_recovery_interval,
+							10000,
+							0, INT_MAX,
+							PGC_SIGHUP,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+
+	DefineCustomStringVariable("tcopy.test_pause_at",
+							   "Stops commits at a point of the two-phase commit, for tests.",
+							   "\"after-prepare\" stops at pre-commit once the sessions are "
+							   "prepared and recorded; \"before-publish\" once the commit "
+							   "record is written.  The backend logs \"tcopy: paused at\" "
+							   "the point and sleeps until it is killed.",
+							   &tcopy_test_pause_at,
+							   "",
+							   PGC_SUSET,
+							   GUC_NOT_IN_SAMPLE,
+							   tcopy_check_test_pause_at, tcopy_assign_test_pause_at, NULL);
+
 	MarkGUCPrefixReserved("tcopy");
 }
 
@@ -126,4 +174,5 @@ _PG_init(void)
 	tcopy_define_gucs();
 	TcopyXactInit();
 	TcopyHookInit();
+	TcopyRecoveryWorkerInit();
 }

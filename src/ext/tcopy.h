@@ -9,11 +9,13 @@
 
 #include "postgres.h"
 
+#include "access/transam.h"
 #include "access/tupdesc.h"
 #include "fmgr.h"
 #include "foreign/fdwapi.h"
 #include "foreign/foreign.h"
 #include "nodes/pg_list.h"
+#include "storage/itemptr.h"
 #include "utils/hsearch.h"
 #include "utils/relcache.h"
 #include "utils/timestamp.h"
@@ -48,9 +50,22 @@ extern int	tcopy_batch_rows;	/* tcopy.batch_rows: default rows per batch */
 extern int	tcopy_batch_kb;		/* tcopy.batch_size: default KB per batch */
 extern int	tcopy_window;		/* tcopy.batches_in_flight ("window" is an SQL keyword) */
 
+extern int	tcopy_recovery_interval;	/* tcopy.recovery_interval, ms; 0: off */
+
+/* tcopy.test_pause_at: where a commit stops for the crash tests */
+typedef enum TcopyPausePoint
+{
+	TCOPY_PAUSE_NONE,
+	TCOPY_PAUSE_AFTER_PREPARE,	/* pre-commit, after the records */
+	TCOPY_PAUSE_BEFORE_PUBLISH	/* commit, after the commit record */
+} TcopyPausePoint;
+
+extern int	tcopy_test_pause_point;	/* TcopyPausePoint */
+
 /* in option.c */
 typedef struct TcopyTableOptions
 {
+	Oid			serverid;		/* the foreign server */
 	char	   *address;		/* server: unix:PATH | tcp:HOST:PORT | null: */
 	char	   *token;			/* user mapping; NULL when none */
 	char	   *table_name;		/* the table's name on the tserver */
@@ -70,9 +85,25 @@ extern char *tcopy_column_name(Oid relid, Form_pg_attribute att);
 
 /* The tserver table name of rel when it has no table_name option. */
 extern char *tcopy_default_table_name(Relation rel);
+/* The tserver table name of rel: its table_name option, or the default. */
+extern char *tcopy_table_name(Relation rel);
 
 /* All options of foreign table rel, resolved for user userid. */
 extern void tcopy_get_table_options(Relation rel, Oid userid, TcopyTableOptions *options);
+
+/* The same, with the options of a user mapping found by the caller. */
+extern void tcopy_get_table_options_with(Relation rel, List *mapping_options,
+										 TcopyTableOptions *options);
+
+/* The options of a server (address, token, batches), without a table's. */
+extern void tcopy_get_server_options(Oid serverid, List *mapping_options,
+									 TcopyTableOptions *options);
+
+/*
+ * The options of userid's user mapping for serverid, else of the PUBLIC
+ * one; false when there is none (GetUserMapping would raise an ERROR).
+ */
+extern bool tcopy_find_user_mapping(Oid userid, Oid serverid, List **options);
 
 /* Whose user mapping reaches the tserver for range table entry rti. */
 extern Oid	tcopy_rte_user(EState *estate, Index rti);
@@ -280,17 +311,21 @@ typedef struct TcopyConnection
 								 * subtransaction has not ended; 0: none */
 	uint64		next_seq;		/* seq of the session's next batch */
 	uint64		rows_sent;		/* rows in the session's batches */
-	List	   *written_relids; /* Oids of tables sent to in this transaction */
+	List	   *written_relids; /* Oids of tables sent rows in this transaction */
+	List	   *op_relids;		/* Oids of tables truncated or dropped in it */
+	bool		prepared;		/* prepared under gid, not yet resolved */
+	char		gid[TC_GID_MAX + 1];	/* the session's global id, once prepared */
 } TcopyConnection;
 
 /* Write connections by (server, user); NULL until the first write. */
 extern HTAB *tcopy_connections;
 
 /*
- * The cached write connection for the table's server and codec's user,
- * with the current address and token; not necessarily connected.
+ * The cached write connection for (options->serverid, userid), with the
+ * current address and token; not necessarily connected.
  */
-extern TcopyConnection *tcopy_connection_lookup(TcopyRelCodec *codec);
+extern TcopyConnection *tcopy_connection_lookup(const TcopyTableOptions *options,
+												Oid userid);
 /* The remote table id on this connection (opened with create and schema). */
 extern uint32 tcopy_connection_table_id(TcopyConnection *conn, TcopyRelCodec *codec);
 /* Close conn's client (a session that had sent batches is then lost). */
@@ -303,31 +338,106 @@ extern TcClient *tcopy_client_connect(const char *address, const char *token);
 /* Make waits for a tserver give up at deadline; 0: wait as long as needed. */
 extern void tcopy_set_wait_deadline(TimestampTz deadline);
 
-/* A fresh connection for a scan or a table operation; close it after. */
-extern TcClient *tcopy_connect(TcopyRelCodec *codec);
+/* A fresh connection for a scan or a table lookup; close it after. */
+extern TcClient *tcopy_connect(const char *address, const char *token);
+/* The same, but NULL with the reason in err when the tserver is not there. */
+extern TcClient *tcopy_try_connect(const char *address, const char *token,
+								   char *err, size_t errlen);
 extern void tcopy_disconnect(TcClient *client);
 /* Close the clients of tcopy_connect opened at nest level min_level or deeper. */
 extern void tcopy_close_scan_clients(int min_level);
+
+/* The tserver's id of a table, looked up on a fresh client; false: unknown. */
+extern bool tcopy_lookup_table_id(const TcopyTableOptions *options,
+								  const Tcopy__Schema *schema, const char *what,
+								  uint32 *table_id);
 
 /* Raise a client failure as a Postgres ERROR (SQLSTATE from the code). */
 extern void tcopy_report_client_error(TcClient *client, const char *address,
 									  const char *what) pg_attribute_noreturn();
 
+/* in records.c: prepared sessions' global ids and their records */
+#define TCOPY_SCHEMA		"tcopy"
+#define TCOPY_RECORDS_TABLE	"prepared_session_records"
+
+/* One record, as read with one snapshot. */
+typedef struct TcopyRecord
+{
+	char		gid[TC_GID_MAX + 1];	/* hash key */
+	Oid			server_id;
+	Oid			user_id;
+	ItemPointerData tid;
+	bool		deleted;		/* deleted by this recovery */
+} TcopyRecord;
+
+/* The prefix of every gid of this database: tcopy:<sysid>:<database oid>: */
+extern void tcopy_gid_prefix(char *buf, size_t len);
+/* The gid of the session of transaction fxid on serverid for userid. */
+extern void tcopy_gid_make(char *buf, size_t len, FullTransactionId fxid,
+						   Oid serverid, Oid userid);
+/* The xid and the user of a gid of this database; false: not one of tcopy's. */
+extern bool tcopy_gid_parse(const char *gid, FullTransactionId *fxid, Oid *userid);
+/* tcopy.prepared_session_records; an ERROR when missing unless missing_ok. */
+extern Oid	tcopy_records_relid(bool missing_ok);
+/* Record a prepared session in the current transaction. */
+extern void tcopy_records_insert(Relation rel, const char *gid, Oid serverid,
+								 Oid userid, FullTransactionId fxid);
+/* The records visible to a snapshot taken now, by gid (TcopyRecord). */
+extern HTAB *tcopy_records_read_now(Relation rel);
+/* Delete the record of gid in records (as read before), if any. */
+extern void tcopy_records_forget(Relation rel, HTAB *records, const char *gid);
+
+/* in recovery.c: resolving the prepared sessions nobody finished */
+
+/* How long a resolve (or recovery's other calls) waits for a tserver. */
+#define TCOPY_RESOLVE_TIMEOUT_MS	30000
+
+/* Resolve the database's prepared sessions nobody finished; how many. */
+extern int	tcopy_recover_database(int elevel);
+
+/* in recovery_worker.c: the background worker that runs recovery */
+extern void TcopyRecoveryWorkerInit(void);
+
 /* in xact.c: write sessions, committed and aborted with the transaction */
 extern void TcopyXactInit(void);
 
 /*
- * The cached write connection for the table's server and the current user,
- * connected (and reconnected after a failure) as needed, with a write
- * session begun in the current transaction; the session commits at
- * pre-commit and aborts with the transaction.  NULL client for null:.
+ * The cached write connection for (options->serverid, userid), connected
+ * (and reconnected after a failure) as needed, with a write session begun
+ * in the current transaction; the session commits and aborts with the
+ * transaction.  NULL client for null:.
  */
-extern TcopyConnection *tcopy_xact_write_connection(TcopyRelCodec *codec);
+extern TcopyConnection *tcopy_xact_write_connection(const TcopyTableOptions *options,
+													Oid userid);
 /* Send a packed batch; the session numbers it (seq). */
 extern void tcopy_xact_send(TcopyConnection *conn, TcopyBatch *batch,
 							uint32 table_id, uint64 nrows);
-/* Whether this transaction has written to relid (reads then must fail). */
+/* Whether this transaction has written rows to relid (reads then must fail). */
 extern bool tcopy_xact_wrote_relation(Oid relid);
+/* Stage a TRUNCATE or DROP of a table in the transaction's write session. */
+extern void tcopy_xact_table_op(const TcopyTableOptions *options, Oid userid,
+								Oid relid, Tcopy__TableOpKind op, uint32 table_id);
+/* Whether this transaction staged a TRUNCATE or DROP of relid. */
+extern bool tcopy_xact_staged_op_on(Oid relid);
+
+/* in xact_drop.c: DROPs of tcopy tables, staged at pre-commit */
+
+/* Drop the tserver's table when the transaction commits (a DROP of it). */
+extern void tcopy_xact_drop_at_commit(const TcopyTableOptions *options, Oid userid,
+									  bool has_mapping, const char *relname);
+/* Whether the transaction drops tserver table table_name of serverid. */
+extern bool tcopy_xact_drops_table(Oid serverid, const char *table_name);
+/* How xact.c stages a table operation: tcopy_xact_table_op's signature. */
+typedef void (*TcopyTableOpFn) (const TcopyTableOptions *options, Oid userid, Oid relid,
+								Tcopy__TableOpKind op, uint32 table_id);
+/* Pre-commit: stage the pending DROPs in the write sessions through stage. */
+extern void tcopy_stage_pending_drops(TcopyTableOpFn stage);
+/* Whether the transaction has DROPs not yet staged. */
+extern bool tcopy_xact_drops_pending(void);
+/* The end of the transaction: forget its DROPs. */
+extern void tcopy_xact_drops_reset(void);
+/* A subtransaction ends: forget its DROPs if aborted, else pass them up. */
+extern void tcopy_xact_drops_at_subxact_end(int level, bool aborted);
 
 /* in writer.c: rows -> batches -> connection, shared by COPY and INSERT */
 typedef struct TcopyWriter
@@ -353,6 +463,8 @@ extern void tcopy_writer_free(TcopyWriter *writer);
 extern Datum tcopy_fdw_handler(PG_FUNCTION_ARGS);
 /* Whether relid is a foreign table served by tcopy's handler. */
 extern bool tcopy_relation_is_tcopy_table(Oid relid);
+/* Whether serverid is a server of a wrapper with tcopy's handler. */
+extern bool tcopy_server_is_tcopy(Oid serverid);
 
 /* Indexes in ForeignScan.fdw_private. */
 enum TcopyScanPrivate

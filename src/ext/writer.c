@@ -37,7 +37,14 @@ tcopy_writer_begin(TcopyRelCodec *codec)
 	callback->arg = writer;
 	MemoryContextRegisterResetCallback(CurrentMemoryContext, callback);
 
-	writer->conn = tcopy_xact_write_connection(codec);
+	if (tcopy_xact_drops_table(codec->options.serverid, codec->options.table_name))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot write to foreign table \"%s\": its tserver table \"%s\" is dropped in this transaction",
+						codec->relname, codec->options.table_name),
+				 errdetail("A DROP of a tcopy table drops its tserver table when the transaction commits, "
+						   "after the rows the transaction wrote.")));
+	writer->conn = tcopy_xact_write_connection(&codec->options, codec->userid);
 	writer->table_id = tcopy_connection_table_id(writer->conn, codec);
 	return writer;
 }

@@ -1,21 +1,32 @@
 /*
  * xact.c
- *		Write sessions, and how they follow the Postgres transaction.
+ *		Write sessions, and how they follow the Postgres transaction: a
+ *		two-phase commit whose decision is Postgres' commit record.
  *
  * The first write of a transaction on a cached write connection
  * (connection.c) begins a write session on it; every batch of the
  * transaction, whatever the table, goes into that session, numbered 1, 2,
- * ... here.  At pre-commit the session commits on the tserver (atomically:
- * all of its rows, or none, become visible), before Postgres commits, in
- * two steps: a prepare that does the slow work and can be cancelled, then
- * a short publish with interrupts held, so that a cancel cannot roll
- * Postgres back after the tserver published.  What remains is the window
- * every commit across two systems without two-phase commit has: a failure
- * after the publish and before Postgres' commit record (a crash, or an
- * error of a later pre-commit step) leaves the rows published; a
- * connection lost during the publish is reported as an unknown outcome.
- * When the transaction aborts, its sessions' connections are closed, which
- * makes the tservers discard them.
+ * ... here; so do its TRUNCATEs and DROPs of tcopy tables, staged in the
+ * session as table operations (fdw_modify.c, hook.c).  The session becomes
+ * visible on the tserver only when it is published, atomically.  How it
+ * follows the transaction:
+ *
+ * - pre-commit (cancellable): every session is prepared under a global id
+ *   (recovery.c): the tserver does the slow part of the commit and keeps
+ *   the session durably, to be published or discarded by a resolve only.
+ *   Then one record per session goes into tcopy.prepared_session_records,
+ *   in this transaction: the records commit exactly when it does.  Any
+ *   failure is an ERROR that aborts the transaction.
+ * - commit (after the commit record, interrupts held): every session is
+ *   published, each call bounded by a deadline.  The transaction is
+ *   committed whatever happens: a tserver that does not publish gets a
+ *   WARNING, and recovery publishes its session later.
+ * - abort: prepared sessions are discarded, best effort, bounded and
+ *   warned about like the publish; the connections of sessions not
+ *   prepared are closed, which makes the tservers discard them.
+ *
+ * What a crash or a lost connection leaves prepared, recovery resolves by
+ * the records (recovery.c, and docs/commit.md for the whole argument).
  *
  * Before a session has sent anything, losing its connection is invisible:
  * the next statement connects again; a cached connection whose tserver
@@ -30,16 +41,18 @@
  */
 #include "postgres.h"
 
+#include "access/table.h"
 #include "access/xact.h"
+#include "access/xlog.h"
+#include "foreign/foreign.h"
 #include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/latch.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "tcopy.h"
-
-/* How long publishing a commit waits for a tserver before giving up. */
-#define TCOPY_CLEANUP_TIMEOUT_MS	30000
 
 static void tcopy_xact_callback(XactEvent event, void *arg);
 static void tcopy_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
@@ -65,14 +78,14 @@ tcopy_report_session_lost(TcopyConnection *conn)
 }
 
 /*
- * The cached write connection for the table's server and the current user,
- * connected (and reconnected after a failure) as needed, with a write
- * session begun in the current transaction.
+ * The cached write connection for (options->serverid, userid), connected
+ * (and reconnected after a failure) as needed, with a write session begun
+ * in the current transaction.
  */
 TcopyConnection *
-tcopy_xact_write_connection(TcopyRelCodec *codec)
+tcopy_xact_write_connection(const TcopyTableOptions *options, Oid userid)
 {
-	TcopyConnection *conn = tcopy_connection_lookup(codec);
+	TcopyConnection *conn = tcopy_connection_lookup(options, userid);
 
 	if (conn->in_session && conn->session_lost)
 		tcopy_report_session_lost(conn);
@@ -87,9 +100,12 @@ tcopy_xact_write_connection(TcopyRelCodec *codec)
 	/*
 	 * Begin the session.  A cached client may be dead (its tserver may have
 	 * restarted since the last transaction): then retry once on a new one.
+	 * Without the records table the commit would fail: say so before
+	 * anything is sent.
 	 */
 	if (!conn->null_transport)
 	{
+		(void) tcopy_records_relid(false);
 		for (;;)
 		{
 			bool		reused = conn->client != NULL;
@@ -174,6 +190,67 @@ tcopy_xact_send(TcopyConnection *conn, TcopyBatch *batch,
 }
 
 /*
+ * Stage table operation op on the tserver's table table_id (Postgres'
+ * relid) in the transaction's write session for (options->serverid,
+ * userid): it is applied when the session is published, atomically with
+ * its rows (a TRUNCATE before them, a DROP after them), and not at all
+ * when the session is discarded.  Like a batch, it cannot be taken back
+ * one subtransaction at a time.
+ */
+void
+tcopy_xact_table_op(const TcopyTableOptions *options, Oid userid, Oid relid,
+					Tcopy__TableOpKind op, uint32 table_id)
+{
+	TcopyConnection *conn = tcopy_xact_write_connection(options, userid);
+	MemoryContext oldcontext;
+
+	conn->sent_any = true;
+	conn->write_level = Max(conn->write_level, GetCurrentTransactionNestLevel());
+	if (OidIsValid(relid))
+	{
+		oldcontext = MemoryContextSwitchTo(TopMemoryContext);
+		conn->op_relids = list_append_unique_oid(conn->op_relids, relid);
+		MemoryContextSwitchTo(oldcontext);
+	}
+	if (!conn->null_transport)
+	{
+		int			rc;
+
+		conn->busy = true;
+		rc = tc_client_session_table_op(conn->client, op, table_id);
+		conn->busy = false;
+		if (rc < 0)
+			tcopy_connection_fail(conn, psprintf("could not %s table \"%s\" in the write session",
+												 op == TCOPY__TABLE_OP_KIND__TABLE_OP_DROP ? "drop" : "truncate",
+												 options->table_name));
+	}
+}
+
+/*
+ * Whether this transaction staged a TRUNCATE or DROP of relid: then
+ * reading it must fail, as the operation takes effect at the commit.
+ */
+bool
+tcopy_xact_staged_op_on(Oid relid)
+{
+	HASH_SEQ_STATUS scan;
+	TcopyConnection *conn;
+
+	if (tcopy_connections == NULL)
+		return false;
+	hash_seq_init(&scan, tcopy_connections);
+	while ((conn = hash_seq_search(&scan)) != NULL)
+	{
+		if (list_member_oid(conn->op_relids, relid))
+		{
+			hash_seq_term(&scan);
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
  * Whether this transaction has sent rows for relid: then reading or
  * truncating it must fail, as those rows are not visible before the commit.
  */
@@ -198,17 +275,69 @@ tcopy_xact_wrote_relation(Oid relid)
 }
 
 /*
- * Pre-commit: commit every session on its tserver.  Refuse first, before
- * anything is published, if any session cannot commit; then prepare every
- * session, then publish each.  Sessions on different servers publish one
- * after the other: if a later one fails, the earlier ones stay committed.
+ * Test pause point point (tcopy.test_pause_at): say so in the server log,
+ * then sleep until the process is killed; cancellable where the caller
+ * may be cancelled.
  */
 static void
-tcopy_commit_sessions(void)
+tcopy_test_pause(TcopyPausePoint point, bool cancellable)
+{
+	if (tcopy_test_pause_point != point)
+		return;
+	ereport(LOG,
+			(errmsg("tcopy: paused at %s",
+					point == TCOPY_PAUSE_AFTER_PREPARE ? "after-prepare" : "before-publish")));
+	for (;;)
+	{
+		if (cancellable)
+			CHECK_FOR_INTERRUPTS();
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 10L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}
+
+/*
+ * End a session that has nothing to commit: one of null:, or one that
+ * sent nothing (a COPY of no rows).  An Abort the tserver does not answer
+ * closes the connection, which ends the session all the same.
+ */
+static void
+tcopy_end_unused_session(TcopyConnection *conn)
+{
+	int			rc;
+
+	if (!conn->null_transport && conn->client != NULL)
+	{
+		conn->busy = true;
+		rc = tc_client_abort(conn->client);
+		conn->busy = false;
+		if (rc < 0)
+			tcopy_connection_close(conn);
+	}
+	conn->in_session = false;
+}
+
+/*
+ * Pre-commit: the first phase.  Refuse first, before anything is
+ * prepared, if any session cannot commit; then prepare every session that
+ * sent something, then record each in tcopy.prepared_session_records.
+ * Cancellable: a cancel or a failure aborts the transaction, and the abort
+ * discards what was prepared.
+ */
+static void
+tcopy_prepare_sessions_for_commit(void)
 {
 	HASH_SEQ_STATUS scan;
 	TcopyConnection *conn;
-	bool		committed_any = false;
+	FullTransactionId fxid;
+	Oid			records_relid;
+	Relation	records;
+	bool		any_to_prepare = false;
+
+	tcopy_stage_pending_drops(tcopy_xact_table_op);
+	if (tcopy_connections == NULL)
+		return;
 
 	hash_seq_init(&scan, tcopy_connections);
 	while ((conn = hash_seq_search(&scan)) != NULL)
@@ -222,116 +351,192 @@ tcopy_commit_sessions(void)
 					 errdetail("Rows sent to a tserver cannot be taken back one subtransaction at a time.")));
 		if (conn->session_lost)
 			tcopy_report_session_lost(conn);
+		if (!conn->null_transport && conn->sent_any)
+			any_to_prepare = true;
 	}
 
-	/*
-	 * Phase one, cancellable: every tserver does the slow part of its commit
-	 * (merging, writing files) and publishes nothing.  A failure or a cancel
-	 * here aborts the transaction and every session with it.
-	 */
+	hash_seq_init(&scan, tcopy_connections);
+	while ((conn = hash_seq_search(&scan)) != NULL)
+	{
+		if (conn->in_session && (conn->null_transport || !conn->sent_any))
+			tcopy_end_unused_session(conn);
+	}
+	if (!any_to_prepare)
+		return;
+
+	/* found before anything is prepared */
+	records_relid = tcopy_records_relid(false);
+	fxid = GetTopFullTransactionId();
+
 	hash_seq_init(&scan, tcopy_connections);
 	while ((conn = hash_seq_search(&scan)) != NULL)
 	{
 		int			rc;
-
-		if (!conn->in_session || conn->null_transport)
-			continue;
-		conn->busy = true;
-		rc = tc_client_prepare(conn->client, conn->rows_sent);
-		conn->busy = false;
-		if (rc < 0)
-			tcopy_connection_fail(conn, "could not prepare the write session for commit");
-	}
-
-	/*
-	 * Phase two, not cancellable: publishing is quick and atomic on each
-	 * tserver.  A cancel now would roll back the Postgres transaction after
-	 * a tserver had published, so interrupts are held; a tserver that does
-	 * not answer within the cleanup deadline leaves the outcome unknown.
-	 */
-	HOLD_INTERRUPTS();
-	tcopy_set_wait_deadline(TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-														 TCOPY_CLEANUP_TIMEOUT_MS));
-	hash_seq_init(&scan, tcopy_connections);
-	while ((conn = hash_seq_search(&scan)) != NULL)
-	{
-		int			rc;
-		char	   *message;
 
 		if (!conn->in_session)
 			continue;
-		if (conn->null_transport)
-		{
-			conn->in_session = false;
-			continue;
-		}
+		tcopy_gid_make(conn->gid, sizeof(conn->gid), fxid,
+					   conn->key.serverid, conn->key.userid);
 		conn->busy = true;
-		rc = tc_client_commit(conn->client, conn->rows_sent, NULL);
+		rc = tc_client_prepare(conn->client, conn->rows_sent, conn->gid);
 		conn->busy = false;
-		if (rc == 0)
+		if (rc < 0)
 		{
-			conn->in_session = false;
-			committed_any = true;
-			continue;
+			hash_seq_term(&scan);
+			tcopy_connection_fail(conn, "could not prepare the write session");
 		}
-		message = pstrdup(tc_client_error(conn->client));
-		tcopy_connection_close(conn);
-		hash_seq_term(&scan);
-		tcopy_set_wait_deadline(0);
-		RESUME_INTERRUPTS();
-		ereport(ERROR,
-				(errcode(ERRCODE_TRANSACTION_RESOLUTION_UNKNOWN),
-				 errmsg("could not learn whether tserver at \"%s\" committed the write session",
-						conn->address),
-				 errdetail_internal("%s", message),
-				 committed_any ?
-				 errhint("Rows written through other tcopy servers in this transaction are committed.") : 0));
+		conn->prepared = true;
 	}
-	tcopy_set_wait_deadline(0);
-	RESUME_INTERRUPTS();
+
+	records = table_open(records_relid, RowExclusiveLock);
+	hash_seq_init(&scan, tcopy_connections);
+	while ((conn = hash_seq_search(&scan)) != NULL)
+	{
+		if (conn->prepared)
+			tcopy_records_insert(records, conn->gid, conn->key.serverid,
+								 conn->key.userid, fxid);
+	}
+	table_close(records, NoLock);
+
+	tcopy_test_pause(TCOPY_PAUSE_AFTER_PREPARE, true);
 }
 
 /*
- * Pre-prepare: a session cannot outlive the backend's transaction, so a
- * transaction that wrote cannot be prepared.  Sessions that sent nothing
- * are just ended.
+ * Publish (commit) or discard conn's prepared session, waiting at most
+ * TCOPY_RESOLVE_TIMEOUT_MS.  Runs after the transaction's outcome is
+ * decided, so it must not raise an ERROR: a session it cannot resolve is
+ * warned about (a discard in the server log only) and stays prepared, for
+ * recovery.
  */
 static void
-tcopy_prepare_sessions(void)
+tcopy_resolve_session(TcopyConnection *conn, bool commit)
+{
+	Tcopy__ResolveOutcome outcome = TCOPY__RESOLVE_OUTCOME__RESOLVE_NONE;
+	const char *reason;
+	int			rc = -1;
+
+	conn->prepared = false;
+	conn->in_session = false;
+	if (conn->client != NULL && !conn->busy)
+	{
+		tcopy_set_wait_deadline(TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+															 TCOPY_RESOLVE_TIMEOUT_MS));
+		conn->busy = true;
+		rc = tc_client_resolve(conn->client, conn->gid, commit, &outcome, NULL);
+		conn->busy = false;
+		tcopy_set_wait_deadline(0);
+	}
+	/* NOT_FOUND: resolved already, by recovery after a tserver restart */
+	if (rc == 0 && outcome != TCOPY__RESOLVE_OUTCOME__RESOLVE_BUSY)
+		return;
+
+	if (rc == 0)
+		reason = "another connection holds the session";
+	else if (conn->client == NULL || conn->busy)
+		reason = "the connection was lost";
+	else
+		reason = pstrdup(tc_client_error(conn->client));
+	if (rc < 0)
+		tcopy_connection_close(conn);
+	if (commit)
+		ereport(WARNING,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("could not publish the write session on tserver at \"%s\": %s",
+						conn->address, reason),
+				 errdetail("The transaction is committed; its session stays prepared under global id \"%s\", and recovery will publish it.",
+						   conn->gid)));
+	else
+
+		/*
+		 * In the server log only: the client has the ERROR that aborted the
+		 * transaction, and a message sent after it can reach psql's screen
+		 * first.
+		 */
+		ereport(LOG_SERVER_ONLY,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("could not discard the write session on tserver at \"%s\": %s",
+						conn->address, reason),
+				 errdetail("Its session stays prepared under global id \"%s\", and recovery will discard it.",
+						   conn->gid)));
+}
+
+/*
+ * Commit, after Postgres' commit record: the second phase, publishing
+ * every prepared session.  Interrupts are held (CommitTransaction holds
+ * them), and nothing here may raise an ERROR, which would PANIC.
+ */
+static void
+tcopy_publish_sessions(void)
 {
 	HASH_SEQ_STATUS scan;
 	TcopyConnection *conn;
+	bool		any_prepared = false;
+
+	hash_seq_init(&scan, tcopy_connections);
+	while ((conn = hash_seq_search(&scan)) != NULL)
+		any_prepared |= conn->prepared;
+	if (!any_prepared)
+		return;
+
+	tcopy_test_pause(TCOPY_PAUSE_BEFORE_PUBLISH, false);
+
+	/*
+	 * With synchronous_commit off the commit record may not be on disk yet:
+	 * a crash would then lose the decision after the tservers published.
+	 */
+	XLogFlush(XactLastCommitEnd);
 
 	hash_seq_init(&scan, tcopy_connections);
 	while ((conn = hash_seq_search(&scan)) != NULL)
 	{
-		if (conn->in_session && (conn->sent_any || conn->session_lost))
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot PREPARE a transaction that has written to a tcopy foreign table")));
-	}
-
-	hash_seq_init(&scan, tcopy_connections);
-	while ((conn = hash_seq_search(&scan)) != NULL)
-	{
-		int			rc;
-
-		if (!conn->in_session || conn->null_transport)
-			continue;
-		conn->busy = true;
-		rc = tc_client_abort(conn->client);
-		conn->busy = false;
-		if (rc < 0)
-			tcopy_connection_close(conn);
-		conn->in_session = false;
+		if (conn->prepared)
+			tcopy_resolve_session(conn, true);
 	}
 }
 
 /*
- * Abort: close every connection with an open session (or in an unknown
- * state).  The tserver discards a session when its connection closes, so
- * nothing needs an answer: an unresponsive tserver cannot hold up a
- * rollback.  Runs with interrupts held, and must not raise an ERROR.
+ * Pre-prepare (PREPARE TRANSACTION): a session is tied to this backend's
+ * connection, so a transaction that wrote cannot be prepared.  Sessions
+ * that sent nothing are just ended.
+ */
+static void
+tcopy_refuse_prepare_transaction(void)
+{
+	HASH_SEQ_STATUS scan;
+	TcopyConnection *conn;
+	bool		wrote = tcopy_xact_drops_pending();
+
+	if (tcopy_connections != NULL)
+	{
+		hash_seq_init(&scan, tcopy_connections);
+		while ((conn = hash_seq_search(&scan)) != NULL)
+			wrote |= conn->in_session && (conn->sent_any || conn->session_lost);
+	}
+	if (wrote)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot PREPARE a transaction that has written to a tcopy foreign table"),
+				 errdetail("Its rows, TRUNCATEs and DROPs of tcopy tables are in a tserver write session "
+						   "tied to this backend's connection, which cannot be handed over to "
+						   "the backend that runs COMMIT PREPARED.")));
+	if (tcopy_connections == NULL)
+		return;
+
+	hash_seq_init(&scan, tcopy_connections);
+	while ((conn = hash_seq_search(&scan)) != NULL)
+	{
+		if (conn->in_session)
+			tcopy_end_unused_session(conn);
+	}
+}
+
+/*
+ * Abort: discard the prepared sessions (bounded, warned about when it
+ * fails, like the publish), and close every other connection with an open
+ * session, or caught in the middle of a call: the tserver discards a
+ * session that is not prepared when its connection closes, so that needs
+ * no answer, and an unresponsive tserver cannot hold up a rollback.  Runs
+ * with interrupts held, and must not raise an ERROR.
  */
 static void
 tcopy_abort_sessions(void)
@@ -342,7 +547,9 @@ tcopy_abort_sessions(void)
 	hash_seq_init(&scan, tcopy_connections);
 	while ((conn = hash_seq_search(&scan)) != NULL)
 	{
-		if (conn->busy || (conn->in_session && conn->client != NULL))
+		if (conn->prepared)
+			tcopy_resolve_session(conn, false);
+		else if (conn->busy || (conn->in_session && conn->client != NULL))
 			tcopy_connection_close(conn);
 	}
 }
@@ -354,6 +561,9 @@ tcopy_end_xact(void)
 	HASH_SEQ_STATUS scan;
 	TcopyConnection *conn;
 
+	tcopy_xact_drops_reset();	/* its memory goes with the transaction */
+	if (tcopy_connections == NULL)
+		return;
 	hash_seq_init(&scan, tcopy_connections);
 	while ((conn = hash_seq_search(&scan)) != NULL)
 	{
@@ -364,51 +574,44 @@ tcopy_end_xact(void)
 		conn->sent_any = false;
 		conn->session_lost = false;
 		conn->subxact_lost = false;
+		conn->prepared = false;
+		conn->gid[0] = '\0';
 		conn->write_level = 0;
 		list_free(conn->written_relids);
 		conn->written_relids = NIL;
+		list_free(conn->op_relids);
+		conn->op_relids = NIL;
 	}
+	tcopy_set_wait_deadline(0);
 }
 
 static void
 tcopy_xact_callback(XactEvent event, void *arg)
 {
-	if (tcopy_connections != NULL)
-	{
-		switch (event)
-		{
-			case XACT_EVENT_PARALLEL_PRE_COMMIT:
-			case XACT_EVENT_PRE_COMMIT:
-				tcopy_commit_sessions();
-				return;
-			case XACT_EVENT_PRE_PREPARE:
-				tcopy_prepare_sessions();
-				return;
-			case XACT_EVENT_PARALLEL_ABORT:
-			case XACT_EVENT_ABORT:
-				tcopy_abort_sessions();
-				tcopy_end_xact();
-				break;
-			case XACT_EVENT_PARALLEL_COMMIT:
-			case XACT_EVENT_COMMIT:
-			case XACT_EVENT_PREPARE:
-				tcopy_end_xact();
-				break;
-		}
-	}
-
 	switch (event)
 	{
+		case XACT_EVENT_PARALLEL_PRE_COMMIT:
+		case XACT_EVENT_PRE_COMMIT:
+			tcopy_prepare_sessions_for_commit();
+			return;
+		case XACT_EVENT_PRE_PREPARE:
+			tcopy_refuse_prepare_transaction();
+			return;
 		case XACT_EVENT_PARALLEL_ABORT:
 		case XACT_EVENT_ABORT:
+			if (tcopy_connections != NULL)
+				tcopy_abort_sessions();
+			break;
 		case XACT_EVENT_PARALLEL_COMMIT:
 		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_PREPARE:
-			tcopy_close_scan_clients(0);
+			if (tcopy_connections != NULL)
+				tcopy_publish_sessions();
 			break;
-		default:
+		case XACT_EVENT_PREPARE:
 			break;
 	}
+	tcopy_end_xact();
+	tcopy_close_scan_clients(0);
 }
 
 /*
@@ -443,6 +646,8 @@ tcopy_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 				conn->write_level = level - 1;
 		}
 	}
+
+	tcopy_xact_drops_at_subxact_end(level, event == SUBXACT_EVENT_ABORT_SUB);
 
 	if (event == SUBXACT_EVENT_ABORT_SUB)
 		tcopy_close_scan_clients(level);

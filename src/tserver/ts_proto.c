@@ -7,7 +7,10 @@
  * HELLO, then serves requests one at a time in the order they come.  There
  * are three phases: awaiting HELLO, ready, and in a write session; each
  * frame type is allowed in some of them, and anything else (including the
- * types only a server sends) is a protocol error.
+ * types only a server sends) is a protocol error.  A PREPARE ends the
+ * session as a COMMIT does, but leaves the connection owning the prepared
+ * session (in the store's registry) until it resolves it or ends: it may
+ * not BEGIN before.
  *
  * Nothing a client sends is trusted.  A frame's header is checked against
  * the size limit before a byte of its payload is read (by the caller, with
@@ -46,6 +49,7 @@
 #define PROTO_HELLO_MAX (64 * 1024) /* largest frame before the handshake */
 #define PROTO_DECODE_FACTOR 16	/* unpacked bytes per byte of frame limit */
 #define PROTO_DECODE_SLACK (16 * 1024 * 1024)
+#define PROTO_GID_LOG_MAX 64	/* bytes of a gid in an error message */
 
 static const char *const proto_phase_names[] = {
 	"awaiting hello", "ready", "in write session"
@@ -98,7 +102,7 @@ ts_proto_check_header(const TsProto *proto, const uint8_t *header,
 			((uint32_t) header[2] << 8) | (uint32_t) header[3];
 
 		if (header[4] > TCOPY__FRAME_TYPE__FRAME_NONE &&
-			header[4] <= TCOPY__FRAME_TYPE__FRAME_ERROR && claimed > max)
+			header[4] <= TC_FRAME_TYPE_LAST && claimed > max)
 			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_TOO_LARGE,
 						 "%s frame of %" PRIu32 " bytes exceeds the limit of %" PRIu32 " bytes%s",
 						 tc_frame_type_name((Tcopy__FrameType) header[4]), claimed, max,
@@ -346,6 +350,7 @@ proto_on_begin(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *er
 {
 	Tcopy__BeginOk reply = TCOPY__BEGIN_OK__INIT;
 	uint64_t	session_id = 0;
+	char		gid[PROTO_GID_LOG_MAX];
 
 	if (proto->phase != TS_PROTO_READY)
 		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_BEGIN,
@@ -353,6 +358,13 @@ proto_on_begin(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *er
 								"a write session is already open" : NULL, err);
 	if (proto_unpack(proto, &tcopy__begin__descriptor, payload, len, err) == NULL)
 		return -1;
+	if (ts_store_prepared_owned(proto->shared->store, proto->id, gid, sizeof(gid)))
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "unexpected BEGIN frame: this connection's session prepared under \"%s\" "
+					 "must be resolved first", gid);
+		return -1;
+	}
 	proto->session = ts_session_begin(proto->shared->store, &session_id, err);
 	if (proto->session == NULL)
 		return -1;
@@ -400,16 +412,40 @@ proto_on_write(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *er
 }
 
 /*
- * COMMIT: check that the client and we agree on what was sent, publish the
- * session; answer COMMIT_OK.
+ * COMMIT and PREPARE name the last batch and the rows sent: they must be
+ * what the session received, so that a batch lost in between cannot go
+ * unnoticed.  0, or -1 with err.
  */
+static int
+proto_check_sent(TsProto *proto, const char *what, uint64_t last_seq, uint64_t rows,
+				 TsError *err)
+{
+	uint64_t	staged = ts_session_rows(proto->session);
+
+	if (last_seq != proto->last_seq)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "%s names last seq %" PRIu64 ", but the last write batch received was seq %" PRIu64,
+					 what, last_seq, proto->last_seq);
+		return -1;
+	}
+	if (rows != staged)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "%s names %" PRIu64 " rows, but the session received %" PRIu64,
+					 what, rows, staged);
+		return -1;
+	}
+	return 0;
+}
+
+/* COMMIT: publish the session in one step; answer COMMIT_OK. */
 static int
 proto_on_commit(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
 {
 	Tcopy__Commit *commit;
 	Tcopy__CommitOk reply = TCOPY__COMMIT_OK__INIT;
 	TsSession  *session;
-	uint64_t	staged;
 	uint64_t	rows = 0;
 
 	if (proto->phase != TS_PROTO_IN_SESSION)
@@ -417,37 +453,9 @@ proto_on_commit(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *e
 								proto->phase == TS_PROTO_READY ? "no write session is open" : NULL,
 								err);
 	commit = proto_unpack(proto, &tcopy__commit__descriptor, payload, len, err);
-	if (commit == NULL)
+	if (commit == NULL ||
+		proto_check_sent(proto, "commit", commit->last_seq, commit->rows, err) != 0)
 		return -1;
-	/* a prepared session was checked when it was prepared */
-	if (ts_session_is_prepared(proto->session))
-		goto checked;
-	if (commit->last_seq != proto->last_seq)
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
-					 "commit names last seq %" PRIu64 ", but the last write batch received was seq %" PRIu64,
-					 (uint64_t) commit->last_seq, proto->last_seq);
-		return -1;
-	}
-	staged = ts_session_rows(proto->session);
-	if (commit->rows != staged)
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
-					 "commit names %" PRIu64 " rows, but the session received %" PRIu64,
-					 (uint64_t) commit->rows, staged);
-		return -1;
-	}
-
-checked:
-	if (commit->prepare)
-	{
-		/* the slow part only: the session stays, and takes only COMMIT or ABORT */
-		if (ts_session_prepare(proto->session, err) != 0)
-			return -1;
-		reply.rows = ts_session_rows(proto->session);
-		reply.prepared = true;
-		return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_COMMIT_OK, &reply.base, err);
-	}
 
 	/* commit frees the session, also when it fails */
 	session = proto->session;
@@ -459,6 +467,79 @@ checked:
 		   proto->id, rows);
 	reply.rows = rows;
 	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_COMMIT_OK, &reply.base, err);
+}
+
+/*
+ * PREPARE: do everything of the commit but publishing, record the session
+ * durably under the client's gid, and go back to ready, owning the
+ * prepared session; answer PREPARE_OK.
+ */
+static int
+proto_on_prepare(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
+{
+	Tcopy__Prepare *prepare;
+	Tcopy__PrepareOk reply = TCOPY__PREPARE_OK__INIT;
+	TsSession  *session;
+	uint64_t	rows = 0;
+
+	if (proto->phase != TS_PROTO_IN_SESSION)
+		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_PREPARE,
+								proto->phase == TS_PROTO_READY ? "no write session is open" : NULL,
+								err);
+	prepare = proto_unpack(proto, &tcopy__prepare__descriptor, payload, len, err);
+	if (prepare == NULL ||
+		proto_check_sent(proto, "prepare", prepare->last_seq, prepare->rows, err) != 0)
+		return -1;
+
+	/* prepare frees the session, also when it fails */
+	session = proto->session;
+	proto->session = NULL;
+	proto->phase = TS_PROTO_READY;
+	if (ts_session_prepare_gid(session, prepare->gid, proto->id, &rows, err) != 0)
+		return -1;
+	reply.rows = rows;
+	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_PREPARE_OK, &reply.base, err);
+}
+
+/*
+ * RESOLVE: publish or discard a prepared session, this connection's own or
+ * an orphaned one; answer RESOLVE_OK with the outcome.
+ */
+static int
+proto_on_resolve(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
+{
+	Tcopy__Resolve *request;
+	Tcopy__ResolveOk reply = TCOPY__RESOLVE_OK__INIT;
+	Tcopy__ResolveOutcome outcome = TCOPY__RESOLVE_OUTCOME__RESOLVE_NONE;
+	uint64_t	rows = 0;
+
+	if (proto->phase == TS_PROTO_AWAIT_HELLO)
+		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_RESOLVE, NULL, err);
+	request = proto_unpack(proto, &tcopy__resolve__descriptor, payload, len, err);
+	if (request == NULL ||
+		ts_store_resolve(proto->shared->store, request->gid, request->commit, proto->id,
+						 &outcome, &rows, err) != 0)
+		return -1;
+	reply.outcome = outcome;
+	reply.rows = rows;
+	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_RESOLVE_OK, &reply.base, err);
+}
+
+/* LIST_PREPARED: answer PREPARED_LIST. */
+static int
+proto_on_list_prepared(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
+{
+	Tcopy__ListPrepared *request;
+	Tcopy__PreparedList reply = TCOPY__PREPARED_LIST__INIT;
+
+	if (proto->phase == TS_PROTO_AWAIT_HELLO)
+		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_LIST_PREPARED, NULL, err);
+	request = proto_unpack(proto, &tcopy__list_prepared__descriptor, payload, len, err);
+	if (request == NULL ||
+		ts_store_list_prepared(proto->shared->store, request->gid_prefix, &proto->frame_arena,
+							   &reply, err) != 0)
+		return -1;
+	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_PREPARED_LIST, &reply.base, err);
 }
 
 /* ABORT: discard the session; answer ABORT_OK. */
@@ -517,20 +598,25 @@ proto_on_scan(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err
 	return 0;
 }
 
-/* TABLE_OP: truncate or drop a table, outside any session; answer TABLE_OP_OK. */
+/*
+ * TABLE_OP: truncate or drop a table at once, outside any session, or with
+ * in_session as part of the open session; answer TABLE_OP_OK.
+ */
 static int
 proto_on_table_op(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
 {
 	Tcopy__TableOp *request;
 	Tcopy__TableOpOk reply = TCOPY__TABLE_OP_OK__INIT;
 
-	if (proto->phase != TS_PROTO_READY)
-		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_TABLE_OP,
-								proto->phase == TS_PROTO_IN_SESSION ?
-								"not allowed while a write session is open" : NULL, err);
+	if (proto->phase == TS_PROTO_AWAIT_HELLO)
+		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_TABLE_OP, NULL, err);
 	request = proto_unpack(proto, &tcopy__table_op__descriptor, payload, len, err);
 	if (request == NULL)
 		return -1;
+	if (request->in_session != (proto->phase == TS_PROTO_IN_SESSION))
+		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_TABLE_OP,
+								request->in_session ? "in_session, but no write session is open" :
+								"not in_session, but a write session is open", err);
 	if (request->op != TCOPY__TABLE_OP_KIND__TABLE_OP_TRUNCATE &&
 		request->op != TCOPY__TABLE_OP_KIND__TABLE_OP_DROP)
 	{
@@ -538,7 +624,12 @@ proto_on_table_op(TsProto *proto, const uint8_t *payload, uint32_t len, TsError 
 					 "unknown table operation %d", (int) request->op);
 		return -1;
 	}
-	if (ts_store_table_op(proto->shared->store, request->op, request->table_id, err) != 0)
+	if (request->in_session)
+	{
+		if (ts_session_table_op(proto->session, request->op, request->table_id, err) != 0)
+			return -1;
+	}
+	else if (ts_store_table_op(proto->shared->store, request->op, request->table_id, err) != 0)
 		return -1;
 	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_TABLE_OP_OK, &reply.base, err);
 }
@@ -628,6 +719,12 @@ proto_dispatch(TsProto *proto, Tcopy__FrameType type, const uint8_t *payload,
 			return proto_on_table_op(proto, payload, len, err);
 		case TCOPY__FRAME_TYPE__FRAME_STATS_REQUEST:
 			return proto_on_stats_request(proto, payload, len, err);
+		case TCOPY__FRAME_TYPE__FRAME_PREPARE:
+			return proto_on_prepare(proto, payload, len, err);
+		case TCOPY__FRAME_TYPE__FRAME_RESOLVE:
+			return proto_on_resolve(proto, payload, len, err);
+		case TCOPY__FRAME_TYPE__FRAME_LIST_PREPARED:
+			return proto_on_list_prepared(proto, payload, len, err);
 		default:
 			break;
 	}
@@ -690,6 +787,9 @@ ts_proto_release(TsProto *proto)
 		ts_log(TS_LOG_INFO, "connection %" PRIu64 " closed with an open session: aborted",
 			   proto->id);
 	}
+	/* a prepared session outlives its connection, orphaned */
+	if (proto->phase != TS_PROTO_AWAIT_HELLO)
+		ts_store_prepared_detach(proto->shared->store, proto->id);
 	proto->phase = TS_PROTO_AWAIT_HELLO;
 	tc_buf_free(&proto->out);
 	tc_arena_free(&proto->frame_arena);

@@ -52,7 +52,15 @@
  *     checks it), which is exactly that precedence, and one ingestion is
  *     atomic;
  *   - a session that reaches RUN_FAN_IN runs merges them into one, so that
- *     no merge opens more files (or read buffers) than that.
+ *     no merge opens more files (or read buffers) than that;
+ *   - a session may also stage TRUNCATEs and DROPs of tables, applied when
+ *     it is published: truncates before its rows (a DeleteRange at the
+ *     head of the WriteBatch, or a step of their own before the
+ *     ingestion), drops after them (ts_publish.c);
+ *   - prepared under a global id (ts_prepared.c), a session is written out
+ *     as for a commit and recorded durably instead of published: a
+ *     never-spilled session's WriteBatch in the record itself, a spilled
+ *     session's SST files in its staging directory, which stays.
  *
  * Staging files are never synced: they are worthless after a crash, and
  * ts_store_open removes them.  SstFileWriter syncs the files it finishes
@@ -120,24 +128,19 @@ ts_session_rows(const TsSession *session)
 	return session->rows;
 }
 
-bool
-ts_session_is_prepared(const TsSession *session)
-{
-	return session->prepared;
-}
-
 /*
  * Free the session and everything it staged: wait for its spill, remove its
- * staging directory, and give back its share of the store's counts.
+ * staging directory (unless it was prepared: keep_dir), and give back its
+ * share of the store's counts.
  */
-static void
-session_free(TsSession *session)
+void
+ts_session_free(TsSession *session, bool aborted)
 {
 	TsStore    *store = session->store;
 	TsError		ignored;
 
 	(void) ts_spill_wait(session, &ignored);
-	if (session->dir_made && ts_remove_tree(session->dir) != 0)
+	if (session->dir_made && !session->keep_dir && ts_remove_tree(session->dir) != 0)
 		ts_log(TS_LOG_WARNING, "could not remove staging directory \"%s\": %s",
 			   session->dir, strerror(errno));
 	tc_buf_free(&session->staged);
@@ -145,6 +148,8 @@ session_free(TsSession *session)
 	ts_session_account(session);
 	atomic_fetch_sub(&store->spilled_bytes, session->spilled_bytes);
 	atomic_fetch_sub(&store->sessions_open, 1);
+	if (aborted)
+		atomic_fetch_add(&store->sessions_aborted, 1);
 	if (session->sst != NULL)
 	{
 		ts_sst_sink_free(session->sst);
@@ -156,7 +161,19 @@ session_free(TsSession *session)
 	free(session->offsets);
 	free(session->spill.offsets);
 	free(session->tables);
+	free(session->truncates);
+	free(session->drops);
 	free(session);
+}
+
+/* Is id one of ids[n]? */
+static bool
+ids_contain(const uint32_t *ids, size_t n, uint32_t id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ids[i] == id)
+			return true;
+	return false;
 }
 
 /* Remember that the session wrote to table_id. */
@@ -200,6 +217,12 @@ ts_session_write(TsSession *session, const Tcopy__WriteBatch *batch, TsError *er
 	table = ts_store_table(store, batch->table_id, err);
 	if (table == NULL)
 		return -1;
+	if (session->ndrops > 0 && ids_contain(session->drops, session->ndrops, table->id))
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "write batch for table \"%s\" after the session dropped it", table->name);
+		return -1;
+	}
 	/* a table's layout is immutable and outlives a drop: no lock needed */
 	layout = &table->layout;
 
@@ -310,17 +333,88 @@ oom:
 	return -1;
 }
 
-/* Publish the staged buffer as one synced WriteBatch. */
-static int
-commit_write_batch(TsSession *session, TsError *err)
+int
+ts_session_table_op(TsSession *session, Tcopy__TableOpKind op, uint32_t table_id,
+					TsError *err)
+{
+	TsTable    *table;
+	uint32_t  **ids;
+	size_t	   *n;
+	uint32_t   *grown;
+
+	if (session->prepared)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "table operation after the session was prepared");
+		return -1;
+	}
+	if (op != TCOPY__TABLE_OP_KIND__TABLE_OP_TRUNCATE &&
+		op != TCOPY__TABLE_OP_KIND__TABLE_OP_DROP)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL, "unknown table operation %d", (int) op);
+		return -1;
+	}
+	table = ts_store_table(session->store, table_id, err);
+	if (table == NULL)
+		return -1;
+	if (op == TCOPY__TABLE_OP_KIND__TABLE_OP_TRUNCATE)
+	{
+		if (ids_contain(session->drops, session->ndrops, table_id))
+		{
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+						 "TRUNCATE of table \"%s\" after the session dropped it", table->name);
+			return -1;
+		}
+		/* a staged truncate is applied before all of the session's rows */
+		if (ids_contain(session->tables, session->ntables, table_id))
+		{
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+						 "TRUNCATE of table \"%s\" after the session wrote to it: "
+						 "a session's TRUNCATE applies before its rows", table->name);
+			return -1;
+		}
+		ids = &session->truncates;
+		n = &session->ntruncates;
+	}
+	else
+	{
+		ids = &session->drops;
+		n = &session->ndrops;
+	}
+	if (ids_contain(*ids, *n, table_id))
+		return 0;
+	grown = realloc(*ids, (*n + 1) * sizeof(uint32_t));
+	if (grown == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		return -1;
+	}
+	grown[(*n)++] = table_id;
+	*ids = grown;
+	ts_log(TS_LOG_DEBUG, "session %llu: %s of table \"%s\" (id %u) staged",
+		   (unsigned long long) session->id,
+		   op == TCOPY__TABLE_OP_KIND__TABLE_OP_DROP ? "drop" : "truncate",
+		   table->name, table_id);
+	return 0;
+}
+
+rocksdb_writebatch_t *
+ts_session_build_batch(TsSession *session)
 {
 	TsStore    *store = session->store;
-	rocksdb_writebatch_t *wb;
-	char	   *errptr = NULL;
+	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
 
-	if (ts_store_check_space(store, session->staged.len, err) != 0)
-		return -1;
-	wb = rocksdb_writebatch_create();
+	for (size_t i = 0; i < session->ntruncates; i++)
+	{
+		uint8_t		begin[TS_TABLE_ID_SIZE],
+					end[TS_TABLE_ID_SIZE];
+
+		ts_put_be32(begin, session->truncates[i]);
+		ts_put_be32(end, session->truncates[i] + 1);
+		rocksdb_writebatch_delete_range_cf(wb, store->cf_data,
+										   (const char *) begin, sizeof(begin),
+										   (const char *) end, sizeof(end));
+	}
 	for (size_t i = 0; i < session->noffsets; i++)
 	{
 		const uint8_t *rec = session->staged.data + session->offsets[i];
@@ -331,40 +425,7 @@ commit_write_batch(TsSession *session, TsError *err)
 								  (const char *) ts_record_value(rec, keylen),
 								  ts_record_valuelen(rec));
 	}
-	rocksdb_write(store->db, store->write_sync, wb, &errptr);
-	rocksdb_writebatch_destroy(wb);
-	if (errptr != NULL)
-	{
-		ts_error_rocksdb(err, "could not commit the session", errptr);
-		return -1;
-	}
-	return 0;
-}
-
-/* Publish the SST files of a merged session in one ingestion. */
-static int
-commit_ingest(TsSession *session, char **files, size_t nfiles, TsError *err)
-{
-	TsStore    *store = session->store;
-	rocksdb_ingestexternalfileoptions_t *options;
-	char	   *errptr = NULL;
-
-	if (nfiles == 0)
-		return 0;
-	options = rocksdb_ingestexternalfileoptions_create();
-	rocksdb_ingestexternalfileoptions_set_move_files(options, 1);
-	rocksdb_ingestexternalfileoptions_set_allow_global_seqno(options, 1);
-	rocksdb_ingestexternalfileoptions_set_allow_blocking_flush(options, 1);
-	rocksdb_ingest_external_file_cf(store->db, store->cf_data,
-									(const char *const *) files, nfiles,
-									options, &errptr);
-	rocksdb_ingestexternalfileoptions_destroy(options);
-	if (errptr != NULL)
-	{
-		ts_error_rocksdb(err, "could not ingest the session's files", errptr);
-		return -1;
-	}
-	return 0;
+	return wb;
 }
 
 int
@@ -413,6 +474,7 @@ int
 ts_session_commit(TsSession *session, uint64_t *rows, TsError *err)
 {
 	TsStore    *store = session->store;
+	TsPublish	pub;
 	int			result;
 	double		start_ms,
 				prepared_ms;
@@ -422,32 +484,35 @@ ts_session_commit(TsSession *session, uint64_t *rows, TsError *err)
 
 	/*
 	 * The slow part of a spilled session (the last spill, the merge into
-	 * SST files) runs before taking the tables lock, so that creating,
-	 * truncating or dropping tables does not wait for it.
+	 * SST files) runs before publishing takes the tables lock, so that
+	 * creating, truncating or dropping tables does not wait for it.
 	 */
 	result = ts_session_prepare(session, err);
 	prepared_ms = monotonic_ms();
 
-	/* shared: tables cannot be dropped or truncated while we publish */
-	pthread_rwlock_rdlock(&store->tables_lock);
-	for (size_t i = 0; result == 0 && i < session->ntables; i++)
+	memset(&pub, 0, sizeof(pub));
+	pub.rows = session->rows;
+	pub.tables = session->tables;
+	pub.ntables = session->ntables;
+	pub.drops = session->drops;
+	pub.ndrops = session->ndrops;
+	if (result == 0 && session->sst == NULL)
 	{
-		if (ts_store_table_locked(store, session->tables[i], NULL) == NULL)
-		{
-			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_UNKNOWN_TABLE,
-						 "table with id %u was dropped while the session wrote to it",
-						 session->tables[i]);
-			result = -1;
-		}
+		/* nothing at all to write: no batch */
+		if (session->rows > 0 || session->ntruncates > 0 || session->ndrops > 0)
+			pub.batch = ts_session_build_batch(session);
 	}
-	if (result == 0 && session->rows > 0)
+	else if (result == 0)
 	{
-		if (session->sst == NULL)
-			result = commit_write_batch(session, err);
-		else
-			result = commit_ingest(session, session->sst->files, session->sst->nfiles, err);
+		pub.files = session->sst->files;
+		pub.nfiles = session->sst->nfiles;
+		pub.truncates = session->truncates;
+		pub.ntruncates = session->ntruncates;
 	}
-	pthread_rwlock_unlock(&store->tables_lock);
+	if (result == 0)
+		result = ts_publish(store, &pub, err);
+	if (pub.batch != NULL)
+		rocksdb_writebatch_destroy(pub.batch);
 
 	if (result == 0)
 	{
@@ -458,15 +523,12 @@ ts_session_commit(TsSession *session, uint64_t *rows, TsError *err)
 			   (unsigned long long) session->id, (unsigned long long) session->rows,
 			   session->nruns, prepared_ms - start_ms, monotonic_ms() - prepared_ms);
 	}
-	else
-		atomic_fetch_add(&store->sessions_aborted, 1);
-	session_free(session);
+	ts_session_free(session, result != 0);
 	return result;
 }
 
 void
 ts_session_abort(TsSession *session)
 {
-	atomic_fetch_add(&session->store->sessions_aborted, 1);
-	session_free(session);
+	ts_session_free(session, true);
 }

@@ -3,14 +3,17 @@
  *		A write session's private structures, shared by its phases, and the
  *		functions they call in each other:
  *
- *		  ts_session.c   begin, the write path, prepare, commit (publishing),
- *		                 abort; the design of it all is described there
+ *		  ts_session.c   begin, the write path, table operations, prepare,
+ *		                 commit, abort; the design of it all is described
+ *		                 there
+ *		  ts_prepared.c  prepare under a global id: the durable record
  *		  ts_spill.c     spills of the staging buffer, in the background
  *		  ts_sst_sink.c  the SST files a session writes and ingests
  *		  ts_merge.c     the runs: keeping, compacting and merging them
  *
- *		Calls go one way: ts_session.c calls the other three, ts_spill.c
- *		calls ts_sst_sink.c and ts_merge.c, ts_merge.c calls ts_sst_sink.c.
+ *		Calls go one way: ts_prepared.c calls ts_session.c, ts_session.c
+ *		calls the other three, ts_spill.c calls ts_sst_sink.c and
+ *		ts_merge.c, ts_merge.c calls ts_sst_sink.c.
  *		What all of them need of the session itself is inline here.
  */
 #ifndef TS_SESSION_INT_H
@@ -83,7 +86,12 @@ struct TsSession
 	uint32_t   *tables;			/* ids of the tables written to */
 	size_t		ntables;
 	size_t		tables_cap;
+	uint32_t   *truncates;		/* staged TRUNCATEs: table ids, each once */
+	size_t		ntruncates;
+	uint32_t   *drops;			/* staged DROPs: table ids, each once */
+	size_t		ndrops;
 	bool		prepared;		/* ts_session_prepare done: only publish left */
+	bool		keep_dir;		/* prepared: the staging directory outlives it */
 	SstSink    *sst;			/* SST files to ingest, in precedence order */
 	SpillJob	spill;			/* runs, nruns, sst and spilled_bytes are its
 								 * own while it runs */
@@ -135,6 +143,21 @@ ts_session_run_path(const TsSession *session, uint32_t r, char *path, size_t siz
 {
 	snprintf(path, size, "%s/run-%06u", session->dir, r);
 }
+
+/* in ts_session.c */
+
+/*
+ * A WriteBatch of the staged records of a session that never spilled:
+ * a DeleteRange of each truncated table first, then the records in arrival
+ * order (the last put of a key wins).
+ */
+rocksdb_writebatch_t *ts_session_build_batch(TsSession *session);
+
+/*
+ * Free the session and everything it staged, its staging directory too
+ * unless session->keep_dir; counted as aborted when aborted.
+ */
+void		ts_session_free(TsSession *session, bool aborted);
 
 /* in ts_spill.c */
 int			ts_spill_start(TsSession *session, TsError *err);

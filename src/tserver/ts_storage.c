@@ -23,9 +23,7 @@
 #include "ts_key.h"
 #include "ts_log.h"
 
-#define META_TABLE_PREFIX "table:"
 #define META_NEXT_TABLE_ID "next_table_id"
-#define TS_MAX_TABLE_NAME 1024
 
 /*
  * Room kept free on the data directory's file system beyond what a write
@@ -243,7 +241,7 @@ store_load_tables(TsStore *store, TsError *err)
 	free(value);
 
 	it = rocksdb_create_iterator_cf(store->db, store->read_default, store->cf_meta);
-	for (rocksdb_iter_seek(it, META_TABLE_PREFIX, strlen(META_TABLE_PREFIX));
+	for (rocksdb_iter_seek(it, TS_META_TABLE_PREFIX, strlen(TS_META_TABLE_PREFIX));
 		 rocksdb_iter_valid(it); rocksdb_iter_next(it))
 	{
 		size_t		keylen,
@@ -251,9 +249,9 @@ store_load_tables(TsStore *store, TsError *err)
 		const char *key = rocksdb_iter_key(it, &keylen);
 		const char *val = rocksdb_iter_value(it, &vallen);
 		TsTable    *table;
-		size_t		plen = strlen(META_TABLE_PREFIX);
+		size_t		plen = strlen(TS_META_TABLE_PREFIX);
 
-		if (keylen < plen || memcmp(key, META_TABLE_PREFIX, plen) != 0)
+		if (keylen < plen || memcmp(key, TS_META_TABLE_PREFIX, plen) != 0)
 			break;
 		table = table_from_info(store, key + plen, keylen - plen,
 								(const uint8_t *) val, vallen, err);
@@ -299,6 +297,13 @@ ts_store_open(const char *dir, const TsStoreOptions *options, TsError *err)
 	if (store->opts.merge_threads > TS_MERGE_THREADS_MAX)
 		store->opts.merge_threads = TS_MERGE_THREADS_MAX;
 	pthread_rwlock_init(&store->tables_lock, NULL);
+	pthread_mutex_init(&store->prepared_lock, NULL);
+	if (getenv("TSERVER_TEST_CRASH_AT") != NULL && getenv("TSERVER_TEST_CRASH_AT")[0] != '\0')
+	{
+		store->crash_at = strdup(getenv("TSERVER_TEST_CRASH_AT"));
+		ts_log(TS_LOG_WARNING, "TSERVER_TEST_CRASH_AT=%s: the tserver kills itself at that point",
+			   getenv("TSERVER_TEST_CRASH_AT"));
+	}
 	store->dir = strdup(dir);
 	store->staging_dir = malloc(dirlen + sizeof("/staging"));
 	if (store->dir == NULL || store->staging_dir == NULL)
@@ -314,15 +319,11 @@ ts_store_open(const char *dir, const TsStoreOptions *options, TsError *err)
 		goto err;
 	}
 
-	/*
-	 * Whatever is staged belongs to sessions that died with the previous
-	 * process: none of it was committed, so none of it may survive.
-	 */
-	if (ts_remove_tree(store->staging_dir) != 0 ||
-		(mkdir(store->staging_dir, 0700) != 0 && errno != EEXIST))
+	/* emptied but for prepared sessions' directories once RocksDB is open */
+	if (mkdir(store->staging_dir, 0700) != 0 && errno != EEXIST)
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
-					 "could not reset staging directory \"%s\": %s",
+					 "could not create staging directory \"%s\": %s",
 					 store->staging_dir, strerror(errno));
 		goto err;
 	}
@@ -363,13 +364,16 @@ ts_store_open(const char *dir, const TsStoreOptions *options, TsError *err)
 	store->cf_meta = handles[1];
 	store->write_sync = rocksdb_writeoptions_create();
 	rocksdb_writeoptions_set_sync(store->write_sync, options->sync_commits);
+	store->write_nosync = rocksdb_writeoptions_create();
+	rocksdb_writeoptions_set_sync(store->write_nosync, 0);
 	store->read_default = rocksdb_readoptions_create();
 	atomic_store(&store->next_session_id, 1);
 
-	if (store_load_tables(store, err) != 0)
+	if (store_load_tables(store, err) != 0 || ts_prepared_load(store, err) != 0)
 		goto err;
-	ts_log(TS_LOG_INFO, "store open at \"%s\": %llu tables", dir,
-		   (unsigned long long) atomic_load(&store->tables_live));
+	ts_log(TS_LOG_INFO, "store open at \"%s\": %llu tables, %llu prepared sessions", dir,
+		   (unsigned long long) atomic_load(&store->tables_live),
+		   (unsigned long long) atomic_load(&store->sessions_prepared));
 	return store;
 
 err:
@@ -398,6 +402,8 @@ ts_store_close(TsStore *store)
 	free(store->tables);
 	if (store->write_sync)
 		rocksdb_writeoptions_destroy(store->write_sync);
+	if (store->write_nosync)
+		rocksdb_writeoptions_destroy(store->write_nosync);
 	if (store->read_default)
 		rocksdb_readoptions_destroy(store->read_default);
 	if (store->env_options)
@@ -408,7 +414,10 @@ ts_store_close(TsStore *store)
 		rocksdb_block_based_options_destroy(store->table_options);
 	if (store->block_cache)
 		rocksdb_cache_destroy(store->block_cache);
+	ts_prepared_free_all(store);
 	pthread_rwlock_destroy(&store->tables_lock);
+	pthread_mutex_destroy(&store->prepared_lock);
+	free(store->crash_at);
 	free(store->staging_dir);
 	free(store->dir);
 	free(store);
@@ -503,7 +512,7 @@ table_create_locked(TsStore *store, const char *name, const Tcopy__Schema *schem
 	uint8_t    *packed;
 	size_t		packedlen;
 	uint8_t		next_id[4];
-	char		key[sizeof(META_TABLE_PREFIX) + TS_MAX_TABLE_NAME];
+	char		key[sizeof(TS_META_TABLE_PREFIX) + TS_MAX_TABLE_NAME];
 	char	   *errptr = NULL;
 
 	if (store->next_table_id == UINT32_MAX)
@@ -537,7 +546,7 @@ table_create_locked(TsStore *store, const char *name, const Tcopy__Schema *schem
 		table_free(table);
 		return NULL;
 	}
-	snprintf(key, sizeof(key), "%s%s", META_TABLE_PREFIX, name);
+	snprintf(key, sizeof(key), "%s%s", TS_META_TABLE_PREFIX, name);
 	ts_put_be32(next_id, info.table_id + 1);
 	batch = rocksdb_writebatch_create();
 	rocksdb_writebatch_put_cf(batch, store->cf_meta, key, strlen(key),
@@ -657,9 +666,9 @@ ts_store_table_op(TsStore *store, Tcopy__TableOpKind op, uint32_t table_id,
 									   (const char *) end, sizeof(end));
 	if (op == TCOPY__TABLE_OP_KIND__TABLE_OP_DROP)
 	{
-		char		key[sizeof(META_TABLE_PREFIX) + TS_MAX_TABLE_NAME];
+		char		key[sizeof(TS_META_TABLE_PREFIX) + TS_MAX_TABLE_NAME];
 
-		snprintf(key, sizeof(key), "%s%s", META_TABLE_PREFIX, table->name);
+		snprintf(key, sizeof(key), "%s%s", TS_META_TABLE_PREFIX, table->name);
 		rocksdb_writebatch_delete_cf(batch, store->cf_meta, key, strlen(key));
 	}
 	rocksdb_write(store->db, store->write_sync, batch, &errptr);
@@ -689,6 +698,7 @@ ts_store_stats(TsStore *store, Tcopy__Stats *stats)
 	stats->sessions_open = atomic_load(&store->sessions_open);
 	stats->sessions_committed = atomic_load(&store->sessions_committed);
 	stats->sessions_aborted = atomic_load(&store->sessions_aborted);
+	stats->sessions_prepared = atomic_load(&store->sessions_prepared);
 	stats->rows_committed = atomic_load(&store->rows_committed);
 	stats->staged_bytes = atomic_load(&store->staged_bytes);
 	stats->spilled_bytes = atomic_load(&store->spilled_bytes);

@@ -15,6 +15,12 @@
  * IngestExternalFile call.  Nothing of a session is visible before that,
  * and abort, a dropped connection or a crash leaves nothing (staging
  * directories are removed at startup).
+ *
+ * Two-phase commit: a session prepared under a global id (gid) is written
+ * out and recorded durably in the meta family, and from then on it is
+ * published or discarded only by ts_store_resolve, on any connection,
+ * after any restart.  The store keeps a registry of the prepared sessions,
+ * each owned by the connection that prepared or claimed it, or orphaned.
  */
 #ifndef TS_STORAGE_H
 #define TS_STORAGE_H
@@ -71,6 +77,37 @@ int			ts_store_open_table(TsStore *store, const char *name,
 int			ts_store_table_op(TsStore *store, Tcopy__TableOpKind op,
 							  uint32_t table_id, TsError *err);
 
+/*
+ * Publish (commit) or discard the session prepared under gid, as the
+ * connection owner (a nonzero id): its own, or an orphaned one, which it
+ * claims.  *outcome is RESOLVE_DONE once published or discarded durably,
+ * RESOLVE_NOT_FOUND when nothing is prepared under gid, RESOLVE_BUSY when
+ * another connection owns it or a Prepare or Resolve of it is under way;
+ * *rows is the session's rows.  Returns -1 with err when resolving failed:
+ * the session is then still prepared (whatever was published of it is
+ * finished by the next Resolve), and owner still owns it.
+ */
+int			ts_store_resolve(TsStore *store, const char *gid, bool commit,
+							 uint64_t owner, Tcopy__ResolveOutcome *outcome,
+							 uint64_t *rows, TsError *err);
+
+/*
+ * The prepared sessions whose gid starts with prefix, sorted by gid, into
+ * list (its array and strings taken from arena).
+ */
+int			ts_store_list_prepared(TsStore *store, const char *prefix, TcArena *arena,
+								   Tcopy__PreparedList *list, TsError *err);
+
+/*
+ * Whether connection owner owns a prepared session (its gid into gid, of
+ * gid_size bytes, when it does).
+ */
+bool		ts_store_prepared_owned(TsStore *store, uint64_t owner, char *gid,
+									size_t gid_size);
+
+/* Connection owner is gone: the sessions it owns become orphaned. */
+void		ts_store_prepared_detach(TsStore *store, uint64_t owner);
+
 /* Fill the store's fields of stats (tables, sessions, rows, staging). */
 void		ts_store_stats(TsStore *store, Tcopy__Stats *stats);
 
@@ -88,17 +125,39 @@ int			ts_session_write(TsSession *session, const Tcopy__WriteBatch *batch,
 uint64_t	ts_session_rows(const TsSession *session);
 
 /*
+ * Stage a TRUNCATE or DROP of a table in the session, applied when it is
+ * published: a TRUNCATE before the session's rows (so it is refused,
+ * ERROR_PROTOCOL, for a table the session wrote rows to), a DROP after
+ * them (and no rows are taken for the table after it).
+ */
+int			ts_session_table_op(TsSession *session, Tcopy__TableOpKind op,
+								uint32_t table_id, TsError *err);
+
+/*
  * Do everything of a commit but publishing: spill, merge the runs and write
  * the SST files, so that ts_session_commit has only the atomic publish
  * left.  Nothing is visible yet; after it the session takes no more writes.
  */
 int			ts_session_prepare(TsSession *session, TsError *err);
-bool		ts_session_is_prepared(const TsSession *session);
+
+/*
+ * The first phase of a two-phase commit: ts_session_prepare, then record
+ * the session durably under gid (1 .. TS_GID_MAX bytes, not prepared
+ * already: ERROR_PROTOCOL), owned by connection owner, and free the
+ * session, whose files stay in its staging directory.  Always frees the
+ * session: on failure, nothing is prepared.
+ */
+int			ts_session_prepare_gid(TsSession *session, const char *gid,
+								   uint64_t owner, uint64_t *rows, TsError *err);
 
 /*
  * Publish everything the session staged (preparing it first if needed),
  * durably and at once, then free the session (also on failure, which
- * publishes nothing).
+ * publishes nothing).  A table the session wrote to that was dropped
+ * since fails it (ERROR_UNKNOWN_TABLE).  Not crash-atomic in one case: a
+ * spilled session with staged table operations publishes in steps, and a
+ * crash between them leaves the first (its truncates, or its truncates and
+ * rows) without the rest; prepare such a session to publish it atomically.
  */
 int			ts_session_commit(TsSession *session, uint64_t *rows, TsError *err);
 

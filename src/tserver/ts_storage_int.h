@@ -1,8 +1,9 @@
 /*
  * ts_storage_int.h
  *		The store's private structures, shared by ts_storage.c (tables),
- *		the write sessions (ts_session_int.h and the files it lists) and
- *		ts_scan.c (scans).
+ *		the write sessions (ts_session_int.h and the files it lists),
+ *		ts_prepared.c and ts_prepared_registry.c (prepared sessions),
+ *		ts_publish.c (publishing a session) and ts_scan.c (scans).
  */
 #ifndef TS_STORAGE_INT_H
 #define TS_STORAGE_INT_H
@@ -14,6 +15,10 @@
 
 #include "ts_codec.h"
 #include "ts_storage.h"
+
+#define TS_GID_MAX 200			/* TC_GID_MAX of tc_client.h */
+
+typedef struct TsPrepared TsPrepared;	/* ts_prepared_registry.c */
 
 typedef struct TsTable
 {
@@ -32,6 +37,7 @@ struct TsStore
 	rocksdb_column_family_handle_t *cf_data;	/* "default": rows */
 	rocksdb_column_family_handle_t *cf_meta;	/* "meta": table definitions */
 	rocksdb_writeoptions_t *write_sync; /* commits and table changes */
+	rocksdb_writeoptions_t *write_nosync;	/* a prepared session's publish */
 	rocksdb_readoptions_t *read_default;
 	rocksdb_block_based_table_options_t *table_options;
 	rocksdb_cache_t *block_cache;
@@ -51,8 +57,23 @@ struct TsStore
 	uint32_t	tables_cap;
 	uint32_t	next_table_id;
 
+	/*
+	 * Prepared sessions (ts_prepared_registry.c), one entry per record in the meta
+	 * family and per Prepare in progress, under prepared_lock, which is
+	 * never held while anything else is taken or written.
+	 */
+	pthread_mutex_t prepared_lock;
+	TsPrepared **prepared;		/* [nprepared] */
+	size_t		nprepared;
+	size_t		prepared_cap;
+
+	/* test-only points of failure: see ts_store_crash_point */
+	char	   *crash_at;		/* TSERVER_TEST_CRASH_AT: SIGKILL there */
+	const char *test_stop_at;	/* unit tests: fail there, as a crash would leave it */
+
 	_Atomic uint64_t next_session_id;
 	_Atomic uint64_t sessions_open;
+	_Atomic uint64_t sessions_prepared;
 	_Atomic uint64_t sessions_committed;
 	_Atomic uint64_t sessions_aborted;
 	_Atomic uint64_t rows_committed;
@@ -77,10 +98,135 @@ TsTable    *ts_store_table(TsStore *store, uint32_t table_id, TsError *err);
 /* 0 when the store's file system has room to write bytes to the WAL, else -1. */
 int			ts_store_check_space(TsStore *store, uint64_t bytes, TsError *err);
 
+/* Meta family keys of the catalogue and of prepared sessions. */
+#define TS_META_TABLE_PREFIX "table:"
+#define TS_META_PREPARED_PREFIX "prepared:"
+#define TS_MAX_TABLE_NAME 1024
+
+/*
+ * A prepared session's sentinel, a key of table id 0 (ids start at 1: no
+ * scan sees it) in the data family: be32(0) "prepared:" gid.  It is
+ * ingested with the session's SST files and deleted with its record, so
+ * that it is there exactly while the files are ingested and the record
+ * not yet deleted.
+ */
+#define TS_SENTINEL_KEY_MAX (TS_TABLE_ID_SIZE + sizeof(TS_META_PREPARED_PREFIX) + TS_GID_MAX)
+size_t		ts_sentinel_key(const char *gid, char *key);
+
 /* Remove dir and everything in it; 0 or -1 with errno. */
 int			ts_remove_tree(const char *dir);
 
 /* A RocksDB error string as a TsError (frees errptr). */
 void		ts_error_rocksdb(TsError *err, const char *what, char *errptr);
+
+/*
+ * Test-only points of failure, to check that a crash at any step of
+ * preparing, publishing or discarding leaves a session either prepared or
+ * resolved, and that resolving it again finishes the job.  Each is a
+ * name, at the step it follows:
+ *
+ *   after-prepare-record   Prepare: the record is written (synced), the
+ *                          session's buffers not yet freed, no PrepareOk
+ *   after-truncates        publish of a spilled session: step 1 done
+ *                          (staged TRUNCATEs and truncates_applied)
+ *   after-ingest           publish of a spilled session: step 2 done
+ *                          (its SST files and the sentinel ingested)
+ *   before-record-delete   publish and discard: just before the WriteBatch
+ *                          that deletes the record (and, publishing a
+ *                          never-spilled session, writes its rows)
+ *   after-record-delete    publish and discard: the record is deleted, the
+ *                          staging directory not yet removed
+ *
+ * With the environment variable TSERVER_TEST_CRASH_AT set to a name when
+ * the store opens, the tserver logs a warning and kills itself with
+ * SIGKILL there (the TAP tests).  With store->test_stop_at set, this
+ * returns -1 with err there instead, and the caller stops as if it had
+ * crashed, leaving the disk as a crash would (the unit tests then close
+ * and reopen the store).  Otherwise it returns 0: inert by default.
+ */
+int			ts_store_crash_point(TsStore *store, const char *point, TsError *err);
+
+/* in ts_prepared.c */
+
+/*
+ * At open, once the tables are loaded: load every prepared record as an
+ * orphaned session, raise next_session_id and keyless tables' row id
+ * counters above whatever they hold, and empty the staging directory but
+ * for the prepared sessions' directories.
+ */
+int			ts_prepared_load(TsStore *store, TsError *err);
+
+/* in ts_prepared_registry.c */
+
+typedef enum TsPreparedState
+{
+	PREPARED_PREPARING,			/* Prepare under way: no record yet */
+	PREPARED_READY,				/* recorded: to be resolved */
+	PREPARED_RESOLVING			/* a Resolve is under way */
+} TsPreparedState;
+
+struct TsPrepared
+{
+	char	   *gid;
+	TsPreparedState state;
+	uint64_t	owner;			/* connection id; 0: orphaned */
+	uint64_t	rows;
+	uint64_t	bytes;
+	uint64_t	prepared_at_ms;
+};
+
+/* The entry of gid, or NULL; call with prepared_lock held. */
+TsPrepared *registry_find_locked(TsStore *store, const char *gid, size_t *index);
+
+/*
+ * Add an entry for gid in state, owned by owner; -1 with err when gid has
+ * one already (ERROR_PROTOCOL) or out of memory.
+ */
+int			registry_add(TsStore *store, const char *gid, TsPreparedState state,
+						 uint64_t owner, TsError *err);
+
+/* Remove gid's entry, if any. */
+void		registry_remove(TsStore *store, const char *gid);
+
+/* A Prepare is done: gid's entry is a prepared session. */
+void		registry_set_prepared(TsStore *store, const char *gid, uint64_t rows,
+								  uint64_t bytes, uint64_t prepared_at_ms);
+void		ts_prepared_free_all(TsStore *store);
+
+/* in ts_publish.c */
+
+/*
+ * What publishing a session takes: a prepared session's from its record,
+ * a one-step commit's from the session itself.  See ts_publish.c.
+ */
+typedef struct TsPublish
+{
+	const char *gid;			/* a prepared session's; NULL: one-step commit */
+	const uint8_t *record_truncated;	/* gid and truncates: the record with */
+	size_t		record_truncated_len;	/* truncates_applied set */
+	uint64_t	rows;
+	rocksdb_writebatch_t *batch;	/* never spilled: its truncates, then its
+									 * rows; NULL: spilled */
+	char	  **files;			/* spilled: SST files in precedence order, a */
+	size_t		nfiles;			/* prepared session's sentinel file first */
+	const uint32_t *tables;		/* written to */
+	size_t		ntables;
+	const uint32_t *truncates;	/* spilled: applied first, in a step of */
+	size_t		ntruncates;		/* their own */
+	bool		truncates_applied;
+	const uint32_t *drops;
+	size_t		ndrops;
+} TsPublish;
+
+/*
+ * Publish: make the session's truncates, rows and drops visible, durably,
+ * and, for a prepared session, delete its record.  0, or -1 with err; a
+ * prepared session is then either wholly published or still prepared, and
+ * publishing it again finishes the job (see ts_publish.c).
+ */
+int			ts_publish(TsStore *store, const TsPublish *pub, TsError *err);
+
+/* Is gid's sentinel in the data family?  1 yes, 0 no, -1 with err. */
+int			ts_sentinel_present(TsStore *store, const char *gid, TsError *err);
 
 #endif							/* TS_STORAGE_INT_H */

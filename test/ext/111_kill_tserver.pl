@@ -3,19 +3,28 @@
 #	(TCOPY_FAULT_ROWS overrides), ten times (TCOPY_FAULT_ITERATIONS), 0 to
 #	800 ms after the COPY starts (less when a COPY takes less here, so that
 #	most kills land in it), the delays drawn from a fixed seed
-#	(TCOPY_FAULT_SEED, printed): a COPY the
-#	kill interrupts fails with an error naming the tserver and never
-#	reports rows copied; after a restart the table holds exactly the loads
-#	that reported success (count and checksum), nothing of the failed one.
-#	A kill during the commit's publish, which the COPY reports as an
-#	unknown outcome, is the one case where either outcome is right (the
-#	tserver may have published before it died); the test says which it saw.  Failed loads are retried at
-#	once, so that successful loads interleave with the killed ones.  COPYs
-#	alternate between a long-lived psql session (whose cached connection
-#	died with the tserver) and one-shot psql runs (whose exit status is
-#	checked).  Rows come from a program that trickles the file (a 1 ms
-#	pause every 500 lines, as a slow client would send them): read at
-#	full speed, 200k rows take tcopy well under the time psql needs to
+#	(TCOPY_FAULT_SEED, printed): a COPY the kill interrupts before its
+#	commit record (while it sends rows, or in the prepare) fails with an
+#	error naming the tserver and never reports rows copied; after a
+#	restart the table holds exactly the loads that reported success
+#	(count and checksum), nothing of the failed one, before recovery and
+#	after it (a session the tserver had prepared durably before it died is
+#	discarded by recovery).  A kill during the commit's publish (two-phase
+#	commit: after Postgres' commit record) cannot fail the COPY: it
+#	reports every row copied with a WARNING that recovery will publish it;
+#	the table then holds all or nothing of it (the tserver may have
+#	published before it died), and after tcopy.recover_prepared_sessions()
+#	all of it, once.  No outcome is ever unknown (no "could not learn
+#	whether ... committed", SQLSTATE 08007).  After every iteration
+#	recovery leaves nothing prepared, on the tserver nor in the database;
+#	the background worker is off (tcopy.recovery_interval 0), so that the
+#	test sees what each kill left before recovery runs.  Failed loads are
+#	retried at once, so that successful loads interleave with the killed
+#	ones.  COPYs alternate between a long-lived psql session (whose cached
+#	connection died with the tserver) and one-shot psql runs (whose exit
+#	status is checked).  Rows come from a program that trickles the file
+#	(a 1 ms pause every 500 lines, as a slow client would send them): read
+#	at full speed, 200k rows take tcopy well under the time psql needs to
 #	start, and nearly every kill would land in the commit instead.
 use strict;
 use warnings;
@@ -27,18 +36,23 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(sleep time);
 use TcopyTest;
-use TcopyPgTest qw(setup_node write_accounts_csv accounts_ddl table_checksum checksum_add);
+use TcopyPgTest qw(setup_node write_accounts_csv accounts_ddl table_checksum checksum_add
+  recover_all assert_tserver_unprepared);
 
 my $rows = $ENV{TCOPY_FAULT_ROWS} // 200_000;
 my $iterations = $ENV{TCOPY_FAULT_ITERATIONS} // 10;
 my $seed = $ENV{TCOPY_FAULT_SEED} // 111;
 my $MAX_DELAY = 0.8;		# seconds from a COPY's start to the kill, at most
 my $COPY_TIMEOUT = 120;		# seconds: a COPY that takes longer hangs
+# the WARNING of a commit whose publish failed ("could not publish ...; it
+# will be published by recovery"); psql -f prefixes it with "psql:...: "
+my $PUBLISH_WARNING = qr/\bWARNING:  (?:[0-9A-Z]{5}: )?.*(?:could not publish|published by recovery)/;
 
 srand($seed);
 diag("random seed $seed (set TCOPY_FAULT_SEED=$seed to repeat this run)");
 
-my ($node, $ts) = setup_node();
+# recovery only when the test calls it (see the header)
+my ($node, $ts) = setup_node(conf => "tcopy.recovery_interval = 0\n");
 $node->safe_psql('postgres', accounts_ddl(heap => ['reference'], tcopy => ['acc']));
 
 # Load k holds aids k * rows + 1 .. (k + 1) * rows; its checksum is that of
@@ -125,14 +139,38 @@ for my $i (1 .. $iterations)
 		  or diag("exit $rc\nstdout: $out\nstderr: $err");
 	}
 	$ts->start or BAIL_OUT("tserver did not start after kill -9");
+	unlike($err, qr/could not learn whether|\b08007\b/, "$name: the outcome is never unknown (no 08007)");
 
 	my $state = table_checksum($node, 'acc');
 	my $with = checksum_add($expected, $sum);
+	my ($first_aid, $last_aid) = ($next_load * $rows + 1, ($next_load + 1) * $rows);
 	if ($reported)
 	{
-		$outcomes{'done before the kill'}++;
-		is($err, '', "$name: the COPY finished before the kill, without an error");
-		is($state, $with, "$name: all of the COPY that reported success is there after a restart");
+		ok($err eq '' || $err =~ $PUBLISH_WARNING,
+			"$name: a COPY reporting success says nothing else, or that recovery will publish it")
+		  or diag("stderr: $err");
+		unlike($err, qr/\b(?:ERROR|FATAL):/, "$name: ... and no error");
+		if ($err =~ $PUBLISH_WARNING)
+		{
+			# killed during the publish: Postgres had committed; recovery
+			# publishes what the tserver had not
+			ok($state eq $expected || $state eq $with,
+				"$name: killed during the publish: before recovery the table holds all or nothing of the COPY")
+			  or diag("state $state\nwithout the COPY $expected\nwith it $with");
+			$outcomes{'killed during the publish, '
+				  . ($state eq $with ? 'published before the kill' : 'published by recovery')}++;
+		}
+		else
+		{
+			$outcomes{'done before the kill'}++;
+			is($state, $with, "$name: all of the COPY that reported success is there after a restart");
+		}
+		my ($ok, $resolved, $left) = recover_all($node, ts => $ts);
+		ok($ok, "$name: after recovery nothing is left prepared") or diag($left);
+		is(table_checksum($node, 'acc'), $with, "$name: after recovery all of the COPY is there");
+		is($node->safe_psql('postgres',
+				"SELECT count(*) || ' ' || count(DISTINCT aid) FROM acc WHERE aid BETWEEN $first_aid AND $last_aid"),
+			"$rows $rows", "$name: ... each of its rows once");
 		$expected = $with;
 		$next_load++;
 		next;
@@ -140,28 +178,16 @@ for my $i (1 .. $iterations)
 
 	like($err, qr/ERROR:  .*tserver/, "$name: the killed COPY fails, naming the tserver");
 	unlike($out, qr/^COPY \d+/m, "$name: ... and reports no rows copied");
-	if ($err =~ /could not learn whether tserver .* committed the write session/)
-	{
-		# killed while committing: the tserver may have made it durable
-		ok($state eq $expected || $state eq $with,
-			"$name: killed at commit: the table holds all or nothing of the COPY")
-		  or diag("state $state\nwithout the COPY $expected\nwith it $with");
-		if ($state eq $with)
-		{
-			$outcomes{'killed at commit, committed (in doubt)'}++;
-			note("$name: in-doubt commit: the COPY failed but the tserver had committed it");
-			$expected = $with;
-			$next_load++;
-			next;
-		}
-		$outcomes{'killed at commit, not committed'}++;
-	}
-	else
-	{
-		$outcomes{'killed during the COPY'}++;
-		is($state, $expected, "$name: nothing of the killed COPY is there after a restart")
-		  or diag("error: $err");
-	}
+	is($state, $expected, "$name: nothing of the killed COPY is there after a restart")
+	  or diag("error: $err");
+	# a kill after the tserver made the prepare durable, before Postgres
+	# heard of it, leaves the session prepared: recovery discards it
+	my $prepared = $ts->prepared;
+	$outcomes{$prepared && @$prepared ? 'killed in the prepare, left prepared' : 'killed during the COPY'}++;
+	my ($ok, $resolved, $left) = recover_all($node, ts => $ts);
+	ok($ok, "$name: after recovery nothing is left prepared") or diag($left);
+	is(table_checksum($node, 'acc'), $expected, "$name: ... and nothing of the killed COPY is there")
+	  or diag("recovery resolved $resolved sessions; error: $err");
 	# the same load again, in the session whose connection the kill cut
 	load_ok("$name, retried");
 }
@@ -171,6 +197,7 @@ cmp_ok($outcomes{'killed during the COPY'} // 0, '>=', 1,
 	'at least one kill came in the middle of a COPY');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM acc'), $next_load * $rows,
 	"in the end the table holds the $next_load committed loads");
+assert_tserver_unprepared($ts, 'in the end');
 
 $s->quit;
 $node->stop;

@@ -7,8 +7,9 @@
 #	restarts every backend).  Each time psql reports the lost connection
 #	and no rows copied; within a few seconds the tserver holds no session,
 #	no session data in memory or in staging files (its stats, and its
-#	staging/ directory); the table has nothing of the COPY (count and
-#	checksum); and the next COPY works.
+#	staging/ directory), and no prepared session (the COPY never reached
+#	its commit's PREPARE: nothing is left for recovery); the table has
+#	nothing of the COPY (count and checksum); and the next COPY works.
 use strict;
 use warnings;
 
@@ -20,7 +21,8 @@ use Test::More;
 use Time::HiRes qw(sleep time);
 use TcopyTest;
 use TcopyPgTest qw(setup_node write_accounts_csv accounts_ddl table_checksum
-  checksum_add wait_until copy_progress wait_tserver_idle staging_entries held_copy_sql);
+  checksum_add wait_until copy_progress wait_tserver_idle staging_entries held_copy_sql
+  assert_tserver_unprepared);
 
 my $rows = 500_000;			# the backend dies long before the end
 my $fast = 200_000;			# rows sent at once: the tserver spills them
@@ -66,8 +68,9 @@ sub check_after_death
 {
 	my ($name) = @_;
 	my ($idle, $stats) = wait_tserver_idle($ts, $IDLE_TIMEOUT);
-	ok($idle, "$name: within $IDLE_TIMEOUT s the tserver holds no session, nothing staged or spilled")
+	ok($idle, "$name: within $IDLE_TIMEOUT s the tserver holds no session, prepared or not, nothing staged or spilled")
 	  or diag(explain($stats));
+	assert_tserver_unprepared($ts, $name);
 	ok(wait_until($IDLE_TIMEOUT, sub { !staging_entries($ts) }), "$name: the tserver's staging directory is empty")
 	  or diag(join("\n", staging_entries($ts)));
 	is(table_checksum($node, 'acc'), $expected, "$name: nothing of the COPY is in the table");

@@ -4,8 +4,10 @@
 #	  scan of a session whose cached connection died reconnect on their
 #	  own;
 #	- the tserver restarted inside a transaction (BEGIN; COPY; restart;
-#	  then another COPY, or COMMIT): that statement fails loudly, the
-#	  transaction cannot commit, and nothing of it is in the table;
+#	  then another COPY, or COMMIT): that statement fails loudly (COMMIT:
+#	  in its PREPARE, before Postgres' commit record), the transaction
+#	  cannot commit, nothing of it is in the table, and the tserver holds
+#	  nothing prepared (the restart lost the unprepared session);
 #	- Postgres stopped with pg_ctl -m immediate in the middle of a COPY
 #	  whose session has spilled to staging files (the tserver runs with
 #	  --session-memory-mb 1): the tserver notices the dead connection and
@@ -25,7 +27,8 @@ use Test::More;
 use Time::HiRes qw(sleep time);
 use TcopyTest;
 use TcopyPgTest qw(setup_node write_accounts_csv accounts_ddl table_checksum
-  checksum_add wait_until wait_tserver_idle staging_entries held_copy_sql);
+  checksum_add wait_until wait_tserver_idle staging_entries held_copy_sql
+  assert_tserver_unprepared);
 
 my $rows = 20_000;			# rows of each small load
 my $big_rows = 500_000;		# the COPY cut by the immediate stop
@@ -94,6 +97,7 @@ like($err, qr/ERROR:  .*tserver/, 'in a transaction, then COMMIT: COMMIT fails, 
 is($out, '', '... and reports no COMMIT');
 note("in a transaction, then COMMIT: $err");
 is(table_checksum($node, 'acc'), $expected, 'in a transaction, then COMMIT: nothing of the transaction is there');
+assert_tserver_unprepared($ts, 'in a transaction, then COMMIT');
 
 ($out, $err) = $s->run("COPY acc FROM '$f2' (FORMAT csv);");
 is($out, "COPY $rows", 'after the failed transactions, the session copies again') or diag($err);
@@ -119,7 +123,7 @@ my ($rc, $pout, $perr) = $p->finish;
 is($rc, 2, 'immediate stop: psql reports the connection lost') or diag($perr);
 unlike($pout, qr/^COPY/m, '... and no rows copied');
 my ($idle, $stats) = wait_tserver_idle($ts, $IDLE_TIMEOUT);
-ok($idle, "immediate stop: within $IDLE_TIMEOUT s the tserver drops the dead connection's session")
+ok($idle, "immediate stop: within $IDLE_TIMEOUT s the tserver drops the dead connection's session (none is prepared)")
   or diag(explain($stats));
 ok(wait_until($IDLE_TIMEOUT, sub { !staging_entries($ts) }), 'immediate stop: the staging directory is empty')
   or diag(join("\n", staging_entries($ts)));
@@ -127,7 +131,7 @@ ok(wait_until($IDLE_TIMEOUT, sub { !staging_entries($ts) }), 'immediate stop: th
 $ts->restart or BAIL_OUT('tserver did not restart');
 $node->start;
 ($idle, $stats) = wait_tserver_idle($ts, 1);
-ok($idle, 'after restarting both: the tserver holds no session') or diag(explain($stats));
+ok($idle, 'after restarting both: the tserver holds no session, prepared or not') or diag(explain($stats));
 is(scalar(staging_entries($ts)), 0, 'after restarting both: the staging directory is empty');
 is(table_checksum($node, 'acc'), $expected, 'after restarting both: nothing of the cut COPY is visible');
 my ($f4, $sum4) = load_file(4);

@@ -2,8 +2,9 @@
  * fuzz_frames.c
  *		libFuzzer harness for the tserver's frame handling and everything
  *		behind it: header checks, protobuf decoding, the protocol's state
- *		machine, row validation, session staging, spills, commits, scans
- *		and table operations.
+ *		machine, row validation, session staging, spills, commits, scans,
+ *		table operations (at once and in a session), and prepared sessions:
+ *		prepare, list, resolve (publish and discard).
  *
  * It drives the code a connection runs (ts_proto_check_header and
  * ts_proto_handle_frame, ts_proto.h) on a real store, without a socket:
@@ -28,9 +29,10 @@
  * The store is opened once, in a fresh temporary directory, with 4 KiB of
  * session memory so that sessions spill, and holds three tables (ids 1-3,
  * see fuzz_create_tables).  An input that changed what is stored (created,
- * truncated or dropped a table, committed a session) is followed by a
- * fresh store, so that every input starts from the same state and any
- * crash reproduces from its input alone.
+ * truncated or dropped a table, committed or prepared a session) is
+ * followed by a fresh store, so that every input starts from the same state
+ * and any crash reproduces from its input alone: a session an input
+ * prepared and left orphaned is gone with its store.
  *
  * Build: make -C test fuzz (clang, ASan + UBSan; build-fuzz/).
  * Seeds: test/fuzz/corpus, made by test/fuzz/make_corpus.pl.
@@ -87,6 +89,12 @@ fuzz_reply_descriptor(Tcopy__FrameType type)
 			return &tcopy__table_op_ok__descriptor;
 		case TCOPY__FRAME_TYPE__FRAME_STATS:
 			return &tcopy__stats__descriptor;
+		case TCOPY__FRAME_TYPE__FRAME_PREPARE_OK:
+			return &tcopy__prepare_ok__descriptor;
+		case TCOPY__FRAME_TYPE__FRAME_RESOLVE_OK:
+			return &tcopy__resolve_ok__descriptor;
+		case TCOPY__FRAME_TYPE__FRAME_PREPARED_LIST:
+			return &tcopy__prepared_list__descriptor;
 		default:
 			return NULL;
 	}
@@ -144,8 +152,25 @@ fuzz_send(void *arg, const uint8_t *bytes, size_t len, TsError *err)
 		else if (type == TCOPY__FRAME_TYPE__FRAME_TABLE_INFO)
 			fuzz_store_dirty |= ((Tcopy__TableInfo *) msg)->created;
 		else if (type == TCOPY__FRAME_TYPE__FRAME_COMMIT_OK ||
-				 type == TCOPY__FRAME_TYPE__FRAME_TABLE_OP_OK)
+				 type == TCOPY__FRAME_TYPE__FRAME_TABLE_OP_OK ||
+				 type == TCOPY__FRAME_TYPE__FRAME_PREPARE_OK)
 			fuzz_store_dirty = true;
+		else if (type == TCOPY__FRAME_TYPE__FRAME_RESOLVE_OK)
+		{
+			Tcopy__ResolveOk *ok = (Tcopy__ResolveOk *) msg;
+
+			if (ok->outcome < TCOPY__RESOLVE_OUTCOME__RESOLVE_DONE ||
+				ok->outcome > TCOPY__RESOLVE_OUTCOME__RESOLVE_BUSY)
+				fuzz_fail("RESOLVE_OK without an outcome");
+		}
+		else if (type == TCOPY__FRAME_TYPE__FRAME_PREPARED_LIST)
+		{
+			Tcopy__PreparedList *list = (Tcopy__PreparedList *) msg;
+
+			for (size_t i = 0; i < list->n_sessions; i++)
+				if (list->sessions[i]->gid[0] == '\0')
+					fuzz_fail("PREPARED_LIST with an empty gid");
+		}
 		if (fuzz_trace)
 			fprintf(stderr, "fuzz_frames: <- %s (%u bytes)\n",
 					tc_frame_type_name(type), (unsigned) payload_len);

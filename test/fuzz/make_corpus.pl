@@ -21,7 +21,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/../lib";
 use File::Path qw(make_path);
-use TcopyTest qw(pb_varint pb_field_varint pb_field_bytes pb_field_packed_sint64);
+use TcopyTest qw(pb_varint pb_field_varint pb_field_bytes pb_field_packed_sint64 PROTOCOL_VERSION);
 
 my $batch_mode = @ARGV && $ARGV[0] eq '--batch';
 shift @ARGV if $batch_mode;
@@ -39,6 +39,9 @@ use constant {
 	F_SCAN => 14,
 	F_TABLE_OP => 16,
 	F_STATS_REQUEST => 18,
+	F_PREPARE => 21,
+	F_RESOLVE => 23,
+	F_LIST_PREPARED => 25,
 	KIND_BOOL => 1,
 	KIND_INT => 2,
 	KIND_FLOAT => 3,
@@ -78,6 +81,35 @@ sub commit
 {
 	my ($last_seq, $rows) = @_;
 	return frame(F_COMMIT, pb_field_varint(1, $last_seq) . pb_field_varint(2, $rows));
+}
+
+# Prepare: last_seq, rows, gid
+sub prepare
+{
+	my ($last_seq, $rows, $gid) = @_;
+	return frame(F_PREPARE, pb_field_varint(1, $last_seq) . pb_field_varint(2, $rows)
+		  . pb_field_bytes(3, $gid));
+}
+
+# Resolve: gid, commit
+sub resolve
+{
+	my ($gid, $commit) = @_;
+	return frame(F_RESOLVE, pb_field_bytes(1, $gid) . pb_field_varint(2, $commit ? 1 : 0));
+}
+
+sub list_prepared
+{
+	my ($prefix) = @_;
+	return frame(F_LIST_PREPARED, length $prefix ? pb_field_bytes(1, $prefix) : '');
+}
+
+# TableOp: op, table, in_session
+sub table_op
+{
+	my ($op, $table, $in_session) = @_;
+	return frame(F_TABLE_OP, pb_field_varint(1, $op) . pb_field_varint(2, $table)
+		  . ($in_session ? pb_field_varint(3, 1) : ''));
 }
 
 sub bound
@@ -126,7 +158,7 @@ $seeds{'01-kv-upsert-commit-scan'} = chr(0)
 	upper => bound(0, ints => [6]), batch_rows => 2, limit => 3);
 
 $seeds{'02-own-hello-create-abort-drop'} = chr(OWN_HELLO)
-  . frame(F_HELLO, pb_field_varint(1, 1) . pb_field_bytes(2, 'seed'))
+  . frame(F_HELLO, pb_field_varint(1, PROTOCOL_VERSION) . pb_field_bytes(2, 'seed'))
   . frame(F_OPEN_TABLE, pb_field_bytes(1, 'fz')
 	  . pb_field_bytes(2, column('a', KIND_INT, 'int8') . column('b', KIND_BYTES, 'text')
 		  . column('c', KIND_FLOAT, 'float4') . column('d', KIND_BOOL, 'bool')
@@ -191,8 +223,66 @@ $seeds{'08-kv-spill-upsert'} = chr(0)
   . scan(table => 1);
 
 $seeds{'09-own-hello-wrong-token'} = chr(OWN_HELLO | TOKEN)
-  . frame(F_HELLO, pb_field_varint(1, 1) . pb_field_bytes(3, "\x01" x 32))
+  . frame(F_HELLO, pb_field_varint(1, PROTOCOL_VERSION) . pb_field_bytes(3, "\x01" x 32))
   . frame(F_STATS_REQUEST, '');
+
+# two-phase commit: a session with table operations prepared, listed,
+# published, and resolved once more (not found)
+$seeds{'10-prepare-ops-resolve-commit'} = chr(0)
+  . frame(F_BEGIN, '')
+  . table_op(TRUNCATE, 3, 1)
+  . write_batch(1, 1, map { kv_row($_) } 1 .. 4)
+  . table_op(DROP, 2, 1)
+  . write_batch(2, 3, row(ints => [1], floats => [2.5], blobs => ['t']))
+  . prepare(2, 5, 'seed:10')
+  . list_prepared('seed:')
+  . resolve('seed:10', 1)
+  . resolve('seed:10', 1)
+  . scan(table => 1)
+  . frame(F_STATS_REQUEST, '');
+
+# a spilled (unsorted) session prepared, then discarded
+$seeds{'11-prepare-spilled-abort'} = chr(0)
+  . frame(F_BEGIN, '')
+  . join('', map {
+	my $b = $_;
+	write_batch($b, 1, map { kv_row($_, "$b:" . ('w' x 300)) } reverse(($b * 5) .. ($b * 5 + 9)))
+  } 1 .. 3)
+  . table_op(TRUNCATE, 3, 1)
+  . prepare(3, 30, 'seed:11')
+  . list_prepared('')
+  . resolve('seed:11', 0)
+  . scan(table => 1);
+
+# a sorted spilled keyless session prepared and published
+$seeds{'12-keyless-spill-prepare-commit'} = chr(0)
+  . frame(F_BEGIN, '')
+  . join('', map {
+	my $b = $_;
+	write_batch($b, 2, map { row(ints => [ $b * 100 + $_ ], blobs => [ chr(97 + $_) x 200 ]) } 0 .. 9)
+  } 1 .. 4)
+  . prepare(4, 40, 'seed:12')
+  . resolve('seed:12', 1)
+  . scan(table => 2, batch_rows => 9);
+
+# refused: BEGIN while the connection's prepared session is unresolved
+$seeds{'13-begin-after-prepare'} = chr(0)
+  . frame(F_BEGIN, '')
+  . write_batch(1, 1, kv_row(1))
+  . prepare(1, 1, 'seed:13')
+  . frame(F_BEGIN, '');
+
+# refused: a session's TRUNCATE of a table it wrote to
+$seeds{'14-truncate-after-write'} = chr(0)
+  . frame(F_BEGIN, '')
+  . write_batch(1, 1, kv_row(1))
+  . table_op(TRUNCATE, 1, 1);
+
+# resolving what is not prepared, then an empty global id (refused)
+$seeds{'15-resolve-not-found'} = chr(0)
+  . resolve('nothing', 1)
+  . list_prepared('n')
+  . resolve('', 0);
 
 # a field of any wire type: tag, then the value's bytes as given
 sub pb_raw

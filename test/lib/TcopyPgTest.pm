@@ -8,7 +8,13 @@
 #	its backend's pid and watch it while a statement runs); for the fault
 #	tests, one-shot psql runs in the background with their exit status,
 #	the progress of a running COPY, and waiting for a tserver to hold no
-#	session.
+#	session (prepared ones included; running recovery meanwhile, when
+#	asked).  For the two-phase commit tests (test/ext/12*.pl): a node set
+#	up with a heap table marker(n) and a tcopy table t(id, n, payload),
+#	where transaction n inserts marker row n and rows with ids n * per + 1
+#	.. n * per + per; the node's log, the test pause points, recovery,
+#	the atomicity check of every transaction, the 08007 check, and the
+#	fault proxy (test/tools/tcopy_proxy.pl) as an object.
 package TcopyPgTest;
 
 use strict;
@@ -27,7 +33,11 @@ use TcopyTest;
 
 our @EXPORT_OK = qw(setup_node write_accounts_csv accounts_ddl table_checksum
   rss_anon_kb checksum_add wait_until copy_progress wait_tserver_idle
-  staging_entries held_copy_sql release_held_copy);
+  staging_entries held_copy_sql release_held_copy
+  twopc_conf twopc_setup twopc_ddl rows_copy_sql rows_insert_sql txn_sql
+  psql_bg log_position wait_for_log start_paused prepared_sessions
+  recover_all assert_atomic assert_tserver_unprepared assert_no_08007
+  sqlstates);
 
 # Columns of pgbench_accounts.
 use constant ACCOUNTS_COLUMNS =>
@@ -201,18 +211,44 @@ sub copy_progress
 }
 
 # Wait until the tserver holds no session and no session data (in memory
-# or spilled); returns (true, stats), or (false, the last stats) after
-# timeout seconds.
+# or spilled), prepared sessions included (stats sessions_prepared; a
+# tserver whose stats lack it counts as holding none); returns (true,
+# stats), or (false, the last stats) after timeout seconds.
+#
+# Option recover => node: a connection cut at a commit may leave its
+# session prepared on the tserver (orphaned) until recovery resolves it;
+# while waiting, call tcopy.recover_prepared_sessions() on node's postgres
+# database every half second (the first time at once), and count the
+# tserver idle only when two checks in a row find it so.  The list
+# returned then goes on with the sessions the calls resolved and the last
+# call's error ('' when it worked).
 sub wait_tserver_idle
 {
-	my ($ts, $timeout) = @_;
-	my $stats;
+	my ($ts, $timeout, %opts) = @_;
+	my $node = $opts{recover};
+	my ($stats, $resolved, $error, $called, $idle_checks) = (undef, 0, '', 0, 0);
 	my $idle = wait_until($timeout, sub {
+		if ($node && time() - $called >= 0.5)
+		{
+			$called = time();
+			my ($rc, $out, $err) = $node->psql('postgres', 'SELECT tcopy.recover_prepared_sessions()');
+			if ($rc == 0 && $out =~ /^(\d+)$/)
+			{
+				$resolved += $1;
+				$error = '';
+			}
+			else
+			{
+				$error = $err || "psql exit $rc";
+			}
+		}
 		$stats = $ts->stats;
-		return $stats && $stats->{sessions_open} == 0
+		my $now = $stats && $stats->{sessions_open} == 0 && ($stats->{sessions_prepared} // 0) == 0
 		  && $stats->{staged_bytes} == 0 && $stats->{spilled_bytes} == 0;
+		$idle_checks = $now ? $idle_checks + 1 : 0;
+		return $idle_checks >= ($node ? 2 : 1);
 	});
-	return ($idle ? 1 : 0, $stats);
+	return ($idle ? 1 : 0, $stats, $resolved, $error);
 }
 
 # Files and directories under the tserver's staging directory (where
@@ -237,6 +273,432 @@ sub rss_anon_kb
 		return $1 if /^RssAnon:\s+(\d+)\s+kB/;
 	}
 	return undef;
+}
+
+# ---- the two-phase commit tests ----
+
+# Settings of a two-phase commit test node: the SQLSTATE of every log line
+# (%e, for assert_no_08007), recovery every recovery_interval (default
+# '1s'; '0' disables the background worker), the postmaster restarting
+# backends after one is killed with -9, and max_prepared_transactions when
+# given.
+sub twopc_conf
+{
+	my (%opts) = @_;
+	my $conf = "log_line_prefix = '%m [%p] %e %q%a '\n"
+	  . "restart_after_crash = on\n"
+	  . "tcopy.recovery_interval = '" . ($opts{recovery_interval} // '1s') . "'\n";
+	$conf .= "max_prepared_transactions = $opts{max_prepared_transactions}\n"
+	  if defined $opts{max_prepared_transactions};
+	return $conf;
+}
+
+# The marker and t tables (see the header); with a table name, only a tcopy
+# table of t's shape by that name (and OPTIONS (key 'id', more options)).
+sub twopc_ddl
+{
+	my ($table, $options) = @_;
+	my $opts = "key 'id'" . ($options ? ", $options" : '');
+	return "CREATE FOREIGN TABLE $table (id int NOT NULL, n int NOT NULL, payload text)"
+	  . " SERVER ts OPTIONS ($opts);" if defined $table;
+	return "CREATE TABLE marker (n int PRIMARY KEY);\n" . twopc_ddl('t');
+}
+
+# setup_node with twopc_conf (options recovery_interval,
+# max_prepared_transactions; conf is added after it) and twopc_ddl.
+# Returns (node, tserver).
+sub twopc_setup
+{
+	my (%opts) = @_;
+	my ($node, $ts) = setup_node(
+		name => $opts{name},
+		tserver => $opts{tserver},
+		conf => twopc_conf(%opts) . ($opts{conf} // ''));
+	$node->safe_psql('postgres', twopc_ddl());
+	return ($node, $ts);
+}
+
+# The program COPY reads transaction n's rows from: CSV lines
+# "id,n,payload" for ids n * per + first .. n * per + last.
+sub rows_script
+{
+	my ($node) = @_;
+	my $script = $node->basedir . '/twopc_rows.pl';
+	PostgreSQL::Test::Utils::append_to_file($script, <<'PERL') unless -e $script;
+my ($n, $per, $first, $last) = @ARGV;
+$SIG{PIPE} = sub { exit 0 };
+my $buf = '';
+for my $i ($first .. $last)
+{
+	$buf .= ($n * $per + $i) . ",$n,row $n/$i\n";
+	if (length($buf) > 65536)
+	{
+		print $buf or exit 0;
+		$buf = '';
+	}
+}
+print $buf;
+PERL
+	return $script;
+}
+
+# COPY of transaction n's rows into table (default t) from a program;
+# options per (default 1000), first (default 1), last (default per).
+sub rows_copy_sql
+{
+	my ($node, $n, %opts) = @_;
+	my $per = $opts{per} // 1000;
+	my $first = $opts{first} // 1;
+	my $last = $opts{last} // $per;
+	my $table = $opts{table} // 't';
+	my $script = rows_script($node);
+	return "COPY $table (id, n, payload) FROM PROGRAM 'perl $script $n $per $first $last' (FORMAT csv)";
+}
+
+# INSERT of transaction n's rows first .. last (options as rows_copy_sql's).
+sub rows_insert_sql
+{
+	my ($n, %opts) = @_;
+	my $per = $opts{per} // 1000;
+	my $first = $opts{first} // 1;
+	my $last = $opts{last} // $per;
+	my $table = $opts{table} // 't';
+	return "INSERT INTO $table (id, n, payload) SELECT $n * $per + i, $n, 'row $n/' || i"
+	  . " FROM generate_series($first, $last) i";
+}
+
+# The statements of transaction n: BEGIN, its marker row, the COPY of its
+# per rows (option per, default 1000), COMMIT.
+sub txn_sql
+{
+	my ($node, $n, %opts) = @_;
+	return ('BEGIN', "INSERT INTO marker VALUES ($n)", rows_copy_sql($node, $n, %opts), 'COMMIT');
+}
+
+# TcopyPgTest::Psql->start of statements, run after \set VERBOSITY verbose
+# (errors and warnings show their SQLSTATE); options as Psql->start's.
+sub psql_bg
+{
+	my ($node, $sql, %opts) = @_;
+	return TcopyPgTest::Psql->start($node, [ '\set VERBOSITY verbose', ref $sql ? @$sql : ($sql) ], %opts);
+}
+
+# The SQLSTATEs in psql's stderr (VERBOSITY verbose: "ERROR:  40001: ...")
+# or in log lines, in order.
+sub sqlstates
+{
+	my ($text) = @_;
+	return $text =~ /\b(?:ERROR|FATAL|PANIC|WARNING):  ([0-9A-Z]{5}):/g;
+}
+
+# The size of the node's log now: an offset for wait_for_log.
+sub log_position
+{
+	my ($node) = @_;
+	return -s $node->logfile // 0;
+}
+
+# Wait until the node's log, from offset (default 0), has a line matching
+# regex; the first such line, or '' after timeout seconds or as soon as
+# give_up (a sub) returns true.
+sub wait_for_log
+{
+	my ($node, $regex, $timeout, $offset, $give_up) = @_;
+	my $line = '';
+	wait_until($timeout, sub {
+		if (open(my $fh, '<', $node->logfile))
+		{
+			seek($fh, $offset // 0, 0);
+			while (my $l = <$fh>)
+			{
+				if ($l =~ $regex)
+				{
+					chomp($line = $l);
+					return 1;
+				}
+			}
+		}
+		return $give_up && $give_up->();
+	});
+	return $line;
+}
+
+# Run statements (usually ending in COMMIT) with tcopy.test_pause_at = point
+# in psql_bg, and wait up to timeout seconds (default 30) for the log line
+# "tcopy: paused at point".  Returns (psql, pid of the paused backend or
+# undef when it did not pause: the psql then tells why).
+sub start_paused
+{
+	my ($node, $point, $sql, %opts) = @_;
+	my $offset = log_position($node);
+	my $p = psql_bg($node, [ "SET tcopy.test_pause_at = '$point'", @$sql ], timeout => $opts{timeout} // 300);
+	my $line = wait_for_log($node, qr/tcopy: paused at \Q$point\E/, $opts{pause_timeout} // 30,
+		$offset, sub { $p->done });
+	my ($pid) = $line =~ /\[(\d+)\]/;
+	return ($p, $pid);
+}
+
+# The prepared sessions of the node's database as tcopy.prepared_sessions()
+# lists them: an array of { server, gid, xid, rows, attached ('t' or 'f'),
+# decision }, or (undef, psql's error) when the call fails.
+sub prepared_sessions
+{
+	my ($node) = @_;
+	my ($rc, $out, $err) = $node->psql('postgres', q{
+		SELECT server, gid, xid, rows, attached, decision
+		FROM tcopy.prepared_sessions() ORDER BY gid});
+	return (undef, $err || "psql exit $rc") if $rc != 0;
+	my @sessions;
+	for my $line (split /\n/, $out)
+	{
+		my %s;
+		@s{qw(server gid xid rows attached decision)} = split /\|/, $line, -1;
+		push @sessions, \%s;
+	}
+	return \@sessions;
+}
+
+# Run recovery until nothing is left prepared: call
+# tcopy.recover_prepared_sessions() (unless manual => 0: then only the
+# background worker does it) every half second until
+# tcopy.prepared_sessions() is empty twice in a row, and with ts => tserver,
+# the tserver lists no prepared session and holds no open session either;
+# at most timeout seconds (default 60).  Returns (ok, sessions resolved by
+# the calls, what was left or the last error, for diag).
+sub recover_all
+{
+	my ($node, %opts) = @_;
+	my $manual = $opts{manual} // 1;
+	my $resolved = 0;
+	my $empty = 0;
+	my $left = '';
+	my $ok = wait_until($opts{timeout} // 60, sub {
+		if ($manual)
+		{
+			my ($rc, $out, $err) = $node->psql('postgres', 'SELECT tcopy.recover_prepared_sessions()');
+			if ($rc == 0 && $out =~ /^(\d+)$/)
+			{
+				$resolved += $1;
+			}
+			else
+			{
+				$left = "tcopy.recover_prepared_sessions(): $err";
+				$empty = 0;
+				# no such function: no point in waiting
+				return -1 if $err =~ /does not exist/;
+				sleep(0.45);
+				return 0;
+			}
+		}
+		my ($sessions, $err) = prepared_sessions($node);
+		return -1 if !$sessions && $err =~ /does not exist/;
+		my $clean = $sessions && !@$sessions;
+		$left = $sessions
+		  ? join("\n", map { my $s = $_; join(' ', map { "$_=" . ($s->{$_} // '') } qw(gid xid rows attached decision)) } @$sessions)
+		  : "tcopy.prepared_sessions(): $err";
+		if ($clean && $opts{ts})
+		{
+			my $at_ts = $opts{ts}->prepared;
+			my $stats = $opts{ts}->stats;
+			$clean = $at_ts && !@$at_ts && $stats && ($stats->{sessions_open} // 1) == 0;
+			$left = 'the tserver: ' . ($at_ts ? join("\n", map { $_->{line} } @$at_ts) : 'tserver-cli prepared failed')
+			  . ($stats ? ", sessions_open $stats->{sessions_open}" : ', no stats')
+			  unless $clean;
+		}
+		$empty = $clean ? $empty + 1 : 0;
+		return 1 if $empty >= 2;
+		sleep(0.45);
+		return 0;
+	});
+	return ($ok && $ok > 0 ? 1 : 0, $resolved, $ok && $ok > 0 ? '' : $left);
+}
+
+# Assert that the tserver holds no prepared session: tserver-cli prepared
+# lists none, and its stats say sessions_prepared 0.
+sub assert_tserver_unprepared
+{
+	my ($ts, $name) = @_;
+	my $list = $ts->prepared;
+	ok($list && !@$list, "$name: the tserver lists no prepared session")
+	  or diag($list ? join("\n", map { $_->{line} } @$list) : 'tserver-cli prepared failed');
+	my $stats = $ts->stats;
+	is($stats && $stats->{sessions_prepared}, '0', "$name: the tserver's stats say sessions_prepared 0")
+	  or diag(explain($stats));
+}
+
+# Check every transaction of the marker/t tables (per: rows per
+# transaction, default 1000; pers: { n => per } for transactions of
+# another size, sizes: { n => rows } for transactions of fewer rows than
+# their per): its marker row is there exactly when all of its rows are
+# (ids n * per + 1 .. n * per + rows), never a part of them; the
+# transactions in committed (array) are there, those in aborted are not.  Returns { present => { n => 1 }, partial => count, error => psql's
+# error if the check could not run }.
+sub assert_atomic
+{
+	my ($node, $name, %opts) = @_;
+	my $per = $opts{per} // 1000;
+	my ($rc, $out, $err) = $node->psql('postgres', qq{
+		SELECT coalesce(m.n, c.n), m.n IS NOT NULL, coalesce(c.rows, 0), c.min_id, c.max_id
+		FROM marker m
+		FULL JOIN (SELECT n, count(*) AS rows, min(id) AS min_id, max(id) AS max_id
+			FROM t GROUP BY n) c ON c.n = m.n
+		ORDER BY 1});
+	my %result = (present => {}, partial => 0);
+	if ($rc != 0)
+	{
+		fail("$name: the marker and t tables can be read") or diag($err);
+		$result{error} = $err;
+		return \%result;
+	}
+	my @violations;
+	for my $line (split /\n/, $out)
+	{
+		my ($n, $marked, $rows, $min_id, $max_id) = split /\|/, $line, -1;
+		my $n_per = $opts{pers} && $opts{pers}{$n} ? $opts{pers}{$n} : $per;
+		my $want = $opts{sizes} && $opts{sizes}{$n} ? $opts{sizes}{$n} : $n_per;
+		# the key is id: want rows within the range are all of them
+		my $ids_ok = $rows == 0 || ($min_id >= $n * $n_per + 1 && $max_id <= $n * $n_per + $want) ? 't' : 'f';
+		if ($marked eq 't' && $rows == $want && $ids_ok eq 't')
+		{
+			$result{present}{$n} = 1;
+		}
+		else
+		{
+			push @violations, "transaction $n: marker " . ($marked eq 't' ? 'present' : 'absent')
+			  . ", $rows of its $want rows" . ($ids_ok eq 't' ? '' : ', some with ids not its own');
+			$result{partial}++ if $rows > 0 && $rows != $want;
+		}
+	}
+	ok(!@violations, "$name: each transaction's marker row is there exactly when all of its rows are")
+	  or diag(join("\n", @violations[ 0 .. ($#violations < 19 ? $#violations : 19) ]));
+	if ($opts{committed})
+	{
+		my @missing = grep { !$result{present}{$_} } @{ $opts{committed} };
+		ok(!@missing, "$name: the committed transactions are there ("
+			  . join(', ', @{ $opts{committed} }[ 0 .. ($#{ $opts{committed} } < 9 ? $#{ $opts{committed} } : 9) ])
+			  . (@{ $opts{committed} } > 10 ? ', ...' : '') . ')')
+		  or diag('missing: ' . join(', ', @missing));
+	}
+	if ($opts{aborted})
+	{
+		my %seen = map { $_ => 1 } grep { /^\d+$/ } map { (split /\|/)[0] } split /\n/, $out;
+		my @there = grep { $seen{$_} } @{ $opts{aborted} };
+		ok(!@there, "$name: nothing of the transactions that did not commit is there ("
+			  . join(', ', @{ $opts{aborted} }[ 0 .. ($#{ $opts{aborted} } < 9 ? $#{ $opts{aborted} } : 9) ])
+			  . (@{ $opts{aborted} } > 10 ? ', ...' : '') . ')')
+		  or diag('there: ' . join(', ', @there));
+	}
+	return \%result;
+}
+
+# Assert that SQLSTATE 08007 (transaction_resolution_unknown, "could not
+# learn whether tserver ... committed") appears in none of texts (psql
+# outputs) nor in the node's log (whose lines carry their SQLSTATE, see
+# twopc_conf).
+sub assert_no_08007
+{
+	my ($node, $name, @texts) = @_;
+	my $re = qr/\b08007\b|could not learn whether/;
+	my @hits = grep { /$re/ } map { split /\n/ } grep { defined } @texts;
+	ok(!@hits, "$name: no 08007 in any psql output") or diag(join("\n", @hits[ 0 .. ($#hits < 9 ? $#hits : 9) ]));
+	my $log = PostgreSQL::Test::Utils::slurp_file($node->logfile);
+	@hits = grep { /$re/ } split /\n/, $log;
+	ok(!@hits, "$name: no 08007 in the node's log") or diag(join("\n", @hits[ 0 .. ($#hits < 9 ? $#hits : 9) ]));
+}
+
+package TcopyPgTest::Proxy;
+
+use strict;
+use warnings;
+
+use Carp;
+use POSIX qw(:sys_wait_h);
+use Test::More;
+use Time::HiRes qw(sleep time);
+
+my @live_proxies;
+our $starts = 0;				# proxies started: each logs to a file of its own
+
+# Start test/tools/tcopy_proxy.pl in front of a tserver, listening on
+# socket (default proxy.sock in the tserver's directory); options fault,
+# nth, kill (a pid), trace.  BAIL_OUT when it does not come up.
+sub start
+{
+	my ($class, $ts, %opts) = @_;
+	my $self = bless {
+		socket => $opts{socket} // $ts->base_dir . '/proxy.sock',
+		log => $ts->base_dir . '/proxy.' . (++$starts) . '.log',
+	}, $class;
+	my @args = ('--listen', $self->{socket}, '--upstream', $ts->socket_path);
+	push @args, '--fault', $opts{fault}, '--nth', $opts{nth} // 1 if $opts{fault};
+	push @args, '--kill', $opts{kill} if $opts{kill};
+	push @args, '--trace' if $opts{trace};
+	my $pid = fork();
+	croak "fork: $!" unless defined $pid;
+	if ($pid == 0)
+	{
+		open(STDIN, '<', '/dev/null');
+		open(STDOUT, '>', $self->{log}) or POSIX::_exit(126);
+		open(STDERR, '>&', \*STDOUT) or POSIX::_exit(126);
+		exec($^X, "$TcopyTest::TOP/test/tools/tcopy_proxy.pl", @args) or POSIX::_exit(127);
+	}
+	$self->{pid} = $pid;
+	push @live_proxies, $self;
+	TcopyPgTest::wait_until(10, sub { $self->log_text =~ /^proxy ready$/m || waitpid($pid, WNOHANG) == $pid })
+	  and $self->log_text =~ /^proxy ready$/m
+	  or BAIL_OUT("the proxy did not start: " . $self->log_text);
+	return $self;
+}
+
+sub address { 'unix:' . $_[0]->{socket} }
+
+sub log_text
+{
+	my ($self) = @_;
+	open(my $fh, '<', $self->{log}) or return '';
+	local $/;
+	return <$fh> // '';
+}
+
+# The "fired ..." line, or '' until the proxy has written all of it.  The
+# proxy prints "fired STEP on connection N", then, with --kill, " killed
+# PID" once the kill is done, then the newline: only a line that has its
+# newline is complete, so a test that sees it knows the kill happened.
+sub fired
+{
+	my ($self) = @_;
+	return $self->log_text =~ /^(fired [^\n]*)\n/m ? $1 : '';
+}
+
+# Wait up to timeout seconds for the fault to fire (its whole line, see
+# fired), or until give_up returns true; the "fired ..." line or ''.  When
+# give_up ends the wait while the line is being written, wait a little
+# more for its end, which follows as soon as the kill is done.
+sub wait_fired
+{
+	my ($self, $timeout, $give_up) = @_;
+	TcopyPgTest::wait_until($timeout, sub { $self->fired || ($give_up && $give_up->()) });
+	TcopyPgTest::wait_until(5, sub { $self->fired })
+	  if !$self->fired && $self->log_text =~ /^fired /m;
+	return $self->fired;
+}
+
+sub stop
+{
+	my ($self) = @_;
+	my $pid = $self->{pid} or return;
+	kill 'TERM', $pid;
+	TcopyPgTest::wait_until(10, sub { waitpid($pid, WNOHANG) == $pid })
+	  or do { kill 'KILL', $pid; waitpid($pid, 0) };
+	$self->{pid} = undef;
+}
+
+END
+{
+	for my $proxy (@live_proxies)
+	{
+		kill 'KILL', $proxy->{pid} if $proxy->{pid};
+	}
 }
 
 package TcopyPgTest::Session;

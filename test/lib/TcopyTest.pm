@@ -31,17 +31,21 @@ use Socket qw(SOCK_STREAM);
 use Test::More;
 use Time::HiRes qw(sleep time);
 
-our @EXPORT_OK = qw(fnv1a64_hex aid_sum dir_size
+our @EXPORT_OK = qw(fnv1a64_hex aid_sum dir_size PROTOCOL_VERSION
   pb_varint pb_field_varint pb_field_bytes pb_field_packed_sint64 pb_decode
   FRAME_SERVER_HELLO FRAME_HELLO FRAME_READY FRAME_OPEN_TABLE FRAME_TABLE_INFO
   FRAME_BEGIN FRAME_BEGIN_OK FRAME_WRITE FRAME_ACK FRAME_COMMIT FRAME_COMMIT_OK
   FRAME_ABORT FRAME_SCAN FRAME_STATS_REQUEST FRAME_STATS FRAME_ERROR
   ERROR_PROTOCOL ERROR_AUTH ERROR_TOO_LARGE ERROR_UNKNOWN_TABLE
-  ERROR_SCHEMA_MISMATCH ERROR_BAD_ROW);
+  ERROR_SCHEMA_MISMATCH ERROR_BAD_ROW
+  FRAME_PREPARE FRAME_PREPARE_OK FRAME_RESOLVE FRAME_RESOLVE_OK
+  FRAME_LIST_PREPARED FRAME_PREPARED_LIST
+  RESOLVE_NONE RESOLVE_DONE RESOLVE_NOT_FOUND RESOLVE_BUSY);
 our %EXPORT_TAGS = (all => \@EXPORT_OK);
 
-# proto/tcopy.proto FrameType and ErrorCode
+# proto/tcopy.proto FrameType and ErrorCode, and TC_PROTOCOL_VERSION
 use constant {
+	PROTOCOL_VERSION => 2,
 	FRAME_SERVER_HELLO => 1,
 	FRAME_HELLO => 2,
 	FRAME_READY => 3,
@@ -64,6 +68,20 @@ use constant {
 	ERROR_UNKNOWN_TABLE => 4,
 	ERROR_SCHEMA_MISMATCH => 5,
 	ERROR_BAD_ROW => 6,
+};
+
+# the two-phase commit's frames and Resolve outcomes (protocol version 2)
+use constant {
+	FRAME_PREPARE => 21,
+	FRAME_PREPARE_OK => 22,
+	FRAME_RESOLVE => 23,
+	FRAME_RESOLVE_OK => 24,
+	FRAME_LIST_PREPARED => 25,
+	FRAME_PREPARED_LIST => 26,
+	RESOLVE_NONE => 0,
+	RESOLVE_DONE => 1,
+	RESOLVE_NOT_FOUND => 2,
+	RESOLVE_BUSY => 3,
 };
 
 our $TOP = abs_path(dirname(__FILE__) . "/../..");
@@ -325,6 +343,35 @@ sub stats
 	return \%stats;
 }
 
+# The prepared sessions the tserver holds (tserver-cli prepared [--prefix
+# P]): a list of { gid, line } (line: the cli's whole line for that
+# session, for diagnostics), or undef when the cli fails (an unreachable
+# tserver, or a tserver-cli without the command).  A session is a line
+# whose first field (split on white space, commas or tabs) is a gid the
+# extension makes (tcopy:...), or, with a prefix, starts with it; other
+# lines (a header) are ignored.
+sub prepared
+{
+	my ($self, $prefix) = @_;
+	my $r = $self->cli('prepared', defined $prefix ? ('--prefix', $prefix) : ());
+	return undef if $r->{rc} != 0;
+	my $want = $prefix // 'tcopy:';
+	my @sessions;
+	for my $line (split /\n/, $r->{out})
+	{
+		my ($gid) = $line =~ /^\s*([^\s,]+)/ or next;
+		push @sessions, { gid => $gid, line => $line } if index($gid, $want) == 0;
+	}
+	return \@sessions;
+}
+
+# tserver-cli resolve GID commit|abort: { rc, out, err, cmd }.
+sub resolve
+{
+	my ($self, $gid, $commit) = @_;
+	return $self->cli('resolve', $gid, $commit ? 'commit' : 'abort');
+}
+
 # Row count of a scan (scan --format count), or undef when it fails.
 sub count
 {
@@ -546,19 +593,19 @@ sub wait_closed
 	return 0;
 }
 
-# Connect and do the handshake (read ServerHello, send Hello version 1,
-# read Ready); the socket, or undef with a diagnostic.
+# Connect and do the handshake (read ServerHello, send Hello of
+# PROTOCOL_VERSION, read Ready); the socket, or undef with a diagnostic.
 sub connect_ready
 {
 	my ($self) = @_;
 	my $sock = $self->connect_raw or do { diag("connect: $!"); return undef };
-	my ($type) = read_frame($sock);
+	my ($type, $payload) = read_frame($sock);
 	if (!defined $type || $type != FRAME_SERVER_HELLO)
 	{
 		diag("expected ServerHello, got " . ($type // 'nothing'));
 		return undef;
 	}
-	send_frame($sock, FRAME_HELLO, pb_field_varint(1, 1));
+	send_frame($sock, FRAME_HELLO, pb_field_varint(1, PROTOCOL_VERSION));
 	($type) = read_frame($sock);
 	if (!defined $type || $type != FRAME_READY)
 	{

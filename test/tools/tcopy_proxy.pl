@@ -1,12 +1,13 @@
 #!/usr/bin/perl
 # tcopy_proxy.pl
 #	A fault-injecting proxy for the tcopy wire protocol, for the fault
-#	tests (test/ext/112_proxy_faults.pl).  It listens on a unix socket of its
-#	own, connects each client it accepts to the tserver, and forwards whole
-#	frames (4-byte big-endian payload length, 1-byte type; see
-#	proto/tcopy.proto) both ways.  With --fault it cuts one connection at a
-#	chosen step of the protocol, once; every other connection, and every
-#	connection after the fault fired, is forwarded untouched.
+#	tests (test/ext/112_proxy_faults.pl, 122_twopc_faults.pl).  It
+#	listens on a unix socket of its own, connects each client it accepts
+#	to the tserver, and forwards whole frames (4-byte big-endian payload
+#	length, 1-byte type; see proto/tcopy.proto) both ways.  With --fault
+#	it cuts one connection at a chosen step of the protocol, once; every
+#	other connection, and every connection after the fault fired, is
+#	forwarded untouched.
 #
 #	Cutting a connection means: forward what was received before the step,
 #	then close both sides, so that each peer sees the connection end
@@ -17,18 +18,48 @@
 #	  write        the client's WRITE of batch --nth (default 1) is dropped
 #	  mid_write    the header and half the payload of WRITE --nth go through
 #	  ack          the tserver's ACK of batch --nth is dropped
-#	  commit       the client's COMMIT --nth is dropped (a commit sends two:
-#	               the first prepares, the second publishes)
+#	  commit       the client's COMMIT --nth is dropped (the one-step commit
+#	               of tserver-cli; the extension commits with PREPARE and
+#	               RESOLVE, below)
 #	  commit_sent  the client's COMMIT --nth goes through, then the cut comes
 #	               at once, before the tserver can answer
 #	  commit_ok    the tserver's COMMIT_OK --nth is dropped
 #	  abort        the client's ABORT is dropped
 #
-#	Usage: tcopy_proxy.pl --listen PATH --upstream PATH [--fault STEP [--nth N]]
+#	The two-phase commit's steps (protocol version 2; the frames PREPARE
+#	21, PREPARE_OK 22, RESOLVE 23, RESOLVE_OK 24, LIST_PREPARED 25,
+#	PREPARED_LIST 26).  A resolve step names the decision it acts on: a
+#	RESOLVE is a publish (commit) when its field 2 (bool commit) is true, a
+#	discard (abort) otherwise, and a RESOLVE_OK is of the decision of the
+#	connection's oldest unanswered RESOLVE; --nth counts the frames of that
+#	decision on the connection:
+#
+#	  prepare              the client's PREPARE --nth is dropped
+#	  prepare_sent         PREPARE --nth goes through, then the cut
+#	  prepare_ok           the tserver's PREPARE_OK --nth is dropped
+#	  resolve_commit       the client's RESOLVE (commit) --nth is dropped
+#	  resolve_commit_sent  RESOLVE (commit) --nth goes through, then the cut
+#	  resolve_commit_ok    the tserver's RESOLVE_OK to it is dropped
+#	  resolve_abort, resolve_abort_sent, resolve_abort_ok
+#	                       the same for a RESOLVE (abort)
+#	  list_prepared        the client's LIST_PREPARED --nth is dropped
+#	  prepared_list        the tserver's PREPARED_LIST --nth is dropped
+#
+#	With --kill PID, the fault kills process PID (the tserver) with SIGKILL
+#	as well: for a step that drops a frame, the kill comes before the cut
+#	(the frame never arrives; a dropped answer was sent by a tserver that
+#	then died); for a step that sends the frame, right after the frame is
+#	written (the tserver dies while it handles it, or just before).
+#
+#	With --trace, every frame forwarded is printed as "connection N c2s
+#	NAME BYTES" (with "commit" or "abort" after a RESOLVE or RESOLVE_OK).
+#
+#	Usage: tcopy_proxy.pl --listen PATH --upstream PATH [--fault STEP [--nth N]
+#	         [--kill PID]] [--trace]
 #
 #	It prints "proxy ready" once listening, "fired STEP on connection N"
-#	when the fault fires, and one line per connection opened and closed, on
-#	stdout (unbuffered).  SIGTERM ends it.
+#	(then " killed PID" with --kill) when the fault fires, and one line per
+#	connection opened and closed, on stdout (unbuffered).  SIGTERM ends it.
 use strict;
 use warnings;
 
@@ -47,13 +78,31 @@ use constant {
 	FRAME_COMMIT => 10,
 	FRAME_COMMIT_OK => 11,
 	FRAME_ABORT => 12,
+	FRAME_PREPARE => 21,
+	FRAME_PREPARE_OK => 22,
+	FRAME_RESOLVE => 23,
+	FRAME_RESOLVE_OK => 24,
+	FRAME_LIST_PREPARED => 25,
+	FRAME_PREPARED_LIST => 26,
 };
+
+# every FrameType, for --trace
+my %FRAME_NAMES = (
+	1 => 'SERVER_HELLO', 2 => 'HELLO', 3 => 'READY', 4 => 'OPEN_TABLE',
+	5 => 'TABLE_INFO', 6 => 'BEGIN', 7 => 'BEGIN_OK', 8 => 'WRITE', 9 => 'ACK',
+	10 => 'COMMIT', 11 => 'COMMIT_OK', 12 => 'ABORT', 13 => 'ABORT_OK',
+	14 => 'SCAN', 15 => 'SCAN_BATCH', 16 => 'TABLE_OP', 17 => 'TABLE_OP_OK',
+	18 => 'STATS_REQUEST', 19 => 'STATS', 20 => 'ERROR',
+	21 => 'PREPARE', 22 => 'PREPARE_OK', 23 => 'RESOLVE', 24 => 'RESOLVE_OK',
+	25 => 'LIST_PREPARED', 26 => 'PREPARED_LIST',
+);
 use constant HEADER_SIZE => 5;
 use constant MAX_PAYLOAD => 256 * 1024 * 1024;	# beyond: not a frame, cut
 
-# step => [direction the frame travels, frame type, action]; c2s is client
-# to server.  drop: cut instead of forwarding the frame; half: forward the
-# header and half the payload, then cut; after: forward it, then cut.
+# step => [direction the frame travels, frame type, action, decision];
+# c2s is client to server.  drop: cut instead of forwarding the frame;
+# half: forward the header and half the payload, then cut; after: forward
+# it, then cut.  decision (resolve steps only): 1 commit, 0 abort.
 my %STEPS = (
 	hello => [ 's2c', FRAME_READY, 'drop' ],
 	begin => [ 'c2s', FRAME_BEGIN, 'drop' ],
@@ -64,22 +113,37 @@ my %STEPS = (
 	commit_sent => [ 'c2s', FRAME_COMMIT, 'after' ],
 	commit_ok => [ 's2c', FRAME_COMMIT_OK, 'drop' ],
 	abort => [ 'c2s', FRAME_ABORT, 'drop' ],
+	prepare => [ 'c2s', FRAME_PREPARE, 'drop' ],
+	prepare_sent => [ 'c2s', FRAME_PREPARE, 'after' ],
+	prepare_ok => [ 's2c', FRAME_PREPARE_OK, 'drop' ],
+	resolve_commit => [ 'c2s', FRAME_RESOLVE, 'drop', 1 ],
+	resolve_commit_sent => [ 'c2s', FRAME_RESOLVE, 'after', 1 ],
+	resolve_commit_ok => [ 's2c', FRAME_RESOLVE_OK, 'drop', 1 ],
+	resolve_abort => [ 'c2s', FRAME_RESOLVE, 'drop', 0 ],
+	resolve_abort_sent => [ 'c2s', FRAME_RESOLVE, 'after', 0 ],
+	resolve_abort_ok => [ 's2c', FRAME_RESOLVE_OK, 'drop', 0 ],
+	list_prepared => [ 'c2s', FRAME_LIST_PREPARED, 'drop' ],
+	prepared_list => [ 's2c', FRAME_PREPARED_LIST, 'drop' ],
 );
 
 my ($listen_path, $upstream_path, $fault, $nth) = (undef, undef, undef, 1);
+my ($kill_pid, $trace);
 GetOptions(
 	'listen=s' => \$listen_path,
 	'upstream=s' => \$upstream_path,
 	'fault=s' => \$fault,
 	'nth=i' => \$nth,
+	'kill=i' => \$kill_pid,
+	'trace' => \$trace,
 ) or usage();
 usage() unless defined $listen_path && defined $upstream_path;
 usage() if defined $fault && !$STEPS{$fault};
+usage() if defined $kill_pid && (!defined $fault || $STEPS{$fault}[2] eq 'half');
 
 sub usage
 {
 	print STDERR "usage: $0 --listen PATH --upstream PATH [--fault "
-	  . join('|', sort keys %STEPS) . " [--nth N]]\n";
+	  . join('|', sort keys %STEPS) . " [--nth N] [--kill PID]] [--trace]\n";
 	exit 2;
 }
 
@@ -122,6 +186,8 @@ sub open_pair
 		in => { c2s => '', s2c => '' },
 		out => { c2s => '', s2c => '' },
 		seen => {},
+		resolves => [],		# decisions of the RESOLVEs not answered yet
+		decided => {},		# "dir type decision" => frames of that decision seen
 	};
 	$pairs{ fileno $client } = $pairs{ fileno $server } = $pair;
 	$sel->add($client, $server);
@@ -183,16 +249,81 @@ sub first_varint
 	return 0;
 }
 
+# The decision of a Resolve message: 1 when its field 2 (bool commit) is
+# set, else 0 (proto3 leaves a false bool out).
+sub resolve_decision
+{
+	my ($payload) = @_;
+	my $pos = 0;
+	my $len = length $payload;
+	my $varint = sub {
+		my ($n, $shift) = (0, 0);
+		while ($pos < $len)
+		{
+			my $b = ord(substr($payload, $pos++, 1));
+			$n |= ($b & 0x7F) << $shift;
+			return $n unless $b & 0x80;
+			$shift += 7;
+		}
+		return undef;
+	};
+	my $commit = 0;
+	while ($pos < $len)
+	{
+		my $tag = $varint->() // last;
+		my ($field, $wire) = ($tag >> 3, $tag & 7);
+		if ($wire == 0)
+		{
+			my $v = $varint->() // last;
+			$commit = $v ? 1 : 0 if $field == 2;
+		}
+		elsif ($wire == 2)
+		{
+			my $n = $varint->() // last;
+			$pos += $n;
+		}
+		elsif ($wire == 1)
+		{
+			$pos += 8;
+		}
+		elsif ($wire == 5)
+		{
+			$pos += 4;
+		}
+		else
+		{
+			last;
+		}
+	}
+	return $commit;
+}
+
 # Whether the armed fault applies to a frame of this pair: the index-th
-# frame of its type in its direction, with this payload (or its first half).
+# frame of its type in its direction, with this payload (or its first half);
+# for a resolve step, the nth complete frame of the step's decision
+# (decision: that of this RESOLVE or RESOLVE_OK, undef for other frames or
+# an incomplete one).
 sub fault_matches
 {
-	my ($dir, $type, $index, $payload) = @_;
+	my ($pair, $dir, $type, $index, $payload, $decision) = @_;
 	return 0 unless $armed;
-	my ($fdir, $ftype) = @{ $STEPS{$fault} }[ 0, 1 ];
+	my ($fdir, $ftype, undef, $fdecision) = @{ $STEPS{$fault} };
 	return 0 unless $dir eq $fdir && $type == $ftype;
+	if (defined $fdecision)
+	{
+		return 0 unless defined $decision && $decision == $fdecision;
+		return ++$pair->{decided}{"$dir $type $decision"} == $nth;
+	}
 	return first_varint($payload) == $nth if $type == FRAME_ACK;
 	return $index == $nth;
+}
+
+# The fault fired on a pair: with --kill, kill the process.
+sub kill_target
+{
+	return unless defined $kill_pid;
+	my $ok = kill('KILL', $kill_pid);
+	print $ok ? " killed $kill_pid" : " could not kill $kill_pid: $!";
 }
 
 # Move the complete frames of in{dir} to out{dir}, applying the fault.
@@ -213,12 +344,23 @@ sub forward_frames
 		my $half = $armed && $STEPS{$fault}[2] eq 'half';
 		# mid_write acts once half the payload is there
 		my $need = HEADER_SIZE + ($half ? int($len / 2) : $len);
+		my $complete = length($$in) >= HEADER_SIZE + $len;
+		my $decision;
+		if ($complete && $dir eq 'c2s' && $type == FRAME_RESOLVE)
+		{
+			$decision = resolve_decision(substr($$in, HEADER_SIZE, $len));
+		}
+		elsif ($complete && $dir eq 's2c' && $type == FRAME_RESOLVE_OK)
+		{
+			$decision = $pair->{resolves}[0];
+		}
 		if (length($$in) >= $need
-			&& fault_matches($dir, $type, $index, substr($$in, HEADER_SIZE, $need - HEADER_SIZE)))
+			&& fault_matches($pair, $dir, $type, $index, substr($$in, HEADER_SIZE, $need - HEADER_SIZE),
+				$decision))
 		{
 			my $action = $STEPS{$fault}[2];
 			$armed = 0;
-			print "fired $fault on connection $pair->{id}\n";
+			print "fired $fault on connection $pair->{id}";
 			if ($action eq 'half')
 			{
 				$pair->{out}{$dir} .= substr($$in, 0, $need);
@@ -226,11 +368,33 @@ sub forward_frames
 			elsif ($action eq 'after')
 			{
 				$pair->{out}{$dir} .= substr($$in, 0, HEADER_SIZE + $len);
+				if (defined $kill_pid)
+				{
+					# the frame reaches the tserver before it dies
+					my $sock = $dir eq 'c2s' ? $pair->{s} : $pair->{c};
+					$sock->blocking(1);
+					write_all($sock, \$pair->{out}{$dir});
+				}
 			}
+			kill_target();
+			print "\n";
 			close_pair($pair, "fault $fault");
 			return 0;
 		}
-		return 1 if length($$in) < HEADER_SIZE + $len;
+		return 1 unless $complete;
+		if ($dir eq 'c2s' && $type == FRAME_RESOLVE)
+		{
+			push @{ $pair->{resolves} }, $decision;
+		}
+		elsif ($dir eq 's2c' && $type == FRAME_RESOLVE_OK)
+		{
+			shift @{ $pair->{resolves} };
+		}
+		if ($trace)
+		{
+			print "connection $pair->{id} $dir " . ($FRAME_NAMES{$type} // "frame $type") . " $len"
+			  . (defined $decision ? ($decision ? ' commit' : ' abort') : '') . "\n";
+		}
 		$pair->{seen}{"$dir $type"} = $index;
 		$pair->{out}{$dir} .= substr($$in, 0, HEADER_SIZE + $len, '');
 	}

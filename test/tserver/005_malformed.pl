@@ -180,8 +180,8 @@ for my $case (@raw_cases)
 {
 	my $sock = $ts->connect_raw;
 	TcopyTest::read_frame($sock, 10);
-	send_frame($sock, FRAME_HELLO, pb_field_varint(1, 2));
-	expect_error($sock, ERROR_PROTOCOL, 'HELLO of protocol version 2');
+	send_frame($sock, FRAME_HELLO, pb_field_varint(1, PROTOCOL_VERSION + 1));
+	expect_error($sock, ERROR_PROTOCOL, 'HELLO of the next protocol version');
 }
 {
 	my $sock = $ts->connect_raw;

@@ -65,7 +65,7 @@ sub greeted
 sub hello_msg
 {
 	my ($auth) = @_;
-	my $m = pb_field_varint(1, 1) . pb_field_bytes(2, '006_auth');
+	my $m = pb_field_varint(1, PROTOCOL_VERSION) . pb_field_bytes(2, '006_auth');
 	$m .= pb_field_bytes(3, $auth) if defined $auth;
 	return $m;
 }
@@ -245,7 +245,7 @@ $ts->stop;
 	if (IO::Select->new($listener)->can_read(10))
 	{
 		my $conn = $listener->accept;
-		my $hello = pb_field_varint(1, 1) . pb_field_bytes(2, 'fake') . pb_field_bytes(3, $nonce)
+		my $hello = pb_field_varint(1, PROTOCOL_VERSION) . pb_field_bytes(2, 'fake') . pb_field_bytes(3, $nonce)
 		  . pb_field_varint(4, 1);
 		TcopyTest::send_frame($conn, FRAME_SERVER_HELLO, $hello);
 		my ($t, $payload) = TcopyTest::read_frame($conn, 10);

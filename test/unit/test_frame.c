@@ -106,7 +106,7 @@ test_length_limit(void)
 static void
 test_unknown_type(void)
 {
-	static const int bad_types[] = {0, 21, 22, 99, 127, 128, 200, 255};
+	static const int bad_types[] = {0, TC_FRAME_TYPE_LAST + 1, TC_FRAME_TYPE_LAST + 2, 99, 127, 128, 200, 255};
 	uint8_t		header[TC_FRAME_HEADER_SIZE] = {0, 0, 0, 4, 0};
 
 	for (size_t i = 0; i < sizeof(bad_types) / sizeof(bad_types[0]); i++)

@@ -1,0 +1,702 @@
+/*
+ * ts_prepared.c
+ *		Prepared sessions, the tserver's half of two-phase commit: prepare
+ *		under a global id (gid), the durable record, the registry of
+ *		prepared sessions and their owners, resolving (publish or discard),
+ *		listing, and loading them all again at startup.
+ *
+ * Prepare does every slow step of a commit (ts_session_prepare: the last
+ * spill, the merge, the SST files, which SstFileWriter syncs), then writes
+ * the session's record (proto/ts_store.proto, PreparedRecord) to the meta
+ * family under "prepared:" gid, synced.  A never-spilled session's record
+ * holds its WriteBatch (its truncates, then its rows); a spilled session's
+ * names its staging directory, its SST files in precedence order and a
+ * sentinel file written at prepare time (one key: ts_sentinel_key).  Both
+ * hold the tables written to, the staged truncates and drops, and each
+ * keyless table's row id counter.  Then the session's memory is freed: a
+ * prepared session holds none, only its registry entry (gid, owner, rows,
+ * bytes, time) and, if it spilled, its staging directory.
+ *
+ * The registry (TsStore.prepared, under prepared_lock) has one entry per
+ * record, and one per Prepare in progress (so that two cannot take the
+ * same gid).  Each entry is owned by a connection (the one that prepared
+ * it, or the one resolving it) or by none (orphaned): a connection that
+ * ends detaches its sessions, and the store never resolves one on its own.
+ * A Resolve claims an entry that is orphaned or its own, reads the record
+ * back and publishes it (ts_publish.c) or discards it (the record deleted,
+ * synced, then the staging directory), and drops the entry once done.
+ *
+ * At startup (ts_prepared_load) every record becomes an orphaned entry;
+ * the staging directories the records name are kept and every other entry
+ * of DIR/staging is removed; next_session_id goes above every recorded
+ * session's id, so that no new session takes a kept directory's name, and
+ * each keyless table's row id counter above what the record noted, so that
+ * no new session takes the row ids of a prepared one.
+ */
+#include "ts_session_int.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tc_client.h"
+#include "ts_log.h"
+#include "ts_store.pb-c.h"
+
+_Static_assert(TS_GID_MAX == TC_GID_MAX, "the tserver's and the client's gid limits differ");
+
+#define PREPARED_RECORD_VERSION 1
+#define PREPARED_SENTINEL_FILE "sentinel.sst"
+
+int
+ts_store_crash_point(TsStore *store, const char *point, TsError *err)
+{
+	if (store->crash_at != NULL && strcmp(store->crash_at, point) == 0)
+	{
+		ts_log(TS_LOG_WARNING, "TSERVER_TEST_CRASH_AT=%s: the tserver kills itself here", point);
+		raise(SIGKILL);
+	}
+	if (store->test_stop_at != NULL && strcmp(store->test_stop_at, point) == 0)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "stopped at test point \"%s\"", point);
+		return -1;
+	}
+	return 0;
+}
+
+/* Unix time in milliseconds. */
+static uint64_t
+realtime_ms(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	return (uint64_t) now.tv_sec * 1000 + (uint64_t) now.tv_nsec / 1000000;
+}
+
+/* A gid a client may use: 1 .. TS_GID_MAX bytes.  0, or -1 with err. */
+static int
+gid_check(const char *gid, TsError *err)
+{
+	size_t		len = gid != NULL ? strlen(gid) : 0;
+
+	if (len == 0 || len > TS_GID_MAX)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "a global id must have 1 to %d bytes, not %zu", TS_GID_MAX, len);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- records ---- */
+
+/* The meta family key of gid's record into key; its length. */
+static size_t
+record_key(const char *gid, char *key, size_t size)
+{
+	return (size_t) snprintf(key, size, "%s%s", TS_META_PREPARED_PREFIX, gid);
+}
+
+/*
+ * Check a record decoded from key: its version, its gid, and that its
+ * file names stay in its staging directory.  0, or -1 with err.
+ */
+static int
+record_check(const Tstore__PreparedRecord *rec, const char *key, size_t keylen, TsError *err)
+{
+	size_t		plen = strlen(TS_META_PREPARED_PREFIX);
+	char		dir[64];
+
+	if (rec->version != PREPARED_RECORD_VERSION)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+					 "stored prepared session \"%.*s\" has record version %u, not %d",
+					 (int) (keylen - plen), key + plen, rec->version, PREPARED_RECORD_VERSION);
+		return -1;
+	}
+	if (strlen(rec->gid) != keylen - plen || memcmp(rec->gid, key + plen, keylen - plen) != 0 ||
+		gid_check(rec->gid, err) != 0)
+		goto corrupt;
+	snprintf(dir, sizeof(dir), "session-%llu", (unsigned long long) rec->session_id);
+	if (rec->sst != NULL)
+	{
+		if (strcmp(rec->sst->dir, dir) != 0 || strchr(rec->sst->sentinel, '/') != NULL ||
+			rec->sst->sentinel[0] == '\0' || rec->sst->sentinel[0] == '.')
+			goto corrupt;
+		for (size_t i = 0; i < rec->sst->n_files; i++)
+			if (strchr(rec->sst->files[i], '/') != NULL || rec->sst->files[i][0] == '\0' ||
+				rec->sst->files[i][0] == '.')
+				goto corrupt;
+	}
+	return 0;
+
+corrupt:
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+				 "stored prepared session \"%.*s\" is corrupt", (int) (keylen - plen), key + plen);
+	return -1;
+}
+
+/* Read and decode gid's record: NULL with err when missing or corrupt. */
+static Tstore__PreparedRecord *
+record_read(TsStore *store, const char *gid, TsError *err)
+{
+	char		key[sizeof(TS_META_PREPARED_PREFIX) + TS_GID_MAX];
+	size_t		keylen = record_key(gid, key, sizeof(key));
+	size_t		len = 0;
+	char	   *errptr = NULL;
+	char	   *value;
+	Tstore__PreparedRecord *rec;
+
+	value = rocksdb_get_cf(store->db, store->read_default, store->cf_meta, key, keylen,
+						   &len, &errptr);
+	if (errptr != NULL)
+	{
+		ts_error_rocksdb(err, "could not read a prepared session's record", errptr);
+		return NULL;
+	}
+	if (value == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+					 "the record of the session prepared under \"%s\" is missing", gid);
+		return NULL;
+	}
+	rec = tstore__prepared_record__unpack(NULL, len, (const uint8_t *) value);
+	free(value);
+	if (rec == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+					 "stored prepared session \"%s\" is corrupt", gid);
+		return NULL;
+	}
+	if (record_check(rec, key, keylen, err) != 0)
+	{
+		tstore__prepared_record__free_unpacked(rec, NULL);
+		return NULL;
+	}
+	return rec;
+}
+
+/* Pack rec into a new buffer (*len bytes); NULL when out of memory. */
+static uint8_t *
+record_pack(const Tstore__PreparedRecord *rec, size_t *len)
+{
+	uint8_t    *packed;
+
+	*len = tstore__prepared_record__get_packed_size(rec);
+	packed = malloc(*len > 0 ? *len : 1);
+	if (packed != NULL)
+		tstore__prepared_record__pack(rec, packed);
+	return packed;
+}
+
+/* ---- prepare ---- */
+
+/* Write the spilled session's sentinel file into its staging directory. */
+static int
+write_sentinel_file(TsSession *session, const char *gid, TsError *err)
+{
+	TsStore    *store = session->store;
+	rocksdb_sstfilewriter_t *writer;
+	char		path[SESSION_PATH_SIZE];
+	char		key[TS_SENTINEL_KEY_MAX];
+	size_t		keylen = ts_sentinel_key(gid, key);
+	char	   *errptr = NULL;
+
+	snprintf(path, sizeof(path), "%s/%s", session->dir, PREPARED_SENTINEL_FILE);
+	writer = rocksdb_sstfilewriter_create(store->env_options, store->options);
+	rocksdb_sstfilewriter_open(writer, path, &errptr);
+	if (errptr == NULL)
+		rocksdb_sstfilewriter_put(writer, key, keylen, "", 0, &errptr);
+	if (errptr == NULL)
+		rocksdb_sstfilewriter_finish(writer, &errptr);
+	rocksdb_sstfilewriter_destroy(writer);
+	if (errptr != NULL)
+	{
+		ts_error_rocksdb(err, "could not write a prepared session's sentinel file", errptr);
+		return -1;
+	}
+	return 0;
+}
+
+/* The base name of a path. */
+static char *
+base_name(char *path)
+{
+	char	   *slash = strrchr(path, '/');
+
+	return slash != NULL ? slash + 1 : path;
+}
+
+int
+ts_session_prepare_gid(TsSession *session, const char *gid, uint64_t owner,
+					   uint64_t *rows, TsError *err)
+{
+	TsStore    *store = session->store;
+	Tstore__PreparedRecord rec;
+	Tstore__SstFiles sst;
+	Tstore__RowIdMark *marks = NULL;
+	Tstore__RowIdMark **mark_ptrs = NULL;
+	char	  **names = NULL;
+	char		dir[64];
+	rocksdb_writebatch_t *wb = NULL;
+	uint8_t    *packed = NULL;
+	size_t		packed_len;
+	char		key[sizeof(TS_META_PREPARED_PREFIX) + TS_GID_MAX];
+	char	   *errptr = NULL;
+	bool		recorded = false;
+
+	*rows = session->rows;
+	if (gid_check(gid, err) != 0)
+	{
+		ts_session_free(session, true);
+		return -1;
+	}
+	if (registry_add(store, gid, PREPARED_PREPARING, owner, err) != 0)
+	{
+		ts_session_free(session, true);
+		return -1;
+	}
+	if (ts_session_prepare(session, err) != 0)
+		goto fail;
+
+	tstore__prepared_record__init(&rec);
+	rec.version = PREPARED_RECORD_VERSION;
+	rec.gid = (char *) gid;
+	rec.session_id = session->id;
+	rec.rows = session->rows;
+	rec.prepared_at_ms = realtime_ms();
+	rec.tables = session->tables;
+	rec.n_tables = session->ntables;
+	rec.truncates = session->truncates;
+	rec.n_truncates = session->ntruncates;
+	rec.drops = session->drops;
+	rec.n_drops = session->ndrops;
+
+	/* keyless tables: their counters, past every row id the session took */
+	marks = calloc(session->ntables + 1, sizeof(Tstore__RowIdMark));
+	mark_ptrs = calloc(session->ntables + 1, sizeof(Tstore__RowIdMark *));
+	if (marks == NULL || mark_ptrs == NULL)
+		goto oom;
+	for (size_t i = 0; i < session->ntables; i++)
+	{
+		TsTable    *table = ts_store_table(store, session->tables[i], NULL);
+
+		if (table == NULL || table->layout.nkey > 0)
+			continue;
+		tstore__row_id_mark__init(&marks[rec.n_rowids]);
+		marks[rec.n_rowids].table_id = table->id;
+		marks[rec.n_rowids].next_rowid = atomic_load(&table->next_rowid);
+		mark_ptrs[rec.n_rowids] = &marks[rec.n_rowids];
+		rec.n_rowids++;
+	}
+	rec.rowids = mark_ptrs;
+
+	if (session->sst == NULL)
+	{
+		size_t		len;
+
+		/* the batch, then the record packed from it: one copy at a time */
+		wb = ts_session_build_batch(session);
+		tc_buf_free(&session->staged);
+		session->noffsets = 0;
+		ts_session_account(session);
+		rec.write_batch.data = (uint8_t *) rocksdb_writebatch_data(wb, &len);
+		rec.write_batch.len = len;
+		rec.bytes = len;
+	}
+	else
+	{
+		if (write_sentinel_file(session, gid, err) != 0)
+			goto fail;
+		names = calloc(session->sst->nfiles + 1, sizeof(char *));
+		if (names == NULL)
+			goto oom;
+		for (size_t i = 0; i < session->sst->nfiles; i++)
+			names[i] = base_name(session->sst->files[i]);
+		snprintf(dir, sizeof(dir), "session-%llu", (unsigned long long) session->id);
+		tstore__sst_files__init(&sst);
+		sst.dir = dir;
+		sst.sentinel = (char *) PREPARED_SENTINEL_FILE;
+		sst.files = names;
+		sst.n_files = session->sst->nfiles;
+		rec.sst = &sst;
+		rec.bytes = session->sst->finished_bytes;
+	}
+	packed = record_pack(&rec, &packed_len);
+	if (wb != NULL)
+	{
+		rocksdb_writebatch_destroy(wb);
+		wb = NULL;
+	}
+	if (packed == NULL)
+		goto oom;
+	if (ts_store_check_space(store, packed_len, err) != 0)
+		goto fail;
+
+	wb = rocksdb_writebatch_create();
+	rocksdb_writebatch_put_cf(wb, store->cf_meta, key, record_key(gid, key, sizeof(key)),
+							  (const char *) packed, packed_len);
+	free(packed);
+	packed = NULL;
+	rocksdb_write(store->db, store->write_sync, wb, &errptr);
+	rocksdb_writebatch_destroy(wb);
+	wb = NULL;
+	if (errptr != NULL)
+	{
+		ts_error_rocksdb(err, "could not record the prepared session", errptr);
+		goto fail;
+	}
+	recorded = true;
+	if (ts_store_crash_point(store, "after-prepare-record", err) != 0)
+		goto fail;
+
+	registry_set_prepared(store, gid, rec.rows, rec.bytes, rec.prepared_at_ms);
+	ts_log(TS_LOG_DEBUG, "session %llu prepared under \"%s\": %llu rows, %llu bytes%s",
+		   (unsigned long long) session->id, gid, (unsigned long long) rec.rows,
+		   (unsigned long long) rec.bytes, rec.sst != NULL ? " in SST files" : "");
+	free(names);
+	free(marks);
+	free(mark_ptrs);
+	session->keep_dir = true;
+	ts_session_free(session, false);
+	return 0;
+
+oom:
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory preparing a session");
+fail:
+	if (wb != NULL)
+		rocksdb_writebatch_destroy(wb);
+	free(packed);
+	free(names);
+	free(marks);
+	free(mark_ptrs);
+	registry_remove(store, gid);
+	/* only a test stop comes after the record: leave the disk as a crash would */
+	session->keep_dir = recorded;
+	ts_session_free(session, true);
+	return -1;
+}
+
+/* ---- resolve ---- */
+
+/* The path of file name in rec's staging directory into path. */
+static void
+staging_path(TsStore *store, const Tstore__PreparedRecord *rec, const char *name,
+			 char *path, size_t size)
+{
+	snprintf(path, size, "%s/%s/%s", store->staging_dir, rec->sst->dir, name);
+}
+
+/* Remove rec's staging directory, if it has one. */
+static void
+remove_staging(TsStore *store, const Tstore__PreparedRecord *rec)
+{
+	char		dir[SESSION_DIR_SIZE];
+
+	if (rec->sst == NULL)
+		return;
+	snprintf(dir, sizeof(dir), "%s/%s", store->staging_dir, rec->sst->dir);
+	if (ts_remove_tree(dir) != 0)
+		ts_log(TS_LOG_WARNING, "could not remove staging directory \"%s\": %s",
+			   dir, strerror(errno));
+}
+
+/* Publish a prepared session from its record (which this may change). */
+static int
+prepared_publish(TsStore *store, Tstore__PreparedRecord *rec, TsError *err)
+{
+	TsPublish	pub;
+	uint8_t    *truncated = NULL;
+	char	  **files = NULL;
+	int			result = -1;
+
+	memset(&pub, 0, sizeof(pub));
+	pub.gid = rec->gid;
+	pub.rows = rec->rows;
+	pub.tables = rec->tables;
+	pub.ntables = rec->n_tables;
+	pub.drops = rec->drops;
+	pub.ndrops = rec->n_drops;
+	if (rec->sst == NULL)
+	{
+		pub.batch = rocksdb_writebatch_create_from((const char *) rec->write_batch.data,
+												   rec->write_batch.len);
+		/* the batch has a copy: the record's need not stay */
+		free(rec->write_batch.data);
+		rec->write_batch.data = NULL;
+		rec->write_batch.len = 0;
+	}
+	else
+	{
+		files = calloc(rec->sst->n_files + 1, sizeof(char *));
+		if (files == NULL)
+			goto oom;
+		for (size_t i = 0; i <= rec->sst->n_files; i++)
+		{
+			char		path[SESSION_PATH_SIZE];
+
+			staging_path(store, rec, i == 0 ? rec->sst->sentinel : rec->sst->files[i - 1],
+						 path, sizeof(path));
+			if ((files[i] = strdup(path)) == NULL)
+				goto oom;
+		}
+		pub.files = files;
+		pub.nfiles = rec->sst->n_files + 1;
+		pub.truncates = rec->truncates;
+		pub.ntruncates = rec->n_truncates;
+		pub.truncates_applied = rec->truncates_applied;
+		if (rec->n_truncates > 0 && !rec->truncates_applied)
+		{
+			rec->truncates_applied = true;
+			truncated = record_pack(rec, &pub.record_truncated_len);
+			rec->truncates_applied = false;
+			if (truncated == NULL)
+				goto oom;
+			pub.record_truncated = truncated;
+		}
+	}
+	result = ts_publish(store, &pub, err);
+	if (result == 0)
+		remove_staging(store, rec);
+	goto done;
+
+oom:
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory publishing a prepared session");
+done:
+	if (pub.batch != NULL)
+		rocksdb_writebatch_destroy(pub.batch);
+	for (size_t i = 0; files != NULL && rec->sst != NULL && i <= rec->sst->n_files; i++)
+		free(files[i]);
+	free(files);
+	free(truncated);
+	return result;
+}
+
+/* Discard a prepared session: its record, then its staging directory. */
+static int
+prepared_discard(TsStore *store, const Tstore__PreparedRecord *rec, TsError *err)
+{
+	rocksdb_writebatch_t *wb;
+	char		key[sizeof(TS_META_PREPARED_PREFIX) + TS_GID_MAX];
+	char	   *errptr = NULL;
+	int			ingested = 0;
+
+	if (rec->sst != NULL && (ingested = ts_sentinel_present(store, rec->gid, err)) < 0)
+		return -1;
+	if (ingested || rec->truncates_applied)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "the session prepared under \"%s\" is being published (%s): "
+					 "only a commit can resolve it", rec->gid,
+					 ingested ? "its rows are in" : "its truncates are applied");
+		return -1;
+	}
+	if (ts_store_crash_point(store, "before-record-delete", err) != 0)
+		return -1;
+	wb = rocksdb_writebatch_create();
+	rocksdb_writebatch_delete_cf(wb, store->cf_meta, key, record_key(rec->gid, key, sizeof(key)));
+	rocksdb_write(store->db, store->write_sync, wb, &errptr);
+	rocksdb_writebatch_destroy(wb);
+	if (errptr != NULL)
+	{
+		ts_error_rocksdb(err, "could not delete a prepared session's record", errptr);
+		return -1;
+	}
+	if (ts_store_crash_point(store, "after-record-delete", err) != 0)
+		return -1;
+	remove_staging(store, rec);
+	return 0;
+}
+
+int
+ts_store_resolve(TsStore *store, const char *gid, bool commit, uint64_t owner,
+				 Tcopy__ResolveOutcome *outcome, uint64_t *rows, TsError *err)
+{
+	TsPrepared *entry;
+	Tstore__PreparedRecord *rec;
+	int			result;
+
+	*rows = 0;
+	if (gid_check(gid, err) != 0)
+		return -1;
+	pthread_mutex_lock(&store->prepared_lock);
+	entry = registry_find_locked(store, gid, NULL);
+	if (entry == NULL || entry->state != PREPARED_READY ||
+		(entry->owner != 0 && entry->owner != owner))
+	{
+		*outcome = entry == NULL ? TCOPY__RESOLVE_OUTCOME__RESOLVE_NOT_FOUND :
+			TCOPY__RESOLVE_OUTCOME__RESOLVE_BUSY;
+		pthread_mutex_unlock(&store->prepared_lock);
+		return 0;
+	}
+	/* claimed: ours until resolved, or until this connection ends */
+	entry->state = PREPARED_RESOLVING;
+	entry->owner = owner;
+	*rows = entry->rows;
+	pthread_mutex_unlock(&store->prepared_lock);
+
+	rec = record_read(store, gid, err);
+	if (rec == NULL)
+		result = -1;
+	else if (commit)
+		result = prepared_publish(store, rec, err);
+	else
+		result = prepared_discard(store, rec, err);
+
+	if (result == 0)
+	{
+		registry_remove(store, gid);
+		if (commit)
+		{
+			atomic_fetch_add(&store->sessions_committed, 1);
+			atomic_fetch_add(&store->rows_committed, rec->rows);
+		}
+		else
+			atomic_fetch_add(&store->sessions_aborted, 1);
+		ts_log(TS_LOG_DEBUG, "session prepared under \"%s\" %s: %llu rows", gid,
+			   commit ? "published" : "discarded", (unsigned long long) rec->rows);
+		*outcome = TCOPY__RESOLVE_OUTCOME__RESOLVE_DONE;
+	}
+	else
+	{
+		pthread_mutex_lock(&store->prepared_lock);
+		entry = registry_find_locked(store, gid, NULL);
+		if (entry != NULL)
+			entry->state = PREPARED_READY;
+		pthread_mutex_unlock(&store->prepared_lock);
+		ts_log(TS_LOG_WARNING, "could not %s the session prepared under \"%s\": %s",
+			   commit ? "publish" : "discard", gid, err->message);
+	}
+	if (rec != NULL)
+		tstore__prepared_record__free_unpacked(rec, NULL);
+	return result;
+}
+
+/* ---- startup ---- */
+
+/* Is name one of names[n]? */
+static bool
+names_contain(char **names, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(names[i], name) == 0)
+			return true;
+	return false;
+}
+
+/* Take one loaded record into the registry and the store's counters. */
+static int
+load_one(TsStore *store, const Tstore__PreparedRecord *rec, TsError *err)
+{
+	if (registry_add(store, rec->gid, PREPARED_READY, 0, err) != 0)
+		return -1;
+	registry_set_prepared(store, rec->gid, rec->rows, rec->bytes, rec->prepared_at_ms);
+	if (atomic_load(&store->next_session_id) <= rec->session_id)
+		atomic_store(&store->next_session_id, rec->session_id + 1);
+	for (size_t i = 0; i < rec->n_rowids; i++)
+	{
+		TsTable    *table = ts_store_table_locked(store, rec->rowids[i]->table_id, NULL);
+
+		if (table != NULL && table->layout.nkey == 0 &&
+			atomic_load(&table->next_rowid) < rec->rowids[i]->next_rowid)
+			atomic_store(&table->next_rowid, rec->rowids[i]->next_rowid);
+	}
+	return 0;
+}
+
+int
+ts_prepared_load(TsStore *store, TsError *err)
+{
+	rocksdb_iterator_t *it;
+	size_t		plen = strlen(TS_META_PREPARED_PREFIX);
+	char	  **keep = NULL;		/* staging directories of prepared sessions */
+	size_t		nkeep = 0;
+	DIR		   *d;
+	struct dirent *entry;
+	int			result = 0;
+
+	it = rocksdb_create_iterator_cf(store->db, store->read_default, store->cf_meta);
+	for (rocksdb_iter_seek(it, TS_META_PREPARED_PREFIX, plen);
+		 result == 0 && rocksdb_iter_valid(it); rocksdb_iter_next(it))
+	{
+		size_t		keylen,
+					vallen;
+		const char *key = rocksdb_iter_key(it, &keylen);
+		const char *val = rocksdb_iter_value(it, &vallen);
+		Tstore__PreparedRecord *rec;
+
+		if (keylen < plen || memcmp(key, TS_META_PREPARED_PREFIX, plen) != 0)
+			break;
+		rec = tstore__prepared_record__unpack(NULL, vallen, (const uint8_t *) val);
+		if (rec == NULL)
+		{
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+						 "stored prepared session \"%.*s\" is corrupt",
+						 (int) (keylen - plen), key + plen);
+			result = -1;
+			break;
+		}
+		if (record_check(rec, key, keylen, err) != 0 || load_one(store, rec, err) != 0)
+			result = -1;
+		else if (rec->sst != NULL)
+		{
+			char	  **grown = realloc(keep, (nkeep + 1) * sizeof(char *));
+			char		dir[SESSION_DIR_SIZE];
+			struct stat st;
+
+			if (grown == NULL || (grown[nkeep] = strdup(rec->sst->dir)) == NULL)
+			{
+				keep = grown != NULL ? grown : keep;
+				ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+				result = -1;
+			}
+			else
+			{
+				keep = grown;
+				nkeep++;
+				snprintf(dir, sizeof(dir), "%s/%s", store->staging_dir, rec->sst->dir);
+				if (stat(dir, &st) != 0)
+					ts_log(TS_LOG_WARNING, "the staging directory \"%s\" of the session prepared "
+						   "under \"%s\" is missing: unless its files were ingested already, "
+						   "it can only be discarded", dir, rec->gid);
+			}
+		}
+		tstore__prepared_record__free_unpacked(rec, NULL);
+	}
+	rocksdb_iter_destroy(it);
+
+	/*
+	 * Whatever else is staged belongs to sessions that died with the
+	 * previous process unprepared: none of it may survive.
+	 */
+	if (result == 0 && (d = opendir(store->staging_dir)) != NULL)
+	{
+		while ((entry = readdir(d)) != NULL)
+		{
+			char		path[SESSION_DIR_SIZE];
+
+			if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0 ||
+				names_contain(keep, nkeep, entry->d_name))
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", store->staging_dir, entry->d_name);
+			if (ts_remove_tree(path) != 0 && unlink(path) != 0 && errno != ENOENT)
+			{
+				ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+							 "could not remove \"%s\": %s", path, strerror(errno));
+				result = -1;
+				break;
+			}
+		}
+		closedir(d);
+	}
+	for (size_t i = 0; i < nkeep; i++)
+		free(keep[i]);
+	free(keep);
+	if (result == 0 && store->nprepared > 0)
+		ts_log(TS_LOG_INFO, "%zu prepared session%s kept, orphaned until resolved",
+			   store->nprepared, store->nprepared == 1 ? "" : "s");
+	return result;
+}

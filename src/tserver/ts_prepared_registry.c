@@ -1,0 +1,248 @@
+/*
+ * ts_prepared_registry.c
+ *		The registry of prepared sessions (TsStore.prepared, under
+ *		prepared_lock): adding, finding and removing entries, their owners,
+ *		and listing them.  ts_prepared.c prepares, resolves and loads the
+ *		sessions the entries stand for; see there for the design.
+ */
+#include "ts_storage_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ts_log.h"
+
+/* ---- the registry; every function here takes prepared_lock itself ---- */
+
+/* The entry of gid, or NULL; call with prepared_lock held. */
+TsPrepared *
+registry_find_locked(TsStore *store, const char *gid, size_t *index)
+{
+	for (size_t i = 0; i < store->nprepared; i++)
+	{
+		if (strcmp(store->prepared[i]->gid, gid) == 0)
+		{
+			if (index != NULL)
+				*index = i;
+			return store->prepared[i];
+		}
+	}
+	return NULL;
+}
+
+/*
+ * Add an entry for gid in state, owned by owner; -1 with err when gid has
+ * one already (ERROR_PROTOCOL) or out of memory.
+ */
+int
+registry_add(TsStore *store, const char *gid, TsPreparedState state, uint64_t owner,
+			 TsError *err)
+{
+	TsPrepared *entry;
+
+	pthread_mutex_lock(&store->prepared_lock);
+	if (registry_find_locked(store, gid, NULL) != NULL)
+	{
+		pthread_mutex_unlock(&store->prepared_lock);
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "a session with this global id is already prepared: \"%.*s\"",
+					 TS_GID_MAX, gid);
+		return -1;
+	}
+	if (store->nprepared == store->prepared_cap)
+	{
+		size_t		cap = store->prepared_cap ? store->prepared_cap * 2 : 16;
+		TsPrepared **grown = realloc(store->prepared, cap * sizeof(TsPrepared *));
+
+		if (grown == NULL)
+			goto oom;
+		store->prepared = grown;
+		store->prepared_cap = cap;
+	}
+	entry = calloc(1, sizeof(TsPrepared));
+	if (entry == NULL || (entry->gid = strdup(gid)) == NULL)
+	{
+		free(entry);
+		goto oom;
+	}
+	entry->state = state;
+	entry->owner = owner;
+	store->prepared[store->nprepared++] = entry;
+	if (state != PREPARED_PREPARING)
+		atomic_fetch_add(&store->sessions_prepared, 1);
+	pthread_mutex_unlock(&store->prepared_lock);
+	return 0;
+
+oom:
+	pthread_mutex_unlock(&store->prepared_lock);
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+	return -1;
+}
+
+/* Remove gid's entry, if any. */
+void
+registry_remove(TsStore *store, const char *gid)
+{
+	size_t		i;
+	TsPrepared *entry;
+
+	pthread_mutex_lock(&store->prepared_lock);
+	entry = registry_find_locked(store, gid, &i);
+	if (entry != NULL)
+	{
+		store->prepared[i] = store->prepared[--store->nprepared];
+		if (entry->state != PREPARED_PREPARING)
+			atomic_fetch_sub(&store->sessions_prepared, 1);
+		free(entry->gid);
+		free(entry);
+	}
+	pthread_mutex_unlock(&store->prepared_lock);
+}
+
+/* A Prepare is done: gid's entry is a prepared session. */
+void
+registry_set_prepared(TsStore *store, const char *gid, uint64_t rows, uint64_t bytes,
+					  uint64_t prepared_at_ms)
+{
+	TsPrepared *entry;
+
+	pthread_mutex_lock(&store->prepared_lock);
+	entry = registry_find_locked(store, gid, NULL);
+	if (entry != NULL)
+	{
+		if (entry->state == PREPARED_PREPARING)
+			atomic_fetch_add(&store->sessions_prepared, 1);
+		entry->state = PREPARED_READY;
+		entry->rows = rows;
+		entry->bytes = bytes;
+		entry->prepared_at_ms = prepared_at_ms;
+	}
+	pthread_mutex_unlock(&store->prepared_lock);
+}
+
+bool
+ts_store_prepared_owned(TsStore *store, uint64_t owner, char *gid, size_t gid_size)
+{
+	bool		owned = false;
+
+	pthread_mutex_lock(&store->prepared_lock);
+	for (size_t i = 0; i < store->nprepared && !owned; i++)
+	{
+		TsPrepared *entry = store->prepared[i];
+
+		if (entry->owner == owner && entry->state == PREPARED_READY)
+		{
+			owned = true;
+			if (gid != NULL && gid_size > 0)
+				snprintf(gid, gid_size, "%s", entry->gid);
+		}
+	}
+	pthread_mutex_unlock(&store->prepared_lock);
+	return owned;
+}
+
+void
+ts_store_prepared_detach(TsStore *store, uint64_t owner)
+{
+	pthread_mutex_lock(&store->prepared_lock);
+	for (size_t i = 0; i < store->nprepared; i++)
+	{
+		TsPrepared *entry = store->prepared[i];
+
+		if (entry->owner == owner && entry->state == PREPARED_READY)
+		{
+			entry->owner = 0;
+			ts_log(TS_LOG_INFO, "connection %llu ended: the session prepared under \"%s\" "
+				   "stays prepared, orphaned", (unsigned long long) owner, entry->gid);
+		}
+	}
+	pthread_mutex_unlock(&store->prepared_lock);
+}
+
+static int
+compare_entries(const void *a, const void *b)
+{
+	return strcmp((*(TsPrepared *const *) a)->gid, (*(TsPrepared *const *) b)->gid);
+}
+
+int
+ts_store_list_prepared(TsStore *store, const char *prefix, TcArena *arena,
+					   Tcopy__PreparedList *list, TsError *err)
+{
+	size_t		prefixlen = prefix != NULL ? strlen(prefix) : 0;
+	size_t		n = 0;
+	int			result = 0;
+
+	pthread_mutex_lock(&store->prepared_lock);
+	if (store->nprepared > 1)
+		qsort(store->prepared, store->nprepared, sizeof(TsPrepared *), compare_entries);
+	list->sessions = tc_arena_alloc(arena, (store->nprepared + 1) * sizeof(Tcopy__PreparedSession *));
+	for (size_t i = 0; list->sessions != NULL && i < store->nprepared; i++)
+	{
+		TsPrepared *entry = store->prepared[i];
+		Tcopy__PreparedSession *s;
+		char	   *gid;
+
+		if (entry->state == PREPARED_PREPARING ||
+			strncmp(entry->gid, prefix != NULL ? prefix : "", prefixlen) != 0)
+			continue;
+		s = tc_arena_alloc(arena, sizeof(Tcopy__PreparedSession));
+		gid = tc_arena_alloc(arena, strlen(entry->gid) + 1);
+		if (s == NULL || gid == NULL)
+		{
+			list->sessions = NULL;
+			break;
+		}
+		tcopy__prepared_session__init(s);
+		s->gid = strcpy(gid, entry->gid);
+		s->rows = entry->rows;
+		s->bytes = entry->bytes;
+		s->prepared_at_ms = entry->prepared_at_ms;
+		s->attached = entry->owner != 0;
+		list->sessions[n++] = s;
+	}
+	if (list->sessions == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory listing prepared sessions");
+		result = -1;
+		n = 0;
+	}
+	list->n_sessions = n;
+	pthread_mutex_unlock(&store->prepared_lock);
+
+	/*
+	 * A prepared session's publish is written without a sync (ts_publish.c):
+	 * its record keeps it durable until then.  What the list leaves out
+	 * must be resolved durably, though, since a client may forget its own
+	 * record of a session the list no longer shows (the extension's
+	 * recovery does).  Every session left out had its entry removed before
+	 * the registry was read above, so after its publish was written: one
+	 * sync of the WAL now covers them all.
+	 */
+	if (result == 0)
+	{
+		char	   *errptr = NULL;
+
+		rocksdb_flush_wal(store->db, 1, &errptr);
+		if (errptr != NULL)
+		{
+			ts_error_rocksdb(err, "could not sync the write-ahead log", errptr);
+			result = -1;
+		}
+	}
+	return result;
+}
+
+void
+ts_prepared_free_all(TsStore *store)
+{
+	for (size_t i = 0; i < store->nprepared; i++)
+	{
+		free(store->prepared[i]->gid);
+		free(store->prepared[i]);
+	}
+	free(store->prepared);
+	store->prepared = NULL;
+	store->nprepared = store->prepared_cap = 0;
+}

@@ -1,0 +1,304 @@
+/*
+ * ts_publish.c
+ *		Publishing a session: its staged truncates, its rows and its staged
+ *		drops made visible durably, as one atomic step where RocksDB allows
+ *		it, and for a prepared session in steps that a crash at any point
+ *		leaves resumable, never applied twice.
+ *
+ * A session that never spilled is one synced WriteBatch: its truncates
+ * (DeleteRange of each table's key range) and rows, built at prepare time
+ * (ts_session_build_batch), then its drops (each table's DeleteRange and
+ * the deletion of its "table:" entry) and, for a prepared session, the
+ * deletion of its record.  Atomic by construction.
+ *
+ * A session that spilled has SST files, which only IngestExternalFile can
+ * publish, and a WriteBatch cannot go with it.  So, in steps:
+ *
+ *   1. if it staged truncates and the record does not say they were
+ *      applied: one synced WriteBatch of their DeleteRanges and of the
+ *      record rewritten with truncates_applied (a one-step commit: the
+ *      DeleteRanges alone);
+ *   2. if the sentinel is absent: one IngestExternalFile call of the
+ *      sentinel's file (a prepared session's: one key of table id 0, which
+ *      overlaps nothing) and the session's files, in precedence order;
+ *   3. one synced WriteBatch of the deletion of the sentinel, the drops,
+ *      and the deletion of the record.
+ *
+ * A crash after step 1 leaves the record saying so, and the next attempt
+ * skips it; a crash after step 2 leaves the sentinel, and the next attempt
+ * skips the ingestion, which must not run twice (it would put the rows
+ * back over anything written since).  The files cannot tell: with
+ * move_files, RocksDB unlinks the staged files only after it wrote its
+ * manifest, so a crash in between leaves them in place though ingested.
+ * Ingested files get sequence numbers newer than step 1's DeleteRanges
+ * (they overlap them), so the truncates do not touch the session's rows.
+ *
+ * The last write of a prepared session's publish (its rows, or step 3) is
+ * not synced: until it is on disk, the session's record, synced at
+ * prepare, still says what to publish, and the write deletes that record
+ * atomically with what it publishes.  A tserver that dies loses nothing of
+ * it (the write is in the operating system's hands); a machine that
+ * crashes may lose the write, leaving the session prepared again, which
+ * its next resolve publishes as if for the first time.  The next synced
+ * write of any session, or ListPrepared's sync (ts_prepared.c), makes it
+ * durable.  This saves a commit its third sync (the prepare's, Postgres'
+ * commit record and this one): bench/RESULTS.md has what it is worth.
+ *
+ * Tables: a one-step commit fails (UNKNOWN_TABLE) if a table it wrote to
+ * was dropped since, as it always did.  A prepared session cannot fail so
+ * (its transaction committed elsewhere, and it would stay prepared for
+ * ever): its rows for such a table are published and deleted in the last
+ * step, as if the drop had come after it, which is the order of the
+ * decisions.  A staged TRUNCATE or DROP of a table dropped since is
+ * skipped for the drop (its name may belong to a new table by now) and
+ * harmless for the truncate.  The tables lock is held throughout, shared,
+ * or exclusive when the session drops tables, which then leave the
+ * in-memory catalogue too.
+ */
+#include "ts_storage_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ts_key.h"
+#include "ts_log.h"
+
+size_t
+ts_sentinel_key(const char *gid, char *key)
+{
+	size_t		prefix = strlen(TS_META_PREPARED_PREFIX);
+	size_t		gidlen = strlen(gid);
+
+	ts_put_be32((uint8_t *) key, 0);
+	memcpy(key + TS_TABLE_ID_SIZE, TS_META_PREPARED_PREFIX, prefix);
+	memcpy(key + TS_TABLE_ID_SIZE + prefix, gid, gidlen);
+	return TS_TABLE_ID_SIZE + prefix + gidlen;
+}
+
+int
+ts_sentinel_present(TsStore *store, const char *gid, TsError *err)
+{
+	char		key[TS_SENTINEL_KEY_MAX];
+	size_t		keylen = ts_sentinel_key(gid, key);
+	size_t		len = 0;
+	char	   *errptr = NULL;
+	char	   *value;
+
+	value = rocksdb_get_cf(store->db, store->read_default, store->cf_data, key, keylen,
+						   &len, &errptr);
+	if (errptr != NULL)
+	{
+		ts_error_rocksdb(err, "could not look up a prepared session's sentinel", errptr);
+		return -1;
+	}
+	free(value);
+	return value != NULL;
+}
+
+/* Delete every row of table_id: the range [be32(id), be32(id + 1)). */
+static void
+batch_delete_table_rows(TsStore *store, rocksdb_writebatch_t *wb, uint32_t table_id)
+{
+	uint8_t		begin[TS_TABLE_ID_SIZE],
+				end[TS_TABLE_ID_SIZE];
+
+	ts_put_be32(begin, table_id);
+	ts_put_be32(end, table_id + 1);
+	rocksdb_writebatch_delete_range_cf(wb, store->cf_data,
+									   (const char *) begin, sizeof(begin),
+									   (const char *) end, sizeof(end));
+}
+
+/*
+ * Write wb, with a sync unless durable_by_record; 0, or -1 with err saying
+ * what.
+ */
+static int
+publish_write(TsStore *store, rocksdb_writebatch_t *wb, bool durable_by_record,
+			  const char *what, TsError *err)
+{
+	char	   *errptr = NULL;
+
+	rocksdb_write(store->db, durable_by_record ? store->write_nosync : store->write_sync,
+				  wb, &errptr);
+	if (errptr != NULL)
+	{
+		ts_error_rocksdb(err, what, errptr);
+		return -1;
+	}
+	return 0;
+}
+
+/* Ingest files in one call, in their order of precedence. */
+static int
+publish_ingest(TsStore *store, char **files, size_t nfiles, TsError *err)
+{
+	rocksdb_ingestexternalfileoptions_t *options;
+	char	   *errptr = NULL;
+
+	if (nfiles == 0)
+		return 0;
+	options = rocksdb_ingestexternalfileoptions_create();
+	rocksdb_ingestexternalfileoptions_set_move_files(options, 1);
+	rocksdb_ingestexternalfileoptions_set_allow_global_seqno(options, 1);
+	rocksdb_ingestexternalfileoptions_set_allow_blocking_flush(options, 1);
+	rocksdb_ingest_external_file_cf(store->db, store->cf_data,
+									(const char *const *) files, nfiles,
+									options, &errptr);
+	rocksdb_ingestexternalfileoptions_destroy(options);
+	if (errptr != NULL)
+	{
+		ts_error_rocksdb(err, "could not ingest the session's files", errptr);
+		return -1;
+	}
+	return 0;
+}
+
+/* Step 1 of a spilled session: its truncates, and the record saying so. */
+static int
+publish_truncates(TsStore *store, const TsPublish *pub, TsError *err)
+{
+	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+	int			result;
+
+	for (size_t i = 0; i < pub->ntruncates; i++)
+		batch_delete_table_rows(store, wb, pub->truncates[i]);
+	if (pub->gid != NULL)
+	{
+		char		key[sizeof(TS_META_PREPARED_PREFIX) + TS_GID_MAX];
+
+		snprintf(key, sizeof(key), "%s%s", TS_META_PREPARED_PREFIX, pub->gid);
+		rocksdb_writebatch_put_cf(wb, store->cf_meta, key, strlen(key),
+								  (const char *) pub->record_truncated,
+								  pub->record_truncated_len);
+	}
+	/* synced: an ingestion that outlives a crash must find them applied */
+	result = publish_write(store, wb, false, "could not truncate the session's tables", err);
+	rocksdb_writebatch_destroy(wb);
+	return result;
+}
+
+int
+ts_publish(TsStore *store, const TsPublish *pub, TsError *err)
+{
+	rocksdb_writebatch_t *wb = pub->batch;
+	TsTable   **dropping = NULL;	/* the live tables of pub->drops */
+	size_t		ndropping = 0;
+	bool		ingested = false;
+	int			result = -1;
+
+	if (pub->ndrops > 0 && (dropping = calloc(pub->ndrops, sizeof(TsTable *))) == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		return -1;
+	}
+	/* exclusive to drop tables; else shared: no table is dropped under us */
+	if (pub->ndrops > 0)
+		pthread_rwlock_wrlock(&store->tables_lock);
+	else
+		pthread_rwlock_rdlock(&store->tables_lock);
+
+	for (size_t i = 0; pub->gid == NULL && i < pub->ntables; i++)
+	{
+		if (ts_store_table_locked(store, pub->tables[i], NULL) == NULL)
+		{
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_UNKNOWN_TABLE,
+						 "table with id %u was dropped while the session wrote to it",
+						 pub->tables[i]);
+			goto done;
+		}
+	}
+
+	if (pub->batch == NULL)
+	{
+		int			present = pub->gid != NULL ? ts_sentinel_present(store, pub->gid, err) : 0;
+
+		if (present < 0)
+			goto done;
+		ingested = present == 1;
+		if (!ingested && pub->ntruncates > 0 && !pub->truncates_applied)
+		{
+			if (publish_truncates(store, pub, err) != 0 ||
+				ts_store_crash_point(store, "after-truncates", err) != 0)
+				goto done;
+		}
+		if (!ingested)
+		{
+			if (publish_ingest(store, pub->files, pub->nfiles, err) != 0 ||
+				ts_store_crash_point(store, "after-ingest", err) != 0)
+				goto done;
+		}
+		else
+			ts_log(TS_LOG_INFO, "prepared session \"%s\": its files were ingested before; "
+				   "finishing its publication", pub->gid);
+		wb = rocksdb_writebatch_create();
+	}
+
+	/* rows of a prepared session for tables dropped since go with them */
+	for (size_t i = 0; pub->gid != NULL && i < pub->ntables; i++)
+	{
+		if (ts_store_table_locked(store, pub->tables[i], NULL) == NULL)
+		{
+			ts_log(TS_LOG_WARNING, "prepared session \"%s\": table with id %u was dropped "
+				   "since the session wrote to it; its rows there are deleted as published",
+				   pub->gid, pub->tables[i]);
+			batch_delete_table_rows(store, wb, pub->tables[i]);
+		}
+	}
+	for (size_t i = 0; i < pub->ndrops; i++)
+	{
+		TsTable    *table = ts_store_table_locked(store, pub->drops[i], NULL);
+		char		key[sizeof(TS_META_TABLE_PREFIX) + TS_MAX_TABLE_NAME];
+
+		if (table == NULL)
+			continue;			/* dropped already: its name may be another's */
+		batch_delete_table_rows(store, wb, table->id);
+		snprintf(key, sizeof(key), "%s%s", TS_META_TABLE_PREFIX, table->name);
+		rocksdb_writebatch_delete_cf(wb, store->cf_meta, key, strlen(key));
+		dropping[ndropping++] = table;
+	}
+	if (pub->gid != NULL)
+	{
+		char		key[sizeof(TS_META_PREPARED_PREFIX) + TS_GID_MAX];
+
+		snprintf(key, sizeof(key), "%s%s", TS_META_PREPARED_PREFIX, pub->gid);
+		rocksdb_writebatch_delete_cf(wb, store->cf_meta, key, strlen(key));
+		if (pub->batch == NULL)
+		{
+			char		sentinel[TS_SENTINEL_KEY_MAX];
+			size_t		len = ts_sentinel_key(pub->gid, sentinel);
+
+			rocksdb_writebatch_delete_cf(wb, store->cf_data, sentinel, len);
+		}
+	}
+	if (rocksdb_writebatch_count(wb) > 0)
+	{
+		size_t		size;
+
+		(void) rocksdb_writebatch_data(wb, &size);
+		if (ts_store_check_space(store, size, err) != 0 ||
+			(pub->gid != NULL && ts_store_crash_point(store, "before-record-delete", err) != 0) ||
+			publish_write(store, wb, pub->gid != NULL, "could not commit the session", err) != 0 ||
+			(pub->gid != NULL && ts_store_crash_point(store, "after-record-delete", err) != 0))
+			goto done;
+	}
+
+	for (size_t i = 0; i < ndropping; i++)
+	{
+		dropping[i]->dropped = true;
+		atomic_fetch_sub(&store->tables_live, 1);
+		ts_log(TS_LOG_INFO, "dropped table \"%s\" (id %u) with %s",
+			   dropping[i]->name, dropping[i]->id,
+			   pub->gid != NULL ? "a prepared session" : "a session");
+	}
+	result = 0;
+
+done:
+	pthread_rwlock_unlock(&store->tables_lock);
+	if (wb != pub->batch)
+		rocksdb_writebatch_destroy(wb);
+	free(dropping);
+	return result;
+}
