@@ -404,9 +404,13 @@ remove_staging(TsStore *store, const Tstore__PreparedRecord *rec)
 			   dir, strerror(errno));
 }
 
-/* Publish a prepared session from its record (which this may change). */
+/*
+ * Publish a prepared session from its record (which this may change); by
+ * the connection that prepared it (own), its last write need not be synced
+ * (see ts_publish.c).
+ */
 static int
-prepared_publish(TsStore *store, Tstore__PreparedRecord *rec, TsError *err)
+prepared_publish(TsStore *store, Tstore__PreparedRecord *rec, bool own, TsError *err)
 {
 	TsPublish	pub;
 	uint8_t    *truncated = NULL;
@@ -415,6 +419,7 @@ prepared_publish(TsStore *store, Tstore__PreparedRecord *rec, TsError *err)
 
 	memset(&pub, 0, sizeof(pub));
 	pub.gid = rec->gid;
+	pub.unsynced_ok = own;
 	pub.rows = rec->rows;
 	pub.tables = rec->tables;
 	pub.ntables = rec->n_tables;
@@ -517,6 +522,7 @@ ts_store_resolve(TsStore *store, const char *gid, bool commit, uint64_t owner,
 {
 	TsPrepared *entry;
 	Tstore__PreparedRecord *rec;
+	bool		own;
 	int			result;
 
 	*rows = 0;
@@ -530,9 +536,32 @@ ts_store_resolve(TsStore *store, const char *gid, bool commit, uint64_t owner,
 		*outcome = entry == NULL ? TCOPY__RESOLVE_OUTCOME__RESOLVE_NOT_FOUND :
 			TCOPY__RESOLVE_OUTCOME__RESOLVE_BUSY;
 		pthread_mutex_unlock(&store->prepared_lock);
+
+		/*
+		 * NOT_FOUND lets the client forget the session (recovery deletes its
+		 * record): its owner's publish, written without a sync, must be on
+		 * disk first.
+		 */
+		if (entry == NULL)
+		{
+			char	   *errptr = NULL;
+
+			rocksdb_flush_wal(store->db, 1, &errptr);
+			if (errptr != NULL)
+			{
+				ts_error_rocksdb(err, "could not sync the write-ahead log", errptr);
+				return -1;
+			}
+		}
 		return 0;
 	}
-	/* claimed: ours until resolved, or until this connection ends */
+	/*
+	 * Claimed: ours until resolved, or until this connection ends.  The
+	 * connection that prepared it (the backend, at its commit) may publish
+	 * without a sync; one that takes an orphan over (recovery, which then
+	 * forgets the session) may not.
+	 */
+	own = entry->owner == owner;
 	entry->state = PREPARED_RESOLVING;
 	entry->owner = owner;
 	*rows = entry->rows;
@@ -542,7 +571,7 @@ ts_store_resolve(TsStore *store, const char *gid, bool commit, uint64_t owner,
 	if (rec == NULL)
 		result = -1;
 	else if (commit)
-		result = prepared_publish(store, rec, err);
+		result = prepared_publish(store, rec, own, err);
 	else
 		result = prepared_discard(store, rec, err);
 

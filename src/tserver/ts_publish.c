@@ -33,16 +33,21 @@
  * Ingested files get sequence numbers newer than step 1's DeleteRanges
  * (they overlap them), so the truncates do not touch the session's rows.
  *
- * The last write of a prepared session's publish (its rows, or step 3) is
- * not synced: until it is on disk, the session's record, synced at
- * prepare, still says what to publish, and the write deletes that record
- * atomically with what it publishes.  A tserver that dies loses nothing of
- * it (the write is in the operating system's hands); a machine that
- * crashes may lose the write, leaving the session prepared again, which
- * its next resolve publishes as if for the first time.  The next synced
- * write of any session, or ListPrepared's sync (ts_prepared.c), makes it
- * durable.  This saves a commit its third sync (the prepare's, Postgres'
- * commit record and this one): bench/RESULTS.md has what it is worth.
+ * When the connection that prepared a session publishes it (the backend,
+ * right after Postgres' commit record), the last write (its rows, or step
+ * 3) is not synced (unsynced_ok): until it is on disk, the session's
+ * record, synced at prepare, still says what to publish, and the write
+ * deletes that record atomically with what it publishes.  A tserver that
+ * dies loses nothing of it (the write is in the operating system's
+ * hands); a machine that crashes may lose the write, leaving the session
+ * prepared again, which its next resolve publishes as if for the first
+ * time.  Nobody forgets such a session before it is durable: a client
+ * forgets a session (recovery deletes its record) only after resolving it
+ * itself, which is synced, or after ListPrepared stopped listing it or a
+ * Resolve answered NOT_FOUND, both of which sync the WAL first
+ * (ts_prepared.c).  This saves a commit its third sync (the prepare's,
+ * Postgres' commit record and this one): bench/RESULTS.md has what it is
+ * worth.
  *
  * Tables: a one-step commit fails (UNKNOWN_TABLE) if a table it wrote to
  * was dropped since, as it always did.  A prepared session cannot fail so
@@ -280,7 +285,7 @@ ts_publish(TsStore *store, const TsPublish *pub, TsError *err)
 		(void) rocksdb_writebatch_data(wb, &size);
 		if (ts_store_check_space(store, size, err) != 0 ||
 			(pub->gid != NULL && ts_store_crash_point(store, "before-record-delete", err) != 0) ||
-			publish_write(store, wb, pub->gid != NULL, "could not commit the session", err) != 0 ||
+			publish_write(store, wb, pub->unsynced_ok, "could not commit the session", err) != 0 ||
 			(pub->gid != NULL && ts_store_crash_point(store, "after-record-delete", err) != 0))
 			goto done;
 	}

@@ -216,6 +216,8 @@ typedef struct TsPublish
 	bool		truncates_applied;
 	const uint32_t *drops;
 	size_t		ndrops;
+	bool		unsynced_ok;	/* the last write needs no sync: the record
+								 * keeps the session durable (ts_publish.c) */
 } TsPublish;
 
 /*
