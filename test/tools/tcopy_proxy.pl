@@ -443,7 +443,7 @@ while (!$stop)
 		my $pair = $pairs{$fd} or next;
 		my $dir = $sock == $pair->{s} ? 'c2s' : 's2c';
 		write_all($sock, \$pair->{out}{$dir})
-		  or close_pair($pair, "write error: $!");
+		  or close_pair($pair, ($dir eq 's2c' ? 'client' : 'tserver') . " write error: $!");
 	}
 	for my $sock (@{ $readable // [] })
 	{
