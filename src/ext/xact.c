@@ -227,11 +227,11 @@ tcopy_xact_table_op(const TcopyTableOptions *options, Oid userid, Oid relid,
 }
 
 /*
- * Whether this transaction staged a TRUNCATE or DROP of relid: then
- * reading it must fail, as the operation takes effect at the commit.
+ * Whether any connection's list of relations, the one at byte offset
+ * list_offset of TcopyConnection, holds relid.
  */
-bool
-tcopy_xact_staged_op_on(Oid relid)
+static bool
+tcopy_any_connection_lists(size_t list_offset, Oid relid)
 {
 	HASH_SEQ_STATUS scan;
 	TcopyConnection *conn;
@@ -241,7 +241,7 @@ tcopy_xact_staged_op_on(Oid relid)
 	hash_seq_init(&scan, tcopy_connections);
 	while ((conn = hash_seq_search(&scan)) != NULL)
 	{
-		if (list_member_oid(conn->op_relids, relid))
+		if (list_member_oid(*(List **) ((char *) conn + list_offset), relid))
 		{
 			hash_seq_term(&scan);
 			return true;
@@ -251,27 +251,23 @@ tcopy_xact_staged_op_on(Oid relid)
 }
 
 /*
+ * Whether this transaction staged a TRUNCATE or DROP of relid: then
+ * reading it must fail, as the operation takes effect at the commit.
+ */
+bool
+tcopy_xact_staged_op_on(Oid relid)
+{
+	return tcopy_any_connection_lists(offsetof(TcopyConnection, op_relids), relid);
+}
+
+/*
  * Whether this transaction has sent rows for relid: then reading or
  * truncating it must fail, as those rows are not visible before the commit.
  */
 bool
 tcopy_xact_wrote_relation(Oid relid)
 {
-	HASH_SEQ_STATUS scan;
-	TcopyConnection *conn;
-
-	if (tcopy_connections == NULL)
-		return false;
-	hash_seq_init(&scan, tcopy_connections);
-	while ((conn = hash_seq_search(&scan)) != NULL)
-	{
-		if (list_member_oid(conn->written_relids, relid))
-		{
-			hash_seq_term(&scan);
-			return true;
-		}
-	}
-	return false;
+	return tcopy_any_connection_lists(offsetof(TcopyConnection, written_relids), relid);
 }
 
 /*
