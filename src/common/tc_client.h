@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tc_tls.h"
 #include "tcopy.pb-c.h"
 
 /*
@@ -49,13 +50,16 @@ typedef struct TcClient TcClient;
 typedef int (*TcWaitHook) (void *arg, TcClient *client, int fd, bool want_write);
 
 /*
- * Connect to address ("unix:PATH" or "tcp:HOST:PORT"), exchange hellos
- * (answering the server's nonce with HMAC-SHA256(token, nonce) when it asks
- * for a token; token may be NULL) and wait for READY.  NULL on failure with
- * the reason in err.
+ * Connect to address ("unix:PATH" or "tcp:HOST:PORT"), over tcp: do the
+ * TLS handshake tls asks for (NULL: the defaults, sslmode
+ * TC_SSLMODE_DEFAULT; unix: never uses TLS), exchange hellos (answering
+ * the server's nonce with HMAC-SHA256(token, nonce) when it asks for a
+ * token; token may be NULL) and wait for READY.  NULL on failure with the
+ * reason in err.
  */
 TcClient   *tc_client_connect(const char *address, const char *token,
-							  const char *client_name, char *err, size_t errlen);
+							  const TcTlsOptions *tls, const char *client_name,
+							  char *err, size_t errlen);
 
 /*
  * tc_client_connect with every wait of the connect and handshake going
@@ -64,6 +68,7 @@ TcClient   *tc_client_connect(const char *address, const char *token,
  * half-open client; it is NULL again when this returns -1.
  */
 int			tc_client_connect_hooked(const char *address, const char *token,
+									 const TcTlsOptions *tls,
 									 const char *client_name, TcWaitHook hook,
 									 void *arg, TcClient **clientp,
 									 char *err, size_t errlen);
@@ -81,6 +86,9 @@ Tcopy__ErrorCode tc_client_error_code(const TcClient *client);
 /* For wait hooks: set the message the failing call reports. */
 void		tc_client_set_error(TcClient *client, const char *fmt,...)
 			__attribute__((format(printf, 2, 3)));
+/* "TLSv1.3 TLS_AES_256_GCM_SHA384", or "" without TLS. */
+void		tc_client_tls_describe(const TcClient *client, char *out, size_t outlen);
+
 /* The server's ServerHello.server string. */
 const char *tc_client_server_name(const TcClient *client);
 

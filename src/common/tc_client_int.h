@@ -17,12 +17,14 @@
 #include "tc_buf.h"
 #include "tc_client.h"
 #include "tc_frame_reader.h"
+#include "tc_tls.h"
 
 #define TC_CLIENT_ARENA_BLOCK (64 * 1024)
 
 struct TcClient
 {
 	int			fd;
+	TcTls	   *tls;			/* tcp: with TLS, else NULL: the transport */
 	char	   *server_name;	/* ServerHello.server, malloc'ed */
 	TcWaitHook	wait_hook;
 	void	   *wait_arg;

@@ -113,6 +113,15 @@ client_wait(TcClient *client, bool want_write)
 	return -1;
 }
 
+/* TcReadFn of a TLS connection (arg is the client). */
+static ssize_t
+client_tls_read(void *arg, void *buf, size_t len)
+{
+	TcClient   *client = arg;
+
+	return tc_tls_read(client->tls, buf, len);
+}
+
 /*
  * The next frame from the server.  Returns 1 with the frame (its payload
  * valid until the next read), 0 when nowait and no whole frame has arrived
@@ -140,7 +149,15 @@ client_next_frame(TcClient *client, bool nowait, Tcopy__FrameType *type,
 				break;
 		}
 
-		n = tc_frame_reader_read(&client->reader, client->fd);
+		/*
+		 * Through TLS, a read takes what OpenSSL holds first and says
+		 * EAGAIN only once that is gone, so that no wait below is for bytes
+		 * that have already arrived.
+		 */
+		if (client->tls != NULL)
+			n = tc_frame_reader_read_via(&client->reader, client_tls_read, client);
+		else
+			n = tc_frame_reader_read(&client->reader, client->fd);
 		if (n > 0)
 			continue;
 		if (n == 0)
@@ -150,9 +167,12 @@ client_next_frame(TcClient *client, bool nowait, Tcopy__FrameType *type,
 		{
 			if (nowait)
 				return 0;
-			if (client_wait(client, false) < 0)
+			if (client_wait(client, client->tls != NULL && tc_tls_wants_write(client->tls)) < 0)
 				return -1;
 		}
+		else if (errno == EPROTO && client->tls != NULL)
+			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
+							   "could not receive from tserver: %s", tc_tls_error(client->tls));
 		else if (errno == ENOMEM)
 			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
 							   "out of memory for a frame of %zu bytes",
@@ -239,6 +259,9 @@ client_send_failed(TcClient *client, int error)
 	if (error == EPIPE)
 		return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
 						   "tserver closed the connection");
+	if (error == EPROTO && client->tls != NULL)
+		return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
+						   "could not send to tserver: %s", tc_tls_error(client->tls));
 	return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
 					   "could not send to tserver: %s", strerror(error));
 }
@@ -254,16 +277,20 @@ client_send_iov(TcClient *client, struct iovec *iov, int iovcnt)
 	msg.msg_iovlen = (size_t) iovcnt;
 	while (msg.msg_iovlen > 0)
 	{
-		ssize_t		n = sendmsg(client->fd, &msg, MSG_NOSIGNAL);
+		ssize_t		n;
 		size_t		sent;
 
+		if (client->tls != NULL)
+			n = tc_tls_writev(client->tls, msg.msg_iov, (int) msg.msg_iovlen);
+		else
+			n = sendmsg(client->fd, &msg, MSG_NOSIGNAL);
 		if (n < 0)
 		{
 			if (errno == EINTR)
 				continue;
 			if (errno != EAGAIN && errno != EWOULDBLOCK)
 				return client_send_failed(client, errno);
-			if (client_wait(client, true) < 0)
+			if (client_wait(client, client->tls == NULL || tc_tls_wants_write(client->tls)) < 0)
 				return -1;
 			continue;
 		}

@@ -104,7 +104,7 @@ tcopy_wait(void *arg, TcClient *client, int fd, bool want_write)
  */
 static TcClient *
 tcopy_client_try_connect(const char *address, const char *token,
-						 char *err, size_t errlen)
+						 const TcTlsOptions *tls, char *err, size_t errlen)
 {
 	static TcClient *connecting = NULL;
 	TcClient   *client;
@@ -114,7 +114,7 @@ tcopy_client_try_connect(const char *address, const char *token,
 	snprintf(name, sizeof(name), "tcopy %d", MyProcPid);
 	PG_TRY();
 	{
-		rc = tc_client_connect_hooked(address, token, name, tcopy_wait, NULL,
+		rc = tc_client_connect_hooked(address, token, tls, name, tcopy_wait, NULL,
 									  &connecting, err, errlen);
 	}
 	PG_CATCH();
@@ -131,10 +131,10 @@ tcopy_client_try_connect(const char *address, const char *token,
 
 /* Connect to a tserver (see tcopy_client_try_connect), or raise an ERROR. */
 TcClient *
-tcopy_client_connect(const char *address, const char *token)
+tcopy_client_connect(const char *address, const char *token, const TcTlsOptions *tls)
 {
 	char		err[512];
-	TcClient   *client = tcopy_client_try_connect(address, token, err, sizeof(err));
+	TcClient   *client = tcopy_client_try_connect(address, token, tls, err, sizeof(err));
 
 	if (client == NULL)
 		ereport(ERROR,
@@ -258,8 +258,35 @@ tcopy_connection_fail(TcopyConnection *conn, const char *what)
 	tcopy_raise_error(code, message, conn->address, what);
 }
 
+/* Whether a and b, either NULL, are the same string. */
+static bool
+tcopy_same_string(const char *a, const char *b)
+{
+	return (a == NULL && b == NULL) || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+/* A copy of s (NULL stays NULL) in TopMemoryContext. */
+static char *
+tcopy_strdup_top(const char *s)
+{
+	return s != NULL ? MemoryContextStrdup(TopMemoryContext, s) : NULL;
+}
+
+/* Free the file names of tls (as tcopy_strdup_top made them). */
+static void
+tcopy_tls_free_top(TcTlsOptions *tls)
+{
+	if (tls->sslrootcert != NULL)
+		pfree((char *) tls->sslrootcert);
+	if (tls->sslcert != NULL)
+		pfree((char *) tls->sslcert);
+	if (tls->sslkey != NULL)
+		pfree((char *) tls->sslkey);
+	memset(tls, 0, sizeof(*tls));
+}
+
 /*
- * Take on the address and token the table's options give now.  A changed
+ * Take on the address, token and TLS settings the table's options give now.  A changed
  * server or user mapping takes effect on a new client, though not in the
  * middle of a session, which cannot move.
  */
@@ -270,9 +297,11 @@ tcopy_conn_set_options(TcopyConnection *conn, const TcopyTableOptions *options)
 
 	same = conn->address != NULL &&
 		strcmp(conn->address, options->address) == 0 &&
-		((conn->token == NULL && options->token == NULL) ||
-		 (conn->token != NULL && options->token != NULL &&
-		  strcmp(conn->token, options->token) == 0));
+		tcopy_same_string(conn->token, options->token) &&
+		conn->tls.sslmode == options->tls.sslmode &&
+		tcopy_same_string(conn->tls.sslrootcert, options->tls.sslrootcert) &&
+		tcopy_same_string(conn->tls.sslcert, options->tls.sslcert) &&
+		tcopy_same_string(conn->tls.sslkey, options->tls.sslkey);
 	if (same || conn->in_session)
 		return;
 
@@ -283,8 +312,12 @@ tcopy_conn_set_options(TcopyConnection *conn, const TcopyTableOptions *options)
 	if (conn->token != NULL)
 		pfree(conn->token);
 	conn->address = MemoryContextStrdup(TopMemoryContext, options->address);
-	conn->token = options->token != NULL ?
-		MemoryContextStrdup(TopMemoryContext, options->token) : NULL;
+	conn->token = tcopy_strdup_top(options->token);
+	tcopy_tls_free_top(&conn->tls);
+	conn->tls.sslmode = options->tls.sslmode;
+	conn->tls.sslrootcert = tcopy_strdup_top(options->tls.sslrootcert);
+	conn->tls.sslcert = tcopy_strdup_top(options->tls.sslcert);
+	conn->tls.sslkey = tcopy_strdup_top(options->tls.sslkey);
 	conn->null_transport = tcopy_address_is_null(conn->address);
 	conn->null_next_table_id = 0;
 }
@@ -342,7 +375,7 @@ bool
 tcopy_lookup_table_id(const TcopyTableOptions *options, const Tcopy__Schema *schema,
 					  const char *what, uint32 *table_id)
 {
-	TcClient   *client = tcopy_connect(options->address, options->token);
+	TcClient   *client = tcopy_connect(options->address, options->token, &options->tls);
 	bool		found = true;
 
 	if (client == NULL)
@@ -453,14 +486,14 @@ tcopy_track_client(void)
  * if the query fails first, it is closed when its (sub)transaction ends.
  */
 TcClient *
-tcopy_connect(const char *address, const char *token)
+tcopy_connect(const char *address, const char *token, const TcTlsOptions *tls)
 {
 	TcopyScanClient *entry;
 
 	if (tcopy_address_is_null(address))
 		return NULL;
 	entry = tcopy_track_client();
-	entry->client = tcopy_client_connect(address, token);
+	entry->client = tcopy_client_connect(address, token, tls);
 	return entry->client;
 }
 
@@ -469,10 +502,11 @@ tcopy_connect(const char *address, const char *token)
  * be reached (a cancel still raises its ERROR).  Not for null: servers.
  */
 TcClient *
-tcopy_try_connect(const char *address, const char *token, char *err, size_t errlen)
+tcopy_try_connect(const char *address, const char *token, const TcTlsOptions *tls,
+				  char *err, size_t errlen)
 {
 	TcopyScanClient *entry = tcopy_track_client();
-	TcClient   *client = tcopy_client_try_connect(address, token, err, errlen);
+	TcClient   *client = tcopy_client_try_connect(address, token, tls, err, errlen);
 
 	entry->client = client;
 	if (client == NULL)

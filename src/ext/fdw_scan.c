@@ -229,7 +229,8 @@ tcopy_scan_connect(TcopyScanState *state)
 	if (tcopy_address_is_null(codec->options.address) || state->empty_range)
 		return;
 
-	client = tcopy_connect(codec->options.address, codec->options.token);
+	client = tcopy_connect(codec->options.address, codec->options.token,
+						   &codec->options.tls);
 	if (client == NULL)
 		return;
 	state->client = client;

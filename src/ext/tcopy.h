@@ -25,6 +25,7 @@
 #include "tc_buf.h"
 #include "tc_client.h"
 #include "tc_frame.h"
+#include "tc_tls.h"
 #include "tc_wire.h"
 
 /* tcopy.encoder */
@@ -68,6 +69,8 @@ typedef struct TcopyTableOptions
 	Oid			serverid;		/* the foreign server */
 	char	   *address;		/* server: unix:PATH | tcp:HOST:PORT | null: */
 	char	   *token;			/* user mapping; NULL when none */
+	TcTlsOptions tls;			/* tcp: only; server: sslmode, sslrootcert;
+								 * user mapping: sslcert, sslkey */
 	char	   *table_name;		/* the table's name on the tserver */
 	List	   *key_attnums;	/* AttrNumbers of the key columns, in key order */
 	int			batch_rows;		/* rows per batch */
@@ -297,6 +300,7 @@ typedef struct TcopyConnection
 	TcClient   *client;			/* NULL: not connected, or null transport */
 	char	   *address;		/* server option address (TopMemoryContext) */
 	char	   *token;			/* user mapping option token, or NULL */
+	TcTlsOptions tls;			/* its files' names in TopMemoryContext */
 	bool		null_transport; /* address null:: batches are packed, never sent */
 	bool		busy;			/* inside a client call; true after a longjmp */
 	uint32		null_next_table_id; /* null transport: ids handed out */
@@ -334,14 +338,17 @@ extern void tcopy_connection_close(TcopyConnection *conn);
 extern void tcopy_connection_fail(TcopyConnection *conn,
 								  const char *what) pg_attribute_noreturn();
 /* Connect to a tserver, waits served by the latch; an ERROR on failure. */
-extern TcClient *tcopy_client_connect(const char *address, const char *token);
+extern TcClient *tcopy_client_connect(const char *address, const char *token,
+									   const TcTlsOptions *tls);
 /* Make waits for a tserver give up at deadline; 0: wait as long as needed. */
 extern void tcopy_set_wait_deadline(TimestampTz deadline);
 
 /* A fresh connection for a scan or a table lookup; close it after. */
-extern TcClient *tcopy_connect(const char *address, const char *token);
+extern TcClient *tcopy_connect(const char *address, const char *token,
+								const TcTlsOptions *tls);
 /* The same, but NULL with the reason in err when the tserver is not there. */
 extern TcClient *tcopy_try_connect(const char *address, const char *token,
+								   const TcTlsOptions *tls,
 								   char *err, size_t errlen);
 extern void tcopy_disconnect(TcClient *client);
 /* Close the clients of tcopy_connect opened at nest level min_level or deeper. */

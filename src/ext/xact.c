@@ -112,7 +112,7 @@ tcopy_xact_write_connection(const TcopyTableOptions *options, Oid userid)
 			int			rc;
 
 			if (conn->client == NULL)
-				conn->client = tcopy_client_connect(conn->address, conn->token);
+				conn->client = tcopy_client_connect(conn->address, conn->token, &conn->tls);
 			tc_client_set_window(conn->client, (unsigned) tcopy_window);
 
 			conn->busy = true;
