@@ -130,12 +130,11 @@ tls_describe_error(TcTls *tls, char *err, size_t errlen)
 	else if (reason == SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED)
 		snprintf(err, errlen,
 				 "the tserver requires a client certificate: set sslcert and sslkey");
-	else if (!tls->is_server &&
-			 (reason == SSL_R_TLSV1_ALERT_UNKNOWN_CA || reason == SSL_R_SSLV3_ALERT_BAD_CERTIFICATE ||
-			  reason == SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN ||
-			  reason == SSL_R_TLSV1_ALERT_DECRYPT_ERROR))
-		snprintf(err, errlen, "the tserver refused the client certificate (%s)",
-				 ERR_reason_error_string(code));
+	else if (reason == SSL_R_TLSV1_ALERT_UNKNOWN_CA || reason == SSL_R_SSLV3_ALERT_BAD_CERTIFICATE ||
+			 reason == SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN ||
+			 reason == SSL_R_TLSV1_ALERT_DECRYPT_ERROR)
+		snprintf(err, errlen, "the %s refused the %s certificate (%s)",
+				 peer, tls->is_server ? "tserver" : "client", ERR_reason_error_string(code));
 	else
 	{
 		const char *why = ERR_reason_error_string(code);

@@ -30,6 +30,7 @@
 
 #include "tc_net.h"
 #include "ts_log.h"
+#include "ts_tls.h"
 
 #define CONN_DRAIN_MS 100		/* after an Error frame, see conn_send_error */
 #define CONN_DRAIN_BYTES (1024 * 1024)
@@ -48,6 +49,15 @@ conn_lost(TsConn *conn, TsError *err, const char *what, int errnum)
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_NONE, "%s: %s", what, strerror(errnum));
 	else
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_NONE, "%s", what);
+}
+
+/* TcReadFn of a TLS connection (arg is its TsConn). */
+static ssize_t
+conn_tls_read(void *arg, void *buf, size_t len)
+{
+	TsConn	   *conn = arg;
+
+	return tc_tls_read(conn->tls, buf, len);
 }
 
 /*
@@ -79,7 +89,10 @@ conn_read_frame(TsConn *conn, Tcopy__FrameType *type, const uint8_t **payload,
 				break;
 		}
 
-		n = tc_frame_reader_read(&conn->reader, conn->fd);
+		if (conn->tls != NULL)
+			n = tc_frame_reader_read_via(&conn->reader, conn_tls_read, conn);
+		else
+			n = tc_frame_reader_read(&conn->reader, conn->fd);
 		if (n > 0)
 			continue;
 		if (n == 0)
@@ -95,6 +108,11 @@ conn_read_frame(TsConn *conn, Tcopy__FrameType *type, const uint8_t **payload,
 		}
 		if (errno == EINTR)
 			continue;
+		if (errno == EPROTO && conn->tls != NULL)
+		{
+			conn_lost(conn, err, tc_tls_error(conn->tls), 0);
+			return -1;
+		}
 		if (errno == ENOMEM)
 		{
 			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL,
@@ -124,8 +142,16 @@ conn_send_socket(void *arg, const uint8_t *bytes, size_t len, TsError *err)
 
 	while (sent < len)
 	{
-		ssize_t		n = send(conn->fd, bytes + sent, len - sent, MSG_NOSIGNAL);
+		ssize_t		n;
 
+		if (conn->tls != NULL)
+		{
+			struct iovec iov = {.iov_base = (void *) (bytes + sent),.iov_len = len - sent};
+
+			n = tc_tls_writev(conn->tls, &iov, 1);
+		}
+		else
+			n = send(conn->fd, bytes + sent, len - sent, MSG_NOSIGNAL);
 		if (n >= 0)
 		{
 			sent += (size_t) n;
@@ -133,6 +159,11 @@ conn_send_socket(void *arg, const uint8_t *bytes, size_t len, TsError *err)
 		}
 		if (errno == EINTR)
 			continue;
+		if (errno == EPROTO && conn->tls != NULL)
+		{
+			conn_lost(conn, err, tc_tls_error(conn->tls), 0);
+			return -1;
+		}
 		conn_lost(conn, err, "could not send to the client", errno);
 		return -1;
 	}
@@ -222,6 +253,8 @@ conn_finish(TsConn *conn, const TsError *err)
 	if (err->code != TCOPY__ERROR_CODE__ERROR_NONE)
 		conn_send_error(conn, err);
 	tc_frame_reader_free(&conn->reader);
+	tc_tls_free(conn->tls);
+	conn->tls = NULL;
 }
 
 /*
@@ -254,6 +287,41 @@ conn_check_peer(const TsConn *conn, TsError *err)
 }
 
 /*
+ * With a TLS context, start TLS on a tcp: connection, before the first
+ * frame, within the handshake's receive timeout.  A client that does not
+ * speak TLS gets a plaintext Error frame naming sslmode; one whose TLS
+ * handshake failed gets none (it could not read it), only the log line.
+ */
+static int
+conn_start_tls(TsConn *conn, TsError *err)
+{
+	char		why[256];
+
+	if (conn->ctx->tls_ctx == NULL || conn->is_unix)
+		return 0;
+	(void) tc_net_set_recv_timeout(conn->fd, CONN_HANDSHAKE_TIMEOUT_S, NULL, 0);
+	switch (ts_tls_start(conn->ctx->tls_ctx, conn->fd, &conn->tls, why, sizeof(why)))
+	{
+		case TS_TLS_STARTED:
+			if (ts_log_min_level <= TS_LOG_DEBUG)
+			{
+				tc_tls_describe(conn->tls, why, sizeof(why));
+				ts_log(TS_LOG_DEBUG, "connection %" PRIu64 ": %s", conn->id, why);
+			}
+			return 0;
+		case TS_TLS_PLAINTEXT_PEER:
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH, "%s", why);
+			return -1;
+		case TS_TLS_TIMED_OUT:
+		case TS_TLS_FAILED:
+			break;
+	}
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH, "TLS handshake failed: %s", why);
+	conn->socket_broken = true;
+	return -1;
+}
+
+/*
  * Thread body: check the peer, greet, serve frames until an error or the
  * end of the connection, clean up, and hand the connection back through
  * the context's exit function.
@@ -266,12 +334,14 @@ ts_conn_main(void *arg)
 
 	tc_frame_reader_init(&conn->reader);
 	conn->clean_eof = conn->socket_broken = false;
+	conn->tls = NULL;
 	ts_proto_init(&conn->proto, conn->ctx->shared, conn->id, conn_send_socket, conn);
 	memset(&err, 0, sizeof(err));
 
 	ts_log(TS_LOG_DEBUG, "connection %" PRIu64 " from %s opened", conn->id, conn->peer);
 
-	if (conn_check_peer(conn, &err) == 0 && ts_proto_greet(&conn->proto, &err) == 0)
+	if (conn_check_peer(conn, &err) == 0 && conn_start_tls(conn, &err) == 0 &&
+		ts_proto_greet(&conn->proto, &err) == 0)
 	{
 		/*
 		 * Until the handshake is done, reads time out: a client that never

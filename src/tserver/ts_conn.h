@@ -21,6 +21,7 @@
 #include <sys/types.h>
 
 #include "tc_frame_reader.h"
+#include "tc_tls.h"
 #include "ts_proto.h"
 
 typedef struct TsConn TsConn;
@@ -38,6 +39,7 @@ typedef struct TsConnContext
 	const uid_t *allowed_uids;	/* unix peers must run as one of these; */
 	size_t		nallowed_uids;	/* 0: unix peers unchecked */
 	const atomic_bool *shutdown_requested;	/* once set: no Error frames */
+	struct ssl_ctx_st *tls_ctx; /* TLS on every tcp: connection; NULL: none */
 	TsConnExitFn exit;
 	void	   *exit_arg;
 } TsConnContext;
@@ -60,6 +62,7 @@ struct TsConn
 	TcFrameReader reader;		/* bytes received, frames not yet handled */
 	bool		clean_eof;		/* the client closed between frames */
 	bool		socket_broken;	/* no Error frame can be sent any more */
+	TcTls	   *tls;			/* the transport of a TLS connection, or NULL */
 	TsProto		proto;
 };
 

@@ -19,6 +19,7 @@
 
 #include "tc_auth.h"
 #include "ts_log.h"
+#include "ts_tls.h"
 
 #define EXIT_USAGE 2
 #define TS_MB (1024 * 1024)
@@ -35,6 +36,9 @@ typedef struct TsMainOptions
 	size_t		memory_mb;
 	int			merge_threads;	/* 0: the store's default */
 	uint32_t	max_frame_mb;
+	const char *tls_cert;		/* NULL: tcp: is plain text */
+	const char *tls_key;
+	const char *tls_ca;			/* NULL: client certificates not asked for */
 	bool		no_sync;
 	TsLogLevel	log_level;
 } TsMainOptions;
@@ -61,6 +65,10 @@ usage(FILE *out)
 			"                             (which only its owner may access: mode 0600)\n"
 			"  --allow-uid UID[,UID...]   accept unix socket clients running as these users\n"
 			"                             only (uids or user names; repeatable)\n"
+			"  --tls-cert FILE            speak TLS (only) on every tcp: listener, with this\n"
+			"                             PEM certificate (chain); unix: never uses TLS\n"
+			"  --tls-key FILE             its private key (mode 0600); with --tls-cert\n"
+			"  --tls-ca FILE              require client certificates signed by these CAs\n"
 			"  --session-memory-mb N      memory a write session stages before spilling\n"
 			"                             to disk (default %zu)\n"
 			"  --memory-mb N              memory all write sessions together stage before\n"
@@ -174,13 +182,17 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 	enum
 	{
 		OPT_DATA = 256, OPT_LISTEN, OPT_TOKEN_FILE, OPT_SESSION_MEMORY, OPT_MEMORY,
-		OPT_MERGE_THREADS, OPT_MAX_FRAME, OPT_NO_SYNC, OPT_LOG_LEVEL, OPT_ALLOW_UID, OPT_HELP
+		OPT_MERGE_THREADS, OPT_MAX_FRAME, OPT_NO_SYNC, OPT_LOG_LEVEL, OPT_ALLOW_UID, OPT_HELP,
+		OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA
 	};
 	static const struct option long_options[] = {
 		{"data", required_argument, NULL, OPT_DATA},
 		{"listen", required_argument, NULL, OPT_LISTEN},
 		{"token-file", required_argument, NULL, OPT_TOKEN_FILE},
 		{"allow-uid", required_argument, NULL, OPT_ALLOW_UID},
+		{"tls-cert", required_argument, NULL, OPT_TLS_CERT},
+		{"tls-key", required_argument, NULL, OPT_TLS_KEY},
+		{"tls-ca", required_argument, NULL, OPT_TLS_CA},
 		{"session-memory-mb", required_argument, NULL, OPT_SESSION_MEMORY},
 		{"memory-mb", required_argument, NULL, OPT_MEMORY},
 		{"merge-threads", required_argument, NULL, OPT_MERGE_THREADS},
@@ -232,6 +244,15 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 			case OPT_ALLOW_UID:
 				parse_allowed_uids(optarg, options);
 				break;
+			case OPT_TLS_CERT:
+				options->tls_cert = optarg;
+				break;
+			case OPT_TLS_KEY:
+				options->tls_key = optarg;
+				break;
+			case OPT_TLS_CA:
+				options->tls_ca = optarg;
+				break;
 			case OPT_SESSION_MEMORY:
 				/* up to 1 TiB: far beyond any machine, well within size_t */
 				options->session_memory_mb =
@@ -281,6 +302,10 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 		bad_argument("--data is required");
 	if (options->nlisten == 0)
 		bad_argument("at least one --listen is required");
+	if ((options->tls_cert != NULL) != (options->tls_key != NULL))
+		bad_argument("--tls-cert and --tls-key go together");
+	if (options->tls_ca != NULL && options->tls_cert == NULL)
+		bad_argument("--tls-ca needs --tls-cert and --tls-key");
 
 	/* a tcp client has no uid to check: it would get in unchecked */
 	if (options->nallowed_uids > 0 && options->token_file == NULL)
@@ -333,6 +358,7 @@ main(int argc, char **argv)
 	TsStoreOptions store_options;
 	TsServer   *server = NULL;
 	TsStore    *store = NULL;
+	struct ssl_ctx_st *tls_ctx = NULL;
 	TsError		store_err;
 	char		token[TC_TOKEN_MAX + 1];
 	size_t		token_len = 0;
@@ -352,7 +378,19 @@ main(int argc, char **argv)
 		goto done;
 	}
 
+	if (options.tls_cert != NULL)
+	{
+		tls_ctx = ts_tls_context_new(options.tls_cert, options.tls_key, options.tls_ca,
+									 err, sizeof(err));
+		if (tls_ctx == NULL)
+		{
+			ts_log(TS_LOG_ERROR, "%s", err);
+			goto done;
+		}
+	}
+
 	memset(&config, 0, sizeof(config));
+	config.tls_ctx = tls_ctx;
 	config.token = token_len > 0 ? (const uint8_t *) token : NULL;
 	config.token_len = token_len;
 	config.max_frame_bytes = options.max_frame_mb * 1024u * 1024u;
@@ -383,6 +421,20 @@ main(int argc, char **argv)
 			used += (size_t) snprintf(uids + used, sizeof(uids) - used, "%s%u",
 									  j > 0 ? "," : "", (unsigned) options.allowed_uids[j]);
 		ts_log(TS_LOG_INFO, "unix socket clients must run as uid %s", uids);
+	}
+	if (tls_ctx != NULL)
+		ts_log(TS_LOG_INFO, "tcp: listeners speak TLS only%s",
+			   options.tls_ca != NULL ? ", client certificates required" : "");
+	else
+	{
+		for (i = 0; i < options.nlisten; i++)
+		{
+			if (options.listen[i].kind == TC_ADDRESS_TCP)
+			{
+				ts_log(TS_LOG_WARNING, "no --tls-cert: tcp: traffic, rows included, is plain text");
+				break;
+			}
+		}
 	}
 	if (options.no_sync)
 		ts_log(TS_LOG_WARNING, "--no-sync: commits are not synced, a crash may lose them");
@@ -423,6 +475,8 @@ done:
 	if (store != NULL)
 		ts_store_close(store);
 	ts_server_free(server);
+	if (tls_ctx != NULL)
+		ts_tls_context_free(tls_ctx);
 	free(options.listen);
 	free(options.allowed_uids);
 	if (status == 0)

@@ -122,6 +122,7 @@ ts_server_create(const TsServerConfig *config, char *err, size_t errlen)
 	server->conn_ctx.allowed_uids = server->allowed_uids;
 	server->conn_ctx.nallowed_uids = server->nallowed_uids;
 	server->conn_ctx.shutdown_requested = &server->shutdown_requested;
+	server->conn_ctx.tls_ctx = config->tls_ctx;
 	server->conn_ctx.exit = server_conn_exit;
 	server->conn_ctx.exit_arg = server;
 

@@ -29,6 +29,8 @@ typedef struct TsServerConfig
 	uint32_t	max_frame_bytes;	/* largest payload accepted from a client */
 	const uid_t *allowed_uids;	/* unix clients must run as one of these; */
 	size_t		nallowed_uids;	/* 0: any uid (copied) */
+	struct ssl_ctx_st *tls_ctx; /* TLS on tcp: listeners (ts_tls.h); NULL:
+								 * none; the caller's, kept until freed */
 } TsServerConfig;
 
 /* A server with no listeners yet; NULL with a message in err on failure. */
