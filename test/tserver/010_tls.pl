@@ -21,20 +21,10 @@ use POSIX ();
 use Test::More;
 use Time::HiRes qw(time);
 use TcopyTest qw(:all);
-use TcopyTls qw(have_openssl make_certs);
+use TcopyTls qw(have_openssl make_certs free_tcp_port);
 
 plan skip_all => 'the openssl command is missing (scripts/install-deps.sh installs it)'
   unless have_openssl();
-
-# A TCP port nobody listens on now.
-sub free_port
-{
-	my $sock = IO::Socket::INET->new(Listen => 1, LocalAddr => '127.0.0.1', LocalPort => 0)
-	  or die "listen: $!";
-	my $port = $sock->sockport;
-	close $sock;
-	return $port;
-}
 
 # Forward 127.0.0.1:(returned port) to 127.0.0.1:$to, one connection at a
 # time, appending every byte both ways to $file.  Returns (pid, port).
@@ -108,7 +98,7 @@ my ($ca, $server, $client) = map { $certs->{$_} } qw(ca server client);
 my @verify = ('--sslmode', 'verify-full', '--sslrootcert', $ca->{crt});
 
 # ---- a TLS tserver, on 127.0.0.1 and 127.0.0.2 (not in its certificate)
-my $port = free_port();
+my $port = free_tcp_port();
 $ts->start('--listen', "tcp:127.0.0.1:$port", '--listen', "tcp:127.0.0.2:$port",
 	'--tls-cert', $server->{crt}, '--tls-key', $server->{key})
   or die "TLS tserver did not start";
@@ -167,7 +157,7 @@ is(substr($bytes, 0, 1), "\x16", 'the first byte is a TLS handshake record');
 
 # ---- a plaintext tserver
 my $plain = TcopyTest->new;
-my $plain_port = free_port();
+my $plain_port = free_tcp_port();
 $plain->start('--listen', "tcp:127.0.0.1:$plain_port") or die "plain tserver did not start";
 like($plain->log_contents, qr/no --tls-cert: tcp: traffic, rows included, is plain text/,
 	'a plaintext tcp: listener is warned about');
@@ -192,7 +182,7 @@ like($bytes, qr/ {84}/, "and so is the rows' text (the check above can fail)");
 
 # ---- client certificates (--tls-ca)
 my $mtls = TcopyTest->new;
-my $mtls_port = free_port();
+my $mtls_port = free_tcp_port();
 $mtls->start('--listen', "tcp:127.0.0.1:$mtls_port", '--tls-cert', $server->{crt},
 	'--tls-key', $server->{key}, '--tls-ca', $ca->{crt})
   or die "tserver with --tls-ca did not start";
@@ -219,7 +209,7 @@ refused(tcp_cli($mtls, $mtls_addr, @verify, '--sslcert', $client->{crt}, 'ping')
 {
 	my $bad = TcopyTest->new;
 	chmod(0644, $server->{key});
-	my ($what, $status) = $bad->spawn('--listen', 'tcp:127.0.0.1:' . free_port(),
+	my ($what, $status) = $bad->spawn('--listen', 'tcp:127.0.0.1:' . free_tcp_port(),
 		'--tls-cert', $server->{crt}, '--tls-key', $server->{key});
 	is("$what " . ($status >> 8), 'exited 1', 'a --tls-key others may read: exit 1');
 	like($bad->log_contents, qr/group or world access/, 'it says why');

@@ -7,7 +7,10 @@
  *		getaddrinfo result of a TCP connect still in progress.  The
  *		sanitizer build's leak checker (test/run_tests.sh) is what fails
  *		when it leaks.  The connect is kept in progress by a listener whose
- *		backlog is full, so that the kernel drops the SYN.
+ *		backlog is full, so that the kernel drops the SYN.  The same for a
+ *		TLS handshake (the default sslmode) that a listener which never
+ *		accepts leaves unanswered: the hook is left waiting to read, and
+ *		close frees the TLS connection with the rest.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -84,9 +87,59 @@ test_cancel_during_tcp_connect(void)
 	close(listener);
 }
 
+/* A hook that lets the connect through and "cancels" the first read wait. */
+static int
+cancel_reading_hook(void *arg, TcClient *client, int fd, bool want_write)
+{
+	(void) arg;
+	(void) client;
+	(void) fd;
+	waits++;
+	waited_to_write = want_write;
+	if (want_write)
+		return 0;
+	longjmp(cancel, 1);
+}
+
+static void
+test_cancel_during_tls_handshake(void)
+{
+	struct sockaddr_in sin;
+	socklen_t	len = sizeof(sin);
+	int			listener = socket(AF_INET, SOCK_STREAM, 0);
+	char		address[64];
+	char		err[256];
+	TcTlsOptions tls = {.sslmode = TC_SSLMODE_REQUIRE};
+
+	REQUIRE(listener >= 0);
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	REQUIRE(bind(listener, (struct sockaddr *) &sin, sizeof(sin)) == 0);
+	REQUIRE(listen(listener, 4) == 0);
+	REQUIRE(getsockname(listener, (struct sockaddr *) &sin, &len) == 0);
+	snprintf(address, sizeof(address), "tcp:127.0.0.1:%u", (unsigned) ntohs(sin.sin_port));
+
+	waits = 0;
+	handed = NULL;
+	if (setjmp(cancel) == 0)
+	{
+		(void) tc_client_connect_hooked(address, NULL, &tls, "test", cancel_reading_hook,
+										NULL, &handed, err, sizeof(err));
+		CHECK(false);			/* the hook does not return */
+	}
+	CHECK(waits >= 1);
+	CHECK(!waited_to_write);	/* left waiting for the ServerHello */
+	CHECK(handed != NULL);
+	tc_client_close(handed);
+	handed = NULL;
+	close(listener);
+}
+
 int
 main(void)
 {
 	TC_RUN(test_cancel_during_tcp_connect);
+	TC_RUN(test_cancel_during_tls_handshake);
 	return tc_test_summary();
 }
