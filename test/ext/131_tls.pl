@@ -36,7 +36,7 @@ my $certs = make_certs($certdir);
 my ($ca, $server, $client) = map { $certs->{$_} } qw(ca server client);
 my $port = free_tcp_port();
 my ($node, $ts) = setup_node(tserver => { extra_args => [
-	'--listen', "tcp:127.0.0.1:$port", '--tls-cert', $server->{crt},
+	'--listen', "tcp:127.0.0.1:$port", '--listen', "tcp:127.0.0.2:$port", '--tls-cert', $server->{crt},
 	'--tls-key', $server->{key}, '--tls-ca', $ca->{crt} ] });
 my $plain = TcopyTest->new;
 my $plain_port = free_tcp_port();
