@@ -563,8 +563,10 @@ ddl_for()
 		# which does not run in the null: cases
 		6|6f|6p) echo "DROP FOREIGN TABLE IF EXISTS n_$tbl; CREATE FOREIGN TABLE n_$tbl ($cols) SERVER tsnull OPTIONS (key '$key', table_name '$tbl'); CHECKPOINT;" ;;
 		8) echo "DROP FOREIGN TABLE IF EXISTS r_$tbl; CREATE FOREIGN TABLE r_$tbl ($cols) SERVER csvfile OPTIONS (filename '$(ds_file "$ds")', format 'csv'); CHECKPOINT;" ;;
-		9) echo "DROP FOREIGN TABLE IF EXISTS f_$tbl; CREATE FOREIGN TABLE f_$tbl ($cols) SERVER tstcp OPTIONS (key '$key', table_name '$tbl'); CHECKPOINT;" ;;
-		9t) echo "DROP FOREIGN TABLE IF EXISTS f_$tbl; CREATE FOREIGN TABLE f_$tbl ($cols) SERVER tstls OPTIONS (key '$key', table_name '$tbl'); CHECKPOINT;" ;;
+		# tables of their own: a DROP reaches the tserver with its server's
+		# sslmode, which must be the one the tserver of the run speaks
+		9) echo "DROP FOREIGN TABLE IF EXISTS p_$tbl; CREATE FOREIGN TABLE p_$tbl ($cols) SERVER tstcp OPTIONS (key '$key', table_name '$tbl'); CHECKPOINT;" ;;
+		9t) echo "DROP FOREIGN TABLE IF EXISTS s_$tbl; CREATE FOREIGN TABLE s_$tbl ($cols) SERVER tstls OPTIONS (key '$key', table_name '$tbl'); CHECKPOINT;" ;;
 		*) echo "DROP FOREIGN TABLE IF EXISTS f_$tbl; CREATE FOREIGN TABLE f_$tbl ($cols) SERVER ts OPTIONS (key '$key', table_name '$tbl'); CHECKPOINT;" ;;
 	esac
 }
@@ -572,7 +574,7 @@ target_for()
 {
 	local c=$1 ds=$2 tbl
 	read -r tbl _ < <(ds_table "$ds")
-	case "$c" in 1|2) echo "h_$tbl" ;; 6|6f|6p) echo "n_$tbl" ;; 8) echo "r_$tbl" ;; *) echo "f_$tbl" ;; esac
+	case "$c" in 1|2) echo "h_$tbl" ;; 6|6f|6p) echo "n_$tbl" ;; 8) echo "r_$tbl" ;; 9) echo "p_$tbl" ;; 9t) echo "s_$tbl" ;; *) echo "f_$tbl" ;; esac
 }
 
 # load_statement CASE DATASET: the measured statement.  Case 8 reads the
