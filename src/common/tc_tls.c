@@ -9,11 +9,13 @@
  * keeps taking records while OpenSSL holds some already (SSL_has_pending),
  * so that no caller waits on the socket for data that has arrived, and
  * returns before it would touch the socket again (the tserver's sockets
- * block).  Writes go a record at a time (partial writes), so that a large
- * batch is encrypted straight from the caller's buffer; a small first
- * iovec (a frame header) is sent in one record with the start of the next
- * through a fixed staging buffer, instead of a 5-byte record of its own.
- * Nothing is allocated per call.
+ * block).  Writes encrypt a record at a time (partial writes) straight
+ * from the caller's buffer into the connection's out buffer, and send up
+ * to TLS_OUT_RECORDS records with one send(2): a 1 MB batch would
+ * otherwise cost 64 syscalls.  A small first iovec (a frame header) goes
+ * in one record with the start of the next, through a fixed staging
+ * buffer, instead of a 5-byte record of its own.  Nothing is allocated
+ * per call.
  */
 #include "tc_tls.h"
 
@@ -34,14 +36,25 @@
 
 #define TLS_RECORD_MAX 16384	/* plaintext bytes of one TLS record */
 #define TLS_READ_BUFFER (64 * 1024) /* OpenSSL's read-ahead buffer */
+#define TLS_RECORD_ROOM (TLS_RECORD_MAX + 512)	/* a record's bytes on the wire, at
+												 * most: header, tag, padding */
+#define TLS_OUT_RECORDS 8		/* records a write sends in one send(2) */
 
 struct TcTls
 {
 	SSL		   *ssl;
+	int			fd;
 	SSL_CTX    *own_ctx;		/* a client's context, freed with it */
 	bool		is_server;
 	bool		want_write;		/* the last EAGAIN waits for writability */
 	bool		handshake_done;
+	bool		collecting;		/* the BIO appends records to out, see
+								 * tc_tls_writev */
+	unsigned char *out;			/* records not yet sent: [out_sent, out_len) */
+	size_t		out_len;
+	size_t		out_sent;
+	size_t		out_consumed;	/* plaintext bytes those records carry, for
+								 * the writev that sends their last byte */
 	char		error[256];
 	unsigned char stage[TLS_RECORD_MAX];	/* a small iovec and what follows */
 };
@@ -182,19 +195,59 @@ static BIO_METHOD *tls_bio_method;
 static pthread_once_t tls_bio_once = PTHREAD_ONCE_INIT;
 
 /*
+ * Send what out holds, as far as the socket takes it: 0 when all of it is
+ * sent, -1 with errno (EAGAIN: the rest later).
+ */
+static int
+tls_flush_out(TcTls *tls, int fd)
+{
+	while (tls->out_sent < tls->out_len)
+	{
+		ssize_t		n = send(fd, tls->out + tls->out_sent, tls->out_len - tls->out_sent,
+							 MSG_NOSIGNAL);
+
+		if (n < 0)
+		{
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		tls->out_sent += (size_t) n;
+	}
+	tls->out_len = tls->out_sent = 0;
+	return 0;
+}
+
+/*
  * The socket BIO's write, with MSG_NOSIGNAL: a peer that hung up must fail
  * the write, not raise SIGPIPE in the caller's process (as postgres'
- * be-secure-openssl.c does for the same reason).
+ * be-secure-openssl.c does for the same reason).  While tc_tls_writev
+ * collects records they are appended to out instead (it leaves room for
+ * one before each SSL_write), to go out several to a send(2); records
+ * written otherwise (the handshake, alerts, key updates) go after them.
  */
 static int
 tls_bio_write(BIO *bio, const char *data, int len)
 {
+	TcTls	   *tls = BIO_get_data(bio);
 	int			fd = -1;
 	ssize_t		n;
 
 	BIO_get_fd(bio, &fd);
-	n = send(fd, data, (size_t) len, MSG_NOSIGNAL);
 	BIO_clear_retry_flags(bio);
+	if (tls->collecting && tls->out_len + (size_t) len <= TLS_OUT_RECORDS * TLS_RECORD_ROOM)
+	{
+		memcpy(tls->out + tls->out_len, data, (size_t) len);
+		tls->out_len += (size_t) len;
+		return len;
+	}
+	if (tls->out_sent < tls->out_len && tls_flush_out(tls, fd) != 0)
+	{
+		if (BIO_sock_should_retry(-1))
+			BIO_set_retry_write(bio);
+		return -1;
+	}
+	n = send(fd, data, (size_t) len, MSG_NOSIGNAL);
 	if (n < 0 && BIO_sock_should_retry((int) n))
 		BIO_set_retry_write(bio);
 	return (int) n;
@@ -222,9 +275,9 @@ tls_bio_method_init(void)
 	tls_bio_method = method;
 }
 
-/* Attach fd to ssl through the MSG_NOSIGNAL socket BIO; false on failure. */
+/* Attach fd to tls->ssl through the BIO above; false on failure. */
 static bool
-tls_set_socket(SSL *ssl, int fd)
+tls_set_socket(TcTls *tls, int fd)
 {
 	BIO		   *bio;
 
@@ -232,7 +285,8 @@ tls_set_socket(SSL *ssl, int fd)
 	if (tls_bio_method == NULL || (bio = BIO_new(tls_bio_method)) == NULL)
 		return false;
 	BIO_set_fd(bio, fd, BIO_NOCLOSE);
-	SSL_set_bio(ssl, bio, bio);
+	BIO_set_data(bio, tls);
+	SSL_set_bio(tls->ssl, bio, bio);
 	return true;
 }
 
@@ -248,8 +302,10 @@ tls_new(SSL_CTX *ctx, int fd, bool is_server, char *err, size_t errlen)
 		return NULL;
 	}
 	tls->is_server = is_server;
-	tls->ssl = SSL_new(ctx);
-	if (tls->ssl == NULL || !tls_set_socket(tls->ssl, fd))
+	tls->fd = fd;
+	tls->out = malloc(TLS_OUT_RECORDS * TLS_RECORD_ROOM);
+	tls->ssl = tls->out != NULL ? SSL_new(ctx) : NULL;
+	if (tls->ssl == NULL || !tls_set_socket(tls, fd))
 	{
 		tls_describe_error(tls, err, errlen);
 		tc_tls_free(tls);
@@ -462,8 +518,13 @@ tc_tls_read(TcTls *tls, void *buf, size_t len)
 	return (ssize_t) got;
 }
 
-ssize_t
-tc_tls_writev(TcTls *tls, const struct iovec *iov, int iovcnt)
+/*
+ * Encrypt the next record's worth of iov[*i] from *off (with what follows,
+ * through the staging buffer, when that is short) into out; advance *i and
+ * *off.  Returns the plaintext bytes taken, or -1 (with tls_failed's errno).
+ */
+static ssize_t
+tls_write_record(TcTls *tls, const struct iovec *iov, int iovcnt, int *i, size_t *off)
 {
 	const void *data;
 	size_t		len;
@@ -471,52 +532,120 @@ tc_tls_writev(TcTls *tls, const struct iovec *iov, int iovcnt)
 	int			ret;
 	int			saved_errno;
 
-	while (iovcnt > 0 && iov->iov_len == 0)
+	if (*i + 1 < iovcnt && iov[*i].iov_len - *off < TLS_RECORD_MAX / 4)
 	{
-		iov++;
-		iovcnt--;
-	}
-	if (iovcnt == 0)
-		return 0;
-	if (iovcnt > 1 && iov->iov_len < TLS_RECORD_MAX / 4)
-	{
-		/*
-		 * A small first buffer goes in one record with what follows, built
-		 * the same way again should the write have to be retried.
-		 */
+		/* a short piece (a frame header) goes in one record with the next */
 		len = 0;
-		for (int i = 0; i < iovcnt && len < sizeof(tls->stage); i++)
+		for (int j = *i; j < iovcnt && len < sizeof(tls->stage); j++)
 		{
-			size_t		take = iov[i].iov_len;
+			size_t		from = j == *i ? *off : 0;
+			size_t		take = iov[j].iov_len - from;
 
 			if (take > sizeof(tls->stage) - len)
 				take = sizeof(tls->stage) - len;
-			memcpy(tls->stage + len, iov[i].iov_base, take);
+			memcpy(tls->stage + len, (const char *) iov[j].iov_base + from, take);
 			len += take;
 		}
 		data = tls->stage;
 	}
 	else
 	{
-		data = iov->iov_base;
-		len = iov->iov_len;
+		data = (const char *) iov[*i].iov_base + *off;
+		len = iov[*i].iov_len - *off;
 	}
 
-	ERR_clear_error();
 	errno = 0;
 	ret = SSL_write_ex(tls->ssl, data, len, &written);
 	saved_errno = errno;
-	if (ret == 1)
-		return (ssize_t) written;
-	if (SSL_get_error(tls->ssl, ret) == SSL_ERROR_ZERO_RETURN)
+	if (ret != 1)
 	{
-		ERR_clear_error();
-		errno = EPIPE;
+		if (SSL_get_error(tls->ssl, ret) == SSL_ERROR_ZERO_RETURN ||
+			tls_failed(tls, ret, saved_errno) == 0)
+		{
+			ERR_clear_error();
+			errno = EPIPE;
+		}
 		return -1;
 	}
-	if (tls_failed(tls, ret, saved_errno) == 0)
-		errno = EPIPE;
-	return -1;
+	/* advance over what the record took, across iovecs */
+	for (size_t left = written; left > 0 && *i < iovcnt;)
+	{
+		size_t		rest = iov[*i].iov_len - *off;
+
+		if (left < rest)
+		{
+			*off += left;
+			break;
+		}
+		left -= rest;
+		(*i)++;
+		*off = 0;
+	}
+	while (*i < iovcnt && iov[*i].iov_len == 0)
+		(*i)++;
+	return (ssize_t) written;
+}
+
+/*
+ * Up to TLS_OUT_RECORDS records are encrypted into out, then sent with one
+ * send(2) (a large batch would otherwise take a syscall per 16 KiB record).
+ * The count returned covers only bytes whose records are all sent: when
+ * the socket takes part of them, the call fails with EAGAIN, and the
+ * caller's retry, with the same iovecs as it must, sends the rest first
+ * and returns the count then, without encrypting anything again.
+ */
+ssize_t
+tc_tls_writev(TcTls *tls, const struct iovec *iov, int iovcnt)
+{
+	size_t		consumed = 0;
+	int			i = 0;
+	size_t		off = 0;
+
+	if (tls->out_sent < tls->out_len)
+	{
+		if (tls_flush_out(tls, tls->fd) != 0)
+		{
+			tls->want_write = true;
+			return -1;
+		}
+		consumed = tls->out_consumed;
+		tls->out_consumed = 0;
+		return (ssize_t) consumed;
+	}
+
+	while (i < iovcnt && iov[i].iov_len == 0)
+		i++;
+	ERR_clear_error();
+	tls->collecting = true;
+	while (i < iovcnt && tls->out_len + TLS_RECORD_ROOM <= TLS_OUT_RECORDS * TLS_RECORD_ROOM)
+	{
+		ssize_t		n = tls_write_record(tls, iov, iovcnt, &i, &off);
+
+		if (n < 0)
+		{
+			int			saved_errno = errno;
+
+			tls->collecting = false;
+			if (consumed == 0)
+			{
+				errno = saved_errno;
+				return -1;
+			}
+			break;				/* send what was encrypted; the next call fails */
+		}
+		consumed += (size_t) n;
+	}
+	tls->collecting = false;
+
+	if (tls_flush_out(tls, tls->fd) != 0)
+	{
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return -1;
+		tls->out_consumed = consumed;
+		tls->want_write = true;
+		return -1;
+	}
+	return (ssize_t) consumed;
 }
 
 bool
@@ -547,5 +676,6 @@ tc_tls_free(TcTls *tls)
 		SSL_free(tls->ssl);
 	if (tls->own_ctx != NULL)
 		SSL_CTX_free(tls->own_ctx);
+	free(tls->out);
 	free(tls);
 }

@@ -112,6 +112,9 @@ is($r->{rc}, 0, 'verify-full: scan back') or diag($r->{err});
 like($r->{out}, qr/^rows 20000\b/m, 'every row came back over TLS') or diag($r->{out});
 like(tcp_cli($ts, "tcp:localhost:$port", @verify, 'ping')->{out}, qr/^ok /,
 	'verify-full by host name (localhost) as well');
+like(tcp_cli($ts, $tls_addr, @verify, 'ping')->{out}, qr/^ok tserver \S+ \(TLSv1\.3 /,
+	'ping says the connection is TLS 1.3');
+like($ts->cli('ping')->{out}, qr/^ok tserver \S+$/m, '... and over unix: names no TLS');
 is($ts->count('secret_table_xyzzy'), 20000, 'the same rows over unix:');
 like($ts->cli('--sslmode', 'verify-full', '--sslrootcert', '/nonexistent', 'ping')->{out},
 	qr/^ok /, 'unix: ignores sslmode and its files');
@@ -138,6 +141,26 @@ refused(tcp_cli($ts, $tls_addr, '--sslmode', 'disable', 'ping'),
 cmp_ok(time() - $t0, '<', 8, 'that refusal comes before the handshake timeout');
 refused(tcp_cli($ts, $tls_addr, '--sslmode', 'bogus', 'ping'), qr/invalid sslmode "bogus"/,
 	'a bad --sslmode');
+
+# ---- a load whose writes stall (the tserver stopped twice) loses nothing:
+# the client's writes wait with records encrypted but not yet sent
+{
+	my $bg = $ts->cli_bg('--address', $tls_addr, 'load', 'stalled', '--rows', '1000000',
+		'--window', '16');
+	Time::HiRes::sleep(0.15);
+	for my $pause (0.5, 0.3)
+	{
+		kill 'STOP', $ts->pid;
+		Time::HiRes::sleep($pause);
+		kill 'CONT', $ts->pid;
+		Time::HiRes::sleep(0.1);
+	}
+	is($bg->finish, 0, 'a load over TLS stalled by SIGSTOP completes') or diag($bg->{err});
+	$ts->cli_ok('the same rows, plain', 'load', 'stalled_ref', '--rows', '1000000');
+	is(tcp_cli($ts, $tls_addr, 'scan', 'stalled', '--format', 'checksum')->{out},
+		$ts->cli('scan', 'stalled_ref', '--format', 'checksum')->{out},
+		'... with every row intact');
+}
 
 # ---- what is on the wire
 my $wire_tls = $ts->base_dir . '/wire_tls.bin';
