@@ -1,4 +1,4 @@
-# 010_tls.pl
+# 011_tls.pl
 #	TLS on tcp: listeners (tserver --tls-cert/--tls-key/--tls-ca, the
 #	client's sslmode), with certificates made here by the openssl command:
 #	  - a load and a scan over TLS, verified (verify-full) and not (require,
