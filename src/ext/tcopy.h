@@ -140,6 +140,9 @@ typedef struct TcopyColumnCodec
 	FmgrInfo	out_fn;			/* SEND: typsend; IO: typoutput */
 	FmgrInfo	in_fn;			/* SEND: typreceive; IO: typinput */
 	Oid			typioparam;		/* for in_fn */
+	bool		is_text;		/* stored bytes are text in the writer's
+								 * database encoding (TEXT but bytea, IO):
+								 * verified against ours when read back */
 } TcopyColumnCodec;
 
 typedef struct TcopyRelCodec
@@ -154,6 +157,7 @@ typedef struct TcopyRelCodec
 								 * its column names are the tserver's, for the
 								 * wire only (messages give attname) */
 	Oid			userid;			/* whose user mapping: the tserver is reached as */
+	int			encoding;		/* the database encoding text is verified in */
 	TcopyTableOptions options;
 } TcopyRelCodec;
 
