@@ -56,6 +56,9 @@ static List *tcopy_scan_clients = NIL;
 /* Nonzero while resolving a prepared session: waits end at this time. */
 static TimestampTz tcopy_wait_deadline = 0;
 
+/* Nonzero while connecting: tcopy.connect_timeout ends waits at this time. */
+static TimestampTz tcopy_connect_deadline = 0;
+
 static void tcopy_raise_error(Tcopy__ErrorCode code, const char *message,
 							  const char *address, const char *what) pg_attribute_noreturn();
 
@@ -64,39 +67,53 @@ static void tcopy_raise_error(Tcopy__ErrorCode code, const char *message,
  * timeout is served (CHECK_FOR_INTERRUPTS may not return), and give up at
  * the deadline tcopy_set_wait_deadline set: where a wait must be bounded
  * (resolving prepared sessions after the commit or abort, where interrupts
- * are held, xact.c; recovery, recovery.c).
+ * are held, xact.c; recovery, recovery.c); while connecting, at
+ * tcopy.connect_timeout too.  fd -1 (a unix connect retried while the
+ * tserver's backlog is full) waits on the latch alone, for a short pause.
  */
 static int
 tcopy_wait(void *arg, TcClient *client, int fd, bool want_write)
 {
-	int			events = WL_LATCH_SET | WL_EXIT_ON_PM_DEATH |
-		(want_write ? WL_SOCKET_WRITEABLE : WL_SOCKET_READABLE);
+	int			events = WL_LATCH_SET | WL_EXIT_ON_PM_DEATH;
+	TimestampTz deadline = tcopy_wait_deadline;
 	long		timeout = -1L;
 	int			rc;
 
-	if (tcopy_wait_deadline != 0)
+	if (tcopy_connect_deadline != 0 &&
+		(deadline == 0 || tcopy_connect_deadline < deadline))
+		deadline = tcopy_connect_deadline;
+	if (deadline != 0)
 	{
-		timeout = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
-												  tcopy_wait_deadline);
+		timeout = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
 		if (timeout <= 0)
 		{
-			tc_client_set_error(client, "timed out waiting for tserver");
+			if (deadline == tcopy_connect_deadline)
+				tc_client_set_error(client, "timed out connecting to tserver after %d s (tcopy.connect_timeout)",
+									tcopy_connect_timeout);
+			else
+				tc_client_set_error(client, "timed out waiting for tserver");
 			return -1;
 		}
 		events |= WL_TIMEOUT;
 	}
+	if (fd < 0)
+	{
+		timeout = timeout < 0 ? TC_CLIENT_PAUSE_MS : Min(timeout, TC_CLIENT_PAUSE_MS);
+		events |= WL_TIMEOUT;
+	}
+	else
+		events |= want_write ? WL_SOCKET_WRITEABLE : WL_SOCKET_READABLE;
 
-	rc = WaitLatchOrSocket(MyLatch, events, fd, timeout, PG_WAIT_EXTENSION);
+	rc = WaitLatchOrSocket(MyLatch, events, fd < 0 ? PGINVALID_SOCKET : fd, timeout,
+						   PG_WAIT_EXTENSION);
 	if (rc & WL_LATCH_SET)
 	{
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
-	if ((rc & WL_TIMEOUT) && !(rc & WL_SOCKET_MASK))
-	{
-		tc_client_set_error(client, "timed out waiting for tserver");
-		return -1;
-	}
+	/* a pause's end, or a socket's deadline (the next call reports it) */
+	if (fd >= 0 && (rc & WL_TIMEOUT) && !(rc & WL_SOCKET_MASK))
+		return tcopy_wait(arg, client, fd, want_write);
 	return 0;
 }
 
@@ -116,6 +133,9 @@ tcopy_client_try_connect(const char *address, const char *token,
 	int			rc;
 
 	snprintf(name, sizeof(name), "tcopy %d", MyProcPid);
+	if (tcopy_connect_timeout > 0)
+		tcopy_connect_deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+															 tcopy_connect_timeout * 1000);
 	PG_TRY();
 	{
 		rc = tc_client_connect_hooked(address, token, name, tcopy_wait, NULL,
@@ -123,11 +143,13 @@ tcopy_client_try_connect(const char *address, const char *token,
 	}
 	PG_CATCH();
 	{
+		tcopy_connect_deadline = 0;
 		tc_client_close(connecting);
 		connecting = NULL;
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	tcopy_connect_deadline = 0;
 	client = connecting;
 	connecting = NULL;
 	return rc < 0 ? NULL : client;
