@@ -30,9 +30,7 @@ _Static_assert(TC_BATCH_KB_MAX * 1024 == TC_FRAME_MAX_DEFAULT / 2,
 static int
 client_net_wait(void *arg, int fd, bool want_write)
 {
-	TcClient   *client = arg;
-
-	return client_wait_on(client, fd < 0 ? -1 : client->fd, want_write);
+	return client_wait_on((TcClient *) arg, fd, want_write);
 }
 
 /*
