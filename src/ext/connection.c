@@ -111,7 +111,7 @@ tcopy_wait(void *arg, TcClient *client, int fd, bool want_write)
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
-	/* a pause's end, or a socket's deadline (the next call reports it) */
+	/* a socket not ready at the deadline: the call again reports it */
 	if (fd >= 0 && (rc & WL_TIMEOUT) && !(rc & WL_SOCKET_MASK))
 		return tcopy_wait(arg, client, fd, want_write);
 	return 0;
