@@ -23,14 +23,14 @@
 _Static_assert(TC_BATCH_KB_MAX * 1024 == TC_FRAME_MAX_DEFAULT / 2,
 			   "a batch may pass its size by one row and must still fit a frame");
 
-/* TcNetWaitFn of a TCP connect: the client's wait hook. */
+/*
+ * TcNetWaitFn of a connect: the client's wait hook, on the socket being
+ * connected (client->fd) or, fd -1, for a pause before a retry.
+ */
 static int
 client_net_wait(void *arg, int fd, bool want_write)
 {
-	TcClient   *client = arg;
-
-	(void) fd;					/* it is client->fd */
-	return client_wait(client, want_write);
+	return client_wait_on((TcClient *) arg, fd, want_write);
 }
 
 /*
@@ -64,11 +64,11 @@ client_start_tls(TcClient *client, const TcTlsOptions *options, const char *host
 }
 
 /*
- * Connect the socket to addr and make it non-blocking.  A unix socket
- * connects blocking (see tc_net_unix_connect); a TCP connect is
- * non-blocking and waits through the wait hook, holding the resolved
- * addresses in the client so that close frees them should the hook not
- * return; then TLS starts, as tls says.
+ * Connect the socket to addr, non-blocking, every wait through the wait
+ * hook (a unix socket whose backlog is full too: see tc_net_unix_connect);
+ * the socket is client->fd from the start, and a TCP connect holds the
+ * resolved addresses in the client, so that close frees both should the
+ * hook not return; then, over TCP, TLS starts as tls says.
  */
 static int
 client_open_socket(TcClient *client, const TcAddress *addr, const char *address,
@@ -79,9 +79,11 @@ client_open_socket(TcClient *client, const TcAddress *addr, const char *address,
 
 	if (addr->kind == TC_ADDRESS_UNIX)
 	{
-		client->fd = tc_net_unix_connect(addr->path, address, err, sizeof(err));
-		if (client->fd < 0 ||
-			tc_net_set_nonblock(client->fd, true, err, sizeof(err)) != TC_NET_OK)
+		rc = tc_net_unix_connect(addr->path, &client->fd, client_net_wait, client,
+								 address, err, sizeof(err));
+		if (rc == TC_NET_ABANDONED)
+			return -1;			/* client_wait_on said why */
+		if (rc != TC_NET_OK)
 			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE, "%s", err);
 		return 0;
 	}

@@ -43,11 +43,17 @@
 typedef struct TcClient TcClient;
 
 /*
- * Wait until fd is readable (want_write false) or writable (true).  Return
- * 0 to go on, -1 to give up: the call in progress then fails with the
- * message the hook left through tc_client_set_error (or "wait abandoned").
+ * Wait until fd is readable (want_write false) or writable (true); fd -1:
+ * nothing to wait on (connecting to a unix socket whose backlog is full),
+ * pause for at most TC_CLIENT_PAUSE_MS before the call tries again.
+ * Return 0 to go on, -1 to give up: the call in progress then fails with
+ * the message the hook left through tc_client_set_error (or "wait
+ * abandoned").
  */
 typedef int (*TcWaitHook) (void *arg, TcClient *client, int fd, bool want_write);
+
+/* Longest pause of a wait hook called with fd -1, in milliseconds. */
+#define TC_CLIENT_PAUSE_MS 10
 
 /*
  * Connect to address ("unix:PATH" or "tcp:HOST:PORT"), over tcp: do the

@@ -77,12 +77,17 @@ client_fail(TcClient *client, Tcopy__ErrorCode code, const char *fmt,...)
 	return -1;
 }
 
-/* The default wait hook: poll without a timeout. */
+/* The default wait hook: poll without a timeout (fd -1: a pause). */
 int
 client_poll(void *arg, TcClient *client, int fd, bool want_write)
 {
 	struct pollfd pfd;
 
+	if (fd < 0)
+	{
+		(void) poll(NULL, 0, TC_CLIENT_PAUSE_MS);
+		return 0;
+	}
 	pfd.fd = fd;
 	pfd.events = want_write ? POLLOUT : POLLIN;
 	pfd.revents = 0;
@@ -103,8 +108,15 @@ client_poll(void *arg, TcClient *client, int fd, bool want_write)
 int
 client_wait(TcClient *client, bool want_write)
 {
+	return client_wait_on(client, client->fd, want_write);
+}
+
+/* client_wait on fd, or (fd -1) a pause of the hook's; -1 when it gives up. */
+int
+client_wait_on(TcClient *client, int fd, bool want_write)
+{
 	client->hook_set_error = false;
-	if (client->wait_hook(client->wait_arg, client, client->fd, want_write) == 0)
+	if (client->wait_hook(client->wait_arg, client, fd, want_write) == 0)
 		return 0;
 	if (!client->hook_set_error)
 		return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE, "wait abandoned");

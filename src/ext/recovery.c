@@ -36,6 +36,7 @@
 #include "catalog/pg_type_d.h"
 #include "catalog/pg_user_mapping.h"
 #include "funcapi.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "storage/procarray.h"
 #include "tcop/utility.h"
@@ -613,6 +614,8 @@ tcopy_prepared_sessions(PG_FUNCTION_ARGS)
 				if (tcopy_gid_seen(seen, session->gid))
 					continue;
 				values[0] = CStringGetTextDatum(srv->server->servername);
+				/* any client may prepare: its gid may not be our encoding's */
+				(void) pg_verifymbstr(session->gid, strlen(session->gid), false);
 				values[1] = CStringGetTextDatum(session->gid);
 				if (session->parsed)
 					values[2] = FullTransactionIdGetDatum(session->fxid);
