@@ -55,8 +55,17 @@ tcopy_modify_begin(EState *estate, ResultRelInfo *resultRelInfo)
 {
 	TcopyModifyState *fmstate = palloc0(sizeof(TcopyModifyState));
 
+	ResultRelInfo *root = resultRelInfo->ri_RootResultRelInfo;
+
 	fmstate->codec = tcopy_rel_codec(resultRelInfo->ri_RelationDesc,
 									 tcopy_rte_user(estate, tcopy_result_rti(resultRelInfo)));
+	/* as ExecConstraints describes a failing row */
+	if (root != NULL)
+		tcopy_codec_set_inserted_cols(fmstate->codec, RelationGetRelid(root->ri_RelationDesc),
+									  ExecGetInsertedCols(root, estate));
+	else
+		tcopy_codec_set_inserted_cols(fmstate->codec, InvalidOid,
+									  ExecGetInsertedCols(resultRelInfo, estate));
 	fmstate->writer = tcopy_writer_begin(fmstate->codec);
 	fmstate->temp_cxt = AllocSetContextCreate(CurrentMemoryContext,
 											  "tcopy insert temporary data",

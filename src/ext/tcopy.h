@@ -173,6 +173,14 @@ typedef struct TcopyRelCodec
 								 * wire only (messages give attname) */
 	Oid			userid;			/* whose user mapping: the tserver is reached as */
 	TcopyTableOptions options;
+
+	/* what a failing row's description may show (tcopy_report_null_violation) */
+	Oid			root_relid;		/* the partitioned table rows were routed
+								 * through, whose columns it shows; or
+								 * InvalidOid: the table's own */
+	Bitmapset  *inserted_cols;	/* columns the statement gave values for, as
+								 * RangeTblEntry.insertedCols, in the root's
+								 * attnums when routed */
 } TcopyRelCodec;
 
 /*
@@ -180,6 +188,15 @@ typedef struct TcopyRelCodec
  * reach its tserver with the user mapping of userid.
  */
 extern TcopyRelCodec *tcopy_rel_codec(Relation rel, Oid userid);
+
+/*
+ * Tell the codec which columns the statement gave values for (insertedCols,
+ * of root_relid when rows are routed through that partitioned table): a
+ * failing row's description shows those and the columns the user may
+ * read, as Postgres' own does.
+ */
+extern void tcopy_codec_set_inserted_cols(TcopyRelCodec *codec, Oid root_relid,
+										  Bitmapset *inserted_cols);
 
 /*
  * A row being encoded: a TcWireRow and the arrays it points to, sized for
