@@ -134,10 +134,14 @@ tcopy_xact_write_connection(const TcopyTableOptions *options, Oid userid)
 	return conn;
 }
 
-/* Add name to a list of tserver table names, unless it is there already. */
+/*
+ * Add name to a list of tserver table names (in TopMemoryContext, as the
+ * list lasts the transaction), unless it is there already.
+ */
 static void
 tcopy_xact_note_table(List **names, const char *name)
 {
+	MemoryContext oldcontext;
 	ListCell   *lc;
 
 	foreach(lc, *names)
@@ -145,7 +149,9 @@ tcopy_xact_note_table(List **names, const char *name)
 		if (strcmp((const char *) lfirst(lc), name) == 0)
 			return;
 	}
-	*names = lappend(*names, MemoryContextStrdup(TopMemoryContext, name));
+	oldcontext = MemoryContextSwitchTo(TopMemoryContext);
+	*names = lappend(*names, pstrdup(name));
+	MemoryContextSwitchTo(oldcontext);
 }
 
 /*
