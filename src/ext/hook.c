@@ -140,7 +140,6 @@ tcopy_bind_altered_table(AlterTableStmt *stmt)
 {
 	Oid			relid = RangeVarGetRelid(stmt->relation, NoLock, true);
 	char	   *name = NULL;
-	Relation	rel;
 	ListCell   *cell;
 
 	if (!tcopy_relation_is_tcopy_table(relid))
@@ -170,9 +169,14 @@ tcopy_bind_altered_table(AlterTableStmt *stmt)
 	}
 	if (name != NULL)
 		return name;
-	rel = relation_open(relid, AccessShareLock);
-	name = tcopy_table_name(rel, true);
-	relation_close(rel, AccessShareLock);
+	/* read without a lock: the statement takes its own, stronger one */
+	foreach(cell, GetForeignTable(relid)->options)
+	{
+		DefElem    *def = (DefElem *) lfirst(cell);
+
+		if (strcmp(def->defname, "table_name") == 0)
+			name = defGetString(def);
+	}
 	return name;
 }
 
