@@ -20,6 +20,7 @@ use lib "$FindBin::Bin/../lib";
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use IPC::Run ();
 use TcopyTest;
 use TcopyPgTest qw(setup_node sqlstates);
 
