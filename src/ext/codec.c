@@ -224,6 +224,11 @@ tcopy_rel_codec(Relation rel, Oid userid)
 	return codec;
 }
 
+/*
+ * What a failing row's description may show: the columns the statement
+ * gave values for (insertedCols of root_relid, the partitioned table rows
+ * are routed through, or of the table itself when InvalidOid).
+ */
 void
 tcopy_codec_set_inserted_cols(TcopyRelCodec *codec, Oid root_relid,
 							  Bitmapset *inserted_cols)

@@ -101,6 +101,11 @@ pin_column_name(Oid relid, const char *oldname, const char *newname)
 	}
 }
 
+/*
+ * Before a statement runs that renames a column of a table (and, unless
+ * ONLY, of its inheritors and partitions): pin the column in each tcopy
+ * table among them.  Anything else is left alone.
+ */
 void
 tcopy_pin_before_rename(Node *parsetree)
 {
