@@ -108,19 +108,29 @@ INSERT INTO opt_alias_bad VALUES (1, 1, 'x');
 \set SHOW_CONTEXT errors
 SELECT count(*) FROM opt_key2;
 
--- the default table_name (database, schema and table, quoted where needed)
--- tells apart names that a dot would make look alike
-CREATE SCHEMA "opt.x";
+-- without table_name, a table gets a tserver table of its own: a generated
+-- name (the server's namespace, then 32 hex digits), whatever its name
 CREATE SCHEMA opt;
-CREATE FOREIGN TABLE "opt.x".y (a int) SERVER ts;
-CREATE FOREIGN TABLE opt."x.y" (a int) SERVER ts;
 CREATE FOREIGN TABLE opt.opt_key2 (a int, b text, c text) SERVER ts;
-TRUNCATE "opt.x".y, opt."x.y", opt.opt_key2;
-INSERT INTO "opt.x".y VALUES (1);
-INSERT INTO opt."x.y" VALUES (2), (3);
-SELECT (SELECT count(*) FROM "opt.x".y) AS "opt.x.y", (SELECT count(*) FROM opt."x.y") AS "opt.x.y",
-	(SELECT count(*) FROM opt.opt_key2) AS opt_key2;
-EXPLAIN (COSTS OFF) SELECT * FROM opt."x.y";
+INSERT INTO opt.opt_key2 VALUES (1, 'x', 'y');
+SELECT (SELECT count(*) FROM opt.opt_key2) AS "opt.opt_key2", (SELECT count(*) FROM opt_key2) AS opt_key2;
+SELECT option_value ~ '^[0-9a-f]{32}$' AS generated FROM pg_options_to_table(
+	(SELECT ftoptions FROM pg_foreign_table WHERE ftrelid = 'opt.opt_key2'::regclass))
+WHERE option_name = 'table_name';
+CREATE SERVER opt_ns FOREIGN DATA WRAPPER tcopy
+	OPTIONS (address :'tcopy_address', namespace 'team_a/');
+CREATE USER MAPPING FOR PUBLIC SERVER opt_ns;
+CREATE FOREIGN TABLE opt.ns_t (a int) SERVER opt_ns;
+CREATE FOREIGN TABLE opt.ns_u (a int) SERVER opt_ns;
+SELECT c.relname, o.option_value ~ '^team_a/[0-9a-f]{32}$' AS generated
+FROM pg_foreign_table f JOIN pg_class c ON c.oid = f.ftrelid,
+	pg_options_to_table(f.ftoptions) o
+WHERE f.ftserver = (SELECT oid FROM pg_foreign_server WHERE srvname = 'opt_ns') AND o.option_name = 'table_name' ORDER BY 1;
+SELECT count(DISTINCT ftoptions) FROM pg_foreign_table WHERE ftserver = (SELECT oid FROM pg_foreign_server WHERE srvname = 'opt_ns');
+-- the option cannot be dropped, nor be empty
+ALTER FOREIGN TABLE opt.ns_t OPTIONS (DROP table_name);
+ALTER FOREIGN TABLE opt.ns_t OPTIONS (SET table_name '');
+ALTER SERVER opt_ns OPTIONS (SET namespace 'team_b/');
 
 -- a column added once the tserver has the table makes the definitions differ
 CREATE FOREIGN TABLE opt_alter (a int NOT NULL, b text) SERVER ts
@@ -206,5 +216,5 @@ RESET tcopy.batches_in_flight;
 
 SET client_min_messages = warning;
 DROP EXTENSION tcopy CASCADE;
-DROP SCHEMA "opt.x", opt;
+DROP SCHEMA opt;
 DROP ROLE regress_tcopy_nomap;

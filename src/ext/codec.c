@@ -29,14 +29,19 @@
  */
 #include "tcopy.h"
 
+#include "access/relation.h"
+#include "access/sysattr.h"
 #include "access/transam.h"
 #include "catalog/pg_type.h"
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
+#include "miscadmin.h"
 #include "port/pg_bswap.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/rls.h"
 
 /*
  * Whether a type's binary send format can be stored: built-in types whose
@@ -231,40 +236,101 @@ tcopy_rel_codec(Relation rel, Oid userid)
 }
 
 /*
+ * What a failing row's description may show: the columns the statement
+ * gave values for (insertedCols of root_relid, the partitioned table rows
+ * are routed through, or of the table itself when InvalidOid).
+ */
+void
+tcopy_codec_set_inserted_cols(TcopyRelCodec *codec, Oid root_relid,
+							  Bitmapset *inserted_cols)
+{
+	codec->root_relid = root_relid;
+	codec->inserted_cols = bms_copy(inserted_cols);
+}
+
+/*
  * Postgres' description of a failing row, as ExecBuildSlotValueDescription
- * writes it: every column's output, cut at 64 bytes.
+ * (execMain.c, static there) writes it for ExecConstraints: the columns of
+ * the table, or of the partitioned table the row was routed through,
+ * that the user may SELECT or gave a value for, each output cut at 64
+ * bytes, prefixed by their names when that is not every column; NULL
+ * (no DETAIL) when none, or under row-level security.  values and nulls
+ * are the table's, by attnum - 1.
  */
 static char *
 describe_row(TcopyRelCodec *codec, Datum *values, bool *nulls)
 {
+	Oid			reloid = OidIsValid(codec->root_relid) ? codec->root_relid : codec->relid;
+	Relation	rel;
+	TupleDesc	desc;
 	StringInfoData buf;
+	StringInfoData collist;
+	bool		table_perm = false;
+	bool		any_perm = false;
+	bool		write_comma = false;
+	bool		write_comma_collist = false;
+
+	if (check_enable_rls(reloid, InvalidOid, true) == RLS_ENABLED)
+		return NULL;
 
 	initStringInfo(&buf);
 	appendStringInfoChar(&buf, '(');
-	for (int c = 0; c < codec->ncolumns; c++)
+	if (pg_class_aclcheck(reloid, GetUserId(), ACL_SELECT) == ACLCHECK_OK)
+		table_perm = any_perm = true;
+	else
 	{
-		TcopyColumnCodec *col = &codec->columns[c];
-		int			att = col->attnum - 1;
+		initStringInfo(&collist);
+		appendStringInfoChar(&collist, '(');
+	}
+
+	rel = relation_open(reloid, NoLock);	/* locked by the statement */
+	desc = RelationGetDescr(rel);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		bool		column_perm = false;
+		AttrNumber	attnum;
 		char	   *val;
 		int			vallen;
 
-		if (c > 0)
-			appendStringInfoString(&buf, ", ");
-		if (nulls[att])
-		{
-			appendStringInfoString(&buf, "null");
+		if (att->attisdropped)
 			continue;
+		if (!table_perm &&
+			(bms_is_member(att->attnum - FirstLowInvalidHeapAttributeNumber,
+						   codec->inserted_cols) ||
+			 pg_attribute_aclcheck(reloid, att->attnum, GetUserId(),
+								   ACL_SELECT) == ACLCHECK_OK))
+		{
+			column_perm = any_perm = true;
+			if (write_comma_collist)
+				appendStringInfoString(&collist, ", ");
+			else
+				write_comma_collist = true;
+			appendStringInfoString(&collist, NameStr(att->attname));
 		}
+		if (!table_perm && !column_perm)
+			continue;
+
+		/* a partition has the root's columns, by name */
+		attnum = reloid == codec->relid ? att->attnum :
+			get_attnum(codec->relid, NameStr(att->attname));
+		if (attnum <= 0 || nulls[attnum - 1])
+			val = "null";
+		else
 		{
 			Oid			foutoid;
 			bool		typisvarlena;
 
-			getTypeOutputInfo(col->typid, &foutoid, &typisvarlena);
-			val = OidOutputFunctionCall(foutoid, values[att]);
+			getTypeOutputInfo(att->atttypid, &foutoid, &typisvarlena);
+			val = OidOutputFunctionCall(foutoid, values[attnum - 1]);
 		}
+		if (write_comma)
+			appendStringInfoString(&buf, ", ");
+		else
+			write_comma = true;
 		vallen = strlen(val);
 		if (vallen <= 64)
-			appendStringInfoString(&buf, val);
+			appendBinaryStringInfo(&buf, val, vallen);
 		else
 		{
 			vallen = pg_mbcliplen(val, vallen, 64);
@@ -272,8 +338,16 @@ describe_row(TcopyRelCodec *codec, Datum *values, bool *nulls)
 			appendStringInfoString(&buf, "...");
 		}
 	}
+	relation_close(rel, NoLock);
+
+	if (!any_perm)
+		return NULL;
 	appendStringInfoChar(&buf, ')');
-	return buf.data;
+	if (table_perm)
+		return buf.data;
+	appendStringInfoString(&collist, ") = ");
+	appendBinaryStringInfo(&collist, buf.data, buf.len);
+	return collist.data;
 }
 
 void
@@ -293,14 +367,22 @@ tcopy_row_buf_init(TcopyRowBuf *row, int ncolumns)
 	tcopy_row_buf_clear(row);
 }
 
+/*
+ * ExecConstraints' error for a NULL in NOT NULL column c: its words, its
+ * DETAIL (describe_row), its schema, table and column fields.
+ */
 void
 tcopy_report_null_violation(TcopyRelCodec *codec, int c, Datum *values, bool *nulls)
 {
+	char	   *val_desc = describe_row(codec, values, nulls);
+	Relation	rel = relation_open(codec->relid, NoLock);	/* locked by the statement */
+
 	ereport(ERROR,
 			(errcode(ERRCODE_NOT_NULL_VIOLATION),
 			 errmsg("null value in column \"%s\" of relation \"%s\" violates not-null constraint",
 					codec->columns[c].attname, codec->relname),
-			 errdetail("Failing row contains %s.", describe_row(codec, values, nulls))));
+			 val_desc ? errdetail("Failing row contains %s.", val_desc) : 0,
+			 errtablecol(rel, codec->columns[c].attnum)));
 }
 
 static inline void

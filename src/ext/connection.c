@@ -380,8 +380,8 @@ tcopy_connection_lookup(const TcopyTableOptions *options, Oid userid)
 		memset((char *) conn + sizeof(TcopyConnKey), 0,
 			   sizeof(TcopyConnection) - sizeof(TcopyConnKey));
 		conn->tables = NIL;
-		conn->written_relids = NIL;
-		conn->op_relids = NIL;
+		conn->written_tables = NIL;
+		conn->op_tables = NIL;
 	}
 
 	if (conn->busy)

@@ -177,6 +177,9 @@ copy_rows(ParseState *pstate, const CopyStmt *stmt, Relation rel, List *where)
 	else if (tcopy_raw_fields && partition == NULL)
 		plan = tcopy_field_plan(cstate, codec);
 	slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
+	/* prepare_copy_from's entry: the columns copied */
+	tcopy_codec_set_inserted_cols(codec, InvalidOid,
+								  linitial_node(RangeTblEntry, pstate->p_rtable)->insertedCols);
 	writer = tcopy_writer_begin(codec);
 
 	/* errors while reading a row carry "COPY t, line N" */

@@ -55,8 +55,17 @@ tcopy_modify_begin(EState *estate, ResultRelInfo *resultRelInfo)
 {
 	TcopyModifyState *fmstate = palloc0(sizeof(TcopyModifyState));
 
+	ResultRelInfo *root = resultRelInfo->ri_RootResultRelInfo;
+
 	fmstate->codec = tcopy_rel_codec(resultRelInfo->ri_RelationDesc,
 									 tcopy_rte_user(estate, tcopy_result_rti(resultRelInfo)));
+	/* as ExecConstraints describes a failing row */
+	if (root != NULL)
+		tcopy_codec_set_inserted_cols(fmstate->codec, RelationGetRelid(root->ri_RelationDesc),
+									  ExecGetInsertedCols(root, estate));
+	else
+		tcopy_codec_set_inserted_cols(fmstate->codec, InvalidOid,
+									  ExecGetInsertedCols(resultRelInfo, estate));
 	fmstate->writer = tcopy_writer_begin(fmstate->codec);
 	fmstate->temp_cxt = AllocSetContextCreate(CurrentMemoryContext,
 											  "tcopy insert temporary data",
@@ -193,38 +202,36 @@ tcopyEndForeignInsert(EState *estate, ResultRelInfo *resultRelInfo)
 void
 tcopyExecForeignTruncate(List *rels, DropBehavior behavior, bool restart_seqs)
 {
-	TcopyRelCodec **codecs = palloc0(sizeof(TcopyRelCodec *) * Max(list_length(rels), 1));
-	uint32	   *table_ids = palloc0(sizeof(uint32) * Max(list_length(rels), 1));
+	int			nrels = list_length(rels);
+	TcopyRelCodec **codecs = palloc0(sizeof(TcopyRelCodec *) * Max(nrels, 1));
+	TcopyRelCodec **targets = palloc0(sizeof(TcopyRelCodec *) * Max(nrels, 1));
+	uint32	   *table_ids = palloc0(sizeof(uint32) * Max(nrels, 1));
 	int			ntargets = 0;
-	ListCell   *lc;
 
-	foreach(lc, rels)
+	for (int r = 0; r < nrels; r++)
 	{
-		Relation	rel = (Relation) lfirst(lc);
-
-		/* in a DO block or a function too */
-		if (tcopy_xact_wrote_relation(RelationGetRelid(rel)))
+		codecs[r] = tcopy_rel_codec((Relation) list_nth(rels, r), GetUserId());
+		/* in a DO block or a function too; through any table bound to the data */
+		if (tcopy_xact_wrote_table(&codecs[r]->options))
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("cannot truncate foreign table \"%s\" in the transaction that wrote rows to it",
-							RelationGetRelationName(rel)),
+							codecs[r]->relname),
 					 errdetail("The tserver applies a transaction's TRUNCATE before its rows, "
 							   "so the rows written before the TRUNCATE would survive it.")));
 	}
 
-	foreach(lc, rels)
+	for (int r = 0; r < nrels; r++)
 	{
-		TcopyRelCodec *codec = tcopy_rel_codec((Relation) lfirst(lc), GetUserId());
-
-		if (tcopy_lookup_table_id(&codec->options, codec->schema, "to truncate it",
+		if (tcopy_lookup_table_id(&codecs[r]->options, codecs[r]->schema, "to truncate it",
 								  &table_ids[ntargets]))
-			codecs[ntargets++] = codec;
+			targets[ntargets++] = codecs[r];
 	}
 
 	for (int t = 0; t < ntargets; t++)
 	{
 		CHECK_FOR_INTERRUPTS();
-		tcopy_xact_table_op(&codecs[t]->options, codecs[t]->userid, codecs[t]->relid,
+		tcopy_xact_table_op(&targets[t]->options, targets[t]->userid, true,
 							TCOPY__TABLE_OP_KIND__TABLE_OP_TRUNCATE, table_ids[t]);
 	}
 }

@@ -270,18 +270,25 @@ tcopyBeginForeignScan(ForeignScanState *node, int eflags)
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
 
-	if (tcopy_xact_wrote_relation(RelationGetRelid(rel)))
+	if (tcopy_xact_wrote_table(&state->codec->options))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot read foreign table \"%s\" in the transaction that wrote to it",
 						RelationGetRelationName(rel)),
 				 errdetail("Rows written by tcopy become visible when the transaction commits.")));
-	if (tcopy_xact_staged_op_on(RelationGetRelid(rel)))
+	if (tcopy_xact_staged_op_on(&state->codec->options))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot read foreign table \"%s\" in the transaction that truncated it",
 						RelationGetRelationName(rel)),
 				 errdetail("A TRUNCATE of a tcopy table takes effect when the transaction commits.")));
+	if (tcopy_xact_drops_table(&state->codec->options))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot read foreign table \"%s\" in the transaction that dropped its data",
+						RelationGetRelationName(rel)),
+				 errdetail("Another foreign table bound to the same tserver table was dropped in this "
+						   "transaction, and its data goes at the commit.")));
 
 	state->batch_cxt = AllocSetContextCreate(CurrentMemoryContext,
 											 "tcopy scan batch",

@@ -5,10 +5,18 @@
  *
  * The utility hook dispatches, as Citus' multi_utility.c does: a COPY FROM
  * into a tcopy table goes to copy.c, which runs it in place of Postgres'
- * DoCopy; a rename or a schema change goes to rename.c first, then on to
- * Postgres.  Everything else, and whatever those decline, goes to the
- * previous hook or standard_ProcessUtility.  Handling of further DDL
- * belongs here too.
+ * DoCopy; a column rename goes to rename.c first, then on to Postgres.
+ * Everything else, and whatever those decline, goes to the previous hook
+ * or standard_ProcessUtility.
+ *
+ * It also binds each tcopy table to its own data.  A CREATE FOREIGN TABLE
+ * of a tcopy server without option table_name gets one appended before
+ * Postgres runs it: generated, unique, never reused (option.c).  Setting
+ * table_name explicitly, in CREATE or in ALTER ... OPTIONS (ADD / SET),
+ * binds the table to whatever tserver data has that name, which is for
+ * superusers and the server's owner only; dropping the option is refused.
+ * What the hook generated or checked is approved for the validator, which
+ * refuses anything else to non-superusers (option.c says why).
  *
  * The object access hook sees every object a DROP deletes, DROP ... CASCADE
  * included, just before its catalog rows go.  A tcopy table's data goes with
@@ -25,11 +33,15 @@
 #include "access/relation.h"
 #include "access/reloptions.h"
 #include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/objectaccess.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_user_mapping.h"
+#include "commands/defrem.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
 #include "tcop/utility.h"
+#include "utils/acl.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
@@ -64,8 +76,138 @@ tcopy_run_utility(PlannedStmt *pstmt, const char *queryString,
 }
 
 /*
- * The hook: a COPY that copy.c takes is complete when it returns; renames
- * are prepared for, then run; the rest passes through.
+ * Refuse, unless the user is a superuser or owns server serverid, a
+ * table_name set explicitly on foreign table relname: it would bind the
+ * table to whatever data the tserver holds under that name.  The message
+ * says nothing of that data, not even whether there is any.
+ */
+static void
+tcopy_check_attach(Oid serverid, const char *relname)
+{
+	ForeignServer *server = GetForeignServer(serverid);
+
+	if (superuser() || pg_foreign_server_ownercheck(serverid, GetUserId()))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("permission denied to set option \"table_name\" of foreign table \"%s\"",
+					relname),
+			 errdetail("Option table_name binds a foreign table to existing tserver data: "
+					   "only superusers and the owner of server \"%s\" may set it.",
+					   server->servername),
+			 errhint("Leave out table_name: a new tcopy table gets a tserver table of its own.")));
+}
+
+/*
+ * The table_name to approve for a CREATE FOREIGN TABLE (stmt, a copy the
+ * hook may change): the one given, if the user may attach, else one
+ * generated and appended to the statement's options; NULL for a table of
+ * another wrapper's server.
+ */
+static char *
+tcopy_bind_created_table(CreateForeignTableStmt *stmt)
+{
+	ForeignServer *server = GetForeignServerByName(stmt->servername, true);
+	ListCell   *lc;
+	char	   *name;
+
+	if (server == NULL || !tcopy_server_is_tcopy(server->serverid))
+		return NULL;			/* Postgres reports a missing server */
+	foreach(lc, stmt->options)
+	{
+		DefElem    *def = (DefElem *) lfirst(lc);
+
+		if (strcmp(def->defname, "table_name") == 0)
+		{
+			tcopy_check_attach(server->serverid, stmt->base.relation->relname);
+			return defGetString(def);
+		}
+	}
+	name = tcopy_generate_table_name(tcopy_server_namespace(server->serverid));
+	stmt->options = lappend(stmt->options,
+							makeDefElem("table_name", (Node *) makeString(name), -1));
+	return name;
+}
+
+/*
+ * The table_name to approve for an ALTER of a tcopy table's options: one
+ * set by ADD or SET, if the user may attach; the table's own otherwise.
+ * Dropping it is refused: the table would lose its data.  NULL for
+ * anything but a tcopy table.
+ */
+static char *
+tcopy_bind_altered_table(AlterTableStmt *stmt)
+{
+	Oid			relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+	char	   *name = NULL;
+	ListCell   *cell;
+
+	if (!tcopy_relation_is_tcopy_table(relid))
+		return NULL;
+	foreach(cell, stmt->cmds)
+	{
+		AlterTableCmd *cmd = (AlterTableCmd *) lfirst(cell);
+		ListCell   *lc;
+
+		if (cmd->subtype != AT_GenericOptions)
+			continue;
+		foreach(lc, (List *) cmd->def)
+		{
+			DefElem    *def = (DefElem *) lfirst(lc);
+
+			if (strcmp(def->defname, "table_name") != 0)
+				continue;
+			if (def->defaction == DEFELEM_DROP)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot drop option \"table_name\" of tcopy foreign table \"%s\"",
+								stmt->relation->relname),
+						 errdetail("It names the tserver table holding the foreign table's rows.")));
+			tcopy_check_attach(GetForeignTable(relid)->serverid, stmt->relation->relname);
+			name = defGetString(def);
+		}
+	}
+	if (name != NULL)
+		return name;
+	/* read without a lock: the statement takes its own, stronger one */
+	foreach(cell, GetForeignTable(relid)->options)
+	{
+		DefElem    *def = (DefElem *) lfirst(cell);
+
+		if (strcmp(def->defname, "table_name") == 0)
+			name = defGetString(def);
+	}
+	return name;
+}
+
+/*
+ * Run a statement with table_name approved for the validator (NULL: none),
+ * the approval lasting as long as the statement, however it ends.
+ */
+static void
+tcopy_run_approved(const char *approved, PlannedStmt *pstmt, const char *queryString,
+				   bool readOnlyTree, ProcessUtilityContext context,
+				   ParamListInfo params, QueryEnvironment *queryEnv,
+				   DestReceiver *dest, QueryCompletion *qc)
+{
+	TcopyApproval previous = tcopy_approve_table_name(approved);
+
+	PG_TRY();
+	{
+		tcopy_run_utility(pstmt, queryString, readOnlyTree, context, params,
+						  queryEnv, dest, qc);
+	}
+	PG_FINALLY();
+	{
+		tcopy_restore_approval(previous);
+	}
+	PG_END_TRY();
+}
+
+/*
+ * The hook: a COPY that copy.c takes is complete when it returns; column
+ * renames are prepared for, CREATE and ALTER of tcopy tables bound to
+ * their data (see the file comment), then run; the rest passes through.
  */
 static void
 tcopy_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
@@ -75,8 +217,9 @@ tcopy_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 {
 	Node	   *parsetree = pstmt->utilityStmt;
 	uint64		processed;
+	char	   *approved = NULL;
 
-	if (IsA(parsetree, RenameStmt) || IsA(parsetree, AlterObjectSchemaStmt))
+	if (IsA(parsetree, RenameStmt))
 		tcopy_pin_before_rename(parsetree);
 	else if (tcopy_copy_hook_enabled && IsA(parsetree, CopyStmt) &&
 			 tcopy_copy_from((CopyStmt *) parsetree, queryString, queryEnv, &processed))
@@ -85,8 +228,21 @@ tcopy_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 			SetQueryCompletion(qc, CMDTAG_COPY, processed);
 		return;
 	}
-	tcopy_run_utility(pstmt, queryString, readOnlyTree, context, params,
-					  queryEnv, dest, qc);
+	else if (IsA(parsetree, CreateForeignTableStmt))
+	{
+		/* the statement may be a cached plan's: change a copy */
+		if (readOnlyTree)
+		{
+			pstmt = copyObject(pstmt);
+			readOnlyTree = false;
+		}
+		approved = tcopy_bind_created_table((CreateForeignTableStmt *) pstmt->utilityStmt);
+	}
+	else if (IsA(parsetree, AlterTableStmt))
+		approved = tcopy_bind_altered_table((AlterTableStmt *) parsetree);
+
+	tcopy_run_approved(approved, pstmt, queryString, readOnlyTree, context,
+					   params, queryEnv, dest, qc);
 }
 
 /* The end of a transaction: its dropped mappings go with its memory. */
@@ -180,7 +336,9 @@ tcopy_drop_table_data(Oid relid)
 	TcopyTableOptions options;
 
 	tcopy_get_server_options(serverid, mapping, &options);
-	options.table_name = tcopy_table_name(rel);
+	options.table_name = tcopy_table_name(rel, true);
+	if (options.table_name == NULL)
+		options.table_name = tcopy_legacy_table_name(rel);
 	if (!tcopy_address_is_null(options.address))
 		tcopy_xact_drop_at_commit(&options, userid, has_mapping,
 								  RelationGetRelationName(rel));

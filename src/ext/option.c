@@ -7,6 +7,18 @@
  * value on its own.  The key option names columns, which the validator
  * cannot check because it is not shown the relation; those names are
  * resolved (and rejected) when the table is used.
+ *
+ * Every tcopy foreign table has a table_name option, the name of the
+ * tserver table holding its rows.  The utility hook (hook.c) gives a
+ * CREATE FOREIGN TABLE without one a generated name, unique and never
+ * reused, and lets only superusers and the server's owner set one
+ * (attach existing data).  The validator is not shown the table, the
+ * server or the statement, so the hook tells it which table_name it
+ * generated or checked (tcopy_approve_table_name): the validator refuses
+ * a foreign table without table_name, and, to anyone but a superuser, a
+ * table_name the hook did not approve, which is what happens when tcopy
+ * was not loaded before the statement began (the validator's own call
+ * loads it).
  */
 #include "postgres.h"
 
@@ -21,6 +33,7 @@
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -40,6 +53,7 @@ typedef struct TcopyOption
 
 static const TcopyOption tcopy_options[] = {
 	{"address", ForeignServerRelationId},
+	{"namespace", ForeignServerRelationId},
 	{"batch_rows", ForeignServerRelationId},
 	{"batch_size", ForeignServerRelationId},
 	{"sslmode", ForeignServerRelationId},
@@ -54,6 +68,16 @@ static const TcopyOption tcopy_options[] = {
 	{"column_name", AttributeRelationId},
 	{NULL, InvalidOid}
 };
+
+/* Hex digits of a generated table_name after the server's namespace. */
+#define TCOPY_GENERATED_NAME_BYTES	16
+
+/*
+ * What the utility hook says of the statement it is running: that it saw
+ * it (statement_checked), and the table_name it generated or checked for
+ * it (TopMemoryContext), if any.
+ */
+static TcopyApproval tcopy_approval = {false, NULL};
 
 PG_FUNCTION_INFO_V1(tcopy_fdw_validator);
 
@@ -230,7 +254,114 @@ tcopy_check_option_value(DefElem *def)
 			ereport(ERROR,
 					(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
 					 errmsg("option \"%s\" must not be empty", def->defname)));
+		if (strlen(value) > TCOPY_TABLE_NAME_MAX)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+					 errmsg("option \"%s\" is longer than %d bytes", def->defname,
+							TCOPY_TABLE_NAME_MAX)));
 	}
+	else if (strcmp(def->defname, "namespace") == 0)
+	{
+		if (strlen(value) > TCOPY_TABLE_NAME_MAX - 2 * TCOPY_GENERATED_NAME_BYTES)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+					 errmsg("option \"namespace\" is longer than %d bytes",
+							TCOPY_TABLE_NAME_MAX - 2 * TCOPY_GENERATED_NAME_BYTES)));
+	}
+}
+
+/*
+ * Approve name as the table_name of the foreign table the current
+ * statement creates or alters (NULL: none), for the validator; returns
+ * the approval it replaces, which the caller restores when the statement
+ * ends, however it ends.
+ */
+TcopyApproval
+tcopy_approve_table_name(const char *name)
+{
+	TcopyApproval previous = tcopy_approval;
+
+	tcopy_approval.statement_checked = true;
+	tcopy_approval.table_name = name != NULL ?
+		MemoryContextStrdup(TopMemoryContext, name) : NULL;
+	return previous;
+}
+
+/* Put back an approval tcopy_approve_table_name returned. */
+void
+tcopy_restore_approval(TcopyApproval previous)
+{
+	if (tcopy_approval.table_name != NULL)
+		pfree(tcopy_approval.table_name);
+	tcopy_approval = previous;
+}
+
+/*
+ * The options of a foreign table must name its tserver table; anyone but
+ * a superuser must use the name the hook approved (see the file comment).
+ */
+static void
+tcopy_check_table_binding(List *options_list)
+{
+	const char *table_name = NULL;
+	ListCell   *lc;
+
+	foreach(lc, options_list)
+	{
+		DefElem    *def = (DefElem *) lfirst(lc);
+
+		if (strcmp(def->defname, "table_name") == 0)
+			table_name = defGetString(def);
+	}
+
+	if (table_name == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_DYNAMIC_PARAMETER_VALUE_NEEDED),
+				 errmsg("a tcopy foreign table needs option \"table_name\""),
+				 errdetail("It names the tserver table holding the foreign table's rows."),
+				 !tcopy_approval.statement_checked ?
+				 errhint("tcopy gives each new table a tserver table of its own, but was not loaded "
+						 "when the statement began: put tcopy in shared_preload_libraries "
+						 "(or LOAD 'tcopy' first), then retry the statement.") :
+				 errhint("A table made before tcopy 1.2 gets it from ALTER EXTENSION tcopy UPDATE.")));
+
+	if ((tcopy_approval.table_name != NULL &&
+		 strcmp(table_name, tcopy_approval.table_name) == 0) || superuser())
+		return;
+
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("permission denied to set option \"table_name\" of a tcopy foreign table"),
+			 errdetail("Only superusers and the owner of the foreign server may bind a foreign table "
+					   "to existing tserver data."),
+			 !tcopy_approval.statement_checked ?
+			 errhint("tcopy checks who sets table_name before the statement runs, but was not loaded "
+					 "when it began: put tcopy in shared_preload_libraries (or LOAD 'tcopy' first), "
+					 "then retry the statement.") :
+			 errhint("Leave out table_name: a new tcopy table gets a tserver table of its own.")));
+}
+
+/*
+ * A table_name for a new foreign table of a server whose namespace option
+ * is nspname (or NULL): the namespace, then 32 random hex digits.  Never
+ * the name of any other table, and independent of the foreign table's
+ * name, so that no rename needs to touch it.
+ */
+char *
+tcopy_generate_table_name(const char *nspname)
+{
+	uint8		bytes[TCOPY_GENERATED_NAME_BYTES];
+	StringInfoData name;
+
+	if (!pg_strong_random(bytes, sizeof(bytes)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not generate a random tserver table name")));
+	initStringInfo(&name);
+	appendStringInfoString(&name, nspname != NULL ? nspname : "");
+	for (int i = 0; i < lengthof(bytes); i++)
+		appendStringInfo(&name, "%02x", bytes[i]);
+	return name.data;
 }
 
 /*
@@ -262,6 +393,8 @@ tcopy_fdw_validator(PG_FUNCTION_ARGS)
 		else if (strcmp(def->defname, "sslkey") == 0)
 			have_sslkey = true;
 	}
+	if (catalog == ForeignTableRelationId)
+		tcopy_check_table_binding(options_list);
 
 	if (have_sslcert != have_sslkey)
 		ereport(ERROR,
@@ -331,11 +464,14 @@ tcopy_column_name(Oid relid, Form_pg_attribute att)
 }
 
 /*
- * The default name is unique to the relation; parts are quoted where
- * needed so that a dot within a name cannot make two names collide.
+ * The name tables made before tcopy 1.2 were stored under when they had no
+ * table_name option: database, schema and table, quoted where needed so
+ * that a dot within a name cannot make two names collide.  The 1.1--1.2
+ * update script pins it as their table_name; only a DROP of a table it
+ * missed (in a database not updated yet) still uses it.
  */
 char *
-tcopy_default_table_name(Relation rel)
+tcopy_legacy_table_name(Relation rel)
 {
 	char	   *dbname = get_database_name(MyDatabaseId);
 	char	   *nspname = get_namespace_name(RelationGetNamespace(rel));
@@ -346,9 +482,12 @@ tcopy_default_table_name(Relation rel)
 					quote_identifier(RelationGetRelationName(rel)));
 }
 
-/* The name of foreign table rel on the tserver: option table_name, or the default. */
+/*
+ * The name of foreign table rel on the tserver, its table_name option; NULL
+ * when it has none, if missing_ok, else an ERROR.
+ */
 char *
-tcopy_table_name(Relation rel)
+tcopy_table_name(Relation rel, bool missing_ok)
 {
 	ForeignTable *table = GetForeignTable(RelationGetRelid(rel));
 	ListCell   *lc;
@@ -360,7 +499,31 @@ tcopy_table_name(Relation rel)
 		if (strcmp(def->defname, "table_name") == 0)
 			return pstrdup(defGetString(def));
 	}
-	return tcopy_default_table_name(rel);
+	if (missing_ok)
+		return NULL;
+	ereport(ERROR,
+			(errcode(ERRCODE_FDW_OPTION_NAME_NOT_FOUND),
+			 errmsg("foreign table \"%s\" has no option \"table_name\"",
+					RelationGetRelationName(rel)),
+			 errdetail("It was made before tcopy 1.2, which binds every table to its tserver data by that option."),
+			 errhint("Run ALTER EXTENSION tcopy UPDATE in this database: it sets the option on such tables.")));
+	return NULL;				/* keep the compiler quiet */
+}
+
+/* Option namespace of server serverid, or NULL. */
+char *
+tcopy_server_namespace(Oid serverid)
+{
+	ListCell   *lc;
+
+	foreach(lc, GetForeignServer(serverid)->options)
+	{
+		DefElem    *def = (DefElem *) lfirst(lc);
+
+		if (strcmp(def->defname, "namespace") == 0)
+			return pstrdup(defGetString(def));
+	}
+	return NULL;
 }
 
 /*
@@ -465,7 +628,7 @@ tcopy_get_table_options_with(Relation rel, List *mapping_options,
 	ListCell   *lc;
 
 	tcopy_get_server_options(table->serverid, mapping_options, options);
-	options->table_name = tcopy_table_name(rel);
+	options->table_name = tcopy_table_name(rel, false);
 	foreach(lc, table->options)
 	{
 		DefElem    *def = (DefElem *) lfirst(lc);

@@ -87,10 +87,28 @@ extern List *tcopy_parse_key(const char *value);
 /* The column's name on the tserver: its column_name option, else its name. */
 extern char *tcopy_column_name(Oid relid, Form_pg_attribute att);
 
-/* The tserver table name of rel when it has no table_name option. */
-extern char *tcopy_default_table_name(Relation rel);
-/* The tserver table name of rel: its table_name option, or the default. */
-extern char *tcopy_table_name(Relation rel);
+/* The longest tserver table name (the tserver's TS_MAX_TABLE_NAME). */
+#define TCOPY_TABLE_NAME_MAX	1024
+
+/* The tserver table name of rel, made before 1.2 without table_name. */
+extern char *tcopy_legacy_table_name(Relation rel);
+/* The tserver table name of rel: its table_name option (NULL or an ERROR). */
+extern char *tcopy_table_name(Relation rel, bool missing_ok);
+/* Option namespace of a tcopy server, or NULL. */
+extern char *tcopy_server_namespace(Oid serverid);
+/* A new, unique table_name: the namespace and 32 random hex digits. */
+extern char *tcopy_generate_table_name(const char *nspname);
+/* What the utility hook tells the validator of the statement it runs. */
+typedef struct TcopyApproval
+{
+	bool		statement_checked;	/* the hook saw the statement */
+	char	   *table_name;		/* the table_name it generated or checked */
+} TcopyApproval;
+
+/* Approve a table_name for the validator; returns the previous approval. */
+extern TcopyApproval tcopy_approve_table_name(const char *name);
+/* Restore the approval tcopy_approve_table_name returned. */
+extern void tcopy_restore_approval(TcopyApproval previous);
 
 /* All options of foreign table rel, resolved for user userid. */
 extern void tcopy_get_table_options(Relation rel, Oid userid, TcopyTableOptions *options);
@@ -163,6 +181,14 @@ typedef struct TcopyRelCodec
 	Oid			userid;			/* whose user mapping: the tserver is reached as */
 	int			encoding;		/* the database encoding text is verified in */
 	TcopyTableOptions options;
+
+	/* what a failing row's description may show (tcopy_report_null_violation) */
+	Oid			root_relid;		/* the partitioned table rows were routed
+								 * through, whose columns it shows; or
+								 * InvalidOid: the table's own */
+	Bitmapset  *inserted_cols;	/* columns the statement gave values for, as
+								 * RangeTblEntry.insertedCols, in the root's
+								 * attnums when routed */
 } TcopyRelCodec;
 
 /*
@@ -170,6 +196,15 @@ typedef struct TcopyRelCodec
  * reach its tserver with the user mapping of userid.
  */
 extern TcopyRelCodec *tcopy_rel_codec(Relation rel, Oid userid);
+
+/*
+ * Tell the codec which columns the statement gave values for (insertedCols,
+ * of root_relid when rows are routed through that partitioned table): a
+ * failing row's description shows those and the columns the user may
+ * read, as Postgres' own does.
+ */
+extern void tcopy_codec_set_inserted_cols(TcopyRelCodec *codec, Oid root_relid,
+										  Bitmapset *inserted_cols);
 
 /*
  * A row being encoded: a TcWireRow and the arrays it points to, sized for
@@ -320,8 +355,9 @@ typedef struct TcopyConnection
 								 * subtransaction has not ended; 0: none */
 	uint64		next_seq;		/* seq of the session's next batch */
 	uint64		rows_sent;		/* rows in the session's batches */
-	List	   *written_relids; /* Oids of tables sent rows in this transaction */
-	List	   *op_relids;		/* Oids of tables truncated or dropped in it */
+	List	   *written_tables; /* names (char *) of the tserver tables sent
+								 * rows in this transaction */
+	List	   *op_tables;		/* names of those truncated in it */
 	bool		prepared;		/* prepared under gid, not yet resolved */
 	char		gid[TC_GID_MAX + 1];	/* the session's global id, once prepared */
 } TcopyConnection;
@@ -447,23 +483,27 @@ extern TcopyConnection *tcopy_xact_write_connection(const TcopyTableOptions *opt
 /* Send a packed batch; the session numbers it (seq). */
 extern void tcopy_xact_send(TcopyConnection *conn, TcopyBatch *batch,
 							uint32 table_id, uint64 nrows);
-/* Whether this transaction has written rows to relid (reads then must fail). */
-extern bool tcopy_xact_wrote_relation(Oid relid);
+/*
+ * Whether this transaction has written rows to the tserver table of
+ * options (address and table_name), whichever foreign table it wrote
+ * through: reads then must fail.
+ */
+extern bool tcopy_xact_wrote_table(const TcopyTableOptions *options);
 /* Stage a TRUNCATE or DROP of a table in the transaction's write session. */
 extern void tcopy_xact_table_op(const TcopyTableOptions *options, Oid userid,
-								Oid relid, Tcopy__TableOpKind op, uint32 table_id);
-/* Whether this transaction staged a TRUNCATE or DROP of relid. */
-extern bool tcopy_xact_staged_op_on(Oid relid);
+								bool track, Tcopy__TableOpKind op, uint32 table_id);
+/* Whether this transaction staged a TRUNCATE of the tserver table of options. */
+extern bool tcopy_xact_staged_op_on(const TcopyTableOptions *options);
 
 /* in xact_drop.c: DROPs of tcopy tables, staged at pre-commit */
 
 /* Drop the tserver's table when the transaction commits (a DROP of it). */
 extern void tcopy_xact_drop_at_commit(const TcopyTableOptions *options, Oid userid,
 									  bool has_mapping, const char *relname);
-/* Whether the transaction drops tserver table table_name of serverid. */
-extern bool tcopy_xact_drops_table(Oid serverid, const char *table_name);
+/* Whether the transaction drops the tserver table of options (address, name). */
+extern bool tcopy_xact_drops_table(const TcopyTableOptions *options);
 /* How xact.c stages a table operation: tcopy_xact_table_op's signature. */
-typedef void (*TcopyTableOpFn) (const TcopyTableOptions *options, Oid userid, Oid relid,
+typedef void (*TcopyTableOpFn) (const TcopyTableOptions *options, Oid userid, bool track,
 								Tcopy__TableOpKind op, uint32 table_id);
 /* Pre-commit: stage the pending DROPs in the write sessions through stage. */
 extern void tcopy_stage_pending_drops(TcopyTableOpFn stage);

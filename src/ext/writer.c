@@ -37,7 +37,7 @@ tcopy_writer_begin(TcopyRelCodec *codec)
 	callback->arg = writer;
 	MemoryContextRegisterResetCallback(CurrentMemoryContext, callback);
 
-	if (tcopy_xact_drops_table(codec->options.serverid, codec->options.table_name))
+	if (tcopy_xact_drops_table(&codec->options))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot write to foreign table \"%s\": its tserver table \"%s\" is dropped in this transaction",

@@ -135,9 +135,29 @@ tcopy_xact_write_connection(const TcopyTableOptions *options, Oid userid)
 }
 
 /*
+ * Add name to a list of tserver table names (in TopMemoryContext, as the
+ * list lasts the transaction), unless it is there already.
+ */
+static void
+tcopy_xact_note_table(List **names, const char *name)
+{
+	MemoryContext oldcontext;
+	ListCell   *lc;
+
+	foreach(lc, *names)
+	{
+		if (strcmp((const char *) lfirst(lc), name) == 0)
+			return;
+	}
+	oldcontext = MemoryContextSwitchTo(TopMemoryContext);
+	*names = lappend(*names, pstrdup(name));
+	MemoryContextSwitchTo(oldcontext);
+}
+
+/*
  * Remember that the session holds rows for table_id, at this nest level:
- * for tcopy_xact_wrote_relation (every relation bound to that table) and
- * for subtransaction aborts.
+ * for tcopy_xact_wrote_table (by the tserver table's name: any foreign
+ * table bound to it) and for subtransaction aborts.
  */
 static void
 tcopy_xact_note_write(TcopyConnection *conn, uint32 table_id)
@@ -150,13 +170,10 @@ tcopy_xact_note_write(TcopyConnection *conn, uint32 table_id)
 	{
 		TcopyRemoteTable *table = (TcopyRemoteTable *) lfirst(lc);
 
-		if (table->table_id == table_id &&
-			!list_member_oid(conn->written_relids, table->relid))
+		if (table->table_id == table_id)
 		{
-			MemoryContext oldcontext = MemoryContextSwitchTo(TopMemoryContext);
-
-			conn->written_relids = lappend_oid(conn->written_relids, table->relid);
-			MemoryContextSwitchTo(oldcontext);
+			tcopy_xact_note_table(&conn->written_tables, table->name);
+			break;
 		}
 	}
 }
@@ -190,28 +207,24 @@ tcopy_xact_send(TcopyConnection *conn, TcopyBatch *batch,
 }
 
 /*
- * Stage table operation op on the tserver's table table_id (Postgres'
- * relid) in the transaction's write session for (options->serverid,
+ * Stage table operation op on the tserver's table table_id (named
+ * options->table_name; track: remember it, for tcopy_xact_staged_op_on)
+ * in the transaction's write session for (options->serverid,
  * userid): it is applied when the session is published, atomically with
  * its rows (a TRUNCATE before them, a DROP after them), and not at all
  * when the session is discarded.  Like a batch, it cannot be taken back
  * one subtransaction at a time.
  */
 void
-tcopy_xact_table_op(const TcopyTableOptions *options, Oid userid, Oid relid,
+tcopy_xact_table_op(const TcopyTableOptions *options, Oid userid, bool track,
 					Tcopy__TableOpKind op, uint32 table_id)
 {
 	TcopyConnection *conn = tcopy_xact_write_connection(options, userid);
-	MemoryContext oldcontext;
 
 	conn->sent_any = true;
 	conn->write_level = Max(conn->write_level, GetCurrentTransactionNestLevel());
-	if (OidIsValid(relid))
-	{
-		oldcontext = MemoryContextSwitchTo(TopMemoryContext);
-		conn->op_relids = list_append_unique_oid(conn->op_relids, relid);
-		MemoryContextSwitchTo(oldcontext);
-	}
+	if (track)
+		tcopy_xact_note_table(&conn->op_tables, options->table_name);
 	if (!conn->null_transport)
 	{
 		int			rc;
@@ -227,11 +240,13 @@ tcopy_xact_table_op(const TcopyTableOptions *options, Oid userid, Oid relid,
 }
 
 /*
- * Whether any connection's list of relations, the one at byte offset
- * list_offset of TcopyConnection, holds relid.
+ * Whether the list of tserver table names at byte offset list_offset of
+ * TcopyConnection holds options->table_name in a connection to
+ * options->address: the tserver table itself, whichever foreign table,
+ * server or user reaches it.
  */
 static bool
-tcopy_any_connection_lists(size_t list_offset, Oid relid)
+tcopy_any_connection_lists(size_t list_offset, const TcopyTableOptions *options)
 {
 	HASH_SEQ_STATUS scan;
 	TcopyConnection *conn;
@@ -241,33 +256,43 @@ tcopy_any_connection_lists(size_t list_offset, Oid relid)
 	hash_seq_init(&scan, tcopy_connections);
 	while ((conn = hash_seq_search(&scan)) != NULL)
 	{
-		if (list_member_oid(*(List **) ((char *) conn + list_offset), relid))
+		List	   *names = *(List **) ((char *) conn + list_offset);
+		ListCell   *lc;
+
+		if (conn->address == NULL || strcmp(conn->address, options->address) != 0)
+			continue;
+		foreach(lc, names)
 		{
-			hash_seq_term(&scan);
-			return true;
+			if (strcmp((const char *) lfirst(lc), options->table_name) == 0)
+			{
+				hash_seq_term(&scan);
+				return true;
+			}
 		}
 	}
 	return false;
 }
 
 /*
- * Whether this transaction staged a TRUNCATE or DROP of relid: then
- * reading it must fail, as the operation takes effect at the commit.
+ * Whether this transaction staged a TRUNCATE of the tserver table of
+ * options: then reading it must fail, as the TRUNCATE takes effect at the
+ * commit.
  */
 bool
-tcopy_xact_staged_op_on(Oid relid)
+tcopy_xact_staged_op_on(const TcopyTableOptions *options)
 {
-	return tcopy_any_connection_lists(offsetof(TcopyConnection, op_relids), relid);
+	return tcopy_any_connection_lists(offsetof(TcopyConnection, op_tables), options);
 }
 
 /*
- * Whether this transaction has sent rows for relid: then reading or
- * truncating it must fail, as those rows are not visible before the commit.
+ * Whether this transaction has sent rows to the tserver table of options:
+ * then reading or truncating it must fail, as those rows are not visible
+ * before the commit.
  */
 bool
-tcopy_xact_wrote_relation(Oid relid)
+tcopy_xact_wrote_table(const TcopyTableOptions *options)
 {
-	return tcopy_any_connection_lists(offsetof(TcopyConnection, written_relids), relid);
+	return tcopy_any_connection_lists(offsetof(TcopyConnection, written_tables), options);
 }
 
 /*
@@ -573,10 +598,10 @@ tcopy_end_xact(void)
 		conn->prepared = false;
 		conn->gid[0] = '\0';
 		conn->write_level = 0;
-		list_free(conn->written_relids);
-		conn->written_relids = NIL;
-		list_free(conn->op_relids);
-		conn->op_relids = NIL;
+		list_free_deep(conn->written_tables);
+		conn->written_tables = NIL;
+		list_free_deep(conn->op_tables);
+		conn->op_tables = NIL;
 	}
 	tcopy_set_wait_deadline(0);
 }

@@ -66,12 +66,14 @@ tcopy_xact_drop_at_commit(const TcopyTableOptions *options, Oid userid,
 }
 
 /*
- * Whether the transaction dropped a table stored in table table_name on
- * serverid's tserver: its session must not write there any more, or the
- * DROP, applied after the rows, would take the new rows with it.
+ * Whether the transaction dropped a foreign table stored in tserver table
+ * options->table_name at options->address (through whichever server): its
+ * session must not write there any more, or the DROP, applied after the
+ * rows, would take the new rows with it; nor read it, as its rows go at
+ * the commit.
  */
 bool
-tcopy_xact_drops_table(Oid serverid, const char *table_name)
+tcopy_xact_drops_table(const TcopyTableOptions *options)
 {
 	ListCell   *lc;
 
@@ -79,8 +81,8 @@ tcopy_xact_drops_table(Oid serverid, const char *table_name)
 	{
 		TcopyPendingDrop *drop = (TcopyPendingDrop *) lfirst(lc);
 
-		if (drop->options.serverid == serverid &&
-			strcmp(drop->options.table_name, table_name) == 0)
+		if (strcmp(drop->options.address, options->address) == 0 &&
+			strcmp(drop->options.table_name, options->table_name) == 0)
 			return true;
 	}
 	return false;
@@ -137,7 +139,7 @@ tcopy_stage_pending_drops(TcopyTableOpFn stage)
 					 errhint("Create a user mapping for the server, or set its address to 'null:' "
 							 "to drop its tables without touching the tserver.")));
 		if (tcopy_lookup_table_id(&drop->options, NULL, "to drop it", &table_id))
-			stage(&drop->options, drop->userid, InvalidOid,
+			stage(&drop->options, drop->userid, false,
 				  TCOPY__TABLE_OP_KIND__TABLE_OP_DROP, table_id);
 	}
 	error_context_stack = errcallback.previous;

@@ -1,0 +1,110 @@
+# 143_dump_restore.pl
+#	pg_dump and pg_restore of a database with tcopy tables (issue 12):
+#	pg_dump writes each table's table_name (and column options), so a
+#	restore re-attaches each table to its own data:
+#	- pg_dump -Fc of database src, pg_restore as a superuser into a new
+#	  database on the same cluster and tserver: every table (keyed, with a
+#	  renamed column, in a renamed schema, a partition) reads the same rows
+#	  as in src (count and checksum), and writes through one are seen by
+#	  the other;
+#	- a non-superuser's restore (the extension and server already made by
+#	  a superuser, the role owning the database): every CREATE FOREIGN
+#	  TABLE fails with the attach error (42501), and no table is made;
+#	- the two databases' tables share data: DROP of one drops it for the
+#	  other too (the README says so).
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use IPC::Run ();
+use TcopyTest;
+use TcopyPgTest qw(setup_node sqlstates);
+
+my ($node, $ts) = setup_node(name => 'dump');
+my $address = $ts->address;
+
+$node->safe_psql('postgres', 'CREATE DATABASE src');
+$node->safe_psql('src', qq{
+	CREATE EXTENSION tcopy;
+	CREATE SERVER ts FOREIGN DATA WRAPPER tcopy OPTIONS (address '$address');
+	CREATE USER MAPPING FOR PUBLIC SERVER ts;
+	CREATE SCHEMA s;
+	CREATE FOREIGN TABLE s.keyed (id int NOT NULL, v text, n numeric) SERVER ts OPTIONS (key 'id');
+	INSERT INTO s.keyed SELECT i, 'v' || i, i * 1.5 FROM generate_series(1, 2000) i;
+	CREATE FOREIGN TABLE s.cols (k int NOT NULL, label text) SERVER ts OPTIONS (key 'k');
+	INSERT INTO s.cols SELECT i, 'l' || i FROM generate_series(1, 300) i;
+	ALTER FOREIGN TABLE s.cols RENAME COLUMN k TO id;
+	ALTER FOREIGN TABLE s.cols RENAME COLUMN label TO v;
+	CREATE FOREIGN TABLE s.nokey (id int, v text) SERVER ts;
+	INSERT INTO s.nokey SELECT i % 7, 'x' FROM generate_series(1, 500) i;
+	CREATE TABLE s.parted (id int NOT NULL, v text) PARTITION BY RANGE (id);
+	CREATE FOREIGN TABLE s.part1 PARTITION OF s.parted FOR VALUES FROM (0) TO (1000)
+		SERVER ts OPTIONS (key 'id');
+	INSERT INTO s.parted SELECT i, 'p' FROM generate_series(1, 999) i;
+	ALTER SCHEMA s RENAME TO s_renamed;
+});
+my @tables = ('s_renamed.keyed', 's_renamed.cols', 's_renamed.nokey', 's_renamed.part1');
+
+sub checksum
+{
+	my ($db, $table) = @_;
+	return $node->safe_psql($db, qq{
+		SELECT count(*) || ' ' || coalesce(sum(id), 0) || ' ' || coalesce(sum(hashtext(t::text)::bigint), 0)
+		FROM $table t});
+}
+my %before = map { $_ => checksum('src', $_) } @tables;
+like($before{'s_renamed.keyed'}, qr/^2000 /, 'src: the keyed table holds its 2000 rows');
+
+my $dump = $node->basedir . '/src.dump';
+$node->command_ok([ 'pg_dump', '-Fc', '-d', $node->connstr('src'), '-f', $dump ], 'pg_dump -Fc src');
+my $script = `pg_restore -f - $dump`;
+like($script, qr/CREATE FOREIGN TABLE s_renamed\.keyed .*table_name '[0-9a-f]{32}'/s,
+	'the dump creates the foreign tables with their table_name');
+like($script, qr/column_name 'k'/, '... and their column options');
+
+# ---- a superuser's restore ----
+$node->safe_psql('postgres', 'CREATE DATABASE dst');
+$node->command_ok([ 'pg_restore', '--exit-on-error', '-d', $node->connstr('dst'), $dump ],
+	'pg_restore into dst as a superuser');
+for my $t (@tables)
+{
+	is(checksum('dst', $t), $before{$t}, "dst: $t reads the same rows as in src");
+}
+is(checksum('dst', 's_renamed.parted'), checksum('src', 's_renamed.parted'),
+	'dst: the partitioned table too');
+$node->safe_psql('dst', "INSERT INTO s_renamed.cols VALUES (301, 'from dst')");
+is($node->safe_psql('src', 'SELECT v FROM s_renamed.cols WHERE id = 301'), 'from dst',
+	'a row written through dst is read through src: the tables share their data');
+
+# ---- a non-superuser's restore ----
+$node->safe_psql('postgres', q{
+	CREATE ROLE restorer LOGIN;
+	CREATE DATABASE dst2 OWNER restorer;});
+$node->safe_psql('dst2', qq{
+	CREATE EXTENSION tcopy;
+	CREATE SERVER ts FOREIGN DATA WRAPPER tcopy OPTIONS (address '$address');
+	CREATE USER MAPPING FOR PUBLIC SERVER ts;
+	GRANT USAGE ON FOREIGN SERVER ts TO restorer;});
+my ($stdout, $stderr) = ('', '');
+IPC::Run::run([ 'pg_restore', '--no-owner', '--no-privileges', '-d', $node->connstr('dst2'), '-U', 'restorer', $dump ],
+	'>', \$stdout, '2>', \$stderr);
+like($stderr, qr/permission denied to set option "table_name" of foreign table "keyed"/,
+	'a non-superuser restore: CREATE FOREIGN TABLE fails with the attach error') or diag($stderr);
+note("restorer's pg_restore: $stderr");
+is($node->safe_psql('dst2', q{SELECT count(*) FROM pg_foreign_table ft JOIN pg_class c ON c.oid = ft.ftrelid
+	WHERE c.relnamespace::regnamespace::text = 's_renamed'}), '0',
+	'... and no foreign table is made');
+
+# ---- shared data: a DROP in one database drops it for the other ----
+$node->safe_psql('dst', 'DROP FOREIGN TABLE s_renamed.nokey');
+is($node->safe_psql('src', 'SELECT count(*) FROM s_renamed.nokey'), '0',
+	'DROP in dst drops the data src\'s table reads (documented)');
+is(checksum('src', 's_renamed.keyed'), $before{'s_renamed.keyed'}, 'the other tables keep theirs');
+
+$node->stop;
+$ts->stop;
+done_testing();
