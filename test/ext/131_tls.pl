@@ -61,7 +61,7 @@ my @bad = (
 	[ "CREATE SERVER b FOREIGN DATA WRAPPER tcopy OPTIONS (address 'tcp:127.0.0.1:1', sslrootcert 'ca.crt')",
 	  qr/option "sslrootcert" must be an absolute path: "ca.crt"/, 'a relative sslrootcert' ],
 	[ "CREATE SERVER b FOREIGN DATA WRAPPER tcopy OPTIONS (address 'tcp:127.0.0.1:1', sslcert '/x.crt')",
-	  qr/invalid option "sslcert".*Valid options in this context are: address, batch_rows, batch_size, sslmode, sslrootcert/s,
+	  qr/invalid option "sslcert".*Valid options in this context are: address, namespace, batch_rows, batch_size, sslmode, sslrootcert/s,
 	  'sslcert on a server' ],
 	[ "CREATE USER MAPPING FOR CURRENT_USER SERVER ts OPTIONS (sslmode 'disable')",
 	  qr/invalid option "sslmode".*Valid options in this context are: token, sslcert, sslkey/s,
