@@ -1,18 +1,19 @@
-# 159_scan_text_cost.pl
-#	A measurement, not a test (skipped unless TCOPY_SCAN_COST_ROWS is set):
+# scan_text_cost.pl
+#	A measurement, run in the extension's TAP harness (skipped unless
+#	TCOPY_SCAN_COST_ROWS is set):
 #	the time of scans of a table of TCOPY_SCAN_COST_ROWS rows with an ASCII
 #	text column (44 bytes a row) and a non-ASCII one (é in each row, 46
 #	bytes), to see what verifying text against the database encoding
 #	costs.  Prints the median wall time and backend CPU time of 9 runs of
 #	each query.  Run it on two
 #	builds, e.g.:
-#	  flock /var/tmp/tcopy-pg.lock env TCOPY_PG_TESTS=tap TCOPY_TAP=159* \
+#	  env TCOPY_PG_TESTS=tap TCOPY_TAP=bench/scan_text_cost.pl \
 #	    TCOPY_SCAN_COST_ROWS=2000000 bash test/pg_tests.sh
 use strict;
 use warnings;
 
 use FindBin;
-use lib "$FindBin::Bin/../lib";
+use lib "$FindBin::Bin/../test/lib";
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
