@@ -243,10 +243,23 @@ tcopy_check_option_value(DefElem *def)
 		(void) tcopy_parse_key(value);
 	else if (strcmp(def->defname, "sslmode") == 0)
 		(void) tcopy_parse_sslmode(value);
-	else if (strcmp(def->defname, "sslrootcert") == 0 ||
-			 strcmp(def->defname, "sslcert") == 0 ||
-			 strcmp(def->defname, "sslkey") == 0)
+	else if (strcmp(def->defname, "sslrootcert") == 0)
 		tcopy_check_tls_file(def->defname, value);
+	else if (strcmp(def->defname, "sslcert") == 0 ||
+			 strcmp(def->defname, "sslkey") == 0)
+	{
+		/*
+		 * The backend reads these files as the server's operating system
+		 * user and presents them to a tserver the mapping's author may
+		 * choose: a key of the server's own would be used for them.
+		 */
+		if (!superuser())
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied to set option \"%s\"", def->defname),
+					 errdetail("Only superusers may name the certificate and key files the server presents to a tserver.")));
+		tcopy_check_tls_file(def->defname, value);
+	}
 	else if (strcmp(def->defname, "table_name") == 0 ||
 			 strcmp(def->defname, "column_name") == 0)
 	{

@@ -75,6 +75,18 @@ for my $case (@bad)
 	like($err, $case->[1], "validator: $case->[2]");
 }
 
+# a role that is no superuser may not name the files the backend presents
+$node->safe_psql('postgres', q{
+	CREATE ROLE mallory LOGIN;
+	GRANT USAGE ON FOREIGN SERVER ts TO mallory;
+});
+{
+	my ($err, $state) = fails("SET ROLE mallory;\nCREATE USER MAPPING FOR CURRENT_USER SERVER ts OPTIONS (sslcert '/x.crt', sslkey '/x.key')");
+	like($err, qr/permission denied to set option "sslcert"/,
+		'validator: sslcert and sslkey refused to a role that is no superuser');
+	is($state, '42501', '... as insufficient_privilege');
+}
+
 # ---- COPY and SELECT over verify-full with a client certificate
 $node->safe_psql('postgres', qq{
 	CREATE SERVER tls FOREIGN DATA WRAPPER tcopy OPTIONS (address 'tcp:127.0.0.1:$port',
