@@ -8,11 +8,12 @@
  * Every connection thread does blocking I/O on its own socket, so a slow
  * or dead client stalls nobody but itself.  Frames are read ahead into one
  * reused buffer (tc_frame_reader.h), each header checked against the
- * protocol's limit of the moment before its payload is waited for.  Until
- * the handshake is done, reads time out after CONN_HANDSHAKE_TIMEOUT_S, so
- * that a client that never authenticates does not hold a thread forever;
- * with --allow-uid, a unix peer running as another user is refused before
- * it is even greeted.  Any error ends the connection the same way: an
+ * protocol's limit of the moment before its payload is waited for.  The
+ * whole handshake must be done within the context's handshake timeout of
+ * the accept (each read waits only for what is left of it), so that a
+ * client trickling bytes cannot hold a thread; a unix peer whose uid is
+ * allowed is admitted without a token, and with no token configured any
+ * other is refused before it is even greeted.  Any error ends the connection the same way: an
  * Error frame (best effort, then a short drain), a line in the log, the
  * open session aborted, the open scan closed, the socket closed.
  */
@@ -28,12 +29,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tc_net.h"
 #include "ts_log.h"
 
 #define CONN_DRAIN_MS 100		/* after an Error frame, see conn_send_error */
 #define CONN_DRAIN_BYTES (1024 * 1024)
-#define CONN_HANDSHAKE_TIMEOUT_S 10 /* seconds a client has to authenticate */
 
 /*
  * Errors that end a connection are TsErrors.  Those with code ERROR_NONE
@@ -48,6 +47,57 @@ conn_lost(TsConn *conn, TsError *err, const char *what, int errnum)
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_NONE, "%s: %s", what, strerror(errnum));
 	else
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_NONE, "%s", what);
+}
+
+/* Milliseconds since the connection was accepted. */
+static long
+conn_elapsed_ms(const TsConn *conn)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - conn->accepted_at.tv_sec) * 1000 +
+		(now.tv_nsec - conn->accepted_at.tv_nsec) / 1000000;
+}
+
+/*
+ * Before the handshake is done, wait for input only as long as is left of
+ * the handshake's deadline, counted from the accept: a client sending a
+ * byte now and then gets no more time than a silent one.  0 when there is
+ * input, -1 with err (ERROR_AUTH) when the time is up.
+ */
+static int
+conn_wait_handshake(TsConn *conn, TsError *err)
+{
+	int			limit_ms = conn->ctx->handshake_timeout_ms;
+
+	for (;;)
+	{
+		struct pollfd pfd = {.fd = conn->fd,.events = POLLIN};
+		long		left_ms = limit_ms - conn_elapsed_ms(conn);
+		int			n;
+
+		if (left_ms > 0)
+		{
+			n = poll(&pfd, 1, (int) left_ms);
+			if (n > 0)
+				return 0;
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0)
+			{
+				conn_lost(conn, err, "could not wait for the client", errno);
+				return -1;
+			}
+		}
+		if (limit_ms % 1000 == 0)
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
+						 "no handshake within %d s of connecting", limit_ms / 1000);
+		else
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
+						 "no handshake within %d ms of connecting", limit_ms);
+		return -1;
+	}
 }
 
 /*
@@ -79,6 +129,8 @@ conn_read_frame(TsConn *conn, Tcopy__FrameType *type, const uint8_t **payload,
 				break;
 		}
 
+		if (!ts_proto_authenticated(&conn->proto) && conn_wait_handshake(conn, err) != 0)
+			return -1;
 		n = tc_frame_reader_read(&conn->reader, conn->fd);
 		if (n > 0)
 			continue;
@@ -100,14 +152,6 @@ conn_read_frame(TsConn *conn, Tcopy__FrameType *type, const uint8_t **payload,
 			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL,
 						 "out of memory reading a frame of %zu bytes",
 						 tc_frame_reader_pending(&conn->reader));
-			return -1;
-		}
-		if ((errno == EAGAIN || errno == EWOULDBLOCK) &&
-			!ts_proto_authenticated(&conn->proto))
-		{
-			/* the receive timeout set until the handshake is done */
-			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
-						 "no handshake within %d s", CONN_HANDSHAKE_TIMEOUT_S);
 			return -1;
 		}
 		conn_lost(conn, err, "could not receive from the client", errno);
@@ -225,32 +269,57 @@ conn_finish(TsConn *conn, const TsError *err)
 }
 
 /*
- * With --allow-uid, a unix socket peer must run as one of the allowed
- * uids (SO_PEERCRED, read at accept); one that cannot be identified is
- * refused too.  TCP peers have no uid: the token is their check (ts_main
- * refuses --allow-uid with a tcp listener and no token).
+ * Who may skip the token: a unix peer whose uid is allowed (SO_PEERCRED,
+ * read at accept; one that cannot be read is not), and anyone when the
+ * server has neither tokens nor allowed uids (--insecure).  A peer that is
+ * not admitted must prove a token, and is refused before it is even
+ * greeted when the server holds none.  TCP peers have no uid: the token is
+ * their check (ts_main refuses --allow-uid with a tcp listener and no
+ * token).  Returns 0 with *admitted, or -1 with err.
  */
 static int
-conn_check_peer(const TsConn *conn, TsError *err)
+conn_check_peer(const TsConn *conn, bool *admitted, TsError *err)
 {
 	const TsConnContext *ctx = conn->ctx;
+	bool		tokens = ctx->shared->credentials.n > 0;
 
-	if (ctx->nallowed_uids == 0 || !conn->is_unix)
-		return 0;
-	if (!conn->peer_uid_known)
+	*admitted = false;
+	if (ctx->nallowed_uids == 0 && !tokens)
 	{
+		*admitted = true;
+		return 0;
+	}
+	if (ctx->nallowed_uids > 0 && conn->is_unix && conn->peer_uid_known)
+	{
+		for (size_t i = 0; i < ctx->nallowed_uids; i++)
+		{
+			if (ctx->allowed_uids[i] == conn->peer_uid)
+			{
+				*admitted = true;
+				return 0;
+			}
+		}
+	}
+	if (tokens)
+		return 0;
+	if (!conn->is_unix || !conn->peer_uid_known)
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
 					 "the peer's uid could not be read, and only listed uids may connect");
-		return -1;
-	}
-	for (size_t i = 0; i < ctx->nallowed_uids; i++)
-	{
-		if (ctx->allowed_uids[i] == conn->peer_uid)
-			return 0;
-	}
-	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
-				 "uid %u is not allowed to connect", (unsigned) conn->peer_uid);
+	else
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
+					 "uid %u is not allowed to connect", (unsigned) conn->peer_uid);
 	return -1;
+}
+
+/* The connection is no longer unauthenticated (READY sent, or it ends). */
+static void
+conn_done_unauthenticated(TsConn *conn)
+{
+	if (conn->unauthenticated)
+	{
+		atomic_fetch_sub(conn->ctx->unauthenticated, 1);
+		conn->unauthenticated = false;
+	}
 }
 
 /*
@@ -263,6 +332,7 @@ ts_conn_main(void *arg)
 {
 	TsConn	   *conn = arg;
 	TsError		err;
+	bool		admitted = false;
 
 	tc_frame_reader_init(&conn->reader);
 	conn->clean_eof = conn->socket_broken = false;
@@ -271,26 +341,17 @@ ts_conn_main(void *arg)
 
 	ts_log(TS_LOG_DEBUG, "connection %" PRIu64 " from %s opened", conn->id, conn->peer);
 
-	if (conn_check_peer(conn, &err) == 0 && ts_proto_greet(&conn->proto, &err) == 0)
+	if (conn_check_peer(conn, &admitted, &err) == 0 &&
+		ts_proto_greet(&conn->proto, admitted, &err) == 0)
 	{
-		/*
-		 * Until the handshake is done, reads time out: a client that never
-		 * authenticates must not hold a thread forever.
-		 */
-		bool		timeout_set =
-			tc_net_set_recv_timeout(conn->fd, CONN_HANDSHAKE_TIMEOUT_S, NULL, 0) == TC_NET_OK;
-
 		for (;;)
 		{
 			Tcopy__FrameType type;
 			const uint8_t *payload;
 			uint32_t	len;
 
-			if (timeout_set && ts_proto_authenticated(&conn->proto))
-			{
-				tc_net_set_recv_timeout(conn->fd, 0, NULL, 0);
-				timeout_set = false;
-			}
+			if (conn->unauthenticated && ts_proto_authenticated(&conn->proto))
+				conn_done_unauthenticated(conn);
 			if (conn_read_frame(conn, &type, &payload, &len, &err) != 0)
 				break;
 			if (ts_proto_handle_frame(&conn->proto, type, payload, len, &err) != 0)
@@ -307,6 +368,7 @@ ts_conn_main(void *arg)
 		}
 	}
 
+	conn_done_unauthenticated(conn);
 	conn_finish(conn, &err);
 	conn->ctx->exit(conn, conn->ctx->exit_arg);
 	return NULL;

@@ -35,8 +35,10 @@ typedef void (*TsConnExitFn) (TsConn *conn, void *arg);
 typedef struct TsConnContext
 {
 	TsProtoShared *shared;		/* store, token, frame limit, counters */
-	const uid_t *allowed_uids;	/* unix peers must run as one of these; */
-	size_t		nallowed_uids;	/* 0: unix peers unchecked */
+	const uid_t *allowed_uids;	/* unix peers running as one of these are */
+	size_t		nallowed_uids;	/* admitted without a token */
+	int			handshake_timeout_ms;	/* from accept to READY, in all */
+	atomic_int *unauthenticated;	/* connections before READY, the server's */
 	const atomic_bool *shutdown_requested;	/* once set: no Error frames */
 	TsConnExitFn exit;
 	void	   *exit_arg;
@@ -52,6 +54,8 @@ struct TsConn
 	bool		is_unix;		/* came through a unix socket listener */
 	bool		peer_uid_known; /* unix: SO_PEERCRED told peer_uid */
 	uid_t		peer_uid;
+	struct timespec accepted_at;	/* CLOCK_MONOTONIC: the handshake's start */
+	bool		unauthenticated;	/* counted in ctx->unauthenticated */
 	pthread_t	thread;			/* runs ts_conn_main */
 	TsConn	   *prev;			/* the server's live or done list, under */
 	TsConn	   *next;			/* its lock */

@@ -70,7 +70,7 @@ test_cancel_during_tcp_connect(void)
 	if (setjmp(cancel) == 0)
 	{
 		(void) tc_client_connect_hooked(address, NULL, "test", cancelling_hook, NULL,
-										&handed, err, sizeof(err));
+										&handed, NULL, err, sizeof(err));
 		CHECK(false);			/* the hook does not return */
 	}
 	CHECK_EQ_INT(waits, 1);
