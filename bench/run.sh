@@ -462,9 +462,10 @@ start_tserver()
 	local log="$work/tserver.log" pidfile="$work/tserver.pid" launcher i
 	# no stale log or pid file: this tserver's alone prove it started
 	rm -rf "$work/ts" "$ts_sock" "$log" "$pidfile"
-	# stdout to /dev/null: the daemon must not hold our caller's pipes
-	as_pg bash -c 'echo $$ > "$1"; exec "$2" --data "$3" --listen "unix:$4" --session-memory-mb "$5"' \
-		_ "$pidfile" "$tserver_bin" "$work/ts" "$ts_sock" "$tserver_session_mb" >/dev/null 2>"$log" &
+	# stdout to /dev/null: the daemon must not hold our caller's pipes; the
+	# Postgres cluster runs as the same user, admitted by its uid
+	as_pg bash -c 'echo $$ > "$1"; exec "$2" --data "$3" --listen "unix:$4" --session-memory-mb "$5" --allow-uid "$6"' \
+		_ "$pidfile" "$tserver_bin" "$work/ts" "$ts_sock" "$tserver_session_mb" "$pg_user" >/dev/null 2>"$log" &
 	launcher=$!
 	for i in $(seq 600); do
 		[ -s "$pidfile" ] && grep -q "tserver ready" "$log" 2>/dev/null && break
