@@ -13,9 +13,10 @@
  * the accept (each read waits only for what is left of it), so that a
  * client trickling bytes cannot hold a thread; a unix peer whose uid is
  * allowed is admitted without a token, and with no token configured any
- * other is refused before it is even greeted.  Any error ends the connection the same way: an
- * Error frame (best effort, then a short drain), a line in the log, the
- * open session aborted, the open scan closed, the socket closed.
+ * other is refused before it is even greeted.  Any error ends the
+ * connection the same way: an Error frame (best effort, then a short
+ * drain), a line in the log, the open session aborted, the open scan
+ * closed, the socket closed.
  */
 #include "ts_conn.h"
 

@@ -143,7 +143,6 @@ proto_decode_alloc(void *ctx, size_t size)
 {
 	TsProto    *proto = ctx;
 	TsProtoShared *shared = proto->shared;
-	void	   *ptr;
 
 	if (size > proto->decode_budget ||
 		proto->frame_arena.used_bytes > proto->decode_budget - size)
@@ -166,8 +165,7 @@ proto_decode_alloc(void *ctx, size_t size)
 		}
 		proto->decode_charged += size;
 	}
-	ptr = tc_arena_alloc(&proto->frame_arena, size);
-	return ptr;
+	return tc_arena_alloc(&proto->frame_arena, size);
 }
 
 /* Give back what the current frame holds of the total decode budget. */
