@@ -37,7 +37,7 @@ PG_CPPFLAGS = -I$(TC_BUILD)/gen -Isrc/common -Isrc/ext
 # what -Wextra finds in Postgres' own headers and idioms is turned off
 PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
 	-Wno-sign-compare $(WERROR)
-SHLIB_LINK = $(TC_LIB) -lprotobuf-c -lcrypto
+SHLIB_LINK = $(TC_LIB) -lprotobuf-c -lssl -lcrypto
 
 define run_tests
 	test/run_tests.sh

@@ -10,7 +10,7 @@ use warnings;
 my ($dir, $md_path, $png_path) = @ARGV;
 die "usage: report.pl RESULTS_DIR RESULTS.md CHART.png\n" unless defined $png_path;
 
-my @case_order = qw(1 2 3 3f 3p 4 5 6 6f 6p 7a 7b 8);
+my @case_order = qw(1 2 3 3f 3p 4 5 6 6f 6p 7a 7b 8 9 9t);
 my %case_label = (
 	'1'  => 'Postgres COPY, logged heap + primary key',
 	'2'  => 'Postgres COPY, unlogged heap, no index',
@@ -25,14 +25,16 @@ my %case_label = (
 	'7a' => 'tcopy defaults, backend on tcmalloc',
 	'7b' => 'tcopy protobuf malloc, backend on tcmalloc',
 	'8'  => "Postgres' COPY reader alone (file_fdw, count of every column)",
+	'9'  => 'tcopy defaults over tcp:127.0.0.1, plain text (sslmode disable)',
+	'9t' => 'tcopy defaults over tcp:127.0.0.1, TLS (sslmode verify-full)',
 );
 my %case_short = (
 	'1' => 'heap+PK', '2' => 'heap unlogged', '3' => 'tcopy', '3f' => 'fields off', '3p' => 'protobuf',
 	'4' => 'pb malloc', '5' => 'hook off', '6' => 'null:', '6f' => 'null: f.off', '6p' => 'null: pb',
-	'7a' => 'tcopy tcm', '7b' => 'malloc tcm', '8' => 'reader',
+	'7a' => 'tcopy tcm', '7b' => 'malloc tcm', '8' => 'reader', '9' => 'tcp plain', '9t' => 'tcp TLS',
 );
 # the cases that load into a tserver (the others have no tserver figures)
-my %case_tserver = map { $_ => 1 } qw(3 3f 3p 4 5 7a 7b);
+my %case_tserver = map { $_ => 1 } qw(3 3f 3p 4 5 7a 7b 9 9t);
 my @ds_order = qw(accounts shuffled mixed);
 my %ds_label = (
 	accounts => 'accounts (pgbench_accounts rows, sorted keys)',
@@ -505,6 +507,8 @@ for my $ds (@ds_order)
 	$add->('7b', '4', 'protobuf-c malloc: tcmalloc (7b) vs glibc (4)');
 	$add->('7a', '7b', 'under tcmalloc: defaults (7a) vs protobuf-c malloc (7b)');
 	$add->('5', '3', 'hook off (5) vs hook (3)');
+	$add->('9t', '9', 'tcp:, TLS (9t) vs plain text (9)');
+	$add->('9', '3', 'tcp: plain text (9) vs unix: (3)');
 	$add->('3', '2', 'tcopy (3) vs unlogged heap (2)');
 	$add->('3', '1', 'tcopy (3) vs logged heap + PK (1)');
 	$add->('6', '8', "null: (6) vs Postgres' COPY reader alone (8)");

@@ -37,6 +37,9 @@
 #   8   Postgres' COPY reader alone: count() of every column of a file_fdw
 #       table over the same CSV (every field read and converted by its input
 #       function, nothing stored)
+#   9   case 3 over tcp:127.0.0.1 in plain text (sslmode disable)
+#   9t  case 3 over tcp:127.0.0.1 with TLS (tserver --tls-cert, sslmode
+#       verify-full; certificates made with openssl under BENCH_DIR/run)
 # Datasets (--datasets): accounts (sorted keys), shuffled (the same rows in
 # shuffled key order), mixed (wider rows of mixed types, --mixed-rows, by
 # default rows/2).
@@ -44,7 +47,8 @@
 # Environment: BENCH_DIR (default /var/tmp/tcopy-bench: datasets, clusters,
 # tserver data; must be writable by the user Postgres runs as), BENCH_USER
 # (that user when run as root, default postgres), PG_CONFIG, BENCH_PORT
-# (default 54330; the tcmalloc cluster takes the next port), BENCH_OUT (where
+# (default 54330; the tcmalloc cluster takes the next port, the tserver's
+# tcp: listener of cases 9 and 9t the one after), BENCH_OUT (where
 # RESULTS.md, results.png and results/ go; default bench/).
 set -euo pipefail
 
@@ -97,6 +101,7 @@ BENCH_DIR=${BENCH_DIR:-/var/tmp/tcopy-bench}
 PG_CONFIG=${PG_CONFIG:-pg_config}
 port=${BENCH_PORT:-54330}
 port_tc=$((port + 1))
+port_ts_tcp=$((port + 2))
 load_start=$(cut -d" " -f1-3 /proc/loadavg)
 started=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
 t_begin=$(date +%s)
@@ -316,6 +321,8 @@ case_label()
 		7a) echo "tcopy, backend on tcmalloc" ;;
 		7b) echo "tcopy protobuf malloc, backend on tcmalloc" ;;
 		8) echo "Postgres' COPY reader alone (file_fdw)" ;;
+		9) echo "tcopy over tcp:, plain text" ;;
+		9t) echo "tcopy over tcp:, TLS (verify-full)" ;;
 	esac
 }
 case_settings()
@@ -329,7 +336,7 @@ case_settings()
 	esac
 }
 case_cluster() { case "$1" in 7a|7b) echo pgtc ;; *) echo pg ;; esac; }
-case_uses_tserver() { case "$1" in 3|3f|3p|4|5|7a|7b) return 0 ;; *) return 1 ;; esac; }
+case_uses_tserver() { case "$1" in 3|3f|3p|4|5|7a|7b|9|9t) return 0 ;; *) return 1 ;; esac; }
 # whether count(*) of the target is checked after the load (null: keeps
 # nothing; the reader's own count is its check)
 case_counts() { case "$1" in 6|6f|6p|8) return 1 ;; *) return 0 ;; esac; }
@@ -342,7 +349,7 @@ case_counts() { case "$1" in 6|6f|6p|8) return 1 ;; *) return 0 ;; esac; }
 # 4), the hook (5) and the reader alone (8), but not the tcmalloc cluster.
 plan=(
 	accounts:1 accounts:2 accounts:3 accounts:3f accounts:3p accounts:4 accounts:5
-	accounts:6 accounts:6f accounts:6p accounts:7a accounts:7b accounts:8
+	accounts:6 accounts:6f accounts:6p accounts:7a accounts:7b accounts:8 accounts:9 accounts:9t
 	shuffled:1 shuffled:2 shuffled:3 shuffled:6
 	mixed:1 mixed:2 mixed:3 mixed:3f mixed:3p mixed:4 mixed:5 mixed:6 mixed:8
 )
@@ -431,6 +438,12 @@ clusters=(pg)
 [ "$need_tc" = 1 ] && clusters+=(pgtc)
 
 ts_sock="$work/ts.sock"
+# cases 9 and 9t reach the tserver over tcp:, where no uid admits a client:
+# they prove a token, kept owner-only by the user the tserver runs as
+ts_token=$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')
+ts_token_file="$work/ts.token"
+(umask 077 && echo "$ts_token" >"$ts_token_file")
+[ "$(id -u)" -eq 0 ] && chown "$pg_user" "$ts_token_file"
 for cl in "${clusters[@]}"; do
 	say "starting cluster $cl"
 	init_cluster "$cl" "$(cluster_port "$cl")"
@@ -444,8 +457,36 @@ for cl in "${clusters[@]}"; do
 		CREATE USER MAPPING FOR PUBLIC SERVER tsnull;
 		CREATE EXTENSION file_fdw;
 		CREATE SERVER csvfile FOREIGN DATA WRAPPER file_fdw;
+		CREATE SERVER tstcp FOREIGN DATA WRAPPER tcopy
+			OPTIONS (address 'tcp:127.0.0.1:$port_ts_tcp', sslmode 'disable');
+		CREATE SERVER tstls FOREIGN DATA WRAPPER tcopy
+			OPTIONS (address 'tcp:127.0.0.1:$port_ts_tcp', sslmode 'verify-full', sslrootcert '$work/tls/ca.crt');
+		CREATE USER MAPPING FOR PUBLIC SERVER tstcp OPTIONS (token '$ts_token');
+		CREATE USER MAPPING FOR PUBLIC SERVER tstls OPTIONS (token '$ts_token');
 	SQL
 done
+
+# cases 9t: a CA and a tserver certificate for 127.0.0.1, owned by the user
+# the tserver runs as (its key must be owner-only)
+need_tls=0
+for item in "${selected[@]}"; do [ "${item#*:}" = 9t ] && need_tls=1; done
+if [ "$need_tls" = 1 ]; then
+	command -v openssl >/dev/null || apt_install openssl || die "no openssl command"
+	rm -rf "$work/tls"
+	mkdir -p "$work/tls"
+	(
+		cd "$work/tls"
+		openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 2 \
+			-subj "/CN=tcopy bench CA" -batch
+		openssl req -new -newkey rsa:2048 -nodes -keyout server.key -out server.csr \
+			-subj "/CN=127.0.0.1" -batch
+		echo "subjectAltName=IP:127.0.0.1" >server.ext
+		openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial \
+			-out server.crt -days 2 -extfile server.ext
+		chmod 600 server.key ca.key
+	) >"$work/tls/openssl.log" 2>&1 || { cat "$work/tls/openssl.log" >&2; die "openssl failed"; }
+	[ "$(id -u)" -eq 0 ] && chown -R "$pg_user" "$work/tls"
+fi
 tcopy_gucs=$(psql_c pg -c "SELECT string_agg(name || ' = ' || setting || coalesce(unit, ''), '; ' ORDER BY name) FROM pg_settings WHERE name LIKE 'tcopy.%'")
 if [ "$need_tc" = 1 ]; then
 	pm=$(head -1 "$work/pgtc/postmaster.pid")
@@ -456,16 +497,24 @@ fi
 
 tserver_session_mb=64
 tserver_pid=""
-# start a tserver on a fresh data directory; sets tserver_pid
+# start_tserver [CASE]: a tserver on a fresh data directory, also on a tcp:
+# listener for cases 9 (plain) and 9t (TLS); sets tserver_pid
 start_tserver()
 {
-	local log="$work/tserver.log" pidfile="$work/tserver.pid" launcher i
+	local log="$work/tserver.log" pidfile="$work/tserver.pid" launcher i tcp_args=()
+	case "${1:-}" in
+		9) tcp_args=(--listen "tcp:127.0.0.1:$port_ts_tcp" --token-file "$ts_token_file") ;;
+		9t) tcp_args=(--listen "tcp:127.0.0.1:$port_ts_tcp" --token-file "$ts_token_file"
+			--tls-cert "$work/tls/server.crt" --tls-key "$work/tls/server.key") ;;
+	esac
 	# no stale log or pid file: this tserver's alone prove it started
 	rm -rf "$work/ts" "$ts_sock" "$log" "$pidfile"
 	# stdout to /dev/null: the daemon must not hold our caller's pipes; the
 	# Postgres cluster runs as the same user, admitted by its uid
-	as_pg bash -c 'echo $$ > "$1"; exec "$2" --data "$3" --listen "unix:$4" --session-memory-mb "$5" --allow-uid "$6"' \
-		_ "$pidfile" "$tserver_bin" "$work/ts" "$ts_sock" "$tserver_session_mb" "$pg_user" >/dev/null 2>"$log" &
+	as_pg bash -c 'echo $$ > "$1"; f=$2; shift 2; exec "$f" "$@"' \
+		_ "$pidfile" "$tserver_bin" --data "$work/ts" --listen "unix:$ts_sock" \
+		--session-memory-mb "$tserver_session_mb" --allow-uid "$pg_user" "${tcp_args[@]}" \
+		>/dev/null 2>"$log" &
 	launcher=$!
 	for i in $(seq 600); do
 		[ -s "$pidfile" ] && grep -q "tserver ready" "$log" 2>/dev/null && break
@@ -522,6 +571,10 @@ ddl_for()
 		# which does not run in the null: cases
 		6|6f|6p) echo "DROP FOREIGN TABLE IF EXISTS n_$tbl; CREATE FOREIGN TABLE n_$tbl ($cols) SERVER tsnull OPTIONS (key '$key', table_name '$tbl'); CHECKPOINT;" ;;
 		8) echo "DROP FOREIGN TABLE IF EXISTS r_$tbl; CREATE FOREIGN TABLE r_$tbl ($cols) SERVER csvfile OPTIONS (filename '$(ds_file "$ds")', format 'csv'); CHECKPOINT;" ;;
+		# tables of their own: a DROP reaches the tserver with its server's
+		# sslmode, which must be the one the tserver of the run speaks
+		9) echo "DROP FOREIGN TABLE IF EXISTS p_$tbl; CREATE FOREIGN TABLE p_$tbl ($cols) SERVER tstcp OPTIONS (key '$key', table_name '$tbl'); CHECKPOINT;" ;;
+		9t) echo "DROP FOREIGN TABLE IF EXISTS s_$tbl; CREATE FOREIGN TABLE s_$tbl ($cols) SERVER tstls OPTIONS (key '$key', table_name '$tbl'); CHECKPOINT;" ;;
 		*) echo "DROP FOREIGN TABLE IF EXISTS f_$tbl; CREATE FOREIGN TABLE f_$tbl ($cols) SERVER ts OPTIONS (key '$key', table_name '$tbl'); CHECKPOINT;" ;;
 	esac
 }
@@ -529,7 +582,7 @@ target_for()
 {
 	local c=$1 ds=$2 tbl
 	read -r tbl _ < <(ds_table "$ds")
-	case "$c" in 1|2) echo "h_$tbl" ;; 6|6f|6p) echo "n_$tbl" ;; 8) echo "r_$tbl" ;; *) echo "f_$tbl" ;; esac
+	case "$c" in 1|2) echo "h_$tbl" ;; 6|6f|6p) echo "n_$tbl" ;; 8) echo "r_$tbl" ;; 9) echo "p_$tbl" ;; 9t) echo "s_$tbl" ;; *) echo "f_$tbl" ;; esac
 }
 
 # load_statement CASE DATASET: the measured statement.  Case 8 reads the
@@ -651,7 +704,7 @@ run_case()
 
 	tserver_pid=""
 	if case_uses_tserver "$c"; then
-		start_tserver || { note="tserver did not start"; status="FAIL"; }
+		start_tserver "$c" || { note="tserver did not start"; status="FAIL"; }
 	fi
 	if [ "$status" = ok ] && ! psql_c "$cl" -c "$ddl" >"$work/ddl.log" 2>&1; then
 		status="FAIL"; note="setup: $(head -1 "$work/ddl.log")"
@@ -807,7 +860,7 @@ run_pgbench()
 	ddl=$(ddl_for "$c" accounts)
 	tserver_pid=""
 	if case_uses_tserver "$c"; then
-		start_tserver || { status=FAIL; note="tserver did not start"; }
+		start_tserver "$c" || { status=FAIL; note="tserver did not start"; }
 	fi
 	script="$work/pgbench_$c.sql"
 	printf '%s\n' "SELECT nextval('bench_chunk') AS chunk \\gset" \

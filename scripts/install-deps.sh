@@ -9,7 +9,8 @@ packages=(
 	librocksdb-dev							# the tserver's store
 	libprotobuf-c-dev protobuf-c-compiler	# wire protocol
 	libgoogle-perftools-dev					# tcmalloc for the tserver
-	libssl-dev								# HMAC of the token handshake
+	libssl-dev								# TLS of tcp:, HMAC of the token handshake
+	openssl									# certificates the TLS tests make
 	libipc-run-perl perl					# prove and PostgreSQL::Test::Cluster
 	clang libclang-rt-14-dev				# the libFuzzer harness (make -C test fuzz)
 )

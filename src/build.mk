@@ -37,7 +37,7 @@ CC ?= cc
 WERROR ?= -Werror
 CFLAGS_ALL = -std=gnu11 -D_GNU_SOURCE $(OPT) -fPIC -Wall -Wextra $(WERROR) -Wno-unused-parameter \
 	-pthread $(SAN_FLAGS) -I$(BUILD)/gen -I$(TOP)/src/common $(CFLAGS)
-LDLIBS_ALL = -lprotobuf-c -lcrypto -pthread $(LDLIBS)
+LDLIBS_ALL = -lprotobuf-c -lssl -lcrypto -pthread $(LDLIBS)
 
 GEN_H = $(BUILD)/gen/tcopy.pb-c.h
 # the tserver's records in its store (proto/ts_store.proto): generated with

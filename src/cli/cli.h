@@ -25,6 +25,8 @@ typedef struct CliOptions
 	const char *token_file;
 	const char *token;			/* token_buf once read; NULL: none */
 	char		token_buf[TC_TOKEN_MAX + 1];
+	const char *sslmode;		/* NULL: $TCOPY_SSLMODE, else the default */
+	TcTlsOptions tls;			/* from --sslmode and its files */
 	const char *table;
 	/* load */
 	uint64_t	rows;

@@ -53,12 +53,20 @@ enum
 	OPT_TOKEN_FILE,
 	OPT_PREPARE,
 	OPT_TRUNCATE,
-	OPT_PREFIX
+	OPT_PREFIX,
+	OPT_SSLMODE,
+	OPT_SSLROOTCERT,
+	OPT_SSLCERT,
+	OPT_SSLKEY
 };
 
 static const struct option global_options[] = {
 	{"address", required_argument, NULL, OPT_ADDRESS},
 	{"token-file", required_argument, NULL, OPT_TOKEN_FILE},
+	{"sslmode", required_argument, NULL, OPT_SSLMODE},
+	{"sslrootcert", required_argument, NULL, OPT_SSLROOTCERT},
+	{"sslcert", required_argument, NULL, OPT_SSLCERT},
+	{"sslkey", required_argument, NULL, OPT_SSLKEY},
 	{NULL, 0, NULL, 0}
 };
 
@@ -110,15 +118,22 @@ static const struct option raw_options[] = {
 };
 
 static const char usage_text[] =
-"Usage: tserver-cli [--address ADDR] [--token-file FILE] COMMAND [options]\n"
+"Usage: tserver-cli [--address ADDR] [--token-file FILE] [TLS options] COMMAND [options]\n"
 "\n"
 "ADDR is unix:PATH or tcp:HOST:PORT (default: $TCOPY_ADDRESS, else\n"
 CLI_DEFAULT_ADDRESS "); FILE holds the token to prove (the tserver's\n"
 "--token-file token, or a scoped one): with it, tserver-cli also requires the\n"
 "tserver to prove it knows the token before it sends anything else.\n"
 "\n"
+"TLS options (tcp: only; unix: never uses TLS):\n"
+"  --sslmode MODE          disable, require, verify-ca or verify-full (default:\n"
+"                          $TCOPY_SSLMODE, else require)\n"
+"  --sslrootcert FILE      CA certificates to verify the tserver with (default:\n"
+"                          the system's)\n"
+"  --sslcert FILE --sslkey FILE  client certificate and its key (mode 0600)\n"
+"\n"
 "Commands:\n"
-"  ping                    print \"ok SERVER-NAME\"\n"
+"  ping                    print \"ok SERVER-NAME\" (and the TLS version and cipher)\n"
 "  stats                   print the server's counters, \"name: value\" each\n"
 "  load TABLE --rows N     load pgbench_accounts-shaped rows in one session\n"
 "      [--start K]         first aid (default 1)\n"
@@ -183,6 +198,18 @@ cli_take_option(CliOptions *opts, int option, const char *arg)
 			break;
 		case OPT_TOKEN_FILE:
 			opts->token_file = arg;
+			break;
+		case OPT_SSLMODE:
+			opts->sslmode = arg;
+			break;
+		case OPT_SSLROOTCERT:
+			opts->tls.sslrootcert = arg;
+			break;
+		case OPT_SSLCERT:
+			opts->tls.sslcert = arg;
+			break;
+		case OPT_SSLKEY:
+			opts->tls.sslkey = arg;
 			break;
 		case OPT_ROWS:
 			opts->rows = (uint64_t) cli_parse_int("--rows", arg, 0, INT64_MAX);
@@ -355,6 +382,17 @@ main(int argc, char **argv)
 		if (opts.address == NULL || opts.address[0] == '\0')
 			opts.address = CLI_DEFAULT_ADDRESS;
 	}
+	if (opts.sslmode == NULL)
+	{
+		opts.sslmode = getenv("TCOPY_SSLMODE");
+		if (opts.sslmode != NULL && opts.sslmode[0] == '\0')
+			opts.sslmode = NULL;
+	}
+	opts.tls.sslmode = TC_SSLMODE_DEFAULT;
+	if (opts.sslmode != NULL && !tc_tls_parse_sslmode(opts.sslmode, &opts.tls.sslmode))
+		cli_usage_error("invalid sslmode \"%s\" (expected " TC_SSLMODE_NAMES ")", opts.sslmode);
+	if ((opts.tls.sslcert != NULL) != (opts.tls.sslkey != NULL))
+		cli_usage_error("--sslcert and --sslkey go together");
 	if (opts.token_file != NULL)
 	{
 		size_t		token_len;

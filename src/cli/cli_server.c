@@ -10,15 +10,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ping: the handshake alone proves the server answers. */
+/* ping: the handshake alone proves the server answers (and how: TLS). */
 int
 cli_ping(const CliOptions *opts)
 {
 	TcClient   *client = cli_connect(opts);
+	char		tls[128];
 
 	if (client == NULL)
 		return 1;
-	printf("ok %s\n", tc_client_server_name(client));
+	tc_client_tls_describe(client, tls, sizeof(tls));
+	if (tls[0] != '\0')
+		printf("ok %s (%s)\n", tc_client_server_name(client), tls);
+	else
+		printf("ok %s\n", tc_client_server_name(client));
 	tc_client_close(client);
 	return 0;
 }

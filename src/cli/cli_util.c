@@ -119,7 +119,7 @@ cli_connect(const CliOptions *opts)
 	char		err[512];
 	TcClient   *client;
 
-	client = tc_client_connect(opts->address, opts->token, CLI_CLIENT_NAME,
+	client = tc_client_connect(opts->address, opts->token, &opts->tls, CLI_CLIENT_NAME,
 							   err, sizeof(err));
 	if (client == NULL)
 		cli_fail("%s", err);

@@ -23,34 +23,67 @@
 _Static_assert(TC_BATCH_KB_MAX * 1024 == TC_FRAME_MAX_DEFAULT / 2,
 			   "a batch may pass its size by one row and must still fit a frame");
 
-/* TcNetWaitFn of a TCP connect: the client's wait hook. */
+/*
+ * TcNetWaitFn of a connect: the client's wait hook, on the socket being
+ * connected (client->fd) or, fd -1, for a pause before a retry.
+ */
 static int
 client_net_wait(void *arg, int fd, bool want_write)
 {
-	TcClient   *client = arg;
-
-	(void) fd;					/* it is client->fd */
-	return client_wait(client, want_write);
+	return client_wait_on((TcClient *) arg, fd, want_write);
 }
 
 /*
- * Connect the socket to addr and make it non-blocking.  A unix socket
- * connects blocking (see tc_net_unix_connect); a TCP connect is
- * non-blocking and waits through the wait hook, holding the resolved
- * addresses in the client so that close frees them should the hook not
- * return.
+ * Start TLS on the connected TCP socket as options say (nothing under
+ * sslmode disable), before the first frame: every wait of the handshake
+ * goes through the wait hook, and the TcTls is the client's from the
+ * start, so that close frees it should the hook not return.
  */
 static int
-client_open_socket(TcClient *client, const TcAddress *addr, const char *address)
+client_start_tls(TcClient *client, const TcTlsOptions *options, const char *host)
+{
+	char		err[sizeof(client->error)];
+
+	if (options->sslmode == TC_SSLMODE_DISABLE)
+		return 0;
+	client->tls = tc_tls_client_new(client->fd, options, host, err, sizeof(err));
+	if (client->tls == NULL)
+		return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE, "%s", err);
+	for (;;)
+	{
+		int			rc = tc_tls_handshake(client->tls, err, sizeof(err));
+
+		if (rc == TC_NET_OK)
+			return 0;
+		if (rc == TC_NET_ERR)
+			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE, "%s (sslmode %s)",
+							   err, tc_tls_sslmode_name(options->sslmode));
+		if (client_wait(client, tc_tls_wants_write(client->tls)) < 0)
+			return -1;
+	}
+}
+
+/*
+ * Connect the socket to addr, non-blocking, every wait through the wait
+ * hook (a unix socket whose backlog is full too: see tc_net_unix_connect);
+ * the socket is client->fd from the start, and a TCP connect holds the
+ * resolved addresses in the client, so that close frees both should the
+ * hook not return; then, over TCP, TLS starts as tls says.
+ */
+static int
+client_open_socket(TcClient *client, const TcAddress *addr, const char *address,
+				   const TcTlsOptions *tls)
 {
 	char		err[sizeof(client->error)];
 	int			rc;
 
 	if (addr->kind == TC_ADDRESS_UNIX)
 	{
-		client->fd = tc_net_unix_connect(addr->path, address, err, sizeof(err));
-		if (client->fd < 0 ||
-			tc_net_set_nonblock(client->fd, true, err, sizeof(err)) != TC_NET_OK)
+		rc = tc_net_unix_connect(addr->path, &client->fd, client_net_wait, client,
+								 address, err, sizeof(err));
+		if (rc == TC_NET_ABANDONED)
+			return -1;			/* client_wait_on said why */
+		if (rc != TC_NET_OK)
 			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE, "%s", err);
 		return 0;
 	}
@@ -66,7 +99,7 @@ client_open_socket(TcClient *client, const TcAddress *addr, const char *address)
 	client->addrs = NULL;
 	if (rc != TC_NET_OK)
 		return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE, "%s", err);
-	return 0;
+	return client_start_tls(client, tls, addr->host);
 }
 
 /*
@@ -159,10 +192,12 @@ client_handshake(TcClient *client, const char *token, const char *client_name)
 
 int
 tc_client_connect_hooked(const char *address, const char *token,
+						 const TcTlsOptions *tls,
 						 const char *client_name, TcWaitHook hook, void *arg,
 						 TcClient **clientp, Tcopy__ErrorCode *codep,
 						 char *err, size_t errlen)
 {
+	static const TcTlsOptions default_tls = {.sslmode = TC_SSLMODE_DEFAULT};
 	TcClient   *client;
 	TcAddress	addr;
 
@@ -192,7 +227,8 @@ tc_client_connect_hooked(const char *address, const char *token,
 	/* from here on the caller can close it, should the hook not return */
 	*clientp = client;
 
-	if (client_open_socket(client, &addr, address) < 0 ||
+	if (client_open_socket(client, &addr, address,
+						   tls != NULL ? tls : &default_tls) < 0 ||
 		client_handshake(client, token, client_name) < 0)
 	{
 		snprintf(err, errlen, "%s", client->error);
@@ -207,11 +243,12 @@ tc_client_connect_hooked(const char *address, const char *token,
 
 TcClient *
 tc_client_connect(const char *address, const char *token,
-				  const char *client_name, char *err, size_t errlen)
+				  const TcTlsOptions *tls, const char *client_name,
+				  char *err, size_t errlen)
 {
 	TcClient   *client;
 
-	if (tc_client_connect_hooked(address, token, client_name, NULL, NULL,
+	if (tc_client_connect_hooked(address, token, tls, client_name, NULL, NULL,
 								 &client, NULL, err, errlen) < 0)
 		return NULL;
 	return client;
@@ -223,6 +260,7 @@ tc_client_close(TcClient *client)
 {
 	if (client == NULL)
 		return;
+	tc_tls_free(client->tls);
 	if (client->fd >= 0)
 		close(client->fd);
 	if (client->addrs != NULL)
@@ -273,6 +311,19 @@ tc_client_set_error(TcClient *client, const char *fmt,...)
 	vsnprintf(client->error, sizeof(client->error), fmt, args);
 	va_end(args);
 	client->hook_set_error = true;
+}
+
+/* The TLS version and cipher of the connection, "" without TLS. */
+void
+tc_client_tls_describe(const TcClient *client, char *out, size_t outlen)
+{
+	if (client->tls == NULL)
+	{
+		if (outlen > 0)
+			out[0] = '\0';
+		return;
+	}
+	tc_tls_describe(client->tls, out, outlen);
 }
 
 /* The name the server gave in its ServerHello. */

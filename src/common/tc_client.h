@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tc_tls.h"
 #include "tcopy.pb-c.h"
 
 /*
@@ -42,21 +43,30 @@
 typedef struct TcClient TcClient;
 
 /*
- * Wait until fd is readable (want_write false) or writable (true).  Return
- * 0 to go on, -1 to give up: the call in progress then fails with the
- * message the hook left through tc_client_set_error (or "wait abandoned").
+ * Wait until fd is readable (want_write false) or writable (true); fd -1:
+ * nothing to wait on (connecting to a unix socket whose backlog is full),
+ * pause for at most TC_CLIENT_PAUSE_MS before the call tries again.
+ * Return 0 to go on, -1 to give up: the call in progress then fails with
+ * the message the hook left through tc_client_set_error (or "wait
+ * abandoned").
  */
 typedef int (*TcWaitHook) (void *arg, TcClient *client, int fd, bool want_write);
 
+/* Longest pause of a wait hook called with fd -1, in milliseconds. */
+#define TC_CLIENT_PAUSE_MS 10
+
 /*
- * Connect to address ("unix:PATH" or "tcp:HOST:PORT"), exchange hellos and
- * wait for READY.  With a token (else NULL), authenticate mutually
- * (tc_auth.h): prove the token, and fail unless the server proves it knows
- * it too, before anything else is sent.  NULL on failure with the reason
- * in err (tc_client_error_code ERROR_AUTH for an authentication failure).
+ * Connect to address ("unix:PATH" or "tcp:HOST:PORT"), over tcp: do the
+ * TLS handshake tls asks for (NULL: the defaults, sslmode
+ * TC_SSLMODE_DEFAULT; unix: never uses TLS), exchange hellos and wait for
+ * READY.  With a token (else NULL), authenticate mutually (tc_auth.h):
+ * prove the token, and fail unless the server proves it knows it too,
+ * before anything else is sent.  NULL on failure with the reason in err
+ * (tc_client_error_code ERROR_AUTH for an authentication failure).
  */
 TcClient   *tc_client_connect(const char *address, const char *token,
-							  const char *client_name, char *err, size_t errlen);
+							  const TcTlsOptions *tls, const char *client_name,
+							  char *err, size_t errlen);
 
 /*
  * tc_client_connect with every wait of the connect and handshake going
@@ -67,6 +77,7 @@ TcClient   *tc_client_connect(const char *address, const char *token,
  * the token, ERROR_NONE for a local failure) in *codep unless it is NULL.
  */
 int			tc_client_connect_hooked(const char *address, const char *token,
+									 const TcTlsOptions *tls,
 									 const char *client_name, TcWaitHook hook,
 									 void *arg, TcClient **clientp,
 									 Tcopy__ErrorCode *codep,
@@ -85,6 +96,9 @@ Tcopy__ErrorCode tc_client_error_code(const TcClient *client);
 /* For wait hooks: set the message the failing call reports. */
 void		tc_client_set_error(TcClient *client, const char *fmt,...)
 			__attribute__((format(printf, 2, 3)));
+/* "TLSv1.3 TLS_AES_256_GCM_SHA384", or "" without TLS. */
+void		tc_client_tls_describe(const TcClient *client, char *out, size_t outlen);
+
 /* The server's ServerHello.server string. */
 const char *tc_client_server_name(const TcClient *client);
 

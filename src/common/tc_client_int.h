@@ -17,12 +17,14 @@
 #include "tc_buf.h"
 #include "tc_client.h"
 #include "tc_frame_reader.h"
+#include "tc_tls.h"
 
 #define TC_CLIENT_ARENA_BLOCK (64 * 1024)
 
 struct TcClient
 {
 	int			fd;
+	TcTls	   *tls;			/* tcp: with TLS, else NULL: the transport */
 	char	   *server_name;	/* ServerHello.server, malloc'ed */
 	TcWaitHook	wait_hook;
 	void	   *wait_arg;
@@ -48,6 +50,7 @@ extern int	client_fail(TcClient *client, Tcopy__ErrorCode code, const char *fmt,
 /* The default wait hook: poll without a timeout. */
 extern int	client_poll(void *arg, TcClient *client, int fd, bool want_write);
 extern int	client_wait(TcClient *client, bool want_write);
+extern int	client_wait_on(TcClient *client, int fd, bool want_write);
 extern int	client_next_frame(TcClient *client, bool nowait, Tcopy__FrameType *type,
 							  const uint8_t **payload, uint32_t *len);
 extern int	client_server_error(TcClient *client, const uint8_t *payload, uint32_t len);

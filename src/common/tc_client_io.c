@@ -77,12 +77,17 @@ client_fail(TcClient *client, Tcopy__ErrorCode code, const char *fmt,...)
 	return -1;
 }
 
-/* The default wait hook: poll without a timeout. */
+/* The default wait hook: poll without a timeout (fd -1: a pause). */
 int
 client_poll(void *arg, TcClient *client, int fd, bool want_write)
 {
 	struct pollfd pfd;
 
+	if (fd < 0)
+	{
+		(void) poll(NULL, 0, TC_CLIENT_PAUSE_MS);
+		return 0;
+	}
 	pfd.fd = fd;
 	pfd.events = want_write ? POLLOUT : POLLIN;
 	pfd.revents = 0;
@@ -103,14 +108,30 @@ client_poll(void *arg, TcClient *client, int fd, bool want_write)
 int
 client_wait(TcClient *client, bool want_write)
 {
+	return client_wait_on(client, client->fd, want_write);
+}
+
+/* client_wait on fd, or (fd -1) a pause of the hook's; -1 when it gives up. */
+int
+client_wait_on(TcClient *client, int fd, bool want_write)
+{
 	client->hook_set_error = false;
-	if (client->wait_hook(client->wait_arg, client, client->fd, want_write) == 0)
+	if (client->wait_hook(client->wait_arg, client, fd, want_write) == 0)
 		return 0;
 	if (!client->hook_set_error)
 		return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE, "wait abandoned");
 	client->error_code = TCOPY__ERROR_CODE__ERROR_NONE;
 	client->broken = true;
 	return -1;
+}
+
+/* TcReadFn of a TLS connection (arg is the client). */
+static ssize_t
+client_tls_read(void *arg, void *buf, size_t len)
+{
+	TcClient   *client = arg;
+
+	return tc_tls_read(client->tls, buf, len);
 }
 
 /*
@@ -140,7 +161,15 @@ client_next_frame(TcClient *client, bool nowait, Tcopy__FrameType *type,
 				break;
 		}
 
-		n = tc_frame_reader_read(&client->reader, client->fd);
+		/*
+		 * Through TLS, a read takes what OpenSSL holds first and says
+		 * EAGAIN only once that is gone, so that no wait below is for bytes
+		 * that have already arrived.
+		 */
+		if (client->tls != NULL)
+			n = tc_frame_reader_read_via(&client->reader, client_tls_read, client);
+		else
+			n = tc_frame_reader_read(&client->reader, client->fd);
 		if (n > 0)
 			continue;
 		if (n == 0)
@@ -150,9 +179,12 @@ client_next_frame(TcClient *client, bool nowait, Tcopy__FrameType *type,
 		{
 			if (nowait)
 				return 0;
-			if (client_wait(client, false) < 0)
+			if (client_wait(client, client->tls != NULL && tc_tls_wants_write(client->tls)) < 0)
 				return -1;
 		}
+		else if (errno == EPROTO && client->tls != NULL)
+			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
+							   "could not receive from tserver: %s", tc_tls_error(client->tls));
 		else if (errno == ENOMEM)
 			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
 							   "out of memory for a frame of %zu bytes",
@@ -239,6 +271,9 @@ client_send_failed(TcClient *client, int error)
 	if (error == EPIPE)
 		return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
 						   "tserver closed the connection");
+	if (error == EPROTO && client->tls != NULL)
+		return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
+						   "could not send to tserver: %s", tc_tls_error(client->tls));
 	return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
 					   "could not send to tserver: %s", strerror(error));
 }
@@ -254,16 +289,20 @@ client_send_iov(TcClient *client, struct iovec *iov, int iovcnt)
 	msg.msg_iovlen = (size_t) iovcnt;
 	while (msg.msg_iovlen > 0)
 	{
-		ssize_t		n = sendmsg(client->fd, &msg, MSG_NOSIGNAL);
+		ssize_t		n;
 		size_t		sent;
 
+		if (client->tls != NULL)
+			n = tc_tls_writev(client->tls, msg.msg_iov, (int) msg.msg_iovlen);
+		else
+			n = sendmsg(client->fd, &msg, MSG_NOSIGNAL);
 		if (n < 0)
 		{
 			if (errno == EINTR)
 				continue;
 			if (errno != EAGAIN && errno != EWOULDBLOCK)
 				return client_send_failed(client, errno);
-			if (client_wait(client, true) < 0)
+			if (client_wait(client, client->tls == NULL || tc_tls_wants_write(client->tls)) < 0)
 				return -1;
 			continue;
 		}

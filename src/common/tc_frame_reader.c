@@ -50,8 +50,21 @@ tc_frame_reader_next(TcFrameReader *reader, uint32_t max_payload,
 	return TC_FRAME_NEXT_READY;
 }
 
+/* TcReadFn of a plain socket (arg points to its fd). */
+static ssize_t
+frame_reader_read_fd(void *arg, void *buf, size_t len)
+{
+	return read(*(const int *) arg, buf, len);
+}
+
 ssize_t
 tc_frame_reader_read(TcFrameReader *reader, int fd)
+{
+	return tc_frame_reader_read_via(reader, frame_reader_read_fd, &fd);
+}
+
+ssize_t
+tc_frame_reader_read_via(TcFrameReader *reader, TcReadFn read_fn, void *arg)
 {
 	TcBuf	   *buf = &reader->buf;
 	size_t		have = buf->len - reader->pos;
@@ -80,7 +93,7 @@ tc_frame_reader_read(TcFrameReader *reader, int fd)
 		return -1;
 	}
 
-	n = read(fd, buf->data + buf->len, buf->cap - buf->len);
+	n = read_fn(arg, buf->data + buf->len, buf->cap - buf->len);
 	if (n > 0)
 		buf->len += (size_t) n;
 	return n;

@@ -68,6 +68,15 @@ TcFrameNext tc_frame_reader_next(TcFrameReader *reader, uint32_t max_payload,
  */
 ssize_t		tc_frame_reader_read(TcFrameReader *reader, int fd);
 
+/*
+ * A transport's read(2): a TLS connection's (tc_tls_read).  Same returns
+ * as read(2).
+ */
+typedef ssize_t (*TcReadFn) (void *arg, void *buf, size_t len);
+
+/* tc_frame_reader_read through read_fn(arg, ...) instead of read(fd). */
+ssize_t		tc_frame_reader_read_via(TcFrameReader *reader, TcReadFn read_fn, void *arg);
+
 /* Bytes received but not yet returned: 0 between frames. */
 size_t		tc_frame_reader_buffered(const TcFrameReader *reader);
 

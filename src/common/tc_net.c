@@ -48,29 +48,45 @@ net_unix_sockaddr(const char *path, struct sockaddr_un *sun, char *err, size_t e
 }
 
 int
-tc_net_unix_connect(const char *path, const char *name, char *err, size_t errlen)
+tc_net_unix_connect(const char *path, int *fdp, TcNetWaitFn wait, void *wait_arg,
+					const char *name, char *err, size_t errlen)
 {
 	struct sockaddr_un sun;
-	int			fd;
+	int			error = 0;
 
+	*fdp = -1;
 	if (net_unix_sockaddr(path, &sun, err, errlen) != TC_NET_OK)
 		return TC_NET_ERR;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
+	*fdp = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (*fdp < 0)
 		return net_error(err, errlen, "could not create a socket: %s", strerror(errno));
-	while (connect(fd, (struct sockaddr *) &sun, sizeof(sun)) < 0)
+	for (;;)
 	{
-		if (errno != EINTR)
-		{
-			int			saved_errno = errno;
+		socklen_t	optlen = sizeof(error);
 
-			close(fd);
-			errno = saved_errno;
-			return net_error(err, errlen, "could not connect to %s: %s", name,
-							 strerror(saved_errno));
+		if (connect(*fdp, (struct sockaddr *) &sun, sizeof(sun)) == 0)
+			return TC_NET_OK;
+		error = errno;
+		if (error == EAGAIN || error == EINTR)
+		{
+			/* the backlog is full: nothing to wait on but time */
+			if (wait(wait_arg, -1, true) != 0)
+				return TC_NET_ABANDONED;
+			continue;
 		}
+		if (error != EINPROGRESS)
+			break;
+		if (wait(wait_arg, *fdp, true) != 0)
+			return TC_NET_ABANDONED;
+		if (getsockopt(*fdp, SOL_SOCKET, SO_ERROR, &error, &optlen) < 0)
+			error = errno;
+		if (error == 0)
+			return TC_NET_OK;
+		break;
 	}
-	return fd;
+	close(*fdp);
+	*fdp = -1;
+	return net_error(err, errlen, "could not connect to %s: %s", name, strerror(error));
 }
 
 int

@@ -27,20 +27,26 @@
 struct addrinfo;
 
 /*
- * Wait until fd is writable (want_write) or readable.  Return 0 to go on,
- * -1 to give up.  It may also not return at all (a longjmp): see
- * tc_net_tcp_connect.
+ * Wait until fd is writable (want_write) or readable; fd -1: there is
+ * nothing to wait on, pause a little (milliseconds) before the caller
+ * tries again.  Return 0 to go on, -1 to give up.  It may also not return
+ * at all (a longjmp): see tc_net_tcp_connect.
  */
 typedef int (*TcNetWaitFn) (void *arg, int fd, bool want_write);
 
 /* ---- connecting ---- */
 
 /*
- * Connect to the unix socket at path, blocking: a non-blocking connect
- * fails with EAGAIN when the server's backlog is full and leaves nothing
- * to wait on.  Returns the descriptor (blocking, close-on-exec).
+ * Connect to the unix socket at path, non-blocking, so that a server that
+ * stops accepting cannot hold the caller: when its backlog is full, Linux
+ * fails the connect with EAGAIN and leaves nothing to wait on, so wait is
+ * called with fd -1 (a pause) and the connect tried again, until wait gives
+ * up.  *fdp as in tc_net_tcp_connect.  Returns TC_NET_OK with *fdp
+ * connected (non-blocking, close-on-exec), TC_NET_ERR (*fdp -1), or
+ * TC_NET_ABANDONED (*fdp still open, for the caller to close).
  */
-int			tc_net_unix_connect(const char *path, const char *name,
+int			tc_net_unix_connect(const char *path, int *fdp, TcNetWaitFn wait,
+								void *wait_arg, const char *name,
 								char *err, size_t errlen);
 
 /*

@@ -14,6 +14,14 @@
  * element type's), else its text output.  Both decode exactly through the
  * receive or input function.
  *
+ * Text travels as the writing database's bytes, and another database,
+ * of another encoding, may read it: text read back (text-like columns but
+ * bytea, and every text output) is verified against the database
+ * encoding, as Postgres verifies what a client sends, so that invalid
+ * bytes raise Postgres' own error instead of reaching a query's result or
+ * a heap table.  pg_verify_mbstr has a fast path for ASCII; nothing is
+ * allocated for it.
+ *
  * Domains travel as their base type.  Their constraints are checked by
  * Postgres' input functions when rows come in; on the way out, values are
  * decoded by the base type, as Postgres reads stored values without
@@ -123,6 +131,7 @@ column_choose_conv(TcopyColumnCodec *col)
 		case XMLOID:
 			col->conv = TCOPY_CONV_TEXT;
 			col->kind = TCOPY__KIND__KIND_BYTES;
+			col->is_text = base != BYTEAOID;
 			return;
 		default:
 			break;
@@ -153,6 +162,7 @@ column_choose_conv(TcopyColumnCodec *col)
 		getTypeInputInfo(base, &func, &col->typioparam);
 		fmgr_info(func, &col->in_fn);
 		col->conv = TCOPY_CONV_IO;
+		col->is_text = true;
 	}
 }
 
@@ -171,6 +181,7 @@ tcopy_rel_codec(Relation rel, Oid userid)
 	codec->columns = palloc0(sizeof(TcopyColumnCodec) * Max(desc->natts, 1));
 	codec->column_of_att = palloc(sizeof(int) * Max(desc->natts, 1));
 	codec->userid = userid;
+	codec->encoding = GetDatabaseEncoding();
 	tcopy_get_table_options(rel, userid, &codec->options);
 
 	tcopy__schema__init(schema);
@@ -399,6 +410,45 @@ decode_out_of_range(TcopyRelCodec *codec, int column)
 					codec->columns[column].attname, codec->relname)));
 }
 
+/* Error context of a stored value not valid in the database encoding. */
+static void
+decode_text_error_callback(void *arg)
+{
+	const char *const *names = (const char *const *) arg;
+
+	errcontext("column \"%s\" of foreign table \"%s\"", names[0], names[1]);
+}
+
+/*
+ * Raise Postgres' error for stored text that is not valid in the database
+ * encoding ("invalid byte sequence for encoding ..."), naming the column.
+ */
+static pg_noinline void
+decode_report_invalid_text(TcopyRelCodec *codec, TcopyColumnCodec *col,
+						   const ProtobufCBinaryData *blob)
+{
+	ErrorContextCallback callback;
+	const char *names[2] = {col->attname, codec->relname};
+
+	callback.callback = decode_text_error_callback;
+	callback.arg = (void *) names;
+	callback.previous = error_context_stack;
+	error_context_stack = &callback;
+	pg_verify_mbstr(codec->encoding, (const char *) blob->data, (int) blob->len, false);
+	error_context_stack = callback.previous;
+	elog(ERROR, "text of column \"%s\" failed and passed the encoding check", col->attname);
+}
+
+/* Check that stored text is valid in the database encoding. */
+static inline void
+decode_verify_text(TcopyRelCodec *codec, TcopyColumnCodec *col,
+				   const ProtobufCBinaryData *blob)
+{
+	if (unlikely(!pg_verify_mbstr(codec->encoding, (const char *) blob->data,
+								  (int) blob->len, true)))
+		decode_report_invalid_text(codec, col, blob);
+}
+
 void
 tcopy_decode_row(TcopyRelCodec *codec, const int *proj, int nproj,
 				 const Tcopy__Row *row, Datum *values, bool *nulls)
@@ -463,6 +513,8 @@ tcopy_decode_row(TcopyRelCodec *codec, const int *proj, int nproj,
 					struct varlena *v;
 
 					blob = &row->blobs[blobs++];
+					if (col->is_text)
+						decode_verify_text(codec, col, blob);
 					v = palloc(VARHDRSZ + blob->len);
 					SET_VARSIZE(v, VARHDRSZ + blob->len);
 					memcpy(VARDATA(v), blob->data, blob->len);
@@ -494,6 +546,7 @@ tcopy_decode_row(TcopyRelCodec *codec, const int *proj, int nproj,
 					char	   *text;
 
 					blob = &row->blobs[blobs++];
+					decode_verify_text(codec, col, blob);
 					text = pnstrdup((const char *) blob->data, blob->len);
 					values[att] = InputFunctionCall(&col->in_fn, text,
 													col->typioparam, col->typmod);

@@ -20,9 +20,17 @@
  * cannot commit.
  *
  * Scans, table lookups and recovery use fresh clients of their own
- * (tcopy_connect), so that they can run while a write session is open.  They are tracked
- * here so that the ones a failed query leaves behind are closed when its
- * (sub)transaction ends (tcopy_close_scan_clients, called by xact.c).
+ * (tcopy_connect, tcopy_scan_client_open), so that they can run while a
+ * write session is open.  They are tracked here so that the ones a failed
+ * query leaves behind are closed when its (sub)transaction ends.  A client
+ * belongs to a (sub)transaction, as a resource owner's resources do: a
+ * scan's to the one that began the scan (a cursor's: the one that declared
+ * it), however deep the FETCH that connects it; a subtransaction that
+ * commits hands its clients to its parent (tcopy_scan_clients_to_parent),
+ * and only the abort of the one that owns a client closes it
+ * (tcopy_close_scan_clients), both called by xact.c.  A scan's client is
+ * tracked in the scan's own memory (TcopyScanClient), which marks it lost
+ * when an abort closes it, so that the scan can never use a freed client.
  */
 #include "postgres.h"
 
@@ -36,21 +44,20 @@
 
 #include "tcopy.h"
 
-/* A client of tcopy_connect, not yet given back to tcopy_disconnect. */
-typedef struct TcopyScanClient
-{
-	TcClient   *client;
-	int			nest_level;		/* transaction nest level that opened it */
-} TcopyScanClient;
-
 /* Write connections by (server, user); NULL until the first write. */
 HTAB	   *tcopy_connections = NULL;
 
-/* TcopyScanClient *, in TopMemoryContext */
+/*
+ * TcopyScanClient *, the list in TopMemoryContext; the entries of
+ * tcopy_connect there too, a scan's in the scan's memory.
+ */
 static List *tcopy_scan_clients = NIL;
 
 /* Nonzero while resolving a prepared session: waits end at this time. */
 static TimestampTz tcopy_wait_deadline = 0;
+
+/* Nonzero while connecting: tcopy.connect_timeout ends waits at this time. */
+static TimestampTz tcopy_connect_deadline = 0;
 
 static void tcopy_raise_error(Tcopy__ErrorCode code, const char *message,
 							  const char *address, const char *what) pg_attribute_noreturn();
@@ -60,39 +67,53 @@ static void tcopy_raise_error(Tcopy__ErrorCode code, const char *message,
  * timeout is served (CHECK_FOR_INTERRUPTS may not return), and give up at
  * the deadline tcopy_set_wait_deadline set: where a wait must be bounded
  * (resolving prepared sessions after the commit or abort, where interrupts
- * are held, xact.c; recovery, recovery.c).
+ * are held, xact.c; recovery, recovery.c); while connecting, at
+ * tcopy.connect_timeout too.  fd -1 (a unix connect retried while the
+ * tserver's backlog is full) waits on the latch alone, for a short pause.
  */
 static int
 tcopy_wait(void *arg, TcClient *client, int fd, bool want_write)
 {
-	int			events = WL_LATCH_SET | WL_EXIT_ON_PM_DEATH |
-		(want_write ? WL_SOCKET_WRITEABLE : WL_SOCKET_READABLE);
+	int			events = WL_LATCH_SET | WL_EXIT_ON_PM_DEATH;
+	TimestampTz deadline = tcopy_wait_deadline;
 	long		timeout = -1L;
 	int			rc;
 
-	if (tcopy_wait_deadline != 0)
+	if (tcopy_connect_deadline != 0 &&
+		(deadline == 0 || tcopy_connect_deadline < deadline))
+		deadline = tcopy_connect_deadline;
+	if (deadline != 0)
 	{
-		timeout = TimestampDifferenceMilliseconds(GetCurrentTimestamp(),
-												  tcopy_wait_deadline);
+		timeout = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
 		if (timeout <= 0)
 		{
-			tc_client_set_error(client, "timed out waiting for tserver");
+			if (deadline == tcopy_connect_deadline)
+				tc_client_set_error(client, "timed out connecting to tserver after %d s (tcopy.connect_timeout)",
+									tcopy_connect_timeout);
+			else
+				tc_client_set_error(client, "timed out waiting for tserver");
 			return -1;
 		}
 		events |= WL_TIMEOUT;
 	}
+	if (fd < 0)
+	{
+		timeout = timeout < 0 ? TC_CLIENT_PAUSE_MS : Min(timeout, TC_CLIENT_PAUSE_MS);
+		events |= WL_TIMEOUT;
+	}
+	else
+		events |= want_write ? WL_SOCKET_WRITEABLE : WL_SOCKET_READABLE;
 
-	rc = WaitLatchOrSocket(MyLatch, events, fd, timeout, PG_WAIT_EXTENSION);
+	rc = WaitLatchOrSocket(MyLatch, events, fd < 0 ? PGINVALID_SOCKET : fd, timeout,
+						   PG_WAIT_EXTENSION);
 	if (rc & WL_LATCH_SET)
 	{
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
-	if ((rc & WL_TIMEOUT) && !(rc & WL_SOCKET_MASK))
-	{
-		tc_client_set_error(client, "timed out waiting for tserver");
-		return -1;
-	}
+	/* a socket not ready at the deadline: the call again reports it */
+	if (fd >= 0 && (rc & WL_TIMEOUT) && !(rc & WL_SOCKET_MASK))
+		return tcopy_wait(arg, client, fd, want_write);
 	return 0;
 }
 
@@ -104,7 +125,8 @@ tcopy_wait(void *arg, TcClient *client, int fd, bool want_write)
  */
 static TcClient *
 tcopy_client_try_connect(const char *address, const char *token,
-						 Tcopy__ErrorCode *code, char *err, size_t errlen)
+						 const TcTlsOptions *tls, Tcopy__ErrorCode *code,
+						 char *err, size_t errlen)
 {
 	static TcClient *connecting = NULL;
 	TcClient   *client;
@@ -112,18 +134,23 @@ tcopy_client_try_connect(const char *address, const char *token,
 	int			rc;
 
 	snprintf(name, sizeof(name), "tcopy %d", MyProcPid);
+	if (tcopy_connect_timeout > 0)
+		tcopy_connect_deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+															 tcopy_connect_timeout * 1000);
 	PG_TRY();
 	{
-		rc = tc_client_connect_hooked(address, token, name, tcopy_wait, NULL,
+		rc = tc_client_connect_hooked(address, token, tls, name, tcopy_wait, NULL,
 									  &connecting, code, err, errlen);
 	}
 	PG_CATCH();
 	{
+		tcopy_connect_deadline = 0;
 		tc_client_close(connecting);
 		connecting = NULL;
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
+	tcopy_connect_deadline = 0;
 	client = connecting;
 	connecting = NULL;
 	return rc < 0 ? NULL : client;
@@ -131,11 +158,11 @@ tcopy_client_try_connect(const char *address, const char *token,
 
 /* Connect to a tserver (see tcopy_client_try_connect), or raise an ERROR. */
 TcClient *
-tcopy_client_connect(const char *address, const char *token)
+tcopy_client_connect(const char *address, const char *token, const TcTlsOptions *tls)
 {
 	char		err[512];
 	Tcopy__ErrorCode code;
-	TcClient   *client = tcopy_client_try_connect(address, token, &code, err, sizeof(err));
+	TcClient   *client = tcopy_client_try_connect(address, token, tls, &code, err, sizeof(err));
 
 	if (client == NULL)
 	{
@@ -273,8 +300,35 @@ tcopy_connection_fail(TcopyConnection *conn, const char *what)
 	tcopy_raise_error(code, message, conn->address, what);
 }
 
+/* Whether a and b, either NULL, are the same string. */
+static bool
+tcopy_same_string(const char *a, const char *b)
+{
+	return (a == NULL && b == NULL) || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+/* A copy of s (NULL stays NULL) in TopMemoryContext. */
+static char *
+tcopy_strdup_top(const char *s)
+{
+	return s != NULL ? MemoryContextStrdup(TopMemoryContext, s) : NULL;
+}
+
+/* Free the file names of tls (as tcopy_strdup_top made them). */
+static void
+tcopy_tls_free_top(TcTlsOptions *tls)
+{
+	if (tls->sslrootcert != NULL)
+		pfree((char *) tls->sslrootcert);
+	if (tls->sslcert != NULL)
+		pfree((char *) tls->sslcert);
+	if (tls->sslkey != NULL)
+		pfree((char *) tls->sslkey);
+	memset(tls, 0, sizeof(*tls));
+}
+
 /*
- * Take on the address and token the table's options give now.  A changed
+ * Take on the address, token and TLS settings the table's options give now.  A changed
  * server or user mapping takes effect on a new client, though not in the
  * middle of a session, which cannot move.
  */
@@ -285,9 +339,11 @@ tcopy_conn_set_options(TcopyConnection *conn, const TcopyTableOptions *options)
 
 	same = conn->address != NULL &&
 		strcmp(conn->address, options->address) == 0 &&
-		((conn->token == NULL && options->token == NULL) ||
-		 (conn->token != NULL && options->token != NULL &&
-		  strcmp(conn->token, options->token) == 0));
+		tcopy_same_string(conn->token, options->token) &&
+		conn->tls.sslmode == options->tls.sslmode &&
+		tcopy_same_string(conn->tls.sslrootcert, options->tls.sslrootcert) &&
+		tcopy_same_string(conn->tls.sslcert, options->tls.sslcert) &&
+		tcopy_same_string(conn->tls.sslkey, options->tls.sslkey);
 	if (same || conn->in_session)
 		return;
 
@@ -298,8 +354,12 @@ tcopy_conn_set_options(TcopyConnection *conn, const TcopyTableOptions *options)
 	if (conn->token != NULL)
 		pfree(conn->token);
 	conn->address = MemoryContextStrdup(TopMemoryContext, options->address);
-	conn->token = options->token != NULL ?
-		MemoryContextStrdup(TopMemoryContext, options->token) : NULL;
+	conn->token = tcopy_strdup_top(options->token);
+	tcopy_tls_free_top(&conn->tls);
+	conn->tls.sslmode = options->tls.sslmode;
+	conn->tls.sslrootcert = tcopy_strdup_top(options->tls.sslrootcert);
+	conn->tls.sslcert = tcopy_strdup_top(options->tls.sslcert);
+	conn->tls.sslkey = tcopy_strdup_top(options->tls.sslkey);
 	conn->null_transport = tcopy_address_is_null(conn->address);
 	conn->null_next_table_id = 0;
 }
@@ -357,7 +417,7 @@ bool
 tcopy_lookup_table_id(const TcopyTableOptions *options, const Tcopy__Schema *schema,
 					  const char *what, uint32 *table_id)
 {
-	TcClient   *client = tcopy_connect(options->address, options->token);
+	TcClient   *client = tcopy_connect(options->address, options->token, &options->tls);
 	bool		found = true;
 
 	if (client == NULL)
@@ -445,7 +505,8 @@ tcopy_connection_table_id(TcopyConnection *conn, TcopyRelCodec *codec)
 
 /*
  * Track a client of tcopy_connect or tcopy_try_connect from before it
- * connects, so that nothing leaks if connecting fails or is cancelled.
+ * connects, so that nothing leaks if connecting fails or is cancelled; it
+ * belongs to the current (sub)transaction.
  */
 static TcopyScanClient *
 tcopy_track_client(void)
@@ -454,28 +515,41 @@ tcopy_track_client(void)
 	MemoryContext oldcontext;
 
 	oldcontext = MemoryContextSwitchTo(TopMemoryContext);
-	entry = palloc(sizeof(TcopyScanClient));
-	entry->client = NULL;
+	entry = palloc0(sizeof(TcopyScanClient));
 	entry->nest_level = GetCurrentTransactionNestLevel();
+	entry->tracker_owned = true;
 	tcopy_scan_clients = lappend(tcopy_scan_clients, entry);
 	MemoryContextSwitchTo(oldcontext);
 	return entry;
 }
 
+/* Stop tracking entry and close its client; free it if it is ours. */
+static void
+tcopy_untrack_client(TcopyScanClient *entry)
+{
+	TcClient   *client = entry->client;
+
+	tcopy_scan_clients = list_delete_ptr(tcopy_scan_clients, entry);
+	entry->client = NULL;
+	tc_client_close(client);
+	if (entry->tracker_owned)
+		pfree(entry);
+}
+
 /*
- * A fresh client for a scan, a table lookup or recovery, or NULL for a
- * null: server, which has no tserver.  Give it back with tcopy_disconnect;
- * if the query fails first, it is closed when its (sub)transaction ends.
+ * A fresh client for a table lookup or recovery, or NULL for a null:
+ * server, which has no tserver.  Give it back with tcopy_disconnect; if
+ * the query fails first, it is closed when its (sub)transaction ends.
  */
 TcClient *
-tcopy_connect(const char *address, const char *token)
+tcopy_connect(const char *address, const char *token, const TcTlsOptions *tls)
 {
 	TcopyScanClient *entry;
 
 	if (tcopy_address_is_null(address))
 		return NULL;
 	entry = tcopy_track_client();
-	entry->client = tcopy_client_connect(address, token);
+	entry->client = tcopy_client_connect(address, token, tls);
 	return entry->client;
 }
 
@@ -484,17 +558,15 @@ tcopy_connect(const char *address, const char *token)
  * be reached (a cancel still raises its ERROR).  Not for null: servers.
  */
 TcClient *
-tcopy_try_connect(const char *address, const char *token, char *err, size_t errlen)
+tcopy_try_connect(const char *address, const char *token, const TcTlsOptions *tls,
+				  char *err, size_t errlen)
 {
 	TcopyScanClient *entry = tcopy_track_client();
-	TcClient   *client = tcopy_client_try_connect(address, token, NULL, err, errlen);
+	TcClient   *client = tcopy_client_try_connect(address, token, tls, NULL, err, errlen);
 
 	entry->client = client;
 	if (client == NULL)
-	{
-		tcopy_scan_clients = list_delete_ptr(tcopy_scan_clients, entry);
-		pfree(entry);
-	}
+		tcopy_untrack_client(entry);
 	return client;
 }
 
@@ -513,17 +585,57 @@ tcopy_disconnect(TcClient *client)
 	{
 		TcopyScanClient *entry = (TcopyScanClient *) lfirst(lc);
 
-		if (entry->client == client)
+		if (entry->client == client && entry->tracker_owned)
 		{
-			tcopy_scan_clients = foreach_delete_current(tcopy_scan_clients, lc);
-			tc_client_close(client);
-			pfree(entry);
+			tcopy_untrack_client(entry);
 			return;
 		}
 	}
 }
 
-/* Close the scan clients opened at nest level min_level or deeper. */
+/*
+ * Make entry, in the memory of a scan about to begin, belong to the
+ * current (sub)transaction: the one whose abort ends the scan.
+ */
+void
+tcopy_scan_client_init(TcopyScanClient *entry)
+{
+	memset(entry, 0, sizeof(*entry));
+	entry->nest_level = GetCurrentTransactionNestLevel();
+}
+
+/*
+ * Connect entry's scan to a tserver.  The client belongs to the
+ * (sub)transaction entry belongs to, not the one running now: a FETCH in a
+ * savepoint may connect the scan of a cursor declared before it.
+ */
+void
+tcopy_scan_client_open(TcopyScanClient *entry, const char *address, const char *token,
+					   const TcTlsOptions *tls)
+{
+	MemoryContext oldcontext;
+
+	Assert(entry->client == NULL);
+	oldcontext = MemoryContextSwitchTo(TopMemoryContext);
+	tcopy_scan_clients = list_append_unique_ptr(tcopy_scan_clients, entry);
+	MemoryContextSwitchTo(oldcontext);
+	entry->lost = false;
+	entry->client = tcopy_client_connect(address, token, tls);
+}
+
+/* Close entry's client, if it has one; entry may be opened again. */
+void
+tcopy_scan_client_close(TcopyScanClient *entry)
+{
+	if (list_member_ptr(tcopy_scan_clients, entry))
+		tcopy_untrack_client(entry);
+}
+
+/*
+ * The abort of the (sub)transaction at nest level min_level (0: the
+ * transaction's end): close the clients it owns, and those of the
+ * subtransactions below it.  A scan's entry is kept, marked lost.
+ */
 void
 tcopy_close_scan_clients(int min_level)
 {
@@ -537,7 +649,29 @@ tcopy_close_scan_clients(int min_level)
 		{
 			tcopy_scan_clients = foreach_delete_current(tcopy_scan_clients, lc);
 			tc_client_close(entry->client);
-			pfree(entry);
+			entry->client = NULL;
+			if (entry->tracker_owned)
+				pfree(entry);
+			else
+				entry->lost = true;
 		}
+	}
+}
+
+/*
+ * The subtransaction at nest level level commits: its clients now belong
+ * to its parent, whose abort closes them.
+ */
+void
+tcopy_scan_clients_to_parent(int level)
+{
+	ListCell   *lc;
+
+	foreach(lc, tcopy_scan_clients)
+	{
+		TcopyScanClient *entry = (TcopyScanClient *) lfirst(lc);
+
+		if (entry->nest_level >= level)
+			entry->nest_level = level - 1;
 	}
 }

@@ -19,6 +19,14 @@
  * tcopy.raw_fields is on, rows come from NextCopyFromRawFields instead and
  * copy_fields.c converts the fields as NextCopyFrom would.  Progress goes to pg_stat_progress_copy
  * as Postgres' COPY reports it.
+ *
+ * A COPY straight into a partition checks every row against the partition
+ * constraint, as CopyFrom does for a target that is a partition itself
+ * (foreign or not): with Postgres' own ExecPartitionCheck, after the WHERE
+ * clause, so that the error, its DETAIL (which follows column privileges)
+ * and its CONTEXT are Postgres'.  The check needs the row's Datums: such a
+ * COPY reads through NextCopyFrom, not the raw fields.  A COPY into the
+ * parent is Postgres', which routes each row to its partition.
  */
 #include "tcopy.h"
 
@@ -147,6 +155,7 @@ copy_rows(ParseState *pstate, const CopyStmt *stmt, Relation rel, List *where)
 	MemoryContext oldcontext = CurrentMemoryContext;
 	TcopyWriter *writer;
 	TcopyFieldPlan *plan = NULL;
+	ResultRelInfo *partition = NULL;
 	uint64		processed = 0;
 	uint64		excluded = 0;
 
@@ -156,9 +165,16 @@ copy_rows(ParseState *pstate, const CopyStmt *stmt, Relation rel, List *where)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("cannot perform COPY FREEZE on a foreign table")));
+	if (rel->rd_rel->relispartition)
+	{
+		/* what the check's DETAIL needs: the range table, the inserted columns */
+		ExecInitRangeTable(estate, pstate->p_rtable);
+		partition = makeNode(ResultRelInfo);
+		InitResultRelInfo(partition, rel, 1, NULL, 0);
+	}
 	if (where != NIL)
 		qual = ExecPrepareQual(where, estate);
-	else if (tcopy_raw_fields)
+	else if (tcopy_raw_fields && partition == NULL)
 		plan = tcopy_field_plan(cstate, codec);
 	slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
 	writer = tcopy_writer_begin(codec);
@@ -196,6 +212,8 @@ copy_rows(ParseState *pstate, const CopyStmt *stmt, Relation rel, List *where)
 				continue;
 			}
 		}
+		if (partition != NULL)
+			ExecPartitionCheck(partition, slot, estate, true);
 		/* encoding may call send functions: per-tuple memory */
 		tcopy_writer_add(writer, slot->tts_values, slot->tts_isnull);
 		pgstat_progress_update_param(PROGRESS_COPY_TUPLES_PROCESSED, ++processed);

@@ -3,15 +3,18 @@
  *		The scan callbacks of the tcopy foreign-data wrapper: a scan of a
  *		table on its tserver, projected and key-bounded as fdw.c planned.
  *
- * A scan opens a connection of its own (tcopy_connect), so that it can run
- * while the transaction's write session is open, and fetches the rows in
- * batches.  Rows written by the transaction are not visible before it
- * commits: a scan would silently miss them, so reading a table the
- * transaction wrote to is an error.
+ * A scan opens a connection of its own (tcopy_scan_client_open), so that
+ * it can run while the transaction's write session is open, and fetches
+ * the rows in batches.  Rows written by the transaction are not visible
+ * before it commits: a scan would silently miss them, so reading a table
+ * the transaction wrote to is an error.
  *
- * A connection is malloc'ed by the client library; a reset callback on the
- * scan's memory context closes it when a query fails, as EndForeignScan is
- * then not called.
+ * The connection belongs to the (sub)transaction that began the scan (a
+ * cursor's: the one that declared it), and follows it as Postgres'
+ * portals do: to the parent when it commits, closed when it aborts
+ * (connection.c).  A connection is malloc'ed by the client library; a
+ * reset callback on the scan's memory context closes it when a query
+ * fails, as EndForeignScan is then not called.
  */
 #include "tcopy.h"
 
@@ -35,7 +38,7 @@ typedef struct TcopyKeyBound
 typedef struct TcopyScanState
 {
 	TcopyRelCodec *codec;
-	TcClient   *client;			/* NULL: the scan returns no rows */
+	TcopyScanClient conn;		/* conn.client NULL: the scan returns no rows */
 	uint32		table_id;
 	int		   *proj;			/* [nproj] wire columns fetched, ascending */
 	int			nproj;
@@ -204,12 +207,9 @@ static void
 tcopy_scan_close(void *arg)
 {
 	TcopyScanState *state = (TcopyScanState *) arg;
-	TcClient   *client = state->client;
 
-	state->client = NULL;
 	state->batch = NULL;
-	if (client != NULL)
-		tcopy_disconnect(client);
+	tcopy_scan_client_close(&state->conn);
 }
 
 /*
@@ -222,6 +222,7 @@ tcopy_scan_connect(TcopyScanState *state)
 	TcopyRelCodec *codec = state->codec;
 	TcClient   *client;
 
+	state->conn.lost = false;
 	state->started = false;
 	state->done = false;
 	state->batch = NULL;
@@ -229,10 +230,9 @@ tcopy_scan_connect(TcopyScanState *state)
 	if (tcopy_address_is_null(codec->options.address) || state->empty_range)
 		return;
 
-	client = tcopy_connect(codec->options.address, codec->options.token);
-	if (client == NULL)
-		return;
-	state->client = client;
+	tcopy_scan_client_open(&state->conn, codec->options.address, codec->options.token,
+						   &codec->options.tls);
+	client = state->conn.client;
 	if (tc_client_open_table(client, codec->options.table_name, codec->schema,
 							 false, &state->table_id, NULL, NULL) < 0)
 	{
@@ -286,6 +286,7 @@ tcopyBeginForeignScan(ForeignScanState *node, int eflags)
 	state->batch_cxt = AllocSetContextCreate(CurrentMemoryContext,
 											 "tcopy scan batch",
 											 ALLOCSET_DEFAULT_SIZES);
+	tcopy_scan_client_init(&state->conn);
 	state->close_callback.func = tcopy_scan_close;
 	state->close_callback.arg = state;
 	MemoryContextRegisterResetCallback(CurrentMemoryContext, &state->close_callback);
@@ -329,11 +330,26 @@ tcopy_scan_start(TcopyScanState *state)
 	if (state->upper.present)
 		request.upper = tcopy_make_key_bound(&state->upper);
 
-	if (tc_client_scan_start(state->client, &request) < 0)
-		tcopy_report_client_error(state->client, codec->options.address,
+	if (tc_client_scan_start(state->conn.client, &request) < 0)
+		tcopy_report_client_error(state->conn.client, codec->options.address,
 								  psprintf("could not scan table \"%s\"",
 										   codec->options.table_name));
 	state->started = true;
+}
+
+/*
+ * The scan's connection was closed by the rollback of the (sub)transaction
+ * that owns it: Postgres ends the portals of that subtransaction, so this
+ * cannot happen, but should it, say so rather than return fewer rows.
+ */
+static void
+tcopy_scan_report_lost(TcopyScanState *state)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_CURSOR_STATE),
+			 errmsg("cannot continue the scan of foreign table \"%s\"",
+					state->codec->relname),
+			 errdetail("Its connection to the tserver was closed when the subtransaction that began the scan rolled back.")));
 }
 
 /*
@@ -350,7 +366,9 @@ tcopyIterateForeignScan(ForeignScanState *node)
 	MemoryContext oldcxt;
 
 	ExecClearTuple(slot);
-	if (state->client == NULL)
+	if (state->conn.lost)
+		tcopy_scan_report_lost(state);
+	if (state->conn.client == NULL)
 		return slot;
 	if (!state->started)
 		tcopy_scan_start(state);
@@ -363,8 +381,8 @@ tcopyIterateForeignScan(ForeignScanState *node)
 		MemoryContextReset(state->batch_cxt);
 		state->batch = NULL;
 		state->next_row = 0;
-		if (tc_client_scan_next(state->client, &state->batch) < 0)
-			tcopy_report_client_error(state->client, codec->options.address,
+		if (tc_client_scan_next(state->conn.client, &state->batch) < 0)
+			tcopy_report_client_error(state->conn.client, codec->options.address,
 									  psprintf("could not scan table \"%s\"",
 											   codec->options.table_name));
 		state->done = state->batch->done;
@@ -388,7 +406,8 @@ tcopyReScanForeignScan(ForeignScanState *node)
 {
 	TcopyScanState *state = (TcopyScanState *) node->fdw_state;
 
-	if (state->client != NULL && state->started && !state->done)
+	if ((state->conn.client != NULL && state->started && !state->done) ||
+		state->conn.lost)
 	{
 		tcopy_scan_close(state);
 		tcopy_scan_connect(state);

@@ -42,7 +42,11 @@ static const TcopyOption tcopy_options[] = {
 	{"address", ForeignServerRelationId},
 	{"batch_rows", ForeignServerRelationId},
 	{"batch_size", ForeignServerRelationId},
+	{"sslmode", ForeignServerRelationId},
+	{"sslrootcert", ForeignServerRelationId},
 	{"token", UserMappingRelationId},
+	{"sslcert", UserMappingRelationId},
+	{"sslkey", UserMappingRelationId},
 	{"key", ForeignTableRelationId},
 	{"table_name", ForeignTableRelationId},
 	{"batch_rows", ForeignTableRelationId},
@@ -173,6 +177,33 @@ tcopy_parse_key(const char *value)
 	return names;
 }
 
+/* The value of option sslmode; an ERROR naming the valid ones otherwise. */
+static TcSslMode
+tcopy_parse_sslmode(const char *value)
+{
+	TcSslMode	mode;
+
+	if (!tc_tls_parse_sslmode(value, &mode))
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("invalid value for option \"sslmode\": \"%s\"", value),
+				 errhint("Valid values are: %s.", TC_SSLMODE_NAMES)));
+	return mode;
+}
+
+/*
+ * A certificate or key file option: an absolute path, as the backend's
+ * working directory (the data directory) is no place to look for them.
+ */
+static void
+tcopy_check_tls_file(const char *name, const char *value)
+{
+	if (!is_absolute_path(value))
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+				 errmsg("option \"%s\" must be an absolute path: \"%s\"", name, value)));
+}
+
 /* Check the value of one option already known to be valid for its object. */
 static void
 tcopy_check_option_value(DefElem *def)
@@ -186,6 +217,12 @@ tcopy_check_option_value(DefElem *def)
 		(void) tcopy_parse_batch_option(def->defname, value);
 	else if (strcmp(def->defname, "key") == 0)
 		(void) tcopy_parse_key(value);
+	else if (strcmp(def->defname, "sslmode") == 0)
+		(void) tcopy_parse_sslmode(value);
+	else if (strcmp(def->defname, "sslrootcert") == 0 ||
+			 strcmp(def->defname, "sslcert") == 0 ||
+			 strcmp(def->defname, "sslkey") == 0)
+		tcopy_check_tls_file(def->defname, value);
 	else if (strcmp(def->defname, "table_name") == 0 ||
 			 strcmp(def->defname, "column_name") == 0)
 	{
@@ -207,6 +244,8 @@ tcopy_fdw_validator(PG_FUNCTION_ARGS)
 	List	   *options_list = untransformRelOptions(PG_GETARG_DATUM(0));
 	Oid			catalog = PG_GETARG_OID(1);
 	bool		have_address = false;
+	bool		have_sslcert = false;
+	bool		have_sslkey = false;
 	ListCell   *lc;
 
 	foreach(lc, options_list)
@@ -218,7 +257,17 @@ tcopy_fdw_validator(PG_FUNCTION_ARGS)
 		tcopy_check_option_value(def);
 		if (strcmp(def->defname, "address") == 0)
 			have_address = true;
+		else if (strcmp(def->defname, "sslcert") == 0)
+			have_sslcert = true;
+		else if (strcmp(def->defname, "sslkey") == 0)
+			have_sslkey = true;
 	}
+
+	if (have_sslcert != have_sslkey)
+		ereport(ERROR,
+				(errcode(ERRCODE_FDW_DYNAMIC_PARAMETER_VALUE_NEEDED),
+				 errmsg("options \"sslcert\" and \"sslkey\" go together"),
+				 errhint("Give both the client certificate and its key, or neither.")));
 
 	if (catalog == ForeignServerRelationId && !have_address)
 		ereport(ERROR,
@@ -361,6 +410,7 @@ tcopy_get_server_options(Oid serverid, List *mapping_options,
 	options->serverid = serverid;
 	options->batch_rows = tcopy_batch_rows;
 	options->batch_bytes = tcopy_batch_kb * 1024;
+	options->tls.sslmode = TC_SSLMODE_DEFAULT;
 
 	/* in order of precedence, lowest first */
 	lists[0] = server->options;
@@ -378,6 +428,14 @@ tcopy_get_server_options(Oid serverid, List *mapping_options,
 				options->address = pstrdup(value);
 			else if (strcmp(def->defname, "token") == 0)
 				options->token = pstrdup(value);
+			else if (strcmp(def->defname, "sslmode") == 0)
+				options->tls.sslmode = tcopy_parse_sslmode(value);
+			else if (strcmp(def->defname, "sslrootcert") == 0)
+				options->tls.sslrootcert = pstrdup(value);
+			else if (strcmp(def->defname, "sslcert") == 0)
+				options->tls.sslcert = pstrdup(value);
+			else if (strcmp(def->defname, "sslkey") == 0)
+				options->tls.sslkey = pstrdup(value);
 			else if (strcmp(def->defname, "batch_rows") == 0)
 				options->batch_rows = tcopy_parse_batch_option(def->defname, value);
 			else if (strcmp(def->defname, "batch_size") == 0)

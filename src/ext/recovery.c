@@ -36,6 +36,7 @@
 #include "catalog/pg_type_d.h"
 #include "catalog/pg_user_mapping.h"
 #include "funcapi.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "storage/procarray.h"
 #include "tcop/utility.h"
@@ -62,10 +63,14 @@ typedef struct TcopyListedSession
 	bool		committed;		/* its record was visible after that */
 } TcopyListedSession;
 
-/* A client of a server's tserver, for one token (one user mapping's). */
+/*
+ * A client of a server's tserver, for one token and client certificate
+ * (one user mapping's).
+ */
 typedef struct TcopyRecoveryClient
 {
 	char	   *token;			/* NULL: no token */
+	char	   *sslcert;		/* NULL: no client certificate */
 	TcClient   *client;			/* NULL: could not connect */
 } TcopyRecoveryClient;
 
@@ -149,14 +154,21 @@ tcopy_any_user_mapping(Oid serverid, List **options)
 	return found;
 }
 
-/* The token a user mapping's options give, or NULL. */
-static char *
-tcopy_mapping_token(Oid serverid, List *mapping_options)
+/* What a user mapping's options give to connect with: token and TLS. */
+static TcopyTableOptions *
+tcopy_mapping_options(Oid serverid, List *mapping_options)
 {
-	TcopyTableOptions options;
+	TcopyTableOptions *options = palloc(sizeof(TcopyTableOptions));
 
-	tcopy_get_server_options(serverid, mapping_options, &options);
-	return options.token;
+	tcopy_get_server_options(serverid, mapping_options, options);
+	return options;
+}
+
+/* Whether a and b, either NULL, are the same string. */
+static bool
+tcopy_recovery_same(const char *a, const char *b)
+{
+	return (a == NULL && b == NULL) || (a != NULL && b != NULL && strcmp(a, b) == 0);
 }
 
 /* Make the next client call give up after the resolve timeout. */
@@ -168,13 +180,15 @@ tcopy_recovery_deadline(void)
 }
 
 /*
- * A client of srv's tserver that authenticates with token (connected on
- * first use, then kept); NULL, reported at elevel, when the tserver cannot
- * be reached.
+ * A client of srv's tserver that authenticates with the token and client
+ * certificate of options (connected on first use, then kept); NULL,
+ * reported at elevel, when the tserver cannot be reached.
  */
 static TcClient *
-tcopy_recovery_client(TcopyServerState *srv, const char *token, int elevel)
+tcopy_recovery_client(TcopyServerState *srv, const TcopyTableOptions *options,
+					  int elevel)
 {
+	const char *token = options->token;
 	TcopyRecoveryClient *entry;
 	ListCell   *lc;
 	char		err[512];
@@ -182,15 +196,16 @@ tcopy_recovery_client(TcopyServerState *srv, const char *token, int elevel)
 	foreach(lc, srv->clients)
 	{
 		entry = (TcopyRecoveryClient *) lfirst(lc);
-		if ((entry->token == NULL && token == NULL) ||
-			(entry->token != NULL && token != NULL && strcmp(entry->token, token) == 0))
+		if (tcopy_recovery_same(entry->token, token) &&
+			tcopy_recovery_same(entry->sslcert, options->tls.sslcert))
 			return entry->client;
 	}
 
 	entry = palloc0(sizeof(TcopyRecoveryClient));
 	entry->token = token != NULL ? pstrdup(token) : NULL;
+	entry->sslcert = options->tls.sslcert != NULL ? pstrdup(options->tls.sslcert) : NULL;
 	tcopy_recovery_deadline();
-	entry->client = tcopy_try_connect(srv->address, token, err, sizeof(err));
+	entry->client = tcopy_try_connect(srv->address, token, &options->tls, err, sizeof(err));
 	tcopy_set_wait_deadline(0);
 	if (entry->client == NULL)
 		ereport(elevel,
@@ -279,7 +294,7 @@ tcopy_recovery_lister(TcopyServerState *srv, HTAB *records, int elevel)
 		found = tcopy_any_user_mapping(serverid, &mapping);
 	if (!found)
 		return NULL;			/* nobody can write through it */
-	return tcopy_recovery_client(srv, tcopy_mapping_token(serverid, mapping), elevel);
+	return tcopy_recovery_client(srv, tcopy_mapping_options(serverid, mapping), elevel);
 }
 
 /*
@@ -294,7 +309,7 @@ tcopy_recovery_client_for_user(TcopyServerState *srv, Oid userid, int elevel)
 
 	if (!tcopy_find_user_mapping(userid, serverid, &mapping))
 		return srv->lister;
-	return tcopy_recovery_client(srv, tcopy_mapping_token(serverid, mapping), elevel);
+	return tcopy_recovery_client(srv, tcopy_mapping_options(serverid, mapping), elevel);
 }
 
 /* Unix milliseconds as a timestamptz. */
@@ -599,6 +614,8 @@ tcopy_prepared_sessions(PG_FUNCTION_ARGS)
 				if (tcopy_gid_seen(seen, session->gid))
 					continue;
 				values[0] = CStringGetTextDatum(srv->server->servername);
+				/* any client may prepare: its gid may not be our encoding's */
+				(void) pg_verifymbstr(session->gid, strlen(session->gid), false);
 				values[1] = CStringGetTextDatum(session->gid);
 				if (session->parsed)
 					values[2] = FullTransactionIdGetDatum(session->fxid);

@@ -21,6 +21,7 @@ bool		tcopy_raw_fields = true;
 int			tcopy_batch_rows = TC_BATCH_ROWS_DEFAULT;
 int			tcopy_batch_kb = TC_BATCH_KB_DEFAULT;
 int			tcopy_window = 4;
+int			tcopy_connect_timeout = 10;
 int			tcopy_recovery_interval = 10000;
 int			tcopy_test_pause_point = TCOPY_PAUSE_NONE;
 static char *tcopy_test_pause_at = NULL;
@@ -140,6 +141,17 @@ tcopy_define_gucs(void)
 							1, TC_CLIENT_WINDOW_MAX,
 							PGC_USERSET,
 							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("tcopy.connect_timeout",
+							"Sets the longest time connecting to a tserver may take.",
+							"Connecting and the handshake; 0 waits as long as it takes "
+							"(a cancel still ends it).",
+							&tcopy_connect_timeout,
+							10,
+							0, INT_MAX / 1000,
+							PGC_USERSET,
+							GUC_UNIT_S,
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("tcopy.recovery_interval",

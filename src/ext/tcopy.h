@@ -25,6 +25,7 @@
 #include "tc_buf.h"
 #include "tc_client.h"
 #include "tc_frame.h"
+#include "tc_tls.h"
 #include "tc_wire.h"
 
 /* tcopy.encoder */
@@ -49,6 +50,7 @@ extern bool tcopy_raw_fields;	/* tcopy.raw_fields */
 extern int	tcopy_batch_rows;	/* tcopy.batch_rows: default rows per batch */
 extern int	tcopy_batch_kb;		/* tcopy.batch_size: default KB per batch */
 extern int	tcopy_window;		/* tcopy.batches_in_flight ("window" is an SQL keyword) */
+extern int	tcopy_connect_timeout;	/* tcopy.connect_timeout, s; 0: none */
 
 extern int	tcopy_recovery_interval;	/* tcopy.recovery_interval, ms; 0: off */
 
@@ -68,6 +70,8 @@ typedef struct TcopyTableOptions
 	Oid			serverid;		/* the foreign server */
 	char	   *address;		/* server: unix:PATH | tcp:HOST:PORT | null: */
 	char	   *token;			/* user mapping; NULL when none */
+	TcTlsOptions tls;			/* tcp: only; server: sslmode, sslrootcert;
+								 * user mapping: sslcert, sslkey */
 	char	   *table_name;		/* the table's name on the tserver */
 	List	   *key_attnums;	/* AttrNumbers of the key columns, in key order */
 	int			batch_rows;		/* rows per batch */
@@ -140,6 +144,9 @@ typedef struct TcopyColumnCodec
 	FmgrInfo	out_fn;			/* SEND: typsend; IO: typoutput */
 	FmgrInfo	in_fn;			/* SEND: typreceive; IO: typinput */
 	Oid			typioparam;		/* for in_fn */
+	bool		is_text;		/* stored bytes are text in the writer's
+								 * database encoding (TEXT but bytea, IO):
+								 * verified against ours when read back */
 } TcopyColumnCodec;
 
 typedef struct TcopyRelCodec
@@ -154,6 +161,7 @@ typedef struct TcopyRelCodec
 								 * its column names are the tserver's, for the
 								 * wire only (messages give attname) */
 	Oid			userid;			/* whose user mapping: the tserver is reached as */
+	int			encoding;		/* the database encoding text is verified in */
 	TcopyTableOptions options;
 } TcopyRelCodec;
 
@@ -297,6 +305,7 @@ typedef struct TcopyConnection
 	TcClient   *client;			/* NULL: not connected, or null transport */
 	char	   *address;		/* server option address (TopMemoryContext) */
 	char	   *token;			/* user mapping option token, or NULL */
+	TcTlsOptions tls;			/* its files' names in TopMemoryContext */
 	bool		null_transport; /* address null:: batches are packed, never sent */
 	bool		busy;			/* inside a client call; true after a longjmp */
 	uint32		null_next_table_id; /* null transport: ids handed out */
@@ -334,18 +343,44 @@ extern void tcopy_connection_close(TcopyConnection *conn);
 extern void tcopy_connection_fail(TcopyConnection *conn,
 								  const char *what) pg_attribute_noreturn();
 /* Connect to a tserver, waits served by the latch; an ERROR on failure. */
-extern TcClient *tcopy_client_connect(const char *address, const char *token);
+extern TcClient *tcopy_client_connect(const char *address, const char *token,
+									   const TcTlsOptions *tls);
 /* Make waits for a tserver give up at deadline; 0: wait as long as needed. */
 extern void tcopy_set_wait_deadline(TimestampTz deadline);
 
-/* A fresh connection for a scan or a table lookup; close it after. */
-extern TcClient *tcopy_connect(const char *address, const char *token);
+/* A fresh connection for a table lookup; close it after. */
+extern TcClient *tcopy_connect(const char *address, const char *token,
+								const TcTlsOptions *tls);
 /* The same, but NULL with the reason in err when the tserver is not there. */
 extern TcClient *tcopy_try_connect(const char *address, const char *token,
+								   const TcTlsOptions *tls,
 								   char *err, size_t errlen);
 extern void tcopy_disconnect(TcClient *client);
-/* Close the clients of tcopy_connect opened at nest level min_level or deeper. */
+
+/*
+ * The connection of a scan, in the scan's memory: it belongs to the
+ * (sub)transaction that began the scan, passes to the parent when that
+ * commits, and is closed when its owner aborts (see connection.c).
+ */
+typedef struct TcopyScanClient
+{
+	TcClient   *client;			/* NULL: not connected (or closed) */
+	int			nest_level;		/* nest level of the owning (sub)transaction */
+	bool		lost;			/* closed by the abort of its owner */
+	bool		tracker_owned;	/* tcopy_connect's, in TopMemoryContext */
+} TcopyScanClient;
+
+/* Make a scan's entry belong to the current (sub)transaction. */
+extern void tcopy_scan_client_init(TcopyScanClient *entry);
+/* Connect a scan; an ERROR on failure. */
+extern void tcopy_scan_client_open(TcopyScanClient *entry, const char *address,
+								   const char *token, const TcTlsOptions *tls);
+/* Close a scan's client, if any. */
+extern void tcopy_scan_client_close(TcopyScanClient *entry);
+/* An abort at nest level min_level (0: the end): close the clients it owns. */
 extern void tcopy_close_scan_clients(int min_level);
+/* A commit of the subtransaction at level: its clients pass to its parent. */
+extern void tcopy_scan_clients_to_parent(int level);
 
 /* The tserver's id of a table, looked up on a fresh client; false: unknown. */
 extern bool tcopy_lookup_table_id(const TcopyTableOptions *options,

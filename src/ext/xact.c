@@ -112,7 +112,7 @@ tcopy_xact_write_connection(const TcopyTableOptions *options, Oid userid)
 			int			rc;
 
 			if (conn->client == NULL)
-				conn->client = tcopy_client_connect(conn->address, conn->token);
+				conn->client = tcopy_client_connect(conn->address, conn->token, &conn->tls);
 			tc_client_set_window(conn->client, (unsigned) tcopy_window);
 
 			conn->busy = true;
@@ -611,9 +611,10 @@ tcopy_xact_callback(XactEvent event, void *arg)
 }
 
 /*
- * Subtransaction end: a committed one hands its writes to its parent; an
- * aborted one that sent batches makes its session uncommittable, and its
- * interrupted calls and leftover scan clients are closed.
+ * Subtransaction end: a committed one hands its writes and its scan
+ * clients to its parent; an aborted one that sent batches makes its
+ * session uncommittable, and its interrupted calls and the scan clients it
+ * owns are closed.
  */
 static void
 tcopy_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
@@ -647,4 +648,6 @@ tcopy_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 
 	if (event == SUBXACT_EVENT_ABORT_SUB)
 		tcopy_close_scan_clients(level);
+	else
+		tcopy_scan_clients_to_parent(level);
 }

@@ -49,6 +49,13 @@ tcopy_xact_drop_at_commit(const TcopyTableOptions *options, Oid userid,
 	drop->options.serverid = options->serverid;
 	drop->options.address = pstrdup(options->address);
 	drop->options.token = options->token != NULL ? pstrdup(options->token) : NULL;
+	drop->options.tls.sslmode = options->tls.sslmode;
+	drop->options.tls.sslrootcert = options->tls.sslrootcert != NULL ?
+		pstrdup(options->tls.sslrootcert) : NULL;
+	drop->options.tls.sslcert = options->tls.sslcert != NULL ?
+		pstrdup(options->tls.sslcert) : NULL;
+	drop->options.tls.sslkey = options->tls.sslkey != NULL ?
+		pstrdup(options->tls.sslkey) : NULL;
 	drop->options.table_name = pstrdup(options->table_name);
 	drop->userid = userid;
 	drop->has_mapping = has_mapping;

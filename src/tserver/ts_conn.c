@@ -30,7 +30,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tc_net.h"
 #include "ts_log.h"
+#include "ts_tls.h"
 
 #define CONN_DRAIN_MS 100		/* after an Error frame, see conn_send_error */
 #define CONN_DRAIN_BYTES (1024 * 1024)
@@ -61,44 +63,92 @@ conn_elapsed_ms(const TsConn *conn)
 		(now.tv_nsec - conn->accepted_at.tv_nsec) / 1000000;
 }
 
+/* The handshake's deadline has passed: say so in err (ERROR_AUTH). */
+static int
+conn_handshake_timed_out(TsConn *conn, TsError *err)
+{
+	int			limit_ms = conn->ctx->handshake_timeout_ms;
+
+	if (limit_ms % 1000 == 0)
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
+					 "no handshake within %d s of connecting", limit_ms / 1000);
+	else
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
+					 "no handshake within %d ms of connecting", limit_ms);
+	return -1;
+}
+
+/*
+ * Seconds left of the handshake's deadline, rounded up, at least 1: the
+ * receive timeout of the blocking reads a TLS record may take.
+ */
+static int
+conn_handshake_seconds_left(const TsConn *conn)
+{
+	long		left_ms = conn->ctx->handshake_timeout_ms - conn_elapsed_ms(conn);
+
+	return left_ms > 1000 ? (int) ((left_ms + 999) / 1000) : 1;
+}
+
 /*
  * Before the handshake is done, wait for input only as long as is left of
  * the handshake's deadline, counted from the accept: a client sending a
- * byte now and then gets no more time than a silent one.  0 when there is
- * input, -1 with err (ERROR_AUTH) when the time is up.
+ * byte now and then gets no more time than a silent one.  Through TLS, a
+ * read may block for the rest of a record whatever poll said, so the
+ * socket's receive timeout is set to what is left as well (and taken off
+ * once authenticated, conn_handshake_done), and bytes TLS has decrypted
+ * already need no wait.  0 when there is input, -1 with err (ERROR_AUTH)
+ * when the time is up.
  */
 static int
 conn_wait_handshake(TsConn *conn, TsError *err)
 {
-	int			limit_ms = conn->ctx->handshake_timeout_ms;
-
+	if (conn->tls != NULL)
+	{
+		if (tc_net_set_recv_timeout(conn->fd, conn_handshake_seconds_left(conn), NULL, 0) == TC_NET_OK)
+			conn->recv_timeout_set = true;
+		if (tc_tls_has_pending(conn->tls))
+			return 0;
+	}
 	for (;;)
 	{
 		struct pollfd pfd = {.fd = conn->fd,.events = POLLIN};
-		long		left_ms = limit_ms - conn_elapsed_ms(conn);
+		long		left_ms = conn->ctx->handshake_timeout_ms - conn_elapsed_ms(conn);
 		int			n;
 
-		if (left_ms > 0)
+		if (left_ms <= 0)
+			return conn_handshake_timed_out(conn, err);
+		n = poll(&pfd, 1, (int) left_ms);
+		if (n > 0)
+			return 0;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
 		{
-			n = poll(&pfd, 1, (int) left_ms);
-			if (n > 0)
-				return 0;
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n < 0)
-			{
-				conn_lost(conn, err, "could not wait for the client", errno);
-				return -1;
-			}
+			conn_lost(conn, err, "could not wait for the client", errno);
+			return -1;
 		}
-		if (limit_ms % 1000 == 0)
-			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
-						 "no handshake within %d s of connecting", limit_ms / 1000);
-		else
-			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
-						 "no handshake within %d ms of connecting", limit_ms);
-		return -1;
 	}
+}
+
+/* The handshake is done: its receive timeout, if any, comes off. */
+static void
+conn_handshake_done(TsConn *conn)
+{
+	if (conn->recv_timeout_set)
+	{
+		tc_net_set_recv_timeout(conn->fd, 0, NULL, 0);
+		conn->recv_timeout_set = false;
+	}
+}
+
+/* TcReadFn of a TLS connection (arg is its TsConn). */
+static ssize_t
+conn_tls_read(void *arg, void *buf, size_t len)
+{
+	TsConn	   *conn = arg;
+
+	return tc_tls_read(conn->tls, buf, len);
 }
 
 /*
@@ -132,7 +182,10 @@ conn_read_frame(TsConn *conn, Tcopy__FrameType *type, const uint8_t **payload,
 
 		if (!ts_proto_authenticated(&conn->proto) && conn_wait_handshake(conn, err) != 0)
 			return -1;
-		n = tc_frame_reader_read(&conn->reader, conn->fd);
+		if (conn->tls != NULL)
+			n = tc_frame_reader_read_via(&conn->reader, conn_tls_read, conn);
+		else
+			n = tc_frame_reader_read(&conn->reader, conn->fd);
 		if (n > 0)
 			continue;
 		if (n == 0)
@@ -148,6 +201,14 @@ conn_read_frame(TsConn *conn, Tcopy__FrameType *type, const uint8_t **payload,
 		}
 		if (errno == EINTR)
 			continue;
+		if (errno == EPROTO && conn->tls != NULL)
+		{
+			conn_lost(conn, err, tc_tls_error(conn->tls), 0);
+			return -1;
+		}
+		/* a TLS record cut short by the handshake's receive timeout */
+		if ((errno == EAGAIN || errno == EWOULDBLOCK) && !ts_proto_authenticated(&conn->proto))
+			return conn_handshake_timed_out(conn, err);
 		if (errno == ENOMEM)
 		{
 			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL,
@@ -169,8 +230,16 @@ conn_send_socket(void *arg, const uint8_t *bytes, size_t len, TsError *err)
 
 	while (sent < len)
 	{
-		ssize_t		n = send(conn->fd, bytes + sent, len - sent, MSG_NOSIGNAL);
+		ssize_t		n;
 
+		if (conn->tls != NULL)
+		{
+			struct iovec iov = {.iov_base = (void *) (bytes + sent),.iov_len = len - sent};
+
+			n = tc_tls_writev(conn->tls, &iov, 1);
+		}
+		else
+			n = send(conn->fd, bytes + sent, len - sent, MSG_NOSIGNAL);
 		if (n >= 0)
 		{
 			sent += (size_t) n;
@@ -178,6 +247,11 @@ conn_send_socket(void *arg, const uint8_t *bytes, size_t len, TsError *err)
 		}
 		if (errno == EINTR)
 			continue;
+		if (errno == EPROTO && conn->tls != NULL)
+		{
+			conn_lost(conn, err, tc_tls_error(conn->tls), 0);
+			return -1;
+		}
 		conn_lost(conn, err, "could not send to the client", errno);
 		return -1;
 	}
@@ -267,6 +341,8 @@ conn_finish(TsConn *conn, const TsError *err)
 	if (err->code != TCOPY__ERROR_CODE__ERROR_NONE)
 		conn_send_error(conn, err);
 	tc_frame_reader_free(&conn->reader);
+	tc_tls_free(conn->tls);
+	conn->tls = NULL;
 }
 
 /*
@@ -324,6 +400,43 @@ conn_done_unauthenticated(TsConn *conn)
 }
 
 /*
+ * With a TLS context, start TLS on a tcp: connection, before the first
+ * frame, within the handshake's receive timeout.  A client that does not
+ * speak TLS gets a plaintext Error frame naming sslmode; one whose TLS
+ * handshake failed gets none (it could not read it), only the log line.
+ */
+static int
+conn_start_tls(TsConn *conn, TsError *err)
+{
+	char		why[256];
+
+	if (conn->ctx->tls_ctx == NULL || conn->is_unix)
+		return 0;
+	/* the TLS handshake is part of the handshake's deadline */
+	if (tc_net_set_recv_timeout(conn->fd, conn_handshake_seconds_left(conn), NULL, 0) == TC_NET_OK)
+		conn->recv_timeout_set = true;
+	switch (ts_tls_start(conn->ctx->tls_ctx, conn->fd, &conn->tls, why, sizeof(why)))
+	{
+		case TS_TLS_STARTED:
+			if (ts_log_min_level <= TS_LOG_DEBUG)
+			{
+				tc_tls_describe(conn->tls, why, sizeof(why));
+				ts_log(TS_LOG_DEBUG, "connection %" PRIu64 ": %s", conn->id, why);
+			}
+			return 0;
+		case TS_TLS_PLAINTEXT_PEER:
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH, "%s", why);
+			return -1;
+		case TS_TLS_TIMED_OUT:
+		case TS_TLS_FAILED:
+			break;
+	}
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH, "TLS handshake failed: %s", why);
+	conn->socket_broken = true;
+	return -1;
+}
+
+/*
  * Thread body: check the peer, greet, serve frames until an error or the
  * end of the connection, clean up, and hand the connection back through
  * the context's exit function.
@@ -336,13 +449,14 @@ ts_conn_main(void *arg)
 	bool		admitted = false;
 
 	tc_frame_reader_init(&conn->reader);
-	conn->clean_eof = conn->socket_broken = false;
+	conn->clean_eof = conn->socket_broken = conn->recv_timeout_set = false;
+	conn->tls = NULL;
 	ts_proto_init(&conn->proto, conn->ctx->shared, conn->id, conn_send_socket, conn);
 	memset(&err, 0, sizeof(err));
 
 	ts_log(TS_LOG_DEBUG, "connection %" PRIu64 " from %s opened", conn->id, conn->peer);
 
-	if (conn_check_peer(conn, &admitted, &err) == 0 &&
+	if (conn_check_peer(conn, &admitted, &err) == 0 && conn_start_tls(conn, &err) == 0 &&
 		ts_proto_greet(&conn->proto, admitted, &err) == 0)
 	{
 		for (;;)
@@ -352,7 +466,10 @@ ts_conn_main(void *arg)
 			uint32_t	len;
 
 			if (conn->unauthenticated && ts_proto_authenticated(&conn->proto))
+			{
 				conn_done_unauthenticated(conn);
+				conn_handshake_done(conn);
+			}
 			if (conn_read_frame(conn, &type, &payload, &len, &err) != 0)
 				break;
 			if (ts_proto_handle_frame(&conn->proto, type, payload, len, &err) != 0)

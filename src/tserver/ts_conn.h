@@ -21,6 +21,7 @@
 #include <sys/types.h>
 
 #include "tc_frame_reader.h"
+#include "tc_tls.h"
 #include "ts_proto.h"
 
 typedef struct TsConn TsConn;
@@ -40,6 +41,7 @@ typedef struct TsConnContext
 	int			handshake_timeout_ms;	/* from accept to READY, in all */
 	atomic_int *unauthenticated;	/* connections before READY, the server's */
 	const atomic_bool *shutdown_requested;	/* once set: no Error frames */
+	struct ssl_ctx_st *tls_ctx; /* TLS on every tcp: connection; NULL: none */
 	TsConnExitFn exit;
 	void	   *exit_arg;
 } TsConnContext;
@@ -64,6 +66,8 @@ struct TsConn
 	TcFrameReader reader;		/* bytes received, frames not yet handled */
 	bool		clean_eof;		/* the client closed between frames */
 	bool		socket_broken;	/* no Error frame can be sent any more */
+	bool		recv_timeout_set;	/* TLS: SO_RCVTIMEO until authenticated */
+	TcTls	   *tls;			/* the transport of a TLS connection, or NULL */
 	TsProto		proto;
 };
 

@@ -20,6 +20,7 @@
 
 #include "tc_auth.h"
 #include "ts_log.h"
+#include "ts_tls.h"
 
 #define EXIT_USAGE 2
 #define TS_MB (1024 * 1024)
@@ -47,6 +48,9 @@ typedef struct TsMainOptions
 	size_t		memory_mb;
 	int			merge_threads;	/* 0: the store's default */
 	uint32_t	max_frame_mb;
+	const char *tls_cert;		/* NULL: tcp: is plain text */
+	const char *tls_key;
+	const char *tls_ca;			/* NULL: client certificates not asked for */
 	bool		no_sync;
 	TsLogLevel	log_level;
 } TsMainOptions;
@@ -80,6 +84,11 @@ usage(FILE *out)
 			"                             listener has full access\n"
 			"  --socket-mode MODE         mode of unix socket files (default 0600; 0660 lets\n"
 			"                             the group in; world access only with --insecure)\n"
+			"TLS:\n"
+			"  --tls-cert FILE            speak TLS (only) on every tcp: listener, with this\n"
+			"                             PEM certificate (chain); unix: never uses TLS\n"
+			"  --tls-key FILE             its private key (mode 0600); with --tls-cert\n"
+			"  --tls-ca FILE              require client certificates signed by these CAs\n"
 			"Limits:\n"
 			"  --max-connections N        connections open at once (default %d)\n"
 			"  --max-unauthenticated N    of those, not yet authenticated (default %d)\n"
@@ -224,7 +233,8 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 		OPT_DATA = 256, OPT_LISTEN, OPT_TOKEN_FILE, OPT_SESSION_MEMORY, OPT_MEMORY,
 		OPT_MERGE_THREADS, OPT_MAX_FRAME, OPT_NO_SYNC, OPT_LOG_LEVEL, OPT_ALLOW_UID, OPT_HELP,
 		OPT_SCOPED_TOKENS, OPT_INSECURE, OPT_SOCKET_MODE, OPT_MAX_CONNECTIONS,
-		OPT_MAX_UNAUTHENTICATED, OPT_HANDSHAKE_TIMEOUT, OPT_DECODE_MEMORY
+		OPT_MAX_UNAUTHENTICATED, OPT_HANDSHAKE_TIMEOUT, OPT_DECODE_MEMORY,
+		OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA
 	};
 	static const struct option long_options[] = {
 		{"data", required_argument, NULL, OPT_DATA},
@@ -238,6 +248,9 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 		{"max-unauthenticated", required_argument, NULL, OPT_MAX_UNAUTHENTICATED},
 		{"handshake-timeout", required_argument, NULL, OPT_HANDSHAKE_TIMEOUT},
 		{"decode-memory-mb", required_argument, NULL, OPT_DECODE_MEMORY},
+		{"tls-cert", required_argument, NULL, OPT_TLS_CERT},
+		{"tls-key", required_argument, NULL, OPT_TLS_KEY},
+		{"tls-ca", required_argument, NULL, OPT_TLS_CA},
 		{"session-memory-mb", required_argument, NULL, OPT_SESSION_MEMORY},
 		{"memory-mb", required_argument, NULL, OPT_MEMORY},
 		{"merge-threads", required_argument, NULL, OPT_MERGE_THREADS},
@@ -318,6 +331,15 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 			case OPT_DECODE_MEMORY:
 				options->decode_memory_mb = parse_number("--decode-memory-mb", optarg, 1, 1024 * 1024);
 				break;
+			case OPT_TLS_CERT:
+				options->tls_cert = optarg;
+				break;
+			case OPT_TLS_KEY:
+				options->tls_key = optarg;
+				break;
+			case OPT_TLS_CA:
+				options->tls_ca = optarg;
+				break;
 			case OPT_SESSION_MEMORY:
 				/* up to 1 TiB: far beyond any machine, well within size_t */
 				options->session_memory_mb =
@@ -367,6 +389,10 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 		bad_argument("--data is required");
 	if (options->nlisten == 0)
 		bad_argument("at least one --listen is required");
+	if ((options->tls_cert != NULL) != (options->tls_key != NULL))
+		bad_argument("--tls-cert and --tls-key go together");
+	if (options->tls_ca != NULL && options->tls_cert == NULL)
+		bad_argument("--tls-ca needs --tls-cert and --tls-key");
 
 	/* secure by default: no client gets in unauthenticated unless asked for */
 	if (options->token_file == NULL && options->scoped_tokens_file == NULL &&
@@ -432,6 +458,7 @@ main(int argc, char **argv)
 	TsStoreOptions store_options;
 	TsServer   *server = NULL;
 	TsStore    *store = NULL;
+	struct ssl_ctx_st *tls_ctx = NULL;
 	TsError		store_err;
 	TsCredentials credentials = {0};
 	size_t		nscoped = 0;
@@ -471,8 +498,20 @@ main(int argc, char **argv)
 		nscoped = credentials.n - (token_len > 0);
 	}
 
+	if (options.tls_cert != NULL)
+	{
+		tls_ctx = ts_tls_context_new(options.tls_cert, options.tls_key, options.tls_ca,
+									 err, sizeof(err));
+		if (tls_ctx == NULL)
+		{
+			ts_log(TS_LOG_ERROR, "%s", err);
+			goto done;
+		}
+	}
+
 	memset(&config, 0, sizeof(config));
 	config.credentials = &credentials;
+	config.tls_ctx = tls_ctx;
 	config.max_frame_bytes = options.max_frame_mb * 1024u * 1024u;
 	config.allowed_uids = options.allowed_uids;
 	config.nallowed_uids = options.nallowed_uids;
@@ -513,6 +552,20 @@ main(int argc, char **argv)
 		ts_log(TS_LOG_INFO, "unix socket clients running as uid %s need no token%s", uids,
 			   token_len + nscoped > 0 ? "" : "; other clients are refused");
 	}
+	if (tls_ctx != NULL)
+		ts_log(TS_LOG_INFO, "tcp: listeners speak TLS only%s",
+			   options.tls_ca != NULL ? ", client certificates required" : "");
+	else
+	{
+		for (i = 0; i < options.nlisten; i++)
+		{
+			if (options.listen[i].kind == TC_ADDRESS_TCP)
+			{
+				ts_log(TS_LOG_WARNING, "no --tls-cert: tcp: traffic, rows included, is plain text");
+				break;
+			}
+		}
+	}
 	if (options.no_sync)
 		ts_log(TS_LOG_WARNING, "--no-sync: commits are not synced, a crash may lose them");
 
@@ -552,6 +605,8 @@ done:
 	if (store != NULL)
 		ts_store_close(store);
 	ts_server_free(server);
+	if (tls_ctx != NULL)
+		ts_tls_context_free(tls_ctx);
 	free(options.listen);
 	free(options.allowed_uids);
 	ts_auth_free(&credentials);

@@ -137,6 +137,7 @@ ts_server_create(const TsServerConfig *config, char *err, size_t errlen)
 	server->conn_ctx.handshake_timeout_ms = config->handshake_timeout_ms;
 	server->conn_ctx.unauthenticated = &server->unauthenticated;
 	server->conn_ctx.shutdown_requested = &server->shutdown_requested;
+	server->conn_ctx.tls_ctx = config->tls_ctx;
 	server->conn_ctx.exit = server_conn_exit;
 	server->conn_ctx.exit_arg = server;
 
@@ -495,12 +496,13 @@ server_refusal_reason(TsServer *server, char *buf, size_t buflen)
 /*
  * Refuse a connection just accepted: an Error frame if the socket takes it
  * at once (the client has sent nothing yet, so closing does not reset the
- * connection and destroy it), then close.  Logged at most once per
+ * connection and destroy it), then close.  Not to a client expecting TLS
+ * (with_frame false), which could not read a plaintext frame.  Logged at most once per
  * TS_REFUSAL_LOG_MS, with the number refused since, so that a flood does
  * not flood the log too.
  */
 static void
-server_refuse(TsServer *server, int fd, const char *peer, const char *why)
+server_refuse(TsServer *server, int fd, bool with_frame, const char *peer, const char *why)
 {
 	Tcopy__Error error = TCOPY__ERROR__INIT;
 	TcBuf		frame = {0};
@@ -510,7 +512,7 @@ server_refuse(TsServer *server, int fd, const char *peer, const char *why)
 
 	error.code = TCOPY__ERROR_CODE__ERROR_TOO_MANY_CONNECTIONS;
 	error.message = (char *) why;
-	if (tc_frame_append(&frame, TCOPY__FRAME_TYPE__FRAME_ERROR, &error.base))
+	if (with_frame && tc_frame_append(&frame, TCOPY__FRAME_TYPE__FRAME_ERROR, &error.base))
 	{
 		rc = send(fd, frame.data, frame.len, MSG_DONTWAIT | MSG_NOSIGNAL);
 		(void) rc;				/* best effort */
@@ -579,7 +581,8 @@ server_accept_one(TsServer *server, TsListener *listener)
 	refusal = server_refusal_reason(server, err, sizeof(err));
 	if (refusal != NULL)
 	{
-		server_refuse(server, fd, conn->peer, refusal);
+		server_refuse(server, fd, listener->is_unix || server->conn_ctx.tls_ctx == NULL,
+					  conn->peer, refusal);
 		free(conn);
 		return 1;
 	}

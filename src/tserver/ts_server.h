@@ -34,6 +34,8 @@ typedef struct TsServerConfig
 	int			max_unauthenticated;	/* of those, before READY */
 	int			handshake_timeout_ms;	/* from accept to READY */
 	size_t		decode_total_bytes; /* all frames being decoded together */
+	struct ssl_ctx_st *tls_ctx; /* TLS on tcp: listeners (ts_tls.h); NULL:
+								 * none; the caller's, kept until freed */
 } TsServerConfig;
 
 /* A server with no listeners yet; NULL with a message in err on failure. */

@@ -9,7 +9,9 @@
 #	A tserver authenticates its clients (it refuses to start otherwise): by
 #	default it is started with --allow-uid of the uid running the test, so
 #	that the test's own clients (tserver-cli, raw sockets, a Postgres
-#	cluster running as the same user) need no token; new(token => T)
+#	cluster running as the same user) need no token (a start that adds a
+#	tcp: listener, where no uid admits a client, gets --insecure instead:
+#	the TLS tests' clients there carry no token); new(token => T)
 #	starts it with a token file holding T instead, which cli() then
 #	passes, and new(auth => [ARGS]) with exactly those arguments.
 #	Each start logs the tserver's stderr to its own file in the server's
@@ -120,7 +122,7 @@ sub new
 		data => $opts{data} // "$base/data",
 		socket => $opts{socket} // "$base/ts.sock",
 		extra_args => $opts{extra_args} // [],
-		auth_args => $opts{auth} // [ '--allow-uid', $> ],
+		auth_args => $opts{auth},	# undef: the default, see spawn
 		cli_args => [],
 		starts => 0,
 		pid => undef,
@@ -170,8 +172,10 @@ sub spawn
 	my ($self, @args) = @_;
 	$self->{starts}++;
 	my $log = "$self->{base}/tserver.$self->{starts}.log";
-	my @cmd = ($TSERVER, '--data', $self->{data}, '--listen', $self->address,
-		@{ $self->{auth_args} }, @{ $self->{extra_args} }, @args);
+	my @all = (@{ $self->{extra_args} }, @args);
+	my $tcp = grep { /^tcp:/ } @all;
+	my $auth = $self->{auth_args} // ($tcp ? ['--insecure'] : [ '--allow-uid', $> ]);
+	my @cmd = ($TSERVER, '--data', $self->{data}, '--listen', $self->address, @$auth, @all);
 	my $pid = fork();
 	croak "fork: $!" unless defined $pid;
 	if ($pid == 0)

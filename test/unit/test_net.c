@@ -1,9 +1,10 @@
 /*
  * test_net.c
  *		Unit tests of tc_net: a unix and a TCP listener, connecting to each
- *		(the TCP connect through a wait function, as the client library's
- *		hook), accepting, the peer's credentials, the stale-socket probe,
- *		address formatting, and the messages of failures.
+ *		through a wait function, as the client library's hook (a unix
+ *		listener whose backlog is full: pauses until the wait gives up),
+ *		accepting, the peer's credentials, the stale-socket probe, address
+ *		formatting, and the messages of failures.
  */
 #include <poll.h>
 #include <stdbool.h>
@@ -19,14 +20,25 @@
 #include "tc_test.h"
 
 static int	waits;
+static int	pauses;
 
-/* TcNetWaitFn: poll, as the client library's default hook does. */
+/*
+ * TcNetWaitFn: poll, as the client library's default hook does; a pause
+ * (fd -1) gives up after *arg pauses when arg is given.
+ */
 static int
 poll_wait(void *arg, int fd, bool want_write)
 {
 	struct pollfd pfd = {.fd = fd,.events = want_write ? POLLOUT : POLLIN};
 
-	(void) arg;
+	if (fd < 0)
+	{
+		pauses++;
+		if (arg != NULL && pauses >= *(int *) arg)
+			return -1;
+		(void) poll(NULL, 0, 1);
+		return 0;
+	}
 	waits++;
 	return poll(&pfd, 1, 5000) == 1 ? 0 : -1;
 }
@@ -51,7 +63,9 @@ test_unix(void)
 	snprintf(name, sizeof(name), "unix:%s", path);
 
 	CHECK_EQ_INT(tc_net_unix_in_use(path, err, sizeof(err)), 0);
-	CHECK_EQ_INT(tc_net_unix_connect(path, name, err, sizeof(err)), TC_NET_ERR);
+	CHECK_EQ_INT(tc_net_unix_connect(path, &cfd, poll_wait, NULL, name, err, sizeof(err)),
+				 TC_NET_ERR);
+	CHECK_EQ_INT(cfd, -1);
 	CHECK(strstr(err, "could not connect to unix:/tmp/test_net.") != NULL);
 	CHECK(strstr(err, ": No such file or directory") != NULL);
 
@@ -64,7 +78,7 @@ test_unix(void)
 	CHECK(afd >= 0);
 	close(afd);
 
-	cfd = tc_net_unix_connect(path, name, err, sizeof(err));
+	REQUIRE(tc_net_unix_connect(path, &cfd, poll_wait, NULL, name, err, sizeof(err)) == TC_NET_OK);
 	REQUIRE(cfd >= 0);
 	afd = tc_net_accept(lfd, &ss, &sslen, name, err, sizeof(err));
 	REQUIRE(afd >= 0);
@@ -81,6 +95,49 @@ test_unix(void)
 	close(cfd);
 	close(lfd);
 	unlink(path);
+
+	/*
+	 * A listener that never accepts, its backlog full: the connect pauses
+	 * through the wait function (fd -1) and tries again until it gives up.
+	 */
+	lfd = tc_net_unix_listen(path, 0777, 1, err, sizeof(err));
+	REQUIRE(lfd >= 0);
+	{
+		int			filler[8];
+		int			nfillers = 0;
+		int			give_up_after = 5;
+		int			rc = TC_NET_OK;
+
+		/* fill the backlog (its length is backlog + 1 on Linux) */
+		while (nfillers < 8)
+		{
+			pauses = 0;
+			rc = tc_net_unix_connect(path, &filler[nfillers], poll_wait, &give_up_after,
+									 name, err, sizeof(err));
+			if (rc != TC_NET_OK)
+				break;
+			nfillers++;
+		}
+		CHECK_EQ_INT(rc, TC_NET_ABANDONED);
+		CHECK_EQ_INT(pauses, give_up_after);
+		CHECK(nfillers >= 1 && nfillers < 8);
+		if (rc == TC_NET_ABANDONED)
+			close(filler[nfillers]);
+		/* once one is accepted, the next connect gets through */
+		afd = tc_net_accept(lfd, &ss, &sslen, name, err, sizeof(err));
+		CHECK(afd >= 0);
+		pauses = 0;
+		CHECK_EQ_INT(tc_net_unix_connect(path, &cfd, poll_wait, &give_up_after,
+										 name, err, sizeof(err)), TC_NET_OK);
+		CHECK_EQ_INT(pauses, 0);
+		close(cfd);
+		close(afd);
+		while (nfillers > 0)
+			close(filler[--nfillers]);
+	}
+	close(lfd);
+	unlink(path);
+
 	/* a stale file: no one answers */
 	lfd = tc_net_unix_listen(path, 0700, 4, err, sizeof(err));
 	REQUIRE(lfd >= 0);
