@@ -401,9 +401,9 @@ conn_done_unauthenticated(TsConn *conn)
 
 /*
  * With a TLS context, start TLS on a tcp: connection, before the first
- * frame, within the handshake's receive timeout.  A client that does not
- * speak TLS gets a plaintext Error frame naming sslmode; one whose TLS
- * handshake failed gets none (it could not read it), only the log line.
+ * frame, within what is left of the handshake's deadline.  A client that
+ * does not speak TLS gets a plaintext Error frame naming sslmode; one whose
+ * TLS handshake failed gets none (it could not read it), only the log line.
  */
 static int
 conn_start_tls(TsConn *conn, TsError *err)
@@ -425,7 +425,8 @@ conn_start_tls(TsConn *conn, TsError *err)
 			}
 			return 0;
 		case TS_TLS_PLAINTEXT_PEER:
-			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH, "%s", why);
+			/* a mismatch of transports, not of credentials: no 28000 */
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL, "%s", why);
 			return -1;
 		case TS_TLS_TIMED_OUT:
 		case TS_TLS_FAILED:
