@@ -47,7 +47,9 @@ cleanup()
 }
 trap cleanup EXIT
 
-as_pg "$bindir/tserver" --data "$dir/ts" --listen "unix:$dir/ts.sock" 2>"$dir/tserver.log" &
+# the Postgres cluster runs as the same user: admitted by its uid
+as_pg "$bindir/tserver" --data "$dir/ts" --listen "unix:$dir/ts.sock" --allow-uid "$user" \
+	2>"$dir/tserver.log" &
 ts_pid=$!
 for _ in $(seq 100); do grep -q "tserver ready" "$dir/tserver.log" && break; sleep 0.1; done
 grep -q "tserver ready" "$dir/tserver.log" || { cat "$dir/tserver.log" >&2; exit 1; }

@@ -438,6 +438,12 @@ clusters=(pg)
 [ "$need_tc" = 1 ] && clusters+=(pgtc)
 
 ts_sock="$work/ts.sock"
+# cases 9 and 9t reach the tserver over tcp:, where no uid admits a client:
+# they prove a token, kept owner-only by the user the tserver runs as
+ts_token=$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')
+ts_token_file="$work/ts.token"
+(umask 077 && echo "$ts_token" >"$ts_token_file")
+[ "$(id -u)" -eq 0 ] && chown "$pg_user" "$ts_token_file"
 for cl in "${clusters[@]}"; do
 	say "starting cluster $cl"
 	init_cluster "$cl" "$(cluster_port "$cl")"
@@ -455,8 +461,8 @@ for cl in "${clusters[@]}"; do
 			OPTIONS (address 'tcp:127.0.0.1:$port_ts_tcp', sslmode 'disable');
 		CREATE SERVER tstls FOREIGN DATA WRAPPER tcopy
 			OPTIONS (address 'tcp:127.0.0.1:$port_ts_tcp', sslmode 'verify-full', sslrootcert '$work/tls/ca.crt');
-		CREATE USER MAPPING FOR PUBLIC SERVER tstcp;
-		CREATE USER MAPPING FOR PUBLIC SERVER tstls;
+		CREATE USER MAPPING FOR PUBLIC SERVER tstcp OPTIONS (token '$ts_token');
+		CREATE USER MAPPING FOR PUBLIC SERVER tstls OPTIONS (token '$ts_token');
 	SQL
 done
 
@@ -497,16 +503,18 @@ start_tserver()
 {
 	local log="$work/tserver.log" pidfile="$work/tserver.pid" launcher i tcp_args=()
 	case "${1:-}" in
-		9) tcp_args=(--listen "tcp:127.0.0.1:$port_ts_tcp") ;;
-		9t) tcp_args=(--listen "tcp:127.0.0.1:$port_ts_tcp" --tls-cert "$work/tls/server.crt"
-			--tls-key "$work/tls/server.key") ;;
+		9) tcp_args=(--listen "tcp:127.0.0.1:$port_ts_tcp" --token-file "$ts_token_file") ;;
+		9t) tcp_args=(--listen "tcp:127.0.0.1:$port_ts_tcp" --token-file "$ts_token_file"
+			--tls-cert "$work/tls/server.crt" --tls-key "$work/tls/server.key") ;;
 	esac
 	# no stale log or pid file: this tserver's alone prove it started
 	rm -rf "$work/ts" "$ts_sock" "$log" "$pidfile"
-	# stdout to /dev/null: the daemon must not hold our caller's pipes
+	# stdout to /dev/null: the daemon must not hold our caller's pipes; the
+	# Postgres cluster runs as the same user, admitted by its uid
 	as_pg bash -c 'echo $$ > "$1"; f=$2; shift 2; exec "$f" "$@"' \
 		_ "$pidfile" "$tserver_bin" --data "$work/ts" --listen "unix:$ts_sock" \
-		--session-memory-mb "$tserver_session_mb" "${tcp_args[@]}" >/dev/null 2>"$log" &
+		--session-memory-mb "$tserver_session_mb" --allow-uid "$pg_user" "${tcp_args[@]}" \
+		>/dev/null 2>"$log" &
 	launcher=$!
 	for i in $(seq 600); do
 		[ -s "$pidfile" ] && grep -q "tserver ready" "$log" 2>/dev/null && break

@@ -37,19 +37,37 @@ tc_auth_make_nonce(uint8_t nonce[TC_NONCE_SIZE])
 }
 
 bool
-tc_auth_compute(const void *token, size_t token_len, const uint8_t *nonce,
-				size_t nonce_len, uint8_t code[TC_AUTH_SIZE])
+tc_auth_compute(const void *token, size_t token_len, const uint8_t *data,
+				size_t data_len, uint8_t code[TC_AUTH_SIZE])
 {
 	uint8_t		md[EVP_MAX_MD_SIZE];
 	unsigned int mdlen = 0;
 
 	if (token_len > TC_TOKEN_MAX ||
-		HMAC(EVP_sha256(), token, (int) token_len, nonce, nonce_len, md, &mdlen) == NULL ||
+		HMAC(EVP_sha256(), token, (int) token_len, data, data_len, md, &mdlen) == NULL ||
 		mdlen != TC_AUTH_SIZE)
 		return false;
 	memcpy(code, md, TC_AUTH_SIZE);
 	OPENSSL_cleanse(md, sizeof(md));
 	return true;
+}
+
+bool
+tc_auth_prove(const void *token, size_t token_len, TcAuthRole role,
+			  const uint8_t server_nonce[TC_NONCE_SIZE],
+			  const uint8_t client_nonce[TC_NONCE_SIZE], uint8_t proof[TC_AUTH_SIZE])
+{
+	_Static_assert(sizeof(TC_AUTH_CLIENT_LABEL) == sizeof(TC_AUTH_SERVER_LABEL),
+				   "the labels must be the same length for the transcript to be unambiguous");
+	uint8_t		transcript[sizeof(TC_AUTH_CLIENT_LABEL) + 2 * TC_NONCE_SIZE];
+
+	/* each label with its NUL */
+	memcpy(transcript, role == TC_AUTH_CLIENT ? TC_AUTH_CLIENT_LABEL : TC_AUTH_SERVER_LABEL,
+		   sizeof(TC_AUTH_CLIENT_LABEL));
+	memcpy(transcript + sizeof(TC_AUTH_CLIENT_LABEL), server_nonce, TC_NONCE_SIZE);
+	memcpy(transcript + sizeof(TC_AUTH_CLIENT_LABEL) + TC_NONCE_SIZE, client_nonce,
+		   TC_NONCE_SIZE);
+	return tc_auth_compute(token, token_len, transcript, sizeof(transcript), proof);
 }
 
 bool

@@ -2,12 +2,23 @@
  * tc_auth.h
  *		Token authentication, both sides of it (no Postgres headers).
  *
- * The tserver greets every connection with a fresh random nonce; a client
- * that knows the token answers HMAC-SHA256(token, nonce).  The token
- * itself never crosses the wire, and an answer seen on one connection is
- * worthless on another.  Tokens are held as C strings by clients (a user
- * mapping option, a file read by tserver-cli), so a token is 1 to
- * TC_TOKEN_MAX bytes without a NUL.
+ * Mutual authentication (protocol version 3, docs/protocol.md#handshake):
+ * the tserver greets every connection with a fresh random nonce, a client
+ * with a token adds one of its own and proves it knows the token; the
+ * server answers with its proof, which the client checks before it sends
+ * anything else.  Each proof is HMAC-SHA256 under the token of
+ *
+ *     label || server nonce (32 bytes) || client nonce (32 bytes)
+ *
+ * where label is TC_AUTH_CLIENT_LABEL or TC_AUTH_SERVER_LABEL, with its
+ * NUL: both labels are the same length and the nonces fixed-length, so no
+ * two different transcripts are the same bytes, a proof made for one
+ * direction is never the other's, and one seen on a connection is
+ * worthless on another (whose server nonce differs) or to a fake server
+ * (whose client nonce differs).  The token itself never crosses the wire.
+ * Tokens are held as C strings by clients (a user mapping option, a file
+ * read by tserver-cli), so a token is 1 to TC_TOKEN_MAX bytes without a
+ * NUL.
  */
 #ifndef TC_AUTH_H
 #define TC_AUTH_H
@@ -16,23 +27,43 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define TC_NONCE_SIZE 32		/* bytes of the server's nonce */
-#define TC_AUTH_SIZE 32			/* bytes of the answer: HMAC-SHA256 */
+#define TC_NONCE_SIZE 32		/* bytes of each side's nonce */
+#define TC_AUTH_SIZE 32			/* bytes of a proof: HMAC-SHA256 */
 #define TC_TOKEN_MAX 4096		/* bytes of a token */
+
+/* the proofs' labels: equal lengths, so the transcript is unambiguous */
+#define TC_AUTH_CLIENT_LABEL "tcopy v3 client proof"
+#define TC_AUTH_SERVER_LABEL "tcopy v3 server proof"
+
+/* Whose proof a transcript is for. */
+typedef enum TcAuthRole
+{
+	TC_AUTH_CLIENT,				/* HELLO.auth */
+	TC_AUTH_SERVER				/* READY.auth */
+} TcAuthRole;
 
 /* Fill nonce with bytes from the kernel's random source; -1 with errno. */
 int			tc_auth_make_nonce(uint8_t nonce[TC_NONCE_SIZE]);
 
 /*
- * code = HMAC-SHA256(token, nonce).  Returns false when OpenSSL fails
- * (code is then undefined).
+ * code = HMAC-SHA256(token, data): the primitive under tc_auth_prove.
+ * Returns false when OpenSSL fails (code is then undefined).
  */
 bool		tc_auth_compute(const void *token, size_t token_len,
-							const uint8_t *nonce, size_t nonce_len,
+							const uint8_t *data, size_t data_len,
 							uint8_t code[TC_AUTH_SIZE]);
 
 /*
- * Whether the client's answer (code_len bytes) is expected, in time that
+ * proof = HMAC-SHA256(token, label of role || server_nonce || client_nonce),
+ * the transcript above.  Returns false when OpenSSL fails.
+ */
+bool		tc_auth_prove(const void *token, size_t token_len, TcAuthRole role,
+						  const uint8_t server_nonce[TC_NONCE_SIZE],
+						  const uint8_t client_nonce[TC_NONCE_SIZE],
+						  uint8_t proof[TC_AUTH_SIZE]);
+
+/*
+ * Whether the peer's answer (code_len bytes) is expected, in time that
  * does not depend on where they differ.
  */
 bool		tc_auth_matches(const uint8_t *code, size_t code_len,

@@ -103,8 +103,26 @@ client_open_socket(TcClient *client, const TcAddress *addr, const char *address,
 }
 
 /*
- * Read the ServerHello, answer Hello (with the HMAC of the nonce under
- * token when the server asks for one) and wait for Ready.
+ * Check the server's proof in READY against the one expected of a server
+ * that knows the token; nothing may be sent before it passes.
+ */
+static int
+client_check_server_proof(TcClient *client, const Tcopy__Ready *ready,
+						  const uint8_t expected[TC_AUTH_SIZE])
+{
+	if (!tc_auth_matches(ready->auth.data, ready->auth.len, expected))
+		return client_fail(client, TCOPY__ERROR_CODE__ERROR_AUTH,
+						   "tserver did not prove it knows the token: %s",
+						   ready->auth.len == 0 ? "its READY carries no proof" :
+						   "its proof is wrong (a server that is not the one configured, or another token)");
+	return 0;
+}
+
+/*
+ * Read the ServerHello, answer Hello and wait for Ready.  With a token:
+ * prove it (tc_auth_prove over both nonces) and require the server's proof
+ * in Ready before returning, so that nothing is sent to a server that does
+ * not know the token.  Without one: refuse a server that requires it.
  */
 static int
 client_handshake(TcClient *client, const char *token, const char *client_name)
@@ -113,7 +131,10 @@ client_handshake(TcClient *client, const char *token, const char *client_name)
 	ProtobufCMessage *msg;
 	Tcopy__ServerHello *server_hello;
 	Tcopy__Hello hello = TCOPY__HELLO__INIT;
-	uint8_t		auth[TC_AUTH_SIZE];
+	uint8_t		client_nonce[TC_NONCE_SIZE];
+	uint8_t		proof[TC_AUTH_SIZE];
+	uint8_t		server_proof[TC_AUTH_SIZE];
+	int			rc;
 
 	if (client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_SERVER_HELLO,
 						  arena, &msg) < 0)
@@ -121,43 +142,68 @@ client_handshake(TcClient *client, const char *token, const char *client_name)
 	server_hello = (Tcopy__ServerHello *) msg;
 	if (server_hello->version != TC_PROTOCOL_VERSION)
 		return client_fail(client, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
-						   "tserver speaks protocol version %u, this client version %d",
+						   "tserver speaks protocol version %u, this client version %d: "
+						   "use a tserver and a client of the same release",
 						   server_hello->version, TC_PROTOCOL_VERSION);
+	/* a proof over anything but a fresh 32-byte nonce proves nothing */
+	if (server_hello->nonce.len != TC_NONCE_SIZE)
+		return client_fail(client, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+						   "tserver sent a nonce of %zu bytes instead of %d",
+						   server_hello->nonce.len, TC_NONCE_SIZE);
 	client->server_name = strdup(server_hello->server);
 	if (client->server_name == NULL)
 		return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE, "out of memory");
-	if (server_hello->auth_required)
+	if (token != NULL)
 	{
-		if (token == NULL)
+		if (!server_hello->auth_offered)
+			return client_fail(client, TCOPY__ERROR_CODE__ERROR_AUTH,
+							   "tserver did not prove it knows the token: it holds no tokens "
+							   "(a client with a token talks only to a tserver started with "
+							   "--token-file or --scoped-tokens)");
+		if (tc_auth_make_nonce(client_nonce) != 0)
 			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
-							   "server requires a token");
-		if (!tc_auth_compute(token, strlen(token), server_hello->nonce.data,
-							 server_hello->nonce.len, auth))
+							   "could not generate a nonce: %s", strerror(errno));
+		if (!tc_auth_prove(token, strlen(token), TC_AUTH_CLIENT, server_hello->nonce.data,
+						   client_nonce, proof) ||
+			!tc_auth_prove(token, strlen(token), TC_AUTH_SERVER, server_hello->nonce.data,
+						   client_nonce, server_proof))
 			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
-							   "could not compute the authentication code");
-		hello.auth.data = auth;
-		hello.auth.len = sizeof(auth);
+							   "could not compute the authentication proofs");
+		hello.auth.data = proof;
+		hello.auth.len = sizeof(proof);
+		hello.nonce.data = client_nonce;
+		hello.nonce.len = sizeof(client_nonce);
 	}
+	else if (server_hello->auth_required)
+		return client_fail(client, TCOPY__ERROR_CODE__ERROR_AUTH,
+						   "server requires a token");
 	hello.version = TC_PROTOCOL_VERSION;
 	hello.client = (char *) (client_name != NULL ? client_name : "tcopy");
-	if (client_send_message(client, TCOPY__FRAME_TYPE__FRAME_HELLO, &hello.base) < 0)
-		return -1;
-	if (client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_READY, arena, &msg) < 0)
-		return -1;
-	return 0;
+	rc = client_send_message(client, TCOPY__FRAME_TYPE__FRAME_HELLO, &hello.base);
+	if (rc == 0 &&
+		client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_READY, arena, &msg) < 0)
+		rc = -1;
+	if (rc == 0 && token != NULL)
+		rc = client_check_server_proof(client, (Tcopy__Ready *) msg, server_proof);
+	tc_auth_forget(proof, sizeof(proof));
+	tc_auth_forget(server_proof, sizeof(server_proof));
+	return rc < 0 ? -1 : 0;
 }
 
 int
 tc_client_connect_hooked(const char *address, const char *token,
 						 const TcTlsOptions *tls,
 						 const char *client_name, TcWaitHook hook, void *arg,
-						 TcClient **clientp, char *err, size_t errlen)
+						 TcClient **clientp, Tcopy__ErrorCode *codep,
+						 char *err, size_t errlen)
 {
 	static const TcTlsOptions default_tls = {.sslmode = TC_SSLMODE_DEFAULT};
 	TcClient   *client;
 	TcAddress	addr;
 
 	*clientp = NULL;
+	if (codep != NULL)
+		*codep = TCOPY__ERROR_CODE__ERROR_NONE;
 	if (tc_address_is_null(address))
 	{
 		snprintf(err, errlen, "address \"%s\" names no tserver", address);
@@ -186,6 +232,8 @@ tc_client_connect_hooked(const char *address, const char *token,
 		client_handshake(client, token, client_name) < 0)
 	{
 		snprintf(err, errlen, "%s", client->error);
+		if (codep != NULL)
+			*codep = client->error_code;
 		*clientp = NULL;
 		tc_client_close(client);
 		return -1;
@@ -201,7 +249,7 @@ tc_client_connect(const char *address, const char *token,
 	TcClient   *client;
 
 	if (tc_client_connect_hooked(address, token, tls, client_name, NULL, NULL,
-								 &client, err, errlen) < 0)
+								 &client, NULL, err, errlen) < 0)
 		return NULL;
 	return client;
 }

@@ -58,10 +58,11 @@ typedef int (*TcWaitHook) (void *arg, TcClient *client, int fd, bool want_write)
 /*
  * Connect to address ("unix:PATH" or "tcp:HOST:PORT"), over tcp: do the
  * TLS handshake tls asks for (NULL: the defaults, sslmode
- * TC_SSLMODE_DEFAULT; unix: never uses TLS), exchange hellos (answering
- * the server's nonce with HMAC-SHA256(token, nonce) when it asks for a
- * token; token may be NULL) and wait for READY.  NULL on failure with the
- * reason in err.
+ * TC_SSLMODE_DEFAULT; unix: never uses TLS), exchange hellos and wait for
+ * READY.  With a token (else NULL), authenticate mutually (tc_auth.h):
+ * prove the token, and fail unless the server proves it knows it too,
+ * before anything else is sent.  NULL on failure with the reason in err
+ * (tc_client_error_code ERROR_AUTH for an authentication failure).
  */
 TcClient   *tc_client_connect(const char *address, const char *token,
 							  const TcTlsOptions *tls, const char *client_name,
@@ -71,12 +72,15 @@ TcClient   *tc_client_connect(const char *address, const char *token,
  * tc_client_connect with every wait of the connect and handshake going
  * through hook.  *clientp is set before the first wait, so that a caller
  * whose hook may not return (a Postgres ERROR on cancel) can close the
- * half-open client; it is NULL again when this returns -1.
+ * half-open client; it is NULL again when this returns -1, with the
+ * server's error code (ERROR_AUTH also for a server that failed to prove
+ * the token, ERROR_NONE for a local failure) in *codep unless it is NULL.
  */
 int			tc_client_connect_hooked(const char *address, const char *token,
 									 const TcTlsOptions *tls,
 									 const char *client_name, TcWaitHook hook,
 									 void *arg, TcClient **clientp,
+									 Tcopy__ErrorCode *codep,
 									 char *err, size_t errlen);
 void		tc_client_close(TcClient *client);
 

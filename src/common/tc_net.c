@@ -238,6 +238,18 @@ tc_net_unix_listen(const char *path, mode_t mode, int backlog, char *err, size_t
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return net_error(err, errlen, "could not create a unix socket: %s", strerror(errno));
+
+	/*
+	 * The file bind creates takes the socket's mode (less the umask): owner
+	 * only from the start, so that it is never wider than mode, not even
+	 * for a moment; and nobody can connect before listen, after the chmod.
+	 */
+	if (fchmod(fd, 0600) != 0)
+	{
+		net_error(err, errlen, "could not set permissions of a unix socket: %s", strerror(errno));
+		close(fd);
+		return TC_NET_ERR;
+	}
 	if (bind(fd, (struct sockaddr *) &sun, sizeof(sun)) != 0)
 	{
 		net_error(err, errlen, "could not bind unix socket \"%s\": %s", path, strerror(errno));

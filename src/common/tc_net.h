@@ -95,8 +95,9 @@ int			tc_net_set_recv_timeout(int fd, int seconds, char *err, size_t errlen);
 int			tc_net_unix_in_use(const char *path, char *err, size_t errlen);
 
 /*
- * Listen on a new unix socket file at path with the given mode, non-blocking.
- * Returns the descriptor; on failure the file, if bound, is removed.
+ * Listen on a new unix socket file at path with the given mode (the file
+ * is created 0600, then set to mode before listen), non-blocking.  Returns
+ * the descriptor; on failure the file, if bound, is removed.
  */
 int			tc_net_unix_listen(const char *path, mode_t mode, int backlog,
 							   char *err, size_t errlen);

@@ -649,6 +649,12 @@ tc_tls_writev(TcTls *tls, const struct iovec *iov, int iovcnt)
 }
 
 bool
+tc_tls_has_pending(const TcTls *tls)
+{
+	return SSL_has_pending(tls->ssl) == 1;
+}
+
+bool
 tc_tls_wants_write(const TcTls *tls)
 {
 	return tls->want_write;

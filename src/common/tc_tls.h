@@ -90,6 +90,12 @@ int			tc_tls_handshake(TcTls *tls, char *err, size_t errlen);
 ssize_t		tc_tls_read(TcTls *tls, void *buf, size_t len);
 ssize_t		tc_tls_writev(TcTls *tls, const struct iovec *iov, int iovcnt);
 
+/*
+ * Whether OpenSSL holds bytes received already (a record, decrypted or
+ * not), which the next tc_tls_read returns without waiting for the socket.
+ */
+bool		tc_tls_has_pending(const TcTls *tls);
+
 /* After EAGAIN: wait for writability (true) or readability. */
 bool		tc_tls_wants_write(const TcTls *tls);
 

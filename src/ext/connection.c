@@ -125,7 +125,8 @@ tcopy_wait(void *arg, TcClient *client, int fd, bool want_write)
  */
 static TcClient *
 tcopy_client_try_connect(const char *address, const char *token,
-						 const TcTlsOptions *tls, char *err, size_t errlen)
+						 const TcTlsOptions *tls, Tcopy__ErrorCode *code,
+						 char *err, size_t errlen)
 {
 	static TcClient *connecting = NULL;
 	TcClient   *client;
@@ -139,7 +140,7 @@ tcopy_client_try_connect(const char *address, const char *token,
 	PG_TRY();
 	{
 		rc = tc_client_connect_hooked(address, token, tls, name, tcopy_wait, NULL,
-									  &connecting, err, errlen);
+									  &connecting, code, err, errlen);
 	}
 	PG_CATCH();
 	{
@@ -160,13 +161,20 @@ TcClient *
 tcopy_client_connect(const char *address, const char *token, const TcTlsOptions *tls)
 {
 	char		err[512];
-	TcClient   *client = tcopy_client_try_connect(address, token, tls, err, sizeof(err));
+	Tcopy__ErrorCode code;
+	TcClient   *client = tcopy_client_try_connect(address, token, tls, &code, err, sizeof(err));
 
 	if (client == NULL)
+	{
+		/* a refusal the tserver (or its missing proof) gave has its SQLSTATE */
+		if (code == TCOPY__ERROR_CODE__ERROR_AUTH ||
+			code == TCOPY__ERROR_CODE__ERROR_TOO_MANY_CONNECTIONS)
+			tcopy_raise_error(code, err, address, "could not connect to tserver");
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
 				 errmsg("could not connect to tserver at \"%s\"", address),
 				 errdetail_internal("%s", err)));
+	}
 	return client;
 }
 
@@ -194,6 +202,14 @@ tcopy_raise_error(Tcopy__ErrorCode code, const char *message,
 		case TCOPY__ERROR_CODE__ERROR_AUTH:
 			sqlstate = ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION;
 			hint = gettext_noop("Check option token of the user mapping.");
+			break;
+		case TCOPY__ERROR_CODE__ERROR_PERMISSION:
+			sqlstate = ERRCODE_INSUFFICIENT_PRIVILEGE;
+			hint = gettext_noop("The user mapping's token is scoped to a namespace of the tserver's tables "
+								"that does not include this table.");
+			break;
+		case TCOPY__ERROR_CODE__ERROR_TOO_MANY_CONNECTIONS:
+			sqlstate = ERRCODE_TOO_MANY_CONNECTIONS;
 			break;
 		case TCOPY__ERROR_CODE__ERROR_TOO_LARGE:
 			sqlstate = ERRCODE_PROGRAM_LIMIT_EXCEEDED;
@@ -546,7 +562,7 @@ tcopy_try_connect(const char *address, const char *token, const TcTlsOptions *tl
 				  char *err, size_t errlen)
 {
 	TcopyScanClient *entry = tcopy_track_client();
-	TcClient   *client = tcopy_client_try_connect(address, token, tls, err, errlen);
+	TcClient   *client = tcopy_client_try_connect(address, token, tls, NULL, err, errlen);
 
 	entry->client = client;
 	if (client == NULL)

@@ -8,13 +8,15 @@
  * Every connection thread does blocking I/O on its own socket, so a slow
  * or dead client stalls nobody but itself.  Frames are read ahead into one
  * reused buffer (tc_frame_reader.h), each header checked against the
- * protocol's limit of the moment before its payload is waited for.  Until
- * the handshake is done, reads time out after CONN_HANDSHAKE_TIMEOUT_S, so
- * that a client that never authenticates does not hold a thread forever;
- * with --allow-uid, a unix peer running as another user is refused before
- * it is even greeted.  Any error ends the connection the same way: an
- * Error frame (best effort, then a short drain), a line in the log, the
- * open session aborted, the open scan closed, the socket closed.
+ * protocol's limit of the moment before its payload is waited for.  The
+ * whole handshake must be done within the context's handshake timeout of
+ * the accept (each read waits only for what is left of it), so that a
+ * client trickling bytes cannot hold a thread; a unix peer whose uid is
+ * allowed is admitted without a token, and with no token configured any
+ * other is refused before it is even greeted.  Any error ends the
+ * connection the same way: an Error frame (best effort, then a short
+ * drain), a line in the log, the open session aborted, the open scan
+ * closed, the socket closed.
  */
 #include "ts_conn.h"
 
@@ -34,7 +36,6 @@
 
 #define CONN_DRAIN_MS 100		/* after an Error frame, see conn_send_error */
 #define CONN_DRAIN_BYTES (1024 * 1024)
-#define CONN_HANDSHAKE_TIMEOUT_S 10 /* seconds a client has to authenticate */
 
 /*
  * Errors that end a connection are TsErrors.  Those with code ERROR_NONE
@@ -49,6 +50,96 @@ conn_lost(TsConn *conn, TsError *err, const char *what, int errnum)
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_NONE, "%s: %s", what, strerror(errnum));
 	else
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_NONE, "%s", what);
+}
+
+/* Milliseconds since the connection was accepted. */
+static long
+conn_elapsed_ms(const TsConn *conn)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - conn->accepted_at.tv_sec) * 1000 +
+		(now.tv_nsec - conn->accepted_at.tv_nsec) / 1000000;
+}
+
+/* The handshake's deadline has passed: say so in err (ERROR_AUTH). */
+static int
+conn_handshake_timed_out(TsConn *conn, TsError *err)
+{
+	int			limit_ms = conn->ctx->handshake_timeout_ms;
+
+	if (limit_ms % 1000 == 0)
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
+					 "no handshake within %d s of connecting", limit_ms / 1000);
+	else
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
+					 "no handshake within %d ms of connecting", limit_ms);
+	return -1;
+}
+
+/*
+ * Seconds left of the handshake's deadline, rounded up, at least 1: the
+ * receive timeout of the blocking reads a TLS record may take.
+ */
+static int
+conn_handshake_seconds_left(const TsConn *conn)
+{
+	long		left_ms = conn->ctx->handshake_timeout_ms - conn_elapsed_ms(conn);
+
+	return left_ms > 1000 ? (int) ((left_ms + 999) / 1000) : 1;
+}
+
+/*
+ * Before the handshake is done, wait for input only as long as is left of
+ * the handshake's deadline, counted from the accept: a client sending a
+ * byte now and then gets no more time than a silent one.  Through TLS, a
+ * read may block for the rest of a record whatever poll said, so the
+ * socket's receive timeout is set to what is left as well (and taken off
+ * once authenticated, conn_handshake_done), and bytes TLS has decrypted
+ * already need no wait.  0 when there is input, -1 with err (ERROR_AUTH)
+ * when the time is up.
+ */
+static int
+conn_wait_handshake(TsConn *conn, TsError *err)
+{
+	if (conn->tls != NULL)
+	{
+		if (tc_net_set_recv_timeout(conn->fd, conn_handshake_seconds_left(conn), NULL, 0) == TC_NET_OK)
+			conn->recv_timeout_set = true;
+		if (tc_tls_has_pending(conn->tls))
+			return 0;
+	}
+	for (;;)
+	{
+		struct pollfd pfd = {.fd = conn->fd,.events = POLLIN};
+		long		left_ms = conn->ctx->handshake_timeout_ms - conn_elapsed_ms(conn);
+		int			n;
+
+		if (left_ms <= 0)
+			return conn_handshake_timed_out(conn, err);
+		n = poll(&pfd, 1, (int) left_ms);
+		if (n > 0)
+			return 0;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+		{
+			conn_lost(conn, err, "could not wait for the client", errno);
+			return -1;
+		}
+	}
+}
+
+/* The handshake is done: its receive timeout, if any, comes off. */
+static void
+conn_handshake_done(TsConn *conn)
+{
+	if (conn->recv_timeout_set)
+	{
+		tc_net_set_recv_timeout(conn->fd, 0, NULL, 0);
+		conn->recv_timeout_set = false;
+	}
 }
 
 /* TcReadFn of a TLS connection (arg is its TsConn). */
@@ -89,6 +180,8 @@ conn_read_frame(TsConn *conn, Tcopy__FrameType *type, const uint8_t **payload,
 				break;
 		}
 
+		if (!ts_proto_authenticated(&conn->proto) && conn_wait_handshake(conn, err) != 0)
+			return -1;
 		if (conn->tls != NULL)
 			n = tc_frame_reader_read_via(&conn->reader, conn_tls_read, conn);
 		else
@@ -113,19 +206,14 @@ conn_read_frame(TsConn *conn, Tcopy__FrameType *type, const uint8_t **payload,
 			conn_lost(conn, err, tc_tls_error(conn->tls), 0);
 			return -1;
 		}
+		/* a TLS record cut short by the handshake's receive timeout */
+		if ((errno == EAGAIN || errno == EWOULDBLOCK) && !ts_proto_authenticated(&conn->proto))
+			return conn_handshake_timed_out(conn, err);
 		if (errno == ENOMEM)
 		{
 			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL,
 						 "out of memory reading a frame of %zu bytes",
 						 tc_frame_reader_pending(&conn->reader));
-			return -1;
-		}
-		if ((errno == EAGAIN || errno == EWOULDBLOCK) &&
-			!ts_proto_authenticated(&conn->proto))
-		{
-			/* the receive timeout set until the handshake is done */
-			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
-						 "no handshake within %d s", CONN_HANDSHAKE_TIMEOUT_S);
 			return -1;
 		}
 		conn_lost(conn, err, "could not receive from the client", errno);
@@ -258,39 +346,64 @@ conn_finish(TsConn *conn, const TsError *err)
 }
 
 /*
- * With --allow-uid, a unix socket peer must run as one of the allowed
- * uids (SO_PEERCRED, read at accept); one that cannot be identified is
- * refused too.  TCP peers have no uid: the token is their check (ts_main
- * refuses --allow-uid with a tcp listener and no token).
+ * Who may skip the token: a unix peer whose uid is allowed (SO_PEERCRED,
+ * read at accept; one that cannot be read is not), and anyone when the
+ * server has neither tokens nor allowed uids (--insecure).  A peer that is
+ * not admitted must prove a token, and is refused before it is even
+ * greeted when the server holds none.  TCP peers have no uid: the token is
+ * their check (ts_main refuses --allow-uid with a tcp listener and no
+ * token).  Returns 0 with *admitted, or -1 with err.
  */
 static int
-conn_check_peer(const TsConn *conn, TsError *err)
+conn_check_peer(const TsConn *conn, bool *admitted, TsError *err)
 {
 	const TsConnContext *ctx = conn->ctx;
+	bool		tokens = ctx->shared->credentials.n > 0;
 
-	if (ctx->nallowed_uids == 0 || !conn->is_unix)
-		return 0;
-	if (!conn->peer_uid_known)
+	*admitted = false;
+	if (ctx->nallowed_uids == 0 && !tokens)
 	{
+		*admitted = true;
+		return 0;
+	}
+	if (ctx->nallowed_uids > 0 && conn->is_unix && conn->peer_uid_known)
+	{
+		for (size_t i = 0; i < ctx->nallowed_uids; i++)
+		{
+			if (ctx->allowed_uids[i] == conn->peer_uid)
+			{
+				*admitted = true;
+				return 0;
+			}
+		}
+	}
+	if (tokens)
+		return 0;
+	if (!conn->is_unix || !conn->peer_uid_known)
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
 					 "the peer's uid could not be read, and only listed uids may connect");
-		return -1;
-	}
-	for (size_t i = 0; i < ctx->nallowed_uids; i++)
-	{
-		if (ctx->allowed_uids[i] == conn->peer_uid)
-			return 0;
-	}
-	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
-				 "uid %u is not allowed to connect", (unsigned) conn->peer_uid);
+	else
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
+					 "uid %u is not allowed to connect", (unsigned) conn->peer_uid);
 	return -1;
+}
+
+/* The connection is no longer unauthenticated (READY sent, or it ends). */
+static void
+conn_done_unauthenticated(TsConn *conn)
+{
+	if (conn->unauthenticated)
+	{
+		atomic_fetch_sub(conn->ctx->unauthenticated, 1);
+		conn->unauthenticated = false;
+	}
 }
 
 /*
  * With a TLS context, start TLS on a tcp: connection, before the first
- * frame, within the handshake's receive timeout.  A client that does not
- * speak TLS gets a plaintext Error frame naming sslmode; one whose TLS
- * handshake failed gets none (it could not read it), only the log line.
+ * frame, within what is left of the handshake's deadline.  A client that
+ * does not speak TLS gets a plaintext Error frame naming sslmode; one whose
+ * TLS handshake failed gets none (it could not read it), only the log line.
  */
 static int
 conn_start_tls(TsConn *conn, TsError *err)
@@ -299,7 +412,9 @@ conn_start_tls(TsConn *conn, TsError *err)
 
 	if (conn->ctx->tls_ctx == NULL || conn->is_unix)
 		return 0;
-	(void) tc_net_set_recv_timeout(conn->fd, CONN_HANDSHAKE_TIMEOUT_S, NULL, 0);
+	/* the TLS handshake is part of the handshake's deadline */
+	if (tc_net_set_recv_timeout(conn->fd, conn_handshake_seconds_left(conn), NULL, 0) == TC_NET_OK)
+		conn->recv_timeout_set = true;
 	switch (ts_tls_start(conn->ctx->tls_ctx, conn->fd, &conn->tls, why, sizeof(why)))
 	{
 		case TS_TLS_STARTED:
@@ -310,7 +425,8 @@ conn_start_tls(TsConn *conn, TsError *err)
 			}
 			return 0;
 		case TS_TLS_PLAINTEXT_PEER:
-			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH, "%s", why);
+			/* a mismatch of transports, not of credentials: no 28000 */
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL, "%s", why);
 			return -1;
 		case TS_TLS_TIMED_OUT:
 		case TS_TLS_FAILED:
@@ -331,35 +447,29 @@ ts_conn_main(void *arg)
 {
 	TsConn	   *conn = arg;
 	TsError		err;
+	bool		admitted = false;
 
 	tc_frame_reader_init(&conn->reader);
-	conn->clean_eof = conn->socket_broken = false;
+	conn->clean_eof = conn->socket_broken = conn->recv_timeout_set = false;
 	conn->tls = NULL;
 	ts_proto_init(&conn->proto, conn->ctx->shared, conn->id, conn_send_socket, conn);
 	memset(&err, 0, sizeof(err));
 
 	ts_log(TS_LOG_DEBUG, "connection %" PRIu64 " from %s opened", conn->id, conn->peer);
 
-	if (conn_check_peer(conn, &err) == 0 && conn_start_tls(conn, &err) == 0 &&
-		ts_proto_greet(&conn->proto, &err) == 0)
+	if (conn_check_peer(conn, &admitted, &err) == 0 && conn_start_tls(conn, &err) == 0 &&
+		ts_proto_greet(&conn->proto, admitted, &err) == 0)
 	{
-		/*
-		 * Until the handshake is done, reads time out: a client that never
-		 * authenticates must not hold a thread forever.
-		 */
-		bool		timeout_set =
-			tc_net_set_recv_timeout(conn->fd, CONN_HANDSHAKE_TIMEOUT_S, NULL, 0) == TC_NET_OK;
-
 		for (;;)
 		{
 			Tcopy__FrameType type;
 			const uint8_t *payload;
 			uint32_t	len;
 
-			if (timeout_set && ts_proto_authenticated(&conn->proto))
+			if (conn->unauthenticated && ts_proto_authenticated(&conn->proto))
 			{
-				tc_net_set_recv_timeout(conn->fd, 0, NULL, 0);
-				timeout_set = false;
+				conn_done_unauthenticated(conn);
+				conn_handshake_done(conn);
 			}
 			if (conn_read_frame(conn, &type, &payload, &len, &err) != 0)
 				break;
@@ -377,6 +487,7 @@ ts_conn_main(void *arg)
 		}
 	}
 
+	conn_done_unauthenticated(conn);
 	conn_finish(conn, &err);
 	conn->ctx->exit(conn, conn->ctx->exit_arg);
 	return NULL;

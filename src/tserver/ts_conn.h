@@ -36,8 +36,10 @@ typedef void (*TsConnExitFn) (TsConn *conn, void *arg);
 typedef struct TsConnContext
 {
 	TsProtoShared *shared;		/* store, token, frame limit, counters */
-	const uid_t *allowed_uids;	/* unix peers must run as one of these; */
-	size_t		nallowed_uids;	/* 0: unix peers unchecked */
+	const uid_t *allowed_uids;	/* unix peers running as one of these are */
+	size_t		nallowed_uids;	/* admitted without a token */
+	int			handshake_timeout_ms;	/* from accept to READY, in all */
+	atomic_int *unauthenticated;	/* connections before READY, the server's */
 	const atomic_bool *shutdown_requested;	/* once set: no Error frames */
 	struct ssl_ctx_st *tls_ctx; /* TLS on every tcp: connection; NULL: none */
 	TsConnExitFn exit;
@@ -54,6 +56,8 @@ struct TsConn
 	bool		is_unix;		/* came through a unix socket listener */
 	bool		peer_uid_known; /* unix: SO_PEERCRED told peer_uid */
 	uid_t		peer_uid;
+	struct timespec accepted_at;	/* CLOCK_MONOTONIC: the handshake's start */
+	bool		unauthenticated;	/* counted in ctx->unauthenticated */
 	pthread_t	thread;			/* runs ts_conn_main */
 	TsConn	   *prev;			/* the server's live or done list, under */
 	TsConn	   *next;			/* its lock */
@@ -62,6 +66,7 @@ struct TsConn
 	TcFrameReader reader;		/* bytes received, frames not yet handled */
 	bool		clean_eof;		/* the client closed between frames */
 	bool		socket_broken;	/* no Error frame can be sent any more */
+	bool		recv_timeout_set;	/* TLS: SO_RCVTIMEO until authenticated */
 	TcTls	   *tls;			/* the transport of a TLS connection, or NULL */
 	TsProto		proto;
 };

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tc_auth.h"
@@ -23,15 +24,26 @@
 
 #define EXIT_USAGE 2
 #define TS_MB (1024 * 1024)
+#define TS_DEFAULT_MAX_CONNECTIONS 256
+#define TS_DEFAULT_MAX_UNAUTHENTICATED 32
+#define TS_DEFAULT_HANDSHAKE_TIMEOUT_S 10
+#define TS_DEFAULT_DECODE_MEMORY_MB 2048
 
 typedef struct TsMainOptions
 {
 	const char *data_dir;
 	TcAddress  *listen;			/* [nlisten], from repeated --listen */
 	int			nlisten;
-	const char *token_file;		/* NULL: no authentication */
+	const char *token_file;		/* the full-access token; NULL: none */
+	const char *scoped_tokens_file; /* NAMESPACE TOKEN lines; NULL: none */
 	uid_t	   *allowed_uids;	/* [nallowed_uids], from --allow-uid */
 	size_t		nallowed_uids;
+	bool		insecure;		/* no authentication is acceptable */
+	mode_t		socket_mode;	/* of unix socket files */
+	int			max_connections;
+	int			max_unauthenticated;
+	int			handshake_timeout_s;
+	size_t		decode_memory_mb;
 	size_t		session_memory_mb;
 	size_t		memory_mb;
 	int			merge_threads;	/* 0: the store's default */
@@ -61,14 +73,29 @@ usage(FILE *out)
 			"  --data DIR                 store data in DIR (created when missing)\n"
 			"  --listen ADDRESS           listen on unix:PATH or tcp:HOST:PORT (repeatable;\n"
 			"                             HOST * means every local address)\n"
-			"  --token-file FILE          require clients to prove they know the token in FILE\n"
-			"                             (which only its owner may access: mode 0600)\n"
-			"  --allow-uid UID[,UID...]   accept unix socket clients running as these users\n"
-			"                             only (uids or user names; repeatable)\n"
+			"Authentication (one of the first four is required):\n"
+			"  --token-file FILE          clients proving the token in FILE have full access\n"
+			"                             (FILE only its owner may access: mode 0600)\n"
+			"  --scoped-tokens FILE       lines \"NAMESPACE TOKEN\": a client proving TOKEN\n"
+			"                             reaches only tables named NAMESPACE... (mode 0600)\n"
+			"  --allow-uid UID[,UID...]   unix socket clients running as these users (uids or\n"
+			"                             names; repeatable) have full access without a token\n"
+			"  --insecure                 no authentication: every client that reaches a\n"
+			"                             listener has full access\n"
+			"  --socket-mode MODE         mode of unix socket files (default 0600; 0660 lets\n"
+			"                             the group in; world access only with --insecure)\n"
+			"TLS:\n"
 			"  --tls-cert FILE            speak TLS (only) on every tcp: listener, with this\n"
 			"                             PEM certificate (chain); unix: never uses TLS\n"
 			"  --tls-key FILE             its private key (mode 0600); with --tls-cert\n"
 			"  --tls-ca FILE              require client certificates signed by these CAs\n"
+			"Limits:\n"
+			"  --max-connections N        connections open at once (default %d)\n"
+			"  --max-unauthenticated N    of those, not yet authenticated (default %d)\n"
+			"  --handshake-timeout S      seconds from connect to authenticated (default %d)\n"
+			"  --decode-memory-mb N       memory all connections' frames unpack into\n"
+			"                             together; a frame waits for it (default %d)\n"
+			"Storage:\n"
 			"  --session-memory-mb N      memory a write session stages before spilling\n"
 			"                             to disk (default %zu)\n"
 			"  --memory-mb N              memory all write sessions together stage before\n"
@@ -79,7 +106,9 @@ usage(FILE *out)
 			"  --no-sync                  do not sync commits (for measurements only)\n"
 			"  --log-level LEVEL          debug, info (default), warning or error\n"
 			"  --help                     show this help and exit\n",
-			TS_VERSION, defaults.session_memory_bytes / TS_MB,
+			TS_VERSION, TS_DEFAULT_MAX_CONNECTIONS, TS_DEFAULT_MAX_UNAUTHENTICATED,
+			TS_DEFAULT_HANDSHAKE_TIMEOUT_S, TS_DEFAULT_DECODE_MEMORY_MB,
+			defaults.session_memory_bytes / TS_MB,
 			(unsigned long long) (defaults.memory_bytes / TS_MB),
 			(unsigned) (TC_FRAME_MAX_DEFAULT / TS_MB));
 }
@@ -175,6 +204,26 @@ parse_allowed_uids(const char *list, TsMainOptions *options)
 		bad_argument("--allow-uid needs at least one uid or user name");
 }
 
+/*
+ * An octal socket file mode: permission bits only, the owner's read and
+ * write included (or the server could not use its own socket).
+ */
+static mode_t
+parse_socket_mode(const char *text)
+{
+	char	   *end = NULL;
+	unsigned long value = 0;
+
+	errno = 0;
+	if (text[0] >= '0' && text[0] <= '7')
+		value = strtoul(text, &end, 8);
+	if (end == NULL || *end != '\0' || errno != 0 || value > 0777 ||
+		(value & 0600) != 0600)
+		bad_argument("--socket-mode needs an octal mode from 0600 to 0777 with the owner's "
+					 "read and write (such as 0600 or 0660), not \"%s\"", text);
+	return (mode_t) value;
+}
+
 /* Fill options from argv, or exit with a usage error. */
 static void
 parse_arguments(int argc, char **argv, TsMainOptions *options)
@@ -183,6 +232,8 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 	{
 		OPT_DATA = 256, OPT_LISTEN, OPT_TOKEN_FILE, OPT_SESSION_MEMORY, OPT_MEMORY,
 		OPT_MERGE_THREADS, OPT_MAX_FRAME, OPT_NO_SYNC, OPT_LOG_LEVEL, OPT_ALLOW_UID, OPT_HELP,
+		OPT_SCOPED_TOKENS, OPT_INSECURE, OPT_SOCKET_MODE, OPT_MAX_CONNECTIONS,
+		OPT_MAX_UNAUTHENTICATED, OPT_HANDSHAKE_TIMEOUT, OPT_DECODE_MEMORY,
 		OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA
 	};
 	static const struct option long_options[] = {
@@ -190,6 +241,13 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 		{"listen", required_argument, NULL, OPT_LISTEN},
 		{"token-file", required_argument, NULL, OPT_TOKEN_FILE},
 		{"allow-uid", required_argument, NULL, OPT_ALLOW_UID},
+		{"scoped-tokens", required_argument, NULL, OPT_SCOPED_TOKENS},
+		{"insecure", no_argument, NULL, OPT_INSECURE},
+		{"socket-mode", required_argument, NULL, OPT_SOCKET_MODE},
+		{"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
+		{"max-unauthenticated", required_argument, NULL, OPT_MAX_UNAUTHENTICATED},
+		{"handshake-timeout", required_argument, NULL, OPT_HANDSHAKE_TIMEOUT},
+		{"decode-memory-mb", required_argument, NULL, OPT_DECODE_MEMORY},
 		{"tls-cert", required_argument, NULL, OPT_TLS_CERT},
 		{"tls-key", required_argument, NULL, OPT_TLS_KEY},
 		{"tls-ca", required_argument, NULL, OPT_TLS_CA},
@@ -211,6 +269,11 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 	options->memory_mb = (size_t) (store_defaults.memory_bytes / TS_MB);
 	options->max_frame_mb = TC_FRAME_MAX_DEFAULT / TS_MB;
 	options->log_level = TS_LOG_INFO;
+	options->socket_mode = 0600;
+	options->max_connections = TS_DEFAULT_MAX_CONNECTIONS;
+	options->max_unauthenticated = TS_DEFAULT_MAX_UNAUTHENTICATED;
+	options->handshake_timeout_s = TS_DEFAULT_HANDSHAKE_TIMEOUT_S;
+	options->decode_memory_mb = TS_DEFAULT_DECODE_MEMORY_MB;
 	/* every --listen is an argument, so argc bounds their number */
 	options->listen = calloc((size_t) argc, sizeof(TcAddress));
 	if (options->listen == NULL)
@@ -243,6 +306,30 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 				break;
 			case OPT_ALLOW_UID:
 				parse_allowed_uids(optarg, options);
+				break;
+			case OPT_SCOPED_TOKENS:
+				options->scoped_tokens_file = optarg;
+				break;
+			case OPT_INSECURE:
+				options->insecure = true;
+				break;
+			case OPT_SOCKET_MODE:
+				options->socket_mode = parse_socket_mode(optarg);
+				break;
+			case OPT_MAX_CONNECTIONS:
+				options->max_connections =
+					(int) parse_number("--max-connections", optarg, 1, 1000000);
+				break;
+			case OPT_MAX_UNAUTHENTICATED:
+				options->max_unauthenticated =
+					(int) parse_number("--max-unauthenticated", optarg, 1, 1000000);
+				break;
+			case OPT_HANDSHAKE_TIMEOUT:
+				options->handshake_timeout_s =
+					(int) parse_number("--handshake-timeout", optarg, 1, 3600);
+				break;
+			case OPT_DECODE_MEMORY:
+				options->decode_memory_mb = parse_number("--decode-memory-mb", optarg, 1, 1024 * 1024);
 				break;
 			case OPT_TLS_CERT:
 				options->tls_cert = optarg;
@@ -307,8 +394,21 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 	if (options->tls_ca != NULL && options->tls_cert == NULL)
 		bad_argument("--tls-ca needs --tls-cert and --tls-key");
 
+	/* secure by default: no client gets in unauthenticated unless asked for */
+	if (options->token_file == NULL && options->scoped_tokens_file == NULL &&
+		options->nallowed_uids == 0 && !options->insecure)
+		bad_argument("no way to authenticate clients: give --token-file FILE, --scoped-tokens FILE "
+					 "or --allow-uid UID (unix sockets), or --insecure to let every client that "
+					 "reaches a listener in with full access");
+	if ((options->socket_mode & S_IWOTH) && !options->insecure)
+		bad_argument("--socket-mode %04o lets every local user connect: use a group mode "
+					 "(0660), or add --insecure", (unsigned) options->socket_mode);
+	if (options->max_unauthenticated > options->max_connections)
+		options->max_unauthenticated = options->max_connections;
+
 	/* a tcp client has no uid to check: it would get in unchecked */
-	if (options->nallowed_uids > 0 && options->token_file == NULL)
+	if (options->nallowed_uids > 0 && options->token_file == NULL &&
+		options->scoped_tokens_file == NULL)
 	{
 		for (int i = 0; i < options->nlisten; i++)
 		{
@@ -360,6 +460,8 @@ main(int argc, char **argv)
 	TsStore    *store = NULL;
 	struct ssl_ctx_st *tls_ctx = NULL;
 	TsError		store_err;
+	TsCredentials credentials = {0};
+	size_t		nscoped = 0;
 	char		token[TC_TOKEN_MAX + 1];
 	size_t		token_len = 0;
 	char		err[512];
@@ -370,12 +472,30 @@ main(int argc, char **argv)
 	ts_log_min_level = options.log_level;
 	set_signal_handlers(SIG_DFL);
 
-	if (options.token_file != NULL &&
-		tc_auth_read_token_file(options.token_file, true, token, &token_len,
-								err, sizeof(err)) != 0)
+	if (options.token_file != NULL)
 	{
-		ts_log(TS_LOG_ERROR, "%s", err);
-		goto done;
+		int			rc = tc_auth_read_token_file(options.token_file, true, token, &token_len,
+												 err, sizeof(err));
+
+		if (rc == 0)
+			rc = ts_auth_add(&credentials, NULL, (const uint8_t *) token, token_len,
+							 err, sizeof(err));
+		tc_auth_forget(token, sizeof(token));
+		if (rc != 0)
+		{
+			ts_log(TS_LOG_ERROR, "%s", err);
+			goto done;
+		}
+	}
+	if (options.scoped_tokens_file != NULL)
+	{
+		if (ts_auth_read_scoped_tokens(&credentials, options.scoped_tokens_file,
+									   err, sizeof(err)) != 0)
+		{
+			ts_log(TS_LOG_ERROR, "%s", err);
+			goto done;
+		}
+		nscoped = credentials.n - (token_len > 0);
 	}
 
 	if (options.tls_cert != NULL)
@@ -390,14 +510,17 @@ main(int argc, char **argv)
 	}
 
 	memset(&config, 0, sizeof(config));
+	config.credentials = &credentials;
 	config.tls_ctx = tls_ctx;
-	config.token = token_len > 0 ? (const uint8_t *) token : NULL;
-	config.token_len = token_len;
 	config.max_frame_bytes = options.max_frame_mb * 1024u * 1024u;
 	config.allowed_uids = options.allowed_uids;
 	config.nallowed_uids = options.nallowed_uids;
+	config.socket_mode = options.socket_mode;
+	config.max_connections = options.max_connections;
+	config.max_unauthenticated = options.max_unauthenticated;
+	config.handshake_timeout_ms = options.handshake_timeout_s * 1000;
+	config.decode_total_bytes = options.decode_memory_mb * TS_MB;
 	server = ts_server_create(&config, err, sizeof(err));
-	tc_auth_forget(token, sizeof(token));
 	if (server == NULL)
 	{
 		ts_log(TS_LOG_ERROR, "%s", err);
@@ -410,8 +533,14 @@ main(int argc, char **argv)
 
 	ts_log(TS_LOG_INFO, "tserver %s starting, data directory \"%s\"",
 		   TS_VERSION, options.data_dir);
-	if (token_len == 0)
-		ts_log(TS_LOG_INFO, "no --token-file: clients are not authenticated");
+	if (token_len > 0)
+		ts_log(TS_LOG_INFO, "clients proving the --token-file token have full access");
+	if (nscoped > 0)
+		ts_log(TS_LOG_INFO, "%zu scoped token%s from \"%s\"", nscoped, nscoped == 1 ? "" : "s",
+			   options.scoped_tokens_file);
+	if (token_len == 0 && nscoped == 0 && options.nallowed_uids == 0)
+		ts_log(TS_LOG_WARNING, "--insecure: clients are NOT authenticated: anyone who can "
+			   "reach a listener can read, write and drop every table");
 	if (options.nallowed_uids > 0)
 	{
 		char		uids[256] = "";
@@ -420,7 +549,8 @@ main(int argc, char **argv)
 		for (size_t j = 0; j < options.nallowed_uids && used < sizeof(uids); j++)
 			used += (size_t) snprintf(uids + used, sizeof(uids) - used, "%s%u",
 									  j > 0 ? "," : "", (unsigned) options.allowed_uids[j]);
-		ts_log(TS_LOG_INFO, "unix socket clients must run as uid %s", uids);
+		ts_log(TS_LOG_INFO, "unix socket clients running as uid %s need no token%s", uids,
+			   token_len + nscoped > 0 ? "" : "; other clients are refused");
 	}
 	if (tls_ctx != NULL)
 		ts_log(TS_LOG_INFO, "tcp: listeners speak TLS only%s",
@@ -479,6 +609,7 @@ done:
 		ts_tls_context_free(tls_ctx);
 	free(options.listen);
 	free(options.allowed_uids);
+	ts_auth_free(&credentials);
 	if (status == 0)
 		ts_log(TS_LOG_INFO, "tserver stopped");
 	return status;

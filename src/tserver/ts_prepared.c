@@ -230,9 +230,65 @@ base_name(char *path)
 	return slash != NULL ? slash + 1 : path;
 }
 
+/* Narrow *prefix_len to what name shares with prefix. */
+static void
+common_prefix(const char *prefix, size_t *prefix_len, const char *name)
+{
+	size_t		i = 0;
+
+	while (i < *prefix_len && name[i] == prefix[i])
+		i++;
+	*prefix_len = i;
+}
+
+/*
+ * The session's PreparedRecord.scope_prefix, malloc'ed: the longest common
+ * prefix of the names of the tables it wrote to, truncates or drops, or
+ * scope (the preparing connection's namespace; NULL: "") when there are
+ * none.  A scoped connection only ever names tables of its namespace, so
+ * what it prepares starts with its namespace either way.  NULL when out
+ * of memory.
+ */
+static char *
+prepared_scope_prefix(TsStore *store, const TsSession *session, const char *scope)
+{
+	const uint32_t *lists[] = {session->tables, session->truncates, session->drops};
+	const size_t counts[] = {session->ntables, session->ntruncates, session->ndrops};
+	const char *first = NULL;
+	size_t		len = 0;
+	char	   *prefix;
+
+	pthread_rwlock_rdlock(&store->tables_lock);
+	for (int l = 0; l < 3; l++)
+	{
+		for (size_t i = 0; i < counts[l]; i++)
+		{
+			uint32_t	id = lists[l][i];
+			/* a table dropped since keeps its name until the store closes */
+			const TsTable *table = id < store->tables_cap ? store->tables[id] : NULL;
+
+			if (table == NULL)
+				continue;
+			if (first == NULL)
+			{
+				first = table->name;
+				len = strlen(first);
+			}
+			else
+				common_prefix(first, &len, table->name);
+		}
+	}
+	if (first == NULL)
+		prefix = strdup(scope != NULL ? scope : "");
+	else
+		prefix = strndup(first, len);
+	pthread_rwlock_unlock(&store->tables_lock);
+	return prefix;
+}
+
 int
 ts_session_prepare_gid(TsSession *session, const char *gid, uint64_t owner,
-					   uint64_t *rows, TsError *err)
+					   const char *scope, uint64_t *rows, TsError *err)
 {
 	TsStore    *store = session->store;
 	Tstore__PreparedRecord rec;
@@ -246,6 +302,7 @@ ts_session_prepare_gid(TsSession *session, const char *gid, uint64_t owner,
 	size_t		packed_len;
 	char		key[sizeof(TS_META_PREPARED_PREFIX) + TS_GID_MAX];
 	char	   *errptr = NULL;
+	char	   *scope_prefix = NULL;
 	bool		recorded = false;
 
 	*rows = session->rows;
@@ -274,6 +331,10 @@ ts_session_prepare_gid(TsSession *session, const char *gid, uint64_t owner,
 	rec.n_truncates = session->ntruncates;
 	rec.drops = session->drops;
 	rec.n_drops = session->ndrops;
+	scope_prefix = prepared_scope_prefix(store, session, scope);
+	if (scope_prefix == NULL)
+		goto oom;
+	rec.scope_prefix = scope_prefix;
 
 	/* keyless tables: their counters, past every row id the session took */
 	marks = calloc(session->ntables + 1, sizeof(Tstore__RowIdMark));
@@ -353,13 +414,14 @@ ts_session_prepare_gid(TsSession *session, const char *gid, uint64_t owner,
 	if (ts_store_crash_point(store, "after-prepare-record", err) != 0)
 		goto fail;
 
-	registry_set_prepared(store, gid, rec.rows, rec.bytes, rec.prepared_at_ms);
+	registry_set_prepared(store, gid, scope_prefix, rec.rows, rec.bytes, rec.prepared_at_ms);
 	ts_log(TS_LOG_DEBUG, "session %llu prepared under \"%s\": %llu rows, %llu bytes%s",
 		   (unsigned long long) session->id, gid, (unsigned long long) rec.rows,
 		   (unsigned long long) rec.bytes, rec.sst != NULL ? " in SST files" : "");
 	free(names);
 	free(marks);
 	free(mark_ptrs);
+	free(scope_prefix);
 	session->keep_dir = true;
 	ts_session_free(session, false);
 	return 0;
@@ -373,6 +435,7 @@ fail:
 	free(names);
 	free(marks);
 	free(mark_ptrs);
+	free(scope_prefix);
 	registry_remove(store, gid);
 	/* only a test stop comes after the record: leave the disk as a crash would */
 	session->keep_dir = recorded;
@@ -518,7 +581,8 @@ prepared_discard(TsStore *store, const Tstore__PreparedRecord *rec, TsError *err
 
 int
 ts_store_resolve(TsStore *store, const char *gid, bool commit, uint64_t owner,
-				 Tcopy__ResolveOutcome *outcome, uint64_t *rows, TsError *err)
+				 const char *scope, Tcopy__ResolveOutcome *outcome, uint64_t *rows,
+				 TsError *err)
 {
 	TsPrepared *entry;
 	Tstore__PreparedRecord *rec;
@@ -530,6 +594,9 @@ ts_store_resolve(TsStore *store, const char *gid, bool commit, uint64_t owner,
 		return -1;
 	pthread_mutex_lock(&store->prepared_lock);
 	entry = registry_find_locked(store, gid, NULL);
+	/* another namespace's session is not there for this connection */
+	if (entry != NULL && entry->state != PREPARED_PREPARING && !registry_visible(entry, scope))
+		entry = NULL;
 	if (entry == NULL || entry->state != PREPARED_READY ||
 		(entry->owner != 0 && entry->owner != owner))
 	{
@@ -622,7 +689,8 @@ load_one(TsStore *store, const Tstore__PreparedRecord *rec, TsError *err)
 {
 	if (registry_add(store, rec->gid, PREPARED_READY, 0, err) != 0)
 		return -1;
-	registry_set_prepared(store, rec->gid, rec->rows, rec->bytes, rec->prepared_at_ms);
+	registry_set_prepared(store, rec->gid, rec->scope_prefix, rec->rows, rec->bytes,
+						  rec->prepared_at_ms);
 	if (atomic_load(&store->next_session_id) <= rec->session_id)
 		atomic_store(&store->next_session_id, rec->session_id + 1);
 	for (size_t i = 0; i < rec->n_rowids; i++)

@@ -95,6 +95,7 @@ registry_remove(TsStore *store, const char *gid)
 		if (entry->state != PREPARED_PREPARING)
 			atomic_fetch_sub(&store->sessions_prepared, 1);
 		free(entry->gid);
+		free(entry->scope_prefix);
 		free(entry);
 	}
 	pthread_mutex_unlock(&store->prepared_lock);
@@ -102,10 +103,11 @@ registry_remove(TsStore *store, const char *gid)
 
 /* A Prepare is done: gid's entry is a prepared session. */
 void
-registry_set_prepared(TsStore *store, const char *gid, uint64_t rows, uint64_t bytes,
-					  uint64_t prepared_at_ms)
+registry_set_prepared(TsStore *store, const char *gid, const char *scope_prefix,
+					  uint64_t rows, uint64_t bytes, uint64_t prepared_at_ms)
 {
 	TsPrepared *entry;
+	char	   *prefix = strdup(scope_prefix != NULL ? scope_prefix : "");
 
 	pthread_mutex_lock(&store->prepared_lock);
 	entry = registry_find_locked(store, gid, NULL);
@@ -117,8 +119,21 @@ registry_set_prepared(TsStore *store, const char *gid, uint64_t rows, uint64_t b
 		entry->rows = rows;
 		entry->bytes = bytes;
 		entry->prepared_at_ms = prepared_at_ms;
+		free(entry->scope_prefix);
+		entry->scope_prefix = prefix;
+		prefix = NULL;
 	}
 	pthread_mutex_unlock(&store->prepared_lock);
+	free(prefix);
+}
+
+bool
+registry_visible(const TsPrepared *entry, const char *scope)
+{
+	/* no prefix (out of memory): seen with full access only */
+	return scope == NULL ||
+		(entry->scope_prefix != NULL &&
+		 strncmp(entry->scope_prefix, scope, strlen(scope)) == 0);
 }
 
 bool
@@ -167,7 +182,7 @@ compare_entries(const void *a, const void *b)
 }
 
 int
-ts_store_list_prepared(TsStore *store, const char *prefix, TcArena *arena,
+ts_store_list_prepared(TsStore *store, const char *prefix, const char *scope, TcArena *arena,
 					   Tcopy__PreparedList *list, TsError *err)
 {
 	size_t		prefixlen = prefix != NULL ? strlen(prefix) : 0;
@@ -184,7 +199,7 @@ ts_store_list_prepared(TsStore *store, const char *prefix, TcArena *arena,
 		Tcopy__PreparedSession *s;
 		char	   *gid;
 
-		if (entry->state == PREPARED_PREPARING ||
+		if (entry->state == PREPARED_PREPARING || !registry_visible(entry, scope) ||
 			strncmp(entry->gid, prefix != NULL ? prefix : "", prefixlen) != 0)
 			continue;
 		s = tc_arena_alloc(arena, sizeof(Tcopy__PreparedSession));
@@ -240,6 +255,7 @@ ts_prepared_free_all(TsStore *store)
 	for (size_t i = 0; i < store->nprepared; i++)
 	{
 		free(store->prepared[i]->gid);
+		free(store->prepared[i]->scope_prefix);
 		free(store->prepared[i]);
 	}
 	free(store->prepared);

@@ -50,6 +50,8 @@
 #define PROTO_DECODE_FACTOR 16	/* unpacked bytes per byte of frame limit */
 #define PROTO_DECODE_SLACK (16 * 1024 * 1024)
 #define PROTO_GID_LOG_MAX 64	/* bytes of a gid in an error message */
+#define PROTO_DECODE_WAIT_MS 30000	/* default wait for the total budget */
+#define PROTO_DECODE_POLL_MS 5	/* how often a waiting frame looks again */
 
 static const char *const proto_phase_names[] = {
 	"awaiting hello", "ready", "in write session"
@@ -65,18 +67,14 @@ ts_proto_shared_init(TsProtoShared *shared, uint32_t max_frame_bytes)
 	atomic_init(&shared->connections_total, 0);
 	atomic_init(&shared->batches_received, 0);
 	atomic_init(&shared->bytes_received, 0);
+	atomic_init(&shared->decode_in_use, 0);
+	shared->decode_wait_ms = PROTO_DECODE_WAIT_MS;
 }
 
-int
-ts_proto_shared_set_token(TsProtoShared *shared, const uint8_t *token, size_t token_len)
+void
+ts_proto_shared_free(TsProtoShared *shared)
 {
-	if (token_len > TC_TOKEN_MAX)
-		return -1;
-	tc_auth_forget(shared->token, sizeof(shared->token));
-	if (token_len > 0)
-		memcpy(shared->token, token, token_len);
-	shared->token_len = token_len;
-	return 0;
+	ts_auth_free(&shared->credentials);
 }
 
 uint32_t
@@ -135,11 +133,16 @@ proto_reply(TsProto *proto, Tcopy__FrameType type, const ProtobufCMessage *msg,
 	return rc;
 }
 
-/* ProtobufCAllocator of the frame arena that refuses to pass the budget. */
+/*
+ * ProtobufCAllocator of the frame arena that refuses to pass the frame's
+ * budget, or the total that all connections' frames share (charged here,
+ * given back after the frame, proto_decode_uncharge).
+ */
 static void *
 proto_decode_alloc(void *ctx, size_t size)
 {
-	TsProto *proto = ctx;
+	TsProto    *proto = ctx;
+	TsProtoShared *shared = proto->shared;
 
 	if (size > proto->decode_budget ||
 		proto->frame_arena.used_bytes > proto->decode_budget - size)
@@ -147,7 +150,77 @@ proto_decode_alloc(void *ctx, size_t size)
 		proto->decode_over_budget = true;
 		return NULL;
 	}
+	if (shared->decode_total_bytes > 0)
+	{
+		size_t		before = atomic_fetch_add(&shared->decode_in_use, size);
+
+		if (before + size > shared->decode_total_bytes || before + size < before)
+		{
+			atomic_fetch_sub(&shared->decode_in_use, size);
+			proto->decode_over_total = true;
+			/* what it needs at least, and what others hold */
+			proto->decode_needed = proto->decode_charged + size;
+			proto->decode_others = before - proto->decode_charged;
+			return NULL;
+		}
+		proto->decode_charged += size;
+	}
 	return tc_arena_alloc(&proto->frame_arena, size);
+}
+
+/* Give back what the current frame holds of the total decode budget. */
+static void
+proto_decode_uncharge(TsProto *proto)
+{
+	if (proto->decode_charged > 0)
+	{
+		atomic_fetch_sub(&proto->shared->decode_in_use, proto->decode_charged);
+		proto->decode_charged = 0;
+	}
+}
+
+/*
+ * After a decode that ran out of the total budget: give back what the
+ * frame got, and wait for other connections to give back enough of theirs
+ * for it.  Returns true to try again; false with err (ERROR_TOO_LARGE) when
+ * the frame alone needs more than the total, when the wait is over, or
+ * when the server is stopping.  Waiting, not failing at once, is what
+ * keeps a normal COPY going beside a burst of large frames; the wait is
+ * bounded so that a flood cannot hold connections forever.
+ */
+static bool
+proto_decode_wait(TsProto *proto, const char *what, uint32_t len, int *waited_ms,
+				  TsError *err)
+{
+	TsProtoShared *shared = proto->shared;
+
+	proto_decode_uncharge(proto);
+	tc_arena_reset(&proto->frame_arena);
+	if (proto->decode_others == 0 || proto->decode_needed > shared->decode_total_bytes)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_TOO_LARGE,
+					 "a %s message of %" PRIu32 " bytes unpacks into more than the %zu bytes "
+					 "of memory all connections share for decoding (--decode-memory-mb)",
+					 what, len, shared->decode_total_bytes);
+		return false;
+	}
+	for (;;)
+	{
+		struct timespec pause = {0, PROTO_DECODE_POLL_MS * 1000000L};
+
+		if (atomic_load(&shared->decode_in_use) + proto->decode_needed <= shared->decode_total_bytes)
+			return true;
+		if (*waited_ms >= shared->decode_wait_ms ||
+			(shared->stopping != NULL && atomic_load(shared->stopping)))
+			break;
+		nanosleep(&pause, NULL);
+		*waited_ms += PROTO_DECODE_POLL_MS;
+	}
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_TOO_LARGE,
+				 "the tserver is overloaded: a %s message of %" PRIu32 " bytes waited %d ms "
+				 "for decoding memory, all %zu bytes of which other connections hold "
+				 "(--decode-memory-mb)", what, len, *waited_ms, shared->decode_total_bytes);
+	return false;
 }
 
 /* Arena memory is freed by the reset after each frame. */
@@ -168,11 +241,19 @@ proto_unpack(TsProto *proto, const ProtobufCMessageDescriptor *descriptor,
 			 const uint8_t *payload, uint32_t len, TsError *err)
 {
 	ProtobufCMessage *msg;
+	int			waited_ms = 0;
 
-	proto->decode_over_budget = false;
-	msg = protobuf_c_message_unpack(descriptor, &proto->decode_allocator, len, payload);
-	if (msg != NULL)
-		return msg;
+	for (;;)
+	{
+		proto->decode_over_budget = proto->decode_over_total = false;
+		msg = protobuf_c_message_unpack(descriptor, &proto->decode_allocator, len, payload);
+		if (msg != NULL)
+			return msg;
+		if (!proto->decode_over_total)
+			break;
+		if (!proto_decode_wait(proto, descriptor->short_name, len, &waited_ms, err))
+			return NULL;
+	}
 	if (proto->decode_over_budget)
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_TOO_LARGE,
 					 "a %s message of %" PRIu32 " bytes unpacks into more than %zu bytes of memory",
@@ -193,17 +274,27 @@ static Tcopy__WriteBatch *
 proto_decode_write(TsProto *proto, const uint8_t *payload, uint32_t len,
 				   Tcopy__WriteBatch *batch, TsError *err)
 {
-	proto->decode_over_budget = false;
-	switch (ts_batch_decode(payload, len, &proto->decode_allocator, batch))
+	int			waited_ms = 0;
+
+	for (;;)
 	{
-		case TS_BATCH_DECODE_OK:
-			return batch;
-		case TS_BATCH_DECODE_MALFORMED:
-			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
-						 "malformed %s message", tcopy__write_batch__descriptor.short_name);
-			return NULL;
-		case TS_BATCH_DECODE_NO_MEMORY:
+		proto->decode_over_budget = proto->decode_over_total = false;
+		switch (ts_batch_decode(payload, len, &proto->decode_allocator, batch))
+		{
+			case TS_BATCH_DECODE_OK:
+				return batch;
+			case TS_BATCH_DECODE_MALFORMED:
+				ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+							 "malformed %s message", tcopy__write_batch__descriptor.short_name);
+				return NULL;
+			case TS_BATCH_DECODE_NO_MEMORY:
+				break;
+		}
+		if (!proto->decode_over_total)
 			break;
+		if (!proto_decode_wait(proto, tcopy__write_batch__descriptor.short_name, len,
+							   &waited_ms, err))
+			return NULL;
 	}
 	if (proto->decode_over_budget)
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_TOO_LARGE,
@@ -241,7 +332,7 @@ proto_printable(const char *src, char *dst, size_t dstlen)
 /* See ts_proto.h for the contracts of the exported functions. */
 
 int
-ts_proto_greet(TsProto *proto, TsError *err)
+ts_proto_greet(TsProto *proto, bool admitted, TsError *err)
 {
 	TsProtoShared *shared = proto->shared;
 	Tcopy__ServerHello hello = TCOPY__SERVER_HELLO__INIT;
@@ -252,32 +343,75 @@ ts_proto_greet(TsProto *proto, TsError *err)
 					 "could not generate a nonce: %s", strerror(errno));
 		return -1;
 	}
-	if (shared->token_len > 0 &&
-		!tc_auth_compute(shared->token, shared->token_len, proto->nonce,
-						 sizeof(proto->nonce), proto->expected_auth))
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL,
-					 "could not compute the expected authentication code");
-		return -1;
-	}
+	proto->auth_required = !admitted;
 	hello.version = TC_PROTOCOL_VERSION;
 	hello.server = (char *) "tserver " TS_VERSION;
 	hello.nonce.data = proto->nonce;
 	hello.nonce.len = sizeof(proto->nonce);
-	hello.auth_required = shared->token_len > 0;
+	hello.auth_required = proto->auth_required;
+	hello.auth_offered = shared->credentials.n > 0;
 	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_SERVER_HELLO, &hello.base, err);
 }
 
 /*
- * HELLO: check the version and, when a token is configured, the client's
- * proof of it; answer READY.
+ * The proof in hello: find the credential it was made with, take its
+ * scope, and make the server's proof into server_proof.  0, or -1 with err
+ * (ERROR_AUTH).
+ */
+static int
+proto_check_proof(TsProto *proto, const Tcopy__Hello *hello,
+				  uint8_t server_proof[TC_AUTH_SIZE], TsError *err)
+{
+	const TsCredential *cred;
+
+	if (proto->shared->credentials.n == 0)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
+					 "authentication failed: HELLO carries a proof, but this server holds no tokens");
+		return -1;
+	}
+	if (hello->nonce.len != TC_NONCE_SIZE)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
+					 "authentication failed: the client's nonce is %zu bytes instead of %d",
+					 hello->nonce.len, TC_NONCE_SIZE);
+		return -1;
+	}
+	/* bound to both nonces: a proof seen elsewhere fails */
+	cred = ts_auth_find(&proto->shared->credentials, proto->nonce, hello->nonce.data,
+						hello->auth.data, hello->auth.len);
+	if (cred == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
+					 "authentication failed: wrong proof for this connection (no token of this server made it)");
+		return -1;
+	}
+	if (!tc_auth_prove(cred->token, cred->token_len, TC_AUTH_SERVER, proto->nonce,
+					   hello->nonce.data, server_proof))
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL,
+					 "could not compute the server's proof");
+		return -1;
+	}
+	proto->scope = cred->namespace;
+	proto->scope_len = cred->namespace_len;
+	return 0;
+}
+
+/*
+ * HELLO: check the version and the client's proof of a token (required
+ * unless the peer was admitted without one); answer READY, with the
+ * server's proof when the client gave one.
  */
 static int
 proto_on_hello(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
 {
 	Tcopy__Hello *hello;
 	Tcopy__Ready ready = TCOPY__READY__INIT;
+	uint8_t		server_proof[TC_AUTH_SIZE];
 	char		client[PROTO_LOG_NAME_MAX];
+	char		scope[PROTO_LOG_NAME_MAX];
+	int			rc;
 
 	if (proto->phase != TS_PROTO_AWAIT_HELLO)
 		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_HELLO, NULL, err);
@@ -287,31 +421,103 @@ proto_on_hello(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *er
 	if (hello->version != TC_PROTOCOL_VERSION)
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
-					 "unsupported protocol version %u (this server speaks version %d)",
+					 "unsupported protocol version %u (this server speaks version %d): "
+					 "use a client of the same release as the tserver",
 					 hello->version, TC_PROTOCOL_VERSION);
 		return -1;
 	}
-	if (proto->shared->token_len > 0 && hello->auth.len == 0)
+	if (hello->auth.len > 0)
 	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
-					 "authentication failed: the server requires a token and HELLO carries no authentication code");
-		return -1;
+		if (proto_check_proof(proto, hello, server_proof, err) != 0)
+			return -1;
+		ready.auth.data = server_proof;
+		ready.auth.len = sizeof(server_proof);
 	}
-	/* the code is bound to this connection's nonce: one seen elsewhere fails */
-	if (proto->shared->token_len > 0 &&
-		!tc_auth_matches(hello->auth.data, hello->auth.len, proto->expected_auth))
+	else if (proto->auth_required)
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
-					 "authentication failed: wrong authentication code for this connection");
+					 "authentication failed: the server requires a token and HELLO carries no proof");
 		return -1;
 	}
 
 	proto_printable(hello->client, client, sizeof(client));
-	ts_log(TS_LOG_DEBUG, "connection %" PRIu64 ": client \"%s\" ready",
-		   proto->id, client);
+	proto_printable(proto->scope ? proto->scope : "", scope, sizeof(scope));
+	ts_log(TS_LOG_DEBUG, "connection %" PRIu64 ": client \"%s\" ready, %s%s%s",
+		   proto->id, client, proto->scope ? "namespace \"" : "full access", scope,
+		   proto->scope ? "\"" : "");
 	proto->phase = TS_PROTO_READY;
 	ready.connection_id = proto->id;
-	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_READY, &ready.base, err);
+	rc = proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_READY, &ready.base, err);
+	tc_auth_forget(server_proof, sizeof(server_proof));
+	return rc;
+}
+
+/*
+ * A scoped connection may name a table only within its namespace: checked
+ * on the name before any lookup, so that a refusal never tells whether
+ * the table exists.  0, or -1 with err (ERROR_PERMISSION).
+ */
+static int
+proto_check_table_name(TsProto *proto, const char *name, TsError *err)
+{
+	char		printable[PROTO_LOG_NAME_MAX];
+
+	if (ts_auth_scope_allows(proto->scope, proto->scope_len, name))
+		return 0;
+	proto_printable(name, printable, sizeof(printable));
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PERMISSION,
+				 "permission denied for tserver table \"%s\"", printable);
+	return -1;
+}
+
+/*
+ * A scoped connection may name a table id only when it opened that table
+ * (its name checked then): an id it did not open is refused whether or not
+ * a table has it.  0, or -1 with err (ERROR_PERMISSION).
+ */
+static bool
+proto_scope_has_table(const TsProto *proto, uint32_t table_id)
+{
+	for (size_t i = 0; i < proto->nscope_tables; i++)
+	{
+		if (proto->scope_tables[i] == table_id)
+			return true;
+	}
+	return false;
+}
+
+static int
+proto_check_table_id(TsProto *proto, uint32_t table_id, TsError *err)
+{
+	if (proto->scope == NULL || proto_scope_has_table(proto, table_id))
+		return 0;
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PERMISSION,
+				 "permission denied for tserver table id %" PRIu32 ": this connection did not open it",
+				 table_id);
+	return -1;
+}
+
+/* Note that a scoped connection opened table_id.  0, or -1 with err. */
+static int
+proto_allow_table_id(TsProto *proto, uint32_t table_id, TsError *err)
+{
+	if (proto->scope == NULL || proto_scope_has_table(proto, table_id))
+		return 0;
+	if (proto->nscope_tables == proto->scope_tables_cap)
+	{
+		size_t		cap = proto->scope_tables_cap ? proto->scope_tables_cap * 2 : 8;
+		uint32_t   *grown = realloc(proto->scope_tables, cap * sizeof(uint32_t));
+
+		if (grown == NULL)
+		{
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+			return -1;
+		}
+		proto->scope_tables = grown;
+		proto->scope_tables_cap = cap;
+	}
+	proto->scope_tables[proto->nscope_tables++] = table_id;
+	return 0;
 }
 
 /* OPEN_TABLE: look up (or create) a table; answer TABLE_INFO. */
@@ -334,8 +540,10 @@ proto_on_open_table(TsProto *proto, const uint8_t *payload, uint32_t len, TsErro
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL, "OpenTable names no table");
 		return -1;
 	}
-	if (ts_store_open_table(proto->shared->store, request->table, request->schema,
-							request->create, &table_id, &created, &schema, err) != 0)
+	if (proto_check_table_name(proto, request->table, err) != 0 ||
+		ts_store_open_table(proto->shared->store, request->table, request->schema,
+							request->create, &table_id, &created, &schema, err) != 0 ||
+		proto_allow_table_id(proto, table_id, err) != 0)
 		return -1;
 
 	info.table_id = table_id;
@@ -402,7 +610,8 @@ proto_on_write(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *er
 		return -1;
 	}
 	atomic_fetch_add(&proto->shared->batches_received, 1);
-	if (ts_session_write(proto->session, batch, err) != 0)
+	if (proto_check_table_id(proto, batch->table_id, err) != 0 ||
+		ts_session_write(proto->session, batch, err) != 0)
 		return -1;
 	proto->last_seq = batch->seq;
 
@@ -495,7 +704,7 @@ proto_on_prepare(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *
 	session = proto->session;
 	proto->session = NULL;
 	proto->phase = TS_PROTO_READY;
-	if (ts_session_prepare_gid(session, prepare->gid, proto->id, &rows, err) != 0)
+	if (ts_session_prepare_gid(session, prepare->gid, proto->id, proto->scope, &rows, err) != 0)
 		return -1;
 	reply.rows = rows;
 	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_PREPARE_OK, &reply.base, err);
@@ -518,7 +727,7 @@ proto_on_resolve(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *
 	request = proto_unpack(proto, &tcopy__resolve__descriptor, payload, len, err);
 	if (request == NULL ||
 		ts_store_resolve(proto->shared->store, request->gid, request->commit, proto->id,
-						 &outcome, &rows, err) != 0)
+						 proto->scope, &outcome, &rows, err) != 0)
 		return -1;
 	reply.outcome = outcome;
 	reply.rows = rows;
@@ -536,8 +745,8 @@ proto_on_list_prepared(TsProto *proto, const uint8_t *payload, uint32_t len, TsE
 		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_LIST_PREPARED, NULL, err);
 	request = proto_unpack(proto, &tcopy__list_prepared__descriptor, payload, len, err);
 	if (request == NULL ||
-		ts_store_list_prepared(proto->shared->store, request->gid_prefix, &proto->frame_arena,
-							   &reply, err) != 0)
+		ts_store_list_prepared(proto->shared->store, request->gid_prefix, proto->scope,
+							   &proto->frame_arena, &reply, err) != 0)
 		return -1;
 	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_PREPARED_LIST, &reply.base, err);
 }
@@ -576,7 +785,7 @@ proto_on_scan(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err
 	if (proto->phase == TS_PROTO_AWAIT_HELLO)
 		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_SCAN, NULL, err);
 	request = proto_unpack(proto, &tcopy__scan__descriptor, payload, len, err);
-	if (request == NULL)
+	if (request == NULL || proto_check_table_id(proto, request->table_id, err) != 0)
 		return -1;
 	proto->scan = ts_scan_open(proto->shared->store, request, err);
 	if (proto->scan == NULL)
@@ -611,7 +820,7 @@ proto_on_table_op(TsProto *proto, const uint8_t *payload, uint32_t len, TsError 
 	if (proto->phase == TS_PROTO_AWAIT_HELLO)
 		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_TABLE_OP, NULL, err);
 	request = proto_unpack(proto, &tcopy__table_op__descriptor, payload, len, err);
-	if (request == NULL)
+	if (request == NULL || proto_check_table_id(proto, request->table_id, err) != 0)
 		return -1;
 	if (request->in_session != (proto->phase == TS_PROTO_IN_SESSION))
 		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_TABLE_OP,
@@ -738,6 +947,7 @@ ts_proto_handle_frame(TsProto *proto, Tcopy__FrameType type,
 	int			rc = proto_dispatch(proto, type, payload, len, err);
 
 	tc_arena_reset(&proto->frame_arena);
+	proto_decode_uncharge(proto);
 	return rc;
 }
 
@@ -794,5 +1004,9 @@ ts_proto_release(TsProto *proto)
 	tc_buf_free(&proto->out);
 	tc_arena_free(&proto->frame_arena);
 	tc_arena_free(&proto->scan_arena);
-	tc_auth_forget(proto->expected_auth, sizeof(proto->expected_auth));
+	proto_decode_uncharge(proto);
+	free(proto->scope_tables);
+	proto->scope_tables = NULL;
+	proto->nscope_tables = proto->scope_tables_cap = 0;
+	proto->scope = NULL;
 }

@@ -25,6 +25,7 @@
 #include "tc_auth.h"
 #include "tc_buf.h"
 #include "tc_frame.h"
+#include "ts_auth.h"
 #include "ts_storage.h"
 
 #ifndef TS_VERSION
@@ -38,10 +39,15 @@
 typedef struct TsProtoShared
 {
 	TsStore    *store;
-	uint8_t		token[TC_TOKEN_MAX];
-	size_t		token_len;		/* 0: no authentication */
+	TsCredentials credentials;	/* tokens accepted; none: no token auth */
 	uint32_t	max_frame_bytes;	/* largest payload accepted from a client */
+	size_t		decode_total_bytes; /* all connections' frames unpack into at
+									 * most this together; 0: no total */
+	int			decode_wait_ms; /* a frame waits this long for the total */
+	const atomic_bool *stopping;	/* set on shutdown: stop waiting; may be
+									 * NULL */
 	struct timespec start_time; /* CLOCK_MONOTONIC, for uptime */
+	atomic_size_t decode_in_use;	/* bytes unpacked by frames being handled */
 
 	/* counters reported by Stats */
 	atomic_uint_fast64_t connections_open;
@@ -74,24 +80,36 @@ typedef struct TsProto
 	TsSession  *session;		/* open in TS_PROTO_IN_SESSION only */
 	uint64_t	last_seq;		/* the session's last WriteBatch; 0: none */
 	TsScan	   *scan;			/* open while a scan is streamed */
-	uint8_t		nonce[TC_NONCE_SIZE];
-	uint8_t		expected_auth[TC_AUTH_SIZE];	/* HMAC(token, nonce) */
+	uint8_t		nonce[TC_NONCE_SIZE];	/* the server's, in SERVER_HELLO */
+	bool		auth_required;	/* HELLO must carry a proof */
+	const char *scope;			/* the namespace the credential reaches;
+								 * NULL: full access */
+	size_t		scope_len;
+	uint32_t   *scope_tables;	/* scoped: ids of the tables OPEN_TABLE */
+	size_t		nscope_tables;	/* allowed, the only ones other frames */
+	size_t		scope_tables_cap;	/* may name */
 	TcBuf		out;			/* replies packed, not yet sent */
 	TcArena		frame_arena;	/* the current frame's message; reset per frame */
 	ProtobufCAllocator decode_allocator;	/* frame_arena, within decode_budget */
 	size_t		decode_budget;	/* bytes one frame may unpack into */
 	bool		decode_over_budget; /* the current frame needed more */
+	bool		decode_over_total;	/* ... than all connections have left */
+	size_t		decode_charged; /* bytes of decode_in_use the frame holds */
+	size_t		decode_needed;	/* over the total: bytes it needs at least */
+	size_t		decode_others;	/* over the total: bytes others held */
 	TcArena		scan_arena;		/* the current ScanBatch's rows */
 	TsProtoSendFn send;
 	void	   *send_arg;
 } TsProto;
 
-/* Zero the counters and start the uptime clock; no store, no token yet. */
+/*
+ * Zero the counters and start the uptime clock; no store, no credentials
+ * (ts_auth_add to shared->credentials), no total decode budget yet.
+ */
 void		ts_proto_shared_init(TsProtoShared *shared, uint32_t max_frame_bytes);
 
-/* Require token (copied; token_len 0: none).  -1 when it is too long. */
-int			ts_proto_shared_set_token(TsProtoShared *shared, const uint8_t *token,
-									  size_t token_len);
+/* Forget the credentials. */
+void		ts_proto_shared_free(TsProtoShared *shared);
 
 /*
  * Prepare proto for connection id, awaiting HELLO, with a decode budget
@@ -103,8 +121,12 @@ void		ts_proto_init(TsProto *proto, TsProtoShared *shared, uint64_t id,
 /* Replace the decode budget (the fuzzer makes it small). */
 void		ts_proto_set_decode_budget(TsProto *proto, size_t bytes);
 
-/* Send SERVER_HELLO with a fresh nonce.  Returns 0, or -1 with err. */
-int			ts_proto_greet(TsProto *proto, TsError *err);
+/*
+ * Send SERVER_HELLO with a fresh nonce.  admitted: the peer has full access
+ * without a proof (its uid is allowed, or the server is --insecure);
+ * otherwise HELLO must prove a token.  Returns 0, or -1 with err.
+ */
+int			ts_proto_greet(TsProto *proto, bool admitted, TsError *err);
 
 /* Whether the handshake is done. */
 bool		ts_proto_authenticated(const TsProto *proto);

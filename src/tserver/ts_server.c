@@ -38,6 +38,7 @@
 
 #define TS_ACCEPT_BURST 32		/* accepts per listener per wakeup */
 #define TS_ACCEPT_PAUSE_MS 100	/* back-off when out of descriptors */
+#define TS_REFUSAL_LOG_MS 1000	/* at most one line of refusals per second */
 
 /* A listening socket. */
 typedef struct TsListener
@@ -55,8 +56,16 @@ struct TsServer
 	/* fixed once ts_server_run starts */
 	TsProtoShared shared;		/* what every connection's protocol reads */
 	TsConnContext conn_ctx;		/* what every connection's thread reads */
-	uid_t	   *allowed_uids;	/* [nallowed_uids]; 0: unix peers unchecked */
+	uid_t	   *allowed_uids;	/* [nallowed_uids]: admitted without a token */
 	size_t		nallowed_uids;
+	mode_t		socket_mode;	/* of the unix socket files */
+	int			max_connections;
+	int			max_unauthenticated;
+	atomic_int	unauthenticated;	/* connections before READY */
+
+	/* refusals at accept, logged at most once per TS_REFUSAL_LOG_MS */
+	struct timespec refusal_logged_at;
+	uint64_t	refusals_unlogged;
 
 	TsListener *listeners;
 	int			nlisteners;
@@ -81,15 +90,10 @@ ts_server_create(const TsServerConfig *config, char *err, size_t errlen)
 {
 	TsServer   *server;
 
-	if (config->token != NULL &&
-		(config->token_len == 0 || config->token_len > TC_TOKEN_MAX))
+	if (config->max_frame_bytes == 0 || config->max_connections <= 0 ||
+		config->max_unauthenticated <= 0 || config->handshake_timeout_ms <= 0)
 	{
-		snprintf(err, errlen, "token must be 1 to %d bytes long", TC_TOKEN_MAX);
-		return NULL;
-	}
-	if (config->max_frame_bytes == 0)
-	{
-		snprintf(err, errlen, "maximum frame size must be positive");
+		snprintf(err, errlen, "frame size, connection limits and handshake timeout must be positive");
 		return NULL;
 	}
 
@@ -103,9 +107,18 @@ ts_server_create(const TsServerConfig *config, char *err, size_t errlen)
 	pthread_mutex_init(&server->conns_lock, NULL);
 	pthread_cond_init(&server->conns_changed, NULL);
 	atomic_init(&server->shutdown_requested, false);
+	atomic_init(&server->unauthenticated, 0);
 	ts_proto_shared_init(&server->shared, config->max_frame_bytes);
-	if (config->token != NULL)
-		ts_proto_shared_set_token(&server->shared, config->token, config->token_len);
+	if (config->credentials != NULL)
+	{
+		server->shared.credentials = *config->credentials;
+		memset(config->credentials, 0, sizeof(*config->credentials));
+	}
+	server->shared.decode_total_bytes = config->decode_total_bytes;
+	server->shared.stopping = &server->shutdown_requested;
+	server->socket_mode = config->socket_mode != 0 ? config->socket_mode : 0600;
+	server->max_connections = config->max_connections;
+	server->max_unauthenticated = config->max_unauthenticated;
 	if (config->nallowed_uids > 0)
 	{
 		server->allowed_uids = malloc(config->nallowed_uids * sizeof(uid_t));
@@ -121,6 +134,8 @@ ts_server_create(const TsServerConfig *config, char *err, size_t errlen)
 	server->conn_ctx.shared = &server->shared;
 	server->conn_ctx.allowed_uids = server->allowed_uids;
 	server->conn_ctx.nallowed_uids = server->nallowed_uids;
+	server->conn_ctx.handshake_timeout_ms = config->handshake_timeout_ms;
+	server->conn_ctx.unauthenticated = &server->unauthenticated;
 	server->conn_ctx.shutdown_requested = &server->shutdown_requested;
 	server->conn_ctx.tls_ctx = config->tls_ctx;
 	server->conn_ctx.exit = server_conn_exit;
@@ -152,7 +167,7 @@ ts_server_free(TsServer *server)
 		close(server->wakeup_pipe[1]);
 	pthread_cond_destroy(&server->conns_changed);
 	pthread_mutex_destroy(&server->conns_lock);
-	tc_auth_forget(server->shared.token, sizeof(server->shared.token));
+	ts_proto_shared_free(&server->shared);
 	free(server->allowed_uids);
 	free(server);
 }
@@ -212,8 +227,8 @@ server_listen_unix(TsServer *server, const char *path, char *err, size_t errlen)
 		return -1;
 	}
 
-	/* anyone may connect: access control is the token's and --allow-uid's job */
-	fd = tc_net_unix_listen(path, 0777, SOMAXCONN, err, errlen);
+	/* owner only unless widened (--socket-mode); never wider, not even at bind */
+	fd = tc_net_unix_listen(path, server->socket_mode, SOMAXCONN, err, errlen);
 	if (fd < 0)
 		return -1;
 	/* the file's identity, so that closing never unlinks a later server's */
@@ -235,7 +250,8 @@ server_listen_unix(TsServer *server, const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		goto err;
 	}
-	ts_log(TS_LOG_INFO, "listening on %s", listener.name);
+	ts_log(TS_LOG_INFO, "listening on %s (mode %04o)", listener.name,
+		   (unsigned) server->socket_mode);
 	return 0;
 
 err:
@@ -455,6 +471,73 @@ identify_peer(const TsListener *listener, int fd, const struct sockaddr *sa,
 }
 
 /*
+ * Why a new connection must be refused now, or NULL: the connection limits
+ * are checked at accept, before a thread or a byte of memory is spent.
+ */
+static const char *
+server_refusal_reason(TsServer *server, char *buf, size_t buflen)
+{
+	if (atomic_load(&server->shared.connections_open) >= (uint64_t) server->max_connections)
+	{
+		snprintf(buf, buflen, "too many connections: %d are open (--max-connections)",
+				 server->max_connections);
+		return buf;
+	}
+	if (atomic_load(&server->unauthenticated) >= server->max_unauthenticated)
+	{
+		snprintf(buf, buflen,
+				 "too many connections not yet authenticated: %d are (--max-unauthenticated)",
+				 server->max_unauthenticated);
+		return buf;
+	}
+	return NULL;
+}
+
+/*
+ * Refuse a connection just accepted: an Error frame if the socket takes it
+ * at once (the client has sent nothing yet, so closing does not reset the
+ * connection and destroy it), then close.  Not to a client expecting TLS
+ * (with_frame false), which could not read a plaintext frame.  Logged at most once per
+ * TS_REFUSAL_LOG_MS, with the number refused since, so that a flood does
+ * not flood the log too.
+ */
+static void
+server_refuse(TsServer *server, int fd, bool with_frame, const char *peer, const char *why)
+{
+	Tcopy__Error error = TCOPY__ERROR__INIT;
+	TcBuf		frame = {0};
+	struct timespec now;
+	long		since_ms;
+	ssize_t		rc;
+
+	error.code = TCOPY__ERROR_CODE__ERROR_TOO_MANY_CONNECTIONS;
+	error.message = (char *) why;
+	if (with_frame && tc_frame_append(&frame, TCOPY__FRAME_TYPE__FRAME_ERROR, &error.base))
+	{
+		rc = send(fd, frame.data, frame.len, MSG_DONTWAIT | MSG_NOSIGNAL);
+		(void) rc;				/* best effort */
+	}
+	tc_buf_free(&frame);
+	close(fd);
+
+	server->refusals_unlogged++;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	since_ms = (now.tv_sec - server->refusal_logged_at.tv_sec) * 1000 +
+		(now.tv_nsec - server->refusal_logged_at.tv_nsec) / 1000000;
+	if (server->refusal_logged_at.tv_sec == 0 || since_ms >= TS_REFUSAL_LOG_MS)
+	{
+		if (server->refusals_unlogged > 1)
+			ts_log(TS_LOG_WARNING, "refused a connection from %s: %s "
+				   "(%" PRIu64 " refused since the last such line)",
+				   peer, why, server->refusals_unlogged);
+		else
+			ts_log(TS_LOG_WARNING, "refused a connection from %s: %s", peer, why);
+		server->refusal_logged_at = now;
+		server->refusals_unlogged = 0;
+	}
+}
+
+/*
  * Accept one connection on listener and start its thread.  Returns 1 when
  * one was accepted (or refused for want of memory), 0 when there was none
  * waiting, -1 when accepting must pause (out of descriptors).
@@ -467,9 +550,9 @@ server_accept_one(TsServer *server, TsListener *listener)
 	sigset_t	block;
 	sigset_t	saved;
 	TsConn	   *conn;
+	const char *refusal;
 	int			fd;
 	int			rc;
-
 	char		err[256];
 
 	fd = tc_net_accept(listener->fd, &ss, &sslen, listener->name, err, sizeof(err));
@@ -494,10 +577,21 @@ server_accept_one(TsServer *server, TsListener *listener)
 		close(fd);
 		return 1;
 	}
+	identify_peer(listener, fd, (struct sockaddr *) &ss, sslen, conn);
+	refusal = server_refusal_reason(server, err, sizeof(err));
+	if (refusal != NULL)
+	{
+		server_refuse(server, fd, listener->is_unix || server->conn_ctx.tls_ctx == NULL,
+					  conn->peer, refusal);
+		free(conn);
+		return 1;
+	}
 	conn->ctx = &server->conn_ctx;
 	conn->fd = fd;
 	conn->id = atomic_fetch_add(&server->shared.connections_total, 1) + 1;
-	identify_peer(listener, fd, (struct sockaddr *) &ss, sslen, conn);
+	clock_gettime(CLOCK_MONOTONIC, &conn->accepted_at);
+	conn->unauthenticated = true;
+	atomic_fetch_add(&server->unauthenticated, 1);
 	atomic_fetch_add(&server->shared.connections_open, 1);
 
 	pthread_mutex_lock(&server->conns_lock);
@@ -519,6 +613,7 @@ server_accept_one(TsServer *server, TsListener *listener)
 		conns_unlink_live(server, conn);
 		pthread_mutex_unlock(&server->conns_lock);
 		atomic_fetch_sub(&server->shared.connections_open, 1);
+		atomic_fetch_sub(&server->unauthenticated, 1);
 		close(fd);
 		free(conn);
 	}

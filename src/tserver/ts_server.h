@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include "tc_address.h"
+#include "ts_auth.h"
 #include "ts_proto.h"
 #include "ts_storage.h"
 
@@ -24,11 +25,15 @@ typedef struct TsServer TsServer;
 
 typedef struct TsServerConfig
 {
-	const uint8_t *token;		/* NULL: no authentication; else copied */
-	size_t		token_len;		/* bytes of token, 1..TC_TOKEN_MAX */
+	TsCredentials *credentials; /* tokens accepted, taken over (emptied) */
 	uint32_t	max_frame_bytes;	/* largest payload accepted from a client */
-	const uid_t *allowed_uids;	/* unix clients must run as one of these; */
-	size_t		nallowed_uids;	/* 0: any uid (copied) */
+	const uid_t *allowed_uids;	/* unix clients running as one of these */
+	size_t		nallowed_uids;	/* need no token (copied) */
+	mode_t		socket_mode;	/* of unix socket files; 0: 0600 */
+	int			max_connections;	/* open at once; more are refused */
+	int			max_unauthenticated;	/* of those, before READY */
+	int			handshake_timeout_ms;	/* from accept to READY */
+	size_t		decode_total_bytes; /* all frames being decoded together */
 	struct ssl_ctx_st *tls_ctx; /* TLS on tcp: listeners (ts_tls.h); NULL:
 								 * none; the caller's, kept until freed */
 } TsServerConfig;

@@ -81,22 +81,28 @@ int			ts_store_table_op(TsStore *store, Tcopy__TableOpKind op,
  * Publish (commit) or discard the session prepared under gid, as the
  * connection owner (a nonzero id): its own, or an orphaned one, which it
  * claims.  *outcome is RESOLVE_DONE once published or discarded durably,
- * RESOLVE_NOT_FOUND when nothing is prepared under gid, RESOLVE_BUSY when
+ * RESOLVE_NOT_FOUND when nothing is prepared under gid (or nothing a
+ * connection of scope, its namespace, may see: see ts_store_list_prepared;
+ * NULL: full access), RESOLVE_BUSY when
  * another connection owns it or a Prepare or Resolve of it is under way;
  * *rows is the session's rows.  Returns -1 with err when resolving failed:
  * the session is then still prepared (whatever was published of it is
  * finished by the next Resolve), and owner still owns it.
  */
 int			ts_store_resolve(TsStore *store, const char *gid, bool commit,
-							 uint64_t owner, Tcopy__ResolveOutcome *outcome,
+							 uint64_t owner, const char *scope,
+							 Tcopy__ResolveOutcome *outcome,
 							 uint64_t *rows, TsError *err);
 
 /*
  * The prepared sessions whose gid starts with prefix, sorted by gid, into
- * list (its array and strings taken from arena).
+ * list (its array and strings taken from arena).  With a scope (a
+ * connection's namespace; NULL: full access), only the sessions whose
+ * tables are all within it.
  */
-int			ts_store_list_prepared(TsStore *store, const char *prefix, TcArena *arena,
-								   Tcopy__PreparedList *list, TsError *err);
+int			ts_store_list_prepared(TsStore *store, const char *prefix, const char *scope,
+								   TcArena *arena, Tcopy__PreparedList *list,
+								   TsError *err);
 
 /*
  * Whether connection owner owns a prepared session (its gid into gid, of
@@ -143,12 +149,14 @@ int			ts_session_prepare(TsSession *session, TsError *err);
 /*
  * The first phase of a two-phase commit: ts_session_prepare, then record
  * the session durably under gid (1 .. TS_GID_MAX bytes, not prepared
- * already: ERROR_PROTOCOL), owned by connection owner, and free the
- * session, whose files stay in its staging directory.  Always frees the
- * session: on failure, nothing is prepared.
+ * already: ERROR_PROTOCOL), owned by connection owner (of scope: its
+ * namespace, NULL for full access), and free the session, whose files stay
+ * in its staging directory.  Always frees the session: on failure, nothing
+ * is prepared.
  */
 int			ts_session_prepare_gid(TsSession *session, const char *gid,
-								   uint64_t owner, uint64_t *rows, TsError *err);
+								   uint64_t owner, const char *scope,
+								   uint64_t *rows, TsError *err);
 
 /*
  * Publish everything the session staged (preparing it first if needed),

@@ -173,6 +173,8 @@ struct TsPrepared
 	uint64_t	rows;
 	uint64_t	bytes;
 	uint64_t	prepared_at_ms;
+	char	   *scope_prefix;	/* see PreparedRecord.scope_prefix; NULL
+								 * while preparing */
 };
 
 /* The entry of gid, or NULL; call with prepared_lock held. */
@@ -188,9 +190,16 @@ int			registry_add(TsStore *store, const char *gid, TsPreparedState state,
 /* Remove gid's entry, if any. */
 void		registry_remove(TsStore *store, const char *gid);
 
-/* A Prepare is done: gid's entry is a prepared session. */
-void		registry_set_prepared(TsStore *store, const char *gid, uint64_t rows,
-								  uint64_t bytes, uint64_t prepared_at_ms);
+/*
+ * A Prepare is done: gid's entry is a prepared session, which connections
+ * of a namespace see only when scope_prefix starts with it (copied; when
+ * out of memory, full access only).
+ */
+void		registry_set_prepared(TsStore *store, const char *gid, const char *scope_prefix,
+								  uint64_t rows, uint64_t bytes, uint64_t prepared_at_ms);
+
+/* Whether a connection of scope (NULL: full access) sees entry. */
+bool		registry_visible(const TsPrepared *entry, const char *scope);
 void		ts_prepared_free_all(TsStore *store);
 
 /* in ts_publish.c */

@@ -17,8 +17,16 @@
  *
  *   flags bit 0  the input's own frames do the handshake (they must start
  *                with HELLO); without it the harness sends a valid HELLO
- *   flags bit 1  the server requires a token (the harness's HELLO carries
- *                the right HMAC over the nonce; an input's cannot)
+ *   flags bit 1  the server requires a token: the peer is not admitted by
+ *                its uid (the harness's HELLO carries the right proof over
+ *                both nonces, and the server's proof in READY is checked;
+ *                an input's HELLO cannot prove anything)
+ *   flags bit 2  the harness's HELLO proves the scoped token of namespace
+ *                "k" instead of the full-access one: table "kv" is in it,
+ *                "log", "txt" and the ids an input did not open are not
+ *   flags bit 3  all frames share a total decode budget (32 KiB) smaller
+ *                than a frame's own, which must be given back after every
+ *                frame
  *
  * A length running past the end of the input takes what is left.  Each
  * payload is copied to a buffer of exactly its size, so that a read past
@@ -51,9 +59,14 @@
 
 #define FUZZ_FLAG_OWN_HELLO 0x01
 #define FUZZ_FLAG_TOKEN 0x02
+#define FUZZ_FLAG_SCOPED 0x04
+#define FUZZ_FLAG_DECODE_TOTAL 0x08
 #define FUZZ_MAX_FRAME (16 * 1024)	/* the server's limit: inputs can exceed it */
 #define FUZZ_SESSION_MEMORY 4096	/* spill early and often */
 #define FUZZ_TOKEN "fuzz-token"
+#define FUZZ_SCOPED_TOKEN "fuzz-scoped-token"
+#define FUZZ_NAMESPACE "k"
+#define FUZZ_DECODE_TOTAL (32 * 1024)
 #define FUZZ_DECODE_BUDGET (64 * 1024)	/* small enough for inputs to exceed */
 
 static TsProtoShared fuzz_shared;	/* as a server's; no server around it */
@@ -61,6 +74,8 @@ static bool fuzz_initialized;
 static char fuzz_dir[4096];
 static bool fuzz_store_dirty;	/* the last input changed what is stored */
 static uint8_t fuzz_nonce[TC_NONCE_SIZE];	/* from the last SERVER_HELLO */
+static uint8_t fuzz_server_proof[TC_AUTH_SIZE]; /* what READY must carry */
+static bool fuzz_expect_proof;	/* the harness's HELLO carried a proof */
 static bool fuzz_trace;			/* FUZZ_FRAMES_LOG set: say what happens */
 
 /* Which message each frame type a server may send carries. */
@@ -148,6 +163,19 @@ fuzz_send(void *arg, const uint8_t *bytes, size_t len, TsError *err)
 			if (hello->nonce.len != TC_NONCE_SIZE)
 				fuzz_fail("SERVER_HELLO without a 32-byte nonce");
 			memcpy(fuzz_nonce, hello->nonce.data, TC_NONCE_SIZE);
+			if (!hello->auth_offered)
+				fuzz_fail("SERVER_HELLO of a server with tokens does not offer its proof");
+		}
+		else if (type == TCOPY__FRAME_TYPE__FRAME_READY)
+		{
+			Tcopy__Ready *ready = (Tcopy__Ready *) msg;
+
+			/* mutual authentication: the server proves the same token */
+			if (fuzz_expect_proof &&
+				!tc_auth_matches(ready->auth.data, ready->auth.len, fuzz_server_proof))
+				fuzz_fail("READY without the server's proof of the client's token");
+			if (!fuzz_expect_proof && ready->auth.len != 0)
+				fuzz_fail("READY with a proof to a HELLO without one");
 		}
 		else if (type == TCOPY__FRAME_TYPE__FRAME_TABLE_INFO)
 			fuzz_store_dirty |= ((Tcopy__TableInfo *) msg)->created;
@@ -328,6 +356,7 @@ __lsan_default_suppressions(void)
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
+	char		err[256];
 	const char *tmp = getenv("TMPDIR");
 
 	(void) argc;
@@ -343,30 +372,48 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 		exit(1);
 	}
 	ts_proto_shared_init(&fuzz_shared, FUZZ_MAX_FRAME);
+	if (ts_auth_add(&fuzz_shared.credentials, NULL, (const uint8_t *) FUZZ_TOKEN,
+					strlen(FUZZ_TOKEN), err, sizeof(err)) != 0 ||
+		ts_auth_add(&fuzz_shared.credentials, FUZZ_NAMESPACE,
+					(const uint8_t *) FUZZ_SCOPED_TOKEN, strlen(FUZZ_SCOPED_TOKEN),
+					err, sizeof(err)) != 0)
+		fuzz_fail(err);
+	/* one connection at a time: a frame over the total never waits */
+	fuzz_shared.decode_wait_ms = 0;
 	fuzz_open_store();
 	fuzz_initialized = true;
 	atexit(fuzz_cleanup);
 	return 0;
 }
 
-/* The harness's own HELLO, with the HMAC when a token is required. */
+/*
+ * The harness's own HELLO: with a proof of the full-access or the scoped
+ * token when the flags ask for one, and then the server's proof expected.
+ */
 static int
-fuzz_hello(TsProto *proto, TsError *err)
+fuzz_hello(TsProto *proto, uint8_t flags, TsError *err)
 {
 	Tcopy__Hello hello = TCOPY__HELLO__INIT;
+	const char *token = (flags & FUZZ_FLAG_SCOPED) ? FUZZ_SCOPED_TOKEN : FUZZ_TOKEN;
+	uint8_t		client_nonce[TC_NONCE_SIZE];
 	uint8_t		auth[TC_AUTH_SIZE];
 	uint8_t		packed[256];
 	size_t		len;
 
 	hello.version = TC_PROTOCOL_VERSION;
 	hello.client = (char *) "fuzz_frames";
-	if (fuzz_shared.token_len > 0)
+	fuzz_expect_proof = (flags & (FUZZ_FLAG_TOKEN | FUZZ_FLAG_SCOPED)) != 0;
+	if (fuzz_expect_proof)
 	{
-		if (!tc_auth_compute(fuzz_shared.token, fuzz_shared.token_len,
-							 fuzz_nonce, sizeof(fuzz_nonce), auth))
+		memset(client_nonce, 0x5a, sizeof(client_nonce));
+		if (!tc_auth_prove(token, strlen(token), TC_AUTH_CLIENT, fuzz_nonce, client_nonce, auth) ||
+			!tc_auth_prove(token, strlen(token), TC_AUTH_SERVER, fuzz_nonce, client_nonce,
+						   fuzz_server_proof))
 			fuzz_fail("HMAC failed");
 		hello.auth.data = auth;
 		hello.auth.len = sizeof(auth);
+		hello.nonce.data = client_nonce;
+		hello.nonce.len = sizeof(client_nonce);
 	}
 	len = tcopy__hello__pack(&hello, packed);
 	return ts_proto_handle_frame(proto, TCOPY__FRAME_TYPE__FRAME_HELLO, packed,
@@ -385,15 +432,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	flags = data[0];
-	ts_proto_shared_set_token(&fuzz_shared, (const uint8_t *) FUZZ_TOKEN,
-							  (flags & FUZZ_FLAG_TOKEN) ? strlen(FUZZ_TOKEN) : 0);
+	fuzz_shared.decode_total_bytes = (flags & FUZZ_FLAG_DECODE_TOTAL) ? FUZZ_DECODE_TOTAL : 0;
 
 	memset(&err, 0, sizeof(err));
+	fuzz_expect_proof = false;
 	ts_proto_init(&proto, &fuzz_shared, ++connection_id, fuzz_send, NULL);
 	ts_proto_set_decode_budget(&proto, FUZZ_DECODE_BUDGET);
-	if (ts_proto_greet(&proto, &err) != 0)
+	if (ts_proto_greet(&proto, !(flags & FUZZ_FLAG_TOKEN), &err) != 0)
 		fuzz_fail("greeting failed");
-	if (!(flags & FUZZ_FLAG_OWN_HELLO) && fuzz_hello(&proto, &err) != 0)
+	if (!(flags & FUZZ_FLAG_OWN_HELLO) && fuzz_hello(&proto, flags, &err) != 0)
 		fuzz_fail(err.message);
 
 	while (pos + 3 <= size)
@@ -424,6 +471,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memcpy(payload, data + pos + 3, len);
 		rc = ts_proto_handle_frame(&proto, type, payload, len, &err);
 		free(payload);
+		if (atomic_load(&fuzz_shared.decode_in_use) != 0)
+			fuzz_fail("a frame kept some of the total decode budget");
+		if (rc != 0 && err.code == TCOPY__ERROR_CODE__ERROR_PERMISSION &&
+			!(flags & FUZZ_FLAG_SCOPED))
+			fuzz_fail("a full-access connection was denied permission");
 		if (rc != 0)
 			break;
 		pos += 3 + (size_t) len;

@@ -30,6 +30,8 @@ my $out = $ARGV[0] // ($batch_mode ? "$FindBin::Bin/corpus_batch" : "$FindBin::B
 use constant {
 	OWN_HELLO => 1,
 	TOKEN => 2,
+	SCOPED => 4,			# the harness proves the token of namespace "k"
+	DECODE_TOTAL => 8,		# frames share a 32 KiB decode budget
 	F_HELLO => 2,
 	F_OPEN_TABLE => 4,
 	F_BEGIN => 6,
@@ -283,6 +285,31 @@ $seeds{'15-resolve-not-found'} = chr(0)
   . resolve('nothing', 1)
   . list_prepared('n')
   . resolve('', 0);
+
+# scoped to namespace "k": kv (id 1) once opened, and nothing else
+$seeds{'16-scoped-kv-then-log'} = chr(TOKEN | SCOPED)
+  . frame(F_OPEN_TABLE, pb_field_bytes(1, 'kv'))
+  . frame(F_BEGIN, '')
+  . write_batch(1, 1, map { kv_row($_) } 1 .. 3)
+  . commit(1, 3)
+  . scan(table => 1)
+  . frame(F_OPEN_TABLE, pb_field_bytes(1, 'log'));
+$seeds{'17-scoped-id-not-opened'} = chr(TOKEN | SCOPED)
+  . scan(table => 2);
+$seeds{'18-scoped-prepare-list-resolve'} = chr(SCOPED)
+  . frame(F_OPEN_TABLE, pb_field_bytes(1, 'kv'))
+  . frame(F_BEGIN, '')
+  . table_op(TRUNCATE, 1, 1)
+  . write_batch(1, 1, kv_row(7))
+  . prepare(1, 1, 'seed:18')
+  . list_prepared('')
+  . resolve('seed:18', 0)
+  . frame(F_TABLE_OP, pb_field_varint(1, DROP) . pb_field_varint(2, 3));
+# with the total decode budget: a small batch passes, a large one does not
+$seeds{'19-decode-total'} = chr(DECODE_TOTAL)
+  . frame(F_BEGIN, '')
+  . write_batch(1, 1, kv_row(1))
+  . write_batch(2, 1, map { row(ints => [$_]) } 1 .. 500);
 
 # a field of any wire type: tag, then the value's bytes as given
 sub pb_raw

@@ -6,6 +6,14 @@
 #
 #	The binaries are $ENV{TSERVER_BIN} (default build/tserver) and
 #	$ENV{TSERVER_CLI} (default build/tserver-cli) under the repository top.
+#	A tserver authenticates its clients (it refuses to start otherwise): by
+#	default it is started with --allow-uid of the uid running the test, so
+#	that the test's own clients (tserver-cli, raw sockets, a Postgres
+#	cluster running as the same user) need no token (a start that adds a
+#	tcp: listener, where no uid admits a client, gets --insecure instead:
+#	the TLS tests' clients there carry no token); new(token => T)
+#	starts it with a token file holding T instead, which cli() then
+#	passes, and new(auth => [ARGS]) with exactly those arguments.
 #	Each start logs the tserver's stderr to its own file in the server's
 #	temporary directory; stop and kill9 check that log for sanitizer
 #	reports.  With TCOPY_TEST_LOG_DIR set, every log is also copied there
@@ -18,6 +26,7 @@ use warnings;
 
 use Carp;
 use Cwd qw(abs_path);
+use Digest::SHA qw(hmac_sha256);
 use Exporter qw(import);
 use File::Basename qw(basename dirname);
 use File::Copy qw(copy);
@@ -31,13 +40,14 @@ use Socket qw(SOCK_STREAM);
 use Test::More;
 use Time::HiRes qw(sleep time);
 
-our @EXPORT_OK = qw(fnv1a64_hex aid_sum dir_size PROTOCOL_VERSION
+our @EXPORT_OK = qw(fnv1a64_hex aid_sum dir_size PROTOCOL_VERSION auth_proof
   pb_varint pb_field_varint pb_field_bytes pb_field_packed_sint64 pb_decode
   FRAME_SERVER_HELLO FRAME_HELLO FRAME_READY FRAME_OPEN_TABLE FRAME_TABLE_INFO
   FRAME_BEGIN FRAME_BEGIN_OK FRAME_WRITE FRAME_ACK FRAME_COMMIT FRAME_COMMIT_OK
   FRAME_ABORT FRAME_SCAN FRAME_STATS_REQUEST FRAME_STATS FRAME_ERROR
   ERROR_PROTOCOL ERROR_AUTH ERROR_TOO_LARGE ERROR_UNKNOWN_TABLE
-  ERROR_SCHEMA_MISMATCH ERROR_BAD_ROW
+  ERROR_SCHEMA_MISMATCH ERROR_BAD_ROW ERROR_PERMISSION ERROR_TOO_MANY_CONNECTIONS
+  FRAME_TABLE_OP FRAME_TABLE_OP_OK FRAME_SCAN_BATCH
   FRAME_PREPARE FRAME_PREPARE_OK FRAME_RESOLVE FRAME_RESOLVE_OK
   FRAME_LIST_PREPARED FRAME_PREPARED_LIST
   RESOLVE_NONE RESOLVE_DONE RESOLVE_NOT_FOUND RESOLVE_BUSY);
@@ -45,7 +55,7 @@ our %EXPORT_TAGS = (all => \@EXPORT_OK);
 
 # proto/tcopy.proto FrameType and ErrorCode, and TC_PROTOCOL_VERSION
 use constant {
-	PROTOCOL_VERSION => 2,
+	PROTOCOL_VERSION => 3,
 	FRAME_SERVER_HELLO => 1,
 	FRAME_HELLO => 2,
 	FRAME_READY => 3,
@@ -59,6 +69,9 @@ use constant {
 	FRAME_COMMIT_OK => 11,
 	FRAME_ABORT => 12,
 	FRAME_SCAN => 14,
+	FRAME_SCAN_BATCH => 15,
+	FRAME_TABLE_OP => 16,
+	FRAME_TABLE_OP_OK => 17,
 	FRAME_STATS_REQUEST => 18,
 	FRAME_STATS => 19,
 	FRAME_ERROR => 20,
@@ -68,6 +81,8 @@ use constant {
 	ERROR_UNKNOWN_TABLE => 4,
 	ERROR_SCHEMA_MISMATCH => 5,
 	ERROR_BAD_ROW => 6,
+	ERROR_PERMISSION => 10,
+	ERROR_TOO_MANY_CONNECTIONS => 11,
 };
 
 # the two-phase commit's frames and Resolve outcomes (protocol version 2)
@@ -107,11 +122,25 @@ sub new
 		data => $opts{data} // "$base/data",
 		socket => $opts{socket} // "$base/ts.sock",
 		extra_args => $opts{extra_args} // [],
+		auth_args => $opts{auth},	# undef: the default, see spawn
+		cli_args => [],
 		starts => 0,
 		pid => undef,
 		log => undef,
 	}, $class;
 	croak "socket path $self->{socket} is too long" if length($self->{socket}) > 100;
+	if (defined $opts{token})
+	{
+		my $file = "$base/token";
+		open(my $fh, '>', $file) or croak "$file: $!";
+		print $fh "$opts{token}\n";
+		close $fh;
+		chmod(0600, $file) or croak "chmod $file: $!";
+		$self->{token_file} = $file;
+		$self->{token} = $opts{token};
+		$self->{auth_args} = [ '--token-file', $file ];
+		$self->{cli_args} = [ '--token-file', $file ];
+	}
 	push @live_servers, $self;
 	return $self;
 }
@@ -122,6 +151,7 @@ sub address { "unix:" . $_[0]->{socket} }
 sub pid { $_[0]->{pid} }
 sub log_file { $_[0]->{log} }
 sub base_dir { $_[0]->{base} }
+sub token_file { $_[0]->{token_file} }
 
 sub log_contents
 {
@@ -142,8 +172,10 @@ sub spawn
 	my ($self, @args) = @_;
 	$self->{starts}++;
 	my $log = "$self->{base}/tserver.$self->{starts}.log";
-	my @cmd = ($TSERVER, '--data', $self->{data}, '--listen', $self->address,
-		@{ $self->{extra_args} }, @args);
+	my @all = (@{ $self->{extra_args} }, @args);
+	my $tcp = grep { /^tcp:/ } @all;
+	my $auth = $self->{auth_args} // ($tcp ? ['--insecure'] : [ '--allow-uid', $> ]);
+	my @cmd = ($TSERVER, '--data', $self->{data}, '--listen', $self->address, @$auth, @all);
 	my $pid = fork();
 	croak "fork: $!" unless defined $pid;
 	if ($pid == 0)
@@ -299,7 +331,7 @@ sub cli
 {
 	my ($self, @args) = @_;
 	my ($out, $err) = ('', '');
-	my @cmd = ($CLI, '--address', $self->address, @args);
+	my @cmd = ($CLI, '--address', $self->address, @{ $self->{cli_args} }, @args);
 	my $rc;
 	eval {
 		IPC::Run::run(\@cmd, '<', \undef, '>', \$out, '2>', \$err,
@@ -327,7 +359,7 @@ sub cli_bg
 {
 	my ($self, @args) = @_;
 	my $bg = { in => '', out => '', err => '', cmd => join(' ', 'tserver-cli', @args) };
-	my @cmd = ($CLI, '--address', $self->address, @args);
+	my @cmd = ($CLI, '--address', $self->address, @{ $self->{cli_args} }, @args);
 	$bg->{h} = IPC::Run::start(\@cmd, '<', \$bg->{in}, '>', \$bg->{out}, '2>', \$bg->{err},
 		IPC::Run::timeout($CLI_TIMEOUT));
 	return bless $bg, 'TcopyTest::Bg';
@@ -593,11 +625,24 @@ sub wait_closed
 	return 0;
 }
 
+# A proof of the handshake (src/common/tc_auth.h): HMAC-SHA256 under token
+# of the role's label (client or server) with its NUL, the server's nonce
+# and the client's.
+sub auth_proof
+{
+	my ($token, $role, $server_nonce, $client_nonce) = @_;
+	my $label = $role eq 'client' ? "tcopy v3 client proof\0" : "tcopy v3 server proof\0";
+	return hmac_sha256($label . $server_nonce . $client_nonce, $token);
+}
+
 # Connect and do the handshake (read ServerHello, send Hello of
 # PROTOCOL_VERSION, read Ready); the socket, or undef with a diagnostic.
+# With a token (token => T, or the server's own from new(token => T)), the
+# Hello proves it and the Ready's proof is checked.
 sub connect_ready
 {
-	my ($self) = @_;
+	my ($self, %opts) = @_;
+	my $token = exists $opts{token} ? $opts{token} : $self->{token};
 	my $sock = $self->connect_raw or do { diag("connect: $!"); return undef };
 	my ($type, $payload) = read_frame($sock);
 	if (!defined $type || $type != FRAME_SERVER_HELLO)
@@ -605,11 +650,27 @@ sub connect_ready
 		diag("expected ServerHello, got " . ($type // 'nothing'));
 		return undef;
 	}
-	send_frame($sock, FRAME_HELLO, pb_field_varint(1, PROTOCOL_VERSION));
-	($type) = read_frame($sock);
+	my $hello = pb_field_varint(1, PROTOCOL_VERSION);
+	my ($server_nonce, $client_nonce);
+	if (defined $token)
+	{
+		$server_nonce = pb_decode($payload)->{3}[0] // '';
+		$client_nonce = join('', map { chr(int(rand(256))) } 1 .. 32);
+		$hello .= pb_field_bytes(3, auth_proof($token, 'client', $server_nonce, $client_nonce))
+		  . pb_field_bytes(4, $client_nonce);
+	}
+	send_frame($sock, FRAME_HELLO, $hello);
+	($type, $payload) = read_frame($sock);
 	if (!defined $type || $type != FRAME_READY)
 	{
-		diag("expected Ready, got " . ($type // 'nothing'));
+		my $why = defined $type && $type == FRAME_ERROR ? ': ' . (pb_decode($payload)->{2}[0] // '') : '';
+		diag("expected Ready, got " . ($type // 'nothing') . $why);
+		return undef;
+	}
+	if (defined $token
+		&& (pb_decode($payload)->{2}[0] // '') ne auth_proof($token, 'server', $server_nonce, $client_nonce))
+	{
+		diag("the server's proof in Ready is wrong");
 		return undef;
 	}
 	return $sock;

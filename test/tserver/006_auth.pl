@@ -1,14 +1,27 @@
 # 006_auth.pl
-#	Access control of the tserver:
-#	  - a --token-file that group or others may access is refused at startup;
-#	  - with a token, a client must answer the per-connection nonce with
-#	    HMAC-SHA256(token, nonce): a wrong, missing or replayed answer is
-#	    refused with ERROR_AUTH, and logged, before any frame after HELLO is
-#	    looked at; the token itself never crosses the wire;
-#	  - until the handshake is done, frames are limited to a few KiB;
+#	Access control of the tserver (docs/protocol.md#handshake):
+#	  - it does not start without a way to authenticate clients
+#	    (--token-file, --scoped-tokens, --allow-uid) unless --insecure, which
+#	    it logs loudly; its unix socket is 0600 unless --socket-mode widens
+#	    it, and world access needs --insecure;
+#	  - a --token-file (or --scoped-tokens file) that group or others may
+#	    access is refused at startup;
+#	  - with a token, client and server authenticate mutually over both
+#	    nonces: a wrong, missing, replayed or truncated proof, or a client
+#	    nonce of the wrong length, is refused with ERROR_AUTH, and logged,
+#	    before any frame after HELLO is looked at; the server's proof in
+#	    READY is checked by the client before it sends anything else (a fake
+#	    server with a wrong proof, no proof, a short nonce or no tokens gets
+#	    nothing more); the token itself never crosses the wire;
+#	  - until the handshake is done, frames are limited to a few KiB, and the
+#	    whole handshake to --handshake-timeout from the accept, however the
+#	    client trickles its bytes;
+#	  - a client of protocol version 2 is told the versions differ;
 #	  - with --allow-uid, a unix socket client running as another user is
-#	    refused (SO_PEERCRED) before it is even greeted.  That part runs a
-#	    client as `nobody`, so it needs root (CI runs as root).
+#	    refused (SO_PEERCRED) before it is even greeted, unless the server
+#	    also holds tokens, when it must prove one.  That part runs a client
+#	    as `nobody`, so it needs root (CI runs as root).
+#	Scoped tokens are 010_scoped.pl's.
 use strict;
 use warnings;
 
@@ -62,17 +75,49 @@ sub greeted
 	return ($sock, pb_decode($payload));
 }
 
+use constant CLIENT_NONCE => join('', map { chr(100 + $_) } 0 .. 31);
+
+# HELLO, with a proof (and the client's nonce, 32 bytes unless given).
 sub hello_msg
 {
-	my ($auth) = @_;
+	my ($auth, $client_nonce) = @_;
 	my $m = pb_field_varint(1, PROTOCOL_VERSION) . pb_field_bytes(2, '006_auth');
-	$m .= pb_field_bytes(3, $auth) if defined $auth;
+	$m .= pb_field_bytes(3, $auth) . pb_field_bytes(4, $client_nonce // CLIENT_NONCE) if defined $auth;
 	return $m;
+}
+
+# ---- secure by default ----
+
+{
+	my $ts0 = TcopyTest->new(auth => []);
+	my ($what, $status) = $ts0->spawn;
+	is("$what " . ($status >> 8), 'exited 2', 'no authentication option: the tserver does not start (exit 2)');
+	like($ts0->log_contents, qr/no way to authenticate clients: give --token-file FILE, --scoped-tokens FILE or --allow-uid UID.*or --insecure/,
+		'it says which options would do');
+	($what, $status) = $ts0->spawn('--allow-uid', $>, '--socket-mode', '0666');
+	is("$what " . ($status >> 8), 'exited 2', '--socket-mode 0666 without --insecure: exit 2');
+	like($ts0->log_contents, qr/--socket-mode 0666 lets every local user connect/, 'it says why');
+	($what, $status) = $ts0->spawn('--allow-uid', $>, '--socket-mode', '0460');
+	is("$what " . ($status >> 8), 'exited 2', '--socket-mode 0460 (the owner cannot write): exit 2');
+	like($ts0->log_contents, qr/--socket-mode needs an octal mode from 0600 to 0777/, 'it says why');
+
+	$ts0->start('--insecure') or die "tserver --insecure did not start";
+	like($ts0->log_contents, qr/WARNING: --insecure: clients are NOT authenticated/, '--insecure is logged as a warning');
+	is((stat($ts0->socket_path))[2] & 07777, 0600, 'the socket is created 0600 by default');
+	$ts0->cli_ok('with --insecure, a client without a token connects', 'ping');
+	$ts0->stop;
+
+	$ts0->start('--allow-uid', $>, '--socket-mode', '0660') or die "tserver --socket-mode 0660 did not start";
+	is((stat($ts0->socket_path))[2] & 07777, 0660, '--socket-mode 0660 widens it to the group');
+	$ts0->stop;
+	$ts0->start('--insecure', '--socket-mode', '777') or die "tserver --insecure --socket-mode 777 did not start";
+	is((stat($ts0->socket_path))[2] & 07777, 0777, 'world access with --insecure');
+	$ts0->stop;
 }
 
 # ---- the token file must be private ----
 
-my $ts = TcopyTest->new;
+my $ts = TcopyTest->new(auth => []);
 my $tokfile = "" . $ts->base_dir . "/token";
 for my $mode (0644, 0640, 0604, 0620)
 {
@@ -121,19 +166,24 @@ $r = $ts->cli('ping');
 isnt($r->{rc}, 0, 'tserver-cli without a token fails');
 like($r->{err}, qr/requires a token/, 'it is told the server requires a token');
 
-# ---- by hand: the nonce, a correct answer, then a replay ----
+# ---- by hand: the nonces, a correct proof both ways, then a replay ----
 
 my ($sock_a, $hello_a) = greeted($ts);
 my ($sock_b, $hello_b) = greeted($ts);
 is($hello_a->{4}[0], 1, 'SERVER_HELLO says authentication is required');
+is($hello_a->{5}[0], 1, 'and that the server offers its own proof');
 is(length($hello_a->{3}[0] // ''), 32, 'with a 32-byte nonce');
 isnt($hello_a->{3}[0], $hello_b->{3}[0], 'each connection gets its own nonce');
 
-# an eavesdropper sees connection A's answer and replays it on connection B
-my $auth_a = hmac_sha256($hello_a->{3}[0], $TOKEN);
+# an eavesdropper sees connection A's proof and replays it on connection B
+my $auth_a = auth_proof($TOKEN, 'client', $hello_a->{3}[0], CLIENT_NONCE);
 TcopyTest::send_frame($sock_a, FRAME_HELLO, hello_msg($auth_a));
-my ($type) = TcopyTest::read_frame($sock_a, 10);
-is($type, FRAME_READY, 'HELLO with HMAC-SHA256(token, nonce) gets READY');
+my ($type, $ready_payload) = TcopyTest::read_frame($sock_a, 10);
+is($type, FRAME_READY, 'HELLO with the client proof over both nonces gets READY');
+is(pb_decode($ready_payload // '')->{2}[0], auth_proof($TOKEN, 'server', $hello_a->{3}[0], CLIENT_NONCE),
+	'READY carries the server proof: HMAC-SHA256(token, server label || server nonce || client nonce)');
+isnt(auth_proof($TOKEN, 'server', $hello_a->{3}[0], CLIENT_NONCE), $auth_a,
+	'the two proofs differ (a client proof reflected back is no server proof)');
 TcopyTest::send_frame($sock_a, FRAME_STATS_REQUEST, '');
 ($type) = TcopyTest::read_frame($sock_a, 10);
 is($type, FRAME_STATS, 'and the authenticated connection is served');
@@ -146,19 +196,46 @@ close $sock_a;
 # the wrong token, and no answer at all
 {
 	my ($sock, $hello) = greeted($ts);
-	TcopyTest::send_frame($sock, FRAME_HELLO, hello_msg(hmac_sha256($hello->{3}[0], 'guess')));
-	expect_error($sock, ERROR_AUTH, 'HMAC under a wrong token');
+	TcopyTest::send_frame($sock, FRAME_HELLO, hello_msg(auth_proof('guess', 'client', $hello->{3}[0], CLIENT_NONCE)));
+	expect_error($sock, ERROR_AUTH, 'a proof under a wrong token');
 }
 {
 	my ($sock) = greeted($ts);
 	TcopyTest::send_frame($sock, FRAME_HELLO, hello_msg(undef));
-	like(expect_error($sock, ERROR_AUTH, 'HELLO without an authentication code'),
-		qr/no authentication code/, 'missing: the error says so');
+	like(expect_error($sock, ERROR_AUTH, 'HELLO without a proof'),
+		qr/carries no proof/, 'missing: the error says so');
 }
 {
 	my ($sock, $hello) = greeted($ts);
-	TcopyTest::send_frame($sock, FRAME_HELLO, hello_msg(substr(hmac_sha256($hello->{3}[0], $TOKEN), 0, 31)));
-	expect_error($sock, ERROR_AUTH, 'a truncated authentication code');
+	TcopyTest::send_frame($sock, FRAME_HELLO,
+		hello_msg(substr(auth_proof($TOKEN, 'client', $hello->{3}[0], CLIENT_NONCE), 0, 31)));
+	expect_error($sock, ERROR_AUTH, 'a truncated proof');
+}
+{
+	# the server's proof offered as the client's: the labels differ
+	my ($sock, $hello) = greeted($ts);
+	TcopyTest::send_frame($sock, FRAME_HELLO, hello_msg(auth_proof($TOKEN, 'server', $hello->{3}[0], CLIENT_NONCE)));
+	expect_error($sock, ERROR_AUTH, 'the server\'s proof offered as the client\'s');
+}
+{
+	# the version 2 answer, HMAC-SHA256(token, nonce), is no proof now
+	my ($sock, $hello) = greeted($ts);
+	TcopyTest::send_frame($sock, FRAME_HELLO, hello_msg(hmac_sha256($hello->{3}[0], $TOKEN)));
+	expect_error($sock, ERROR_AUTH, 'a version 2 answer');
+}
+{
+	my ($sock, $hello) = greeted($ts);
+	my $short = substr(CLIENT_NONCE, 0, 31);
+	TcopyTest::send_frame($sock, FRAME_HELLO, hello_msg(auth_proof($TOKEN, 'client', $hello->{3}[0], $short), $short));
+	like(expect_error($sock, ERROR_AUTH, 'a client nonce of 31 bytes'),
+		qr/nonce is 31 bytes instead of 32/, 'the wrong nonce length is named');
+}
+{
+	# a client of the previous protocol version is told so
+	my ($sock) = greeted($ts);
+	TcopyTest::send_frame($sock, FRAME_HELLO, pb_field_varint(1, 2) . pb_field_bytes(2, 'old'));
+	like(expect_error($sock, ERROR_PROTOCOL, 'a HELLO of protocol version 2'),
+		qr/unsupported protocol version 2 \(this server speaks version 3\)/, 'the versions are named');
 }
 {
 	# the token itself as the answer: never what the server wants
@@ -207,65 +284,141 @@ is($after->{tables}, $before->{tables}, 'no table was created');
 # the log names each refusal and its peer, and never the token
 my $log = $ts->log_contents;
 my @refusals = $log =~ /WARNING.*connection \d+ from unix:\S+ \(pid \d+, uid \d+\): authentication failed/g;
-cmp_ok(scalar @refusals, '>=', 7, 'every refused authentication is logged with its peer')
+cmp_ok(scalar @refusals, '>=', 9, 'every refused authentication is logged with its peer')
   or diag(TcopyTest::tail($log, 30));
 unlike($log, qr/\Q$TOKEN\E/, 'the token never appears in the log');
 
-# a client that never authenticates does not hold its thread forever: no
-# HELLO within 10 s gets ERROR_AUTH and a closed connection
+$ts->stop;
+
+# the handshake has one deadline, from the accept: a client that sends a
+# byte of HELLO every second is cut at --handshake-timeout all the same
 {
-	my ($sock) = greeted($ts);
+	$ts->start('--token-file', $tokfile, '--handshake-timeout', '3') or die "tserver did not start";
+	my ($sock, $hello) = greeted($ts);
+	my $frame = pack('NC', length(hello_msg("\0" x 32)), FRAME_HELLO) . hello_msg("\0" x 32);
 	my $t0 = time();
-	my ($type, $payload) = TcopyTest::read_frame($sock, 20);
+	my ($type, $payload);
+	for my $i (0 .. length($frame) - 2)
+	{
+		last unless TcopyTest::send_bytes($sock, substr($frame, $i, 1));
+		if (IO::Select->new($sock)->can_read(1))
+		{
+			($type, $payload) = TcopyTest::read_frame($sock, 5);
+			last;
+		}
+	}
 	my $waited = sprintf('%.1f', time() - $t0);
-	is($type, FRAME_ERROR, 'no HELLO at all: the server sends an ERROR frame');
+	is($type, FRAME_ERROR, 'a HELLO trickled a byte a second: the server sends an ERROR frame');
 	my $error = defined $payload ? pb_decode($payload) : {};
 	is($error->{1} ? $error->{1}[0] : 0, ERROR_AUTH, '... of code ERROR_AUTH');
-	like($error->{2} ? $error->{2}[0] : '', qr/no handshake within 10 s/, '... saying why');
-	ok($waited >= 9 && $waited <= 13, "... after about 10 s (took $waited s)");
+	like($error->{2} ? $error->{2}[0] : '', qr/no handshake within 3 s of connecting/, '... saying why');
+	ok($waited >= 2.5 && $waited <= 5, "... at the deadline, 3 s after the accept (took $waited s)");
 	ok(TcopyTest::wait_closed($sock, 10), '... and closes the connection');
 	close $sock;
 }
 
 $ts->stop;
 
-# ---- the client sends HMAC(token, nonce), never the token ----
+# ---- the client against a fake server ----
 
+# Run tserver-cli ping against a fake server at $path that answers with
+# $serve->($conn, $hello_payload_from_client); returns { rc, out, err, hello
+# (the client's HELLO payload, or undef), after (what the client sent
+# after the fake server's last frame) }.
+sub against_fake_server
 {
-	# a fake server: a fixed nonce, and it records what the client says
-	my $dir = $ts->base_dir;
-	my $path = "$dir/fake.sock";
+	my ($server_hello, $serve) = @_;
+	my $path = $ts->base_dir . "/fake.sock";
+	unlink $path;
 	my $listener = IO::Socket::UNIX->new(Type => SOCK_STREAM, Local => $path, Listen => 1)
 	  or die "listen $path: $!";
-	my $nonce = join('', map { chr } 0 .. 31);
 	my ($out, $err) = ('', '');
 	my $cli = IPC::Run::start([ $TcopyTest::CLI, '--address', "unix:$path", '--token-file', $tokfile,
 			'ping' ], '<', \undef, '>', \$out, '2>', \$err, IPC::Run::timeout(30));
-	my $client_bytes = '';
+	my %got = (after => '');
 	if (IO::Select->new($listener)->can_read(10))
 	{
 		my $conn = $listener->accept;
-		my $hello = pb_field_varint(1, PROTOCOL_VERSION) . pb_field_bytes(2, 'fake') . pb_field_bytes(3, $nonce)
-		  . pb_field_varint(4, 1);
-		TcopyTest::send_frame($conn, FRAME_SERVER_HELLO, $hello);
+		TcopyTest::send_frame($conn, FRAME_SERVER_HELLO, $server_hello);
 		my ($t, $payload) = TcopyTest::read_frame($conn, 10);
-		is($t, FRAME_HELLO, 'the client answers the fake server with HELLO');
-		$client_bytes = $payload // '';
+		$got{hello} = $payload if defined $t && $t == FRAME_HELLO;
+		$serve->($conn, $got{hello}) if defined $got{hello};
+		# whatever the client sends until it closes
+		my $sel = IO::Select->new($conn);
+		while ($sel->can_read(10))
+		{
+			my $n = sysread($conn, my $buf, 4096);
+			last unless $n;
+			$got{after} .= $buf;
+		}
 		close $conn;
 	}
 	eval { $cli->finish; 1 } or eval { $cli->kill_kill };
-	is(pb_decode($client_bytes)->{3}[0], hmac_sha256($nonce, $TOKEN),
-		'its authentication code is HMAC-SHA256(token, nonce)');
-	unlike($client_bytes, qr/\Q$TOKEN\E/, 'the token is not in what it sent');
+	$got{rc} = $? >> 8;
+	$got{err} = $err;
+	$got{out} = $out;
 	close $listener;
 	unlink $path;
+	return \%got;
+}
+
+{
+	my $nonce = join('', map { chr } 0 .. 31);
+	my $server_hello = pb_field_varint(1, PROTOCOL_VERSION) . pb_field_bytes(2, 'fake')
+	  . pb_field_bytes(3, $nonce) . pb_field_varint(4, 1) . pb_field_varint(5, 1);
+
+	# a fake server that does not know the token answers a wrong proof
+	my $r = against_fake_server($server_hello, sub {
+		my ($conn) = @_;
+		TcopyTest::send_frame($conn, FRAME_READY, pb_field_varint(1, 1) . pb_field_bytes(2, "\x55" x 32));
+	});
+	my $hello = pb_decode($r->{hello} // '');
+	is(length($hello->{4}[0] // ''), 32, 'the client sends a 32-byte nonce of its own');
+	is($hello->{3}[0], auth_proof($TOKEN, 'client', $nonce, $hello->{4}[0] // ''),
+		'its proof is HMAC-SHA256(token, client label || server nonce || client nonce)');
+	unlike($r->{hello} // '', qr/\Q$TOKEN\E/, 'the token is not in what it sent');
+	isnt($r->{rc}, 0, 'a wrong server proof: the client fails');
+	like($r->{err}, qr/tserver did not prove it knows the token/, '... saying the tserver did not prove the token');
+	is($r->{after}, '', '... and sends nothing after READY');
+
+	$r = against_fake_server($server_hello, sub {
+		TcopyTest::send_frame($_[0], FRAME_READY, pb_field_varint(1, 1));
+	});
+	like($r->{err}, qr/tserver did not prove it knows the token: its READY carries no proof/,
+		'no server proof: the client refuses');
+	is($r->{after}, '', '... and sends nothing after READY');
+
+	# the client's nonce differs per connection, so a fake server cannot
+	# replay a real server's proof; but it is refused with the right one
+	$r = against_fake_server($server_hello, sub {
+		my ($conn, $payload) = @_;
+		my $cn = pb_decode($payload)->{4}[0] // '';
+		TcopyTest::send_frame($conn, FRAME_READY, pb_field_varint(1, 1)
+			  . pb_field_bytes(2, auth_proof($TOKEN, 'server', $nonce, $cn)));
+	});
+	is($r->{rc}, 0, 'the right server proof: the client goes on') or diag($r->{err});
+	like($r->{out}, qr/^ok fake/, '... and talks to it');
+
+	# a nonce of the wrong length, or no tokens at the server: no HELLO at all
+	$r = against_fake_server(pb_field_varint(1, PROTOCOL_VERSION) . pb_field_bytes(2, 'fake')
+		  . pb_field_bytes(3, substr($nonce, 0, 16)) . pb_field_varint(4, 1) . pb_field_varint(5, 1), sub { });
+	ok(!defined $r->{hello}, 'a 16-byte server nonce: the client sends no HELLO');
+	like($r->{err}, qr/tserver sent a nonce of 16 bytes instead of 32/, '... and says why');
+	$r = against_fake_server(pb_field_varint(1, PROTOCOL_VERSION) . pb_field_bytes(2, 'fake')
+		  . pb_field_bytes(3, $nonce), sub { });
+	ok(!defined $r->{hello}, 'a server asking for no token, to a client with one: no HELLO');
+	like($r->{err}, qr/tserver did not prove it knows the token: it holds no tokens/, '... and says why');
+	$r = against_fake_server(pb_field_varint(1, 2) . pb_field_bytes(2, 'old')
+		  . pb_field_bytes(3, $nonce) . pb_field_varint(4, 1), sub { });
+	like($r->{err}, qr/tserver speaks protocol version 2, this client version 3/,
+		'a server of protocol version 2: the client names both versions');
 }
 
 # ---- --allow-uid ----
 
 # bad arguments are usage errors (exit 2)
 {
-	my $ts2 = TcopyTest->new;
+	my $ts2 = TcopyTest->new(auth => []);
 	my ($what, $status) = $ts2->spawn('--allow-uid', 'no-such-user-xyz');
 	is("$what " . ($status >> 8), 'exited 2', '--allow-uid with an unknown user name: exit 2');
 	like($ts2->log_contents, qr/no user is called "no-such-user-xyz"/, 'the unknown user is named');
@@ -278,16 +431,36 @@ $ts->stop;
 
 SKIP:
 {
-	skip "--allow-uid: running a client as another user needs root (this runs as uid $>)", 15
+	skip "--allow-uid: running a client as another user needs root (this runs as uid $>)", 20
 	  if $> != 0;
 	my @nobody = getpwnam('nobody');
-	skip "--allow-uid: there is no user nobody", 15 unless @nobody;
+	skip "--allow-uid: there is no user nobody", 20 unless @nobody;
 	my ($nobody_uid, $nobody_gid) = @nobody[ 2, 3 ];
 
-	my $ts3 = TcopyTest->new;
-	# the server's directory must let nobody reach the socket
+	my $ts3 = TcopyTest->new(auth => []);
+	# the server's directory must let nobody reach the socket; the socket,
+	# of mode 0660, nobody's group
 	chmod(0711, $ts3->base_dir) or die "chmod: $!";
-	$ts3->start('--allow-uid', '0') or die "tserver with --allow-uid 0 did not start";
+	my $start3 = sub {
+		$ts3->start('--socket-mode', '0660', @_) or die "tserver @_ did not start";
+		chown(0, $nobody_gid, $ts3->socket_path) or die "chown: $!";
+	};
+	{
+		# owner only by default: nobody cannot even connect
+		$ts3->start('--allow-uid', '0,nobody') or die "tserver did not start";
+		my $pid = fork();
+		die "fork: $!" unless defined $pid;
+		if ($pid == 0)
+		{
+			POSIX::setgid($nobody_gid);
+			POSIX::setuid($nobody_uid) or POSIX::_exit(3);
+			POSIX::_exit($ts3->connect_raw ? 0 : 1);
+		}
+		waitpid($pid, 0);
+		is($? >> 8, 1, 'with the default socket mode 0600, nobody cannot connect at all');
+		$ts3->stop;
+	}
+	$start3->('--allow-uid', '0');
 
 	# Run tserver-cli as nobody: { rc, out, err }.
 	my $cli_as_nobody = sub {
@@ -339,12 +512,24 @@ SKIP:
 
 	# allowed by name, next to a uid
 	$ts3->stop;
-	$ts3->start('--allow-uid', '0,nobody') or die "tserver with --allow-uid 0,nobody did not start";
-	like($ts3->log_contents, qr/unix socket clients must run as uid 0,$nobody_uid/,
+	$start3->('--allow-uid', '0,nobody');
+	like($ts3->log_contents, qr/unix socket clients running as uid 0,$nobody_uid need no token/,
 		'the allowed uids are logged at startup');
 	$r = $cli_as_nobody->('ping');
 	is($r->{rc}, 0, 'with --allow-uid 0,nobody, nobody connects') or diag($r->{err});
 	$ts3->cli_ok('and root too', 'ping');
+	$ts3->stop;
+
+	# with tokens too, a uid not listed must prove one
+	$start3->('--allow-uid', '0', '--token-file', $tokfile);
+	$r = $cli_as_nobody->('ping');
+	like($r->{err}, qr/requires a token/, 'with --allow-uid 0 and a token, nobody without the token is refused');
+	my $nobody_tok = $ts3->base_dir . "/nobody_token";
+	token_file($nobody_tok, $TOKEN, 0600);
+	chown($nobody_uid, $nobody_gid, $nobody_tok) or die "chown: $!";
+	$r = $cli_as_nobody->('--token-file', $nobody_tok, 'ping');
+	is($r->{rc}, 0, '... and admitted with it') or diag($r->{err});
+	$ts3->cli_ok('root still needs no token', 'ping');
 	$ts3->stop;
 }
 

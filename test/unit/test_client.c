@@ -78,7 +78,7 @@ test_cancel_during_tcp_connect(void)
 	if (setjmp(cancel) == 0)
 	{
 		(void) tc_client_connect_hooked(address, NULL, NULL, "test", cancelling_hook, NULL,
-										&handed, err, sizeof(err));
+										&handed, NULL, err, sizeof(err));
 		CHECK(false);			/* the hook does not return */
 	}
 	CHECK_EQ_INT(waits, 1);
@@ -130,7 +130,7 @@ test_cancel_during_tls_handshake(void)
 	if (setjmp(cancel) == 0)
 	{
 		(void) tc_client_connect_hooked(address, NULL, &tls, "test", cancel_reading_hook,
-										NULL, &handed, err, sizeof(err));
+										NULL, &handed, NULL, err, sizeof(err));
 		CHECK(false);			/* the hook does not return */
 	}
 	CHECK(waits >= 1);
@@ -197,7 +197,7 @@ test_unix_connect_backlog_full(void)
 	if (setjmp(cancel) == 0)
 	{
 		(void) tc_client_connect_hooked(address, NULL, NULL, "test", cancelling_hook, NULL,
-										&handed, err, sizeof(err));
+										&handed, NULL, err, sizeof(err));
 		CHECK(false);			/* the hook does not return */
 	}
 	CHECK_EQ_INT(waits, 1);
@@ -208,7 +208,7 @@ test_unix_connect_backlog_full(void)
 	/* a hook that gives up: the connect fails with its message */
 	pauses = 0;
 	CHECK_EQ_INT(tc_client_connect_hooked(address, NULL, NULL, "test", giving_up_hook, NULL,
-										  &client, err, sizeof(err)), -1);
+										  &client, NULL, err, sizeof(err)), -1);
 	CHECK(client == NULL);
 	CHECK_EQ_INT(pauses, 3);
 	CHECK(strcmp(err, "gave up after 3 pauses") == 0);

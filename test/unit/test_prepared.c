@@ -330,7 +330,7 @@ list_prepared(TsStore *store, const char *prefix, TcArena *arena)
 	Tcopy__PreparedList list = TCOPY__PREPARED_LIST__INIT;
 	TsError		err;
 
-	if (ts_store_list_prepared(store, prefix, arena, &list, &err) != 0)
+	if (ts_store_list_prepared(store, prefix, NULL, arena, &list, &err) != 0)
 		fprintf(stderr, "list failed: %s\n", err.message);
 	return list;
 }
@@ -342,7 +342,7 @@ resolve(TsStore *store, const char *gid, bool commit, uint64_t owner, uint64_t *
 	uint64_t	ignored;
 	TsError		err;
 
-	if (ts_store_resolve(store, gid, commit, owner, &outcome, rows ? rows : &ignored, &err) != 0)
+	if (ts_store_resolve(store, gid, commit, owner, NULL, &outcome, rows ? rows : &ignored, &err) != 0)
 	{
 		fprintf(stderr, "resolve of \"%s\" failed: %s\n", gid, err.message);
 		return TCOPY__RESOLVE_OUTCOME__RESOLVE_NONE;
@@ -395,11 +395,11 @@ test_reopen_resolve(Kind kind)
 
 	session = kind_session(store, kind, table, n, 1, 1, &sid);
 	REQUIRE(session != NULL);
-	CHECK_EQ_INT(ts_session_prepare_gid(session, gid_a, 1, &rows, &err), 0);
+	CHECK_EQ_INT(ts_session_prepare_gid(session, gid_a, 1, NULL, &rows, &err), 0);
 	CHECK_EQ_UINT(rows, n);
 	session = kind_session(store, kind, table, n, (int64_t) n + 1, 2, &sid);
 	REQUIRE(session != NULL);
-	CHECK_EQ_INT(ts_session_prepare_gid(session, gid_b, 1, &rows, &err), 0);
+	CHECK_EQ_INT(ts_session_prepare_gid(session, gid_b, 1, NULL, &rows, &err), 0);
 	check_stats(store, 2);
 	CHECK_EQ_INT(staging_entries(), kind == KIND_SMALL ? 0 : 2);
 
@@ -514,7 +514,7 @@ ops_setup(OpsCase *c, Kind kind, const char *suffix, const char *gid)
 	CHECK_EQ_INT(ts_session_table_op(session, TCOPY__TABLE_OP_KIND__TABLE_OP_DROP, c->gone, &err), 0);
 	/* a second time: staged once */
 	CHECK_EQ_INT(ts_session_table_op(session, TCOPY__TABLE_OP_KIND__TABLE_OP_DROP, c->gone, &err), 0);
-	CHECK_EQ_INT(ts_session_prepare_gid(session, gid, 1, &rows, &err), 0);
+	CHECK_EQ_INT(ts_session_prepare_gid(session, gid, 1, NULL, &rows, &err), 0);
 }
 
 /* "old" holds exactly the session's rows, and "gone" is gone. */
@@ -709,7 +709,7 @@ test_publish_stops(Kind kind, const char *point)
 	ops_setup(&c, kind, suffix, gid);
 
 	c.store->test_stop_at = point;
-	CHECK_EQ_INT(ts_store_resolve(c.store, gid, true, 1, &outcome, &rows, &err), -1);
+	CHECK_EQ_INT(ts_store_resolve(c.store, gid, true, 1, NULL, &outcome, &rows, &err), -1);
 	CHECK(strstr(err.message, point) != NULL);
 	c.store->test_stop_at = NULL;
 	c.store = reopen(c.store, kind_memory(kind));
@@ -718,7 +718,7 @@ test_publish_stops(Kind kind, const char *point)
 	if (strcmp(point, "after-truncates") == 0 || strcmp(point, "after-ingest") == 0)
 	{
 		/* partly published: only a commit may resolve it */
-		CHECK_EQ_INT(ts_store_resolve(c.store, gid, false, 1, &outcome, &rows, &err), -1);
+		CHECK_EQ_INT(ts_store_resolve(c.store, gid, false, 1, NULL, &outcome, &rows, &err), -1);
 		CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_PROTOCOL);
 		/* still owner 1's, until its connection ends (after any error) */
 		CHECK_EQ_INT(resolve(c.store, gid, true, 2, NULL), TCOPY__RESOLVE_OUTCOME__RESOLVE_BUSY);
@@ -794,7 +794,7 @@ test_other_stops(void)
 			snprintf(gid, sizeof(gid), "discard:%s", suffix);
 			ops_setup(&c, (Kind) kind, suffix, gid);
 			c.store->test_stop_at = points[p];
-			CHECK_EQ_INT(ts_store_resolve(c.store, gid, false, 1, &outcome, &rows, &err), -1);
+			CHECK_EQ_INT(ts_store_resolve(c.store, gid, false, 1, NULL, &outcome, &rows, &err), -1);
 			c.store->test_stop_at = NULL;
 			c.store = reopen(c.store, kind_memory((Kind) kind));
 			REQUIRE(c.store != NULL);
@@ -823,7 +823,7 @@ test_other_stops(void)
 			session = kind_session(store, (Kind) kind, table, kind_rows((Kind) kind), 1, 4, &sid);
 			REQUIRE(session != NULL);
 			store->test_stop_at = "after-prepare-record";
-			CHECK_EQ_INT(ts_session_prepare_gid(session, "pstop", 1, &rows, &err), -1);
+			CHECK_EQ_INT(ts_session_prepare_gid(session, "pstop", 1, NULL, &rows, &err), -1);
 			store->test_stop_at = NULL;
 			store = reopen(store, kind_memory((Kind) kind));
 			REQUIRE(store != NULL);
@@ -864,7 +864,7 @@ test_registry(void)
 
 	session = kind_session(store, KIND_SHUFFLED, table, 5000, 1, 1, &sid);
 	REQUIRE(session != NULL);
-	CHECK_EQ_INT(ts_session_prepare_gid(session, "tcopy:1:2:3", 11, &rows, &err), 0);
+	CHECK_EQ_INT(ts_session_prepare_gid(session, "tcopy:1:2:3", 11, NULL, &rows, &err), 0);
 	CHECK(ts_store_prepared_owned(store, 11, owned, sizeof(owned)));
 	CHECK_EQ_STR(owned, "tcopy:1:2:3");
 	CHECK(!ts_store_prepared_owned(store, 12, NULL, 0));
@@ -872,7 +872,7 @@ test_registry(void)
 	/* the same gid again: refused, and that session's staging is gone */
 	session = kind_session(store, KIND_SHUFFLED, table, 5000, 10000, 1, &sid);
 	REQUIRE(session != NULL);
-	CHECK_EQ_INT(ts_session_prepare_gid(session, "tcopy:1:2:3", 12, &rows, &err), -1);
+	CHECK_EQ_INT(ts_session_prepare_gid(session, "tcopy:1:2:3", 12, NULL, &rows, &err), -1);
 	CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_PROTOCOL);
 	CHECK(strstr(err.message, "already prepared") != NULL);
 	CHECK_EQ_INT(staging_entries(), 1);
@@ -882,14 +882,14 @@ test_registry(void)
 	memset(gid, 'g', sizeof(gid));
 	gid[TS_GID_MAX + 1] = '\0';
 	session = kind_session(store, KIND_SMALL, table, 10, 20000, 1, &sid);
-	CHECK_EQ_INT(ts_session_prepare_gid(session, gid, 12, &rows, &err), -1);
+	CHECK_EQ_INT(ts_session_prepare_gid(session, gid, 12, NULL, &rows, &err), -1);
 	session = kind_session(store, KIND_SMALL, table, 10, 20000, 1, &sid);
-	CHECK_EQ_INT(ts_session_prepare_gid(session, "", 12, &rows, &err), -1);
-	CHECK_EQ_INT(ts_store_resolve(store, gid, true, 12, &outcome, &rows, &err), -1);
+	CHECK_EQ_INT(ts_session_prepare_gid(session, "", 12, NULL, &rows, &err), -1);
+	CHECK_EQ_INT(ts_store_resolve(store, gid, true, 12, NULL, &outcome, &rows, &err), -1);
 	CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_PROTOCOL);
 	gid[TS_GID_MAX] = '\0';
 	session = kind_session(store, KIND_SMALL, table, 10, 20000, 1, &sid);
-	CHECK_EQ_INT(ts_session_prepare_gid(session, gid, 12, &rows, &err), 0);
+	CHECK_EQ_INT(ts_session_prepare_gid(session, gid, 12, NULL, &rows, &err), 0);
 
 	tc_arena_init(&arena, 4096);
 	list = list_prepared(store, "tcopy:", &arena);
@@ -915,7 +915,7 @@ test_registry(void)
 
 	/* a resolved gid may be prepared again */
 	session = kind_session(store, KIND_SMALL, table, 10, 30000, 1, &sid);
-	CHECK_EQ_INT(ts_session_prepare_gid(session, "tcopy:1:2:3", 13, &rows, &err), 0);
+	CHECK_EQ_INT(ts_session_prepare_gid(session, "tcopy:1:2:3", 13, NULL, &rows, &err), 0);
 	CHECK_EQ_INT(resolve(store, "tcopy:1:2:3", true, 13, NULL), TCOPY__RESOLVE_OUTCOME__RESOLVE_DONE);
 	ts_store_close(store);
 }
@@ -947,7 +947,7 @@ test_ids_across_restart(void)
 	REQUIRE(session != NULL);
 	CHECK_EQ_INT(write_ids(session, keyless, ids, 300, 1), 0);
 	CHECK_EQ_INT(write_ids(session, keyed, ids, 20000, 1), 0);
-	CHECK_EQ_INT(ts_session_prepare_gid(session, "ids", 1, &rows, &err), 0);
+	CHECK_EQ_INT(ts_session_prepare_gid(session, "ids", 1, NULL, &rows, &err), 0);
 	store = reopen(store, SPILL_MEMORY);
 	REQUIRE(store != NULL);
 
@@ -999,7 +999,7 @@ test_dropped_meanwhile(void)
 		session = kind_session(store, (Kind) kind, table, kind_rows((Kind) kind), 1, 1, &sid);
 		REQUIRE(session != NULL);
 		CHECK_EQ_INT(write_ids(session, other, (int64_t[]) {5}, 1, 6), 0);
-		CHECK_EQ_INT(ts_session_prepare_gid(session, "dm", 1, &rows, &err), 0);
+		CHECK_EQ_INT(ts_session_prepare_gid(session, "dm", 1, NULL, &rows, &err), 0);
 		CHECK_EQ_INT(ts_store_table_op(store, TCOPY__TABLE_OP_KIND__TABLE_OP_DROP, table, &err), 0);
 		CHECK_EQ_INT(resolve(store, "dm", true, 1, NULL), TCOPY__RESOLVE_OUTCOME__RESOLVE_DONE);
 		CHECK_EQ_UINT(keys_of_table(store, table), 0);
@@ -1042,7 +1042,7 @@ test_drop_recreated(void)
 	session = ts_session_begin(store, &sid, &err);
 	REQUIRE(session != NULL);
 	CHECK_EQ_INT(ts_session_table_op(session, TCOPY__TABLE_OP_KIND__TABLE_OP_DROP, first, &err), 0);
-	CHECK_EQ_INT(ts_session_prepare_gid(session, "again", 1, &rows, &err), 0);
+	CHECK_EQ_INT(ts_session_prepare_gid(session, "again", 1, NULL, &rows, &err), 0);
 	CHECK_EQ_INT(ts_store_table_op(store, TCOPY__TABLE_OP_KIND__TABLE_OP_DROP, first, &err), 0);
 	second = open_table(store, "again", true);
 	CHECK(second != first);
