@@ -321,43 +321,62 @@ tcopy_unix_ms_to_timestamptz(uint64 ms)
 }
 
 /*
- * List srv's prepared sessions of this database into srv->sessions, with
- * what Postgres knows of each: whether its transaction is in progress,
- * then (after all of them were looked at) whether its record is visible.
- * false, reported at elevel, when the tserver could not be asked.
+ * The clients to list srv's sessions with: the lister, and the client of
+ * each user whose records name srv.  A scoped token sees only its
+ * namespace's sessions (docs/security.md), so a session missing from the
+ * lister's list is not known to be resolved until its own user's
+ * credential was asked too.  NIL when one of them cannot be reached.
  */
-static bool
-tcopy_list_server_sessions(TcopyServerState *srv, Relation records_rel,
-						   HTAB *records, int elevel)
+static List *
+tcopy_recovery_listers(TcopyServerState *srv, HTAB *records, int elevel)
 {
-	char		prefix[TC_GID_MAX + 1];
-	Tcopy__PreparedList *list;
-	HTAB	   *decided;
-	int			rc;
+	List	   *listers;
+	HASH_SEQ_STATUS scan;
+	TcopyRecord *record;
 
 	srv->lister = tcopy_recovery_lister(srv, records, elevel);
 	if (srv->lister == NULL)
-		return false;
-
-	tcopy_gid_prefix(prefix, sizeof(prefix));
-	tcopy_recovery_deadline();
-	rc = tc_client_list_prepared(srv->lister, prefix, &list);
-	tcopy_set_wait_deadline(0);
-	if (rc < 0)
+		return NIL;
+	listers = list_make1(srv->lister);
+	if (records == NULL)
+		return listers;
+	hash_seq_init(&scan, records);
+	while ((record = hash_seq_search(&scan)) != NULL)
 	{
-		tcopy_recovery_client_failed(srv, srv->lister,
-									 "could not list the prepared sessions", elevel);
-		return false;
-	}
+		TcClient   *client;
 
-	/* copied, so that nothing malloc'ed is left behind by an ERROR */
-	srv->nsessions = (int) list->n_sessions;
-	srv->sessions = palloc0(sizeof(TcopyListedSession) * Max(srv->nsessions, 1));
-	for (int i = 0; i < srv->nsessions; i++)
+		if (record->server_id != srv->server->serverid)
+			continue;
+		client = tcopy_recovery_client_for_user(srv, record->user_id, elevel);
+		if (client == NULL)
+		{
+			hash_seq_term(&scan);
+			return NIL;
+		}
+		listers = list_append_unique_ptr(listers, client);
+	}
+	return listers;
+}
+
+/* Append to sessions (of *nsessions) those of list not in it yet. */
+static TcopyListedSession *
+tcopy_add_listed_sessions(TcopyListedSession *sessions, int *nsessions,
+						  const Tcopy__PreparedList *list)
+{
+	sessions = repalloc(sessions, sizeof(TcopyListedSession) *
+						(*nsessions + list->n_sessions + 1));
+	for (size_t i = 0; i < list->n_sessions; i++)
 	{
 		Tcopy__PreparedSession *listed = list->sessions[i];
-		TcopyListedSession *session = &srv->sessions[i];
+		TcopyListedSession *session;
+		bool		known = false;
 
+		for (int j = 0; j < *nsessions && !known; j++)
+			known = strcmp(sessions[j].gid, listed->gid) == 0;
+		if (known)
+			continue;
+		session = &sessions[(*nsessions)++];
+		memset(session, 0, sizeof(*session));
 		session->gid = pstrdup(listed->gid);
 		session->rows = listed->rows;
 		session->prepared_at = tcopy_unix_ms_to_timestamptz(listed->prepared_at_ms);
@@ -365,7 +384,50 @@ tcopy_list_server_sessions(TcopyServerState *srv, Relation records_rel,
 		session->parsed = tcopy_gid_parse(session->gid, &session->fxid,
 										  &session->user_id);
 	}
-	tcopy__prepared_list__free_unpacked(list, NULL);
+	return sessions;
+}
+
+/*
+ * List srv's prepared sessions of this database into srv->sessions, with
+ * what Postgres knows of each: whether its transaction is in progress,
+ * then (after all of them were looked at) whether its record is visible.
+ * false, reported at elevel, when the tserver could not be asked with
+ * every credential the records need (tcopy_recovery_listers).
+ */
+static bool
+tcopy_list_server_sessions(TcopyServerState *srv, Relation records_rel,
+						   HTAB *records, int elevel)
+{
+	char		prefix[TC_GID_MAX + 1];
+	List	   *listers = tcopy_recovery_listers(srv, records, elevel);
+	HTAB	   *decided;
+	ListCell   *lc;
+
+	if (listers == NIL)
+		return false;
+
+	tcopy_gid_prefix(prefix, sizeof(prefix));
+	srv->nsessions = 0;
+	srv->sessions = palloc0(sizeof(TcopyListedSession));
+	foreach(lc, listers)
+	{
+		TcClient   *client = (TcClient *) lfirst(lc);
+		Tcopy__PreparedList *list;
+		int			rc;
+
+		tcopy_recovery_deadline();
+		rc = tc_client_list_prepared(client, prefix, &list);
+		tcopy_set_wait_deadline(0);
+		if (rc < 0)
+		{
+			tcopy_recovery_client_failed(srv, client,
+										 "could not list the prepared sessions", elevel);
+			return false;
+		}
+		/* copied, so that nothing malloc'ed is left behind by an ERROR */
+		srv->sessions = tcopy_add_listed_sessions(srv->sessions, &srv->nsessions, list);
+		tcopy__prepared_list__free_unpacked(list, NULL);
+	}
 
 	/* first whether each transaction ended, then (a later snapshot) its record */
 	for (int i = 0; i < srv->nsessions; i++)
@@ -586,12 +648,14 @@ tcopy_prepared_sessions(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Relation	rel;
+	HTAB	   *records;
 	HTAB	   *seen;
 	List	   *servers;
 	ListCell   *lc;
 
 	InitMaterializedSRF(fcinfo, 0);
 	rel = table_open(tcopy_records_relid(false), AccessShareLock);
+	records = tcopy_records_read_now(rel);	/* whose credentials to list with */
 	seen = tcopy_gid_set();
 	servers = tcopy_servers();
 
@@ -601,7 +665,7 @@ tcopy_prepared_sessions(PG_FUNCTION_ARGS)
 		{
 			TcopyServerState *srv = tcopy_server_state(lfirst_oid(lc));
 
-			if (srv == NULL || !tcopy_list_server_sessions(srv, rel, NULL, WARNING))
+			if (srv == NULL || !tcopy_list_server_sessions(srv, rel, records, WARNING))
 				continue;
 			tcopy_recovery_disconnect(srv);
 			for (int i = 0; i < srv->nsessions; i++)

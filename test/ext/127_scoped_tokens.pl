@@ -6,7 +6,10 @@
 #	    the tserver's message; the same cluster's uid-admitted mapping (no
 #	    token) still reaches every table;
 #	  - a wrong token is 28000, and so is a token given to a tserver that
-#	    holds none (it cannot prove it knows the token).
+#	    holds none (it cannot prove it knows the token);
+#	  - recovery publishes a committed transaction's session prepared with
+#	    one role's scoped token even when the mapping recovery lists with
+#	    first holds a token of another namespace, which cannot see it.
 use strict;
 use warnings;
 
@@ -16,7 +19,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use TcopyTest;
-use TcopyPgTest qw(setup_node);
+use TcopyPgTest qw(setup_node twopc_conf start_paused prepared_sessions recover_all wait_until);
 
 my $tmp = PostgreSQL::Test::Utils::tempdir_short();
 
@@ -33,7 +36,7 @@ sub private_file
 }
 
 my $scoped = private_file('scoped', "c1. token one\nc2. token two\n");
-my ($node, $ts) = setup_node(
+my ($node, $ts) = setup_node(conf => twopc_conf(recovery_interval => '0'),
 	tserver => { auth => [ '--allow-uid', $>, '--scoped-tokens', $scoped ] });
 my $address = $ts->address;
 
@@ -100,6 +103,37 @@ $node->safe_psql('postgres', qq{
 ($state, $err) = sqlstate_of('SELECT count(*) FROM unproven');
 is($state, '28000', 'a token given to a tserver without tokens: SQLSTATE 28000') or diag($err);
 like($err, qr/tserver did not prove it knows the token/, '... the tserver did not prove it knows the token');
+
+# recovery asks with each record's own credential: the PUBLIC mapping's
+# token (namespace c2.) does not see alice's session (namespace c1.).  The
+# servers above that reach the same tserver with full access or c1.'s
+# token would find it: they point at null: from here on.
+$node->safe_psql('postgres', qq{
+	ALTER SERVER ts OPTIONS (SET address 'null:');
+	ALTER SERVER ts1 OPTIONS (SET address 'null:');
+	CREATE ROLE alice LOGIN;
+	CREATE SERVER ts3 FOREIGN DATA WRAPPER tcopy OPTIONS (address '$address', namespace 'c1.');
+	CREATE USER MAPPING FOR PUBLIC SERVER ts3 OPTIONS (token 'token two');
+	CREATE USER MAPPING FOR alice SERVER ts3 OPTIONS (token 'token one');
+	CREATE FOREIGN TABLE pub (id int NOT NULL, v text) SERVER ts3 OPTIONS (key 'id');
+	GRANT SELECT, INSERT ON pub TO alice;
+});
+my ($p, $pid) = start_paused($node, 'before-publish', [ 'SET ROLE alice', 'BEGIN',
+	q{INSERT INTO pub SELECT g, 'v' || g FROM generate_series(1, 500) g}, 'COMMIT' ]);
+ok($pid, 'alice\'s COMMIT pauses before its session is published');
+ok(kill('KILL', $pid), 'kill -9 of the paused backend');
+$p->finish;
+ok(wait_until(60, sub { ($node->psql('postgres', 'SELECT 1'))[0] == 0 }),
+	'Postgres accepts connections again after the crash restart');
+my ($sessions, $perr) = prepared_sessions($node);
+is(scalar(grep { $_->{decision} eq 'commit' } @{ $sessions // [] }), 1,
+	'tcopy.prepared_sessions() lists alice\'s session, to be committed')
+  or diag($sessions ? explain($sessions) : $perr);
+my ($ok, $resolved, $left) = recover_all($node, ts => $ts, timeout => 60);
+ok($ok, 'recovery leaves nothing prepared, though the first mapping it lists with cannot see the session')
+  or diag($left);
+is($node->safe_psql('postgres', 'SET ROLE alice; SELECT count(*) FROM pub'), '500',
+	'alice\'s committed rows are published');
 
 $node->stop;
 $ts_uid->stop;
