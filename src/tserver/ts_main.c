@@ -446,6 +446,38 @@ set_signal_handlers(void (*handler) (int))
 }
 
 /*
+ * Whether the data directory, if it exists, is closed to others as a
+ * Postgres data directory must be (0700, or 0750 for a group allowed to
+ * read it): the rows are in its files.  0, or -1 with err.
+ */
+static int
+check_data_dir(const char *dir, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (stat(dir, &st) != 0)
+	{
+		if (errno == ENOENT)
+			return 0;			/* ts_store_open creates it, 0700 */
+		snprintf(err, errlen, "could not stat data directory \"%s\": %s", dir, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode))
+	{
+		snprintf(err, errlen, "data directory \"%s\" is not a directory", dir);
+		return -1;
+	}
+	if ((st.st_mode & (S_IWGRP | S_IRWXO)) != 0)
+	{
+		snprintf(err, errlen, "data directory \"%s\" has invalid permissions %04o: "
+				 "they must be 0700 (or 0750), as its files hold the rows (chmod 700 it)",
+				 dir, (unsigned) (st.st_mode & 07777));
+		return -1;
+	}
+	return 0;
+}
+
+/*
  * Start the store and the listeners, serve until SIGTERM or SIGINT, then
  * stop cleanly.  Exit status: 0 after a clean shutdown, 1 when startup or
  * the server failed, 2 for bad arguments.
@@ -569,6 +601,13 @@ main(int argc, char **argv)
 	if (options.no_sync)
 		ts_log(TS_LOG_WARNING, "--no-sync: commits are not synced, a crash may lose them");
 
+	/* every file the store makes is its owner's only (RocksDB's are 0644 less this) */
+	umask(S_IRWXG | S_IRWXO);
+	if (check_data_dir(options.data_dir, err, sizeof(err)) != 0)
+	{
+		ts_log(TS_LOG_ERROR, "%s", err);
+		goto done;
+	}
 	ts_store_default_options(&store_options);
 	store_options.session_memory_bytes = options.session_memory_mb * 1024 * 1024;
 	store_options.memory_bytes = (uint64_t) options.memory_mb * 1024 * 1024;

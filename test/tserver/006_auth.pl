@@ -34,6 +34,7 @@ use IPC::Run ();
 use POSIX ();
 use Socket qw(SOCK_STREAM);
 use Test::More;
+use File::Find ();
 use Time::HiRes qw(sleep time);
 use TcopyTest qw(:all);
 
@@ -113,6 +114,28 @@ sub hello_msg
 	$ts0->start('--insecure', '--socket-mode', '777') or die "tserver --insecure --socket-mode 777 did not start";
 	is((stat($ts0->socket_path))[2] & 07777, 0777, 'world access with --insecure');
 	$ts0->stop;
+}
+
+# ---- the data directory and its files are the owner's only ----
+
+{
+	my $tsd = TcopyTest->new;
+	mkdir($tsd->data_dir, 0755) or die "mkdir: $!";
+	chmod(0755, $tsd->data_dir) or die "chmod: $!";
+	my ($what, $status) = $tsd->spawn;
+	is("$what " . ($status >> 8), 'exited 1', 'a data directory others may read: the tserver does not start (exit 1)');
+	like($tsd->log_contents, qr/data directory ".*" has invalid permissions 0755: they must be 0700 \(or 0750\)/,
+		'it says why');
+	chmod(0700, $tsd->data_dir) or die "chmod: $!";
+	$tsd->start or die "tserver did not start on a 0700 data directory";
+	$tsd->cli_ok('a load into it', 'load', 'private', '--rows', '1000');
+	$tsd->stop;
+	my @open;
+	File::Find::find({ no_chdir => 1, wanted => sub {
+		my $mode = (lstat($_))[2];
+		push @open, sprintf('%s %04o', $_, $mode & 07777) if ($mode & 077) != 0;
+	} }, $tsd->data_dir);
+	is(join("\n", @open), '', 'every file and directory of the store is its owner\'s only');
 }
 
 # ---- the token file must be private ----
