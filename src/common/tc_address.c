@@ -4,9 +4,12 @@
  */
 #include "tc_address.h"
 
+#include <limits.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #define TC_ADDRESS_NULL_TEXT "null:"
 
@@ -89,5 +92,59 @@ tc_address_parse(const char *text, TcAddress *addr, char *err, size_t errlen)
 		return true;
 	}
 	snprintf(err, errlen, "address \"%s\" has an unknown scheme (expected unix:PATH, tcp:HOST:PORT or null:)", text);
+	return false;
+}
+
+/* Whether two unix socket paths name the same file. */
+static bool
+address_same_socket(const char *a, const char *b)
+{
+	char		ra[PATH_MAX];
+	char		rb[PATH_MAX];
+
+	return realpath(a, ra) != NULL && realpath(b, rb) != NULL && strcmp(ra, rb) == 0;
+}
+
+/* Whether two hosts (the same port) share an address. */
+static bool
+address_same_host(const char *a, const char *b)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM};
+	struct addrinfo *la = NULL;
+	struct addrinfo *lb = NULL;
+	bool		same = false;
+
+	if (getaddrinfo(a, NULL, &hints, &la) != 0)
+		return false;
+	if (getaddrinfo(b, NULL, &hints, &lb) == 0)
+	{
+		for (struct addrinfo *x = la; x != NULL && !same; x = x->ai_next)
+		{
+			for (struct addrinfo *y = lb; y != NULL && !same; y = y->ai_next)
+				same = x->ai_family == y->ai_family && x->ai_addrlen == y->ai_addrlen &&
+					memcmp(x->ai_addr, y->ai_addr, x->ai_addrlen) == 0;
+		}
+		freeaddrinfo(lb);
+	}
+	freeaddrinfo(la);
+	return same;
+}
+
+bool
+tc_address_same_server(const char *a, const char *b)
+{
+	TcAddress	aa;
+	TcAddress	ab;
+	char		err[256];
+
+	if (strcmp(a, b) == 0)
+		return true;
+	if (!tc_address_parse(a, &aa, err, sizeof(err)) ||
+		!tc_address_parse(b, &ab, err, sizeof(err)) || aa.kind != ab.kind)
+		return false;
+	if (aa.kind == TC_ADDRESS_UNIX)
+		return address_same_socket(aa.path, ab.path);
+	if (aa.kind == TC_ADDRESS_TCP)
+		return strcmp(aa.port, ab.port) == 0 && address_same_host(aa.host, ab.host);
 	return false;
 }

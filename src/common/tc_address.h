@@ -40,4 +40,14 @@ bool		tc_address_parse(const char *text, TcAddress *addr,
  */
 bool		tc_address_is_null(const char *text);
 
+/*
+ * Whether addresses a and b reach the same tserver as far as the local
+ * system can tell: the same text; unix: sockets whose paths resolve to
+ * the same file (realpath, so "./" and symbolic links do not matter);
+ * tcp: the same port and a host address in common (getaddrinfo, so
+ * "localhost" and "127.0.0.1" are one).  Where a path or host cannot be
+ * resolved, only the same text is the same server.
+ */
+bool		tc_address_same_server(const char *a, const char *b);
+
 #endif							/* TC_ADDRESS_H */

@@ -242,8 +242,9 @@ tcopy_xact_table_op(const TcopyTableOptions *options, Oid userid, bool track,
 /*
  * Whether the list of tserver table names at byte offset list_offset of
  * TcopyConnection holds options->table_name in a connection to
- * options->address: the tserver table itself, whichever foreign table,
- * server or user reaches it.
+ * options->address (or another spelling of it, tc_address_same_server):
+ * the tserver table itself, whichever foreign table, server, user or
+ * address spelling reaches it.
  */
 static bool
 tcopy_any_connection_lists(size_t list_offset, const TcopyTableOptions *options)
@@ -259,11 +260,13 @@ tcopy_any_connection_lists(size_t list_offset, const TcopyTableOptions *options)
 		List	   *names = *(List **) ((char *) conn + list_offset);
 		ListCell   *lc;
 
-		if (conn->address == NULL || strcmp(conn->address, options->address) != 0)
+		if (conn->address == NULL)
 			continue;
 		foreach(lc, names)
 		{
-			if (strcmp((const char *) lfirst(lc), options->table_name) == 0)
+			/* the name first: resolving addresses costs system calls */
+			if (strcmp((const char *) lfirst(lc), options->table_name) == 0 &&
+				tc_address_same_server(conn->address, options->address))
 			{
 				hash_seq_term(&scan);
 				return true;

@@ -81,8 +81,8 @@ tcopy_xact_drops_table(const TcopyTableOptions *options)
 	{
 		TcopyPendingDrop *drop = (TcopyPendingDrop *) lfirst(lc);
 
-		if (strcmp(drop->options.address, options->address) == 0 &&
-			strcmp(drop->options.table_name, options->table_name) == 0)
+		if (strcmp(drop->options.table_name, options->table_name) == 0 &&
+			tc_address_same_server(drop->options.address, options->address))
 			return true;
 	}
 	return false;

@@ -111,6 +111,24 @@ for my $case ([ 'INSERT INTO t1 VALUES (100, \'new\')', 'SELECT count(*) FROM t2
 	like($err, qr/transaction that (wrote|truncated|dropped)/, '... saying why') or diag($err);
 }
 is($node->safe_psql('postgres', 'SELECT count(*) FROM t2'), '10', 'rolled back: t2 still reads the 10 rows');
+
+# the same tserver under another spelling of its address
+{
+	my $alias = $ts->socket_path;
+	$alias =~ s{/([^/]+)$}{/./$1};
+	$node->safe_psql('postgres', qq{
+		CREATE SERVER ts_alias FOREIGN DATA WRAPPER tcopy OPTIONS (address 'unix:$alias');
+		CREATE USER MAPPING FOR PUBLIC SERVER ts_alias;
+		CREATE FOREIGN TABLE t3 (id int NOT NULL, v text) SERVER ts_alias OPTIONS (key 'id', table_name '$shared');
+	});
+	for my $write ('INSERT INTO t1 VALUES (100, \'new\')', 'TRUNCATE t1', 'DROP FOREIGN TABLE t1')
+	{
+		($rc, $out, $err) = run("BEGIN;\n$write;\nSELECT count(*) FROM t3;\nROLLBACK;");
+		is_deeply([ sqlstates($err) ], ['0A000'],
+			"$write, then a read through the address unix:$alias: refused too") or diag("out: $out\nerr: $err");
+	}
+	# t3 stays: dropping it would drop the data it shares with t1 and t2
+}
 ($rc, $out, $err) = run("BEGIN;\nINSERT INTO t1 VALUES (100, 'new');\nCOMMIT;\nSELECT count(*) FROM t2;");
 is($out, '11', 'committed: t2 reads the new row') or diag($err);
 

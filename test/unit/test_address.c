@@ -1,11 +1,14 @@
 /*
  * test_address.c
- *		Unit tests of tc_address: parsing tserver addresses, and the one
- *		test for the null: transport.
+ *		Unit tests of tc_address: parsing tserver addresses, the one
+ *		test for the null: transport, and whether two addresses reach the
+ *		same tserver.
  */
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tc_address.h"
 #include "tc_test.h"
@@ -130,11 +133,51 @@ test_address_is_null(void)
 	}
 }
 
+static void
+test_address_same_server(void)
+{
+	char		dir[] = "/tmp/test_address.XXXXXX";
+	char		sock[160];
+	char		link_path[160];
+	char		a[200];
+	char		b[200];
+	FILE	   *f;
+
+	REQUIRE(mkdtemp(dir) != NULL);
+	snprintf(sock, sizeof(sock), "%s/ts.sock", dir);
+	f = fopen(sock, "w");		/* a file stands in for the socket */
+	REQUIRE(f != NULL);
+	fclose(f);
+	snprintf(link_path, sizeof(link_path), "%s/link.sock", dir);
+	REQUIRE(symlink(sock, link_path) == 0);
+
+	snprintf(a, sizeof(a), "unix:%s", sock);
+	CHECK(tc_address_same_server(a, a));
+	snprintf(b, sizeof(b), "unix:%s/./ts.sock", dir);
+	CHECK(tc_address_same_server(a, b));
+	snprintf(b, sizeof(b), "unix:%s", link_path);
+	CHECK(tc_address_same_server(a, b));
+	snprintf(b, sizeof(b), "unix:%s/other.sock", dir);
+	CHECK(!tc_address_same_server(a, b));	/* not there: only the same text */
+
+	CHECK(tc_address_same_server("tcp:127.0.0.1:5480", "tcp:127.0.0.1:5480"));
+	CHECK(tc_address_same_server("tcp:localhost:5480", "tcp:127.0.0.1:5480"));
+	CHECK(!tc_address_same_server("tcp:127.0.0.1:5480", "tcp:127.0.0.1:5481"));
+	CHECK(!tc_address_same_server("tcp:127.0.0.1:5480", "tcp:127.0.0.2:5480"));
+	CHECK(!tc_address_same_server("tcp:127.0.0.1:5480", a));
+	CHECK(!tc_address_same_server("null:", a));
+
+	unlink(link_path);
+	unlink(sock);
+	rmdir(dir);
+}
+
 int
 main(void)
 {
 	TC_RUN(test_address_parse_good);
 	TC_RUN(test_address_parse_bad);
 	TC_RUN(test_address_is_null);
+	TC_RUN(test_address_same_server);
 	return tc_test_summary();
 }
