@@ -22,6 +22,9 @@
 #include "ts_log.h"
 #include "ts_tls.h"
 
+/* bytes below which a token draws a warning at startup */
+#define TS_TOKEN_MIN_ADVISED 16
+
 #define EXIT_USAGE 2
 #define TS_MB (1024 * 1024)
 #define TS_DEFAULT_MAX_CONNECTIONS 256
@@ -542,6 +545,18 @@ main(int argc, char **argv)
 	}
 
 	memset(&config, 0, sizeof(config));
+	for (size_t j = 0; j < credentials.n; j++)
+	{
+		const TsCredential *cred = &credentials.items[j];
+
+		/* a fake server may try to guess a token from a client's proof */
+		if (cred->token_len < TS_TOKEN_MIN_ADVISED)
+			ts_log(TS_LOG_WARNING, "the token %s%s%s is %zu bytes long: tokens should be long "
+				   "random strings (e.g. openssl rand -base64 32), at least %d bytes",
+				   cred->namespace != NULL ? "of namespace \"" : "of --token-file",
+				   cred->namespace != NULL ? cred->namespace : "",
+				   cred->namespace != NULL ? "\"" : "", cred->token_len, TS_TOKEN_MIN_ADVISED);
+	}
 	config.credentials = &credentials;
 	config.tls_ctx = tls_ctx;
 	config.max_frame_bytes = options.max_frame_mb * 1024u * 1024u;

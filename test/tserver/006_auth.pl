@@ -177,6 +177,15 @@ for my $case (['an empty token file', "\n", qr/token file ".*" is empty/],
 token_file($tokfile, $TOKEN, 0600);
 $ts->start('--token-file', $tokfile) or die "tserver with a private token file did not start";
 pass('a token file of mode 0600 is accepted');
+unlike($ts->log_contents, qr/bytes long: tokens should be long/, 'a 28-byte token draws no warning');
+{
+	my $tss = TcopyTest->new(auth => []);
+	my $short = token_file($tss->base_dir . "/short", 'pw', 0600);
+	$tss->start('--token-file', $short) or die "tserver with a short token did not start";
+	like($tss->log_contents, qr/WARNING: the token of --token-file is 2 bytes long: tokens should be long random strings/,
+		'a 2-byte token starts the tserver with a warning');
+	$tss->stop;
+}
 
 # ---- tserver-cli: right, wrong and no token ----
 
