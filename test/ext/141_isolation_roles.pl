@@ -28,7 +28,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use TcopyTest;
-use TcopyPgTest qw(setup_node sqlstates);
+use TcopyPgTest qw(setup_node sqlstates table_name_of);
 
 my ($node, $ts) = setup_node(name => 'roles');
 
@@ -53,16 +53,6 @@ sub alice_checksum
 	return $rc == 0 ? $out : "error: $err";
 }
 
-# The table_name option of a table, as anyone can read it.
-sub table_name_of
-{
-	my ($table) = @_;
-	return $node->safe_psql('postgres', qq{
-		SELECT option_value FROM pg_options_to_table(
-			(SELECT ftoptions FROM pg_foreign_table WHERE ftrelid = '$table'::regclass))
-		WHERE option_name = 'table_name'});
-}
-
 my $db = 'postgres';
 $node->safe_psql('postgres', qq{
 	CREATE ROLE alice LOGIN;
@@ -84,7 +74,7 @@ my ($rc, $out, $err) = as_role('alice', q{
 is($rc, 0, 'alice makes a.secret and fills it') or diag($err);
 my $secret = alice_checksum('a.secret');
 like($secret, qr/^500 125250 /, "a.secret holds alice's 500 rows");
-my $generated = table_name_of('a.secret');
+my $generated = table_name_of($node, 'a.secret');
 like($generated, qr/^[0-9a-f]{32}$/, 'a.secret got a generated table_name, readable by anyone');
 is($ts->count($generated), 500, 'the tserver holds her rows under that name');
 
@@ -130,7 +120,7 @@ for my $action ("SET table_name '$generated'", "SET table_name 'postgres.a.secre
 	is_deeply([ sqlstates($err) ], \@expected, "bob: ALTER FOREIGN TABLE b.own OPTIONS ($action) is refused")
 	  or diag($err);
 }
-isnt(table_name_of('b.own'), $generated, "bob's table is still bound to its own data");
+isnt(table_name_of($node, 'b.own'), $generated, "bob's table is still bound to its own data");
 ($rc, $out, $err) = as_role('bob', q{SELECT count(*) FROM b.own});
 is($out, '1', 'bob reads his own one row') or diag($err);
 ($rc, $out, $err) = as_role('bob', q{TRUNCATE b.own; INSERT INTO b.own SELECT i, 'x', 0 FROM generate_series(1, 600) i;});
@@ -158,7 +148,7 @@ is(alice_checksum('a_moved.secret_renamed'), $secret, 'her table keeps her rows 
 	SELECT count(*) FROM a.secret_renamed;});
 is($out, '0', "bob's a.secret_renamed, in a new schema a, is empty") or diag($err);
 
-my $later = table_name_of('a_moved.later');
+my $later = table_name_of($node, 'a_moved.later');
 ($rc, $out, $err) = as_role('alice', q{DROP FOREIGN TABLE a_moved.later});
 is($rc, 0, 'alice drops a table') or diag($err);
 my $left = $ts->count($later) // 'no table';

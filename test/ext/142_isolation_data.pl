@@ -23,7 +23,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use TcopyTest;
-use TcopyPgTest qw(setup_node sqlstates);
+use TcopyPgTest qw(setup_node sqlstates table_name_of);
 
 my ($node, $ts) = setup_node(name => 'data');
 
@@ -37,15 +37,6 @@ sub run
 		stdout => \$out, stderr => \$err, on_error_stop => 0,
 		extra_params => $role ? [ '-U', $role ] : []);
 	return ($rc, $out, $err);
-}
-
-sub table_name_of
-{
-	my ($table) = @_;
-	return $node->safe_psql('postgres', qq{
-		SELECT option_value FROM pg_options_to_table(
-			(SELECT ftoptions FROM pg_foreign_table WHERE ftrelid = '$table'::regclass))
-		WHERE option_name = 'table_name'});
 }
 
 # ---- every DROP drops the data ----
@@ -68,7 +59,7 @@ is($rc, 0, 'owner_role makes and fills a table') or diag($err);
 my %names;
 for my $t ('d.by_table', 'd.by_schema', 'public.by_server', 'o.by_owned')
 {
-	$names{$t} = table_name_of($t);
+	$names{$t} = table_name_of($node, $t);
 	$node->safe_psql('postgres', "INSERT INTO $t SELECT generate_series(1, 30)") unless $t eq 'o.by_owned';
 	ok(($ts->count($names{$t}) // 0) > 0, "$t has rows on the tserver");
 }
@@ -93,7 +84,7 @@ for my $drop ([ 'd.by_table', 'DROP FOREIGN TABLE d.by_table' ],
 $node->safe_psql('postgres', q{
 	CREATE FOREIGN TABLE t1 (id int NOT NULL, v text) SERVER ts OPTIONS (key 'id');
 	INSERT INTO t1 SELECT i, 'v' FROM generate_series(1, 10) i;});
-my $shared = table_name_of('t1');
+my $shared = table_name_of($node, 't1');
 $node->safe_psql('postgres', "CREATE FOREIGN TABLE t2 (id int NOT NULL, v text) SERVER ts"
 	  . " OPTIONS (key 'id', table_name '$shared')");
 is($node->safe_psql('postgres', 'SELECT count(*) FROM t2'), '10', 't2, attached to t1\'s data, reads its rows');

@@ -37,7 +37,7 @@ our @EXPORT_OK = qw(setup_node write_accounts_csv accounts_ddl table_checksum
   twopc_conf twopc_setup twopc_ddl rows_copy_sql rows_insert_sql txn_sql
   psql_bg log_position wait_for_log start_paused prepared_sessions
   recover_all assert_atomic assert_tserver_unprepared assert_no_08007
-  sqlstates);
+  sqlstates table_name_of);
 
 # Columns of pgbench_accounts.
 use constant ACCOUNTS_COLUMNS =>
@@ -66,6 +66,17 @@ sub setup_node
 		CREATE USER MAPPING FOR PUBLIC SERVER ts;
 	});
 	return ($node, $ts);
+}
+
+# The table_name option of foreign table $table (the name of its tserver
+# data), as any role can read it in pg_foreign_table.
+sub table_name_of
+{
+	my ($node, $table, $db) = @_;
+	return $node->safe_psql($db // 'postgres', qq{
+		SELECT option_value FROM pg_options_to_table(
+			(SELECT ftoptions FROM pg_foreign_table WHERE ftrelid = '$table'::regclass))
+		WHERE option_name = 'table_name'});
 }
 
 # CREATE statements for a heap table and tcopy tables of accounts' shape.
