@@ -3,16 +3,20 @@
  *		Postgres values to wire rows and back.
  *
  * Each live column of a tcopy table travels as one wire column of a kind
- * (proto/tcopy.proto): bool as BOOL, int2/4/8 as INT, float4/8 as FLOAT
- * (a float4 widened to double and back is exact), text-like varlenas
- * (text, varchar, char(n), bytea, json, xml) as BYTES holding the datum's
- * bytes verbatim.  Every other type travels as BYTES in one of two
- * encodings, chosen so that what is stored does not depend on the writing
- * session: its binary send format where that is known to be free of the
- * client's encoding (pq_sendtext converts text to it: jsonb, text arrays,
- * enums and records do) and of database-specific OIDs (arrays embed their
- * element type's), else its text output.  Both decode exactly through the
- * receive or input function.
+ * (proto/tcopy.proto), in one stored form, the same whatever the settings
+ * of the session that wrote it (docs/values.md gives the form of each
+ * type and why): bool as BOOL, int2/4/8 as INT, float4/8 as FLOAT (a
+ * float4 widened to double and back is exact), text-like varlenas (text,
+ * varchar, char(n), bytea, json, xml) as BYTES holding the datum's bytes
+ * verbatim.  Every other type travels as BYTES: built-in types whose
+ * binary send format is free of the client's encoding and of OIDs local
+ * to a database, and arrays of them, in that format; enums, records and
+ * what holds them in forms.c's forms; anything else as its text output
+ * written and read under fixed settings (forms.c).
+ *
+ * Key columns whose stored form tells equal values apart (numeric 1.0 and
+ * 1.00) are keyed on an image, a hidden column after the live ones that
+ * keys.c computes from the row's values.
  *
  * Text travels as the writing database's bytes, and another database,
  * of another encoding, may read it: text read back (text-like columns but
@@ -42,57 +46,6 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/rls.h"
-
-/*
- * Whether a type's binary send format can be stored: built-in types whose
- * send function never converts text to the client's encoding, and arrays
- * of them (an array's send format holds its element type's OID, stable
- * only for built-in types).
- */
-static bool
-type_send_is_portable(Oid typid)
-{
-	Oid			element;
-
-	switch (typid)
-	{
-		case BOOLOID:
-		case CHAROID:
-		case INT2OID:
-		case INT4OID:
-		case INT8OID:
-		case OIDOID:
-		case FLOAT4OID:
-		case FLOAT8OID:
-		case NUMERICOID:
-		case CASHOID:
-		case BYTEAOID:
-		case DATEOID:
-		case TIMEOID:
-		case TIMETZOID:
-		case TIMESTAMPOID:
-		case TIMESTAMPTZOID:
-		case INTERVALOID:
-		case UUIDOID:
-		case INETOID:
-		case CIDROID:
-		case MACADDROID:
-		case MACADDR8OID:
-		case BITOID:
-		case VARBITOID:
-		case POINTOID:
-		case LSEGOID:
-		case BOXOID:
-		case CIRCLEOID:
-		case LINEOID:
-			return true;
-		default:
-			break;
-	}
-	element = get_element_type(typid);
-	return OidIsValid(element) && element < FirstNormalObjectId &&
-		type_send_is_portable(element);
-}
 
 /* Pick how a type travels. */
 static void
@@ -128,21 +81,21 @@ column_choose_conv(TcopyColumnCodec *col)
 			col->conv = TCOPY_CONV_FLOAT8;
 			col->kind = TCOPY__KIND__KIND_FLOAT;
 			return;
-		case TEXTOID:
-		case VARCHAROID:
-		case BPCHAROID:
-		case BYTEAOID:
-		case JSONOID:
-		case XMLOID:
-			col->conv = TCOPY_CONV_TEXT;
-			col->kind = TCOPY__KIND__KIND_BYTES;
-			col->is_text = base != BYTEAOID;
-			return;
 		default:
 			break;
 	}
 	col->kind = TCOPY__KIND__KIND_BYTES;
-	if (type_send_is_portable(base))
+	if (tcopy_type_is_text(base))
+	{
+		col->conv = TCOPY_CONV_TEXT;
+		col->is_text = base != BYTEAOID;
+	}
+	else if (tcopy_type_needs_form(base))
+	{
+		col->conv = TCOPY_CONV_FORM;
+		col->form = tcopy_form_build(col->typid, col->typmod);
+	}
+	else if (tcopy_type_send_is_portable(base))
 	{
 		/*
 		 * The send functions of these write the datum as a big-endian
@@ -168,7 +121,67 @@ column_choose_conv(TcopyColumnCodec *col)
 		fmgr_info(func, &col->in_fn);
 		col->conv = TCOPY_CONV_IO;
 		col->is_text = true;
+		col->search_path = tcopy_type_is_reg(base);
 	}
+}
+
+/*
+ * The stored form of a column, for the tserver to compare at every open
+ * (Column.form): unlike its type_name, no user type's name, so that
+ * renaming a type changes nothing stored.
+ */
+static char *
+column_form_name(TcopyColumnCodec *col)
+{
+	Oid			base = getBaseType(col->typid);
+
+	if (col->conv == TCOPY_CONV_FORM)
+		return tcopy_form_name(col->form);
+	if (base < FirstNormalObjectId)
+		return format_type_extended(base, -1, FORMAT_TYPE_FORCE_QUALIFY);
+	/* a type of an extension, stored as text: renaming it breaks */
+	return psprintf("text(%s)", format_type_extended(base, -1, FORMAT_TYPE_FORCE_QUALIFY));
+}
+
+/* Append a wire column to schema. */
+static Tcopy__Column *
+schema_add_column(Tcopy__Schema *schema, char *name, Tcopy__Kind kind,
+				  char *type_name, int32 typmod, char *form)
+{
+	Tcopy__Column *wire = palloc(sizeof(Tcopy__Column));
+
+	tcopy__column__init(wire);
+	wire->name = name;
+	wire->kind = kind;
+	wire->type_name = type_name;
+	wire->typmod = typmod;
+	wire->form = form;
+	schema->columns[schema->n_columns++] = wire;
+	return wire;
+}
+
+/*
+ * The hidden column keying column c on its image: after the live columns,
+ * named so that no live column can have its name.
+ */
+static void
+codec_add_image(TcopyRelCodec *codec, Tcopy__Schema *schema, int c)
+{
+	TcopyColumnCodec *col = &codec->columns[c];
+	const char *of = schema->columns[c]->name;
+	char	   *name = psprintf("tcopy:key_image(%s)", of);
+
+	for (int i = 0; i < codec->ncolumns; i++)
+		if (strcmp(schema->columns[i]->name, name) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_COLUMN),
+					 errmsg("column \"%s\" of foreign table \"%s\" has the name tcopy gives the key image of column \"%s\"",
+							codec->columns[i].attname, codec->relname, col->attname),
+					 errhint("Rename the column, or give it another column_name.")));
+	schema_add_column(schema, name, TCOPY__KIND__KIND_BYTES,
+					  psprintf("key image of %s", schema->columns[c]->type_name), -1,
+					  psprintf("image(%s)", schema->columns[c]->form));
+	codec->image_columns[codec->nimages++] = c;
 }
 
 TcopyRelCodec *
@@ -177,8 +190,9 @@ tcopy_rel_codec(Relation rel, Oid userid)
 	TupleDesc	desc = RelationGetDescr(rel);
 	TcopyRelCodec *codec = palloc0(sizeof(TcopyRelCodec));
 	Tcopy__Schema *schema = palloc(sizeof(Tcopy__Schema));
+	int			nslots[4] = {0};	/* ints, floats, blobs, unused */
+	int			nkey;
 	ListCell   *lc;
-	int			nkey = 0;
 
 	codec->relid = RelationGetRelid(rel);
 	codec->relname = pstrdup(RelationGetRelationName(rel));
@@ -187,15 +201,17 @@ tcopy_rel_codec(Relation rel, Oid userid)
 	codec->column_of_att = palloc(sizeof(int) * Max(desc->natts, 1));
 	codec->userid = userid;
 	codec->encoding = GetDatabaseEncoding();
+	initStringInfo(&codec->image_buf);
 	tcopy_get_table_options(rel, userid, &codec->options);
+	nkey = list_length(codec->options.key_attnums);
+	codec->image_columns = palloc(sizeof(int) * Max(nkey, 1));
 
 	tcopy__schema__init(schema);
-	schema->columns = palloc(sizeof(Tcopy__Column *) * Max(desc->natts, 1));
+	schema->columns = palloc(sizeof(Tcopy__Column *) * Max(desc->natts + nkey, 1));
 	for (int i = 0; i < desc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
 		TcopyColumnCodec *col;
-		Tcopy__Column *wire;
 
 		codec->column_of_att[i] = -1;
 		if (att->attisdropped)
@@ -207,30 +223,33 @@ tcopy_rel_codec(Relation rel, Oid userid)
 		col->typmod = att->atttypmod;
 		col->notnull = att->attnotnull;
 		column_choose_conv(col);
-
-		wire = palloc(sizeof(Tcopy__Column));
-		tcopy__column__init(wire);
-		wire->name = tcopy_column_name(codec->relid, att);
-		wire->kind = col->kind;
-		wire->type_name = format_type_extended(att->atttypid, -1,
-												FORMAT_TYPE_FORCE_QUALIFY);
-		wire->typmod = att->atttypmod;
-		schema->columns[codec->ncolumns] = wire;
+		col->slot = col->kind == TCOPY__KIND__KIND_FLOAT ? nslots[1]++ :
+			col->kind == TCOPY__KIND__KIND_BYTES ? nslots[2]++ : nslots[0]++;
+		schema_add_column(schema, tcopy_column_name(codec->relid, att), col->kind,
+						  format_type_extended(att->atttypid, -1, FORMAT_TYPE_FORCE_QUALIFY),
+						  att->atttypmod, column_form_name(col));
 		codec->column_of_att[i] = codec->ncolumns++;
 	}
-	schema->n_columns = codec->ncolumns;
 
-	schema->key = palloc(sizeof(uint32) * Max(list_length(codec->options.key_attnums), 1));
+	schema->key = palloc(sizeof(uint32) * Max(nkey, 1));
 	foreach(lc, codec->options.key_attnums)
 	{
 		AttrNumber	attnum = (AttrNumber) lfirst_int(lc);
 		int			column = codec->column_of_att[attnum - 1];
+		TcopyColumnCodec *col = &codec->columns[column];
 
-		schema->key[nkey++] = (uint32) column;
 		/* a key column cannot be NULL: say so as Postgres would, per row */
-		codec->columns[column].notnull = true;
+		col->notnull = true;
+		if (!codec->options.key_bytes)
+			col->image = tcopy_key_image_of(codec->relname, TupleDescAttr(desc, attnum - 1));
+		if (col->image == TCOPY_KEY_IMAGE_NONE)
+			schema->key[schema->n_key++] = (uint32) column;
+		else
+		{
+			schema->key[schema->n_key++] = (uint32) schema->n_columns;
+			codec_add_image(codec, schema, column);
+		}
 	}
-	schema->n_key = nkey;
 	codec->schema = schema;
 	return codec;
 }
@@ -455,9 +474,19 @@ tcopy_encode_datum(TcopyRelCodec *codec, int c, Datum value, TcopyRowBuf *row)
 			break;
 		case TCOPY_CONV_IO:
 			{
-				char	   *text = OutputFunctionCall(&col->out_fn, value);
+				char	   *text = tcopy_fixed_output(&col->out_fn, value,
+													  col->search_path);
 
 				row_add_blob(row, text, strlen(text));
+				break;
+			}
+		case TCOPY_CONV_FORM:
+			{
+				StringInfoData buf;
+
+				initStringInfo(&buf);
+				tcopy_form_encode(col->form, value, &buf);
+				row_add_blob(row, buf.data, buf.len);
 				break;
 			}
 	}
@@ -501,24 +530,20 @@ decode_text_error_callback(void *arg)
 	errcontext("column \"%s\" of foreign table \"%s\"", names[0], names[1]);
 }
 
-/*
- * Raise Postgres' error for stored text that is not valid in the database
- * encoding ("invalid byte sequence for encoding ..."), naming the column.
- */
-static pg_noinline void
-decode_report_invalid_text(TcopyRelCodec *codec, TcopyColumnCodec *col,
-						   const ProtobufCBinaryData *blob)
+void
+tcopy_report_invalid_text(const char *attname, const char *relname, int encoding,
+						  const uint8 *data, size_t len)
 {
 	ErrorContextCallback callback;
-	const char *names[2] = {col->attname, codec->relname};
+	const char *names[2] = {attname, relname};
 
 	callback.callback = decode_text_error_callback;
 	callback.arg = (void *) names;
 	callback.previous = error_context_stack;
 	error_context_stack = &callback;
-	pg_verify_mbstr(codec->encoding, (const char *) blob->data, (int) blob->len, false);
+	pg_verify_mbstr(encoding, (const char *) data, (int) len, false);
 	error_context_stack = callback.previous;
-	elog(ERROR, "text of column \"%s\" failed and passed the encoding check", col->attname);
+	elog(ERROR, "text of column \"%s\" failed and passed the encoding check", attname);
 }
 
 /* Check that stored text is valid in the database encoding. */
@@ -528,7 +553,8 @@ decode_verify_text(TcopyRelCodec *codec, TcopyColumnCodec *col,
 {
 	if (unlikely(!pg_verify_mbstr(codec->encoding, (const char *) blob->data,
 								  (int) blob->len, true)))
-		decode_report_invalid_text(codec, col, blob);
+		tcopy_report_invalid_text(col->attname, codec->relname, codec->encoding,
+								  blob->data, blob->len);
 }
 
 void
@@ -630,10 +656,16 @@ tcopy_decode_row(TcopyRelCodec *codec, const int *proj, int nproj,
 					blob = &row->blobs[blobs++];
 					decode_verify_text(codec, col, blob);
 					text = pnstrdup((const char *) blob->data, blob->len);
-					values[att] = InputFunctionCall(&col->in_fn, text,
-													col->typioparam, col->typmod);
+					values[att] = tcopy_fixed_input(&col->in_fn, text, col->typioparam,
+													col->typmod, col->search_path);
 					break;
 				}
+			case TCOPY_CONV_FORM:
+				blob = &row->blobs[blobs++];
+				values[att] = tcopy_form_decode(col->form, blob->data, blob->len,
+												codec->encoding, col->attname,
+												codec->relname);
+				break;
 		}
 	}
 }

@@ -243,6 +243,20 @@ tcopy_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 
 	tcopy_run_approved(approved, pstmt, queryString, readOnlyTree, context,
 					   params, queryEnv, dest, qc);
+
+	/* a tcopy table made or altered: refuse a key that cannot be one */
+	if (approved != NULL)
+	{
+		RangeVar   *relation = IsA(pstmt->utilityStmt, CreateForeignTableStmt) ?
+			((CreateForeignTableStmt *) pstmt->utilityStmt)->base.relation :
+			((AlterTableStmt *) pstmt->utilityStmt)->relation;
+		Oid			relid;
+
+		CommandCounterIncrement();
+		relid = RangeVarGetRelid(relation, NoLock, true);
+		if (OidIsValid(relid))
+			tcopy_check_key(relid);
+	}
 }
 
 /* The end of a transaction: its dropped mappings go with its memory. */

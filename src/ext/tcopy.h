@@ -12,6 +12,7 @@
 #include "access/transam.h"
 #include "access/tupdesc.h"
 #include "fmgr.h"
+#include "lib/stringinfo.h"
 #include "foreign/fdwapi.h"
 #include "foreign/foreign.h"
 #include "nodes/pg_list.h"
@@ -74,6 +75,8 @@ typedef struct TcopyTableOptions
 								 * user mapping: sslcert, sslkey */
 	char	   *table_name;		/* the table's name on the tserver */
 	List	   *key_attnums;	/* AttrNumbers of the key columns, in key order */
+	bool		key_bytes;		/* key_form 'bytes': keyed on the stored
+								 * bytes, as before 1.3 (keys.c) */
 	int			batch_rows;		/* rows per batch */
 	int			batch_bytes;	/* bytes per batch (approximate) */
 } TcopyTableOptions;
@@ -83,6 +86,9 @@ extern bool tcopy_address_is_null(const char *address);
 
 /* The column names of a key option's value; an ERROR when malformed. */
 extern List *tcopy_parse_key(const char *value);
+
+/* The attnums of the columns a key option's value names, in key order. */
+extern List *tcopy_key_attnums(Relation rel, const char *value);
 
 /* The column's name on the tserver: its column_name option, else its name. */
 extern char *tcopy_column_name(Oid relid, Form_pg_attribute att);
@@ -143,10 +149,46 @@ typedef enum TcopyConv
 	TCOPY_CONV_SEND,			/* a built-in type whose send format is
 								 * portable, or an array of one
 								 * (type_send_is_portable): send / receive */
-	TCOPY_CONV_IO				/* every other type, send function or not
-								 * (jsonb, enums, records, text[], types of
-								 * extensions): text output / input */
+	TCOPY_CONV_IO,				/* every other type, send function or not
+								 * (jsonb, ranges, text[], reg*, types of
+								 * extensions): text output / input under
+								 * fixed settings (forms.c) */
+	TCOPY_CONV_FORM				/* enums, records and what holds them:
+								 * forms.c */
 } TcopyConv;
+
+/* in forms.c: the stored forms of enums, records and their containers */
+typedef struct TcopyForm TcopyForm;
+
+extern bool tcopy_type_send_is_portable(Oid typid);
+extern bool tcopy_type_is_text(Oid typid);
+extern bool tcopy_type_is_reg(Oid typid);
+extern bool tcopy_type_needs_form(Oid typid);
+extern TcopyForm *tcopy_form_build(Oid typid, int32 typmod);
+extern void tcopy_form_encode(TcopyForm *form, Datum value, StringInfo out);
+extern Datum tcopy_form_decode(TcopyForm *form, const uint8 *data, size_t len,
+							   int encoding, const char *attname,
+							   const char *relname);
+extern char *tcopy_form_name(const TcopyForm *form);
+/* A type's text output and input, under the settings of docs/values.md. */
+extern char *tcopy_fixed_output(FmgrInfo *out_fn, Datum value, bool search_path);
+extern Datum tcopy_fixed_input(FmgrInfo *in_fn, char *text, Oid typioparam,
+							   int32 typmod, bool search_path);
+
+/* in keys.c: what a key column's bytes are keyed on */
+typedef enum TcopyKeyImage
+{
+	TCOPY_KEY_IMAGE_NONE,		/* the value's own form */
+	TCOPY_KEY_IMAGE_FLOAT,
+	TCOPY_KEY_IMAGE_NUMERIC,
+	TCOPY_KEY_IMAGE_INTERVAL,
+	TCOPY_KEY_IMAGE_BPCHAR
+} TcopyKeyImage;
+
+/* The image a key column needs; an ERROR when it cannot be a key. */
+extern TcopyKeyImage tcopy_key_image_of(const char *relname, Form_pg_attribute att);
+/* Refuse a key of foreign table relid that cannot be one. */
+extern void tcopy_check_key(Oid relid);
 
 typedef struct TcopyColumnCodec
 {
@@ -165,6 +207,11 @@ typedef struct TcopyColumnCodec
 	bool		is_text;		/* stored bytes are text in the writer's
 								 * database encoding (TEXT but bytea, IO):
 								 * verified against ours when read back */
+	bool		search_path;	/* IO of a reg* type: names qualified */
+	TcopyForm  *form;			/* FORM */
+	TcopyKeyImage image;		/* a key column keyed on an image */
+	int			slot;			/* its index in the row's ints, floats or
+								 * blobs when no column before it is NULL */
 } TcopyColumnCodec;
 
 typedef struct TcopyRelCodec
@@ -178,6 +225,10 @@ typedef struct TcopyRelCodec
 	Tcopy__Schema *schema;		/* the table's schema as sent to the tserver;
 								 * its column names are the tserver's, for the
 								 * wire only (messages give attname) */
+	int			nimages;		/* hidden key image columns, after the
+								 * live ones on the wire */
+	int		   *image_columns;	/* [nimages]: the column each images */
+	StringInfoData image_buf;	/* a row's images */
 	Oid			userid;			/* whose user mapping: the tserver is reached as */
 	int			encoding;		/* the database encoding text is verified in */
 	TcopyTableOptions options;
@@ -233,6 +284,17 @@ tcopy_row_buf_clear(TcopyRowBuf *row)
 /* Append column c's non-NULL value to row. */
 extern void tcopy_encode_datum(TcopyRelCodec *codec, int c, Datum value,
 							   TcopyRowBuf *row);
+
+/* Append the key images of the row's values (keys.c). */
+extern void tcopy_encode_images(TcopyRelCodec *codec, TcopyRowBuf *row);
+
+/*
+ * Raise Postgres' error for stored text not valid in the database encoding,
+ * with a context naming the column.
+ */
+extern void tcopy_report_invalid_text(const char *attname, const char *relname,
+									  int encoding, const uint8 *data,
+									  size_t len) pg_attribute_noreturn();
 
 /*
  * Fill row with the values of one tuple (values/nulls indexed by attnum -

@@ -32,7 +32,7 @@ tcopy_writer_begin(TcopyRelCodec *codec)
 	writer->batch_bytes = codec->options.batch_bytes;
 	tcopy_batch_init(&writer->batch, (TcopyEncoder) tcopy_encoder,
 					 (TcopyAllocMode) tcopy_alloc_mode);
-	tcopy_row_buf_init(&writer->row, codec->ncolumns);
+	tcopy_row_buf_init(&writer->row, codec->schema->n_columns);
 	callback->func = writer_release;
 	callback->arg = writer;
 	MemoryContextRegisterResetCallback(CurrentMemoryContext, callback);
@@ -64,6 +64,8 @@ writer_flush(TcopyWriter *writer)
 void
 tcopy_writer_add_row(TcopyWriter *writer)
 {
+	if (writer->codec->nimages > 0)
+		tcopy_encode_images(writer->codec, &writer->row);
 	tcopy_batch_add(&writer->batch, &writer->row.wire);
 	if (writer->batch.nrows >= (size_t) writer->batch_rows ||
 		writer->batch.payload_bytes >= (size_t) writer->batch_bytes)

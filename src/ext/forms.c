@@ -1,0 +1,932 @@
+/*
+ * forms.c
+ *		The stored forms of the types codec.c does not carry as a scalar:
+ *		text output under fixed settings, enum labels, and tcopy's own
+ *		forms of records, arrays, ranges and multiranges whose parts need
+ *		one of these.
+ *
+ * docs/values.md says which form each type gets and why.  In short:
+ *
+ * - Text forms (TCOPY_FORM_IO: jsonb, tsvector, reg*, path, ranges of
+ *   built-in types, text arrays, types of extensions...) are the type's
+ *   output, read by its input function, both under the settings
+ *   tcopy_settings_fix installs: DateStyle ISO, IntervalStyle postgres,
+ *   extra_float_digits 3, TimeZone UTC, bytea_output hex and, for reg*
+ *   types, a search path of pg_catalog alone (so that names come out
+ *   qualified).  postgres_fdw converts values under the same settings for
+ *   the same reason: these outputs read back exactly, whatever the writing
+ *   and the reading sessions have set.
+ * - An enum is stored as a label: the one a value had when tcopy first
+ *   stored it.  enum_labels.c keeps the renames since, per type, and the
+ *   codec maps labels through them both ways.
+ * - A record is stored by attribute number, so that attributes added,
+ *   dropped or renamed since leave stored rows readable (as on heap: added
+ *   ones read as NULL).  Arrays, ranges and multiranges get a form of their
+ *   own only when what they hold needs one (an array of enums, a range over
+ *   a composite); otherwise they are text or send forms.
+ *
+ * The container forms, behind a version byte (TCOPY_FORM_VERSION) that no
+ * text output starts with, so that values stored by tcopy 1.2 as text
+ * (records, enum arrays) are still read, by the type's input function:
+ *
+ *   record     = varint count, then per live attribute: varint attnum,
+ *                varint tag, slot
+ *   array      = byte ndim, per dimension varint length and zigzag varint
+ *                lower bound, then a slot per element
+ *   range      = byte flags (range_get_flags'), then a slot per finite bound
+ *   multirange = varint count, then a slot per range (its range form)
+ *   slot       = 0x00 (NULL) | 0x01, varint length, the part's form
+ *
+ * A tag is the OID of a built-in type, or a TcopyFormKind for others: an
+ * attribute whose type was changed since (ALTER TYPE ... ALTER ATTRIBUTE
+ * ... TYPE does not check foreign tables) is an error, never a misread.
+ */
+#include "tcopy.h"
+
+#include "access/htup_details.h"
+#include "access/transam.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "pgtime.h"
+#include "tc_varint.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/bytea.h"
+#include "utils/float.h"
+#include "utils/lsyscache.h"
+#include "utils/multirangetypes.h"
+#include "utils/rangetypes.h"
+#include "utils/syscache.h"
+#include "utils/typcache.h"
+
+#include "enum_labels.h"
+
+#define TCOPY_FORM_VERSION	0x01
+
+typedef enum TcopyFormKind
+{
+	TCOPY_FORM_SEND = 1,		/* built-in, portable send format */
+	TCOPY_FORM_TEXT,			/* text-like varlena: its bytes */
+	TCOPY_FORM_IO,				/* text output under fixed settings */
+	TCOPY_FORM_ENUM,
+	TCOPY_FORM_RECORD,
+	TCOPY_FORM_ARRAY,
+	TCOPY_FORM_RANGE,
+	TCOPY_FORM_MULTIRANGE
+} TcopyFormKind;
+
+struct TcopyForm
+{
+	TcopyFormKind kind;
+	Oid			typid;			/* the base type */
+	int32		typmod;
+	uint32		tag;			/* a built-in OID, or kind */
+	FmgrInfo	out_fn;			/* SEND: typsend; IO, ENUM: typoutput */
+	FmgrInfo	in_fn;			/* SEND: typreceive; IO, containers: typinput */
+	Oid			typioparam;
+	bool		search_path;	/* IO of a reg* type */
+	TcopyEnumLabels *labels;	/* ENUM: the renames, or NULL */
+
+	/* RECORD */
+	TupleDesc	tupdesc;		/* the type's, when the codec was built */
+	TcopyForm **attrs;			/* [natts], NULL for dropped ones */
+
+	/* ARRAY: element; RANGE: subtype; MULTIRANGE: the range */
+	TcopyForm  *part;
+	int16		elmlen;
+	bool		elmbyval;
+	char		elmalign;
+	TypeCacheEntry *typcache;	/* RANGE: the range's; MULTIRANGE: the
+								 * multirange's */
+
+	StringInfoData scratch;		/* a part's form, before its length */
+};
+
+/* Settings saved by tcopy_settings_fix. */
+typedef struct TcopySettings
+{
+	int			date_style;
+	int			date_order;
+	int			interval_style;
+	int			float_digits;
+	int			bytea_output;
+	pg_tz	   *timezone;
+	bool		search_path;
+} TcopySettings;
+
+static pg_tz *utc_timezone = NULL;
+
+/*
+ * Install the settings text forms are written and read under.  The
+ * variables are set directly, not through the GUC machinery (which costs
+ * more than the conversion): nothing but the conversion runs before
+ * tcopy_settings_restore puts them back.
+ */
+static void
+tcopy_settings_fix(TcopySettings *saved, bool search_path)
+{
+	if (utc_timezone == NULL)
+		utc_timezone = pg_tzset("UTC");
+	saved->date_style = DateStyle;
+	saved->date_order = DateOrder;
+	saved->interval_style = IntervalStyle;
+	saved->float_digits = extra_float_digits;
+	saved->bytea_output = bytea_output;
+	saved->timezone = session_timezone;
+	saved->search_path = search_path;
+	DateStyle = USE_ISO_DATES;
+	DateOrder = DATEORDER_MDY;
+	IntervalStyle = INTSTYLE_POSTGRES;
+	extra_float_digits = 3;
+	bytea_output = BYTEA_OUTPUT_HEX;
+	session_timezone = utc_timezone;
+	if (search_path)
+	{
+		OverrideSearchPath path = {NIL, true, false, 0};
+
+		PushOverrideSearchPath(&path);
+	}
+}
+
+static void
+tcopy_settings_restore(const TcopySettings *saved)
+{
+	if (saved->search_path)
+		PopOverrideSearchPath();
+	DateStyle = saved->date_style;
+	DateOrder = saved->date_order;
+	IntervalStyle = saved->interval_style;
+	extra_float_digits = saved->float_digits;
+	bytea_output = saved->bytea_output;
+	session_timezone = saved->timezone;
+}
+
+char *
+tcopy_fixed_output(FmgrInfo *out_fn, Datum value, bool search_path)
+{
+	TcopySettings saved;
+	char	   *volatile text = NULL;
+
+	tcopy_settings_fix(&saved, search_path);
+	PG_TRY();
+	{
+		text = OutputFunctionCall(out_fn, value);
+	}
+	PG_FINALLY();
+	{
+		tcopy_settings_restore(&saved);
+	}
+	PG_END_TRY();
+	return text;
+}
+
+Datum
+tcopy_fixed_input(FmgrInfo *in_fn, char *text, Oid typioparam, int32 typmod,
+				  bool search_path)
+{
+	TcopySettings saved;
+	volatile Datum value = (Datum) 0;
+
+	tcopy_settings_fix(&saved, search_path);
+	PG_TRY();
+	{
+		value = InputFunctionCall(in_fn, text, typioparam, typmod);
+	}
+	PG_FINALLY();
+	{
+		tcopy_settings_restore(&saved);
+	}
+	PG_END_TRY();
+	return value;
+}
+
+/* Whether a type's text form names objects: read under pg_catalog alone. */
+bool
+tcopy_type_is_reg(Oid typid)
+{
+	Oid			element = get_element_type(typid);
+
+	if (OidIsValid(element))
+		typid = getBaseType(element);
+	switch (typid)
+	{
+		case REGCLASSOID:
+		case REGTYPEOID:
+		case REGPROCOID:
+		case REGPROCEDUREOID:
+		case REGOPEROID:
+		case REGOPERATOROID:
+		case REGNAMESPACEOID:
+		case REGROLEOID:
+		case REGCONFIGOID:
+		case REGDICTIONARYOID:
+		case REGCOLLATIONOID:
+			return true;
+		default:
+			return false;
+	}
+}
+
+/*
+ * Whether a built-in type's binary send format can be stored: its send
+ * function never converts text to the client's encoding (pq_sendtext
+ * does, for jsonb, text arrays, enums and records) and writes no OID local
+ * to a database (arrays hold their element type's: stable only for
+ * built-in types).
+ */
+bool
+tcopy_type_send_is_portable(Oid typid)
+{
+	Oid			element;
+
+	switch (typid)
+	{
+		case BOOLOID:
+		case CHAROID:
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+		case OIDOID:
+		case FLOAT4OID:
+		case FLOAT8OID:
+		case NUMERICOID:
+		case CASHOID:
+		case BYTEAOID:
+		case DATEOID:
+		case TIMEOID:
+		case TIMETZOID:
+		case TIMESTAMPOID:
+		case TIMESTAMPTZOID:
+		case INTERVALOID:
+		case UUIDOID:
+		case INETOID:
+		case CIDROID:
+		case MACADDROID:
+		case MACADDR8OID:
+		case BITOID:
+		case VARBITOID:
+		case POINTOID:
+		case LSEGOID:
+		case BOXOID:
+		case CIRCLEOID:
+		case LINEOID:
+			return true;
+		default:
+			break;
+	}
+	element = get_element_type(typid);
+	return OidIsValid(element) && element < FirstNormalObjectId &&
+		tcopy_type_send_is_portable(element);
+}
+
+/* Whether a type is a text-like varlena stored as its bytes. */
+bool
+tcopy_type_is_text(Oid typid)
+{
+	switch (typid)
+	{
+		case TEXTOID:
+		case VARCHAROID:
+		case BPCHAROID:
+		case BYTEAOID:
+		case JSONOID:
+		case XMLOID:
+			return true;
+		default:
+			return false;
+	}
+}
+
+/*
+ * Whether values of type typid (a base type) need a form of this file's
+ * other than text output: enums, records, and the containers holding them.
+ */
+bool
+tcopy_type_needs_form(Oid typid)
+{
+	char		typtype = get_typtype(typid);
+	Oid			part;
+
+	if (typtype == TYPTYPE_ENUM || typtype == TYPTYPE_COMPOSITE)
+		return true;
+	if (typtype == TYPTYPE_RANGE)
+		return tcopy_type_needs_form(getBaseType(get_range_subtype(typid)));
+	if (typtype == TYPTYPE_MULTIRANGE)
+		return tcopy_type_needs_form(get_multirange_range(typid));
+	part = get_element_type(typid);
+	if (OidIsValid(part))
+		return tcopy_type_needs_form(getBaseType(part));
+	return false;
+}
+
+/* The form of a type (a domain's is its base type's), in CurrentMemoryContext. */
+TcopyForm *
+tcopy_form_build(Oid typid, int32 typmod)
+{
+	TcopyForm  *form = palloc0(sizeof(TcopyForm));
+	int32		basetypmod = typmod;
+	Oid			base = getBaseTypeAndTypmod(typid, &basetypmod);
+	char		typtype = get_typtype(base);
+	Oid			func;
+	bool		isvarlena;
+
+	form->typid = base;
+	form->typmod = basetypmod;
+	initStringInfo(&form->scratch);
+	if (typtype == TYPTYPE_ENUM)
+		form->kind = TCOPY_FORM_ENUM;
+	else if (typtype == TYPTYPE_COMPOSITE)
+		form->kind = TCOPY_FORM_RECORD;
+	else if (typtype == TYPTYPE_RANGE && tcopy_type_needs_form(base))
+		form->kind = TCOPY_FORM_RANGE;
+	else if (typtype == TYPTYPE_MULTIRANGE && tcopy_type_needs_form(base))
+		form->kind = TCOPY_FORM_MULTIRANGE;
+	else if (OidIsValid(get_element_type(base)) && tcopy_type_needs_form(base))
+		form->kind = TCOPY_FORM_ARRAY;
+	else if (tcopy_type_is_text(base))
+		form->kind = TCOPY_FORM_TEXT;
+	else if (tcopy_type_send_is_portable(base) || base == BOOLOID)
+		form->kind = TCOPY_FORM_SEND;
+	else
+		form->kind = TCOPY_FORM_IO;
+	form->tag = base < FirstNormalObjectId ? base : (uint32) form->kind;
+
+	switch (form->kind)
+	{
+		case TCOPY_FORM_SEND:
+			getTypeBinaryOutputInfo(base, &func, &isvarlena);
+			fmgr_info(func, &form->out_fn);
+			getTypeBinaryInputInfo(base, &func, &form->typioparam);
+			fmgr_info(func, &form->in_fn);
+			return form;
+		case TCOPY_FORM_TEXT:
+			return form;
+		case TCOPY_FORM_ENUM:
+			form->labels = tcopy_enum_labels_load(base);
+			break;
+		case TCOPY_FORM_RECORD:
+			form->tupdesc = lookup_rowtype_tupdesc_copy(base, -1);
+			form->attrs = palloc0(sizeof(TcopyForm *) * Max(form->tupdesc->natts, 1));
+			for (int i = 0; i < form->tupdesc->natts; i++)
+			{
+				Form_pg_attribute att = TupleDescAttr(form->tupdesc, i);
+
+				if (!att->attisdropped)
+					form->attrs[i] = tcopy_form_build(att->atttypid, att->atttypmod);
+			}
+			break;
+		case TCOPY_FORM_ARRAY:
+			{
+				Oid			element = get_element_type(base);
+
+				form->part = tcopy_form_build(element, typmod);
+				get_typlenbyvalalign(element, &form->elmlen, &form->elmbyval,
+									 &form->elmalign);
+				break;
+			}
+		case TCOPY_FORM_RANGE:
+			form->typcache = lookup_type_cache(base, TYPECACHE_RANGE_INFO);
+			form->part = tcopy_form_build(form->typcache->rngelemtype->type_id, -1);
+			break;
+		case TCOPY_FORM_MULTIRANGE:
+			form->typcache = lookup_type_cache(base, TYPECACHE_MULTIRANGE_INFO);
+			form->part = tcopy_form_build(form->typcache->rngtype->type_id, -1);
+			break;
+		case TCOPY_FORM_IO:
+			form->search_path = tcopy_type_is_reg(base);
+			break;
+	}
+	/* text input and output: the IO form, and old values of containers */
+	getTypeOutputInfo(base, &func, &isvarlena);
+	fmgr_info(func, &form->out_fn);
+	getTypeInputInfo(base, &func, &form->typioparam);
+	fmgr_info(func, &form->in_fn);
+	return form;
+}
+
+static bool
+tcopy_form_is_container(const TcopyForm *form)
+{
+	return form->kind >= TCOPY_FORM_RECORD;
+}
+
+/*
+ * Encoding.
+ */
+
+static void
+put_varint(StringInfo buf, uint64 v)
+{
+	enlargeStringInfo(buf, TC_VARINT_MAX);
+	buf->len = (int) ((char *) tc_varint_put((uint8_t *) buf->data + buf->len, v) - buf->data);
+	buf->data[buf->len] = '\0';
+}
+
+static void form_put(TcopyForm *form, Datum value, StringInfo out);
+
+/* A slot: a part's form behind its length, or NULL. */
+static void
+put_slot(TcopyForm *part, Datum value, bool isnull, StringInfo out)
+{
+	StringInfoData *scratch = &part->scratch;
+
+	if (isnull)
+	{
+		appendStringInfoChar(out, 0);
+		return;
+	}
+	appendStringInfoChar(out, 1);
+	/* a form node is never inside itself: its scratch is free */
+	form_put(part, value, scratch);
+	put_varint(out, (uint64) scratch->len);
+	appendBinaryStringInfo(out, scratch->data, scratch->len);
+	resetStringInfo(scratch);
+}
+
+static void
+put_record(TcopyForm *form, Datum value, StringInfo out)
+{
+	HeapTupleHeader th = DatumGetHeapTupleHeader(value);
+	TupleDesc	desc = form->tupdesc;
+	HeapTupleData tuple;
+	Datum	   *values;
+	bool	   *nulls;
+	int			live = 0;
+
+	if (HeapTupleHeaderGetNatts(th) > desc->natts)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("type %s changed during the statement", format_type_be(form->typid))));
+	tuple.t_len = HeapTupleHeaderGetDatumLength(th);
+	ItemPointerSetInvalid(&tuple.t_self);
+	tuple.t_tableOid = InvalidOid;
+	tuple.t_data = th;
+	values = palloc(sizeof(Datum) * Max(desc->natts, 1));
+	nulls = palloc(sizeof(bool) * Max(desc->natts, 1));
+	heap_deform_tuple(&tuple, desc, values, nulls);
+	for (int i = 0; i < desc->natts; i++)
+		live += form->attrs[i] != NULL;
+	put_varint(out, (uint64) live);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		if (form->attrs[i] == NULL)
+			continue;
+		put_varint(out, (uint64) (i + 1));
+		put_varint(out, form->attrs[i]->tag);
+		put_slot(form->attrs[i], values[i], nulls[i], out);
+	}
+	pfree(values);
+	pfree(nulls);
+}
+
+static void
+put_array(TcopyForm *form, Datum value, StringInfo out)
+{
+	ArrayType  *array = DatumGetArrayTypeP(value);
+	int			ndim = ARR_NDIM(array);
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+
+	appendStringInfoChar(out, (char) ndim);
+	for (int d = 0; d < ndim; d++)
+	{
+		put_varint(out, (uint64) ARR_DIMS(array)[d]);
+		put_varint(out, tc_zigzag64(ARR_LBOUND(array)[d]));
+	}
+	deconstruct_array(array, ARR_ELEMTYPE(array), form->elmlen, form->elmbyval,
+					  form->elmalign, &elems, &nulls, &n);
+	for (int i = 0; i < n; i++)
+		put_slot(form->part, elems[i], nulls[i], out);
+}
+
+static void
+put_range(TcopyForm *form, Datum value, StringInfo out)
+{
+	RangeType  *range = DatumGetRangeTypeP(value);
+	RangeBound	lower,
+				upper;
+	bool		empty;
+
+	range_deserialize(form->typcache, range, &lower, &upper, &empty);
+	appendStringInfoChar(out, range_get_flags(range));
+	if (empty)
+		return;
+	if (!lower.infinite)
+		put_slot(form->part, lower.val, false, out);
+	if (!upper.infinite)
+		put_slot(form->part, upper.val, false, out);
+}
+
+static void
+put_multirange(TcopyForm *form, Datum value, StringInfo out)
+{
+	MultirangeType *multirange = DatumGetMultirangeTypeP(value);
+	RangeType **ranges;
+	int32		n;
+
+	multirange_deserialize(form->typcache->rngtype, multirange, &n, &ranges);
+	put_varint(out, (uint64) n);
+	for (int i = 0; i < n; i++)
+		put_slot(form->part, RangeTypePGetDatum(ranges[i]), false, out);
+}
+
+static void
+form_put(TcopyForm *form, Datum value, StringInfo out)
+{
+	switch (form->kind)
+	{
+		case TCOPY_FORM_SEND:
+			{
+				bytea	   *sent = SendFunctionCall(&form->out_fn, value);
+
+				appendBinaryStringInfo(out, VARDATA(sent), VARSIZE(sent) - VARHDRSZ);
+				break;
+			}
+		case TCOPY_FORM_TEXT:
+			{
+				struct varlena *v = PG_DETOAST_DATUM_PACKED(value);
+
+				appendBinaryStringInfo(out, VARDATA_ANY(v), VARSIZE_ANY_EXHDR(v));
+				break;
+			}
+		case TCOPY_FORM_IO:
+			appendStringInfoString(out, tcopy_fixed_output(&form->out_fn, value,
+														   form->search_path));
+			break;
+		case TCOPY_FORM_ENUM:
+			{
+				const char *label = OutputFunctionCall(&form->out_fn, value);
+
+				if (form->labels != NULL)
+					label = tcopy_enum_stored_label(form->labels, label);
+				appendStringInfoString(out, label);
+				break;
+			}
+		case TCOPY_FORM_RECORD:
+			put_record(form, value, out);
+			break;
+		case TCOPY_FORM_ARRAY:
+			put_array(form, value, out);
+			break;
+		case TCOPY_FORM_RANGE:
+			put_range(form, value, out);
+			break;
+		case TCOPY_FORM_MULTIRANGE:
+			put_multirange(form, value, out);
+			break;
+	}
+}
+
+void
+tcopy_form_encode(TcopyForm *form, Datum value, StringInfo out)
+{
+	if (tcopy_form_is_container(form))
+		appendStringInfoChar(out, TCOPY_FORM_VERSION);
+	form_put(form, value, out);
+}
+
+/*
+ * Decoding.  Every read is bounds-checked: stored bytes come from a
+ * tserver, and a malformed value is an error naming the column.
+ */
+
+typedef struct FormReader
+{
+	const uint8 *p;
+	const uint8 *end;
+	const char *attname;
+	const char *relname;
+	int			encoding;
+} FormReader;
+
+static pg_noinline void
+reader_fail(FormReader *r)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+			 errmsg("incorrect binary data format in column \"%s\" of foreign table \"%s\"",
+					r->attname, r->relname)));
+}
+
+static uint64
+get_varint(FormReader *r)
+{
+	uint64		v = 0;
+
+	for (int shift = 0; shift < 64; shift += 7)
+	{
+		uint8		b;
+
+		if (r->p >= r->end)
+			reader_fail(r);
+		b = *r->p++;
+		v |= (uint64) (b & 0x7F) << shift;
+		if ((b & 0x80) == 0)
+			return v;
+	}
+	reader_fail(r);
+	return 0;
+}
+
+static uint8
+get_byte(FormReader *r)
+{
+	if (r->p >= r->end)
+		reader_fail(r);
+	return *r->p++;
+}
+
+static Datum form_get(TcopyForm *form, FormReader *r, size_t len);
+
+/* A slot's part; false for NULL. */
+static bool
+get_slot(TcopyForm *part, FormReader *r, Datum *value)
+{
+	uint64		len;
+	FormReader	sub = *r;
+
+	if (get_byte(r) == 0)
+		return false;
+	len = get_varint(r);
+	if (len > (uint64) (r->end - r->p))
+		reader_fail(r);
+	sub.p = r->p;
+	sub.end = r->p + len;
+	*value = form_get(part, &sub, (size_t) len);
+	r->p += len;
+	return true;
+}
+
+static void
+skip_slot(FormReader *r)
+{
+	uint64		len;
+
+	if (get_byte(r) == 0)
+		return;
+	len = get_varint(r);
+	if (len > (uint64) (r->end - r->p))
+		reader_fail(r);
+	r->p += len;
+}
+
+static Datum
+get_record(TcopyForm *form, FormReader *r)
+{
+	TupleDesc	desc = form->tupdesc;
+	Datum	   *values = palloc0(sizeof(Datum) * Max(desc->natts, 1));
+	bool	   *nulls = palloc(sizeof(bool) * Max(desc->natts, 1));
+	uint64		n = get_varint(r);
+	HeapTuple	tuple;
+
+	for (int i = 0; i < desc->natts; i++)
+		nulls[i] = true;
+	for (uint64 f = 0; f < n; f++)
+	{
+		uint64		attnum = get_varint(r);
+		uint64		tag = get_varint(r);
+		TcopyForm  *part;
+
+		if (attnum == 0)
+			reader_fail(r);
+		/* an attribute dropped since: skipped */
+		part = attnum <= (uint64) desc->natts ? form->attrs[attnum - 1] : NULL;
+		if (part == NULL)
+		{
+			skip_slot(r);
+			continue;
+		}
+		if (tag != part->tag)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_INVALID_DATA_TYPE),
+					 errmsg("attribute \"%s\" of type %s in column \"%s\" of foreign table \"%s\" changed type since it was stored",
+							NameStr(TupleDescAttr(desc, attnum - 1)->attname),
+							format_type_be(form->typid), r->attname, r->relname)));
+		nulls[attnum - 1] = !get_slot(part, r, &values[attnum - 1]);
+	}
+	if (r->p != r->end)
+		reader_fail(r);
+	tuple = heap_form_tuple(desc, values, nulls);
+	return HeapTupleGetDatum(tuple);
+}
+
+static Datum
+get_array(TcopyForm *form, FormReader *r)
+{
+	int			ndim = get_byte(r);
+	int			dims[MAXDIM];
+	int			lbs[MAXDIM];
+	int			n;
+	Datum	   *elems;
+	bool	   *nulls;
+
+	if (ndim > MAXDIM)
+		reader_fail(r);
+	if (ndim == 0)
+	{
+		if (r->p != r->end)
+			reader_fail(r);
+		return PointerGetDatum(construct_empty_array(get_element_type(form->typid)));
+	}
+	for (int d = 0; d < ndim; d++)
+	{
+		uint64		len = get_varint(r);
+		int64		lb = tc_unzigzag64(get_varint(r));
+
+		if (len > (uint64) MaxArraySize || lb < PG_INT32_MIN || lb > PG_INT32_MAX)
+			reader_fail(r);
+		dims[d] = (int) len;
+		lbs[d] = (int) lb;
+	}
+	n = ArrayGetNItems(ndim, dims);
+	ArrayCheckBounds(ndim, dims, lbs);
+	/* every element takes at least a byte: do not allocate for a lie */
+	if ((size_t) n > (size_t) (r->end - r->p))
+		reader_fail(r);
+	elems = palloc(sizeof(Datum) * Max(n, 1));
+	nulls = palloc(sizeof(bool) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		elems[i] = (Datum) 0;
+		nulls[i] = !get_slot(form->part, r, &elems[i]);
+	}
+	if (r->p != r->end)
+		reader_fail(r);
+	return PointerGetDatum(construct_md_array(elems, nulls, ndim, dims, lbs,
+											  get_element_type(form->typid),
+											  form->elmlen, form->elmbyval,
+											  form->elmalign));
+}
+
+static Datum
+get_range(TcopyForm *form, FormReader *r)
+{
+	uint8		flags = get_byte(r);
+	RangeBound	lower = {0},
+				upper = {0};
+	bool		empty = (flags & RANGE_EMPTY) != 0;
+
+	lower.lower = true;
+	lower.infinite = (flags & RANGE_LB_INF) != 0;
+	lower.inclusive = (flags & RANGE_LB_INC) != 0;
+	upper.infinite = (flags & RANGE_UB_INF) != 0;
+	upper.inclusive = (flags & RANGE_UB_INC) != 0;
+	if (!empty && !lower.infinite && !get_slot(form->part, r, &lower.val))
+		reader_fail(r);
+	if (!empty && !upper.infinite && !get_slot(form->part, r, &upper.val))
+		reader_fail(r);
+	if (r->p != r->end)
+		reader_fail(r);
+	return RangeTypePGetDatum(make_range(form->typcache, &lower, &upper, empty));
+}
+
+static Datum
+get_multirange(TcopyForm *form, FormReader *r)
+{
+	uint64		n = get_varint(r);
+	RangeType **ranges;
+
+	if (n > (uint64) (r->end - r->p))
+		reader_fail(r);
+	ranges = palloc(sizeof(RangeType *) * Max(n, 1));
+	for (uint64 i = 0; i < n; i++)
+	{
+		Datum		range;
+
+		if (!get_slot(form->part, r, &range))
+			reader_fail(r);
+		ranges[i] = DatumGetRangeTypeP(range);
+	}
+	if (r->p != r->end)
+		reader_fail(r);
+	return MultirangeTypePGetDatum(make_multirange(form->typid, form->typcache->rngtype,
+												   (int32) n, ranges));
+}
+
+/* Check that stored text is valid in the database encoding. */
+static void
+verify_text(FormReader *r, const uint8 *data, size_t len)
+{
+	if (!pg_verify_mbstr(r->encoding, (const char *) data, (int) len, true))
+		tcopy_report_invalid_text(r->attname, r->relname, r->encoding, data, len);
+}
+
+static Datum
+form_get(TcopyForm *form, FormReader *r, size_t len)
+{
+	const uint8 *data = r->p;
+
+	switch (form->kind)
+	{
+		case TCOPY_FORM_SEND:
+			{
+				StringInfoData buf;
+				Datum		value;
+
+				buf.data = palloc(len + 1);
+				memcpy(buf.data, data, len);
+				buf.data[len] = '\0';
+				buf.len = (int) len;
+				buf.maxlen = (int) len + 1;
+				buf.cursor = 0;
+				value = ReceiveFunctionCall(&form->in_fn, &buf, form->typioparam,
+											form->typmod);
+				if (buf.cursor != buf.len)
+					reader_fail(r);
+				r->p = r->end;
+				return value;
+			}
+		case TCOPY_FORM_TEXT:
+			{
+				struct varlena *v;
+
+				if (form->typid != BYTEAOID)
+					verify_text(r, data, len);
+				v = palloc(VARHDRSZ + len);
+				SET_VARSIZE(v, VARHDRSZ + len);
+				memcpy(VARDATA(v), data, len);
+				r->p = r->end;
+				return PointerGetDatum(v);
+			}
+		case TCOPY_FORM_IO:
+			verify_text(r, data, len);
+			r->p = r->end;
+			return tcopy_fixed_input(&form->in_fn, pnstrdup((const char *) data, len),
+									 form->typioparam, form->typmod, form->search_path);
+		case TCOPY_FORM_ENUM:
+			{
+				const char *label;
+
+				verify_text(r, data, len);
+				label = pnstrdup((const char *) data, len);
+				if (form->labels != NULL)
+					label = tcopy_enum_current_label(form->labels, label);
+				r->p = r->end;
+				return InputFunctionCall(&form->in_fn, (char *) label,
+										 form->typioparam, form->typmod);
+			}
+		case TCOPY_FORM_RECORD:
+			return get_record(form, r);
+		case TCOPY_FORM_ARRAY:
+			return get_array(form, r);
+		case TCOPY_FORM_RANGE:
+			return get_range(form, r);
+		case TCOPY_FORM_MULTIRANGE:
+			return get_multirange(form, r);
+	}
+	reader_fail(r);
+	return (Datum) 0;
+}
+
+Datum
+tcopy_form_decode(TcopyForm *form, const uint8 *data, size_t len, int encoding,
+				  const char *attname, const char *relname)
+{
+	FormReader	r;
+
+	r.p = data;
+	r.end = data + len;
+	r.attname = attname;
+	r.relname = relname;
+	r.encoding = encoding;
+	if (!tcopy_form_is_container(form))
+		return form_get(form, &r, len);
+	if (len > 0 && data[0] == TCOPY_FORM_VERSION)
+	{
+		r.p++;
+		return form_get(form, &r, len - 1);
+	}
+	/* written by tcopy 1.2: the type's text output */
+	verify_text(&r, data, len);
+	return tcopy_fixed_input(&form->in_fn, pnstrdup((const char *) data, len),
+							 form->typioparam, form->typmod, false);
+}
+
+/* The form's description on the wire: Column.form; no user type's name. */
+char *
+tcopy_form_name(const TcopyForm *form)
+{
+	switch (form->kind)
+	{
+		case TCOPY_FORM_ENUM:
+			return pstrdup("enum");
+		case TCOPY_FORM_RECORD:
+			return pstrdup("record");
+		case TCOPY_FORM_ARRAY:
+			return psprintf("array(%s)", tcopy_form_name(form->part));
+		case TCOPY_FORM_RANGE:
+			return psprintf("range(%s)", tcopy_form_name(form->part));
+		case TCOPY_FORM_MULTIRANGE:
+			return psprintf("multirange(%s)", tcopy_form_name(form->part));
+		default:
+			if (form->typid < FirstNormalObjectId)
+				return format_type_extended(form->typid, -1, FORMAT_TYPE_FORCE_QUALIFY);
+			/* a type of an extension, stored as text: renaming it breaks */
+			return psprintf("text(%s)", format_type_extended(form->typid, -1,
+															 FORMAT_TYPE_FORCE_QUALIFY));
+	}
+}
