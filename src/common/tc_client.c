@@ -332,3 +332,9 @@ tc_client_server_name(const TcClient *client)
 {
 	return client->server_name;
 }
+
+void
+tc_client_set_max_frame(TcClient *client, uint32_t max_frame)
+{
+	client->max_frame = max_frame;
+}

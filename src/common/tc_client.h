@@ -76,6 +76,9 @@ TcClient   *tc_client_connect(const char *address, const char *token,
  * server's error code (ERROR_AUTH also for a server that failed to prove
  * the token, ERROR_NONE for a local failure) in *codep unless it is NULL.
  */
+/* Set the largest frame payload the client accepts (TC_FRAME_MAX_DEFAULT). */
+void		tc_client_set_max_frame(TcClient *client, uint32_t max_frame);
+
 int			tc_client_connect_hooked(const char *address, const char *token,
 									 const TcTlsOptions *tls,
 									 const char *client_name, TcWaitHook hook,

@@ -22,16 +22,20 @@ tcopy_batch_out_of_memory(void)
 			 errmsg("out of memory building a tcopy write batch")));
 }
 
-/* A batch too large for one frame. */
+/*
+ * A batch too large for one frame: the writer sends a batch before a row
+ * that would not fit and refuses a row that alone does not
+ * (tcopy_writer_add_row), so this is a backstop.
+ */
 static void
 batch_check_size(size_t size)
 {
-	if (size > TC_FRAME_MAX_DEFAULT)
+	if (size > (size_t) tcopy_max_frame_mb * 1024 * 1024)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("tcopy write batch of %zu bytes exceeds the limit of %u bytes",
-						size, TC_FRAME_MAX_DEFAULT),
-				 errhint("Lower tcopy.batch_rows or tcopy.batch_size.")));
+				 errmsg("tcopy write batch of %zu bytes exceeds the frame limit of %d MB",
+						size, tcopy_max_frame_mb),
+				 errhint("Raise tcopy.max_frame_mb and the tserver's --max-frame-mb together.")));
 }
 
 void

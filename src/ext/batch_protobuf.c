@@ -70,7 +70,7 @@ batch_copy(TcopyBatch *batch, void **dst, const void *src, size_t n, size_t size
 
 /* Append row as a Tcopy__Row in the batch's memory; false when out of memory. */
 bool
-tcopy_protobuf_batch_add(TcopyBatch *batch, const TcWireRow *wire)
+tcopy_protobuf_batch_add(TcopyBatch *batch, const TcWireRow *wire, size_t bound)
 {
 	Tcopy__Row *row;
 
@@ -118,7 +118,7 @@ tcopy_protobuf_batch_add(TcopyBatch *batch, const TcWireRow *wire)
 		row->blobs[i].len = len;
 	}
 	/* about what the wire encoder counts, without packing */
-	batch->payload_bytes += tc_wire_row_bound(wire);
+	batch->payload_bytes += bound;
 	return true;
 }
 

@@ -14,11 +14,11 @@
 
 /* Append row after the header's room; false when out of memory. */
 bool
-tcopy_wire_batch_add(TcopyBatch *batch, const TcWireRow *row)
+tcopy_wire_batch_add(TcopyBatch *batch, const TcWireRow *row, size_t bound)
 {
 	if (batch->packed.len == 0)
 		batch->packed.len = TC_WIRE_BATCH_HEADER_MAX;	/* the header's room */
-	if (!tc_buf_reserve(&batch->packed, tc_wire_row_bound(row)))
+	if (!tc_buf_reserve(&batch->packed, bound))
 		return false;
 	batch->packed.len = tc_wire_put_row(batch->packed.data + batch->packed.len, row) -
 		batch->packed.data;

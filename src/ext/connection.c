@@ -153,7 +153,10 @@ tcopy_client_try_connect(const char *address, const char *token,
 	tcopy_connect_deadline = 0;
 	client = connecting;
 	connecting = NULL;
-	return rc < 0 ? NULL : client;
+	if (rc < 0)
+		return NULL;
+	tc_client_set_max_frame(client, (uint32) tcopy_max_frame_mb * 1024 * 1024);
+	return client;
 }
 
 /* Connect to a tserver (see tcopy_client_try_connect), or raise an ERROR. */

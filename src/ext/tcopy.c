@@ -20,6 +20,7 @@ int			tcopy_alloc_mode = TCOPY_ALLOC_ARENA;
 bool		tcopy_raw_fields = true;
 int			tcopy_batch_rows = TC_BATCH_ROWS_DEFAULT;
 int			tcopy_batch_kb = TC_BATCH_KB_DEFAULT;
+int			tcopy_max_frame_mb = TC_FRAME_MAX_DEFAULT / (1024 * 1024);
 int			tcopy_window = 4;
 int			tcopy_connect_timeout = 10;
 int			tcopy_recovery_interval = 10000;
@@ -130,6 +131,17 @@ tcopy_define_gucs(void)
 							1, TC_BATCH_KB_MAX,
 							PGC_USERSET,
 							GUC_UNIT_KB,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("tcopy.max_frame_mb",
+							"Sets the largest frame exchanged with a tserver, in megabytes.",
+							"A row must fit in one frame, and so must a row read back.  "
+							"Raise it with the tserver's --max-frame-mb, to the same value.",
+							&tcopy_max_frame_mb,
+							TC_FRAME_MAX_DEFAULT / (1024 * 1024),
+							1, 4095,
+							PGC_USERSET,
+							0,
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("tcopy.batches_in_flight",

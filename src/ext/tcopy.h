@@ -50,6 +50,7 @@ extern int	tcopy_alloc_mode;	/* tcopy.alloc_mode */
 extern bool tcopy_raw_fields;	/* tcopy.raw_fields */
 extern int	tcopy_batch_rows;	/* tcopy.batch_rows: default rows per batch */
 extern int	tcopy_batch_kb;		/* tcopy.batch_size: default KB per batch */
+extern int	tcopy_max_frame_mb;	/* tcopy.max_frame_mb: a frame's payload */
 extern int	tcopy_window;		/* tcopy.batches_in_flight ("window" is an SQL keyword) */
 extern int	tcopy_connect_timeout;	/* tcopy.connect_timeout, s; 0: none */
 
@@ -316,6 +317,9 @@ extern void tcopy_decode_row(TcopyRelCodec *codec, const int *proj, int nproj,
 							 const Tcopy__Row *row, Datum *values, bool *nulls);
 
 /* in batch.c: write batches, encoded by batch_wire.c or batch_protobuf.c */
+
+/* Bytes of a frame kept for a batch's header and the rows' framing. */
+#define TCOPY_BATCH_HEADER_ROOM	64
 typedef struct TcopyBatch
 {
 	TcopyEncoder encoder;
@@ -344,12 +348,12 @@ extern void tcopy_batch_free(TcopyBatch *batch);
 extern void tcopy_batch_out_of_memory(void) pg_attribute_noreturn();
 
 /* in batch_wire.c: the wire encoder; false when out of memory */
-extern bool tcopy_wire_batch_add(TcopyBatch *batch, const TcWireRow *row);
+extern bool tcopy_wire_batch_add(TcopyBatch *batch, const TcWireRow *row, size_t bound);
 extern void tcopy_wire_batch_pack(TcopyBatch *batch, uint64 seq, uint32 table_id);
 
 /* in batch_protobuf.c: the protobuf encoder; false when out of memory */
 extern void tcopy_protobuf_batch_init(TcopyBatch *batch, TcopyAllocMode mode);
-extern bool tcopy_protobuf_batch_add(TcopyBatch *batch, const TcWireRow *row);
+extern bool tcopy_protobuf_batch_add(TcopyBatch *batch, const TcWireRow *row, size_t bound);
 extern size_t tcopy_protobuf_batch_packed_size(TcopyBatch *batch, uint64 seq,
 											   uint32 table_id);
 extern bool tcopy_protobuf_batch_pack(TcopyBatch *batch, size_t size);
@@ -357,18 +361,19 @@ extern void tcopy_protobuf_batch_reset(TcopyBatch *batch);
 extern void tcopy_protobuf_batch_free(TcopyBatch *batch);
 
 /*
- * Append row (its blobs copied) to the batch.  Called per row, so inline:
- * the encoder is chosen by a branch, not a call through a pointer.
+ * Append row (its blobs copied) to the batch; bound is tc_wire_row_bound's
+ * for it.  Called per row, so inline: the encoder is chosen by a branch,
+ * not a call through a pointer.
  */
 static inline void
-tcopy_batch_add(TcopyBatch *batch, const TcWireRow *row)
+tcopy_batch_add(TcopyBatch *batch, const TcWireRow *row, size_t bound)
 {
 	bool		added;
 
 	if (likely(batch->encoder == TCOPY_ENCODER_WIRE))
-		added = tcopy_wire_batch_add(batch, row);
+		added = tcopy_wire_batch_add(batch, row, bound);
 	else
-		added = tcopy_protobuf_batch_add(batch, row);
+		added = tcopy_protobuf_batch_add(batch, row, bound);
 	if (unlikely(!added))
 		tcopy_batch_out_of_memory();
 	batch->nrows++;

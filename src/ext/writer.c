@@ -61,12 +61,36 @@ writer_flush(TcopyWriter *writer)
 	tcopy_batch_reset(&writer->batch);
 }
 
+/*
+ * A row larger than a frame can carry, with the batch header's room: it
+ * cannot be sent, however the batch options are set.
+ */
+static pg_noinline void
+writer_row_too_large(TcopyWriter *writer, size_t bytes)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+			 errmsg("row of foreign table \"%s\" is %zu bytes, more than the %d MB a tserver frame carries",
+					writer->codec->relname, bytes, tcopy_max_frame_mb),
+			 errhint("Raise tcopy.max_frame_mb and the tserver's --max-frame-mb together (at most 4095).")));
+}
+
 void
 tcopy_writer_add_row(TcopyWriter *writer)
 {
+	size_t		frame = (size_t) tcopy_max_frame_mb * 1024 * 1024 - TCOPY_BATCH_HEADER_ROOM;
+	size_t		bytes;
+
 	if (writer->codec->nimages > 0)
 		tcopy_encode_images(writer->codec, &writer->row);
-	tcopy_batch_add(&writer->batch, &writer->row.wire);
+	bytes = tc_wire_row_bound(&writer->row.wire);
+	if (unlikely(writer->batch.payload_bytes + bytes > frame))
+	{
+		if (bytes > frame)
+			writer_row_too_large(writer, bytes);
+		writer_flush(writer);
+	}
+	tcopy_batch_add(&writer->batch, &writer->row.wire, bytes);
 	if (writer->batch.nrows >= (size_t) writer->batch_rows ||
 		writer->batch.payload_bytes >= (size_t) writer->batch_bytes)
 		writer_flush(writer);
