@@ -103,6 +103,10 @@ tcopy_key_image_of(const char *relname, Form_pg_attribute att)
 /*
  * Check the key of foreign table relid as it is now (the utility hook calls
  * this after CREATE FOREIGN TABLE and ALTER FOREIGN TABLE of a tcopy table).
+ * A name that is not a column is left for the table's use to report, as it
+ * always was: rename.c sets key to a column's new name just before the
+ * rename, and a dropped key column makes a table unusable, not the DROP
+ * impossible.
  */
 void
 tcopy_check_key(Oid relid)
@@ -122,9 +126,14 @@ tcopy_check_key(Oid relid)
 			key_bytes = strcmp(defGetString(def), "bytes") == 0;
 	}
 	if (key != NULL && !key_bytes)
-		foreach(lc, tcopy_key_attnums(rel, key))
-			tcopy_key_image_of(RelationGetRelationName(rel),
-							   TupleDescAttr(RelationGetDescr(rel), lfirst_int(lc) - 1));
+		foreach(lc, tcopy_parse_key(key))
+		{
+			AttrNumber	attnum = get_attnum(relid, (const char *) lfirst(lc));
+
+			if (attnum > 0)
+				tcopy_key_image_of(RelationGetRelationName(rel),
+								   TupleDescAttr(RelationGetDescr(rel), attnum - 1));
+		}
 	relation_close(rel, AccessShareLock);
 }
 
