@@ -3,17 +3,20 @@
 # alternately in one go (A B A B ...) so that drift on a shared machine hits
 # both alike.
 #
-#   bench/compare.sh [--rows N] [--runs R] [--no-copy] [--tps] BASE [NEW]
+#   bench/compare.sh [--rows N] [--runs R] [--no-copy] [--tps] [--cases LIST]
+#                    [--datasets LIST] [--no-tserver-load] BASE [NEW]
 #
 # BASE and NEW are git revisions (NEW by default: the work tree as it is,
 # uncommitted changes included).  Each revision other than the work tree is
 # checked out into a worktree under $COMPARE_DIR and built there.  Per round
 # and revision:
-#   - bench/tserver_load.sh, sorted and --shuffle (the tserver and the client
-#     library alone);
+#   - unless --no-tserver-load: bench/tserver_load.sh, sorted and --shuffle
+#     (the tserver and the client library alone);
 #   - unless --no-copy: that revision is installed (make install, so root)
-#     and bench/run.sh runs case 3 (tcopy, defaults) on the accounts dataset
-#     once (a fresh cluster and tserver each time);
+#     and bench/run.sh runs case 3 (tcopy, defaults; --cases: others, e.g.
+#     3,6) on the accounts dataset (--datasets: others, e.g. mixed) once (a
+#     fresh cluster and tserver each time): wall time and the backend's CPU
+#     time (user + sys);
 #   - with --tps: bench/commit_tps.sh, pgbench running 1,000-row COPY
 #     transactions with 1 and 4 clients (that revision installed): tps
 #     and average latency, so commits' cost is compared.
@@ -27,12 +30,18 @@ rows=10000000
 runs=3
 copy=1
 tps=0
+cases=3
+datasets=accounts
+tserver_load=1
 while [ $# -gt 0 ]; do
 	case "$1" in
 		--rows) rows=${2:?}; shift 2 ;;
 		--runs) runs=${2:?}; shift 2 ;;
 		--no-copy) copy=0; shift ;;
 		--tps) tps=1; shift ;;
+		--cases) cases=${2:?}; shift 2 ;;
+		--datasets) datasets=${2:?}; shift 2 ;;
+		--no-tserver-load) tserver_load=0; shift ;;
 		-*) sed -n '6p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 		*) break ;;
 	esac
@@ -74,6 +83,7 @@ measure()
 {
 	local label=$1 t=$2 round=$3 out wall order flag
 	for order in sorted shuffled; do
+		[ "$tserver_load" = 1 ] || break
 		flag=()
 		[ "$order" = shuffled ] && flag=(--shuffle)
 		out=$(TSERVER="$t/build/tserver" TSERVER_CLI="$t/build/tserver-cli" \
@@ -85,10 +95,13 @@ measure()
 	if [ "$copy" = 1 ]; then
 		make -C "$t" install >/dev/null
 		BENCH_OUT="$dir/out-$label-$round" "$top/bench/run.sh" --rows "$rows" --runs 1 \
-			--no-build --no-profile --no-concurrency --cases 3 --datasets accounts >/dev/null
-		wall=$(awk -F'\t' 'NR > 1 && $2 == "3" { print $8 }' "$dir/out-$label-$round/results/runs.tsv")
-		printf '%s\t%s\tCOPY accounts (case 3)\t%s\n' "$round" "$label" "$wall" >>"$results"
-		say "round $round $label COPY accounts: $wall s"
+			--no-build --no-profile --no-concurrency --cases "$cases" --datasets "$datasets" >/dev/null
+		# per case and dataset: wall seconds, backend CPU seconds (user + sys)
+		awk -F'\t' -v round="$round" -v label="$label" 'NR > 1 {
+			printf "%s\t%s\tCOPY %s (case %s), wall\t%s\n", round, label, $3, $2, $8
+			printf "%s\t%s\tCOPY %s (case %s), backend cpu\t%.2f\n", round, label, $3, $2, $10 + $11
+		}' "$dir/out-$label-$round/results/runs.tsv" >>"$results"
+		say "round $round $label COPY cases $cases on $datasets done"
 	fi
 	if [ "$tps" = 1 ]; then
 		make -C "$t" install >/dev/null
@@ -107,7 +120,7 @@ done
 
 echo "base: $1 ($base_tree)"
 echo "new:  ${2:-work tree} ($new_tree)"
-echo "$rows rows, $runs alternating rounds; wall seconds, except (tps) and (ms)"
+echo "$rows rows, $runs alternating rounds; seconds, except (tps) and (ms)"
 awk -F'\t' '
 function median(list,    n, a, i, j, t) {
 	n = split(list, a, " ")
