@@ -5,7 +5,8 @@
  *		and runs, abort, scans with bounds, projection and limits, keyless
  *		tables, reopening, schema mismatch, truncate and drop; sorted sessions
  *		that spill straight to SST files, and sorted sessions that stop
- *		being sorted.
+ *		being sorted; columns matched by form and stored schemas replaced
+ *		by the client's.
  */
 #include <dirent.h>
 #include <stdlib.h>
@@ -1159,6 +1160,156 @@ test_sorted_abort(void)
 	ts_store_close(store);
 }
 
+/* ---- forms ---- */
+
+/*
+ * Schema (k int key, m a user type) with m's type_name and form (NULL:
+ * none, as from a client before forms); the id column has form "int8"
+ * when m has one.
+ */
+static Tcopy__Schema *
+make_form_schema(const char *m_type, const char *m_form)
+{
+	static Tcopy__Column columns[2];
+	static Tcopy__Column *column_ptrs[2];
+	static uint32_t key[1] = {0};
+	static Tcopy__Schema schema;
+
+	tcopy__schema__init(&schema);
+	tcopy__column__init(&columns[0]);
+	tcopy__column__init(&columns[1]);
+	columns[0].name = "k";
+	columns[0].kind = TCOPY__KIND__KIND_INT;
+	columns[0].type_name = "int8";
+	columns[1].name = "m";
+	columns[1].kind = TCOPY__KIND__KIND_BYTES;
+	columns[1].type_name = (char *) m_type;
+	if (m_form != NULL)
+	{
+		columns[0].form = "int8";
+		columns[1].form = (char *) m_form;
+	}
+	column_ptrs[0] = &columns[0];
+	column_ptrs[1] = &columns[1];
+	schema.n_columns = 2;
+	schema.columns = column_ptrs;
+	schema.n_key = 1;
+	schema.key = key;
+	return &schema;
+}
+
+/*
+ * Open table name with schema (create: true); the stored schema's m column
+ * into *m (its type_name and form copied to type, form), or -1 with err.
+ */
+static int
+open_form_table(TsStore *store, const char *name, const Tcopy__Schema *schema,
+				char *type, char *form, TsError *err)
+{
+	uint32_t	id;
+	bool		created;
+	const Tcopy__Schema *stored = NULL;
+
+	if (ts_store_open_table(store, name, schema, true, &id, &created, &stored, err) != 0)
+		return -1;
+	if (stored == NULL || stored->n_columns != 2)
+		return -1;
+	snprintf(type, 64, "%s", stored->columns[1]->type_name);
+	snprintf(form, 64, "%s", stored->columns[1]->form);
+	return 0;
+}
+
+/*
+ * Columns are matched by form where both sides have one, else by type
+ * name; a schema that adds forms or renames the type of a form replaces
+ * the stored one, durably.
+ */
+static void
+test_schema_forms(void)
+{
+	TsStore    *store = open_store(64 * 1024 * 1024);
+	TsError		err;
+	char		type[64],
+				form[64];
+	uint32_t	id;
+	bool		created;
+	const Tcopy__Schema *stored = NULL;
+
+	REQUIRE(store != NULL);
+
+	/* created with forms; a renamed type of the same form opens */
+	CHECK_EQ_INT(open_form_table(store, "moods", make_form_schema("mood", "enum:text"),
+								 type, form, &err), 0);
+	CHECK_EQ_INT(open_form_table(store, "moods", make_form_schema("feeling", "enum:text"),
+								 type, form, &err), 0);
+	CHECK_EQ_STR(type, "feeling");	/* the stored type name follows */
+	CHECK_EQ_STR(form, "enum:text");
+
+	/* another form does not, whatever the type name */
+	CHECK_EQ_INT(open_form_table(store, "moods", make_form_schema("feeling", "enum:oid"),
+								 type, form, &err), -1);
+	CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_SCHEMA_MISMATCH);
+	CHECK(strstr(err.message, "form \"enum:text\" on the tserver") != NULL);
+	CHECK(strstr(err.message, "form \"enum:oid\"") != NULL);
+
+	/* a client without forms is matched by type name: the stored, renamed one */
+	CHECK_EQ_INT(open_form_table(store, "moods", make_form_schema("feeling", NULL),
+								 type, form, &err), 0);
+	CHECK_EQ_STR(form, "enum:text");	/* not replaced: it says less */
+	CHECK_EQ_INT(open_form_table(store, "moods", make_form_schema("mood", NULL),
+								 type, form, &err), -1);
+	CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_SCHEMA_MISMATCH);
+
+	/* names, kinds and typmods count even where forms match */
+	{
+		Tcopy__Schema *s = make_form_schema("feeling", "enum:text");
+
+		s->columns[1]->typmod = 7;
+		CHECK_EQ_INT(open_form_table(store, "moods", s, type, form, &err), -1);
+		CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_SCHEMA_MISMATCH);
+		s = make_form_schema("feeling", "enum:text");
+		s->columns[1]->name = "n";
+		CHECK_EQ_INT(open_form_table(store, "moods", s, type, form, &err), -1);
+		CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_SCHEMA_MISMATCH);
+		s = make_form_schema("feeling", "enum:text");
+		s->columns[1]->kind = TCOPY__KIND__KIND_INT;
+		CHECK_EQ_INT(open_form_table(store, "moods", s, type, form, &err), -1);
+		CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_SCHEMA_MISMATCH);
+	}
+
+	/* created without forms: a client with them, same type names, adds them */
+	CHECK_EQ_INT(open_form_table(store, "legacy", make_form_schema("mood", NULL),
+								 type, form, &err), 0);
+	CHECK_EQ_STR(form, "");
+	CHECK_EQ_INT(open_form_table(store, "legacy", make_form_schema("colour", "enum:text"),
+								 type, form, &err), -1);	/* no forms to match by yet */
+	CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_SCHEMA_MISMATCH);
+	CHECK_EQ_INT(open_form_table(store, "legacy", make_form_schema("mood", "enum:text"),
+								 type, form, &err), 0);
+	CHECK_EQ_STR(type, "mood");
+	CHECK_EQ_STR(form, "enum:text");
+	ts_store_close(store);
+
+	/* both replacements were stored */
+	store = open_store(64 * 1024 * 1024);
+	REQUIRE(store != NULL);
+	CHECK_EQ_INT(ts_store_open_table(store, "legacy", NULL, false, &id, &created, &stored, &err), 0);
+	REQUIRE(stored != NULL && stored->n_columns == 2);
+	CHECK_EQ_STR(stored->columns[0]->form, "int8");
+	CHECK_EQ_STR(stored->columns[1]->form, "enum:text");
+	CHECK_EQ_STR(stored->columns[1]->type_name, "mood");
+	CHECK_EQ_INT(ts_store_open_table(store, "moods", NULL, false, &id, &created, &stored, &err), 0);
+	REQUIRE(stored != NULL && stored->n_columns == 2);
+	CHECK_EQ_STR(stored->columns[1]->type_name, "feeling");
+
+	/* and now a rename opens the old table too; the old pointer stays valid */
+	CHECK_EQ_INT(open_form_table(store, "legacy", make_form_schema("colour", "enum:text"),
+								 type, form, &err), 0);
+	CHECK_EQ_STR(type, "colour");
+	CHECK_EQ_STR(stored->columns[1]->type_name, "feeling");
+	ts_store_close(store);
+}
+
 static void
 remove_data_dir(void)
 {
@@ -1185,6 +1336,7 @@ main(void)
 	TC_RUN(test_sorted_then_overlap);
 	TC_RUN(test_sorted_abort);
 	TC_RUN(test_memory_budget);
+	TC_RUN(test_schema_forms);
 
 	/* merges in 3 parts at once, in a store of their own */
 	remove_data_dir();
