@@ -6,7 +6,7 @@
  *		tables, reopening, schema mismatch, truncate and drop; sorted sessions
  *		that spill straight to SST files, and sorted sessions that stop
  *		being sorted; columns matched by form and stored schemas replaced
- *		by the client's.
+ *		by the client's; tables of no columns.
  */
 #include <dirent.h>
 #include <stdlib.h>
@@ -1310,6 +1310,203 @@ test_schema_forms(void)
 	ts_store_close(store);
 }
 
+/* ---- tables of no columns ---- */
+
+/* A batch of n empty rows. */
+static void
+empty_batch_build(Tcopy__WriteBatch *batch, Tcopy__Row *rows, Tcopy__Row **row_ptrs,
+				  uint32_t table_id, uint64_t seq, size_t n)
+{
+	tcopy__write_batch__init(batch);
+	for (size_t i = 0; i < n; i++)
+	{
+		tcopy__row__init(&rows[i]);
+		row_ptrs[i] = &rows[i];
+	}
+	batch->seq = seq;
+	batch->table_id = table_id;
+	batch->rows = row_ptrs;
+	batch->n_rows = n;
+}
+
+/* Write nbatches batches of n empty rows in one session; commit or abort. */
+static int
+load_empty(TsStore *store, uint32_t table_id, size_t nbatches, size_t n, bool commit)
+{
+	Tcopy__WriteBatch batch;
+	Tcopy__Row *rows = calloc(n ? n : 1, sizeof(Tcopy__Row));
+	Tcopy__Row **row_ptrs = calloc(n ? n : 1, sizeof(Tcopy__Row *));
+	TsError		err;
+	uint64_t	sid,
+				committed = 0;
+	TsSession  *session = ts_session_begin(store, &sid, &err);
+	int			rc = -1;
+
+	if (session == NULL)
+		goto done;
+	for (size_t b = 0; b < nbatches; b++)
+	{
+		empty_batch_build(&batch, rows, row_ptrs, table_id, b + 1, n);
+		if (ts_session_write(session, &batch, &err) != 0)
+		{
+			fprintf(stderr, "write failed: %s\n", err.message);
+			ts_session_abort(session);
+			goto done;
+		}
+	}
+	if (!commit)
+	{
+		ts_session_abort(session);
+		rc = 0;
+		goto done;
+	}
+	if (ts_session_commit(session, &committed, &err) != 0)
+		fprintf(stderr, "commit failed: %s\n", err.message);
+	else if (committed == nbatches * n)
+		rc = 0;
+done:
+	free(rows);
+	free(row_ptrs);
+	return rc;
+}
+
+/*
+ * Scan table (all columns) in batches of batch_rows; the rows it returns,
+ * or -1 when the scan failed or a row was not empty.
+ */
+static int64_t
+count_empty(TsStore *store, uint32_t table_id, uint32_t batch_rows)
+{
+	Tcopy__Scan request = TCOPY__SCAN__INIT;
+	Tcopy__ScanBatch batch = TCOPY__SCAN_BATCH__INIT;
+	TsError		err;
+	TsScan	   *sc;
+	TcArena		arena;
+	int64_t		rows = 0;
+
+	request.table_id = table_id;
+	request.batch_rows = batch_rows;
+	sc = ts_scan_open(store, &request, &err);
+	if (sc == NULL)
+	{
+		fprintf(stderr, "scan failed: %s\n", err.message);
+		return -1;
+	}
+	tc_arena_init(&arena, 64 * 1024);
+	do
+	{
+		tc_arena_reset(&arena);
+		if (ts_scan_next(sc, &arena, &batch, &err) != 0)
+		{
+			fprintf(stderr, "scan failed: %s\n", err.message);
+			rows = -1;
+			break;
+		}
+		for (size_t i = 0; i < batch.n_rows; i++)
+		{
+			const Tcopy__Row *row = batch.rows[i];
+
+			if (row->n_ints || row->n_floats || row->n_blobs || row->n_nulls)
+				rows = INT64_MIN;
+			rows++;
+		}
+	} while (!batch.done);
+	ts_scan_close(sc);
+	tc_arena_free(&arena);
+	return rows < 0 ? -1 : rows;
+}
+
+/*
+ * Tables of no columns, as Postgres allows: created, written (rows without
+ * values, in memory and spilled), committed, scanned (empty rows, to be
+ * counted), across a reopen, truncated and dropped.
+ */
+static void
+test_zero_columns(void)
+{
+	TsStore    *store = open_store(64 * 1024 * 1024);
+	Tcopy__Schema schema = TCOPY__SCHEMA__INIT;
+	Tcopy__Scan request = TCOPY__SCAN__INIT;
+	const Tcopy__Schema *stored = NULL;
+	TsError		err;
+	uint32_t	table = 0,
+				again = 0;
+	bool		created = false;
+
+	REQUIRE(store != NULL);
+	CHECK_EQ_INT(ts_store_open_table(store, "nocols", &schema, true, &table, &created,
+									 &stored, &err), 0);
+	REQUIRE(table > 0);
+	CHECK(created);
+	REQUIRE(stored != NULL);
+	CHECK_EQ_UINT(stored->n_columns, 0);
+	CHECK_EQ_INT(ts_store_open_table(store, "nocols", &schema, false, &again, &created,
+									 NULL, &err), 0);
+	CHECK_EQ_UINT(again, table);
+	CHECK(!created);
+	CHECK_EQ_INT(ts_store_open_table(store, "nocols", make_schema(false), false, &again,
+									 &created, NULL, &err), -1);
+	CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_SCHEMA_MISMATCH);
+	CHECK_EQ_INT(count_empty(store, table, 0), 0);
+
+	/* written, committed, counted; an aborted session counts nothing */
+	CHECK_EQ_INT(load_empty(store, table, 1, 3, true), 0);
+	CHECK_EQ_INT(count_empty(store, table, 0), 3);
+	CHECK_EQ_INT(load_empty(store, table, 4, 1000, true), 0);
+	CHECK_EQ_INT(load_empty(store, table, 2, 1000, false), 0);
+	CHECK_EQ_INT(count_empty(store, table, 0), 4003);
+	CHECK_EQ_INT(count_empty(store, table, 7), 4003);
+	CHECK_EQ_INT(load_empty(store, table, 1, 0, true), 0);	/* a batch of no rows */
+	CHECK_EQ_INT(count_empty(store, table, 0), 4003);
+
+	/* a row with a value or a NULL does not fit */
+	{
+		Tcopy__WriteBatch batch;
+		Tcopy__Row	rows[2];
+		Tcopy__Row *row_ptrs[2];
+		int64_t		one = 1;
+		uint64_t	sid;
+		TsSession  *session = ts_session_begin(store, &sid, &err);
+
+		REQUIRE(session != NULL);
+		empty_batch_build(&batch, rows, row_ptrs, table, 1, 2);
+		rows[1].ints = &one;
+		rows[1].n_ints = 1;
+		CHECK_EQ_INT(ts_session_write(session, &batch, &err), -1);
+		CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_BAD_ROW);
+		CHECK_EQ_UINT(ts_session_rows(session), 0);
+		ts_session_abort(session);
+	}
+
+	/* a projection of a column it does not have is refused */
+	request.table_id = table;
+	request.n_columns = 1;
+	request.columns = (uint32_t[]) {0};
+	CHECK(ts_scan_open(store, &request, &err) == NULL);
+	CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_PROTOCOL);
+	check_store_idle(store);
+	ts_store_close(store);
+
+	/* reopened with sessions that spill: the rows and the row ids carry on */
+	store = open_store(1024);
+	REQUIRE(store != NULL);
+	CHECK_EQ_INT(count_empty(store, table, 0), 4003);
+	CHECK_EQ_INT(load_empty(store, table, 20, 500, true), 0);
+	CHECK_EQ_INT(count_empty(store, table, 0), 14003);
+
+	/* truncate empties, drop forgets */
+	CHECK_EQ_INT(ts_store_table_op(store, TCOPY__TABLE_OP_KIND__TABLE_OP_TRUNCATE, table, &err), 0);
+	CHECK_EQ_INT(count_empty(store, table, 0), 0);
+	CHECK_EQ_INT(load_empty(store, table, 1, 5, true), 0);
+	CHECK_EQ_INT(count_empty(store, table, 0), 5);
+	CHECK_EQ_INT(ts_store_table_op(store, TCOPY__TABLE_OP_KIND__TABLE_OP_DROP, table, &err), 0);
+	request.n_columns = 0;
+	CHECK(ts_scan_open(store, &request, &err) == NULL);
+	CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_UNKNOWN_TABLE);
+	check_store_idle(store);
+	ts_store_close(store);
+}
+
 static void
 remove_data_dir(void)
 {
@@ -1337,6 +1534,7 @@ main(void)
 	TC_RUN(test_sorted_abort);
 	TC_RUN(test_memory_budget);
 	TC_RUN(test_schema_forms);
+	TC_RUN(test_zero_columns);
 
 	/* merges in 3 parts at once, in a store of their own */
 	remove_data_dir();
