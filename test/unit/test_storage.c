@@ -9,6 +9,8 @@
  *		by the client's; tables of no columns.
  */
 #include <dirent.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -1310,6 +1312,104 @@ test_schema_forms(void)
 	ts_store_close(store);
 }
 
+/* One of test_schema_race's threads: opens that rename m back and forth. */
+typedef struct RaceArg
+{
+	TsStore    *store;
+	int			thread;
+	int			opened;			/* opens that succeeded */
+	int			read_ok;		/* of which the stored schema read back sanely */
+} RaceArg;
+
+#define RACE_THREADS 4
+#define RACE_OPENS 40
+
+static void *
+race_thread(void *arg)
+{
+	RaceArg    *race = arg;
+
+	for (int i = 0; i < RACE_OPENS; i++)
+	{
+		/* the schema builder's static storage is not for threads: build here */
+		Tcopy__Column k = TCOPY__COLUMN__INIT,
+					m = TCOPY__COLUMN__INIT;
+		Tcopy__Column *columns[2] = {&k, &m};
+		uint32_t	key[1] = {0};
+		Tcopy__Schema schema = TCOPY__SCHEMA__INIT;
+		const Tcopy__Schema *stored = NULL;
+		uint32_t	id;
+		bool		created;
+		TsError		err;
+
+		k.name = "k";
+		k.kind = TCOPY__KIND__KIND_INT;
+		k.type_name = "int8";
+		k.form = "int8";
+		m.name = "m";
+		m.kind = TCOPY__KIND__KIND_BYTES;
+		m.type_name = (i + race->thread) % 2 ? "mood" : "feeling";
+		m.form = "enum:text";
+		schema.n_columns = 2;
+		schema.columns = columns;
+		schema.n_key = 1;
+		schema.key = key;
+		if (ts_store_open_table(race->store, "race", &schema, false, &id, &created,
+								&stored, &err) != 0)
+		{
+			fprintf(stderr, "open failed: %s\n", err.message);
+			continue;
+		}
+		race->opened++;
+		/* a schema_out must stay readable after others replaced it */
+		sched_yield();
+		if (stored->n_columns == 2 && strcmp(stored->columns[1]->form, "enum:text") == 0 &&
+			(strcmp(stored->columns[1]->type_name, "mood") == 0 ||
+			 strcmp(stored->columns[1]->type_name, "feeling") == 0))
+			race->read_ok++;
+	}
+	return NULL;
+}
+
+/*
+ * Connections opening one table at once, renaming its type back and forth:
+ * every open succeeds, and every stored schema handed out stays readable
+ * while others replace it (ASan would see one freed too early).
+ */
+static void
+test_schema_race(void)
+{
+	TsStore    *store = open_store(64 * 1024 * 1024);
+	pthread_t	threads[RACE_THREADS];
+	RaceArg		args[RACE_THREADS];
+	char		type[64],
+				form[64];
+	TsError		err;
+
+	REQUIRE(store != NULL);
+	/* created without forms, then given them: renames open from then on */
+	CHECK_EQ_INT(open_form_table(store, "race", make_form_schema("mood", NULL),
+								 type, form, &err), 0);
+	CHECK_EQ_INT(open_form_table(store, "race", make_form_schema("mood", "enum:text"),
+								 type, form, &err), 0);
+	for (int t = 0; t < RACE_THREADS; t++)
+	{
+		args[t] = (RaceArg) {store, t, 0, 0};
+		REQUIRE(pthread_create(&threads[t], NULL, race_thread, &args[t]) == 0);
+	}
+	for (int t = 0; t < RACE_THREADS; t++)
+	{
+		pthread_join(threads[t], NULL);
+		CHECK_EQ_INT(args[t].opened, RACE_OPENS);
+		CHECK_EQ_INT(args[t].read_ok, RACE_OPENS);
+	}
+	CHECK_EQ_INT(open_form_table(store, "race", make_form_schema("mood", "enum:text"),
+								 type, form, &err), 0);
+	CHECK_EQ_STR(type, "mood");
+	CHECK_EQ_STR(form, "enum:text");
+	ts_store_close(store);
+}
+
 /* ---- tables of no columns ---- */
 
 /* A batch of n empty rows. */
@@ -1534,6 +1634,7 @@ main(void)
 	TC_RUN(test_sorted_abort);
 	TC_RUN(test_memory_budget);
 	TC_RUN(test_schema_forms);
+	TC_RUN(test_schema_race);
 	TC_RUN(test_zero_columns);
 
 	/* merges in 3 parts at once, in a store of their own */
