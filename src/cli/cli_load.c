@@ -37,11 +37,12 @@ cli_random(uint64_t *state)
 int
 cli_load(const CliOptions *opts)
 {
+	/* no forms: the table is matched by type names, as before forms */
 	static Tcopy__Column columns[] = {
-		{PROTOBUF_C_MESSAGE_INIT(&tcopy__column__descriptor), "aid", TCOPY__KIND__KIND_INT, "int4", -1, (char *) protobuf_c_empty_string},
-		{PROTOBUF_C_MESSAGE_INIT(&tcopy__column__descriptor), "bid", TCOPY__KIND__KIND_INT, "int4", -1, (char *) protobuf_c_empty_string},
-		{PROTOBUF_C_MESSAGE_INIT(&tcopy__column__descriptor), "abalance", TCOPY__KIND__KIND_INT, "int4", -1, (char *) protobuf_c_empty_string},
-		{PROTOBUF_C_MESSAGE_INIT(&tcopy__column__descriptor), "filler", TCOPY__KIND__KIND_BYTES, "bpchar", CLI_FILLER_WIDTH + 4, (char *) protobuf_c_empty_string},
+		{PROTOBUF_C_MESSAGE_INIT(&tcopy__column__descriptor), "aid", TCOPY__KIND__KIND_INT, "int4", -1, ""},
+		{PROTOBUF_C_MESSAGE_INIT(&tcopy__column__descriptor), "bid", TCOPY__KIND__KIND_INT, "int4", -1, ""},
+		{PROTOBUF_C_MESSAGE_INIT(&tcopy__column__descriptor), "abalance", TCOPY__KIND__KIND_INT, "int4", -1, ""},
+		{PROTOBUF_C_MESSAGE_INIT(&tcopy__column__descriptor), "filler", TCOPY__KIND__KIND_BYTES, "bpchar", CLI_FILLER_WIDTH + 4, ""},
 	};
 	static Tcopy__Column *column_ptrs[] = {&columns[0], &columns[1], &columns[2], &columns[3]};
 	static uint32_t key[] = {0};

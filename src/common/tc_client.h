@@ -107,8 +107,9 @@ const char *tc_client_server_name(const TcClient *client);
 
 /*
  * Open (with create, make) a table.  schema may be NULL to open whatever is
- * stored; otherwise it must equal the stored schema.  *schema_out, when
- * asked for, is the stored schema, to be freed with
+ * stored; otherwise it must match the stored schema, which it replaces when
+ * it only adds forms or renames types (docs/protocol.md#requests-and-states).
+ * *schema_out, when asked for, is the stored schema, to be freed with
  * tcopy__schema__free_unpacked(s, NULL).
  */
 int			tc_client_open_table(TcClient *client, const char *name,

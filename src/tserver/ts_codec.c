@@ -16,10 +16,15 @@ int
 ts_layout_init(TsLayout *layout, const Tcopy__Schema *schema, TsError *err)
 {
 	memset(layout, 0, sizeof(*layout));
-	if (schema->n_columns == 0 || schema->n_columns > TS_MAX_COLUMNS)
+
+	/*
+	 * No columns is a table as Postgres allows it: its rows have no values
+	 * (and no key, so generated row ids) and are only counted.
+	 */
+	if (schema->n_columns > TS_MAX_COLUMNS)
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
-					 "schema has %zu columns (1 to %d allowed)",
+					 "schema has %zu columns (at most %d allowed)",
 					 schema->n_columns, TS_MAX_COLUMNS);
 		return -1;
 	}
@@ -32,8 +37,9 @@ ts_layout_init(TsLayout *layout, const Tcopy__Schema *schema, TsError *err)
 	}
 	layout->ncolumns = (uint32_t) schema->n_columns;
 	layout->nkey = (uint32_t) schema->n_key;
-	layout->kinds = calloc(layout->ncolumns, sizeof(Tcopy__Kind));
-	layout->is_key = calloc(layout->ncolumns, sizeof(bool));
+	/* never calloc(0), which may return NULL */
+	layout->kinds = calloc(layout->ncolumns ? layout->ncolumns : 1, sizeof(Tcopy__Kind));
+	layout->is_key = calloc(layout->ncolumns ? layout->ncolumns : 1, sizeof(bool));
 	layout->key_columns = calloc(layout->nkey ? layout->nkey : 1, sizeof(uint32_t));
 	if (!layout->kinds || !layout->is_key || !layout->key_columns)
 	{

@@ -56,7 +56,10 @@ typedef struct TsValue
 	size_t		len;
 } TsValue;
 
-/* Validate schema (ERROR_PROTOCOL when malformed) and digest it. */
+/*
+ * Validate schema (ERROR_PROTOCOL when malformed) and digest it.  A schema
+ * may have no columns (then no key either): its rows are empty.
+ */
 int			ts_layout_init(TsLayout *layout, const Tcopy__Schema *schema,
 						   TsError *err);
 void		ts_layout_free(TsLayout *layout);

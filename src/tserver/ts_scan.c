@@ -118,8 +118,9 @@ ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err)
 					 "scan projects %zu columns", request->n_columns);
 		goto err;
 	}
-	scan->columns = malloc(scan->ncolumns * sizeof(uint32_t));
-	scan->values = calloc(layout->ncolumns, sizeof(TsValue));
+	/* a table of no columns projects none: its rows come back empty */
+	scan->columns = malloc((scan->ncolumns ? scan->ncolumns : 1) * sizeof(uint32_t));
+	scan->values = calloc(layout->ncolumns ? layout->ncolumns : 1, sizeof(TsValue));
 	if (scan->columns == NULL || scan->values == NULL)
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");

@@ -146,6 +146,9 @@ table_free(TsTable *table)
 	ts_layout_free(&table->layout);
 	if (table->schema)
 		tcopy__schema__free_unpacked(table->schema, NULL);
+	for (size_t i = 0; i < table->nold_schemas; i++)
+		tcopy__schema__free_unpacked(table->old_schemas[i], NULL);
+	free(table->old_schemas);
 	free(table->name);
 	free(table);
 }
@@ -461,16 +464,32 @@ table_by_name(TsStore *store, const char *name)
 	return NULL;
 }
 
+/* Whether a column has a form (clients before forms send none). */
+static inline bool
+column_has_form(const Tcopy__Column *column)
+{
+	return column->form != NULL && column->form[0] != '\0';
+}
+
 /*
- * Describe the first difference between two schemas in err; 0 when they are
- * equal.
+ * Compare a given schema with the stored one.  Names, kinds, typmods and
+ * the key always count; how values are stored is told by form where both
+ * columns have one (a type renamed on the client changes its type_name, not
+ * its form), else by type_name.  0 when they match, with *upgrade set when
+ * the given schema says more than the stored one: a form where the stored
+ * column has none, or a new type_name where the forms are equal (see
+ * ts_store_open_table), and no less: not when it lacks a form the stored
+ * schema has.  Else -1 with the first difference in err.
  */
 static int
 schema_compare(const char *table, const Tcopy__Schema *stored,
-			   const Tcopy__Schema *given, TsError *err)
+			   const Tcopy__Schema *given, bool *upgrade, TsError *err)
 {
 	Tcopy__ErrorCode code = TCOPY__ERROR_CODE__ERROR_SCHEMA_MISMATCH;
+	bool		says_more = false;
+	bool		says_less = false;
 
+	*upgrade = false;
 	if (stored->n_columns != given->n_columns)
 	{
 		ts_error_set(err, code, "table \"%s\" has %zu columns on the tserver, not %zu",
@@ -481,9 +500,11 @@ schema_compare(const char *table, const Tcopy__Schema *stored,
 	{
 		const Tcopy__Column *a = stored->columns[i];
 		const Tcopy__Column *b = given->columns[i];
+		bool		by_form = column_has_form(a) && column_has_form(b);
+		bool		same_type = strcmp(a->type_name, b->type_name) == 0;
 
 		if (strcmp(a->name, b->name) != 0 || a->kind != b->kind ||
-			strcmp(a->type_name, b->type_name) != 0 || a->typmod != b->typmod)
+			a->typmod != b->typmod || (!by_form && !same_type))
 		{
 			ts_error_set(err, code,
 						 "column %zu of table \"%s\" is \"%s\" %s(%d) on the tserver, not \"%s\" %s(%d)",
@@ -491,6 +512,18 @@ schema_compare(const char *table, const Tcopy__Schema *stored,
 						 b->name, b->type_name, b->typmod);
 			return -1;
 		}
+		if (by_form && strcmp(a->form, b->form) != 0)
+		{
+			ts_error_set(err, code,
+						 "column %zu of table \"%s\" is \"%s\" %s(%d) of form \"%s\" on the tserver, not \"%s\" %s(%d) of form \"%s\"",
+						 i + 1, table, a->name, a->type_name, a->typmod, a->form,
+						 b->name, b->type_name, b->typmod, b->form);
+			return -1;
+		}
+		if ((!column_has_form(a) && column_has_form(b)) || (by_form && !same_type))
+			says_more = true;
+		if (column_has_form(a) && !column_has_form(b))
+			says_less = true;
 	}
 	if (stored->n_key != given->n_key ||
 		(stored->n_key > 0 && memcmp(stored->key, given->key, stored->n_key * sizeof(uint32_t)) != 0))
@@ -498,7 +531,96 @@ schema_compare(const char *table, const Tcopy__Schema *stored,
 		ts_error_set(err, code, "table \"%s\" has different key columns on the tserver", table);
 		return -1;
 	}
+	*upgrade = says_more && !says_less;
 	return 0;
+}
+
+/*
+ * Pack table_id and schema as a "table:" entry's value, into memory of
+ * malloc's; NULL when out of memory.
+ */
+static uint8_t *
+table_info_pack(uint32_t table_id, const Tcopy__Schema *schema, size_t *packedlen)
+{
+	Tcopy__TableInfo info = TCOPY__TABLE_INFO__INIT;
+	uint8_t    *packed;
+
+	info.table_id = table_id;
+	info.schema = (Tcopy__Schema *) schema;
+	*packedlen = tcopy__table_info__get_packed_size(&info);
+	packed = malloc(*packedlen ? *packedlen : 1);
+	if (packed != NULL)
+		tcopy__table_info__pack(&info, packed);
+	return packed;
+}
+
+/*
+ * Replace table's schema by schema, which schema_compare matched with it and
+ * found to say more: in the meta family, by one synced write, then in
+ * memory, from the stored bytes as at startup.  Call with tables_lock held
+ * exclusively.
+ *
+ * Only the pointer table->schema changes, under the lock held exclusively;
+ * it is read under the lock held shared (ts_store_open_table).  The
+ * replaced schema is not freed but kept in old_schemas until the store
+ * closes, because a reader may still use it after it released the lock: a
+ * connection packing its TABLE_INFO from the schema_out it was given.  A
+ * schema is replaced at most once per type rename on the client, so what is
+ * kept stays small.  Nothing else depends on the schema's contents: the
+ * layout comes from kinds and the key, which do not change, and a table's
+ * name is not part of the schema.
+ */
+static int
+table_replace_schema_locked(TsStore *store, TsTable *table, const Tcopy__Schema *schema,
+							TsError *err)
+{
+	Tcopy__Schema *stored = NULL;
+	Tcopy__Schema **old_schemas;
+	Tcopy__TableInfo *info;
+	uint8_t    *packed;
+	size_t		packedlen;
+	char		key[sizeof(TS_META_TABLE_PREFIX) + TS_MAX_TABLE_NAME];
+	char	   *errptr = NULL;
+
+	packed = table_info_pack(table->id, schema, &packedlen);
+	old_schemas = realloc(table->old_schemas,
+						  (table->nold_schemas + 1) * sizeof(Tcopy__Schema *));
+	if (old_schemas != NULL)
+		table->old_schemas = old_schemas;
+	info = packed != NULL ? tcopy__table_info__unpack(NULL, packedlen, packed) : NULL;
+	if (info != NULL)
+	{
+		stored = info->schema;
+		info->schema = NULL;
+		tcopy__table_info__free_unpacked(info, NULL);
+	}
+	if (old_schemas == NULL || stored == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		goto err;
+	}
+	if (ts_store_check_space(store, packedlen + sizeof(key), err) != 0)
+		goto err;
+	snprintf(key, sizeof(key), "%s%s", TS_META_TABLE_PREFIX, table->name);
+	rocksdb_put_cf(store->db, store->write_sync, store->cf_meta, key, strlen(key),
+				   (const char *) packed, packedlen, &errptr);
+	if (errptr != NULL)
+	{
+		ts_error_rocksdb(err, "could not store the table definition", errptr);
+		goto err;
+	}
+	free(packed);
+	table->old_schemas[table->nold_schemas++] = table->schema;
+	table->schema = stored;
+	ts_log(TS_LOG_INFO, "replaced the schema of table \"%s\" (id %u) by the client's, "
+		   "which adds forms or renames types", table->name, table->id);
+	return 0;
+
+err:
+	free(packed);
+	if (stored != NULL)
+		tcopy__schema__free_unpacked(stored, NULL);
+	return -1;
 }
 
 /* Create table name with schema; call with tables_lock held exclusively. */
@@ -506,7 +628,7 @@ static TsTable *
 table_create_locked(TsStore *store, const char *name, const Tcopy__Schema *schema,
 					TsError *err)
 {
-	Tcopy__TableInfo info = TCOPY__TABLE_INFO__INIT;
+	uint32_t	table_id = store->next_table_id;
 	TsTable    *table;
 	rocksdb_writebatch_t *batch;
 	uint8_t    *packed;
@@ -515,22 +637,18 @@ table_create_locked(TsStore *store, const char *name, const Tcopy__Schema *schem
 	char		key[sizeof(TS_META_TABLE_PREFIX) + TS_MAX_TABLE_NAME];
 	char	   *errptr = NULL;
 
-	if (store->next_table_id == UINT32_MAX)
+	if (table_id == UINT32_MAX)
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE, "table ids are exhausted");
 		return NULL;
 	}
-	info.table_id = store->next_table_id;
-	info.schema = (Tcopy__Schema *) schema;
-	packedlen = tcopy__table_info__get_packed_size(&info);
-	packed = malloc(packedlen);
-	if (packed == NULL || tables_make_room(store, info.table_id) != 0)
+	packed = table_info_pack(table_id, schema, &packedlen);
+	if (packed == NULL || tables_make_room(store, table_id) != 0)
 	{
 		free(packed);
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
 		return NULL;
 	}
-	tcopy__table_info__pack(&info, packed);
 
 	/* the in-memory table is built from the stored bytes, as at startup */
 	table = table_from_info(store, name, strlen(name), packed, packedlen, err);
@@ -547,7 +665,7 @@ table_create_locked(TsStore *store, const char *name, const Tcopy__Schema *schem
 		return NULL;
 	}
 	snprintf(key, sizeof(key), "%s%s", TS_META_TABLE_PREFIX, name);
-	ts_put_be32(next_id, info.table_id + 1);
+	ts_put_be32(next_id, table_id + 1);
 	batch = rocksdb_writebatch_create();
 	rocksdb_writebatch_put_cf(batch, store->cf_meta, key, strlen(key),
 							  (const char *) packed, packedlen);
@@ -625,11 +743,46 @@ ts_store_open_table(TsStore *store, const char *name, const Tcopy__Schema *schem
 					 "table \"%s\" does not exist on the tserver", name);
 		return -1;
 	}
-	if (schema != NULL && schema_compare(name, table->schema, schema, err) != 0)
-		return -1;
+	if (schema != NULL)
+	{
+		bool		upgrade;
+		int			rc;
+
+		pthread_rwlock_rdlock(&store->tables_lock);
+		rc = schema_compare(name, table->schema, schema, &upgrade, err);
+		pthread_rwlock_unlock(&store->tables_lock);
+		if (rc != 0)
+			return -1;
+
+		/*
+		 * A schema that adds forms to the stored one, or renames types of
+		 * the same forms, replaces it: old tables get forms from the first
+		 * client that has them, and the stored type names follow renames
+		 * for the messages.  Compare again under the exclusive lock, as
+		 * another connection may have replaced it meanwhile; a table
+		 * dropped meanwhile is left alone, as if opened before the drop.
+		 */
+		if (upgrade)
+		{
+			pthread_rwlock_wrlock(&store->tables_lock);
+			if (!table->dropped)
+			{
+				rc = schema_compare(name, table->schema, schema, &upgrade, err);
+				if (rc == 0 && upgrade)
+					rc = table_replace_schema_locked(store, table, schema, err);
+			}
+			pthread_rwlock_unlock(&store->tables_lock);
+			if (rc != 0)
+				return -1;
+		}
+	}
 	*table_id = table->id;
 	if (schema_out != NULL)
+	{
+		pthread_rwlock_rdlock(&store->tables_lock);
 		*schema_out = table->schema;
+		pthread_rwlock_unlock(&store->tables_lock);
+	}
 	return 0;
 }
 

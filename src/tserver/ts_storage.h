@@ -63,10 +63,13 @@ void		ts_store_close(TsStore *store);
 /*
  * Look table name up; with create, make it when missing (the definition is
  * durable before this returns, whatever happens to the caller's session).
- * A given schema must equal the stored one (ERROR_SCHEMA_MISMATCH says how
- * it differs); *schema_out, when asked for, points to the stored schema,
- * valid until the store is closed (a dropped table's definition stays
- * allocated until then).
+ * A given schema must match the stored one (ERROR_SCHEMA_MISMATCH says how
+ * it differs): names, kinds, typmods and key, and forms where both columns
+ * have one, else type names.  A matching schema that adds forms or renames
+ * types of equal forms replaces the stored one, durably.  *schema_out, when
+ * asked for, points to the stored schema (after any replacement), valid
+ * until the store is closed (a dropped table's definition and a replaced
+ * schema stay allocated until then).
  */
 int			ts_store_open_table(TsStore *store, const char *name,
 								const Tcopy__Schema *schema, bool create,

@@ -24,7 +24,13 @@ typedef struct TsTable
 {
 	uint32_t	id;
 	char	   *name;
-	Tcopy__Schema *schema;		/* as stored; heap (protobuf-c default allocator) */
+	Tcopy__Schema *schema;		/* as stored; heap (protobuf-c default
+								 * allocator); read under tables_lock,
+								 * replaced under it held exclusively */
+	Tcopy__Schema **old_schemas;	/* [nold_schemas] replaced ones, kept
+									 * until close for readers that hold
+									 * them */
+	size_t		nold_schemas;
 	TsLayout	layout;
 	bool		dropped;		/* set under tables_lock held for writing */
 	_Atomic uint64_t next_rowid;	/* keyless tables: the next generated row id */
@@ -49,8 +55,9 @@ struct TsStore
 	/*
 	 * Tables by id (ids start at 1 and are never reused).  Readers take the
 	 * lock shared; creating, truncating and dropping take it exclusive, and
-	 * so does nothing else, so that a commit (shared) never sees a table
-	 * dropped under it.  Dropped tables stay allocated until close.
+	 * so does replacing a table's schema (ts_store_open_table) and nothing
+	 * else, so that a commit (shared) never sees a table dropped under it.
+	 * Dropped tables and replaced schemas stay allocated until close.
 	 */
 	pthread_rwlock_t tables_lock;
 	TsTable   **tables;			/* [tables_cap], indexed by id; NULL: no such id */
@@ -91,7 +98,7 @@ TsTable    *ts_store_table_locked(TsStore *store, uint32_t table_id, TsError *er
 /*
  * ts_store_table_locked taking tables_lock shared.  The table stays
  * allocated once the lock is released (a dropped table's until close), and
- * its name and layout never change.
+ * its name and layout never change (its schema may: see TsTable).
  */
 TsTable    *ts_store_table(TsStore *store, uint32_t table_id, TsError *err);
 

@@ -37,7 +37,8 @@
  * The store is opened once, in a fresh temporary directory, with 4 KiB of
  * session memory so that sessions spill, and holds three tables (ids 1-3,
  * see fuzz_create_tables).  An input that changed what is stored (created,
- * truncated or dropped a table, committed or prepared a session) is
+ * truncated or dropped a table, replaced a stored schema by one with forms,
+ * committed or prepared a session) is
  * followed by a fresh store, so that every input starts from the same state
  * and any crash reproduces from its input alone: a session an input
  * prepared and left orphaned is gone with its store.
@@ -178,7 +179,17 @@ fuzz_send(void *arg, const uint8_t *bytes, size_t len, TsError *err)
 				fuzz_fail("READY with a proof to a HELLO without one");
 		}
 		else if (type == TCOPY__FRAME_TYPE__FRAME_TABLE_INFO)
-			fuzz_store_dirty |= ((Tcopy__TableInfo *) msg)->created;
+		{
+			Tcopy__TableInfo *info = (Tcopy__TableInfo *) msg;
+
+			/*
+			 * The base tables have no forms: a stored schema with one was
+			 * created or replaced (ts_store_open_table) by this input.
+			 */
+			fuzz_store_dirty |= info->created;
+			for (size_t i = 0; info->schema != NULL && i < info->schema->n_columns; i++)
+				fuzz_store_dirty |= info->schema->columns[i]->form[0] != '\0';
+		}
 		else if (type == TCOPY__FRAME_TYPE__FRAME_COMMIT_OK ||
 				 type == TCOPY__FRAME_TYPE__FRAME_TABLE_OP_OK ||
 				 type == TCOPY__FRAME_TYPE__FRAME_PREPARE_OK)

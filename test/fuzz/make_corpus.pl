@@ -135,9 +135,9 @@ sub scan
 
 sub column
 {
-	my ($name, $kind, $type) = @_;
+	my ($name, $kind, $type, $form) = @_;
 	return pb_field_bytes(1, pb_field_bytes(1, $name) . pb_field_varint(2, $kind)
-		  . pb_field_bytes(3, $type));
+		  . pb_field_bytes(3, $type) . (defined $form ? pb_field_bytes(5, $form) : ''));
 }
 
 # kv: id int (key), b bool, f float, s text, n int
@@ -310,6 +310,36 @@ $seeds{'19-decode-total'} = chr(DECODE_TOTAL)
   . frame(F_BEGIN, '')
   . write_batch(1, 1, kv_row(1))
   . write_batch(2, 1, map { row(ints => [$_]) } 1 .. 500);
+
+# a table of no columns: empty rows written, committed, counted by scans,
+# truncated and dropped
+$seeds{'20-zero-columns'} = chr(0)
+  . frame(F_OPEN_TABLE, pb_field_bytes(1, 'nocols') . pb_field_bytes(2, '') . pb_field_varint(3, 1))
+  . frame(F_BEGIN, '')
+  . write_batch(1, 4, row(), row(), row())
+  . write_batch(2, 4, row())
+  . commit(2, 4)
+  . scan(table => 4)
+  . scan(table => 4, batch_rows => 3, limit => 2)
+  . frame(F_TABLE_OP, pb_field_varint(1, TRUNCATE) . pb_field_varint(2, 4))
+  . scan(table => 4)
+  . frame(F_TABLE_OP, pb_field_varint(1, DROP) . pb_field_varint(2, 4));
+
+# kv's schema with forms: added to the stored one, then a type renamed
+# (same forms), then another form (SCHEMA_MISMATCH)
+sub kv_schema
+{
+	my ($s_type, $s_form) = @_;
+	return pb_field_bytes(2, column('id', KIND_INT, 'int4', 'int4')
+		  . column('b', KIND_BOOL, 'bool', 'bool') . column('f', KIND_FLOAT, 'float8', 'float8')
+		  . column('s', KIND_BYTES, $s_type, $s_form) . column('n', KIND_INT, 'int8', 'int8')
+		  . pb_field_bytes(2, pb_varint(0)));
+}
+$seeds{'21-forms-added-renamed'} = chr(0)
+  . frame(F_OPEN_TABLE, pb_field_bytes(1, 'kv') . kv_schema('text', 'text'))
+  . frame(F_OPEN_TABLE, pb_field_bytes(1, 'kv') . kv_schema('words', 'text'))
+  . scan(table => 1)
+  . frame(F_OPEN_TABLE, pb_field_bytes(1, 'kv') . kv_schema('words', 'bytea'));
 
 # a field of any wire type: tag, then the value's bytes as given
 sub pb_raw

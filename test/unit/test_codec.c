@@ -1394,6 +1394,58 @@ decode_copy(const TsLayout *layout, const uint8_t *key, size_t keylen,
 	return ok;
 }
 
+/*
+ * A table of no columns (as Postgres allows): rows without values, keyed by
+ * row id, stored with an empty value, and decoded back to nothing; a row
+ * with any value or NULL does not fit, and a key column cannot be named.
+ */
+static void
+test_zero_columns(void)
+{
+	const uint32_t key_ok[] = {0};
+	TsLayout	layout;
+	Tcopy__Row	row = TCOPY__ROW__INIT;
+	int64_t		one = 1;
+	uint32_t	null0 = 0;
+	TcBuf		key = {0};
+	TcBuf		value = {0};
+	TcArena		scratch;
+	TsValue		unused;
+	static const uint8_t want_key[] = {0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0, 42};
+	static const uint8_t junk[] = {0};
+
+	check_layout_refused(0, NULL, 1, key_ok, "a key column of a table of no columns", __LINE__);
+	REQUIRE(layout_make(&layout, 0, NULL, 0, NULL));
+	CHECK_EQ_UINT(layout.ncolumns, 0);
+	CHECK_EQ_UINT(layout.nkey, 0);
+
+	check_row_accepted(&layout, &row, "empty row, no columns", __LINE__);
+	row.ints = &one;
+	row.n_ints = 1;
+	check_row_refused(&layout, &row, "an int in a row of no columns", __LINE__);
+	row.n_ints = 0;
+	row.nulls = &null0;
+	row.n_nulls = 1;
+	check_row_refused(&layout, &row, "a NULL in a row of no columns", __LINE__);
+	row.n_nulls = 0;
+
+	REQUIRE(ts_key_encode_rowid(7, 42, &key));
+	CHECK_MEM(key.data, key.len, want_key, sizeof(want_key));
+	REQUIRE(ts_value_encode(&layout, &row, &value));
+	CHECK_EQ_UINT(value.len, 0);
+
+	tc_arena_init(&scratch, 1024);
+	CHECK(decode_copy(&layout, key.data, key.len, value.data, 0, &scratch));
+	CHECK(ts_row_decode(&layout, key.data, key.len, junk, 0, &unused, &scratch));
+	CHECK(!decode_copy(&layout, key.data, key.len, junk, 1, &scratch));
+	CHECK(!decode_copy(&layout, key.data, key.len - 1, NULL, 0, &scratch));
+	CHECK(!decode_copy(&layout, key.data, TS_TABLE_ID_SIZE, NULL, 0, &scratch));
+	tc_arena_free(&scratch);
+	tc_buf_free(&key);
+	tc_buf_free(&value);
+	ts_layout_free(&layout);
+}
+
 /* Every truncation and extension of a valid key or value is refused. */
 static void
 test_decode_truncated(void)
@@ -1660,5 +1712,6 @@ main(void)
 	TC_RUN(test_decode_truncated);
 	TC_RUN(test_decode_corrupt);
 	TC_RUN(test_decode_fuzz);
+	TC_RUN(test_zero_columns);
 	return tc_test_summary();
 }

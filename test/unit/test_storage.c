@@ -5,9 +5,12 @@
  *		and runs, abort, scans with bounds, projection and limits, keyless
  *		tables, reopening, schema mismatch, truncate and drop; sorted sessions
  *		that spill straight to SST files, and sorted sessions that stop
- *		being sorted.
+ *		being sorted; columns matched by form and stored schemas replaced
+ *		by the client's; tables of no columns.
  */
 #include <dirent.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -1159,6 +1162,451 @@ test_sorted_abort(void)
 	ts_store_close(store);
 }
 
+/* ---- forms ---- */
+
+/*
+ * Schema (k int key, m a user type) with m's type_name and form (NULL:
+ * none, as from a client before forms); the id column has form "int8"
+ * when m has one.
+ */
+static Tcopy__Schema *
+make_form_schema(const char *m_type, const char *m_form)
+{
+	static Tcopy__Column columns[2];
+	static Tcopy__Column *column_ptrs[2];
+	static uint32_t key[1] = {0};
+	static Tcopy__Schema schema;
+
+	tcopy__schema__init(&schema);
+	tcopy__column__init(&columns[0]);
+	tcopy__column__init(&columns[1]);
+	columns[0].name = "k";
+	columns[0].kind = TCOPY__KIND__KIND_INT;
+	columns[0].type_name = "int8";
+	columns[1].name = "m";
+	columns[1].kind = TCOPY__KIND__KIND_BYTES;
+	columns[1].type_name = (char *) m_type;
+	if (m_form != NULL)
+	{
+		columns[0].form = "int8";
+		columns[1].form = (char *) m_form;
+	}
+	column_ptrs[0] = &columns[0];
+	column_ptrs[1] = &columns[1];
+	schema.n_columns = 2;
+	schema.columns = column_ptrs;
+	schema.n_key = 1;
+	schema.key = key;
+	return &schema;
+}
+
+/*
+ * Open table name with schema (create: true); the stored schema's m column
+ * into *m (its type_name and form copied to type, form), or -1 with err.
+ */
+static int
+open_form_table(TsStore *store, const char *name, const Tcopy__Schema *schema,
+				char *type, char *form, TsError *err)
+{
+	uint32_t	id;
+	bool		created;
+	const Tcopy__Schema *stored = NULL;
+
+	if (ts_store_open_table(store, name, schema, true, &id, &created, &stored, err) != 0)
+		return -1;
+	if (stored == NULL || stored->n_columns != 2)
+		return -1;
+	snprintf(type, 64, "%s", stored->columns[1]->type_name);
+	snprintf(form, 64, "%s", stored->columns[1]->form);
+	return 0;
+}
+
+/*
+ * Columns are matched by form where both sides have one, else by type
+ * name; a schema that adds forms or renames the type of a form replaces
+ * the stored one, durably.
+ */
+static void
+test_schema_forms(void)
+{
+	TsStore    *store = open_store(64 * 1024 * 1024);
+	TsError		err;
+	char		type[64],
+				form[64];
+	uint32_t	id;
+	bool		created;
+	const Tcopy__Schema *stored = NULL;
+
+	REQUIRE(store != NULL);
+
+	/* created with forms; a renamed type of the same form opens */
+	CHECK_EQ_INT(open_form_table(store, "moods", make_form_schema("mood", "enum:text"),
+								 type, form, &err), 0);
+	CHECK_EQ_INT(open_form_table(store, "moods", make_form_schema("feeling", "enum:text"),
+								 type, form, &err), 0);
+	CHECK_EQ_STR(type, "feeling");	/* the stored type name follows */
+	CHECK_EQ_STR(form, "enum:text");
+
+	/* another form does not, whatever the type name */
+	CHECK_EQ_INT(open_form_table(store, "moods", make_form_schema("feeling", "enum:oid"),
+								 type, form, &err), -1);
+	CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_SCHEMA_MISMATCH);
+	CHECK(strstr(err.message, "form \"enum:text\" on the tserver") != NULL);
+	CHECK(strstr(err.message, "form \"enum:oid\"") != NULL);
+
+	/* a client without forms is matched by type name: the stored, renamed one */
+	CHECK_EQ_INT(open_form_table(store, "moods", make_form_schema("feeling", NULL),
+								 type, form, &err), 0);
+	CHECK_EQ_STR(form, "enum:text");	/* not replaced: it says less */
+	CHECK_EQ_INT(open_form_table(store, "moods", make_form_schema("mood", NULL),
+								 type, form, &err), -1);
+	CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_SCHEMA_MISMATCH);
+
+	/* names, kinds and typmods count even where forms match */
+	{
+		Tcopy__Schema *s = make_form_schema("feeling", "enum:text");
+
+		s->columns[1]->typmod = 7;
+		CHECK_EQ_INT(open_form_table(store, "moods", s, type, form, &err), -1);
+		CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_SCHEMA_MISMATCH);
+		s = make_form_schema("feeling", "enum:text");
+		s->columns[1]->name = "n";
+		CHECK_EQ_INT(open_form_table(store, "moods", s, type, form, &err), -1);
+		CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_SCHEMA_MISMATCH);
+		s = make_form_schema("feeling", "enum:text");
+		s->columns[1]->kind = TCOPY__KIND__KIND_INT;
+		CHECK_EQ_INT(open_form_table(store, "moods", s, type, form, &err), -1);
+		CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_SCHEMA_MISMATCH);
+	}
+
+	/* created without forms: a client with them, same type names, adds them */
+	CHECK_EQ_INT(open_form_table(store, "legacy", make_form_schema("mood", NULL),
+								 type, form, &err), 0);
+	CHECK_EQ_STR(form, "");
+	CHECK_EQ_INT(open_form_table(store, "legacy", make_form_schema("colour", "enum:text"),
+								 type, form, &err), -1);	/* no forms to match by yet */
+	CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_SCHEMA_MISMATCH);
+	CHECK_EQ_INT(open_form_table(store, "legacy", make_form_schema("mood", "enum:text"),
+								 type, form, &err), 0);
+	CHECK_EQ_STR(type, "mood");
+	CHECK_EQ_STR(form, "enum:text");
+	ts_store_close(store);
+
+	/* both replacements were stored */
+	store = open_store(64 * 1024 * 1024);
+	REQUIRE(store != NULL);
+	CHECK_EQ_INT(ts_store_open_table(store, "legacy", NULL, false, &id, &created, &stored, &err), 0);
+	REQUIRE(stored != NULL && stored->n_columns == 2);
+	CHECK_EQ_STR(stored->columns[0]->form, "int8");
+	CHECK_EQ_STR(stored->columns[1]->form, "enum:text");
+	CHECK_EQ_STR(stored->columns[1]->type_name, "mood");
+	CHECK_EQ_INT(ts_store_open_table(store, "moods", NULL, false, &id, &created, &stored, &err), 0);
+	REQUIRE(stored != NULL && stored->n_columns == 2);
+	CHECK_EQ_STR(stored->columns[1]->type_name, "feeling");
+
+	/* and now a rename opens the old table too; the old pointer stays valid */
+	CHECK_EQ_INT(open_form_table(store, "legacy", make_form_schema("colour", "enum:text"),
+								 type, form, &err), 0);
+	CHECK_EQ_STR(type, "colour");
+	CHECK_EQ_STR(stored->columns[1]->type_name, "feeling");
+	ts_store_close(store);
+}
+
+/* One of test_schema_race's threads: opens that rename m back and forth. */
+typedef struct RaceArg
+{
+	TsStore    *store;
+	int			thread;
+	int			opened;			/* opens that succeeded */
+	int			read_ok;		/* of which the stored schema read back sanely */
+} RaceArg;
+
+#define RACE_THREADS 4
+#define RACE_OPENS 40
+
+static void *
+race_thread(void *arg)
+{
+	RaceArg    *race = arg;
+
+	for (int i = 0; i < RACE_OPENS; i++)
+	{
+		/* the schema builder's static storage is not for threads: build here */
+		Tcopy__Column k = TCOPY__COLUMN__INIT,
+					m = TCOPY__COLUMN__INIT;
+		Tcopy__Column *columns[2] = {&k, &m};
+		uint32_t	key[1] = {0};
+		Tcopy__Schema schema = TCOPY__SCHEMA__INIT;
+		const Tcopy__Schema *stored = NULL;
+		uint32_t	id;
+		bool		created;
+		TsError		err;
+
+		k.name = "k";
+		k.kind = TCOPY__KIND__KIND_INT;
+		k.type_name = "int8";
+		k.form = "int8";
+		m.name = "m";
+		m.kind = TCOPY__KIND__KIND_BYTES;
+		m.type_name = (i + race->thread) % 2 ? "mood" : "feeling";
+		m.form = "enum:text";
+		schema.n_columns = 2;
+		schema.columns = columns;
+		schema.n_key = 1;
+		schema.key = key;
+		if (ts_store_open_table(race->store, "race", &schema, false, &id, &created,
+								&stored, &err) != 0)
+		{
+			fprintf(stderr, "open failed: %s\n", err.message);
+			continue;
+		}
+		race->opened++;
+		/* a schema_out must stay readable after others replaced it */
+		sched_yield();
+		if (stored->n_columns == 2 && strcmp(stored->columns[1]->form, "enum:text") == 0 &&
+			(strcmp(stored->columns[1]->type_name, "mood") == 0 ||
+			 strcmp(stored->columns[1]->type_name, "feeling") == 0))
+			race->read_ok++;
+	}
+	return NULL;
+}
+
+/*
+ * Connections opening one table at once, renaming its type back and forth:
+ * every open succeeds, and every stored schema handed out stays readable
+ * while others replace it (ASan would see one freed too early).
+ */
+static void
+test_schema_race(void)
+{
+	TsStore    *store = open_store(64 * 1024 * 1024);
+	pthread_t	threads[RACE_THREADS];
+	RaceArg		args[RACE_THREADS];
+	char		type[64],
+				form[64];
+	TsError		err;
+
+	REQUIRE(store != NULL);
+	/* created without forms, then given them: renames open from then on */
+	CHECK_EQ_INT(open_form_table(store, "race", make_form_schema("mood", NULL),
+								 type, form, &err), 0);
+	CHECK_EQ_INT(open_form_table(store, "race", make_form_schema("mood", "enum:text"),
+								 type, form, &err), 0);
+	for (int t = 0; t < RACE_THREADS; t++)
+	{
+		args[t] = (RaceArg) {store, t, 0, 0};
+		REQUIRE(pthread_create(&threads[t], NULL, race_thread, &args[t]) == 0);
+	}
+	for (int t = 0; t < RACE_THREADS; t++)
+	{
+		pthread_join(threads[t], NULL);
+		CHECK_EQ_INT(args[t].opened, RACE_OPENS);
+		CHECK_EQ_INT(args[t].read_ok, RACE_OPENS);
+	}
+	CHECK_EQ_INT(open_form_table(store, "race", make_form_schema("mood", "enum:text"),
+								 type, form, &err), 0);
+	CHECK_EQ_STR(type, "mood");
+	CHECK_EQ_STR(form, "enum:text");
+	ts_store_close(store);
+}
+
+/* ---- tables of no columns ---- */
+
+/* A batch of n empty rows. */
+static void
+empty_batch_build(Tcopy__WriteBatch *batch, Tcopy__Row *rows, Tcopy__Row **row_ptrs,
+				  uint32_t table_id, uint64_t seq, size_t n)
+{
+	tcopy__write_batch__init(batch);
+	for (size_t i = 0; i < n; i++)
+	{
+		tcopy__row__init(&rows[i]);
+		row_ptrs[i] = &rows[i];
+	}
+	batch->seq = seq;
+	batch->table_id = table_id;
+	batch->rows = row_ptrs;
+	batch->n_rows = n;
+}
+
+/* Write nbatches batches of n empty rows in one session; commit or abort. */
+static int
+load_empty(TsStore *store, uint32_t table_id, size_t nbatches, size_t n, bool commit)
+{
+	Tcopy__WriteBatch batch;
+	Tcopy__Row *rows = calloc(n ? n : 1, sizeof(Tcopy__Row));
+	Tcopy__Row **row_ptrs = calloc(n ? n : 1, sizeof(Tcopy__Row *));
+	TsError		err;
+	uint64_t	sid,
+				committed = 0;
+	TsSession  *session = ts_session_begin(store, &sid, &err);
+	int			rc = -1;
+
+	if (session == NULL)
+		goto done;
+	for (size_t b = 0; b < nbatches; b++)
+	{
+		empty_batch_build(&batch, rows, row_ptrs, table_id, b + 1, n);
+		if (ts_session_write(session, &batch, &err) != 0)
+		{
+			fprintf(stderr, "write failed: %s\n", err.message);
+			ts_session_abort(session);
+			goto done;
+		}
+	}
+	if (!commit)
+	{
+		ts_session_abort(session);
+		rc = 0;
+		goto done;
+	}
+	if (ts_session_commit(session, &committed, &err) != 0)
+		fprintf(stderr, "commit failed: %s\n", err.message);
+	else if (committed == nbatches * n)
+		rc = 0;
+done:
+	free(rows);
+	free(row_ptrs);
+	return rc;
+}
+
+/*
+ * Scan table (all columns) in batches of batch_rows; the rows it returns,
+ * or -1 when the scan failed or a row was not empty.
+ */
+static int64_t
+count_empty(TsStore *store, uint32_t table_id, uint32_t batch_rows)
+{
+	Tcopy__Scan request = TCOPY__SCAN__INIT;
+	Tcopy__ScanBatch batch = TCOPY__SCAN_BATCH__INIT;
+	TsError		err;
+	TsScan	   *sc;
+	TcArena		arena;
+	int64_t		rows = 0;
+
+	request.table_id = table_id;
+	request.batch_rows = batch_rows;
+	sc = ts_scan_open(store, &request, &err);
+	if (sc == NULL)
+	{
+		fprintf(stderr, "scan failed: %s\n", err.message);
+		return -1;
+	}
+	tc_arena_init(&arena, 64 * 1024);
+	do
+	{
+		tc_arena_reset(&arena);
+		if (ts_scan_next(sc, &arena, &batch, &err) != 0)
+		{
+			fprintf(stderr, "scan failed: %s\n", err.message);
+			rows = -1;
+			break;
+		}
+		for (size_t i = 0; i < batch.n_rows; i++)
+		{
+			const Tcopy__Row *row = batch.rows[i];
+
+			if (row->n_ints || row->n_floats || row->n_blobs || row->n_nulls)
+				rows = INT64_MIN;
+			rows++;
+		}
+	} while (!batch.done);
+	ts_scan_close(sc);
+	tc_arena_free(&arena);
+	return rows < 0 ? -1 : rows;
+}
+
+/*
+ * Tables of no columns, as Postgres allows: created, written (rows without
+ * values, in memory and spilled), committed, scanned (empty rows, to be
+ * counted), across a reopen, truncated and dropped.
+ */
+static void
+test_zero_columns(void)
+{
+	TsStore    *store = open_store(64 * 1024 * 1024);
+	Tcopy__Schema schema = TCOPY__SCHEMA__INIT;
+	Tcopy__Scan request = TCOPY__SCAN__INIT;
+	const Tcopy__Schema *stored = NULL;
+	TsError		err;
+	uint32_t	table = 0,
+				again = 0;
+	bool		created = false;
+
+	REQUIRE(store != NULL);
+	CHECK_EQ_INT(ts_store_open_table(store, "nocols", &schema, true, &table, &created,
+									 &stored, &err), 0);
+	REQUIRE(table > 0);
+	CHECK(created);
+	REQUIRE(stored != NULL);
+	CHECK_EQ_UINT(stored->n_columns, 0);
+	CHECK_EQ_INT(ts_store_open_table(store, "nocols", &schema, false, &again, &created,
+									 NULL, &err), 0);
+	CHECK_EQ_UINT(again, table);
+	CHECK(!created);
+	CHECK_EQ_INT(ts_store_open_table(store, "nocols", make_schema(false), false, &again,
+									 &created, NULL, &err), -1);
+	CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_SCHEMA_MISMATCH);
+	CHECK_EQ_INT(count_empty(store, table, 0), 0);
+
+	/* written, committed, counted; an aborted session counts nothing */
+	CHECK_EQ_INT(load_empty(store, table, 1, 3, true), 0);
+	CHECK_EQ_INT(count_empty(store, table, 0), 3);
+	CHECK_EQ_INT(load_empty(store, table, 4, 1000, true), 0);
+	CHECK_EQ_INT(load_empty(store, table, 2, 1000, false), 0);
+	CHECK_EQ_INT(count_empty(store, table, 0), 4003);
+	CHECK_EQ_INT(count_empty(store, table, 7), 4003);
+	CHECK_EQ_INT(load_empty(store, table, 1, 0, true), 0);	/* a batch of no rows */
+	CHECK_EQ_INT(count_empty(store, table, 0), 4003);
+
+	/* a row with a value or a NULL does not fit */
+	{
+		Tcopy__WriteBatch batch;
+		Tcopy__Row	rows[2];
+		Tcopy__Row *row_ptrs[2];
+		int64_t		one = 1;
+		uint64_t	sid;
+		TsSession  *session = ts_session_begin(store, &sid, &err);
+
+		REQUIRE(session != NULL);
+		empty_batch_build(&batch, rows, row_ptrs, table, 1, 2);
+		rows[1].ints = &one;
+		rows[1].n_ints = 1;
+		CHECK_EQ_INT(ts_session_write(session, &batch, &err), -1);
+		CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_BAD_ROW);
+		CHECK_EQ_UINT(ts_session_rows(session), 0);
+		ts_session_abort(session);
+	}
+
+	/* a projection of a column it does not have is refused */
+	request.table_id = table;
+	request.n_columns = 1;
+	request.columns = (uint32_t[]) {0};
+	CHECK(ts_scan_open(store, &request, &err) == NULL);
+	CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_PROTOCOL);
+	check_store_idle(store);
+	ts_store_close(store);
+
+	/* reopened with sessions that spill: the rows and the row ids carry on */
+	store = open_store(1024);
+	REQUIRE(store != NULL);
+	CHECK_EQ_INT(count_empty(store, table, 0), 4003);
+	CHECK_EQ_INT(load_empty(store, table, 20, 500, true), 0);
+	CHECK_EQ_INT(count_empty(store, table, 0), 14003);
+
+	/* truncate empties, drop forgets */
+	CHECK_EQ_INT(ts_store_table_op(store, TCOPY__TABLE_OP_KIND__TABLE_OP_TRUNCATE, table, &err), 0);
+	CHECK_EQ_INT(count_empty(store, table, 0), 0);
+	CHECK_EQ_INT(load_empty(store, table, 1, 5, true), 0);
+	CHECK_EQ_INT(count_empty(store, table, 0), 5);
+	CHECK_EQ_INT(ts_store_table_op(store, TCOPY__TABLE_OP_KIND__TABLE_OP_DROP, table, &err), 0);
+	request.n_columns = 0;
+	CHECK(ts_scan_open(store, &request, &err) == NULL);
+	CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_UNKNOWN_TABLE);
+	check_store_idle(store);
+	ts_store_close(store);
+}
+
 static void
 remove_data_dir(void)
 {
@@ -1185,6 +1633,9 @@ main(void)
 	TC_RUN(test_sorted_then_overlap);
 	TC_RUN(test_sorted_abort);
 	TC_RUN(test_memory_budget);
+	TC_RUN(test_schema_forms);
+	TC_RUN(test_schema_race);
+	TC_RUN(test_zero_columns);
 
 	/* merges in 3 parts at once, in a store of their own */
 	remove_data_dir();
