@@ -95,7 +95,7 @@ INSERT INTO vt VALUES
 (30, 'varbit', 'varbit', true, ARRAY['', '101010101', '1', 'x00ff']),
 (31, 'tsvector', 'tsvector', true, ARRAY['a fat cat sat on a mat', $$'é':1A 日本:2B$$,
 	'', $$'a b' c:1,2,3$$]),
-(32, 'tsquery', 'tsquery', true, ARRAY['fat & (rat | cat)', '!a <-> b', 'é:* & 日本:AB', '']),
+(32, 'tsquery', 'tsquery', true, ARRAY['fat & (rat | cat)', '!a <-> b', 'é:* & 日本:AB', 'a:*B & !!c']),
 (33, 'point', 'point', false, ARRAY['(0.123456789012,-0)', '(0.123456789012,-0)', '(NaN,Infinity)', '(1e-310,3)']),
 (34, 'lseg', 'lseg', true, ARRAY['[(0.123456789012,0),(-0,1e-310)]', '[(0.123456789012,0),(-0,1e-310)]', '[(1,2),(3,4)]', '((0,0),(1,1))']),
 (35, 'box', 'box', true, ARRAY['(0.123456789012,0),(-0,1)', '(0.123456789012,0),(-0,1)', '((5,5),(0,0))', NULL]),
