@@ -481,3 +481,15 @@ SELECT id, v FROM h_composite ORDER BY id;
 SELECT id, v FROM t_composite ORDER BY id;
 SELECT id, v FROM h_moodrange ORDER BY id;
 SELECT id, v FROM t_moodrange ORDER BY id;
+
+SET client_min_messages = warning;
+DROP EXTENSION tcopy CASCADE;
+\set ECHO errors
+SELECT format('DROP TABLE h_%s', slug) FROM vt ORDER BY n
+\gexec
+\set ECHO all
+DROP VIEW vt_write, vt_compare;
+DROP TABLE vt, vt_more, public.t;
+DROP SCHEMA sa, sb CASCADE;
+DROP TYPE pair2, moodrange2, floatrange2, mood2;
+DROP DOMAIN dom_date2;
