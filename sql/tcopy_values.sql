@@ -416,23 +416,36 @@ SELECT q FROM public.vt_compare ORDER BY n
 \gexec
 \set ECHO all
 
--- Type evolution, which a heap table survives
+-- Type evolution, which a heap table survives.  After each step the types
+-- that use the changed one are compared, at the end all of them (under R).
 RESET ALL;
-ALTER TYPE mood RENAME VALUE 'sad' TO 'unhappy';
-ALTER TYPE mood ADD VALUE 'meh' BEFORE 'ok';
-ALTER TYPE mood RENAME TO mood2;
-ALTER TYPE pair ADD ATTRIBUTE x int;
-ALTER TYPE pair DROP ATTRIBUTE n;
-ALTER TYPE pair RENAME ATTRIBUTE f TO f8;
-ALTER TYPE pair RENAME TO pair2;
-ALTER DOMAIN dom_date RENAME TO dom_date2;
-ALTER TYPE floatrange RENAME TO floatrange2;
-ALTER TYPE moodrange RENAME TO moodrange2;
-
 SET DateStyle = 'Postgres, MDY';
 SET IntervalStyle = postgres_verbose;
 SET extra_float_digits = 0;
 SET TimeZone = 'Pacific/Chatham';
+-- enum labels: one renamed, one added
+ALTER TYPE mood RENAME VALUE 'sad' TO 'unhappy';
+ALTER TYPE mood ADD VALUE 'meh' BEFORE 'ok';
+\set ECHO errors
+SELECT q FROM public.vt_compare JOIN public.vt USING (n)
+WHERE slug IN ('enum', 'enum_array', 'composite', 'composite_array', 'moodrange') ORDER BY n
+\gexec
+\set ECHO all
+-- composite attributes: one added, one dropped, one renamed
+ALTER TYPE pair ADD ATTRIBUTE x int;
+ALTER TYPE pair DROP ATTRIBUTE n;
+ALTER TYPE pair RENAME ATTRIBUTE f TO f8;
+\set ECHO errors
+SELECT q FROM public.vt_compare JOIN public.vt USING (n)
+WHERE slug IN ('composite', 'composite_array') ORDER BY n
+\gexec
+\set ECHO all
+-- types renamed
+ALTER TYPE mood RENAME TO mood2;
+ALTER TYPE pair RENAME TO pair2;
+ALTER DOMAIN dom_date RENAME TO dom_date2;
+ALTER TYPE floatrange RENAME TO floatrange2;
+ALTER TYPE moodrange RENAME TO moodrange2;
 \set ECHO errors
 SELECT q FROM public.vt_compare ORDER BY n
 \gexec
