@@ -20,6 +20,10 @@ CREATE TABLE enum_label (
 );
 REVOKE ALL ON enum_label FROM PUBLIC;
 GRANT SELECT ON enum_label TO PUBLIC;
+-- Reading it takes USAGE on schema tcopy too.  The schema's other objects
+-- are revoked from PUBLIC, but for the wrapper's handler and validator,
+-- which postgres_fdw leaves to PUBLIC as well.
+GRANT USAGE ON SCHEMA tcopy TO PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('enum_label', '');
 
 -- Version 1.3 stores the keys of new tables in another form (option
