@@ -216,11 +216,11 @@ tcopy_enum_current_label(const TcopyEnumLabels *map, const char *stored)
 /*
  * Before ALTER TYPE ... ADD VALUE x or RENAME VALUE y TO x (stmt) runs:
  * refuse x while tcopy stores it for a value other than y (see the file
- * comment).  Returns the enum type, whose rename tcopy_enum_labels_after_
- * alter records once Postgres ran the statement; InvalidOid when there is
- * nothing to do: the extension is older than 1.3, or Postgres is about to
- * refuse the statement in its own words (no such type, not an enum, not
- * the type's owner), before anything here takes a lock.
+ * comment).  Returns the enum type, for the call after the statement that
+ * records a rename; InvalidOid when there is nothing to do: the extension
+ * is older than 1.3, or Postgres is about to refuse the statement in its
+ * own words (no such type, not an enum, not the type's owner), which it
+ * then does before anything here takes a lock.
  *
  * The refusal is 42710 (duplicate_object), as Postgres' own for a label
  * the type has: a type's stored and current labels share one namespace.
