@@ -59,13 +59,13 @@ LANGUAGE C STRICT VOLATILE;
 REVOKE ALL ON FUNCTION prepared_sessions() FROM PUBLIC;
 REVOKE ALL ON FUNCTION recover_prepared_sessions() FROM PUBLIC;
 
--- The enum values whose labels were renamed since tcopy stored them: a
--- row says that values stored as "stored" are the value whose current
--- label is "label" (docs/values.md).  Only tcopy's utility hook writes it,
--- as the table's owner, when ALTER TYPE renames an enum value, and it
--- deletes a type's rows when the type is dropped.  Everyone may read it:
--- the labels are in pg_enum anyway.  pg_dump carries its rows, enumtype
--- as the type's name, which a restore maps to the new database's type.
+-- The enum values renamed since tcopy stored them (README.md, Renamed enum
+-- values): a row says that values stored as "stored" are the value whose
+-- current label is "label".  tcopy's utility hook alone writes it, below
+-- the executor, whoever renames: when ALTER TYPE renames an enum value, and
+-- when a type is dropped (its rows go).  Everyone may read it: the labels
+-- are in pg_enum anyway.  pg_dump carries its rows, enumtype as the type's
+-- name, which a restore maps to the new database's type.
 CREATE TABLE enum_label (
     enumtype regtype NOT NULL,
     stored text NOT NULL,
