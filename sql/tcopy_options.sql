@@ -47,7 +47,7 @@ CREATE USER MAPPING FOR PUBLIC SERVER ts OPTIONS (address 'null:');
 CREATE USER MAPPING FOR CURRENT_USER SERVER opt_ok OPTIONS (token 'not-needed');
 CREATE USER MAPPING FOR PUBLIC SERVER ts;
 
--- foreign tables: key, table_name, batch_rows, batch_size
+-- foreign tables: key, key_form, table_name, batch_rows, batch_size
 CREATE FOREIGN TABLE opt_t (a int) SERVER ts OPTIONS (keys 'a');
 CREATE FOREIGN TABLE opt_t (a int) SERVER ts OPTIONS (address 'null:');
 CREATE FOREIGN TABLE opt_t (a int) SERVER ts OPTIONS (key '');
@@ -55,6 +55,16 @@ CREATE FOREIGN TABLE opt_t (a int) SERVER ts OPTIONS (key 'a,');
 CREATE FOREIGN TABLE opt_t (a int) SERVER ts OPTIONS (key 'a,a');
 CREATE FOREIGN TABLE opt_t (a int) SERVER ts OPTIONS (table_name '');
 CREATE FOREIGN TABLE opt_t (a int) SERVER ts OPTIONS (batch_rows '-1');
+-- key_form: image (the default) or bytes, on tables only
+CREATE FOREIGN TABLE opt_t (a int) SERVER ts OPTIONS (key 'a', key_form 'text');
+CREATE FOREIGN TABLE opt_t (a int) SERVER ts OPTIONS (key 'a', key_form 'Image');
+CREATE SERVER opt_bad FOREIGN DATA WRAPPER tcopy OPTIONS (address 'null:', key_form 'bytes');
+CREATE FOREIGN TABLE opt_kf (a int) SERVER ts OPTIONS (key 'a', key_form 'bytes');
+ALTER FOREIGN TABLE opt_kf OPTIONS (SET key_form 'image');
+ALTER FOREIGN TABLE opt_kf OPTIONS (SET key_form 'pixels');
+SELECT o FROM pg_foreign_table, unnest(ftoptions) o
+WHERE ftrelid = 'opt_kf'::regclass AND o NOT LIKE 'table\_name=%' ORDER BY 1;
+DROP FOREIGN TABLE opt_kf;
 -- columns take column_name only, not empty
 CREATE FOREIGN TABLE opt_t (a int OPTIONS (name 'b')) SERVER ts;
 CREATE FOREIGN TABLE opt_t (a int OPTIONS (column_name '')) SERVER ts;

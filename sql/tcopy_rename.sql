@@ -166,6 +166,31 @@ ALTER EXTENSION tcopy UPDATE TO '1.2';
 SELECT count(*) FROM ren_a."old one";
 SELECT ftoptions FROM pg_foreign_table WHERE ftrelid = 'ren_a."old one"'::regclass;
 
+-- version 1.3 stores new tables' keys in another form: the update pins
+-- key_form 'bytes' on every keyed table, not on a keyless one nor on one
+-- with key_form already, and adds tcopy.enum_label.  Before it, an enum
+-- rename passes through unrecorded.
+CREATE FOREIGN TABLE ren_a.nokey (k int) SERVER ts;
+CREATE FOREIGN TABLE ren_a.formed (k int NOT NULL) SERVER ts
+	OPTIONS (key 'k', key_form 'image');
+CREATE FOREIGN TABLE ren_a.two (a int NOT NULL, b text NOT NULL) SERVER ts
+	OPTIONS (key 'a, b', batch_rows '10');
+CREATE TYPE ren_a.mood AS ENUM ('sad', 'ok');
+ALTER TYPE ren_a.mood RENAME VALUE 'sad' TO 'unhappy';
+SELECT to_regclass('tcopy.enum_label');
+ALTER EXTENSION tcopy UPDATE TO '1.3';
+SELECT c.relname, array(SELECT o FROM unnest(ft.ftoptions) o
+						WHERE o NOT LIKE 'table\_name=%' ORDER BY o) AS options
+FROM pg_foreign_table ft JOIN pg_class c ON c.oid = ft.ftrelid
+WHERE c.relnamespace = 'ren_a'::regnamespace ORDER BY 1;
+SELECT count(*) FROM ren_a."old one";
+SELECT extversion, extconfig::regclass[] FROM pg_extension WHERE extname = 'tcopy';
+SELECT grantee, privilege_type FROM information_schema.role_table_grants
+WHERE table_schema = 'tcopy' AND table_name = 'enum_label' AND grantee = 'PUBLIC';
+SELECT * FROM tcopy.enum_label;
+ALTER TYPE ren_a.mood RENAME VALUE 'ok' TO 'fine';
+SELECT * FROM tcopy.enum_label;
+
 SET client_min_messages = warning;
 DROP EXTENSION tcopy CASCADE;
 DROP SCHEMA ren_a, ren_c, ren_e CASCADE;

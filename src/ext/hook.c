@@ -7,7 +7,9 @@
  * into a tcopy table goes to copy.c, which runs it in place of Postgres'
  * DoCopy; a column rename goes to rename.c first, then on to Postgres.
  * Everything else, and whatever those decline, goes to the previous hook
- * or standard_ProcessUtility.
+ * or standard_ProcessUtility.  ALTER TYPE ... ADD VALUE and RENAME VALUE
+ * of an enum are checked by enum_labels.c before they run, and a rename
+ * recorded there after it ran.
  *
  * It also binds each tcopy table to its own data.  A CREATE FOREIGN TABLE
  * of a tcopy server without option table_name gets one appended before
@@ -26,9 +28,10 @@
  * pre-commit, so that it commits and rolls back with the transaction.  A
  * DROP SERVER ... CASCADE may delete the user mappings before the tables:
  * the mappings of tcopy servers dropped in the transaction are kept for
- * that.
+ * that.  An enum type's recorded renames go with it (enum_labels.c).
  */
 #include "tcopy.h"
+#include "enum_labels.h"
 
 #include "access/relation.h"
 #include "access/reloptions.h"
@@ -36,6 +39,7 @@
 #include "catalog/namespace.h"
 #include "catalog/objectaccess.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
 #include "catalog/pg_user_mapping.h"
 #include "commands/defrem.h"
 #include "miscadmin.h"
@@ -207,7 +211,8 @@ tcopy_run_approved(const char *approved, PlannedStmt *pstmt, const char *querySt
 /*
  * The hook: a COPY that copy.c takes is complete when it returns; column
  * renames are prepared for, CREATE and ALTER of tcopy tables bound to
- * their data (see the file comment), then run; the rest passes through.
+ * their data (see the file comment), enum labels checked, then run, and
+ * an enum value's rename recorded; the rest passes through.
  */
 static void
 tcopy_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
@@ -218,6 +223,7 @@ tcopy_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	Node	   *parsetree = pstmt->utilityStmt;
 	uint64		processed;
 	char	   *approved = NULL;
+	Oid			enumtypid = InvalidOid;
 
 	if (IsA(parsetree, RenameStmt))
 		tcopy_pin_before_rename(parsetree);
@@ -240,6 +246,8 @@ tcopy_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	}
 	else if (IsA(parsetree, AlterTableStmt))
 		approved = tcopy_bind_altered_table((AlterTableStmt *) parsetree);
+	else if (IsA(parsetree, AlterEnumStmt))
+		enumtypid = tcopy_enum_labels_before_alter((AlterEnumStmt *) parsetree);
 
 	tcopy_run_approved(approved, pstmt, queryString, readOnlyTree, context,
 					   params, queryEnv, dest, qc);
@@ -257,6 +265,9 @@ tcopy_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		if (OidIsValid(relid))
 			tcopy_check_key(relid);
 	}
+
+	if (OidIsValid(enumtypid))
+		tcopy_enum_labels_after_alter(enumtypid, (AlterEnumStmt *) parsetree);
 }
 
 /* The end of a transaction: its dropped mappings go with its memory. */
@@ -359,7 +370,10 @@ tcopy_drop_table_data(Oid relid)
 	relation_close(rel, NoLock);
 }
 
-/* The object access hook: see the tcopy tables and mappings a DROP deletes. */
+/*
+ * The object access hook: see the tcopy tables, mappings and enum types a
+ * DROP deletes.
+ */
 static void
 tcopy_object_access(ObjectAccessType access, Oid classId, Oid objectId,
 					int subId, void *arg)
@@ -374,6 +388,8 @@ tcopy_object_access(ObjectAccessType access, Oid classId, Oid objectId,
 	else if (classId == RelationRelationId && subId == 0 &&
 			 tcopy_relation_is_tcopy_table(objectId))
 		tcopy_drop_table_data(objectId);
+	else if (classId == TypeRelationId && subId == 0)
+		tcopy_enum_labels_forget_type(objectId);
 }
 
 /* Install the hooks, keeping the ones installed before. */

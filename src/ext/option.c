@@ -62,6 +62,7 @@ static const TcopyOption tcopy_options[] = {
 	{"sslcert", UserMappingRelationId},
 	{"sslkey", UserMappingRelationId},
 	{"key", ForeignTableRelationId},
+	{"key_form", ForeignTableRelationId},
 	{"table_name", ForeignTableRelationId},
 	{"batch_rows", ForeignTableRelationId},
 	{"batch_size", ForeignTableRelationId},
@@ -201,6 +202,26 @@ tcopy_parse_key(const char *value)
 	return names;
 }
 
+/*
+ * The value of option key_form: true for 'bytes', the form of the keys of
+ * tables made before 1.3 (the 1.2--1.3 update sets it on them), false for
+ * 'image', the form of new tables' keys; an ERROR naming the valid ones
+ * otherwise.
+ */
+static bool
+tcopy_parse_key_form(const char *value)
+{
+	if (strcmp(value, "image") == 0)
+		return false;
+	if (strcmp(value, "bytes") == 0)
+		return true;
+	ereport(ERROR,
+			(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+			 errmsg("invalid value for option \"key_form\": \"%s\"", value),
+			 errhint("Valid values are: image, bytes.")));
+	return false;				/* keep the compiler quiet */
+}
+
 /* The value of option sslmode; an ERROR naming the valid ones otherwise. */
 static TcSslMode
 tcopy_parse_sslmode(const char *value)
@@ -241,6 +262,8 @@ tcopy_check_option_value(DefElem *def)
 		(void) tcopy_parse_batch_option(def->defname, value);
 	else if (strcmp(def->defname, "key") == 0)
 		(void) tcopy_parse_key(value);
+	else if (strcmp(def->defname, "key_form") == 0)
+		(void) tcopy_parse_key_form(value);
 	else if (strcmp(def->defname, "sslmode") == 0)
 		(void) tcopy_parse_sslmode(value);
 	else if (strcmp(def->defname, "sslrootcert") == 0)
@@ -630,7 +653,7 @@ tcopy_get_server_options(Oid serverid, List *mapping_options,
  * Resolve every option of foreign table rel reached with a user mapping of
  * options mapping_options: the server's and the mapping's
  * (tcopy_get_server_options), then the table's, whose batch options
- * override the server's.
+ * override the server's.  Without option key_form, keys are 'image'.
  */
 void
 tcopy_get_table_options_with(Relation rel, List *mapping_options,
@@ -649,6 +672,8 @@ tcopy_get_table_options_with(Relation rel, List *mapping_options,
 
 		if (strcmp(def->defname, "key") == 0)
 			key = value;
+		else if (strcmp(def->defname, "key_form") == 0)
+			options->key_bytes = tcopy_parse_key_form(value);
 		else if (strcmp(def->defname, "batch_rows") == 0)
 			options->batch_rows = tcopy_parse_batch_option(def->defname, value);
 		else if (strcmp(def->defname, "batch_size") == 0)

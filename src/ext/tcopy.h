@@ -76,8 +76,8 @@ typedef struct TcopyTableOptions
 								 * user mapping: sslcert, sslkey */
 	char	   *table_name;		/* the table's name on the tserver */
 	List	   *key_attnums;	/* AttrNumbers of the key columns, in key order */
-	bool		key_bytes;		/* key_form 'bytes': keyed on the stored
-								 * bytes, as before 1.3 (keys.c) */
+	bool		key_bytes;		/* key_form 'bytes' (tables made before 1.3);
+								 * false: 'image', the default */
 	int			batch_rows;		/* rows per batch */
 	int			batch_bytes;	/* bytes per batch (approximate) */
 } TcopyTableOptions;

@@ -11,7 +11,10 @@
 #	  a superuser, the role owning the database): every CREATE FOREIGN
 #	  TABLE fails with the attach error (42501), and no table is made;
 #	- the two databases' tables share data: DROP of one drops it for the
-#	  other too (the README says so).
+#	  other too (the README says so);
+#	- tcopy.enum_label's rows (enum values renamed since tcopy stored
+#	  them) are dumped with the type's name, and restored as the new
+#	  database's type, whose OID differs.
 use strict;
 use warnings;
 
@@ -45,6 +48,8 @@ $node->safe_psql('src', qq{
 	CREATE FOREIGN TABLE s.part1 PARTITION OF s.parted FOR VALUES FROM (0) TO (1000)
 		SERVER ts OPTIONS (key 'id');
 	INSERT INTO s.parted SELECT i, 'p' FROM generate_series(1, 999) i;
+	CREATE TYPE s.mood AS ENUM ('sad', 'ok');
+	ALTER TYPE s.mood RENAME VALUE 'sad' TO 'unhappy';
 	ALTER SCHEMA s RENAME TO s_renamed;
 });
 my @tables = ('s_renamed.keyed', 's_renamed.cols', 's_renamed.nokey', 's_renamed.part1');
@@ -65,6 +70,8 @@ my $script = `pg_restore -f - $dump`;
 like($script, qr/CREATE FOREIGN TABLE s_renamed\.keyed .*table_name '[0-9a-f]{32}'/s,
 	'the dump creates the foreign tables with their table_name');
 like($script, qr/column_name 'k'/, '... and their column options');
+like($script, qr/COPY tcopy\.enum_label .*\ns_renamed\.mood\tsad\tunhappy\n/s,
+	'... and the renamed enum value, by the type\'s name');
 
 # ---- a superuser's restore ----
 $node->safe_psql('postgres', 'CREATE DATABASE dst');
@@ -76,6 +83,12 @@ for my $t (@tables)
 }
 is(checksum('dst', 's_renamed.parted'), checksum('src', 's_renamed.parted'),
 	'dst: the partitioned table too');
+my $enum_label = q{SELECT enumtype = 's_renamed.mood'::regtype, stored, label FROM tcopy.enum_label};
+is($node->safe_psql('dst', $enum_label), 't|sad|unhappy',
+	'dst: the enum rename is recorded for dst\'s type');
+isnt($node->safe_psql('dst', q{SELECT 's_renamed.mood'::regtype::oid}),
+	$node->safe_psql('src', q{SELECT 's_renamed.mood'::regtype::oid}),
+	'... whose OID is not src\'s');
 $node->safe_psql('dst', "INSERT INTO s_renamed.cols VALUES (301, 'from dst')");
 is($node->safe_psql('src', 'SELECT v FROM s_renamed.cols WHERE id = 301'), 'from dst',
 	'a row written through dst is read through src: the tables share their data');
