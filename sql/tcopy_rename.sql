@@ -175,6 +175,12 @@ CREATE FOREIGN TABLE ren_a.formed (k int NOT NULL) SERVER ts
 	OPTIONS (key 'k', key_form 'image');
 CREATE FOREIGN TABLE ren_a.two (a int NOT NULL, b text NOT NULL) SERVER ts
 	OPTIONS (key 'a, b', batch_rows '10');
+-- a keyed table made by this library says key_form 'image' already; one
+-- made by 1.2 had no key_form
+SELECT array(SELECT o FROM unnest(ftoptions) o WHERE o NOT LIKE 'table\_name=%' ORDER BY o)
+FROM pg_foreign_table WHERE ftrelid = 'ren_a.two'::regclass;
+UPDATE pg_foreign_table SET ftoptions = array_remove(ftoptions, 'key_form=image')
+WHERE ftrelid = 'ren_a.two'::regclass;
 CREATE TYPE ren_a.mood AS ENUM ('sad', 'ok');
 ALTER TYPE ren_a.mood RENAME VALUE 'sad' TO 'unhappy';
 SELECT to_regclass('tcopy.enum_label');

@@ -125,24 +125,6 @@ column_choose_conv(TcopyColumnCodec *col)
 	}
 }
 
-/*
- * The stored form of a column, for the tserver to compare at every open
- * (Column.form): unlike its type_name, no user type's name, so that
- * renaming a type changes nothing stored.
- */
-static char *
-column_form_name(TcopyColumnCodec *col)
-{
-	Oid			base = getBaseType(col->typid);
-
-	if (col->conv == TCOPY_CONV_FORM)
-		return tcopy_form_name(col->form);
-	if (base < FirstNormalObjectId)
-		return format_type_extended(base, -1, FORMAT_TYPE_FORCE_QUALIFY);
-	/* a type of an extension, stored as text: renaming it breaks */
-	return psprintf("text(%s)", format_type_extended(base, -1, FORMAT_TYPE_FORCE_QUALIFY));
-}
-
 /* Append a wire column to schema. */
 static Tcopy__Column *
 schema_add_column(Tcopy__Schema *schema, char *name, Tcopy__Kind kind,
@@ -227,7 +209,7 @@ tcopy_rel_codec(Relation rel, Oid userid)
 			col->kind == TCOPY__KIND__KIND_BYTES ? nslots[2]++ : nslots[0]++;
 		schema_add_column(schema, tcopy_column_name(codec->relid, att), col->kind,
 						  format_type_extended(att->atttypid, -1, FORMAT_TYPE_FORCE_QUALIFY),
-						  att->atttypmod, column_form_name(col));
+						  att->atttypmod, tcopy_type_form_name(att->atttypid));
 		codec->column_of_att[i] = codec->ncolumns++;
 	}
 

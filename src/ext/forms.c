@@ -45,12 +45,14 @@
 
 #include "access/htup_details.h"
 #include "access/transam.h"
+#include "access/xlog.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "pgtime.h"
+#include "port/pg_bswap.h"
 #include "tc_varint.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -72,6 +74,7 @@ typedef enum TcopyFormKind
 	TCOPY_FORM_TEXT,			/* text-like varlena: its bytes */
 	TCOPY_FORM_IO,				/* text output under fixed settings */
 	TCOPY_FORM_ENUM,
+	TCOPY_FORM_REG,				/* versioned from here on */
 	TCOPY_FORM_RECORD,
 	TCOPY_FORM_ARRAY,
 	TCOPY_FORM_RANGE,
@@ -312,6 +315,8 @@ tcopy_type_needs_form(Oid typid)
 
 	if (typtype == TYPTYPE_ENUM || typtype == TYPTYPE_COMPOSITE)
 		return true;
+	if (tcopy_type_is_reg(typid) && !OidIsValid(get_element_type(typid)))
+		return true;
 	if (typtype == TYPTYPE_RANGE)
 		return tcopy_type_needs_form(getBaseType(get_range_subtype(typid)));
 	if (typtype == TYPTYPE_MULTIRANGE)
@@ -338,6 +343,8 @@ tcopy_form_build(Oid typid, int32 typmod)
 	initStringInfo(&form->scratch);
 	if (typtype == TYPTYPE_ENUM)
 		form->kind = TCOPY_FORM_ENUM;
+	else if (tcopy_type_is_reg(base) && !OidIsValid(get_element_type(base)))
+		form->kind = TCOPY_FORM_REG;
 	else if (typtype == TYPTYPE_COMPOSITE)
 		form->kind = TCOPY_FORM_RECORD;
 	else if (typtype == TYPTYPE_RANGE && tcopy_type_needs_form(base))
@@ -396,6 +403,7 @@ tcopy_form_build(Oid typid, int32 typmod)
 			form->part = tcopy_form_build(form->typcache->rngtype->type_id, -1);
 			break;
 		case TCOPY_FORM_IO:
+		case TCOPY_FORM_REG:
 			form->search_path = tcopy_type_is_reg(base);
 			break;
 	}
@@ -407,10 +415,11 @@ tcopy_form_build(Oid typid, int32 typmod)
 	return form;
 }
 
+/* Whether a form starts with TCOPY_FORM_VERSION at the top of a value. */
 static bool
-tcopy_form_is_container(const TcopyForm *form)
+tcopy_form_is_versioned(const TcopyForm *form)
 {
-	return form->kind >= TCOPY_FORM_RECORD;
+	return form->kind >= TCOPY_FORM_REG;
 }
 
 /*
@@ -444,6 +453,27 @@ put_slot(TcopyForm *part, Datum value, bool isnull, StringInfo out)
 	put_varint(out, (uint64) scratch->len);
 	appendBinaryStringInfo(out, scratch->data, scratch->len);
 	resetStringInfo(scratch);
+}
+
+/*
+ * A reg* value: the database it was written in (the cluster's system
+ * identifier and the database's OID), its OID, and its qualified name.  Read
+ * in that same database, the OID is the value, as on heap (it follows
+ * renames); read anywhere else (a restored copy, another database on the
+ * same tserver table), the name is looked up, as pg_dump restores reg*
+ * values.
+ */
+static void
+put_reg(TcopyForm *form, Datum value, StringInfo out)
+{
+	uint64		sysid = pg_hton64(GetSystemIdentifier());
+	uint32		dbid = pg_hton32(MyDatabaseId);
+	uint32		oid = pg_hton32(DatumGetObjectId(value));
+
+	appendBinaryStringInfo(out, (char *) &sysid, 8);
+	appendBinaryStringInfo(out, (char *) &dbid, 4);
+	appendBinaryStringInfo(out, (char *) &oid, 4);
+	appendStringInfoString(out, tcopy_fixed_output(&form->out_fn, value, true));
 }
 
 static void
@@ -566,6 +596,9 @@ form_put(TcopyForm *form, Datum value, StringInfo out)
 				appendStringInfoString(out, label);
 				break;
 			}
+		case TCOPY_FORM_REG:
+			put_reg(form, value, out);
+			break;
 		case TCOPY_FORM_RECORD:
 			put_record(form, value, out);
 			break;
@@ -584,7 +617,7 @@ form_put(TcopyForm *form, Datum value, StringInfo out)
 void
 tcopy_form_encode(TcopyForm *form, Datum value, StringInfo out)
 {
-	if (tcopy_form_is_container(form))
+	if (tcopy_form_is_versioned(form))
 		appendStringInfoChar(out, TCOPY_FORM_VERSION);
 	form_put(form, value, out);
 }
@@ -641,6 +674,7 @@ get_byte(FormReader *r)
 }
 
 static Datum form_get(TcopyForm *form, FormReader *r, size_t len);
+static void verify_text(FormReader *r, const uint8 *data, size_t len);
 
 /* A slot's part; false for NULL. */
 static bool
@@ -672,6 +706,35 @@ skip_slot(FormReader *r)
 	if (len > (uint64) (r->end - r->p))
 		reader_fail(r);
 	r->p += len;
+}
+
+static Datum
+get_reg(TcopyForm *form, FormReader *r)
+{
+	uint64		sysid;
+	uint32		dbid;
+	uint32		oid;
+
+	if (r->end - r->p < 16)
+		reader_fail(r);
+	memcpy(&sysid, r->p, 8);
+	memcpy(&dbid, r->p + 8, 4);
+	memcpy(&oid, r->p + 12, 4);
+	r->p += 16;
+	if (pg_ntoh64(sysid) == GetSystemIdentifier() && pg_ntoh32(dbid) == MyDatabaseId)
+	{
+		r->p = r->end;
+		return ObjectIdGetDatum(pg_ntoh32(oid));
+	}
+	{
+		const uint8 *name = r->p;
+		size_t		len = r->end - r->p;
+
+		verify_text(r, name, len);
+		r->p = r->end;
+		return tcopy_fixed_input(&form->in_fn, pnstrdup((const char *) name, len),
+								 form->typioparam, form->typmod, true);
+	}
 }
 
 static Datum
@@ -869,6 +932,8 @@ form_get(TcopyForm *form, FormReader *r, size_t len)
 				return InputFunctionCall(&form->in_fn, (char *) label,
 										 form->typioparam, form->typmod);
 			}
+		case TCOPY_FORM_REG:
+			return get_reg(form, r);
 		case TCOPY_FORM_RECORD:
 			return get_record(form, r);
 		case TCOPY_FORM_ARRAY:
@@ -893,7 +958,7 @@ tcopy_form_decode(TcopyForm *form, const uint8 *data, size_t len, int encoding,
 	r.attname = attname;
 	r.relname = relname;
 	r.encoding = encoding;
-	if (!tcopy_form_is_container(form))
+	if (!tcopy_form_is_versioned(form))
 		return form_get(form, &r, len);
 	if (len > 0 && data[0] == TCOPY_FORM_VERSION)
 	{
@@ -906,27 +971,32 @@ tcopy_form_decode(TcopyForm *form, const uint8 *data, size_t len, int encoding,
 							 form->typioparam, form->typmod, false);
 }
 
-/* The form's description on the wire: Column.form; no user type's name. */
+/*
+ * The description of a type's stored form on the wire (Column.form): a
+ * built-in type's name, or the structure of a user type (enum, record, a
+ * range, multirange or array of ...), never a user type's name, so that a
+ * type rename changes nothing the tserver compares.  Only a base type of
+ * an extension (stored as its text output) is named.
+ */
 char *
-tcopy_form_name(const TcopyForm *form)
+tcopy_type_form_name(Oid typid)
 {
-	switch (form->kind)
-	{
-		case TCOPY_FORM_ENUM:
-			return pstrdup("enum");
-		case TCOPY_FORM_RECORD:
-			return pstrdup("record");
-		case TCOPY_FORM_ARRAY:
-			return psprintf("array(%s)", tcopy_form_name(form->part));
-		case TCOPY_FORM_RANGE:
-			return psprintf("range(%s)", tcopy_form_name(form->part));
-		case TCOPY_FORM_MULTIRANGE:
-			return psprintf("multirange(%s)", tcopy_form_name(form->part));
-		default:
-			if (form->typid < FirstNormalObjectId)
-				return format_type_extended(form->typid, -1, FORMAT_TYPE_FORCE_QUALIFY);
-			/* a type of an extension, stored as text: renaming it breaks */
-			return psprintf("text(%s)", format_type_extended(form->typid, -1,
-															 FORMAT_TYPE_FORCE_QUALIFY));
-	}
+	Oid			base = getBaseType(typid);
+	char		typtype = get_typtype(base);
+	Oid			element;
+
+	if (base < FirstNormalObjectId)
+		return format_type_extended(base, -1, FORMAT_TYPE_FORCE_QUALIFY);
+	if (typtype == TYPTYPE_ENUM)
+		return pstrdup("enum");
+	if (typtype == TYPTYPE_COMPOSITE)
+		return pstrdup("record");
+	if (typtype == TYPTYPE_RANGE)
+		return psprintf("range(%s)", tcopy_type_form_name(get_range_subtype(base)));
+	if (typtype == TYPTYPE_MULTIRANGE)
+		return psprintf("multirange(%s)", tcopy_type_form_name(get_multirange_range(base)));
+	element = get_element_type(base);
+	if (OidIsValid(element))
+		return psprintf("array(%s)", tcopy_type_form_name(element));
+	return psprintf("text(%s)", format_type_extended(base, -1, FORMAT_TYPE_FORCE_QUALIFY));
 }

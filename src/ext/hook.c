@@ -114,6 +114,8 @@ tcopy_bind_created_table(CreateForeignTableStmt *stmt)
 	ForeignServer *server = GetForeignServerByName(stmt->servername, true);
 	ListCell   *lc;
 	char	   *name;
+	bool		keyed = false;
+	bool		key_form = false;
 
 	if (server == NULL || !tcopy_server_is_tcopy(server->serverid))
 		return NULL;			/* Postgres reports a missing server */
@@ -126,10 +128,21 @@ tcopy_bind_created_table(CreateForeignTableStmt *stmt)
 			tcopy_check_attach(server->serverid, stmt->base.relation->relname);
 			return defGetString(def);
 		}
+		keyed |= strcmp(def->defname, "key") == 0;
+		key_form |= strcmp(def->defname, "key_form") == 0;
 	}
 	name = tcopy_generate_table_name(tcopy_server_namespace(server->serverid));
 	stmt->options = lappend(stmt->options,
 							makeDefElem("table_name", (Node *) makeString(name), -1));
+
+	/*
+	 * A new keyed table says how its keys are stored, so that the update to
+	 * 1.3, which marks keyed tables without key_form as made by 1.2, leaves
+	 * it alone when it was made by this library before the update ran.
+	 */
+	if (keyed && !key_form)
+		stmt->options = lappend(stmt->options,
+								makeDefElem("key_form", (Node *) makeString("image"), -1));
 	return name;
 }
 

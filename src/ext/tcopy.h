@@ -167,7 +167,7 @@ extern void tcopy_form_encode(TcopyForm *form, Datum value, StringInfo out);
 extern Datum tcopy_form_decode(TcopyForm *form, const uint8 *data, size_t len,
 							   int encoding, const char *attname,
 							   const char *relname);
-extern char *tcopy_form_name(const TcopyForm *form);
+extern char *tcopy_type_form_name(Oid typid);
 /* A type's text output and input, under the settings of docs/values.md. */
 extern char *tcopy_fixed_output(FmgrInfo *out_fn, Datum value, bool search_path);
 extern Datum tcopy_fixed_input(FmgrInfo *in_fn, char *text, Oid typioparam,
