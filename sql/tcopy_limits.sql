@@ -47,6 +47,22 @@ SELECT count(*) FROM z;
 TRUNCATE z;
 SELECT count(*) FROM z;
 
+-- a row larger than a frame is refused with its size and the limit; rows
+-- that each fit are sent in as many batches as they need
+CREATE FOREIGN TABLE big (id int, t text) SERVER ts;
+SET tcopy.max_frame_mb = 1;
+INSERT INTO big VALUES (1, repeat('y', 2000000));
+COPY big FROM STDIN;
+1	short
+\.
+INSERT INTO big SELECT i, repeat('x', 400000) FROM generate_series(1, 5) i;
+RESET tcopy.max_frame_mb;
+SELECT count(*), sum(length(t)) FROM big;
+INSERT INTO big VALUES (6, repeat('y', 2000000));
+SELECT count(*), sum(length(t)) FROM big;
+SET tcopy.max_frame_mb = 0;
+SET tcopy.max_frame_mb = 4096;
+
 SET client_min_messages = warning;
 DROP EXTENSION tcopy CASCADE;
 DROP TABLE hz;

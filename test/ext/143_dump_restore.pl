@@ -49,10 +49,20 @@ $node->safe_psql('src', qq{
 		SERVER ts OPTIONS (key 'id');
 	INSERT INTO s.parted SELECT i, 'p' FROM generate_series(1, 999) i;
 	CREATE TYPE s.mood AS ENUM ('sad', 'ok');
+	CREATE FOREIGN TABLE s.typed (id int NOT NULL, m s.mood, ms s.mood[], r regclass, rt regtype)
+		SERVER ts OPTIONS (key 'id');
+	INSERT INTO s.typed VALUES (1, 'sad', '{sad,ok}', NULL, NULL);
 	ALTER TYPE s.mood RENAME VALUE 'sad' TO 'unhappy';
 	ALTER SCHEMA s RENAME TO s_renamed;
 });
-my @tables = ('s_renamed.keyed', 's_renamed.cols', 's_renamed.nokey', 's_renamed.part1');
+# reg* values name objects by OID in the database that wrote them, by
+# their qualified name anywhere else: dst reads these by name
+$node->safe_psql('src', q{
+	INSERT INTO s_renamed.typed VALUES
+		(2, 'unhappy', '{ok,unhappy}', 's_renamed.keyed', 's_renamed.mood');
+});
+my @tables = ('s_renamed.keyed', 's_renamed.cols', 's_renamed.nokey', 's_renamed.part1',
+	's_renamed.typed');
 
 sub checksum
 {
@@ -89,6 +99,12 @@ is($node->safe_psql('dst', $enum_label), 't|sad|unhappy',
 isnt($node->safe_psql('dst', q{SELECT 's_renamed.mood'::regtype::oid}),
 	$node->safe_psql('src', q{SELECT 's_renamed.mood'::regtype::oid}),
 	'... whose OID is not src\'s');
+my $typed = q{SELECT m, ms, r, rt, r = 's_renamed.keyed'::regclass, rt = 's_renamed.mood'::regtype
+	FROM s_renamed.typed ORDER BY id};
+is($node->safe_psql('dst', $typed),
+	"unhappy|{unhappy,ok}||||\nunhappy|{ok,unhappy}|s_renamed.keyed|s_renamed.mood|t|t",
+	'dst: a stored enum label reads as renamed, reg* values name dst\'s own objects');
+is($node->safe_psql('src', $typed), $node->safe_psql('dst', $typed), '... as they read in src');
 $node->safe_psql('dst', "INSERT INTO s_renamed.cols VALUES (301, 'from dst')");
 is($node->safe_psql('src', 'SELECT v FROM s_renamed.cols WHERE id = 301'), 'from dst',
 	'a row written through dst is read through src: the tables share their data');
