@@ -58,6 +58,7 @@
 #include "utils/builtins.h"
 #include "utils/bytea.h"
 #include "utils/float.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/multirangetypes.h"
 #include "utils/rangetypes.h"
@@ -90,6 +91,8 @@ struct TcopyForm
 	FmgrInfo	out_fn;			/* SEND: typsend; IO, ENUM: typoutput */
 	FmgrInfo	in_fn;			/* SEND: typreceive; IO, containers: typinput */
 	Oid			typioparam;
+	FmgrInfo	text_in_fn;		/* typinput, for values written by 1.2 */
+	Oid			text_typioparam;
 	bool		search_path;	/* IO of a reg* type */
 	TcopyEnumLabels *labels;	/* ENUM: the renames, or NULL */
 
@@ -360,6 +363,8 @@ tcopy_form_build(Oid typid, int32 typmod)
 	else
 		form->kind = TCOPY_FORM_IO;
 	form->tag = base < FirstNormalObjectId ? base : (uint32) form->kind;
+	getTypeInputInfo(base, &func, &form->text_typioparam);
+	fmgr_info(func, &form->text_in_fn);
 
 	switch (form->kind)
 	{
@@ -617,6 +622,12 @@ form_put(TcopyForm *form, Datum value, StringInfo out)
 void
 tcopy_form_encode(TcopyForm *form, Datum value, StringInfo out)
 {
+	if (unlikely(tcopy_test_legacy_forms) && tcopy_form_is_versioned(form))
+	{
+		/* what 1.2 wrote: the text output, under the session's settings */
+		appendStringInfoString(out, OutputFunctionCall(&form->out_fn, value));
+		return;
+	}
 	if (tcopy_form_is_versioned(form))
 		appendStringInfoChar(out, TCOPY_FORM_VERSION);
 	form_put(form, value, out);
@@ -947,6 +958,154 @@ form_get(TcopyForm *form, FormReader *r, size_t len)
 	return (Datum) 0;
 }
 
+/*
+ * Values written by tcopy 1.2: the type's text output, in a versioned
+ * form's place.  They are read part by part, so that what changed since
+ * is read as the forms read it: an enum label renamed since is mapped, an
+ * attribute added to a composite since reads as NULL (1.2 wrote a record's
+ * live attributes in order, and new ones come last).  An attribute
+ * dropped since shifts the others: such a record is refused by the type
+ * of what no longer matches, or misread as record_in would.
+ */
+static Datum legacy_get(TcopyForm *form, char *literal, FormReader *r);
+
+static pg_noinline void
+legacy_fail(FormReader *r, const char *literal)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+			 errmsg("malformed value written by tcopy 1.2 in column \"%s\" of foreign table \"%s\": \"%s\"",
+					r->attname, r->relname, literal)));
+}
+
+/* A record literal, as record_in parses it, by position. */
+static Datum
+legacy_record(TcopyForm *form, char *literal, FormReader *r)
+{
+	TupleDesc	desc = form->tupdesc;
+	Datum	   *values = palloc0(sizeof(Datum) * Max(desc->natts, 1));
+	bool	   *nulls = palloc(sizeof(bool) * Max(desc->natts, 1));
+	StringInfoData field;
+	char	   *p = literal;
+	int			i = 0;
+
+	for (int a = 0; a < desc->natts; a++)
+		nulls[a] = true;
+	initStringInfo(&field);
+	while (isspace((unsigned char) *p))
+		p++;
+	if (*p++ != '(')
+		legacy_fail(r, literal);
+	for (;;)
+	{
+		char		ch;
+
+		while (i < desc->natts && form->attrs[i] == NULL)
+			i++;
+		if (i >= desc->natts)
+		{
+			/* "()": a record of no live attributes */
+			if (*p == ')' && i == 0)
+			{
+				p++;
+				break;
+			}
+			legacy_fail(r, literal);
+		}
+		if (*p != ',' && *p != ')')
+		{
+			bool		inquote = false;
+
+			resetStringInfo(&field);
+			while (inquote || (*p != ',' && *p != ')'))
+			{
+				ch = *p++;
+				if (ch == '\0')
+					legacy_fail(r, literal);
+				if (ch == '\\')
+				{
+					if (*p == '\0')
+						legacy_fail(r, literal);
+					appendStringInfoChar(&field, *p++);
+				}
+				else if (ch == '"')
+				{
+					if (!inquote)
+						inquote = true;
+					else if (*p == '"')
+						appendStringInfoChar(&field, *p++);
+					else
+						inquote = false;
+				}
+				else
+					appendStringInfoChar(&field, ch);
+			}
+			values[i] = legacy_get(form->attrs[i], pstrdup(field.data), r);
+			nulls[i] = false;
+		}
+		i++;
+		ch = *p++;
+		if (ch == ')')
+			break;
+		if (ch != ',')
+			legacy_fail(r, literal);
+	}
+	while (isspace((unsigned char) *p))
+		p++;
+	if (*p != '\0')
+		legacy_fail(r, literal);
+	return HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
+}
+
+/* An array literal: parsed by array_in as literal[], then element by element. */
+static Datum
+legacy_array(TcopyForm *form, char *literal, FormReader *r)
+{
+	FmgrInfo	array_in_fn;
+	ArrayType  *strings;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+
+	fmgr_info(F_ARRAY_IN, &array_in_fn);
+	strings = DatumGetArrayTypeP(InputFunctionCall(&array_in_fn, literal, TEXTOID, -1));
+	if (ARR_NDIM(strings) == 0)
+		return PointerGetDatum(construct_empty_array(get_element_type(form->typid)));
+	deconstruct_array(strings, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	for (int e = 0; e < n; e++)
+		if (!nulls[e])
+			elems[e] = legacy_get(form->part, TextDatumGetCString(elems[e]), r);
+	return PointerGetDatum(construct_md_array(elems, nulls, ARR_NDIM(strings),
+											  ARR_DIMS(strings), ARR_LBOUND(strings),
+											  get_element_type(form->typid),
+											  form->elmlen, form->elmbyval,
+											  form->elmalign));
+}
+
+static Datum
+legacy_get(TcopyForm *form, char *literal, FormReader *r)
+{
+	switch (form->kind)
+	{
+		case TCOPY_FORM_ENUM:
+			if (form->labels != NULL)
+				literal = (char *) tcopy_enum_current_label(form->labels, literal);
+			return InputFunctionCall(&form->text_in_fn, literal, form->text_typioparam,
+									 form->typmod);
+		case TCOPY_FORM_RECORD:
+			return legacy_record(form, literal, r);
+		case TCOPY_FORM_ARRAY:
+			return legacy_array(form, literal, r);
+		case TCOPY_FORM_REG:
+			/* 1.2 wrote the name as the session's search path showed it */
+			return tcopy_fixed_input(&form->text_in_fn, literal, form->text_typioparam,
+									 form->typmod, false);
+		default:
+			return tcopy_fixed_input(&form->text_in_fn, literal, form->text_typioparam,
+									 form->typmod, form->search_path);
+	}
+}
+
 Datum
 tcopy_form_decode(TcopyForm *form, const uint8 *data, size_t len, int encoding,
 				  const char *attname, const char *relname)
@@ -967,8 +1126,7 @@ tcopy_form_decode(TcopyForm *form, const uint8 *data, size_t len, int encoding,
 	}
 	/* written by tcopy 1.2: the type's text output */
 	verify_text(&r, data, len);
-	return tcopy_fixed_input(&form->in_fn, pnstrdup((const char *) data, len),
-							 form->typioparam, form->typmod, false);
+	return legacy_get(form, pnstrdup((const char *) data, len), &r);
 }
 
 /*

@@ -26,6 +26,7 @@ int			tcopy_connect_timeout = 10;
 int			tcopy_recovery_interval = 10000;
 int			tcopy_test_pause_point = TCOPY_PAUSE_NONE;
 static char *tcopy_test_pause_at = NULL;
+bool		tcopy_test_legacy_forms = false;
 
 static const struct config_enum_entry tcopy_encoder_options[] = {
 	{"wire", TCOPY_ENCODER_WIRE, false},
@@ -188,6 +189,16 @@ tcopy_define_gucs(void)
 							   PGC_SUSET,
 							   GUC_NOT_IN_SAMPLE,
 							   tcopy_check_test_pause_at, tcopy_assign_test_pause_at, NULL);
+
+	DefineCustomBoolVariable("tcopy.test_legacy_forms",
+							 "Writes records, reg* values and arrays of enums as tcopy 1.2 did, for tests.",
+							 "Their text output under the session's settings, which tcopy "
+							 "still reads: the tests of reading tables 1.2 wrote use it.",
+							 &tcopy_test_legacy_forms,
+							 false,
+							 PGC_SUSET,
+							 GUC_NOT_IN_SAMPLE,
+							 NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("tcopy");
 }

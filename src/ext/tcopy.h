@@ -51,6 +51,7 @@ extern bool tcopy_raw_fields;	/* tcopy.raw_fields */
 extern int	tcopy_batch_rows;	/* tcopy.batch_rows: default rows per batch */
 extern int	tcopy_batch_kb;		/* tcopy.batch_size: default KB per batch */
 extern int	tcopy_max_frame_mb;	/* tcopy.max_frame_mb: a frame's payload */
+extern bool tcopy_test_legacy_forms;	/* tcopy.test_legacy_forms */
 extern int	tcopy_window;		/* tcopy.batches_in_flight ("window" is an SQL keyword) */
 extern int	tcopy_connect_timeout;	/* tcopy.connect_timeout, s; 0: none */
 
