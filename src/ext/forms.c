@@ -19,16 +19,21 @@
  * - An enum is stored as a label: the one a value had when tcopy first
  *   stored it.  enum_labels.c keeps the renames since, per type, and the
  *   codec maps labels through them both ways.
+ * - A reg* value is stored with the identity of the database that wrote it
+ *   (system identifier, database OID), its OID and its qualified name: the
+ *   OID in that database, the name anywhere else.
  * - A record is stored by attribute number, so that attributes added,
  *   dropped or renamed since leave stored rows readable (as on heap: added
  *   ones read as NULL).  Arrays, ranges and multiranges get a form of their
  *   own only when what they hold needs one (an array of enums, a range over
  *   a composite); otherwise they are text or send forms.
  *
- * The container forms, behind a version byte (TCOPY_FORM_VERSION) that no
- * text output starts with, so that values stored by tcopy 1.2 as text
- * (records, enum arrays) are still read, by the type's input function:
+ * These versioned forms start with a byte (TCOPY_FORM_VERSION) that no text
+ * output starts with, so that values stored by tcopy 1.2 as text (records,
+ * enum arrays, reg*) are still read, part by part (legacy_get):
  *
+ *   reg        = 8 bytes system identifier, 4 bytes database OID, 4 bytes
+ *                OID, the qualified name
  *   record     = varint count, then per live attribute: varint attnum,
  *                varint tag, slot
  *   array      = byte ndim, per dimension varint length and zigzag varint
