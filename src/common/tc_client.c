@@ -301,6 +301,12 @@ tc_client_error_code(const TcClient *client)
 	return client->error_code;
 }
 
+uint32_t
+tc_client_error_table_id(const TcClient *client)
+{
+	return client->error_table_id;
+}
+
 /* Set the message of the failing call (for wait hooks). */
 void
 tc_client_set_error(TcClient *client, const char *fmt,...)

@@ -96,6 +96,8 @@ void		tc_client_set_window(TcClient *client, unsigned window);
 
 const char *tc_client_error(const TcClient *client);
 Tcopy__ErrorCode tc_client_error_code(const TcClient *client);
+/* The table of the last ERROR_DUPLICATE_KEY, 0 otherwise. */
+uint32_t	tc_client_error_table_id(const TcClient *client);
 /* For wait hooks: set the message the failing call reports. */
 void		tc_client_set_error(TcClient *client, const char *fmt,...)
 			__attribute__((format(printf, 2, 3)));
@@ -180,6 +182,13 @@ int			tc_client_table_op(TcClient *client, Tcopy__TableOpKind op,
  */
 int			tc_client_session_table_op(TcClient *client, Tcopy__TableOpKind op,
 									   uint32_t table_id);
+
+/*
+ * Set what the open write session does with rows of table_id whose keys are
+ * equal, before its first row of the table (docs/storage.md#duplicate-keys).
+ */
+int			tc_client_session_on_conflict(TcClient *client, uint32_t table_id,
+										  Tcopy__OnConflict on_conflict);
 
 /* *stats freed with tcopy__stats__free_unpacked(stats, NULL). */
 int			tc_client_stats(TcClient *client, Tcopy__Stats **stats);

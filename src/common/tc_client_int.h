@@ -41,6 +41,7 @@ struct TcClient
 	struct addrinfo *addrs;		/* while connecting over TCP: freed by close
 								 * too, should the wait hook not return */
 	Tcopy__ErrorCode error_code;	/* of the server's Error frame, if any */
+	uint32_t	error_table_id; /* of the server's Error frame, if any */
 	char		error[512];
 };
 

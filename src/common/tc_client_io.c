@@ -73,6 +73,7 @@ client_fail(TcClient *client, Tcopy__ErrorCode code, const char *fmt,...)
 	vsnprintf(client->error, sizeof(client->error), fmt, args);
 	va_end(args);
 	client->error_code = code;
+	client->error_table_id = 0;
 	client->broken = true;
 	return -1;
 }
@@ -205,7 +206,9 @@ client_server_error(TcClient *client, const uint8_t *payload, uint32_t len)
 	if (error == NULL)
 		return client_fail(client, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
 						   "protocol error: tserver sent a malformed FRAME_ERROR frame");
-	return client_fail(client, error->code, "tserver: %s", error->message);
+	client_fail(client, error->code, "tserver: %s", error->message);
+	client->error_table_id = error->table_id;
+	return -1;
 }
 
 /* Fail the call because the server sent got where expected belonged. */

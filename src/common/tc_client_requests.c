@@ -303,7 +303,7 @@ tc_client_abort(TcClient *client)
 /* Send a TableOp, at once or in the session, and wait for its answer. */
 static int
 client_table_op(TcClient *client, Tcopy__TableOpKind op, uint32_t table_id,
-				bool in_session)
+				bool in_session, Tcopy__OnConflict on_conflict)
 {
 	Tcopy__TableOp table_op = TCOPY__TABLE_OP__INIT;
 	ProtobufCMessage *msg;
@@ -316,6 +316,7 @@ client_table_op(TcClient *client, Tcopy__TableOpKind op, uint32_t table_id,
 	table_op.op = op;
 	table_op.table_id = table_id;
 	table_op.in_session = in_session;
+	table_op.on_conflict = on_conflict;
 	if (client_send_message(client, TCOPY__FRAME_TYPE__FRAME_TABLE_OP, &table_op.base) < 0 ||
 		client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_TABLE_OP_OK,
 						  tc_arena_allocator(&client->arena), &msg) < 0)
@@ -327,14 +328,25 @@ client_table_op(TcClient *client, Tcopy__TableOpKind op, uint32_t table_id,
 int
 tc_client_table_op(TcClient *client, Tcopy__TableOpKind op, uint32_t table_id)
 {
-	return client_table_op(client, op, table_id, false);
+	return client_table_op(client, op, table_id, false,
+						   TCOPY__ON_CONFLICT__ON_CONFLICT_REPLACE);
 }
 
 /* Truncate or drop a table when the open session is published. */
 int
 tc_client_session_table_op(TcClient *client, Tcopy__TableOpKind op, uint32_t table_id)
 {
-	return client_table_op(client, op, table_id, true);
+	return client_table_op(client, op, table_id, true,
+						   TCOPY__ON_CONFLICT__ON_CONFLICT_REPLACE);
+}
+
+/* What the open session does with a table's rows of equal keys. */
+int
+tc_client_session_on_conflict(TcClient *client, uint32_t table_id,
+							  Tcopy__OnConflict on_conflict)
+{
+	return client_table_op(client, TCOPY__TABLE_OP_KIND__TABLE_OP_ON_CONFLICT,
+						   table_id, true, on_conflict);
 }
 
 /* Ask for the server's counters; *stats is a heap copy. */

@@ -278,6 +278,7 @@ conn_send_error(TsConn *conn, const TsError *err)
 		return;
 	error.code = err->code;
 	error.message = (char *) err->message;
+	error.table_id = err->table_id;
 	if (!tc_frame_append(&frame, TCOPY__FRAME_TYPE__FRAME_ERROR, &error.base))
 	{
 		tc_buf_free(&frame);

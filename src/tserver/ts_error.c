@@ -13,6 +13,7 @@ ts_error_set(TsError *err, Tcopy__ErrorCode code, const char *fmt,...)
 	va_list		args;
 
 	err->code = code;
+	err->table_id = 0;
 	va_start(args, fmt);
 	vsnprintf(err->message, sizeof(err->message), fmt, args);
 	va_end(args);

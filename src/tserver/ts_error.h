@@ -15,6 +15,7 @@ typedef struct TsError
 {
 	Tcopy__ErrorCode code;
 	char		message[512];
+	uint32_t	table_id;		/* ERROR_DUPLICATE_KEY: the key's table */
 } TsError;
 
 /* Set err to code and the printf-formatted message (cut to fit). */

@@ -107,7 +107,7 @@ ts_merge_compact_runs(TsSession *session, TsError *err)
 		return -1;
 	}
 	result = ts_run_merge(paths, session->run_indexes, session->nruns, NULL, NULL,
-						  run_writer_put, &writer, err);
+						  &session->conflicts, run_writer_put, &writer, err);
 	free_paths(paths, session->nruns);
 	if (ts_run_writer_close(&writer) != 0 && result == 0)
 	{
@@ -158,6 +158,35 @@ typedef struct MergePart
 	TsError		err;
 } MergePart;
 
+/*
+ * A TsRunPut into a part's SST files that refuses the keys of tables with
+ * an on_conflict policy which fall in the range of the direct SST files:
+ * those are not read back, so a duplicate between them and the runs could
+ * not be settled by the policy (docs/storage.md, Duplicate keys).
+ */
+static int
+merge_put_outside_direct(void *arg, const uint8_t *key, uint32_t keylen,
+						 const uint8_t *value, uint32_t valuelen, TsError *err)
+{
+	MergePart  *part = arg;
+	TsSession  *session = part->session;
+
+	if (ts_key_compare(key, keylen, session->direct_first.data,
+					   (uint32_t) session->direct_first.len) >= 0 &&
+		ts_key_compare(key, keylen, session->direct_last.data,
+					   (uint32_t) session->direct_last.len) <= 0 &&
+		ts_conflicts_policy(&session->conflicts, key, keylen) !=
+		TCOPY__ON_CONFLICT__ON_CONFLICT_REPLACE)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_BAD_ROW,
+					 "on_conflict 'error' and 'ignore' cannot check keys that arrive out of order "
+					 "within the range of keys the session already wrote in order past its "
+					 "staging memory");
+		return -1;
+	}
+	return ts_sst_sink_put(&part->sink, key, keylen, value, valuelen, err);
+}
+
 /* Merge one part's key range into SST files of its own (a thread's main). */
 static void *
 merge_part_main(void *arg)
@@ -165,8 +194,14 @@ merge_part_main(void *arg)
 	MergePart  *part = arg;
 	TsSession  *session = part->session;
 
-	part->result = ts_run_merge(part->paths, session->run_indexes, session->nruns,
-								part->lo, part->hi, ts_sst_sink_put, &part->sink, &part->err);
+	if (session->direct_last.len > 0)
+		part->result = ts_run_merge(part->paths, session->run_indexes, session->nruns,
+									part->lo, part->hi, &session->conflicts,
+									merge_put_outside_direct, part, &part->err);
+	else
+		part->result = ts_run_merge(part->paths, session->run_indexes, session->nruns,
+									part->lo, part->hi, &session->conflicts,
+									ts_sst_sink_put, &part->sink, &part->err);
 	if (part->result == 0)
 		part->result = ts_sst_sink_finish_file(&part->sink, &part->err);
 	return NULL;

@@ -826,6 +826,19 @@ proto_on_table_op(TsProto *proto, const uint8_t *payload, uint32_t len, TsError 
 		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_TABLE_OP,
 								request->in_session ? "in_session, but no write session is open" :
 								"not in_session, but a write session is open", err);
+	if (request->op == TCOPY__TABLE_OP_KIND__TABLE_OP_ON_CONFLICT)
+	{
+		if (!request->in_session)
+		{
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+						 "on_conflict is set in a write session only");
+			return -1;
+		}
+		if (ts_session_set_on_conflict(proto->session, request->table_id,
+									   request->on_conflict, err) != 0)
+			return -1;
+		return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_TABLE_OP_OK, &reply.base, err);
+	}
 	if (request->op != TCOPY__TABLE_OP_KIND__TABLE_OP_TRUNCATE &&
 		request->op != TCOPY__TABLE_OP_KIND__TABLE_OP_DROP)
 	{

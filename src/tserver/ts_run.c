@@ -297,6 +297,7 @@ typedef struct RunReader
 	TsKeyPrefix prefix;			/* ts_key_prefix of key */
 	uint32_t	run;			/* position in the session: later wins */
 	const TcBuf *hi;			/* keys from here on are not the merge's */
+	const TsConflicts *conflicts;	/* the merge's, or NULL */
 } RunReader;
 
 /*
@@ -385,7 +386,10 @@ reader_next(RunReader *reader)
 	return 1;
 }
 
-/* Heap order: smaller key first; for equal keys, the later run first. */
+/*
+ * Heap order: smaller key first; for equal keys, the later run first, or
+ * the earlier where the key's table ignores duplicates (the first wins).
+ */
 static inline bool
 reader_before(const RunReader *a, const RunReader *b)
 {
@@ -394,6 +398,9 @@ reader_before(const RunReader *a, const RunReader *b)
 
 	if (cmp != 0)
 		return cmp < 0;
+	if (ts_conflicts_policy(a->conflicts, a->key, a->keylen) ==
+		TCOPY__ON_CONFLICT__ON_CONFLICT_IGNORE)
+		return a->run < b->run;
 	return a->run > b->run;
 }
 
@@ -436,12 +443,13 @@ heap_advance_top(RunReader **heap, size_t *n)
 /* Open run r at the last indexed record below lo, and move to lo. */
 static int
 reader_open(RunReader *reader, const char *path, const TsRunIndex *index, uint32_t run,
-			const TcBuf *lo, const TcBuf *hi)
+			const TcBuf *lo, const TcBuf *hi, const TsConflicts *conflicts)
 {
 	uint64_t	start = index_start(index, lo);
 	int			more;
 
 	reader->run = run;
+	reader->conflicts = conflicts;
 	reader->hi = hi;
 	reader->fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (reader->fd < 0)
@@ -464,7 +472,8 @@ reader_open(RunReader *reader, const char *path, const TsRunIndex *index, uint32
 
 int
 ts_run_merge(char *const *paths, const TsRunIndex *indexes, uint32_t nruns,
-			 const TcBuf *lo, const TcBuf *hi, TsRunPut put, void *arg, TsError *err)
+			 const TcBuf *lo, const TcBuf *hi, const TsConflicts *conflicts,
+			 TsRunPut put, void *arg, TsError *err)
 {
 	RunReader  *readers = calloc(nruns, sizeof(RunReader));
 	RunReader **heap = calloc(nruns, sizeof(RunReader *));
@@ -482,7 +491,8 @@ ts_run_merge(char *const *paths, const TsRunIndex *indexes, uint32_t nruns,
 		readers[r].fd = -1;
 	for (uint32_t r = 0; r < nruns; r++)
 	{
-		int			more = reader_open(&readers[r], paths[r], &indexes[r], r, lo, hi);
+		int			more = reader_open(&readers[r], paths[r], &indexes[r], r, lo, hi,
+									   conflicts);
 
 		if (more < 0)
 		{
@@ -511,15 +521,26 @@ ts_run_merge(char *const *paths, const TsRunIndex *indexes, uint32_t nruns,
 		memcpy(last_key.data, top->key, top->keylen);
 		last_key.len = top->keylen;
 
-		/* skip older versions of the same key in other runs */
-		do
+		/* skip the other versions of the same key in other runs */
+		failed = heap[0]->run;
+		if (heap_advance_top(heap, &nheap) != 0)
+			goto io_err;
+		while (nheap > 0 && heap[0]->prefix.hi == prefix.hi && heap[0]->prefix.lo == prefix.lo &&
+			   heap[0]->keylen == last_key.len &&
+			   memcmp(heap[0]->key, last_key.data, last_key.len) == 0)
 		{
+			if (ts_conflicts_policy(conflicts, last_key.data, (uint32_t) last_key.len) ==
+				TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR)
+			{
+				(void) conflicts->report(conflicts->report_arg, heap[0]->key, heap[0]->keylen,
+										 heap[0]->key + heap[0]->keylen, heap[0]->valuelen,
+										 err);
+				goto done;
+			}
 			failed = heap[0]->run;
 			if (heap_advance_top(heap, &nheap) != 0)
 				goto io_err;
-		} while (nheap > 0 && heap[0]->prefix.hi == prefix.hi && heap[0]->prefix.lo == prefix.lo &&
-				 heap[0]->keylen == last_key.len &&
-				 memcmp(heap[0]->key, last_key.data, last_key.len) == 0);
+		}
 	}
 	result = 0;
 	goto done;

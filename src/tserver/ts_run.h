@@ -20,6 +20,7 @@
 #include "tc_frame.h"
 #include "ts_key.h"
 #include "ts_record.h"
+#include "ts_conflict.h"
 #include "ts_error.h"
 
 #define TS_RUN_INDEX_STRIDE (256 * 1024)
@@ -79,10 +80,12 @@ int			ts_run_split_keys(const TsRunIndex *indexes, uint32_t nruns, int nparts,
  * Merge the records with keys in [lo, hi) (an empty lo: from the first;
  * an empty hi: to the last) of the run files paths[nruns] into put, in key
  * order, each key once: of equal keys, the record of the latest run (the
- * highest index).  0, or -1 with err.
+ * highest index), or as conflicts (NULL: none) says for the key's table:
+ * that of the earliest run (IGNORE), none and an error (ERROR).  0, or -1
+ * with err.
  */
 int			ts_run_merge(char *const *paths, const TsRunIndex *indexes, uint32_t nruns,
-						 const TcBuf *lo, const TcBuf *hi, TsRunPut put, void *arg,
-						 TsError *err);
+						 const TcBuf *lo, const TcBuf *hi, const TsConflicts *conflicts,
+						 TsRunPut put, void *arg, TsError *err);
 
 #endif							/* TS_RUN_H */

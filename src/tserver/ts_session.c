@@ -88,6 +88,7 @@
 #include "ts_key.h"
 #include "ts_log.h"
 #include "ts_record.h"
+#include "ts_sort.h"
 
 #define EARLY_SPILL_BYTES (1024 * 1024)	/* staged before a spill forced by
 										 * the store's memory budget */
@@ -114,6 +115,8 @@ ts_session_begin(TsStore *store, uint64_t *session_id, TsError *err)
 	}
 	session->store = store;
 	session->sorted = true;
+	session->conflicts.report = ts_conflict_report_duplicate;
+	session->conflicts.report_arg = store;
 	session->id = atomic_fetch_add(&store->next_session_id, 1);
 	snprintf(session->dir, sizeof(session->dir), "%s/session-%llu",
 			 store->staging_dir, (unsigned long long) session->id);
@@ -163,6 +166,9 @@ ts_session_free(TsSession *session, bool aborted)
 	free(session->tables);
 	free(session->truncates);
 	free(session->drops);
+	ts_conflicts_free(&session->conflicts);
+	tc_buf_free(&session->direct_first);
+	tc_buf_free(&session->direct_last);
 	free(session);
 }
 
@@ -314,10 +320,31 @@ ts_session_write(TsSession *session, const Tcopy__WriteBatch *batch, TsError *er
 		{
 			const uint8_t *prev = session->staged.data +
 				session->offsets[session->noffsets - 1];
+			const uint8_t *rec = session->staged.data + start;
+			int			cmp = ts_key_compare(ts_record_key(prev), ts_record_keylen(prev),
+											 ts_record_key(rec), keylen);
 
-			if (ts_key_compare(ts_record_key(prev), ts_record_keylen(prev),
-							   ts_record_key(session->staged.data + start), keylen) > 0)
+			if (cmp > 0)
 				session->sorted = false;
+			else if (cmp == 0 && session->conflicts.n > 0)
+			{
+				size_t		keep;
+
+				/* while sorted, a duplicate is settled as it arrives */
+				if (ts_conflicts_pick(&session->conflicts, ts_record_key(rec), keylen, 2,
+									  ts_record_value(rec, keylen), valuelen,
+									  &keep, err) != 0)
+				{
+					session->staged.len = saved_len;
+					session->noffsets = saved_offsets;
+					return -1;
+				}
+				if (keep == 0)
+				{
+					session->staged.len = start;	/* the first stays */
+					continue;
+				}
+			}
 		}
 		session->offsets[session->noffsets++] = (uint32_t) start;
 	}
@@ -398,6 +425,78 @@ ts_session_table_op(TsSession *session, Tcopy__TableOpKind op, uint32_t table_id
 	return 0;
 }
 
+int
+ts_session_set_on_conflict(TsSession *session, uint32_t table_id,
+						   Tcopy__OnConflict policy, TsError *err)
+{
+	TsTable    *table;
+
+	if (session->prepared)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "table operation after the session was prepared");
+		return -1;
+	}
+	table = ts_store_table(session->store, table_id, err);
+	if (table == NULL)
+		return -1;
+	/* rows already staged were settled under the default */
+	if (ids_contain(session->tables, session->ntables, table_id))
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "on_conflict of table \"%s\" set after the session wrote to it",
+					 table->name);
+		return -1;
+	}
+	if (table->layout.nkey == 0)
+		return 0;				/* generated row ids never repeat */
+	return ts_conflicts_set(&session->conflicts, table_id, policy, err);
+}
+
+/*
+ * Settle the duplicates of a session that never spilled and is not sorted,
+ * when some table has a policy: sort its offsets (ties by arrival) and
+ * keep one record of each key, as its table's policy says.  The WriteBatch
+ * is then written in key order, each key once.
+ */
+static int
+session_settle_staged(TsSession *session, TsError *err)
+{
+	const uint8_t *data = session->staged.data;
+	size_t		n = session->noffsets;
+	size_t		out = 0;
+
+	if (ts_sort_records(session->staged.data, session->offsets, n) != 0)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory sorting a session");
+		return -1;
+	}
+	for (size_t i = 0; i < n;)
+	{
+		const uint8_t *rec = data + session->offsets[i];
+		uint32_t	keylen = ts_record_keylen(rec);
+		size_t		j = i + 1;
+		size_t		keep = 0;
+
+		while (j < n && ts_record_keylen(data + session->offsets[j]) == keylen &&
+			   memcmp(ts_record_key(data + session->offsets[j]), ts_record_key(rec), keylen) == 0)
+			j++;
+		if (j - i > 1)
+		{
+			const uint8_t *second = data + session->offsets[i + 1];
+
+			if (ts_conflicts_pick(&session->conflicts, ts_record_key(rec), keylen, j - i,
+								  ts_record_value(second, keylen),
+								  ts_record_valuelen(second), &keep, err) != 0)
+				return -1;
+		}
+		session->offsets[out++] = session->offsets[i + keep];
+		i = j;
+	}
+	session->noffsets = out;
+	return 0;
+}
+
 rocksdb_writebatch_t *
 ts_session_build_batch(TsSession *session)
 {
@@ -434,6 +533,9 @@ ts_session_prepare(TsSession *session, TsError *err)
 	if (session->prepared)
 		return 0;
 	if (ts_spill_wait(session, err) != 0)
+		return -1;
+	if (!session->sorted && session->sst == NULL && session->nruns == 0 &&
+		session->conflicts.n > 0 && session_settle_staged(session, err) != 0)
 		return -1;
 	if (session->sorted && session->sst != NULL)
 	{

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <sys/stat.h>
 
+#include "ts_conflict.h"
 #include "ts_run.h"
 #include "ts_storage_int.h"
 
@@ -93,6 +94,9 @@ struct TsSession
 	bool		prepared;		/* ts_session_prepare done: only publish left */
 	bool		keep_dir;		/* prepared: the staging directory outlives it */
 	SstSink    *sst;			/* SST files to ingest, in precedence order */
+	TsConflicts conflicts;		/* on_conflict of the tables that set one */
+	TcBuf		direct_first;	/* first and last key written to direct SST */
+	TcBuf		direct_last;	/* files, while conflicts has policies */
 	SpillJob	spill;			/* runs, nruns, sst and spilled_bytes are its
 								 * own while it runs */
 };

@@ -27,6 +27,20 @@ record_same_key(const TcBuf *staged, uint32_t a, uint32_t b)
 		memcmp(ts_record_key(rec_a), ts_record_key(rec_b), len_a) == 0;
 }
 
+/* Copy the key of record rec into out; false when out of memory. */
+static bool
+record_key_copy(TcBuf *out, const uint8_t *rec)
+{
+	uint32_t	keylen = ts_record_keylen(rec);
+
+	out->len = 0;
+	if (!tc_buf_reserve(out, keylen))
+		return false;
+	memcpy(out->data, ts_record_key(rec), keylen);
+	out->len = keylen;
+	return true;
+}
+
 /* qsort_r order of staged records: by key, equal keys by arrival. */
 static int
 record_compare(const void *a, const void *b, void *arg)
@@ -68,6 +82,15 @@ ts_spill_sorted_records(TsSession *session, const TcBuf *staged,
 			return -1;
 		written++;
 	}
+	/* the direct files' key range, which runs cannot be checked against */
+	if (session->conflicts.n > 0 && written > 0 &&
+		!(record_key_copy(&session->direct_last, staged->data + offsets[upto - 1]) &&
+		  (session->direct_first.len > 0 ||
+		   record_key_copy(&session->direct_first, staged->data + offsets[0]))))
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		return -1;
+	}
 	ts_session_account_spilled(session, session->spilled_bytes - session->direct_bytes +
 							   ts_sst_sink_bytes(sink));
 	session->direct_bytes = ts_sst_sink_bytes(sink);
@@ -102,9 +125,26 @@ ts_spill_run(TsSession *session, const TcBuf *staged, uint32_t *offsets, size_t 
 		const uint8_t *rec = staged->data + offsets[i];
 		uint32_t	keylen = ts_record_keylen(rec);
 
-		/* of equal keys, only the last written survives */
+		/* of equal keys, the last written survives, or as on_conflict says */
 		if (i + 1 < n && record_same_key(staged, offsets[i], offsets[i + 1]))
-			continue;
+		{
+			size_t		j = i + 1;
+			size_t		keep;
+			const uint8_t *second = staged->data + offsets[i + 1];
+
+			while (j < n && record_same_key(staged, offsets[i], offsets[j]))
+				j++;
+			if (ts_conflicts_pick(&session->conflicts, ts_record_key(rec), keylen, j - i,
+								  ts_record_value(second, keylen), ts_record_valuelen(second),
+								  &keep, err) != 0)
+			{
+				(void) ts_run_writer_close(&writer);
+				ts_run_index_free(&writer.index);
+				return -1;
+			}
+			rec = staged->data + offsets[i + keep];
+			i = j - 1;
+		}
 		if (ts_run_writer_put(&writer, ts_record_key(rec), keylen,
 							  ts_record_value(rec, keylen), ts_record_valuelen(rec)) != 0)
 		{

@@ -143,6 +143,14 @@ int			ts_session_table_op(TsSession *session, Tcopy__TableOpKind op,
 								uint32_t table_id, TsError *err);
 
 /*
+ * Set what the session does with its rows of table_id of equal keys
+ * (docs/storage.md, Duplicate keys): before its first row of the table
+ * (ERROR_PROTOCOL after), once per policy; nothing for a keyless table.
+ */
+int			ts_session_set_on_conflict(TsSession *session, uint32_t table_id,
+									   Tcopy__OnConflict policy, TsError *err);
+
+/*
  * Do everything of a commit but publishing: spill, merge the runs and write
  * the SST files, so that ts_session_commit has only the atomic publish
  * left.  Nothing is visible yet; after it the session takes no more writes.

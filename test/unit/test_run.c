@@ -199,7 +199,7 @@ test_whole_merge(void)
 	Collect		c = {0};
 	TsError		err;
 
-	CHECK_EQ_INT(ts_run_merge(paths, indexes, NRUNS, NULL, NULL, collect_put, &c, &err), 0);
+	CHECK_EQ_INT(ts_run_merge(paths, indexes, NRUNS, NULL, NULL, NULL, collect_put, &c, &err), 0);
 	CHECK_EQ_UINT(c.count, nexpected);
 	CHECK_EQ_UINT(c.mismatches, 0);
 	/* the runs overlap: fewer keys than records */
@@ -223,7 +223,7 @@ test_split_parts(void)
 			Collect		c = {expected_from(lo), 0, 0};
 			TsError		err;
 
-			CHECK_EQ_INT(ts_run_merge(paths, indexes, NRUNS, lo, hi, collect_put, &c, &err), 0);
+			CHECK_EQ_INT(ts_run_merge(paths, indexes, NRUNS, lo, hi, NULL, collect_put, &c, &err), 0);
 			CHECK_EQ_UINT(c.mismatches, 0);
 			CHECK_EQ_UINT(c.next, hi ? expected_from(hi) : nexpected);
 			/* about equal parts: within half of the fair share */
@@ -274,7 +274,7 @@ test_ranges(void)
 		memcpy(hi.data, b.key, b.keylen);
 		hi.len = b.keylen;
 		c = (Collect) {expected_from(&lo), 0, 0};
-		CHECK_EQ_INT(ts_run_merge(paths, indexes, NRUNS, &lo, &hi, collect_put, &c, &err), 0);
+		CHECK_EQ_INT(ts_run_merge(paths, indexes, NRUNS, &lo, &hi, NULL, collect_put, &c, &err), 0);
 		CHECK_EQ_UINT(c.mismatches, 0);
 		CHECK_EQ_UINT(c.next, expected_from(&hi));
 		tc_buf_free(&lo);
@@ -296,11 +296,11 @@ test_torn_run(void)
 	size = ftell(f);
 	fclose(f);
 	REQUIRE(truncate(paths[2], size - 7) == 0);
-	CHECK_EQ_INT(ts_run_merge(paths, indexes, NRUNS, NULL, NULL, collect_put, &c, &err), -1);
+	CHECK_EQ_INT(ts_run_merge(paths, indexes, NRUNS, NULL, NULL, NULL, collect_put, &c, &err), -1);
 	CHECK(strstr(err.message, "run-2") != NULL);
 	CHECK(strstr(err.message, "short read") != NULL);
 	REQUIRE(truncate(paths[2], size - 7 - TS_RECORD_HEADER_SIZE / 2) == 0);
-	CHECK_EQ_INT(ts_run_merge(paths, indexes, NRUNS, NULL, NULL, collect_put, &c, &err), -1);
+	CHECK_EQ_INT(ts_run_merge(paths, indexes, NRUNS, NULL, NULL, NULL, collect_put, &c, &err), -1);
 }
 
 int

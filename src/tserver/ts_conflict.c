@@ -1,0 +1,193 @@
+/*
+ * ts_conflict.c
+ *		A session's on_conflict policies, and the message of a duplicate key
+ *		(ERROR_DUPLICATE_KEY): Postgres' DETAIL, "Key (a, b)=(1, x) already
+ *		exists.", from the duplicate record, so that the extension can pass it
+ *		on as it is.
+ */
+#include "ts_conflict.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ts_storage_int.h"
+
+int
+ts_conflicts_set(TsConflicts *conflicts, uint32_t table_id, Tcopy__OnConflict policy,
+				 TsError *err)
+{
+	uint32_t   *ids;
+	Tcopy__OnConflict *policies;
+
+	if (policy != TCOPY__ON_CONFLICT__ON_CONFLICT_REPLACE &&
+		policy != TCOPY__ON_CONFLICT__ON_CONFLICT_IGNORE &&
+		policy != TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL, "unknown on_conflict %d", (int) policy);
+		return -1;
+	}
+	for (uint32_t i = 0; i < conflicts->n; i++)
+	{
+		if (conflicts->table_ids[i] != table_id)
+			continue;
+		if (conflicts->policies[i] == policy)
+			return 0;
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "on_conflict of table id %u set to another policy in the same session",
+					 table_id);
+		return -1;
+	}
+	ids = realloc(conflicts->table_ids, (conflicts->n + 1) * sizeof(uint32_t));
+	if (ids != NULL)
+		conflicts->table_ids = ids;
+	policies = realloc(conflicts->policies, (conflicts->n + 1) * sizeof(Tcopy__OnConflict));
+	if (policies != NULL)
+		conflicts->policies = policies;
+	if (ids == NULL || policies == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		return -1;
+	}
+	conflicts->table_ids[conflicts->n] = table_id;
+	conflicts->policies[conflicts->n] = policy;
+	conflicts->n++;
+	return 0;
+}
+
+void
+ts_conflicts_free(TsConflicts *conflicts)
+{
+	free(conflicts->table_ids);
+	free(conflicts->policies);
+	memset(conflicts, 0, sizeof(*conflicts));
+}
+
+/* Append s to buf[size] at *len, cut to fit. */
+static void
+append(char *buf, size_t size, size_t *len, const char *s, size_t n)
+{
+	if (*len + 1 >= size)
+		return;
+	if (n > size - 1 - *len)
+		n = size - 1 - *len;
+	memcpy(buf + *len, s, n);
+	*len += n;
+	buf[*len] = '\0';
+}
+
+/*
+ * Append a value as the extension's stored form spells it: integers and
+ * floats in decimal, booleans as Postgres prints them, bytes as they are
+ * when printable (the text forms of docs/values.md), else in hex.
+ */
+static void
+append_value(char *buf, size_t size, size_t *len, Tcopy__Kind kind, const TsValue *v)
+{
+	char		num[64];
+	bool		printable = true;
+
+	switch (kind)
+	{
+		case TCOPY__KIND__KIND_BOOL:
+			append(buf, size, len, v->i ? "t" : "f", 1);
+			return;
+		case TCOPY__KIND__KIND_INT:
+			snprintf(num, sizeof(num), "%lld", (long long) v->i);
+			append(buf, size, len, num, strlen(num));
+			return;
+		case TCOPY__KIND__KIND_FLOAT:
+			snprintf(num, sizeof(num), "%.17g", v->f);
+			append(buf, size, len, num, strlen(num));
+			return;
+		default:
+			break;
+	}
+	for (size_t i = 0; i < v->len; i++)
+		if (v->p[i] < 0x20 || v->p[i] == 0x7f)
+			printable = false;
+	if (printable)
+	{
+		append(buf, size, len, (const char *) v->p, v->len);
+		return;
+	}
+	append(buf, size, len, "\\x", 2);
+	for (size_t i = 0; i < v->len; i++)
+	{
+		snprintf(num, sizeof(num), "%02x", v->p[i]);
+		append(buf, size, len, num, 2);
+	}
+}
+
+/*
+ * The column whose value a key column stands for: a hidden image column
+ * "tcopy:key_image(c)" (docs/values.md, Keys) stands for column c, as
+ * written; any other column for itself.
+ */
+static uint32_t
+key_shown_column(const Tcopy__Schema *schema, uint32_t k)
+{
+	static const char prefix[] = "tcopy:key_image(";
+	const char *name = schema->columns[k]->name;
+	size_t		len = strlen(name);
+
+	if (len <= sizeof(prefix) || strncmp(name, prefix, sizeof(prefix) - 1) != 0 ||
+		name[len - 1] != ')')
+		return k;
+	for (uint32_t c = 0; c < schema->n_columns; c++)
+	{
+		const char *other = schema->columns[c]->name;
+
+		if (strlen(other) == len - sizeof(prefix) &&
+			strncmp(other, name + sizeof(prefix) - 1, len - sizeof(prefix)) == 0)
+			return c;
+	}
+	return k;
+}
+
+int
+ts_conflict_report_duplicate(void *arg, const uint8_t *key, uint32_t keylen,
+							 const uint8_t *value, uint32_t valuelen, TsError *err)
+{
+	TsStore    *store = arg;
+	TsTable    *table;
+	TsValue    *values = NULL;
+	TcArena		scratch;
+	char		columns[256] = "",
+				shown[256] = "";
+	size_t		clen = 0,
+				slen = 0;
+	uint32_t	table_id = keylen >= TS_TABLE_ID_SIZE ? ts_get_be32(key) : 0;
+
+	tc_arena_init(&scratch, 1024);
+	pthread_rwlock_rdlock(&store->tables_lock);
+	table = ts_store_table_locked(store, table_id, err);
+	if (table != NULL && table->layout.nkey > 0 &&
+		(values = calloc(table->layout.ncolumns, sizeof(TsValue))) != NULL &&
+		ts_row_decode(&table->layout, key, keylen, value, valuelen, values, &scratch))
+	{
+		for (uint32_t i = 0; i < table->layout.nkey; i++)
+		{
+			uint32_t	c = key_shown_column(table->schema, table->layout.key_columns[i]);
+			const char *name = table->schema->columns[c]->name;
+
+			if (i > 0)
+			{
+				append(columns, sizeof(columns), &clen, ", ", 2);
+				append(shown, sizeof(shown), &slen, ", ", 2);
+			}
+			append(columns, sizeof(columns), &clen, name, strlen(name));
+			if (values[c].isnull)
+				append(shown, sizeof(shown), &slen, "null", 4);
+			else
+				append_value(shown, sizeof(shown), &slen, table->layout.kinds[c], &values[c]);
+		}
+	}
+	pthread_rwlock_unlock(&store->tables_lock);
+	free(values);
+	tc_arena_free(&scratch);
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_DUPLICATE_KEY,
+				 "Key (%s)=(%s) already exists.", columns, shown);
+	err->table_id = table_id;
+	return -1;
+}

@@ -1,0 +1,85 @@
+/*
+ * ts_conflict.h
+ *		What a session does with rows of equal keys (on_conflict): each table
+ *		the session set a policy for, and the duplicate's report.  A table
+ *		without one replaces (the last row wins), and a session with none
+ *		pays nothing: ts_conflicts_policy is called only where two records
+ *		of one key meet, which is rare.  Design in docs/storage.md, "Duplicate
+ *		keys".
+ */
+#ifndef TS_CONFLICT_H
+#define TS_CONFLICT_H
+
+#include <stdint.h>
+
+#include "ts_error.h"
+#include "ts_key.h"
+
+/*
+ * Fill err with ERROR_DUPLICATE_KEY for the record (key, value) whose key
+ * another record of the session has; returns -1.
+ */
+typedef int (*TsConflictReport) (void *arg, const uint8_t *key, uint32_t keylen,
+								 const uint8_t *value, uint32_t valuelen, TsError *err);
+
+typedef struct TsConflicts
+{
+	uint32_t	n;
+	uint32_t   *table_ids;		/* [n] tables with a policy */
+	Tcopy__OnConflict *policies;	/* [n] theirs */
+	TsConflictReport report;	/* for ON_CONFLICT_ERROR */
+	void	   *report_arg;
+} TsConflicts;
+
+/* The policy for key's table (its first 4 bytes); REPLACE without one. */
+static inline Tcopy__OnConflict
+ts_conflicts_policy(const TsConflicts *conflicts, const uint8_t *key, uint32_t keylen)
+{
+	uint32_t	table_id;
+
+	if (conflicts == NULL || conflicts->n == 0 || keylen < 4)
+		return TCOPY__ON_CONFLICT__ON_CONFLICT_REPLACE;
+	table_id = ts_get_be32(key);
+	for (uint32_t i = 0; i < conflicts->n; i++)
+		if (conflicts->table_ids[i] == table_id)
+			return conflicts->policies[i];
+	return TCOPY__ON_CONFLICT__ON_CONFLICT_REPLACE;
+}
+
+/*
+ * Of n >= 2 records of one key, in arrival order, which to keep: the last
+ * (REPLACE), the first (IGNORE); -1 after reporting the second (ERROR).
+ */
+static inline int
+ts_conflicts_pick(const TsConflicts *conflicts, const uint8_t *key, uint32_t keylen,
+				  size_t n, const uint8_t *second_value, uint32_t second_valuelen,
+				  size_t *keep, TsError *err)
+{
+	*keep = n - 1;
+	switch (ts_conflicts_policy(conflicts, key, keylen))
+	{
+		case TCOPY__ON_CONFLICT__ON_CONFLICT_IGNORE:
+			*keep = 0;
+			return 0;
+		case TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR:
+			return conflicts->report(conflicts->report_arg, key, keylen,
+									 second_value, second_valuelen, err);
+		default:
+			return 0;
+	}
+}
+
+/*
+ * The TsConflictReport of sessions, arg their TsStore: the message names the
+ * key columns and the record's values, the table travels in err->table_id.
+ */
+int			ts_conflict_report_duplicate(void *arg, const uint8_t *key, uint32_t keylen,
+										 const uint8_t *value, uint32_t valuelen,
+										 TsError *err);
+
+/* Set table_id's policy, once (PROTOCOL when set to another); 0 or -1. */
+int			ts_conflicts_set(TsConflicts *conflicts, uint32_t table_id,
+							 Tcopy__OnConflict policy, TsError *err);
+void		ts_conflicts_free(TsConflicts *conflicts);
+
+#endif							/* TS_CONFLICT_H */
