@@ -25,7 +25,7 @@ CREATE FOREIGN TABLE cp_tc (
 	price numeric(10,2),
 	note text DEFAULT 'none',
 	serial int DEFAULT nextval('cp_tc_seq')
-) SERVER ts OPTIONS (key 'id');
+) SERVER ts OPTIONS (key 'id', on_conflict 'replace');
 TRUNCATE cp_tc;
 -- show command tags: COPY's row counts
 \set QUIET off

@@ -3,11 +3,11 @@
 -- class).  For each key type, keys that are equal but spelled differently are
 -- written into a heap table with a primary key (INSERT ... ON CONFLICT DO
 -- UPDATE, so the last spelling and value win) and into two tcopy tables keyed
--- on the same column, one by INSERT and one by COPY (equal keys overwrite: the
--- last wins).  The three must then hold the same rows and answer =, < and
--- BETWEEN alike.  Keys whose equality cannot be encoded (a nondeterministic
--- collation, types without a usable btree class, arrays, composites, jsonb)
--- are refused when the key is declared.
+-- on the same column, one by INSERT and one by COPY (on_conflict 'replace':
+-- equal keys overwrite, the last wins).  The three must then hold the same
+-- rows and answer =, < and BETWEEN alike.  Keys whose equality cannot be
+-- encoded (a nondeterministic collation, types without a usable btree class,
+-- arrays, composites, jsonb) are refused when the key is declared.
 --
 CREATE EXTENSION tcopy;
 \getenv tcopy_address TCOPY_ADDRESS
@@ -47,7 +47,7 @@ INSERT INTO kt VALUES
 \set ECHO errors
 SELECT format('CREATE TABLE hk_%s (k %s PRIMARY KEY, v int)', slug, typ) FROM kt ORDER BY n
 \gexec
-SELECT format('CREATE FOREIGN TABLE %s_%s (k %s, v int) SERVER ts OPTIONS (key ''k'')', p, slug, typ)
+SELECT format('CREATE FOREIGN TABLE %s_%s (k %s, v int) SERVER ts OPTIONS (key ''k'', on_conflict ''replace'')', p, slug, typ)
 FROM kt, (VALUES ('ti'), ('tc')) AS x(p) ORDER BY n, p
 \gexec
 \set ECHO all

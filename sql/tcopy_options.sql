@@ -79,7 +79,7 @@ COPY opt_badkey FROM STDIN;
 SELECT * FROM opt_badkey;
 -- unquoted names in key are folded to lower case, as in SQL
 CREATE FOREIGN TABLE opt_upper ("A" int NOT NULL, b text) SERVER ts
-	OPTIONS (key 'A', table_name 'opt_upper');
+	OPTIONS (key 'A', table_name 'opt_upper', on_conflict 'replace');
 INSERT INTO opt_upper VALUES (1, 'x');
 ALTER FOREIGN TABLE opt_upper OPTIONS (SET key '"A"');
 INSERT INTO opt_upper VALUES (1, 'x'), (1, 'y'), (2, 'z');
@@ -91,7 +91,7 @@ INSERT INTO opt_badkey VALUES (1);
 
 -- two columns of key: rows with equal (a, b) replace each other
 CREATE FOREIGN TABLE opt_key2 (a int, b text, c text) SERVER ts
-	OPTIONS (key 'b, a', table_name 'opt_key2');
+	OPTIONS (key 'b, a', table_name 'opt_key2', on_conflict 'replace');
 TRUNCATE opt_key2;
 COPY opt_key2 FROM STDIN (FORMAT csv);
 1,x,first

@@ -197,6 +197,18 @@ SELECT * FROM tcopy.enum_label;
 ALTER TYPE ren_a.mood RENAME VALUE 'ok' TO 'fine';
 SELECT * FROM tcopy.enum_label;
 
+-- version 1.4 makes a duplicate key an error (option on_conflict): the
+-- update pins on_conflict 'replace' on keyed tables without the option, not
+-- on a keyless one nor on one that says on_conflict already
+ALTER FOREIGN TABLE ren_a.formed OPTIONS (SET on_conflict 'ignore');
+UPDATE pg_foreign_table SET ftoptions = array_remove(ftoptions, 'on_conflict=error')
+WHERE ftrelid = 'ren_a.two'::regclass;
+ALTER EXTENSION tcopy UPDATE TO '1.4';
+SELECT c.relname, array(SELECT o FROM unnest(ft.ftoptions) o
+						WHERE o LIKE 'on\_conflict=%' ORDER BY o) AS options
+FROM pg_foreign_table ft JOIN pg_class c ON c.oid = ft.ftrelid
+WHERE c.relnamespace = 'ren_a'::regnamespace ORDER BY 1;
+
 SET client_min_messages = warning;
 DROP EXTENSION tcopy CASCADE;
 DROP SCHEMA ren_a, ren_c, ren_e CASCADE;

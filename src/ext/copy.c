@@ -36,6 +36,7 @@
 #include "catalog/pg_authid.h"
 #include "commands/copy.h"
 #include "commands/copyfrom_internal.h"
+#include "commands/defrem.h"
 #include "commands/progress.h"
 #include "executor/executor.h"
 #include "foreign/fdwapi.h"
@@ -139,6 +140,35 @@ prepare_copy_from(ParseState *pstate, const CopyStmt *stmt, Relation rel)
 }
 
 /*
+ * Take tcopy's COPY option on_conflict out of options, which are left for
+ * Postgres' reader: the list without it, and *policy set when it is given
+ * (once, as Postgres wants each option).
+ */
+static List *
+copy_take_on_conflict(ParseState *pstate, List *options, TcopyOnConflict *policy)
+{
+	List	   *rest = NIL;
+	bool		seen = false;
+	ListCell   *lc;
+
+	foreach(lc, options)
+	{
+		DefElem    *def = lfirst_node(DefElem, lc);
+
+		if (strcmp(def->defname, "on_conflict") != 0)
+		{
+			rest = lappend(rest, def);
+			continue;
+		}
+		if (seen)
+			errorConflictingDefElem(def, pstate);
+		seen = true;
+		*policy = tcopy_parse_on_conflict(defGetString(def));
+	}
+	return rest;
+}
+
+/*
  * Read every row with Postgres' COPY reader and hand it to a writer.
  * Returns the number of rows loaded (those the WHERE clause kept).
  */
@@ -158,9 +188,11 @@ copy_rows(ParseState *pstate, const CopyStmt *stmt, Relation rel, List *where)
 	ResultRelInfo *partition = NULL;
 	uint64		processed = 0;
 	uint64		excluded = 0;
+	List	   *options;
 
+	options = copy_take_on_conflict(pstate, stmt->options, &codec->options.on_conflict);
 	cstate = BeginCopyFrom(pstate, rel, (Node *) where, stmt->filename,
-						   stmt->is_program, NULL, stmt->attlist, stmt->options);
+						   stmt->is_program, NULL, stmt->attlist, options);
 	if (cstate->opts.freeze)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),

@@ -116,6 +116,7 @@ tcopy_bind_created_table(CreateForeignTableStmt *stmt)
 	char	   *name;
 	bool		keyed = false;
 	bool		key_form = false;
+	bool		on_conflict = false;
 
 	if (server == NULL || !tcopy_server_is_tcopy(server->serverid))
 		return NULL;			/* Postgres reports a missing server */
@@ -130,6 +131,7 @@ tcopy_bind_created_table(CreateForeignTableStmt *stmt)
 		}
 		keyed |= strcmp(def->defname, "key") == 0;
 		key_form |= strcmp(def->defname, "key_form") == 0;
+		on_conflict |= strcmp(def->defname, "on_conflict") == 0;
 	}
 	name = tcopy_generate_table_name(tcopy_server_namespace(server->serverid));
 	stmt->options = lappend(stmt->options,
@@ -143,6 +145,10 @@ tcopy_bind_created_table(CreateForeignTableStmt *stmt)
 	if (keyed && !key_form)
 		stmt->options = lappend(stmt->options,
 								makeDefElem("key_form", (Node *) makeString("image"), -1));
+	/* likewise for 1.4, which gives keyed tables on_conflict 'replace' */
+	if (keyed && !on_conflict)
+		stmt->options = lappend(stmt->options,
+								makeDefElem("on_conflict", (Node *) makeString("error"), -1));
 	return name;
 }
 

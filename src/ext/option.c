@@ -63,6 +63,7 @@ static const TcopyOption tcopy_options[] = {
 	{"sslkey", UserMappingRelationId},
 	{"key", ForeignTableRelationId},
 	{"key_form", ForeignTableRelationId},
+	{"on_conflict", ForeignTableRelationId},
 	{"table_name", ForeignTableRelationId},
 	{"batch_rows", ForeignTableRelationId},
 	{"batch_size", ForeignTableRelationId},
@@ -222,6 +223,36 @@ tcopy_parse_key_form(const char *value)
 	return false;				/* keep the compiler quiet */
 }
 
+TcopyOnConflict
+tcopy_parse_on_conflict(const char *value)
+{
+	if (strcmp(value, "error") == 0)
+		return TCOPY_ON_CONFLICT_ERROR;
+	if (strcmp(value, "ignore") == 0)
+		return TCOPY_ON_CONFLICT_IGNORE;
+	if (strcmp(value, "replace") == 0)
+		return TCOPY_ON_CONFLICT_REPLACE;
+	ereport(ERROR,
+			(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+			 errmsg("invalid value for option \"on_conflict\": \"%s\"", value),
+			 errhint("Valid values are: error, ignore, replace.")));
+	return TCOPY_ON_CONFLICT_ERROR; /* keep the compiler quiet */
+}
+
+const char *
+tcopy_on_conflict_name(TcopyOnConflict policy)
+{
+	switch (policy)
+	{
+		case TCOPY_ON_CONFLICT_IGNORE:
+			return "ignore";
+		case TCOPY_ON_CONFLICT_REPLACE:
+			return "replace";
+		default:
+			return "error";
+	}
+}
+
 /* The value of option sslmode; an ERROR naming the valid ones otherwise. */
 static TcSslMode
 tcopy_parse_sslmode(const char *value)
@@ -264,6 +295,8 @@ tcopy_check_option_value(DefElem *def)
 		(void) tcopy_parse_key(value);
 	else if (strcmp(def->defname, "key_form") == 0)
 		(void) tcopy_parse_key_form(value);
+	else if (strcmp(def->defname, "on_conflict") == 0)
+		(void) tcopy_parse_on_conflict(value);
 	else if (strcmp(def->defname, "sslmode") == 0)
 		(void) tcopy_parse_sslmode(value);
 	else if (strcmp(def->defname, "sslrootcert") == 0)
@@ -653,7 +686,9 @@ tcopy_get_server_options(Oid serverid, List *mapping_options,
  * Resolve every option of foreign table rel reached with a user mapping of
  * options mapping_options: the server's and the mapping's
  * (tcopy_get_server_options), then the table's, whose batch options
- * override the server's.  Without option key_form, keys are 'image'.
+ * override the server's.  Without option key_form, keys are 'image';
+ * without on_conflict, a duplicate key is an error (1.4 gave tables made
+ * before it on_conflict 'replace').
  */
 void
 tcopy_get_table_options_with(Relation rel, List *mapping_options,
@@ -674,6 +709,8 @@ tcopy_get_table_options_with(Relation rel, List *mapping_options,
 			key = value;
 		else if (strcmp(def->defname, "key_form") == 0)
 			options->key_bytes = tcopy_parse_key_form(value);
+		else if (strcmp(def->defname, "on_conflict") == 0)
+			options->on_conflict = tcopy_parse_on_conflict(value);
 		else if (strcmp(def->defname, "batch_rows") == 0)
 			options->batch_rows = tcopy_parse_batch_option(def->defname, value);
 		else if (strcmp(def->defname, "batch_size") == 0)

@@ -68,6 +68,15 @@ typedef enum TcopyPausePoint
 extern int	tcopy_test_pause_point;	/* TcopyPausePoint */
 
 /* in option.c */
+
+/* Option on_conflict: what rows of equal keys do (docs/storage.md). */
+typedef enum TcopyOnConflict
+{
+	TCOPY_ON_CONFLICT_ERROR,	/* unique_violation, as a primary key */
+	TCOPY_ON_CONFLICT_IGNORE,	/* the first row of a key stays */
+	TCOPY_ON_CONFLICT_REPLACE	/* the last row wins (tables made before 1.4) */
+} TcopyOnConflict;
+
 typedef struct TcopyTableOptions
 {
 	Oid			serverid;		/* the foreign server */
@@ -81,7 +90,13 @@ typedef struct TcopyTableOptions
 								 * false: 'image', the default */
 	int			batch_rows;		/* rows per batch */
 	int			batch_bytes;	/* bytes per batch (approximate) */
+	TcopyOnConflict on_conflict;	/* table option; a COPY's overrides it */
 } TcopyTableOptions;
+
+/* The value of option on_conflict (table or COPY); an ERROR when invalid. */
+extern TcopyOnConflict tcopy_parse_on_conflict(const char *value);
+/* The option's spelling of policy. */
+extern const char *tcopy_on_conflict_name(TcopyOnConflict policy);
 
 /* Whether address is null:, the transport that discards every write. */
 extern bool tcopy_address_is_null(const char *address);
@@ -423,6 +438,8 @@ typedef struct TcopyConnection
 	List	   *written_tables; /* names (char *) of the tserver tables sent
 								 * rows in this transaction */
 	List	   *op_tables;		/* names of those truncated in it */
+	List	   *conflict_policies;	/* TcopyTablePolicy *: on_conflict of the
+									 * tables written in the session */
 	bool		prepared;		/* prepared under gid, not yet resolved */
 	char		gid[TC_GID_MAX + 1];	/* the session's global id, once prepared */
 } TcopyConnection;
@@ -546,6 +563,20 @@ extern void TcopyXactInit(void);
 extern TcopyConnection *tcopy_xact_write_connection(const TcopyTableOptions *options,
 													Oid userid);
 /* Send a packed batch; the session numbers it (seq). */
+/* One table's on_conflict in a write session (xact.c). */
+typedef struct TcopyTablePolicy
+{
+	uint32		table_id;
+	TcopyOnConflict policy;
+} TcopyTablePolicy;
+
+/*
+ * Set the session's on_conflict for table_id (of relname, for messages)
+ * before its first rows; an ERROR if the transaction wrote to it with
+ * another.
+ */
+extern void tcopy_xact_set_on_conflict(TcopyConnection *conn, uint32 table_id,
+									   TcopyOnConflict policy, const char *relname);
 extern void tcopy_xact_send(TcopyConnection *conn, TcopyBatch *batch,
 							uint32 table_id, uint64 nrows);
 /*

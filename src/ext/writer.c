@@ -46,6 +46,9 @@ tcopy_writer_begin(TcopyRelCodec *codec)
 						   "after the rows the transaction wrote.")));
 	writer->conn = tcopy_xact_write_connection(&codec->options, codec->userid);
 	writer->table_id = tcopy_connection_table_id(writer->conn, codec);
+	if (codec->options.key_attnums != NIL)
+		tcopy_xact_set_on_conflict(writer->conn, writer->table_id,
+								   codec->options.on_conflict, codec->relname);
 	return writer;
 }
 
@@ -107,6 +110,24 @@ void
 tcopy_writer_finish(TcopyWriter *writer)
 {
 	writer_flush(writer);
+
+	/*
+	 * Under on_conflict 'error', a duplicate the tserver settles as rows
+	 * arrive (a load in key order) fails the statement that sent it, not
+	 * the commit: wait for the acks, one round trip per statement.
+	 */
+	if (writer->codec->options.key_attnums != NIL &&
+		writer->codec->options.on_conflict == TCOPY_ON_CONFLICT_ERROR &&
+		!writer->conn->null_transport)
+	{
+		int			rc;
+
+		writer->conn->busy = true;
+		rc = tc_client_wait_acks(writer->conn->client);
+		writer->conn->busy = false;
+		if (rc < 0)
+			tcopy_connection_fail(writer->conn, "could not send a write batch");
+	}
 }
 
 void

@@ -178,6 +178,55 @@ tcopy_xact_note_write(TcopyConnection *conn, uint32 table_id)
 	}
 }
 
+void
+tcopy_xact_set_on_conflict(TcopyConnection *conn, uint32 table_id,
+						   TcopyOnConflict policy, const char *relname)
+{
+	static const Tcopy__OnConflict wire[] = {
+		[TCOPY_ON_CONFLICT_ERROR] = TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR,
+		[TCOPY_ON_CONFLICT_IGNORE] = TCOPY__ON_CONFLICT__ON_CONFLICT_IGNORE,
+		[TCOPY_ON_CONFLICT_REPLACE] = TCOPY__ON_CONFLICT__ON_CONFLICT_REPLACE,
+	};
+	TcopyTablePolicy *entry;
+	MemoryContext oldcontext;
+	ListCell   *lc;
+
+	foreach(lc, conn->conflict_policies)
+	{
+		entry = (TcopyTablePolicy *) lfirst(lc);
+		if (entry->table_id != table_id)
+			continue;
+		if (entry->policy != policy)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot write to foreign table \"%s\" with on_conflict '%s'",
+							relname, tcopy_on_conflict_name(policy)),
+					 errdetail("This transaction wrote to its tserver table with on_conflict '%s'.",
+							   tcopy_on_conflict_name(entry->policy)),
+					 errhint("Write to a table with one on_conflict policy per transaction.")));
+		return;
+	}
+
+	/* replace is the tserver's default: nothing to send */
+	if (!conn->null_transport && policy != TCOPY_ON_CONFLICT_REPLACE)
+	{
+		int			rc;
+
+		conn->busy = true;
+		rc = tc_client_session_on_conflict(conn->client, table_id, wire[policy]);
+		conn->busy = false;
+		if (rc < 0)
+			tcopy_connection_fail(conn, psprintf("could not set on_conflict of foreign table \"%s\"",
+												 relname));
+	}
+	oldcontext = MemoryContextSwitchTo(TopMemoryContext);
+	entry = palloc(sizeof(TcopyTablePolicy));
+	entry->table_id = table_id;
+	entry->policy = policy;
+	conn->conflict_policies = lappend(conn->conflict_policies, entry);
+	MemoryContextSwitchTo(oldcontext);
+}
+
 /*
  * Pack batch as the session's next (seq) and send it: the rows commit with
  * the transaction.
@@ -605,6 +654,8 @@ tcopy_end_xact(void)
 		conn->written_tables = NIL;
 		list_free_deep(conn->op_tables);
 		conn->op_tables = NIL;
+		list_free_deep(conn->conflict_policies);
+		conn->conflict_policies = NIL;
 	}
 	tcopy_set_wait_deadline(0);
 }
