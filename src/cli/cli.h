@@ -42,6 +42,9 @@ typedef struct CliOptions
 	bool		keyless;
 	const char *prepare_gid;	/* --prepare: prepare under it, not commit */
 	bool		truncate;		/* --truncate: the session truncates first */
+	const char *on_conflict;	/* --on-conflict: error, ignore, replace */
+	bool		has_again;
+	int64_t		again;			/* --again: this aid once more, value + 1 */
 	/* scan, create */
 	const char *columns;
 	bool		has_lower;

@@ -116,6 +116,14 @@ cli_load(const CliOptions *opts)
 	if (opts->truncate &&
 		tc_client_session_table_op(client, TCOPY__TABLE_OP_KIND__TABLE_OP_TRUNCATE, table_id) < 0)
 		goto client_err;
+	if (opts->on_conflict != NULL &&
+		tc_client_session_on_conflict(client, table_id,
+									  strcmp(opts->on_conflict, "error") == 0 ?
+									  TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR :
+									  strcmp(opts->on_conflict, "ignore") == 0 ?
+									  TCOPY__ON_CONFLICT__ON_CONFLICT_IGNORE :
+									  TCOPY__ON_CONFLICT__ON_CONFLICT_REPLACE) < 0)
+		goto client_err;
 
 	batch.table_id = table_id;
 	batch.rows = row_ptrs;
@@ -138,6 +146,17 @@ cli_load(const CliOptions *opts)
 		if (tc_client_write_batch(client, &batch) < 0)
 			goto client_err;
 		sent += n;
+	}
+	if (opts->has_again)
+	{
+		values[0] = opts->again;
+		values[1] = (opts->again - 1) / CLI_ROWS_PER_BRANCH + 1;
+		values[2] = opts->value + 1;
+		batch.seq++;
+		batch.n_rows = 1;
+		if (tc_client_write_batch(client, &batch) < 0)
+			goto client_err;
+		sent++;
 	}
 
 	if (opts->hold)

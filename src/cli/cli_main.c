@@ -53,6 +53,8 @@ enum
 	OPT_TOKEN_FILE,
 	OPT_PREPARE,
 	OPT_TRUNCATE,
+	OPT_ON_CONFLICT,
+	OPT_AGAIN,
 	OPT_PREFIX,
 	OPT_SSLMODE,
 	OPT_SSLROOTCERT,
@@ -87,6 +89,8 @@ static const struct option load_options[] = {
 	{"keyless", no_argument, NULL, OPT_KEYLESS},
 	{"prepare", required_argument, NULL, OPT_PREPARE},
 	{"truncate", no_argument, NULL, OPT_TRUNCATE},
+	{"on-conflict", required_argument, NULL, OPT_ON_CONFLICT},
+	{"again", required_argument, NULL, OPT_AGAIN},
 	{NULL, 0, NULL, 0}
 };
 
@@ -147,6 +151,9 @@ CLI_DEFAULT_ADDRESS "); FILE holds the token to prove (the tserver's\n"
 "                          and exit leaving it prepared (orphaned)\n"
 "      [--truncate]        truncate the table in the same session, before\n"
 "                          its rows (applied when the session is published)\n"
+"      [--on-conflict P]   error, ignore or replace (the default): what the\n"
+"                          session does with rows of one key\n"
+"      [--again A]         after the rows, send aid A once more, abalance V+1\n"
 "      [--hold]            print \"staged N rows\" and wait for a line on stdin\n"
 "                          before committing\n"
 "  scan TABLE              print the table's committed rows\n"
@@ -273,6 +280,17 @@ cli_take_option(CliOptions *opts, int option, const char *arg)
 			break;
 		case OPT_TRUNCATE:
 			opts->truncate = true;
+			break;
+		case OPT_ON_CONFLICT:
+			if (strcmp(arg, "error") != 0 && strcmp(arg, "ignore") != 0 &&
+				strcmp(arg, "replace") != 0)
+				cli_usage_error("invalid value \"%s\" for --on-conflict (expected error, ignore or replace)",
+								arg);
+			opts->on_conflict = arg;
+			break;
+		case OPT_AGAIN:
+			opts->has_again = true;
+			opts->again = cli_parse_int("--again", arg, INT32_MIN, INT32_MAX);
 			break;
 		case OPT_PREFIX:
 			opts->prefix = arg;
