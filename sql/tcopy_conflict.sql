@@ -58,6 +58,19 @@ COPY c_h FROM stdin;
 COMMIT;
 SELECT count(*) FROM c_t;
 
+-- error: a key stored by an earlier transaction
+INSERT INTO c_h VALUES (50, 'stored');
+INSERT INTO c_t VALUES (50, 'stored');
+COPY c_h FROM stdin;
+49	x
+50	y
+\.
+COPY c_t FROM stdin;
+49	x
+50	y
+\.
+SELECT * FROM c_t WHERE aid >= 49 ORDER BY aid;
+
 -- INSERT follows the table's policy
 INSERT INTO c_h VALUES (7, 'a'), (7, 'b');
 INSERT INTO c_t VALUES (7, 'a'), (7, 'b');
@@ -79,6 +92,11 @@ COPY c_t FROM stdin (on_conflict 'ignore');
 11	second
 12	second
 \.
+COPY c_t FROM stdin (on_conflict 'ignore');
+50	ignored
+51	new
+\.
+INSERT INTO c_h VALUES (50, 'ignored'), (51, 'new') ON CONFLICT DO NOTHING;
 SELECT * FROM c_t ORDER BY aid;
 SELECT * FROM c_h WHERE aid >= 10 ORDER BY aid;
 -- COPY's option overrides the table's; unknown values are refused, and

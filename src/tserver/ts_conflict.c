@@ -191,3 +191,57 @@ ts_conflict_report_duplicate(void *arg, const uint8_t *key, uint32_t keylen,
 	err->table_id = table_id;
 	return -1;
 }
+
+int
+ts_stored_check(void *arg, const TsConflicts *conflicts, TsStoredCheck *check,
+				const uint8_t *key, uint32_t keylen, const uint8_t *value,
+				uint32_t valuelen, bool *skip, TsError *err)
+{
+	TsStore    *store = arg;
+	Tcopy__OnConflict policy = ts_conflicts_policy(conflicts, key, keylen);
+	rocksdb_iterator_t *it = check->iter;
+	const char *found;
+	size_t		found_len;
+
+	*skip = false;
+	if (policy == TCOPY__ON_CONFLICT__ON_CONFLICT_REPLACE)
+		return 0;
+	if (it == NULL)
+	{
+		it = rocksdb_create_iterator_cf(store->db, store->read_default, store->cf_data);
+		check->iter = it;
+		check->exhausted = false;
+		rocksdb_iter_seek(it, (const char *) key, keylen);
+	}
+	else if (check->exhausted)
+		return 0;
+	else if (rocksdb_iter_valid(it))
+	{
+		found = rocksdb_iter_key(it, &found_len);
+		if (ts_key_compare((const uint8_t *) found, (uint32_t) found_len, key, keylen) < 0)
+			rocksdb_iter_seek(it, (const char *) key, keylen);
+	}
+	if (!rocksdb_iter_valid(it))
+	{
+		check->exhausted = true;
+		return 0;
+	}
+	found = rocksdb_iter_key(it, &found_len);
+	if (found_len != keylen || memcmp(found, key, keylen) != 0)
+		return 0;
+	if (policy == TCOPY__ON_CONFLICT__ON_CONFLICT_IGNORE)
+	{
+		*skip = true;
+		return 0;
+	}
+	return ts_conflict_report_duplicate(store, key, keylen, value, valuelen, err);
+}
+
+void
+ts_stored_check_end(TsStoredCheck *check)
+{
+	if (check->iter != NULL)
+		rocksdb_iter_destroy(check->iter);
+	check->iter = NULL;
+	check->exhausted = false;
+}

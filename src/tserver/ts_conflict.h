@@ -10,6 +10,7 @@
 #ifndef TS_CONFLICT_H
 #define TS_CONFLICT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "ts_error.h"
@@ -76,6 +77,31 @@ ts_conflicts_pick(const TsConflicts *conflicts, const uint8_t *key, uint32_t key
 int			ts_conflict_report_duplicate(void *arg, const uint8_t *key, uint32_t keylen,
 										 const uint8_t *value, uint32_t valuelen,
 										 TsError *err);
+
+/*
+ * Keys of a session checked against the rows stored (committed) already,
+ * in increasing key order, through one iterator: a key is looked up with a
+ * Seek only when the iterator is below it, so keys in a range that holds
+ * no stored row (a load into an empty or disjoint range) cost a memcmp.
+ * The iterator reads the store as it was when made: end the check (or let
+ * a new SST file start) to see rows committed since.
+ */
+typedef struct TsStoredCheck
+{
+	void	   *iter;			/* rocksdb_iterator_t, or NULL before the first */
+	bool		exhausted;		/* no stored key at or after the last sought */
+} TsStoredCheck;
+
+/*
+ * Check a key of the session's (in increasing order from the previous
+ * one) against the stored rows, under its table's policy: *skip is set
+ * for a stored key under IGNORE; a stored key under ERROR is reported
+ * (-1).  0 otherwise.  store is the TsStore.
+ */
+int			ts_stored_check(void *store, const TsConflicts *conflicts, TsStoredCheck *check,
+							const uint8_t *key, uint32_t keylen, const uint8_t *value,
+							uint32_t valuelen, bool *skip, TsError *err);
+void		ts_stored_check_end(TsStoredCheck *check);
 
 /* Set table_id's policy, once (PROTOCOL when set to another); 0 or -1. */
 int			ts_conflicts_set(TsConflicts *conflicts, uint32_t table_id,

@@ -497,6 +497,38 @@ session_settle_staged(TsSession *session, TsError *err)
 	return 0;
 }
 
+/*
+ * Check the records of a session that never spilled, in key order (sorted,
+ * or settled), against the stored rows: under ignore a stored key's record
+ * is dropped, under error it fails the session.
+ */
+static int
+session_check_stored(TsSession *session, TsError *err)
+{
+	TsStoredCheck check = {0};
+	size_t		out = 0;
+
+	for (size_t i = 0; i < session->noffsets; i++)
+	{
+		const uint8_t *rec = session->staged.data + session->offsets[i];
+		uint32_t	keylen = ts_record_keylen(rec);
+		bool		skip;
+
+		if (ts_stored_check(session->store, &session->conflicts, &check,
+							ts_record_key(rec), keylen, ts_record_value(rec, keylen),
+							ts_record_valuelen(rec), &skip, err) != 0)
+		{
+			ts_stored_check_end(&check);
+			return -1;
+		}
+		if (!skip)
+			session->offsets[out++] = session->offsets[i];
+	}
+	ts_stored_check_end(&check);
+	session->noffsets = out;
+	return 0;
+}
+
 rocksdb_writebatch_t *
 ts_session_build_batch(TsSession *session)
 {
@@ -536,6 +568,10 @@ ts_session_prepare(TsSession *session, TsError *err)
 		return -1;
 	if (!session->sorted && session->sst == NULL && session->nruns == 0 &&
 		session->conflicts.n > 0 && session_settle_staged(session, err) != 0)
+		return -1;
+	/* in key order now: against the stored rows, unless written to SST */
+	if (session->sst == NULL && session->nruns == 0 && session->conflicts.n > 0 &&
+		session_check_stored(session, err) != 0)
 		return -1;
 	if (session->sorted && session->sst != NULL)
 	{

@@ -47,6 +47,7 @@ typedef struct SstSink
 	size_t		nfiles;
 	uint64_t	entries_in_file;
 	uint64_t	finished_bytes; /* size of the files finished */
+	TsStoredCheck stored;		/* keys against stored rows, per file */
 } SstSink;
 
 /*

@@ -59,6 +59,17 @@ ts_sst_sink_put(void *arg, const uint8_t *key, uint32_t keylen,
 	TsStore    *store = sink->session->store;
 	char	   *errptr = NULL;
 
+	if (sink->session->conflicts.n > 0)
+	{
+		bool		skip;
+
+		/* a stored key: kept (ignore) or an error, as the table says */
+		if (ts_stored_check(store, &sink->session->conflicts, &sink->stored, key, keylen,
+							value, valuelen, &skip, err) != 0)
+			return -1;
+		if (skip)
+			return 0;
+	}
 	if (sink->writer == NULL)
 	{
 		char	  **grown = realloc(sink->files, (sink->nfiles + 1) * sizeof(char *));
@@ -120,6 +131,7 @@ ts_sst_sink_finish_file(SstSink *sink, TsError *err)
 	char	   *errptr = NULL;
 	uint64_t	size = 0;
 
+	ts_stored_check_end(&sink->stored);
 	if (sink->writer == NULL)
 		return 0;
 	rocksdb_sstfilewriter_finish(sink->writer, &errptr);
@@ -176,6 +188,7 @@ ts_sst_sink_take(SstSink *sink, SstSink *from, TsError *err)
 void
 ts_sst_sink_free(SstSink *sink)
 {
+	ts_stored_check_end(&sink->stored);
 	if (sink->writer != NULL)
 		rocksdb_sstfilewriter_destroy(sink->writer);
 	for (size_t i = 0; i < sink->nfiles; i++)

@@ -3,8 +3,8 @@
 #	of session memory, loads in key order and shuffled, in memory and
 #	spilled, each with one key sent again at the end.  replace keeps the
 #	later row, ignore the first, error fails the session with
-#	DUPLICATE_KEY, Postgres' DETAIL, and nothing committed; a policy set
-#	after the session wrote to the table is a protocol error.
+#	DUPLICATE_KEY, Postgres' DETAIL, and nothing committed; against rows
+#	stored already, error fails and ignore keeps the stored row.
 use strict;
 use warnings;
 
@@ -61,6 +61,28 @@ for my $rows (1000, 100_000)	# in memory; about ten spills
 			is($ts->count("${t}_e"), $rows, "$tag, error without a duplicate: $rows rows");
 		}
 	}
+}
+
+# against stored rows: 1..2000 stored with abalance 1; a later session's
+# rows of those keys are an error, or ignored, also when spilled
+for my $rows (100, 100_000)
+{
+	my $t = "stored_$rows";
+	is($ts->cli('load', $t, '--rows', 2000, '--value', 1)->{rc}, 0, "$t: 2000 rows stored");
+	my $r = $ts->cli('load', $t, '--rows', $rows, '--start', 1500, '--value', 2,
+		'--shuffle', '--seed', 9, '--on-conflict', 'error');
+	isnt($r->{rc}, 0, "$t: error: a stored key fails the session");
+	like($r->{err}, qr/Key \(aid\)=\(1500\) already exists\./, "$t: error: the first stored key");
+	is($ts->count($t), 2000, "$t: error: nothing committed");
+	$r = $ts->cli('load', $t, '--rows', $rows, '--start', 1500, '--value', 2,
+		'--shuffle', '--seed', 9, '--on-conflict', 'ignore');
+	is($r->{rc}, 0, "$t: ignore: commits") or diag($r->{err});
+	my $new = $rows > 501 ? $rows - 501 : 0;	# keys above 2000
+	is($ts->count($t), 2000 + $new, "$t: ignore: the new keys added");
+	is($ts->checksum($t, '--columns', 'abalance')->{sum}, 2000 + 2 * $new,
+		"$t: ignore: the stored rows kept abalance 1");
+	$r = $ts->cli('load', $t, '--rows', 10, '--start', 1_000_000, '--on-conflict', 'error');
+	is($r->{rc}, 0, "$t: error: keys above the stored ones commit") or diag($r->{err});
 }
 
 # a keyless table: ids never repeat, the policy is accepted and moot

@@ -1365,6 +1365,46 @@ test_on_conflict(void)
 			REQUIRE(scan(store, t_adjacent, &request, 1, &res) == 0);
 			CHECK_EQ_UINT(res.rows, n);
 			CHECK(res.values_match);
+
+			/*
+			 * Against stored rows: t_adjacent holds ids1 with val 1.  error
+			 * fails on the first stored key in key order; ignore keeps the
+			 * stored rows and adds the new keys.
+			 */
+			{
+				int64_t    *again = calloc(n + 100, sizeof(int64_t));
+				int64_t    *want = calloc(n + 100, sizeof(int64_t));
+
+				for (size_t i = 0; i < n; i++)
+					again[i] = ids1[i];
+				for (size_t i = 0; i < 100; i++)
+					again[n + i] = (int64_t) (n + i);
+				CHECK_EQ_INT(load_with_policy(store, t_adjacent, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR,
+											  again + n, 100, again + 17, 1, &err), -1);
+				CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_DUPLICATE_KEY);
+				snprintf(name, sizeof(name), "Key (id)=(%lld) already exists.", (long long) again[17]);
+				CHECK_EQ_STR(err.message, name);
+				CHECK_EQ_INT(load_with_policy(store, t_adjacent, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR,
+											  again, n + 100, NULL, 0, &err), -1);
+				CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_DUPLICATE_KEY);
+				CHECK_EQ_STR(err.message, "Key (id)=(0) already exists.");
+
+				/* ignore: everything again with val 2 (the second part) */
+				if (!(spilled && order == 0))
+				{
+					CHECK_EQ_INT(load_with_policy(store, t_adjacent, TCOPY__ON_CONFLICT__ON_CONFLICT_IGNORE,
+												  NULL, 0, again, n + 100, &err), 0);
+					for (size_t i = 0; i < n + 100; i++)
+						want[i] = i < n ? 1 : 2;
+					scan_expect_vals = want;
+					REQUIRE(scan(store, t_adjacent, &request, 0, &res) == 0);
+					scan_expect_vals = NULL;
+					CHECK_EQ_UINT(res.rows, n + 100);
+					CHECK(res.values_match);
+				}
+				free(again);
+				free(want);
+			}
 			check_store_idle(store);
 			ts_store_close(store);
 		}
