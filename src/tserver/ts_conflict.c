@@ -193,7 +193,8 @@ ts_conflict_report_duplicate(void *arg, const uint8_t *key, uint32_t keylen,
 }
 
 int
-ts_stored_check(void *arg, const TsConflicts *conflicts, TsStoredCheck *check,
+ts_stored_check(void *arg, const TsConflicts *conflicts,
+				const uint32_t *truncated, size_t ntruncated, TsStoredCheck *check,
 				const uint8_t *key, uint32_t keylen, const uint8_t *value,
 				uint32_t valuelen, bool *skip, TsError *err)
 {
@@ -206,6 +207,9 @@ ts_stored_check(void *arg, const TsConflicts *conflicts, TsStoredCheck *check,
 	*skip = false;
 	if (policy == TCOPY__ON_CONFLICT__ON_CONFLICT_REPLACE)
 		return 0;
+	for (size_t i = 0; i < ntruncated; i++)
+		if (truncated[i] == ts_get_be32(key))
+			return 0;
 	if (it == NULL)
 	{
 		it = rocksdb_create_iterator_cf(store->db, store->read_default, store->cf_data);

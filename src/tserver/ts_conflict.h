@@ -96,9 +96,11 @@ typedef struct TsStoredCheck
  * Check a key of the session's (in increasing order from the previous
  * one) against the stored rows, under its table's policy: *skip is set
  * for a stored key under IGNORE; a stored key under ERROR is reported
- * (-1).  0 otherwise.  store is the TsStore.
+ * (-1).  0 otherwise.  store is the TsStore; the tables truncated[ntruncated]
+ * (by the session, before its rows) have no stored rows to check.
  */
-int			ts_stored_check(void *store, const TsConflicts *conflicts, TsStoredCheck *check,
+int			ts_stored_check(void *store, const TsConflicts *conflicts,
+							const uint32_t *truncated, size_t ntruncated, TsStoredCheck *check,
 							const uint8_t *key, uint32_t keylen, const uint8_t *value,
 							uint32_t valuelen, bool *skip, TsError *err);
 void		ts_stored_check_end(TsStoredCheck *check);

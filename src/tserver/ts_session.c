@@ -514,7 +514,8 @@ session_check_stored(TsSession *session, TsError *err)
 		uint32_t	keylen = ts_record_keylen(rec);
 		bool		skip;
 
-		if (ts_stored_check(session->store, &session->conflicts, &check,
+		if (ts_stored_check(session->store, &session->conflicts, session->truncates,
+							session->ntruncates, &check,
 							ts_record_key(rec), keylen, ts_record_value(rec, keylen),
 							ts_record_valuelen(rec), &skip, err) != 0)
 		{

@@ -64,7 +64,8 @@ ts_sst_sink_put(void *arg, const uint8_t *key, uint32_t keylen,
 		bool		skip;
 
 		/* a stored key: kept (ignore) or an error, as the table says */
-		if (ts_stored_check(store, &sink->session->conflicts, &sink->stored, key, keylen,
+		if (ts_stored_check(store, &sink->session->conflicts, sink->session->truncates,
+							sink->session->ntruncates, &sink->stored, key, keylen,
 							value, valuelen, &skip, err) != 0)
 			return -1;
 		if (skip)

@@ -83,6 +83,10 @@ for my $rows (100, 100_000)
 		"$t: ignore: the stored rows kept abalance 1");
 	$r = $ts->cli('load', $t, '--rows', 10, '--start', 1_000_000, '--on-conflict', 'error');
 	is($r->{rc}, 0, "$t: error: keys above the stored ones commit") or diag($r->{err});
+	# a session that truncates the table first has no stored rows to meet
+	$r = $ts->cli('load', $t, '--rows', 2000, '--truncate', '--on-conflict', 'error');
+	is($r->{rc}, 0, "$t: error after the session's TRUNCATE: commits") or diag($r->{err});
+	is($ts->count($t), 2000, "$t: error after the session's TRUNCATE: 2000 rows");
 }
 
 # a keyless table: ids never repeat, the policy is accepted and moot
