@@ -11,7 +11,7 @@ CREATE USER MAPPING FOR PUBLIC SERVER ts;
 CREATE TABLE dml_heap (k int NOT NULL, v text, n numeric DEFAULT 0);
 -- a table_name, so that EXPLAIN's Remote Table is not a generated name
 CREATE FOREIGN TABLE dml_t (k int NOT NULL, v text, n numeric DEFAULT 0)
-	SERVER ts OPTIONS (key 'k', table_name 'dml_t');
+	SERVER ts OPTIONS (key 'k', table_name 'dml_t', on_conflict 'replace');
 CREATE FOREIGN TABLE dml_u (k bigint NOT NULL, v text) SERVER ts OPTIONS (key 'k');
 CREATE FOREIGN TABLE dml_s (k smallint NOT NULL) SERVER ts OPTIONS (key 'k');
 TRUNCATE dml_t, dml_u, dml_s;

@@ -254,7 +254,8 @@ CREATE FOREIGN TABLE ok_keys (b bool, i2 int2, i4 int4, i8 int8, f4 float4, f8 f
 	t text COLLATE "C", vc varchar(5), c char(2), bc bpchar, nm name, ba bytea, ch "char",
 	d date, tm time, tt timetz, ts timestamp, tz timestamptz, iv interval, u uuid,
 	o oid, ip inet, mac macaddr, ti text COLLATE icu_und)
-	SERVER ts OPTIONS (key 'b,i2,i4,i8,f4,f8,n,t,vc,c,bc,nm,ba,ch,d,tm,tt,ts,tz,iv,u,o,ip,mac,ti');
+	SERVER ts OPTIONS (key 'b,i2,i4,i8,f4,f8,n,t,vc,c,bc,nm,ba,ch,d,tm,tt,ts,tz,iv,u,o,ip,mac,ti',
+	on_conflict 'replace');
 INSERT INTO ok_keys VALUES (true, 1, 2, 3, 1.5, '-0', 1.0, 'x', 'y', 'z', 'w ', 'nm', '\x00', 'c',
 	'2020-02-13', '12:00', '12:00+01', '2020-02-13 12:00', '2020-02-13 12:00+00', '1 day',
 	'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', 7, '10.0.0.1', '08:00:2b:01:02:03', 'a');

@@ -158,7 +158,7 @@ SELECT * FROM opt_alter;
 -- the table's batch options override the server's, which override the GUCs:
 -- any of them gives the same rows
 CREATE FOREIGN TABLE opt_batch (a int NOT NULL, b text) SERVER ts
-	OPTIONS (key 'a', table_name 'opt_batch', batch_rows '3', batch_size '1kB');
+	OPTIONS (key 'a', table_name 'opt_batch', batch_rows '3', batch_size '1kB', on_conflict 'replace');
 TRUNCATE opt_batch;
 INSERT INTO opt_batch SELECT g, repeat('x', g) FROM generate_series(1, 1000) g;
 SELECT count(*), sum(a), sum(length(b)) FROM opt_batch;

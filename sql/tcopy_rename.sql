@@ -72,6 +72,7 @@ WHERE attrelid = 'ren_a.v'::regclass AND attnum > 0 ORDER BY attnum;
 -- rename columns: a value column, then the key column, which the key
 -- option names; the rows stay readable and writable
 CREATE FOREIGN TABLE ren_a.cols (k int NOT NULL, v text) SERVER ts OPTIONS (key 'k');
+ALTER FOREIGN TABLE ren_a.cols OPTIONS (SET on_conflict 'replace');
 INSERT INTO ren_a.cols VALUES (1, 'one'), (2, 'two');
 ALTER FOREIGN TABLE ren_a.cols RENAME COLUMN v TO label;
 ALTER TABLE ren_a.cols RENAME COLUMN k TO id;
@@ -107,6 +108,7 @@ ALTER FOREIGN TABLE ren_a.cols RENAME COLUMN nothing TO something;
 CREATE TABLE ren_a.parted (k int NOT NULL, v text) PARTITION BY RANGE (k);
 CREATE FOREIGN TABLE ren_a.part1 PARTITION OF ren_a.parted FOR VALUES FROM (0) TO (100)
 	SERVER ts OPTIONS (key 'k');
+ALTER FOREIGN TABLE ren_a.part1 OPTIONS (SET on_conflict 'replace');
 CREATE TABLE ren_a.part2 PARTITION OF ren_a.parted FOR VALUES FROM (100) TO (200);
 INSERT INTO ren_a.parted VALUES (1, 'a'), (2, 'b'), (150, 'c');
 ALTER TABLE ren_a.parted RENAME COLUMN k TO id;
@@ -119,6 +121,7 @@ SELECT option_name, option_value FROM pg_options_to_table(
 WHERE option_name <> 'table_name';
 CREATE TABLE ren_a.base (k int NOT NULL, v text);
 CREATE FOREIGN TABLE ren_a.child () INHERITS (ren_a.base) SERVER ts OPTIONS (key 'k');
+ALTER FOREIGN TABLE ren_a.child OPTIONS (SET on_conflict 'replace');
 INSERT INTO ren_a.child VALUES (5, 'five');
 ALTER TABLE ren_a.base RENAME COLUMN k TO id;
 SELECT * FROM ren_a.base;
