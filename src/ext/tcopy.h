@@ -169,6 +169,9 @@ extern Datum tcopy_form_decode(TcopyForm *form, const uint8 *data, size_t len,
 							   int encoding, const char *attname,
 							   const char *relname);
 extern char *tcopy_type_form_name(Oid typid);
+/* Bytes of a reg* form after its version byte naming the value: system
+ * identifier, database OID, OID */
+#define TCOPY_REG_IDENTITY_SIZE 16
 /* A type's text output and input, under the settings of docs/values.md. */
 extern char *tcopy_fixed_output(FmgrInfo *out_fn, Datum value, bool search_path);
 extern Datum tcopy_fixed_input(FmgrInfo *in_fn, char *text, Oid typioparam,
@@ -181,7 +184,8 @@ typedef enum TcopyKeyImage
 	TCOPY_KEY_IMAGE_FLOAT,
 	TCOPY_KEY_IMAGE_NUMERIC,
 	TCOPY_KEY_IMAGE_INTERVAL,
-	TCOPY_KEY_IMAGE_BPCHAR
+	TCOPY_KEY_IMAGE_BPCHAR,
+	TCOPY_KEY_IMAGE_REG			/* reg*: the OID and its database, not the name */
 } TcopyKeyImage;
 
 /* The image a key column needs; an ERROR when it cannot be a key. */
