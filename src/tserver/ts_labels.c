@@ -259,6 +259,10 @@ ts_session_claim_label(TsSession *session, uint32_t table_id, const char *label,
 		return 0;
 	}
 	found = label_read(store, table_id, label, published_at_ms, err);
+	/* a TRUNCATE this session staged deletes the label before it publishes */
+	for (size_t i = 0; found == 1 && i < session->ntruncates; i++)
+		if (session->truncates[i] == table_id)
+			found = 0;
 	if (found == 1)
 		*state = TCOPY__LABEL_STATE__LABEL_PUBLISHED;
 	else if (found == 0)
