@@ -6,7 +6,8 @@
 #	session is orphaned, also after a kill -9 and a restart (the claim comes
 #	back from the record); a commit publishes it (PUBLISHED, with its time),
 #	an abort frees it; LIST_LABELS lists the published ones; FORGET_LABEL
-#	forgets one at once; a TRUNCATE forgets them all; malformed requests
+#	forgets one at once; tserver-cli labels lists them; a TRUNCATE forgets
+#	them all; malformed requests
 #	(an empty label, a claim outside a session, a forget inside one) are
 #	PROTOCOL errors that close the connection.
 use strict;
@@ -131,6 +132,9 @@ is(claim($c, $id, 'l2'), CLAIMED, 'after the abort, l2 is free');
 ($type) = request($c, FRAME_COMMIT, pb_field_varint(1, 0) . pb_field_varint(2, 0));
 is($type, FRAME_COMMIT_OK, 'c commits a session of no rows and label l2');
 is(listed($c, $id), 'l1 l2', 'LIST_LABELS lists l1 and l2');
+$r = $ts->cli('labels', 'm');
+like($r->{out}, qr/^l1\t\d{4}-\d\d-\d\dT[\d:.]+Z\nl2\t\d{4}-[^\n]+Z\n\z/, 'tserver-cli labels lists them, with their times')
+  or diag($r->{out} . $r->{err});
 
 # forget at once; a truncate forgets them all
 is((label_op($c, FORGET_LABEL, $id, 'l1', 0))[1], PUBLISHED, 'FORGET_LABEL l1: it was published');
@@ -139,6 +143,9 @@ is(listed($c, $id), 'l2', 'l2 is left');
 ($type) = request($c, FRAME_TABLE_OP, pb_field_varint(1, 1) . pb_field_varint(2, $id));
 is($type, FRAME_TABLE_OP_OK, 'TRUNCATE m');
 is(listed($c, $id), '', 'the truncate forgot l2');
+$r = $ts->cli('labels', 'm');
+is($r->{out}, '', 'tserver-cli labels lists none');
+is($ts->cli('labels', 'm', '--forget', 'l2')->{out}, "not published\n", 'tserver-cli labels --forget of a label not published');
 
 # malformed requests
 sub expect_protocol_error
