@@ -233,6 +233,42 @@ copy_rows(ParseState *pstate, const CopyStmt *stmt, Relation rel, List *where)
 }
 
 /*
+ * Read the COPY's input to its end and load nothing: a labelled load that
+ * was published already.  A COPY FROM STDIN must consume what the client
+ * sends; a file or a program is not even opened.
+ */
+static void
+skip_rows(ParseState *pstate, const CopyStmt *stmt, Relation rel)
+{
+	CopyFromState cstate;
+	TupleDesc	desc = RelationGetDescr(rel);
+	Datum	   *values = palloc(sizeof(Datum) * Max(desc->natts, 1));
+	bool	   *nulls = palloc(sizeof(bool) * Max(desc->natts, 1));
+	ExprContext *econtext;
+	EState	   *estate;
+
+	if (stmt->filename != NULL)
+		return;
+	estate = CreateExecutorState();
+	econtext = GetPerTupleExprContext(estate);
+	cstate = BeginCopyFrom(pstate, rel, NULL, NULL, false, NULL, stmt->attlist, stmt->options);
+	for (;;)
+	{
+		char	  **fields;
+		int			nfields;
+
+		CHECK_FOR_INTERRUPTS();
+		ResetPerTupleExprContext(estate);
+		if (cstate->opts.binary ?
+			!NextCopyFrom(cstate, econtext, values, nulls) :
+			!NextCopyFromRawFields(cstate, &fields, &nfields))
+			break;
+	}
+	EndCopyFrom(cstate);
+	FreeExecutorState(estate);
+}
+
+/*
  * COPY FROM into a tcopy table, in place of DoCopy; false when the
  * statement is not one the hook takes (see the file comment).
  */
@@ -244,6 +280,8 @@ tcopy_copy_from(const CopyStmt *stmt, const char *query_string,
 	Relation	rel;
 	ParseState *pstate;
 	List	   *where;
+	CopyStmt	copy;
+	char	   *load_id;
 
 	if (!stmt->is_from || stmt->relation == NULL)
 		return false;
@@ -264,16 +302,32 @@ tcopy_copy_from(const CopyStmt *stmt, const char *query_string,
 	}
 	check_copy_source_privileges(stmt);
 	rel = table_open(relid, NoLock);
-	if (!relation_is_accelerable(rel))
-	{
-		table_close(rel, RowExclusiveLock);
-		return false;
-	}
 	pstate = make_parsestate(NULL);
 	pstate->p_sourcetext = query_string;
 	pstate->p_queryEnv = query_env;
-	where = prepare_copy_from(pstate, stmt, rel);
-	*processed = copy_rows(pstate, stmt, rel, where);
+	/* tcopy's own options, which Postgres' COPY reader does not know */
+	copy = *stmt;
+	copy.options = tcopy_copy_take_load_id(pstate, stmt->options, &load_id);
+	if (!relation_is_accelerable(rel))
+	{
+		if (load_id != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("COPY option load_id is not supported for foreign table \"%s\"",
+							RelationGetRelationName(rel)),
+					 errdetail("A tcopy table with triggers or stored generated columns is loaded by Postgres' COPY, row by row.")));
+		free_parsestate(pstate);
+		table_close(rel, RowExclusiveLock);
+		return false;
+	}
+	where = prepare_copy_from(pstate, &copy, rel);
+	if (load_id != NULL && !tcopy_load_id_claim(rel, load_id))
+	{
+		skip_rows(pstate, &copy, rel);
+		*processed = 0;
+	}
+	else
+		*processed = copy_rows(pstate, &copy, rel, where);
 	free_parsestate(pstate);
 	table_close(rel, NoLock);
 	return true;

@@ -564,6 +564,25 @@ extern void tcopy_xact_table_op(const TcopyTableOptions *options, Oid userid,
 /* Whether this transaction staged a TRUNCATE of the tserver table of options. */
 extern bool tcopy_xact_staged_op_on(const TcopyTableOptions *options);
 
+/* A load label was claimed in conn's session: it has something to publish. */
+extern void tcopy_xact_note_claim(TcopyConnection *conn);
+
+/* in load_id.c: COPY ... (load_id 'label'), loads that can be re-run */
+
+/*
+ * options without the COPY option load_id, whose value goes to *load_id
+ * (NULL when not given), checked.
+ */
+extern List *tcopy_copy_take_load_id(struct ParseState *pstate, List *options, char **load_id);
+/*
+ * Claim load_id for rel in the transaction's write session: true when the
+ * COPY is to load its rows; false (after a NOTICE) when the label was
+ * published, or claimed in this transaction, already.  Waits while another
+ * transaction holds it; an ERROR while a prepared session left by a crash
+ * does.
+ */
+extern bool tcopy_load_id_claim(Relation rel, const char *load_id);
+
 /* in xact_drop.c: DROPs of tcopy tables, staged at pre-commit */
 
 /* Drop the tserver's table when the transaction commits (a DROP of it). */

@@ -163,6 +163,11 @@ ts_session_free(TsSession *session, bool aborted)
 	free(session->tables);
 	free(session->truncates);
 	free(session->drops);
+	/* a published session's labels were written before: the claims may go */
+	ts_labels_release_session(store, session->id);
+	for (size_t i = 0; i < session->nlabels; i++)
+		free(session->labels[i].label);
+	free(session->labels);
 	free(session);
 }
 
@@ -414,6 +419,7 @@ ts_session_build_batch(TsSession *session)
 		rocksdb_writebatch_delete_range_cf(wb, store->cf_data,
 										   (const char *) begin, sizeof(begin),
 										   (const char *) end, sizeof(end));
+		ts_labels_batch_delete_table(store, wb, session->truncates[i]);
 	}
 	for (size_t i = 0; i < session->noffsets; i++)
 	{
@@ -496,10 +502,13 @@ ts_session_commit(TsSession *session, uint64_t *rows, TsError *err)
 	pub.ntables = session->ntables;
 	pub.drops = session->drops;
 	pub.ndrops = session->ndrops;
+	pub.labels = session->labels;
+	pub.nlabels = session->nlabels;
 	if (result == 0 && session->sst == NULL)
 	{
 		/* nothing at all to write: no batch */
-		if (session->rows > 0 || session->ntruncates > 0 || session->ndrops > 0)
+		if (session->rows > 0 || session->ntruncates > 0 || session->ndrops > 0 ||
+			session->nlabels > 0)
 			pub.batch = ts_session_build_batch(session);
 	}
 	else if (result == 0)
