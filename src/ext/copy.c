@@ -249,10 +249,11 @@ copy_read_row_or_skip(CopyRowState *state, TcopyBadRows *bad_rows, bool *skipped
 	/* a field's error names its column; the row's NOT NULL, the codec's */
 	attname = cstate->cur_attname ? cstate->cur_attname : edata->column_name;
 	attval = cstate->cur_attname ? cstate->cur_attval : NULL;
+	*skipped = true;
+	/* with the field still named: REJECT_LIMIT's CONTEXT is Postgres 18's */
+	tcopy_bad_row_skip(bad_rows, cstate, attname, attval, edata);
 	cstate->cur_attname = NULL;
 	cstate->cur_attval = NULL;
-	*skipped = true;
-	tcopy_bad_row_skip(bad_rows, cstate, attname, attval, edata);
 	return COPY_ROW_EXCLUDED;
 }
 

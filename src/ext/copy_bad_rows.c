@@ -223,12 +223,13 @@ bad_rows_type_skippable(Oid typid)
 
 	if (base != typid)
 	{
-		DomainConstraintRef ref;
+		/* its reset callback points to it: it lives as long as the context */
+		DomainConstraintRef *ref = palloc(sizeof(DomainConstraintRef));
 		ListCell   *cur;
 
 		/* the domain's constraints and its base domains' */
-		InitDomainConstraintRef(typid, &ref, CurrentMemoryContext, false);
-		foreach(cur, ref.constraints)
+		InitDomainConstraintRef(typid, ref, CurrentMemoryContext, false);
+		foreach(cur, ref->constraints)
 		{
 			DomainConstraintState *con = lfirst(cur);
 
