@@ -370,7 +370,8 @@ tcopy_row_buf_init(TcopyRowBuf *row, int ncolumns)
 
 /*
  * ExecConstraints' error for a NULL in NOT NULL column c: its words, its
- * DETAIL (describe_row), its schema, table and column fields.
+ * DETAIL (describe_row), its schema, table and column fields.  COPY's
+ * ON_ERROR ignore recognises it by this function's name (copy_bad_rows.c).
  */
 void
 tcopy_report_null_violation(TcopyRelCodec *codec, int c, Datum *values, bool *nulls)

@@ -296,10 +296,13 @@ tcopy_bad_row_skippable(TcopyBadRows *bad_rows, CopyFromState cstate,
 			sqlstate == ERRCODE_NOT_NULL_VIOLATION ||
 			sqlstate == ERRCODE_CHECK_VIOLATION;
 	}
-	/* the row's NOT NULL, raised by the codec (codec.c) */
+	/*
+	 * The row's NOT NULL, raised by the codec (codec.c) and by nothing else:
+	 * not a user function of the WHERE clause that borrowed its SQLSTATE.
+	 */
 	return sqlstate == ERRCODE_NOT_NULL_VIOLATION && edata->column_name != NULL &&
-		edata->table_name != NULL &&
-		strcmp(edata->table_name, RelationGetRelationName(cstate->rel)) == 0;
+		edata->funcname != NULL &&
+		strcmp(edata->funcname, "tcopy_report_null_violation") == 0;
 }
 
 /* CopyLimitPrintoutLength: a value cut to 100 characters for a message. */
