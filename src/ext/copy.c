@@ -18,7 +18,11 @@
  * prepared as DoCopy prepares it.  Without a WHERE clause, when
  * tcopy.raw_fields is on, rows come from NextCopyFromRawFields instead and
  * copy_fields.c converts the fields as NextCopyFrom would.  Progress goes to pg_stat_progress_copy
- * as Postgres' COPY reports it.
+ * as Postgres' COPY reports it.  Postgres 17/18's ON_ERROR, LOG_VERBOSITY
+ * and REJECT_LIMIT, and tcopy's reject_table, are copy_bad_rows.c's: taken
+ * out of the options before BeginCopyFrom, and with ON_ERROR ignore each
+ * row is read under PG_TRY (copy_read_row_or_skip); FREEZE gets CopyFrom's
+ * checks (check_copy_freeze).
  *
  * A COPY straight into a partition checks every row against the partition
  * constraint, as CopyFrom does for a target that is a partition itself
