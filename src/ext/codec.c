@@ -370,20 +370,28 @@ tcopy_row_buf_init(TcopyRowBuf *row, int ncolumns)
 
 /*
  * ExecConstraints' error for a NULL in NOT NULL column c: its words, its
- * DETAIL (describe_row), its schema, table and column fields.
+ * DETAIL (describe_row), its schema, table and column fields.  COPY's
+ * ON_ERROR ignore recognises it by this function's name (copy_bad_rows.c).
  */
 void
 tcopy_report_null_violation(TcopyRelCodec *codec, int c, Datum *values, bool *nulls)
 {
 	char	   *val_desc = describe_row(codec, values, nulls);
-	Relation	rel = relation_open(codec->relid, NoLock);	/* locked by the statement */
+	char	   *nspname = get_namespace_name(get_rel_namespace(codec->relid));
 
+	/*
+	 * errtablecol's fields, without holding the relation open: COPY's
+	 * ON_ERROR ignore swallows this error without a subtransaction to close
+	 * it (copy_bad_rows.c).
+	 */
 	ereport(ERROR,
 			(errcode(ERRCODE_NOT_NULL_VIOLATION),
 			 errmsg("null value in column \"%s\" of relation \"%s\" violates not-null constraint",
 					codec->columns[c].attname, codec->relname),
 			 val_desc ? errdetail("Failing row contains %s.", val_desc) : 0,
-			 errtablecol(rel, codec->columns[c].attnum)));
+			 err_generic_string(PG_DIAG_SCHEMA_NAME, nspname),
+			 err_generic_string(PG_DIAG_TABLE_NAME, codec->relname),
+			 err_generic_string(PG_DIAG_COLUMN_NAME, codec->columns[c].attname)));
 }
 
 static inline void

@@ -18,7 +18,11 @@
  * prepared as DoCopy prepares it.  Without a WHERE clause, when
  * tcopy.raw_fields is on, rows come from NextCopyFromRawFields instead and
  * copy_fields.c converts the fields as NextCopyFrom would.  Progress goes to pg_stat_progress_copy
- * as Postgres' COPY reports it.
+ * as Postgres' COPY reports it.  Postgres 17/18's ON_ERROR, LOG_VERBOSITY
+ * and REJECT_LIMIT, and tcopy's reject_table, are copy_bad_rows.c's: taken
+ * out of the options before BeginCopyFrom, and with ON_ERROR ignore each
+ * row is read under PG_TRY (copy_read_row_or_skip); FREEZE gets CopyFrom's
+ * checks (check_copy_freeze).
  *
  * A COPY straight into a partition checks every row against the partition
  * constraint, as CopyFrom does for a target that is a partition itself
@@ -52,6 +56,8 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/rls.h"
+#include "utils/snapmgr.h"
+#include "utils/portal.h"
 
 /* Whether the hook can load rel itself (see the file comment). */
 static bool
@@ -139,95 +145,206 @@ prepare_copy_from(ParseState *pstate, const CopyStmt *stmt, Relation rel)
 }
 
 /*
+ * CopyFrom's FREEZE checks, in its order and words.  Postgres 15 accepts
+ * FREEZE for a foreign table that passes them (and 18 refuses every foreign
+ * table); a tcopy table has no heap to freeze, so FREEZE changes nothing.
+ */
+static void
+check_copy_freeze(Relation rel)
+{
+	InvalidateCatalogSnapshot();
+	if (!ThereAreNoPriorRegisteredSnapshots() || !ThereAreNoReadyPortals())
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
+				 errmsg("cannot perform COPY FREEZE because of prior transaction activity")));
+	if (rel->rd_createSubid != GetCurrentSubTransactionId() &&
+		rel->rd_newRelfilenodeSubid != GetCurrentSubTransactionId())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot perform COPY FREEZE because the table was not created or truncated in the current subtransaction")));
+}
+
+/* What copy_read_row made of the next line. */
+typedef enum CopyRowResult
+{
+	COPY_ROW_END,				/* no more input */
+	COPY_ROW_READY,				/* in writer->row, to add */
+	COPY_ROW_EXCLUDED			/* by the WHERE clause */
+} CopyRowResult;
+
+/* The state copy_read_row needs, set up by copy_rows. */
+typedef struct CopyRowState
+{
+	CopyFromState cstate;
+	TcopyFieldPlan *plan;		/* raw fields, or NULL: NextCopyFrom */
+	TcopyRelCodec *codec;
+	TupleTableSlot *slot;
+	EState	   *estate;
+	ExprState  *qual;
+	ResultRelInfo *partition;	/* the target, when a partition */
+	TcopyWriter *writer;
+} CopyRowState;
+
+/* Read, convert and encode the next row into the writer's row. */
+static inline CopyRowResult
+copy_read_row(CopyRowState *state)
+{
+	ExprContext *econtext = GetPerTupleExprContext(state->estate);
+	TupleTableSlot *slot = state->slot;
+
+	if (state->plan != NULL)
+	{
+		/* fields straight to the wire row (copy_fields.c) */
+		if (!tcopy_next_row_fields(state->cstate, state->plan, &state->writer->row))
+			return COPY_ROW_END;
+		return COPY_ROW_READY;
+	}
+	ExecClearTuple(slot);
+	if (!NextCopyFrom(state->cstate, econtext, slot->tts_values, slot->tts_isnull))
+		return COPY_ROW_END;
+	ExecStoreVirtualTuple(slot);
+	if (state->qual != NULL)
+	{
+		econtext->ecxt_scantuple = slot;
+		if (!ExecQual(state->qual, econtext))
+			return COPY_ROW_EXCLUDED;
+	}
+	if (state->partition != NULL)
+		ExecPartitionCheck(state->partition, slot, state->estate, true);
+	/* encoding may call send functions: per-tuple memory */
+	tcopy_encode_row(state->codec, slot->tts_values, slot->tts_isnull,
+					 &state->writer->row);
+	return COPY_ROW_READY;
+}
+
+/*
+ * copy_read_row under ON_ERROR ignore: a row whose error
+ * tcopy_bad_row_skippable accepts is counted and skipped (*skipped set),
+ * any other error goes on.  The per-tuple memory context holds the row and
+ * the error's copy, and is reset by the caller for the next row.
+ */
+static pg_noinline CopyRowResult
+copy_read_row_or_skip(CopyRowState *state, TcopyBadRows *bad_rows, bool *skipped)
+{
+	MemoryContext rowcontext = CurrentMemoryContext;
+	CopyFromState cstate = state->cstate;
+	ErrorData  *volatile edata = NULL;
+	volatile CopyRowResult result = COPY_ROW_END;
+	const char *attname;
+	const char *attval;
+
+	*skipped = false;
+	PG_TRY();
+	{
+		result = copy_read_row(state);
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(rowcontext);
+		edata = CopyErrorData();
+		if (!tcopy_bad_row_skippable(bad_rows, cstate, edata))
+			PG_RE_THROW();
+		FlushErrorState();
+	}
+	PG_END_TRY();
+	if (edata == NULL)
+		return result;
+
+	/* a field's error names its column; the row's NOT NULL, the codec's */
+	attname = cstate->cur_attname ? cstate->cur_attname : edata->column_name;
+	attval = cstate->cur_attname ? cstate->cur_attval : NULL;
+	*skipped = true;
+	/* with the field still named: REJECT_LIMIT's CONTEXT is Postgres 18's */
+	tcopy_bad_row_skip(bad_rows, cstate, attname, attval, edata);
+	cstate->cur_attname = NULL;
+	cstate->cur_attval = NULL;
+	return COPY_ROW_EXCLUDED;
+}
+
+/*
  * Read every row with Postgres' COPY reader and hand it to a writer.
- * Returns the number of rows loaded (those the WHERE clause kept).
+ * Returns the number of rows loaded (those the WHERE clause kept, not
+ * skipped by ON_ERROR ignore).
  */
 static uint64
 copy_rows(ParseState *pstate, const CopyStmt *stmt, Relation rel, List *where)
 {
 	TcopyRelCodec *codec = tcopy_rel_codec(rel, GetUserId());
-	CopyFromState cstate;
+	CopyRowState state = {0};
+	TcopyBadRows bad_rows;
+	List	   *options;
 	EState	   *estate = CreateExecutorState();
-	ExprContext *econtext = GetPerTupleExprContext(estate);
-	ExprState  *qual = NULL;
-	TupleTableSlot *slot;
 	ErrorContextCallback errcallback;
 	MemoryContext oldcontext = CurrentMemoryContext;
-	TcopyWriter *writer;
-	TcopyFieldPlan *plan = NULL;
-	ResultRelInfo *partition = NULL;
 	uint64		processed = 0;
-	uint64		excluded = 0;
+	uint64		excluded = 0;	/* by the WHERE clause or skipped */
 
-	cstate = BeginCopyFrom(pstate, rel, (Node *) where, stmt->filename,
-						   stmt->is_program, NULL, stmt->attlist, stmt->options);
-	if (cstate->opts.freeze)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("cannot perform COPY FREEZE on a foreign table")));
+	/* options Postgres 15 does not know leave the list (copy_bad_rows.c) */
+	options = tcopy_bad_rows_options(pstate, stmt->options, &bad_rows);
+	state.cstate = BeginCopyFrom(pstate, rel, (Node *) where, stmt->filename,
+								 stmt->is_program, NULL, stmt->attlist, options);
+	if (state.cstate->opts.freeze)
+		check_copy_freeze(rel);
 	if (rel->rd_rel->relispartition)
 	{
 		/* what the check's DETAIL needs: the range table, the inserted columns */
 		ExecInitRangeTable(estate, pstate->p_rtable);
-		partition = makeNode(ResultRelInfo);
-		InitResultRelInfo(partition, rel, 1, NULL, 0);
+		state.partition = makeNode(ResultRelInfo);
+		InitResultRelInfo(state.partition, rel, 1, NULL, 0);
 	}
 	if (where != NIL)
-		qual = ExecPrepareQual(where, estate);
-	else if (tcopy_raw_fields && partition == NULL)
-		plan = tcopy_field_plan(cstate, codec);
-	slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
+		state.qual = ExecPrepareQual(where, estate);
+	else if (tcopy_raw_fields && state.partition == NULL)
+		state.plan = tcopy_field_plan(state.cstate, codec);
+	if (bad_rows.ignore)
+		tcopy_bad_rows_begin(&bad_rows, rel);
+	state.codec = codec;
+	state.estate = estate;
+	state.slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
 	/* prepare_copy_from's entry: the columns copied */
 	tcopy_codec_set_inserted_cols(codec, InvalidOid,
 								  linitial_node(RangeTblEntry, pstate->p_rtable)->insertedCols);
-	writer = tcopy_writer_begin(codec);
+	state.writer = tcopy_writer_begin(codec);
 
 	/* errors while reading a row carry "COPY t, line N" */
 	errcallback.callback = CopyFromErrorCallback;
-	errcallback.arg = (void *) cstate;
+	errcallback.arg = (void *) state.cstate;
 	errcallback.previous = error_context_stack;
 	error_context_stack = &errcallback;
 
 	for (;;)
 	{
+		CopyRowResult result;
+		bool		skipped = false;
+
 		CHECK_FOR_INTERRUPTS();
 		ResetPerTupleExprContext(estate);
 		MemoryContextSwitchTo(GetPerTupleMemoryContext(estate));
-		if (plan != NULL)
+		/* PG_TRY only when asked for: other COPYs pay nothing */
+		if (unlikely(bad_rows.ignore))
+			result = copy_read_row_or_skip(&state, &bad_rows, &skipped);
+		else
+			result = copy_read_row(&state);
+		if (result == COPY_ROW_END)
+			break;
+		if (result == COPY_ROW_EXCLUDED)
 		{
-			/* fields straight to the wire row (copy_fields.c) */
-			if (!tcopy_next_row_fields(cstate, plan, &writer->row))
-				break;
-			tcopy_writer_add_row(writer);
-			pgstat_progress_update_param(PROGRESS_COPY_TUPLES_PROCESSED, ++processed);
+			/* pg_stat_progress_copy has no tuples_skipped before 17 */
+			pgstat_progress_update_param(PROGRESS_COPY_TUPLES_EXCLUDED, ++excluded);
 			continue;
 		}
-		ExecClearTuple(slot);
-		if (!NextCopyFrom(cstate, econtext, slot->tts_values, slot->tts_isnull))
-			break;
-		ExecStoreVirtualTuple(slot);
-		if (qual != NULL)
-		{
-			econtext->ecxt_scantuple = slot;
-			if (!ExecQual(qual, econtext))
-			{
-				pgstat_progress_update_param(PROGRESS_COPY_TUPLES_EXCLUDED, ++excluded);
-				continue;
-			}
-		}
-		if (partition != NULL)
-			ExecPartitionCheck(partition, slot, estate, true);
-		/* encoding may call send functions: per-tuple memory */
-		tcopy_writer_add(writer, slot->tts_values, slot->tts_isnull);
+		/* the tserver's errors are never skipped: outside PG_TRY */
+		tcopy_writer_add_row(state.writer);
 		pgstat_progress_update_param(PROGRESS_COPY_TUPLES_PROCESSED, ++processed);
 	}
 	MemoryContextSwitchTo(oldcontext);
 	error_context_stack = errcallback.previous;
 
-	tcopy_writer_finish(writer);
-	tcopy_writer_free(writer);
-	ExecDropSingleTupleTableSlot(slot);
-	EndCopyFrom(cstate);
+	tcopy_writer_finish(state.writer);
+	tcopy_bad_rows_end(&bad_rows);
+	tcopy_writer_free(state.writer);
+	ExecDropSingleTupleTableSlot(state.slot);
+	EndCopyFrom(state.cstate);
 	FreeExecutorState(estate);
 	return processed;
 }

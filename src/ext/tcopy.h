@@ -689,6 +689,55 @@ struct QueryEnvironment;
 extern bool tcopy_copy_from(const struct CopyStmt *stmt, const char *query_string,
 							struct QueryEnvironment *query_env, uint64 *processed);
 
+/* in copy_bad_rows.c: ON_ERROR, LOG_VERBOSITY, REJECT_LIMIT, reject_table */
+typedef enum TcopyLogVerbosity
+{
+	TCOPY_LOG_VERBOSITY_SILENT = -1,	/* Postgres 18's values */
+	TCOPY_LOG_VERBOSITY_DEFAULT = 0,
+	TCOPY_LOG_VERBOSITY_VERBOSE
+} TcopyLogVerbosity;
+
+typedef struct TcopyBadRows
+{
+	bool		ignore;			/* ON_ERROR ignore */
+	TcopyLogVerbosity verbosity;
+	int64		reject_limit;	/* REJECT_LIMIT; 0: none */
+	Oid			reject_relid;	/* reject_table; InvalidOid: none */
+	Oid			relid;			/* the COPY's target */
+	bool	   *skippable;		/* [natts]: a field's error may be skipped */
+	uint32		holdoff;		/* InterruptHoldoffCount outside the row */
+	uint64		num_skipped;
+} TcopyBadRows;
+
+struct ParseState;
+struct ErrorData;
+struct CopyFromStateData;
+
+/*
+ * Take ON_ERROR, LOG_VERBOSITY, REJECT_LIMIT and reject_table out of a COPY's
+ * options, checked as Postgres 18 checks them, into bad_rows; returns the
+ * other options, for BeginCopyFrom.
+ */
+extern List *tcopy_bad_rows_options(struct ParseState *pstate, List *options,
+									TcopyBadRows *bad_rows);
+/* Which of rel's columns may have their conversion errors skipped. */
+extern void tcopy_bad_rows_begin(TcopyBadRows *bad_rows, Relation rel);
+/* Whether edata, caught while reading a row of cstate, may be swallowed. */
+extern bool tcopy_bad_row_skippable(TcopyBadRows *bad_rows,
+									struct CopyFromStateData *cstate,
+									struct ErrorData *edata);
+/*
+ * Count a skipped row: its NOTICE when verbose, its reject table row, the
+ * REJECT_LIMIT check.  Called with the COPY's CopyFromErrorCallback on top
+ * of the error context stack.
+ */
+extern void tcopy_bad_row_skip(TcopyBadRows *bad_rows,
+							   struct CopyFromStateData *cstate,
+							   const char *attname, const char *attval,
+							   struct ErrorData *edata);
+/* The end-of-COPY NOTICE counting the skipped rows. */
+extern void tcopy_bad_rows_end(TcopyBadRows *bad_rows);
+
 /* in rename.c: before a statement renames or moves tcopy tables */
 extern void tcopy_pin_before_rename(Node *parsetree);
 
