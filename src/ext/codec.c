@@ -621,18 +621,12 @@ tcopy_decode_row(TcopyRelCodec *codec, const int *proj, int nproj,
 				}
 			case TCOPY_CONV_SEND:
 				{
-					StringInfoData buf;
+					bool		whole;
 
 					blob = &row->blobs[blobs++];
-					buf.data = palloc(blob->len + 1);
-					memcpy(buf.data, blob->data, blob->len);
-					buf.data[blob->len] = '\0';
-					buf.len = (int) blob->len;
-					buf.maxlen = (int) blob->len + 1;
-					buf.cursor = 0;
-					values[att] = ReceiveFunctionCall(&col->in_fn, &buf,
-													  col->typioparam, col->typmod);
-					if (buf.cursor != buf.len)
+					values[att] = tcopy_receive(&col->in_fn, col->typioparam, col->typmod,
+												blob->data, blob->len, &whole);
+					if (!whole)
 						ereport(ERROR,
 								(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
 								 errmsg("incorrect binary data format in column \"%s\" of foreign table \"%s\"",

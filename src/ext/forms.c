@@ -217,6 +217,28 @@ tcopy_fixed_input(FmgrInfo *in_fn, char *text, Oid typioparam, int32 typmod,
 	return value;
 }
 
+/*
+ * A value from its binary send format (data, len) by its receive function;
+ * *whole is false when the function did not read every byte.
+ */
+Datum
+tcopy_receive(FmgrInfo *in_fn, Oid typioparam, int32 typmod,
+			  const uint8 *data, size_t len, bool *whole)
+{
+	StringInfoData buf;
+	Datum		value;
+
+	buf.data = palloc(len + 1);
+	memcpy(buf.data, data, len);
+	buf.data[len] = '\0';
+	buf.len = (int) len;
+	buf.maxlen = (int) len + 1;
+	buf.cursor = 0;
+	value = ReceiveFunctionCall(in_fn, &buf, typioparam, typmod);
+	*whole = buf.cursor == buf.len;
+	return value;
+}
+
 /* Whether a type's text form names objects: read under pg_catalog alone. */
 bool
 tcopy_type_is_reg(Oid typid)
@@ -937,18 +959,11 @@ form_get(TcopyForm *form, FormReader *r, size_t len)
 	{
 		case TCOPY_FORM_SEND:
 			{
-				StringInfoData buf;
-				Datum		value;
+				bool		whole;
+				Datum		value = tcopy_receive(&form->in_fn, form->typioparam,
+												  form->typmod, data, len, &whole);
 
-				buf.data = palloc(len + 1);
-				memcpy(buf.data, data, len);
-				buf.data[len] = '\0';
-				buf.len = (int) len;
-				buf.maxlen = (int) len + 1;
-				buf.cursor = 0;
-				value = ReceiveFunctionCall(&form->in_fn, &buf, form->typioparam,
-											form->typmod);
-				if (buf.cursor != buf.len)
+				if (!whole)
 					reader_fail(r);
 				r->p = r->end;
 				return value;

@@ -172,6 +172,9 @@ extern char *tcopy_type_form_name(Oid typid);
 /* Bytes of a reg* form after its version byte naming the value: system
  * identifier, database OID, OID */
 #define TCOPY_REG_IDENTITY_SIZE 16
+/* A value from its send format; *whole: every byte was read. */
+extern Datum tcopy_receive(FmgrInfo *in_fn, Oid typioparam, int32 typmod,
+						   const uint8 *data, size_t len, bool *whole);
 /* A type's text output and input, under the settings of docs/values.md. */
 extern char *tcopy_fixed_output(FmgrInfo *out_fn, Datum value, bool search_path);
 extern Datum tcopy_fixed_input(FmgrInfo *in_fn, char *text, Oid typioparam,
