@@ -10,16 +10,18 @@ use warnings;
 my ($dir, $md_path, $png_path) = @ARGV;
 die "usage: report.pl RESULTS_DIR RESULTS.md CHART.png\n" unless defined $png_path;
 
-my @case_order = qw(1 2 3 3f 3p 4 5 6 6f 6p 7a 7b 8 9 9t);
+my @case_order = qw(1 2 3 3e 3f 3p 4 5 6 6e 6f 6p 7a 7b 8 9 9t);
 my %case_label = (
 	'1'  => 'Postgres COPY, logged heap + primary key',
 	'2'  => 'Postgres COPY, unlogged heap, no index',
 	'3'  => 'tcopy, defaults (wire encoder, raw fields)',
+	'3e' => 'tcopy, ON_ERROR ignore, no bad rows',
 	'3f' => 'tcopy, raw_fields = off (input functions)',
 	'3p' => 'tcopy, encoder = protobuf (arena)',
 	'4'  => 'tcopy, encoder = protobuf, alloc_mode = malloc',
 	'5'  => 'tcopy, copy_hook = off (FDW insert path)',
 	'6'  => 'tcopy to null: (client side alone)',
+	'6e' => 'tcopy to null:, ON_ERROR ignore, no bad rows',
 	'6f' => 'tcopy to null:, raw_fields = off',
 	'6p' => 'tcopy to null:, encoder = protobuf (arena)',
 	'7a' => 'tcopy defaults, backend on tcmalloc',
@@ -29,12 +31,12 @@ my %case_label = (
 	'9t' => 'tcopy defaults over tcp:127.0.0.1, TLS (sslmode verify-full)',
 );
 my %case_short = (
-	'1' => 'heap+PK', '2' => 'heap unlogged', '3' => 'tcopy', '3f' => 'fields off', '3p' => 'protobuf',
-	'4' => 'pb malloc', '5' => 'hook off', '6' => 'null:', '6f' => 'null: f.off', '6p' => 'null: pb',
+	'1' => 'heap+PK', '2' => 'heap unlogged', '3' => 'tcopy', '3e' => 'on_error', '3f' => 'fields off', '3p' => 'protobuf',
+	'4' => 'pb malloc', '5' => 'hook off', '6' => 'null:', '6e' => 'null: on_error', '6f' => 'null: f.off', '6p' => 'null: pb',
 	'7a' => 'tcopy tcm', '7b' => 'malloc tcm', '8' => 'reader', '9' => 'tcp plain', '9t' => 'tcp TLS',
 );
 # the cases that load into a tserver (the others have no tserver figures)
-my %case_tserver = map { $_ => 1 } qw(3 3f 3p 4 5 7a 7b 9 9t);
+my %case_tserver = map { $_ => 1 } qw(3 3e 3f 3p 4 5 7a 7b 9 9t);
 my @ds_order = qw(accounts shuffled mixed);
 my %ds_label = (
 	accounts => 'accounts (pgbench_accounts rows, sorted keys)',
@@ -497,6 +499,8 @@ for my $ds (@ds_order)
 			$what, $p, secs(med($ds, $a, 'wall')), secs(med($ds, $b, 'wall')), $ca, $cb,
 			med($ds, $a, 'b_rss'), med($ds, $b, 'b_rss'), fmt_int(med($ds, $a, 'b_flt')), fmt_int(med($ds, $b, 'b_flt')));
 	};
+	$add->('3e', '3', 'ON_ERROR ignore, no bad rows (3e) vs none (3)');
+	$add->('6e', '6', 'null:, ON_ERROR ignore, no bad rows (6e) vs none (6)');
 	$add->('3', '3f', 'raw fields (3) vs input functions (3f)');
 	$add->('6', '6f', 'null:, raw fields (6) vs input functions (6f)');
 	$add->('3', '3p', 'wire encoder (3) vs protobuf-c arena (3p)');

@@ -27,10 +27,13 @@
 #   3   tcopy COPY, default settings (wire encoder, raw fields)
 #   3f  tcopy, tcopy.raw_fields = off (every field through its input function)
 #   3p  tcopy, tcopy.encoder = protobuf (protobuf-c messages from an arena)
+#   3e  case 3 with COPY ... (ON_ERROR ignore) and no bad row: what reading
+#       each row under PG_TRY costs (issue 14: within 3% of case 3)
 #   4   tcopy, encoder = protobuf and alloc_mode = malloc (the naive client)
 #   5   tcopy, tcopy.copy_hook = off (Postgres' COPY through the FDW insert path)
 #   6   tcopy to the null: transport (the client side alone), defaults
 #   6f  null:, raw_fields = off
+#   6e  null:, ON_ERROR ignore and no bad row (3e without the tserver's noise)
 #   6p  null:, encoder = protobuf (arena)
 #   7a  case 3 in a backend running tcmalloc (LD_PRELOAD into the postmaster)
 #   7b  case 4 in a backend running tcmalloc
@@ -313,10 +316,12 @@ case_label()
 		3) echo "tcopy (defaults: wire encoder, raw fields)" ;;
 		3f) echo "tcopy, raw_fields=off" ;;
 		3p) echo "tcopy, encoder=protobuf (arena)" ;;
+		3e) echo "tcopy, ON_ERROR ignore (no bad rows)" ;;
 		4) echo "tcopy, encoder=protobuf, alloc_mode=malloc" ;;
 		5) echo "tcopy, copy_hook=off (FDW insert path)" ;;
 		6) echo "tcopy to null: (client side)" ;;
 		6f) echo "tcopy to null:, raw_fields=off" ;;
+		6e) echo "tcopy to null:, ON_ERROR ignore (no bad rows)" ;;
 		6p) echo "tcopy to null:, encoder=protobuf" ;;
 		7a) echo "tcopy, backend on tcmalloc" ;;
 		7b) echo "tcopy protobuf malloc, backend on tcmalloc" ;;
@@ -336,10 +341,10 @@ case_settings()
 	esac
 }
 case_cluster() { case "$1" in 7a|7b) echo pgtc ;; *) echo pg ;; esac; }
-case_uses_tserver() { case "$1" in 3|3f|3p|4|5|7a|7b|9|9t) return 0 ;; *) return 1 ;; esac; }
+case_uses_tserver() { case "$1" in 3|3e|3f|3p|4|5|7a|7b|9|9t) return 0 ;; *) return 1 ;; esac; }
 # whether count(*) of the target is checked after the load (null: keeps
 # nothing; the reader's own count is its check)
-case_counts() { case "$1" in 6|6f|6p|8) return 1 ;; *) return 0 ;; esac; }
+case_counts() { case "$1" in 6|6e|6f|6p|8) return 1 ;; *) return 0 ;; esac; }
 
 # The case x dataset matrix.  The default 10M run must stay under about an
 # hour on a 2-core machine: every case on the sorted accounts; on the
@@ -348,10 +353,10 @@ case_counts() { case "$1" in 6|6f|6p|8) return 1 ;; *) return 0 ;; esac; }
 # send functions) matter most, also the field paths (3f), the encoders (3p,
 # 4), the hook (5) and the reader alone (8), but not the tcmalloc cluster.
 plan=(
-	accounts:1 accounts:2 accounts:3 accounts:3f accounts:3p accounts:4 accounts:5
-	accounts:6 accounts:6f accounts:6p accounts:7a accounts:7b accounts:8 accounts:9 accounts:9t
+	accounts:1 accounts:2 accounts:3 accounts:3e accounts:3f accounts:3p accounts:4 accounts:5
+	accounts:6 accounts:6e accounts:6f accounts:6p accounts:7a accounts:7b accounts:8 accounts:9 accounts:9t
 	shuffled:1 shuffled:2 shuffled:3 shuffled:6
-	mixed:1 mixed:2 mixed:3 mixed:3f mixed:3p mixed:4 mixed:5 mixed:6 mixed:8
+	mixed:1 mixed:2 mixed:3 mixed:3e mixed:3f mixed:3p mixed:4 mixed:5 mixed:6 mixed:6e mixed:8
 )
 selected=()
 for item in "${plan[@]}"; do
@@ -569,7 +574,7 @@ ddl_for()
 		2) echo "DROP TABLE IF EXISTS h_$tbl; CREATE UNLOGGED TABLE h_$tbl ($cols); CHECKPOINT;" ;;
 		# a table of its own: dropping a table of server ts needs its tserver,
 		# which does not run in the null: cases
-		6|6f|6p) echo "DROP FOREIGN TABLE IF EXISTS n_$tbl; CREATE FOREIGN TABLE n_$tbl ($cols) SERVER tsnull OPTIONS (key '$key', table_name '$tbl'); CHECKPOINT;" ;;
+		6|6e|6f|6p) echo "DROP FOREIGN TABLE IF EXISTS n_$tbl; CREATE FOREIGN TABLE n_$tbl ($cols) SERVER tsnull OPTIONS (key '$key', table_name '$tbl'); CHECKPOINT;" ;;
 		8) echo "DROP FOREIGN TABLE IF EXISTS r_$tbl; CREATE FOREIGN TABLE r_$tbl ($cols) SERVER csvfile OPTIONS (filename '$(ds_file "$ds")', format 'csv'); CHECKPOINT;" ;;
 		# tables of their own: a DROP reaches the tserver with its server's
 		# sslmode, which must be the one the tserver of the run speaks
@@ -582,7 +587,7 @@ target_for()
 {
 	local c=$1 ds=$2 tbl
 	read -r tbl _ < <(ds_table "$ds")
-	case "$c" in 1|2) echo "h_$tbl" ;; 6|6f|6p) echo "n_$tbl" ;; 8) echo "r_$tbl" ;; 9) echo "p_$tbl" ;; 9t) echo "s_$tbl" ;; *) echo "f_$tbl" ;; esac
+	case "$c" in 1|2) echo "h_$tbl" ;; 6|6e|6f|6p) echo "n_$tbl" ;; 8) echo "r_$tbl" ;; 9) echo "p_$tbl" ;; 9t) echo "s_$tbl" ;; *) echo "f_$tbl" ;; esac
 }
 
 # load_statement CASE DATASET: the measured statement.  Case 8 reads the
@@ -598,7 +603,7 @@ load_statement()
 		counts=$(echo "$cols" | sed 's/([^)]*)//g' | tr ',' '\n' | awk '{ printf "%scount(%s)", n++ ? ", " : "", $1 }')
 		echo "SELECT 'read=' || $counts FROM $(target_for "$c" "$ds");"
 	else
-		echo "COPY $(target_for "$c" "$ds") FROM '$(ds_file "$ds")' (FORMAT csv);"
+		echo "COPY $(target_for "$c" "$ds") FROM '$(ds_file "$ds")' (FORMAT csv$(case "$c" in 3e|6e) echo ", ON_ERROR ignore" ;; esac));"
 	fi
 }
 

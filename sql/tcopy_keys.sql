@@ -265,6 +265,29 @@ INSERT INTO ok_keys VALUES (true, 1, 2, 3, 1.50, 0, 1.00, 'x', 'y', 'z ', 'w', '
 SELECT count(*) FROM ok_keys;
 SELECT f4, f8, n, c, bc, tz, iv FROM ok_keys;
 
+-- a scan that reads no column fetches one of the table's own, never a key
+-- image (this crashed the backend)
+CREATE FOREIGN TABLE img_first (k numeric, v int) SERVER ts OPTIONS (key 'k');
+INSERT INTO img_first VALUES (1, 1), (1.0, 2), (2, 3);
+SELECT count(*) FROM img_first;
+SELECT 1 AS one FROM img_first LIMIT 1;
+SELECT EXISTS (SELECT FROM img_first);
+
+-- reg* keys are their OIDs: a renamed table is the same key
+CREATE TABLE reg_t1 ();
+CREATE FOREIGN TABLE reg_keys (k regclass, v int) SERVER ts OPTIONS (key 'k');
+INSERT INTO reg_keys VALUES ('reg_t1', 1);
+ALTER TABLE reg_t1 RENAME TO reg_t2;
+INSERT INTO reg_keys VALUES ('reg_t2', 2);
+SELECT k, v FROM reg_keys;
+SELECT count(*) FROM reg_keys WHERE k = 'reg_t2'::regclass;
+DROP TABLE reg_t2;
+
+-- key_form 'bytes' is the form of tables made before 1.3: not for new ones
+CREATE FOREIGN TABLE kb (k numeric, v int) SERVER ts OPTIONS (key 'k', key_form 'bytes');
+CREATE FOREIGN TABLE kb (k numeric, v int) SERVER ts OPTIONS (key 'k');
+ALTER FOREIGN TABLE kb OPTIONS (SET key_form 'bytes');
+
 SET client_min_messages = warning;
 DROP EXTENSION tcopy CASCADE;
 \set ECHO errors

@@ -60,6 +60,13 @@ RESET tcopy.max_frame_mb;
 SELECT count(*), sum(length(t)) FROM big;
 INSERT INTO big VALUES (6, repeat('y', 2000000));
 SELECT count(*), sum(length(t)) FROM big;
+-- a scan's batches never carry a row past the frame: rows near the limit
+-- read back with the same limit
+TRUNCATE big;
+SET tcopy.max_frame_mb = 1;
+INSERT INTO big SELECT i, repeat('z', 600000) FROM generate_series(1, 3) i;
+SELECT id, length(t) FROM big ORDER BY id;
+RESET tcopy.max_frame_mb;
 SET tcopy.max_frame_mb = 0;
 SET tcopy.max_frame_mb = 4096;
 

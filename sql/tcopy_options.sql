@@ -60,6 +60,7 @@ CREATE FOREIGN TABLE opt_t (a int) SERVER ts OPTIONS (key 'a', key_form 'text');
 CREATE FOREIGN TABLE opt_t (a int) SERVER ts OPTIONS (key 'a', key_form 'Image');
 CREATE SERVER opt_bad FOREIGN DATA WRAPPER tcopy OPTIONS (address 'null:', key_form 'bytes');
 CREATE FOREIGN TABLE opt_kf (a int) SERVER ts OPTIONS (key 'a', key_form 'bytes');
+CREATE FOREIGN TABLE opt_kf (a int) SERVER ts OPTIONS (key 'a', key_form 'image');
 ALTER FOREIGN TABLE opt_kf OPTIONS (SET key_form 'image');
 ALTER FOREIGN TABLE opt_kf OPTIONS (SET key_form 'pixels');
 SELECT o FROM pg_foreign_table, unnest(ftoptions) o

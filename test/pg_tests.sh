@@ -148,11 +148,13 @@ run_regress()
 		--outputdir="$work" \
 		--encoding=UTF8 --no-locale \
 		--dbname=contrib_regression \
-		$tests; then
+		$tests 2>&1 | tee "$work/regress.out"; then
 		if [ -s "$work/regression.diffs" ]; then
 			say "regression.diffs:"
 			cat "$work/regression.diffs"
 		fi
+		failures+=("pg_regress: $(grep -E '(FAILED|failed)' "$work/regress.out" |
+			awk '{print $2}' | tr '\n' ' ')")
 		return 1
 	fi
 	if ! kill -0 "$tserver_pid" 2>/dev/null; then
@@ -181,7 +183,10 @@ run_tap()
 		PATH="$BINDIR:$PATH" \
 		PG_REGRESS="$PG_REGRESS" \
 		TESTDIR="$work/tap" \
-		prove -v "${tests[@]}"); then
+		prove -v "${tests[@]}" 2>&1 | tee "$work/tap.out"); then
+		failures+=("TAP: $(grep -E '^(t/|/)?[^ ]*\.pl +\(Wstat' "$work/tap.out" |
+			awk '{print $1}' | tr '\n' ' ')")
+		failures+=("$(grep -E '^not ok' "$work/tap.out" | head -10)")
 		for log in "$work"/tap/tmp_check/log/*; do
 			[ -f "$log" ] || continue
 			say "---- $log (last 40 lines)"
@@ -192,6 +197,7 @@ run_tap()
 }
 
 failed=0
+failures=()
 parts=" ${TCOPY_PG_TESTS:-regress tap} "
 if [[ $parts == *" regress "* ]]; then
 	run_regress || failed=1
@@ -202,6 +208,10 @@ if [[ $parts == *" tap "* ]]; then
 fi
 
 if [ $failed -ne 0 ]; then
+	# the end of the output is what a CI log shows: name what failed
+	for f in "${failures[@]}"; do
+		say "failed: $f"
+	done
 	say "FAILED; output in $work"
 	exit 1
 fi

@@ -57,6 +57,8 @@ typedef struct CliOptions
 	const char *key;
 	/* raw */
 	const char *hex;
+	/* labels */
+	const char *forget;			/* --forget: the label to forget */
 	/* prepared, resolve */
 	const char *prefix;
 	const char *gid;
@@ -89,10 +91,13 @@ extern int	cli_scan(const CliOptions *opts);
 /* in cli_prepared.c */
 extern int	cli_prepared(const CliOptions *opts);
 extern int	cli_resolve(const CliOptions *opts);
+/* Unix time ms as ISO 8601 in UTC, with milliseconds, into out. */
+extern void cli_format_ms(uint64_t ms, char *out, size_t size);
 
 /* in cli_tables.c */
 extern int	cli_create(const CliOptions *opts);
 extern int	cli_truncate(const CliOptions *opts);
 extern int	cli_drop(const CliOptions *opts);
+extern int	cli_labels(const CliOptions *opts);
 
 #endif							/* CLI_H */

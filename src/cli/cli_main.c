@@ -56,6 +56,7 @@ enum
 	OPT_ON_CONFLICT,
 	OPT_AGAIN,
 	OPT_PREFIX,
+	OPT_FORGET,
 	OPT_SSLMODE,
 	OPT_SSLROOTCERT,
 	OPT_SSLCERT,
@@ -96,6 +97,11 @@ static const struct option load_options[] = {
 
 static const struct option prepared_options[] = {
 	{"prefix", required_argument, NULL, OPT_PREFIX},
+	{NULL, 0, NULL, 0}
+};
+
+static const struct option labels_options[] = {
+	{"forget", required_argument, NULL, OPT_FORGET},
 	{NULL, 0, NULL, 0}
 };
 
@@ -166,6 +172,10 @@ CLI_DEFAULT_ADDRESS "); FILE holds the token to prove (the tserver's\n"
 "                          create a table; KIND is bool, int, float or bytes\n"
 "  truncate TABLE          remove every row of a table\n"
 "  drop TABLE              drop a table\n"
+"  labels TABLE            list the load labels published for the table:\n"
+"                          label and published at (UTC), tab-separated\n"
+"      [--forget LABEL]    forget one instead (prints \"forgotten\" or\n"
+"                          \"not published\")\n"
 "  raw --hex HEX           after the handshake, send these bytes and print the\n"
 "                          type of the frame that comes back\n"
 "  prepared [--prefix P]   list the prepared sessions (whose global id starts\n"
@@ -188,6 +198,7 @@ static const CliCommand commands[] = {
 	{"create", cli_create, 1, "a table name", create_options},
 	{"truncate", cli_truncate, 1, "a table name", no_options},
 	{"drop", cli_drop, 1, "a table name", no_options},
+	{"labels", cli_labels, 1, "a table name", labels_options},
 	{"raw", cli_raw, 0, NULL, raw_options},
 	{"prepared", cli_prepared, 0, NULL, prepared_options},
 	{"resolve", cli_resolve, 2, "a global id, then commit or abort", no_options},
@@ -294,6 +305,9 @@ cli_take_option(CliOptions *opts, int option, const char *arg)
 			break;
 		case OPT_PREFIX:
 			opts->prefix = arg;
+			break;
+		case OPT_FORGET:
+			opts->forget = arg;
 			break;
 	}
 }

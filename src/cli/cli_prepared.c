@@ -13,7 +13,7 @@
 #include <time.h>
 
 /* Unix time ms as ISO 8601 in UTC, with milliseconds. */
-static void
+void
 cli_format_ms(uint64_t ms, char *out, size_t size)
 {
 	time_t		seconds = (time_t) (ms / 1000);

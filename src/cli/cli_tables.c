@@ -142,6 +142,47 @@ cli_table_op(const CliOptions *opts, Tcopy__TableOpKind op, const char *done)
 	return 0;
 }
 
+/*
+ * labels: the table's published load labels, one a line, "label\tpublished
+ * at"; with --forget, forget that one.
+ */
+int
+cli_labels(const CliOptions *opts)
+{
+	TcClient   *client = cli_connect(opts);
+	Tcopy__LabelList *list = NULL;
+	TcLabelAnswer answer;
+	uint32_t	table_id;
+
+	if (client == NULL)
+		return 1;
+	if (tc_client_open_table(client, opts->table, NULL, false, &table_id, NULL, NULL) < 0 ||
+		(opts->forget != NULL ?
+		 tc_client_forget_label(client, table_id, opts->forget, &answer) :
+		 tc_client_list_labels(client, table_id, &list)) < 0)
+	{
+		cli_client_fail(client);
+		tc_client_close(client);
+		return 1;
+	}
+	if (opts->forget != NULL)
+		printf("%s\n", answer.state == TCOPY__LABEL_STATE__LABEL_PUBLISHED ?
+			   "forgotten" : "not published");
+	else
+	{
+		for (size_t i = 0; i < list->n_labels; i++)
+		{
+			char		at[48];
+
+			cli_format_ms(list->labels[i]->published_at_ms, at, sizeof(at));
+			printf("%s\t%s\n", list->labels[i]->label, at);
+		}
+		tcopy__label_list__free_unpacked(list, NULL);
+	}
+	tc_client_close(client);
+	return 0;
+}
+
 int
 cli_truncate(const CliOptions *opts)
 {

@@ -190,6 +190,39 @@ int			tc_client_session_table_op(TcClient *client, Tcopy__TableOpKind op,
 int			tc_client_session_on_conflict(TcClient *client, uint32_t table_id,
 										  Tcopy__OnConflict on_conflict);
 
+/*
+ * Load labels (docs/protocol.md#load-labels).  A label has 1 to
+ * TC_LABEL_MAX bytes.  The answer of a label operation: its state, and
+ * when it was published (LABEL_PUBLISHED) or which prepared session holds
+ * it (LABEL_PREPARED).
+ */
+#define TC_LABEL_MAX 1024
+
+typedef struct TcLabelAnswer
+{
+	Tcopy__LabelState state;
+	uint64_t	published_at_ms;	/* Unix time in milliseconds */
+	char		holder_gid[TC_GID_MAX + 1];
+} TcLabelAnswer;
+
+/*
+ * Claim label for the open session on table_id: LABEL_CLAIMED means the
+ * session publishes it with its rows; any other state stages nothing.
+ */
+int			tc_client_session_claim_label(TcClient *client, uint32_t table_id,
+										  const char *label, TcLabelAnswer *answer);
+
+/* Forget a published label at once: LABEL_PUBLISHED if it was, else LABEL_NONE. */
+int			tc_client_forget_label(TcClient *client, uint32_t table_id,
+								   const char *label, TcLabelAnswer *answer);
+
+/*
+ * The labels published for table_id; *list freed with
+ * tcopy__label_list__free_unpacked(list, NULL).
+ */
+int			tc_client_list_labels(TcClient *client, uint32_t table_id,
+								  Tcopy__LabelList **list);
+
 /* *stats freed with tcopy__stats__free_unpacked(stats, NULL). */
 int			tc_client_stats(TcClient *client, Tcopy__Stats **stats);
 

@@ -61,6 +61,8 @@ static const ProtobufCMessageDescriptor *const frame_descriptors[] = {
 	[TCOPY__FRAME_TYPE__FRAME_RESOLVE_OK] = &tcopy__resolve_ok__descriptor,
 	[TCOPY__FRAME_TYPE__FRAME_LIST_PREPARED] = &tcopy__list_prepared__descriptor,
 	[TCOPY__FRAME_TYPE__FRAME_PREPARED_LIST] = &tcopy__prepared_list__descriptor,
+	[TCOPY__FRAME_TYPE__FRAME_LIST_LABELS] = &tcopy__list_labels__descriptor,
+	[TCOPY__FRAME_TYPE__FRAME_LABEL_LIST] = &tcopy__label_list__descriptor,
 };
 
 /* Record why the call fails and mark the client broken; returns -1. */

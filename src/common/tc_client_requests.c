@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -321,6 +322,81 @@ client_table_op(TcClient *client, Tcopy__TableOpKind op, uint32_t table_id,
 		client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_TABLE_OP_OK,
 						  tc_arena_allocator(&client->arena), &msg) < 0)
 		return -1;
+	return 0;
+}
+
+/*
+ * Send a TableOp about a load label and wait for its answer: the label's
+ * state, and when it was published or by which prepared session it is held.
+ */
+static int
+client_label_op(TcClient *client, Tcopy__TableOpKind op, uint32_t table_id,
+				const char *label, bool in_session, TcLabelAnswer *answer)
+{
+	Tcopy__TableOp table_op = TCOPY__TABLE_OP__INIT;
+	Tcopy__TableOpOk *ok;
+	ProtobufCMessage *msg;
+
+	memset(answer, 0, sizeof(*answer));
+	if (client->broken)
+		return -1;
+	if (in_session && tc_client_wait_acks(client) < 0)
+		return -1;
+	table_op.op = op;
+	table_op.table_id = table_id;
+	table_op.in_session = in_session;
+	table_op.label = (char *) label;
+	if (client_send_message(client, TCOPY__FRAME_TYPE__FRAME_TABLE_OP, &table_op.base) < 0 ||
+		client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_TABLE_OP_OK,
+						  tc_arena_allocator(&client->arena), &msg) < 0)
+		return -1;
+	ok = (Tcopy__TableOpOk *) msg;
+	if (ok->label_state < TCOPY__LABEL_STATE__LABEL_NONE ||
+		ok->label_state > TCOPY__LABEL_STATE__LABEL_PREPARED ||
+		(op == TCOPY__TABLE_OP_KIND__TABLE_OP_LOAD_LABEL &&
+		 ok->label_state == TCOPY__LABEL_STATE__LABEL_NONE))
+		return client_fail(client, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+						   "protocol error: tserver answered a label operation with state %d",
+						   (int) ok->label_state);
+	answer->state = ok->label_state;
+	answer->published_at_ms = ok->published_at_ms;
+	snprintf(answer->holder_gid, sizeof(answer->holder_gid), "%s",
+			 ok->holder_gid != NULL ? ok->holder_gid : "");
+	return 0;
+}
+
+/* Claim a load label for the open session. */
+int
+tc_client_session_claim_label(TcClient *client, uint32_t table_id, const char *label,
+							  TcLabelAnswer *answer)
+{
+	return client_label_op(client, TCOPY__TABLE_OP_KIND__TABLE_OP_LOAD_LABEL, table_id,
+						   label, true, answer);
+}
+
+/* Forget a published load label at once. */
+int
+tc_client_forget_label(TcClient *client, uint32_t table_id, const char *label,
+					   TcLabelAnswer *answer)
+{
+	return client_label_op(client, TCOPY__TABLE_OP_KIND__TABLE_OP_FORGET_LABEL, table_id,
+						   label, false, answer);
+}
+
+/* The labels published for a table; *list is a heap copy. */
+int
+tc_client_list_labels(TcClient *client, uint32_t table_id, Tcopy__LabelList **list)
+{
+	Tcopy__ListLabels request = TCOPY__LIST_LABELS__INIT;
+	ProtobufCMessage *msg;
+
+	if (client->broken)
+		return -1;
+	request.table_id = table_id;
+	if (client_send_message(client, TCOPY__FRAME_TYPE__FRAME_LIST_LABELS, &request.base) < 0 ||
+		client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_LABEL_LIST, NULL, &msg) < 0)
+		return -1;
+	*list = (Tcopy__LabelList *) msg;
 	return 0;
 }
 

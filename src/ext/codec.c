@@ -370,20 +370,28 @@ tcopy_row_buf_init(TcopyRowBuf *row, int ncolumns)
 
 /*
  * ExecConstraints' error for a NULL in NOT NULL column c: its words, its
- * DETAIL (describe_row), its schema, table and column fields.
+ * DETAIL (describe_row), its schema, table and column fields.  COPY's
+ * ON_ERROR ignore recognises it by this function's name (copy_bad_rows.c).
  */
 void
 tcopy_report_null_violation(TcopyRelCodec *codec, int c, Datum *values, bool *nulls)
 {
 	char	   *val_desc = describe_row(codec, values, nulls);
-	Relation	rel = relation_open(codec->relid, NoLock);	/* locked by the statement */
+	char	   *nspname = get_namespace_name(get_rel_namespace(codec->relid));
 
+	/*
+	 * errtablecol's fields, without holding the relation open: COPY's
+	 * ON_ERROR ignore swallows this error without a subtransaction to close
+	 * it (copy_bad_rows.c).
+	 */
 	ereport(ERROR,
 			(errcode(ERRCODE_NOT_NULL_VIOLATION),
 			 errmsg("null value in column \"%s\" of relation \"%s\" violates not-null constraint",
 					codec->columns[c].attname, codec->relname),
 			 val_desc ? errdetail("Failing row contains %s.", val_desc) : 0,
-			 errtablecol(rel, codec->columns[c].attnum)));
+			 err_generic_string(PG_DIAG_SCHEMA_NAME, nspname),
+			 err_generic_string(PG_DIAG_TABLE_NAME, codec->relname),
+			 err_generic_string(PG_DIAG_COLUMN_NAME, codec->columns[c].attname)));
 }
 
 static inline void
@@ -613,18 +621,12 @@ tcopy_decode_row(TcopyRelCodec *codec, const int *proj, int nproj,
 				}
 			case TCOPY_CONV_SEND:
 				{
-					StringInfoData buf;
+					bool		whole;
 
 					blob = &row->blobs[blobs++];
-					buf.data = palloc(blob->len + 1);
-					memcpy(buf.data, blob->data, blob->len);
-					buf.data[blob->len] = '\0';
-					buf.len = (int) blob->len;
-					buf.maxlen = (int) blob->len + 1;
-					buf.cursor = 0;
-					values[att] = ReceiveFunctionCall(&col->in_fn, &buf,
-													  col->typioparam, col->typmod);
-					if (buf.cursor != buf.len)
+					values[att] = tcopy_receive(&col->in_fn, col->typioparam, col->typmod,
+												blob->data, blob->len, &whole);
+					if (!whole)
 						ereport(ERROR,
 								(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
 								 errmsg("incorrect binary data format in column \"%s\" of foreign table \"%s\"",

@@ -217,7 +217,8 @@ tcopy_raise_error(Tcopy__ErrorCode code, const char *message,
 			break;
 		case TCOPY__ERROR_CODE__ERROR_TOO_LARGE:
 			sqlstate = ERRCODE_PROGRAM_LIMIT_EXCEEDED;
-			hint = gettext_noop("Lower tcopy.batch_size or option batch_size.");
+			/* the writer keeps batches within tcopy.max_frame_mb: the tserver's is lower */
+			hint = gettext_noop("Set tcopy.max_frame_mb and the tserver's --max-frame-mb to the same value.");
 			break;
 		case TCOPY__ERROR_CODE__ERROR_STORAGE:
 			sqlstate = ERRCODE_IO_ERROR;

@@ -18,7 +18,11 @@
  * prepared as DoCopy prepares it.  Without a WHERE clause, when
  * tcopy.raw_fields is on, rows come from NextCopyFromRawFields instead and
  * copy_fields.c converts the fields as NextCopyFrom would.  Progress goes to pg_stat_progress_copy
- * as Postgres' COPY reports it.
+ * as Postgres' COPY reports it.  Postgres 17/18's ON_ERROR, LOG_VERBOSITY
+ * and REJECT_LIMIT, and tcopy's reject_table, are copy_bad_rows.c's: taken
+ * out of the options before BeginCopyFrom, and with ON_ERROR ignore each
+ * row is read under PG_TRY (copy_read_row_or_skip); FREEZE gets CopyFrom's
+ * checks (check_copy_freeze).
  *
  * A COPY straight into a partition checks every row against the partition
  * constraint, as CopyFrom does for a target that is a partition itself
@@ -53,6 +57,8 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/rls.h"
+#include "utils/snapmgr.h"
+#include "utils/portal.h"
 
 /* Whether the hook can load rel itself (see the file comment). */
 static bool
@@ -141,11 +147,12 @@ prepare_copy_from(ParseState *pstate, const CopyStmt *stmt, Relation rel)
 
 /*
  * Take tcopy's COPY option on_conflict out of options, which are left for
- * Postgres' reader: the list without it, and *policy set when it is given
- * (once, as Postgres wants each option).
+ * Postgres' reader: the list without it, and *given and *policy set when
+ * it is given (once, as Postgres wants each option).
  */
 static List *
-copy_take_on_conflict(ParseState *pstate, List *options, TcopyOnConflict *policy)
+copy_take_on_conflict(ParseState *pstate, List *options, bool *given,
+					  TcopyOnConflict *policy)
 {
 	List	   *rest = NIL;
 	bool		seen = false;
@@ -165,103 +172,252 @@ copy_take_on_conflict(ParseState *pstate, List *options, TcopyOnConflict *policy
 		seen = true;
 		*policy = tcopy_parse_on_conflict(defGetString(def));
 	}
+	*given = seen;
 	return rest;
 }
 
 /*
+ * CopyFrom's FREEZE checks, in its order and words.  Postgres 15 accepts
+ * FREEZE for a foreign table that passes them (and 18 refuses every foreign
+ * table); a tcopy table has no heap to freeze, so FREEZE changes nothing.
+ */
+static void
+check_copy_freeze(Relation rel)
+{
+	InvalidateCatalogSnapshot();
+	if (!ThereAreNoPriorRegisteredSnapshots() || !ThereAreNoReadyPortals())
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
+				 errmsg("cannot perform COPY FREEZE because of prior transaction activity")));
+	if (rel->rd_createSubid != GetCurrentSubTransactionId() &&
+		rel->rd_newRelfilenodeSubid != GetCurrentSubTransactionId())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot perform COPY FREEZE because the table was not created or truncated in the current subtransaction")));
+}
+
+/* What copy_read_row made of the next line. */
+typedef enum CopyRowResult
+{
+	COPY_ROW_END,				/* no more input */
+	COPY_ROW_READY,				/* in writer->row, to add */
+	COPY_ROW_EXCLUDED			/* by the WHERE clause */
+} CopyRowResult;
+
+/* The state copy_read_row needs, set up by copy_rows. */
+typedef struct CopyRowState
+{
+	CopyFromState cstate;
+	TcopyFieldPlan *plan;		/* raw fields, or NULL: NextCopyFrom */
+	TcopyRelCodec *codec;
+	TupleTableSlot *slot;
+	EState	   *estate;
+	ExprState  *qual;
+	ResultRelInfo *partition;	/* the target, when a partition */
+	TcopyWriter *writer;
+} CopyRowState;
+
+/* Read, convert and encode the next row into the writer's row. */
+static inline CopyRowResult
+copy_read_row(CopyRowState *state)
+{
+	ExprContext *econtext = GetPerTupleExprContext(state->estate);
+	TupleTableSlot *slot = state->slot;
+
+	if (state->plan != NULL)
+	{
+		/* fields straight to the wire row (copy_fields.c) */
+		if (!tcopy_next_row_fields(state->cstate, state->plan, &state->writer->row))
+			return COPY_ROW_END;
+		return COPY_ROW_READY;
+	}
+	ExecClearTuple(slot);
+	if (!NextCopyFrom(state->cstate, econtext, slot->tts_values, slot->tts_isnull))
+		return COPY_ROW_END;
+	ExecStoreVirtualTuple(slot);
+	if (state->qual != NULL)
+	{
+		econtext->ecxt_scantuple = slot;
+		if (!ExecQual(state->qual, econtext))
+			return COPY_ROW_EXCLUDED;
+	}
+	if (state->partition != NULL)
+		ExecPartitionCheck(state->partition, slot, state->estate, true);
+	/* encoding may call send functions: per-tuple memory */
+	tcopy_encode_row(state->codec, slot->tts_values, slot->tts_isnull,
+					 &state->writer->row);
+	return COPY_ROW_READY;
+}
+
+/*
+ * copy_read_row under ON_ERROR ignore: a row whose error
+ * tcopy_bad_row_skippable accepts is counted and skipped (*skipped set),
+ * any other error goes on.  The per-tuple memory context holds the row and
+ * the error's copy, and is reset by the caller for the next row.
+ */
+static pg_noinline CopyRowResult
+copy_read_row_or_skip(CopyRowState *state, TcopyBadRows *bad_rows, bool *skipped)
+{
+	MemoryContext rowcontext = CurrentMemoryContext;
+	CopyFromState cstate = state->cstate;
+	ErrorData  *volatile edata = NULL;
+	volatile CopyRowResult result = COPY_ROW_END;
+	const char *attname;
+	const char *attval;
+
+	*skipped = false;
+	PG_TRY();
+	{
+		result = copy_read_row(state);
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(rowcontext);
+		edata = CopyErrorData();
+		if (!tcopy_bad_row_skippable(bad_rows, cstate, edata))
+			PG_RE_THROW();
+		FlushErrorState();
+	}
+	PG_END_TRY();
+	if (edata == NULL)
+		return result;
+
+	/* a field's error names its column; the row's NOT NULL, the codec's */
+	attname = cstate->cur_attname ? cstate->cur_attname : edata->column_name;
+	attval = cstate->cur_attname ? cstate->cur_attval : NULL;
+	*skipped = true;
+	/* with the field still named: REJECT_LIMIT's CONTEXT is Postgres 18's */
+	tcopy_bad_row_skip(bad_rows, cstate, attname, attval, edata);
+	cstate->cur_attname = NULL;
+	cstate->cur_attval = NULL;
+	return COPY_ROW_EXCLUDED;
+}
+
+/*
  * Read every row with Postgres' COPY reader and hand it to a writer.
- * Returns the number of rows loaded (those the WHERE clause kept).
+ * Returns the number of rows loaded (those the WHERE clause kept, not
+ * skipped by ON_ERROR ignore).
  */
 static uint64
-copy_rows(ParseState *pstate, const CopyStmt *stmt, Relation rel, List *where)
+copy_rows(ParseState *pstate, const CopyStmt *stmt, Relation rel, List *where,
+		  const TcopyOnConflict *on_conflict)
 {
 	TcopyRelCodec *codec = tcopy_rel_codec(rel, GetUserId());
-	CopyFromState cstate;
+	CopyRowState state = {0};
+	TcopyBadRows bad_rows;
+	List	   *options;
 	EState	   *estate = CreateExecutorState();
-	ExprContext *econtext = GetPerTupleExprContext(estate);
-	ExprState  *qual = NULL;
-	TupleTableSlot *slot;
 	ErrorContextCallback errcallback;
 	MemoryContext oldcontext = CurrentMemoryContext;
-	TcopyWriter *writer;
-	TcopyFieldPlan *plan = NULL;
-	ResultRelInfo *partition = NULL;
 	uint64		processed = 0;
-	uint64		excluded = 0;
-	List	   *options;
+	uint64		excluded = 0;	/* by the WHERE clause or skipped */
 
-	options = copy_take_on_conflict(pstate, stmt->options, &codec->options.on_conflict);
-	cstate = BeginCopyFrom(pstate, rel, (Node *) where, stmt->filename,
-						   stmt->is_program, NULL, stmt->attlist, options);
-	if (cstate->opts.freeze)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("cannot perform COPY FREEZE on a foreign table")));
+	if (on_conflict != NULL)
+		codec->options.on_conflict = *on_conflict;
+	/* options Postgres 15 does not know leave the list (copy_bad_rows.c) */
+	options = tcopy_bad_rows_options(pstate, stmt->options, &bad_rows);
+	state.cstate = BeginCopyFrom(pstate, rel, (Node *) where, stmt->filename,
+								 stmt->is_program, NULL, stmt->attlist, options);
+	if (state.cstate->opts.freeze)
+		check_copy_freeze(rel);
 	if (rel->rd_rel->relispartition)
 	{
 		/* what the check's DETAIL needs: the range table, the inserted columns */
 		ExecInitRangeTable(estate, pstate->p_rtable);
-		partition = makeNode(ResultRelInfo);
-		InitResultRelInfo(partition, rel, 1, NULL, 0);
+		state.partition = makeNode(ResultRelInfo);
+		InitResultRelInfo(state.partition, rel, 1, NULL, 0);
 	}
 	if (where != NIL)
-		qual = ExecPrepareQual(where, estate);
-	else if (tcopy_raw_fields && partition == NULL)
-		plan = tcopy_field_plan(cstate, codec);
-	slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
+		state.qual = ExecPrepareQual(where, estate);
+	else if (tcopy_raw_fields && state.partition == NULL)
+		state.plan = tcopy_field_plan(state.cstate, codec);
+	if (bad_rows.ignore)
+		tcopy_bad_rows_begin(&bad_rows, rel);
+	state.codec = codec;
+	state.estate = estate;
+	state.slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
 	/* prepare_copy_from's entry: the columns copied */
 	tcopy_codec_set_inserted_cols(codec, InvalidOid,
 								  linitial_node(RangeTblEntry, pstate->p_rtable)->insertedCols);
-	writer = tcopy_writer_begin(codec);
+	state.writer = tcopy_writer_begin(codec);
 
 	/* errors while reading a row carry "COPY t, line N" */
 	errcallback.callback = CopyFromErrorCallback;
-	errcallback.arg = (void *) cstate;
+	errcallback.arg = (void *) state.cstate;
 	errcallback.previous = error_context_stack;
 	error_context_stack = &errcallback;
 
 	for (;;)
 	{
+		CopyRowResult result;
+		bool		skipped = false;
+
 		CHECK_FOR_INTERRUPTS();
 		ResetPerTupleExprContext(estate);
 		MemoryContextSwitchTo(GetPerTupleMemoryContext(estate));
-		if (plan != NULL)
+		/* PG_TRY only when asked for: other COPYs pay nothing */
+		if (unlikely(bad_rows.ignore))
+			result = copy_read_row_or_skip(&state, &bad_rows, &skipped);
+		else
+			result = copy_read_row(&state);
+		if (result == COPY_ROW_END)
+			break;
+		if (result == COPY_ROW_EXCLUDED)
 		{
-			/* fields straight to the wire row (copy_fields.c) */
-			if (!tcopy_next_row_fields(cstate, plan, &writer->row))
-				break;
-			tcopy_writer_add_row(writer);
-			pgstat_progress_update_param(PROGRESS_COPY_TUPLES_PROCESSED, ++processed);
+			/* pg_stat_progress_copy has no tuples_skipped before 17 */
+			pgstat_progress_update_param(PROGRESS_COPY_TUPLES_EXCLUDED, ++excluded);
 			continue;
 		}
-		ExecClearTuple(slot);
-		if (!NextCopyFrom(cstate, econtext, slot->tts_values, slot->tts_isnull))
-			break;
-		ExecStoreVirtualTuple(slot);
-		if (qual != NULL)
-		{
-			econtext->ecxt_scantuple = slot;
-			if (!ExecQual(qual, econtext))
-			{
-				pgstat_progress_update_param(PROGRESS_COPY_TUPLES_EXCLUDED, ++excluded);
-				continue;
-			}
-		}
-		if (partition != NULL)
-			ExecPartitionCheck(partition, slot, estate, true);
-		/* encoding may call send functions: per-tuple memory */
-		tcopy_writer_add(writer, slot->tts_values, slot->tts_isnull);
+		/* the tserver's errors are never skipped: outside PG_TRY */
+		tcopy_writer_add_row(state.writer);
 		pgstat_progress_update_param(PROGRESS_COPY_TUPLES_PROCESSED, ++processed);
 	}
 	MemoryContextSwitchTo(oldcontext);
 	error_context_stack = errcallback.previous;
 
-	tcopy_writer_finish(writer);
-	tcopy_writer_free(writer);
-	ExecDropSingleTupleTableSlot(slot);
-	EndCopyFrom(cstate);
+	tcopy_writer_finish(state.writer);
+	tcopy_bad_rows_end(&bad_rows);
+	tcopy_writer_free(state.writer);
+	ExecDropSingleTupleTableSlot(state.slot);
+	EndCopyFrom(state.cstate);
 	FreeExecutorState(estate);
 	return processed;
+}
+
+/*
+ * Read the COPY's input to its end and load nothing: a labelled load that
+ * was published already.  A COPY FROM STDIN must consume what the client
+ * sends; a file or a program is not even opened.
+ */
+static void
+skip_rows(ParseState *pstate, const CopyStmt *stmt, Relation rel)
+{
+	CopyFromState cstate;
+	TupleDesc	desc = RelationGetDescr(rel);
+	Datum	   *values = palloc(sizeof(Datum) * Max(desc->natts, 1));
+	bool	   *nulls = palloc(sizeof(bool) * Max(desc->natts, 1));
+	ExprContext *econtext;
+	EState	   *estate;
+
+	if (stmt->filename != NULL)
+		return;
+	estate = CreateExecutorState();
+	econtext = GetPerTupleExprContext(estate);
+	cstate = BeginCopyFrom(pstate, rel, NULL, NULL, false, NULL, stmt->attlist, stmt->options);
+	for (;;)
+	{
+		char	  **fields;
+		int			nfields;
+
+		CHECK_FOR_INTERRUPTS();
+		ResetPerTupleExprContext(estate);
+		if (cstate->opts.binary ?
+			!NextCopyFrom(cstate, econtext, values, nulls) :
+			!NextCopyFromRawFields(cstate, &fields, &nfields))
+			break;
+	}
+	EndCopyFrom(cstate);
+	FreeExecutorState(estate);
 }
 
 /*
@@ -276,6 +432,10 @@ tcopy_copy_from(const CopyStmt *stmt, const char *query_string,
 	Relation	rel;
 	ParseState *pstate;
 	List	   *where;
+	CopyStmt	copy;
+	char	   *load_id;
+	bool		on_conflict_given;
+	TcopyOnConflict on_conflict;
 
 	if (!stmt->is_from || stmt->relation == NULL)
 		return false;
@@ -296,16 +456,36 @@ tcopy_copy_from(const CopyStmt *stmt, const char *query_string,
 	}
 	check_copy_source_privileges(stmt);
 	rel = table_open(relid, NoLock);
-	if (!relation_is_accelerable(rel))
-	{
-		table_close(rel, RowExclusiveLock);
-		return false;
-	}
 	pstate = make_parsestate(NULL);
 	pstate->p_sourcetext = query_string;
 	pstate->p_queryEnv = query_env;
-	where = prepare_copy_from(pstate, stmt, rel);
-	*processed = copy_rows(pstate, stmt, rel, where);
+	/* tcopy's own options, which Postgres' COPY reader does not know */
+	copy = *stmt;
+	copy.options = tcopy_copy_take_load_id(pstate, stmt->options, &load_id);
+	copy.options = copy_take_on_conflict(pstate, copy.options, &on_conflict_given,
+										 &on_conflict);
+	if (!relation_is_accelerable(rel))
+	{
+		if (load_id != NULL || on_conflict_given)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("COPY option %s is not supported for foreign table \"%s\"",
+							load_id != NULL ? "load_id" : "on_conflict",
+							RelationGetRelationName(rel)),
+					 errdetail("A tcopy table with triggers or stored generated columns is loaded by Postgres' COPY, row by row.")));
+		free_parsestate(pstate);
+		table_close(rel, RowExclusiveLock);
+		return false;
+	}
+	where = prepare_copy_from(pstate, &copy, rel);
+	if (load_id != NULL && !tcopy_load_id_claim(rel, load_id))
+	{
+		skip_rows(pstate, &copy, rel);
+		*processed = 0;
+	}
+	else
+		*processed = copy_rows(pstate, &copy, rel, where,
+							   on_conflict_given ? &on_conflict : NULL);
 	free_parsestate(pstate);
 	table_close(rel, NoLock);
 	return true;

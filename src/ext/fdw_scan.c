@@ -57,7 +57,8 @@ typedef struct TcopyScanState
 /*
  * Choose the wire columns to fetch.  A scan always projects at least one
  * column, as an empty projection asks for all of them: for count(*), the
- * first key column, else the first fixed-size one.
+ * first key column that is one of the table's own (not a key image, which
+ * the codec does not decode), else the first fixed-size one.
  */
 static void
 tcopy_scan_choose_columns(TcopyScanState *state, bool all_columns, List *attnums)
@@ -85,7 +86,7 @@ tcopy_scan_choose_columns(TcopyScanState *state, bool all_columns, List *attnums
 	{
 		int			column = 0;
 
-		if (codec->schema->n_key > 0)
+		if (codec->schema->n_key > 0 && codec->schema->key[0] < (uint32) codec->ncolumns)
 			column = (int) codec->schema->key[0];
 		else
 		{

@@ -22,9 +22,11 @@
  * - A reg* value is stored with the identity of the database that wrote it
  *   (system identifier, database OID), its OID and its qualified name: the
  *   OID in that database, the name anywhere else.
- * - A record is stored by attribute number, so that attributes added,
- *   dropped or renamed since leave stored rows readable (as on heap: added
- *   ones read as NULL).  Arrays, ranges and multiranges get a form of their
+ * - A record is stored by attribute number and name.  In the database that
+ *   wrote it, numbers are read, so that attributes added, dropped or
+ *   renamed since leave stored rows readable (as on heap: added ones read
+ *   as NULL); anywhere else (a restore renumbers around dropped ones),
+ *   names.  Arrays, ranges and multiranges get a form of their
  *   own only when what they hold needs one (an array of enums, a range over
  *   a composite); otherwise they are text or send forms.
  *
@@ -32,10 +34,11 @@
  * output starts with, so that values stored by tcopy 1.2 as text (records,
  * enum arrays, reg*) are still read, part by part (legacy_get):
  *
- *   reg        = 8 bytes system identifier, 4 bytes database OID, 4 bytes
- *                OID, the qualified name
+ *   value      = 0x01, 8 bytes system identifier and 4 bytes OID of the
+ *                database that wrote it, then the form below
+ *   reg        = 4 bytes OID, the qualified name
  *   record     = varint count, then per live attribute: varint attnum,
- *                varint tag, slot
+ *                varint name length, name, varint tag, slot
  *   array      = byte ndim, per dimension varint length and zigzag varint
  *                lower bound, then a slot per element
  *   range      = byte flags (range_get_flags'), then a slot per finite bound
@@ -214,6 +217,28 @@ tcopy_fixed_input(FmgrInfo *in_fn, char *text, Oid typioparam, int32 typmod,
 	return value;
 }
 
+/*
+ * A value from its binary send format (data, len) by its receive function;
+ * *whole is false when the function did not read every byte.
+ */
+Datum
+tcopy_receive(FmgrInfo *in_fn, Oid typioparam, int32 typmod,
+			  const uint8 *data, size_t len, bool *whole)
+{
+	StringInfoData buf;
+	Datum		value;
+
+	buf.data = palloc(len + 1);
+	memcpy(buf.data, data, len);
+	buf.data[len] = '\0';
+	buf.len = (int) len;
+	buf.maxlen = (int) len + 1;
+	buf.cursor = 0;
+	value = ReceiveFunctionCall(in_fn, &buf, typioparam, typmod);
+	*whole = buf.cursor == buf.len;
+	return value;
+}
+
 /* Whether a type's text form names objects: read under pg_catalog alone. */
 bool
 tcopy_type_is_reg(Oid typid)
@@ -325,8 +350,10 @@ tcopy_type_needs_form(Oid typid)
 		return true;
 	if (tcopy_type_is_reg(typid) && !OidIsValid(get_element_type(typid)))
 		return true;
+	/* money's text output follows lc_monetary, which is not fixed: send it */
 	if (typtype == TYPTYPE_RANGE)
-		return tcopy_type_needs_form(getBaseType(get_range_subtype(typid)));
+		return tcopy_type_needs_form(getBaseType(get_range_subtype(typid))) ||
+			getBaseType(get_range_subtype(typid)) == CASHOID;
 	if (typtype == TYPTYPE_MULTIRANGE)
 		return tcopy_type_needs_form(get_multirange_range(typid));
 	part = get_element_type(typid);
@@ -476,12 +503,8 @@ put_slot(TcopyForm *part, Datum value, bool isnull, StringInfo out)
 static void
 put_reg(TcopyForm *form, Datum value, StringInfo out)
 {
-	uint64		sysid = pg_hton64(GetSystemIdentifier());
-	uint32		dbid = pg_hton32(MyDatabaseId);
 	uint32		oid = pg_hton32(DatumGetObjectId(value));
 
-	appendBinaryStringInfo(out, (char *) &sysid, 8);
-	appendBinaryStringInfo(out, (char *) &dbid, 4);
 	appendBinaryStringInfo(out, (char *) &oid, 4);
 	appendStringInfoString(out, tcopy_fixed_output(&form->out_fn, value, true));
 }
@@ -512,9 +535,14 @@ put_record(TcopyForm *form, Datum value, StringInfo out)
 	put_varint(out, (uint64) live);
 	for (int i = 0; i < desc->natts; i++)
 	{
+		const char *name = NameStr(TupleDescAttr(desc, i)->attname);
+		size_t		namelen = strlen(name);
+
 		if (form->attrs[i] == NULL)
 			continue;
 		put_varint(out, (uint64) (i + 1));
+		put_varint(out, (uint64) namelen);
+		appendBinaryStringInfo(out, name, (int) namelen);
 		put_varint(out, form->attrs[i]->tag);
 		put_slot(form->attrs[i], values[i], nulls[i], out);
 	}
@@ -634,7 +662,14 @@ tcopy_form_encode(TcopyForm *form, Datum value, StringInfo out)
 		return;
 	}
 	if (tcopy_form_is_versioned(form))
+	{
+		uint64		sysid = pg_hton64(GetSystemIdentifier());
+		uint32		dbid = pg_hton32(MyDatabaseId);
+
 		appendStringInfoChar(out, TCOPY_FORM_VERSION);
+		appendBinaryStringInfo(out, (char *) &sysid, 8);
+		appendBinaryStringInfo(out, (char *) &dbid, 4);
+	}
 	form_put(form, value, out);
 }
 
@@ -645,6 +680,8 @@ tcopy_form_encode(TcopyForm *form, Datum value, StringInfo out)
 
 typedef struct FormReader
 {
+	bool		same_database;	/* written in this database: OIDs and
+								 * attribute numbers are ours */
 	const uint8 *p;
 	const uint8 *end;
 	const char *attname;
@@ -727,17 +764,13 @@ skip_slot(FormReader *r)
 static Datum
 get_reg(TcopyForm *form, FormReader *r)
 {
-	uint64		sysid;
-	uint32		dbid;
 	uint32		oid;
 
-	if (r->end - r->p < 16)
+	if (r->end - r->p < 4)
 		reader_fail(r);
-	memcpy(&sysid, r->p, 8);
-	memcpy(&dbid, r->p + 8, 4);
-	memcpy(&oid, r->p + 12, 4);
-	r->p += 16;
-	if (pg_ntoh64(sysid) == GetSystemIdentifier() && pg_ntoh32(dbid) == MyDatabaseId)
+	memcpy(&oid, r->p, 4);
+	r->p += 4;
+	if (r->same_database)
 	{
 		r->p = r->end;
 		return ObjectIdGetDatum(pg_ntoh32(oid));
@@ -767,25 +800,48 @@ get_record(TcopyForm *form, FormReader *r)
 	for (uint64 f = 0; f < n; f++)
 	{
 		uint64		attnum = get_varint(r);
-		uint64		tag = get_varint(r);
+		uint64		namelen = get_varint(r);
+		const char *name = (const char *) r->p;
+		uint64		tag;
+		int			index = -1;
 		TcopyForm  *part;
 
-		if (attnum == 0)
+		if (attnum == 0 || namelen > (uint64) (r->end - r->p))
 			reader_fail(r);
-		/* an attribute dropped since: skipped */
-		part = attnum <= (uint64) desc->natts ? form->attrs[attnum - 1] : NULL;
-		if (part == NULL)
+		r->p += namelen;
+		tag = get_varint(r);
+
+		/*
+		 * In the database that wrote it, an attribute is its number, which
+		 * renames keep; anywhere else (a restore renumbers what was dropped),
+		 * its name.  One not found was dropped since: skipped, as on heap.
+		 */
+		if (r->same_database)
+		{
+			if (attnum <= (uint64) desc->natts && form->attrs[attnum - 1] != NULL)
+				index = (int) attnum - 1;
+		}
+		else
+		{
+			for (int i = 0; i < desc->natts && index < 0; i++)
+				if (form->attrs[i] != NULL &&
+					strlen(NameStr(TupleDescAttr(desc, i)->attname)) == namelen &&
+					memcmp(NameStr(TupleDescAttr(desc, i)->attname), name, namelen) == 0)
+					index = i;
+		}
+		if (index < 0)
 		{
 			skip_slot(r);
 			continue;
 		}
+		part = form->attrs[index];
 		if (tag != part->tag)
 			ereport(ERROR,
 					(errcode(ERRCODE_FDW_INVALID_DATA_TYPE),
 					 errmsg("attribute \"%s\" of type %s in column \"%s\" of foreign table \"%s\" changed type since it was stored",
-							NameStr(TupleDescAttr(desc, attnum - 1)->attname),
+							NameStr(TupleDescAttr(desc, index)->attname),
 							format_type_be(form->typid), r->attname, r->relname)));
-		nulls[attnum - 1] = !get_slot(part, r, &values[attnum - 1]);
+		nulls[index] = !get_slot(part, r, &values[index]);
 	}
 	if (r->p != r->end)
 		reader_fail(r);
@@ -903,18 +959,11 @@ form_get(TcopyForm *form, FormReader *r, size_t len)
 	{
 		case TCOPY_FORM_SEND:
 			{
-				StringInfoData buf;
-				Datum		value;
+				bool		whole;
+				Datum		value = tcopy_receive(&form->in_fn, form->typioparam,
+												  form->typmod, data, len, &whole);
 
-				buf.data = palloc(len + 1);
-				memcpy(buf.data, data, len);
-				buf.data[len] = '\0';
-				buf.len = (int) len;
-				buf.maxlen = (int) len + 1;
-				buf.cursor = 0;
-				value = ReceiveFunctionCall(&form->in_fn, &buf, form->typioparam,
-											form->typmod);
-				if (buf.cursor != buf.len)
+				if (!whole)
 					reader_fail(r);
 				r->p = r->end;
 				return value;
@@ -1122,12 +1171,22 @@ tcopy_form_decode(TcopyForm *form, const uint8 *data, size_t len, int encoding,
 	r.attname = attname;
 	r.relname = relname;
 	r.encoding = encoding;
+	r.same_database = true;
 	if (!tcopy_form_is_versioned(form))
 		return form_get(form, &r, len);
 	if (len > 0 && data[0] == TCOPY_FORM_VERSION)
 	{
-		r.p++;
-		return form_get(form, &r, len - 1);
+		uint64		sysid;
+		uint32		dbid;
+
+		if (len < 1 + TCOPY_REG_IDENTITY_SIZE - 4)
+			reader_fail(&r);
+		memcpy(&sysid, data + 1, 8);
+		memcpy(&dbid, data + 9, 4);
+		r.same_database = pg_ntoh64(sysid) == GetSystemIdentifier() &&
+			pg_ntoh32(dbid) == MyDatabaseId;
+		r.p += 13;
+		return form_get(form, &r, len - 13);
 	}
 	/* written by tcopy 1.2: the type's text output */
 	verify_text(&r, data, len);

@@ -42,6 +42,7 @@
 #include "catalog/pg_type.h"
 #include "catalog/pg_user_mapping.h"
 #include "commands/defrem.h"
+#include "commands/extension.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "tcop/utility.h"
@@ -103,6 +104,25 @@ tcopy_check_attach(Oid serverid, const char *relname)
 }
 
 /*
+ * Refuse key_form 'bytes' where it would make a new table: it is the form of
+ * tables made before 1.3, which the update script (or a restore attaching
+ * such a table by table_name) gives them, and it keys on stored bytes,
+ * without the checks and images of docs/values.md.
+ */
+static void
+tcopy_check_key_form(DefElem *def, const char *relname)
+{
+	if (creating_extension || def->defaction == DEFELEM_DROP ||
+		strcmp(defGetString(def), "bytes") != 0)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("option key_form 'bytes' cannot be set on foreign table \"%s\"", relname),
+			 errdetail("It is the key form of tables made before tcopy 1.3, set by ALTER EXTENSION tcopy UPDATE."),
+			 errhint("Leave out key_form: keys are then equal as Postgres compares them.")));
+}
+
+/*
  * The table_name to approve for a CREATE FOREIGN TABLE (stmt, a copy the
  * hook may change): the one given, if the user may attach, else one
  * generated and appended to the statement's options; NULL for a table of
@@ -115,7 +135,7 @@ tcopy_bind_created_table(CreateForeignTableStmt *stmt)
 	ListCell   *lc;
 	char	   *name;
 	bool		keyed = false;
-	bool		key_form = false;
+	DefElem    *key_form = NULL;
 	bool		on_conflict = false;
 
 	if (server == NULL || !tcopy_server_is_tcopy(server->serverid))
@@ -126,13 +146,17 @@ tcopy_bind_created_table(CreateForeignTableStmt *stmt)
 
 		if (strcmp(def->defname, "table_name") == 0)
 		{
+			/* attaching data: its key_form is what the data was written in */
 			tcopy_check_attach(server->serverid, stmt->base.relation->relname);
 			return defGetString(def);
 		}
 		keyed |= strcmp(def->defname, "key") == 0;
-		key_form |= strcmp(def->defname, "key_form") == 0;
+		if (strcmp(def->defname, "key_form") == 0)
+			key_form = def;
 		on_conflict |= strcmp(def->defname, "on_conflict") == 0;
 	}
+	if (key_form != NULL)
+		tcopy_check_key_form(key_form, stmt->base.relation->relname);
 	name = tcopy_generate_table_name(tcopy_server_namespace(server->serverid));
 	stmt->options = lappend(stmt->options,
 							makeDefElem("table_name", (Node *) makeString(name), -1));
@@ -142,7 +166,7 @@ tcopy_bind_created_table(CreateForeignTableStmt *stmt)
 	 * 1.3, which marks keyed tables without key_form as made by 1.2, leaves
 	 * it alone when it was made by this library before the update ran.
 	 */
-	if (keyed && !key_form)
+	if (keyed && key_form == NULL)
 		stmt->options = lappend(stmt->options,
 								makeDefElem("key_form", (Node *) makeString("image"), -1));
 	/* likewise for 1.4, which gives keyed tables on_conflict 'replace' */
@@ -178,6 +202,8 @@ tcopy_bind_altered_table(AlterTableStmt *stmt)
 		{
 			DefElem    *def = (DefElem *) lfirst(lc);
 
+			if (strcmp(def->defname, "key_form") == 0)
+				tcopy_check_key_form(def, stmt->relation->relname);
 			if (strcmp(def->defname, "table_name") != 0)
 				continue;
 			if (def->defaction == DEFELEM_DROP)

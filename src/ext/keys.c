@@ -9,6 +9,7 @@
  * column's collation) as the same bytes.  docs/values.md, "Keys":
  *
  * - bool and integers travel as INT: their value is their identity;
+ * - reg* values are keyed on their OID and database, not their name;
  * - numeric, float4/8, interval and bpchar store what was written (1.00,
  *   -0, '24 hours', 'a  '), as a heap table does, so the key is a hidden
  *   BYTES column after the table's own, holding an image of the value
@@ -82,6 +83,8 @@ tcopy_key_image_of(const char *relname, Form_pg_attribute att)
 		case BPCHAROID:
 			return TCOPY_KEY_IMAGE_BPCHAR;
 		default:
+			if (tcopy_type_is_reg(base) && !OidIsValid(get_element_type(base)))
+				return TCOPY_KEY_IMAGE_REG;
 			break;
 	}
 	opclass = GetDefaultOpClass(base, BTREE_AM_OID);
@@ -203,6 +206,13 @@ tcopy_encode_images(TcopyRelCodec *codec, TcopyRowBuf *row)
 				image->data = blob->data;
 				image->len = (uint32_t) tc_keyimage_bpchar_len(blob->data, blob->len);
 				continue;
+			case TCOPY_KEY_IMAGE_REG:
+				/* the form's database and OID, not the name, which renames change */
+				if (blob->len < 1 + TCOPY_REG_IDENTITY_SIZE)
+					image_fail(codec, c);
+				image->data = blob->data + 1;
+				image->len = TCOPY_REG_IDENTITY_SIZE;
+				continue;
 			default:
 				image_fail(codec, c);
 		}
@@ -212,7 +222,8 @@ tcopy_encode_images(TcopyRelCodec *codec, TcopyRowBuf *row)
 		buf->len += (int) len;
 	}
 	for (int i = 0; i < codec->nimages; i++)
-		if (codec->columns[codec->image_columns[i]].image != TCOPY_KEY_IMAGE_BPCHAR)
+		if (codec->columns[codec->image_columns[i]].image != TCOPY_KEY_IMAGE_BPCHAR &&
+			codec->columns[codec->image_columns[i]].image != TCOPY_KEY_IMAGE_REG)
 			row->blobs[first + i].data = (const uint8_t *) buf->data +
 				(uintptr_t) row->blobs[first + i].data;
 }

@@ -184,6 +184,12 @@ extern Datum tcopy_form_decode(TcopyForm *form, const uint8 *data, size_t len,
 							   int encoding, const char *attname,
 							   const char *relname);
 extern char *tcopy_type_form_name(Oid typid);
+/* Bytes of a reg* form after its version byte naming the value: system
+ * identifier, database OID, OID */
+#define TCOPY_REG_IDENTITY_SIZE 16
+/* A value from its send format; *whole: every byte was read. */
+extern Datum tcopy_receive(FmgrInfo *in_fn, Oid typioparam, int32 typmod,
+						   const uint8 *data, size_t len, bool *whole);
 /* A type's text output and input, under the settings of docs/values.md. */
 extern char *tcopy_fixed_output(FmgrInfo *out_fn, Datum value, bool search_path);
 extern Datum tcopy_fixed_input(FmgrInfo *in_fn, char *text, Oid typioparam,
@@ -196,7 +202,8 @@ typedef enum TcopyKeyImage
 	TCOPY_KEY_IMAGE_FLOAT,
 	TCOPY_KEY_IMAGE_NUMERIC,
 	TCOPY_KEY_IMAGE_INTERVAL,
-	TCOPY_KEY_IMAGE_BPCHAR
+	TCOPY_KEY_IMAGE_BPCHAR,
+	TCOPY_KEY_IMAGE_REG			/* reg*: the OID and its database, not the name */
 } TcopyKeyImage;
 
 /* The image a key column needs; an ERROR when it cannot be a key. */
@@ -591,6 +598,25 @@ extern void tcopy_xact_table_op(const TcopyTableOptions *options, Oid userid,
 /* Whether this transaction staged a TRUNCATE of the tserver table of options. */
 extern bool tcopy_xact_staged_op_on(const TcopyTableOptions *options);
 
+/* A load label was claimed in conn's session: it has something to publish. */
+extern void tcopy_xact_note_claim(TcopyConnection *conn);
+
+/* in load_id.c: COPY ... (load_id 'label'), loads that can be re-run */
+
+/*
+ * options without the COPY option load_id, whose value goes to *load_id
+ * (NULL when not given), checked.
+ */
+extern List *tcopy_copy_take_load_id(struct ParseState *pstate, List *options, char **load_id);
+/*
+ * Claim load_id for rel in the transaction's write session: true when the
+ * COPY is to load its rows; false (after a NOTICE) when the label was
+ * published, or claimed in this transaction, already.  Waits while another
+ * transaction holds it; an ERROR while a prepared session left by a crash
+ * does.
+ */
+extern bool tcopy_load_id_claim(Relation rel, const char *load_id);
+
 /* in xact_drop.c: DROPs of tcopy tables, staged at pre-commit */
 
 /* Drop the tserver's table when the transaction commits (a DROP of it). */
@@ -696,6 +722,55 @@ struct QueryEnvironment;
 /* false when the statement is not one tcopy takes: Postgres runs it */
 extern bool tcopy_copy_from(const struct CopyStmt *stmt, const char *query_string,
 							struct QueryEnvironment *query_env, uint64 *processed);
+
+/* in copy_bad_rows.c: ON_ERROR, LOG_VERBOSITY, REJECT_LIMIT, reject_table */
+typedef enum TcopyLogVerbosity
+{
+	TCOPY_LOG_VERBOSITY_SILENT = -1,	/* Postgres 18's values */
+	TCOPY_LOG_VERBOSITY_DEFAULT = 0,
+	TCOPY_LOG_VERBOSITY_VERBOSE
+} TcopyLogVerbosity;
+
+typedef struct TcopyBadRows
+{
+	bool		ignore;			/* ON_ERROR ignore */
+	TcopyLogVerbosity verbosity;
+	int64		reject_limit;	/* REJECT_LIMIT; 0: none */
+	Oid			reject_relid;	/* reject_table; InvalidOid: none */
+	Oid			relid;			/* the COPY's target */
+	bool	   *skippable;		/* [natts]: a field's error may be skipped */
+	uint32		holdoff;		/* InterruptHoldoffCount outside the row */
+	uint64		num_skipped;
+} TcopyBadRows;
+
+struct ParseState;
+struct ErrorData;
+struct CopyFromStateData;
+
+/*
+ * Take ON_ERROR, LOG_VERBOSITY, REJECT_LIMIT and reject_table out of a COPY's
+ * options, checked as Postgres 18 checks them, into bad_rows; returns the
+ * other options, for BeginCopyFrom.
+ */
+extern List *tcopy_bad_rows_options(struct ParseState *pstate, List *options,
+									TcopyBadRows *bad_rows);
+/* Which of rel's columns may have their conversion errors skipped. */
+extern void tcopy_bad_rows_begin(TcopyBadRows *bad_rows, Relation rel);
+/* Whether edata, caught while reading a row of cstate, may be swallowed. */
+extern bool tcopy_bad_row_skippable(TcopyBadRows *bad_rows,
+									struct CopyFromStateData *cstate,
+									struct ErrorData *edata);
+/*
+ * Count a skipped row: its NOTICE when verbose, its reject table row, the
+ * REJECT_LIMIT check.  Called with the COPY's CopyFromErrorCallback on top
+ * of the error context stack.
+ */
+extern void tcopy_bad_row_skip(TcopyBadRows *bad_rows,
+							   struct CopyFromStateData *cstate,
+							   const char *attname, const char *attval,
+							   struct ErrorData *edata);
+/* The end-of-COPY NOTICE counting the skipped rows. */
+extern void tcopy_bad_rows_end(TcopyBadRows *bad_rows);
 
 /* in rename.c: before a statement renames or moves tcopy tables */
 extern void tcopy_pin_before_rename(Node *parsetree);

@@ -289,6 +289,19 @@ tcopy_xact_table_op(const TcopyTableOptions *options, Oid userid, bool track,
 }
 
 /*
+ * A load label was claimed in conn's session: like a batch, the claim makes
+ * the session one to prepare and publish (a labelled COPY of no rows
+ * publishes its label), and cannot be taken back one subtransaction at a
+ * time.
+ */
+void
+tcopy_xact_note_claim(TcopyConnection *conn)
+{
+	conn->sent_any = true;
+	conn->write_level = Max(conn->write_level, GetCurrentTransactionNestLevel());
+}
+
+/*
  * Whether the list of tserver table names at byte offset list_offset of
  * TcopyConnection holds options->table_name in a connection to
  * options->address (or another spelling of it, tc_address_same_server):

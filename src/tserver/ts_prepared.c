@@ -48,6 +48,7 @@
 _Static_assert(TS_GID_MAX == TC_GID_MAX, "the tserver's and the client's gid limits differ");
 
 #define PREPARED_RECORD_VERSION 1
+#define PREPARED_RECORD_VERSION_LABELS 2	/* a record with load labels */
 #define PREPARED_SENTINEL_FILE "sentinel.sst"
 
 int
@@ -110,13 +111,21 @@ record_check(const Tstore__PreparedRecord *rec, const char *key, size_t keylen, 
 	size_t		plen = strlen(TS_META_PREPARED_PREFIX);
 	char		dir[64];
 
-	if (rec->version != PREPARED_RECORD_VERSION)
+	if (rec->version != PREPARED_RECORD_VERSION && rec->version != PREPARED_RECORD_VERSION_LABELS)
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
-					 "stored prepared session \"%.*s\" has record version %u, not %d",
-					 (int) (keylen - plen), key + plen, rec->version, PREPARED_RECORD_VERSION);
+					 "stored prepared session \"%.*s\" has record version %u, not %d or %d",
+					 (int) (keylen - plen), key + plen, rec->version, PREPARED_RECORD_VERSION,
+					 PREPARED_RECORD_VERSION_LABELS);
 		return -1;
 	}
+	/* a version 1 record has no labels, a version 2 one has */
+	if ((rec->n_labels > 0) != (rec->version == PREPARED_RECORD_VERSION_LABELS))
+		goto corrupt;
+	for (size_t i = 0; i < rec->n_labels; i++)
+		if (rec->labels[i]->label == NULL || rec->labels[i]->label[0] == '\0' ||
+			strlen(rec->labels[i]->label) > TS_LABEL_MAX)
+			goto corrupt;
 	if (strlen(rec->gid) != keylen - plen || memcmp(rec->gid, key + plen, keylen - plen) != 0 ||
 		gid_check(rec->gid, err) != 0)
 		goto corrupt;
@@ -295,6 +304,8 @@ ts_session_prepare_gid(TsSession *session, const char *gid, uint64_t owner,
 	Tstore__SstFiles sst;
 	Tstore__RowIdMark *marks = NULL;
 	Tstore__RowIdMark **mark_ptrs = NULL;
+	Tstore__SessionLabel *labels = NULL;
+	Tstore__SessionLabel **label_ptrs = NULL;
 	char	  **names = NULL;
 	char		dir[64];
 	rocksdb_writebatch_t *wb = NULL;
@@ -355,6 +366,25 @@ ts_session_prepare_gid(TsSession *session, const char *gid, uint64_t owner,
 	}
 	rec.rowids = mark_ptrs;
 
+	/* load labels: published with the session; a tserver without labels refuses version 2 */
+	if (session->nlabels > 0)
+	{
+		labels = calloc(session->nlabels, sizeof(Tstore__SessionLabel));
+		label_ptrs = calloc(session->nlabels, sizeof(Tstore__SessionLabel *));
+		if (labels == NULL || label_ptrs == NULL)
+			goto oom;
+		for (size_t i = 0; i < session->nlabels; i++)
+		{
+			tstore__session_label__init(&labels[i]);
+			labels[i].table_id = session->labels[i].table_id;
+			labels[i].label = session->labels[i].label;
+			label_ptrs[i] = &labels[i];
+		}
+		rec.labels = label_ptrs;
+		rec.n_labels = session->nlabels;
+		rec.version = PREPARED_RECORD_VERSION_LABELS;
+	}
+
 	if (session->sst == NULL)
 	{
 		size_t		len;
@@ -413,6 +443,9 @@ ts_session_prepare_gid(TsSession *session, const char *gid, uint64_t owner,
 	recorded = true;
 	if (ts_store_crash_point(store, "after-prepare-record", err) != 0)
 		goto fail;
+	/* the labels stay claimed, now by the prepared session */
+	if (ts_labels_move_to_gid(store, session->id, gid, err) != 0)
+		goto fail;
 
 	registry_set_prepared(store, gid, scope_prefix, rec.rows, rec.bytes, rec.prepared_at_ms);
 	ts_log(TS_LOG_DEBUG, "session %llu prepared under \"%s\": %llu rows, %llu bytes%s",
@@ -421,6 +454,8 @@ ts_session_prepare_gid(TsSession *session, const char *gid, uint64_t owner,
 	free(names);
 	free(marks);
 	free(mark_ptrs);
+	free(labels);
+	free(label_ptrs);
 	free(scope_prefix);
 	session->keep_dir = true;
 	ts_session_free(session, false);
@@ -435,6 +470,8 @@ fail:
 	free(names);
 	free(marks);
 	free(mark_ptrs);
+	free(labels);
+	free(label_ptrs);
 	free(scope_prefix);
 	registry_remove(store, gid);
 	/* only a test stop comes after the record: leave the disk as a crash would */
@@ -478,9 +515,22 @@ prepared_publish(TsStore *store, Tstore__PreparedRecord *rec, bool own, TsError 
 	TsPublish	pub;
 	uint8_t    *truncated = NULL;
 	char	  **files = NULL;
+	TsLabelRef *labels = NULL;
 	int			result = -1;
 
 	memset(&pub, 0, sizeof(pub));
+	if (rec->n_labels > 0)
+	{
+		if ((labels = calloc(rec->n_labels, sizeof(TsLabelRef))) == NULL)
+			goto oom;
+		for (size_t i = 0; i < rec->n_labels; i++)
+		{
+			labels[i].table_id = rec->labels[i]->table_id;
+			labels[i].label = rec->labels[i]->label;
+		}
+		pub.labels = labels;
+		pub.nlabels = rec->n_labels;
+	}
 	pub.gid = rec->gid;
 	pub.unsynced_ok = own;
 	pub.rows = rec->rows;
@@ -540,6 +590,7 @@ done:
 		free(files[i]);
 	free(files);
 	free(truncated);
+	free(labels);
 	return result;
 }
 
@@ -644,6 +695,8 @@ ts_store_resolve(TsStore *store, const char *gid, bool commit, uint64_t owner,
 
 	if (result == 0)
 	{
+		/* published (the labels with it) or discarded: the claims may go */
+		ts_labels_release_gid(store, gid);
 		registry_remove(store, gid);
 		if (commit)
 		{
@@ -689,6 +742,13 @@ load_one(TsStore *store, const Tstore__PreparedRecord *rec, TsError *err)
 {
 	if (registry_add(store, rec->gid, PREPARED_READY, 0, err) != 0)
 		return -1;
+	for (size_t i = 0; i < rec->n_labels; i++)
+	{
+		TsLabelRef	label = {rec->labels[i]->table_id, rec->labels[i]->label};
+
+		if (ts_labels_claim_for_gid(store, rec->gid, &label, 1, err) != 0)
+			return -1;
+	}
 	registry_set_prepared(store, rec->gid, rec->scope_prefix, rec->rows, rec->bytes,
 						  rec->prepared_at_ms);
 	if (atomic_load(&store->next_session_id) <= rec->session_id)

@@ -41,6 +41,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tc_client.h"
 #include "ts_batch_decode.h"
 #include "ts_log.h"
 
@@ -808,6 +809,60 @@ proto_on_scan(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err
 }
 
 /*
+ * TABLE_OP LOAD_LABEL (in the session) or FORGET_LABEL (at once): answer
+ * TABLE_OP_OK with the label's state.  The table id is checked already.
+ */
+static int
+proto_on_label_op(TsProto *proto, const Tcopy__TableOp *request, TsError *err)
+{
+	Tcopy__TableOpOk reply = TCOPY__TABLE_OP_OK__INIT;
+	char		holder[TC_GID_MAX + 1];
+
+	if (request->op == TCOPY__TABLE_OP_KIND__TABLE_OP_LOAD_LABEL)
+	{
+		if (!request->in_session)
+			return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_TABLE_OP,
+									"a load label is claimed in a write session", err);
+		if (ts_session_claim_label(proto->session, request->table_id, request->label,
+								   &reply.label_state, &reply.published_at_ms,
+								   holder, sizeof(holder), err) != 0)
+			return -1;
+		reply.holder_gid = holder;
+	}
+	else
+	{
+		bool		found;
+
+		if (request->in_session)
+			return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_TABLE_OP,
+									"a load label is forgotten at once, not in a session", err);
+		if (ts_store_forget_label(proto->shared->store, request->table_id, request->label,
+								  &found, err) != 0)
+			return -1;
+		reply.label_state = found ? TCOPY__LABEL_STATE__LABEL_PUBLISHED :
+			TCOPY__LABEL_STATE__LABEL_NONE;
+	}
+	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_TABLE_OP_OK, &reply.base, err);
+}
+
+/* LIST_LABELS: answer LABEL_LIST, the table's published load labels. */
+static int
+proto_on_list_labels(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
+{
+	Tcopy__ListLabels *request;
+	Tcopy__LabelList reply = TCOPY__LABEL_LIST__INIT;
+
+	if (proto->phase == TS_PROTO_AWAIT_HELLO)
+		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_LIST_LABELS, NULL, err);
+	request = proto_unpack(proto, &tcopy__list_labels__descriptor, payload, len, err);
+	if (request == NULL || proto_check_table_id(proto, request->table_id, err) != 0 ||
+		ts_store_list_labels(proto->shared->store, request->table_id, &proto->frame_arena,
+							 &reply, err) != 0)
+		return -1;
+	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_LABEL_LIST, &reply.base, err);
+}
+
+/*
  * TABLE_OP: truncate or drop a table at once, outside any session, or with
  * in_session as part of the open session; answer TABLE_OP_OK.
  */
@@ -839,6 +894,9 @@ proto_on_table_op(TsProto *proto, const uint8_t *payload, uint32_t len, TsError 
 			return -1;
 		return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_TABLE_OP_OK, &reply.base, err);
 	}
+	if (request->op == TCOPY__TABLE_OP_KIND__TABLE_OP_LOAD_LABEL ||
+		request->op == TCOPY__TABLE_OP_KIND__TABLE_OP_FORGET_LABEL)
+		return proto_on_label_op(proto, request, err);
 	if (request->op != TCOPY__TABLE_OP_KIND__TABLE_OP_TRUNCATE &&
 		request->op != TCOPY__TABLE_OP_KIND__TABLE_OP_DROP)
 	{
@@ -947,6 +1005,8 @@ proto_dispatch(TsProto *proto, Tcopy__FrameType type, const uint8_t *payload,
 			return proto_on_resolve(proto, payload, len, err);
 		case TCOPY__FRAME_TYPE__FRAME_LIST_PREPARED:
 			return proto_on_list_prepared(proto, payload, len, err);
+		case TCOPY__FRAME_TYPE__FRAME_LIST_LABELS:
+			return proto_on_list_labels(proto, payload, len, err);
 		default:
 			break;
 	}

@@ -169,7 +169,10 @@ publish_truncates(TsStore *store, const TsPublish *pub, TsError *err)
 	int			result;
 
 	for (size_t i = 0; i < pub->ntruncates; i++)
+	{
 		batch_delete_table_rows(store, wb, pub->truncates[i]);
+		ts_labels_batch_delete_table(store, wb, pub->truncates[i]);
+	}
 	if (pub->gid != NULL)
 	{
 		char		key[sizeof(TS_META_PREPARED_PREFIX) + TS_GID_MAX];
@@ -252,6 +255,12 @@ ts_publish(TsStore *store, const TsPublish *pub, TsError *err)
 			batch_delete_table_rows(store, wb, pub->tables[i]);
 		}
 	}
+	/* labels: after the truncates (which delete the old ones), before the drops */
+	for (size_t i = 0; i < pub->nlabels; i++)
+	{
+		if (ts_store_table_locked(store, pub->labels[i].table_id, NULL) != NULL)
+			ts_labels_batch_publish(store, wb, &pub->labels[i], 1, pub->gid);
+	}
 	for (size_t i = 0; i < pub->ndrops; i++)
 	{
 		TsTable    *table = ts_store_table_locked(store, pub->drops[i], NULL);
@@ -260,6 +269,7 @@ ts_publish(TsStore *store, const TsPublish *pub, TsError *err)
 		if (table == NULL)
 			continue;			/* dropped already: its name may be another's */
 		batch_delete_table_rows(store, wb, table->id);
+		ts_labels_batch_delete_table(store, wb, table->id);
 		snprintf(key, sizeof(key), "%s%s", TS_META_TABLE_PREFIX, table->name);
 		rocksdb_writebatch_delete_cf(wb, store->cf_meta, key, strlen(key));
 		dropping[ndropping++] = table;

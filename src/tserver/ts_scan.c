@@ -11,7 +11,13 @@
 
 #define SCAN_DEFAULT_BATCH_ROWS 1000
 #define SCAN_MAX_BATCH_ROWS 100000
-#define SCAN_BATCH_BYTES (1024 * 1024)	/* a batch closes near this size */
+/*
+ * A batch closes near this size, and never takes a row that would carry it
+ * past it: a batch is at most this size, or one row.  A row the tserver
+ * accepted in a write frame then fits a scan frame of the same limit,
+ * whatever came before it.
+ */
+#define SCAN_BATCH_BYTES (1024 * 1024)
 
 struct TsScan
 {
@@ -209,6 +215,9 @@ ts_scan_next(TsScan *scan, TcArena *arena, Tcopy__ScanBatch *batch, TsError *err
 					blobs = 0,
 					nulls = 0;
 
+		/* the stored key and value bound the row's bytes: it waits for the next batch */
+		if (batch->n_rows > 0 && bytes + keylen + valuelen > SCAN_BATCH_BYTES)
+			break;
 		tc_arena_reset(&scan->scratch);
 		if (!ts_row_decode(layout, key, keylen, value, valuelen, scan->values, &scan->scratch))
 		{

@@ -169,6 +169,11 @@ ts_session_free(TsSession *session, bool aborted)
 	ts_conflicts_free(&session->conflicts);
 	tc_buf_free(&session->direct_first);
 	tc_buf_free(&session->direct_last);
+	/* a published session's labels were written before: the claims may go */
+	ts_labels_release_session(store, session->id);
+	for (size_t i = 0; i < session->nlabels; i++)
+		free(session->labels[i].label);
+	free(session->labels);
 	free(session);
 }
 
@@ -546,6 +551,7 @@ ts_session_build_batch(TsSession *session)
 		rocksdb_writebatch_delete_range_cf(wb, store->cf_data,
 										   (const char *) begin, sizeof(begin),
 										   (const char *) end, sizeof(end));
+		ts_labels_batch_delete_table(store, wb, session->truncates[i]);
 	}
 	for (size_t i = 0; i < session->noffsets; i++)
 	{
@@ -635,10 +641,13 @@ ts_session_commit(TsSession *session, uint64_t *rows, TsError *err)
 	pub.ntables = session->ntables;
 	pub.drops = session->drops;
 	pub.ndrops = session->ndrops;
+	pub.labels = session->labels;
+	pub.nlabels = session->nlabels;
 	if (result == 0 && session->sst == NULL)
 	{
 		/* nothing at all to write: no batch */
-		if (session->rows > 0 || session->ntruncates > 0 || session->ndrops > 0)
+		if (session->rows > 0 || session->ntruncates > 0 || session->ndrops > 0 ||
+			session->nlabels > 0)
 			pub.batch = ts_session_build_batch(session);
 	}
 	else if (result == 0)

@@ -92,6 +92,8 @@ struct TsSession
 	size_t		ntruncates;
 	uint32_t   *drops;			/* staged DROPs: table ids, each once */
 	size_t		ndrops;
+	TsLabelRef *labels;			/* load labels it claimed (ts_labels.c) */
+	size_t		nlabels;
 	bool		prepared;		/* ts_session_prepare done: only publish left */
 	bool		keep_dir;		/* prepared: the staging directory outlives it */
 	SstSink    *sst;			/* SST files to ingest, in precedence order */

@@ -301,6 +301,7 @@ ts_store_open(const char *dir, const TsStoreOptions *options, TsError *err)
 		store->opts.merge_threads = TS_MERGE_THREADS_MAX;
 	pthread_rwlock_init(&store->tables_lock, NULL);
 	pthread_mutex_init(&store->prepared_lock, NULL);
+	pthread_mutex_init(&store->labels_lock, NULL);
 	if (getenv("TSERVER_TEST_CRASH_AT") != NULL && getenv("TSERVER_TEST_CRASH_AT")[0] != '\0')
 	{
 		store->crash_at = strdup(getenv("TSERVER_TEST_CRASH_AT"));
@@ -418,8 +419,10 @@ ts_store_close(TsStore *store)
 	if (store->block_cache)
 		rocksdb_cache_destroy(store->block_cache);
 	ts_prepared_free_all(store);
+	ts_labels_free_all(store);
 	pthread_rwlock_destroy(&store->tables_lock);
 	pthread_mutex_destroy(&store->prepared_lock);
+	pthread_mutex_destroy(&store->labels_lock);
 	free(store->crash_at);
 	free(store->staging_dir);
 	free(store->dir);
@@ -817,6 +820,7 @@ ts_store_table_op(TsStore *store, Tcopy__TableOpKind op, uint32_t table_id,
 	rocksdb_writebatch_delete_range_cf(batch, store->cf_data,
 									   (const char *) begin, sizeof(begin),
 									   (const char *) end, sizeof(end));
+	ts_labels_batch_delete_table(store, batch, table_id);
 	if (op == TCOPY__TABLE_OP_KIND__TABLE_OP_DROP)
 	{
 		char		key[sizeof(TS_META_TABLE_PREFIX) + TS_MAX_TABLE_NAME];

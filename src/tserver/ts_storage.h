@@ -151,6 +151,32 @@ int			ts_session_set_on_conflict(TsSession *session, uint32_t table_id,
 									   Tcopy__OnConflict policy, TsError *err);
 
 /*
+ * Claim load label for the session on table_id (docs/protocol.md#load-labels):
+ * *state is LABEL_CLAIMED when the session now holds it (published with
+ * it), LABEL_OWN when it held it already, LABEL_PUBLISHED (with
+ * *published_at_ms) when it was published before, LABEL_BUSY when another
+ * open session, or a prepared one whose connection is live, holds it,
+ * LABEL_PREPARED (with its gid in holder_gid, of holder_size bytes) when an
+ * orphaned prepared session holds it.  -1 with err on a bad label, an
+ * unknown table or a storage failure.
+ */
+int			ts_session_claim_label(TsSession *session, uint32_t table_id,
+								   const char *label, Tcopy__LabelState *state,
+								   uint64_t *published_at_ms, char *holder_gid,
+								   size_t holder_size, TsError *err);
+
+/* Forget table_id's published label, durably; *found says whether it was. */
+int			ts_store_forget_label(TsStore *store, uint32_t table_id, const char *label,
+								  bool *found, TsError *err);
+
+/*
+ * The labels published for table_id, sorted as bytes, into list (its
+ * arrays and strings taken from arena).
+ */
+int			ts_store_list_labels(TsStore *store, uint32_t table_id, TcArena *arena,
+								 Tcopy__LabelList *list, TsError *err);
+
+/*
  * Do everything of a commit but publishing: spill, merge the runs and write
  * the SST files, so that ts_session_commit has only the atomic publish
  * left.  Nothing is visible yet; after it the session takes no more writes.

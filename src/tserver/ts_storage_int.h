@@ -19,6 +19,14 @@
 #define TS_GID_MAX 200			/* TC_GID_MAX of tc_client.h */
 
 typedef struct TsPrepared TsPrepared;	/* ts_prepared_registry.c */
+typedef struct TsLabelClaim TsLabelClaim;	/* ts_labels.c */
+
+/* A load label of a table, as a session claims it and publishes it. */
+typedef struct TsLabelRef
+{
+	uint32_t	table_id;
+	char	   *label;			/* 1 .. TS_LABEL_MAX bytes, NUL-terminated */
+} TsLabelRef;
 
 typedef struct TsTable
 {
@@ -74,6 +82,15 @@ struct TsStore
 	size_t		nprepared;
 	size_t		prepared_cap;
 
+	/*
+	 * Load labels claimed by open or prepared sessions (ts_labels.c), under
+	 * labels_lock, which is never held while prepared_lock is taken.
+	 */
+	pthread_mutex_t labels_lock;
+	TsLabelClaim *claims;		/* [nclaims] */
+	size_t		nclaims;
+	size_t		claims_cap;
+
 	/* test-only points of failure: see ts_store_crash_point */
 	char	   *crash_at;		/* TSERVER_TEST_CRASH_AT: SIGKILL there */
 	const char *test_stop_at;	/* unit tests: fail there, as a crash would leave it */
@@ -109,6 +126,9 @@ int			ts_store_check_space(TsStore *store, uint64_t bytes, TsError *err);
 #define TS_META_TABLE_PREFIX "table:"
 #define TS_META_PREPARED_PREFIX "prepared:"
 #define TS_MAX_TABLE_NAME 1024
+#define TS_META_LABEL_PREFIX "label:"	/* then be32(table id), then the label */
+#define TS_LABEL_MAX 1024		/* TC_LABEL_MAX of tc_client.h */
+#define TS_LABEL_KEY_MAX (sizeof(TS_META_LABEL_PREFIX) + TS_TABLE_ID_SIZE + TS_LABEL_MAX)
 
 /*
  * A prepared session's sentinel, a key of table id 0 (ids start at 1: no
@@ -232,6 +252,8 @@ typedef struct TsPublish
 	bool		truncates_applied;
 	const uint32_t *drops;
 	size_t		ndrops;
+	const TsLabelRef *labels;	/* load labels published with it */
+	size_t		nlabels;
 	bool		unsynced_ok;	/* the last write needs no sync: the record
 								 * keeps the session durable (ts_publish.c) */
 } TsPublish;
@@ -243,6 +265,32 @@ typedef struct TsPublish
  * publishing it again finishes the job (see ts_publish.c).
  */
 int			ts_publish(TsStore *store, const TsPublish *pub, TsError *err);
+
+/* in ts_labels.c (see there) */
+
+/* Put a LabelRecord for each of labels[n] (published now, by gid or NULL). */
+void		ts_labels_batch_publish(TsStore *store, rocksdb_writebatch_t *wb,
+									const TsLabelRef *labels, size_t n, const char *gid);
+
+/* Delete every label of table_id (a truncate or a drop of it). */
+void		ts_labels_batch_delete_table(TsStore *store, rocksdb_writebatch_t *wb,
+										 uint32_t table_id);
+
+/* Release the claims of the open session session_id. */
+void		ts_labels_release_session(TsStore *store, uint64_t session_id);
+
+/* The open session's claims are now the prepared session gid's. */
+int			ts_labels_move_to_gid(TsStore *store, uint64_t session_id, const char *gid,
+								  TsError *err);
+
+/* Release the claims of the prepared session gid (published or discarded). */
+void		ts_labels_release_gid(TsStore *store, const char *gid);
+
+/* At startup: a prepared session's labels are claimed by it again. */
+int			ts_labels_claim_for_gid(TsStore *store, const char *gid,
+									const TsLabelRef *labels, size_t n, TsError *err);
+
+void		ts_labels_free_all(TsStore *store);
 
 /* Is gid's sentinel in the data family?  1 yes, 0 no, -1 with err. */
 int			ts_sentinel_present(TsStore *store, const char *gid, TsError *err);

@@ -111,6 +111,8 @@ fuzz_reply_descriptor(Tcopy__FrameType type)
 			return &tcopy__resolve_ok__descriptor;
 		case TCOPY__FRAME_TYPE__FRAME_PREPARED_LIST:
 			return &tcopy__prepared_list__descriptor;
+		case TCOPY__FRAME_TYPE__FRAME_LABEL_LIST:
+			return &tcopy__label_list__descriptor;
 		default:
 			return NULL;
 	}
@@ -209,6 +211,14 @@ fuzz_send(void *arg, const uint8_t *bytes, size_t len, TsError *err)
 			for (size_t i = 0; i < list->n_sessions; i++)
 				if (list->sessions[i]->gid[0] == '\0')
 					fuzz_fail("PREPARED_LIST with an empty gid");
+		}
+		else if (type == TCOPY__FRAME_TYPE__FRAME_LABEL_LIST)
+		{
+			Tcopy__LabelList *list = (Tcopy__LabelList *) msg;
+
+			for (size_t i = 0; i < list->n_labels; i++)
+				if (list->labels[i]->label[0] == '\0')
+					fuzz_fail("LABEL_LIST with an empty label");
 		}
 		if (fuzz_trace)
 			fprintf(stderr, "fuzz_frames: <- %s (%u bytes)\n",

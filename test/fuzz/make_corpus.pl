@@ -44,12 +44,15 @@ use constant {
 	F_PREPARE => 21,
 	F_RESOLVE => 23,
 	F_LIST_PREPARED => 25,
+	F_LIST_LABELS => 27,
 	KIND_BOOL => 1,
 	KIND_INT => 2,
 	KIND_FLOAT => 3,
 	KIND_BYTES => 4,
 	TRUNCATE => 1,
 	DROP => 2,
+	LOAD_LABEL => 3,
+	FORGET_LABEL => 4,
 };
 
 sub frame
@@ -324,6 +327,32 @@ $seeds{'20-zero-columns'} = chr(0)
   . frame(F_TABLE_OP, pb_field_varint(1, TRUNCATE) . pb_field_varint(2, 4))
   . scan(table => 4)
   . frame(F_TABLE_OP, pb_field_varint(1, DROP) . pb_field_varint(2, 4));
+
+# load labels: claimed twice in a session (CLAIMED, OWN), published by a
+# commit, refused in the next session (PUBLISHED), prepared with a label,
+# resolved, listed, forgotten; then claimed outside a session (PROTOCOL)
+sub label_op
+{
+	my ($op, $table, $label, $in_session) = @_;
+	return frame(F_TABLE_OP, pb_field_varint(1, $op) . pb_field_varint(2, $table)
+		  . ($in_session ? pb_field_varint(3, 1) : '') . pb_field_bytes(4, $label));
+}
+$seeds{'22-load-labels'} = chr(0)
+  . frame(F_BEGIN, '')
+  . label_op(LOAD_LABEL, 1, 'load-1', 1)
+  . label_op(LOAD_LABEL, 1, 'load-1', 1)
+  . write_batch(1, 1, kv_row(1), kv_row(2))
+  . commit(1, 2)
+  . frame(F_BEGIN, '')
+  . label_op(LOAD_LABEL, 1, 'load-1', 1)
+  . label_op(LOAD_LABEL, 1, 'load-2', 1)
+  . write_batch(1, 1, kv_row(3))
+  . prepare(1, 1, 'seed:22')
+  . resolve('seed:22', 1)
+  . frame(F_LIST_LABELS, pb_field_varint(1, 1))
+  . label_op(FORGET_LABEL, 1, 'load-1', 0)
+  . frame(F_LIST_LABELS, pb_field_varint(1, 1))
+  . label_op(LOAD_LABEL, 1, 'load-3', 0);
 
 # kv's schema with forms: added to the stored one, then a type renamed
 # (same forms), then another form (SCHEMA_MISMATCH)

@@ -9,7 +9,8 @@
  *		disk as a crash would), then a reopen and a second resolve that
  *		finishes without applying anything twice; the registry (duplicate
  *		gids, BUSY, NOT_FOUND, owners); keyless row ids and session ids
- *		across a restart; rows for a table dropped in the meantime.
+ *		across a restart; rows for a table dropped in the meantime; load
+ *		labels claimed, published, freed and kept by prepared sessions.
  */
 #include <dirent.h>
 #include <stdlib.h>
@@ -1056,6 +1057,139 @@ test_drop_recreated(void)
 	ts_store_close(store);
 }
 
+/* ---- load labels ---- */
+
+/* Claim label on table in session: its state; holder gets a PREPARED's gid. */
+static Tcopy__LabelState
+claim(TsSession *session, uint32_t table, const char *label, char *holder)
+{
+	Tcopy__LabelState state = TCOPY__LABEL_STATE__LABEL_NONE;
+	uint64_t	at;
+	char		gid[TS_GID_MAX + 1];
+	TsError		err;
+
+	if (ts_session_claim_label(session, table, label, &state, &at, gid, sizeof(gid), &err) != 0)
+		fprintf(stderr, "claim failed: %s\n", err.message);
+	if (holder != NULL)
+		strcpy(holder, gid);
+	return state;
+}
+
+/* The labels published for table, or -1. */
+static long
+count_labels(TsStore *store, uint32_t table)
+{
+	TcArena		arena;
+	Tcopy__LabelList list = TCOPY__LABEL_LIST__INIT;
+	TsError		err;
+	long		n = -1;
+
+	tc_arena_init(&arena, 4096);
+	if (ts_store_list_labels(store, table, &arena, &list, &err) == 0)
+		n = (long) list.n_labels;
+	else
+		fprintf(stderr, "list labels failed: %s\n", err.message);
+	tc_arena_free(&arena);
+	return n;
+}
+
+/*
+ * Labels: claimed exclusively (OWN, BUSY), published with a one-step
+ * commit and with a prepared session (PUBLISHED), freed by an abort and a
+ * discard, held by a prepared session across a reopen (BUSY while its
+ * connection owns it, PREPARED once orphaned), forgotten, truncated.
+ */
+static void
+labels_case(Kind kind)
+{
+	TsStore    *store = open_store(kind_memory(kind));
+	TsSession  *a,
+			   *b;
+	TsError		err;
+	uint64_t	sid,
+				rows;
+	uint32_t	table;
+	char		name[64],
+				gid[64],
+				holder[TS_GID_MAX + 1];
+	Tcopy__ResolveOutcome outcome;
+	bool		found;
+	TableScan	res;
+
+	REQUIRE(store != NULL);
+	snprintf(name, sizeof(name), "labels_%s", kind_names[kind]);
+	table = open_table(store, name, true);
+
+	a = kind_session(store, kind, table, kind_rows(kind), 1, 1, &sid);
+	REQUIRE(a != NULL);
+	CHECK(claim(a, table, "l1", NULL) == TCOPY__LABEL_STATE__LABEL_CLAIMED);
+	CHECK(claim(a, table, "l1", NULL) == TCOPY__LABEL_STATE__LABEL_OWN);
+	b = ts_session_begin(store, &sid, &err);
+	CHECK(claim(b, table, "l1", NULL) == TCOPY__LABEL_STATE__LABEL_BUSY);
+	CHECK(ts_session_commit(a, &rows, &err) == 0);
+	CHECK(claim(b, table, "l1", NULL) == TCOPY__LABEL_STATE__LABEL_PUBLISHED);
+
+	/* an aborted session's label is free again */
+	CHECK(claim(b, table, "l2", NULL) == TCOPY__LABEL_STATE__LABEL_CLAIMED);
+	ts_session_abort(b);
+	b = kind_session(store, kind, table, kind_rows(kind), 100000, 2, &sid);
+	REQUIRE(b != NULL);
+	CHECK(claim(b, table, "l2", NULL) == TCOPY__LABEL_STATE__LABEL_CLAIMED);
+
+	/* prepared: busy while its connection owns it, then prepared, across a reopen */
+	snprintf(gid, sizeof(gid), "labels:%s", kind_names[kind]);
+	CHECK(ts_session_prepare_gid(b, gid, 7, NULL, &rows, &err) == 0);
+	a = ts_session_begin(store, &sid, &err);
+	CHECK(claim(a, table, "l2", NULL) == TCOPY__LABEL_STATE__LABEL_BUSY);
+	ts_store_prepared_detach(store, 7);
+	CHECK(claim(a, table, "l2", holder) == TCOPY__LABEL_STATE__LABEL_PREPARED);
+	CHECK(strcmp(holder, gid) == 0);
+	ts_session_abort(a);
+	store = reopen(store, kind_memory(kind));
+	REQUIRE(store != NULL);
+	a = ts_session_begin(store, &sid, &err);
+	CHECK(claim(a, table, "l2", holder) == TCOPY__LABEL_STATE__LABEL_PREPARED);
+	CHECK(ts_store_resolve(store, gid, true, 9, NULL, &outcome, &rows, &err) == 0);
+	CHECK(outcome == TCOPY__RESOLVE_OUTCOME__RESOLVE_DONE);
+	CHECK(claim(a, table, "l2", NULL) == TCOPY__LABEL_STATE__LABEL_PUBLISHED);
+	ts_session_abort(a);
+	CHECK(count_labels(store, table) == 2);
+	CHECK(scan_table(store, table, 1, &res) == 0);
+	CHECK(res.rows == 2 * kind_rows(kind));
+
+	/* a discarded session's label is free again */
+	b = kind_session(store, kind, table, 10, 500000, 3, &sid);
+	REQUIRE(b != NULL);
+	CHECK(claim(b, table, "l3", NULL) == TCOPY__LABEL_STATE__LABEL_CLAIMED);
+	snprintf(gid, sizeof(gid), "labels:%s:discard", kind_names[kind]);
+	CHECK(ts_session_prepare_gid(b, gid, 7, NULL, &rows, &err) == 0);
+	CHECK(ts_store_resolve(store, gid, false, 7, NULL, &outcome, &rows, &err) == 0);
+	a = ts_session_begin(store, &sid, &err);
+	CHECK(claim(a, table, "l3", NULL) == TCOPY__LABEL_STATE__LABEL_CLAIMED);
+	ts_session_abort(a);
+	CHECK(count_labels(store, table) == 2);
+
+	/* forgotten at once; a truncate forgets them all */
+	CHECK(ts_store_forget_label(store, table, "l1", &found, &err) == 0 && found);
+	CHECK(ts_store_forget_label(store, table, "l1", &found, &err) == 0 && !found);
+	CHECK(count_labels(store, table) == 1);
+	CHECK(ts_store_table_op(store, TCOPY__TABLE_OP_KIND__TABLE_OP_TRUNCATE, table, &err) == 0);
+	CHECK(count_labels(store, table) == 0);
+	ts_store_close(store);
+}
+
+static void
+test_labels_small(void)
+{
+	labels_case(KIND_SMALL);
+}
+
+static void
+test_labels_shuffled(void)
+{
+	labels_case(KIND_SHUFFLED);
+}
+
 int
 main(void)
 {
@@ -1075,6 +1209,8 @@ main(void)
 	TC_RUN(test_ids_across_restart);
 	TC_RUN(test_dropped_meanwhile);
 	TC_RUN(test_drop_recreated);
+	TC_RUN(test_labels_small);
+	TC_RUN(test_labels_shuffled);
 	{
 		char		cmd[300];
 
