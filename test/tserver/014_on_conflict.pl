@@ -1,4 +1,4 @@
-# 013_on_conflict.pl
+# 014_on_conflict.pl
 #	A session's on_conflict (TABLE_OP ON_CONFLICT) over the wire: with 1 MB
 #	of session memory, loads in key order and shuffled, in memory and
 #	spilled, each with one key sent again at the end.  replace keeps the
