@@ -267,7 +267,7 @@ SELECT f4, f8, n, c, bc, tz, iv FROM ok_keys;
 
 -- a scan that reads no column fetches one of the table's own, never a key
 -- image (this crashed the backend)
-CREATE FOREIGN TABLE img_first (k numeric, v int) SERVER ts OPTIONS (key 'k');
+CREATE FOREIGN TABLE img_first (k numeric, v int) SERVER ts OPTIONS (key 'k', on_conflict 'replace');
 INSERT INTO img_first VALUES (1, 1), (1.0, 2), (2, 3);
 SELECT count(*) FROM img_first;
 SELECT 1 AS one FROM img_first LIMIT 1;
@@ -275,7 +275,7 @@ SELECT EXISTS (SELECT FROM img_first);
 
 -- reg* keys are their OIDs: a renamed table is the same key
 CREATE TABLE reg_t1 ();
-CREATE FOREIGN TABLE reg_keys (k regclass, v int) SERVER ts OPTIONS (key 'k');
+CREATE FOREIGN TABLE reg_keys (k regclass, v int) SERVER ts OPTIONS (key 'k', on_conflict 'replace');
 INSERT INTO reg_keys VALUES ('reg_t1', 1);
 ALTER TABLE reg_t1 RENAME TO reg_t2;
 INSERT INTO reg_keys VALUES ('reg_t2', 2);

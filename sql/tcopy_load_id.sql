@@ -10,7 +10,7 @@ CREATE EXTENSION tcopy;
 CREATE SERVER ts FOREIGN DATA WRAPPER tcopy OPTIONS (address :'tcopy_address');
 CREATE USER MAPPING FOR PUBLIC SERVER ts;
 
-CREATE FOREIGN TABLE li (id int NOT NULL, v text) SERVER ts OPTIONS (key 'id');
+CREATE FOREIGN TABLE li (id int NOT NULL, v text) SERVER ts OPTIONS (key 'id', on_conflict 'replace');
 CREATE FOREIGN TABLE li_other (id int NOT NULL, v text) SERVER ts OPTIONS (key 'id');
 
 -- the first load publishes its label with its rows
