@@ -96,7 +96,7 @@ void		tc_client_set_window(TcClient *client, unsigned window);
 
 const char *tc_client_error(const TcClient *client);
 Tcopy__ErrorCode tc_client_error_code(const TcClient *client);
-/* The table of the last ERROR_DUPLICATE_KEY, 0 otherwise. */
+/* The table of the last ERROR_DUPLICATE_KEY or ERROR_SERIALIZATION, 0 otherwise. */
 uint32_t	tc_client_error_table_id(const TcClient *client);
 /* For wait hooks: set the message the failing call reports. */
 void		tc_client_set_error(TcClient *client, const char *fmt,...)

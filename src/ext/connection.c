@@ -292,6 +292,28 @@ tcopy_connection_close(TcopyConnection *conn)
 }
 
 /*
+ * The name of the foreign table through which conn reached tserver table
+ * table_id (the tserver's name if it is gone), or NULL.
+ */
+static const char *
+tcopy_conn_relname(TcopyConnection *conn, uint32 table_id)
+{
+	ListCell   *lc;
+
+	foreach(lc, conn->tables)
+	{
+		TcopyRemoteTable *table = (TcopyRemoteTable *) lfirst(lc);
+		char	   *relname;
+
+		if (table->table_id != table_id)
+			continue;
+		relname = get_rel_name(table->relid);
+		return relname != NULL ? relname : pstrdup(table->name);
+	}
+	return NULL;
+}
+
+/*
  * A session of on_conflict 'error' met a duplicate key: raise Postgres'
  * unique_violation, its DETAIL the tserver's message ("Key (a)=(1) already
  * exists."), the constraint named after the foreign table that reached the
@@ -300,23 +322,9 @@ tcopy_connection_close(TcopyConnection *conn)
 static void
 tcopy_report_duplicate_key(TcopyConnection *conn, const char *message)
 {
-	uint32		table_id = tc_client_error_table_id(conn->client);
-	const char *relname = NULL;
+	const char *relname = tcopy_conn_relname(conn, tc_client_error_table_id(conn->client));
 	const char *detail = message;
-	ListCell   *lc;
 
-	foreach(lc, conn->tables)
-	{
-		TcopyRemoteTable *table = (TcopyRemoteTable *) lfirst(lc);
-
-		if (table->table_id == table_id)
-		{
-			relname = get_rel_name(table->relid);
-			if (relname == NULL)
-				relname = pstrdup(table->name);
-			break;
-		}
-	}
 	if (strncmp(detail, "tserver: ", 9) == 0)
 		detail += 9;
 	tcopy_connection_close(conn);
@@ -334,6 +342,29 @@ tcopy_report_duplicate_key(TcopyConnection *conn, const char *message)
 }
 
 /*
+ * A session with on_conflict 'error' or 'ignore' may share keys with a
+ * concurrent transaction's that the tserver cannot compare key by key
+ * (docs/storage.md, Concurrent sessions): Postgres' serialization_failure,
+ * which a client retries.
+ */
+static void
+tcopy_report_serialization(TcopyConnection *conn, const char *message)
+{
+	const char *relname = tcopy_conn_relname(conn, tc_client_error_table_id(conn->client));
+	const char *detail = message;
+
+	if (strncmp(detail, "tserver: ", 9) == 0)
+		detail += 9;
+	tcopy_connection_close(conn);
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("could not serialize access due to concurrent load into table \"%s\"",
+					relname ? relname : "tcopy"),
+			 errdetail_internal("%s", detail),
+			 errhint("The transaction might succeed if retried.")));
+}
+
+/*
  * A call on conn's client failed: close it and raise the failure (the
  * tserver closes the connection after any error).
  */
@@ -345,6 +376,8 @@ tcopy_connection_fail(TcopyConnection *conn, const char *what)
 
 	if (code == TCOPY__ERROR_CODE__ERROR_DUPLICATE_KEY)
 		tcopy_report_duplicate_key(conn, message);
+	if (code == TCOPY__ERROR_CODE__ERROR_SERIALIZATION)
+		tcopy_report_serialization(conn, message);
 
 	tcopy_connection_close(conn);
 	tcopy_raise_error(code, message, conn->address, what);

@@ -306,6 +306,7 @@ ts_session_prepare_gid(TsSession *session, const char *gid, uint64_t owner,
 	Tstore__RowIdMark **mark_ptrs = NULL;
 	Tstore__SessionLabel *labels = NULL;
 	Tstore__SessionLabel **label_ptrs = NULL;
+	uint32_t   *conflict_tables = NULL;
 	char	  **names = NULL;
 	char		dir[64];
 	rocksdb_writebatch_t *wb = NULL;
@@ -365,6 +366,18 @@ ts_session_prepare_gid(TsSession *session, const char *gid, uint64_t owner,
 		rec.n_rowids++;
 	}
 	rec.rowids = mark_ptrs;
+
+	/* tables whose keys concurrent sessions check: claimed whole after a restart */
+	if (session->conflicts.n > 0)
+	{
+		conflict_tables = calloc(session->conflicts.n, sizeof(uint32_t));
+		if (conflict_tables == NULL)
+			goto oom;
+		for (uint32_t i = 0; i < session->conflicts.n; i++)
+			if (session->conflicts.policies[i] != TCOPY__ON_CONFLICT__ON_CONFLICT_REPLACE)
+				conflict_tables[rec.n_conflict_tables++] = session->conflicts.table_ids[i];
+		rec.conflict_tables = conflict_tables;
+	}
 
 	/* load labels: published with the session; a tserver without labels refuses version 2 */
 	if (session->nlabels > 0)
@@ -456,8 +469,10 @@ ts_session_prepare_gid(TsSession *session, const char *gid, uint64_t owner,
 	free(mark_ptrs);
 	free(labels);
 	free(label_ptrs);
+	free(conflict_tables);
 	free(scope_prefix);
 	session->keep_dir = true;
+	ts_key_claims_keep(session);
 	ts_session_free(session, false);
 	return 0;
 
@@ -472,6 +487,7 @@ fail:
 	free(mark_ptrs);
 	free(labels);
 	free(label_ptrs);
+	free(conflict_tables);
 	free(scope_prefix);
 	registry_remove(store, gid);
 	/* only a test stop comes after the record: leave the disk as a crash would */
@@ -697,6 +713,10 @@ ts_store_resolve(TsStore *store, const char *gid, bool commit, uint64_t owner,
 	{
 		/* published (the labels with it) or discarded: the claims may go */
 		ts_labels_release_gid(store, gid);
+		if (commit)
+			ts_key_claims_published(store, rec->session_id);
+		else
+			ts_key_claims_release(store, rec->session_id);
 		registry_remove(store, gid);
 		if (commit)
 		{
@@ -749,6 +769,10 @@ load_one(TsStore *store, const Tstore__PreparedRecord *rec, TsError *err)
 		if (ts_labels_claim_for_gid(store, rec->gid, &label, 1, err) != 0)
 			return -1;
 	}
+	/* its keys are not read back: it claims every key of its policy tables */
+	if (ts_key_claims_restore(store, rec->session_id, rec->conflict_tables,
+							  rec->n_conflict_tables, err) != 0)
+		return -1;
 	registry_set_prepared(store, rec->gid, rec->scope_prefix, rec->rows, rec->bytes,
 						  rec->prepared_at_ms);
 	if (atomic_load(&store->next_session_id) <= rec->session_id)

@@ -121,6 +121,7 @@ ts_session_begin(TsStore *store, uint64_t *session_id, TsError *err)
 	snprintf(session->dir, sizeof(session->dir), "%s/session-%llu",
 			 store->staging_dir, (unsigned long long) session->id);
 	atomic_fetch_add(&store->sessions_open, 1);
+	ts_key_claims_session_begin(session);
 	*session_id = session->id;
 	return session;
 }
@@ -143,6 +144,7 @@ ts_session_free(TsSession *session, bool aborted)
 	TsError		ignored;
 
 	(void) ts_spill_wait(session, &ignored);
+	ts_key_claims_session_end(session);
 	if (session->dir_made && !session->keep_dir && ts_remove_tree(session->dir) != 0)
 		ts_log(TS_LOG_WARNING, "could not remove staging directory \"%s\": %s",
 			   session->dir, strerror(errno));
@@ -576,9 +578,12 @@ ts_session_prepare(TsSession *session, TsError *err)
 	if (!session->sorted && session->sst == NULL && session->nruns == 0 &&
 		session->conflicts.n > 0 && session_settle_staged(session, err) != 0)
 		return -1;
-	/* in key order now: against the stored rows, unless written to SST */
+	/*
+	 * In key order now: against the stored rows, unless written to SST, and
+	 * against concurrent sessions' keys (ts_key_claims.c)
+	 */
 	if (session->sst == NULL && session->nruns == 0 && session->conflicts.n > 0 &&
-		session_check_stored(session, err) != 0)
+		ts_key_claims_prepare(session, session_check_stored, err) != 0)
 		return -1;
 	if (session->sorted && session->sst != NULL)
 	{
@@ -611,6 +616,10 @@ ts_session_prepare(TsSession *session, TsError *err)
 			ts_sst_sink_finish_file(sst, err) != 0)
 			return -1;
 	}
+	/* spilled: the keys were checked as written, their ranges are known */
+	if (session->sst != NULL && session->conflicts.n > 0 &&
+		ts_key_claims_prepare(session, NULL, err) != 0)
+		return -1;
 	session->prepared = true;
 	return 0;
 }
@@ -664,6 +673,7 @@ ts_session_commit(TsSession *session, uint64_t *rows, TsError *err)
 
 	if (result == 0)
 	{
+		ts_key_claims_published(store, session->id);
 		atomic_fetch_add(&store->sessions_committed, 1);
 		atomic_fetch_add(&store->rows_committed, session->rows);
 		ts_log(TS_LOG_DEBUG, "session %llu committed %llu rows (%u runs): "

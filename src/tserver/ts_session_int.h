@@ -48,6 +48,7 @@ typedef struct SstSink
 	uint64_t	entries_in_file;
 	uint64_t	finished_bytes; /* size of the files finished */
 	TsStoredCheck stored;		/* keys against stored rows, per file */
+	TsKeyRanges ranges;			/* of the keys of tables with a policy */
 } SstSink;
 
 /*
@@ -102,6 +103,12 @@ struct TsSession
 	TcBuf		direct_last;	/* files, while conflicts has policies */
 	SpillJob	spill;			/* runs, nruns, sst and spilled_bytes are its
 								 * own while it runs */
+	/* ts_key_claims.c's, under the store's key_claims_lock */
+	uint64_t	claims_seq;		/* the store's publish_seq when it began */
+	TsSession  *live_prev;		/* open sessions, in the order they began */
+	TsSession  *live_next;
+	bool		claimed;		/* its keys are claimed */
+	bool		claim_kept;		/* prepared durably: the claim outlives it */
 };
 
 /* Set the session's count of bytes in staging files, and the store's. */

@@ -70,6 +70,11 @@ ts_sst_sink_put(void *arg, const uint8_t *key, uint32_t keylen,
 			return -1;
 		if (skip)
 			return 0;
+		/* the range that concurrent sessions check (ts_key_claims.c) */
+		if (ts_conflicts_policy(&sink->session->conflicts, key, keylen) !=
+			TCOPY__ON_CONFLICT__ON_CONFLICT_REPLACE &&
+			ts_key_ranges_add(&sink->ranges, key, keylen) != 0)
+			goto oom;
 	}
 	if (sink->writer == NULL)
 	{
@@ -169,6 +174,11 @@ ts_sst_sink_take(SstSink *sink, SstSink *from, TsError *err)
 {
 	char	  **grown;
 
+	if (ts_key_ranges_merge(&sink->ranges, &from->ranges) != 0)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		return -1;
+	}
 	if (from->nfiles == 0)
 		return 0;
 	grown = realloc(sink->files, (sink->nfiles + from->nfiles) * sizeof(char *));
@@ -195,4 +205,5 @@ ts_sst_sink_free(SstSink *sink)
 	for (size_t i = 0; i < sink->nfiles; i++)
 		free(sink->files[i]);
 	free(sink->files);
+	ts_key_ranges_free(&sink->ranges);
 }

@@ -302,6 +302,7 @@ ts_store_open(const char *dir, const TsStoreOptions *options, TsError *err)
 	pthread_rwlock_init(&store->tables_lock, NULL);
 	pthread_mutex_init(&store->prepared_lock, NULL);
 	pthread_mutex_init(&store->labels_lock, NULL);
+	ts_key_claims_init(store);
 	if (getenv("TSERVER_TEST_CRASH_AT") != NULL && getenv("TSERVER_TEST_CRASH_AT")[0] != '\0')
 	{
 		store->crash_at = strdup(getenv("TSERVER_TEST_CRASH_AT"));
@@ -420,6 +421,7 @@ ts_store_close(TsStore *store)
 		rocksdb_cache_destroy(store->block_cache);
 	ts_prepared_free_all(store);
 	ts_labels_free_all(store);
+	ts_key_claims_free_all(store);
 	pthread_rwlock_destroy(&store->tables_lock);
 	pthread_mutex_destroy(&store->prepared_lock);
 	pthread_mutex_destroy(&store->labels_lock);

@@ -14,6 +14,7 @@
 #include <rocksdb/c.h>
 
 #include "ts_codec.h"
+#include "ts_key_claims.h"
 #include "ts_storage.h"
 
 #define TS_GID_MAX 200			/* TC_GID_MAX of tc_client.h */
@@ -90,6 +91,20 @@ struct TsStore
 	TsLabelClaim *claims;		/* [nclaims] */
 	size_t		nclaims;
 	size_t		claims_cap;
+
+	/*
+	 * Key claims of sessions with on_conflict policies, and the open
+	 * sessions in the order they began (ts_key_claims.c), under
+	 * key_claims_lock, which is taken before tables_lock and under no
+	 * other.
+	 */
+	pthread_mutex_t key_claims_lock;
+	TsKeyClaim **key_claims;	/* [nkey_claims] */
+	size_t		nkey_claims;
+	size_t		key_claims_cap;
+	uint64_t	publish_seq;	/* claims published so far */
+	TsSession  *live_first;
+	TsSession  *live_last;
 
 	/* test-only points of failure: see ts_store_crash_point */
 	char	   *crash_at;		/* TSERVER_TEST_CRASH_AT: SIGKILL there */

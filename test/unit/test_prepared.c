@@ -1190,6 +1190,78 @@ test_labels_shuffled(void)
 	labels_case(KIND_SHUFFLED);
 }
 
+/*
+ * A session prepared with on_conflict 'error' claims its keys; across a
+ * restart (its keys not read back) it claims every key of the table: a
+ * concurrent session with a policy on the table fails with a
+ * serialization failure, even with other keys, until the prepared one is
+ * resolved; one without a policy does not check.
+ */
+static void
+test_key_claims_restart(void)
+{
+	TsStore    *store = open_store(SMALL_MEMORY);
+	TsError		err;
+	uint64_t	sid,
+				rows;
+	TsSession  *session;
+	uint32_t	table;
+	int64_t		ids[3] = {1, 2, 3};
+	int64_t		other[1] = {1000};
+
+	REQUIRE(store != NULL);
+	table = open_table(store, "claims", true);
+	session = ts_session_begin(store, &sid, &err);
+	REQUIRE(session != NULL);
+	CHECK_EQ_INT(ts_session_set_on_conflict(session, table, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR,
+											&err), 0);
+	CHECK_EQ_INT(write_ids(session, table, ids, 3, 1), 0);
+	CHECK_EQ_INT(ts_session_prepare_gid(session, "claims-1", 1, NULL, &rows, &err), 0);
+
+	/* before the restart: its range, key by key */
+	session = ts_session_begin(store, &sid, &err);
+	REQUIRE(session != NULL);
+	CHECK_EQ_INT(ts_session_set_on_conflict(session, table, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR,
+											&err), 0);
+	CHECK_EQ_INT(write_ids(session, table, other, 1, 2), 0);
+	CHECK_EQ_INT(ts_session_commit(session, &rows, &err), 0);
+
+	store = reopen(store, SMALL_MEMORY);
+	REQUIRE(store != NULL);
+	other[0] = 2000;
+	session = ts_session_begin(store, &sid, &err);
+	REQUIRE(session != NULL);
+	CHECK_EQ_INT(ts_session_set_on_conflict(session, table, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR,
+											&err), 0);
+	CHECK_EQ_INT(write_ids(session, table, other, 1, 2), 0);
+	CHECK_EQ_INT(ts_session_commit(session, &rows, &err), -1);
+	CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_SERIALIZATION);
+	CHECK_EQ_UINT(err.table_id, table);
+
+	/* replace does not check */
+	session = kind_session(store, KIND_SMALL, table, 1, 5000, 3, &sid);
+	REQUIRE(session != NULL);
+	CHECK_EQ_INT(ts_session_commit(session, &rows, &err), 0);
+
+	/* published: its keys are stored, the claim is gone */
+	CHECK_EQ_INT(resolve(store, "claims-1", true, 2, NULL), TCOPY__RESOLVE_OUTCOME__RESOLVE_DONE);
+	session = ts_session_begin(store, &sid, &err);
+	REQUIRE(session != NULL);
+	CHECK_EQ_INT(ts_session_set_on_conflict(session, table, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR,
+											&err), 0);
+	CHECK_EQ_INT(write_ids(session, table, other, 1, 2), 0);
+	CHECK_EQ_INT(ts_session_commit(session, &rows, &err), 0);
+	session = ts_session_begin(store, &sid, &err);
+	REQUIRE(session != NULL);
+	CHECK_EQ_INT(ts_session_set_on_conflict(session, table, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR,
+											&err), 0);
+	CHECK_EQ_INT(write_ids(session, table, ids + 1, 1, 2), 0);
+	CHECK_EQ_INT(ts_session_commit(session, &rows, &err), -1);
+	CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_DUPLICATE_KEY);
+	check_stats(store, 0);
+	ts_store_close(store);
+}
+
 int
 main(void)
 {
@@ -1211,6 +1283,7 @@ main(void)
 	TC_RUN(test_drop_recreated);
 	TC_RUN(test_labels_small);
 	TC_RUN(test_labels_shuffled);
+	TC_RUN(test_key_claims_restart);
 	{
 		char		cmd[300];
 

@@ -1413,6 +1413,202 @@ test_on_conflict(void)
 	free(expect);
 }
 
+/*
+ * Begin a session on table with policy and write ids (val), in batches of
+ * 500; NULL on failure (the session aborted).
+ */
+static TsSession *
+begin_with_policy(TsStore *store, uint32_t table, Tcopy__OnConflict policy,
+				  const int64_t *ids, size_t n, int64_t val)
+{
+	uint64_t	sid;
+	TsError		err;
+	TsSession  *session = ts_session_begin(store, &sid, &err);
+
+	if (session == NULL ||
+		ts_session_set_on_conflict(session, table, policy, &err) != 0)
+		return NULL;
+	write_ids(session, table, ids, n, 500, val);
+	return session;
+}
+
+/*
+ * Duplicate keys between concurrent sessions (docs/storage.md, Concurrent
+ * sessions): a session prepared and not yet published holds its keys; a
+ * later session with a common key fails under error (the key named) and
+ * with a serialization failure under ignore; disjoint keys commit; the
+ * claim goes when the first session aborts.  A spilled session that
+ * overlaps a session published since it began fails too, where without
+ * the check it would have overwritten the published row.
+ */
+static void
+test_concurrent_keys(void)
+{
+	int64_t    *a_ids = calloc(3000, sizeof(int64_t));
+	int64_t		b_ids[51],
+				c_ids[100],
+				one[1];
+	int64_t    *big = calloc(6000, sizeof(int64_t));
+	TsError		err;
+	uint64_t	rows;
+	Tcopy__Scan request = TCOPY__SCAN__INIT;
+	ScanResult	res;
+	uint32_t	t,
+				t2;
+	TsSession  *a,
+			   *b,
+			   *s;
+
+	for (int i = 0; i < 6000; i++)
+		big[i] = i;
+
+	for (int spilled = 0; spilled < 2; spilled++)
+	{
+		/* a spills when it has 3000 rows */
+		int			na = spilled ? 3000 : 100;
+		TsStore    *store = open_store(spilled ? 64 * 1024 : 64 * 1024 * 1024);
+		char		name[64];
+
+		for (int i = 0; i < na; i++)
+			a_ids[i] = na - i;	/* 1..na, out of order */
+		for (int i = 0; i < 100; i++)
+			c_ids[i] = na + 100 + i;
+		for (int i = 0; i < 51; i++)
+			b_ids[i] = na + 50 - i; /* na..na+50: na in common with a */
+
+		REQUIRE(store != NULL);
+		snprintf(name, sizeof(name), "claims-%d", spilled);
+		t = open_table(store, name, true);
+		REQUIRE(t > 0);
+
+		/* a: prepared, not published */
+		a = begin_with_policy(store, t, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR, a_ids, na, 1);
+		REQUIRE(a != NULL);
+		CHECK_EQ_INT(ts_session_prepare(a, &err), 0);
+
+		/* b: one key in common with a */
+		b = begin_with_policy(store, t, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR, b_ids, 51, 2);
+		REQUIRE(b != NULL);
+		CHECK_EQ_INT(ts_session_commit(b, &rows, &err), -1);
+		CHECK_EQ_UINT(err.table_id, t);
+		if (!spilled)
+		{
+			CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_DUPLICATE_KEY);
+			CHECK_EQ_STR(err.message, "Key (id)=(100) already exists.");
+		}
+		else
+			CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_SERIALIZATION);
+
+		/* ignore cannot know whether a commits */
+		b = begin_with_policy(store, t, TCOPY__ON_CONFLICT__ON_CONFLICT_IGNORE, b_ids, 51, 2);
+		REQUIRE(b != NULL);
+		CHECK_EQ_INT(ts_session_commit(b, &rows, &err), -1);
+		CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_SERIALIZATION);
+
+		/* replace does not check */
+		b = begin_with_policy(store, t, TCOPY__ON_CONFLICT__ON_CONFLICT_REPLACE, c_ids, 1, 3);
+		REQUIRE(b != NULL);
+		CHECK_EQ_INT(ts_session_commit(b, &rows, &err), 0);
+
+		/* disjoint keys commit; in memory, keys inside a's range too */
+		b = begin_with_policy(store, t, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR, c_ids + 1, 99, 3);
+		REQUIRE(b != NULL);
+		CHECK_EQ_INT(ts_session_commit(b, &rows, &err), 0);
+		if (!spilled)
+		{
+			one[0] = 0;
+			b = begin_with_policy(store, t, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR, one, 1, 3);
+			REQUIRE(b != NULL);
+			CHECK_EQ_INT(ts_session_commit(b, &rows, &err), 0);
+		}
+
+		/* a aborts: its keys are free */
+		ts_session_abort(a);
+		b = begin_with_policy(store, t, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR, b_ids, 51, 2);
+		REQUIRE(b != NULL);
+		CHECK_EQ_INT(ts_session_commit(b, &rows, &err), 0);
+
+		/* in memory, a key b stored is met at prepare */
+		if (!spilled)
+		{
+			a = begin_with_policy(store, t, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR, a_ids, 99, 1);
+			REQUIRE(a != NULL); /* 2..100: 100 is b's, stored */
+			CHECK_EQ_INT(ts_session_prepare(a, &err), -1);
+			CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_DUPLICATE_KEY);
+			ts_session_abort(a);
+		}
+
+		REQUIRE(scan(store, t, &request, 0, &res) == 0);
+		CHECK_EQ_UINT(res.rows, spilled ? 151 : 152);
+		check_store_idle(store);
+		ts_store_close(store);
+	}
+
+	/*
+	 * A spilled session (sorted: it writes SST files as it goes, checking
+	 * each key against the stored rows then) and a session that publishes
+	 * a key of its range after that key was checked.
+	 */
+	{
+		TsStore    *store = open_store(64 * 1024);
+		TsSession  *p;
+
+		REQUIRE(store != NULL);
+		t2 = open_table(store, "claims-published", true);
+		s = begin_with_policy(store, t2, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR, big, 3000, 1);
+		REQUIRE(s != NULL);
+		one[0] = 5;
+		p = begin_with_policy(store, t2, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR, one, 1, 9);
+		REQUIRE(p != NULL);
+		CHECK_EQ_INT(ts_session_commit(p, &rows, &err), 0);
+		/* outside s's range: no matter */
+		one[0] = 100000;
+		p = begin_with_policy(store, t2, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR, one, 1, 9);
+		REQUIRE(p != NULL);
+		CHECK_EQ_INT(ts_session_commit(p, &rows, &err), 0);
+		write_ids(s, t2, big + 3000, 3000, 500, 1);
+		CHECK_EQ_INT(ts_session_commit(s, &rows, &err), -1);
+		CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_SERIALIZATION);
+		CHECK_EQ_UINT(err.table_id, t2);
+
+		/* retried, it meets the stored key as it spills */
+		s = begin_with_policy(store, t2, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR, big, 0, 1);
+		REQUIRE(s != NULL);
+		{
+			int			rc = 0;
+
+			for (size_t off = 0; off < 6000 && rc == 0; off += 500)
+			{
+				TestBatch	tb;
+
+				batch_build(&tb, t2, off / 500 + 1, big + off, 500, 1);
+				rc = ts_session_write(s, &tb.batch, &err);
+				batch_free(&tb);
+			}
+			if (rc == 0)
+				rc = ts_session_commit(s, &rows, &err);
+			else
+				ts_session_abort(s);
+			CHECK_EQ_INT(rc, -1);
+			CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_DUPLICATE_KEY);
+			CHECK_EQ_STR(err.message, "Key (id)=(5) already exists.");
+		}
+
+		/* above the stored keys, a spilled session commits */
+		for (int i = 0; i < 6000; i++)
+			big[i] = 200000 + i;
+		s = begin_with_policy(store, t2, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR, big, 6000, 1);
+		REQUIRE(s != NULL);
+		CHECK_EQ_INT(ts_session_commit(s, &rows, &err), 0);
+		REQUIRE(scan(store, t2, &request, 0, &res) == 0);
+		CHECK_EQ_UINT(res.rows, 6002);
+		check_store_idle(store);
+		ts_store_close(store);
+	}
+	free(a_ids);
+	free(big);
+}
+
 static void
 test_schema_forms(void)
 {
@@ -1824,6 +2020,7 @@ main(void)
 	TC_RUN(test_schema_race);
 	TC_RUN(test_zero_columns);
 	TC_RUN(test_on_conflict);
+	TC_RUN(test_concurrent_keys);
 
 	/* merges in 3 parts at once, in a store of their own */
 	remove_data_dir();
