@@ -153,7 +153,7 @@ run_regress()
 			say "regression.diffs:"
 			cat "$work/regression.diffs"
 		fi
-		failures+=("pg_regress: $(grep -E '(FAILED|failed)' "$work/regress.out" |
+		failures+=("pg_regress: $(grep -E '\.\.\. FAILED' "$work/regress.out" |
 			awk '{print $2}' | tr '\n' ' ')")
 		return 1
 	fi
