@@ -184,13 +184,20 @@ run_tap()
 		PG_REGRESS="$PG_REGRESS" \
 		TESTDIR="$work/tap" \
 		prove -v "${tests[@]}" 2>&1 | tee "$work/tap.out"); then
-		failures+=("TAP: $(grep -E '^(t/|/)?[^ ]*\.pl +\(Wstat' "$work/tap.out" |
-			awk '{print $1}' | tr '\n' ' ')")
+		local failed_files
+		failed_files=$(grep -E '^(t/|/)?[^ ]*\.pl +\(Wstat' "$work/tap.out" |
+			awk '{print $1}' | tr '\n' ' ')
+		failures+=("TAP: ${failed_files:-(no file named: see above)}")
 		failures+=("$(grep -E '^not ok' "$work/tap.out" | head -10)")
+		# the failed files' logs (all of them when none is named)
 		for log in "$work"/tap/tmp_check/log/*; do
 			[ -f "$log" ] || continue
-			say "---- $log (last 40 lines)"
-			tail -40 "$log"
+			if [ -n "$failed_files" ]; then
+				local name=${log##*/regress_log_}
+				[[ " $failed_files" == *"/$name.pl "* ]] || continue
+			fi
+			say "---- $log (last 60 lines)"
+			tail -60 "$log"
 		done
 		return 1
 	fi
