@@ -1267,6 +1267,30 @@ load_with_policy(TsStore *store, uint32_t table, Tcopy__OnConflict policy,
 }
 
 /*
+ * err reports a duplicate of id in the table of make_schema: its message,
+ * and the key's values for the client (Error.duplicate): column 0 alone.
+ */
+static void
+check_duplicate(const TsError *err, int64_t id)
+{
+	char		message[64];
+	Tcopy__Row *row;
+
+	CHECK_EQ_INT(err->code, TCOPY__ERROR_CODE__ERROR_DUPLICATE_KEY);
+	snprintf(message, sizeof(message), "Key (id)=(%lld) already exists.", (long long) id);
+	CHECK_EQ_STR(err->message, message);
+	REQUIRE(err->ncolumns == 1);
+	CHECK_EQ_UINT(err->columns[0], 0);
+	row = tcopy__row__unpack(NULL, err->row_len, err->row);
+	REQUIRE(row != NULL);
+	CHECK_EQ_UINT(row->n_ints, 1);
+	CHECK_EQ_UINT(row->n_floats + row->n_blobs + row->n_nulls, 0);
+	if (row->n_ints == 1)
+		CHECK_EQ_INT(row->ints[0], id);
+	tcopy__row__free_unpacked(row, NULL);
+}
+
+/*
  * on_conflict in each way a session stages: in memory or spilled, in key
  * order or not.  ignore keeps the first row of a key, replace the last,
  * error fails the session with the key in Postgres' words.
@@ -1347,9 +1371,8 @@ test_on_conflict(void)
 										  ids1, n, dup_inside + 1, 1, &err), -1);
 			if (!(spilled && order == 0))
 			{
-				CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_DUPLICATE_KEY);
+				check_duplicate(&err, 4242);
 				CHECK_EQ_UINT(err.table_id, t_error);
-				CHECK_EQ_STR(err.message, "Key (id)=(4242) already exists.");
 			}
 			REQUIRE(scan(store, t_error, &request, 0, &res) == 0);
 			CHECK_EQ_UINT(res.rows, 0);
@@ -1357,8 +1380,7 @@ test_on_conflict(void)
 			/* a duplicate right after its key, as a sorted load meets it */
 			CHECK_EQ_INT(load_with_policy(store, t_adjacent, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR,
 										  ids1, n, dup_adjacent, 1, &err), -1);
-			CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_DUPLICATE_KEY);
-			CHECK_EQ_STR(err.message, "Key (id)=(5999) already exists.");
+			check_duplicate(&err, 5999);
 			/* without duplicates, error commits */
 			CHECK_EQ_INT(load_with_policy(store, t_adjacent, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR,
 										  ids1, n, NULL, 0, &err), 0);
@@ -1381,13 +1403,10 @@ test_on_conflict(void)
 					again[n + i] = (int64_t) (n + i);
 				CHECK_EQ_INT(load_with_policy(store, t_adjacent, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR,
 											  again + n, 100, again + 17, 1, &err), -1);
-				CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_DUPLICATE_KEY);
-				snprintf(name, sizeof(name), "Key (id)=(%lld) already exists.", (long long) again[17]);
-				CHECK_EQ_STR(err.message, name);
+				check_duplicate(&err, again[17]);
 				CHECK_EQ_INT(load_with_policy(store, t_adjacent, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR,
 											  again, n + 100, NULL, 0, &err), -1);
-				CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_DUPLICATE_KEY);
-				CHECK_EQ_STR(err.message, "Key (id)=(0) already exists.");
+				check_duplicate(&err, 0);
 
 				/* ignore: everything again with val 2 (the second part) */
 				if (!(spilled && order == 0))
@@ -1411,6 +1430,86 @@ test_on_conflict(void)
 	free(sorted);
 	free(shuffled);
 	free(expect);
+}
+
+/*
+ * A duplicate of a key with a key image column: the key's values for the
+ * client are of the column the image stands for, the later row's, in key
+ * order, after the other key columns'.
+ */
+static void
+test_duplicate_image(void)
+{
+	TsStore    *store = open_store(64 * 1024 * 1024);
+	Tcopy__Column columns[4];
+	Tcopy__Column *column_ptrs[4];
+	const char *names[4] = {"region", "n", "v", "tcopy:key_image(n)"};
+	Tcopy__Kind kinds[4] = {TCOPY__KIND__KIND_BYTES, TCOPY__KIND__KIND_BYTES,
+	TCOPY__KIND__KIND_INT, TCOPY__KIND__KIND_BYTES};
+	uint32_t	key[2] = {0, 3};
+	Tcopy__Schema schema = TCOPY__SCHEMA__INIT;
+	const char *spelled[2] = {"1.00", "1.0"};
+	Tcopy__Row rows[2];
+	Tcopy__Row *row_ptrs[2];
+	ProtobufCBinaryData blobs[2][3];
+	int64_t		ints[2] = {1, 2};
+	Tcopy__WriteBatch batch = TCOPY__WRITE_BATCH__INIT;
+	TsSession  *session;
+	TsError		err;
+	uint64_t	sid;
+	uint32_t	id = 0;
+	bool		created;
+	Tcopy__Row *dup;
+
+	REQUIRE(store != NULL);
+	for (int i = 0; i < 4; i++)
+	{
+		tcopy__column__init(&columns[i]);
+		columns[i].name = (char *) names[i];
+		columns[i].kind = kinds[i];
+		columns[i].type_name = (char *) "t";
+		column_ptrs[i] = &columns[i];
+	}
+	schema.columns = column_ptrs;
+	schema.n_columns = 4;
+	schema.key = key;
+	schema.n_key = 2;
+	REQUIRE(ts_store_open_table(store, "images", &schema, true, &id, &created, NULL, &err) == 0);
+	for (int r = 0; r < 2; r++)
+	{
+		tcopy__row__init(&rows[r]);
+		blobs[r][0] = (ProtobufCBinaryData) {5, (uint8_t *) "north"};
+		blobs[r][1] = (ProtobufCBinaryData) {strlen(spelled[r]), (uint8_t *) spelled[r]};
+		blobs[r][2] = (ProtobufCBinaryData) {2, (uint8_t *) "\x01\x02"};
+		rows[r].blobs = blobs[r];
+		rows[r].n_blobs = 3;
+		rows[r].ints = &ints[r];
+		rows[r].n_ints = 1;
+		row_ptrs[r] = &rows[r];
+	}
+	batch.seq = 1;
+	batch.table_id = id;
+	batch.rows = row_ptrs;
+	batch.n_rows = 2;
+	session = ts_session_begin(store, &sid, &err);
+	REQUIRE(session != NULL);
+	REQUIRE(ts_session_set_on_conflict(session, id, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR, &err) == 0);
+	CHECK_EQ_INT(ts_session_write(session, &batch, &err), -1);
+	ts_session_abort(session);
+	CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_DUPLICATE_KEY);
+	CHECK_EQ_STR(err.message, "Key (region, n)=(north, 1.0) already exists.");
+	REQUIRE(err.ncolumns == 2);
+	CHECK_EQ_UINT(err.columns[0], 0);
+	CHECK_EQ_UINT(err.columns[1], 1);
+	dup = tcopy__row__unpack(NULL, err.row_len, err.row);
+	REQUIRE(dup != NULL);
+	REQUIRE(dup->n_blobs == 2);
+	CHECK_EQ_UINT(dup->n_ints + dup->n_floats + dup->n_nulls, 0);
+	CHECK(dup->blobs[0].len == 5 && memcmp(dup->blobs[0].data, "north", 5) == 0);
+	CHECK(dup->blobs[1].len == 3 && memcmp(dup->blobs[1].data, "1.0", 3) == 0);
+	tcopy__row__free_unpacked(dup, NULL);
+	check_store_idle(store);
+	ts_store_close(store);
 }
 
 static void
@@ -1824,6 +1923,7 @@ main(void)
 	TC_RUN(test_schema_race);
 	TC_RUN(test_zero_columns);
 	TC_RUN(test_on_conflict);
+	TC_RUN(test_duplicate_image);
 
 	/* merges in 3 parts at once, in a store of their own */
 	remove_data_dir();
