@@ -32,6 +32,11 @@ COPY c_t FROM stdin;
 SELECT count(*) FROM c_t;
 
 -- error: a duplicate out of order (settled when the session is prepared)
+COPY c_h FROM stdin;
+5	a
+3	b
+5	c
+\.
 COPY c_t FROM stdin;
 5	a
 3	b
@@ -82,6 +87,68 @@ CREATE FOREIGN TABLE c_multi (region text, aid bigint, v text) SERVER ts
 CREATE TABLE c_multi_h (region text, aid bigint, v text, PRIMARY KEY (region, aid));
 INSERT INTO c_multi_h VALUES ('north', 1, 'a'), ('south', 1, 'b'), ('north', 1, 'c');
 INSERT INTO c_multi VALUES ('north', 1, 'a'), ('south', 1, 'b'), ('north', 1, 'c');
+
+-- keys stored as an image: the DETAIL shows the later row's value, as
+-- its type prints it (numeric 1.0 after 1.00, interval '24 hours' after
+-- '1 day'), in key order and out of it
+CREATE FOREIGN TABLE c_num (k numeric, i interval, v text) SERVER ts OPTIONS (key 'k');
+CREATE TABLE c_num_h (k numeric PRIMARY KEY, i interval, v text);
+COPY c_num_h FROM stdin;
+1.00	1 day	a
+1.0	1 day	b
+2	1 day	c
+\.
+COPY c_num FROM stdin;
+1.00	1 day	a
+1.0	1 day	b
+2	1 day	c
+\.
+COPY c_num_h FROM stdin;
+3.50	1 day	a
+2	1 day	b
+3.5000	1 day	c
+\.
+COPY c_num FROM stdin;
+3.50	1 day	a
+2	1 day	b
+3.5000	1 day	c
+\.
+INSERT INTO c_num_h VALUES (10, '1 day', 'stored');
+INSERT INTO c_num VALUES (10, '1 day', 'stored');
+INSERT INTO c_num_h VALUES (10.000, '1 day', 'again');
+INSERT INTO c_num VALUES (10.000, '1 day', 'again');
+CREATE FOREIGN TABLE c_ival (i interval, n numeric, v text) SERVER ts OPTIONS (key 'n, i');
+CREATE TABLE c_ival_h (i interval, n numeric, v text, PRIMARY KEY (n, i));
+INSERT INTO c_ival_h VALUES ('1 day', 1, 'a'), ('24 hours', 1.0, 'b');
+INSERT INTO c_ival VALUES ('1 day', 1, 'a'), ('24 hours', 1.0, 'b');
+
+-- text keys as written, and column names quoted as Postgres quotes them
+CREATE FOREIGN TABLE c_txt ("Name" text, v int) SERVER ts OPTIONS (key '"Name"');
+CREATE TABLE c_txt_h ("Name" text PRIMARY KEY, v int);
+COPY c_txt_h FROM stdin (FORMAT csv);
+"it's, here",1
+zeta,2
+"it's, here",3
+\.
+COPY c_txt FROM stdin (FORMAT csv);
+"it's, here",1
+zeta,2
+"it's, here",3
+\.
+
+-- the values only for a user who may read them: SELECT on the table or on
+-- every key column; else no DETAIL
+CREATE ROLE c_writer;
+GRANT INSERT ON c_t, c_h TO c_writer;
+SET ROLE c_writer;
+INSERT INTO c_h VALUES (50, 'again');
+INSERT INTO c_t VALUES (50, 'again');
+RESET ROLE;
+GRANT SELECT (aid) ON c_t, c_h TO c_writer;
+SET ROLE c_writer;
+INSERT INTO c_h VALUES (50, 'again');
+INSERT INTO c_t VALUES (50, 'again');
+RESET ROLE;
 
 -- ignore: the first row of a key stays (as ON CONFLICT DO NOTHING)
 INSERT INTO c_h VALUES (10, 'first'), (11, 'first') ON CONFLICT DO NOTHING;
@@ -140,4 +207,5 @@ COMMIT;
 
 SET client_min_messages = warning;
 DROP EXTENSION tcopy CASCADE;
-DROP TABLE c_h, c_multi_h;
+DROP TABLE c_h, c_multi_h, c_num_h, c_ival_h, c_txt_h;
+DROP ROLE c_writer;

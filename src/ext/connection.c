@@ -292,48 +292,6 @@ tcopy_connection_close(TcopyConnection *conn)
 }
 
 /*
- * A session of on_conflict 'error' met a duplicate key: raise Postgres'
- * unique_violation, its DETAIL the tserver's message ("Key (a)=(1) already
- * exists."), the constraint named after the foreign table that reached the
- * tserver table, as a primary key's would be.
- */
-static void
-tcopy_report_duplicate_key(TcopyConnection *conn, const char *message)
-{
-	uint32		table_id = tc_client_error_table_id(conn->client);
-	const char *relname = NULL;
-	const char *detail = message;
-	ListCell   *lc;
-
-	foreach(lc, conn->tables)
-	{
-		TcopyRemoteTable *table = (TcopyRemoteTable *) lfirst(lc);
-
-		if (table->table_id == table_id)
-		{
-			relname = get_rel_name(table->relid);
-			if (relname == NULL)
-				relname = pstrdup(table->name);
-			break;
-		}
-	}
-	if (strncmp(detail, "tserver: ", 9) == 0)
-		detail += 9;
-	tcopy_connection_close(conn);
-
-	/*
-	 * The tserver says which key, not which line: a COPY's context would
-	 * name the line being read now, which is not the duplicate's.
-	 */
-	error_context_stack = NULL;
-	ereport(ERROR,
-			(errcode(ERRCODE_UNIQUE_VIOLATION),
-			 errmsg("duplicate key value violates unique constraint \"%s_key\"",
-					relname ? relname : "tcopy"),
-			 errdetail_internal("%s", detail)));
-}
-
-/*
  * A call on conn's client failed: close it and raise the failure (the
  * tserver closes the connection after any error).
  */

@@ -467,6 +467,15 @@ extern void tcopy_connection_close(TcopyConnection *conn);
 /* A call on conn's client failed: close it and raise the failure. */
 extern void tcopy_connection_fail(TcopyConnection *conn,
 								  const char *what) pg_attribute_noreturn();
+
+/* in duplicate_key.c: a duplicate key under on_conflict 'error' */
+
+/*
+ * conn's client failed with ERROR_DUPLICATE_KEY (message its text): close
+ * it and raise Postgres' unique_violation.
+ */
+extern void tcopy_report_duplicate_key(TcopyConnection *conn,
+									   const char *message) pg_attribute_noreturn();
 /* Connect to a tserver, waits served by the latch; an ERROR on failure. */
 extern TcClient *tcopy_client_connect(const char *address, const char *token,
 									   const TcTlsOptions *tls);
