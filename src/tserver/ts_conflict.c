@@ -298,7 +298,7 @@ ts_stored_check(void *arg, const TsConflicts *conflicts,
 		*skip = true;
 		return 0;
 	}
-	return ts_conflict_report_duplicate(store, key, keylen, value, valuelen, err);
+	return conflicts->report(conflicts->report_arg, key, keylen, value, valuelen, err);
 }
 
 void

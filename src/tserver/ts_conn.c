@@ -281,6 +281,8 @@ conn_send_error(TsConn *conn, const TsError *err)
 	error.code = err->code;
 	error.message = (char *) err->message;
 	error.table_id = err->table_id;
+	if (err->code == TCOPY__ERROR_CODE__ERROR_DUPLICATE_KEY)
+		error.duplicate_ordinal = err->row_ordinal;
 	if (err->code == TCOPY__ERROR_CODE__ERROR_DUPLICATE_KEY && err->ncolumns > 0)
 	{
 		/* packed into the TsError; unpacked again to go into the message */

@@ -25,6 +25,9 @@ typedef struct TsError
 	Tcopy__ErrorCode code;
 	char		message[512];
 	uint32_t	table_id;		/* ERROR_DUPLICATE_KEY: the key's table */
+	uint64_t	row_ordinal;	/* ERROR_DUPLICATE_KEY: the later row's
+								 * 1-based position in its session; 0 when
+								 * not known */
 
 	/*
 	 * ERROR_DUPLICATE_KEY: the later row's key values (Error.duplicate,
