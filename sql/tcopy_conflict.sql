@@ -76,6 +76,61 @@ COPY c_t FROM stdin;
 \.
 SELECT * FROM c_t WHERE aid >= 49 ORDER BY aid;
 
+-- a duplicate's CONTEXT names its own line, also where rows' lines do not
+-- follow each other (excluded by WHERE, a second COPY in the transaction,
+-- a row skipped by ON_ERROR ignore), and when the COMMIT finds it; a CSV
+-- value over two lines, as Postgres 15 counts it
+COPY c_h FROM stdin WHERE aid > 60;
+70	a
+50	excluded
+65	b
+70	c
+\.
+COPY c_t FROM stdin WHERE aid > 60;
+70	a
+50	excluded
+65	b
+70	c
+\.
+COPY c_h FROM stdin (FORMAT csv);
+71,"two
+lines"
+72,b
+71,c
+\.
+COPY c_t FROM stdin (FORMAT csv);
+71,"two
+lines"
+72,b
+71,c
+\.
+BEGIN;
+COPY c_h FROM stdin;
+80	a
+81	b
+\.
+COPY c_h FROM stdin;
+82	c
+80	d
+\.
+COMMIT;
+BEGIN;
+COPY c_t FROM stdin;
+80	a
+81	b
+\.
+COPY c_t FROM stdin;
+82	c
+80	d
+\.
+COMMIT;
+COPY c_t FROM stdin (ON_ERROR ignore);
+90	a
+x	bad
+91	b
+90	c
+\.
+
 -- INSERT follows the table's policy
 INSERT INTO c_h VALUES (7, 'a'), (7, 'b');
 INSERT INTO c_t VALUES (7, 'a'), (7, 'b');

@@ -11,7 +11,9 @@
  * already exists.".  As there, the DETAIL is left out when the user may
  * not see the values.  A tserver that sends no row (one that predates it,
  * or a key beyond its limit) has its message, built from the stored forms,
- * shown instead.
+ * shown instead.  The CONTEXT is the duplicate's COPY line, where the
+ * tserver named its row in the session (Error.duplicate_ordinal) and the
+ * session's map of lines has it (row_lines.c).
  */
 #include "tcopy.h"
 
@@ -123,6 +125,9 @@ tcopy_report_duplicate_key(TcopyConnection *conn, const char *message)
 	const char *relname = NULL;
 	char	   *key = NULL;
 	bool		may_see = false;
+	uint64		row = frame != NULL ? frame->duplicate_ordinal : 0;
+	const char *copy_relname = NULL;
+	uint64		line = 0;
 	ListCell   *lc;
 
 	/* the frame is the client's: read it before the client is closed */
@@ -157,10 +162,13 @@ tcopy_report_duplicate_key(TcopyConnection *conn, const char *message)
 	PG_END_TRY();
 
 	/*
-	 * The tserver says which key, not which line: a COPY's context would
-	 * name the line being read now, which is not the duplicate's.
+	 * A COPY's context would name the line being read now, which is not the
+	 * duplicate's (nor would a COMMIT's be a COPY's): the duplicate's own
+	 * line where the tserver named its row and the session's map has it,
+	 * as a heap table's COPY gives it, else none.
 	 */
 	error_context_stack = NULL;
+	(void) tcopy_lines_find(conn, row, &copy_relname, &line);
 	ereport(ERROR,
 			(errcode(ERRCODE_UNIQUE_VIOLATION),
 			 errmsg("duplicate key value violates unique constraint \"%s_key\"",
@@ -168,5 +176,7 @@ tcopy_report_duplicate_key(TcopyConnection *conn, const char *message)
 			 key != NULL ? errdetail("Key %s already exists.", key) :
 			 may_see ? errdetail_internal("%s", strncmp(message, "tserver: ", 9) == 0 ?
 										  message + 9 : message) : 0,
+			 copy_relname != NULL ? errcontext("COPY %s, line %llu", copy_relname,
+											   (unsigned long long) line) : 0,
 			 rel != NULL ? errtableconstraint(rel, psprintf("%s_key", relname)) : 0));
 }

@@ -131,6 +131,7 @@ tcopy_xact_write_connection(const TcopyTableOptions *options, Oid userid)
 	conn->session_lost = false;
 	conn->next_seq = 1;
 	conn->rows_sent = 0;
+	tcopy_lines_reset(conn);
 	return conn;
 }
 
