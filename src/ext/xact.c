@@ -670,6 +670,7 @@ tcopy_end_xact(void)
 		conn->op_tables = NIL;
 		list_free_deep(conn->conflict_policies);
 		conn->conflict_policies = NIL;
+		tcopy_lines_reset(conn);	/* up to TCOPY_LINE_RUNS_MAX runs: not kept idle */
 	}
 	tcopy_set_wait_deadline(0);
 }
