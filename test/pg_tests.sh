@@ -21,7 +21,8 @@
 # default the installed tserver and tserver-cli, else build/'s),
 # TCOPY_BIG_ROWS (rows of the memory test, default 5M), TCOPY_TAP_ROWS
 # (rows of the load tests, default 1M), TCOPY_PG_TESTS (which parts to run:
-# default "regress tap").
+# default "regress tap"), TCOPY_REGRESS (the regress tests to run, default
+# all), TCOPY_TAP (a glob of the TAP files to run, default all).
 set -euo pipefail
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
@@ -137,7 +138,8 @@ export TCOPY_ADDRESS="unix:$work/ts.sock"
 run_regress()
 {
 	local tests
-	tests=$(cd "$TOP/sql" && ls -- *.sql | sed 's/\.sql$//')
+	# TCOPY_REGRESS: names of the tests to run instead of all (e.g. tcopy_conflict)
+	tests=${TCOPY_REGRESS:-$(cd "$TOP/sql" && ls -- *.sql | sed 's/\.sql$//')}
 	say "pg_regress:" $tests
 	# shellcheck disable=SC2086
 	if ! "$PG_REGRESS" \

@@ -307,6 +307,12 @@ tc_client_error_table_id(const TcClient *client)
 	return client->error_table_id;
 }
 
+const Tcopy__Error *
+tc_client_error_frame(const TcClient *client)
+{
+	return client->error_frame;
+}
+
 /* Set the message of the failing call (for wait hooks). */
 void
 tc_client_set_error(TcClient *client, const char *fmt,...)

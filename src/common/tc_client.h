@@ -98,6 +98,12 @@ const char *tc_client_error(const TcClient *client);
 Tcopy__ErrorCode tc_client_error_code(const TcClient *client);
 /* The table of the last ERROR_DUPLICATE_KEY or ERROR_SERIALIZATION, 0 otherwise. */
 uint32_t	tc_client_error_table_id(const TcClient *client);
+/*
+ * The server's Error frame the last call failed with (for its other
+ * fields: a duplicate's row), valid until the client is closed; NULL when
+ * the failure was not the server's.
+ */
+const Tcopy__Error *tc_client_error_frame(const TcClient *client);
 /* For wait hooks: set the message the failing call reports. */
 void		tc_client_set_error(TcClient *client, const char *fmt,...)
 			__attribute__((format(printf, 2, 3)));

@@ -42,6 +42,7 @@ struct TcClient
 								 * too, should the wait hook not return */
 	Tcopy__ErrorCode error_code;	/* of the server's Error frame, if any */
 	uint32_t	error_table_id; /* of the server's Error frame, if any */
+	Tcopy__Error *error_frame;	/* the server's Error frame, in arena; or NULL */
 	char		error[512];
 };
 

@@ -76,6 +76,7 @@ client_fail(TcClient *client, Tcopy__ErrorCode code, const char *fmt,...)
 	va_end(args);
 	client->error_code = code;
 	client->error_table_id = 0;
+	client->error_frame = NULL;
 	client->broken = true;
 	return -1;
 }
@@ -124,6 +125,7 @@ client_wait_on(TcClient *client, int fd, bool want_write)
 	if (!client->hook_set_error)
 		return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE, "wait abandoned");
 	client->error_code = TCOPY__ERROR_CODE__ERROR_NONE;
+	client->error_frame = NULL;
 	client->broken = true;
 	return -1;
 }
@@ -210,6 +212,7 @@ client_server_error(TcClient *client, const uint8_t *payload, uint32_t len)
 						   "protocol error: tserver sent a malformed FRAME_ERROR frame");
 	client_fail(client, error->code, "tserver: %s", error->message);
 	client->error_table_id = error->table_id;
+	client->error_frame = error;
 	return -1;
 }
 

@@ -314,34 +314,6 @@ tcopy_conn_relname(TcopyConnection *conn, uint32 table_id)
 }
 
 /*
- * A session of on_conflict 'error' met a duplicate key: raise Postgres'
- * unique_violation, its DETAIL the tserver's message ("Key (a)=(1) already
- * exists."), the constraint named after the foreign table that reached the
- * tserver table, as a primary key's would be.
- */
-static void
-tcopy_report_duplicate_key(TcopyConnection *conn, const char *message)
-{
-	const char *relname = tcopy_conn_relname(conn, tc_client_error_table_id(conn->client));
-	const char *detail = message;
-
-	if (strncmp(detail, "tserver: ", 9) == 0)
-		detail += 9;
-	tcopy_connection_close(conn);
-
-	/*
-	 * The tserver says which key, not which line: a COPY's context would
-	 * name the line being read now, which is not the duplicate's.
-	 */
-	error_context_stack = NULL;
-	ereport(ERROR,
-			(errcode(ERRCODE_UNIQUE_VIOLATION),
-			 errmsg("duplicate key value violates unique constraint \"%s_key\"",
-					relname ? relname : "tcopy"),
-			 errdetail_internal("%s", detail)));
-}
-
-/*
  * A session with on_conflict 'error' or 'ignore' may share keys with a
  * concurrent transaction's that the tserver cannot compare key by key
  * (docs/storage.md, Concurrent sessions): Postgres' serialization_failure,

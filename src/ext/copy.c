@@ -369,6 +369,7 @@ copy_rows(ParseState *pstate, const CopyStmt *stmt, Relation rel, List *where,
 			continue;
 		}
 		/* the tserver's errors are never skipped: outside PG_TRY */
+		state.writer->line = state.cstate->cur_lineno;	/* a duplicate's CONTEXT */
 		tcopy_writer_add_row(state.writer);
 		pgstat_progress_update_param(PROGRESS_COPY_TUPLES_PROCESSED, ++processed);
 	}

@@ -399,6 +399,23 @@ tcopy_batch_add(TcopyBatch *batch, const TcWireRow *row, size_t bound)
 	batch->nrows++;
 }
 
+/* in row_lines.c: which COPY line each row of a write session came from */
+
+/*
+ * Rows whose lines follow each other, from row's on: row N + i is line
+ * line + i of relname's COPY; line 0: rows of no COPY line.
+ */
+typedef struct TcopyLineRun
+{
+	uint64		row;			/* 1-based in the session; in a writer's
+								 * batch, 0-based in the batch */
+	uint64		line;
+	const char *relname;		/* the COPY's table (NULL in a batch's) */
+} TcopyLineRun;
+
+/* The most runs a session's map, or a batch, holds: 1.5 MB of them. */
+#define TCOPY_LINE_RUNS_MAX		65536
+
 /* in connection.c: connections to tservers */
 typedef struct TcopyConnKey
 {
@@ -449,6 +466,14 @@ typedef struct TcopyConnection
 									 * tables written in the session */
 	bool		prepared;		/* prepared under gid, not yet resolved */
 	char		gid[TC_GID_MAX + 1];	/* the session's global id, once prepared */
+
+	/* the COPY lines of the session's rows (row_lines.c), in TopMemoryContext */
+	TcopyLineRun *line_runs;	/* [nline_runs], by row */
+	int			nline_runs;
+	int			line_runs_cap;
+	uint64		lines_upto;		/* rows 1..lines_upto are in the map */
+	bool		lines_complete; /* no batch was left out: later rows may be */
+	List	   *line_relnames;	/* the runs' relnames (char *) */
 } TcopyConnection;
 
 /* Write connections by (server, user); NULL until the first write. */
@@ -467,6 +492,29 @@ extern void tcopy_connection_close(TcopyConnection *conn);
 /* A call on conn's client failed: close it and raise the failure. */
 extern void tcopy_connection_fail(TcopyConnection *conn,
 								  const char *what) pg_attribute_noreturn();
+
+/* in row_lines.c (TcopyLineRun is above) */
+
+/* Forget the session's lines: a session begins. */
+extern void tcopy_lines_reset(TcopyConnection *conn);
+/*
+ * Before a batch of relname's nrows rows is sent: its runs (rows 0-based in
+ * the batch), or NULL when they are not known.
+ */
+extern void tcopy_lines_add_batch(TcopyConnection *conn, const char *relname,
+								  const TcopyLineRun *runs, int nruns, uint64 nrows);
+/* The COPY and line of the session's row (1-based); false when not known. */
+extern bool tcopy_lines_find(const TcopyConnection *conn, uint64 row,
+							 const char **relname, uint64 *line);
+
+/* in duplicate_key.c: a duplicate key under on_conflict 'error' */
+
+/*
+ * conn's client failed with ERROR_DUPLICATE_KEY (message its text): close
+ * it and raise Postgres' unique_violation.
+ */
+extern void tcopy_report_duplicate_key(TcopyConnection *conn,
+									   const char *message) pg_attribute_noreturn();
 /* Connect to a tserver, waits served by the latch; an ERROR on failure. */
 extern TcClient *tcopy_client_connect(const char *address, const char *token,
 									   const TcTlsOptions *tls);
@@ -646,6 +694,14 @@ typedef struct TcopyWriter
 	TcopyRowBuf row;			/* the row being encoded */
 	int			batch_rows;
 	int			batch_bytes;
+
+	/* COPY lines (row_lines.c): set line before each row is added */
+	uint64		line;			/* the row's COPY line; 0: none (INSERT) */
+	uint64		next_line;		/* the line that goes on the batch's last run */
+	TcopyLineRun *runs;			/* [nruns] the batch's, rows 0-based in it */
+	int			nruns;
+	int			runs_cap;
+	bool		runs_lost;		/* more than TCOPY_LINE_RUNS_MAX in the batch */
 } TcopyWriter;
 
 extern TcopyWriter *tcopy_writer_begin(TcopyRelCodec *codec);

@@ -13,6 +13,8 @@
  */
 #include "tcopy.h"
 
+#include "utils/memutils.h"
+
 static void
 writer_release(void *arg)
 {
@@ -60,8 +62,44 @@ writer_flush(TcopyWriter *writer)
 
 	if (nrows == 0)
 		return;
+	/* the rows' lines first: a duplicate may be reported by this send */
+	if (!writer->conn->null_transport)
+		tcopy_lines_add_batch(writer->conn, writer->codec->relname,
+							  writer->runs_lost ? NULL : writer->runs, writer->nruns, nrows);
+	writer->nruns = 0;
+	writer->runs_lost = false;
 	tcopy_xact_send(writer->conn, &writer->batch, writer->table_id, nrows);
 	tcopy_batch_reset(&writer->batch);
+}
+
+/*
+ * The row about to be added starts a run of lines in the batch: its line
+ * is not the one before's plus one (or it is the batch's first).
+ */
+static pg_noinline void
+writer_start_run(TcopyWriter *writer)
+{
+	if (writer->runs_lost)
+		return;
+	if (writer->nruns == writer->runs_cap)
+	{
+		int			cap = writer->runs_cap ? writer->runs_cap * 2 : 8;
+
+		if (writer->runs_cap >= TCOPY_LINE_RUNS_MAX)
+		{
+			writer->runs_lost = true;
+			return;
+		}
+		cap = Min(cap, TCOPY_LINE_RUNS_MAX);
+		writer->runs = writer->runs == NULL ?
+			MemoryContextAlloc(GetMemoryChunkContext(writer), cap * sizeof(TcopyLineRun)) :
+			repalloc(writer->runs, cap * sizeof(TcopyLineRun));
+		writer->runs_cap = cap;
+	}
+	writer->runs[writer->nruns].row = writer->batch.nrows;
+	writer->runs[writer->nruns].line = writer->line;
+	writer->runs[writer->nruns].relname = NULL;
+	writer->nruns++;
 }
 
 /*
@@ -93,6 +131,10 @@ tcopy_writer_add_row(TcopyWriter *writer)
 			writer_row_too_large(writer, bytes);
 		writer_flush(writer);
 	}
+	/* a comparison a row: a run starts only where the lines do not follow */
+	if (unlikely(writer->batch.nrows == 0 || writer->line != writer->next_line))
+		writer_start_run(writer);
+	writer->next_line = writer->line != 0 ? writer->line + 1 : 0;
 	tcopy_batch_add(&writer->batch, &writer->row.wire, bytes);
 	if (writer->batch.nrows >= (size_t) writer->batch_rows ||
 		writer->batch.payload_bytes >= (size_t) writer->batch_bytes)

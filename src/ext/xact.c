@@ -131,6 +131,7 @@ tcopy_xact_write_connection(const TcopyTableOptions *options, Oid userid)
 	conn->session_lost = false;
 	conn->next_seq = 1;
 	conn->rows_sent = 0;
+	tcopy_lines_reset(conn);
 	return conn;
 }
 
@@ -669,6 +670,7 @@ tcopy_end_xact(void)
 		conn->op_tables = NIL;
 		list_free_deep(conn->conflict_policies);
 		conn->conflict_policies = NIL;
+		tcopy_lines_reset(conn);	/* up to TCOPY_LINE_RUNS_MAX runs: not kept idle */
 	}
 	tcopy_set_wait_deadline(0);
 }

@@ -1,9 +1,11 @@
 /*
  * ts_conflict.c
- *		A session's on_conflict policies, and the message of a duplicate key
- *		(ERROR_DUPLICATE_KEY): Postgres' DETAIL, "Key (a, b)=(1, x) already
- *		exists.", from the duplicate record, so that the extension can pass it
- *		on as it is.
+ *		A session's on_conflict policies, and the report of a duplicate key
+ *		(ERROR_DUPLICATE_KEY): the duplicate record's key values, for the
+ *		extension to print with its types' output functions as Postgres
+ *		does, and a message in Postgres' words, "Key (a, b)=(1, x) already
+ *		exists.", from the stored forms, for other clients (and older
+ *		extensions), which print it as it is.
  */
 #include "ts_conflict.h"
 
@@ -12,6 +14,9 @@
 #include <string.h>
 
 #include "ts_storage_int.h"
+
+_Static_assert(TS_ERROR_ROW_COLUMNS == TS_MAX_KEY_COLUMNS,
+			   "a duplicate's row in a TsError holds every key column");
 
 int
 ts_conflicts_set(TsConflicts *conflicts, uint32_t table_id, Tcopy__OnConflict policy,
@@ -145,6 +150,56 @@ key_shown_column(const Tcopy__Schema *schema, uint32_t k)
 	return k;
 }
 
+/*
+ * Put the shown key values of a duplicate (column shown[i] of values, in key
+ * order) into err as Error.duplicate, packed, when they fit: a Row laid out
+ * as a scan projecting those columns lays it out.
+ */
+static void
+set_duplicate_row(TsError *err, const TsLayout *layout, const uint32_t *shown,
+				  uint32_t nshown, const TsValue *values)
+{
+	Tcopy__Row	row = TCOPY__ROW__INIT;
+	int64_t		ints[TS_ERROR_ROW_COLUMNS];
+	double		floats[TS_ERROR_ROW_COLUMNS];
+	ProtobufCBinaryData blobs[TS_ERROR_ROW_COLUMNS];
+	uint32_t	nulls[TS_ERROR_ROW_COLUMNS];
+
+	row.ints = ints;
+	row.floats = floats;
+	row.blobs = blobs;
+	row.nulls = nulls;
+	for (uint32_t i = 0; i < nshown; i++)
+	{
+		const TsValue *v = &values[shown[i]];
+
+		if (v->isnull)
+		{
+			nulls[row.n_nulls++] = i;
+			continue;
+		}
+		switch (layout->kinds[shown[i]])
+		{
+			case TCOPY__KIND__KIND_BOOL:
+			case TCOPY__KIND__KIND_INT:
+				ints[row.n_ints++] = v->i;
+				break;
+			case TCOPY__KIND__KIND_FLOAT:
+				floats[row.n_floats++] = v->f;
+				break;
+			default:
+				blobs[row.n_blobs].data = (uint8_t *) v->p;
+				blobs[row.n_blobs++].len = v->len;
+				break;
+		}
+	}
+	if (tcopy__row__get_packed_size(&row) > TS_ERROR_ROW_MAX)
+		return;
+	err->row_len = (uint32_t) tcopy__row__pack(&row, err->row);
+	memcpy(err->columns, shown, nshown * sizeof(uint32_t));
+	err->ncolumns = nshown;
+}
+
 int
 ts_conflict_report_duplicate(void *arg, const uint8_t *key, uint32_t keylen,
 							 const uint8_t *value, uint32_t valuelen, TsError *err)
@@ -158,6 +213,8 @@ ts_conflict_report_duplicate(void *arg, const uint8_t *key, uint32_t keylen,
 	size_t		clen = 0,
 				slen = 0;
 	uint32_t	table_id = keylen >= TS_TABLE_ID_SIZE ? ts_get_be32(key) : 0;
+	uint32_t	shown_columns[TS_ERROR_ROW_COLUMNS];
+	uint32_t	nshown = 0;
 
 	tc_arena_init(&scratch, 1024);
 	pthread_rwlock_rdlock(&store->tables_lock);
@@ -181,14 +238,17 @@ ts_conflict_report_duplicate(void *arg, const uint8_t *key, uint32_t keylen,
 				append(shown, sizeof(shown), &slen, "null", 4);
 			else
 				append_value(shown, sizeof(shown), &slen, table->layout.kinds[c], &values[c]);
+			shown_columns[nshown++] = c;
 		}
 	}
-	pthread_rwlock_unlock(&store->tables_lock);
-	free(values);
-	tc_arena_free(&scratch);
 	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_DUPLICATE_KEY,
 				 "Key (%s)=(%s) already exists.", columns, shown);
 	err->table_id = table_id;
+	if (nshown > 0)
+		set_duplicate_row(err, &table->layout, shown_columns, nshown, values);
+	pthread_rwlock_unlock(&store->tables_lock);
+	free(values);
+	tc_arena_free(&scratch);
 	return -1;
 }
 
@@ -238,7 +298,7 @@ ts_stored_check(void *arg, const TsConflicts *conflicts,
 		*skip = true;
 		return 0;
 	}
-	return ts_conflict_report_duplicate(store, key, keylen, value, valuelen, err);
+	return conflicts->report(conflicts->report_arg, key, keylen, value, valuelen, err);
 }
 
 void

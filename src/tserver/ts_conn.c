@@ -268,6 +268,8 @@ static void
 conn_send_error(TsConn *conn, const TsError *err)
 {
 	Tcopy__Error error = TCOPY__ERROR__INIT;
+	Tcopy__Row *duplicate = NULL;
+	bool		appended;
 	TcBuf		frame = {0};
 	TsError		ignored;
 	struct timespec start;
@@ -279,7 +281,23 @@ conn_send_error(TsConn *conn, const TsError *err)
 	error.code = err->code;
 	error.message = (char *) err->message;
 	error.table_id = err->table_id;
-	if (!tc_frame_append(&frame, TCOPY__FRAME_TYPE__FRAME_ERROR, &error.base))
+	if (err->code == TCOPY__ERROR_CODE__ERROR_DUPLICATE_KEY)
+		error.duplicate_ordinal = err->row_ordinal;
+	if (err->code == TCOPY__ERROR_CODE__ERROR_DUPLICATE_KEY && err->ncolumns > 0)
+	{
+		/* packed into the TsError; unpacked again to go into the message */
+		duplicate = tcopy__row__unpack(NULL, err->row_len, err->row);
+		if (duplicate != NULL)
+		{
+			error.duplicate = duplicate;
+			error.n_duplicate_columns = err->ncolumns;
+			error.duplicate_columns = (uint32_t *) err->columns;
+		}
+	}
+	appended = tc_frame_append(&frame, TCOPY__FRAME_TYPE__FRAME_ERROR, &error.base);
+	if (duplicate != NULL)
+		tcopy__row__free_unpacked(duplicate, NULL);
+	if (!appended)
 	{
 		tc_buf_free(&frame);
 		return;

@@ -14,6 +14,9 @@ ts_error_set(TsError *err, Tcopy__ErrorCode code, const char *fmt,...)
 
 	err->code = code;
 	err->table_id = 0;
+	err->row_ordinal = 0;
+	err->ncolumns = 0;
+	err->row_len = 0;
 	va_start(args, fmt);
 	vsnprintf(err->message, sizeof(err->message), fmt, args);
 	va_end(args);

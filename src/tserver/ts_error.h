@@ -10,12 +10,33 @@
 
 #include "tcopy.pb-c.h"
 
+/*
+ * The largest duplicate row an Error frame carries (Error.duplicate, packed),
+ * and its most columns (the key's: TS_MAX_KEY_COLUMNS).  Held in the
+ * TsError itself, so that an error needs no memory of its own and copies
+ * as a struct; a key whose values take more goes with its message alone.
+ */
+#define TS_ERROR_ROW_MAX		4096
+#define TS_ERROR_ROW_COLUMNS	32
+
 /* What failed: a protocol error code and a message for the Error frame. */
 typedef struct TsError
 {
 	Tcopy__ErrorCode code;
 	char		message[512];
 	uint32_t	table_id;		/* ERROR_DUPLICATE_KEY: the key's table */
+	uint64_t	row_ordinal;	/* ERROR_DUPLICATE_KEY: the later row's
+								 * 1-based position in its session; 0 when
+								 * not known */
+
+	/*
+	 * ERROR_DUPLICATE_KEY: the later row's key values (Error.duplicate,
+	 * packed) and the columns they are of; ncolumns 0 when not sent.
+	 */
+	uint32_t	ncolumns;
+	uint32_t	columns[TS_ERROR_ROW_COLUMNS];
+	uint32_t	row_len;
+	uint8_t		row[TS_ERROR_ROW_MAX];
 } TsError;
 
 /* Set err to code and the printf-formatted message (cut to fit). */

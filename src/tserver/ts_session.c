@@ -115,8 +115,8 @@ ts_session_begin(TsStore *store, uint64_t *session_id, TsError *err)
 	}
 	session->store = store;
 	session->sorted = true;
-	session->conflicts.report = ts_conflict_report_duplicate;
-	session->conflicts.report_arg = store;
+	session->conflicts.report = ts_session_report_duplicate;
+	session->conflicts.report_arg = session;
 	session->id = atomic_fetch_add(&store->next_session_id, 1);
 	snprintf(session->dir, sizeof(session->dir), "%s/session-%llu",
 			 store->staging_dir, (unsigned long long) session->id);
@@ -349,6 +349,7 @@ ts_session_write(TsSession *session, const Tcopy__WriteBatch *batch, TsError *er
 				if (keep == 0)
 				{
 					session->staged.len = start;	/* the first stays */
+					ts_ordinals_skip(&session->ordinals, session->rows + i + 1);
 					continue;
 				}
 			}

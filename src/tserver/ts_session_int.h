@@ -52,6 +52,47 @@ typedef struct SstSink
 } SstSink;
 
 /*
+ * Which rows of the session a staging buffer's records are, to name the
+ * row of a duplicate (TsError.row_ordinal, ts_session_ordinal.c).  The
+ * records are in arrival order: the buffer's k-th new record is row
+ * rows_before + k (1-based), after a record carried over from the buffer
+ * before (a sorted spill's last), if any, which is row carried.  A row not
+ * staged (a duplicate IGNOREd as it arrives) shifts every row after it:
+ * from row skipped on, the buffer's rows are not known.  Nothing is kept
+ * per record: a record's index is found, on a duplicate only, by walking
+ * the buffer.
+ */
+typedef struct TsOrdinals
+{
+	uint64_t	rows_before;	/* session rows before the buffer's new records */
+	bool		has_carried;	/* record 0 was carried over */
+	uint64_t	carried;		/* its row; 0: not known */
+	uint64_t	skipped;		/* the first row not staged; 0: none */
+} TsOrdinals;
+
+/* Row (1-based) of the buffer's index-th record; 0 when not known. */
+static inline uint64_t
+ts_ordinals_row(const TsOrdinals *ordinals, size_t index)
+{
+	uint64_t	row;
+
+	if (ordinals->has_carried && index == 0)
+		return ordinals->carried;
+	row = ordinals->rows_before + index + (ordinals->has_carried ? 0 : 1);
+	if (ordinals->skipped != 0 && row >= ordinals->skipped)
+		return 0;
+	return row;
+}
+
+/* Row row of the session was not staged: the rows after it are not known. */
+static inline void
+ts_ordinals_skip(TsOrdinals *ordinals, uint64_t row)
+{
+	if (ordinals->skipped == 0)
+		ordinals->skipped = row;
+}
+
+/*
  * A spill in the background (ts_spill_start): one at a time, so that
  * runs and SST files are written in arrival order.
  */
@@ -66,6 +107,7 @@ typedef struct SpillJob
 	pthread_t	thread;
 	int			result;			/* 0, or -1 with err: the session failed */
 	TsError		err;
+	TsOrdinals	ordinals;		/* which rows staged's records are */
 } SpillJob;
 
 struct TsSession
@@ -103,6 +145,7 @@ struct TsSession
 	TcBuf		direct_last;	/* files, while conflicts has policies */
 	SpillJob	spill;			/* runs, nruns, sst and spilled_bytes are its
 								 * own while it runs */
+	TsOrdinals	ordinals;		/* which rows staged's records are */
 	/* ts_key_claims.c's, under the store's key_claims_lock */
 	uint64_t	claims_seq;		/* the store's publish_seq when it began */
 	TsSession  *live_prev;		/* open sessions, in the order they began */
@@ -173,7 +216,14 @@ rocksdb_writebatch_t *ts_session_build_batch(TsSession *session);
  */
 void		ts_session_free(TsSession *session, bool aborted);
 
+/* in ts_session_ordinal.c: the session's TsConflictReport, arg the session */
+int			ts_session_report_duplicate(void *arg, const uint8_t *key, uint32_t keylen,
+										const uint8_t *value, uint32_t valuelen,
+										TsError *err);
+
 /* in ts_spill.c */
+/* Whether the calling thread is running a spill (spill_job_main). */
+bool		ts_spill_in_job(void);
 int			ts_spill_start(TsSession *session, TsError *err);
 int			ts_spill_wait(TsSession *session, TsError *err);
 int			ts_spill_sorted_records(TsSession *session, const TcBuf *staged,

@@ -176,6 +176,15 @@ io_err:
 	return -1;
 }
 
+/* Set while the thread runs spill_job_main. */
+static __thread bool in_spill_job = false;
+
+bool
+ts_spill_in_job(void)
+{
+	return in_spill_job;
+}
+
 /* The background spill: write the handed-over buffer out. */
 static void *
 spill_job_main(void *arg)
@@ -183,6 +192,7 @@ spill_job_main(void *arg)
 	TsSession  *session = arg;
 	SpillJob   *job = &session->spill;
 
+	in_spill_job = true;
 	if (job->sorted)
 		job->result = ts_spill_sorted_records(session, &job->staged, job->offsets,
 											  job->noffsets, job->noffsets - 1, &job->err);
@@ -190,6 +200,7 @@ spill_job_main(void *arg)
 		job->result = ts_spill_run(session, &job->staged, job->offsets, job->noffsets,
 								   &job->err);
 	atomic_fetch_sub(&session->store->staged_bytes, job->staged.len);
+	in_spill_job = false;
 	return NULL;
 }
 
@@ -266,7 +277,14 @@ ts_spill_start(TsSession *session, TsError *err)
 	job->offsets_cap = full_offsets_cap;
 	job->noffsets = session->noffsets;
 	job->sorted = session->sorted;
+	job->ordinals = session->ordinals;
 	session->noffsets = 0;
+	/* the next batch's rows follow, after the carried record if any */
+	session->ordinals.rows_before = session->rows;
+	session->ordinals.skipped = 0;
+	session->ordinals.has_carried = job->sorted;
+	session->ordinals.carried = job->sorted ?
+		ts_ordinals_row(&job->ordinals, job->noffsets - 1) : 0;
 	session->staged_accounted -= job->staged.len;	/* the job's to drop now */
 	if (job->sorted)
 	{

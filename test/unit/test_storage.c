@@ -17,6 +17,7 @@
 
 #include "tc_test.h"
 #include "ts_key.h"
+#include "ts_session_int.h"
 #include "ts_storage_int.h"
 
 static char data_dir[256];
@@ -1267,6 +1268,34 @@ load_with_policy(TsStore *store, uint32_t table, Tcopy__OnConflict policy,
 }
 
 /*
+ * err reports a duplicate of id in the table of make_schema: its message,
+ * the key's values for the client (Error.duplicate: column 0 alone), and
+ * the duplicate's row in the session, row; when not known, 0 is right too,
+ * any other row never is.
+ */
+static void
+check_duplicate(const TsError *err, int64_t id, uint64_t row, bool known)
+{
+	char		message[64];
+	Tcopy__Row *dup;
+
+	CHECK_EQ_INT(err->code, TCOPY__ERROR_CODE__ERROR_DUPLICATE_KEY);
+	snprintf(message, sizeof(message), "Key (id)=(%lld) already exists.", (long long) id);
+	CHECK_EQ_STR(err->message, message);
+	REQUIRE(err->ncolumns == 1);
+	CHECK_EQ_UINT(err->columns[0], 0);
+	dup = tcopy__row__unpack(NULL, err->row_len, err->row);
+	REQUIRE(dup != NULL);
+	CHECK_EQ_UINT(dup->n_ints, 1);
+	CHECK_EQ_UINT(dup->n_floats + dup->n_blobs + dup->n_nulls, 0);
+	if (dup->n_ints == 1)
+		CHECK_EQ_INT(dup->ints[0], id);
+	tcopy__row__free_unpacked(dup, NULL);
+	if (known || err->row_ordinal != 0)
+		CHECK_EQ_UINT(err->row_ordinal, row);
+}
+
+/*
  * on_conflict in each way a session stages: in memory or spilled, in key
  * order or not.  ignore keeps the first row of a key, replace the last,
  * error fails the session with the key in Postgres' words.
@@ -1347,9 +1376,8 @@ test_on_conflict(void)
 										  ids1, n, dup_inside + 1, 1, &err), -1);
 			if (!(spilled && order == 0))
 			{
-				CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_DUPLICATE_KEY);
+				check_duplicate(&err, 4242, n + 1, !spilled);
 				CHECK_EQ_UINT(err.table_id, t_error);
-				CHECK_EQ_STR(err.message, "Key (id)=(4242) already exists.");
 			}
 			REQUIRE(scan(store, t_error, &request, 0, &res) == 0);
 			CHECK_EQ_UINT(res.rows, 0);
@@ -1357,8 +1385,7 @@ test_on_conflict(void)
 			/* a duplicate right after its key, as a sorted load meets it */
 			CHECK_EQ_INT(load_with_policy(store, t_adjacent, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR,
 										  ids1, n, dup_adjacent, 1, &err), -1);
-			CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_DUPLICATE_KEY);
-			CHECK_EQ_STR(err.message, "Key (id)=(5999) already exists.");
+			check_duplicate(&err, 5999, n + 1, !spilled || order == 0);
 			/* without duplicates, error commits */
 			CHECK_EQ_INT(load_with_policy(store, t_adjacent, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR,
 										  ids1, n, NULL, 0, &err), 0);
@@ -1381,13 +1408,16 @@ test_on_conflict(void)
 					again[n + i] = (int64_t) (n + i);
 				CHECK_EQ_INT(load_with_policy(store, t_adjacent, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR,
 											  again + n, 100, again + 17, 1, &err), -1);
-				CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_DUPLICATE_KEY);
-				snprintf(name, sizeof(name), "Key (id)=(%lld) already exists.", (long long) again[17]);
-				CHECK_EQ_STR(err.message, name);
+				check_duplicate(&err, again[17], 101, true);
 				CHECK_EQ_INT(load_with_policy(store, t_adjacent, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR,
 											  again, n + 100, NULL, 0, &err), -1);
-				CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_DUPLICATE_KEY);
-				CHECK_EQ_STR(err.message, "Key (id)=(0) already exists.");
+				{
+					size_t		zero = 0;
+
+					while (again[zero] != 0)
+						zero++;
+					check_duplicate(&err, 0, zero + 1, !spilled || order == 0);
+				}
 
 				/* ignore: everything again with val 2 (the second part) */
 				if (!(spilled && order == 0))
@@ -1607,6 +1637,179 @@ test_concurrent_keys(void)
 	}
 	free(a_ids);
 	free(big);
+}
+
+/*
+ * A duplicate of a key with a key image column: the key's values for the
+ * client are of the column the image stands for, the later row's, in key
+ * order, after the other key columns'.
+ */
+static void
+test_duplicate_image(void)
+{
+	TsStore    *store = open_store(64 * 1024 * 1024);
+	Tcopy__Column columns[4];
+	Tcopy__Column *column_ptrs[4];
+	const char *names[4] = {"region", "n", "v", "tcopy:key_image(n)"};
+	Tcopy__Kind kinds[4] = {TCOPY__KIND__KIND_BYTES, TCOPY__KIND__KIND_BYTES,
+	TCOPY__KIND__KIND_INT, TCOPY__KIND__KIND_BYTES};
+	uint32_t	key[2] = {0, 3};
+	Tcopy__Schema schema = TCOPY__SCHEMA__INIT;
+	const char *spelled[2] = {"1.00", "1.0"};
+	Tcopy__Row rows[2];
+	Tcopy__Row *row_ptrs[2];
+	ProtobufCBinaryData blobs[2][3];
+	int64_t		ints[2] = {1, 2};
+	Tcopy__WriteBatch batch = TCOPY__WRITE_BATCH__INIT;
+	TsSession  *session;
+	TsError		err;
+	uint64_t	sid;
+	uint32_t	id = 0;
+	bool		created;
+	Tcopy__Row *dup;
+
+	REQUIRE(store != NULL);
+	for (int i = 0; i < 4; i++)
+	{
+		tcopy__column__init(&columns[i]);
+		columns[i].name = (char *) names[i];
+		columns[i].kind = kinds[i];
+		columns[i].type_name = (char *) "t";
+		column_ptrs[i] = &columns[i];
+	}
+	schema.columns = column_ptrs;
+	schema.n_columns = 4;
+	schema.key = key;
+	schema.n_key = 2;
+	REQUIRE(ts_store_open_table(store, "images", &schema, true, &id, &created, NULL, &err) == 0);
+	for (int r = 0; r < 2; r++)
+	{
+		tcopy__row__init(&rows[r]);
+		blobs[r][0] = (ProtobufCBinaryData) {5, (uint8_t *) "north"};
+		blobs[r][1] = (ProtobufCBinaryData) {strlen(spelled[r]), (uint8_t *) spelled[r]};
+		blobs[r][2] = (ProtobufCBinaryData) {2, (uint8_t *) "\x01\x02"};
+		rows[r].blobs = blobs[r];
+		rows[r].n_blobs = 3;
+		rows[r].ints = &ints[r];
+		rows[r].n_ints = 1;
+		row_ptrs[r] = &rows[r];
+	}
+	batch.seq = 1;
+	batch.table_id = id;
+	batch.rows = row_ptrs;
+	batch.n_rows = 2;
+	session = ts_session_begin(store, &sid, &err);
+	REQUIRE(session != NULL);
+	REQUIRE(ts_session_set_on_conflict(session, id, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR, &err) == 0);
+	CHECK_EQ_INT(ts_session_write(session, &batch, &err), -1);
+	ts_session_abort(session);
+	CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_DUPLICATE_KEY);
+	CHECK_EQ_STR(err.message, "Key (region, n)=(north, 1.0) already exists.");
+	REQUIRE(err.ncolumns == 2);
+	CHECK_EQ_UINT(err.columns[0], 0);
+	CHECK_EQ_UINT(err.columns[1], 1);
+	dup = tcopy__row__unpack(NULL, err.row_len, err.row);
+	REQUIRE(dup != NULL);
+	REQUIRE(dup->n_blobs == 2);
+	CHECK_EQ_UINT(dup->n_ints + dup->n_floats + dup->n_nulls, 0);
+	CHECK(dup->blobs[0].len == 5 && memcmp(dup->blobs[0].data, "north", 5) == 0);
+	CHECK(dup->blobs[1].len == 3 && memcmp(dup->blobs[1].data, "1.0", 3) == 0);
+	tcopy__row__free_unpacked(dup, NULL);
+	check_store_idle(store);
+	ts_store_close(store);
+}
+
+/*
+ * One session writing with on_conflict: first a batch of table a's ids,
+ * then one of table b's; the error of the commit in err (0 or -1).
+ */
+static int
+load_two_tables(TsStore *store, uint32_t a, Tcopy__OnConflict policy_a,
+				const int64_t *ids_a, size_t n_a, uint32_t b, const int64_t *ids_b,
+				size_t n_b, TsError *err)
+{
+	uint64_t	sid,
+				rows;
+	TsSession  *session = ts_session_begin(store, &sid, err);
+	TestBatch	tb;
+	int			rc;
+
+	if (session == NULL ||
+		ts_session_set_on_conflict(session, a, policy_a, err) != 0 ||
+		ts_session_set_on_conflict(session, b, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR, err) != 0)
+		return -1;
+	batch_build(&tb, a, 1, ids_a, n_a, 1);
+	rc = ts_session_write(session, &tb.batch, err);
+	batch_free(&tb);
+	if (rc == 0)
+	{
+		batch_build(&tb, b, 2, ids_b, n_b, 1);
+		rc = ts_session_write(session, &tb.batch, err);
+		batch_free(&tb);
+	}
+	if (rc != 0)
+	{
+		ts_session_abort(session);
+		return -1;
+	}
+	return ts_session_commit(session, &rows, err);
+}
+
+/*
+ * The row of the session a duplicate is (TsError.row_ordinal), counted
+ * over every table's rows: known while the records are in a staging
+ * buffer; after a row IGNOREd as it arrived (not staged), the rows after
+ * it are not known (0), never a wrong one.
+ */
+static void
+test_duplicate_rows(void)
+{
+	TsStore    *store = open_store(64 * 1024 * 1024);
+	TsOrdinals	ordinals = {.rows_before = 100,.has_carried = true,.carried = 42};
+	TsError		err;
+	uint32_t	a,
+				b;
+
+	/* a buffer's rows: a record carried over, then the new ones */
+	CHECK_EQ_UINT(ts_ordinals_row(&ordinals, 0), 42);
+	CHECK_EQ_UINT(ts_ordinals_row(&ordinals, 1), 101);
+	CHECK_EQ_UINT(ts_ordinals_row(&ordinals, 5), 105);
+	ts_ordinals_skip(&ordinals, 103);
+	ts_ordinals_skip(&ordinals, 104);
+	CHECK_EQ_UINT(ts_ordinals_row(&ordinals, 2), 102);
+	CHECK_EQ_UINT(ts_ordinals_row(&ordinals, 3), 0);
+	CHECK_EQ_UINT(ts_ordinals_row(&(TsOrdinals) {.rows_before = 7}, 0), 8);
+
+	REQUIRE(store != NULL);
+	a = open_table(store, "rows_a", true);
+	b = open_table(store, "rows_b", true);
+	REQUIRE(a < b);				/* a's keys sort first: the session stays sorted */
+
+	/* in key order, settled as they arrive: row 5 is the duplicate */
+	CHECK_EQ_INT(load_two_tables(store, a, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR,
+								 (int64_t[]) {1, 2, 3}, 3, b, (int64_t[]) {5, 5}, 2, &err), -1);
+	CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_DUPLICATE_KEY);
+	CHECK_EQ_UINT(err.table_id, b);
+	CHECK_EQ_UINT(err.row_ordinal, 5);
+	/* out of order, settled at prepare: row 6 is the later 5 */
+	CHECK_EQ_INT(load_two_tables(store, a, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR,
+								 (int64_t[]) {1, 2, 3}, 3, b, (int64_t[]) {5, 4, 6, 5}, 4,
+								 &err), -1);
+	CHECK_EQ_UINT(err.row_ordinal, 7);
+	/* against a stored row: the session's */
+	CHECK_EQ_INT(load_two_tables(store, a, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR,
+								 (int64_t[]) {1}, 1, b, (int64_t[]) {8, 9}, 2, &err), 0);
+	CHECK_EQ_INT(load_two_tables(store, a, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR,
+								 (int64_t[]) {2}, 1, b, (int64_t[]) {7, 9, 10}, 3, &err), -1);
+	CHECK_EQ_UINT(err.row_ordinal, 3);
+
+	/* row 2 ignored as it arrived: row 4, the duplicate, is not known (3 is wrong) */
+	CHECK_EQ_INT(load_two_tables(store, a, TCOPY__ON_CONFLICT__ON_CONFLICT_IGNORE,
+								 (int64_t[]) {11, 11}, 2, b, (int64_t[]) {15, 15}, 2, &err), -1);
+	CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_DUPLICATE_KEY);
+	CHECK(err.row_ordinal == 0 || err.row_ordinal == 4);
+	check_store_idle(store);
+	ts_store_close(store);
 }
 
 static void
@@ -2021,6 +2224,8 @@ main(void)
 	TC_RUN(test_zero_columns);
 	TC_RUN(test_on_conflict);
 	TC_RUN(test_concurrent_keys);
+	TC_RUN(test_duplicate_image);
+	TC_RUN(test_duplicate_rows);
 
 	/* merges in 3 parts at once, in a store of their own */
 	remove_data_dir();
