@@ -258,8 +258,18 @@ ts_stored_check(void *arg, const TsConflicts *conflicts,
 				const uint8_t *key, uint32_t keylen, const uint8_t *value,
 				uint32_t valuelen, bool *skip, TsError *err)
 {
+	return ts_stored_check_policy(arg, ts_conflicts_policy(conflicts, key, keylen), conflicts,
+								  truncated, ntruncated, check, key, keylen, value, valuelen,
+								  skip, err);
+}
+
+int
+ts_stored_check_policy(void *arg, Tcopy__OnConflict policy, const TsConflicts *conflicts,
+					   const uint32_t *truncated, size_t ntruncated, TsStoredCheck *check,
+					   const uint8_t *key, uint32_t keylen, const uint8_t *value,
+					   uint32_t valuelen, bool *skip, TsError *err)
+{
 	TsStore    *store = arg;
-	Tcopy__OnConflict policy = ts_conflicts_policy(conflicts, key, keylen);
 	rocksdb_iterator_t *it = check->iter;
 	const char *found;
 	size_t		found_len;

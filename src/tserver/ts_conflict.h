@@ -47,6 +47,16 @@ ts_conflicts_policy(const TsConflicts *conflicts, const uint8_t *key, uint32_t k
 	return TCOPY__ON_CONFLICT__ON_CONFLICT_REPLACE;
 }
 
+/* Whether any table has a policy other than REPLACE (what is checked). */
+static inline bool
+ts_conflicts_checked(const TsConflicts *conflicts)
+{
+	for (uint32_t i = 0; i < conflicts->n; i++)
+		if (conflicts->policies[i] != TCOPY__ON_CONFLICT__ON_CONFLICT_REPLACE)
+			return true;
+	return false;
+}
+
 /*
  * Of n >= 2 records of one key, in arrival order, which to keep: the last
  * (REPLACE), the first (IGNORE); -1 after reporting the second (ERROR).
@@ -103,6 +113,12 @@ int			ts_stored_check(void *store, const TsConflicts *conflicts,
 							const uint32_t *truncated, size_t ntruncated, TsStoredCheck *check,
 							const uint8_t *key, uint32_t keylen, const uint8_t *value,
 							uint32_t valuelen, bool *skip, TsError *err);
+/* The same, given the policy of key's table (ts_conflicts_policy). */
+int			ts_stored_check_policy(void *store, Tcopy__OnConflict policy,
+								   const TsConflicts *conflicts, const uint32_t *truncated,
+								   size_t ntruncated, TsStoredCheck *check, const uint8_t *key,
+								   uint32_t keylen, const uint8_t *value, uint32_t valuelen,
+								   bool *skip, TsError *err);
 void		ts_stored_check_end(TsStoredCheck *check);
 
 /* Set table_id's policy, once (PROTOCOL when set to another); 0 or -1. */

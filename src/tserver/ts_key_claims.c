@@ -367,10 +367,19 @@ key_has_policy(const TsSession *session, const uint8_t *key, uint32_t keylen)
 		TCOPY__ON_CONFLICT__ON_CONFLICT_REPLACE;
 }
 
-/* A never-spilled session's keys of its policy tables, and their ranges. */
+/*
+ * A never-spilled session's keys of its policy tables, and their ranges
+ * (its offsets are in key order).
+ */
 static int
 memory_keys(TsSession *session, TsKeyRanges *ranges, TcBuf *keys)
 {
+	size_t		bytes = 0;
+
+	for (size_t i = 0; i < session->noffsets; i++)
+		bytes += 4 + ts_record_keylen(session->staged.data + session->offsets[i]);
+	if (!tc_buf_reserve(keys, bytes))
+		return -1;
 	for (size_t i = 0; i < session->noffsets; i++)
 	{
 		const uint8_t *rec = session->staged.data + session->offsets[i];
@@ -379,8 +388,7 @@ memory_keys(TsSession *session, TsKeyRanges *ranges, TcBuf *keys)
 
 		if (!key_has_policy(session, key, keylen))
 			continue;
-		if (ts_key_ranges_add(ranges, key, keylen) != 0 ||
-			!tc_buf_reserve(keys, 4 + keylen))
+		if (ts_key_ranges_add_ascending(ranges, key, keylen) != 0)
 			return -1;
 		ts_put_be32(keys->data + keys->len, keylen);
 		memcpy(keys->data + keys->len + 4, key, keylen);

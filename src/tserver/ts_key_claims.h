@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "tc_buf.h"
 #include "ts_error.h"
@@ -37,6 +38,25 @@ typedef struct TsKeyRanges
 
 /* Widen the range of key's table (its first 4 bytes) to key; 0 or -1 (memory). */
 int			ts_key_ranges_add(TsKeyRanges *ranges, const uint8_t *key, uint32_t keylen);
+
+/*
+ * ts_key_ranges_add for a key above every key added before (an SST sink's
+ * keys ascend, as SstFileWriter demands): while its table is the last one
+ * added, only the last key is replaced, with no comparison.
+ */
+static inline int
+ts_key_ranges_add_ascending(TsKeyRanges *ranges, const uint8_t *key, uint32_t keylen)
+{
+	TsKeyRange *r = ranges->n > 0 ? &ranges->ranges[ranges->n - 1] : NULL;
+
+	if (r == NULL || keylen < 4 || r->last.cap < keylen ||
+		r->table_id != ((uint32_t) key[0] << 24 | (uint32_t) key[1] << 16 |
+						(uint32_t) key[2] << 8 | key[3]))
+		return ts_key_ranges_add(ranges, key, keylen);
+	memcpy(r->last.data, key, keylen);
+	r->last.len = keylen;
+	return 0;
+}
 
 /* Widen into's ranges by from's; 0 or -1 (memory). */
 int			ts_key_ranges_merge(TsKeyRanges *into, const TsKeyRanges *from);

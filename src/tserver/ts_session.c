@@ -577,13 +577,13 @@ ts_session_prepare(TsSession *session, TsError *err)
 	if (ts_spill_wait(session, err) != 0)
 		return -1;
 	if (!session->sorted && session->sst == NULL && session->nruns == 0 &&
-		session->conflicts.n > 0 && session_settle_staged(session, err) != 0)
+		ts_conflicts_checked(&session->conflicts) && session_settle_staged(session, err) != 0)
 		return -1;
 	/*
 	 * In key order now: against the stored rows, unless written to SST, and
 	 * against concurrent sessions' keys (ts_key_claims.c)
 	 */
-	if (session->sst == NULL && session->nruns == 0 && session->conflicts.n > 0 &&
+	if (session->sst == NULL && session->nruns == 0 && ts_conflicts_checked(&session->conflicts) &&
 		ts_key_claims_prepare(session, session_check_stored, err) != 0)
 		return -1;
 	if (session->sorted && session->sst != NULL)
@@ -618,7 +618,7 @@ ts_session_prepare(TsSession *session, TsError *err)
 			return -1;
 	}
 	/* spilled: the keys were checked as written, their ranges are known */
-	if (session->sst != NULL && session->conflicts.n > 0 &&
+	if (session->sst != NULL && ts_conflicts_checked(&session->conflicts) &&
 		ts_key_claims_prepare(session, NULL, err) != 0)
 		return -1;
 	session->prepared = true;

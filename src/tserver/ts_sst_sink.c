@@ -61,20 +61,23 @@ ts_sst_sink_put(void *arg, const uint8_t *key, uint32_t keylen,
 
 	if (sink->session->conflicts.n > 0)
 	{
+		const TsConflicts *conflicts = &sink->session->conflicts;
+		Tcopy__OnConflict policy = ts_conflicts_policy(conflicts, key, keylen);
 		bool		skip;
 
-		/* a stored key: kept (ignore) or an error, as the table says */
-		if (ts_stored_check(store, &sink->session->conflicts, sink->session->truncates,
-							sink->session->ntruncates, &sink->stored, key, keylen,
-							value, valuelen, &skip, err) != 0)
-			return -1;
-		if (skip)
-			return 0;
-		/* the range that concurrent sessions check (ts_key_claims.c) */
-		if (ts_conflicts_policy(&sink->session->conflicts, key, keylen) !=
-			TCOPY__ON_CONFLICT__ON_CONFLICT_REPLACE &&
-			ts_key_ranges_add(&sink->ranges, key, keylen) != 0)
-			goto oom;
+		if (policy != TCOPY__ON_CONFLICT__ON_CONFLICT_REPLACE)
+		{
+			/* a stored key: kept (ignore) or an error, as the table says */
+			if (ts_stored_check_policy(store, policy, conflicts, sink->session->truncates,
+									   sink->session->ntruncates, &sink->stored, key, keylen,
+									   value, valuelen, &skip, err) != 0)
+				return -1;
+			if (skip)
+				return 0;
+			/* the range that concurrent sessions check (ts_key_claims.c) */
+			if (ts_key_ranges_add_ascending(&sink->ranges, key, keylen) != 0)
+				goto oom;
+		}
 	}
 	if (sink->writer == NULL)
 	{
