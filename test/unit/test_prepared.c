@@ -1191,6 +1191,29 @@ test_labels_shuffled(void)
 }
 
 /*
+ * A session with on_conflict 'error' on table that wrote ids[n] (val), not
+ * yet prepared; NULL on failure.
+ */
+static TsSession *
+error_session(TsStore *store, uint32_t table, const int64_t *ids, size_t n, int64_t val)
+{
+	TsError		err;
+	uint64_t	sid;
+	TsSession  *session = ts_session_begin(store, &sid, &err);
+
+	if (session == NULL)
+		return NULL;
+	if (ts_session_set_on_conflict(session, table, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR,
+								   &err) != 0 ||
+		write_ids(session, table, ids, n, val) != 0)
+	{
+		ts_session_abort(session);
+		return NULL;
+	}
+	return session;
+}
+
+/*
  * A session prepared with on_conflict 'error' claims its keys; across a
  * restart (its keys not read back) it claims every key of the table: a
  * concurrent session with a policy on the table fails with a
@@ -1211,29 +1234,20 @@ test_key_claims_restart(void)
 
 	REQUIRE(store != NULL);
 	table = open_table(store, "claims", true);
-	session = ts_session_begin(store, &sid, &err);
+	session = error_session(store, table, ids, 3, 1);
 	REQUIRE(session != NULL);
-	CHECK_EQ_INT(ts_session_set_on_conflict(session, table, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR,
-											&err), 0);
-	CHECK_EQ_INT(write_ids(session, table, ids, 3, 1), 0);
 	CHECK_EQ_INT(ts_session_prepare_gid(session, "claims-1", 1, NULL, &rows, &err), 0);
 
 	/* before the restart: its range, key by key */
-	session = ts_session_begin(store, &sid, &err);
+	session = error_session(store, table, other, 1, 2);
 	REQUIRE(session != NULL);
-	CHECK_EQ_INT(ts_session_set_on_conflict(session, table, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR,
-											&err), 0);
-	CHECK_EQ_INT(write_ids(session, table, other, 1, 2), 0);
 	CHECK_EQ_INT(ts_session_commit(session, &rows, &err), 0);
 
 	store = reopen(store, SMALL_MEMORY);
 	REQUIRE(store != NULL);
 	other[0] = 2000;
-	session = ts_session_begin(store, &sid, &err);
+	session = error_session(store, table, other, 1, 2);
 	REQUIRE(session != NULL);
-	CHECK_EQ_INT(ts_session_set_on_conflict(session, table, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR,
-											&err), 0);
-	CHECK_EQ_INT(write_ids(session, table, other, 1, 2), 0);
 	CHECK_EQ_INT(ts_session_commit(session, &rows, &err), -1);
 	CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_SERIALIZATION);
 	CHECK_EQ_UINT(err.table_id, table);
@@ -1245,17 +1259,11 @@ test_key_claims_restart(void)
 
 	/* published: its keys are stored, the claim is gone */
 	CHECK_EQ_INT(resolve(store, "claims-1", true, 2, NULL), TCOPY__RESOLVE_OUTCOME__RESOLVE_DONE);
-	session = ts_session_begin(store, &sid, &err);
+	session = error_session(store, table, other, 1, 2);
 	REQUIRE(session != NULL);
-	CHECK_EQ_INT(ts_session_set_on_conflict(session, table, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR,
-											&err), 0);
-	CHECK_EQ_INT(write_ids(session, table, other, 1, 2), 0);
 	CHECK_EQ_INT(ts_session_commit(session, &rows, &err), 0);
-	session = ts_session_begin(store, &sid, &err);
+	session = error_session(store, table, ids + 1, 1, 2);
 	REQUIRE(session != NULL);
-	CHECK_EQ_INT(ts_session_set_on_conflict(session, table, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR,
-											&err), 0);
-	CHECK_EQ_INT(write_ids(session, table, ids + 1, 1, 2), 0);
 	CHECK_EQ_INT(ts_session_commit(session, &rows, &err), -1);
 	CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_DUPLICATE_KEY);
 	check_stats(store, 0);
