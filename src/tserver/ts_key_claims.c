@@ -15,8 +15,9 @@
  *     fails the later session, under 'error' as a duplicate, under 'ignore'
  *     as a serialization failure (the first may still be discarded, so
  *     neither keeping nor dropping the row is right);
- *   - a published session's claim, only if it was published after this
- *     session began and this session spilled: a never-spilled session
+ *   - a published session's claim, only if this session spilled and it
+ *     was published after this session began to (ts_key_claims_watch: its
+ *     first check against the stored rows): a never-spilled session
  *     checks the stored rows at prepare, under this file's lock, which the
  *     publisher takes after its rows are stored, so it saw them.
  *
@@ -27,9 +28,12 @@
  * loader's case, pays two key copies per row (its range) and nothing else.
  *
  * A claim lives from prepare until the session is discarded, or, once
- * published, until every session that began before the publish is gone
- * (the open sessions are kept in the order they began, so the first one's
- * start is the horizon).  A prepared session restored at startup claims
+ * published, until every session that was watching before the publish is
+ * gone.  A session watches from its first check against the stored rows
+ * before its prepare (its first spill, or the merge at prepare), and the
+ * watching sessions are kept in the order they began to, so the first
+ * one's start is the horizon; with no session spilling, a published claim
+ * goes at once.  A prepared session restored at startup claims
  * every key of its policy tables (its record lists them, not its keys).
  *
  * key_claims_lock is taken before tables_lock (a duplicate's report reads
@@ -233,7 +237,7 @@ claim_add_locked(TsStore *store, TsKeyClaim *claim)
 	return 0;
 }
 
-/* Drop the published claims no open session began before. */
+/* Drop the published claims that no watching session began before. */
 static void
 prune_locked(TsStore *store)
 {
@@ -250,11 +254,14 @@ prune_locked(TsStore *store)
 }
 
 void
-ts_key_claims_session_begin(TsSession *session)
+ts_key_claims_watch(TsSession *session)
 {
 	TsStore    *store = session->store;
 
+	if (session->watching)
+		return;
 	pthread_mutex_lock(&store->key_claims_lock);
+	session->watching = true;
 	session->claims_seq = store->publish_seq;
 	session->live_prev = store->live_last;
 	session->live_next = NULL;
@@ -273,15 +280,21 @@ ts_key_claims_session_end(TsSession *session)
 	TsKeyClaim *claim;
 	size_t		i;
 
+	if (!session->watching && !session->claimed)
+		return;
 	pthread_mutex_lock(&store->key_claims_lock);
-	if (session->live_prev != NULL)
-		session->live_prev->live_next = session->live_next;
-	else
-		store->live_first = session->live_next;
-	if (session->live_next != NULL)
-		session->live_next->live_prev = session->live_prev;
-	else
-		store->live_last = session->live_prev;
+	if (session->watching)
+	{
+		if (session->live_prev != NULL)
+			session->live_prev->live_next = session->live_next;
+		else
+			store->live_first = session->live_next;
+		if (session->live_next != NULL)
+			session->live_next->live_prev = session->live_prev;
+		else
+			store->live_last = session->live_prev;
+		session->watching = false;
+	}
 	if (session->claimed && !session->claim_kept &&
 		(claim = claim_find_locked(store, session->id, &i)) != NULL && !claim->published)
 		claim_remove_locked(store, i);
@@ -462,7 +475,8 @@ check_claim(TsSession *session, bool in_memory, const TsKeyRanges *mine,
 
 	if (claim->session_id == session->id)
 		return 0;
-	if (claim->published && (in_memory || claim->published_seq <= session->claims_seq))
+	if (claim->published &&
+		(in_memory || !session->watching || claim->published_seq <= session->claims_seq))
 		return 0;
 	table_id = overlapping_table(mine, claim);
 	if (table_id == 0)
@@ -486,7 +500,7 @@ check_claim(TsSession *session, bool in_memory, const TsKeyRanges *mine,
 	}
 	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_SERIALIZATION,
 				 "a concurrent session, %s, wrote keys of the table in the same range",
-				 claim->published ? "published since this one began" :
+				 claim->published ? "published since this one began to spill" :
 				 "prepared and not yet resolved");
 	err->table_id = table_id;
 	return -1;

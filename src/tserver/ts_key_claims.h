@@ -3,7 +3,7 @@
  *		Duplicate keys across concurrent sessions: each session with an
  *		on_conflict policy ('error' or 'ignore') claims, when it prepares,
  *		the key range it wrote of each such table, and checks the claims of
- *		the sessions prepared or published since it began.  Design in
+ *		the sessions prepared, or published since it spilled.  Design in
  *		docs/storage.md, "Concurrent sessions".
  */
 #ifndef TS_KEY_CLAIMS_H
@@ -67,13 +67,15 @@ void		ts_key_claims_init(TsStore *store);
 void		ts_key_claims_free_all(TsStore *store);
 
 /*
- * A session begins: it must see the claims published from now on.  Ends
- * with ts_key_claims_session_end, from ts_session_free.
+ * A session with a policy is about to check keys against the stored rows
+ * before its prepare (a spill, or the merge at prepare): from now on it
+ * must see the claims published (once; a session that never spills never
+ * watches, so the claims of sessions published meanwhile can go at once).
  */
-void		ts_key_claims_session_begin(TsSession *session);
+void		ts_key_claims_watch(TsSession *session);
 
 /*
- * A session is freed: it no longer checks, and its claim goes unless the
+ * A session is freed: it no longer watches, and its claim goes unless the
  * session was prepared durably or published (ts_key_claims_keep).
  */
 void		ts_key_claims_session_end(TsSession *session);
@@ -98,7 +100,7 @@ void		ts_key_claims_keep(TsSession *session);
 
 /*
  * The claimed session with id was published (its rows are stored): its
- * claim now matters only to the sessions that began before.
+ * claim now matters only to the sessions that were watching before.
  */
 void		ts_key_claims_published(TsStore *store, uint64_t session_id);
 

@@ -121,7 +121,6 @@ ts_session_begin(TsStore *store, uint64_t *session_id, TsError *err)
 	snprintf(session->dir, sizeof(session->dir), "%s/session-%llu",
 			 store->staging_dir, (unsigned long long) session->id);
 	atomic_fetch_add(&store->sessions_open, 1);
-	ts_key_claims_session_begin(session);
 	*session_id = session->id;
 	return session;
 }
@@ -270,9 +269,14 @@ ts_session_write(TsSession *session, const Tcopy__WriteBatch *batch, TsError *er
 	if (session->staged.len > 0 &&
 		(session->staged.len + bound > session->staged.cap ||
 		 (store->opts.memory_bytes > 0 && session->staged.len >= EARLY_SPILL_BYTES &&
-		  atomic_load(&store->staged_bytes) + bound > store->opts.memory_bytes)) &&
-		ts_spill_start(session, err) != 0)
-		return -1;
+		  atomic_load(&store->staged_bytes) + bound > store->opts.memory_bytes)))
+	{
+		/* a spill checks keys against the stored rows (ts_key_claims.c) */
+		if (ts_conflicts_checked(&session->conflicts))
+			ts_key_claims_watch(session);
+		if (ts_spill_start(session, err) != 0)
+			return -1;
+	}
 	/* what a failed batch goes back to: after the spill, which swaps buffers */
 	saved_len = session->staged.len;
 	saved_offsets = session->noffsets;
@@ -586,6 +590,9 @@ ts_session_prepare(TsSession *session, TsError *err)
 	if (session->sst == NULL && session->nruns == 0 && ts_conflicts_checked(&session->conflicts) &&
 		ts_key_claims_prepare(session, session_check_stored, err) != 0)
 		return -1;
+	/* the last spill and the merge check keys against the stored rows */
+	if ((session->sst != NULL || session->nruns > 0) && ts_conflicts_checked(&session->conflicts))
+		ts_key_claims_watch(session);
 	if (session->sorted && session->sst != NULL)
 	{
 		/* every spill went to SST files: the rest is the last of them */

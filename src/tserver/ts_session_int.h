@@ -147,8 +147,9 @@ struct TsSession
 								 * own while it runs */
 	TsOrdinals	ordinals;		/* which rows staged's records are */
 	/* ts_key_claims.c's, under the store's key_claims_lock */
-	uint64_t	claims_seq;		/* the store's publish_seq when it began */
-	TsSession  *live_prev;		/* open sessions, in the order they began */
+	bool		watching;		/* ts_key_claims_watch was called */
+	uint64_t	claims_seq;		/* the store's publish_seq then */
+	TsSession  *live_prev;		/* watching sessions, in the order they began to */
 	TsSession  *live_next;
 	bool		claimed;		/* its keys are claimed */
 	bool		claim_kept;		/* prepared durably: the claim outlives it */

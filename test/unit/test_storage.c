@@ -265,6 +265,9 @@ check_store_idle(TsStore *store)
 	CHECK_EQ_UINT(stats.sessions_open, 0);
 	CHECK_EQ_UINT(stats.staged_bytes, 0);
 	CHECK_EQ_UINT(stats.spilled_bytes, 0);
+	/* nothing prepared, no session watching: no key claim is left */
+	CHECK_EQ_UINT(store->nkey_claims, 0);
+	CHECK(store->live_first == NULL);
 }
 
 static TsStore *open_store_sst(size_t session_memory, uint64_t sst_target);
@@ -1552,6 +1555,10 @@ test_concurrent_keys(void)
 			CHECK_EQ_INT(ts_session_commit(b, &rows, &err), 0);
 		}
 
+		/* no session spilled: the committed ones left no claim, a's is there */
+		if (!spilled)
+			CHECK_EQ_UINT(store->nkey_claims, 1);
+
 		/* a aborts: its keys are free */
 		ts_session_abort(a);
 		b = begin_with_policy(store, t, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR, b_ids, 51, 2);
@@ -1591,6 +1598,8 @@ test_concurrent_keys(void)
 		p = begin_with_policy(store, t2, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR, one, 1, 9);
 		REQUIRE(p != NULL);
 		CHECK_EQ_INT(ts_session_commit(p, &rows, &err), 0);
+		/* s watches (it spilled): p's claim stays for it */
+		CHECK_EQ_UINT(store->nkey_claims, 1);
 		/* outside s's range: no matter */
 		one[0] = 100000;
 		p = begin_with_policy(store, t2, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR, one, 1, 9);
