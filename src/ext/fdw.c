@@ -170,14 +170,6 @@ tcopyGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 							NIL, fdw_private, NIL, NIL, outer_plan);
 }
 
-/* ANALYZE is not supported: the planner assumes a default row count. */
-static bool
-tcopyAnalyzeForeignTable(Relation relation, AcquireSampleRowsFunc *func,
-						 BlockNumber *totalpages)
-{
-	return false;
-}
-
 /*
  * Whether serverid is a server of a wrapper whose handler is this one:
  * what makes a server a tcopy server.
