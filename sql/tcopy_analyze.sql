@@ -21,6 +21,26 @@ INSERT INTO an_t SELECT * FROM an_heap;
 -- never analyzed: reltuples unknown
 SELECT relpages, reltuples FROM pg_class WHERE oid = 'an_t'::regclass;
 
+-- the planner's rows then come from the tserver's estimate (not the
+-- default 1000); approximate, so compared with a tolerance
+CREATE FUNCTION an_plan_rows(query text) RETURNS float8 LANGUAGE plpgsql AS $$
+DECLARE
+	plan json;
+BEGIN
+	EXECUTE 'EXPLAIN (FORMAT JSON) ' || query INTO plan;
+	RETURN (plan -> 0 -> 'Plan' ->> 'Plan Rows')::float8;
+END $$;
+SELECT an_plan_rows('SELECT * FROM an_t') BETWEEN 1800 AND 2200 AS near_2000;
+SELECT an_plan_rows('SELECT * FROM an_t WHERE k > 0') BETWEEN 1800 / 3 AND 2200 / 3 AS near_a_third;
+-- a table never written to: no rows (the planner's least is 1)
+CREATE FOREIGN TABLE an_empty (k int) SERVER ts OPTIONS (table_name 'analyze_never_written');
+SELECT an_plan_rows('SELECT * FROM an_empty');
+-- a tserver not there: the default, and no error before the scan
+CREATE SERVER ts_gone FOREIGN DATA WRAPPER tcopy OPTIONS (address 'unix:/nonexistent/tcopy.sock');
+CREATE USER MAPPING FOR PUBLIC SERVER ts_gone;
+CREATE FOREIGN TABLE an_gone (k int) SERVER ts_gone;
+SELECT an_plan_rows('SELECT * FROM an_gone');
+
 -- ANALYZE no longer skips the table, and counts its rows
 ANALYZE an_heap;
 ANALYZE an_t;
@@ -57,7 +77,6 @@ ALTER FOREIGN TABLE an_t ALTER COLUMN k SET STATISTICS -1,
 	ALTER COLUMN x SET STATISTICS -1;
 
 -- a table never written to the tserver has no rows
-CREATE FOREIGN TABLE an_empty (k int) SERVER ts OPTIONS (table_name 'analyze_never_written');
 ANALYZE an_empty;
 SELECT reltuples FROM pg_class WHERE oid = 'an_empty'::regclass;
 
@@ -88,3 +107,4 @@ SELECT reltuples FROM pg_class WHERE oid = 'an_t'::regclass;
 SET client_min_messages = warning;
 DROP EXTENSION tcopy CASCADE;
 DROP TABLE an_heap;
+DROP FUNCTION an_plan_rows(text);

@@ -20,6 +20,7 @@
 #include "tcopy.h"
 
 #include "access/htup_details.h"
+#include "storage/block.h"
 #include "commands/vacuum.h"
 #include "miscadmin.h"
 #include "utils/memutils.h"
@@ -48,8 +49,14 @@ bool
 tcopyAnalyzeForeignTable(Relation relation, AcquireSampleRowsFunc *func,
 						 BlockNumber *totalpages)
 {
+	double		rows;
+	double		bytes;
+
 	*func = tcopy_acquire_sample_rows;
 	*totalpages = 1;
+	if (tcopy_table_estimate(relation, relation->rd_rel->relowner, &rows, &bytes) &&
+		bytes > BLCKSZ)
+		*totalpages = (BlockNumber) Min(bytes / BLCKSZ, (double) MaxBlockNumber);
 	return true;
 }
 

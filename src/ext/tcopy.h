@@ -746,6 +746,13 @@ extern void tcopyExplainForeignScan(ForeignScanState *node, struct ExplainState 
 /* Refuse to read rel in the transaction that wrote, truncated or dropped it. */
 extern void tcopy_scan_check_visible(Relation rel, const TcopyTableOptions *options);
 
+/*
+ * in fdw_estimate.c: the tserver's estimate of rel's rows and stored bytes,
+ * asked as userid once per transaction; false when it gives none
+ */
+extern bool tcopy_table_estimate(Relation rel, Oid userid, double *rows,
+								 double *bytes);
+
 /* in fdw_analyze.c: ANALYZE, a sample of the rows of a scan */
 extern bool tcopyAnalyzeForeignTable(Relation relation,
 									 AcquireSampleRowsFunc *func,
