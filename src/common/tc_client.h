@@ -233,6 +233,14 @@ int			tc_client_list_labels(TcClient *client, uint32_t table_id,
 int			tc_client_stats(TcClient *client, Tcopy__Stats **stats);
 
 /*
+ * The server's estimate of the rows and stored bytes of table_id (opened on
+ * this client): 0, 1 when the server gives none (it predates estimates),
+ * -1 on failure.
+ */
+int			tc_client_table_estimate(TcClient *client, uint32_t table_id,
+									 uint64_t *rows, uint64_t *bytes);
+
+/*
  * Start a scan, then call tc_client_scan_next until (*batch)->done.  Each
  * batch stays valid until the next call on this client.
  */

@@ -425,20 +425,51 @@ tc_client_session_on_conflict(TcClient *client, uint32_t table_id,
 						   table_id, true, on_conflict);
 }
 
-/* Ask for the server's counters; *stats is a heap copy. */
-int
-tc_client_stats(TcClient *client, Tcopy__Stats **stats)
+/* Send STATS_REQUEST for table_id (0: none); *stats is a heap copy. */
+static int
+client_stats(TcClient *client, uint32_t table_id, Tcopy__Stats **stats)
 {
 	Tcopy__StatsRequest request = TCOPY__STATS_REQUEST__INIT;
 	ProtobufCMessage *msg;
 
 	if (client->broken)
 		return -1;
+	request.table_id = table_id;
 	if (client_send_message(client, TCOPY__FRAME_TYPE__FRAME_STATS_REQUEST, &request.base) < 0 ||
 		client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_STATS, NULL, &msg) < 0)
 		return -1;
 	*stats = (Tcopy__Stats *) msg;
 	return 0;
+}
+
+/* Ask for the server's counters; *stats is a heap copy. */
+int
+tc_client_stats(TcClient *client, Tcopy__Stats **stats)
+{
+	return client_stats(client, 0, stats);
+}
+
+/*
+ * Ask for the server's estimate of table_id's size.  1 when the server
+ * answered without one (it predates estimates).
+ */
+int
+tc_client_table_estimate(TcClient *client, uint32_t table_id, uint64_t *rows,
+						 uint64_t *bytes)
+{
+	Tcopy__Stats *stats;
+	int			rc = 1;
+
+	if (client_stats(client, table_id, &stats) < 0)
+		return -1;
+	if (stats->table != NULL)
+	{
+		*rows = stats->table->rows;
+		*bytes = stats->table->bytes;
+		rc = 0;
+	}
+	tcopy__stats__free_unpacked(stats, NULL);
+	return rc;
 }
 
 /* Send a Scan; its batches are then read with tc_client_scan_next. */

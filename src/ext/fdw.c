@@ -17,8 +17,10 @@
 
 #include "access/stratnum.h"
 #include "access/sysattr.h"
+#include "access/table.h"
 #include "catalog/pg_opfamily_d.h"
 #include "catalog/pg_type_d.h"
+#include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
@@ -27,7 +29,7 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
-/* rows assumed for a table never analyzed */
+/* rows assumed for a table never analyzed, when the tserver gives no estimate */
 #define TCOPY_DEFAULT_ROWS		1000.0
 /* planner costs: a scan's fixed cost (connecting), then per row fetched */
 #define TCOPY_STARTUP_COST		10.0
@@ -36,16 +38,29 @@
 PG_FUNCTION_INFO_V1(tcopy_fdw_handler);
 
 /*
- * Estimate the size of the scan's result without asking the tserver: the
- * row count ANALYZE left, else a default, times the quals' selectivity.
+ * Estimate the size of the scan's result: the row count ANALYZE left, else
+ * (never analyzed, or found empty then) the tserver's estimate, else a
+ * default, times the quals' selectivity.
  */
 static void
 tcopyGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 {
-	double		ntuples;
+	double		ntuples = TCOPY_DEFAULT_ROWS;
 	Selectivity sel;
 
-	ntuples = baserel->tuples > 0 ? baserel->tuples : TCOPY_DEFAULT_ROWS;
+	if (baserel->tuples > 0)
+		ntuples = baserel->tuples;
+	else
+	{
+		Relation	rel = table_open(foreigntableid, NoLock);
+		Oid			userid = OidIsValid(baserel->userid) ? baserel->userid : GetUserId();
+		double		rows;
+		double		bytes;
+
+		if (tcopy_table_estimate(rel, userid, &rows, &bytes))
+			ntuples = rows;
+		table_close(rel, NoLock);
+	}
 	sel = clauselist_selectivity(root, baserel->baserestrictinfo, 0,
 								 JOIN_INNER, NULL);
 	baserel->rows = clamp_row_est(ntuples * sel);
@@ -168,14 +183,6 @@ tcopyGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 	scan_clauses = extract_actual_clauses(scan_clauses, false);
 	return make_foreignscan(tlist, scan_clauses, baserel->relid,
 							NIL, fdw_private, NIL, NIL, outer_plan);
-}
-
-/* ANALYZE is not supported: the planner assumes a default row count. */
-static bool
-tcopyAnalyzeForeignTable(Relation relation, AcquireSampleRowsFunc *func,
-						 BlockNumber *totalpages)
-{
-	return false;
 }
 
 /*

@@ -249,6 +249,36 @@ tcopy_scan_connect(TcopyScanState *state)
 }
 
 /*
+ * Refuse to read rel in a transaction that changed its rows on the tserver
+ * (wrote, truncated or dropped them): those changes are not visible before
+ * the commit, so a scan would silently return stale rows.  Scans and
+ * ANALYZE share this.
+ */
+void
+tcopy_scan_check_visible(Relation rel, const TcopyTableOptions *options)
+{
+	if (tcopy_xact_wrote_table(options))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot read foreign table \"%s\" in the transaction that wrote to it",
+						RelationGetRelationName(rel)),
+				 errdetail("Rows written by tcopy become visible when the transaction commits.")));
+	if (tcopy_xact_staged_op_on(options))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot read foreign table \"%s\" in the transaction that truncated it",
+						RelationGetRelationName(rel)),
+				 errdetail("A TRUNCATE of a tcopy table takes effect when the transaction commits.")));
+	if (tcopy_xact_drops_table(options))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot read foreign table \"%s\" in the transaction that dropped its data",
+						RelationGetRelationName(rel)),
+				 errdetail("Another foreign table bound to the same tserver table was dropped in this "
+						   "transaction, and its data goes at the commit.")));
+}
+
+/*
  * Set up the scan; a SELECT in the transaction that wrote to the table is
  * refused, as those rows are not visible before the commit.
  */
@@ -271,25 +301,7 @@ tcopyBeginForeignScan(ForeignScanState *node, int eflags)
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
 
-	if (tcopy_xact_wrote_table(&state->codec->options))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot read foreign table \"%s\" in the transaction that wrote to it",
-						RelationGetRelationName(rel)),
-				 errdetail("Rows written by tcopy become visible when the transaction commits.")));
-	if (tcopy_xact_staged_op_on(&state->codec->options))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot read foreign table \"%s\" in the transaction that truncated it",
-						RelationGetRelationName(rel)),
-				 errdetail("A TRUNCATE of a tcopy table takes effect when the transaction commits.")));
-	if (tcopy_xact_drops_table(&state->codec->options))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot read foreign table \"%s\" in the transaction that dropped its data",
-						RelationGetRelationName(rel)),
-				 errdetail("Another foreign table bound to the same tserver table was dropped in this "
-						   "transaction, and its data goes at the commit.")));
+	tcopy_scan_check_visible(rel, &state->codec->options);
 
 	state->batch_cxt = AllocSetContextCreate(CurrentMemoryContext,
 											 "tcopy scan batch",

@@ -743,6 +743,20 @@ extern TupleTableSlot *tcopyIterateForeignScan(ForeignScanState *node);
 extern void tcopyReScanForeignScan(ForeignScanState *node);
 extern void tcopyEndForeignScan(ForeignScanState *node);
 extern void tcopyExplainForeignScan(ForeignScanState *node, struct ExplainState *es);
+/* Refuse to read rel in the transaction that wrote, truncated or dropped it. */
+extern void tcopy_scan_check_visible(Relation rel, const TcopyTableOptions *options);
+
+/*
+ * in fdw_estimate.c: the tserver's estimate of rel's rows and stored bytes,
+ * asked as userid once per transaction; false when it gives none
+ */
+extern bool tcopy_table_estimate(Relation rel, Oid userid, double *rows,
+								 double *bytes);
+
+/* in fdw_analyze.c: ANALYZE, a sample of the rows of a scan */
+extern bool tcopyAnalyzeForeignTable(Relation relation,
+									 AcquireSampleRowsFunc *func,
+									 BlockNumber *totalpages);
 
 /* in fdw_modify.c: the insert and truncate callbacks */
 extern int	tcopyIsForeignRelUpdatable(Relation rel);

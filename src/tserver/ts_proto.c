@@ -956,16 +956,30 @@ proto_fill_stats(TsProtoShared *shared, Tcopy__Stats *stats)
 	stats->peak_rss_kb = proto_peak_rss_kb();
 }
 
-/* STATS_REQUEST: answer STATS. */
+/*
+ * STATS_REQUEST: answer STATS, with the estimate of the table asked for
+ * (which a scoped connection must have opened, as for a scan).
+ */
 static int
 proto_on_stats_request(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
 {
 	Tcopy__Stats stats = TCOPY__STATS__INIT;
+	Tcopy__TableEstimate estimate = TCOPY__TABLE_ESTIMATE__INIT;
+	Tcopy__StatsRequest *request;
 
 	if (proto->phase == TS_PROTO_AWAIT_HELLO)
 		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_STATS_REQUEST, NULL, err);
-	if (proto_unpack(proto, &tcopy__stats_request__descriptor, payload, len, err) == NULL)
+	request = proto_unpack(proto, &tcopy__stats_request__descriptor, payload, len, err);
+	if (request == NULL)
 		return -1;
+	if (request->table_id != 0)
+	{
+		if (proto_check_table_id(proto, request->table_id, err) != 0 ||
+			ts_store_table_estimate(proto->shared->store, request->table_id,
+									&estimate.rows, &estimate.bytes, err) != 0)
+			return -1;
+		stats.table = &estimate;
+	}
 	proto_fill_stats(proto->shared, &stats);
 	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_STATS, &stats.base, err);
 }

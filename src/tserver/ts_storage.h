@@ -117,6 +117,14 @@ bool		ts_store_prepared_owned(TsStore *store, uint64_t owner, char *gid,
 /* Connection owner is gone: the sessions it owns become orphaned. */
 void		ts_store_prepared_detach(TsStore *store, uint64_t owner);
 
+/*
+ * The approximate rows and stored bytes of table_id, from RocksDB's
+ * metadata and the memtables, without reading its rows (ts_estimate.c says
+ * how, and how accurate).  -1 with err for an unknown table.
+ */
+int			ts_store_table_estimate(TsStore *store, uint32_t table_id,
+									uint64_t *rows, uint64_t *bytes, TsError *err);
+
 /* Fill the store's fields of stats (tables, sessions, rows, staging). */
 void		ts_store_stats(TsStore *store, Tcopy__Stats *stats);
 

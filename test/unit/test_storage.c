@@ -2202,6 +2202,92 @@ test_zero_columns(void)
 	ts_store_close(store);
 }
 
+/* ts_store_table_estimate's rows of table, checked to be within pct % of want. */
+static void
+check_estimate(TsStore *store, uint32_t table, uint64_t want, double pct)
+{
+	TsError		err;
+	uint64_t	rows = 0;
+	uint64_t	bytes = 0;
+
+	CHECK_EQ_INT(ts_store_table_estimate(store, table, &rows, &bytes, &err), 0);
+	if (pct == 0)
+		CHECK_EQ_UINT(rows, want);
+	else
+	{
+		if (!((double) rows >= want * (1 - pct / 100) &&
+			  (double) rows <= want * (1 + pct / 100)))
+			fprintf(stderr, "table %u: estimate %llu rows, want %llu within %.0f%%\n",
+					table, (unsigned long long) rows, (unsigned long long) want, pct);
+		CHECK((double) rows >= want * (1 - pct / 100) &&
+			  (double) rows <= want * (1 + pct / 100));
+	}
+	CHECK(want == 0 || bytes > 0);
+}
+
+/*
+ * Estimates: exact for rows in memtables, counted from the files' entries
+ * for ingested SST files, in proportion for files shared by tables, and
+ * unknown tables refused.
+ */
+static void
+test_table_estimate(void)
+{
+	TsStore    *store = open_store(64 * 1024 * 1024);
+	int64_t    *ids = malloc(60000 * sizeof(int64_t));
+	uint32_t	a,
+				b,
+				c,
+				d;
+	TsError		err;
+	uint64_t	rows,
+				bytes;
+
+	REQUIRE(store != NULL && ids != NULL);
+	for (int i = 0; i < 60000; i++)
+		ids[i] = i;
+	a = open_table(store, "est_a", true);
+	b = open_table(store, "est_b", true);
+	c = open_table(store, "est_c", true);
+	REQUIRE(a > 0 && b > 0 && c > 0);
+
+	/* small sessions: one WriteBatch each, in the memtable, counted exactly */
+	CHECK_EQ_INT(load(store, a, ids, 30000, 1, true), 0);
+	CHECK_EQ_INT(load(store, b, ids, 20000, 1, true), 0);
+	check_estimate(store, a, 30000, 0);
+	check_estimate(store, b, 20000, 0);
+	check_estimate(store, c, 0, 0);
+	/* overwriting keys in the memtable adds no rows */
+	CHECK_EQ_INT(load(store, a, ids, 1000, 2, true), 0);
+	check_estimate(store, a, 30000, 0);
+	/* an aborted session leaves none */
+	CHECK_EQ_INT(load(store, c, ids, 500, 1, false), 0);
+	check_estimate(store, c, 0, 0);
+	CHECK_EQ_INT(ts_store_table_estimate(store, 100000, &rows, &bytes, &err), -1);
+	CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_UNKNOWN_TABLE);
+	ts_store_close(store);
+
+	/*
+	 * Reopened, the WAL's rows are flushed to a file that holds both
+	 * tables (and the earlier tests'): each counts its share of the file's
+	 * entries by its bytes, which RocksDB knows to a 16 KiB block.
+	 */
+	store = open_store(64 * 1024);
+	REQUIRE(store != NULL);
+	check_estimate(store, a, 30000, 10);
+	check_estimate(store, b, 20000, 10);
+	check_estimate(store, c, 0, 0);
+
+	/* a spilled session: ingested SST files of its own, their entries */
+	d = open_table(store, "est_d", true);
+	REQUIRE(d > 0);
+	CHECK_EQ_INT(load(store, d, ids, 60000, 1, true), 0);
+	check_estimate(store, d, 60000, 2);
+	check_estimate(store, a, 30000, 10);
+	ts_store_close(store);
+	free(ids);
+}
+
 static void
 remove_data_dir(void)
 {
@@ -2235,6 +2321,7 @@ main(void)
 	TC_RUN(test_concurrent_keys);
 	TC_RUN(test_duplicate_image);
 	TC_RUN(test_duplicate_rows);
+	TC_RUN(test_table_estimate);
 
 	/* merges in 3 parts at once, in a store of their own */
 	remove_data_dir();

@@ -1,0 +1,127 @@
+/*
+ * fdw_estimate.c
+ *		The size of a tcopy table as its tserver estimates it: what the
+ *		planner assumes of a table ANALYZE has not counted.
+ *
+ * The tserver answers from RocksDB's metadata without reading the rows
+ * (STATS_REQUEST with a table id; docs/protocol.md#statistics), so asking
+ * costs one connection and a round trip.  An answer is kept for the rest
+ * of the transaction, per relation, so that planning a statement that
+ * names a table many times, or many statements of one transaction, ask
+ * once; the next transaction asks again, and sees the rows committed
+ * meanwhile.
+ *
+ * Asking fails soft: when the tserver cannot be reached, refuses the
+ * table, or predates estimates, the planner takes the default, as it did
+ * before estimates existed (DEBUG1 says why), so that EXPLAIN and plans
+ * that never scan the table (a constant-false qual, a statement prepared
+ * ahead) still work; a scan then fails with the tserver's own error.
+ * Errors raised before the tserver is asked (a missing user mapping) are
+ * raised, as a scan raises them.
+ */
+#include "tcopy.h"
+
+#include "storage/proc.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+typedef struct TcopyEstimateEntry
+{
+	Oid			relid;			/* hash key */
+	LocalTransactionId lxid;	/* the transaction that asked */
+	bool		known;			/* false: the tserver gave none */
+	double		rows;
+	double		bytes;
+} TcopyEstimateEntry;
+
+/* Estimates by relation, in TopMemoryContext; valid in their transaction. */
+static HTAB *tcopy_estimates = NULL;
+
+/*
+ * Ask the tserver of rel, as userid, for its estimate; false when it
+ * cannot give one.
+ */
+static bool
+tcopy_fetch_estimate(Relation rel, Oid userid, double *rows, double *bytes)
+{
+	TcopyTableOptions options;
+	TcClient   *client;
+	char		err[256];
+	uint32_t	table_id;
+	uint64_t	nrows;
+	uint64_t	nbytes;
+	bool		ok = false;
+
+	tcopy_get_table_options(rel, userid, &options);
+	if (tcopy_address_is_null(options.address))
+	{
+		/* null: keeps nothing */
+		*rows = *bytes = 0;
+		return true;
+	}
+	client = tcopy_try_connect(options.address, options.token, &options.tls,
+							   err, sizeof(err));
+	if (client == NULL)
+	{
+		elog(DEBUG1, "tcopy: no row estimate for \"%s\": %s",
+			 RelationGetRelationName(rel), err);
+		return false;
+	}
+	if (tc_client_open_table(client, options.table_name, NULL, false,
+							 &table_id, NULL, NULL) < 0)
+	{
+		if (tc_client_error_code(client) == TCOPY__ERROR_CODE__ERROR_UNKNOWN_TABLE)
+		{
+			/* never written to */
+			*rows = *bytes = 0;
+			ok = true;
+		}
+		else
+			elog(DEBUG1, "tcopy: no row estimate for \"%s\": %s",
+				 RelationGetRelationName(rel), tc_client_error(client));
+	}
+	else if (tc_client_table_estimate(client, table_id, &nrows, &nbytes) == 0)
+	{
+		*rows = (double) nrows;
+		*bytes = (double) nbytes;
+		ok = true;
+	}
+	else
+		elog(DEBUG1, "tcopy: no row estimate for \"%s\" from the tserver",
+			 RelationGetRelationName(rel));
+	tcopy_disconnect(client);
+	return ok;
+}
+
+bool
+tcopy_table_estimate(Relation rel, Oid userid, double *rows, double *bytes)
+{
+	TcopyEstimateEntry *entry;
+	Oid			relid = RelationGetRelid(rel);
+	bool		found;
+
+	if (tcopy_estimates == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(TcopyEstimateEntry);
+		ctl.hcxt = TopMemoryContext;
+		tcopy_estimates = hash_create("tcopy row estimates", 16, &ctl,
+									  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	}
+	entry = hash_search(tcopy_estimates, &relid, HASH_ENTER, &found);
+	if (!found || entry->lxid != MyProc->lxid)
+	{
+		/* not valid until it is filled: an ERROR leaves it stale */
+		entry->lxid = InvalidLocalTransactionId;
+		entry->known = tcopy_fetch_estimate(rel, userid, &entry->rows, &entry->bytes);
+		entry->lxid = MyProc->lxid;
+	}
+	if (!entry->known)
+		return false;
+	*rows = entry->rows;
+	*bytes = entry->bytes;
+	return true;
+}
