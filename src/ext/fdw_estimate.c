@@ -16,6 +16,9 @@
  * before estimates existed (DEBUG1 says why), so that EXPLAIN and plans
  * that never scan the table (a constant-false qual, a statement prepared
  * ahead) still work; a scan then fails with the tserver's own error.
+ * Asking gives up after TCOPY_ESTIMATE_WAIT_MS: the scan that follows
+ * waits tcopy.connect_timeout for a tserver that does not answer, and the
+ * planning must not wait as long again first.
  * Errors raised before the tserver is asked (a missing user mapping) are
  * raised, as a scan raises them.
  */
@@ -34,6 +37,9 @@ typedef struct TcopyEstimateEntry
 	double		rows;
 	double		bytes;
 } TcopyEstimateEntry;
+
+/* How long asking may take; a tserver on the same host answers in far less. */
+#define TCOPY_ESTIMATE_WAIT_MS 250
 
 /* Estimates by relation, in TopMemoryContext; valid in their transaction. */
 static HTAB *tcopy_estimates = NULL;
@@ -116,7 +122,17 @@ tcopy_table_estimate(Relation rel, Oid userid, double *rows, double *bytes)
 	{
 		/* not valid until it is filled: an ERROR leaves it stale */
 		entry->lxid = InvalidLocalTransactionId;
-		entry->known = tcopy_fetch_estimate(rel, userid, &entry->rows, &entry->bytes);
+		tcopy_set_wait_deadline(TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+															TCOPY_ESTIMATE_WAIT_MS));
+		PG_TRY();
+		{
+			entry->known = tcopy_fetch_estimate(rel, userid, &entry->rows, &entry->bytes);
+		}
+		PG_FINALLY();
+		{
+			tcopy_set_wait_deadline(0);
+		}
+		PG_END_TRY();
 		entry->lxid = MyProc->lxid;
 	}
 	if (!entry->known)
