@@ -270,12 +270,38 @@ SAVEPOINT s;
 COPY br_new FROM STDIN (FREEZE);
 \.
 ROLLBACK;
--- truncated: a foreign table gets no new relfilenode, Postgres refuses it
+-- truncated in the current subtransaction: tcopy loads it (its TRUNCATE
+-- is applied before the rows), as pgbench -i does
 BEGIN;
 TRUNCATE br;
 COPY br FROM STDIN (FREEZE);
+70	70	z	70
+71	71	z	71
+\.
+COMMIT;
+SELECT * FROM br ORDER BY 1;
+-- truncated in the transaction, not in the current subtransaction: refused
+BEGIN;
+TRUNCATE br;
+SAVEPOINT s;
+COPY br FROM STDIN (FREEZE);
 \.
 ROLLBACK;
+-- truncated in a subtransaction since released: it counts; rolled back: not
+BEGIN;
+SAVEPOINT s;
+TRUNCATE br;
+RELEASE s;
+COPY br FROM STDIN (FREEZE);
+\.
+SAVEPOINT t;
+TRUNCATE br;
+ROLLBACK TO t;
+SAVEPOINT u;
+COPY br FROM STDIN (FREEZE);
+\.
+ROLLBACK;
+-- Postgres' own COPY (hook off): a foreign table gets no new relfilenode
 BEGIN;
 SET LOCAL tcopy.copy_hook = off;
 TRUNCATE br;

@@ -180,6 +180,9 @@ copy_take_on_conflict(ParseState *pstate, List *options, bool *given,
  * CopyFrom's FREEZE checks, in its order and words.  Postgres 15 accepts
  * FREEZE for a foreign table that passes them (and 18 refuses every foreign
  * table); a tcopy table has no heap to freeze, so FREEZE changes nothing.
+ * A tcopy table truncated in the current subtransaction passes too
+ * (truncated.c): the load goes into an empty table, as after a heap
+ * table's TRUNCATE.
  */
 static void
 check_copy_freeze(Relation rel)
@@ -190,7 +193,8 @@ check_copy_freeze(Relation rel)
 				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
 				 errmsg("cannot perform COPY FREEZE because of prior transaction activity")));
 	if (rel->rd_createSubid != GetCurrentSubTransactionId() &&
-		rel->rd_newRelfilenodeSubid != GetCurrentSubTransactionId())
+		rel->rd_newRelfilenodeSubid != GetCurrentSubTransactionId() &&
+		!tcopy_truncated_in_subxact(RelationGetRelid(rel)))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("cannot perform COPY FREEZE because the table was not created or truncated in the current subtransaction")));

@@ -223,6 +223,8 @@ tcopyExecForeignTruncate(List *rels, DropBehavior behavior, bool restart_seqs)
 
 	for (int r = 0; r < nrels; r++)
 	{
+		/* empty for the rest of the (sub)transaction: COPY FREEZE may load it */
+		tcopy_note_truncated(RelationGetRelid((Relation) list_nth(rels, r)));
 		if (tcopy_lookup_table_id(&codecs[r]->options, codecs[r]->schema, "to truncate it",
 								  &table_ids[ntargets]))
 			targets[ntargets++] = codecs[r];

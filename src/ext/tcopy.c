@@ -208,6 +208,7 @@ _PG_init(void)
 {
 	tcopy_define_gucs();
 	TcopyXactInit();
+	TcopyTruncatedInit();
 	TcopyHookInit();
 	TcopyRecoveryWorkerInit();
 }

@@ -786,6 +786,11 @@ extern void tcopyExecForeignTruncate(List *rels, DropBehavior behavior,
 /* in hook.c: the utility hook, dispatching to copy.c and rename.c */
 extern void TcopyHookInit(void);
 
+/* in truncated.c: tables truncated in the transaction, for COPY FREEZE */
+extern void TcopyTruncatedInit(void);
+extern void tcopy_note_truncated(Oid relid);
+extern bool tcopy_truncated_in_subxact(Oid relid);
+
 /* in copy.c: COPY FROM a tcopy table in place of DoCopy */
 struct CopyStmt;
 struct QueryEnvironment;
