@@ -146,34 +146,30 @@ prepare_copy_from(ParseState *pstate, const CopyStmt *stmt, Relation rel)
 }
 
 /*
- * Take tcopy's COPY option on_conflict out of options, which are left for
- * Postgres' reader: the list without it, and *given and *policy set when
- * it is given (once, as Postgres wants each option).
+ * Take tcopy's COPY option name (load_id, on_conflict) out of *options,
+ * which are left for Postgres' reader: the option, or NULL when it is not
+ * given.  Given twice, Postgres' own error.
  */
-static List *
-copy_take_on_conflict(ParseState *pstate, List *options, bool *given,
-					  TcopyOnConflict *policy)
+static DefElem *
+copy_take_option(ParseState *pstate, List **options, const char *name)
 {
 	List	   *rest = NIL;
-	bool		seen = false;
+	DefElem    *found = NULL;
 	ListCell   *lc;
 
-	foreach(lc, options)
+	foreach(lc, *options)
 	{
 		DefElem    *def = lfirst_node(DefElem, lc);
 
-		if (strcmp(def->defname, "on_conflict") != 0)
-		{
+		if (strcmp(def->defname, name) != 0)
 			rest = lappend(rest, def);
-			continue;
-		}
-		if (seen)
+		else if (found != NULL)
 			errorConflictingDefElem(def, pstate);
-		seen = true;
-		*policy = tcopy_parse_on_conflict(defGetString(def));
+		else
+			found = def;
 	}
-	*given = seen;
-	return rest;
+	*options = rest;
+	return found;
 }
 
 /*
@@ -438,9 +434,10 @@ tcopy_copy_from(const CopyStmt *stmt, const char *query_string,
 	ParseState *pstate;
 	List	   *where;
 	CopyStmt	copy;
-	char	   *load_id;
-	bool		on_conflict_given;
-	TcopyOnConflict on_conflict;
+	DefElem    *load_id_def;
+	DefElem    *on_conflict_def;
+	char	   *load_id = NULL;
+	TcopyOnConflict on_conflict = TCOPY_ON_CONFLICT_ERROR;	/* when given */
 
 	if (!stmt->is_from || stmt->relation == NULL)
 		return false;
@@ -466,12 +463,18 @@ tcopy_copy_from(const CopyStmt *stmt, const char *query_string,
 	pstate->p_queryEnv = query_env;
 	/* tcopy's own options, which Postgres' COPY reader does not know */
 	copy = *stmt;
-	copy.options = tcopy_copy_take_load_id(pstate, stmt->options, &load_id);
-	copy.options = copy_take_on_conflict(pstate, copy.options, &on_conflict_given,
-										 &on_conflict);
+	load_id_def = copy_take_option(pstate, &copy.options, "load_id");
+	on_conflict_def = copy_take_option(pstate, &copy.options, "on_conflict");
+	if (load_id_def != NULL)
+	{
+		load_id = defGetString(load_id_def);
+		tcopy_check_label(load_id);
+	}
+	if (on_conflict_def != NULL)
+		on_conflict = tcopy_parse_on_conflict(defGetString(on_conflict_def));
 	if (!relation_is_accelerable(rel))
 	{
-		if (load_id != NULL || on_conflict_given)
+		if (load_id != NULL || on_conflict_def != NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("COPY option %s is not supported for foreign table \"%s\"",
@@ -490,7 +493,7 @@ tcopy_copy_from(const CopyStmt *stmt, const char *query_string,
 	}
 	else
 		*processed = copy_rows(pstate, &copy, rel, where,
-							   on_conflict_given ? &on_conflict : NULL);
+							   on_conflict_def != NULL ? &on_conflict : NULL);
 	free_parsestate(pstate);
 	table_close(rel, NoLock);
 	return true;

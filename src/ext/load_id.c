@@ -41,7 +41,7 @@ PG_FUNCTION_INFO_V1(tcopy_forget_load);
 #define TCOPY_LOAD_ID_RETRY_MS 50
 
 /* A label must have 1 to TC_LABEL_MAX bytes; ERROR otherwise. */
-static void
+void
 tcopy_check_label(const char *label)
 {
 	size_t		len = strlen(label);
@@ -50,32 +50,6 @@ tcopy_check_label(const char *label)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("load_id must have 1 to %d bytes, not %zu", TC_LABEL_MAX, len)));
-}
-
-List *
-tcopy_copy_take_load_id(struct ParseState *pstate, List *options, char **load_id)
-{
-	List	   *rest = NIL;
-	DefElem    *found = NULL;
-	ListCell   *lc;
-
-	*load_id = NULL;
-	foreach(lc, options)
-	{
-		DefElem    *defel = lfirst_node(DefElem, lc);
-
-		if (strcmp(defel->defname, "load_id") != 0)
-		{
-			rest = lappend(rest, defel);
-			continue;
-		}
-		if (found != NULL)
-			errorConflictingDefElem(defel, pstate);
-		found = defel;
-		*load_id = defGetString(defel);
-		tcopy_check_label(*load_id);
-	}
-	return rest;
 }
 
 /* Wait a little for another session to publish or give up a label. */

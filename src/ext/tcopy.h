@@ -651,11 +651,8 @@ extern void tcopy_xact_note_claim(TcopyConnection *conn);
 
 /* in load_id.c: COPY ... (load_id 'label'), loads that can be re-run */
 
-/*
- * options without the COPY option load_id, whose value goes to *load_id
- * (NULL when not given), checked.
- */
-extern List *tcopy_copy_take_load_id(struct ParseState *pstate, List *options, char **load_id);
+/* A label must have 1 to TC_LABEL_MAX bytes; ERROR otherwise. */
+extern void tcopy_check_label(const char *label);
 /*
  * Claim load_id for rel in the transaction's write session: true when the
  * COPY is to load its rows; false (after a NOTICE) when the label was
