@@ -46,6 +46,7 @@ typedef struct TcopyScanState
 	TcopyKeyBound lower;
 	TcopyKeyBound upper;
 	bool		empty_range;	/* bounds contradict: no rows */
+	bool		for_update;		/* an UPDATE's or DELETE's target: rows locked */
 	bool		started;		/* Scan request sent */
 	bool		done;			/* the batch marked done has been fetched */
 	Tcopy__ScanBatch *batch;	/* in the client's arena until the next fetch */
@@ -70,6 +71,7 @@ tcopy_scan_lock_rows(TcopyScanState *state)
 		tcopy_lock_key(codec->relid, state->lower.value);
 	else if (!state->empty_range)
 		tcopy_lock_table_rows(codec->relid);
+	state->for_update = true;
 }
 
 /*
@@ -368,6 +370,15 @@ tcopy_scan_report_error(TcopyScanState *state)
 						   tc_client_error(state->conn.client)),
 				 errhint("A transaction reads its own writes to a tcopy table while the tserver holds them in memory "
 						 "(half of its --session-memory-mb); read the table after the commit, or raise --session-memory-mb.")));
+	if (tc_client_error_code(state->conn.client) == TCOPY__ERROR_CODE__ERROR_SERIALIZATION)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not serialize access to foreign table \"%s\" for update",
+						codec->relname),
+				 errdetail("tserver at \"%s\": %s.", codec->options.address,
+						   tc_client_error(state->conn.client)),
+				 errhint("Recovery resolves it (tcopy.recover_prepared_sessions(), or the recovery worker "
+						 "every tcopy.recovery_interval); retry the transaction then.")));
 	tcopy_report_client_error(state->conn.client, codec->options.address,
 							  psprintf("could not scan table \"%s\"", codec->options.table_name));
 }
@@ -386,6 +397,7 @@ tcopy_scan_start(TcopyScanState *state)
 	const uint8 *key;
 	size_t		keylen;
 
+	request.for_update = state->for_update;
 	if (tcopy_xact_session_to_read(codec->relname, &codec->options, codec->userid,
 								   &request.session_id, &key, &keylen))
 	{

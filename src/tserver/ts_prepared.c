@@ -460,7 +460,8 @@ ts_session_prepare_gid(TsSession *session, const char *gid, uint64_t owner,
 	if (ts_labels_move_to_gid(store, session->id, gid, err) != 0)
 		goto fail;
 
-	registry_set_prepared(store, gid, scope_prefix, rec.rows, rec.bytes, rec.prepared_at_ms);
+	registry_set_prepared(store, gid, scope_prefix, rec.rows, rec.bytes, rec.prepared_at_ms,
+						  rec.tables, rec.n_tables, rec.truncates, rec.n_truncates);
 	ts_log(TS_LOG_DEBUG, "session %llu prepared under \"%s\": %llu rows, %llu bytes%s",
 		   (unsigned long long) session->id, gid, (unsigned long long) rec.rows,
 		   (unsigned long long) rec.bytes, rec.sst != NULL ? " in SST files" : "");
@@ -774,7 +775,8 @@ load_one(TsStore *store, const Tstore__PreparedRecord *rec, TsError *err)
 							  rec->n_conflict_tables, err) != 0)
 		return -1;
 	registry_set_prepared(store, rec->gid, rec->scope_prefix, rec->rows, rec->bytes,
-						  rec->prepared_at_ms);
+						  rec->prepared_at_ms, rec->tables, rec->n_tables, rec->truncates,
+						  rec->n_truncates);
 	if (atomic_load(&store->next_session_id) <= rec->session_id)
 		atomic_store(&store->next_session_id, rec->session_id + 1);
 	for (size_t i = 0; i < rec->n_rowids; i++)

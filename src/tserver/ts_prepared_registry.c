@@ -96,6 +96,7 @@ registry_remove(TsStore *store, const char *gid)
 			atomic_fetch_sub(&store->sessions_prepared, 1);
 		free(entry->gid);
 		free(entry->scope_prefix);
+		free(entry->tables);
 		free(entry);
 	}
 	pthread_mutex_unlock(&store->prepared_lock);
@@ -104,10 +105,25 @@ registry_remove(TsStore *store, const char *gid)
 /* A Prepare is done: gid's entry is a prepared session. */
 void
 registry_set_prepared(TsStore *store, const char *gid, const char *scope_prefix,
-					  uint64_t rows, uint64_t bytes, uint64_t prepared_at_ms)
+					  uint64_t rows, uint64_t bytes, uint64_t prepared_at_ms,
+					  const uint32_t *written, size_t nwritten,
+					  const uint32_t *truncates, size_t ntruncates)
 {
 	TsPrepared *entry;
 	char	   *prefix = strdup(scope_prefix != NULL ? scope_prefix : "");
+	size_t		ntables = nwritten + ntruncates;
+	uint32_t   *tables = malloc((ntables ? ntables : 1) * sizeof(uint32_t));
+
+	/* without memory for them, the tables are not known to be in doubt */
+	if (tables == NULL)
+		ntables = 0;
+	else
+	{
+		if (nwritten > 0)
+			memcpy(tables, written, nwritten * sizeof(uint32_t));
+		if (ntruncates > 0)
+			memcpy(tables + nwritten, truncates, ntruncates * sizeof(uint32_t));
+	}
 
 	pthread_mutex_lock(&store->prepared_lock);
 	entry = registry_find_locked(store, gid, NULL);
@@ -122,9 +138,37 @@ registry_set_prepared(TsStore *store, const char *gid, const char *scope_prefix,
 		free(entry->scope_prefix);
 		entry->scope_prefix = prefix;
 		prefix = NULL;
+		free(entry->tables);
+		entry->tables = tables;
+		entry->ntables = ntables;
+		tables = NULL;
 	}
 	pthread_mutex_unlock(&store->prepared_lock);
 	free(prefix);
+	free(tables);
+}
+
+bool
+ts_store_table_in_doubt(TsStore *store, uint32_t table_id, char *gid, size_t size)
+{
+	bool		found = false;
+
+	pthread_mutex_lock(&store->prepared_lock);
+	for (size_t i = 0; i < store->nprepared && !found; i++)
+	{
+		const TsPrepared *entry = store->prepared[i];
+
+		if (entry->state == PREPARED_PREPARING || entry->owner != 0)
+			continue;
+		for (size_t t = 0; t < entry->ntables && !found; t++)
+			if (entry->tables[t] == table_id)
+			{
+				snprintf(gid, size, "%s", entry->gid);
+				found = true;
+			}
+	}
+	pthread_mutex_unlock(&store->prepared_lock);
+	return found;
 }
 
 bool
@@ -256,6 +300,7 @@ ts_prepared_free_all(TsStore *store)
 	{
 		free(store->prepared[i]->gid);
 		free(store->prepared[i]->scope_prefix);
+		free(store->prepared[i]->tables);
 		free(store->prepared[i]);
 	}
 	free(store->prepared);

@@ -261,6 +261,8 @@ struct TsPrepared
 	uint64_t	prepared_at_ms;
 	char	   *scope_prefix;	/* see PreparedRecord.scope_prefix; NULL
 								 * while preparing */
+	uint32_t   *tables;			/* [ntables]: those it wrote or truncates */
+	size_t		ntables;
 };
 
 /* The entry of gid, or NULL; call with prepared_lock held. */
@@ -282,7 +284,16 @@ void		registry_remove(TsStore *store, const char *gid);
  * out of memory, full access only).
  */
 void		registry_set_prepared(TsStore *store, const char *gid, const char *scope_prefix,
-								  uint64_t rows, uint64_t bytes, uint64_t prepared_at_ms);
+								  uint64_t rows, uint64_t bytes, uint64_t prepared_at_ms,
+								  const uint32_t *tables, size_t ntables,
+								  const uint32_t *truncates, size_t ntruncates);
+
+/*
+ * Whether an orphaned prepared session (no connection owns it: its client
+ * went away before resolving it) wrote to or truncates table_id: its
+ * outcome is not yet on the table.  Its gid into gid[size].
+ */
+bool		ts_store_table_in_doubt(TsStore *store, uint32_t table_id, char *gid, size_t size);
 
 /* Whether a connection of scope (NULL: full access) sees entry. */
 bool		registry_visible(const TsPrepared *entry, const char *scope);
