@@ -364,12 +364,12 @@ tcopy_scan_report_error(TcopyScanState *state)
 	if (tc_client_error_code(state->conn.client) == TCOPY__ERROR_CODE__ERROR_UNREADABLE)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("cannot read foreign table \"%s\" in this transaction: its writes spilled to the tserver's disk",
+				 errmsg("cannot read foreign table \"%s\" in this transaction: too many of its writes to it spilled to the tserver's disk",
 						codec->relname),
 				 errdetail("tserver at \"%s\": %s.", codec->options.address,
 						   tc_client_error(state->conn.client)),
-				 errhint("A transaction reads its own writes to a tcopy table while the tserver holds them in memory "
-						 "(half of its --session-memory-mb); read the table after the commit, or raise --session-memory-mb.")));
+				 errhint("A scan reads at most the tserver's --session-memory-mb of the transaction's spilled writes in its key range: "
+						 "narrow the range (WHERE key ...), read after the commit, or raise --session-memory-mb.")));
 	if (tc_client_error_code(state->conn.client) == TCOPY__ERROR_CODE__ERROR_SERIALIZATION)
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),

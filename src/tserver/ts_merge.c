@@ -162,7 +162,8 @@ typedef struct MergePart
  * A TsRunPut into a part's SST files that refuses the keys of tables with
  * an on_conflict policy which fall in the range of the direct SST files:
  * those are not read back, so a duplicate between them and the runs could
- * not be settled by the policy (docs/storage.md, Duplicate keys).
+ * not be settled by the policy (docs/storage.md, Duplicate keys).  An
+ * UPDATE's or DELETE's record passes: no policy applies to it.
  */
 static int
 merge_put_outside_direct(void *arg, const uint8_t *key, uint32_t keylen,
@@ -171,7 +172,9 @@ merge_put_outside_direct(void *arg, const uint8_t *key, uint32_t keylen,
 	MergePart  *part = arg;
 	TsSession  *session = part->session;
 
-	if (ts_key_compare(key, keylen, session->direct_first.data,
+	/* an UPDATE or DELETE is not checked */
+	if (ts_value_mark(value, valuelen) == 0 &&
+		ts_key_compare(key, keylen, session->direct_first.data,
 					   (uint32_t) session->direct_first.len) >= 0 &&
 		ts_key_compare(key, keylen, session->direct_last.data,
 					   (uint32_t) session->direct_last.len) <= 0 &&

@@ -187,6 +187,7 @@ ts_session_free(TsSession *session, bool aborted)
 	ts_conflicts_free(&session->conflicts);
 	tc_buf_free(&session->direct_first);
 	tc_buf_free(&session->direct_last);
+	tc_buf_free(&session->direct_deletes);
 	/* a published session's labels were written before: the claims may go */
 	ts_labels_release_session(store, session->id);
 	for (size_t i = 0; i < session->nlabels; i++)

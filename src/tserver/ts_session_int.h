@@ -160,6 +160,11 @@ struct TsSession
 	TsSession  *reg_next;
 	uint8_t		key[16];		/* a scan of its writes names it */
 	pthread_mutex_t lock;		/* what is staged, against a scan's copy */
+	rocksdb_t  *read_db;		/* the direct SST files, ingested for scans */
+	size_t		read_db_files;	/* how many of them it holds */
+	TcBuf		direct_deletes; /* keys deleted in the direct SST files, in
+								 * key order: [u32 length][key] each (the
+								 * spill's while it runs) */
 };
 
 /* Register the session for scans of its writes; 0, or -1 with errno. */

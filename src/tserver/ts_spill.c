@@ -59,6 +59,20 @@ record_compare(const void *a, const void *b, void *arg)
 	return off_a < off_b ? -1 : 1;
 }
 
+/* Append rec's key to keys as [u32 length][key]; false when out of memory. */
+static bool
+record_key_append(TcBuf *keys, const uint8_t *rec)
+{
+	uint32_t	keylen = ts_record_keylen(rec);
+
+	if (!tc_buf_reserve(keys, 4 + (size_t) keylen))
+		return false;
+	memcpy(keys->data + keys->len, &keylen, 4);
+	memcpy(keys->data + keys->len + 4, ts_record_key(rec), keylen);
+	keys->len += 4 + keylen;
+	return true;
+}
+
 /*
  * Write records [0, upto) of the n at offsets of a sorted session straight
  * to its SST files, in arrival order, which is key order.  Of equal keys
@@ -87,6 +101,13 @@ ts_spill_sorted_records(TsSession *session, const TcBuf *staged,
 		after_mark = false;
 		if (ts_sst_sink_put_record(sink, staged->data + offsets[i], err) != 0)
 			return -1;
+		/* a scan of the session reads the files through a DB that hides them */
+		if (ts_record_mark(staged->data + offsets[i]) == TS_VALUE_DELETE &&
+			!record_key_append(&session->direct_deletes, staged->data + offsets[i]))
+		{
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+			return -1;
+		}
 		written++;
 	}
 	sink->unchecked = false;
