@@ -80,12 +80,13 @@ tcopyGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 }
 
 /*
- * If clause compares a column of baserel of an integer type with a non-null
- * integer constant by a btree operator, append (attnum, strategy, const) to
- * *bounds, the strategy read as "column strategy constant".
+ * If clause compares a column of relation relid of an integer type with a
+ * non-null integer constant by a btree operator, append (attnum, strategy,
+ * const) to *bounds, the strategy read as "column strategy constant", and
+ * return the attnum; else 0.
  */
-static void
-tcopy_collect_bound(RelOptInfo *baserel, Expr *clause, List **bounds)
+AttrNumber
+tcopy_clause_key_bound(Index relid, Expr *clause, List **bounds)
 {
 	OpExpr	   *op;
 	Node	   *left;
@@ -95,17 +96,17 @@ tcopy_collect_bound(RelOptInfo *baserel, Expr *clause, List **bounds)
 	int			strategy;
 
 	if (!IsA(clause, OpExpr))
-		return;
+		return 0;
 	op = (OpExpr *) clause;
 	if (list_length(op->args) != 2)
-		return;
+		return 0;
 	left = linitial(op->args);
 	right = lsecond(op->args);
 
 	/* membership in integer_ops makes both operands int2, int4 or int8 */
 	strategy = get_op_opfamily_strategy(op->opno, INTEGER_BTREE_FAM_OID);
 	if (strategy == InvalidStrategy)
-		return;
+		return 0;
 	if (IsA(left, Var) && IsA(right, Const))
 	{
 		var = (Var *) left;
@@ -119,18 +120,19 @@ tcopy_collect_bound(RelOptInfo *baserel, Expr *clause, List **bounds)
 		strategy = BTMaxStrategyNumber + 1 - strategy;
 	}
 	else
-		return;
+		return 0;
 
-	if (var->varno != baserel->relid || var->varlevelsup != 0 ||
+	if (var->varno != relid || var->varlevelsup != 0 ||
 		var->varattno <= 0 || value->constisnull)
-		return;
+		return 0;
 	if (value->consttype != INT2OID && value->consttype != INT4OID &&
 		value->consttype != INT8OID)
-		return;
+		return 0;
 
 	*bounds = lappend(*bounds, list_make3(makeInteger(var->varattno),
 										  makeInteger(strategy),
 										  copyObject(value)));
+	return var->varattno;
 }
 
 /*
@@ -157,7 +159,7 @@ tcopyGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 
 		pull_varattnos((Node *) rinfo->clause, baserel->relid, &attrs);
 		if (!rinfo->pseudoconstant)
-			tcopy_collect_bound(baserel, rinfo->clause, &bounds);
+			(void) tcopy_clause_key_bound(baserel->relid, rinfo->clause, &bounds);
 	}
 
 	/* a whole-row reference or a system column: fetch every column */
@@ -241,6 +243,12 @@ tcopy_fdw_handler(PG_FUNCTION_ARGS)
 	routine->EndForeignInsert = tcopyEndForeignInsert;
 
 	routine->ExecForeignTruncate = tcopyExecForeignTruncate;
+
+	routine->PlanDirectModify = tcopyPlanDirectModify;
+	routine->BeginDirectModify = tcopyBeginDirectModify;
+	routine->IterateDirectModify = tcopyIterateDirectModify;
+	routine->EndDirectModify = tcopyEndDirectModify;
+	routine->ExplainDirectModify = tcopyExplainDirectModify;
 
 	PG_RETURN_POINTER(routine);
 }

@@ -641,6 +641,8 @@ extern void tcopy_xact_send(TcopyConnection *conn, TcopyBatch *batch,
  * through: reads then must fail.
  */
 extern bool tcopy_xact_wrote_table(const TcopyTableOptions *options);
+extern uint64 tcopy_xact_modify(TcopyConnection *conn, Tcopy__Modify *request,
+								const char *range_message);
 extern bool tcopy_xact_session_to_read(const char *relname, const TcopyTableOptions *options,
 									   Oid userid, uint64 *session_id, const uint8 **key,
 									   size_t *keylen);
@@ -726,9 +728,12 @@ enum TcopyScanPrivate
 {
 	TCOPY_PRIV_ALL_COLUMNS,		/* Boolean: every column is needed */
 	TCOPY_PRIV_ATTNUMS,			/* IntList: attnums needed, ascending */
-	TCOPY_PRIV_BOUNDS			/* List of (Integer attnum, Integer btree
+	TCOPY_PRIV_BOUNDS,			/* List of (Integer attnum, Integer btree
 								 * strategy, Const int2/4/8): the quals
 								 * "attnum strategy const" */
+	TCOPY_PRIV_ASSIGNMENTS		/* a direct modify's only (fdw_direct.c):
+								 * List of (Integer attnum, Integer
+								 * AssignOp, Const value) */
 };
 
 /* Indexes in one TCOPY_PRIV_BOUNDS item. */
@@ -770,9 +775,44 @@ extern TupleTableSlot *tcopyExecForeignUpdate(EState *estate, ResultRelInfo *res
 extern TupleTableSlot *tcopyExecForeignDelete(EState *estate, ResultRelInfo *resultRelInfo,
 											  TupleTableSlot *slot, TupleTableSlot *planSlot);
 
+/* in key_range.c: one end of a key range on the sole integer key column */
+typedef struct TcopyKeyBound
+{
+	bool		present;
+	bool		inclusive;
+	int64		value;
+} TcopyKeyBound;
+
+/* The key range a scan or a direct modify reads. */
+typedef struct TcopyKeyRange
+{
+	AttrNumber	key_attnum;		/* bounded column; 0 when no bound */
+	TcopyKeyBound lower;
+	TcopyKeyBound upper;
+	bool		empty;			/* bounds contradict: no rows */
+} TcopyKeyRange;
+
+/* in fdw_direct.c: UPDATE and DELETE done by the tserver */
+extern bool tcopyPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
+								  int subplan_index);
+extern void tcopyBeginDirectModify(ForeignScanState *node, int eflags);
+extern TupleTableSlot *tcopyIterateDirectModify(ForeignScanState *node);
+extern void tcopyEndDirectModify(ForeignScanState *node);
+extern void tcopyExplainDirectModify(ForeignScanState *node, struct ExplainState *es);
+
+/* in fdw.c: a clause that bounds a column by a constant */
+extern AttrNumber tcopy_clause_key_bound(Index relid, Expr *clause, List **bounds);
+/* The range of the planner's bounds (TCOPY_PRIV_BOUNDS) on codec's table. */
+extern void tcopy_key_range(TcopyRelCodec *codec, List *bounds, TcopyKeyRange *range);
+/* A bound as the wire carries it. */
+extern Tcopy__KeyBound *tcopy_make_key_bound(const TcopyKeyBound *bound);
+extern void tcopy_explain_key_range(Relation rel, const TcopyKeyRange *range,
+									struct ExplainState *es);
+
 /* in row_locks.c: what an UPDATE or DELETE locks before it reads */
 extern void tcopy_lock_key(Oid relid, int64 key);
 extern void tcopy_lock_table_rows(Oid relid);
+extern void tcopy_lock_range(TcopyRelCodec *codec, const TcopyKeyRange *range);
 extern List *tcopyPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
 									Index resultRelation, int subplan_index);
 extern void tcopyBeginForeignModify(ModifyTableState *mtstate,

@@ -257,6 +257,42 @@ tcopy_xact_send(TcopyConnection *conn, TcopyBatch *batch,
 }
 
 /*
+ * A direct modify (request: its table, kind, range, assignments) as the
+ * session's next batch; the rows it changed.  They commit with the
+ * transaction, as rows sent do.  A sum out of its column's range is
+ * Postgres' 22003, with range_message.
+ */
+uint64
+tcopy_xact_modify(TcopyConnection *conn, Tcopy__Modify *request, const char *range_message)
+{
+	uint64_t	changed = 0;
+
+	if (!conn->in_session || conn->session_lost)
+		elog(ERROR, "tcopy write connection has no open session");
+	tcopy_xact_note_write(conn, request->table_id);
+	if (conn->null_transport)
+		return 0;
+	conn->busy = true;
+	if (tc_client_modify(conn->client, request, &changed) < 0)
+	{
+		conn->busy = false;
+		if (tc_client_error_code(conn->client) == TCOPY__ERROR_CODE__ERROR_OUT_OF_RANGE)
+		{
+			/* the tserver ended the session with the connection */
+			tcopy_connection_close(conn);
+			ereport(ERROR,
+					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					 errmsg("%s", range_message)));
+		}
+		tcopy_connection_fail(conn, "could not modify rows");
+	}
+	conn->busy = false;
+	conn->next_seq++;
+	conn->rows_sent += changed;
+	return changed;
+}
+
+/*
  * Stage table operation op on the tserver's table table_id (named
  * options->table_name; track: remember it, for tcopy_xact_staged_op_on)
  * in the transaction's write session for (options->serverid,
