@@ -80,10 +80,33 @@ tcopyGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 }
 
 /*
+ * A value a key bound may compare with: a non-null integer constant, or a
+ * parameter of the statement of an integer type (a prepared statement's
+ * $1: evaluated when the scan begins).
+ */
+static bool
+tcopy_bound_value(Node *node)
+{
+	Oid			type;
+
+	if (IsA(node, Const))
+	{
+		if (((Const *) node)->constisnull)
+			return false;
+		type = ((Const *) node)->consttype;
+	}
+	else if (IsA(node, Param) && ((Param *) node)->paramkind == PARAM_EXTERN)
+		type = ((Param *) node)->paramtype;
+	else
+		return false;
+	return type == INT2OID || type == INT4OID || type == INT8OID;
+}
+
+/*
  * If clause compares a column of relation relid of an integer type with a
- * non-null integer constant by a btree operator, append (attnum, strategy,
- * const) to *bounds, the strategy read as "column strategy constant", and
- * return the attnum; else 0.
+ * bound value (tcopy_bound_value) by a btree operator, append (attnum,
+ * strategy, value) to *bounds, the strategy read as "column strategy
+ * value", and return the attnum; else 0.
  */
 AttrNumber
 tcopy_clause_key_bound(Index relid, Expr *clause, List **bounds)
@@ -92,7 +115,7 @@ tcopy_clause_key_bound(Index relid, Expr *clause, List **bounds)
 	Node	   *left;
 	Node	   *right;
 	Var		   *var;
-	Const	   *value;
+	Node	   *value;
 	int			strategy;
 
 	if (!IsA(clause, OpExpr))
@@ -107,26 +130,22 @@ tcopy_clause_key_bound(Index relid, Expr *clause, List **bounds)
 	strategy = get_op_opfamily_strategy(op->opno, INTEGER_BTREE_FAM_OID);
 	if (strategy == InvalidStrategy)
 		return 0;
-	if (IsA(left, Var) && IsA(right, Const))
+	if (IsA(left, Var) && tcopy_bound_value(right))
 	{
 		var = (Var *) left;
-		value = (Const *) right;
+		value = right;
 	}
-	else if (IsA(left, Const) && IsA(right, Var))
+	else if (tcopy_bound_value(left) && IsA(right, Var))
 	{
 		var = (Var *) right;
-		value = (Const *) left;
+		value = left;
 		/* "const < column" is "column > const" */
 		strategy = BTMaxStrategyNumber + 1 - strategy;
 	}
 	else
 		return 0;
 
-	if (var->varno != relid || var->varlevelsup != 0 ||
-		var->varattno <= 0 || value->constisnull)
-		return 0;
-	if (value->consttype != INT2OID && value->consttype != INT4OID &&
-		value->consttype != INT8OID)
+	if (var->varno != relid || var->varlevelsup != 0 || var->varattno <= 0)
 		return 0;
 
 	*bounds = lappend(*bounds, list_make3(makeInteger(var->varattno),

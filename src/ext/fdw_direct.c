@@ -14,7 +14,10 @@
  *   there is none;
  * - each assignment of an UPDATE sets a non-key column to a constant (not
  *   NULL for a NOT NULL column), or adds an integer constant to an integer
- *   column, "col = col + const" or "col - const": pgbench's updates.
+ *   column, "col = col + const" or "col - const": pgbench's updates; a
+ *   parameter of the statement ($1 of a prepared statement) stands for a
+ *   constant where the column may be NULL (its value is known only when
+ *   the statement runs, when a NULL could no longer fall back).
  * Anything else goes through the scan and the modify callbacks
  * (fdw_modify.c), as before.  The rows are locked first (row_locks.c), as
  * the scan of an UPDATE locks them; the tserver reads them as the
@@ -34,6 +37,7 @@
 #include "optimizer/optimizer.h"
 #include "parser/parsetree.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -63,6 +67,20 @@ tcopy_int_range_message(Oid type)
 }
 
 /*
+ * A subtraction of a parameter: its value is negated when it is known
+ * (an AssignOp of the plan only, never sent).
+ */
+#define TCOPY_ASSIGN_SUBTRACT 100
+
+/* Whether expr is a parameter of the statement that may stand for a value of att. */
+static bool
+tcopy_direct_param(Expr *expr, Form_pg_attribute att)
+{
+	return IsA(expr, Param) && ((Param *) expr)->paramkind == PARAM_EXTERN &&
+		((Param *) expr)->paramtype == att->atttypid && !att->attnotnull;
+}
+
+/*
  * An UPDATE's new value for column attno of rel (relid rti), as an
  * assignment (Integer attnum, Integer op, Const value); NIL when it cannot
  * be pushed down.
@@ -74,17 +92,17 @@ tcopy_direct_assignment(Relation rel, Index rti, AttrNumber attno, Expr *expr)
 	OpExpr	   *op;
 	Node	   *left,
 			   *right;
+	Node	   *operand;
 	Var		   *var;
 	Const	   *value;
 	bool		negate;
 
-	if (IsA(expr, Const))
+	if (IsA(expr, Const) || tcopy_direct_param(expr, att))
 	{
-		value = (Const *) expr;
-		if (value->constisnull && att->attnotnull)
+		if (IsA(expr, Const) && ((Const *) expr)->constisnull && att->attnotnull)
 			return NIL;
 		return list_make3(makeInteger(attno), makeInteger(TCOPY__ASSIGN_OP__ASSIGN_VALUE),
-						  copyObject(value));
+						  copyObject(expr));
 	}
 	if (!IsA(expr, OpExpr) || list_length(((OpExpr *) expr)->args) != 2)
 		return NIL;
@@ -106,21 +124,28 @@ tcopy_direct_assignment(Relation rel, Index rti, AttrNumber attno, Expr *expr)
 	}
 	left = linitial(op->args);
 	right = lsecond(op->args);
-	if (IsA(left, Var) && IsA(right, Const))
+	if (IsA(left, Var) && (IsA(right, Const) || tcopy_direct_param((Expr *) right, att)))
 	{
 		var = (Var *) left;
-		value = (Const *) right;
+		operand = right;
 	}
-	else if (!negate && IsA(left, Const) && IsA(right, Var))
+	else if (!negate && (IsA(left, Const) || tcopy_direct_param((Expr *) left, att)) &&
+			 IsA(right, Var))
 	{
 		var = (Var *) right;
-		value = (Const *) left;
+		operand = left;
 	}
 	else
 		return NIL;
 	if (var->varno != rti || var->varattno != attno || var->varlevelsup != 0 ||
-		value->constisnull || value->consttype != att->atttypid ||
-		op->opresulttype != att->atttypid)
+		exprType(operand) != att->atttypid || op->opresulttype != att->atttypid)
+		return NIL;
+	if (IsA(operand, Param))
+		return list_make3(makeInteger(attno),
+						  makeInteger(negate ? TCOPY_ASSIGN_SUBTRACT : TCOPY__ASSIGN_OP__ASSIGN_ADD),
+						  copyObject(operand));
+	value = (Const *) operand;
+	if (value->constisnull)
 		return NIL;
 	if (negate)
 	{
@@ -221,6 +246,70 @@ tcopyPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation
 	return true;
 }
 
+/*
+ * The assignments with their parameters' values as constants (a subtracted
+ * parameter's negated), as the statement begins.
+ */
+static List *
+tcopy_direct_evaluate(List *assignments, ExprContext *econtext)
+{
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	foreach(lc, assignments)
+	{
+		List	   *assignment = lfirst_node(List, lc);
+		Node	   *value = lthird(assignment);
+		int			op = intVal(lsecond(assignment));
+		ExprState  *state;
+		Datum		datum;
+		bool		isnull;
+		Oid			type;
+
+		if (!IsA(value, Param))
+		{
+			result = lappend(result, assignment);
+			continue;
+		}
+		type = ((Param *) value)->paramtype;
+		state = ExecInitExpr((Expr *) value, NULL);
+		datum = ExecEvalExprSwitchContext(state, econtext, &isnull);
+		if (op == TCOPY_ASSIGN_SUBTRACT && !isnull)
+		{
+			int64		delta = type == INT8OID ? DatumGetInt64(datum) :
+				type == INT4OID ? DatumGetInt32(datum) : DatumGetInt16(datum);
+
+			if (delta == PG_INT64_MIN)
+				ereport(ERROR,
+						(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+						 errmsg("bigint out of range")));
+			datum = Int64GetDatum(-delta);
+			type = INT8OID;
+		}
+		if (op == TCOPY_ASSIGN_SUBTRACT)
+			op = TCOPY__ASSIGN_OP__ASSIGN_ADD;
+		if (op == TCOPY__ASSIGN_OP__ASSIGN_ADD && !isnull && type != INT8OID)
+		{
+			datum = Int64GetDatum(type == INT4OID ? DatumGetInt32(datum) : DatumGetInt16(datum));
+			type = INT8OID;
+		}
+		if (type == INT8OID)
+			value = (Node *) makeConst(INT8OID, -1, InvalidOid, 8, datum, isnull, FLOAT8PASSBYVAL);
+		else
+		{
+			int16		typlen;
+			bool		typbyval;
+
+			get_typlenbyval(type, &typlen, &typbyval);
+			value = (Node *) makeConst(type, -1, InvalidOid, typlen,
+									   isnull ? (Datum) 0 : datumCopy(datum, typbyval, typlen),
+									   isnull, typbyval);
+		}
+		result = lappend(result, list_make3(linitial(assignment), makeInteger(op), value));
+	}
+	return result;
+}
+
 /* The assignments' values, as the tserver reads them (Modify.values). */
 static Tcopy__Row *
 tcopy_direct_values(TcopyRelCodec *codec, List *assignments)
@@ -282,8 +371,9 @@ tcopyBeginDirectModify(ForeignScanState *node, int eflags)
 
 	node->fdw_state = state;
 	state->codec = tcopy_rel_codec(rel, tcopy_rte_user(estate, fsplan->scan.scanrelid));
+	assignments = tcopy_direct_evaluate(assignments, node->ss.ps.ps_ExprContext);
 	tcopy_key_range(state->codec, (List *) list_nth(fsplan->fdw_private, TCOPY_PRIV_BOUNDS),
-					&state->range);
+					node->ss.ps.ps_ExprContext, &state->range);
 	tcopy__modify__init(&state->request);
 	state->request.kind = fsplan->operation == CMD_DELETE ? TCOPY__WRITE_KIND__WRITE_DELETE :
 		TCOPY__WRITE_KIND__WRITE_UPDATE;
@@ -366,7 +456,7 @@ tcopyExplainDirectModify(ForeignScanState *node, ExplainState *es)
 	{
 		List	   *assignment = lfirst_node(List, lc);
 		AttrNumber	attno = intVal(linitial(assignment));
-		Const	   *value = lthird(assignment);
+		Const	   *value = (Const *) lthird(assignment);
 		const char *name = quote_identifier(NameStr(TupleDescAttr(RelationGetDescr(rel),
 																  attno - 1)->attname));
 		Oid			output;
@@ -375,7 +465,11 @@ tcopyExplainDirectModify(ForeignScanState *node, ExplainState *es)
 		appendStringInfo(&set, "%s%s = ", set.len > 0 ? ", " : "", name);
 		if (intVal(lsecond(assignment)) == TCOPY__ASSIGN_OP__ASSIGN_ADD)
 			appendStringInfo(&set, "%s + ", name);
-		if (value->constisnull)
+		else if (intVal(lsecond(assignment)) == TCOPY_ASSIGN_SUBTRACT)
+			appendStringInfo(&set, "%s - ", name);
+		if (IsA(value, Param))
+			appendStringInfo(&set, "$%d", ((Param *) value)->paramid);
+		else if (value->constisnull)
 			appendStringInfoString(&set, "NULL");
 		else
 		{

@@ -198,8 +198,8 @@ tcopyBeginForeignScan(ForeignScanState *node, int eflags)
 	tcopy_scan_choose_columns(state,
 							  boolVal(list_nth(fsplan->fdw_private, TCOPY_PRIV_ALL_COLUMNS)),
 							  (List *) list_nth(fsplan->fdw_private, TCOPY_PRIV_ATTNUMS));
-	tcopy_key_range(state->codec,
-							(List *) list_nth(fsplan->fdw_private, TCOPY_PRIV_BOUNDS), &state->range);
+	tcopy_key_range(state->codec, (List *) list_nth(fsplan->fdw_private, TCOPY_PRIV_BOUNDS),
+					node->ss.ps.ps_ExprContext, &state->range);
 
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;

@@ -11,6 +11,8 @@
 #include "access/stratnum.h"
 #include "catalog/pg_type_d.h"
 #include "commands/explain.h"
+#include "executor/executor.h"
+#include "nodes/nodeFuncs.h"
 #include "utils/builtins.h"
 #include "utils/rel.h"
 
@@ -40,19 +42,45 @@ tcopy_bound_apply(TcopyKeyBound *bound, int64 value, bool inclusive, bool is_low
 
 /* The int64 value of an int2, int4 or int8 constant. */
 static int64
-tcopy_const_int64(const Const *value)
+tcopy_int64_of(Oid type, Datum value)
 {
-	switch (value->consttype)
+	switch (type)
 	{
 		case INT2OID:
-			return DatumGetInt16(value->constvalue);
+			return DatumGetInt16(value);
 		case INT4OID:
-			return DatumGetInt32(value->constvalue);
+			return DatumGetInt32(value);
 		case INT8OID:
-			return DatumGetInt64(value->constvalue);
+			return DatumGetInt64(value);
 	}
-	elog(ERROR, "unexpected type %u of a key bound", value->consttype);
+	elog(ERROR, "unexpected type %u of a key bound", type);
 	return 0;					/* keep compiler quiet */
+}
+
+/*
+ * The int64 value of a bound's constant or parameter (evaluated in
+ * econtext); false for a NULL parameter, which no row's key equals.
+ */
+static bool
+tcopy_bound_int64(Node *node, ExprContext *econtext, int64 *value)
+{
+	ExprState  *state;
+	Datum		datum;
+	bool		isnull;
+
+	if (IsA(node, Const))
+	{
+		*value = tcopy_int64_of(((Const *) node)->consttype, ((Const *) node)->constvalue);
+		return true;
+	}
+	if (econtext == NULL)
+		elog(ERROR, "a key bound's parameter has no context to be evaluated in");
+	state = ExecInitExpr((Expr *) node, NULL);
+	datum = ExecEvalExprSwitchContext(state, econtext, &isnull);
+	if (isnull)
+		return false;
+	*value = tcopy_int64_of(exprType(node), datum);
+	return true;
 }
 
 /*
@@ -60,7 +88,8 @@ tcopy_const_int64(const Const *value)
  * is a single column stored as an integer, and combine them into a range.
  */
 void
-tcopy_key_range(TcopyRelCodec *codec, List *bounds, TcopyKeyRange *range)
+tcopy_key_range(TcopyRelCodec *codec, List *bounds, ExprContext *econtext,
+				TcopyKeyRange *range)
 {
 	AttrNumber	key_attnum;
 	int			column;
@@ -83,7 +112,12 @@ tcopy_key_range(TcopyRelCodec *codec, List *bounds, TcopyKeyRange *range)
 
 		if (intVal(list_nth(bound, TCOPY_BOUND_ATTNUM)) != key_attnum)
 			continue;
-		value = tcopy_const_int64(list_nth_node(Const, bound, TCOPY_BOUND_VALUE));
+		if (!tcopy_bound_int64(list_nth(bound, TCOPY_BOUND_VALUE), econtext, &value))
+		{
+			/* "key = NULL" holds for no row */
+			range->empty = true;
+			continue;
+		}
 		switch (intVal(list_nth(bound, TCOPY_BOUND_STRATEGY)))
 		{
 			case BTLessStrategyNumber:

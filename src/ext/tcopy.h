@@ -729,8 +729,9 @@ enum TcopyScanPrivate
 	TCOPY_PRIV_ALL_COLUMNS,		/* Boolean: every column is needed */
 	TCOPY_PRIV_ATTNUMS,			/* IntList: attnums needed, ascending */
 	TCOPY_PRIV_BOUNDS,			/* List of (Integer attnum, Integer btree
-								 * strategy, Const int2/4/8): the quals
-								 * "attnum strategy const" */
+								 * strategy, Const or PARAM_EXTERN Param of
+								 * int2/4/8): the quals "attnum strategy
+								 * value" */
 	TCOPY_PRIV_ASSIGNMENTS		/* a direct modify's only (fdw_direct.c):
 								 * List of (Integer attnum, Integer
 								 * AssignOp, Const value) */
@@ -803,7 +804,8 @@ extern void tcopyExplainDirectModify(ForeignScanState *node, struct ExplainState
 /* in fdw.c: a clause that bounds a column by a constant */
 extern AttrNumber tcopy_clause_key_bound(Index relid, Expr *clause, List **bounds);
 /* The range of the planner's bounds (TCOPY_PRIV_BOUNDS) on codec's table. */
-extern void tcopy_key_range(TcopyRelCodec *codec, List *bounds, TcopyKeyRange *range);
+extern void tcopy_key_range(TcopyRelCodec *codec, List *bounds, ExprContext *econtext,
+							TcopyKeyRange *range);
 /* A bound as the wire carries it. */
 extern Tcopy__KeyBound *tcopy_make_key_bound(const TcopyKeyBound *bound);
 extern void tcopy_explain_key_range(Relation rel, const TcopyKeyRange *range,
