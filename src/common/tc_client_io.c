@@ -65,6 +65,8 @@ static const ProtobufCMessageDescriptor *const frame_descriptors[] = {
 	[TCOPY__FRAME_TYPE__FRAME_LABEL_LIST] = &tcopy__label_list__descriptor,
 	[TCOPY__FRAME_TYPE__FRAME_MODIFY] = &tcopy__modify__descriptor,
 	[TCOPY__FRAME_TYPE__FRAME_MODIFY_OK] = &tcopy__modify_ok__descriptor,
+	[TCOPY__FRAME_TYPE__FRAME_ROLLBACK_TO] = &tcopy__rollback_to__descriptor,
+	[TCOPY__FRAME_TYPE__FRAME_ROLLBACK_TO_OK] = &tcopy__rollback_to_ok__descriptor,
 };
 
 /* Record why the call fails and mark the client broken; returns -1. */

@@ -446,6 +446,35 @@ tc_client_modify(TcClient *client, Tcopy__Modify *request, uint64_t *changed)
 	return 0;
 }
 
+/*
+ * Take back the session's batches after last_seq, rows rows in all then (a
+ * savepoint's rollback): 0 with *done, or not and why in reason[size] (the
+ * session goes on as it was); -1 when the call failed.
+ */
+int
+tc_client_rollback_to(TcClient *client, uint64_t last_seq, uint64_t rows, bool *done,
+					  char *reason, size_t size)
+{
+	Tcopy__RollbackTo request = TCOPY__ROLLBACK_TO__INIT;
+	ProtobufCMessage *msg;
+	Tcopy__RollbackToOk *ok;
+
+	if (client->broken || tc_client_wait_acks(client) < 0)
+		return -1;
+	request.last_seq = last_seq;
+	request.rows = rows;
+	if (client_send_message(client, TCOPY__FRAME_TYPE__FRAME_ROLLBACK_TO, &request.base) < 0 ||
+		client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_ROLLBACK_TO_OK,
+						  tc_arena_allocator(&client->arena), &msg) < 0)
+		return -1;
+	ok = (Tcopy__RollbackToOk *) msg;
+	*done = ok->done;
+	snprintf(reason, size, "%s", ok->reason ? ok->reason : "");
+	if (ok->done)
+		client->seq_sent = client->seq_acked = last_seq;
+	return 0;
+}
+
 /* Truncate or drop a table at once. */
 int
 tc_client_table_op(TcClient *client, Tcopy__TableOpKind op, uint32_t table_id)

@@ -439,6 +439,19 @@ typedef struct TcopyRemoteTable
  * owns the connection fields; the session fields are xact.c's, but for
  * tcopy_connection_close, which ends a session with its connection.
  */
+/*
+ * The write session as it was before a subtransaction's first write
+ * (xact.c): what a rollback of the subtransaction takes the session back to.
+ */
+typedef struct TcopySavepoint
+{
+	int			level;			/* the subtransaction's nest level */
+	uint64		seq;			/* last batch sent before it */
+	uint64		rows;			/* rows sent before it */
+	uint32		ops;			/* table operations and label claims before it */
+	int			write_level;	/* TcopyConnection.write_level before it */
+} TcopySavepoint;
+
 typedef struct TcopyConnection
 {
 	TcopyConnKey key;			/* hash key: must be first */
@@ -455,7 +468,16 @@ typedef struct TcopyConnection
 	bool		in_session;		/* a write session is open in this transaction */
 	bool		sent_any;		/* a batch was (or was being) sent in it */
 	bool		session_lost;	/* closed after sending: the session is gone */
-	bool		subxact_lost;	/* a rolled-back subtransaction sent batches */
+	bool		subxact_lost;	/* a rolled-back subtransaction sent batches
+								 * that could not be taken back */
+	char		lost_why[256];	/* the tserver's reason, when it said one */
+	uint32		ops_sent;		/* table operations and label claims sent */
+	List	   *savepoints;		/* TcopySavepoint *, by level ascending, of
+								 * the subtransactions that wrote and have
+								 * not ended (TopMemoryContext) */
+	bool		rollback_pending;	/* a rolled-back subtransaction's batches
+									 * are to be taken back, to pending */
+	TcopySavepoint pending;
 	int			write_level;	/* deepest nest level with batches sent whose
 								 * subtransaction has not ended; 0: none */
 	uint64		next_seq;		/* seq of the session's next batch */

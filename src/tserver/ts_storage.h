@@ -240,6 +240,14 @@ void		ts_scan_close(TsScan *scan);
 int			ts_scan_next_values(TsScan *scan, const TsValue **values, TsError *err);
 
 /*
+ * Take back the session's rows after its first rows_mark, when they are
+ * all still staged in memory: *done, or not and why in reason[size]
+ * (the session then unchanged).  -1 with err for a mark past its rows.
+ */
+int			ts_session_rollback_to(TsSession *session, uint64_t rows_mark, bool *done,
+								   char *reason, size_t size, TsError *err);
+
+/*
  * MODIFY (docs/protocol.md#direct-modify): update or delete the rows of
  * request->table_id in its key range as the session reads them, staged
  * in the session as WRITE_UPDATE or WRITE_DELETE batches; *changed: how
