@@ -128,6 +128,13 @@ int			tc_client_open_table(TcClient *client, const char *name,
 int			tc_client_begin(TcClient *client, uint64_t *session_id);
 
 /*
+ * The id and key of the session begun last, which a Scan names to read its
+ * writes: 0, or -1 when the tserver gave no key.
+ */
+int			tc_client_session(TcClient *client, uint64_t *session_id,
+							  const uint8_t **key, size_t *keylen);
+
+/*
  * Send one write batch: payload is a packed Tcopy__WriteBatch whose seq is
  * seq (1, 2, ... in the session).  Returns once the frame is written, having
  * first waited while `window` batches were unacknowledged.

@@ -35,6 +35,9 @@ struct TcClient
 	TcArena		arena;			/* the last reply, unpacked */
 	uint64_t	seq_sent;		/* last batch sent in this session */
 	uint64_t	seq_acked;		/* last batch acknowledged */
+	uint64_t	session_id;		/* the open session's, as BeginOk gave them */
+	uint8_t		session_key[16];
+	size_t		session_key_len;
 	bool		scanning;		/* a scan's batches are still to come */
 	bool		broken;			/* a call failed: every later call fails */
 	bool		hook_set_error; /* the wait hook called tc_client_set_error */

@@ -84,8 +84,26 @@ tc_client_begin(TcClient *client, uint64_t *session_id)
 		client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_BEGIN_OK,
 						  tc_arena_allocator(&client->arena), &msg) < 0)
 		return -1;
+	client->session_id = ((Tcopy__BeginOk *) msg)->session_id;
+	client->session_key_len = ((Tcopy__BeginOk *) msg)->session_key.len;
+	if (client->session_key_len > sizeof(client->session_key))
+		client->session_key_len = 0;	/* no scan can name it */
+	else if (client->session_key_len > 0)
+		memcpy(client->session_key, ((Tcopy__BeginOk *) msg)->session_key.data,
+			   client->session_key_len);
 	if (session_id != NULL)
-		*session_id = ((Tcopy__BeginOk *) msg)->session_id;
+		*session_id = client->session_id;
+	return 0;
+}
+
+int
+tc_client_session(TcClient *client, uint64_t *session_id, const uint8_t **key, size_t *keylen)
+{
+	if (client->session_key_len == 0)
+		return -1;
+	*session_id = client->session_id;
+	*key = client->session_key;
+	*keylen = client->session_key_len;
 	return 0;
 }
 

@@ -20,6 +20,7 @@
 /* wire tags: field number << 3 | wire type (0 varint, 2 length-delimited) */
 #define TAG_BATCH_SEQ		((1 << 3) | 0)
 #define TAG_BATCH_TABLE_ID	((2 << 3) | 0)
+#define TAG_BATCH_KIND		((4 << 3) | 0)
 #define TAG_BATCH_ROWS		((3 << 3) | 2)
 #define TAG_ROW_INTS		((1 << 3) | 2)
 #define TAG_ROW_FLOATS		((2 << 3) | 2)
@@ -107,7 +108,7 @@ tc_wire_put_row(uint8_t *out, const TcWireRow *row)
 }
 
 uint8_t *
-tc_wire_put_batch_header(uint8_t *end, uint64_t seq, uint32_t table_id)
+tc_wire_put_batch_header(uint8_t *end, uint64_t seq, uint32_t table_id, int kind)
 {
 	uint8_t		header[TC_WIRE_BATCH_HEADER_MAX];
 	uint8_t    *p = header;
@@ -122,6 +123,11 @@ tc_wire_put_batch_header(uint8_t *end, uint64_t seq, uint32_t table_id)
 	{
 		*p++ = TAG_BATCH_TABLE_ID;
 		p = tc_varint_put(p, table_id);
+	}
+	if (kind != 0)
+	{
+		*p++ = TAG_BATCH_KIND;
+		*p++ = (uint8_t) kind;	/* WriteKind: a one-byte varint */
 	}
 	len = (size_t) (p - header);
 	memcpy(end - len, header, len);

@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 /* The longest WriteBatch header: tags and varints of seq and table_id. */
-#define TC_WIRE_BATCH_HEADER_MAX (1 + 10 + 1 + 5)
+#define TC_WIRE_BATCH_HEADER_MAX (1 + 10 + 1 + 5 + 1 + 1)
 
 typedef struct TcWireBlob
 {
@@ -50,10 +50,12 @@ size_t		tc_wire_row_bound(const TcWireRow *row);
 uint8_t    *tc_wire_put_row(uint8_t *out, const TcWireRow *row);
 
 /*
- * Write a WriteBatch's header (seq, table_id) so that it ends at end, just
+ * Write a WriteBatch's header (seq, table_id, and kind unless 0, an
+ * insert) so that it ends at end, just
  * before the batch's rows; returns where it starts (at most
  * TC_WIRE_BATCH_HEADER_MAX bytes before end).
  */
-uint8_t    *tc_wire_put_batch_header(uint8_t *end, uint64_t seq, uint32_t table_id);
+uint8_t    *tc_wire_put_batch_header(uint8_t *end, uint64_t seq, uint32_t table_id,
+									  int kind);
 
 #endif							/* TC_WIRE_H */

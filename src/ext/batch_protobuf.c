@@ -128,6 +128,7 @@ tcopy_protobuf_batch_packed_size(TcopyBatch *batch, uint64 seq, uint32 table_id)
 {
 	batch->msg.seq = seq;
 	batch->msg.table_id = table_id;
+	batch->msg.kind = batch->kind;
 	return tcopy__write_batch__get_packed_size(&batch->msg);
 }
 

@@ -34,7 +34,7 @@ tcopy_wire_batch_pack(TcopyBatch *batch, uint64 seq, uint32 table_id)
 	uint8	   *start;
 
 	Assert(batch->packed.len >= TC_WIRE_BATCH_HEADER_MAX);
-	start = tc_wire_put_batch_header(rows, seq, table_id);
+	start = tc_wire_put_batch_header(rows, seq, table_id, batch->kind);
 	batch->send = start;
 	batch->send_len = batch->packed.data + batch->packed.len - start;
 }

@@ -230,7 +230,10 @@ tcopy_fdw_handler(PG_FUNCTION_ARGS)
 	routine->IsForeignRelUpdatable = tcopyIsForeignRelUpdatable;
 	routine->PlanForeignModify = tcopyPlanForeignModify;
 	routine->BeginForeignModify = tcopyBeginForeignModify;
+	routine->AddForeignUpdateTargets = tcopyAddForeignUpdateTargets;
 	routine->ExecForeignInsert = tcopyExecForeignInsert;
+	routine->ExecForeignUpdate = tcopyExecForeignUpdate;
+	routine->ExecForeignDelete = tcopyExecForeignDelete;
 	routine->ExecForeignBatchInsert = tcopyExecForeignBatchInsert;
 	routine->GetForeignModifyBatchSize = tcopyGetForeignModifyBatchSize;
 	routine->EndForeignModify = tcopyEndForeignModify;

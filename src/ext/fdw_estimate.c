@@ -5,11 +5,13 @@
  *
  * The tserver answers from RocksDB's metadata without reading the rows
  * (STATS_REQUEST with a table id; docs/protocol.md#statistics), so asking
- * costs one connection and a round trip.  An answer is kept for the rest
- * of the transaction, per relation, so that planning a statement that
- * names a table many times, or many statements of one transaction, ask
- * once; the next transaction asks again, and sees the rows committed
- * meanwhile.
+ * costs one connection and a round trip (and a count of the table's keys
+ * in the memtables, up to 100000: some milliseconds).  An answer is kept
+ * per relation for the rest of the transaction and TCOPY_ESTIMATE_KEEP_MS
+ * after it was asked, so that planning a statement that names a table many
+ * times, many statements of one transaction, or many short transactions
+ * (pgbench's) ask once; a later transaction asks again, and sees the rows
+ * committed meanwhile.
  *
  * Asking fails soft: when the tserver cannot be reached, refuses the
  * table, or predates estimates, the planner takes the default, as it did
@@ -33,6 +35,7 @@ typedef struct TcopyEstimateEntry
 {
 	Oid			relid;			/* hash key */
 	LocalTransactionId lxid;	/* the transaction that asked */
+	TimestampTz asked_at;
 	bool		known;			/* false: the tserver gave none */
 	double		rows;
 	double		bytes;
@@ -40,8 +43,10 @@ typedef struct TcopyEstimateEntry
 
 /* How long asking may take; a tserver on the same host answers in far less. */
 #define TCOPY_ESTIMATE_WAIT_MS 250
+/* How long an answer serves later transactions. */
+#define TCOPY_ESTIMATE_KEEP_MS 1000
 
-/* Estimates by relation, in TopMemoryContext; valid in their transaction. */
+/* Estimates by relation, in TopMemoryContext (see above for how long they serve). */
 static HTAB *tcopy_estimates = NULL;
 
 /*
@@ -118,7 +123,9 @@ tcopy_table_estimate(Relation rel, Oid userid, double *rows, double *bytes)
 									  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	}
 	entry = hash_search(tcopy_estimates, &relid, HASH_ENTER, &found);
-	if (!found || entry->lxid != MyProc->lxid)
+	if (!found || entry->lxid == InvalidLocalTransactionId ||
+		(entry->lxid != MyProc->lxid &&
+		 GetCurrentTimestamp() > TimestampTzPlusMilliseconds(entry->asked_at, TCOPY_ESTIMATE_KEEP_MS)))
 	{
 		/* not valid until it is filled: an ERROR leaves it stale */
 		entry->lxid = InvalidLocalTransactionId;
@@ -134,6 +141,7 @@ tcopy_table_estimate(Relation rel, Oid userid, double *rows, double *bytes)
 		}
 		PG_END_TRY();
 		entry->lxid = MyProc->lxid;
+		entry->asked_at = GetCurrentTimestamp();
 	}
 	if (!entry->known)
 		return false;

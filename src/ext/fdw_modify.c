@@ -1,18 +1,33 @@
 /*
  * fdw_modify.c
  *		The write callbacks of the tcopy foreign-data wrapper: INSERT (and
- *		COPY through the insert path, and tuple routing) and TRUNCATE.
+ *		COPY through the insert path, and tuple routing), UPDATE, DELETE and
+ *		TRUNCATE.
  *
- * Inserts go through the writer shared with the COPY hook: rows are sent in
- * batches on the transaction's write session and become visible when the
- * transaction commits.  A TRUNCATE is staged in that session too.  UPDATE
- * and DELETE are not offered
- * (tcopyIsForeignRelUpdatable), so Postgres refuses them.
+ * Every write goes through the writer shared with the COPY hook: rows are
+ * sent in batches on the transaction's write session and become visible to
+ * others when the transaction commits (to itself at once: a scan reads the
+ * session's writes, fdw_scan.c).  A TRUNCATE is staged in that session too.
+ *
+ * UPDATE and DELETE identify rows by the table's key, as postgres_fdw does
+ * by ctid: the scan below them fetches the whole row ("wholerow", which
+ * Postgres asks of every foreign table's UPDATE and tcopy asks for DELETE),
+ * whose key says which row; a keyless table refuses both when planned.  An
+ * UPDATE that keeps the key sends the new row as WRITE_UPDATE (it replaces
+ * the row whatever on_conflict says); one that changes it moves the row:
+ * WRITE_DELETE of the old key, then an insert of the new row, to which
+ * on_conflict applies as to any insert.  A DELETE sends the old row as
+ * WRITE_DELETE.  The scan locked the rows first (row_locks.c).
  */
 #include "tcopy.h"
 
+#include "access/htup_details.h"
 #include "executor/executor.h"
+#include "foreign/foreign.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "optimizer/appendinfo.h"
+#include "utils/datum.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
@@ -28,6 +43,7 @@ typedef struct TcopyModifyState
 	TcopyRelCodec *codec;
 	TcopyWriter *writer;
 	MemoryContext temp_cxt;		/* reset after each row handed to the writer */
+	TupleTableSlot *old_slot;	/* UPDATE: the row being replaced */
 } TcopyModifyState;
 
 /*
@@ -42,11 +58,52 @@ tcopy_result_rti(ResultRelInfo *resultRelInfo)
 	return resultRelInfo->ri_RangeTableIndex;
 }
 
-/* Rows can be inserted; UPDATE and DELETE Postgres refuses itself. */
+/* Rows can be inserted, updated and deleted: a keyless table refuses the last two when planned. */
 int
 tcopyIsForeignRelUpdatable(Relation rel)
 {
-	return (1 << CMD_INSERT);
+	return (1 << CMD_INSERT) | (1 << CMD_UPDATE) | (1 << CMD_DELETE);
+}
+
+/* Whether the foreign table has the key option (its rows can be named). */
+static bool
+tcopy_rel_has_key(Relation rel)
+{
+	ListCell   *lc;
+
+	foreach(lc, GetForeignTable(RelationGetRelid(rel))->options)
+	{
+		DefElem    *def = lfirst_node(DefElem, lc);
+
+		if (strcmp(def->defname, "key") == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * UPDATE and DELETE name rows by their key, which the whole row carries:
+ * Postgres asks for it for an UPDATE, tcopy for a DELETE.  A keyless table
+ * has no way to name a row: refused here, with Postgres' words.
+ */
+void
+tcopyAddForeignUpdateTargets(PlannerInfo *root, Index rtindex, RangeTblEntry *target_rte,
+							 Relation target_relation)
+{
+	CmdType		operation = root->parse->commandType;
+
+	if (!tcopy_rel_has_key(target_relation))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg(operation == CMD_DELETE ? "cannot delete from foreign table \"%s\"" :
+						"cannot update foreign table \"%s\"",
+						RelationGetRelationName(target_relation)),
+				 errdetail("The tcopy table has no key, and tcopy identifies the rows it updates and deletes by their key."),
+				 errhint("Create the table with a key, OPTIONS (key 'column'), to update and delete its rows; "
+						 "a keyless tcopy table takes INSERT, COPY and TRUNCATE.")));
+	if (operation == CMD_DELETE)
+		add_row_identity_var(root, makeWholeRowVar(target_rte, rtindex, 0, false),
+							 rtindex, "wholerow");
 }
 
 /* Start writing rows to the table: its codec and a writer. */
@@ -73,6 +130,33 @@ tcopy_modify_begin(EState *estate, ResultRelInfo *resultRelInfo)
 	return fmstate;
 }
 
+/*
+ * The old row of an UPDATE or DELETE, from the plan's "wholerow", into
+ * slot; the values point into planSlot's memory.
+ */
+static void
+tcopy_modify_old_row(ResultRelInfo *resultRelInfo, TupleTableSlot *planSlot,
+					 TupleTableSlot *slot)
+{
+	HeapTupleData tuple;
+	HeapTupleHeader header;
+	bool		isnull;
+	Datum		datum;
+
+	if (!AttributeNumberIsValid(resultRelInfo->ri_RowIdAttNo))
+		elog(ERROR, "could not find junk wholerow column");
+	datum = ExecGetJunkAttribute(planSlot, resultRelInfo->ri_RowIdAttNo, &isnull);
+	if (isnull)
+		elog(ERROR, "wholerow is NULL");
+	header = DatumGetHeapTupleHeader(datum);
+	tuple.t_len = HeapTupleHeaderGetDatumLength(header);
+	ItemPointerSetInvalid(&tuple.t_self);
+	tuple.t_tableOid = RelationGetRelid(resultRelInfo->ri_RelationDesc);
+	tuple.t_data = header;
+	ExecForceStoreHeapTuple(&tuple, slot, false);
+	slot_getallattrs(slot);
+}
+
 /* Hand one row to the writer; what encoding it allocates is freed after. */
 static void
 tcopy_modify_add(TcopyModifyState *fmstate, TupleTableSlot *slot)
@@ -94,10 +178,12 @@ tcopy_modify_end(TcopyModifyState *fmstate)
 		return;
 	tcopy_writer_finish(fmstate->writer);
 	tcopy_writer_free(fmstate->writer);
+	if (fmstate->old_slot != NULL)
+		ExecDropSingleTupleTableSlot(fmstate->old_slot);
 	MemoryContextDelete(fmstate->temp_cxt);
 }
 
-/* INSERT needs no plan-time state. */
+/* INSERT, UPDATE and DELETE need no plan-time state. */
 List *
 tcopyPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
 					   Index resultRelation, int subplan_index)
@@ -111,7 +197,7 @@ tcopyPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
 	return NIL;
 }
 
-/* Begin an INSERT; nothing is set up for EXPLAIN without ANALYZE. */
+/* Begin an INSERT, UPDATE or DELETE; nothing is set up for EXPLAIN without ANALYZE. */
 void
 tcopyBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *resultRelInfo,
 						List *fdw_private, int subplan_index, int eflags)
@@ -134,6 +220,60 @@ tcopyExecForeignInsert(EState *estate, ResultRelInfo *resultRelInfo,
 					   TupleTableSlot *slot, TupleTableSlot *planSlot)
 {
 	tcopy_modify_add((TcopyModifyState *) resultRelInfo->ri_FdwState, slot);
+	return slot;
+}
+
+/*
+ * Update one row: the new row replaces it, or, when the key changed,
+ * moves it (the old key deleted, the new row inserted).  The slot comes
+ * back as is, for RETURNING.
+ */
+TupleTableSlot *
+tcopyExecForeignUpdate(EState *estate, ResultRelInfo *resultRelInfo,
+					   TupleTableSlot *slot, TupleTableSlot *planSlot)
+{
+	TcopyModifyState *fmstate = (TcopyModifyState *) resultRelInfo->ri_FdwState;
+	TupleDesc	desc = RelationGetDescr(resultRelInfo->ri_RelationDesc);
+	TupleTableSlot *old = fmstate->old_slot;
+	ListCell   *lc;
+	bool		moved = false;
+
+	if (old == NULL)
+		old = fmstate->old_slot = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
+	tcopy_modify_old_row(resultRelInfo, planSlot, old);
+	slot_getallattrs(slot);
+	foreach(lc, fmstate->codec->options.key_attnums)
+	{
+		int			i = lfirst_int(lc) - 1;
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (old->tts_isnull[i] != slot->tts_isnull[i] ||
+			(!slot->tts_isnull[i] &&
+			 !datumIsEqual(old->tts_values[i], slot->tts_values[i], att->attbyval, att->attlen)))
+			moved = true;
+	}
+	if (moved)
+	{
+		tcopy_writer_set_kind(fmstate->writer, TCOPY__WRITE_KIND__WRITE_DELETE);
+		tcopy_modify_add(fmstate, old);
+		tcopy_writer_set_kind(fmstate->writer, TCOPY__WRITE_KIND__WRITE_INSERT);
+	}
+	else
+		tcopy_writer_set_kind(fmstate->writer, TCOPY__WRITE_KIND__WRITE_UPDATE);
+	tcopy_modify_add(fmstate, slot);
+	return slot;
+}
+
+/* Delete one row, by its key; the deleted row comes back in slot, for RETURNING. */
+TupleTableSlot *
+tcopyExecForeignDelete(EState *estate, ResultRelInfo *resultRelInfo,
+					   TupleTableSlot *slot, TupleTableSlot *planSlot)
+{
+	TcopyModifyState *fmstate = (TcopyModifyState *) resultRelInfo->ri_FdwState;
+
+	tcopy_modify_old_row(resultRelInfo, planSlot, slot);
+	tcopy_writer_set_kind(fmstate->writer, TCOPY__WRITE_KIND__WRITE_DELETE);
+	tcopy_modify_add(fmstate, slot);
 	return slot;
 }
 
@@ -174,7 +314,7 @@ tcopyGetForeignModifyBatchSize(ResultRelInfo *resultRelInfo)
 	return Max(1, Min(batch_size, TCOPY_MAX_INSERT_BATCH));
 }
 
-/* End an INSERT. */
+/* End an INSERT, UPDATE or DELETE. */
 void
 tcopyEndForeignModify(EState *estate, ResultRelInfo *resultRelInfo)
 {

@@ -55,6 +55,24 @@ typedef struct TcopyScanState
 } TcopyScanState;
 
 /*
+ * Lock what a scan for UPDATE or DELETE reads, before it reads it
+ * (row_locks.c): the key, when the scan reads one key of a table of one
+ * key column, else the table's rows.
+ */
+static void
+tcopy_scan_lock_rows(TcopyScanState *state)
+{
+	TcopyRelCodec *codec = state->codec;
+
+	if (list_length(codec->options.key_attnums) == 1 && state->key_attnum != 0 &&
+		state->lower.present && state->upper.present && state->lower.inclusive &&
+		state->upper.inclusive && state->lower.value == state->upper.value)
+		tcopy_lock_key(codec->relid, state->lower.value);
+	else if (!state->empty_range)
+		tcopy_lock_table_rows(codec->relid);
+}
+
+/*
  * Choose the wire columns to fetch.  A scan always projects at least one
  * column, as an empty projection asks for all of them: for count(*), the
  * first key column that is one of the table's own (not a key image, which
@@ -279,14 +297,15 @@ tcopy_scan_check_visible(Relation rel, const TcopyTableOptions *options)
 }
 
 /*
- * Set up the scan; a SELECT in the transaction that wrote to the table is
- * refused, as those rows are not visible before the commit.
+ * Set up the scan.  The scan of an UPDATE's or DELETE's target locks the
+ * rows it will read first.
  */
 void
 tcopyBeginForeignScan(ForeignScanState *node, int eflags)
 {
 	ForeignScan *fsplan = (ForeignScan *) node->ss.ps.plan;
 	Relation	rel = node->ss.ss_currentRelation;
+	EState	   *estate = node->ss.ps.state;
 	TcopyScanState *state;
 
 	state = palloc0(sizeof(TcopyScanState));
@@ -301,7 +320,10 @@ tcopyBeginForeignScan(ForeignScanState *node, int eflags)
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
 
-	tcopy_scan_check_visible(rel, &state->codec->options);
+	if ((estate->es_plannedstmt->commandType == CMD_UPDATE ||
+		 estate->es_plannedstmt->commandType == CMD_DELETE) &&
+		ExecRelationIsTargetRelation(estate, fsplan->scan.scanrelid))
+		tcopy_scan_lock_rows(state);
 
 	state->batch_cxt = AllocSetContextCreate(CurrentMemoryContext,
 											 "tcopy scan batch",
@@ -331,13 +353,45 @@ tcopy_make_key_bound(const TcopyKeyBound *bound)
 	return msg;
 }
 
-/* Send the Scan request: the projection and the key range. */
+/* The scan failed: say why. */
+static void
+tcopy_scan_report_error(TcopyScanState *state)
+{
+	TcopyRelCodec *codec = state->codec;
+
+	if (tc_client_error_code(state->conn.client) == TCOPY__ERROR_CODE__ERROR_UNREADABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("cannot read foreign table \"%s\" in this transaction: its writes spilled to the tserver's disk",
+						codec->relname),
+				 errdetail("tserver at \"%s\": %s.", codec->options.address,
+						   tc_client_error(state->conn.client)),
+				 errhint("A transaction reads its own writes to a tcopy table while the tserver holds them in memory "
+						 "(half of its --session-memory-mb); read the table after the commit, or raise --session-memory-mb.")));
+	tcopy_report_client_error(state->conn.client, codec->options.address,
+							  psprintf("could not scan table \"%s\"", codec->options.table_name));
+}
+
+/*
+ * Send the Scan request: the projection, the key range, and the write
+ * session of this transaction whose changes to the table it reads, if any
+ * (acknowledged up to every batch sent, so as of now).
+ */
 static void
 tcopy_scan_start(TcopyScanState *state)
 {
 	TcopyRelCodec *codec = state->codec;
 	Tcopy__Scan request = TCOPY__SCAN__INIT;
 	uint32_t   *columns;
+	const uint8 *key;
+	size_t		keylen;
+
+	if (tcopy_xact_session_to_read(codec->relname, &codec->options, codec->userid,
+								   &request.session_id, &key, &keylen))
+	{
+		request.session_key.data = (uint8_t *) key;
+		request.session_key.len = keylen;
+	}
 
 	columns = palloc(sizeof(uint32_t) * Max(state->nproj, 1));
 	for (int p = 0; p < state->nproj; p++)
@@ -351,9 +405,7 @@ tcopy_scan_start(TcopyScanState *state)
 		request.upper = tcopy_make_key_bound(&state->upper);
 
 	if (tc_client_scan_start(state->conn.client, &request) < 0)
-		tcopy_report_client_error(state->conn.client, codec->options.address,
-								  psprintf("could not scan table \"%s\"",
-										   codec->options.table_name));
+		tcopy_scan_report_error(state);
 	state->started = true;
 }
 
@@ -402,9 +454,7 @@ tcopyIterateForeignScan(ForeignScanState *node)
 		state->batch = NULL;
 		state->next_row = 0;
 		if (tc_client_scan_next(state->conn.client, &state->batch) < 0)
-			tcopy_report_client_error(state->conn.client, codec->options.address,
-									  psprintf("could not scan table \"%s\"",
-											   codec->options.table_name));
+			tcopy_scan_report_error(state);
 		state->done = state->batch->done;
 	}
 

@@ -343,6 +343,7 @@ extern void tcopy_decode_row(TcopyRelCodec *codec, const int *proj, int nproj,
 typedef struct TcopyBatch
 {
 	TcopyEncoder encoder;
+	Tcopy__WriteKind kind;		/* what its rows do: insert, update, delete */
 	size_t		nrows;
 	size_t		payload_bytes;	/* approximate bytes of row data so far */
 	TcBuf		packed;			/* reused output buffer */
@@ -640,6 +641,9 @@ extern void tcopy_xact_send(TcopyConnection *conn, TcopyBatch *batch,
  * through: reads then must fail.
  */
 extern bool tcopy_xact_wrote_table(const TcopyTableOptions *options);
+extern bool tcopy_xact_session_to_read(const char *relname, const TcopyTableOptions *options,
+									   Oid userid, uint64 *session_id, const uint8 **key,
+									   size_t *keylen);
 /* Stage a TRUNCATE or DROP of a table in the transaction's write session. */
 extern void tcopy_xact_table_op(const TcopyTableOptions *options, Oid userid,
 								bool track, Tcopy__TableOpKind op, uint32 table_id);
@@ -703,6 +707,7 @@ typedef struct TcopyWriter
 
 extern TcopyWriter *tcopy_writer_begin(TcopyRelCodec *codec);
 extern void tcopy_writer_add(TcopyWriter *writer, Datum *values, bool *nulls);
+extern void tcopy_writer_set_kind(TcopyWriter *writer, Tcopy__WriteKind kind);
 /* Add writer->row, filled by the caller. */
 extern void tcopy_writer_add_row(TcopyWriter *writer);
 /* Send what is left; the rows commit with the transaction. */
@@ -757,6 +762,17 @@ extern bool tcopyAnalyzeForeignTable(Relation relation,
 
 /* in fdw_modify.c: the insert and truncate callbacks */
 extern int	tcopyIsForeignRelUpdatable(Relation rel);
+extern void tcopyAddForeignUpdateTargets(PlannerInfo *root, Index rtindex,
+										 RangeTblEntry *target_rte,
+										 Relation target_relation);
+extern TupleTableSlot *tcopyExecForeignUpdate(EState *estate, ResultRelInfo *resultRelInfo,
+											  TupleTableSlot *slot, TupleTableSlot *planSlot);
+extern TupleTableSlot *tcopyExecForeignDelete(EState *estate, ResultRelInfo *resultRelInfo,
+											  TupleTableSlot *slot, TupleTableSlot *planSlot);
+
+/* in row_locks.c: what an UPDATE or DELETE locks before it reads */
+extern void tcopy_lock_key(Oid relid, int64 key);
+extern void tcopy_lock_table_rows(Oid relid);
 extern List *tcopyPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
 									Index resultRelation, int subplan_index);
 extern void tcopyBeginForeignModify(ModifyTableState *mtstate,

@@ -141,6 +141,20 @@ tcopy_writer_add_row(TcopyWriter *writer)
 		writer_flush(writer);
 }
 
+/*
+ * What the rows added from now on do: a batch holds rows of one kind, so a
+ * change of kind sends the batch so far, and the tserver applies the
+ * session's rows in the order they were added.
+ */
+void
+tcopy_writer_set_kind(TcopyWriter *writer, Tcopy__WriteKind kind)
+{
+	if (writer->batch.kind == kind)
+		return;
+	writer_flush(writer);
+	writer->batch.kind = kind;
+}
+
 void
 tcopy_writer_add(TcopyWriter *writer, Datum *values, bool *nulls)
 {

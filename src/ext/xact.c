@@ -362,6 +362,111 @@ tcopy_xact_wrote_table(const TcopyTableOptions *options)
 }
 
 /*
+ * The write connection whose list at list_offset names options' tserver
+ * table; NULL when none does.  *more is set when another one does too.
+ */
+static TcopyConnection *
+tcopy_connection_listing(size_t list_offset, const TcopyTableOptions *options, bool *more)
+{
+	HASH_SEQ_STATUS scan;
+	TcopyConnection *conn;
+	TcopyConnection *found = NULL;
+
+	*more = false;
+	if (tcopy_connections == NULL)
+		return NULL;
+	hash_seq_init(&scan, tcopy_connections);
+	while ((conn = hash_seq_search(&scan)) != NULL)
+	{
+		List	   *names = *(List **) ((char *) conn + list_offset);
+		ListCell   *lc;
+
+		if (conn->address == NULL || conn == found)
+			continue;
+		foreach(lc, names)
+		{
+			if (strcmp((const char *) lfirst(lc), options->table_name) == 0 &&
+				tc_address_same_server(conn->address, options->address))
+			{
+				if (found != NULL)
+					*more = true;
+				else
+					found = conn;
+				break;
+			}
+		}
+	}
+	return found;
+}
+
+/*
+ * Whether a scan of relname must read this transaction's writes to its tserver
+ * table (rows sent, a TRUNCATE staged), and where: *session_id and *key
+ * name the write session on the tserver (tc_client_session), once every
+ * batch sent to it is acknowledged, so that the scan sees all of them.
+ * ERROR where they cannot be read: the data is dropped at commit, the
+ * writes went through another user mapping or several, a rolled-back
+ * subtransaction wrote to the session (its rows are still there).
+ */
+bool
+tcopy_xact_session_to_read(const char *relname, const TcopyTableOptions *options, Oid userid,
+						   uint64 *session_id, const uint8 **key, size_t *keylen)
+{
+	TcopyConnection *written;
+	TcopyConnection *truncated;
+	TcopyConnection *conn;
+	bool		more_written,
+				more_truncated;
+	int			rc;
+
+	if (tcopy_xact_drops_table(options))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot read foreign table \"%s\" in the transaction that dropped its data",
+						relname),
+				 errdetail("Another foreign table bound to the same tserver table was dropped in this "
+						   "transaction, and its data goes at the commit.")));
+	written = tcopy_connection_listing(offsetof(TcopyConnection, written_tables), options,
+									   &more_written);
+	truncated = tcopy_connection_listing(offsetof(TcopyConnection, op_tables), options,
+										 &more_truncated);
+	if (written == NULL && truncated == NULL)
+		return false;
+	conn = written != NULL ? written : truncated;
+	if (more_written || more_truncated || (written != NULL && truncated != NULL && written != truncated) ||
+		conn->key.serverid != options->serverid || conn->key.userid != userid)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot read foreign table \"%s\" in this transaction",
+						relname),
+				 errdetail("This transaction wrote to its tserver table through another foreign server or user mapping, "
+						   "and a scan reads only the writes of its own.")));
+	if (conn->subxact_lost)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot read foreign table \"%s\" after a rolled-back subtransaction wrote to it",
+						relname),
+				 errdetail("The tserver still holds the rows the subtransaction wrote; the transaction cannot commit.")));
+	if (conn->session_lost)
+		tcopy_report_session_lost(conn);
+	if (conn->null_transport || conn->client == NULL)
+		return false;
+	conn->busy = true;
+	rc = tc_client_wait_acks(conn->client);
+	conn->busy = false;
+	if (rc < 0)
+		tcopy_connection_fail(conn, "could not send a write batch");
+	if (tc_client_session(conn->client, session_id, key, keylen) < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot read foreign table \"%s\" in the transaction that wrote to it",
+						relname),
+				 errdetail("The tserver at \"%s\" does not let a scan read a write session.",
+						   conn->address)));
+	return true;
+}
+
+/*
  * Test pause point point (tcopy.test_pause_at): say so in the server log,
  * then sleep until the process is killed; cancellable where the caller
  * may be cancelled.

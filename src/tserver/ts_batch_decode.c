@@ -28,7 +28,8 @@
  *     order, and its values are appended in the order they come; packed
  *     doubles must fill a multiple of 8 bytes, packed varints must each be
  *     complete;
- *   - a later seq or table_id replaces an earlier one;
+ *   - a later seq, table_id or kind replaces an earlier one; kind (an
+ *     enum) keeps the low 32 bits, as an int32, whatever their value;
  *   - an empty blob has data NULL, an empty repeated field a NULL array.
  * Unknown fields are not kept (protobuf-c copies them into the message;
  * nothing in the tserver reads them).
@@ -57,6 +58,7 @@
 #define BATCH_SEQ 1
 #define BATCH_TABLE_ID 2
 #define BATCH_ROWS 3
+#define BATCH_KIND 4
 #define ROW_INTS 1
 #define ROW_FLOATS 2
 #define ROW_BLOBS 3
@@ -370,12 +372,15 @@ batch_walk(const uint8_t *p, const uint8_t *end, Tcopy__WriteBatch *batch,
 		{
 			case BATCH_SEQ:
 			case BATCH_TABLE_ID:
+			case BATCH_KIND:
 				if (wire != WIRE_VARINT || !batch_read_varint(&p, end, &value))
 					return false;
 				if (field == BATCH_SEQ)
 					batch->seq = value;
-				else
+				else if (field == BATCH_TABLE_ID)
 					batch->table_id = (uint32_t) value;
+				else
+					batch->kind = (Tcopy__WriteKind) (int32_t) value;
 				break;
 			case BATCH_ROWS:
 				if (wire != WIRE_LENGTH || !batch_read_length(&p, end, &len))

@@ -399,7 +399,8 @@ memory_keys(TsSession *session, TsKeyRanges *ranges, TcBuf *keys)
 		uint32_t	keylen = ts_record_keylen(rec);
 		const uint8_t *key = ts_record_key(rec);
 
-		if (!key_has_policy(session, key, keylen))
+		/* an UPDATE or DELETE claims nothing: Postgres' locks order them */
+		if (!key_has_policy(session, key, keylen) || ts_record_mark(rec) != 0)
 			continue;
 		if (ts_key_ranges_add_ascending(ranges, key, keylen) != 0)
 			return -1;
@@ -428,9 +429,9 @@ common_key(const TsSession *session, const TsKeyClaim *claim)
 		int			cmp = ts_key_compare(ts_record_key(rec), keylen,
 										 claim->keys.data + at + 4, theirs_len);
 
-		if (cmp == 0)
+		if (cmp == 0 && ts_record_mark(rec) == 0)
 			return rec;
-		if (cmp < 0)
+		if (cmp <= 0)
 			i++;
 		else
 			at += 4 + theirs_len;

@@ -582,6 +582,7 @@ proto_on_begin(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *er
 	ts_log(TS_LOG_DEBUG, "connection %" PRIu64 ": session %" PRIu64 " begun",
 		   proto->id, session_id);
 	reply.session_id = session_id;
+	reply.session_key.data = (uint8_t *) ts_session_key(proto->session, &reply.session_key.len);
 	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_BEGIN_OK, &reply.base, err);
 }
 

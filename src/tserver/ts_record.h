@@ -59,6 +59,53 @@ ts_record_value(const uint8_t *rec, uint32_t keylen)
 	return rec + TS_RECORD_HEADER_SIZE + keylen;
 }
 
+/*
+ * An UPDATE's or a DELETE's record is marked by the first byte of its
+ * value, which no encoded row value has (theirs starts with 0x00 or 0x01,
+ * or is empty: ts_codec.h), so that the records travel through the sort,
+ * the runs and the merge as they are:
+ *
+ *		TS_VALUE_SET	then the row's value: it replaces its key's row,
+ *						whatever the table's on_conflict says
+ *		TS_VALUE_DELETE	alone: its key's row is deleted
+ *
+ * Unmarked records are inserts, to which on_conflict applies.  Whatever
+ * publishes or reads the records strips the mark (ts_value_unmarked).
+ */
+#define TS_VALUE_SET 0xFE
+#define TS_VALUE_DELETE 0xFF
+
+/* The value's mark, or 0 for an insert. */
+static inline int
+ts_value_mark(const uint8_t *value, uint32_t valuelen)
+{
+	return valuelen > 0 && value[0] >= TS_VALUE_SET ? value[0] : 0;
+}
+
+/* A SET or insert record's row value, without its mark. */
+static inline const uint8_t *
+ts_value_unmarked(const uint8_t *value, uint32_t *valuelen)
+{
+	if (ts_value_mark(value, *valuelen) != 0)
+	{
+		(*valuelen)--;
+		return value + 1;
+	}
+	return value;
+}
+
+/* The record's mark (ts_value_mark). */
+static inline int
+ts_record_mark(const uint8_t *rec)
+{
+	uint32_t	keylen;
+	uint32_t	valuelen;
+
+	memcpy(&keylen, rec, 4);
+	memcpy(&valuelen, rec + 4, 4);
+	return ts_value_mark(rec + TS_RECORD_HEADER_SIZE + keylen, valuelen);
+}
+
 /* Bytes of a record with these lengths, header included. */
 static inline size_t
 ts_record_size(uint32_t keylen, uint32_t valuelen)

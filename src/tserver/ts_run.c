@@ -162,7 +162,15 @@ int
 ts_run_writer_put(TsRunWriter *writer, const uint8_t *key, uint32_t keylen,
 				  const uint8_t *value, uint32_t valuelen)
 {
+	return ts_run_writer_put_marked(writer, key, keylen, 0, value, valuelen);
+}
+
+int
+ts_run_writer_put_marked(TsRunWriter *writer, const uint8_t *key, uint32_t keylen,
+						 int mark, const uint8_t *value, uint32_t valuelen)
+{
 	uint8_t		header[TS_RECORD_HEADER_SIZE];
+	uint8_t		mark_byte = (uint8_t) mark;
 
 	if (writer->written >= writer->next_indexed)
 	{
@@ -173,12 +181,13 @@ ts_run_writer_put(TsRunWriter *writer, const uint8_t *key, uint32_t keylen,
 		}
 		writer->next_indexed = writer->written + writer->stride;
 	}
-	ts_record_put_header(header, keylen, valuelen);
+	ts_record_put_header(header, keylen, valuelen + (mark != 0));
 	if (writer_append(writer, header, sizeof(header)) != 0 ||
 		writer_append(writer, key, keylen) != 0 ||
+		(mark != 0 && writer_append(writer, &mark_byte, 1) != 0) ||
 		writer_append(writer, value, valuelen) != 0)
 		return -1;
-	writer->written += ts_record_size(keylen, valuelen);
+	writer->written += ts_record_size(keylen, valuelen + (mark != 0));
 	return 0;
 }
 

@@ -55,6 +55,10 @@ int			ts_run_writer_open(TsRunWriter *writer, const char *path);
 /* Append a record; 0, or -1 with errno. */
 int			ts_run_writer_put(TsRunWriter *writer, const uint8_t *key, uint32_t keylen,
 							  const uint8_t *value, uint32_t valuelen);
+/* The same, with a mark (ts_record.h) before the value unless mark is 0. */
+int			ts_run_writer_put_marked(TsRunWriter *writer, const uint8_t *key,
+									 uint32_t keylen, int mark, const uint8_t *value,
+									 uint32_t valuelen);
 
 /*
  * Flush and close the file (also after a failure, to release it); 0, or

@@ -2,12 +2,16 @@
  * ts_scan.c
  *		Scans of committed rows: a RocksDB iterator (a consistent snapshot)
  *		over one table's key range, decoded and projected into ScanBatch
- *		rows in the compact layout.
+ *		rows in the compact layout; and, for the client of an open write
+ *		session that names it, that session's writes merged over them
+ *		(ts_session_read.c's overlay).
  */
 #include "ts_storage_int.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "ts_key.h"
 
 #define SCAN_DEFAULT_BATCH_ROWS 1000
 #define SCAN_MAX_BATCH_ROWS 100000
@@ -35,7 +39,70 @@ struct TsScan
 	TsValue    *values;			/* [table's ncolumns] decode scratch */
 	TcArena		scratch;		/* key strings that need unescaping */
 	bool		done;
+	TsOverlay	overlay;		/* a session's writes over the stored rows */
+	size_t		overlay_pos;	/* the next of overlay.rows */
+	bool		from_iter;		/* the current row moves the iterator on */
+	bool		from_overlay;	/* ... and the overlay */
 };
+
+/*
+ * The scan's next row, stored or the session's, whichever key comes first
+ * (of an equal key, the session's, unless it yields), skipping the keys
+ * the session deleted: false at the end.
+ */
+static bool
+scan_current(TsScan *scan, const uint8_t **key, size_t *keylen,
+			 const uint8_t **value, size_t *valuelen)
+{
+	for (;;)
+	{
+		bool		stored = !scan->overlay.hides_stored && rocksdb_iter_valid(scan->iter);
+		const TsOverlayRow *o = scan->overlay_pos < scan->overlay.n ?
+			&scan->overlay.rows[scan->overlay_pos] : NULL;
+		const uint8_t *skey = NULL;
+		size_t		skeylen = 0;
+		int			cmp;
+
+		if (stored)
+			skey = (const uint8_t *) rocksdb_iter_key(scan->iter, &skeylen);
+		if (o == NULL && !stored)
+			return false;
+		cmp = o == NULL ? 1 : !stored ? -1 :
+			ts_key_compare(o->key, o->keylen, skey, (uint32_t) skeylen);
+		scan->from_iter = cmp >= 0;
+		scan->from_overlay = cmp <= 0;
+		if (cmp > 0 || (cmp == 0 && o->yields))
+		{
+			*key = skey;
+			*keylen = skeylen;
+			*value = (const uint8_t *) rocksdb_iter_value(scan->iter, valuelen);
+			return true;
+		}
+		if (o->value == NULL)
+		{
+			/* deleted by the session */
+			scan->overlay_pos++;
+			if (cmp == 0)
+				rocksdb_iter_next(scan->iter);
+			continue;
+		}
+		*key = o->key;
+		*keylen = o->keylen;
+		*value = o->value;
+		*valuelen = o->valuelen;
+		return true;
+	}
+}
+
+/* Past the row scan_current gave. */
+static void
+scan_advance(TsScan *scan)
+{
+	if (scan->from_iter)
+		rocksdb_iter_next(scan->iter);
+	if (scan->from_overlay)
+		scan->overlay_pos++;
+}
 
 /*
  * Turn buf into the smallest string greater than every string it prefixes:
@@ -177,6 +244,12 @@ ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err)
 	rocksdb_readoptions_set_fill_cache(scan->read_options, 0);
 	scan->iter = rocksdb_create_iterator_cf(store->db, scan->read_options, store->cf_data);
 	rocksdb_iter_seek(scan->iter, (const char *) scan->lower.data, scan->lower.len);
+	/* the session's writes, read as of now (the iterator's snapshot is too) */
+	if (request->session_id != 0 &&
+		ts_session_overlay(store, request->session_id, request->session_key.data,
+						   request->session_key.len, table, &scan->lower, &scan->upper,
+						   &scan->overlay, err) != 0)
+		goto err;
 	return scan;
 
 oom:
@@ -193,6 +266,7 @@ ts_scan_next(TsScan *scan, TcArena *arena, Tcopy__ScanBatch *batch, TsError *err
 	size_t		capacity = scan->batch_rows;
 	size_t		bytes = 0;
 	char	   *errptr = NULL;
+	bool		end = false;
 
 	batch->n_rows = 0;
 	batch->done = false;
@@ -202,14 +276,19 @@ ts_scan_next(TsScan *scan, TcArena *arena, Tcopy__ScanBatch *batch, TsError *err
 	if (batch->rows == NULL)
 		goto oom;
 
-	while (!scan->done && batch->n_rows < capacity && bytes < SCAN_BATCH_BYTES &&
-		   rocksdb_iter_valid(scan->iter))
+	while (!scan->done && batch->n_rows < capacity && bytes < SCAN_BATCH_BYTES)
 	{
 		size_t		keylen,
 					valuelen;
-		const uint8_t *key = (const uint8_t *) rocksdb_iter_key(scan->iter, &keylen);
-		const uint8_t *value = (const uint8_t *) rocksdb_iter_value(scan->iter, &valuelen);
+		const uint8_t *key;
+		const uint8_t *value;
 		Tcopy__Row *row;
+
+		if (!scan_current(scan, &key, &keylen, &value, &valuelen))
+		{
+			end = true;
+			break;
+		}
 		size_t		ints = 0,
 					floats = 0,
 					blobs = 0,
@@ -271,9 +350,9 @@ ts_scan_next(TsScan *scan, TcArena *arena, Tcopy__ScanBatch *batch, TsError *err
 		bytes += 16 + ints * 8 + floats * 8;
 		batch->rows[batch->n_rows++] = row;
 		scan->returned++;
-		rocksdb_iter_next(scan->iter);
+		scan_advance(scan);
 	}
-	if (!scan->done && !rocksdb_iter_valid(scan->iter))
+	if (!scan->done && end)
 	{
 		rocksdb_iter_get_error(scan->iter, &errptr);
 		if (errptr != NULL)
@@ -305,6 +384,7 @@ ts_scan_close(TsScan *scan)
 	tc_buf_free(&scan->lower);
 	tc_buf_free(&scan->upper);
 	tc_arena_free(&scan->scratch);
+	ts_overlay_free(&scan->overlay);
 	free(scan->columns);
 	free(scan->values);
 	free(scan);

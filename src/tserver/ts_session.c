@@ -120,9 +120,25 @@ ts_session_begin(TsStore *store, uint64_t *session_id, TsError *err)
 	session->id = atomic_fetch_add(&store->next_session_id, 1);
 	snprintf(session->dir, sizeof(session->dir), "%s/session-%llu",
 			 store->staging_dir, (unsigned long long) session->id);
+	pthread_mutex_init(&session->lock, NULL);
+	if (ts_session_register(session) != 0)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL,
+					 "could not draw a session key: %s", strerror(errno));
+		pthread_mutex_destroy(&session->lock);
+		free(session);
+		return NULL;
+	}
 	atomic_fetch_add(&store->sessions_open, 1);
 	*session_id = session->id;
 	return session;
+}
+
+const uint8_t *
+ts_session_key(const TsSession *session, size_t *len)
+{
+	*len = sizeof(session->key);
+	return session->key;
 }
 
 uint64_t
@@ -142,6 +158,7 @@ ts_session_free(TsSession *session, bool aborted)
 	TsStore    *store = session->store;
 	TsError		ignored;
 
+	ts_session_unregister(session);
 	(void) ts_spill_wait(session, &ignored);
 	ts_key_claims_session_end(session);
 	if (session->dir_made && !session->keep_dir && ts_remove_tree(session->dir) != 0)
@@ -175,6 +192,7 @@ ts_session_free(TsSession *session, bool aborted)
 	for (size_t i = 0; i < session->nlabels; i++)
 		free(session->labels[i].label);
 	free(session->labels);
+	pthread_mutex_destroy(&session->lock);
 	free(session);
 }
 
@@ -209,8 +227,23 @@ session_note_table(TsSession *session, uint32_t table_id)
 	return 0;
 }
 
+static int	session_write_locked(TsSession *session, const Tcopy__WriteBatch *batch,
+								 TsError *err);
+
+/* Stage a batch under the session's lock, against a scan's copy. */
 int
 ts_session_write(TsSession *session, const Tcopy__WriteBatch *batch, TsError *err)
+{
+	int			result;
+
+	pthread_mutex_lock(&session->lock);
+	result = session_write_locked(session, batch, err);
+	pthread_mutex_unlock(&session->lock);
+	return result;
+}
+
+static int
+session_write_locked(TsSession *session, const Tcopy__WriteBatch *batch, TsError *err)
 {
 	TsStore    *store = session->store;
 	TsTable    *table;
@@ -237,6 +270,22 @@ ts_session_write(TsSession *session, const Tcopy__WriteBatch *batch, TsError *er
 	}
 	/* a table's layout is immutable and outlives a drop: no lock needed */
 	layout = &table->layout;
+	if (batch->kind != TCOPY__WRITE_KIND__WRITE_INSERT &&
+		(batch->kind != TCOPY__WRITE_KIND__WRITE_UPDATE &&
+		 batch->kind != TCOPY__WRITE_KIND__WRITE_DELETE))
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "write batch of unknown kind %d", (int) batch->kind);
+		return -1;
+	}
+	if (batch->kind != TCOPY__WRITE_KIND__WRITE_INSERT && layout->nkey == 0)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "table \"%s\" has no key columns: its rows cannot be %s",
+					 table->name,
+					 batch->kind == TCOPY__WRITE_KIND__WRITE_UPDATE ? "updated" : "deleted");
+		return -1;
+	}
 
 	for (size_t i = 0; i < batch->n_rows; i++)
 	{
@@ -252,7 +301,7 @@ ts_session_write(TsSession *session, const Tcopy__WriteBatch *batch, TsError *er
 			return -1;
 		}
 		/* an upper bound of the row's record; see ts_codec.h for the formats */
-		bound += TS_RECORD_HEADER_SIZE + TS_TABLE_ID_SIZE + TS_ROWID_SIZE +
+		bound += TS_RECORD_HEADER_SIZE + TS_TABLE_ID_SIZE + TS_ROWID_SIZE + 1 +
 			11 * row->n_ints + 9 * row->n_floats + 13 * row->n_blobs + row->n_nulls;
 		for (size_t b = 0; b < row->n_blobs; b++)
 			bound += 2 * row->blobs[b].len;
@@ -320,7 +369,17 @@ ts_session_write(TsSession *session, const Tcopy__WriteBatch *batch, TsError *er
 		else
 			ok = ts_key_encode(layout, table->id, row, &session->staged);
 		key_end = session->staged.len;
-		if (!ok || !ts_value_encode(layout, row, &session->staged))
+		if (!ok)
+			goto oom;
+		if (batch->kind != TCOPY__WRITE_KIND__WRITE_INSERT)
+		{
+			if (!tc_buf_reserve(&session->staged, 1))
+				goto oom;
+			session->staged.data[session->staged.len++] =
+				batch->kind == TCOPY__WRITE_KIND__WRITE_DELETE ? TS_VALUE_DELETE : TS_VALUE_SET;
+		}
+		if (batch->kind != TCOPY__WRITE_KIND__WRITE_DELETE &&
+			!ts_value_encode(layout, row, &session->staged))
 			goto oom;
 		keylen = (uint32_t) (key_end - start - TS_RECORD_HEADER_SIZE);
 		valuelen = (uint32_t) (session->staged.len - key_end);
@@ -337,7 +396,8 @@ ts_session_write(TsSession *session, const Tcopy__WriteBatch *batch, TsError *er
 
 			if (cmp > 0)
 				session->sorted = false;
-			else if (cmp == 0 && session->conflicts.n > 0)
+			else if (cmp == 0 && session->conflicts.n > 0 &&
+					 ts_record_mark(prev) == 0 && ts_record_mark(rec) == 0)
 			{
 				size_t		keep;
 
@@ -372,9 +432,25 @@ oom:
 	return -1;
 }
 
+static int	session_table_op_locked(TsSession *session, Tcopy__TableOpKind op,
+									uint32_t table_id, TsError *err);
+
+/* Stage a table operation under the session's lock, as a batch. */
 int
 ts_session_table_op(TsSession *session, Tcopy__TableOpKind op, uint32_t table_id,
 					TsError *err)
+{
+	int			result;
+
+	pthread_mutex_lock(&session->lock);
+	result = session_table_op_locked(session, op, table_id, err);
+	pthread_mutex_unlock(&session->lock);
+	return result;
+}
+
+static int
+session_table_op_locked(TsSession *session, Tcopy__TableOpKind op, uint32_t table_id,
+						TsError *err)
 {
 	TsTable    *table;
 	uint32_t  **ids;
@@ -496,10 +572,26 @@ session_settle_staged(TsSession *session, TsError *err)
 		if (j - i > 1)
 		{
 			const uint8_t *second = data + session->offsets[i + 1];
+			size_t		marked = j;
 
-			if (ts_conflicts_pick(&session->conflicts, ts_record_key(rec), keylen, j - i,
-								  ts_record_value(second, keylen),
-								  ts_record_valuelen(second), &keep, err) != 0)
+			for (size_t m = i; m < j; m++)
+				if (ts_record_mark(data + session->offsets[m]) != 0)
+					marked = m;
+			if (marked < j)
+			{
+				/*
+				 * An UPDATE or DELETE among them: the last record wins.  An
+				 * insert after the last marked record keeps that record
+				 * before it, which exempts it from the stored check (a row
+				 * deleted, then inserted again).
+				 */
+				keep = j - i - 1;
+				if (marked < j - 1)
+					session->offsets[out++] = session->offsets[marked];
+			}
+			else if (ts_conflicts_pick(&session->conflicts, ts_record_key(rec), keylen, j - i,
+									   ts_record_value(second, keylen),
+									   ts_record_valuelen(second), &keep, err) != 0)
 				return -1;
 		}
 		session->offsets[out++] = session->offsets[i + keep];
@@ -514,6 +606,13 @@ session_settle_staged(TsSession *session, TsError *err)
  * or settled), against the stored rows: under ignore a stored key's record
  * is dropped, under error it fails the session.
  */
+static bool
+record_key_equal(const uint8_t *a, const uint8_t *b)
+{
+	return ts_record_keylen(a) == ts_record_keylen(b) &&
+		memcmp(ts_record_key(a), ts_record_key(b), ts_record_keylen(a)) == 0;
+}
+
 static int
 session_check_stored(TsSession *session, TsError *err)
 {
@@ -526,6 +625,17 @@ session_check_stored(TsSession *session, TsError *err)
 		uint32_t	keylen = ts_record_keylen(rec);
 		bool		skip;
 
+		/*
+		 * An UPDATE or DELETE is not checked, nor what follows a marked
+		 * record of its key (an insert after a DELETE: see the settle)
+		 */
+		if (ts_record_mark(rec) != 0 ||
+			(out > 0 && ts_record_mark(session->staged.data + session->offsets[out - 1]) != 0 &&
+			 record_key_equal(session->staged.data + session->offsets[out - 1], rec)))
+		{
+			session->offsets[out++] = session->offsets[i];
+			continue;
+		}
 		if (ts_stored_check(session->store, &session->conflicts, session->truncates,
 							session->ntruncates, &check,
 							ts_record_key(rec), keylen, ts_record_value(rec, keylen),
@@ -564,11 +674,19 @@ ts_session_build_batch(TsSession *session)
 	{
 		const uint8_t *rec = session->staged.data + session->offsets[i];
 		uint32_t	keylen = ts_record_keylen(rec);
+		uint32_t	valuelen = ts_record_valuelen(rec);
+		const uint8_t *value = ts_record_value(rec, keylen);
 
+		if (ts_value_mark(value, valuelen) == TS_VALUE_DELETE)
+		{
+			rocksdb_writebatch_delete_cf(wb, store->cf_data,
+										 (const char *) ts_record_key(rec), keylen);
+			continue;
+		}
+		value = ts_value_unmarked(value, &valuelen);
 		rocksdb_writebatch_put_cf(wb, store->cf_data,
 								  (const char *) ts_record_key(rec), keylen,
-								  (const char *) ts_record_value(rec, keylen),
-								  ts_record_valuelen(rec));
+								  (const char *) value, valuelen);
 	}
 	return wb;
 }
@@ -578,6 +696,8 @@ ts_session_prepare(TsSession *session, TsError *err)
 {
 	if (session->prepared)
 		return 0;
+	/* no scan reads a session from now on: its transaction is committing */
+	ts_session_unregister(session);
 	if (ts_spill_wait(session, err) != 0)
 		return -1;
 	if (!session->sorted && session->sst == NULL && session->nruns == 0 &&

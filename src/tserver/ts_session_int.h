@@ -49,6 +49,7 @@ typedef struct SstSink
 	uint64_t	finished_bytes; /* size of the files finished */
 	TsStoredCheck stored;		/* keys against stored rows, per file */
 	TsKeyRanges ranges;			/* of the keys of tables with a policy */
+	bool		unchecked;		/* the next put is not checked against on_conflict */
 } SstSink;
 
 /*
@@ -153,7 +154,19 @@ struct TsSession
 	TsSession  *live_next;
 	bool		claimed;		/* its keys are claimed */
 	bool		claim_kept;		/* prepared durably: the claim outlives it */
+	/* ts_session_read.c's: the registry, under the store's sessions_lock */
+	bool		registered;
+	TsSession  *reg_prev;
+	TsSession  *reg_next;
+	uint8_t		key[16];		/* a scan of its writes names it */
+	pthread_mutex_t lock;		/* what is staged, against a scan's copy */
 };
+
+/* Register the session for scans of its writes; 0, or -1 with errno. */
+int			ts_session_register(TsSession *session);
+
+/* Unregister it, once no scan copies from it. */
+void		ts_session_unregister(TsSession *session);
 
 /* Set the session's count of bytes in staging files, and the store's. */
 static inline void

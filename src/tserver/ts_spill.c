@@ -71,17 +71,25 @@ ts_spill_sorted_records(TsSession *session, const TcBuf *staged,
 {
 	SstSink    *sink = ts_sst_sink_get(session, err);
 	size_t		written = 0;
+	bool		after_mark = false;
 
 	if (sink == NULL)
 		return -1;
 	for (size_t i = 0; i < upto; i++)
 	{
 		if (i + 1 < n && record_same_key(staged, offsets[i], offsets[i + 1]))
+		{
+			after_mark |= ts_record_mark(staged->data + offsets[i]) != 0;
 			continue;
+		}
+		/* an insert after an UPDATE or DELETE of its key is not checked */
+		sink->unchecked = after_mark;
+		after_mark = false;
 		if (ts_sst_sink_put_record(sink, staged->data + offsets[i], err) != 0)
 			return -1;
 		written++;
 	}
+	sink->unchecked = false;
 	/* the direct files' key range, which runs cannot be checked against */
 	if (session->conflicts.n > 0 && written > 0 &&
 		!(record_key_copy(&session->direct_last, staged->data + offsets[upto - 1]) &&
@@ -124,6 +132,8 @@ ts_spill_run(TsSession *session, const TcBuf *staged, uint32_t *offsets, size_t 
 	{
 		const uint8_t *rec = staged->data + offsets[i];
 		uint32_t	keylen = ts_record_keylen(rec);
+		int			mark = 0;
+		bool		marked = false;
 
 		/* of equal keys, the last written survives, or as on_conflict says */
 		if (i + 1 < n && record_same_key(staged, offsets[i], offsets[i + 1]))
@@ -134,7 +144,12 @@ ts_spill_run(TsSession *session, const TcBuf *staged, uint32_t *offsets, size_t 
 
 			while (j < n && record_same_key(staged, offsets[i], offsets[j]))
 				j++;
-			if (ts_conflicts_pick(&session->conflicts, ts_record_key(rec), keylen, j - i,
+			/* with an UPDATE or DELETE among them, the last wins */
+			for (size_t m = i; m < j && !marked; m++)
+				marked = ts_record_mark(staged->data + offsets[m]) != 0;
+			keep = j - i - 1;
+			if (!marked &&
+				ts_conflicts_pick(&session->conflicts, ts_record_key(rec), keylen, j - i,
 								  ts_record_value(second, keylen), ts_record_valuelen(second),
 								  &keep, err) != 0)
 			{
@@ -144,9 +159,12 @@ ts_spill_run(TsSession *session, const TcBuf *staged, uint32_t *offsets, size_t 
 			}
 			rec = staged->data + offsets[i + keep];
 			i = j - 1;
+			/* an insert after an UPDATE or DELETE is not checked: SET */
+			if (marked && ts_record_mark(rec) == 0)
+				mark = TS_VALUE_SET;
 		}
-		if (ts_run_writer_put(&writer, ts_record_key(rec), keylen,
-							  ts_record_value(rec, keylen), ts_record_valuelen(rec)) != 0)
+		if (ts_run_writer_put_marked(&writer, ts_record_key(rec), keylen, mark,
+									 ts_record_value(rec, keylen), ts_record_valuelen(rec)) != 0)
 		{
 			int			save = errno;
 

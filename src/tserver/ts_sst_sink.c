@@ -58,8 +58,10 @@ ts_sst_sink_put(void *arg, const uint8_t *key, uint32_t keylen,
 	SstSink    *sink = arg;
 	TsStore    *store = sink->session->store;
 	char	   *errptr = NULL;
+	int			mark = ts_value_mark(value, valuelen);
 
-	if (sink->session->conflicts.n > 0)
+	/* an UPDATE or DELETE is not checked against anything */
+	if (sink->session->conflicts.n > 0 && mark == 0 && !sink->unchecked)
 	{
 		const TsConflicts *conflicts = &sink->session->conflicts;
 		Tcopy__OnConflict policy = ts_conflicts_policy(conflicts, key, keylen);
@@ -101,8 +103,14 @@ ts_sst_sink_put(void *arg, const uint8_t *key, uint32_t keylen,
 			goto rocks_err;
 		sink->entries_in_file = 0;
 	}
-	rocksdb_sstfilewriter_put(sink->writer, (const char *) key, keylen,
-							  (const char *) value, valuelen, &errptr);
+	if (mark == TS_VALUE_DELETE)
+		rocksdb_sstfilewriter_delete(sink->writer, (const char *) key, keylen, &errptr);
+	else
+	{
+		value = ts_value_unmarked(value, &valuelen);
+		rocksdb_sstfilewriter_put(sink->writer, (const char *) key, keylen,
+								  (const char *) value, valuelen, &errptr);
+	}
 	if (errptr != NULL)
 		goto rocks_err;
 	if (++sink->entries_in_file % 4096 == 0)

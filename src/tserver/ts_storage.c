@@ -303,6 +303,7 @@ ts_store_open(const char *dir, const TsStoreOptions *options, TsError *err)
 	pthread_mutex_init(&store->prepared_lock, NULL);
 	pthread_mutex_init(&store->labels_lock, NULL);
 	ts_key_claims_init(store);
+	ts_sessions_init(store);
 	if (getenv("TSERVER_TEST_CRASH_AT") != NULL && getenv("TSERVER_TEST_CRASH_AT")[0] != '\0')
 	{
 		store->crash_at = strdup(getenv("TSERVER_TEST_CRASH_AT"));
@@ -422,6 +423,7 @@ ts_store_close(TsStore *store)
 	ts_prepared_free_all(store);
 	ts_labels_free_all(store);
 	ts_key_claims_free_all(store);
+	ts_sessions_destroy(store);
 	pthread_rwlock_destroy(&store->tables_lock);
 	pthread_mutex_destroy(&store->prepared_lock);
 	pthread_mutex_destroy(&store->labels_lock);

@@ -130,6 +130,9 @@ void		ts_store_stats(TsStore *store, Tcopy__Stats *stats);
 
 TsSession  *ts_session_begin(TsStore *store, uint64_t *session_id, TsError *err);
 
+/* The key a scan names the session by, with its id (BEGIN_OK). */
+const uint8_t *ts_session_key(const TsSession *session, size_t *len);
+
 /*
  * Validate every row of batch against its table's schema and stage them
  * all, or none (ERROR_BAD_ROW, ERROR_UNKNOWN_TABLE, ERROR_STORAGE).

@@ -106,6 +106,14 @@ struct TsStore
 	TsSession  *live_first;
 	TsSession  *live_last;
 
+	/*
+	 * Open write sessions not yet prepared, by id, for scans that read a
+	 * session's writes (ts_session_read.c), under sessions_lock, which is
+	 * taken under no other.
+	 */
+	pthread_mutex_t sessions_lock;
+	TsSession  *sessions;
+
 	/* test-only points of failure: see ts_store_crash_point */
 	char	   *crash_at;		/* TSERVER_TEST_CRASH_AT: SIGKILL there */
 	const char *test_stop_at;	/* unit tests: fail there, as a crash would leave it */
@@ -136,6 +144,42 @@ TsTable    *ts_store_table(TsStore *store, uint32_t table_id, TsError *err);
 
 /* 0 when the store's file system has room to write bytes to the WAL, else -1. */
 int			ts_store_check_space(TsStore *store, uint64_t bytes, TsError *err);
+
+/*
+ * A scan's view of an open session's writes to one table, within the
+ * scan's key range (ts_session_read.c): each key once, in key order, as
+ * the session left it (value NULL: deleted).  Copied when the scan opens,
+ * so that the session goes on while the scan is read.
+ */
+typedef struct TsOverlayRow
+{
+	const uint8_t *key;
+	uint32_t	keylen;
+	uint32_t	valuelen;
+	const uint8_t *value;		/* unmarked; NULL: the key is deleted */
+	bool		yields;			/* a stored row of the key wins (on_conflict ignore) */
+} TsOverlayRow;
+
+typedef struct TsOverlay
+{
+	TsOverlayRow *rows;			/* [n], in key order */
+	size_t		n;
+	bool		hides_stored;	/* the session truncated the table */
+	TcArena		arena;			/* the rows' keys and values */
+} TsOverlay;
+
+/* The session registry's lock: ts_store_open and ts_store_close. */
+void		ts_sessions_init(TsStore *store);
+void		ts_sessions_destroy(TsStore *store);
+
+/*
+ * Fill overlay with session_id's writes to table in [lower, upper) (upper
+ * empty: no bound), when key is the session's: 0, or -1 with err.
+ */
+int			ts_session_overlay(TsStore *store, uint64_t session_id, const uint8_t *key,
+							   size_t keylen, const TsTable *table, const TcBuf *lower,
+							   const TcBuf *upper, TsOverlay *overlay, TsError *err);
+void		ts_overlay_free(TsOverlay *overlay);
 
 /* Meta family keys of the catalogue and of prepared sessions. */
 #define TS_META_TABLE_PREFIX "table:"

@@ -55,7 +55,7 @@ our %EXPORT_TAGS = (all => \@EXPORT_OK);
 
 # proto/tcopy.proto FrameType and ErrorCode, and TC_PROTOCOL_VERSION
 use constant {
-	PROTOCOL_VERSION => 3,
+	PROTOCOL_VERSION => 4,
 	FRAME_SERVER_HELLO => 1,
 	FRAME_HELLO => 2,
 	FRAME_READY => 3,

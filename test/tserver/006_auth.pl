@@ -265,9 +265,9 @@ close $sock_a;
 {
 	# a client of the previous protocol version is told so
 	my ($sock) = greeted($ts);
-	TcopyTest::send_frame($sock, FRAME_HELLO, pb_field_varint(1, 2) . pb_field_bytes(2, 'old'));
-	like(expect_error($sock, ERROR_PROTOCOL, 'a HELLO of protocol version 2'),
-		qr/unsupported protocol version 2 \(this server speaks version 3\)/, 'the versions are named');
+	TcopyTest::send_frame($sock, FRAME_HELLO, pb_field_varint(1, 3) . pb_field_bytes(2, 'old'));
+	like(expect_error($sock, ERROR_PROTOCOL, 'a HELLO of protocol version 3'),
+		qr/unsupported protocol version 3 \(this server speaks version 4\)/, 'the versions are named');
 }
 {
 	# the token itself as the answer: never what the server wants
@@ -440,10 +440,10 @@ sub against_fake_server
 		  . pb_field_bytes(3, $nonce), sub { });
 	ok(!defined $r->{hello}, 'a server asking for no token, to a client with one: no HELLO');
 	like($r->{err}, qr/tserver did not prove it knows the token: it holds no tokens/, '... and says why');
-	$r = against_fake_server(pb_field_varint(1, 2) . pb_field_bytes(2, 'old')
+	$r = against_fake_server(pb_field_varint(1, 3) . pb_field_bytes(2, 'old')
 		  . pb_field_bytes(3, $nonce) . pb_field_varint(4, 1), sub { });
-	like($r->{err}, qr/tserver speaks protocol version 2, this client version 3/,
-		'a server of protocol version 2: the client names both versions');
+	like($r->{err}, qr/tserver speaks protocol version 3, this client version 4/,
+		'a server of protocol version 3: the client names both versions');
 }
 
 # ---- --allow-uid ----

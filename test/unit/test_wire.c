@@ -102,7 +102,7 @@ wire_batch(TestRow *rows, size_t n, uint64_t seq, uint32_t table_id,
 		out = end;
 	}
 	CHECK(bound_ok);
-	head = tc_wire_put_batch_header(start, seq, table_id);
+	head = tc_wire_put_batch_header(start, seq, table_id, 0);
 	CHECK(head >= buf);
 	*len = (size_t) (out - head);
 	return head;
