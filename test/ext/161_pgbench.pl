@@ -191,6 +191,7 @@ cmp_ok($kr->{processed} // 0, '>=', $history_before_kill,
   or diag("stdout:\n$out\nstderr:\n$err");
 my @aborted = $err =~ /^(.*aborted in command.*)$/mg;
 note("kill run: exit $rc, $kr->{processed} transactions processed, " . scalar(@aborted) . ' clients aborted');
+note($_) for @aborted;
 ok(!grep({ !/tserver/ } @aborted), 'kill run: each client the kill aborted says it lost the tserver')
   or diag(join("\n", @aborted));
 unlike("$out\n$err", qr/could not learn whether|\b08007\b/, 'kill run: no commit outcome is unknown (no 08007)');
