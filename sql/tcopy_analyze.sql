@@ -80,8 +80,9 @@ ALTER FOREIGN TABLE an_t ALTER COLUMN k SET STATISTICS -1,
 ANALYZE an_empty;
 SELECT reltuples FROM pg_class WHERE oid = 'an_empty'::regclass;
 
--- rows the transaction wrote are not visible before it commits: ANALYZE
--- refuses the table as a SELECT does, rather than count stale rows
+-- ANALYZE in the transaction that wrote or truncated the table is refused
+-- rather than sampling the committed rows only (a SELECT there reads the
+-- transaction's writes over them; ANALYZE's sample does not)
 BEGIN;
 INSERT INTO an_t VALUES (2001, 1, 'new', 0);
 ANALYZE an_t;

@@ -118,9 +118,18 @@ COMMIT;
 SELECT k, 10 / (k - 500) FROM dml_t WHERE k > 490;
 SELECT count(*) FROM dml_t;
 
--- UPDATE and DELETE are not supported
-UPDATE dml_t SET v = 'x' WHERE k = 1;
-DELETE FROM dml_t WHERE k = 1;
+-- UPDATE and DELETE name rows by the key (tcopy_modify tests them against
+-- a heap table); a table without a key refuses them
+UPDATE dml_t SET v = 'updated' WHERE k = 2;
+UPDATE dml_heap SET v = 'updated' WHERE k = 2;
+DELETE FROM dml_t WHERE k = 3;
+DELETE FROM dml_heap WHERE k = 3;
+SELECT * FROM dml_check;
+SELECT * FROM dml_t WHERE k BETWEEN 1 AND 4 ORDER BY k;
+CREATE FOREIGN TABLE dml_nokey (a int) SERVER ts;
+UPDATE dml_nokey SET a = 1;
+DELETE FROM dml_nokey;
+DROP FOREIGN TABLE dml_nokey;
 -- a tserver write replaces a row with the same key, so ON CONFLICT DO
 -- NOTHING cannot be honoured: it must be refused, not turned into a
 -- replacement
@@ -166,7 +175,8 @@ INSERT INTO dml_t VALUES (3, 'c');
 ROLLBACK;
 SELECT count(*) FROM dml_t;
 
--- a table cannot be read (or truncated) in the transaction that wrote it
+-- the transaction that wrote a table reads its rows before they commit
+-- (tcopy_modify tests more), but cannot truncate it
 BEGIN;
 INSERT INTO dml_t VALUES (1, 'a');
 SELECT * FROM dml_t;

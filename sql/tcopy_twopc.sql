@@ -54,8 +54,8 @@ ROLLBACK;
 SELECT count(*) FROM tp_t;
 SELECT * FROM tcopy.prepared_sessions();
 
--- TRUNCATE is the transaction's: in a block, rolled back, committed, with
--- rows written after it
+-- TRUNCATE is the transaction's: in a block (where the transaction reads
+-- the table empty), rolled back, committed, with rows written after it
 BEGIN;
 TRUNCATE tp_t;
 SELECT * FROM tp_t;
