@@ -429,6 +429,9 @@ tcopyIterateDirectModify(ForeignScanState *node)
 		TcopyConnection *conn = tcopy_xact_write_connection(&codec->options, codec->userid);
 
 		state->request.table_id = tcopy_connection_table_id(conn, codec);
+		/* before the session's first row of the table, as a writer sets it */
+		tcopy_xact_set_on_conflict(conn, state->request.table_id, codec->options.on_conflict,
+								   codec->relname);
 		estate->es_processed += tcopy_xact_modify(conn, &state->request, state->range_message);
 	}
 	state->done = true;
