@@ -15,11 +15,12 @@
  * whose key says which row; a keyless table refuses both when planned.  An
  * UPDATE that keeps the key sends the new row as WRITE_UPDATE (it replaces
  * the row whatever on_conflict says); one that changes it moves the row:
- * WRITE_DELETE of the old key at once, then, at the statement's end, once
- * every old key is deleted, an insert of the new row, to which on_conflict
- * applies as to any insert (but for a key the session deleted before:
- * rows moving onto each other's keys in one statement, k = k + 1, end up
- * as under a deferred unique constraint).  A DELETE sends the old row as
+ * WRITE_DELETE of the old key, then an insert of the new row, to which
+ * on_conflict applies as to any insert: under 'error' at once, so that
+ * moving onto a key that still holds a row is a duplicate, as a primary
+ * key finds it; under 'replace' and 'ignore' at the statement's end, once
+ * every old key is deleted, so that rows moving onto each other's keys
+ * (k = k + 1) all survive, none replaced by another's move.  A DELETE sends the old row as
  * WRITE_DELETE.  The scan locked the rows first (row_locks.c).
  */
 #include "tcopy.h"
@@ -269,12 +270,23 @@ tcopyExecForeignUpdate(EState *estate, ResultRelInfo *resultRelInfo,
 			 !datumIsEqual(old->tts_values[i], slot->tts_values[i], att->attbyval, att->attlen)))
 			moved = true;
 	}
-	if (moved)
+	if (moved && fmstate->codec->options.on_conflict == TCOPY_ON_CONFLICT_ERROR)
+	{
+		/*
+		 * As a primary key checks a moved row at once: moving onto a key
+		 * that still holds a row is a duplicate, even if that row moves
+		 * later in the statement (k = k + 1 fails on a heap table too)
+		 */
+		tcopy_writer_set_kind(fmstate->writer, TCOPY__WRITE_KIND__WRITE_DELETE);
+		tcopy_modify_add(fmstate, old);
+		tcopy_writer_set_kind(fmstate->writer, TCOPY__WRITE_KIND__WRITE_INSERT);
+	}
+	else if (moved)
 	{
 		/*
 		 * The old key goes now, the new row at the statement's end, after
 		 * every old key: rows moving onto each other's keys (k = k + 1)
-		 * then end up as a heap table's do, none deleted by another's move
+		 * then all survive, none replaced or deleted by another's move
 		 */
 		tcopy_writer_set_kind(fmstate->writer, TCOPY__WRITE_KIND__WRITE_DELETE);
 		tcopy_modify_add(fmstate, old);
@@ -288,7 +300,8 @@ tcopyExecForeignUpdate(EState *estate, ResultRelInfo *resultRelInfo,
 		tuplestore_puttupleslot(fmstate->moved, slot);
 		return slot;
 	}
-	tcopy_writer_set_kind(fmstate->writer, TCOPY__WRITE_KIND__WRITE_UPDATE);
+	else
+		tcopy_writer_set_kind(fmstate->writer, TCOPY__WRITE_KIND__WRITE_UPDATE);
 	tcopy_modify_add(fmstate, slot);
 	return slot;
 }
