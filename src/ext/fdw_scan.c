@@ -124,6 +124,8 @@ tcopy_scan_connect(TcopyScanState *state)
 {
 	TcopyRelCodec *codec = state->codec;
 	TcClient   *client;
+	bool		reused;
+	int			rc;
 
 	state->conn.lost = false;
 	state->started = false;
@@ -133,21 +135,31 @@ tcopy_scan_connect(TcopyScanState *state)
 	if (tcopy_address_is_null(codec->options.address) || state->range.empty)
 		return;
 
-	tcopy_scan_client_open(&state->conn, codec->options.address, codec->options.token,
-						   &codec->options.tls);
-	client = state->conn.client;
-	if (tc_client_open_table(client, codec->options.table_name, codec->schema,
-							 false, &state->table_id, NULL, NULL) < 0)
+	reused = tcopy_scan_client_open(&state->conn, codec->options.address, codec->options.token,
+									&codec->options.tls, true);
+	rc = tc_client_open_table(state->conn.client, codec->options.table_name, codec->schema,
+							  false, &state->table_id, NULL, NULL);
+	if (rc < 0 && reused &&
+		tc_client_error_code(state->conn.client) == TCOPY__ERROR_CODE__ERROR_NONE)
 	{
-		if (tc_client_error_code(client) == TCOPY__ERROR_CODE__ERROR_UNKNOWN_TABLE)
-		{
-			tcopy_scan_close(state);
-			return;
-		}
-		tcopy_report_client_error(client, codec->options.address,
-								  psprintf("could not open table \"%s\" for reading",
-										   codec->options.table_name));
+		/* an idle connection the tserver closed meanwhile (a restart): once more, fresh */
+		tcopy_scan_client_close(&state->conn);
+		(void) tcopy_scan_client_open(&state->conn, codec->options.address,
+									  codec->options.token, &codec->options.tls, false);
+		rc = tc_client_open_table(state->conn.client, codec->options.table_name, codec->schema,
+								  false, &state->table_id, NULL, NULL);
 	}
+	if (rc >= 0)
+		return;
+	client = state->conn.client;
+	if (tc_client_error_code(client) == TCOPY__ERROR_CODE__ERROR_UNKNOWN_TABLE)
+	{
+		tcopy_scan_close(state);
+		return;
+	}
+	tcopy_report_client_error(client, codec->options.address,
+							  psprintf("could not open table \"%s\" for reading",
+									   codec->options.table_name));
 }
 
 /*
@@ -368,14 +380,26 @@ tcopyReScanForeignScan(ForeignScanState *node)
 		MemoryContextReset(state->batch_cxt);
 }
 
-/* Close the scan's connection. */
+/*
+ * End the scan: a connection that read the scan to its end (or never
+ * started one) is idle, and kept for the next scan; else it is closed.
+ */
 void
 tcopyEndForeignScan(ForeignScanState *node)
 {
 	TcopyScanState *state = (TcopyScanState *) node->fdw_state;
 
-	if (state != NULL)
-		tcopy_scan_close(state);
+	if (state == NULL)
+		return;
+	if (state->conn.client != NULL && !state->conn.lost && (!state->started || state->done))
+	{
+		TcopyRelCodec *codec = state->codec;
+
+		state->batch = NULL;
+		tcopy_scan_client_release(&state->conn, codec->options.address, codec->options.token,
+								  &codec->options.tls);
+	}
+	tcopy_scan_close(state);
 }
 
 /*

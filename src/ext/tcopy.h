@@ -568,9 +568,15 @@ typedef struct TcopyScanClient
 
 /* Make a scan's entry belong to the current (sub)transaction. */
 extern void tcopy_scan_client_init(TcopyScanClient *entry);
-/* Connect a scan; an ERROR on failure. */
-extern void tcopy_scan_client_open(TcopyScanClient *entry, const char *address,
-								   const char *token, const TcTlsOptions *tls);
+/*
+ * Connect a scan, with an idle client of the same tserver and credential
+ * when reuse says so and there is one (then true); an ERROR on failure.
+ */
+extern bool tcopy_scan_client_open(TcopyScanClient *entry, const char *address,
+								   const char *token, const TcTlsOptions *tls, bool reuse);
+/* A scan read to its end: keep its client idle for the next scan. */
+extern void tcopy_scan_client_release(TcopyScanClient *entry, const char *address,
+									  const char *token, const TcTlsOptions *tls);
 /* Close a scan's client, if any. */
 extern void tcopy_scan_client_close(TcopyScanClient *entry);
 /* An abort at nest level min_level (0: the end): close the clients it owns. */
