@@ -479,6 +479,144 @@ reader_open(RunReader *reader, const char *path, const TsRunIndex *index, uint32
 	return more;
 }
 
+/*
+ * Whether another run holds the heap top's key: then one of the top's
+ * children does (every record between the top and another of its key in
+ * the heap's order has that key too).
+ */
+static bool
+heap_top_repeats(RunReader **heap, size_t n)
+{
+	for (size_t c = 1; c <= 2 && c < n; c++)
+		if (heap[c]->prefix.hi == heap[0]->prefix.hi && heap[c]->prefix.lo == heap[0]->prefix.lo &&
+			heap[c]->keylen == heap[0]->keylen &&
+			memcmp(heap[c]->key, heap[0]->key, heap[0]->keylen) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The heap top's key is in several runs: take every record of it (copied
+ * into group, [u32 run][u32 value length][value] after the key) and put
+ * the one the publish keeps.  With an UPDATE or DELETE among them
+ * (ts_record.h), the latest run's, unchecked: an insert after a marked
+ * record goes as an update.  Else as on_conflict says: the latest
+ * (REPLACE), the earliest (IGNORE), or a duplicate (ERROR).  -1 with err
+ * (*failed: the run last read, for an I/O error's message).
+ */
+static int
+merge_repeated_key(RunReader **heap, size_t *nheap, const TsConflicts *conflicts, TsRunPut put,
+				   void *arg, TcBuf *group, uint32_t *failed, TsError *err)
+{
+	uint32_t	keylen = heap[0]->keylen;
+	size_t		latest = 0,
+				earliest = 0,
+				before_latest = 0;
+	uint32_t	latest_run = 0,
+				earliest_run = UINT32_MAX,
+				before_run = 0;
+	bool		has_before = false;
+	bool		marked = false;
+	size_t		at;
+	size_t		count = 0;
+	const uint8_t *key;
+	const uint8_t *value;
+	uint32_t	valuelen;
+	uint32_t	before_len = 0;
+
+	group->len = 0;
+	if (!tc_buf_reserve(group, keylen))
+		goto oom;
+	memcpy(group->data, heap[0]->key, keylen);
+	group->len = keylen;
+	while (*nheap > 0 && heap[0]->keylen == keylen &&
+		   memcmp(heap[0]->key, group->data, keylen) == 0)
+	{
+		RunReader  *top = heap[0];
+		uint32_t	run = top->run;
+
+		if (!tc_buf_reserve(group, 8 + (size_t) top->valuelen))
+			goto oom;
+		at = group->len;
+		memcpy(group->data + at, &run, 4);
+		memcpy(group->data + at + 4, &top->valuelen, 4);
+		memcpy(group->data + at + 8, top->key + keylen, top->valuelen);
+		group->len += 8 + (size_t) top->valuelen;
+		marked |= ts_value_mark(top->key + keylen, top->valuelen) != 0;
+		if (count == 0 || run > latest_run)
+		{
+			if (count > 0)
+			{
+				before_latest = latest;
+				before_run = latest_run;
+				has_before = true;
+			}
+			latest = at;
+			latest_run = run;
+		}
+		else if (!has_before || run > before_run)
+		{
+			before_latest = at;
+			before_run = run;
+			has_before = true;
+		}
+		if (run < earliest_run)
+		{
+			earliest = at;
+			earliest_run = run;
+		}
+		count++;
+		*failed = run;
+		if (heap_advance_top(heap, nheap) != 0)
+		{
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+						 "could not read a staging run: %s", errno ? strerror(errno) : "short read");
+			return -1;
+		}
+	}
+	key = group->data;
+	if (!marked)
+	{
+		switch (ts_conflicts_policy(conflicts, key, keylen))
+		{
+			case TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR:
+				memcpy(&valuelen, group->data + latest + 4, 4);
+				(void) conflicts->report(conflicts->report_arg, key, keylen,
+										 group->data + latest + 8, valuelen, err);
+				return -1;
+			case TCOPY__ON_CONFLICT__ON_CONFLICT_IGNORE:
+				latest = earliest;
+				break;
+			default:
+				break;
+		}
+	}
+	memcpy(&valuelen, group->data + latest + 4, 4);
+	value = group->data + latest + 8;
+	if (has_before)
+		memcpy(&before_len, group->data + before_latest + 4, 4);
+	if (marked && ts_value_mark(value, valuelen) == 0 && has_before &&
+		ts_value_mark(group->data + before_latest + 8, before_len) == TS_VALUE_DELETE)
+	{
+		/* an insert right after a DELETE of its key: not checked */
+		size_t		where = group->len;
+
+		if (!tc_buf_reserve(group, 1 + (size_t) valuelen))
+			goto oom;
+		key = group->data;
+		value = group->data + latest + 8;
+		group->data[where] = TS_VALUE_SET;
+		memcpy(group->data + where + 1, value, valuelen);
+		value = group->data + where;
+		valuelen++;
+	}
+	return put(arg, key, keylen, value, valuelen, err);
+
+oom:
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory merging staged runs");
+	return -1;
+}
+
 int
 ts_run_merge(char *const *paths, const TsRunIndex *indexes, uint32_t nruns,
 			 const TcBuf *lo, const TcBuf *hi, const TsConflicts *conflicts,
@@ -487,7 +625,7 @@ ts_run_merge(char *const *paths, const TsRunIndex *indexes, uint32_t nruns,
 	RunReader  *readers = calloc(nruns, sizeof(RunReader));
 	RunReader **heap = calloc(nruns, sizeof(RunReader *));
 	size_t		nheap = 0;
-	TcBuf		last_key = {0};
+	TcBuf		group = {0};
 	uint32_t	failed = 0;
 	int			result = -1;
 
@@ -517,39 +655,19 @@ ts_run_merge(char *const *paths, const TsRunIndex *indexes, uint32_t nruns,
 	while (nheap > 0)
 	{
 		RunReader  *top = heap[0];
-		TsKeyPrefix prefix = top->prefix;
 
-		if (put(arg, top->key, top->keylen, top->key + top->keylen, top->valuelen, err) != 0)
-			goto done;
-		last_key.len = 0;
-		if (!tc_buf_reserve(&last_key, top->keylen))
+		/* a key in one run only, the common case: put as it is */
+		if (!heap_top_repeats(heap, nheap))
 		{
-			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory merging staged runs");
-			goto done;
-		}
-		memcpy(last_key.data, top->key, top->keylen);
-		last_key.len = top->keylen;
-
-		/* skip the other versions of the same key in other runs */
-		failed = heap[0]->run;
-		if (heap_advance_top(heap, &nheap) != 0)
-			goto io_err;
-		while (nheap > 0 && heap[0]->prefix.hi == prefix.hi && heap[0]->prefix.lo == prefix.lo &&
-			   heap[0]->keylen == last_key.len &&
-			   memcmp(heap[0]->key, last_key.data, last_key.len) == 0)
-		{
-			if (ts_conflicts_policy(conflicts, last_key.data, (uint32_t) last_key.len) ==
-				TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR)
-			{
-				(void) conflicts->report(conflicts->report_arg, heap[0]->key, heap[0]->keylen,
-										 heap[0]->key + heap[0]->keylen, heap[0]->valuelen,
-										 err);
+			if (put(arg, top->key, top->keylen, top->key + top->keylen, top->valuelen, err) != 0)
 				goto done;
-			}
-			failed = heap[0]->run;
+			failed = top->run;
 			if (heap_advance_top(heap, &nheap) != 0)
 				goto io_err;
+			continue;
 		}
+		if (merge_repeated_key(heap, &nheap, conflicts, put, arg, &group, &failed, err) != 0)
+			goto done;
 	}
 	result = 0;
 	goto done;
@@ -567,6 +685,6 @@ done:
 	}
 	free(readers);
 	free(heap);
-	tc_buf_free(&last_key);
+	tc_buf_free(&group);
 	return result;
 }

@@ -688,11 +688,13 @@ session_check_stored(TsSession *session, TsError *err)
 		bool		skip;
 
 		/*
-		 * An UPDATE or DELETE is not checked, nor what follows a marked
-		 * record of its key (an insert after a DELETE: see the settle)
+		 * An UPDATE or DELETE is not checked, nor an insert right after a
+		 * DELETE of its key (see the settle); one after an UPDATE is (its
+		 * key holds a row: a duplicate under error)
 		 */
 		if (ts_record_mark(rec) != 0 ||
-			(out > 0 && ts_record_mark(session->staged.data + session->offsets[out - 1]) != 0 &&
+			(out > 0 &&
+			 ts_record_mark(session->staged.data + session->offsets[out - 1]) == TS_VALUE_DELETE &&
 			 record_key_equal(session->staged.data + session->offsets[out - 1], rec)))
 		{
 			session->offsets[out++] = session->offsets[i];

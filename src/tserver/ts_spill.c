@@ -93,10 +93,10 @@ ts_spill_sorted_records(TsSession *session, const TcBuf *staged,
 	{
 		if (i + 1 < n && record_same_key(staged, offsets[i], offsets[i + 1]))
 		{
-			after_mark |= ts_record_mark(staged->data + offsets[i]) != 0;
+			after_mark = ts_record_mark(staged->data + offsets[i]) == TS_VALUE_DELETE;
 			continue;
 		}
-		/* an insert after an UPDATE or DELETE of its key is not checked */
+		/* an insert right after a DELETE of its key is not checked */
 		sink->unchecked = after_mark;
 		after_mark = false;
 		if (ts_sst_sink_put_record(sink, staged->data + offsets[i], err) != 0)
@@ -179,10 +179,11 @@ ts_spill_run(TsSession *session, const TcBuf *staged, uint32_t *offsets, size_t 
 				return -1;
 			}
 			rec = staged->data + offsets[i + keep];
-			i = j - 1;
-			/* an insert after an UPDATE or DELETE is not checked: SET */
-			if (marked && ts_record_mark(rec) == 0)
+			/* an insert right after a DELETE of its key is not checked: SET */
+			if (marked && ts_record_mark(rec) == 0 && i + keep > i &&
+				ts_record_mark(staged->data + offsets[i + keep - 1]) == TS_VALUE_DELETE)
 				mark = TS_VALUE_SET;
+			i = j - 1;
 		}
 		if (ts_run_writer_put_marked(&writer, ts_record_key(rec), keylen, mark,
 									 ts_record_value(rec, keylen), ts_record_valuelen(rec)) != 0)
