@@ -226,8 +226,8 @@ INSERT INTO dml_t VALUES (NULL, 'no key');
 COMMIT;
 SELECT * FROM dml_t ORDER BY k;
 
--- subtransactions: rows cannot be taken back one savepoint at a time, so a
--- rolled-back savepoint that wrote rows makes the commit fail
+-- subtransactions: a rolled-back savepoint's rows are taken back (the tserver
+-- still holds them in memory), and the commit keeps the rest
 BEGIN;
 INSERT INTO dml_t VALUES (20, 'twenty');
 SAVEPOINT s;
@@ -235,7 +235,7 @@ INSERT INTO dml_t VALUES (21, 'twenty-one');
 ROLLBACK TO SAVEPOINT s;
 COMMIT;
 SELECT * FROM dml_t WHERE k >= 20 ORDER BY k;
--- ... but not one that wrote nothing, nor a released one
+-- ... and one that wrote nothing, or a released one, change nothing
 BEGIN;
 INSERT INTO dml_t VALUES (22, 'twenty-two');
 SAVEPOINT s;

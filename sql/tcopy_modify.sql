@@ -274,34 +274,36 @@ ROLLBACK TO SAVEPOINT s2;
 SELECT * FROM m_check;
 COMMIT;
 SELECT * FROM m_check;
--- a rolled-back savepoint that wrote: tcopy cannot take its rows back one
--- subtransaction at a time (the tserver holds them in the session), so
--- the table cannot be read after it (where the heap table reads the rows
--- as before the savepoint), and the COMMIT fails, leaving nothing
+-- a rolled-back savepoint that wrote: its writes are taken back (the
+-- tserver still holds them in memory), the table reads as before the
+-- savepoint, and the rest commits, as on the heap table
 BEGIN;
 UPDATE m_t SET v = 'before s' WHERE k = 4;
-SAVEPOINT s;
-INSERT INTO m_t VALUES (80, 'in s', 80);
-UPDATE m_t SET v = 'in s' WHERE k = 5;
-ROLLBACK TO SAVEPOINT s;
-SELECT * FROM m_t WHERE k = 4;
-\echo :LAST_ERROR_SQLSTATE
-ROLLBACK;
-BEGIN;
-UPDATE m_t SET v = 'before s' WHERE k = 4;
-SAVEPOINT s;
-DELETE FROM m_t WHERE k = 5;
-ROLLBACK TO SAVEPOINT s;
-COMMIT;
-SELECT * FROM m_check;
--- the heap table: the savepoint's writes are undone, the rest commits
-BEGIN;
 UPDATE m_h SET v = 'before s' WHERE k = 4;
 SAVEPOINT s;
-DELETE FROM m_h WHERE k = 5;
+INSERT INTO m_t VALUES (80, 'in s', 80);
+INSERT INTO m_h VALUES (80, 'in s', 80);
+UPDATE m_t SET v = 'in s' WHERE k = 5;
+UPDATE m_h SET v = 'in s' WHERE k = 5;
+DELETE FROM m_t WHERE k = 6;
+DELETE FROM m_h WHERE k = 6;
+SELECT * FROM m_check;
 ROLLBACK TO SAVEPOINT s;
-SELECT * FROM m_h WHERE k IN (4, 5) ORDER BY k;
-ROLLBACK;
+SELECT * FROM m_t WHERE k IN (4, 5, 6, 80) ORDER BY k;
+SELECT * FROM m_check;
+-- a PL/pgSQL exception block is a savepoint too
+DO $$
+BEGIN
+	UPDATE m_t SET v = 'in block' WHERE k = 5;
+	UPDATE m_h SET v = 'in block' WHERE k = 5;
+	PERFORM 1 / 0;
+EXCEPTION WHEN division_by_zero THEN
+	NULL;
+END $$;
+SELECT * FROM m_check;
+COMMIT;
+SELECT * FROM m_t WHERE k IN (4, 5, 6, 80) ORDER BY k;
+SELECT * FROM m_check;
 
 -- an UPDATE reads the transaction's earlier UPDATEs: three increments add 3
 BEGIN;

@@ -128,6 +128,22 @@ int			tc_client_open_table(TcClient *client, const char *name,
 int			tc_client_begin(TcClient *client, uint64_t *session_id);
 
 /*
+ * Update or delete rows in the session on the tserver (a direct modify,
+ * docs/protocol.md#direct-modify), as the session's next batch: waits for
+ * the acks of the batches in flight, then for the answer.  *changed: the
+ * rows updated or deleted.
+ */
+int			tc_client_modify(TcClient *client, Tcopy__Modify *request, uint64_t *changed);
+
+/*
+ * Take back the session's batches after last_seq (rows: the session's rows
+ * then), as a savepoint's rollback: *done, or not and why (reason[size]);
+ * the session stays open either way.  -1 when the call failed.
+ */
+int			tc_client_rollback_to(TcClient *client, uint64_t last_seq, uint64_t rows,
+								  bool *done, char *reason, size_t size);
+
+/*
  * The id and key of the session begun last, which a Scan names to read its
  * writes: 0, or -1 when the tserver gave no key.
  */

@@ -418,6 +418,63 @@ tc_client_list_labels(TcClient *client, uint32_t table_id, Tcopy__LabelList **li
 	return 0;
 }
 
+/*
+ * A direct modify in the session: request->seq is set here, the session's
+ * next.  Waits for every batch in flight to be acknowledged first.
+ * *changed: the rows updated or deleted.
+ */
+int
+tc_client_modify(TcClient *client, Tcopy__Modify *request, uint64_t *changed)
+{
+	ProtobufCMessage *msg;
+	Tcopy__ModifyOk *ok;
+
+	if (client->broken || tc_client_wait_acks(client) < 0)
+		return -1;
+	request->seq = client->seq_sent + 1;
+	if (client_send_message(client, TCOPY__FRAME_TYPE__FRAME_MODIFY, &request->base) < 0 ||
+		client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_MODIFY_OK,
+						  tc_arena_allocator(&client->arena), &msg) < 0)
+		return -1;
+	ok = (Tcopy__ModifyOk *) msg;
+	if (ok->seq != request->seq)
+		return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
+						   "protocol error: tserver answered modify %llu for %llu",
+						   (unsigned long long) ok->seq, (unsigned long long) request->seq);
+	client->seq_sent = client->seq_acked = request->seq;
+	*changed = ok->rows;
+	return 0;
+}
+
+/*
+ * Take back the session's batches after last_seq, rows rows in all then (a
+ * savepoint's rollback): 0 with *done, or not and why in reason[size] (the
+ * session goes on as it was); -1 when the call failed.
+ */
+int
+tc_client_rollback_to(TcClient *client, uint64_t last_seq, uint64_t rows, bool *done,
+					  char *reason, size_t size)
+{
+	Tcopy__RollbackTo request = TCOPY__ROLLBACK_TO__INIT;
+	ProtobufCMessage *msg;
+	Tcopy__RollbackToOk *ok;
+
+	if (client->broken || tc_client_wait_acks(client) < 0)
+		return -1;
+	request.last_seq = last_seq;
+	request.rows = rows;
+	if (client_send_message(client, TCOPY__FRAME_TYPE__FRAME_ROLLBACK_TO, &request.base) < 0 ||
+		client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_ROLLBACK_TO_OK,
+						  tc_arena_allocator(&client->arena), &msg) < 0)
+		return -1;
+	ok = (Tcopy__RollbackToOk *) msg;
+	*done = ok->done;
+	snprintf(reason, size, "%s", ok->reason ? ok->reason : "");
+	if (ok->done)
+		client->seq_sent = client->seq_acked = last_seq;
+	return 0;
+}
+
 /* Truncate or drop a table at once. */
 int
 tc_client_table_op(TcClient *client, Tcopy__TableOpKind op, uint32_t table_id)

@@ -649,6 +649,115 @@ tcopy_disconnect(TcClient *client)
 }
 
 /*
+ * Idle scan connections, kept for the next scan of the same tserver with
+ * the same credential (address, token and TLS files equal): a scan read to
+ * its end leaves its connection idle, and connecting (a socket, the
+ * handshake, a thread on the tserver) costs more than a short scan.  At
+ * most TCOPY_IDLE_SCAN_CLIENTS, the oldest closed first (one: each holds
+ * a thread and a connection slot of the tserver's); in TopMemoryContext,
+ * owned by no transaction.
+ */
+#define TCOPY_IDLE_SCAN_CLIENTS 1
+
+typedef struct TcopyIdleClient
+{
+	char	   *address;
+	char	   *token;
+	TcTlsOptions tls;
+	TcClient   *client;
+} TcopyIdleClient;
+
+static List *tcopy_idle_clients = NIL;
+
+static bool
+tcopy_idle_client_matches(const TcopyIdleClient *idle, const char *address, const char *token,
+						  const TcTlsOptions *tls)
+{
+	return strcmp(idle->address, address) == 0 && tcopy_same_string(idle->token, token) &&
+		idle->tls.sslmode == tls->sslmode &&
+		tcopy_same_string(idle->tls.sslrootcert, tls->sslrootcert) &&
+		tcopy_same_string(idle->tls.sslcert, tls->sslcert) &&
+		tcopy_same_string(idle->tls.sslkey, tls->sslkey);
+}
+
+static void
+tcopy_idle_client_free(TcopyIdleClient *idle)
+{
+	tc_client_close(idle->client);
+	pfree(idle->address);
+	if (idle->token)
+		pfree(idle->token);
+	if (idle->tls.sslrootcert)
+		pfree((char *) idle->tls.sslrootcert);
+	if (idle->tls.sslcert)
+		pfree((char *) idle->tls.sslcert);
+	if (idle->tls.sslkey)
+		pfree((char *) idle->tls.sslkey);
+	pfree(idle);
+}
+
+/* An idle client for the same tserver and credential, taken out; or NULL. */
+static TcClient *
+tcopy_idle_client_take(const char *address, const char *token, const TcTlsOptions *tls)
+{
+	ListCell   *lc;
+
+	foreach(lc, tcopy_idle_clients)
+	{
+		TcopyIdleClient *idle = (TcopyIdleClient *) lfirst(lc);
+		TcClient   *client = idle->client;
+
+		if (!tcopy_idle_client_matches(idle, address, token, tls))
+			continue;
+		tcopy_idle_clients = foreach_delete_current(tcopy_idle_clients, lc);
+		idle->client = NULL;
+		tcopy_idle_client_free(idle);
+		return client;
+	}
+	return NULL;
+}
+
+static char *
+tcopy_top_strdup(const char *s)
+{
+	return s != NULL ? MemoryContextStrdup(TopMemoryContext, s) : NULL;
+}
+
+/*
+ * A scan read to its end: keep entry's client, idle, for the next scan of
+ * the same tserver and credential, instead of closing it.
+ */
+void
+tcopy_scan_client_release(TcopyScanClient *entry, const char *address, const char *token,
+						  const TcTlsOptions *tls)
+{
+	TcopyIdleClient *idle;
+	TcClient   *client = entry->client;
+	MemoryContext oldcontext;
+
+	if (client == NULL || !list_member_ptr(tcopy_scan_clients, entry))
+		return;
+	tcopy_scan_clients = list_delete_ptr(tcopy_scan_clients, entry);
+	entry->client = NULL;
+	if (list_length(tcopy_idle_clients) >= TCOPY_IDLE_SCAN_CLIENTS)
+	{
+		tcopy_idle_client_free(linitial(tcopy_idle_clients));
+		tcopy_idle_clients = list_delete_first(tcopy_idle_clients);
+	}
+	idle = MemoryContextAllocZero(TopMemoryContext, sizeof(TcopyIdleClient));
+	idle->address = tcopy_top_strdup(address);
+	idle->token = tcopy_top_strdup(token);
+	idle->tls.sslmode = tls->sslmode;
+	idle->tls.sslrootcert = tcopy_top_strdup(tls->sslrootcert);
+	idle->tls.sslcert = tcopy_top_strdup(tls->sslcert);
+	idle->tls.sslkey = tcopy_top_strdup(tls->sslkey);
+	idle->client = client;
+	oldcontext = MemoryContextSwitchTo(TopMemoryContext);
+	tcopy_idle_clients = lappend(tcopy_idle_clients, idle);
+	MemoryContextSwitchTo(oldcontext);
+}
+
+/*
  * Make entry, in the memory of a scan about to begin, belong to the
  * current (sub)transaction: the one whose abort ends the scan.
  */
@@ -664,18 +773,22 @@ tcopy_scan_client_init(TcopyScanClient *entry)
  * (sub)transaction entry belongs to, not the one running now: a FETCH in a
  * savepoint may connect the scan of a cursor declared before it.
  */
-void
+bool
 tcopy_scan_client_open(TcopyScanClient *entry, const char *address, const char *token,
-					   const TcTlsOptions *tls)
+					   const TcTlsOptions *tls, bool reuse)
 {
 	MemoryContext oldcontext;
+	TcClient   *idle = reuse ? tcopy_idle_client_take(address, token, tls) : NULL;
 
 	Assert(entry->client == NULL);
 	oldcontext = MemoryContextSwitchTo(TopMemoryContext);
 	tcopy_scan_clients = list_append_unique_ptr(tcopy_scan_clients, entry);
 	MemoryContextSwitchTo(oldcontext);
 	entry->lost = false;
-	entry->client = tcopy_client_connect(address, token, tls);
+	entry->client = idle;
+	if (idle == NULL)
+		entry->client = tcopy_client_connect(address, token, tls);
+	return idle != NULL;
 }
 
 /* Close entry's client, if it has one; entry may be opened again. */

@@ -80,57 +80,78 @@ tcopyGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 }
 
 /*
- * If clause compares a column of baserel of an integer type with a non-null
- * integer constant by a btree operator, append (attnum, strategy, const) to
- * *bounds, the strategy read as "column strategy constant".
+ * A value a key bound may compare with: a non-null integer constant, or a
+ * parameter of the statement of an integer type (a prepared statement's
+ * $1: evaluated when the scan begins).
  */
-static void
-tcopy_collect_bound(RelOptInfo *baserel, Expr *clause, List **bounds)
+static bool
+tcopy_bound_value(Node *node)
+{
+	Oid			type;
+
+	if (IsA(node, Const))
+	{
+		if (((Const *) node)->constisnull)
+			return false;
+		type = ((Const *) node)->consttype;
+	}
+	else if (IsA(node, Param) && ((Param *) node)->paramkind == PARAM_EXTERN)
+		type = ((Param *) node)->paramtype;
+	else
+		return false;
+	return type == INT2OID || type == INT4OID || type == INT8OID;
+}
+
+/*
+ * If clause compares a column of relation relid of an integer type with a
+ * bound value (tcopy_bound_value) by a btree operator, append (attnum,
+ * strategy, value) to *bounds, the strategy read as "column strategy
+ * value", and return the attnum; else 0.
+ */
+AttrNumber
+tcopy_clause_key_bound(Index relid, Expr *clause, List **bounds)
 {
 	OpExpr	   *op;
 	Node	   *left;
 	Node	   *right;
 	Var		   *var;
-	Const	   *value;
+	Node	   *value;
 	int			strategy;
 
 	if (!IsA(clause, OpExpr))
-		return;
+		return 0;
 	op = (OpExpr *) clause;
 	if (list_length(op->args) != 2)
-		return;
+		return 0;
 	left = linitial(op->args);
 	right = lsecond(op->args);
 
 	/* membership in integer_ops makes both operands int2, int4 or int8 */
 	strategy = get_op_opfamily_strategy(op->opno, INTEGER_BTREE_FAM_OID);
 	if (strategy == InvalidStrategy)
-		return;
-	if (IsA(left, Var) && IsA(right, Const))
+		return 0;
+	if (IsA(left, Var) && tcopy_bound_value(right))
 	{
 		var = (Var *) left;
-		value = (Const *) right;
+		value = right;
 	}
-	else if (IsA(left, Const) && IsA(right, Var))
+	else if (tcopy_bound_value(left) && IsA(right, Var))
 	{
 		var = (Var *) right;
-		value = (Const *) left;
+		value = left;
 		/* "const < column" is "column > const" */
 		strategy = BTMaxStrategyNumber + 1 - strategy;
 	}
 	else
-		return;
+		return 0;
 
-	if (var->varno != baserel->relid || var->varlevelsup != 0 ||
-		var->varattno <= 0 || value->constisnull)
-		return;
-	if (value->consttype != INT2OID && value->consttype != INT4OID &&
-		value->consttype != INT8OID)
-		return;
+	if (var->varno != relid || var->varlevelsup != 0 || var->varattno <= 0)
+		return 0;
 
 	*bounds = lappend(*bounds, list_make3(makeInteger(var->varattno),
 										  makeInteger(strategy),
 										  copyObject(value)));
+	return var->varattno;
 }
 
 /*
@@ -157,7 +178,7 @@ tcopyGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 
 		pull_varattnos((Node *) rinfo->clause, baserel->relid, &attrs);
 		if (!rinfo->pseudoconstant)
-			tcopy_collect_bound(baserel, rinfo->clause, &bounds);
+			(void) tcopy_clause_key_bound(baserel->relid, rinfo->clause, &bounds);
 	}
 
 	/* a whole-row reference or a system column: fetch every column */
@@ -241,6 +262,12 @@ tcopy_fdw_handler(PG_FUNCTION_ARGS)
 	routine->EndForeignInsert = tcopyEndForeignInsert;
 
 	routine->ExecForeignTruncate = tcopyExecForeignTruncate;
+
+	routine->PlanDirectModify = tcopyPlanDirectModify;
+	routine->BeginDirectModify = tcopyBeginDirectModify;
+	routine->IterateDirectModify = tcopyIterateDirectModify;
+	routine->EndDirectModify = tcopyEndDirectModify;
+	routine->ExplainDirectModify = tcopyExplainDirectModify;
 
 	PG_RETURN_POINTER(routine);
 }

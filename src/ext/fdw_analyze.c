@@ -85,8 +85,8 @@ tcopy_analyze_start(TcopyAnalyzeState *state, int *proj)
 
 	if (tcopy_address_is_null(codec->options.address))
 		return false;
-	tcopy_scan_client_open(&state->conn, codec->options.address, codec->options.token,
-						   &codec->options.tls);
+	(void) tcopy_scan_client_open(&state->conn, codec->options.address, codec->options.token,
+						   &codec->options.tls, false);
 	client = state->conn.client;
 	if (tc_client_open_table(client, codec->options.table_name, codec->schema,
 							 false, &table_id, NULL, NULL) < 0)

@@ -16,7 +16,11 @@
  * UPDATE that keeps the key sends the new row as WRITE_UPDATE (it replaces
  * the row whatever on_conflict says); one that changes it moves the row:
  * WRITE_DELETE of the old key, then an insert of the new row, to which
- * on_conflict applies as to any insert.  A DELETE sends the old row as
+ * on_conflict applies as to any insert: under 'error' at once, so that
+ * moving onto a key that still holds a row is a duplicate, as a primary
+ * key finds it; under 'replace' and 'ignore' at the statement's end, once
+ * every old key is deleted, so that rows moving onto each other's keys
+ * (k = k + 1) all survive, none replaced by another's move.  A DELETE sends the old row as
  * WRITE_DELETE.  The scan locked the rows first (row_locks.c).
  */
 #include "tcopy.h"
@@ -29,6 +33,7 @@
 #include "optimizer/appendinfo.h"
 #include "utils/datum.h"
 #include "utils/memutils.h"
+#include "utils/tuplestore.h"
 #include "utils/rel.h"
 
 /*
@@ -44,7 +49,9 @@ typedef struct TcopyModifyState
 	TcopyWriter *writer;
 	MemoryContext temp_cxt;		/* reset after each row handed to the writer */
 	TupleTableSlot *old_slot;	/* UPDATE: the row being replaced */
-} TcopyModifyState;
+	Tuplestorestate *moved;		/* UPDATE: new rows of keys that changed,
+								 * inserted after every old key is deleted */
+}			TcopyModifyState;
 
 /*
  * The range table entry of a result relation; a partition that tuple
@@ -176,6 +183,17 @@ tcopy_modify_end(TcopyModifyState *fmstate)
 {
 	if (fmstate == NULL)
 		return;
+	if (fmstate->moved != NULL)
+	{
+		TupleTableSlot *slot = MakeSingleTupleTableSlot(fmstate->old_slot->tts_tupleDescriptor,
+														&TTSOpsMinimalTuple);
+
+		tcopy_writer_set_kind(fmstate->writer, TCOPY__WRITE_KIND__WRITE_INSERT);
+		while (tuplestore_gettupleslot(fmstate->moved, true, false, slot))
+			tcopy_modify_add(fmstate, slot);
+		ExecDropSingleTupleTableSlot(slot);
+		tuplestore_end(fmstate->moved);
+	}
 	tcopy_writer_finish(fmstate->writer);
 	tcopy_writer_free(fmstate->writer);
 	if (fmstate->old_slot != NULL)
@@ -252,11 +270,35 @@ tcopyExecForeignUpdate(EState *estate, ResultRelInfo *resultRelInfo,
 			 !datumIsEqual(old->tts_values[i], slot->tts_values[i], att->attbyval, att->attlen)))
 			moved = true;
 	}
-	if (moved)
+	if (moved && fmstate->codec->options.on_conflict == TCOPY_ON_CONFLICT_ERROR)
 	{
+		/*
+		 * As a primary key checks a moved row at once: moving onto a key
+		 * that still holds a row is a duplicate, even if that row moves
+		 * later in the statement (k = k + 1 fails on a heap table too)
+		 */
 		tcopy_writer_set_kind(fmstate->writer, TCOPY__WRITE_KIND__WRITE_DELETE);
 		tcopy_modify_add(fmstate, old);
 		tcopy_writer_set_kind(fmstate->writer, TCOPY__WRITE_KIND__WRITE_INSERT);
+	}
+	else if (moved)
+	{
+		/*
+		 * The old key goes now, the new row at the statement's end, after
+		 * every old key: rows moving onto each other's keys (k = k + 1)
+		 * then all survive, none replaced or deleted by another's move
+		 */
+		tcopy_writer_set_kind(fmstate->writer, TCOPY__WRITE_KIND__WRITE_DELETE);
+		tcopy_modify_add(fmstate, old);
+		if (fmstate->moved == NULL)
+		{
+			MemoryContext oldcxt = MemoryContextSwitchTo(GetMemoryChunkContext(fmstate));
+
+			fmstate->moved = tuplestore_begin_heap(false, false, work_mem);
+			MemoryContextSwitchTo(oldcxt);
+		}
+		tuplestore_puttupleslot(fmstate->moved, slot);
+		return slot;
 	}
 	else
 		tcopy_writer_set_kind(fmstate->writer, TCOPY__WRITE_KIND__WRITE_UPDATE);

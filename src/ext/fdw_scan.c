@@ -27,14 +27,6 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
-/* One end of a key range on the sole integer key column. */
-typedef struct TcopyKeyBound
-{
-	bool		present;
-	bool		inclusive;
-	int64		value;
-} TcopyKeyBound;
-
 typedef struct TcopyScanState
 {
 	TcopyRelCodec *codec;
@@ -42,10 +34,7 @@ typedef struct TcopyScanState
 	uint32		table_id;
 	int		   *proj;			/* [nproj] wire columns fetched, ascending */
 	int			nproj;
-	AttrNumber	key_attnum;		/* bounded column; 0 when no bound */
-	TcopyKeyBound lower;
-	TcopyKeyBound upper;
-	bool		empty_range;	/* bounds contradict: no rows */
+	TcopyKeyRange range;		/* of the key, from the planner's bounds */
 	bool		for_update;		/* an UPDATE's or DELETE's target: rows locked */
 	bool		started;		/* Scan request sent */
 	bool		done;			/* the batch marked done has been fetched */
@@ -63,14 +52,7 @@ typedef struct TcopyScanState
 static void
 tcopy_scan_lock_rows(TcopyScanState *state)
 {
-	TcopyRelCodec *codec = state->codec;
-
-	if (list_length(codec->options.key_attnums) == 1 && state->key_attnum != 0 &&
-		state->lower.present && state->upper.present && state->lower.inclusive &&
-		state->upper.inclusive && state->lower.value == state->upper.value)
-		tcopy_lock_key(codec->relid, state->lower.value);
-	else if (!state->empty_range)
-		tcopy_lock_table_rows(codec->relid);
+	tcopy_lock_range(state->codec, &state->range);
 	state->for_update = true;
 }
 
@@ -123,106 +105,6 @@ tcopy_scan_choose_columns(TcopyScanState *state, bool all_columns, List *attnums
 	}
 }
 
-/* Whether bound (value, inclusive) is tighter than the current one. */
-static bool
-tcopy_bound_tighter(const TcopyKeyBound *current, int64 value, bool inclusive,
-					bool is_lower)
-{
-	if (!current->present)
-		return true;
-	if (value != current->value)
-		return is_lower ? value > current->value : value < current->value;
-	return !inclusive && current->inclusive;
-}
-
-/* Tighten one end of the range to (value, inclusive). */
-static void
-tcopy_bound_apply(TcopyKeyBound *bound, int64 value, bool inclusive, bool is_lower)
-{
-	if (tcopy_bound_tighter(bound, value, inclusive, is_lower))
-	{
-		bound->present = true;
-		bound->value = value;
-		bound->inclusive = inclusive;
-	}
-}
-
-/* The int64 value of an int2, int4 or int8 constant. */
-static int64
-tcopy_const_int64(const Const *value)
-{
-	switch (value->consttype)
-	{
-		case INT2OID:
-			return DatumGetInt16(value->constvalue);
-		case INT4OID:
-			return DatumGetInt32(value->constvalue);
-		case INT8OID:
-			return DatumGetInt64(value->constvalue);
-	}
-	elog(ERROR, "unexpected type %u of a key bound", value->consttype);
-	return 0;					/* keep compiler quiet */
-}
-
-/*
- * Keep the planner's candidate bounds that fall on the table's key, when it
- * is a single column stored as an integer, and combine them into a range.
- */
-static void
-tcopy_scan_choose_range(TcopyScanState *state, List *bounds)
-{
-	TcopyRelCodec *codec = state->codec;
-	AttrNumber	key_attnum;
-	int			column;
-	ListCell   *lc;
-
-	if (list_length(codec->options.key_attnums) != 1 || bounds == NIL)
-		return;
-	key_attnum = (AttrNumber) linitial_int(codec->options.key_attnums);
-	column = codec->column_of_att[key_attnum - 1];
-	if (column < 0 || codec->columns[column].kind != TCOPY__KIND__KIND_INT ||
-		(codec->columns[column].conv != TCOPY_CONV_INT2 &&
-		 codec->columns[column].conv != TCOPY_CONV_INT4 &&
-		 codec->columns[column].conv != TCOPY_CONV_INT8))
-		return;
-
-	foreach(lc, bounds)
-	{
-		List	   *bound = lfirst_node(List, lc);
-		int64		value;
-
-		if (intVal(list_nth(bound, TCOPY_BOUND_ATTNUM)) != key_attnum)
-			continue;
-		value = tcopy_const_int64(list_nth_node(Const, bound, TCOPY_BOUND_VALUE));
-		switch (intVal(list_nth(bound, TCOPY_BOUND_STRATEGY)))
-		{
-			case BTLessStrategyNumber:
-				tcopy_bound_apply(&state->upper, value, false, false);
-				break;
-			case BTLessEqualStrategyNumber:
-				tcopy_bound_apply(&state->upper, value, true, false);
-				break;
-			case BTEqualStrategyNumber:
-				tcopy_bound_apply(&state->lower, value, true, true);
-				tcopy_bound_apply(&state->upper, value, true, false);
-				break;
-			case BTGreaterEqualStrategyNumber:
-				tcopy_bound_apply(&state->lower, value, true, true);
-				break;
-			case BTGreaterStrategyNumber:
-				tcopy_bound_apply(&state->lower, value, false, true);
-				break;
-		}
-	}
-	if (state->lower.present || state->upper.present)
-		state->key_attnum = key_attnum;
-	if (state->lower.present && state->upper.present &&
-		(state->lower.value > state->upper.value ||
-		 (state->lower.value == state->upper.value &&
-		  (!state->lower.inclusive || !state->upper.inclusive))))
-		state->empty_range = true;
-}
-
 /* Close the scan's connection, if any; also run when a query fails. */
 static void
 tcopy_scan_close(void *arg)
@@ -242,30 +124,42 @@ tcopy_scan_connect(TcopyScanState *state)
 {
 	TcopyRelCodec *codec = state->codec;
 	TcClient   *client;
+	bool		reused;
+	int			rc;
 
 	state->conn.lost = false;
 	state->started = false;
 	state->done = false;
 	state->batch = NULL;
 	state->next_row = 0;
-	if (tcopy_address_is_null(codec->options.address) || state->empty_range)
+	if (tcopy_address_is_null(codec->options.address) || state->range.empty)
 		return;
 
-	tcopy_scan_client_open(&state->conn, codec->options.address, codec->options.token,
-						   &codec->options.tls);
-	client = state->conn.client;
-	if (tc_client_open_table(client, codec->options.table_name, codec->schema,
-							 false, &state->table_id, NULL, NULL) < 0)
+	reused = tcopy_scan_client_open(&state->conn, codec->options.address, codec->options.token,
+									&codec->options.tls, true);
+	rc = tc_client_open_table(state->conn.client, codec->options.table_name, codec->schema,
+							  false, &state->table_id, NULL, NULL);
+	if (rc < 0 && reused &&
+		tc_client_error_code(state->conn.client) == TCOPY__ERROR_CODE__ERROR_NONE)
 	{
-		if (tc_client_error_code(client) == TCOPY__ERROR_CODE__ERROR_UNKNOWN_TABLE)
-		{
-			tcopy_scan_close(state);
-			return;
-		}
-		tcopy_report_client_error(client, codec->options.address,
-								  psprintf("could not open table \"%s\" for reading",
-										   codec->options.table_name));
+		/* an idle connection the tserver closed meanwhile (a restart): once more, fresh */
+		tcopy_scan_client_close(&state->conn);
+		(void) tcopy_scan_client_open(&state->conn, codec->options.address,
+									  codec->options.token, &codec->options.tls, false);
+		rc = tc_client_open_table(state->conn.client, codec->options.table_name, codec->schema,
+								  false, &state->table_id, NULL, NULL);
 	}
+	if (rc >= 0)
+		return;
+	client = state->conn.client;
+	if (tc_client_error_code(client) == TCOPY__ERROR_CODE__ERROR_UNKNOWN_TABLE)
+	{
+		tcopy_scan_close(state);
+		return;
+	}
+	tcopy_report_client_error(client, codec->options.address,
+							  psprintf("could not open table \"%s\" for reading",
+									   codec->options.table_name));
 }
 
 /*
@@ -316,8 +210,8 @@ tcopyBeginForeignScan(ForeignScanState *node, int eflags)
 	tcopy_scan_choose_columns(state,
 							  boolVal(list_nth(fsplan->fdw_private, TCOPY_PRIV_ALL_COLUMNS)),
 							  (List *) list_nth(fsplan->fdw_private, TCOPY_PRIV_ATTNUMS));
-	tcopy_scan_choose_range(state,
-							(List *) list_nth(fsplan->fdw_private, TCOPY_PRIV_BOUNDS));
+	tcopy_key_range(state->codec, (List *) list_nth(fsplan->fdw_private, TCOPY_PRIV_BOUNDS),
+					node->ss.ps.ps_ExprContext, &state->range);
 
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
@@ -336,23 +230,6 @@ tcopyBeginForeignScan(ForeignScanState *node, int eflags)
 	MemoryContextRegisterResetCallback(CurrentMemoryContext, &state->close_callback);
 
 	tcopy_scan_connect(state);
-}
-
-/* A key bound as the wire carries it: the key column's value. */
-static Tcopy__KeyBound *
-tcopy_make_key_bound(const TcopyKeyBound *bound)
-{
-	Tcopy__KeyBound *msg = palloc(sizeof(Tcopy__KeyBound));
-	Tcopy__Row *key = palloc(sizeof(Tcopy__Row));
-
-	tcopy__key_bound__init(msg);
-	tcopy__row__init(key);
-	key->n_ints = 1;
-	key->ints = palloc(sizeof(int64_t));
-	key->ints[0] = bound->value;
-	msg->key = key;
-	msg->inclusive = bound->inclusive;
-	return msg;
 }
 
 /* The scan failed: say why. */
@@ -411,10 +288,10 @@ tcopy_scan_start(TcopyScanState *state)
 	request.table_id = state->table_id;
 	request.n_columns = state->nproj;
 	request.columns = columns;
-	if (state->lower.present)
-		request.lower = tcopy_make_key_bound(&state->lower);
-	if (state->upper.present)
-		request.upper = tcopy_make_key_bound(&state->upper);
+	if (state->range.lower.present)
+		request.lower = tcopy_make_key_bound(&state->range.lower);
+	if (state->range.upper.present)
+		request.upper = tcopy_make_key_bound(&state->range.upper);
 
 	if (tc_client_scan_start(state->conn.client, &request) < 0)
 		tcopy_scan_report_error(state);
@@ -503,14 +380,26 @@ tcopyReScanForeignScan(ForeignScanState *node)
 		MemoryContextReset(state->batch_cxt);
 }
 
-/* Close the scan's connection. */
+/*
+ * End the scan: a connection that read the scan to its end (or never
+ * started one) is idle, and kept for the next scan; else it is closed.
+ */
 void
 tcopyEndForeignScan(ForeignScanState *node)
 {
 	TcopyScanState *state = (TcopyScanState *) node->fdw_state;
 
-	if (state != NULL)
-		tcopy_scan_close(state);
+	if (state == NULL)
+		return;
+	if (state->conn.client != NULL && !state->conn.lost && (!state->started || state->done))
+	{
+		TcopyRelCodec *codec = state->codec;
+
+		state->batch = NULL;
+		tcopy_scan_client_release(&state->conn, codec->options.address, codec->options.token,
+								  &codec->options.tls);
+	}
+	tcopy_scan_close(state);
 }
 
 /*
@@ -525,24 +414,7 @@ tcopyExplainForeignScan(ForeignScanState *node, ExplainState *es)
 	TcopyRelCodec *codec = state->codec;
 
 	ExplainPropertyText("Remote Table", codec->options.table_name, es);
-	if (state->key_attnum != 0)
-	{
-		Relation	rel = node->ss.ss_currentRelation;
-		const char *name = NameStr(TupleDescAttr(RelationGetDescr(rel),
-												 state->key_attnum - 1)->attname);
-		StringInfoData range;
-
-		initStringInfo(&range);
-		if (state->lower.present)
-			appendStringInfo(&range, "%s %s " INT64_FORMAT, quote_identifier(name),
-							 state->lower.inclusive ? ">=" : ">", state->lower.value);
-		if (state->upper.present)
-			appendStringInfo(&range, "%s%s %s " INT64_FORMAT,
-							 state->lower.present ? " AND " : "",
-							 quote_identifier(name),
-							 state->upper.inclusive ? "<=" : "<", state->upper.value);
-		ExplainPropertyText("Key Range", range.data, es);
-	}
+	tcopy_explain_key_range(node->ss.ss_currentRelation, &state->range, es);
 	if (es->verbose)
 		ExplainPropertyText("tserver", codec->options.address, es);
 }

@@ -53,3 +53,19 @@ tcopy_lock_table_rows(Oid relid)
 {
 	LockRelationOid(relid, ExclusiveLock);
 }
+
+/*
+ * Lock what an UPDATE or DELETE of range reads, before it reads it: the key,
+ * when the range is one key of a table of one key column, else the table's
+ * rows (nothing for an empty range).
+ */
+void
+tcopy_lock_range(TcopyRelCodec *codec, const TcopyKeyRange *range)
+{
+	if (list_length(codec->options.key_attnums) == 1 && range->key_attnum != 0 &&
+		range->lower.present && range->upper.present && range->lower.inclusive &&
+		range->upper.inclusive && range->lower.value == range->upper.value)
+		tcopy_lock_key(codec->relid, range->lower.value);
+	else if (!range->empty)
+		tcopy_lock_table_rows(codec->relid);
+}

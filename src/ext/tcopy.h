@@ -439,6 +439,19 @@ typedef struct TcopyRemoteTable
  * owns the connection fields; the session fields are xact.c's, but for
  * tcopy_connection_close, which ends a session with its connection.
  */
+/*
+ * The write session as it was before a subtransaction's first write
+ * (xact.c): what a rollback of the subtransaction takes the session back to.
+ */
+typedef struct TcopySavepoint
+{
+	int			level;			/* the subtransaction's nest level */
+	uint64		seq;			/* last batch sent before it */
+	uint64		rows;			/* rows sent before it */
+	uint32		ops;			/* table operations and label claims before it */
+	int			write_level;	/* TcopyConnection.write_level before it */
+} TcopySavepoint;
+
 typedef struct TcopyConnection
 {
 	TcopyConnKey key;			/* hash key: must be first */
@@ -455,7 +468,16 @@ typedef struct TcopyConnection
 	bool		in_session;		/* a write session is open in this transaction */
 	bool		sent_any;		/* a batch was (or was being) sent in it */
 	bool		session_lost;	/* closed after sending: the session is gone */
-	bool		subxact_lost;	/* a rolled-back subtransaction sent batches */
+	bool		subxact_lost;	/* a rolled-back subtransaction sent batches
+								 * that could not be taken back */
+	char		lost_why[256];	/* the tserver's reason, when it said one */
+	uint32		ops_sent;		/* table operations and label claims sent */
+	List	   *savepoints;		/* TcopySavepoint *, by level ascending, of
+								 * the subtransactions that wrote and have
+								 * not ended (TopMemoryContext) */
+	bool		rollback_pending;	/* a rolled-back subtransaction's batches
+									 * are to be taken back, to pending */
+	TcopySavepoint pending;
 	int			write_level;	/* deepest nest level with batches sent whose
 								 * subtransaction has not ended; 0: none */
 	uint64		next_seq;		/* seq of the session's next batch */
@@ -546,9 +568,15 @@ typedef struct TcopyScanClient
 
 /* Make a scan's entry belong to the current (sub)transaction. */
 extern void tcopy_scan_client_init(TcopyScanClient *entry);
-/* Connect a scan; an ERROR on failure. */
-extern void tcopy_scan_client_open(TcopyScanClient *entry, const char *address,
-								   const char *token, const TcTlsOptions *tls);
+/*
+ * Connect a scan, with an idle client of the same tserver and credential
+ * when reuse says so and there is one (then true); an ERROR on failure.
+ */
+extern bool tcopy_scan_client_open(TcopyScanClient *entry, const char *address,
+								   const char *token, const TcTlsOptions *tls, bool reuse);
+/* A scan read to its end: keep its client idle for the next scan. */
+extern void tcopy_scan_client_release(TcopyScanClient *entry, const char *address,
+									  const char *token, const TcTlsOptions *tls);
 /* Close a scan's client, if any. */
 extern void tcopy_scan_client_close(TcopyScanClient *entry);
 /* An abort at nest level min_level (0: the end): close the clients it owns. */
@@ -641,6 +669,8 @@ extern void tcopy_xact_send(TcopyConnection *conn, TcopyBatch *batch,
  * through: reads then must fail.
  */
 extern bool tcopy_xact_wrote_table(const TcopyTableOptions *options);
+extern uint64 tcopy_xact_modify(TcopyConnection *conn, Tcopy__Modify *request,
+								const char *range_message);
 extern bool tcopy_xact_session_to_read(const char *relname, const TcopyTableOptions *options,
 									   Oid userid, uint64 *session_id, const uint8 **key,
 									   size_t *keylen);
@@ -726,9 +756,13 @@ enum TcopyScanPrivate
 {
 	TCOPY_PRIV_ALL_COLUMNS,		/* Boolean: every column is needed */
 	TCOPY_PRIV_ATTNUMS,			/* IntList: attnums needed, ascending */
-	TCOPY_PRIV_BOUNDS			/* List of (Integer attnum, Integer btree
-								 * strategy, Const int2/4/8): the quals
-								 * "attnum strategy const" */
+	TCOPY_PRIV_BOUNDS,			/* List of (Integer attnum, Integer btree
+								 * strategy, Const or PARAM_EXTERN Param of
+								 * int2/4/8): the quals "attnum strategy
+								 * value" */
+	TCOPY_PRIV_ASSIGNMENTS		/* a direct modify's only (fdw_direct.c):
+								 * List of (Integer attnum, Integer
+								 * AssignOp, Const value) */
 };
 
 /* Indexes in one TCOPY_PRIV_BOUNDS item. */
@@ -770,9 +804,45 @@ extern TupleTableSlot *tcopyExecForeignUpdate(EState *estate, ResultRelInfo *res
 extern TupleTableSlot *tcopyExecForeignDelete(EState *estate, ResultRelInfo *resultRelInfo,
 											  TupleTableSlot *slot, TupleTableSlot *planSlot);
 
+/* in key_range.c: one end of a key range on the sole integer key column */
+typedef struct TcopyKeyBound
+{
+	bool		present;
+	bool		inclusive;
+	int64		value;
+} TcopyKeyBound;
+
+/* The key range a scan or a direct modify reads. */
+typedef struct TcopyKeyRange
+{
+	AttrNumber	key_attnum;		/* bounded column; 0 when no bound */
+	TcopyKeyBound lower;
+	TcopyKeyBound upper;
+	bool		empty;			/* bounds contradict: no rows */
+} TcopyKeyRange;
+
+/* in fdw_direct.c: UPDATE and DELETE done by the tserver */
+extern bool tcopyPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
+								  int subplan_index);
+extern void tcopyBeginDirectModify(ForeignScanState *node, int eflags);
+extern TupleTableSlot *tcopyIterateDirectModify(ForeignScanState *node);
+extern void tcopyEndDirectModify(ForeignScanState *node);
+extern void tcopyExplainDirectModify(ForeignScanState *node, struct ExplainState *es);
+
+/* in fdw.c: a clause that bounds a column by a constant */
+extern AttrNumber tcopy_clause_key_bound(Index relid, Expr *clause, List **bounds);
+/* The range of the planner's bounds (TCOPY_PRIV_BOUNDS) on codec's table. */
+extern void tcopy_key_range(TcopyRelCodec *codec, List *bounds, ExprContext *econtext,
+							TcopyKeyRange *range);
+/* A bound as the wire carries it. */
+extern Tcopy__KeyBound *tcopy_make_key_bound(const TcopyKeyBound *bound);
+extern void tcopy_explain_key_range(Relation rel, const TcopyKeyRange *range,
+									struct ExplainState *es);
+
 /* in row_locks.c: what an UPDATE or DELETE locks before it reads */
 extern void tcopy_lock_key(Oid relid, int64 key);
 extern void tcopy_lock_table_rows(Oid relid);
+extern void tcopy_lock_range(TcopyRelCodec *codec, const TcopyKeyRange *range);
 extern List *tcopyPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
 									Index resultRelation, int subplan_index);
 extern void tcopyBeginForeignModify(ModifyTableState *mtstate,

@@ -58,6 +58,72 @@ static void tcopy_xact_callback(XactEvent event, void *arg);
 static void tcopy_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 								   SubTransactionId parentSubid, void *arg);
 
+/*
+ * The subtransaction at level ends with a commit: its savepoint, if any,
+ * is its parent's now (unless the parent wrote before it, or is the top).
+ */
+static void
+tcopy_subxact_commit_writes(TcopyConnection *conn, int level)
+{
+	TcopySavepoint *last;
+	bool		parent_has = false;
+	ListCell   *lc;
+
+	if (conn->savepoints == NIL)
+		return;
+	last = llast(conn->savepoints);
+	if (last->level != level)
+		return;
+	foreach(lc, conn->savepoints)
+		if (((TcopySavepoint *) lfirst(lc))->level == level - 1)
+			parent_has = true;
+	if (parent_has || level - 1 <= 1)
+	{
+		conn->savepoints = list_delete_last(conn->savepoints);
+		pfree(last);
+	}
+	else
+		last->level = level - 1;
+}
+
+/*
+ * The subtransaction at level is rolled back: if it wrote, take its writes
+ * back when the session is next used (tcopy_xact_apply_rollback), to its
+ * savepoint, or to a deeper one of a subtransaction rolled back before
+ * when it wrote nothing before that one began.  Without either, the
+ * session is uncommittable.
+ */
+static void
+tcopy_subxact_abort_writes(TcopyConnection *conn, int level)
+{
+	TcopySavepoint *mark = NULL;
+
+	while (conn->savepoints != NIL && ((TcopySavepoint *) llast(conn->savepoints))->level >= level)
+	{
+		TcopySavepoint *last = llast(conn->savepoints);
+
+		if (last->level == level)
+			mark = last;
+		else
+			pfree(last);
+		conn->savepoints = list_delete_last(conn->savepoints);
+	}
+	if (conn->write_level < level)
+		;						/* it wrote nothing */
+	else if (mark != NULL)
+	{
+		conn->pending = *mark;
+		conn->rollback_pending = true;
+		conn->write_level = mark->write_level;
+	}
+	else if (conn->rollback_pending && conn->pending.level > level)
+		conn->write_level = conn->pending.write_level;
+	else
+		conn->subxact_lost = true;
+	if (mark != NULL)
+		pfree(mark);
+}
+
 /* Follow every transaction and subtransaction from now on. */
 void
 TcopyXactInit(void)
@@ -78,6 +144,80 @@ tcopy_report_session_lost(TcopyConnection *conn)
 }
 
 /*
+ * Note the session as it is before the current subtransaction's first
+ * write, if this is it (TcopySavepoint).  At the top level, nothing: a
+ * rollback there discards the session.
+ */
+static void
+tcopy_xact_mark(TcopyConnection *conn)
+{
+	int			level = GetCurrentTransactionNestLevel();
+	TcopySavepoint *mark;
+	MemoryContext oldcontext;
+
+	if (level <= 1 || conn->write_level >= level)
+		return;
+	oldcontext = MemoryContextSwitchTo(TopMemoryContext);
+	mark = palloc(sizeof(TcopySavepoint));
+	mark->level = level;
+	mark->seq = conn->next_seq - 1;
+	mark->rows = conn->rows_sent;
+	mark->ops = conn->ops_sent;
+	mark->write_level = conn->write_level;
+	conn->savepoints = lappend(conn->savepoints, mark);
+	MemoryContextSwitchTo(oldcontext);
+}
+
+/*
+ * Take back the batches of rolled-back subtransactions, if any, before the
+ * session is used again: the tserver truncates the session to the
+ * savepoint when all it received since is still in its staging memory.
+ * Where it cannot (a spill since, a table operation since), the session is
+ * uncommittable, as it was before savepoints were taken back.
+ */
+static void
+tcopy_xact_apply_rollback(TcopyConnection *conn)
+{
+	TcopySavepoint *to = &conn->pending;
+	bool		done = true;
+	char		reason[200] = "";
+
+	if (!conn->rollback_pending)
+		return;
+	conn->rollback_pending = false;
+	if (conn->session_lost || conn->subxact_lost)
+		return;
+	if (conn->ops_sent != to->ops)
+	{
+		conn->subxact_lost = true;
+		snprintf(conn->lost_why, sizeof(conn->lost_why),
+				 "The subtransaction truncated, dropped or labelled a table.");
+		return;
+	}
+	if (conn->next_seq - 1 != to->seq && !conn->null_transport && conn->client != NULL)
+	{
+		int			rc;
+
+		conn->busy = true;
+		rc = tc_client_rollback_to(conn->client, to->seq, to->rows, &done, reason,
+								   sizeof(reason));
+		conn->busy = false;
+		if (rc < 0)
+			tcopy_connection_fail(conn, "could not roll back the write session to a savepoint");
+	}
+	if (!done)
+	{
+		conn->subxact_lost = true;
+		snprintf(conn->lost_why, sizeof(conn->lost_why), "tserver: %s.", reason);
+		return;
+	}
+	conn->next_seq = to->seq + 1;
+	conn->rows_sent = to->rows;
+	/* the COPY lines of the rows taken back are not the session's any more */
+	conn->lines_complete = false;
+}
+
+/*
  * The cached write connection for (options->serverid, userid), connected
  * (and reconnected after a failure) as needed, with a write session begun
  * in the current transaction.
@@ -92,6 +232,7 @@ tcopy_xact_write_connection(const TcopyTableOptions *options, Oid userid)
 
 	if (conn->in_session)
 	{
+		tcopy_xact_apply_rollback(conn);
 		if (conn->client != NULL)
 			tc_client_set_window(conn->client, (unsigned) tcopy_window);
 		return conn;
@@ -165,6 +306,7 @@ tcopy_xact_note_write(TcopyConnection *conn, uint32 table_id)
 {
 	ListCell   *lc;
 
+	tcopy_xact_mark(conn);
 	conn->sent_any = true;
 	conn->write_level = Max(conn->write_level, GetCurrentTransactionNestLevel());
 	foreach(lc, conn->tables)
@@ -257,6 +399,42 @@ tcopy_xact_send(TcopyConnection *conn, TcopyBatch *batch,
 }
 
 /*
+ * A direct modify (request: its table, kind, range, assignments) as the
+ * session's next batch; the rows it changed.  They commit with the
+ * transaction, as rows sent do.  A sum out of its column's range is
+ * Postgres' 22003, with range_message.
+ */
+uint64
+tcopy_xact_modify(TcopyConnection *conn, Tcopy__Modify *request, const char *range_message)
+{
+	uint64_t	changed = 0;
+
+	if (!conn->in_session || conn->session_lost)
+		elog(ERROR, "tcopy write connection has no open session");
+	tcopy_xact_note_write(conn, request->table_id);
+	if (conn->null_transport)
+		return 0;
+	conn->busy = true;
+	if (tc_client_modify(conn->client, request, &changed) < 0)
+	{
+		conn->busy = false;
+		if (tc_client_error_code(conn->client) == TCOPY__ERROR_CODE__ERROR_OUT_OF_RANGE)
+		{
+			/* the tserver ended the session with the connection */
+			tcopy_connection_close(conn);
+			ereport(ERROR,
+					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					 errmsg("%s", range_message)));
+		}
+		tcopy_connection_fail(conn, "could not modify rows");
+	}
+	conn->busy = false;
+	conn->next_seq++;
+	conn->rows_sent += changed;
+	return changed;
+}
+
+/*
  * Stage table operation op on the tserver's table table_id (named
  * options->table_name; track: remember it, for tcopy_xact_staged_op_on)
  * in the transaction's write session for (options->serverid,
@@ -271,6 +449,8 @@ tcopy_xact_table_op(const TcopyTableOptions *options, Oid userid, bool track,
 {
 	TcopyConnection *conn = tcopy_xact_write_connection(options, userid);
 
+	tcopy_xact_mark(conn);
+	conn->ops_sent++;
 	conn->sent_any = true;
 	conn->write_level = Max(conn->write_level, GetCurrentTransactionNestLevel());
 	if (track)
@@ -298,6 +478,8 @@ tcopy_xact_table_op(const TcopyTableOptions *options, Oid userid, bool track,
 void
 tcopy_xact_note_claim(TcopyConnection *conn)
 {
+	tcopy_xact_mark(conn);
+	conn->ops_sent++;
 	conn->sent_any = true;
 	conn->write_level = Max(conn->write_level, GetCurrentTransactionNestLevel());
 }
@@ -437,16 +619,17 @@ tcopy_xact_session_to_read(const char *relname, const TcopyTableOptions *options
 		conn->key.serverid != options->serverid || conn->key.userid != userid)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot read foreign table \"%s\" in this transaction",
-						relname),
-				 errdetail("This transaction wrote to its tserver table through another foreign server or user mapping, "
-						   "and a scan reads only the writes of its own.")));
+				 errmsg("cannot read foreign table \"%s\" in the transaction that %s it through another foreign server or user mapping",
+						relname, written != NULL ? "wrote to" : "truncated"),
+				 errdetail("A scan reads the writes made through its own server and user mapping only.")));
+	tcopy_xact_apply_rollback(conn);
 	if (conn->subxact_lost)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot read foreign table \"%s\" after a rolled-back subtransaction wrote to it",
 						relname),
-				 errdetail("The tserver still holds the rows the subtransaction wrote; the transaction cannot commit.")));
+				 errdetail("The tserver still holds the rows the subtransaction wrote, and could not take them back; the transaction cannot commit.%s%s",
+						   conn->lost_why[0] ? " " : "", conn->lost_why)));
 	if (conn->session_lost)
 		tcopy_report_session_lost(conn);
 	if (conn->null_transport || conn->client == NULL)
@@ -536,11 +719,13 @@ tcopy_prepare_sessions_for_commit(void)
 	{
 		if (!conn->in_session)
 			continue;
+		tcopy_xact_apply_rollback(conn);
 		if (conn->subxact_lost)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("cannot commit a transaction whose rolled-back subtransaction wrote to a tcopy table"),
-					 errdetail("Rows sent to a tserver cannot be taken back one subtransaction at a time.")));
+					 errdetail("The tserver could not take back the rows the subtransaction sent.%s%s",
+							   conn->lost_why[0] ? " " : "", conn->lost_why)));
 		if (conn->session_lost)
 			tcopy_report_session_lost(conn);
 		if (!conn->null_transport && conn->sent_any)
@@ -766,6 +951,11 @@ tcopy_end_xact(void)
 		conn->sent_any = false;
 		conn->session_lost = false;
 		conn->subxact_lost = false;
+		conn->lost_why[0] = '\0';
+		conn->ops_sent = 0;
+		list_free_deep(conn->savepoints);
+		conn->savepoints = NIL;
+		conn->rollback_pending = false;
 		conn->prepared = false;
 		conn->gid[0] = '\0';
 		conn->write_level = 0;
@@ -835,9 +1025,10 @@ tcopy_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 			{
 				if (conn->busy)
 					tcopy_connection_close(conn);
-				if (conn->write_level >= level)
-					conn->subxact_lost = true;
+				tcopy_subxact_abort_writes(conn, level);
 			}
+			else
+				tcopy_subxact_commit_writes(conn, level);
 			if (conn->write_level >= level)
 				conn->write_level = level - 1;
 		}

@@ -623,6 +623,77 @@ proto_on_write(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *er
 }
 
 /*
+ * MODIFY: update or delete rows in the session (a direct modify), taking
+ * the next seq as a batch does; answer MODIFY_OK with the rows changed.
+ */
+static int
+proto_on_modify(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
+{
+	Tcopy__Modify *request;
+	Tcopy__ModifyOk reply = TCOPY__MODIFY_OK__INIT;
+	uint64_t	changed = 0;
+
+	if (proto->phase != TS_PROTO_IN_SESSION)
+		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_MODIFY,
+								proto->phase == TS_PROTO_READY ? "no write session is open" : NULL,
+								err);
+	request = proto_unpack(proto, &tcopy__modify__descriptor, payload, len, err);
+	if (request == NULL)
+		return -1;
+	if (request->seq != proto->last_seq + 1)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "modify out of order: expected seq %" PRIu64 ", got %" PRIu64,
+					 proto->last_seq + 1, (uint64_t) request->seq);
+		return -1;
+	}
+	if (proto_check_table_id(proto, request->table_id, err) != 0 ||
+		ts_session_modify(proto->session, request, &changed, err) != 0)
+		return -1;
+	proto->last_seq = request->seq;
+	reply.seq = request->seq;
+	reply.rows = changed;
+	reply.session_rows = ts_session_rows(proto->session);
+	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_MODIFY_OK, &reply.base, err);
+}
+
+/*
+ * ROLLBACK_TO: take back the batches after last_seq (a savepoint's
+ * rollback); answer ROLLBACK_TO_OK, done or not.
+ */
+static int
+proto_on_rollback_to(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
+{
+	Tcopy__RollbackTo *request;
+	Tcopy__RollbackToOk reply = TCOPY__ROLLBACK_TO_OK__INIT;
+	char		reason[256] = "";
+	bool		done = false;
+
+	if (proto->phase != TS_PROTO_IN_SESSION)
+		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_ROLLBACK_TO,
+								proto->phase == TS_PROTO_READY ? "no write session is open" : NULL,
+								err);
+	request = proto_unpack(proto, &tcopy__rollback_to__descriptor, payload, len, err);
+	if (request == NULL)
+		return -1;
+	if (request->last_seq > proto->last_seq)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "rollback to seq %" PRIu64 ", past the last batch received, %" PRIu64,
+					 (uint64_t) request->last_seq, proto->last_seq);
+		return -1;
+	}
+	if (ts_session_rollback_to(proto->session, request->rows, &done, reason, sizeof(reason),
+							   err) != 0)
+		return -1;
+	if (done)
+		proto->last_seq = request->last_seq;
+	reply.done = done;
+	reply.reason = reason;
+	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_ROLLBACK_TO_OK, &reply.base, err);
+}
+
+/*
  * COMMIT and PREPARE name the last batch and the rows sent: they must be
  * what the session received, so that a batch lost in between cannot go
  * unnoticed.  0, or -1 with err.
@@ -1004,6 +1075,10 @@ proto_dispatch(TsProto *proto, Tcopy__FrameType type, const uint8_t *payload,
 			return proto_on_begin(proto, payload, len, err);
 		case TCOPY__FRAME_TYPE__FRAME_WRITE:
 			return proto_on_write(proto, payload, len, err);
+		case TCOPY__FRAME_TYPE__FRAME_MODIFY:
+			return proto_on_modify(proto, payload, len, err);
+		case TCOPY__FRAME_TYPE__FRAME_ROLLBACK_TO:
+			return proto_on_rollback_to(proto, payload, len, err);
 		case TCOPY__FRAME_TYPE__FRAME_COMMIT:
 			return proto_on_commit(proto, payload, len, err);
 		case TCOPY__FRAME_TYPE__FRAME_ABORT:

@@ -43,6 +43,7 @@ struct TsScan
 	size_t		overlay_pos;	/* the next of overlay.rows */
 	bool		from_iter;		/* the current row moves the iterator on */
 	bool		from_overlay;	/* ... and the overlay */
+	bool		advance;		/* ts_scan_next_values: move on first */
 };
 
 /*
@@ -384,6 +385,42 @@ ts_scan_next(TsScan *scan, TcArena *arena, Tcopy__ScanBatch *batch, TsError *err
 oom:
 	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
 	return -1;
+}
+
+int
+ts_scan_next_values(TsScan *scan, const TsValue **values, TsError *err)
+{
+	const uint8_t *key;
+	const uint8_t *value;
+	size_t		keylen,
+				valuelen;
+	char	   *errptr = NULL;
+
+	if (scan->advance)
+		scan_advance(scan);
+	scan->advance = false;
+	if (scan->done || !scan_current(scan, &key, &keylen, &value, &valuelen))
+	{
+		rocksdb_iter_get_error(scan->iter, &errptr);
+		if (errptr != NULL)
+		{
+			ts_error_rocksdb(err, "could not read table", errptr);
+			return -1;
+		}
+		scan->done = true;
+		return 0;
+	}
+	tc_arena_reset(&scan->scratch);
+	if (!ts_row_decode(&scan->table->layout, key, keylen, value, valuelen, scan->values,
+					   &scan->scratch))
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+					 "stored row of table \"%s\" does not match its schema", scan->table->name);
+		return -1;
+	}
+	scan->advance = true;
+	*values = scan->values;
+	return 1;
 }
 
 void

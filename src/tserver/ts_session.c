@@ -437,6 +437,67 @@ static int	session_table_op_locked(TsSession *session, Tcopy__TableOpKind op,
 									uint32_t table_id, TsError *err);
 
 /* Stage a table operation under the session's lock, as a batch. */
+/*
+ * The rows after rows_mark are the staging buffer's records from the index
+ * where ts_ordinals_row passes rows_mark on: truncate the buffer there.
+ * Not when some of them left memory (a spill since: rows_before is past
+ * the mark) or the buffer's rows are not known (a duplicate ignored as it
+ * arrived).
+ */
+static int
+session_rollback_locked(TsSession *session, uint64_t rows_mark, bool *done, char *reason,
+						size_t size, TsError *err)
+{
+	const TsOrdinals *ord = &session->ordinals;
+	size_t		index;
+
+	*done = false;
+	if (session->prepared || rows_mark > session->rows)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "rollback to row %llu of a session of %llu rows",
+					 (unsigned long long) rows_mark, (unsigned long long) session->rows);
+		return -1;
+	}
+	if (ts_spill_wait(session, err) != 0)
+		return -1;
+	if (rows_mark < ord->rows_before)
+	{
+		snprintf(reason, size, "rows written since the savepoint spilled to disk");
+		return 0;
+	}
+	if (ord->skipped != 0)
+	{
+		snprintf(reason, size, "a duplicate key was ignored since the rows were staged");
+		return 0;
+	}
+	index = (size_t) (rows_mark - ord->rows_before) + (ord->has_carried ? 1 : 0);
+	if (index > session->noffsets)
+	{
+		snprintf(reason, size, "the session's rows are not where the savepoint left them");
+		return 0;
+	}
+	if (index < session->noffsets)
+		session->staged.len = session->offsets[index];
+	session->noffsets = index;
+	session->rows = rows_mark;
+	ts_session_account(session);
+	*done = true;
+	return 0;
+}
+
+int
+ts_session_rollback_to(TsSession *session, uint64_t rows_mark, bool *done, char *reason,
+					   size_t size, TsError *err)
+{
+	int			result;
+
+	pthread_mutex_lock(&session->lock);
+	result = session_rollback_locked(session, rows_mark, done, reason, size, err);
+	pthread_mutex_unlock(&session->lock);
+	return result;
+}
+
 int
 ts_session_table_op(TsSession *session, Tcopy__TableOpKind op, uint32_t table_id,
 					TsError *err)

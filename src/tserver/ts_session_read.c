@@ -486,7 +486,8 @@ ts_session_overlay(TsStore *store, uint64_t session_id, const uint8_t *key, size
 						ts_record_valuelen(rec), false) != 0)
 			goto oom;
 	}
-	qsort(c.rows, c.n, sizeof(OverlaySort), overlay_compare);
+	if (c.n > 1)
+		qsort(c.rows, c.n, sizeof(OverlaySort), overlay_compare);
 	overlay->rows = malloc((c.n ? c.n : 1) * sizeof(TsOverlayRow));
 	if (overlay->rows == NULL)
 		goto oom;

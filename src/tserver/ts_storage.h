@@ -31,6 +31,7 @@
 
 #include "tc_arena.h"
 #include "tcopy.pb-c.h"
+#include "ts_codec.h"
 #include "ts_error.h"
 
 typedef struct TsStore TsStore;
@@ -230,5 +231,29 @@ TsScan	   *ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err
 int			ts_scan_next(TsScan *scan, TcArena *arena, Tcopy__ScanBatch *batch,
 						 TsError *err);
 void		ts_scan_close(TsScan *scan);
+
+/*
+ * The scan's next row, every column decoded into (*values)[ncolumns],
+ * valid until the next call (bytes point into the scan's memory): 1, 0 at
+ * the end, -1 with err.  Not to be mixed with ts_scan_next.
+ */
+int			ts_scan_next_values(TsScan *scan, const TsValue **values, TsError *err);
+
+/*
+ * Take back the session's rows after its first rows_mark, when they are
+ * all still staged in memory: *done, or not and why in reason[size]
+ * (the session then unchanged).  -1 with err for a mark past its rows.
+ */
+int			ts_session_rollback_to(TsSession *session, uint64_t rows_mark, bool *done,
+								   char *reason, size_t size, TsError *err);
+
+/*
+ * MODIFY (docs/protocol.md#direct-modify): update or delete the rows of
+ * request->table_id in its key range as the session reads them, staged
+ * in the session as WRITE_UPDATE or WRITE_DELETE batches; *changed: how
+ * many.  0, or -1 with err (the session is then to be aborted).
+ */
+int			ts_session_modify(TsSession *session, const Tcopy__Modify *request,
+							  uint64_t *changed, TsError *err);
 
 #endif							/* TS_STORAGE_H */

@@ -45,14 +45,17 @@ sub connections_open
 	return $stats ? $stats->{connections_open} : -1;
 }
 
-# The tserver's open connections once back to the baseline (its threads
-# see a close a moment later), or what they are after 10 s.
+# The tserver's open connections once back to the baseline or below (its
+# threads see a close a moment later; the session keeps one idle scan
+# connection, counted in the baseline, which a scan stopped midway takes
+# and closes), or what they are after 10 s: the baseline when none is left
+# over.
 sub connections_settled
 {
 	my ($baseline) = @_;
 	my $now;
-	wait_until(10, sub { ($now = connections_open()) == $baseline });
-	return $now;
+	wait_until(10, sub { ($now = connections_open()) <= $baseline });
+	return $now <= $baseline ? $baseline : $now;
 }
 
 # The ids a FETCH printed: (count, first, last, sum), from psql's lines
@@ -81,7 +84,8 @@ sub fetch_ids
 	return (ids_of($out), $err);
 }
 
-$s->run_ok('SELECT 1;');
+# a scan read to its end leaves the session's idle scan connection
+$s->run_ok('SELECT count(*) FROM t WHERE id = 1;');
 my $baseline = connections_open();
 
 # ---- the reported sequence ----
@@ -256,8 +260,7 @@ is($node->safe_psql('postgres', 'SELECT count(*), sum(id) FROM w'), '2000|' . ra
 	ROLLBACK TO a;
 	COMMIT;
 });
-like($err, qr/cannot commit a transaction whose rolled-back subtransaction wrote to a tcopy table/,
-	'writes: a rolled-back savepoint that wrote makes the COMMIT fail');
+is($err, '', 'writes: a rolled-back savepoint that wrote is taken back, and the COMMIT works');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM w'), '2000', '... and nothing of it is there');
 
 # ---- nothing crashed ----
