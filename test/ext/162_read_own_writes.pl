@@ -19,17 +19,19 @@
 #	  first truncated waits for the TRUNCATE's lock, as on a heap table, and
 #	  then reads the first's rows;
 #	- two UPDATEs of one key (WHERE k = const: a key lock) and of the
-#	  table's rows (another predicate: a table lock): the second waits, seen
-#	  in pg_locks, until the first commits, then reads its value (+2); an
+#	  table's rows (another predicate: a table lock), done whole by the
+#	  tserver (direct modify) or through a scan: the second waits, seen in
+#	  pg_locks, until the first commits, then reads its value (+2); an
 #	  UPDATE waiting on a DELETE finds no row once the DELETE commits;
 #	- lock_timeout ends such a wait with 55P03;
 #	- two transactions that wrote the table, then UPDATE it with other
 #	  predicates, deadlock (each holds the lock the other's table lock
 #	  waits for; a heap table's row locks would not): Postgres' detector
 #	  ends one with 40P01, the other commits;
-#	- 4 sessions incrementing one row, WHERE k = const (the key lock) and
-#	  without a key bound (a generic plan of k = $1, k + 0 = const: the
-#	  table lock): every transaction commits, no update is lost.
+#	- 4 sessions incrementing one row, direct and through a scan, WHERE k
+#	  = const and its generic plan of k = $1 (the key lock), a key range and
+#	  k + 0 = const (the table lock): every transaction commits, no update
+#	  is lost.
 use strict;
 use warnings;
 
@@ -248,41 +250,49 @@ sub value_of
 }
 
 # ---- two UPDATEs of one row: the second waits, then reads the first's ----
+# SET v = v + 1 with key bounds is done whole by the tserver (direct
+# modify); with pad = pad || '' it is a scan and one record per row.
+my %set = (direct => 'v = v + 1', scan => "v = v + 1, pad = pad || ''");
 for my $case ([ 'one key', 'k = 1', 'k = 1', 'advisory' ],
-			  [ 'the table', 'k = 3', 'pad = \'row\'', 'relation' ])
+			  [ 'the table', 'k = 3', 'pad LIKE \'row%\'', 'relation' ])
 {
 	my ($what, $first_where, $second_where, $locktype) = @$case;
-	my $name = "concurrent UPDATEs locking $what";
-	my $k = $first_where =~ /(\d+)/ ? $1 : die;
-	my $v0 = value_of($k);
-	ok_run(0, 'BEGIN;', "$name: begin");
-	is(ok_run(0, "UPDATE t SET v = v + 1 WHERE $first_where;", "$name: the first updates"), 'UPDATE 1',
-		"$name: the first updates one row");
-	ok_run(1, 'BEGIN;', "$name: the second begins");
-	$s[1]->send("UPDATE t SET v = v + 1 WHERE $second_where;");
-	ok(waits_for_lock(1, $locktype), "$name: the second waits for a $locktype lock");
-	sleep(0.5);
-	ok(!$s[1]->done, "$name: ... and is still waiting");
-	ok_run(0, 'COMMIT;', "$name: the first commits");
-	my ($out, $err) = $s[1]->result;
-	is($err, '', "$name: the second's UPDATE then runs");
-	like($out, qr/^UPDATE [1-9]\d*$/, "$name: ... and updates");
-	is(ok_run(1, "SELECT v FROM t WHERE k = $k;", "$name: read"), $v0 + 2,
-		"$name: the second read the first's value");
-	ok_run(1, 'COMMIT;', "$name: the second commits");
-	is(value_of($k), $v0 + 2, "$name: both increments are there");
+	for my $path ('direct', 'scan')
+	{
+		my $name = "concurrent UPDATEs ($path) locking $what";
+		my $k = $first_where =~ /(\d+)/ ? $1 : die;
+		my $v0 = value_of($k);
+		ok_run(0, 'BEGIN;', "$name: begin");
+		is(ok_run(0, "UPDATE t SET $set{$path} WHERE $first_where;", "$name: the first updates"),
+			'UPDATE 1', "$name: the first updates one row");
+		ok_run(1, 'BEGIN;', "$name: the second begins");
+		$s[1]->send("UPDATE t SET $set{$path} WHERE $second_where;");
+		ok(waits_for_lock(1, $locktype), "$name: the second waits for a $locktype lock");
+		sleep(0.5);
+		ok(!$s[1]->done, "$name: ... and is still waiting");
+		ok_run(0, 'COMMIT;', "$name: the first commits");
+		my ($out, $err) = $s[1]->result;
+		is($err, '', "$name: the second's UPDATE then runs");
+		like($out, qr/^UPDATE [1-9]\d*$/, "$name: ... and updates");
+		is(ok_run(1, "SELECT v FROM t WHERE k = $k;", "$name: read"), $v0 + 2,
+			"$name: the second read the first's value");
+		ok_run(1, 'COMMIT;', "$name: the second commits");
+		is(value_of($k), $v0 + 2, "$name: both increments are there");
+	}
 }
+for my $path ('direct', 'scan')
 {
-	my $name = 'an UPDATE waiting on a DELETE';
+	my $name = "an UPDATE ($path) waiting on a DELETE";
+	my $k = $path eq 'direct' ? 4 : 7;
 	ok_run(0, 'BEGIN;', "$name: begin");
-	is(ok_run(0, 'DELETE FROM t WHERE k = 4;', "$name: delete"), 'DELETE 1', "$name: the first deletes");
-	$s[1]->send('UPDATE t SET v = v + 1 WHERE k = 4;');
+	is(ok_run(0, "DELETE FROM t WHERE k = $k;", "$name: delete"), 'DELETE 1', "$name: the first deletes");
+	$s[1]->send("UPDATE t SET $set{$path} WHERE k = $k;");
 	ok(waits_for_lock(1, 'advisory'), "$name: the UPDATE waits");
 	ok_run(0, 'COMMIT;', "$name: the DELETE commits");
 	my ($out, $err) = $s[1]->result;
 	is($err, '', "$name: the UPDATE runs");
 	is($out, 'UPDATE 0', "$name: ... and finds no row, as on a heap table");
-	is(value_of(4), '', "$name: the row is gone");
+	is(value_of($k), '', "$name: the row is gone");
 }
 
 # ---- lock_timeout ----
@@ -326,15 +336,19 @@ for my $case ([ 'one key', 'k = 5' ], [ 'the table', 'v > 0' ])
 }
 
 # ---- 4 sessions increment one row, 25 transactions each ----
-# WHERE k = 6 takes the key lock; the generic plan of k = $1 has no key
-# bound, nor has k + 0 = 6: they take the table lock.  Every transaction
-# must commit (a heap table's row locks make them wait, never fail), and
-# every committed increment must be there.
-for my $case ([ 'WHERE k = 6', '', 'UPDATE t SET v = v + 1 WHERE k = 6;' ],
-			  [ 'a generic plan of WHERE k = $1',
-				"SET plan_cache_mode = force_generic_plan;\nPREPARE inc(int) AS UPDATE t SET v = v + 1 WHERE k = \$1;",
-				'EXECUTE inc(6);' ],
-			  [ 'WHERE k + 0 = 6', '', 'UPDATE t SET v = v + 1 WHERE k + 0 = 6;' ])
+# WHERE k = 6, also as the generic plan of k = $1 (a parameter key bound),
+# takes the key lock; a range and k + 0 = 6 take the table lock.  Every
+# transaction must commit (a heap table's row locks make them wait, never
+# fail), and every committed increment must be there.
+my $generic = 'SET plan_cache_mode = force_generic_plan;';
+for my $case ([ 'WHERE k = 6, direct', '', "UPDATE t SET $set{direct} WHERE k = 6;" ],
+			  [ 'WHERE k = 6, scan', '', "UPDATE t SET $set{scan} WHERE k = 6;" ],
+			  [ 'a generic plan of WHERE k = $1, direct',
+				"$generic\nPREPARE inc(int) AS UPDATE t SET $set{direct} WHERE k = \$1;", 'EXECUTE inc(6);' ],
+			  [ 'a generic plan of WHERE k = $1, scan',
+				"$generic\nPREPARE inc(int) AS UPDATE t SET $set{scan} WHERE k = \$1;", 'EXECUTE inc(6);' ],
+			  [ 'WHERE k BETWEEN 6 AND 7, direct', '', "UPDATE t SET $set{direct} WHERE k BETWEEN 6 AND 7;" ],
+			  [ 'WHERE k + 0 = 6, scan', '', "UPDATE t SET $set{scan} WHERE k + 0 = 6;" ])
 {
 	my ($what, $setup, $statement) = @$case;
 	my $name = "4 sessions incrementing one row, $what";
