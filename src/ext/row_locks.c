@@ -14,10 +14,14 @@
  *		  advisory-type lock tag of the database, a 64-bit hash of (table,
  *		  key) and TCOPY_LOCK_FIELD4, which no SQL advisory lock function
  *		  uses (they use 1 and 2).  A hash collision costs a needless wait,
- *		  never a missed one.
- *		- Any other scan for UPDATE or DELETE takes an ExclusiveLock on the
- *		  table, which waits for every other writer (their RowExclusiveLock)
- *		  and lets readers be.
+ *		  never a missed one.  First it takes the table's rows tag (the
+ *		  database, the table's OID, TCOPY_LOCK_FIELD4 + 1) in
+ *		  RowExclusiveLock, which such writers share.
+ *		- Any other scan for UPDATE or DELETE takes the table's rows tag in
+ *		  ExclusiveLock, which waits for every writer of single keys and of
+ *		  ranges, and lets readers and inserts be.  Not Postgres' own lock
+ *		  on the table: the executor holds RowExclusiveLock on it already,
+ *		  and two writers upgrading it at once would deadlock.
  */
 #include "tcopy.h"
 
@@ -27,6 +31,16 @@
 #include "storage/lock.h"
 
 #define TCOPY_LOCK_FIELD4 0x7463	/* "tc" */
+
+/* The table's rows tag, in mode. */
+static void
+tcopy_lock_rows_tag(Oid relid, LOCKMODE mode)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, relid, 0, TCOPY_LOCK_FIELD4 + 1);
+	(void) LockAcquire(&tag, mode, false, false);
+}
 
 void
 tcopy_lock_key(Oid relid, int64 key)
@@ -39,6 +53,7 @@ tcopy_lock_key(Oid relid, int64 key)
 	}			id;
 	uint64		hash;
 
+	tcopy_lock_rows_tag(relid, RowExclusiveLock);
 	memset(&id, 0, sizeof(id));
 	id.relid = relid;
 	id.key = key;
@@ -51,7 +66,7 @@ tcopy_lock_key(Oid relid, int64 key)
 void
 tcopy_lock_table_rows(Oid relid)
 {
-	LockRelationOid(relid, ExclusiveLock);
+	tcopy_lock_rows_tag(relid, ExclusiveLock);
 }
 
 /*
