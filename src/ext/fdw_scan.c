@@ -44,6 +44,8 @@ typedef struct TcopyScanState
 	MemoryContextCallback close_callback;
 } TcopyScanState;
 
+static void tcopy_scan_start(TcopyScanState *state);
+
 /*
  * Lock what a scan for UPDATE or DELETE reads, before it reads it
  * (row_locks.c): the key, when the scan reads one key of a table of one
@@ -163,10 +165,10 @@ tcopy_scan_connect(TcopyScanState *state)
 }
 
 /*
- * Refuse to read rel in a transaction that changed its rows on the tserver
- * (wrote, truncated or dropped them): those changes are not visible before
- * the commit, so a scan would silently return stale rows.  Scans and
- * ANALYZE share this.
+ * ANALYZE's refusal of a table the transaction changed on the tserver
+ * (wrote, truncated or dropped its rows): it samples the committed rows
+ * only, which would not be the table the transaction sees.  (A scan reads
+ * the transaction's changes instead: tcopy_xact_session_to_read.)
  */
 void
 tcopy_scan_check_visible(Relation rel, const TcopyTableOptions *options)
@@ -176,13 +178,13 @@ tcopy_scan_check_visible(Relation rel, const TcopyTableOptions *options)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot read foreign table \"%s\" in the transaction that wrote to it",
 						RelationGetRelationName(rel)),
-				 errdetail("Rows written by tcopy become visible when the transaction commits.")));
+				 errdetail("ANALYZE samples the committed rows of a tcopy table: run it after the commit.")));
 	if (tcopy_xact_staged_op_on(options))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot read foreign table \"%s\" in the transaction that truncated it",
 						RelationGetRelationName(rel)),
-				 errdetail("A TRUNCATE of a tcopy table takes effect when the transaction commits.")));
+				 errdetail("ANALYZE samples the committed rows of a tcopy table: run it after the commit.")));
 	if (tcopy_xact_drops_table(options))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -230,6 +232,9 @@ tcopyBeginForeignScan(ForeignScanState *node, int eflags)
 	MemoryContextRegisterResetCallback(CurrentMemoryContext, &state->close_callback);
 
 	tcopy_scan_connect(state);
+	/* the scan's view is taken now, as a heap scan's snapshot (a cursor) */
+	if (state->conn.client != NULL)
+		tcopy_scan_start(state);
 }
 
 /* The scan failed: say why. */

@@ -619,9 +619,9 @@ tcopy_xact_session_to_read(const char *relname, const TcopyTableOptions *options
 		conn->key.serverid != options->serverid || conn->key.userid != userid)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot read foreign table \"%s\" in the transaction that %s it through another foreign server or user mapping",
+				 errmsg("cannot read foreign table \"%s\" in the transaction that %s it through another foreign server, user mapping or role",
 						relname, written != NULL ? "wrote to" : "truncated"),
-				 errdetail("A scan reads the writes made through its own server and user mapping only.")));
+				 errdetail("A scan reads the writes made through its own server and user mapping, as its own role, only.")));
 	tcopy_xact_apply_rollback(conn);
 	if (conn->subxact_lost)
 		ereport(ERROR,
