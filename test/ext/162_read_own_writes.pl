@@ -254,7 +254,7 @@ sub value_of
 # modify); with pad = pad || '' it is a scan and one record per row.
 my %set = (direct => 'v = v + 1', scan => "v = v + 1, pad = pad || ''");
 for my $case ([ 'one key', 'k = 1', 'k = 1', 'advisory' ],
-			  [ 'the table', 'k = 3', 'pad LIKE \'row%\'', 'relation' ])
+			  [ 'the table', 'k = 3', 'pad LIKE \'row%\'', 'advisory' ])
 {
 	my ($what, $first_where, $second_where, $locktype) = @$case;
 	for my $path ('direct', 'scan')
@@ -313,15 +313,33 @@ for my $case ([ 'one key', 'k = 5' ], [ 'the table', 'v > 0' ])
 	is(value_of(5), $v0 + 1, "$name: the first's update only");
 }
 
-# ---- a deadlock of two table locks ----
+# ---- two range UPDATEs wait for each other, never deadlock ----
+{
+	my $name = 'two range UPDATEs';
+	my $v0 = value_of(7);
+	ok_run(0, 'BEGIN;', "$name: begin");
+	ok_run(1, 'BEGIN;', "$name: begin");
+	ok_run(0, "UPDATE t SET v = v + 1 WHERE k + 0 = 7;", "$name: the first updates");
+	$s[1]->send("UPDATE t SET v = v + 1 WHERE k + 0 = 7;");
+	ok(waits_for_lock(1, 'advisory'), "$name: the second waits");
+	ok_run(0, 'COMMIT;', "$name: the first commits");
+	my ($out, $err) = $s[1]->result;
+	is("$out$err", 'UPDATE 1', "$name: the second then updates, no deadlock");
+	ok_run(1, 'COMMIT;', "$name: the second commits");
+	is(value_of(7), $v0 + 2, "$name: both increments are there");
+}
+
+# ---- a deadlock: each holds a key, then wants the whole table ----
 {
 	my $name = 'deadlock';
 	ok_run(0, 'BEGIN;', "$name: begin");
 	ok_run(1, 'BEGIN;', "$name: begin");
 	ok_run(0, "INSERT INTO t VALUES (20, 20, 'a');", "$name: the first inserts");
 	ok_run(1, "INSERT INTO t VALUES (21, 21, 'b');", "$name: the second inserts");
+	ok_run(0, "UPDATE t SET v = v WHERE k = 20;", "$name: the first updates its key");
+	ok_run(1, "UPDATE t SET v = v WHERE k = 21;", "$name: the second updates its key");
 	$s[0]->send("UPDATE t SET v = v + 1 WHERE pad IN ('a', 'b');");
-	ok(waits_for_lock(0, 'relation'), "$name: the first's UPDATE waits for the second");
+	ok(waits_for_lock(0, 'advisory'), "$name: the first's UPDATE waits for the second");
 	my ($out1, $err1) = $s[1]->run("UPDATE t SET v = v + 1 WHERE pad IN ('a', 'b');");
 	my ($out0, $err0) = $s[0]->result;
 	my @failed = grep { $_ =~ /ERROR:  40P01: deadlock detected/ } ($err0, $err1);
