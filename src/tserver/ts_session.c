@@ -197,16 +197,6 @@ ts_session_free(TsSession *session, bool aborted)
 	free(session);
 }
 
-/* Is id one of ids[n]? */
-static bool
-ids_contain(const uint32_t *ids, size_t n, uint32_t id)
-{
-	for (size_t i = 0; i < n; i++)
-		if (ids[i] == id)
-			return true;
-	return false;
-}
-
 /* Remember that the session wrote to table_id. */
 static int
 session_note_table(TsSession *session, uint32_t table_id)

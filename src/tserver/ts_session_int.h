@@ -167,6 +167,16 @@ struct TsSession
 								 * spill's while it runs) */
 };
 
+/* Is id one of ids[n]? */
+static inline bool
+ids_contain(const uint32_t *ids, size_t n, uint32_t id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ids[i] == id)
+			return true;
+	return false;
+}
+
 /* Register the session for scans of its writes; 0, or -1 with errno. */
 int			ts_session_register(TsSession *session);
 

@@ -103,15 +103,6 @@ ts_session_unregister(TsSession *session)
 	}
 }
 
-static bool
-ids_contain(const uint32_t *ids, size_t n, uint32_t id)
-{
-	for (size_t i = 0; i < n; i++)
-		if (ids[i] == id)
-			return true;
-	return false;
-}
-
 /*
  * The session's records in the scan's range, as they are collected: each
  * with its rank (later sources and later records rank higher), to be
