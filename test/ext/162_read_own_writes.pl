@@ -316,17 +316,18 @@ for my $case ([ 'one key', 'k = 5' ], [ 'the table', 'v > 0' ])
 # ---- two range UPDATEs wait for each other, never deadlock ----
 {
 	my $name = 'two range UPDATEs';
-	my $v0 = value_of(7);
+	ok_run(0, "INSERT INTO t VALUES (30, 30, 'r');", "$name: a row of their own");
+	my $v0 = value_of(30);
 	ok_run(0, 'BEGIN;', "$name: begin");
 	ok_run(1, 'BEGIN;', "$name: begin");
-	ok_run(0, "UPDATE t SET v = v + 1 WHERE k + 0 = 7;", "$name: the first updates");
-	$s[1]->send("UPDATE t SET v = v + 1 WHERE k + 0 = 7;");
+	ok_run(0, "UPDATE t SET v = v + 1 WHERE k + 0 = 30;", "$name: the first updates");
+	$s[1]->send("UPDATE t SET v = v + 1 WHERE k + 0 = 30;");
 	ok(waits_for_lock(1, 'advisory'), "$name: the second waits");
 	ok_run(0, 'COMMIT;', "$name: the first commits");
 	my ($out, $err) = $s[1]->result;
 	is("$out$err", 'UPDATE 1', "$name: the second then updates, no deadlock");
 	ok_run(1, 'COMMIT;', "$name: the second commits");
-	is(value_of(7), $v0 + 2, "$name: both increments are there");
+	is(value_of(30), $v0 + 2, "$name: both increments are there");
 }
 
 # ---- a deadlock: each holds a key, then wants the whole table ----
@@ -349,7 +350,7 @@ for my $case ([ 'one key', 'k = 5' ], [ 'the table', 'v > 0' ])
 	is($out, 'UPDATE 1', "$name: the other updates its own row");
 	ok_run($_, 'COMMIT;', "$name: commit") for 0, 1;
 	my $row = $survivor ? '21:22' : '20:21';
-	is($node->safe_psql('postgres', "SELECT string_agg(k || ':' || v, ' ' ORDER BY k) FROM t WHERE k >= 20"),
+	is($node->safe_psql('postgres', "SELECT string_agg(k || ':' || v, ' ' ORDER BY k) FROM t WHERE k BETWEEN 20 AND 29"),
 		$row, "$name: the survivor's rows, updated");
 }
 
