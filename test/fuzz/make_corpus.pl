@@ -45,6 +45,11 @@ use constant {
 	F_RESOLVE => 23,
 	F_LIST_PREPARED => 25,
 	F_LIST_LABELS => 27,
+	F_MODIFY => 29,
+	F_ROLLBACK_TO => 31,
+	WRITE_UPDATE => 1,
+	WRITE_DELETE => 2,
+	ASSIGN_ADD => 1,
 	KIND_BOOL => 1,
 	KIND_INT => 2,
 	KIND_FLOAT => 3,
@@ -353,6 +358,30 @@ $seeds{'22-load-labels'} = chr(0)
   . label_op(FORGET_LABEL, 1, 'load-1', 0)
   . frame(F_LIST_LABELS, pb_field_varint(1, 1))
   . label_op(LOAD_LABEL, 1, 'load-3', 0);
+
+# updates and deletes in a session, a direct modify adding to n of keys
+# 1..5, a savepoint's rollback to after the first two batches, then the
+# commit; a scan naming a session by a key it does not hold (refused)
+sub write_kind
+{
+	my ($seq, $table, $kind, @rows) = @_;
+	return frame(F_WRITE, pb_field_varint(1, $seq) . pb_field_varint(2, $table)
+		  . join('', map { pb_field_bytes(3, $_) } @rows) . pb_field_varint(4, $kind));
+}
+$seeds{'23-update-delete-modify-rollback'} = chr(0)
+  . frame(F_BEGIN, '')
+  . write_batch(1, 1, map { kv_row($_) } 1 .. 6)
+  . write_kind(2, 1, WRITE_UPDATE, kv_row(2, 'updated'))
+  . write_kind(3, 1, WRITE_DELETE, kv_row(3))
+  . frame(F_MODIFY, pb_field_varint(1, 4) . pb_field_varint(2, 1) . pb_field_varint(3, WRITE_UPDATE)
+	  . pb_field_bytes(4, bound(1, ints => [1])) . pb_field_bytes(5, bound(1, ints => [5]))
+	  . pb_field_bytes(6, pb_field_varint(1, 4) . pb_field_varint(2, ASSIGN_ADD)
+		  . pb_field_varint(3, zigzag(-1000000)) . pb_field_varint(4, zigzag(1000000)))
+	  . pb_field_bytes(7, row(ints => [7])))
+  . frame(F_ROLLBACK_TO, pb_field_varint(1, 2) . pb_field_varint(2, 7))
+  . commit(2, 7)
+  . scan(table => 1)
+  . frame(F_SCAN, pb_field_varint(1, 1) . pb_field_varint(7, 1) . pb_field_bytes(8, "\0" x 16));
 
 # kv's schema with forms: added to the stored one, then a type renamed
 # (same forms), then another form (SCHEMA_MISMATCH)
