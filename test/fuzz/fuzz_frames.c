@@ -113,6 +113,10 @@ fuzz_reply_descriptor(Tcopy__FrameType type)
 			return &tcopy__prepared_list__descriptor;
 		case TCOPY__FRAME_TYPE__FRAME_LABEL_LIST:
 			return &tcopy__label_list__descriptor;
+		case TCOPY__FRAME_TYPE__FRAME_MODIFY_OK:
+			return &tcopy__modify_ok__descriptor;
+		case TCOPY__FRAME_TYPE__FRAME_ROLLBACK_TO_OK:
+			return &tcopy__rollback_to_ok__descriptor;
 		default:
 			return NULL;
 	}
