@@ -81,6 +81,24 @@ tcopy_direct_param(Expr *expr, Form_pg_attribute att)
 }
 
 /*
+ * What an addition adds, as the tserver takes it: an int8 constant, the
+ * operand's value negated for a subtraction; NULL when that overflows.
+ */
+static Const *
+tcopy_direct_delta(Oid type, Datum operand, bool negate)
+{
+	int64		delta = tcopy_int64_of(type, operand);
+
+	if (negate)
+	{
+		if (delta == PG_INT64_MIN)
+			return NULL;
+		delta = -delta;
+	}
+	return makeConst(INT8OID, -1, InvalidOid, 8, Int64GetDatum(delta), false, FLOAT8PASSBYVAL);
+}
+
+/*
  * An UPDATE's new value for column attno of rel (relid rti), as an
  * assignment (Integer attnum, Integer op, Const value); NIL when it cannot
  * be pushed down.
@@ -144,21 +162,10 @@ tcopy_direct_assignment(Relation rel, Index rti, AttrNumber attno, Expr *expr)
 		return list_make3(makeInteger(attno),
 						  makeInteger(negate ? TCOPY_ASSIGN_SUBTRACT : TCOPY__ASSIGN_OP__ASSIGN_ADD),
 						  copyObject(operand));
-	value = (Const *) operand;
-	if (value->constisnull)
+	if (((Const *) operand)->constisnull ||
+		(value = tcopy_direct_delta(att->atttypid, ((Const *) operand)->constvalue, negate)) == NULL)
 		return NIL;
-	if (negate)
-	{
-		int64		delta = att->atttypid == INT8OID ? DatumGetInt64(value->constvalue) :
-			att->atttypid == INT4OID ? DatumGetInt32(value->constvalue) :
-			DatumGetInt16(value->constvalue);
-
-		if (delta == PG_INT64_MIN)
-			return NIL;
-		value = makeConst(INT8OID, -1, InvalidOid, 8, Int64GetDatum(-delta), false, true);
-	}
-	return list_make3(makeInteger(attno), makeInteger(TCOPY__ASSIGN_OP__ASSIGN_ADD),
-					  copyObject(value));
+	return list_make3(makeInteger(attno), makeInteger(TCOPY__ASSIGN_OP__ASSIGN_ADD), value);
 }
 
 bool
@@ -274,27 +281,18 @@ tcopy_direct_evaluate(List *assignments, ExprContext *econtext)
 		type = ((Param *) value)->paramtype;
 		state = ExecInitExpr((Expr *) value, NULL);
 		datum = ExecEvalExprSwitchContext(state, econtext, &isnull);
-		if (op == TCOPY_ASSIGN_SUBTRACT && !isnull)
+		if (op != TCOPY__ASSIGN_OP__ASSIGN_VALUE)
 		{
-			int64		delta = type == INT8OID ? DatumGetInt64(datum) :
-				type == INT4OID ? DatumGetInt32(datum) : DatumGetInt16(datum);
-
-			if (delta == PG_INT64_MIN)
+			/* an addition: NULL stays NULL, as col + NULL is */
+			value = (Node *) (isnull ?
+							  makeConst(INT8OID, -1, InvalidOid, 8, (Datum) 0, true, FLOAT8PASSBYVAL) :
+							  tcopy_direct_delta(type, datum, op == TCOPY_ASSIGN_SUBTRACT));
+			if (value == NULL)
 				ereport(ERROR,
 						(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 						 errmsg("bigint out of range")));
-			datum = Int64GetDatum(-delta);
-			type = INT8OID;
-		}
-		if (op == TCOPY_ASSIGN_SUBTRACT)
 			op = TCOPY__ASSIGN_OP__ASSIGN_ADD;
-		if (op == TCOPY__ASSIGN_OP__ASSIGN_ADD && !isnull && type != INT8OID)
-		{
-			datum = Int64GetDatum(type == INT4OID ? DatumGetInt32(datum) : DatumGetInt16(datum));
-			type = INT8OID;
 		}
-		if (type == INT8OID)
-			value = (Node *) makeConst(INT8OID, -1, InvalidOid, 8, datum, isnull, FLOAT8PASSBYVAL);
 		else
 		{
 			int16		typlen;
@@ -331,11 +329,7 @@ tcopy_direct_values(TcopyRelCodec *codec, List *assignments)
 		if (value->constisnull)
 			buf.nulls[buf.wire.n_nulls++] = i;
 		else if (intVal(lsecond(assignment)) == TCOPY__ASSIGN_OP__ASSIGN_ADD)
-			buf.ints[buf.wire.n_ints++] = DatumGetInt64(value->consttype == INT8OID ?
-														value->constvalue :
-														Int64GetDatum(value->consttype == INT4OID ?
-																	  DatumGetInt32(value->constvalue) :
-																	  DatumGetInt16(value->constvalue)));
+			buf.ints[buf.wire.n_ints++] = DatumGetInt64(value->constvalue);	/* int8: tcopy_direct_delta */
 		else
 			tcopy_encode_datum(codec, c, value->constvalue, &buf);
 		i++;

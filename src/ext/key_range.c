@@ -41,7 +41,7 @@ tcopy_bound_apply(TcopyKeyBound *bound, int64 value, bool inclusive, bool is_low
 }
 
 /* The int64 value of an int2, int4 or int8 constant. */
-static int64
+int64
 tcopy_int64_of(Oid type, Datum value)
 {
 	switch (type)

@@ -834,6 +834,8 @@ extern AttrNumber tcopy_clause_key_bound(Index relid, Expr *clause, List **bound
 /* The range of the planner's bounds (TCOPY_PRIV_BOUNDS) on codec's table. */
 extern void tcopy_key_range(TcopyRelCodec *codec, List *bounds, ExprContext *econtext,
 							TcopyKeyRange *range);
+/* The int64 value of an int2, int4 or int8 datum. */
+extern int64 tcopy_int64_of(Oid type, Datum value);
 /* A bound as the wire carries it. */
 extern Tcopy__KeyBound *tcopy_make_key_bound(const TcopyKeyBound *bound);
 extern void tcopy_explain_key_range(Relation rel, const TcopyKeyRange *range,

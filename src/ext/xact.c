@@ -485,65 +485,6 @@ tcopy_xact_note_claim(TcopyConnection *conn)
 }
 
 /*
- * Whether the list of tserver table names at byte offset list_offset of
- * TcopyConnection holds options->table_name in a connection to
- * options->address (or another spelling of it, tc_address_same_server):
- * the tserver table itself, whichever foreign table, server, user or
- * address spelling reaches it.
- */
-static bool
-tcopy_any_connection_lists(size_t list_offset, const TcopyTableOptions *options)
-{
-	HASH_SEQ_STATUS scan;
-	TcopyConnection *conn;
-
-	if (tcopy_connections == NULL)
-		return false;
-	hash_seq_init(&scan, tcopy_connections);
-	while ((conn = hash_seq_search(&scan)) != NULL)
-	{
-		List	   *names = *(List **) ((char *) conn + list_offset);
-		ListCell   *lc;
-
-		if (conn->address == NULL)
-			continue;
-		foreach(lc, names)
-		{
-			/* the name first: resolving addresses costs system calls */
-			if (strcmp((const char *) lfirst(lc), options->table_name) == 0 &&
-				tc_address_same_server(conn->address, options->address))
-			{
-				hash_seq_term(&scan);
-				return true;
-			}
-		}
-	}
-	return false;
-}
-
-/*
- * Whether this transaction staged a TRUNCATE of the tserver table of
- * options: then reading it must fail, as the TRUNCATE takes effect at the
- * commit.
- */
-bool
-tcopy_xact_staged_op_on(const TcopyTableOptions *options)
-{
-	return tcopy_any_connection_lists(offsetof(TcopyConnection, op_tables), options);
-}
-
-/*
- * Whether this transaction has sent rows to the tserver table of options:
- * then reading or truncating it must fail, as those rows are not visible
- * before the commit.
- */
-bool
-tcopy_xact_wrote_table(const TcopyTableOptions *options)
-{
-	return tcopy_any_connection_lists(offsetof(TcopyConnection, written_tables), options);
-}
-
-/*
  * The write connection whose list at list_offset names options' tserver
  * table; NULL when none does.  *more is set when another one does too.
  */
@@ -567,6 +508,7 @@ tcopy_connection_listing(size_t list_offset, const TcopyTableOptions *options, b
 			continue;
 		foreach(lc, names)
 		{
+			/* the name first: resolving addresses costs system calls */
 			if (strcmp((const char *) lfirst(lc), options->table_name) == 0 &&
 				tc_address_same_server(conn->address, options->address))
 			{
@@ -579,6 +521,43 @@ tcopy_connection_listing(size_t list_offset, const TcopyTableOptions *options, b
 		}
 	}
 	return found;
+}
+
+/*
+ * Whether the list of tserver table names at byte offset list_offset of
+ * TcopyConnection holds options->table_name in a connection to
+ * options->address (or another spelling of it, tc_address_same_server):
+ * the tserver table itself, whichever foreign table, server, user or
+ * address spelling reaches it.
+ */
+static bool
+tcopy_any_connection_lists(size_t list_offset, const TcopyTableOptions *options)
+{
+	bool		more;
+
+	return tcopy_connection_listing(list_offset, options, &more) != NULL;
+}
+
+/*
+ * Whether this transaction staged a TRUNCATE of the tserver table of
+ * options: then reading it must fail, as the TRUNCATE takes effect at the
+ * commit.
+ */
+bool
+tcopy_xact_staged_op_on(const TcopyTableOptions *options)
+{
+	return tcopy_any_connection_lists(offsetof(TcopyConnection, op_tables), options);
+}
+
+/*
+ * Whether this transaction has sent rows to the tserver table of options:
+ * then reading or truncating it must fail, as those rows are not visible
+ * before the commit.
+ */
+bool
+tcopy_xact_wrote_table(const TcopyTableOptions *options)
+{
+	return tcopy_any_connection_lists(offsetof(TcopyConnection, written_tables), options);
 }
 
 /*

@@ -586,6 +586,18 @@ proto_on_begin(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *er
 	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_BEGIN_OK, &reply.base, err);
 }
 
+/* A batch (or modify) must be the session's next: 0, or -1 with err. */
+static int
+proto_check_seq(TsProto *proto, const char *what, uint64_t seq, TsError *err)
+{
+	if (seq == proto->last_seq + 1)
+		return 0;
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+				 "%s out of order: expected seq %" PRIu64 ", got %" PRIu64,
+				 what, proto->last_seq + 1, seq);
+	return -1;
+}
+
 /*
  * WRITE: stage one batch, whose seq must follow the previous one; answer
  * ACK with the rows staged so far.
@@ -604,13 +616,8 @@ proto_on_write(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *er
 	batch = proto_decode_write(proto, payload, len, &decoded, err);
 	if (batch == NULL)
 		return -1;
-	if (batch->seq != proto->last_seq + 1)
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
-					 "write batch out of order: expected seq %" PRIu64 ", got %" PRIu64,
-					 proto->last_seq + 1, (uint64_t) batch->seq);
+	if (proto_check_seq(proto, "write batch", batch->seq, err) != 0)
 		return -1;
-	}
 	atomic_fetch_add(&proto->shared->batches_received, 1);
 	if (proto_check_table_id(proto, batch->table_id, err) != 0 ||
 		ts_session_write(proto->session, batch, err) != 0)
@@ -640,13 +647,8 @@ proto_on_modify(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *e
 	request = proto_unpack(proto, &tcopy__modify__descriptor, payload, len, err);
 	if (request == NULL)
 		return -1;
-	if (request->seq != proto->last_seq + 1)
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
-					 "modify out of order: expected seq %" PRIu64 ", got %" PRIu64,
-					 proto->last_seq + 1, (uint64_t) request->seq);
+	if (proto_check_seq(proto, "modify", request->seq, err) != 0)
 		return -1;
-	}
 	if (proto_check_table_id(proto, request->table_id, err) != 0 ||
 		ts_session_modify(proto->session, request, &changed, err) != 0)
 		return -1;

@@ -13,6 +13,7 @@
 #ifndef TS_RECORD_H
 #define TS_RECORD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -57,6 +58,16 @@ static inline const uint8_t *
 ts_record_value(const uint8_t *rec, uint32_t keylen)
 {
 	return rec + TS_RECORD_HEADER_SIZE + keylen;
+}
+
+/* Do records a and b hold the same key? */
+static inline bool
+ts_record_same_key(const uint8_t *a, const uint8_t *b)
+{
+	uint32_t	len = ts_record_keylen(a);
+
+	return len == ts_record_keylen(b) &&
+		memcmp(ts_record_key(a), ts_record_key(b), len) == 0;
 }
 
 /*

@@ -306,7 +306,6 @@ typedef struct RunReader
 	TsKeyPrefix prefix;			/* ts_key_prefix of key */
 	uint32_t	run;			/* position in the session: later wins */
 	const TcBuf *hi;			/* keys from here on are not the merge's */
-	const TsConflicts *conflicts;	/* the merge's, or NULL */
 } RunReader;
 
 /*
@@ -396,8 +395,9 @@ reader_next(RunReader *reader)
 }
 
 /*
- * Heap order: smaller key first; for equal keys, the later run first, or
- * the earlier where the key's table ignores duplicates (the first wins).
+ * Heap order: smaller key first; for equal keys, the later run first (a
+ * key in several runs is settled by merge_repeated_key, whatever the
+ * order).
  */
 static inline bool
 reader_before(const RunReader *a, const RunReader *b)
@@ -407,9 +407,6 @@ reader_before(const RunReader *a, const RunReader *b)
 
 	if (cmp != 0)
 		return cmp < 0;
-	if (ts_conflicts_policy(a->conflicts, a->key, a->keylen) ==
-		TCOPY__ON_CONFLICT__ON_CONFLICT_IGNORE)
-		return a->run < b->run;
 	return a->run > b->run;
 }
 
@@ -452,13 +449,12 @@ heap_advance_top(RunReader **heap, size_t *n)
 /* Open run r at the last indexed record below lo, and move to lo. */
 static int
 reader_open(RunReader *reader, const char *path, const TsRunIndex *index, uint32_t run,
-			const TcBuf *lo, const TcBuf *hi, const TsConflicts *conflicts)
+			const TcBuf *lo, const TcBuf *hi)
 {
 	uint64_t	start = index_start(index, lo);
 	int			more;
 
 	reader->run = run;
-	reader->conflicts = conflicts;
 	reader->hi = hi;
 	reader->fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (reader->fd < 0)
@@ -638,8 +634,7 @@ ts_run_merge(char *const *paths, const TsRunIndex *indexes, uint32_t nruns,
 		readers[r].fd = -1;
 	for (uint32_t r = 0; r < nruns; r++)
 	{
-		int			more = reader_open(&readers[r], paths[r], &indexes[r], r, lo, hi,
-									   conflicts);
+		int			more = reader_open(&readers[r], paths[r], &indexes[r], r, lo, hi);
 
 		if (more < 0)
 		{

@@ -262,8 +262,8 @@ session_write_locked(TsSession *session, const Tcopy__WriteBatch *batch, TsError
 	/* a table's layout is immutable and outlives a drop: no lock needed */
 	layout = &table->layout;
 	if (batch->kind != TCOPY__WRITE_KIND__WRITE_INSERT &&
-		(batch->kind != TCOPY__WRITE_KIND__WRITE_UPDATE &&
-		 batch->kind != TCOPY__WRITE_KIND__WRITE_DELETE))
+		batch->kind != TCOPY__WRITE_KIND__WRITE_UPDATE &&
+		batch->kind != TCOPY__WRITE_KIND__WRITE_DELETE)
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
 					 "write batch of unknown kind %d", (int) batch->kind);
@@ -618,8 +618,7 @@ session_settle_staged(TsSession *session, TsError *err)
 		size_t		j = i + 1;
 		size_t		keep = 0;
 
-		while (j < n && ts_record_keylen(data + session->offsets[j]) == keylen &&
-			   memcmp(ts_record_key(data + session->offsets[j]), ts_record_key(rec), keylen) == 0)
+		while (j < n && ts_record_same_key(data + session->offsets[j], rec))
 			j++;
 		if (j - i > 1)
 		{
@@ -658,13 +657,6 @@ session_settle_staged(TsSession *session, TsError *err)
  * or settled), against the stored rows: under ignore a stored key's record
  * is dropped, under error it fails the session.
  */
-static bool
-record_key_equal(const uint8_t *a, const uint8_t *b)
-{
-	return ts_record_keylen(a) == ts_record_keylen(b) &&
-		memcmp(ts_record_key(a), ts_record_key(b), ts_record_keylen(a)) == 0;
-}
-
 static int
 session_check_stored(TsSession *session, TsError *err)
 {
@@ -685,7 +677,7 @@ session_check_stored(TsSession *session, TsError *err)
 		if (ts_record_mark(rec) != 0 ||
 			(out > 0 &&
 			 ts_record_mark(session->staged.data + session->offsets[out - 1]) == TS_VALUE_DELETE &&
-			 record_key_equal(session->staged.data + session->offsets[out - 1], rec)))
+			 ts_record_same_key(session->staged.data + session->offsets[out - 1], rec)))
 		{
 			session->offsets[out++] = session->offsets[i];
 			continue;

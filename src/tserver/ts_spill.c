@@ -19,12 +19,7 @@
 static inline bool
 record_same_key(const TcBuf *staged, uint32_t a, uint32_t b)
 {
-	const uint8_t *rec_a = staged->data + a;
-	const uint8_t *rec_b = staged->data + b;
-	uint32_t	len_a = ts_record_keylen(rec_a);
-
-	return len_a == ts_record_keylen(rec_b) &&
-		memcmp(ts_record_key(rec_a), ts_record_key(rec_b), len_a) == 0;
+	return ts_record_same_key(staged->data + a, staged->data + b);
 }
 
 /* Copy the key of record rec into out; false when out of memory. */
