@@ -70,6 +70,9 @@ writer_flush(TcopyWriter *writer)
 	writer->runs_lost = false;
 	tcopy_xact_send(writer->conn, &writer->batch, writer->table_id, nrows);
 	tcopy_batch_reset(&writer->batch);
+	/* a buffer grown for batches larger than a routed COPY's share now is */
+	if (writer->routed && writer->batch.packed.cap > (size_t) writer->batch_bytes * 4)
+		tc_buf_free(&writer->batch.packed);
 }
 
 /*
