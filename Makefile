@@ -31,9 +31,9 @@ OBJS = $(addprefix src/ext/,tcopy.o option.o connection.o xact.o xact_drop.o \
 PGFILEDESC = "tcopy - foreign-data wrapper for tserver tables"
 EXTENSION = tcopy
 DATA = src/ext/tcopy--1.0.sql src/ext/tcopy--1.1.sql src/ext/tcopy--1.2.sql \
-	src/ext/tcopy--1.3.sql src/ext/tcopy--1.4.sql src/ext/tcopy--1.5.sql \
+	src/ext/tcopy--1.3.sql src/ext/tcopy--1.4.sql src/ext/tcopy--1.5.sql src/ext/tcopy--1.6.sql \
 	src/ext/tcopy--1.0--1.1.sql src/ext/tcopy--1.1--1.2.sql src/ext/tcopy--1.2--1.3.sql \
-	src/ext/tcopy--1.3--1.4.sql src/ext/tcopy--1.4--1.5.sql
+	src/ext/tcopy--1.3--1.4.sql src/ext/tcopy--1.4--1.5.sql src/ext/tcopy--1.5--1.6.sql
 # regression tests need a tserver: test/pg_tests.sh runs them (make check)
 
 PG_CPPFLAGS = -I$(TC_BUILD)/gen -Isrc/common -Isrc/ext

@@ -203,6 +203,8 @@ route_open_partition(TcopyRoute *route, ResultRelInfo *rri, TcopyWriter *writer)
 		writer->route_target = tcopy_field_target(route->plan, writer->codec,
 												  map != NULL ? map->attrMap : NULL);
 	writer->routed = true;
+	/* a duplicate's CONTEXT names the table copied into, as for a heap */
+	writer->line_relname = RelationGetRelationName(route->root->ri_RelationDesc);
 	route->writers = lappend(route->writers, writer);
 	share = (int64) tcopy_copy_batch_memory_kb * 1024 / list_length(route->writers);
 	share = Max(share, TCOPY_ROUTE_MIN_BATCH);
@@ -281,4 +283,6 @@ tcopy_route_end(TcopyRoute *route)
 {
 	/* EndForeignInsert of each partition: its writer's last batch */
 	ExecCleanupTupleRouting(route->mtstate, route->proute);
+	/* the partitions' slots (of a partition whose columns differ) */
+	ExecResetTupleTable(route->estate->es_tupleTable, false);
 }

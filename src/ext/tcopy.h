@@ -729,6 +729,7 @@ typedef struct TcopyWriter
 	int			batch_bytes;
 
 	/* COPY lines (row_lines.c): set line before each row is added */
+	const char *line_relname;	/* the COPY's table, for a CONTEXT */
 	uint64		line;			/* the row's COPY line; 0: none (INSERT) */
 	uint64		next_line;		/* the line that goes on the batch's last run */
 	TcopyLineRun *runs;			/* [nruns] the batch's, rows 0-based in it */

@@ -30,6 +30,7 @@ tcopy_writer_begin(TcopyRelCodec *codec)
 	MemoryContextCallback *callback = palloc0(sizeof(MemoryContextCallback));
 
 	writer->codec = codec;
+	writer->line_relname = codec->relname;
 	writer->batch_rows = codec->options.batch_rows;
 	writer->batch_bytes = codec->options.batch_bytes;
 	tcopy_batch_init(&writer->batch, (TcopyEncoder) tcopy_encoder,
@@ -64,7 +65,7 @@ writer_flush(TcopyWriter *writer)
 		return;
 	/* the rows' lines first: a duplicate may be reported by this send */
 	if (!writer->conn->null_transport)
-		tcopy_lines_add_batch(writer->conn, writer->codec->relname,
+		tcopy_lines_add_batch(writer->conn, writer->line_relname,
 							  writer->runs_lost ? NULL : writer->runs, writer->nruns, nrows);
 	writer->nruns = 0;
 	writer->runs_lost = false;
