@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -374,6 +375,8 @@ main(int argc, char **argv)
 	if (delay_us < 0)
 		usage();
 	listen_ai = resolve(listen_spec, true);
+	/* wake when a chunk is due, not up to 50 us later (the default slack) */
+	prctl(PR_SET_TIMERSLACK, 1000UL);
 	upstream_ai = resolve(upstream_spec, false);
 
 	/* SIGTERM and SIGINT are taken only while in ppoll: no lost wakeup */
