@@ -28,7 +28,8 @@
 # TCOPY_BIG_ROWS (rows of the memory test, default 5M), TCOPY_TAP_ROWS
 # (rows of the load tests, default 1M), TCOPY_PG_TESTS (which parts to run:
 # default "regress tap"), TCOPY_REGRESS (the regress tests to run, default
-# all), TCOPY_TAP (a glob of the TAP files to run, default all).
+# all), TCOPY_TAP (a glob of the TAP files to run, default all),
+# TCOPY_NETNS_DELAY_US (one-way delay of the namespaces' links, default 500).
 set -euo pipefail
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
@@ -58,9 +59,13 @@ if [ "$(id -u)" -eq 0 ]; then
 	chown "$test_user" "$work"
 	chmod 700 "$work"
 	netns=()
-	if [[ " ${TCOPY_PG_TESTS:-regress tap} " == *" tap "* ]] && ip netns list >/dev/null 2>&1; then
-		# one-way delay of the links, by netem or else by delay_relay
+	if [[ " ${TCOPY_PG_TESTS:-regress tap} " == *" tap "* ]] && ! ip netns list >/dev/null 2>&1; then
+		say "no \`ip netns\` (iproute2): the tests that need network namespaces skip" >&2
+	elif [[ " ${TCOPY_PG_TESTS:-regress tap} " == *" tap "* ]]; then
+		# down on any exit; a signal exits (bash runs no EXIT trap on SIGTERM)
 		trap 'bash "$TOP/test/tools/netns.sh" down "$work/netns"' EXIT
+		trap 'exit 1' INT TERM
+		# one-way delay of the links, by netem or else by delay_relay
 		if make -C "$TOP/test" relay >/dev/null &&
 			TCOPY_TEST_USER="$test_user" DELAY_US=${TCOPY_NETNS_DELAY_US:-500} \
 			bash "$TOP/test/tools/netns.sh" up 2 "$work/netns"; then

@@ -24,7 +24,7 @@ use POSIX qw(:sys_wait_h);
 use Time::HiRes qw(sleep time);
 use TcopyTest;
 
-our @EXPORT_OK = qw(netns_dir netem_delays relay_binary start_relay stop_relay);
+our @EXPORT_OK = qw(netns_dir netem_delays link_delay_us relay_binary start_relay stop_relay);
 
 my @live_relays;
 
@@ -42,6 +42,15 @@ sub netem_delays
 	open(my $fh, '<', "$dir/netem") or return 0;
 	my $what = <$fh> // '';
 	return $what =~ /^yes$/ ? 1 : 0;
+}
+
+# The one-way delay the links are to have (netns.sh's DELAY_US), in
+# microseconds, or default when netns.sh was given none.
+sub link_delay_us
+{
+	my ($dir, $default) = @_;
+	my $us = slurp("$dir/delay_us");
+	return $us =~ /^([1-9]\d*)$/ ? $1 : $default;
 }
 
 sub relay_binary

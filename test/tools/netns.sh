@@ -10,7 +10,8 @@
 #	    delays each end's output by that many microseconds (a round trip
 #	    2 x DELAY_US); DIR/netem says "yes" when that worked, else "no"
 #	    (kernels without sch_netem: the test then puts test/tools/
-#	    delay_relay in the way instead), "off" without DELAY_US.
+#	    delay_relay in the way instead), "off" without DELAY_US; DIR/delay_us
+#	    holds DELAY_US (0 without it).
 #	    In each namespace a command runner runs as TCOPY_TEST_USER (default
 #	    postgres), which may not enter namespaces itself: every line that
 #	    user writes to the FIFO DIR/nsK.cmd, "PIDFILE COMMAND...", is run in
@@ -76,7 +77,7 @@ up()
 	local k ns netem=off
 	down_all
 	mkdir -p "$dir"
-	rm -f "$dir"/ns*.cmd "$dir"/ns*.ready "$dir"/netem
+	rm -f "$dir"/ns*.cmd "$dir"/ns*.ready "$dir"/netem "$dir"/delay_us
 	chown "$user" "$dir"
 	[ -n "${DELAY_US:-}" ] && netem=yes
 	for k in $(seq 1 "$n"); do
@@ -110,6 +111,7 @@ up()
 		done
 	fi
 	echo "$netem" >"$dir/netem"
+	echo "${DELAY_US:-0}" >"$dir/delay_us"
 	for k in $(seq 1 "$n"); do
 		for _ in $(seq 1 100); do
 			[ -e "$dir/ns$k.ready" ] && break
