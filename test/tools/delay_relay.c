@@ -29,6 +29,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -85,7 +86,7 @@ static volatile sig_atomic_t stop_requested = 0;
 static int64_t delay_us;
 static struct addrinfo *upstream_ai;
 static Pair *pairs;
-static char read_buf[RELAY_READ_SIZE];
+static Chunk *spare;				/* a RELAY_READ_SIZE chunk to read into */
 
 static void
 handle_stop(int signo)
@@ -199,19 +200,32 @@ kill_pair(Pair *p, bool reset)
 	p->dead = true;
 }
 
+/*
+ * Queue len bytes read into spare (len 0: the EOF).  A big read is queued
+ * as it is, without a copy; a small one is copied into a chunk of its size
+ * and spare is read into again.
+ */
 static void
-enqueue(Direction *d, const char *data, size_t len, int64_t now)
+enqueue(Direction *d, size_t len, int64_t now)
 {
-	Chunk	   *c = malloc(sizeof(Chunk) + len);
+	Chunk	   *c;
 
-	if (c == NULL)
-		die("malloc");
+	if (len >= RELAY_READ_SIZE / 4)
+	{
+		c = spare;
+		spare = NULL;
+	}
+	else
+	{
+		c = malloc(sizeof(Chunk) + len);
+		if (c == NULL)
+			die("malloc");
+		memcpy(c->data, spare->data, len);
+	}
 	c->next = NULL;
 	c->due = now + delay_us;
 	c->len = len;
 	c->off = 0;
-	if (len > 0)
-		memcpy(c->data, data, len);
 	if (d->tail)
 		d->tail->next = c;
 	else
@@ -228,18 +242,21 @@ read_side(Direction *d)
 {
 	for (int i = 0; i < RELAY_READS_PER_WAKEUP && d->queued < RELAY_MAX_QUEUED; i++)
 	{
-		ssize_t		n = read(d->src, read_buf, sizeof(read_buf));
+		ssize_t		n;
 
+		if (spare == NULL && (spare = malloc(sizeof(Chunk) + RELAY_READ_SIZE)) == NULL)
+			die("malloc");
+		n = read(d->src, spare->data, RELAY_READ_SIZE);
 		if (n > 0)
 		{
-			enqueue(d, read_buf, n, now_us());
-			if ((size_t) n < sizeof(read_buf))
+			enqueue(d, n, now_us());
+			if (n < RELAY_READ_SIZE)
 				break;
 			continue;
 		}
 		if (n == 0)
 		{
-			enqueue(d, NULL, 0, now_us());
+			enqueue(d, 0, now_us());
 			d->read_eof = true;
 			return true;
 		}
@@ -377,6 +394,12 @@ main(int argc, char **argv)
 	listen_ai = resolve(listen_spec, true);
 	/* wake when a chunk is due, not up to 50 us later (the default slack) */
 	prctl(PR_SET_TIMERSLACK, 1000UL);
+	/*
+	 * Chunks come and go by the thousand a second: from the heap, kept
+	 * there once freed, not each mapped and unmapped again (page faults)
+	 */
+	mallopt(M_MMAP_THRESHOLD, 4 * RELAY_READ_SIZE);
+	mallopt(M_TRIM_THRESHOLD, RELAY_MAX_QUEUED);
 	upstream_ai = resolve(upstream_spec, false);
 
 	/* SIGTERM and SIGINT are taken only while in ppoll: no lost wakeup */
