@@ -12,6 +12,7 @@ packages=(
 	libssl-dev								# TLS of tcp:, HMAC of the token handshake
 	openssl									# certificates the TLS tests make
 	libipc-run-perl perl					# prove and PostgreSQL::Test::Cluster
+	iproute2								# ip netns, veths: the tserver-on-other-hosts test
 	clang libclang-rt-14-dev				# the libFuzzer harness (make -C test fuzz)
 )
 

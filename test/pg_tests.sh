@@ -13,6 +13,12 @@
 #	as $TCOPY_TEST_USER (default postgres) in a work directory owned by that
 #	user.  Run as anyone else, it expects `make install` to have been done.
 #
+#	Run as root with the TAP tests to run, and `ip netns` working, it also
+#	sets up two network namespaces standing for other machines
+#	(test/tools/netns.sh, in the work directory's netns/, removed again on
+#	exit) and builds test/tools/delay_relay; TCOPY_NETNS_DIR tells the
+#	tests that use them (test/ext/173_netns_tcp.pl) where they are.
+#
 #	The work directory (pg_regress output, TAP tmp_check, tserver log) is
 #	removed after a successful run and kept, with its path printed, after a
 #	failure; TCOPY_TEST_KEEP=1 keeps it always.
@@ -22,7 +28,8 @@
 # TCOPY_BIG_ROWS (rows of the memory test, default 5M), TCOPY_TAP_ROWS
 # (rows of the load tests, default 1M), TCOPY_PG_TESTS (which parts to run:
 # default "regress tap"), TCOPY_REGRESS (the regress tests to run, default
-# all), TCOPY_TAP (a glob of the TAP files to run, default all).
+# all), TCOPY_TAP (a glob of the TAP files to run, default all),
+# TCOPY_NETNS_DELAY_US (one-way delay of the namespaces' links, default 500).
 set -euo pipefail
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
@@ -51,11 +58,30 @@ if [ "$(id -u)" -eq 0 ]; then
 	work=$(mktemp -d /tmp/tcopy-pg.XXXXXX)
 	chown "$test_user" "$work"
 	chmod 700 "$work"
+	netns=()
+	if [[ " ${TCOPY_PG_TESTS:-regress tap} " == *" tap "* ]] && ! ip netns list >/dev/null 2>&1; then
+		say "no \`ip netns\` (iproute2): the tests that need network namespaces skip" >&2
+	elif [[ " ${TCOPY_PG_TESTS:-regress tap} " == *" tap "* ]]; then
+		# down on any exit; a signal exits (bash runs no EXIT trap on SIGTERM)
+		trap 'bash "$TOP/test/tools/netns.sh" down "$work/netns"' EXIT
+		trap 'exit 1' INT TERM
+		# one-way delay of the links, by netem or else by delay_relay
+		if make -C "$TOP/test" relay >/dev/null &&
+			TCOPY_TEST_USER="$test_user" DELAY_US=${TCOPY_NETNS_DELAY_US:-500} \
+			bash "$TOP/test/tools/netns.sh" up 2 "$work/netns"; then
+			netns=(TCOPY_NETNS_DIR="$work/netns")
+		else
+			say "no network namespaces: the tests that need them skip" >&2
+		fi
+	fi
 	rc=0
 	# runuser keeps the environment but for HOME, SHELL, USER and LOGNAME
 	runuser -u "$test_user" -- env TCOPY_PG_WORKDIR="$work" PG_CONFIG="$PG_CONFIG" \
-		TCOPY_PG_TESTS="${TCOPY_PG_TESTS:-regress tap}" \
+		TCOPY_PG_TESTS="${TCOPY_PG_TESTS:-regress tap}" "${netns[@]}" \
 		bash "$TOP/test/pg_tests.sh" || rc=$?
+	if [ ${#netns[@]} -gt 0 ]; then
+		bash "$TOP/test/tools/netns.sh" down "$work/netns"
+	fi
 	if [ $rc -eq 0 ] && [ "${TCOPY_TEST_KEEP:-}" != 1 ]; then
 		rm -rf "$work"
 	else
