@@ -221,7 +221,9 @@ tcopy_raise_error(Tcopy__ErrorCode code, const char *message,
 			hint = gettext_noop("Set tcopy.max_frame_mb and the tserver's --max-frame-mb to the same value.");
 			break;
 		case TCOPY__ERROR_CODE__ERROR_STORAGE:
-			sqlstate = ERRCODE_IO_ERROR;
+			/* ENOSPC in the tserver's (or RocksDB's) words, glibc's: Postgres' disk_full */
+			sqlstate = strstr(message, "No space left on device") != NULL ?
+				ERRCODE_DISK_FULL : ERRCODE_IO_ERROR;
 			break;
 		case TCOPY__ERROR_CODE__ERROR_BAD_ROW:
 		case TCOPY__ERROR_CODE__ERROR_PROTOCOL:

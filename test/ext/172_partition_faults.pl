@@ -595,6 +595,7 @@ SKIP:
 	ok(@states && !grep({ $_ eq '08007' } @states), "$name: ... whose SQLSTATE is not 08007 ("
 		  . join(',', @states) . ')') or diag($err);
 	like($err, qr/No space left on device/, "$name: ... and says that there is no space left") or diag($err);
+	ok((grep { $_ eq '53100' } @states), "$name: ... as Postgres' disk_full (53100)") or diag($err);
 	note(sprintf("$name: %s failed %.1f s after the disk filled up: %s",
 		$out =~ /^COPY \d+$/m ? 'the COMMIT' : 'the COPY', time() - $t0, $err));
 	push @aborted, $n;
