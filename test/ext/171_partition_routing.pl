@@ -30,7 +30,10 @@
 #	   reord - RANGE (aid) whose parent has a dropped column and one leaf
 #	           created alone with its columns in another order and a
 #	           dropped column, then ATTACHed (columns map by name), and
-#	           afterwards a column-list COPY (the parent's default).
+#	           afterwards a column-list COPY (the parent's default);
+#	   expr  - LIST ((aid % 3)), a partition key expression.
+#	   Then on list a column-list COPY without the key column bid: all
+#	   rows to the (NULL, 7) leaf, with the default abalance.
 #	2. On range: COPY with a column list (filler, aid) (bid NULL, abalance
 #	   the default), with WHERE, FORMAT csv with HEADER (quoted newlines),
 #	   FORMAT binary (written by COPY (SELECT * FROM h_hash) TO), and COPY FROM STDIN
@@ -49,6 +52,9 @@
 #	   - COPY straight into leaf range_1 of a row outside its bound (line
 #	     3): 23514 `new row for relation "..." violates partition
 #	     constraint`; nothing of it loaded;
+#	   - COPY straight into sub_lo (a partitioned partition) of a row
+#	     outside its range (line 2): the same 23514 error; nothing loaded;
+#	   - COPY (FREEZE) into hash refused; a COPY of no rows: COPY 0;
 #	   - BEGIN; COPY into hash; a failing COPY; ROLLBACK: nothing of either;
 #	     BEGIN; COPY; SAVEPOINT; a failing COPY; ROLLBACK TO; COPY; COMMIT:
 #	     the first and last COPY's rows, on all 4 leaves (both tservers).
@@ -63,7 +69,9 @@
 #	   equal the heap twin's.
 #	6. Fallbacks, loaded and compared as in 1: mixed (one heap leaf, two tcopy
 #	   leaves); trig (BEFORE INSERT FOR EACH ROW trigger on the parent that
-#	   changes abalance and filler, and it fired for every row).
+#	   changes abalance and filler, and it fired for every row); trigleaf
+#	   (the same trigger on one of its two leaves only: it changed exactly
+#	   that leaf's rows).
 #	7. Memory: a HASH (aid) table of 64 tcopy leaves (alternating ts1/ts2,
 #	   key 'aid') loaded by COPY FROM a server file of TCOPY_TAP_ROWS
 #	   (default 500000, to keep the test near a minute on 2
@@ -278,6 +286,18 @@ my %schemes = (
 			leaf_sql($p, 'mixed_2', 'mixed', 'FOR VALUES FROM (7001) TO (14001)', 'ts1'),
 			leaf_sql($p, 'mixed_3', 'mixed', 'FOR VALUES FROM (14001) TO (MAXVALUE)', 'ts2'));
 	},
+	expr => sub {
+		my ($p) = @_;
+		return join("\n", "CREATE TABLE ${p}expr $COLS PARTITION BY LIST ((aid % 3));",
+			map { leaf_sql($p, "expr_$_", 'expr', "FOR VALUES IN ($_)", 'ts' . ($_ % 2 + 1), $KEY) } 0 .. 2);
+	},
+	trigleaf => sub {
+		my ($p) = @_;
+		return join("\n", "CREATE TABLE ${p}trigleaf $COLS PARTITION BY HASH (aid);",
+			(map { leaf_sql($p, "trigleaf_$_", 'trigleaf', "FOR VALUES WITH (MODULUS 2, REMAINDER $_)",
+					"ts" . ($_ + 1), $KEY) } 0 .. 1),
+			"CREATE TRIGGER trig_set BEFORE INSERT ON ${p}trigleaf_1 FOR EACH ROW EXECUTE FUNCTION trig_set();");
+	},
 	trig => sub {
 		my ($p) = @_;
 		return join("\n", "CREATE TABLE ${p}trig $COLS PARTITION BY HASH (aid);",
@@ -420,7 +440,7 @@ sub twin_run
 }
 
 # ---- 1. each scheme loaded ----
-for my $scheme (qw(hash range list sub reord mixed trig))
+for my $scheme (qw(hash range list sub reord expr mixed trig trigleaf))
 {
 	my ($tc) = twin_run("$scheme: COPY of $ROWS rows", "COPY {p}$scheme FROM '$main_file';");
 	is($tc->{out}, "COPY $ROWS", "$scheme: COPY $ROWS") or diag($tc->{err});
@@ -428,8 +448,18 @@ for my $scheme (qw(hash range list sub reord mixed trig))
 }
 is(sql("SELECT count(*) FROM tc_trig WHERE filler LIKE 'T:%' AND abalance >= 990000"), $ROWS,
 	'trig: the trigger set filler and abalance of every row');
+is(sql("SELECT count(*) FILTER (WHERE filler LIKE 'T:%' AND abalance >= 990000) || ' '"
+	  . " || count(*) FILTER (WHERE filler LIKE 'T:%' AND abalance >= 990000"
+	  . " AND tableoid = 'tc_trigleaf_1'::regclass) FROM tc_trigleaf"),
+	sql("SELECT count(*) || ' ' || count(*) FROM tc_trigleaf_1"),
+	'trigleaf: the trigger of leaf tc_trigleaf_1 alone changed its rows, and every one of them');
 is(sql(q{SELECT relkind FROM pg_class WHERE relname = 'tc_mixed_1'}), 'r', 'mixed: tc_mixed_1 is a heap leaf');
-my ($tc) = twin_run('reord: COPY (filler, aid)', "COPY {p}reord (filler, aid) FROM '$cols_file';");
+my ($tc) = twin_run('list: COPY (filler, aid), bid (the key) NULL', "COPY {p}list (filler, aid) FROM '$cols_file';");
+is($tc->{out}, "COPY $ROWS", 'list: column-list COPY of all rows') or diag($tc->{err});
+compare_twins('list: after the column-list COPY', 'list', rows => 2 * $ROWS);
+is(sql('SELECT count(*) FROM tc_list_n WHERE bid IS NULL AND abalance = -1'), $ROWS,
+	'list: the rows without bid went to the NULL leaf, with the default abalance');
+($tc) = twin_run('reord: COPY (filler, aid)', "COPY {p}reord (filler, aid) FROM '$cols_file';");
 is($tc->{out}, "COPY $ROWS", 'reord: column-list COPY of all rows') or diag($tc->{err});
 compare_twins('reord: after the column-list COPY', 'reord', rows => 2 * $ROWS);
 cmp_ok(sql('SELECT count(*) FROM tc_reord WHERE bid IS NULL AND abalance = -1'), '>=', $ROWS,
@@ -543,6 +573,26 @@ my $hash_rows = $ROWS;
 	like($tc->{err}, qr/^CONTEXT:  COPY tc_range_1, line 3(?:[:,]|$)/m, "$name: CONTEXT line 3");
 	is(rel_sum('tc_range_1'), $before, "$name: tc_range_1 unchanged");
 	compare_twins($name, 'range', rows => $range_rows);
+}
+
+{
+	my $name = 'sub_lo: a row outside the intermediate table at line 2';
+	my $before = rel_sum('tc_sub');
+	($tc) = twin_run($name, "COPY {p}sub_lo FROM STDIN;\n5\t1\t1\tok\n15000\t2\t2\tnot here\n7\t3\t3\tok\n\\.");
+	like($tc->{err}, qr/ERROR:  23514: new row for relation "tc_sub_lo" violates partition constraint\n/,
+		"$name: 23514 violates partition constraint");
+	like($tc->{err}, qr/^CONTEXT:  COPY tc_sub_lo, line 2(?:[:,]|$)/m, "$name: CONTEXT line 2");
+	is(rel_sum('tc_sub'), $before, "$name: tc_sub unchanged");
+	compare_twins($name, 'sub', rows => $ROWS);
+
+	$name = 'hash: COPY FREEZE';
+	($tc) = twin_run($name, "COPY {p}hash FROM '$main_file' (FREEZE);");
+	like($tc->{err}, qr/ERROR:  .*cannot perform COPY FREEZE on a partitioned table/, "$name: refused");
+
+	$name = 'hash: COPY of no rows';
+	($tc) = twin_run($name, "COPY {p}hash FROM STDIN;\n\\.");
+	is($tc->{out}, 'COPY 0', "$name: COPY 0");
+	compare_twins($name, 'hash', rows => $hash_rows);
 }
 
 {
