@@ -46,6 +46,9 @@
 #	     the first such row; afterwards every leaf is empty, read through
 #	     Postgres and through tserver-cli on its own tserver, and both
 #	     tservers hold no session;
+#	   - NULL in aid (NOT NULL) at line 2500 of a COPY into listnd: 23502
+#	     naming the leaf; a bad bid (its partition key) at line 3000:
+#	     22P02 with line and column; every leaf empty afterwards, as above;
 #	   - a bad integer in abalance at line 3777 of a COPY into hash:
 #	     22P02, `invalid input syntax for type integer`, CONTEXT with line
 #	     and column; nothing of that COPY loaded;
@@ -54,7 +57,9 @@
 #	     constraint`; nothing of it loaded;
 #	   - COPY straight into sub_lo (a partitioned partition) of a row
 #	     outside its range (line 2): the same 23514 error; nothing loaded;
-#	   - COPY (FREEZE) into hash refused; a COPY of no rows: COPY 0;
+#	   - COPY (FREEZE) into hash refused (0A000, cannot perform COPY FREEZE
+#	     on a partitioned table), also into a partitioned table created in
+#	     the transaction; a COPY of no rows: COPY 0;
 #	   - BEGIN; COPY into hash; a failing COPY; ROLLBACK: nothing of either;
 #	     BEGIN; COPY; SAVEPOINT; a failing COPY; ROLLBACK TO; COPY; COMMIT:
 #	     the first and last COPY's rows, on all 4 leaves (both tservers).
@@ -73,9 +78,11 @@
 #	   (the same trigger on one of its two leaves only: it changed exactly
 #	   that leaf's rows).
 #	7. Memory: a HASH (aid) table of 64 tcopy leaves (alternating ts1/ts2,
-#	   key 'aid') loaded by COPY FROM a server file of TCOPY_TAP_ROWS
-#	   (default 500000, to keep the test near a minute on 2
-#	   busy cores) pgbench_accounts rows, in a fresh backend, its
+#	   key 'aid'), with tcopy.batch_rows 100000 and tcopy.batch_size 512kB
+#	   (batches close at their size: see $MEM_SETTINGS), loaded by COPY
+#	   FROM a server file of TCOPY_TAP_ROWS (default 500000, to keep the
+#	   test near a minute on 2 busy cores) pgbench_accounts rows, in a
+#	   fresh backend, its
 #	   RssAnon sampled as in 103_copy_memory.pl; then TRUNCATE and 2N rows
 #	   in another fresh backend.  After each: the count, and rows in all
 #	   64 leaves.  Both peaks stay under 160 MB (the 64 MB default of
@@ -101,6 +108,12 @@ my $ROWS = 20_000;
 my $MEM_ROWS = $ENV{TCOPY_TAP_ROWS} // 500_000;	# 1M: the test takes 15 s more
 my $MEM_BOUND_KB = (64 + 96) * 1024;	# the batch cap's default + slack
 my $MEM_FLAT_KB = 16 * 1024;			# 2N rows may take this much more than N
+# Batches of the memory test close at their size, not at 1000 rows (which
+# is ~100 kB of these rows): so the batches' memory is what the partitions'
+# shares of tcopy.copy_batch_memory make it (64 x 512 kB under the 64 MB
+# default, 64 x 128 kB under 8 MB), and 500000 rows (~780 kB a partition)
+# already fill every partition's batch.
+my $MEM_SETTINGS = "SET tcopy.batch_rows = 100000; SET tcopy.batch_size = '512kB';";
 my $COLS = '(aid int NOT NULL, bid int, abalance int DEFAULT -1, filler text)';
 my $ROW = 'ROW(aid, bid, abalance, filler)::text';
 
@@ -421,20 +434,21 @@ sub norm_err
 my $s = TcopyPgTest::Session->new($node, timeout => 300);
 $s->run_ok('\set VERBOSITY verbose');
 
-# Run sql ({p} standing for the prefix) on the heap twin, then on the
-# tcopy one; assert the same command tags and the same errors.  Returns
-# { out, err } of the tcopy run and of the heap run.
+# Run sql ({p} standing for the prefix; or a sub making it of the prefix)
+# on the heap twin, then on the tcopy one; assert the same command tags
+# (unless tags => 0) and the same errors.  Returns { out, err } of the
+# tcopy run and of the heap run.
 sub twin_run
 {
-	my ($name, $sql) = @_;
+	my ($name, $sql, %o) = @_;
 	my %r;
 	for my $p ('h_', 'tc_')
 	{
-		(my $q = $sql) =~ s/\{p\}/$p/g;
+		my $q = ref $sql ? $sql->($p) : $sql =~ s/\{p\}/$p/gr;
 		my ($out, $err) = $s->run($q);
 		$r{$p} = { out => $out, err => $err };
 	}
-	is($r{tc_}{out}, $r{h_}{out}, "$name: the command tags of the heap twin");
+	is($r{tc_}{out}, $r{h_}{out}, "$name: the command tags of the heap twin") if $o{tags} // 1;
 	is(norm_err($r{tc_}{err}), norm_err($r{h_}{err}), "$name: the errors of the heap twin");
 	return ($r{tc_}, $r{h_});
 }
@@ -546,6 +560,27 @@ sub assert_no_partition
 	assert_no_partition($name, $tc->{err}, 'tc_listnd', 'bid', 99, 4321);
 	compare_twins($name, 'listnd', rows => 0);
 	assert_empty($name, 'listnd');
+
+	$name = 'listnd: aid NULL at line 2500';
+	my @nn = map { [@$_] } @$rows;
+	$nn[4320][1] = 1;
+	$nn[2499][0] = undef;
+	$file = input_file('listnd_null.txt', text_lines(\@nn));
+	my $leaf = $nn[2499][1] <= 5 ? 'tc_listnd_a' : 'tc_listnd_b';
+	($tc) = twin_run($name, "COPY {p}listnd FROM '$file';");
+	like($tc->{err}, qr/ERROR:  23502: null value in column "aid" of relation "$leaf" violates not-null constraint\n/,
+		"$name: 23502 naming the leaf $leaf");
+	like($tc->{err}, qr/^CONTEXT:  COPY tc_listnd, line 2500(?:[:,]|$)/m, "$name: CONTEXT line 2500");
+	assert_empty($name, 'listnd');
+
+	$name = 'listnd: a bad bid (the partition key) at line 3000';
+	$nn[2499][0] = 1;
+	$nn[2999][1] = '7x';
+	$file = input_file('listnd_key.txt', text_lines(\@nn));
+	($tc) = twin_run($name, "COPY {p}listnd FROM '$file';");
+	like($tc->{err}, qr/ERROR:  22P02: invalid input syntax for type integer: "7x"\n/, "$name: 22P02");
+	like($tc->{err}, qr/^CONTEXT:  COPY tc_listnd, line 3000, column bid: "7x"$/m, "$name: CONTEXT line 3000, column bid");
+	assert_empty($name, 'listnd');
 }
 
 my $hash_rows = $ROWS;
@@ -587,7 +622,17 @@ my $hash_rows = $ROWS;
 
 	$name = 'hash: COPY FREEZE';
 	($tc) = twin_run($name, "COPY {p}hash FROM '$main_file' (FREEZE);");
-	like($tc->{err}, qr/ERROR:  .*cannot perform COPY FREEZE on a partitioned table/, "$name: refused");
+	like($tc->{err}, qr/ERROR:  0A000: cannot perform COPY FREEZE on a partitioned table\n/, "$name: refused (0A000)");
+
+	$name = 'fz: COPY FREEZE into a partitioned table created in the transaction';
+	($tc) = twin_run($name, sub {
+		my ($p) = @_;
+		return join("\n", 'BEGIN;', "CREATE TABLE ${p}fz $COLS PARTITION BY HASH (aid);",
+			(map { leaf_sql($p, "fz_$_", 'fz', "FOR VALUES WITH (MODULUS 2, REMAINDER $_)", 'ts' . ($_ + 1)) } 0 .. 1),
+			"COPY ${p}fz FROM STDIN (FREEZE);\n1\t1\t1\tx\n2\t2\t2\ty\n\\.", 'ROLLBACK;');
+	}, tags => 0);
+	like($tc->{err}, qr/ERROR:  0A000: cannot perform COPY FREEZE on a partitioned table\n/, "$name: refused (0A000)");
+	unlike($tc->{out}, qr/^COPY/m, "$name: no COPY tag");
 
 	$name = 'hash: COPY of no rows';
 	($tc) = twin_run($name, "COPY {p}hash FROM STDIN;\n\\.");
@@ -692,6 +737,7 @@ sub foreign_scans
 		my ($name, $file, $expect, $setting) = @_;
 		my $m = TcopyPgTest::Session->new($node, timeout => 600);
 		my $pid = $m->backend_pid;
+		$m->run_ok($MEM_SETTINGS);
 		$m->run_ok($setting) if $setting;
 		my $before = rss_anon_kb($pid) // 0;
 		my ($max, $samples) = (0, 0);
