@@ -31,21 +31,22 @@
 #	           created alone with its columns in another order and a
 #	           dropped column, then ATTACHed (columns map by name), and
 #	           afterwards a column-list COPY (the parent's default);
-#	   expr  - LIST ((aid % 3)), a partition key expression.
-#	   Then on list a column-list COPY without the key column bid: all
+#	   expr  - LIST ((aid % 3)), a partition key expression;
+#	   and the fallbacks of 6.  Then on list a column-list COPY without the key column bid: all
 #	   rows to the (NULL, 7) leaf, with the default abalance.
 #	2. On range: COPY with a column list (filler, aid) (bid NULL, abalance
 #	   the default), with WHERE, FORMAT csv with HEADER (quoted newlines),
-#	   FORMAT binary (written by COPY (SELECT * FROM h_hash) TO), and COPY FROM STDIN
-#	   through psql: each equal to the heap twin afterwards.
+#	   FORMAT binary (written by COPY (SELECT * FROM h_hash) TO), ENCODING
+#	   'LATIN1' (a file in LATIN1 bytes), and COPY FROM STDIN through
+#	   psql: each equal to the heap twin afterwards.
 #	3. Errors, each equal to the heap twin, and asserted by itself too:
 #	   - a row no partition takes (range gap: aid 11000 at line 5555 of
-#	     18000 rows; list without a DEFAULT: bid 99 at line 4321 of 6250): SQLSTATE 23514, `no partition of relation "..."
-#	     found for row`, DETAIL `Partition key of the failing row contains
-#	     (...) = (...).`, CONTEXT `COPY <parent>, line N` with the line of
-#	     the first such row; afterwards every leaf is empty, read through
-#	     Postgres and through tserver-cli on its own tserver, and both
-#	     tservers hold no session;
+#	     18001 rows; list without a DEFAULT: bid 99 at line 4321 of 6250):
+#	     SQLSTATE 23514, `no partition of relation "..." found for row`,
+#	     DETAIL `Partition key of the failing row contains (...) =
+#	     (...).`, CONTEXT `COPY <parent>, line N`; afterwards every leaf
+#	     is empty, read through Postgres and through tserver-cli on its
+#	     own tserver, and both tservers hold no session;
 #	   - NULL in aid (NOT NULL) at line 2500 of a COPY into listnd: 23502
 #	     naming the leaf; a bad bid (its partition key) at line 3000:
 #	     22P02 with line and column; every leaf empty afterwards, as above;
@@ -72,8 +73,8 @@
 #	   Foreign Scan, on the leaf the heap twin holds aid 42 in; aid
 #	   BETWEEN 6000 AND 6100 on range exactly one, on range_2; the rows
 #	   equal the heap twin's.
-#	6. Fallbacks, loaded and compared as in 1: mixed (one heap leaf, two tcopy
-#	   leaves); trig (BEFORE INSERT FOR EACH ROW trigger on the parent that
+#	6. Fallbacks, loaded and compared as in 1: mixed (one heap leaf, two
+#	   tcopy leaves); trig (BEFORE INSERT FOR EACH ROW trigger on the parent that
 #	   changes abalance and filler, and it fired for every row); trigleaf
 #	   (the same trigger on one of its two leaves only: it changed exactly
 #	   that leaf's rows).
@@ -82,9 +83,8 @@
 #	   (batches close at their size: see $MEM_SETTINGS), loaded by COPY
 #	   FROM a server file of TCOPY_TAP_ROWS (default 500000, to keep the
 #	   test near a minute on 2 busy cores) pgbench_accounts rows, in a
-#	   fresh backend, its
-#	   RssAnon sampled as in 103_copy_memory.pl; then TRUNCATE and 2N rows
-#	   in another fresh backend.  After each: the count, and rows in all
+#	   fresh backend, its RssAnon sampled as in 103_copy_memory.pl; then
+#	   TRUNCATE and 2N rows in another fresh backend.  After each: the count, and rows in all
 #	   64 leaves.  Both peaks stay under 160 MB (the 64 MB default of
 #	   tcopy.copy_batch_memory plus 96 MB); the 2N peak is at most 16 MB
 #	   above the N peak.  When the GUC tcopy.copy_batch_memory exists (only
@@ -503,6 +503,20 @@ sql("COPY (SELECT * FROM h_hash) TO '$bin_file' (FORMAT binary)");
 is($tc->{out}, "COPY $ROWS", 'range: binary COPY') or diag($tc->{err});
 $range_rows += $ROWS;
 compare_twins('range: after the binary COPY', 'range', rows => $range_rows);
+
+{
+	# Latin-1 input: the non-ASCII fillers of the first 3000 rows become
+	# "Grüße naïve" in LATIN1 bytes
+	my @lat = map { my @r = @$_; $r[3] = "Gr\xfc\xdfe na\xefve $r[0]" if defined $r[3] && $r[3] =~ /[\x80-\xff]/; \@r }
+	  @$main[ 0 .. 2999 ];
+	my $lat_file = input_file('latin1.txt', text_lines(\@lat));
+	($tc) = twin_run('range: COPY ENCODING LATIN1', "COPY {p}range FROM '$lat_file' (ENCODING 'LATIN1');");
+	is($tc->{out}, 'COPY 3000', 'range: LATIN1 COPY') or diag($tc->{err});
+	$range_rows += 3000;
+	compare_twins('range: after the LATIN1 COPY', 'range', rows => $range_rows);
+	cmp_ok(sql("SELECT count(*) FROM tc_range WHERE filler LIKE 'Grüße naïve %'"), '>', 0,
+		'range: the LATIN1 text reads back in UTF8');
+}
 
 ($tc) = twin_run('range: COPY FROM STDIN', "COPY {p}range FROM STDIN;\n$stdin_data\\.");
 is($tc->{out}, 'COPY 2000', 'range: COPY FROM STDIN') or diag($tc->{err});
