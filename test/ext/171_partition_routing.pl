@@ -62,8 +62,9 @@
 #	     on a partitioned table), also into a partitioned table created in
 #	     the transaction; a COPY of no rows: COPY 0;
 #	   - BEGIN; COPY into hash; a failing COPY; ROLLBACK: nothing of either;
-#	     BEGIN; COPY; SAVEPOINT; a failing COPY; ROLLBACK TO; COPY; COMMIT:
-#	     the first and last COPY's rows, on all 4 leaves (both tservers).
+#	     BEGIN; COPY; SAVEPOINT; a failing COPY; ROLLBACK TO; COPY; a
+#	     SELECT of the parent (its own 4000 rows in 4 leaves); COMMIT: the
+#	     first and last COPY's rows, on all 4 leaves (both tservers).
 #	4. DETACH of leaf hash_2: a COPY into the parent of 100 new rows fails
 #	   at the first row hashing to remainder 2 (no partition error) and
 #	   loads nothing; the detached table alone has its rows; ATTACH back
@@ -669,8 +670,10 @@ my $hash_rows = $ROWS;
 
 	$name = 'hash: COPY, a failed COPY rolled back to a savepoint, COPY, COMMIT';
 	($tc) = twin_run($name, "BEGIN;\nCOPY {p}hash FROM '$a';\nSAVEPOINT s;\nCOPY {p}hash FROM '$b';\n"
-		  . "ROLLBACK TO SAVEPOINT s;\nCOPY {p}hash FROM '$c';\nCOMMIT;");
-	is($tc->{out}, "BEGIN\nCOPY 2000\nSAVEPOINT\nROLLBACK\nCOPY 2000\nCOMMIT", "$name: committed");
+		  . "ROLLBACK TO SAVEPOINT s;\nCOPY {p}hash FROM '$c';\n"
+		  . "SELECT count(*) || ' ' || count(DISTINCT tableoid) FROM {p}hash WHERE aid > 200000;\nCOMMIT;");
+	is($tc->{out}, "BEGIN\nCOPY 2000\nSAVEPOINT\nROLLBACK\nCOPY 2000\n4000 4\nCOMMIT",
+		"$name: committed, and before COMMIT the transaction read its 4000 rows in 4 leaves");
 	is(sql('SELECT count(*) || \' \' || count(DISTINCT tableoid) FROM tc_hash WHERE aid > 200000'),
 		'4000 4', "$name: the 4000 rows of the first and last COPY, in all 4 leaves");
 	is(sql('SELECT count(*) FROM tc_hash WHERE aid BETWEEN 202001 AND 204000'), '0',
