@@ -5,7 +5,8 @@
  *		reader and shipped to the tserver in batches.
  *
  * The hook takes a COPY FROM only when its target is a tcopy foreign table
- * without triggers or stored generated columns (those need the executor's
+ * (or a partitioned table of them, below) without triggers or stored
+ * generated columns (those need the executor's
  * per-row machinery); everything else, and everything when tcopy.copy_hook
  * is off, goes to Postgres, whose COPY then writes through the FDW insert
  * path: slower, never different.  Since the hook replaces DoCopy, it repeats
@@ -29,8 +30,9 @@
  * (foreign or not): with Postgres' own ExecPartitionCheck, after the WHERE
  * clause, so that the error, its DETAIL (which follows column privileges)
  * and its CONTEXT are Postgres'.  The check needs the row's Datums: such a
- * COPY reads through NextCopyFrom, not the raw fields.  A COPY into the
- * parent is Postgres', which routes each row to its partition.
+ * COPY reads through NextCopyFrom, not the raw fields.  A COPY into a
+ * partitioned table whose leaves are all tcopy tables is taken too, and
+ * each row routed to its partition's writer by copy_route.c.
  */
 #include "tcopy.h"
 
@@ -184,6 +186,10 @@ copy_take_option(ParseState *pstate, List **options, const char *name)
 static void
 check_copy_freeze(Relation rel)
 {
+	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot perform COPY FREEZE on a partitioned table")));
 	InvalidateCatalogSnapshot();
 	if (!ThereAreNoPriorRegisteredSnapshots() || !ThereAreNoReadyPortals())
 		ereport(ERROR,
