@@ -182,6 +182,13 @@ int			tc_client_commit(TcClient *client, uint64_t rows_sent,
 int			tc_client_prepare(TcClient *client, uint64_t rows_sent, const char *gid);
 
 /*
+ * tc_client_prepare in two steps, so that several tservers prepare at once:
+ * send the PREPARE (after all acks), then wait for its answer.
+ */
+int			tc_client_prepare_send(TcClient *client, uint64_t rows_sent, const char *gid);
+int			tc_client_prepare_wait(TcClient *client);
+
+/*
  * Publish (commit) or discard the session prepared under gid: this
  * connection's own, or an orphaned one.  *outcome says what happened
  * (RESOLVE_DONE, or RESOLVE_NOT_FOUND when nothing is prepared under gid,
@@ -191,6 +198,11 @@ int			tc_client_prepare(TcClient *client, uint64_t rows_sent, const char *gid);
  */
 int			tc_client_resolve(TcClient *client, const char *gid, bool commit,
 							  Tcopy__ResolveOutcome *outcome, uint64_t *rows);
+
+/* tc_client_resolve in two steps: send the RESOLVE, then wait for its answer. */
+int			tc_client_resolve_send(TcClient *client, const char *gid, bool commit);
+int			tc_client_resolve_wait(TcClient *client, Tcopy__ResolveOutcome *outcome,
+								   uint64_t *rows);
 
 /*
  * The prepared sessions whose gid starts with gid_prefix; *list freed with

@@ -220,8 +220,16 @@ tc_client_commit(TcClient *client, uint64_t rows_sent, uint64_t *rows_committed)
 int
 tc_client_prepare(TcClient *client, uint64_t rows_sent, const char *gid)
 {
+	if (tc_client_prepare_send(client, rows_sent, gid) < 0)
+		return -1;
+	return tc_client_prepare_wait(client);
+}
+
+/* The first step of tc_client_prepare: see tc_client.h. */
+int
+tc_client_prepare_send(TcClient *client, uint64_t rows_sent, const char *gid)
+{
 	Tcopy__Prepare prepare = TCOPY__PREPARE__INIT;
-	ProtobufCMessage *msg;
 
 	if (strlen(gid) > TC_GID_MAX)
 		return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
@@ -232,8 +240,16 @@ tc_client_prepare(TcClient *client, uint64_t rows_sent, const char *gid)
 	prepare.last_seq = client->seq_sent;
 	prepare.rows = rows_sent;
 	prepare.gid = (char *) gid;
-	if (client_send_message(client, TCOPY__FRAME_TYPE__FRAME_PREPARE, &prepare.base) < 0 ||
-		client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_PREPARE_OK,
+	return client_send_message(client, TCOPY__FRAME_TYPE__FRAME_PREPARE, &prepare.base);
+}
+
+/* The second step of tc_client_prepare: see tc_client.h. */
+int
+tc_client_prepare_wait(TcClient *client)
+{
+	ProtobufCMessage *msg;
+
+	if (client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_PREPARE_OK,
 						  tc_arena_allocator(&client->arena), &msg) < 0)
 		return -1;
 	/* the session is the tserver's now: this connection may begin another */
@@ -246,16 +262,32 @@ int
 tc_client_resolve(TcClient *client, const char *gid, bool commit,
 				  Tcopy__ResolveOutcome *outcome, uint64_t *rows)
 {
+	if (tc_client_resolve_send(client, gid, commit) < 0)
+		return -1;
+	return tc_client_resolve_wait(client, outcome, rows);
+}
+
+/* The first step of tc_client_resolve: see tc_client.h. */
+int
+tc_client_resolve_send(TcClient *client, const char *gid, bool commit)
+{
 	Tcopy__Resolve resolve = TCOPY__RESOLVE__INIT;
-	ProtobufCMessage *msg;
-	Tcopy__ResolveOk *ok;
 
 	if (client->broken)
 		return -1;
 	resolve.gid = (char *) gid;
 	resolve.commit = commit;
-	if (client_send_message(client, TCOPY__FRAME_TYPE__FRAME_RESOLVE, &resolve.base) < 0 ||
-		client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_RESOLVE_OK,
+	return client_send_message(client, TCOPY__FRAME_TYPE__FRAME_RESOLVE, &resolve.base);
+}
+
+/* The second step of tc_client_resolve: see tc_client.h. */
+int
+tc_client_resolve_wait(TcClient *client, Tcopy__ResolveOutcome *outcome, uint64_t *rows)
+{
+	ProtobufCMessage *msg;
+	Tcopy__ResolveOk *ok;
+
+	if (client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_RESOLVE_OK,
 						  tc_arena_allocator(&client->arena), &msg) < 0)
 		return -1;
 	ok = (Tcopy__ResolveOk *) msg;

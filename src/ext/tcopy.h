@@ -490,6 +490,9 @@ typedef struct TcopyConnection
 	List	   *conflict_policies;	/* TcopyTablePolicy *: on_conflict of the
 									 * tables written in the session */
 	bool		prepared;		/* prepared under gid, not yet resolved */
+	bool		request_sent;	/* a PREPARE or RESOLVE sent, its answer not
+								 * yet read (busy meanwhile) */
+	bool		resolving;		/* being published (tcopy_publish_sessions) */
 	char		gid[TC_GID_MAX + 1];	/* the session's global id, once prepared */
 
 	/* the COPY lines of the session's rows (row_lines.c), in TopMemoryContext */

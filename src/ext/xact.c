@@ -55,6 +55,8 @@
 #include "tcopy.h"
 
 static void tcopy_xact_callback(XactEvent event, void *arg);
+static void tcopy_resolve_send(TcopyConnection *conn, bool commit);
+static void tcopy_resolve_finish(TcopyConnection *conn, bool commit);
 static void tcopy_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 								   SubTransactionId parentSubid, void *arg);
 
@@ -679,6 +681,32 @@ tcopy_end_unused_session(TcopyConnection *conn)
  * Cancellable: a cancel or a failure aborts the transaction, and the abort
  * discards what was prepared.
  */
+/*
+ * Preparing failed on conn: read the answers of the PREPAREs sent to the
+ * other tservers, so that the abort discards the sessions they prepared
+ * (one whose answer cannot be read is left to recovery), then fail.
+ */
+static void
+tcopy_prepare_failed(TcopyConnection *failed)
+{
+	HASH_SEQ_STATUS scan;
+	TcopyConnection *conn;
+
+	failed->request_sent = false;
+	hash_seq_init(&scan, tcopy_connections);
+	while ((conn = hash_seq_search(&scan)) != NULL)
+	{
+		if (conn == failed || !conn->request_sent)
+			continue;
+		conn->request_sent = false;
+		if (tc_client_prepare_wait(conn->client) < 0)
+			continue;			/* busy: the abort closes the connection */
+		conn->busy = false;
+		conn->prepared = true;
+	}
+	tcopy_connection_fail(failed, "could not prepare the write session");
+}
+
 static void
 tcopy_prepare_sessions_for_commit(void)
 {
@@ -724,23 +752,34 @@ tcopy_prepare_sessions_for_commit(void)
 	records_relid = tcopy_records_relid(false);
 	fxid = GetTopFullTransactionId();
 
+	/* every tserver prepares at once: all the PREPAREs, then the answers */
 	hash_seq_init(&scan, tcopy_connections);
 	while ((conn = hash_seq_search(&scan)) != NULL)
 	{
-		int			rc;
-
 		if (!conn->in_session)
 			continue;
 		tcopy_gid_make(conn->gid, sizeof(conn->gid), fxid,
 					   conn->key.serverid, conn->key.userid);
 		conn->busy = true;
-		rc = tc_client_prepare(conn->client, conn->rows_sent, conn->gid);
-		conn->busy = false;
-		if (rc < 0)
+		if (tc_client_prepare_send(conn->client, conn->rows_sent, conn->gid) < 0)
 		{
 			hash_seq_term(&scan);
-			tcopy_connection_fail(conn, "could not prepare the write session");
+			tcopy_prepare_failed(conn);
 		}
+		conn->request_sent = true;
+	}
+	hash_seq_init(&scan, tcopy_connections);
+	while ((conn = hash_seq_search(&scan)) != NULL)
+	{
+		if (!conn->request_sent)
+			continue;
+		if (tc_client_prepare_wait(conn->client) < 0)
+		{
+			hash_seq_term(&scan);
+			tcopy_prepare_failed(conn);
+		}
+		conn->request_sent = false;
+		conn->busy = false;
 		conn->prepared = true;
 	}
 
@@ -767,20 +806,44 @@ tcopy_prepare_sessions_for_commit(void)
 static void
 tcopy_resolve_session(TcopyConnection *conn, bool commit)
 {
+	tcopy_set_wait_deadline(TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														 TCOPY_RESOLVE_TIMEOUT_MS));
+	tcopy_resolve_send(conn, commit);
+	tcopy_resolve_finish(conn, commit);
+	tcopy_set_wait_deadline(0);
+}
+
+/*
+ * tcopy_resolve_session in two steps, so that several tservers resolve at
+ * once: send the RESOLVE of conn's prepared session (when the connection
+ * can take it), then read its answer and warn of a failure.  The caller
+ * sets the wait deadline.
+ */
+static void
+tcopy_resolve_send(TcopyConnection *conn, bool commit)
+{
+	conn->prepared = false;
+	conn->in_session = false;
+	if (conn->client == NULL || conn->busy)
+		return;
+	conn->busy = true;
+	conn->request_sent = tc_client_resolve_send(conn->client, conn->gid, commit) == 0;
+	if (!conn->request_sent)
+		conn->busy = false;
+}
+
+static void
+tcopy_resolve_finish(TcopyConnection *conn, bool commit)
+{
 	Tcopy__ResolveOutcome outcome = TCOPY__RESOLVE_OUTCOME__RESOLVE_NONE;
 	const char *reason;
 	int			rc = -1;
 
-	conn->prepared = false;
-	conn->in_session = false;
-	if (conn->client != NULL && !conn->busy)
+	if (conn->request_sent)
 	{
-		tcopy_set_wait_deadline(TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-															 TCOPY_RESOLVE_TIMEOUT_MS));
-		conn->busy = true;
-		rc = tc_client_resolve(conn->client, conn->gid, commit, &outcome, NULL);
+		rc = tc_client_resolve_wait(conn->client, &outcome, NULL);
+		conn->request_sent = false;
 		conn->busy = false;
-		tcopy_set_wait_deadline(0);
 	}
 	/* NOT_FOUND: resolved already, by recovery after a tserver restart */
 	if (rc == 0 && outcome != TCOPY__RESOLVE_OUTCOME__RESOLVE_BUSY)
@@ -842,12 +905,24 @@ tcopy_publish_sessions(void)
 	 */
 	XLogFlush(XactLastCommitEnd);
 
+	/* every tserver publishes at once: all the RESOLVEs, then the answers */
+	tcopy_set_wait_deadline(TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+														 TCOPY_RESOLVE_TIMEOUT_MS));
 	hash_seq_init(&scan, tcopy_connections);
 	while ((conn = hash_seq_search(&scan)) != NULL)
 	{
+		conn->resolving = conn->prepared;
 		if (conn->prepared)
-			tcopy_resolve_session(conn, true);
+			tcopy_resolve_send(conn, true);
 	}
+	hash_seq_init(&scan, tcopy_connections);
+	while ((conn = hash_seq_search(&scan)) != NULL)
+	{
+		if (conn->resolving)
+			tcopy_resolve_finish(conn, true);
+		conn->resolving = false;
+	}
+	tcopy_set_wait_deadline(0);
 }
 
 /*
@@ -936,6 +1011,8 @@ tcopy_end_xact(void)
 		conn->savepoints = NIL;
 		conn->rollback_pending = false;
 		conn->prepared = false;
+		conn->request_sent = false;
+		conn->resolving = false;
 		conn->gid[0] = '\0';
 		conn->write_level = 0;
 		list_free_deep(conn->written_tables);
