@@ -80,29 +80,53 @@ struct TcopyRoute
 bool
 tcopy_route_takes(Oid relid)
 {
-	List	   *tree = find_all_inheritors(relid, RowExclusiveLock, NULL);
-	bool		takes = true;
+	List	   *tree;
 	int			leaves = 0;
 	ListCell   *lc;
 
-	foreach(lc, tree)
+	/* the kinds first, without locks: a heap partition's COPY pays little */
+	foreach(lc, find_all_inheritors(relid, NoLock, NULL))
 	{
 		Oid			oid = lfirst_oid(lc);
 		char		relkind = get_rel_relkind(oid);
-		Relation	rel;
 
 		if (relkind == RELKIND_FOREIGN_TABLE && tcopy_relation_is_tcopy_table(oid))
 			leaves++;
 		else if (relkind != RELKIND_PARTITIONED_TABLE)
 			return false;
-		/* triggers: a partitioned table's row triggers are its leaves' too */
-		rel = table_open(oid, NoLock);
-		takes = tcopy_relation_is_accelerable(rel);
+	}
+	if (leaves == 0)
+		return false;
+
+	/* then the triggers, locked: a partitioned table's row triggers are its leaves' */
+	tree = find_all_inheritors(relid, RowExclusiveLock, NULL);
+	foreach(lc, tree)
+	{
+		Relation	rel = table_open(lfirst_oid(lc), NoLock);
+		bool		takes = tcopy_relation_is_accelerable(rel);
+
 		table_close(rel, NoLock);
 		if (!takes)
 			return false;
 	}
-	return leaves > 0;
+	return true;
+}
+
+/*
+ * A row routed to a partition that is not a tcopy table without triggers:
+ * attached (ATTACH PARTITION takes no lock that conflicts with a COPY's)
+ * after tcopy_route_takes looked at the tree.
+ */
+static pg_noinline void
+route_refuse_partition(TcopyRoute *route, ResultRelInfo *rri)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("cannot route rows of COPY to partition \"%s\" of table \"%s\"",
+					RelationGetRelationName(rri->ri_RelationDesc),
+					RelationGetRelationName(route->root->ri_RelationDesc)),
+			 errdetail("The partition was attached while the COPY began, and is not a tcopy table without triggers."),
+			 errhint("Run the COPY again.")));
 }
 
 /*
@@ -261,6 +285,10 @@ tcopy_route_row(TcopyRoute *route, CopyFromState cstate, TupleTableSlot *slot)
 		ExecStoreVirtualTuple(slot);
 	}
 	rri = route_find_partition(route, slot);
+	if (unlikely(rri->ri_FdwRoutine == NULL ||
+				 rri->ri_FdwRoutine->BeginForeignInsert != tcopyBeginForeignInsert ||
+				 rri->ri_TrigDesc != NULL))
+		route_refuse_partition(route, rri);
 	writer = tcopy_insert_writer(rri);
 	if (unlikely(!writer->routed))
 		route_open_partition(route, rri, writer);
