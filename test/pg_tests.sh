@@ -211,7 +211,7 @@ run_tap()
 		PATH="$BINDIR:$PATH" \
 		PG_REGRESS="$PG_REGRESS" \
 		TESTDIR="$work/tap" \
-		prove -v "${tests[@]}" 2>&1 | tee "$work/tap.out"); then
+		prove -v --timer "${tests[@]}" 2>&1 | tee "$work/tap.out"); then
 		local failed_files
 		failed_files=$(grep -E '^(t/|/)?[^ ]*\.pl +\(Wstat' "$work/tap.out" |
 			awk '{print $1}' | tr '\n' ' ')

@@ -18,7 +18,7 @@
 # Environment: TCOPY_BIG_ROWS (rows of 004_big_session.pl and
 # 103_copy_memory.pl, default 5M), TCOPY_TAP_ROWS (rows of the extension's
 # load tests, default 1M),
-# FUZZ_SECONDS (the fuzzing run, default 45),
+# FUZZ_SECONDS (the fuzzing run, default 30),
 # JOBS (make's parallelism, default: the number of CPUs).
 set -euo pipefail
 
@@ -84,7 +84,7 @@ fuzz()
 	diff -r "$corpus" "$fuzzdir/seeds"
 	mkdir "$fuzzdir/corpus"
 	# TMPDIR: the harness's store goes there, and so away with the rest
-	if ! (cd "$fuzzdir" && TMPDIR="$fuzzdir" "$TOP/build-fuzz/$name" -max_total_time="${FUZZ_SECONDS:-45}" \
+	if ! (cd "$fuzzdir" && TMPDIR="$fuzzdir" "$TOP/build-fuzz/$name" -max_total_time="${FUZZ_SECONDS:-30}" \
 		-print_final_stats=1 -artifact_prefix="$fuzzdir/" corpus "$TOP/$corpus" \
 		>"$fuzzdir/fuzz.log" 2>&1); then
 		tail -n 80 "$fuzzdir/fuzz.log" >&2
@@ -96,9 +96,9 @@ fuzz()
 }
 
 make -C test -j"$JOBS" fuzz
-step "fuzzing the tserver's frame handling (build-fuzz/fuzz_frames, ${FUZZ_SECONDS:-45} s)"
+step "fuzzing the tserver's frame handling (build-fuzz/fuzz_frames, ${FUZZ_SECONDS:-30} s)"
 fuzz fuzz_frames test/fuzz/corpus
-step "fuzzing ts_batch_decode against protobuf-c (build-fuzz/fuzz_batch_decode, ${FUZZ_SECONDS:-45} s)"
+step "fuzzing ts_batch_decode against protobuf-c (build-fuzz/fuzz_batch_decode, ${FUZZ_SECONDS:-30} s)"
 fuzz fuzz_batch_decode test/fuzz/corpus_batch --batch
 
 step "all tserver tests passed"

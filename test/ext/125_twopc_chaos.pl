@@ -1,6 +1,6 @@
 # 125_twopc_chaos.pl
 #	Two-phase commit (issue 11) under a kill loop: for TCOPY_CHAOS_SECONDS
-#	(default 45) seconds, TCOPY_CHAOS_CLIENTS (default 3) clients each run
+#	(default 30) seconds, TCOPY_CHAOS_CLIENTS (default 3) clients each run
 #	one small transaction after another,
 #	    BEGIN; INSERT INTO marker VALUES (n); COPY t FROM PROGRAM (1,000
 #	    rows, ids n * 1000 + 1 ..); COMMIT;
@@ -31,7 +31,7 @@ use TcopyTest;
 use TcopyPgTest qw(twopc_setup txn_sql psql_bg recover_all assert_atomic
   assert_tserver_unprepared assert_no_08007 wait_until);
 
-my $seconds = $ENV{TCOPY_CHAOS_SECONDS} // 45;
+my $seconds = $ENV{TCOPY_CHAOS_SECONDS} // 30;
 my $clients = $ENV{TCOPY_CHAOS_CLIENTS} // 3;
 my $seed = $ENV{TCOPY_CHAOS_SEED} // 125;
 my $TXN_TIMEOUT = 60;		# seconds one transaction's psql may take
