@@ -17,7 +17,10 @@
 #	sets up two network namespaces standing for other machines
 #	(test/tools/netns.sh, in the work directory's netns/, removed again on
 #	exit) and builds test/tools/delay_relay; TCOPY_NETNS_DIR tells the
-#	tests that use them (test/ext/173_netns_tcp.pl) where they are.
+#	tests that use them (test/ext/173_netns_tcp.pl) where they are.  Their
+#	names and addresses are fixed, so one run at a time holds them (a lock
+#	on /var/tmp/tcopy-netns.lock): in a run started while another holds
+#	them, those tests skip, and say why.
 #
 #	The work directory (pg_regress output, TAP tmp_check, tserver log) is
 #	removed after a successful run and kept, with its path printed, after a
@@ -61,14 +64,19 @@ if [ "$(id -u)" -eq 0 ]; then
 	netns=()
 	if [[ " ${TCOPY_PG_TESTS:-regress tap} " == *" tap "* ]] && ! ip netns list >/dev/null 2>&1; then
 		say "no \`ip netns\` (iproute2): the tests that need network namespaces skip" >&2
+	elif [[ " ${TCOPY_PG_TESTS:-regress tap} " == *" tap "* ]] &&
+		! { exec 9>/var/tmp/tcopy-netns.lock && flock -n 9; }; then
+		# the namespaces' names and addresses are fixed: one run at a time
+		say "another test run holds the network namespaces: the tests that need them skip" >&2
 	elif [[ " ${TCOPY_PG_TESTS:-regress tap} " == *" tap "* ]]; then
 		# down on any exit; a signal exits (bash runs no EXIT trap on SIGTERM)
 		trap 'bash "$TOP/test/tools/netns.sh" down "$work/netns"' EXIT
 		trap 'exit 1' INT TERM
-		# one-way delay of the links, by netem or else by delay_relay
+		# one-way delay of the links, by netem or else by delay_relay; the
+		# runners it starts must not hold the lock (fd 9)
 		if make -C "$TOP/test" relay >/dev/null &&
 			TCOPY_TEST_USER="$test_user" DELAY_US=${TCOPY_NETNS_DELAY_US:-500} \
-			bash "$TOP/test/tools/netns.sh" up 2 "$work/netns"; then
+			bash "$TOP/test/tools/netns.sh" up 2 "$work/netns" 9>&-; then
 			netns=(TCOPY_NETNS_DIR="$work/netns")
 		else
 			say "no network namespaces: the tests that need them skip" >&2
