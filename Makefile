@@ -26,14 +26,14 @@ TC_MAKE = $(MAKE) SANITIZE=0 FUZZ=0 BUILD=$(abspath $(TC_BUILD)) WERROR=$(WERROR
 MODULE_big = tcopy
 OBJS = $(addprefix src/ext/,tcopy.o option.o connection.o xact.o xact_drop.o \
 	codec.o forms.o keys.o batch.o batch_wire.o batch_protobuf.o writer.o fdw.o fdw_scan.o \
-	fdw_analyze.o fdw_estimate.o fdw_modify.o copy.o copy_bad_rows.o copy_fields.o rename.o enum_labels.o hook.o records.o \
+	fdw_analyze.o fdw_estimate.o fdw_modify.o copy.o copy_bad_rows.o copy_fields.o copy_route.o rename.o enum_labels.o hook.o records.o \
 	recovery.o recovery_worker.o load_id.o duplicate_key.o row_lines.o truncated.o row_locks.o key_range.o fdw_direct.o)
 PGFILEDESC = "tcopy - foreign-data wrapper for tserver tables"
 EXTENSION = tcopy
 DATA = src/ext/tcopy--1.0.sql src/ext/tcopy--1.1.sql src/ext/tcopy--1.2.sql \
-	src/ext/tcopy--1.3.sql src/ext/tcopy--1.4.sql src/ext/tcopy--1.5.sql \
+	src/ext/tcopy--1.3.sql src/ext/tcopy--1.4.sql src/ext/tcopy--1.5.sql src/ext/tcopy--1.6.sql \
 	src/ext/tcopy--1.0--1.1.sql src/ext/tcopy--1.1--1.2.sql src/ext/tcopy--1.2--1.3.sql \
-	src/ext/tcopy--1.3--1.4.sql src/ext/tcopy--1.4--1.5.sql
+	src/ext/tcopy--1.3--1.4.sql src/ext/tcopy--1.4--1.5.sql src/ext/tcopy--1.5--1.6.sql
 # regression tests need a tserver: test/pg_tests.sh runs them (make check)
 
 PG_CPPFLAGS = -I$(TC_BUILD)/gen -Isrc/common -Isrc/ext

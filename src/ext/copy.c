@@ -5,7 +5,8 @@
  *		reader and shipped to the tserver in batches.
  *
  * The hook takes a COPY FROM only when its target is a tcopy foreign table
- * without triggers or stored generated columns (those need the executor's
+ * (or a partitioned table of them, below) without triggers or stored
+ * generated columns (those need the executor's
  * per-row machinery); everything else, and everything when tcopy.copy_hook
  * is off, goes to Postgres, whose COPY then writes through the FDW insert
  * path: slower, never different.  Since the hook replaces DoCopy, it repeats
@@ -29,8 +30,9 @@
  * (foreign or not): with Postgres' own ExecPartitionCheck, after the WHERE
  * clause, so that the error, its DETAIL (which follows column privileges)
  * and its CONTEXT are Postgres'.  The check needs the row's Datums: such a
- * COPY reads through NextCopyFrom, not the raw fields.  A COPY into the
- * parent is Postgres', which routes each row to its partition.
+ * COPY reads through NextCopyFrom, not the raw fields.  A COPY into a
+ * partitioned table whose leaves are all tcopy tables is taken too, and
+ * each row routed to its partition's writer by copy_route.c.
  */
 #include "tcopy.h"
 
@@ -38,6 +40,7 @@
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_authid.h"
+#include "catalog/pg_class.h"
 #include "commands/copy.h"
 #include "commands/copyfrom_internal.h"
 #include "commands/defrem.h"
@@ -61,8 +64,8 @@
 #include "utils/portal.h"
 
 /* Whether the hook can load rel itself (see the file comment). */
-static bool
-relation_is_accelerable(Relation rel)
+bool
+tcopy_relation_is_accelerable(Relation rel)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 
@@ -183,6 +186,10 @@ copy_take_option(ParseState *pstate, List **options, const char *name)
 static void
 check_copy_freeze(Relation rel)
 {
+	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot perform COPY FREEZE on a partitioned table")));
 	InvalidateCatalogSnapshot();
 	if (!ThereAreNoPriorRegisteredSnapshots() || !ThereAreNoReadyPortals())
 		ereport(ERROR,
@@ -214,7 +221,8 @@ typedef struct CopyRowState
 	EState	   *estate;
 	ExprState  *qual;
 	ResultRelInfo *partition;	/* the target, when a partition */
-	TcopyWriter *writer;
+	TcopyRoute *route;			/* the partitions, when partitioned */
+	TcopyWriter *writer;		/* of the row read last, when routed */
 } CopyRowState;
 
 /* Read, convert and encode the next row into the writer's row. */
@@ -224,6 +232,14 @@ copy_read_row(CopyRowState *state)
 	ExprContext *econtext = GetPerTupleExprContext(state->estate);
 	TupleTableSlot *slot = state->slot;
 
+	if (state->route != NULL && state->plan != NULL)
+	{
+		/* fields to the wire row of the row's partition (copy_route.c) */
+		if (!tcopy_read_fields(state->cstate, state->plan))
+			return COPY_ROW_END;
+		state->writer = tcopy_route_row(state->route, state->cstate, slot);
+		return COPY_ROW_READY;
+	}
 	if (state->plan != NULL)
 	{
 		/* fields straight to the wire row (copy_fields.c) */
@@ -243,6 +259,11 @@ copy_read_row(CopyRowState *state)
 	}
 	if (state->partition != NULL)
 		ExecPartitionCheck(state->partition, slot, state->estate, true);
+	if (state->route != NULL)
+	{
+		state->writer = tcopy_route_row(state->route, state->cstate, slot);
+		return COPY_ROW_READY;
+	}
 	/* encoding may call send functions: per-tuple memory */
 	tcopy_encode_row(state->codec, slot->tts_values, slot->tts_isnull,
 					 &state->writer->row);
@@ -302,7 +323,8 @@ static uint64
 copy_rows(ParseState *pstate, const CopyStmt *stmt, Relation rel, List *where,
 		  const TcopyOnConflict *on_conflict)
 {
-	TcopyRelCodec *codec = tcopy_rel_codec(rel, GetUserId());
+	bool		partitioned = rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE;
+	TcopyRelCodec *codec = NULL;
 	CopyRowState state = {0};
 	TcopyBadRows bad_rows;
 	List	   *options;
@@ -312,34 +334,46 @@ copy_rows(ParseState *pstate, const CopyStmt *stmt, Relation rel, List *where,
 	uint64		processed = 0;
 	uint64		excluded = 0;	/* by the WHERE clause or skipped */
 
-	if (on_conflict != NULL)
-		codec->options.on_conflict = *on_conflict;
 	/* options Postgres 15 does not know leave the list (copy_bad_rows.c) */
 	options = tcopy_bad_rows_options(pstate, stmt->options, &bad_rows);
 	state.cstate = BeginCopyFrom(pstate, rel, (Node *) where, stmt->filename,
 								 stmt->is_program, NULL, stmt->attlist, options);
 	if (state.cstate->opts.freeze)
 		check_copy_freeze(rel);
-	if (rel->rd_rel->relispartition)
-	{
-		/* what the check's DETAIL needs: the range table, the inserted columns */
+	if (partitioned || rel->rd_rel->relispartition)
+		/* the partitions' writers, the check's DETAIL: the range table */
 		ExecInitRangeTable(estate, pstate->p_rtable);
-		state.partition = makeNode(ResultRelInfo);
-		InitResultRelInfo(state.partition, rel, 1, NULL, 0);
+	if (partitioned)
+	{
+		/* the partitions' codecs and writers come with routing */
+		state.route = tcopy_route_begin(rel, estate, state.cstate,
+										where == NIL && tcopy_raw_fields, on_conflict);
+		state.plan = tcopy_route_field_plan(state.route);
+	}
+	else
+	{
+		codec = tcopy_rel_codec(rel, GetUserId());
+		if (on_conflict != NULL)
+			codec->options.on_conflict = *on_conflict;
+		if (rel->rd_rel->relispartition)
+		{
+			state.partition = makeNode(ResultRelInfo);
+			InitResultRelInfo(state.partition, rel, 1, NULL, 0);
+		}
+		else if (where == NIL && tcopy_raw_fields)
+			state.plan = tcopy_field_plan(state.cstate, codec);
+		/* prepare_copy_from's entry: the columns copied */
+		tcopy_codec_set_inserted_cols(codec, InvalidOid,
+									  linitial_node(RangeTblEntry, pstate->p_rtable)->insertedCols);
+		state.writer = tcopy_writer_begin(codec);
 	}
 	if (where != NIL)
 		state.qual = ExecPrepareQual(where, estate);
-	else if (tcopy_raw_fields && state.partition == NULL)
-		state.plan = tcopy_field_plan(state.cstate, codec);
 	if (bad_rows.ignore)
 		tcopy_bad_rows_begin(&bad_rows, rel);
 	state.codec = codec;
 	state.estate = estate;
 	state.slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
-	/* prepare_copy_from's entry: the columns copied */
-	tcopy_codec_set_inserted_cols(codec, InvalidOid,
-								  linitial_node(RangeTblEntry, pstate->p_rtable)->insertedCols);
-	state.writer = tcopy_writer_begin(codec);
 
 	/* errors while reading a row carry "COPY t, line N" */
 	errcallback.callback = CopyFromErrorCallback;
@@ -376,9 +410,14 @@ copy_rows(ParseState *pstate, const CopyStmt *stmt, Relation rel, List *where,
 	MemoryContextSwitchTo(oldcontext);
 	error_context_stack = errcallback.previous;
 
-	tcopy_writer_finish(state.writer);
+	if (state.route != NULL)
+		tcopy_route_end(state.route);
+	else
+	{
+		tcopy_writer_finish(state.writer);
+		tcopy_writer_free(state.writer);
+	}
 	tcopy_bad_rows_end(&bad_rows);
-	tcopy_writer_free(state.writer);
 	ExecDropSingleTupleTableSlot(state.slot);
 	EndCopyFrom(state.cstate);
 	FreeExecutorState(estate);
@@ -443,7 +482,8 @@ tcopy_copy_from(const CopyStmt *stmt, const char *query_string,
 		return false;
 	/* resolve and lock once, so that the relation checked is the one loaded */
 	relid = RangeVarGetRelid(stmt->relation, RowExclusiveLock, true);
-	if (!tcopy_relation_is_tcopy_table(relid))
+	if (!tcopy_relation_is_tcopy_table(relid) &&
+		!(get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE && tcopy_route_takes(relid)))
 	{
 		if (OidIsValid(relid))
 			UnlockRelationOid(relid, RowExclusiveLock);
@@ -472,7 +512,14 @@ tcopy_copy_from(const CopyStmt *stmt, const char *query_string,
 	}
 	if (on_conflict_def != NULL)
 		on_conflict = tcopy_parse_on_conflict(defGetString(on_conflict_def));
-	if (!relation_is_accelerable(rel))
+	if (load_id != NULL && rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("COPY option load_id is not supported for partitioned table \"%s\"",
+						RelationGetRelationName(rel)),
+				 errdetail("A load label is recorded per tcopy table."),
+				 errhint("Load each partition with a label of its own.")));
+	if (!tcopy_relation_is_accelerable(rel))
 	{
 		if (load_id != NULL || on_conflict_def != NULL)
 			ereport(ERROR,

@@ -32,6 +32,7 @@
  */
 #include "tcopy.h"
 
+#include "access/attmap.h"
 #include "catalog/pg_type.h"
 #include "commands/copy.h"
 #include "commands/copyfrom_internal.h"
@@ -69,27 +70,40 @@ typedef struct FieldValue
 /* One field of the COPY's column list. */
 typedef struct FieldPlan
 {
-	int			column;			/* wire column */
-	int			m;				/* attnum - 1 */
+	int			m;				/* attnum - 1, in the COPY's table */
 	FieldConv	conv;
 	int32		maxlen;			/* FIELD_VARCHAR, FIELD_BPCHAR: characters */
 	bool		is_domain;		/* input function called for NULL too */
 	const char *attname;
 } FieldPlan;
 
-struct TcopyFieldPlan
+/*
+ * Where a row's fields go: the wire columns of one tcopy table, the COPY's
+ * own or a partition rows are routed to.
+ */
+struct TcopyFieldTarget
 {
 	TcopyRelCodec *codec;
+	int		   *field_of_column;	/* [codec->ncolumns]: its field, or -1:
+									 * NULL (left out of the column list) */
+	int		   *att_of_field;	/* [nfields]: the field's attnum - 1 in the
+								 * target */
+};
+
+struct TcopyFieldPlan
+{
 	int			nfields;		/* fields a line must have */
 	FieldPlan  *fields;			/* [nfields], in the column list's order */
-	FieldValue *values;			/* [codec->ncolumns]; unlisted columns NULL */
+	FieldValue *values;			/* [nfields]: the row read last */
+	char	  **strings;		/* [nfields]: its fields, NULL for a NULL */
+	TcopyFieldTarget *target;	/* the COPY's own table */
 };
 
 static FieldConv
-field_conv(TcopyColumnCodec *col, int32 *maxlen)
+field_conv(Oid typid, int32 typmod, int32 *maxlen)
 {
-	*maxlen = col->typmod >= (int32) VARHDRSZ ? col->typmod - VARHDRSZ : -1;
-	switch (col->typid)
+	*maxlen = typmod >= (int32) VARHDRSZ ? typmod - VARHDRSZ : -1;
+	switch (typid)
 	{
 		case INT2OID:
 			return FIELD_INT2;
@@ -124,28 +138,59 @@ tcopy_field_plan(CopyFromState cstate, TcopyRelCodec *codec)
 		return NULL;
 
 	plan = palloc0(sizeof(TcopyFieldPlan));
-	plan->codec = codec;
 	plan->nfields = list_length(cstate->attnumlist);
 	plan->fields = palloc0(sizeof(FieldPlan) * plan->nfields);
-	plan->values = palloc0(sizeof(FieldValue) * Max(codec->ncolumns, 1));
-	/* columns left out of the column list stay NULL (no defaults here) */
-	for (int c = 0; c < codec->ncolumns; c++)
-		plan->values[c].isnull = true;
+	plan->values = palloc0(sizeof(FieldValue) * plan->nfields);
 	foreach(cur, cstate->attnumlist)
 	{
 		int			m = lfirst_int(cur) - 1;
+		Form_pg_attribute att = TupleDescAttr(desc, m);
 		FieldPlan  *field = &plan->fields[f++];
-		TcopyColumnCodec *col;
 
 		field->m = m;
-		field->column = codec->column_of_att[m];
-		field->attname = NameStr(TupleDescAttr(desc, m)->attname);
-		Assert(field->column >= 0);
-		col = &codec->columns[field->column];
-		field->is_domain = getBaseType(col->typid) != col->typid;
-		field->conv = field->is_domain ? FIELD_INPUT : field_conv(col, &field->maxlen);
+		field->attname = NameStr(att->attname);
+		/* a partition's column has its root's type and typmod */
+		field->is_domain = getBaseType(att->atttypid) != att->atttypid;
+		field->conv = field->is_domain ? FIELD_INPUT :
+			field_conv(att->atttypid, att->atttypmod, &field->maxlen);
 	}
+	if (codec != NULL)
+		plan->target = tcopy_field_target(plan, codec, NULL);
 	return plan;
+}
+
+TcopyFieldTarget *
+tcopy_field_target(TcopyFieldPlan *plan, TcopyRelCodec *codec, const AttrMap *map)
+{
+	TcopyFieldTarget *target = palloc0(sizeof(TcopyFieldTarget));
+
+	target->codec = codec;
+	target->field_of_column = palloc(sizeof(int) * Max(codec->ncolumns, 1));
+	target->att_of_field = palloc(sizeof(int) * plan->nfields);
+	/* columns left out of the column list stay NULL (no defaults here) */
+	for (int c = 0; c < codec->ncolumns; c++)
+		target->field_of_column[c] = -1;
+	for (int f = 0; f < plan->nfields; f++)
+	{
+		int			m = plan->fields[f].m;
+
+		/* map->attnums[target attnum - 1] is the COPY table's attnum */
+		if (map != NULL)
+		{
+			int			att;
+
+			for (att = 0; att < map->maplen; att++)
+				if (map->attnums[att] == m + 1)
+					break;
+			if (att == map->maplen)
+				elog(ERROR, "column %d of the COPY has no column in foreign table \"%s\"",
+					 m + 1, codec->relname);
+			m = att;
+		}
+		target->att_of_field[f] = m;
+		target->field_of_column[codec->column_of_att[m]] = f;
+	}
+	return target;
 }
 
 /* Whether s[0..len) is ASCII, a word at a time. */
@@ -232,36 +277,37 @@ input:
 }
 
 /*
- * A NULL in a NOT NULL column: Postgres' message wants the whole row as
- * Datums, so convert the fields again, through their input functions.
+ * A NULL in a NOT NULL column of target: Postgres' message wants the whole
+ * row as Datums, so convert the fields again, through their input functions.
  */
 static void
-report_null(CopyFromState cstate, TcopyFieldPlan *plan, int column,
-			char **strings)
+report_null(CopyFromState cstate, TcopyFieldPlan *plan, TcopyFieldTarget *target,
+			int column)
 {
 	TupleDesc	desc = RelationGetDescr(cstate->rel);
-	Datum	   *values = palloc0(sizeof(Datum) * Max(desc->natts, 1));
-	bool	   *nulls = palloc(sizeof(bool) * Max(desc->natts, 1));
+	int			natts = Max(target->codec->natts, 1);
+	Datum	   *values = palloc0(sizeof(Datum) * natts);
+	bool	   *nulls = palloc(sizeof(bool) * natts);
 
-	memset(nulls, true, sizeof(bool) * Max(desc->natts, 1));
+	memset(nulls, true, sizeof(bool) * natts);
 	for (int f = 0; f < plan->nfields; f++)
 	{
 		const FieldPlan *field = &plan->fields[f];
+		int			att = target->att_of_field[f];
 
-		if (plan->values[field->column].isnull)
+		if (plan->strings[f] == NULL)
 			continue;
-		values[field->m] = InputFunctionCall(&cstate->in_functions[field->m], strings[f],
-											 cstate->typioparams[field->m],
-											 TupleDescAttr(desc, field->m)->atttypmod);
-		nulls[field->m] = false;
+		values[att] = InputFunctionCall(&cstate->in_functions[field->m], plan->strings[f],
+										cstate->typioparams[field->m],
+										TupleDescAttr(desc, field->m)->atttypmod);
+		nulls[att] = false;
 	}
-	tcopy_report_null_violation(plan->codec, column, values, nulls);
+	tcopy_report_null_violation(target->codec, column, values, nulls);
 }
 
 bool
-tcopy_next_row_fields(CopyFromState cstate, TcopyFieldPlan *plan, TcopyRowBuf *row)
+tcopy_read_fields(CopyFromState cstate, TcopyFieldPlan *plan)
 {
-	TcopyRelCodec *codec = plan->codec;
 	char	  **strings;
 	int			nstrings;
 
@@ -293,21 +339,31 @@ tcopy_next_row_fields(CopyFromState cstate, TcopyFieldPlan *plan, TcopyRowBuf *r
 		strings[f] = string;
 		cstate->cur_attname = field->attname;
 		cstate->cur_attval = string;
-		convert_field(cstate, field, string, &plan->values[field->column]);
+		convert_field(cstate, field, string, &plan->values[f]);
 		cstate->cur_attname = NULL;
 		cstate->cur_attval = NULL;
 	}
+	plan->strings = strings;
+	return true;
+}
+
+void
+tcopy_fields_to_row(CopyFromState cstate, TcopyFieldPlan *plan,
+					TcopyFieldTarget *target, TcopyRowBuf *row)
+{
+	TcopyRelCodec *codec = target->codec;
 
 	/* the wire row, in column order */
 	tcopy_row_buf_clear(row);
 	for (int c = 0; c < codec->ncolumns; c++)
 	{
-		FieldValue *value = &plan->values[c];
+		int			f = target->field_of_column[c];
+		FieldValue *value = f >= 0 ? &plan->values[f] : NULL;
 
-		if (value->isnull)
+		if (value == NULL || value->isnull)
 		{
 			if (codec->columns[c].notnull)
-				report_null(cstate, plan, c, strings);
+				report_null(cstate, plan, target, c);
 			row->nulls[row->wire.n_nulls++] = (uint32) c;
 		}
 		else if (value->is_datum)
@@ -326,5 +382,49 @@ tcopy_next_row_fields(CopyFromState cstate, TcopyFieldPlan *plan, TcopyRowBuf *r
 					break;
 			}
 	}
+}
+
+bool
+tcopy_next_row_fields(CopyFromState cstate, TcopyFieldPlan *plan, TcopyRowBuf *row)
+{
+	if (!tcopy_read_fields(cstate, plan))
+		return false;
+	tcopy_fields_to_row(cstate, plan, plan->target, row);
 	return true;
+}
+
+Datum
+tcopy_field_datum(CopyFromState cstate, TcopyFieldPlan *plan, int m, bool *isnull)
+{
+	TupleDesc	desc = RelationGetDescr(cstate->rel);
+	const FieldPlan *field = NULL;
+	const FieldValue *value;
+	int			f;
+
+	for (f = 0; f < plan->nfields; f++)
+		if (plan->fields[f].m == m)
+		{
+			field = &plan->fields[f];
+			break;
+		}
+	*isnull = field == NULL || plan->values[f].isnull;
+	if (*isnull)
+		return (Datum) 0;
+	value = &plan->values[f];
+	if (value->is_datum)
+		return value->v.datum;
+	switch (field->conv)
+	{
+		case FIELD_INT2:
+			return Int16GetDatum((int16) value->v.i);
+		case FIELD_INT4:
+			return Int32GetDatum((int32) value->v.i);
+		case FIELD_INT8:
+			return Int64GetDatum(value->v.i);
+		default:
+			/* converted already, without error: the same Datum again */
+			return InputFunctionCall(&cstate->in_functions[m], plan->strings[f],
+									 cstate->typioparams[m],
+									 TupleDescAttr(desc, m)->atttypmod);
+	}
 }

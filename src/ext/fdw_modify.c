@@ -43,6 +43,8 @@
  */
 #define TCOPY_MAX_INSERT_BATCH	1000
 
+const TcopyOnConflict *tcopy_insert_on_conflict = NULL;
+
 typedef struct TcopyModifyState
 {
 	TcopyRelCodec *codec;
@@ -123,6 +125,8 @@ tcopy_modify_begin(EState *estate, ResultRelInfo *resultRelInfo)
 
 	fmstate->codec = tcopy_rel_codec(resultRelInfo->ri_RelationDesc,
 									 tcopy_rte_user(estate, tcopy_result_rti(resultRelInfo)));
+	if (tcopy_insert_on_conflict != NULL)
+		fmstate->codec->options.on_conflict = *tcopy_insert_on_conflict;
 	/* as ExecConstraints describes a failing row */
 	if (root != NULL)
 		tcopy_codec_set_inserted_cols(fmstate->codec, RelationGetRelid(root->ri_RelationDesc),
@@ -230,6 +234,12 @@ void
 tcopyBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *resultRelInfo)
 {
 	resultRelInfo->ri_FdwState = tcopy_modify_begin(mtstate->ps.state, resultRelInfo);
+}
+
+TcopyWriter *
+tcopy_insert_writer(ResultRelInfo *resultRelInfo)
+{
+	return ((TcopyModifyState *) resultRelInfo->ri_FdwState)->writer;
 }
 
 /* Insert one row: the slot comes back as is, for RETURNING. */

@@ -20,6 +20,7 @@ int			tcopy_alloc_mode = TCOPY_ALLOC_ARENA;
 bool		tcopy_raw_fields = true;
 int			tcopy_batch_rows = TC_BATCH_ROWS_DEFAULT;
 int			tcopy_batch_kb = TC_BATCH_KB_DEFAULT;
+int			tcopy_copy_batch_memory_kb = 64 * 1024;
 int			tcopy_max_frame_mb = TC_FRAME_MAX_DEFAULT / (1024 * 1024);
 int			tcopy_window = 4;
 int			tcopy_connect_timeout = 10;
@@ -130,6 +131,17 @@ tcopy_define_gucs(void)
 							&tcopy_batch_kb,
 							TC_BATCH_KB_DEFAULT,
 							1, TC_BATCH_KB_MAX,
+							PGC_USERSET,
+							GUC_UNIT_KB,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("tcopy.copy_batch_memory",
+							"Sets the row data a COPY into a partitioned table holds in its partitions' batches.",
+							"Each partition the COPY writes to gets an equal share, "
+							"no less than 64kB, no more than its batch size.",
+							&tcopy_copy_batch_memory_kb,
+							64 * 1024,
+							1024, MAX_KILOBYTES,
 							PGC_USERSET,
 							GUC_UNIT_KB,
 							NULL, NULL, NULL);

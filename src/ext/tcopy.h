@@ -50,6 +50,8 @@ extern int	tcopy_alloc_mode;	/* tcopy.alloc_mode */
 extern bool tcopy_raw_fields;	/* tcopy.raw_fields */
 extern int	tcopy_batch_rows;	/* tcopy.batch_rows: default rows per batch */
 extern int	tcopy_batch_kb;		/* tcopy.batch_size: default KB per batch */
+extern int	tcopy_copy_batch_memory_kb; /* tcopy.copy_batch_memory: a routed
+										 * COPY's batches together */
 extern int	tcopy_max_frame_mb;	/* tcopy.max_frame_mb: a frame's payload */
 extern bool tcopy_test_legacy_forms;	/* tcopy.test_legacy_forms */
 extern int	tcopy_window;		/* tcopy.batches_in_flight ("window" is an SQL keyword) */
@@ -727,12 +729,17 @@ typedef struct TcopyWriter
 	int			batch_bytes;
 
 	/* COPY lines (row_lines.c): set line before each row is added */
+	const char *line_relname;	/* the COPY's table, for a CONTEXT */
 	uint64		line;			/* the row's COPY line; 0: none (INSERT) */
 	uint64		next_line;		/* the line that goes on the batch's last run */
 	TcopyLineRun *runs;			/* [nruns] the batch's, rows 0-based in it */
 	int			nruns;
 	int			runs_cap;
 	bool		runs_lost;		/* more than TCOPY_LINE_RUNS_MAX in the batch */
+
+	/* a partition a COPY routes rows to (copy_route.c) */
+	bool		routed;			/* the COPY has seen it */
+	struct TcopyFieldTarget *route_target;	/* the raw fields' target, or NULL */
 } TcopyWriter;
 
 extern TcopyWriter *tcopy_writer_begin(TcopyRelCodec *codec);
@@ -803,6 +810,10 @@ extern TupleTableSlot *tcopyExecForeignUpdate(EState *estate, ResultRelInfo *res
 											  TupleTableSlot *slot, TupleTableSlot *planSlot);
 extern TupleTableSlot *tcopyExecForeignDelete(EState *estate, ResultRelInfo *resultRelInfo,
 											  TupleTableSlot *slot, TupleTableSlot *planSlot);
+/* The writer of a partition that tuple routing opened (BeginForeignInsert). */
+extern TcopyWriter *tcopy_insert_writer(ResultRelInfo *resultRelInfo);
+/* COPY's on_conflict option, for the partitions copy_route.c opens; else NULL */
+extern const TcopyOnConflict *tcopy_insert_on_conflict;
 
 /* in key_range.c: one end of a key range on the sole integer key column */
 typedef struct TcopyKeyBound
@@ -882,6 +893,8 @@ struct QueryEnvironment;
 /* false when the statement is not one tcopy takes: Postgres runs it */
 extern bool tcopy_copy_from(const struct CopyStmt *stmt, const char *query_string,
 							struct QueryEnvironment *query_env, uint64 *processed);
+/* Whether rel has nothing that needs Postgres' COPY: triggers, generated columns. */
+extern bool tcopy_relation_is_accelerable(Relation rel);
 
 /* in copy_bad_rows.c: ON_ERROR, LOG_VERBOSITY, REJECT_LIMIT, reject_table */
 typedef enum TcopyLogVerbosity
@@ -940,9 +953,10 @@ struct CopyFromStateData;
 typedef struct TcopyFieldPlan TcopyFieldPlan;
 
 /*
- * How to convert the fields of cstate's rows for codec's table, or NULL when
- * this COPY must go through NextCopyFrom (binary format, defaults to
- * compute, a column list that leaves columns to defaults).
+ * How to convert the fields of cstate's rows, for codec's table (NULL: only
+ * for the targets of tcopy_field_target), or NULL when this COPY must go
+ * through NextCopyFrom (binary format, defaults to compute, a column list
+ * that leaves columns to defaults).
  */
 extern TcopyFieldPlan *tcopy_field_plan(struct CopyFromStateData *cstate,
 										TcopyRelCodec *codec);
@@ -953,5 +967,57 @@ extern TcopyFieldPlan *tcopy_field_plan(struct CopyFromStateData *cstate,
  */
 extern bool tcopy_next_row_fields(struct CopyFromStateData *cstate,
 								  TcopyFieldPlan *plan, TcopyRowBuf *row);
+
+/*
+ * The same in two steps, for a COPY whose rows go to several tables (the
+ * partitions of copy_route.c): read and convert the next row's fields (false
+ * at the end of the input), then write them into row for one target.
+ */
+typedef struct TcopyFieldTarget TcopyFieldTarget;
+struct AttrMap;
+extern bool tcopy_read_fields(struct CopyFromStateData *cstate, TcopyFieldPlan *plan);
+extern void tcopy_fields_to_row(struct CopyFromStateData *cstate, TcopyFieldPlan *plan,
+								TcopyFieldTarget *target, TcopyRowBuf *row);
+
+/*
+ * A target for plan's rows: codec's table, whose attnums map gives (its
+ * attnums[target attnum - 1] are the COPY table's; NULL: the same table).
+ */
+extern TcopyFieldTarget *tcopy_field_target(TcopyFieldPlan *plan, TcopyRelCodec *codec,
+											const struct AttrMap *map);
+
+/*
+ * The Datum of column m (attnum - 1 of the COPY's table) in the row read
+ * last, as NextCopyFrom gives it: for partition routing.
+ */
+extern Datum tcopy_field_datum(struct CopyFromStateData *cstate, TcopyFieldPlan *plan,
+							   int m, bool *isnull);
+
+/* in copy_route.c: COPY into a partitioned table of tcopy tables */
+typedef struct TcopyRoute TcopyRoute;
+
+/* Whether partitioned table relid's COPY is routed by tcopy (locks its tree). */
+extern bool tcopy_route_takes(Oid relid);
+
+/*
+ * Set up routing of the rows of cstate, a COPY into partitioned table rel,
+ * in estate (whose range table is the COPY's); raw_fields: read raw fields
+ * where routing allows; on_conflict: COPY's option, or NULL.
+ */
+extern TcopyRoute *tcopy_route_begin(Relation rel, EState *estate,
+									 struct CopyFromStateData *cstate, bool raw_fields,
+									 const TcopyOnConflict *on_conflict);
+/* The raw fields' plan to read rows with, or NULL: NextCopyFrom into a slot. */
+extern TcopyFieldPlan *tcopy_route_field_plan(TcopyRoute *route);
+
+/*
+ * Route the row read last (the plan's fields, or slot's values from
+ * NextCopyFrom; slot is the root's, and is overwritten) to its partition:
+ * its writer, with the row encoded in writer->row.
+ */
+extern TcopyWriter *tcopy_route_row(TcopyRoute *route, struct CopyFromStateData *cstate,
+									TupleTableSlot *slot);
+/* Send every partition's last batch, and close them. */
+extern void tcopy_route_end(TcopyRoute *route);
 
 #endif							/* TCOPY_H */

@@ -30,6 +30,7 @@ tcopy_writer_begin(TcopyRelCodec *codec)
 	MemoryContextCallback *callback = palloc0(sizeof(MemoryContextCallback));
 
 	writer->codec = codec;
+	writer->line_relname = codec->relname;
 	writer->batch_rows = codec->options.batch_rows;
 	writer->batch_bytes = codec->options.batch_bytes;
 	tcopy_batch_init(&writer->batch, (TcopyEncoder) tcopy_encoder,
@@ -64,12 +65,15 @@ writer_flush(TcopyWriter *writer)
 		return;
 	/* the rows' lines first: a duplicate may be reported by this send */
 	if (!writer->conn->null_transport)
-		tcopy_lines_add_batch(writer->conn, writer->codec->relname,
+		tcopy_lines_add_batch(writer->conn, writer->line_relname,
 							  writer->runs_lost ? NULL : writer->runs, writer->nruns, nrows);
 	writer->nruns = 0;
 	writer->runs_lost = false;
 	tcopy_xact_send(writer->conn, &writer->batch, writer->table_id, nrows);
 	tcopy_batch_reset(&writer->batch);
+	/* a buffer grown for batches larger than a routed COPY's share now is */
+	if (writer->routed && writer->batch.packed.cap > (size_t) writer->batch_bytes * 4)
+		tc_buf_free(&writer->batch.packed);
 }
 
 /*
