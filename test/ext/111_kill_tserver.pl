@@ -1,6 +1,6 @@
 # 111_kill_tserver.pl
 #	kill -9 of the tserver at random points of COPYs of 200k rows
-#	(TCOPY_FAULT_ROWS overrides), ten times (TCOPY_FAULT_ITERATIONS), 0 to
+#	(TCOPY_FAULT_ROWS overrides), seven times (TCOPY_FAULT_ITERATIONS), 0 to
 #	800 ms after the COPY starts (less when a COPY takes less here, so that
 #	most kills land in it), the delays drawn from a fixed seed
 #	(TCOPY_FAULT_SEED, printed): a COPY the kill interrupts before its
@@ -40,7 +40,7 @@ use TcopyPgTest qw(setup_node write_accounts_csv accounts_ddl table_checksum che
   recover_all assert_tserver_unprepared);
 
 my $rows = $ENV{TCOPY_FAULT_ROWS} // 200_000;
-my $iterations = $ENV{TCOPY_FAULT_ITERATIONS} // 10;
+my $iterations = $ENV{TCOPY_FAULT_ITERATIONS} // 7;
 my $seed = $ENV{TCOPY_FAULT_SEED} // 111;
 my $MAX_DELAY = 0.8;		# seconds from a COPY's start to the kill, at most
 my $COPY_TIMEOUT = 120;		# seconds: a COPY that takes longer hangs
