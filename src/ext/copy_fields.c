@@ -393,23 +393,25 @@ tcopy_next_row_fields(CopyFromState cstate, TcopyFieldPlan *plan, TcopyRowBuf *r
 	return true;
 }
 
-Datum
-tcopy_field_datum(CopyFromState cstate, TcopyFieldPlan *plan, int m, bool *isnull)
+int
+tcopy_field_of_att(TcopyFieldPlan *plan, int m)
 {
-	TupleDesc	desc = RelationGetDescr(cstate->rel);
-	const FieldPlan *field = NULL;
-	const FieldValue *value;
-	int			f;
-
-	for (f = 0; f < plan->nfields; f++)
+	for (int f = 0; f < plan->nfields; f++)
 		if (plan->fields[f].m == m)
-		{
-			field = &plan->fields[f];
-			break;
-		}
-	*isnull = field == NULL || plan->values[f].isnull;
+			return f;
+	return -1;
+}
+
+Datum
+tcopy_field_datum(CopyFromState cstate, TcopyFieldPlan *plan, int f, bool *isnull)
+{
+	const FieldPlan *field;
+	const FieldValue *value;
+
+	*isnull = f < 0 || plan->values[f].isnull;
 	if (*isnull)
 		return (Datum) 0;
+	field = &plan->fields[f];
 	value = &plan->values[f];
 	if (value->is_datum)
 		return value->v.datum;
@@ -421,10 +423,13 @@ tcopy_field_datum(CopyFromState cstate, TcopyFieldPlan *plan, int m, bool *isnul
 			return Int32GetDatum((int32) value->v.i);
 		case FIELD_INT8:
 			return Int64GetDatum(value->v.i);
+		case FIELD_FLOAT8:
+			return Float8GetDatum(value->v.f);
 		default:
-			/* converted already, without error: the same Datum again */
-			return InputFunctionCall(&cstate->in_functions[m], plan->strings[f],
-									 cstate->typioparams[m],
-									 TupleDescAttr(desc, m)->atttypmod);
+			/* text: converted already, without error; the same Datum again */
+			return InputFunctionCall(&cstate->in_functions[field->m], plan->strings[f],
+									 cstate->typioparams[field->m],
+									 TupleDescAttr(RelationGetDescr(cstate->rel),
+												   field->m)->atttypmod);
 	}
 }

@@ -66,6 +66,7 @@ struct TcopyRoute
 	TcopyFieldPlan *plan;		/* the raw fields, or NULL: NextCopyFrom */
 	int		   *key_atts;		/* the raw fields: attnum - 1 of each column
 								 * routing reads */
+	int		   *key_fields;		/* [nkeys]: its field, or -1 (not copied) */
 	int			nkeys;
 	const TcopyOnConflict *on_conflict; /* COPY's option, or NULL */
 	List	   *writers;		/* TcopyWriter * of the partitions opened */
@@ -201,6 +202,12 @@ tcopy_route_begin(Relation rel, EState *estate, CopyFromState cstate, bool raw_f
 	route->proute = ExecSetupPartitionTupleRouting(estate, rel);
 	if (raw_fields && route_key_columns(route, rel))
 		route->plan = tcopy_field_plan(cstate, NULL);
+	if (route->plan != NULL)
+	{
+		route->key_fields = palloc(sizeof(int) * Max(route->nkeys, 1));
+		for (int k = 0; k < route->nkeys; k++)
+			route->key_fields[k] = tcopy_field_of_att(route->plan, route->key_atts[k]);
+	}
 	return route;
 }
 
@@ -279,7 +286,8 @@ tcopy_route_row(TcopyRoute *route, CopyFromState cstate, TupleTableSlot *slot)
 		{
 			int			m = route->key_atts[k];
 
-			slot->tts_values[m] = tcopy_field_datum(cstate, route->plan, m,
+			slot->tts_values[m] = tcopy_field_datum(cstate, route->plan,
+													route->key_fields[k],
 													&slot->tts_isnull[m]);
 		}
 		ExecStoreVirtualTuple(slot);

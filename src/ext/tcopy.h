@@ -492,7 +492,6 @@ typedef struct TcopyConnection
 	bool		prepared;		/* prepared under gid, not yet resolved */
 	bool		request_sent;	/* a PREPARE or RESOLVE sent, its answer not
 								 * yet read (busy meanwhile) */
-	bool		resolving;		/* being published (tcopy_publish_sessions) */
 	char		gid[TC_GID_MAX + 1];	/* the session's global id, once prepared */
 
 	/* the COPY lines of the session's rows (row_lines.c), in TopMemoryContext */
@@ -989,12 +988,15 @@ extern void tcopy_fields_to_row(struct CopyFromStateData *cstate, TcopyFieldPlan
 extern TcopyFieldTarget *tcopy_field_target(TcopyFieldPlan *plan, TcopyRelCodec *codec,
 											const struct AttrMap *map);
 
+/* The field of column m (attnum - 1 of the COPY's table), or -1: not copied. */
+extern int	tcopy_field_of_att(TcopyFieldPlan *plan, int m);
+
 /*
- * The Datum of column m (attnum - 1 of the COPY's table) in the row read
+ * The Datum of field f (-1: a column not copied, NULL) in the row read
  * last, as NextCopyFrom gives it: for partition routing.
  */
 extern Datum tcopy_field_datum(struct CopyFromStateData *cstate, TcopyFieldPlan *plan,
-							   int m, bool *isnull);
+							   int f, bool *isnull);
 
 /* in copy_route.c: COPY into a partitioned table of tcopy tables */
 typedef struct TcopyRoute TcopyRoute;

@@ -675,13 +675,6 @@ tcopy_end_unused_session(TcopyConnection *conn)
 }
 
 /*
- * Pre-commit: the first phase.  Refuse first, before anything is
- * prepared, if any session cannot commit; then prepare every session that
- * sent something, then record each in tcopy.prepared_session_records.
- * Cancellable: a cancel or a failure aborts the transaction, and the abort
- * discards what was prepared.
- */
-/*
  * Preparing failed on conn: read the answers of the PREPAREs sent to the
  * other tservers, so that the abort discards the sessions they prepared
  * (one whose answer cannot be read is left to recovery), then fail.
@@ -707,6 +700,13 @@ tcopy_prepare_failed(TcopyConnection *failed)
 	tcopy_connection_fail(failed, "could not prepare the write session");
 }
 
+/*
+ * Pre-commit: the first phase.  Refuse first, before anything is
+ * prepared, if any session cannot commit; then prepare every session that
+ * sent something, then record each in tcopy.prepared_session_records.
+ * Cancellable: a cancel or a failure aborts the transaction, and the abort
+ * discards what was prepared.
+ */
 static void
 tcopy_prepare_sessions_for_commit(void)
 {
@@ -911,16 +911,17 @@ tcopy_publish_sessions(void)
 	hash_seq_init(&scan, tcopy_connections);
 	while ((conn = hash_seq_search(&scan)) != NULL)
 	{
-		conn->resolving = conn->prepared;
-		if (conn->prepared)
-			tcopy_resolve_send(conn, true);
+		if (!conn->prepared)
+			continue;
+		tcopy_resolve_send(conn, true);
+		if (!conn->request_sent)
+			tcopy_resolve_finish(conn, true);	/* the warning, at once */
 	}
 	hash_seq_init(&scan, tcopy_connections);
 	while ((conn = hash_seq_search(&scan)) != NULL)
 	{
-		if (conn->resolving)
+		if (conn->request_sent)
 			tcopy_resolve_finish(conn, true);
-		conn->resolving = false;
 	}
 	tcopy_set_wait_deadline(0);
 }
@@ -1012,7 +1013,6 @@ tcopy_end_xact(void)
 		conn->rollback_pending = false;
 		conn->prepared = false;
 		conn->request_sent = false;
-		conn->resolving = false;
 		conn->gid[0] = '\0';
 		conn->write_level = 0;
 		list_free_deep(conn->written_tables);
