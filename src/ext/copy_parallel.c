@@ -35,6 +35,7 @@
 #include "storage/latch.h"
 #include "storage/proc.h"
 #include "utils/lsyscache.h"
+#include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
 /* The most workers one COPY may ask for. */
@@ -42,6 +43,13 @@
 
 /* What the leader reads at a time once the COPY is parallel. */
 #define LEADER_READ_BYTES (256 * 1024)
+
+/*
+ * The threshold must come within this time for workers to start: a slower
+ * input (a program writing slowly, a client far away) comes slower than
+ * the backend parses it alone.
+ */
+#define LEADER_FIRST_READ_MS 50
 
 /* The header a binary replay starts with (copy_worker.c has the same). */
 static const char binary_header[19] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0";
@@ -578,6 +586,7 @@ tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 	const char *refusal = workers == 0 ? "workers is 0" : parallel_refusal(src, where);
 	size_t		threshold = (size_t) tcopy_copy_parallel_threshold_kb * 1024;
 	CopyLeader	leader = {0};
+	TimestampTz start;
 	char	   *prefix;
 	size_t		header = src->opts.binary ? sizeof(binary_header) : 0;
 
@@ -596,7 +605,8 @@ tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 	prefix = palloc(header + leader.rcap);
 	memcpy(prefix, binary_header, header);
 	leader.rbuf = prefix + header;
-	while (leader.rlen < leader.rcap)
+	start = GetCurrentTimestamp();
+	while (leader.rlen < Max(threshold, 1))
 	{
 		int			n = tcopy_source_read(src, leader.rbuf + leader.rlen,
 										  (int) Min(leader.rcap - leader.rlen, (size_t) LEADER_READ_BYTES));
@@ -607,11 +617,16 @@ tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 			break;
 		}
 		leader.rlen += n;
-		CHECK_FOR_INTERRUPTS();
+		/* an input slower than one backend parses gains nothing from workers */
+		if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), LEADER_FIRST_READ_MS))
+			break;
 	}
 	pgstat_progress_update_param(PROGRESS_COPY_BYTES_PROCESSED, src->bytes_processed);
 	if (leader.input_eof && leader.rlen < threshold)
 		refusal = "the input is below tcopy.copy_parallel_threshold";
+	else if (leader.rlen < threshold)
+		refusal = psprintf("less than tcopy.copy_parallel_threshold came in the first %d ms",
+						   LEADER_FIRST_READ_MS);
 	else if (!src->opts.binary)
 	{
 		src->eol_type = first_line_end(src, leader.rbuf, leader.rlen);

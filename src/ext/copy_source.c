@@ -18,6 +18,7 @@
 #include "tcopy.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "commands/copy.h"
 #include "commands/copyfrom_internal.h"
@@ -122,8 +123,20 @@ tcopy_source_read(CopyFromState src, char *buf, int maxread)
 		Assert(src->copy_src == COPY_FILE);
 		if (src->raw_reached_eof)
 			return 0;
-		nread = fread(buf, 1, maxread, src->copy_file);
-		if (ferror(src->copy_file))
+
+		/*
+		 * read(), not fread(): what the file or pipe has now, so that a
+		 * program that writes slowly is loaded as it writes.  The stream's
+		 * own buffer is empty: BeginCopyFrom's fread() of a binary header
+		 * asked for more than that buffer and was read straight into
+		 * raw_buf, taken above.
+		 */
+		do
+		{
+			CHECK_FOR_INTERRUPTS();
+			nread = read(fileno(src->copy_file), buf, maxread);
+		} while (nread < 0 && errno == EINTR);
+		if (nread < 0)
 			ereport(ERROR,
 					(errcode_for_file_access(),
 					 errmsg("could not read from COPY file: %m")));
