@@ -346,9 +346,8 @@ copy_rows(ParseState *pstate, const CopyStmt *stmt, Relation rel, List *where,
 		ExecInitRangeTable(estate, pstate->p_rtable);
 	if (partitioned)
 	{
-		if (workers > 0)
-			ereport(DEBUG1,
-					(errmsg_internal("tcopy: COPY %s parsed by the backend alone: a partitioned table",
+		ereport(DEBUG1,
+				(errmsg_internal("tcopy: COPY %s parsed by the backend alone: a partitioned table",
 									 RelationGetRelationName(rel))));
 		/* the partitions' codecs and writers come with routing */
 		state.route = tcopy_route_begin(rel, estate, state.cstate,
@@ -385,7 +384,7 @@ copy_rows(ParseState *pstate, const CopyStmt *stmt, Relation rel, List *where,
 					break;
 			}
 		}
-		else if (workers > 0)
+		else
 			ereport(DEBUG1,
 					(errmsg_internal("tcopy: COPY %s parsed by the backend alone: %s",
 									 RelationGetRelationName(rel),

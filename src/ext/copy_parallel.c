@@ -199,6 +199,7 @@ typedef struct CopyLeader
 	size_t		rlen;
 	size_t		rpos;
 	bool		input_eof;
+	bool		input_wait;		/* the file or pipe has nothing to read now */
 	TcopyChunkScan scan;
 
 	/* sending: chunk next_chunk is open or next */
@@ -219,8 +220,19 @@ typedef struct CopyLeader
 	int			runs_cap;
 } CopyLeader;
 
-/* Read more input into the (empty) buffer; false at its end. */
-static bool
+typedef enum LeaderRefill
+{
+	REFILL_DATA,				/* the buffer holds more input */
+	REFILL_EOF,					/* the input's end */
+	REFILL_WAIT					/* none yet: wait for it with the workers */
+} LeaderRefill;
+
+/*
+ * Read more input into the (empty) buffer.  A file or pipe with nothing to
+ * read now is waited for with the workers' queues (leader_run), so that
+ * what they parsed is shipped, and counted, while a program pauses.
+ */
+static LeaderRefill
 leader_refill(CopyLeader *leader)
 {
 	int			n;
@@ -228,7 +240,12 @@ leader_refill(CopyLeader *leader)
 	Assert(leader->rpos == leader->rlen);
 	leader->rpos = leader->rlen = 0;
 	if (leader->input_eof)
-		return false;
+		return REFILL_EOF;
+	if (!tcopy_source_ready(leader->src))
+	{
+		leader->input_wait = true;
+		return REFILL_WAIT;
+	}
 	n = tcopy_source_read(leader->src, leader->rbuf,
 						  (int) Min(leader->rcap, (size_t) LEADER_READ_BYTES));
 	pgstat_progress_update_param(PROGRESS_COPY_BYTES_PROCESSED,
@@ -236,10 +253,10 @@ leader_refill(CopyLeader *leader)
 	if (n == 0)
 	{
 		leader->input_eof = true;
-		return false;
+		return REFILL_EOF;
 	}
 	leader->rlen = n;
-	return true;
+	return REFILL_DATA;
 }
 
 /* Try the pending message again; true once it is sent (or cannot be). */
@@ -262,15 +279,22 @@ static bool
 leader_next_message(CopyLeader *leader)
 {
 	PendingSend *p = &leader->pending;
+	LeaderRefill refill = REFILL_DATA;
 
 	if (leader->all_sent)
 		return false;
 	p->worker = leader->next_chunk % leader->nworkers;
 	p->flush = false;
 	p->iovcnt = 1;
+	if (leader->rpos == leader->rlen && !(leader->chunk_open && leader->chunk_cut))
+	{
+		refill = leader_refill(leader);
+		if (refill == REFILL_WAIT)
+			return false;
+	}
 	if (!leader->chunk_open)
 	{
-		if (leader->rpos == leader->rlen && !leader_refill(leader))
+		if (refill == REFILL_EOF)
 		{
 			int			i;
 
@@ -289,8 +313,7 @@ leader_next_message(CopyLeader *leader)
 		leader->chunk_cut = false;
 		leader->chunk_bytes = 0;
 	}
-	else if (!leader->chunk_cut &&
-			 (leader->rpos < leader->rlen || leader_refill(leader)))
+	else if (!leader->chunk_cut && refill != REFILL_EOF)
 	{
 		size_t		avail = Min(leader->rlen - leader->rpos, (size_t) TCOPY_PARALLEL_PIECE_BYTES);
 		size_t		want = (size_t) tcopy_copy_chunk_bytes;
@@ -491,10 +514,18 @@ leader_run(CopyLeader *leader)
 		}
 		if (!progress)
 		{
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1,
-							 WAIT_EVENT_MQ_RECEIVE);
+			int			events = WL_LATCH_SET | WL_EXIT_ON_PM_DEATH;
+			pgsocket	fd = PGINVALID_SOCKET;
+
+			if (leader->input_wait)
+			{
+				events |= WL_SOCKET_READABLE;
+				fd = fileno(leader->src->copy_file);
+			}
+			(void) WaitLatchOrSocket(MyLatch, events, fd, -1, WAIT_EVENT_MQ_RECEIVE);
 			ResetLatch(MyLatch);
 		}
+		leader->input_wait = false;
 	}
 }
 
@@ -660,6 +691,9 @@ tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 		return TCOPY_PARALLEL_SERIAL;
 	}
 
+	ereport(DEBUG1,
+			(errmsg_internal("tcopy: COPY %s parsed by %d parallel workers",
+							 relname, leader.nworkers)));
 	for (int i = 0; i < leader.nworkers; i++)
 	{
 		shm_mq_set_handle(leader.in[i], leader.pcxt->worker[i].bgwhandle);

@@ -17,6 +17,7 @@
  */
 #include "tcopy.h"
 
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -145,6 +146,25 @@ tcopy_source_read(CopyFromState src, char *buf, int maxread)
 	}
 	src->bytes_processed += nread;
 	return nread;
+}
+
+/*
+ * Whether tcopy_source_read would return at once: bytes buffered, or a file
+ * or pipe with something to read (or its end).  The client's messages are
+ * always read as they come.
+ */
+bool
+tcopy_source_ready(CopyFromState src)
+{
+	struct pollfd pfd;
+
+	if (src->raw_buf_index < src->raw_buf_len || src->copy_src != COPY_FILE ||
+		src->raw_reached_eof)
+		return true;
+	pfd.fd = fileno(src->copy_file);
+	pfd.events = POLLIN;
+	pfd.revents = 0;
+	return poll(&pfd, 1, 0) != 0;	/* an error: let read() report it */
 }
 
 /*
