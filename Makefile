@@ -26,7 +26,7 @@ TC_MAKE = $(MAKE) SANITIZE=0 FUZZ=0 BUILD=$(abspath $(TC_BUILD)) WERROR=$(WERROR
 MODULE_big = tcopy
 OBJS = $(addprefix src/ext/,tcopy.o option.o connection.o xact.o xact_drop.o \
 	codec.o forms.o keys.o batch.o batch_wire.o batch_protobuf.o writer.o fdw.o fdw_scan.o \
-	fdw_analyze.o fdw_estimate.o fdw_modify.o copy.o copy_bad_rows.o copy_fields.o copy_route.o rename.o enum_labels.o hook.o records.o \
+	fdw_analyze.o fdw_estimate.o fdw_modify.o copy.o copy_bad_rows.o copy_fields.o copy_route.o copy_source.o copy_chunks.o copy_parallel.o copy_worker.o rename.o enum_labels.o hook.o records.o \
 	recovery.o recovery_worker.o load_id.o duplicate_key.o row_lines.o truncated.o row_locks.o key_range.o fdw_direct.o)
 PGFILEDESC = "tcopy - foreign-data wrapper for tserver tables"
 EXTENSION = tcopy

@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
 	make gcc
 	postgresql-15 postgresql-server-dev-15	# the extension (PGXS) and its tests
+	libkrb5-dev								# gssapi.h, which the server's libpq headers include
 	librocksdb-dev							# the tserver's store
 	libprotobuf-c-dev protobuf-c-compiler	# wire protocol
 	libgoogle-perftools-dev					# tcmalloc for the tserver

@@ -321,8 +321,9 @@ copy_read_row_or_skip(CopyRowState *state, TcopyBadRows *bad_rows, bool *skipped
  */
 static uint64
 copy_rows(ParseState *pstate, const CopyStmt *stmt, Relation rel, List *where,
-		  const TcopyOnConflict *on_conflict)
+		  const TcopyOnConflict *on_conflict, int workers)
 {
+	CopyFromState source = NULL;	/* read by state.cstate's replay */
 	bool		partitioned = rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE;
 	TcopyRelCodec *codec = NULL;
 	CopyRowState state = {0};
@@ -345,6 +346,10 @@ copy_rows(ParseState *pstate, const CopyStmt *stmt, Relation rel, List *where,
 		ExecInitRangeTable(estate, pstate->p_rtable);
 	if (partitioned)
 	{
+		if (workers > 0)
+			ereport(DEBUG1,
+					(errmsg_internal("tcopy: COPY %s parsed by the backend alone: a partitioned table",
+									 RelationGetRelationName(rel))));
 		/* the partitions' codecs and writers come with routing */
 		state.route = tcopy_route_begin(rel, estate, state.cstate,
 										where == NIL && tcopy_raw_fields, on_conflict);
@@ -355,6 +360,36 @@ copy_rows(ParseState *pstate, const CopyStmt *stmt, Relation rel, List *where,
 		codec = tcopy_rel_codec(rel, GetUserId());
 		if (on_conflict != NULL)
 			codec->options.on_conflict = *on_conflict;
+		/* prepare_copy_from's entry: the columns copied */
+		tcopy_codec_set_inserted_cols(codec, InvalidOid,
+									  linitial_node(RangeTblEntry, pstate->p_rtable)->insertedCols);
+		state.writer = tcopy_writer_begin(codec);
+		if (!rel->rd_rel->relispartition && !bad_rows.ignore)
+		{
+			CopyFromState replay = NULL;
+
+			switch (tcopy_copy_parallel(pstate, rel, state.cstate, options, stmt->attlist,
+										where, state.writer, workers, &replay, &processed))
+			{
+				case TCOPY_PARALLEL_DONE:
+					tcopy_writer_finish(state.writer);
+					tcopy_writer_free(state.writer);
+					EndCopyFrom(state.cstate);
+					FreeExecutorState(estate);
+					return processed;
+				case TCOPY_PARALLEL_SERIAL:
+					source = state.cstate;
+					state.cstate = replay;
+					break;
+				case TCOPY_PARALLEL_NOT_TRIED:
+					break;
+			}
+		}
+		else if (workers > 0)
+			ereport(DEBUG1,
+					(errmsg_internal("tcopy: COPY %s parsed by the backend alone: %s",
+									 RelationGetRelationName(rel),
+									 bad_rows.ignore ? "ON_ERROR ignore" : "the table is a partition")));
 		if (rel->rd_rel->relispartition)
 		{
 			state.partition = makeNode(ResultRelInfo);
@@ -362,10 +397,6 @@ copy_rows(ParseState *pstate, const CopyStmt *stmt, Relation rel, List *where,
 		}
 		else if (where == NIL && tcopy_raw_fields)
 			state.plan = tcopy_field_plan(state.cstate, codec);
-		/* prepare_copy_from's entry: the columns copied */
-		tcopy_codec_set_inserted_cols(codec, InvalidOid,
-									  linitial_node(RangeTblEntry, pstate->p_rtable)->insertedCols);
-		state.writer = tcopy_writer_begin(codec);
 	}
 	if (where != NIL)
 		state.qual = ExecPrepareQual(where, estate);
@@ -420,6 +451,12 @@ copy_rows(ParseState *pstate, const CopyStmt *stmt, Relation rel, List *where,
 	tcopy_bad_rows_end(&bad_rows);
 	ExecDropSingleTupleTableSlot(state.slot);
 	EndCopyFrom(state.cstate);
+	if (source != NULL)
+	{
+		/* after "\.", the client's data to its end, as Postgres' reader */
+		tcopy_source_drain(source);
+		EndCopyFrom(source);
+	}
 	FreeExecutorState(estate);
 	return processed;
 }
@@ -475,6 +512,8 @@ tcopy_copy_from(const CopyStmt *stmt, const char *query_string,
 	CopyStmt	copy;
 	DefElem    *load_id_def;
 	DefElem    *on_conflict_def;
+	DefElem    *workers_def;
+	int			workers;
 	char	   *load_id = NULL;
 	TcopyOnConflict on_conflict = TCOPY_ON_CONFLICT_ERROR;	/* when given */
 
@@ -505,6 +544,8 @@ tcopy_copy_from(const CopyStmt *stmt, const char *query_string,
 	copy = *stmt;
 	load_id_def = copy_take_option(pstate, &copy.options, "load_id");
 	on_conflict_def = copy_take_option(pstate, &copy.options, "on_conflict");
+	workers_def = copy_take_option(pstate, &copy.options, "workers");
+	workers = workers_def != NULL ? tcopy_copy_workers_of(workers_def) : tcopy_copy_workers;
 	if (load_id_def != NULL)
 	{
 		load_id = defGetString(load_id_def);
@@ -521,11 +562,12 @@ tcopy_copy_from(const CopyStmt *stmt, const char *query_string,
 				 errhint("Load each partition with a label of its own.")));
 	if (!tcopy_relation_is_accelerable(rel))
 	{
-		if (load_id != NULL || on_conflict_def != NULL)
+		if (load_id != NULL || on_conflict_def != NULL || workers_def != NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("COPY option %s is not supported for foreign table \"%s\"",
-							load_id != NULL ? "load_id" : "on_conflict",
+							load_id != NULL ? "load_id" :
+							on_conflict_def != NULL ? "on_conflict" : "workers",
 							RelationGetRelationName(rel)),
 					 errdetail("A tcopy table with triggers or stored generated columns is loaded by Postgres' COPY, row by row.")));
 		free_parsestate(pstate);
@@ -540,7 +582,7 @@ tcopy_copy_from(const CopyStmt *stmt, const char *query_string,
 	}
 	else
 		*processed = copy_rows(pstate, &copy, rel, where,
-							   on_conflict_def != NULL ? &on_conflict : NULL);
+							   on_conflict_def != NULL ? &on_conflict : NULL, workers);
 	free_parsestate(pstate);
 	table_close(rel, NoLock);
 	return true;

@@ -21,6 +21,9 @@ bool		tcopy_raw_fields = true;
 int			tcopy_batch_rows = TC_BATCH_ROWS_DEFAULT;
 int			tcopy_batch_kb = TC_BATCH_KB_DEFAULT;
 int			tcopy_copy_batch_memory_kb = 64 * 1024;
+int			tcopy_copy_workers = 2;
+int			tcopy_copy_parallel_threshold_kb = 4 * 1024;
+int			tcopy_copy_chunk_bytes = 1024 * 1024;
 int			tcopy_max_frame_mb = TC_FRAME_MAX_DEFAULT / (1024 * 1024);
 int			tcopy_window = 4;
 int			tcopy_connect_timeout = 10;
@@ -144,6 +147,36 @@ tcopy_define_gucs(void)
 							1024, MAX_KILOBYTES,
 							PGC_USERSET,
 							GUC_UNIT_KB,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("tcopy.copy_workers",
+							"Sets the parallel workers that parse a COPY FROM into a tcopy table.",
+							"0 parses in the backend alone.  The COPY option workers overrides it.",
+							&tcopy_copy_workers,
+							2,
+							0, 64,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("tcopy.copy_parallel_threshold",
+							"Sets the input below which a COPY is parsed by the backend alone.",
+							"The backend reads this much of the input before it starts workers.",
+							&tcopy_copy_parallel_threshold_kb,
+							4 * 1024,
+							0, 1024 * 1024,
+							PGC_USERSET,
+							GUC_UNIT_KB,
+							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("tcopy.copy_chunk_bytes",
+							"Sets the input a parallel COPY hands to a worker at a time.",
+							"A chunk ends at the first row end past this size.",
+							&tcopy_copy_chunk_bytes,
+							1024 * 1024,
+							1, 64 * 1024 * 1024,
+							PGC_USERSET,
+							GUC_UNIT_BYTE,
 							NULL, NULL, NULL);
 
 	DefineCustomIntVariable("tcopy.max_frame_mb",

@@ -742,9 +742,19 @@ typedef struct TcopyWriter
 	/* a partition a COPY routes rows to (copy_route.c) */
 	bool		routed;			/* the COPY has seen it */
 	struct TcopyFieldTarget *route_target;	/* the raw fields' target, or NULL */
+
+	/* a parallel COPY's worker: batches go here, not to a tserver */
+	void		(*sink) (struct TcopyWriter *writer);
 } TcopyWriter;
 
 extern TcopyWriter *tcopy_writer_begin(TcopyRelCodec *codec);
+extern TcopyWriter *tcopy_writer_begin_detached(TcopyRelCodec *codec,
+												void (*sink) (TcopyWriter *writer));
+/* Send the batch built so far. */
+extern void tcopy_writer_flush(TcopyWriter *writer);
+/* Send a batch of rows a parallel COPY's worker encoded. */
+extern void tcopy_writer_send_encoded(TcopyWriter *writer, const char *rows, size_t len,
+									  uint32 nrows, const TcopyLineRun *runs, int nruns);
 extern void tcopy_writer_add(TcopyWriter *writer, Datum *values, bool *nulls);
 extern void tcopy_writer_set_kind(TcopyWriter *writer, Tcopy__WriteKind kind);
 /* Add writer->row, filled by the caller. */
@@ -897,6 +907,68 @@ extern bool tcopy_copy_from(const struct CopyStmt *stmt, const char *query_strin
 							struct QueryEnvironment *query_env, uint64 *processed);
 /* Whether rel has nothing that needs Postgres' COPY: triggers, generated columns. */
 extern bool tcopy_relation_is_accelerable(Relation rel);
+
+/* in copy_source.c: a COPY's input as bytes, for a parallel COPY's leader */
+struct ParseState;
+struct CopyFromStateData;
+extern int	tcopy_source_read(struct CopyFromStateData *src, char *buf, int maxread);
+extern void tcopy_source_drain(struct CopyFromStateData *src);
+extern struct CopyFromStateData *tcopy_source_replay(struct ParseState *pstate, Relation rel,
+													 struct CopyFromStateData *src,
+													 List *attlist, List *options,
+													 const char *prefix, size_t len);
+
+/* in copy_chunks.c: where a parallel COPY's input may be cut */
+typedef struct TcopyChunkScan
+{
+	char		format;			/* 't' text, 'c' csv, 'b' binary */
+	char		quote;			/* csv */
+	char		escape;			/* csv; '\0' when it is the quote */
+	bool		crnl;			/* lines end in "\r\n" */
+	uint64		lines;			/* the reader's lines in what was scanned */
+
+	/* between calls */
+	bool		backslash;		/* text: a backslash quotes the next byte */
+	bool		in_quote;		/* csv */
+	bool		last_was_esc;	/* csv */
+	bool		bin_done;		/* binary: past the trailer, or garbage */
+	int			bin_need;		/* binary: 2 (a count) or 4 (a length) */
+	int			bin_have;		/* binary: of its bytes in bin_int */
+	uint8		bin_int[4];
+	int			bin_fields;		/* binary: of the row, still to come */
+	uint64		bin_skip;		/* binary: bytes of a field still to come */
+} TcopyChunkScan;
+
+extern void tcopy_chunk_scan_init(TcopyChunkScan *scan, char format, char quote,
+								  char escape, bool crnl);
+extern size_t tcopy_chunk_scan(TcopyChunkScan *scan, const char *buf, size_t len,
+							   size_t min, bool *cut);
+
+/* in copy_parallel.c: a COPY parsed by parallel workers */
+extern int	tcopy_copy_workers;	/* tcopy.copy_workers */
+extern int	tcopy_copy_parallel_threshold_kb;	/* tcopy.copy_parallel_threshold */
+extern int	tcopy_copy_chunk_bytes; /* tcopy.copy_chunk_bytes */
+
+typedef enum TcopyParallelResult
+{
+	TCOPY_PARALLEL_NOT_TRIED,	/* serial: src untouched */
+	TCOPY_PARALLEL_SERIAL,		/* serial after all: *replay reads the input */
+	TCOPY_PARALLEL_DONE			/* loaded: *processed rows */
+} TcopyParallelResult;
+
+/* The value of the COPY's "workers" option, checked. */
+extern int	tcopy_copy_workers_of(DefElem *def);
+
+/*
+ * Load src's rows into writer's table with workers parallel workers (copy.c
+ * has checked the statement); see TcopyParallelResult.
+ */
+extern TcopyParallelResult tcopy_copy_parallel(struct ParseState *pstate, Relation rel,
+											   struct CopyFromStateData *src,
+											   List *options, List *attlist, List *where,
+											   TcopyWriter *writer, int workers,
+											   struct CopyFromStateData **replay,
+											   uint64 *processed);
 
 /* in copy_bad_rows.c: ON_ERROR, LOG_VERBOSITY, REJECT_LIMIT, reject_table */
 typedef enum TcopyLogVerbosity

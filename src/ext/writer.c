@@ -23,8 +23,9 @@ writer_release(void *arg)
 	tcopy_batch_free(&writer->batch);
 }
 
-TcopyWriter *
-tcopy_writer_begin(TcopyRelCodec *codec)
+/* A writer of codec's rows, its batch freed with the memory context. */
+static TcopyWriter *
+writer_make(TcopyRelCodec *codec)
 {
 	TcopyWriter *writer = palloc0(sizeof(TcopyWriter));
 	MemoryContextCallback *callback = palloc0(sizeof(MemoryContextCallback));
@@ -39,6 +40,27 @@ tcopy_writer_begin(TcopyRelCodec *codec)
 	callback->func = writer_release;
 	callback->arg = writer;
 	MemoryContextRegisterResetCallback(CurrentMemoryContext, callback);
+	return writer;
+}
+
+/*
+ * A writer whose batches go to sink instead of a tserver: a parallel COPY's
+ * worker (copy_worker.c) hands them to its leader.  sink sees the batch
+ * and its runs of lines before they are reset.
+ */
+TcopyWriter *
+tcopy_writer_begin_detached(TcopyRelCodec *codec, void (*sink) (TcopyWriter *writer))
+{
+	TcopyWriter *writer = writer_make(codec);
+
+	writer->sink = sink;
+	return writer;
+}
+
+TcopyWriter *
+tcopy_writer_begin(TcopyRelCodec *codec)
+{
+	TcopyWriter *writer = writer_make(codec);
 
 	if (tcopy_xact_drops_table(&codec->options))
 		ereport(ERROR,
@@ -63,6 +85,14 @@ writer_flush(TcopyWriter *writer)
 
 	if (nrows == 0)
 		return;
+	if (writer->sink != NULL)
+	{
+		writer->sink(writer);
+		writer->nruns = 0;
+		writer->runs_lost = false;
+		tcopy_batch_reset(&writer->batch);
+		return;
+	}
 	/* the rows' lines first: a duplicate may be reported by this send */
 	if (!writer->conn->null_transport)
 		tcopy_lines_add_batch(writer->conn, writer->line_relname,
@@ -164,6 +194,48 @@ tcopy_writer_add(TcopyWriter *writer, Datum *values, bool *nulls)
 {
 	tcopy_encode_row(writer->codec, values, nulls, &writer->row);
 	tcopy_writer_add_row(writer);
+}
+
+/* Send the batch being built now: a parallel COPY's chunk ends. */
+void
+tcopy_writer_flush(TcopyWriter *writer)
+{
+	writer_flush(writer);
+}
+
+/*
+ * Send a batch a parallel COPY's worker encoded (copy_parallel.c): nrows
+ * rows in the wire encoding (rows, len bytes) with their runs of lines
+ * (NULL: not known), as the writer's own next batch.
+ */
+void
+tcopy_writer_send_encoded(TcopyWriter *writer, const char *rows, size_t len,
+						  uint32 nrows, const TcopyLineRun *runs, int nruns)
+{
+	TcopyBatch *batch = &writer->batch;
+
+	Assert(batch->nrows == 0 && batch->encoder == TCOPY_ENCODER_WIRE);
+	if (!tc_buf_reserve(&batch->packed, TC_WIRE_BATCH_HEADER_MAX + len))
+		tcopy_batch_out_of_memory();
+	memcpy(batch->packed.data + TC_WIRE_BATCH_HEADER_MAX, rows, len);
+	batch->packed.len = TC_WIRE_BATCH_HEADER_MAX + len;
+	batch->payload_bytes = batch->packed.len;
+	batch->nrows = nrows;
+	if (runs == NULL)
+		writer->runs_lost = true;
+	else
+	{
+		if (writer->runs_cap < nruns)
+		{
+			writer->runs = writer->runs == NULL ?
+				MemoryContextAlloc(GetMemoryChunkContext(writer), nruns * sizeof(TcopyLineRun)) :
+				repalloc(writer->runs, nruns * sizeof(TcopyLineRun));
+			writer->runs_cap = nruns;
+		}
+		memcpy(writer->runs, runs, nruns * sizeof(TcopyLineRun));
+		writer->nruns = nruns;
+	}
+	writer_flush(writer);
 }
 
 void

@@ -1,0 +1,265 @@
+/*
+ * copy_chunks.c
+ *		Where a parallel COPY's input may be cut into chunks: the ends of its
+ *		rows, found as Postgres' COPY reader finds them, and the lines it
+ *		counts up to there.
+ *
+ * The leader (copy_parallel.c) scans the raw input as it reads it, and
+ * cuts a chunk at the first row end past the chunk size.  A worker's
+ * reader starts each chunk with cur_lineno set to the lines before it, so
+ * the count must be the reader's own (CopyReadLineText, NextCopyFrom):
+ *
+ * - text: a row ends at a newline that no backslash escapes (a backslash
+ *   quotes the next byte, a newline too); one line a row;
+ * - csv: a row ends at a newline outside quotes, the quote state kept with
+ *   the reader's own rules (the escape counts inside quotes only, before a
+ *   quote or itself); one line a row, and one more for each end-of-line
+ *   byte inside quotes ("\n", or "\r" when lines end in "\r\n");
+ * - binary: a row is a field count and its fields, each a length and that
+ *   many bytes; one line a row.  After the trailer (a count of -1), or a
+ *   count or length the reader refuses, nothing is cut any more: the rest
+ *   goes to the chunk that will report it.
+ *
+ * Lines ending in "\r" alone are not scanned (the reader looks past a
+ * "\r" for a "\n", so a chunk cannot end there): such a COPY is serial.
+ * Text and csv are scanned as raw bytes, before any encoding conversion,
+ * which is right for encodings whose multibyte characters never hold an
+ * ASCII byte; the others (PG_ENCODING_IS_CLIENT_ONLY) are serial too.
+ * Rows that the reader refuses cut where the scan says; the first error
+ * comes from the first chunk holding one, with the lines before it right.
+ */
+#include "tcopy.h"
+
+#include "port/pg_bswap.h"
+
+void
+tcopy_chunk_scan_init(TcopyChunkScan *scan, char format, char quote, char escape,
+					  bool crnl)
+{
+	memset(scan, 0, sizeof(*scan));
+	scan->format = format;
+	scan->quote = quote;
+	/* as the reader: an escape that is the quote is no escape */
+	scan->escape = escape == quote ? '\0' : escape;
+	scan->crnl = crnl;
+	scan->bin_need = 2;
+}
+
+/* Whether the newline at buf[nl] ends a text row: no odd run of backslashes before it. */
+static inline bool
+text_newline_ends_row(TcopyChunkScan *scan, const char *buf, size_t start, size_t nl)
+{
+	size_t		run = 0;
+
+	while (nl - run > start && buf[nl - run - 1] == '\\')
+		run++;
+	if (nl - run == start && scan->backslash)
+		run++;					/* a backslash left by the previous call */
+	return run % 2 == 0;
+}
+
+/* The text scan; see tcopy_chunk_scan. */
+static size_t
+scan_text(TcopyChunkScan *scan, const char *buf, size_t len, size_t min, bool *cut)
+{
+	size_t		pos = 0;
+
+	while (pos < len)
+	{
+		const char *nl = memchr(buf + pos, '\n', len - pos);
+		size_t		at;
+
+		if (nl == NULL)
+		{
+			size_t		run = 0;
+
+			/* a backslash at the end quotes the first byte of the next call */
+			while (run < len - pos && buf[len - run - 1] == '\\')
+				run++;
+			scan->backslash = run == len - pos ? (scan->backslash ^ (run % 2 == 1)) : run % 2 == 1;
+			return len;
+		}
+		at = nl - buf;
+		if (text_newline_ends_row(scan, buf, pos, at))
+		{
+			scan->lines++;
+			scan->backslash = false;
+			if (at + 1 >= min)
+			{
+				*cut = true;
+				return at + 1;
+			}
+		}
+		else
+			scan->backslash = false;	/* the escaped newline took it */
+		pos = at + 1;
+	}
+	return len;
+}
+
+/*
+ * The csv scan; see tcopy_chunk_scan.  A stretch up to a newline with no
+ * quote, outside quotes, is one row whatever else it holds; a stretch with
+ * quotes goes byte by byte, as CopyReadLineText goes.
+ */
+static size_t
+scan_csv(TcopyChunkScan *scan, const char *buf, size_t len, size_t min, bool *cut)
+{
+	char		eol_count = scan->crnl ? '\r' : '\n';
+	size_t		pos = 0;
+
+	while (pos < len)
+	{
+		const char *nl = memchr(buf + pos, '\n', len - pos);
+		size_t		end = nl ? (size_t) (nl - buf) : len;
+		size_t		i;
+
+		if (!scan->in_quote && memchr(buf + pos, scan->quote, end - pos) == NULL)
+		{
+			scan->last_was_esc = false;
+			if (nl == NULL)
+				return len;
+			scan->lines++;
+			pos = end + 1;
+			if (pos >= min)
+			{
+				*cut = true;
+				return pos;
+			}
+			continue;
+		}
+		for (i = pos; i < end; i++)
+		{
+			char		c = buf[i];
+
+			if (scan->in_quote && c == scan->escape)
+				scan->last_was_esc = !scan->last_was_esc;
+			if (c == scan->quote && !scan->last_was_esc)
+				scan->in_quote = !scan->in_quote;
+			if (c != scan->escape)
+				scan->last_was_esc = false;
+			if (scan->in_quote && c == eol_count)
+				scan->lines++;
+		}
+		if (nl == NULL)
+			return len;
+		/* the newline itself */
+		scan->last_was_esc = false;
+		pos = end + 1;
+		if (scan->in_quote)
+		{
+			if (!scan->crnl)
+				scan->lines++;
+			continue;
+		}
+		scan->lines++;
+		if (pos >= min)
+		{
+			*cut = true;
+			return pos;
+		}
+	}
+	return len;
+}
+
+/* The binary scan; see tcopy_chunk_scan. */
+static size_t
+scan_binary(TcopyChunkScan *scan, const char *buf, size_t len, size_t min, bool *cut)
+{
+	size_t		pos = 0;
+
+	if (scan->bin_done)
+		return len;
+	while (pos < len)
+	{
+		size_t		n;
+
+		if (scan->bin_skip > 0)
+		{
+			n = Min((uint64) (len - pos), scan->bin_skip);
+			scan->bin_skip -= n;
+			pos += n;
+			if (scan->bin_skip > 0)
+				return len;
+		}
+		else
+		{
+			/* a count (2 bytes) or a length (4), perhaps over two calls */
+			n = Min(len - pos, (size_t) (scan->bin_need - scan->bin_have));
+			memcpy(scan->bin_int + scan->bin_have, buf + pos, n);
+			scan->bin_have += n;
+			pos += n;
+			if (scan->bin_have < scan->bin_need)
+				return len;
+			scan->bin_have = 0;
+			if (scan->bin_need == 2)
+			{
+				int16		count;
+
+				memcpy(&count, scan->bin_int, 2);
+				count = (int16) pg_ntoh16(count);
+				if (count < 0)
+				{
+					/* the trailer, or a count the reader refuses */
+					scan->bin_done = true;
+					return len;
+				}
+				scan->bin_fields = count;
+			}
+			else
+			{
+				int32		flen;
+
+				memcpy(&flen, scan->bin_int, 4);
+				flen = (int32) pg_ntoh32(flen);
+				if (flen < -1)
+				{
+					scan->bin_done = true;
+					return len;
+				}
+				scan->bin_fields--;
+				if (flen > 0)
+				{
+					scan->bin_skip = flen;
+					scan->bin_need = 4;
+					continue;
+				}
+			}
+		}
+		if (scan->bin_fields > 0)
+		{
+			scan->bin_need = 4;
+			continue;
+		}
+		/* the row's last field, or a row of none */
+		scan->bin_need = 2;
+		scan->lines++;
+		if (pos >= min)
+		{
+			*cut = true;
+			return pos;
+		}
+	}
+	return len;
+}
+
+/*
+ * Scan buf[0..len), which follows what earlier calls scanned: stop just
+ * past the first row end at an offset of at least min and set *cut, or
+ * scan it all.  Returns the bytes scanned; scan->lines has counted the
+ * lines in them.
+ */
+size_t
+tcopy_chunk_scan(TcopyChunkScan *scan, const char *buf, size_t len, size_t min, bool *cut)
+{
+	*cut = false;
+	switch (scan->format)
+	{
+		case 't':
+			return scan_text(scan, buf, len, min, cut);
+		case 'c':
+			return scan_csv(scan, buf, len, min, cut);
+		default:
+			return scan_binary(scan, buf, len, min, cut);
+	}
+}

@@ -1,0 +1,676 @@
+/*
+ * copy_parallel.c
+ *		A COPY FROM into a tcopy table parsed by parallel workers: the
+ *		leader's side.
+ *
+ * The leader reads the input (copy_source.c), cuts it into chunks at row
+ * ends (copy_chunks.c), and hands chunk k to worker k % n through that
+ * worker's input queue; the worker (copy_worker.c) parses it with Postgres'
+ * COPY reader and encodes its rows into batches, which come back through
+ * its output queue.  The leader reads the output queues in chunk order and
+ * sends each batch on the transaction's write session as its own: the
+ * tserver receives the rows in input order, as from a serial COPY, so the
+ * rule for equal keys, the lines of a duplicate's CONTEXT, a sorted load's
+ * direct path and the transaction are unchanged.  An error a worker met is
+ * raised when its chunk's turn comes, so the first error in the input is
+ * the one reported.  The design, and where a COPY stays serial, is in
+ * docs/parallel.md.
+ */
+#include "tcopy.h"
+#include "copy_parallel.h"
+
+#include "access/parallel.h"
+#include "access/xact.h"
+#include "catalog/pg_proc.h"
+#include "commands/copy.h"
+#include "commands/copyfrom_internal.h"
+#include "commands/defrem.h"
+#include "commands/progress.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "pgstat.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "utils/lsyscache.h"
+#include "utils/wait_event.h"
+
+/* The most workers one COPY may ask for. */
+#define TCOPY_COPY_WORKERS_MAX 64
+
+/* What the leader reads at a time once the COPY is parallel. */
+#define LEADER_READ_BYTES (256 * 1024)
+
+/* The header a binary replay starts with (copy_worker.c has the same). */
+static const char binary_header[19] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0";
+
+/* The COPY's "workers" option: a number of workers, 0 for none. */
+int
+tcopy_copy_workers_of(DefElem *def)
+{
+	int			workers = defGetInt32(def);
+
+	if (workers < 0 || workers > TCOPY_COPY_WORKERS_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("COPY option \"workers\" must be between 0 and %d",
+						TCOPY_COPY_WORKERS_MAX)));
+	return workers;
+}
+
+/* check_functions_in_node's test: a function a worker may not run. */
+static bool
+function_not_parallel_safe(Oid func_id, void *context)
+{
+	return func_parallel(func_id) != PROPARALLEL_SAFE;
+}
+
+static bool
+expr_not_parallel_safe_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (check_functions_in_node(node, function_not_parallel_safe, context))
+		return true;
+	/* an identity column's default: nextval() by another name */
+	if (IsA(node, NextValueExpr) || IsA(node, SubLink) || IsA(node, SubPlan) ||
+		IsA(node, Param))
+		return true;
+	return expression_tree_walker(node, expr_not_parallel_safe_walker, context);
+}
+
+/* Whether workers may evaluate node: parallel safe and not volatile. */
+static bool
+expr_parallel_safe(Node *node)
+{
+	return !contain_volatile_functions(node) &&
+		!expr_not_parallel_safe_walker(node, NULL);
+}
+
+/*
+ * Why src's COPY must be parsed by the backend alone, or NULL: what the
+ * workers would do that they may not, or what the chunks cannot carry.
+ */
+static const char *
+parallel_refusal(CopyFromState src, List *where)
+{
+	ListCell   *lc;
+	int			i;
+
+	if (tcopy_encoder != TCOPY_ENCODER_WIRE)
+		return "tcopy.encoder is not wire";
+	if (!src->opts.binary && PG_ENCODING_IS_CLIENT_ONLY(src->file_encoding))
+		return psprintf("encoding %s may hold ASCII bytes in its characters",
+						pg_encoding_to_char(src->file_encoding));
+	if (!expr_parallel_safe((Node *) where))
+		return "the WHERE clause is not parallel safe";
+	for (i = 0; i < src->num_defaults; i++)
+		if (!expr_parallel_safe((Node *) src->defexprs[i]->expr))
+			return "a default of a column not copied is volatile or not parallel safe";
+	foreach(lc, src->attnumlist)
+	{
+		FmgrInfo   *input = &src->in_functions[lfirst_int(lc) - 1];
+
+		if (func_parallel(input->fn_oid) != PROPARALLEL_SAFE)
+			return "a column's input function is not parallel safe";
+	}
+	return NULL;
+}
+
+/*
+ * The line ends of a text or csv input, from its first line as the reader
+ * finds them: EOL_NL, EOL_CRNL, EOL_CR, or EOL_UNKNOWN when buf has none.
+ */
+static EolType
+first_line_end(CopyFromState src, const char *buf, size_t len)
+{
+	bool		csv = src->opts.csv_mode;
+	char		quote = csv ? src->opts.quote[0] : '\0';
+	char		escape = csv ? src->opts.escape[0] : '\0';
+	bool		in_quote = false;
+	bool		last_was_esc = false;
+	size_t		i;
+
+	if (escape == quote)
+		escape = '\0';
+	for (i = 0; i < len; i++)
+	{
+		char		c = buf[i];
+
+		if (csv)
+		{
+			if (in_quote && c == escape)
+				last_was_esc = !last_was_esc;
+			if (c == quote && !last_was_esc)
+				in_quote = !in_quote;
+			if (c != escape)
+				last_was_esc = false;
+			if (in_quote)
+				continue;
+		}
+		else if (c == '\\')
+		{
+			i++;				/* a backslash quotes the next byte */
+			continue;
+		}
+		if (c == '\n')
+			return EOL_NL;
+		if (c == '\r')
+			return i + 1 == len ? EOL_UNKNOWN : buf[i + 1] == '\n' ? EOL_CRNL : EOL_CR;
+	}
+	return EOL_UNKNOWN;
+}
+
+/* A message to a worker that shm_mq has not taken whole yet. */
+typedef struct PendingSend
+{
+	bool		active;
+	int			worker;
+	shm_mq_iovec iov[2];
+	int			iovcnt;
+	bool		flush;
+	char		type;			/* the header's storage */
+	TcopyChunkBegin begin;
+} PendingSend;
+
+/* The leader of a parallel COPY. */
+typedef struct CopyLeader
+{
+	ParallelContext *pcxt;
+	int			nworkers;		/* launched */
+	shm_mq_handle **in;
+	shm_mq_handle **out;
+	CopyFromState src;
+	TcopyWriter *writer;
+
+	/* the input: rbuf[rpos..rlen) read, not yet sent */
+	char	   *rbuf;
+	size_t		rcap;
+	size_t		rlen;
+	size_t		rpos;
+	bool		input_eof;
+	TcopyChunkScan scan;
+
+	/* sending: chunk next_chunk is open or next */
+	uint64		next_chunk;
+	bool		chunk_open;
+	bool		chunk_cut;		/* its last data ended a row past the size */
+	size_t		chunk_bytes;
+	uint64		lines;			/* before the chunk being sent */
+	bool		all_sent;
+	PendingSend pending;
+
+	/* receiving: chunk next_done is the next whose rows go out */
+	uint64		next_done;
+	bool		end_marker;
+	uint64		processed;
+	uint64		excluded;
+	TcopyLineRun *runs;
+	int			runs_cap;
+} CopyLeader;
+
+/* Read more input into the (empty) buffer; false at its end. */
+static bool
+leader_refill(CopyLeader *leader)
+{
+	int			n;
+
+	Assert(leader->rpos == leader->rlen);
+	leader->rpos = leader->rlen = 0;
+	if (leader->input_eof)
+		return false;
+	n = tcopy_source_read(leader->src, leader->rbuf,
+						  (int) Min(leader->rcap, (size_t) LEADER_READ_BYTES));
+	pgstat_progress_update_param(PROGRESS_COPY_BYTES_PROCESSED,
+								 leader->src->bytes_processed);
+	if (n == 0)
+	{
+		leader->input_eof = true;
+		return false;
+	}
+	leader->rlen = n;
+	return true;
+}
+
+/* Try the pending message again; true once it is sent (or cannot be). */
+static bool
+leader_try_send(CopyLeader *leader)
+{
+	PendingSend *p = &leader->pending;
+	shm_mq_result res;
+
+	res = shm_mq_sendv(leader->in[p->worker], p->iov, p->iovcnt, true, p->flush);
+	if (res == SHM_MQ_WOULD_BLOCK)
+		return false;
+	/* a worker that detached failed: its chunk's turn will say how */
+	p->active = false;
+	return true;
+}
+
+/* Make the next message to a worker pending; false when none is left. */
+static bool
+leader_next_message(CopyLeader *leader)
+{
+	PendingSend *p = &leader->pending;
+
+	if (leader->all_sent)
+		return false;
+	p->worker = leader->next_chunk % leader->nworkers;
+	p->flush = false;
+	p->iovcnt = 1;
+	if (!leader->chunk_open)
+	{
+		if (leader->rpos == leader->rlen && !leader_refill(leader))
+		{
+			int			i;
+
+			/* the end: each worker ends once its queue is empty */
+			for (i = 0; i < leader->nworkers; i++)
+				shm_mq_detach(leader->in[i]);
+			leader->all_sent = true;
+			return false;
+		}
+		p->begin.type = TCOPY_MSG_CHUNK;
+		p->begin.lines_before = leader->lines;
+		p->iov[0].data = (const char *) &p->begin;
+		p->iov[0].len = sizeof(p->begin);
+		leader->chunk_open = true;
+		leader->chunk_cut = false;
+		leader->chunk_bytes = 0;
+	}
+	else if (!leader->chunk_cut &&
+			 (leader->rpos < leader->rlen || leader_refill(leader)))
+	{
+		size_t		avail = Min(leader->rlen - leader->rpos, (size_t) TCOPY_PARALLEL_PIECE_BYTES);
+		size_t		want = (size_t) tcopy_copy_chunk_bytes;
+		size_t		n;
+
+		n = tcopy_chunk_scan(&leader->scan, leader->rbuf + leader->rpos, avail,
+							 leader->chunk_bytes < want ? want - leader->chunk_bytes : 0,
+							 &leader->chunk_cut);
+		p->type = TCOPY_MSG_DATA;
+		p->iov[0].data = &p->type;
+		p->iov[0].len = 1;
+		p->iov[1].data = leader->rbuf + leader->rpos;
+		p->iov[1].len = n;
+		p->iovcnt = 2;
+		leader->rpos += n;
+		leader->chunk_bytes += n;
+	}
+	else
+	{
+		/* cut past the size, or the input's end */
+		p->type = TCOPY_MSG_CHUNK_END;
+		p->iov[0].data = &p->type;
+		p->iov[0].len = 1;
+		p->flush = true;
+		leader->lines += leader->scan.lines;
+		leader->scan.lines = 0;
+		leader->chunk_open = false;
+		leader->next_chunk++;
+	}
+	p->active = true;
+	return true;
+}
+
+/* Raise the error a worker sent in its chunk's place. */
+static void
+leader_raise(const char *data, size_t len)
+{
+	TcopyErrorHeader header;
+	ErrorData	edata = {0};
+	char	   *fields[TCOPY_ERROR_NFIELDS];
+	const char *s = data + sizeof(header);
+	const char *end = data + len;
+	int			i;
+
+	if (len < sizeof(header))
+		elog(ERROR, "truncated error message from a parallel COPY worker");
+	memcpy(&header, data, sizeof(header));
+	for (i = 0; i < TCOPY_ERROR_NFIELDS; i++)
+	{
+		size_t		n = strnlen(s, end - s);
+
+		if (s + n >= end)
+			elog(ERROR, "truncated error message from a parallel COPY worker");
+		fields[i] = n > 0 ? pstrdup(s) : NULL;
+		s += n + 1;
+	}
+	edata.elevel = ERROR;
+	edata.sqlerrcode = header.sqlerrcode;
+	edata.cursorpos = header.cursorpos;
+	edata.message = fields[0];
+	edata.detail = fields[1];
+	edata.detail_log = fields[2];
+	edata.hint = fields[3];
+	edata.context = fields[4];
+	edata.schema_name = fields[5];
+	edata.table_name = fields[6];
+	edata.column_name = fields[7];
+	edata.datatype_name = fields[8];
+	edata.constraint_name = fields[9];
+	edata.filename = __FILE__;
+	edata.lineno = __LINE__;
+	edata.funcname = PG_FUNCNAME_MACRO;
+	/* the worker's CONTEXT is the COPY's; callers' contexts go after it */
+	ThrowErrorData(&edata);
+}
+
+/* Send a batch a worker encoded on the session, as the writer's. */
+static void
+leader_send_batch(CopyLeader *leader, const char *data, size_t len)
+{
+	TcopyBatchHeader header;
+	const TcopyParallelRun *runs;
+	size_t		runs_len;
+	int			i;
+
+	if (len < sizeof(header))
+		elog(ERROR, "truncated batch from a parallel COPY worker");
+	memcpy(&header, data, sizeof(header));
+	runs_len = (size_t) header.nruns * sizeof(TcopyParallelRun);
+	if (len < sizeof(header) + runs_len)
+		elog(ERROR, "truncated batch from a parallel COPY worker");
+	runs = (const TcopyParallelRun *) (data + sizeof(header));
+	if (leader->runs_cap < (int) header.nruns)
+	{
+		leader->runs = leader->runs == NULL ?
+			palloc(header.nruns * sizeof(TcopyLineRun)) :
+			repalloc(leader->runs, header.nruns * sizeof(TcopyLineRun));
+		leader->runs_cap = header.nruns;
+	}
+	for (i = 0; i < (int) header.nruns; i++)
+	{
+		TcopyParallelRun run;
+
+		memcpy(&run, &runs[i], sizeof(run));
+		leader->runs[i].row = run.row;
+		leader->runs[i].line = run.line;
+		leader->runs[i].relname = NULL;
+	}
+	/* no runs: more than a batch keeps, so not known */
+	tcopy_writer_send_encoded(leader->writer, data + sizeof(header) + runs_len,
+							  len - sizeof(header) - runs_len, header.nrows,
+							  header.nruns > 0 ? leader->runs : NULL, header.nruns);
+	leader->processed += header.nrows;
+	pgstat_progress_update_param(PROGRESS_COPY_TUPLES_PROCESSED, leader->processed);
+}
+
+/*
+ * Take the workers' messages in chunk order, as long as some are there;
+ * true when any was taken.
+ */
+static bool
+leader_receive(CopyLeader *leader)
+{
+	bool		progress = false;
+
+	while (!leader->end_marker &&
+		   (leader->next_done < leader->next_chunk ||
+			(leader->chunk_open && leader->next_done == leader->next_chunk)))
+	{
+		int			w = leader->next_done % leader->nworkers;
+		shm_mq_result res;
+		Size		nbytes;
+		void	   *data;
+		TcopyChunkDone done;
+
+		res = shm_mq_receive(leader->out[w], &nbytes, &data, true);
+		if (res == SHM_MQ_WOULD_BLOCK)
+			break;
+		if (res == SHM_MQ_DETACHED)
+		{
+			/* a worker that died says why on its error queue */
+			HandleParallelMessages();
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg("lost connection to parallel worker")));
+		}
+		progress = true;
+		if (nbytes < 1)
+			elog(ERROR, "empty message from a parallel COPY worker");
+		switch (*(char *) data)
+		{
+			case TCOPY_MSG_BATCH:
+				leader_send_batch(leader, data, nbytes);
+				break;
+			case TCOPY_MSG_DONE:
+				if (nbytes != sizeof(done))
+					elog(ERROR, "bad chunk end from a parallel COPY worker");
+				memcpy(&done, data, sizeof(done));
+				leader->excluded += done.excluded;
+				if (done.excluded > 0)
+					pgstat_progress_update_param(PROGRESS_COPY_TUPLES_EXCLUDED,
+												 leader->excluded);
+				leader->end_marker = done.end_marker;
+				leader->next_done++;
+				break;
+			case TCOPY_MSG_ERROR:
+				leader_raise(data, nbytes);
+				break;
+			default:
+				elog(ERROR, "unexpected message \"%c\" from a parallel COPY worker",
+					 *(char *) data);
+		}
+	}
+	return progress;
+}
+
+/* Send chunks and forward batches until every chunk's rows are out. */
+static void
+leader_run(CopyLeader *leader)
+{
+	for (;;)
+	{
+		bool		progress;
+
+		CHECK_FOR_INTERRUPTS();
+		progress = leader_receive(leader);
+		if (leader->end_marker ||
+			(leader->all_sent && leader->next_done == leader->next_chunk))
+			return;
+		/* as much input as the queues take */
+		while (!leader->end_marker)
+		{
+			if (!leader->pending.active && !leader_next_message(leader))
+				break;
+			if (!leader_try_send(leader))
+				break;
+			progress = true;
+		}
+		if (!progress)
+		{
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1,
+							 WAIT_EVENT_MQ_RECEIVE);
+			ResetLatch(MyLatch);
+		}
+	}
+}
+
+/* Lay out the shared memory: what the workers open, and their queues. */
+static void
+leader_setup_dsm(CopyLeader *leader, List *options, List *attlist, List *where)
+{
+	ParallelContext *pcxt = leader->pcxt;
+	StringInfoData strings;
+	TcopyParallelShared *shared;
+	char	   *queues;
+	Size		queues_len = (Size) 2 * pcxt->nworkers * TCOPY_PARALLEL_QUEUE_BYTES;
+	char	   *s;
+	int			i;
+
+	initStringInfo(&strings);
+	appendStringInfoString(&strings, nodeToString(options));
+	appendStringInfoChar(&strings, '\0');
+	appendStringInfoString(&strings, nodeToString(attlist));
+	appendStringInfoChar(&strings, '\0');
+	appendStringInfoString(&strings, nodeToString(where));
+	appendStringInfoChar(&strings, '\0');
+
+	shm_toc_estimate_chunk(&pcxt->estimator, sizeof(TcopyParallelShared));
+	shm_toc_estimate_chunk(&pcxt->estimator, strings.len);
+	shm_toc_estimate_chunk(&pcxt->estimator, queues_len);
+	shm_toc_estimate_keys(&pcxt->estimator, 3);
+	InitializeParallelDSM(pcxt);
+
+	shared = shm_toc_allocate(pcxt->toc, sizeof(TcopyParallelShared));
+	shared->relid = RelationGetRelid(leader->src->rel);
+	shared->userid = leader->writer->codec->userid;
+	shared->nworkers = pcxt->nworkers;
+	shared->binary = leader->src->opts.binary;
+	shared->eol_type = leader->src->eol_type;
+	shared->options_len = strings.len;
+	shm_toc_insert(pcxt->toc, TCOPY_PARALLEL_KEY_SHARED, shared);
+	s = shm_toc_allocate(pcxt->toc, strings.len);
+	memcpy(s, strings.data, strings.len);
+	shm_toc_insert(pcxt->toc, TCOPY_PARALLEL_KEY_OPTIONS, s);
+	queues = shm_toc_allocate(pcxt->toc, queues_len);
+	shm_toc_insert(pcxt->toc, TCOPY_PARALLEL_KEY_QUEUES, queues);
+
+	leader->in = palloc0(sizeof(shm_mq_handle *) * pcxt->nworkers);
+	leader->out = palloc0(sizeof(shm_mq_handle *) * pcxt->nworkers);
+	for (i = 0; i < pcxt->nworkers; i++)
+	{
+		char	   *base = queues + (Size) 2 * i * TCOPY_PARALLEL_QUEUE_BYTES;
+		shm_mq	   *in = shm_mq_create(base, TCOPY_PARALLEL_QUEUE_BYTES);
+		shm_mq	   *out = shm_mq_create(base + TCOPY_PARALLEL_QUEUE_BYTES,
+										TCOPY_PARALLEL_QUEUE_BYTES);
+
+		shm_mq_set_sender(in, MyProc);
+		leader->in[i] = shm_mq_attach(in, pcxt->seg, NULL);
+		shm_mq_set_receiver(out, MyProc);
+		leader->out[i] = shm_mq_attach(out, pcxt->seg, NULL);
+	}
+}
+
+/*
+ * The options the workers' readers get: src's, with the encoding src
+ * reads in (a worker's client encoding need not be the leader's).
+ */
+static List *
+worker_options(CopyFromState src, List *options)
+{
+	List	   *result = NIL;
+	ListCell   *lc;
+
+	foreach(lc, options)
+	{
+		DefElem    *def = lfirst_node(DefElem, lc);
+
+		if (strcmp(def->defname, "encoding") != 0)
+			result = lappend(result, def);
+	}
+	return lappend(result,
+				   makeDefElem("encoding",
+							   (Node *) makeString(pstrdup(pg_encoding_to_char(src->file_encoding))),
+							   -1));
+}
+
+TcopyParallelResult
+tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
+					List *options, List *attlist, List *where, TcopyWriter *writer,
+					int workers, CopyFromState *replay, uint64 *processed)
+{
+	const char *relname = RelationGetRelationName(rel);
+	const char *refusal = workers == 0 ? "workers is 0" : parallel_refusal(src, where);
+	size_t		threshold = (size_t) tcopy_copy_parallel_threshold_kb * 1024;
+	CopyLeader	leader = {0};
+	char	   *prefix;
+	size_t		header = src->opts.binary ? sizeof(binary_header) : 0;
+
+	if (refusal != NULL)
+	{
+		ereport(DEBUG1,
+				(errmsg_internal("tcopy: COPY %s parsed by the backend alone: %s",
+								 relname, refusal)));
+		return TCOPY_PARALLEL_NOT_TRIED;
+	}
+
+	/* the input's start: is it worth workers, where do its lines end */
+	leader.src = src;
+	leader.writer = writer;
+	leader.rcap = Max(threshold, (size_t) LEADER_READ_BYTES);
+	prefix = palloc(header + leader.rcap);
+	memcpy(prefix, binary_header, header);
+	leader.rbuf = prefix + header;
+	while (leader.rlen < leader.rcap)
+	{
+		int			n = tcopy_source_read(src, leader.rbuf + leader.rlen,
+										  (int) Min(leader.rcap - leader.rlen, (size_t) LEADER_READ_BYTES));
+
+		if (n == 0)
+		{
+			leader.input_eof = true;
+			break;
+		}
+		leader.rlen += n;
+		CHECK_FOR_INTERRUPTS();
+	}
+	pgstat_progress_update_param(PROGRESS_COPY_BYTES_PROCESSED, src->bytes_processed);
+	if (leader.input_eof && leader.rlen < threshold)
+		refusal = "the input is below tcopy.copy_parallel_threshold";
+	else if (!src->opts.binary)
+	{
+		src->eol_type = first_line_end(src, leader.rbuf, leader.rlen);
+		if (src->eol_type == EOL_UNKNOWN)
+			refusal = "no line end in the input's first part";
+		else if (src->eol_type == EOL_CR)
+			refusal = "lines end in \"\\r\" alone";
+	}
+	if (refusal == NULL)
+	{
+		EnterParallelMode();
+		leader.pcxt = CreateParallelContext("tcopy", "tcopy_copy_worker_main", workers);
+		leader_setup_dsm(&leader, worker_options(src, options), attlist, where);
+		LaunchParallelWorkers(leader.pcxt);
+		leader.nworkers = leader.pcxt->nworkers_launched;
+		if (leader.nworkers == 0)
+		{
+			DestroyParallelContext(leader.pcxt);
+			ExitParallelMode();
+			refusal = "no parallel worker could be launched";
+		}
+	}
+	if (refusal != NULL)
+	{
+		ereport(DEBUG1,
+				(errmsg_internal("tcopy: COPY %s parsed by the backend alone: %s",
+								 relname, refusal)));
+		src->eol_type = EOL_UNKNOWN;
+		*replay = tcopy_source_replay(pstate, rel, src, attlist, options, prefix,
+									  header + leader.rlen);
+		return TCOPY_PARALLEL_SERIAL;
+	}
+
+	for (int i = 0; i < leader.nworkers; i++)
+	{
+		shm_mq_set_handle(leader.in[i], leader.pcxt->worker[i].bgwhandle);
+		shm_mq_set_handle(leader.out[i], leader.pcxt->worker[i].bgwhandle);
+	}
+	tcopy_chunk_scan_init(&leader.scan,
+						  src->opts.binary ? 'b' : src->opts.csv_mode ? 'c' : 't',
+						  src->opts.csv_mode ? src->opts.quote[0] : '\0',
+						  src->opts.csv_mode ? src->opts.escape[0] : '\0',
+						  src->eol_type == EOL_CRNL);
+	leader_run(&leader);
+
+	if (leader.end_marker)
+	{
+		/* "\.": the rest is not loaded; the workers are stopped */
+		tcopy_source_drain(src);
+		DestroyParallelContext(leader.pcxt);
+	}
+	else
+	{
+		WaitForParallelWorkersToFinish(leader.pcxt);
+		DestroyParallelContext(leader.pcxt);
+	}
+	ExitParallelMode();
+	ereport(DEBUG1,
+			(errmsg_internal("tcopy: COPY %s: " UINT64_FORMAT " rows parsed by %d parallel workers in " UINT64_FORMAT " chunks",
+							 relname, leader.processed, leader.nworkers, leader.next_done)));
+	*processed = leader.processed;
+	return TCOPY_PARALLEL_DONE;
+}

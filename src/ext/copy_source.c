@@ -1,0 +1,215 @@
+/*
+ * copy_source.c
+ *		A COPY's input as bytes, for the leader of a parallel COPY
+ *		(copy_parallel.c), which cuts it into chunks instead of parsing it.
+ *
+ * BeginCopyFrom opens the source (a server file, a program's pipe, or the
+ * client's CopyData messages, after sending CopyInResponse) and, in binary
+ * format, reads and checks the header; its reader functions are static, so
+ * the bytes after that are read here as Postgres' CopyGetData reads them,
+ * with its messages.  Bytes BeginCopyFrom buffered already come first.
+ *
+ * When the leader decides, having read the start of the input, that the
+ * COPY is to be parsed serially after all (a small input, "\r" line ends,
+ * no worker launched), the bytes it read are replayed to a second
+ * CopyFromState that reads through a callback (tcopy_source_replay_cb):
+ * first those bytes, then the rest of the source.
+ */
+#include "tcopy.h"
+
+#include <sys/stat.h>
+
+#include "commands/copy.h"
+#include "commands/copyfrom_internal.h"
+#include "commands/progress.h"
+#include "libpq/libpq.h"
+#include "libpq/pqformat.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "utils/memutils.h"
+
+/* What CopyGetData does for COPY_FRONTEND: bytes of CopyData messages. */
+static int
+source_read_frontend(CopyFromState src, char *buf, int maxread)
+{
+	StringInfo	msg = src->fe_msgbuf;
+	int			avail;
+
+	while (msg->cursor >= msg->len)
+	{
+		int			mtype;
+		int			maxmsglen;
+
+		if (src->raw_reached_eof)
+			return 0;
+readmessage:
+		HOLD_CANCEL_INTERRUPTS();
+		pq_startmsgread();
+		mtype = pq_getbyte();
+		if (mtype == EOF)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("unexpected EOF on client connection with an open transaction")));
+		switch (mtype)
+		{
+			case 'd':			/* CopyData */
+				maxmsglen = PQ_LARGE_MESSAGE_LIMIT;
+				break;
+			case 'c':			/* CopyDone */
+			case 'f':			/* CopyFail */
+			case 'H':			/* Flush */
+			case 'S':			/* Sync */
+				maxmsglen = PQ_SMALL_MESSAGE_LIMIT;
+				break;
+			default:
+				ereport(ERROR,
+						(errcode(ERRCODE_PROTOCOL_VIOLATION),
+						 errmsg("unexpected message type 0x%02X during COPY from stdin",
+								mtype)));
+				maxmsglen = 0;	/* keep compiler quiet */
+				break;
+		}
+		if (pq_getmessage(msg, maxmsglen))
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("unexpected EOF on client connection with an open transaction")));
+		RESUME_CANCEL_INTERRUPTS();
+		switch (mtype)
+		{
+			case 'd':
+				break;
+			case 'c':
+				src->raw_reached_eof = true;
+				return 0;
+			case 'f':
+				ereport(ERROR,
+						(errcode(ERRCODE_QUERY_CANCELED),
+						 errmsg("COPY from stdin failed: %s",
+								pq_getmsgstring(msg))));
+				break;
+			case 'H':
+			case 'S':
+				/* libpq may send them without noticing the COPY */
+				goto readmessage;
+		}
+	}
+	avail = Min(msg->len - msg->cursor, maxread);
+	pq_copymsgbytes(msg, buf, avail);
+	return avail;
+}
+
+/*
+ * Read up to maxread bytes of src's input into buf: at least one, or 0 at
+ * its end.  src->bytes_processed counts them; the caller reports progress.
+ */
+int
+tcopy_source_read(CopyFromState src, char *buf, int maxread)
+{
+	int			nread;
+
+	/* what BeginCopyFrom read past a binary header */
+	if (src->raw_buf_index < src->raw_buf_len)
+	{
+		nread = Min(maxread, src->raw_buf_len - src->raw_buf_index);
+		memcpy(buf, src->raw_buf + src->raw_buf_index, nread);
+		src->raw_buf_index += nread;
+		return nread;			/* counted when BeginCopyFrom read them */
+	}
+	if (src->copy_src == COPY_FRONTEND)
+		nread = source_read_frontend(src, buf, maxread);
+	else
+	{
+		Assert(src->copy_src == COPY_FILE);
+		if (src->raw_reached_eof)
+			return 0;
+		nread = fread(buf, 1, maxread, src->copy_file);
+		if (ferror(src->copy_file))
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not read from COPY file: %m")));
+		if (nread == 0)
+			src->raw_reached_eof = true;
+	}
+	src->bytes_processed += nread;
+	return nread;
+}
+
+/*
+ * Read the client's data to its CopyDone after the end-of-data marker "\.",
+ * as Postgres' reader does; a file or a program is left unread.
+ */
+void
+tcopy_source_drain(CopyFromState src)
+{
+	char		buf[8192];
+
+	if (src->copy_src != COPY_FRONTEND)
+		return;
+	while (tcopy_source_read(src, buf, sizeof(buf)) > 0)
+		CHECK_FOR_INTERRUPTS();
+}
+
+/* The replay of tcopy_source_replay: the bytes read, then the source. */
+static struct
+{
+	CopyFromState src;
+	const char *prefix;
+	size_t		prefix_len;
+	size_t		prefix_pos;
+} replay;
+
+static int
+tcopy_source_replay_cb(void *outbuf, int minread, int maxread)
+{
+	char	   *out = outbuf;
+	int			total = 0;
+
+	while (total < minread && total < maxread)
+	{
+		int			n;
+
+		if (replay.prefix_pos < replay.prefix_len)
+		{
+			n = Min((size_t) (maxread - total), replay.prefix_len - replay.prefix_pos);
+			memcpy(out + total, replay.prefix + replay.prefix_pos, n);
+			replay.prefix_pos += n;
+		}
+		else
+		{
+			n = tcopy_source_read(replay.src, out + total, maxread - total);
+			if (n == 0)
+				break;
+		}
+		total += n;
+	}
+	return total;
+}
+
+/*
+ * A CopyFromState that reads prefix (len bytes: what the leader read of
+ * src, after a binary header of its own) and then the rest of src, for a
+ * serial COPY after all.  BeginCopyFrom starts pg_stat_progress_copy again:
+ * it keeps src's type and total.
+ */
+CopyFromState
+tcopy_source_replay(ParseState *pstate, Relation rel, CopyFromState src,
+					List *attlist, List *options, const char *prefix, size_t len)
+{
+	CopyFromState cstate;
+	const int	cols[] = {PROGRESS_COPY_TYPE, PROGRESS_COPY_BYTES_TOTAL};
+	int64		vals[2] = {0, 0};
+	struct stat st;
+
+	replay.src = src;
+	replay.prefix = prefix;
+	replay.prefix_len = len;
+	replay.prefix_pos = 0;
+	cstate = BeginCopyFrom(pstate, rel, NULL, NULL, false, tcopy_source_replay_cb,
+						   attlist, options);
+	vals[0] = src->is_program ? PROGRESS_COPY_TYPE_PROGRAM :
+		src->filename != NULL ? PROGRESS_COPY_TYPE_FILE : PROGRESS_COPY_TYPE_PIPE;
+	if (vals[0] == PROGRESS_COPY_TYPE_FILE && fstat(fileno(src->copy_file), &st) == 0)
+		vals[1] = st.st_size;
+	pgstat_progress_update_multi_param(2, cols, vals);
+	return cstate;
+}

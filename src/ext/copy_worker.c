@@ -1,0 +1,393 @@
+/*
+ * copy_worker.c
+ *		A parallel COPY's worker: Postgres' COPY reader over the chunks the
+ *		leader hands it, tcopy's encoder, the batches back to the leader.
+ *
+ * The worker opens the COPY as the leader did (the same options, column
+ * list, WHERE clause and encoding) with BeginCopyFrom reading through a
+ * callback: the chunk's bytes from the input queue, then an end of input
+ * at the chunk's end.  Before each chunk its reader's line count is set to
+ * the lines before the chunk (copy_chunks.c counts them as the reader
+ * does), and after it the end of input is forgotten, so that errors and
+ * the lines of a duplicate key's CONTEXT are those of a serial COPY.  Rows
+ * become batches by the writer's code (writer.c), which sends them to the
+ * leader instead of a tserver.
+ *
+ * An error while a chunk is read is caught and sent to the leader in its
+ * place: the leader raises the first error in input order, as a serial
+ * COPY would, with the words and CONTEXT this reader gave it.  The worker
+ * then waits to be stopped with the leader's transaction.
+ */
+#include "tcopy.h"
+#include "copy_parallel.h"
+
+#include "access/parallel.h"
+#include "access/table.h"
+#include "commands/copy.h"
+#include "commands/copyfrom_internal.h"
+#include "executor/executor.h"
+#include "miscadmin.h"
+#include "parser/parse_node.h"
+#include "pgstat.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "utils/memutils.h"
+
+/* The header a binary COPY's reader expects; the leader checked the real one. */
+static const char binary_header[19] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0";
+
+/* The worker's state: the reader's callback has no argument. */
+static struct
+{
+	shm_mq_handle *in;
+	shm_mq_handle *out;
+	const char *preamble;		/* binary header still to hand out */
+	size_t		preamble_len;
+	const char *data;			/* the data message being handed out */
+	size_t		data_len;
+	bool		chunk_ended;	/* the chunk's end reached the reader */
+} worker;
+
+/* The leader's next message (valid until the next); false once it detached. */
+static bool
+worker_receive(char *type, const char **data, size_t *len)
+{
+	Size		nbytes;
+	void	   *msg;
+
+	if (shm_mq_receive(worker.in, &nbytes, &msg, false) != SHM_MQ_SUCCESS)
+		return false;
+	if (nbytes < 1)
+		elog(ERROR, "empty message from the parallel COPY leader");
+	*type = *(char *) msg;
+	*data = (char *) msg + 1;
+	*len = nbytes - 1;
+	return true;
+}
+
+/* BeginCopyFrom's data_source_cb: the chunk's bytes, then its end. */
+static int
+worker_read_cb(void *outbuf, int minread, int maxread)
+{
+	char	   *out = outbuf;
+	int			total = 0;
+
+	if (worker.preamble_len > 0)
+	{
+		total = Min((size_t) maxread, worker.preamble_len);
+		memcpy(out, worker.preamble, total);
+		worker.preamble += total;
+		worker.preamble_len -= total;
+		return total;
+	}
+	while (total < maxread && !worker.chunk_ended)
+	{
+		char		type;
+		int			n;
+
+		if (worker.data_len > 0)
+		{
+			n = Min((size_t) (maxread - total), worker.data_len);
+			memcpy(out + total, worker.data, n);
+			worker.data += n;
+			worker.data_len -= n;
+			total += n;
+			continue;
+		}
+		if (total >= minread)
+			break;
+		if (!worker_receive(&type, &worker.data, &worker.data_len))
+			ereport(ERROR,
+					(errcode(ERRCODE_ADMIN_SHUTDOWN),
+					 errmsg("parallel COPY leader went away")));
+		if (type == TCOPY_MSG_CHUNK_END)
+		{
+			worker.chunk_ended = true;
+			worker.data_len = 0;
+		}
+		else if (type != TCOPY_MSG_DATA)
+			elog(ERROR, "unexpected message \"%c\" from the parallel COPY leader", type);
+	}
+	return total;
+}
+
+/* Send a message to the leader; the worker ends if the leader is gone. */
+static void
+worker_send(shm_mq_iovec *iov, int iovcnt, bool flush)
+{
+	if (shm_mq_sendv(worker.out, iov, iovcnt, false, flush) != SHM_MQ_SUCCESS)
+		ereport(ERROR,
+				(errcode(ERRCODE_ADMIN_SHUTDOWN),
+				 errmsg("parallel COPY leader went away")));
+}
+
+/* The writer's sink: the batch's rows and lines to the leader. */
+static void
+worker_send_batch(TcopyWriter *writer)
+{
+	TcopyBatchHeader header = {TCOPY_MSG_BATCH, writer->batch.nrows, 0};
+	TcopyParallelRun *runs = NULL;
+	shm_mq_iovec iov[3];
+	int			i;
+
+	Assert(writer->batch.encoder == TCOPY_ENCODER_WIRE);
+	if (!writer->runs_lost)
+	{
+		header.nruns = writer->nruns;
+		runs = palloc(sizeof(TcopyParallelRun) * Max(writer->nruns, 1));
+		for (i = 0; i < writer->nruns; i++)
+		{
+			runs[i].row = writer->runs[i].row;
+			runs[i].line = writer->runs[i].line;
+		}
+	}
+	iov[0].data = (const char *) &header;
+	iov[0].len = sizeof(header);
+	iov[1].data = (const char *) runs;
+	iov[1].len = sizeof(TcopyParallelRun) * header.nruns;
+	iov[2].data = (const char *) writer->batch.packed.data + TC_WIRE_BATCH_HEADER_MAX;
+	iov[2].len = writer->batch.packed.len - TC_WIRE_BATCH_HEADER_MAX;
+	worker_send(iov, 3, false);
+	if (runs != NULL)
+		pfree(runs);
+}
+
+/* Send edata, caught while a chunk was read, in the chunk's place. */
+static void
+worker_send_error(ErrorData *edata)
+{
+	const char *fields[TCOPY_ERROR_NFIELDS] = {
+		edata->message, edata->detail, edata->detail_log, edata->hint,
+		edata->context, edata->schema_name, edata->table_name,
+		edata->column_name, edata->datatype_name, edata->constraint_name
+	};
+	TcopyErrorHeader header = {TCOPY_MSG_ERROR, edata->sqlerrcode, edata->cursorpos};
+	StringInfoData buf;
+	shm_mq_iovec iov;
+	int			i;
+
+	initStringInfo(&buf);
+	appendBinaryStringInfo(&buf, (const char *) &header, sizeof(header));
+	for (i = 0; i < TCOPY_ERROR_NFIELDS; i++)
+		appendBinaryStringInfo(&buf, fields[i] ? fields[i] : "",
+							   fields[i] ? strlen(fields[i]) + 1 : 1);
+	iov.data = buf.data;
+	iov.len = buf.len;
+	worker_send(&iov, 1, true);
+}
+
+/* The COPY as this worker reads it. */
+typedef struct WorkerCopy
+{
+	CopyFromState cstate;
+	TcopyFieldPlan *plan;		/* raw fields, or NULL: NextCopyFrom */
+	TcopyRelCodec *codec;
+	TcopyWriter *writer;
+	EState	   *estate;
+	ExprState  *qual;
+	TupleTableSlot *slot;
+} WorkerCopy;
+
+/*
+ * Read one chunk's rows into batches for the leader, then tell it the
+ * chunk is done; false when the reader met the end-of-data marker.
+ */
+static bool
+worker_copy_chunk(WorkerCopy *copy, uint64 lines_before)
+{
+	CopyFromState cstate = copy->cstate;
+	ExprContext *econtext = GetPerTupleExprContext(copy->estate);
+	TupleTableSlot *slot = copy->slot;
+	MemoryContext oldcontext = CurrentMemoryContext;
+	TcopyChunkDone done = {TCOPY_MSG_DONE, false, 0};
+	shm_mq_iovec iov;
+
+	/* the chunk's start: its lines, and no end of input yet */
+	cstate->cur_lineno = lines_before;
+	cstate->raw_reached_eof = false;
+	cstate->input_reached_eof = false;
+	worker.chunk_ended = false;
+	for (;;)
+	{
+		CHECK_FOR_INTERRUPTS();
+		ResetPerTupleExprContext(copy->estate);
+		MemoryContextSwitchTo(GetPerTupleMemoryContext(copy->estate));
+		if (copy->plan != NULL)
+		{
+			if (!tcopy_next_row_fields(cstate, copy->plan, &copy->writer->row))
+				break;
+		}
+		else
+		{
+			ExecClearTuple(slot);
+			if (!NextCopyFrom(cstate, econtext, slot->tts_values, slot->tts_isnull))
+				break;
+			ExecStoreVirtualTuple(slot);
+			if (copy->qual != NULL)
+			{
+				econtext->ecxt_scantuple = slot;
+				if (!ExecQual(copy->qual, econtext))
+				{
+					done.excluded++;
+					continue;
+				}
+			}
+			tcopy_encode_row(copy->codec, slot->tts_values, slot->tts_isnull,
+							 &copy->writer->row);
+		}
+		copy->writer->line = cstate->cur_lineno;
+		tcopy_writer_add_row(copy->writer);
+	}
+	MemoryContextSwitchTo(oldcontext);
+	tcopy_writer_flush(copy->writer);
+	/* the reader stopped before the chunk's end: "\." ends the input */
+	done.end_marker = !worker.chunk_ended;
+	iov.data = (const char *) &done;
+	iov.len = sizeof(done);
+	worker_send(&iov, 1, true);
+	return !done.end_marker;
+}
+
+/* Chunks until the leader detaches, or the end-of-data marker. */
+static void
+worker_copy_chunks(WorkerCopy *copy)
+{
+	char		type;
+	const char *data;
+	size_t		len;
+
+	while (worker_receive(&type, &data, &len))
+	{
+		TcopyChunkBegin begin;
+
+		if (type != TCOPY_MSG_CHUNK || len != sizeof(begin) - 1)
+			elog(ERROR, "unexpected message \"%c\" from the parallel COPY leader", type);
+		memcpy((char *) &begin + 1, data, len);
+		if (!worker_copy_chunk(copy, begin.lines_before))
+			return;
+	}
+}
+
+/* After an error or the marker: take nothing more until the leader is done. */
+static void
+worker_wait_for_leader(void)
+{
+	char		type;
+	const char *data;
+	size_t		len;
+
+	while (worker_receive(&type, &data, &len))
+		CHECK_FOR_INTERRUPTS();
+}
+
+/*
+ * After an error: wait for the leader's transaction to end, which stops
+ * this worker.  Ending now would look like a crash to the leader (no clean
+ * exit on its error queue) before it has raised the error in its turn.
+ */
+static void pg_attribute_noreturn()
+worker_wait_to_be_stopped(void)
+{
+	for (;;)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/* Read the next NUL-terminated string of the leader's options. */
+static Node *
+worker_next_node(char **strings)
+{
+	char	   *s = *strings;
+
+	*strings += strlen(s) + 1;
+	return stringToNode(s);
+}
+
+/* The parallel worker's entry point (CreateParallelContext's function). */
+void
+tcopy_copy_worker_main(dsm_segment *seg, shm_toc *toc)
+{
+	TcopyParallelShared *shared = shm_toc_lookup(toc, TCOPY_PARALLEL_KEY_SHARED, false);
+	char	   *strings = shm_toc_lookup(toc, TCOPY_PARALLEL_KEY_OPTIONS, false);
+	char	   *queues = shm_toc_lookup(toc, TCOPY_PARALLEL_KEY_QUEUES, false);
+	shm_mq	   *in_mq = (shm_mq *) (queues + (Size) 2 * ParallelWorkerNumber * TCOPY_PARALLEL_QUEUE_BYTES);
+	shm_mq	   *out_mq = (shm_mq *) ((char *) in_mq + TCOPY_PARALLEL_QUEUE_BYTES);
+	List	   *options;
+	List	   *attlist;
+	List	   *where;
+	Relation	rel;
+	ParseState *pstate;
+	WorkerCopy	copy = {0};
+	ErrorContextCallback errcallback;
+	MemoryContext workercontext = CurrentMemoryContext;
+	ListCell   *lc;
+	Bitmapset  *inserted = NULL;
+
+	shm_mq_set_receiver(in_mq, MyProc);
+	worker.in = shm_mq_attach(in_mq, seg, NULL);
+	shm_mq_set_sender(out_mq, MyProc);
+	worker.out = shm_mq_attach(out_mq, seg, NULL);
+
+	options = (List *) worker_next_node(&strings);
+	attlist = (List *) worker_next_node(&strings);
+	where = (List *) worker_next_node(&strings);
+
+	rel = table_open(shared->relid, RowExclusiveLock);
+	copy.codec = tcopy_rel_codec(rel, shared->userid);
+	foreach(lc, CopyGetAttnums(RelationGetDescr(rel), rel, attlist))
+		inserted = bms_add_member(inserted,
+								  lfirst_int(lc) - FirstLowInvalidHeapAttributeNumber);
+	tcopy_codec_set_inserted_cols(copy.codec, InvalidOid, inserted);
+
+	pstate = make_parsestate(NULL);
+	if (shared->binary)
+	{
+		worker.preamble = binary_header;
+		worker.preamble_len = sizeof(binary_header);
+	}
+	copy.cstate = BeginCopyFrom(pstate, rel, NULL, NULL, false, worker_read_cb,
+								attlist, options);
+	/* pg_stat_progress_copy: the leader's row counts every worker's */
+	pgstat_progress_end_command();
+	if (!copy.cstate->opts.binary)
+		copy.cstate->eol_type = shared->eol_type;
+	copy.estate = CreateExecutorState();
+	if (where != NIL)
+		copy.qual = ExecPrepareQual(where, copy.estate);
+	else if (tcopy_raw_fields)
+		copy.plan = tcopy_field_plan(copy.cstate, copy.codec);
+	copy.slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
+	copy.writer = tcopy_writer_begin_detached(copy.codec, worker_send_batch);
+
+	errcallback.callback = CopyFromErrorCallback;
+	errcallback.arg = (void *) copy.cstate;
+	errcallback.previous = error_context_stack;
+	error_context_stack = &errcallback;
+	PG_TRY();
+	{
+		worker_copy_chunks(&copy);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		error_context_stack = errcallback.previous;
+		MemoryContextSwitchTo(workercontext);
+		edata = CopyErrorData();
+		FlushErrorState();
+		worker_send_error(edata);
+		worker_wait_to_be_stopped();
+	}
+	PG_END_TRY();
+	error_context_stack = errcallback.previous;
+	worker_wait_for_leader();
+
+	tcopy_writer_free(copy.writer);
+	ExecDropSingleTupleTableSlot(copy.slot);
+	FreeExecutorState(copy.estate);
+	EndCopyFrom(copy.cstate);
+	table_close(rel, NoLock);
+}
