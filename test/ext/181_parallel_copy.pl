@@ -27,9 +27,9 @@
 #	encoding byte, a carriage return, an unterminated quote, binary field
 #	count, field length, truncation, data after the trailer) on the first
 #	row, in the middle and on the last row; the cases that must run alone
-#	(workers 0, input below the threshold, partitioned target, ON_ERROR,
-#	a volatile WHERE or default, SJIS, \r line ends); and a 400k-row load
-#	compared by checksum.
+#	(workers 0, input below the threshold, no worker launched, partitioned
+#	target, ON_ERROR, a volatile WHERE or default, SJIS, \r line ends);
+#	and a 400k-row load compared by checksum.
 #
 #	Without parallel COPY (no GUC tcopy.copy_workers) every run is serial:
 #	the comparisons then check the test itself, and only the assertions
@@ -416,6 +416,8 @@ for my $kind (sort keys %TEXT_ERRORS)
 
 check_case(name => 'alone: input below the threshold', fmt => 'text', table => 'tk',
 	threshold => "'4MB'", data => $text, way => 'alone');
+check_case(name => 'alone: no worker launched', fmt => 'text', table => 'tk', heap => 1,
+	pre => [ 'TRUNCATE tk', 'SET max_parallel_workers = 0' ], data => $text, way => 'alone');
 check_case(name => 'alone: partitioned target', fmt => 'text', table => 'tp', data => $text,
 	way => 'alone');
 check_case(name => 'alone: ON_ERROR ignore', fmt => 'text', table => 'tk',
