@@ -3,7 +3,8 @@
 #	The extension's tests against the PostgreSQL that pg_config names:
 #	  1. pg_regress (sql/*.sql against expected/*.out, in name order) on a
 #	     temporary instance, with one tserver shared by every test, whose
-#	     address the tests read from $TCOPY_ADDRESS;
+#	     address the tests read from $TCOPY_ADDRESS; twice, the second time
+#	     with every COPY parsed by parallel workers (tcopy.copy_workers);
 #	  2. the TAP tests test/ext/*.pl (PostgreSQL::Test::Cluster plus tservers
 #	     of their own, see TcopyPgTest.pm).
 #
@@ -146,51 +147,61 @@ stop_tserver()
 }
 trap stop_tserver EXIT
 
-say "tserver: $TSERVER_BIN"
-# the regression cluster runs as this user too: admitted by its uid
-"$TSERVER_BIN" --data "$work/tserver-data" --listen "unix:$work/ts.sock" \
-	--allow-uid "$(id -u)" >"$tserver_log" 2>&1 &
-tserver_pid=$!
-for _ in $(seq 1 300); do
-	grep -q "tserver ready" "$tserver_log" 2>/dev/null && break
-	if ! kill -0 "$tserver_pid" 2>/dev/null; then
-		say "tserver exited at start:" >&2
+# start_tserver DIR: a tserver on an empty data directory DIR
+start_tserver()
+{
+	tserver_log="$(dirname "$1")/tserver.log"
+	say "tserver: $TSERVER_BIN ($1)"
+	# the regression cluster runs as this user too: admitted by its uid
+	"$TSERVER_BIN" --data "$1" --listen "unix:$work/ts.sock" \
+		--allow-uid "$(id -u)" >"$tserver_log" 2>&1 &
+	tserver_pid=$!
+	for _ in $(seq 1 300); do
+		grep -q "tserver ready" "$tserver_log" 2>/dev/null && break
+		if ! kill -0 "$tserver_pid" 2>/dev/null; then
+			say "tserver exited at start:" >&2
+			cat "$tserver_log" >&2
+			exit 1
+		fi
+		sleep 0.1
+	done
+	if ! grep -q "tserver ready" "$tserver_log"; then
+		say "tserver not ready after 30 s:" >&2
 		cat "$tserver_log" >&2
 		exit 1
 	fi
-	sleep 0.1
-done
-if ! grep -q "tserver ready" "$tserver_log"; then
-	say "tserver not ready after 30 s:" >&2
-	cat "$tserver_log" >&2
-	exit 1
-fi
+}
 export TCOPY_ADDRESS="unix:$work/ts.sock"
 
 # pg_regress: sql/*.sql in name order.  --no-locale and UTF8: outputs
 # (sort order, unicode, encoding errors) must not depend on the machine.
+# run_regress NAME [PGOPTIONS]: the pass's output in $work/NAME, its
+# sessions' settings PGOPTIONS; each pass has a tserver of its own.
 run_regress()
 {
-	local tests
+	local tests out="$work/$1"
 	# TCOPY_REGRESS: names of the tests to run instead of all (e.g. tcopy_conflict)
 	tests=${TCOPY_REGRESS:-$(cd "$TOP/sql" && ls -- *.sql | sed 's/\.sql$//')}
-	say "pg_regress:" $tests
+	say "pg_regress ($1${2:+: $2}):" $tests
+	mkdir -p "$out"
+	start_tserver "$out/tserver-data"
 	# shellcheck disable=SC2086
-	if ! "$PG_REGRESS" \
-		--temp-instance="$work/tmp_instance" \
+	if ! PGOPTIONS="${2:-}" "$PG_REGRESS" \
+		--temp-instance="$out/tmp_instance" \
 		--temp-config="$TOP/test/regress.conf" \
 		--bindir="$BINDIR" \
 		--inputdir="$TOP" \
-		--outputdir="$work" \
+		--outputdir="$out" \
 		--encoding=UTF8 --no-locale \
 		--dbname=contrib_regression \
-		$tests 2>&1 | tee "$work/regress.out"; then
-		if [ -s "$work/regression.diffs" ]; then
+		$tests 2>&1 | tee "$out/regress.out"; then
+		if [ -s "$out/regression.diffs" ]; then
 			say "regression.diffs:"
-			cat "$work/regression.diffs"
+			cat "$out/regression.diffs"
 		fi
-		failures+=("pg_regress: $(grep -E '\.\.\. FAILED' "$work/regress.out" |
+		failures+=("pg_regress ($1): $(grep -E '\.\.\. FAILED' "$out/regress.out" |
 			awk '{print $2}' | tr '\n' ' ')")
+		stop_tserver
 		return 1
 	fi
 	if ! kill -0 "$tserver_pid" 2>/dev/null; then
@@ -198,6 +209,7 @@ run_regress()
 		tail -50 "$tserver_log" >&2
 		return 1
 	fi
+	stop_tserver
 }
 
 # The TAP tests, run from the work directory so that tmp_check lands there.
@@ -243,9 +255,12 @@ failed=0
 failures=()
 parts=" ${TCOPY_PG_TESTS:-regress tap} "
 if [[ $parts == *" regress "* ]]; then
-	run_regress || failed=1
+	run_regress serial || failed=1
+	# the same tests, every COPY parsed by parallel workers (chunks of a row
+	# or two): the same output, errors and their CONTEXT lines included
+	run_regress parallel "-c tcopy.copy_workers=3 -c tcopy.copy_parallel_threshold=0 -c tcopy.copy_chunk_bytes=7" ||
+		failed=1
 fi
-stop_tserver
 if [[ $parts == *" tap "* ]]; then
 	run_tap || failed=1
 fi

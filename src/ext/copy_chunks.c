@@ -14,7 +14,8 @@
  * - csv: a row ends at a newline outside quotes, the quote state kept with
  *   the reader's own rules (the escape counts inside quotes only, before a
  *   quote or itself); one line a row, and one more for each end-of-line
- *   byte inside quotes ("\n", or "\r" when lines end in "\r\n");
+ *   byte inside quotes ("\n", or "\r" when lines end in "\r\n"; "\r" in
+ *   the first row, before the reader knows how lines end);
  * - binary: a row is a field count and its fields, each a length and that
  *   many bytes; one line a row.  After the trailer (a count of -1), or a
  *   count or length the reader refuses, nothing is cut any more: the rest
@@ -105,7 +106,6 @@ scan_text(TcopyChunkScan *scan, const char *buf, size_t len, size_t min, bool *c
 static size_t
 scan_csv(TcopyChunkScan *scan, const char *buf, size_t len, size_t min, bool *cut)
 {
-	char		eol_count = scan->crnl ? '\r' : '\n';
 	size_t		pos = 0;
 
 	while (pos < len)
@@ -120,6 +120,7 @@ scan_csv(TcopyChunkScan *scan, const char *buf, size_t len, size_t min, bool *cu
 			if (nl == NULL)
 				return len;
 			scan->lines++;
+			scan->past_first_row = true;
 			pos = end + 1;
 			if (pos >= min)
 			{
@@ -131,6 +132,8 @@ scan_csv(TcopyChunkScan *scan, const char *buf, size_t len, size_t min, bool *cu
 		for (i = pos; i < end; i++)
 		{
 			char		c = buf[i];
+			/* the reader compares with "\r" until it knows the line ends */
+			char		eol_count = scan->crnl || !scan->past_first_row ? '\r' : '\n';
 
 			if (scan->in_quote && c == scan->escape)
 				scan->last_was_esc = !scan->last_was_esc;
@@ -148,11 +151,12 @@ scan_csv(TcopyChunkScan *scan, const char *buf, size_t len, size_t min, bool *cu
 		pos = end + 1;
 		if (scan->in_quote)
 		{
-			if (!scan->crnl)
+			if (!scan->crnl && scan->past_first_row)
 				scan->lines++;
 			continue;
 		}
 		scan->lines++;
+		scan->past_first_row = true;
 		if (pos >= min)
 		{
 			*cut = true;

@@ -273,6 +273,7 @@ leader_next_message(CopyLeader *leader)
 			return false;
 		}
 		p->begin.type = TCOPY_MSG_CHUNK;
+		p->begin.first = leader->next_chunk == 0;
 		p->begin.lines_before = leader->lines;
 		p->iov[0].data = (const char *) &p->begin;
 		p->iov[0].len = sizeof(p->begin);

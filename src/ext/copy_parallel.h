@@ -61,6 +61,8 @@ typedef enum TcopyParallelMessage
 typedef struct TcopyChunkBegin
 {
 	char		type;
+	bool		first;			/* the input's first chunk: its reader finds
+								 * how lines end, as a serial one */
 	uint64		lines_before;	/* the reader's cur_lineno at its start */
 } TcopyChunkBegin;
 

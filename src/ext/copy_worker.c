@@ -186,6 +186,7 @@ typedef struct WorkerCopy
 	EState	   *estate;
 	ExprState  *qual;
 	TupleTableSlot *slot;
+	EolType		eol_type;		/* how the input's lines end */
 } WorkerCopy;
 
 /*
@@ -193,7 +194,7 @@ typedef struct WorkerCopy
  * chunk is done; false when the reader met the end-of-data marker.
  */
 static bool
-worker_copy_chunk(WorkerCopy *copy, uint64 lines_before)
+worker_copy_chunk(WorkerCopy *copy, const TcopyChunkBegin *begin)
 {
 	CopyFromState cstate = copy->cstate;
 	ExprContext *econtext = GetPerTupleExprContext(copy->estate);
@@ -202,8 +203,10 @@ worker_copy_chunk(WorkerCopy *copy, uint64 lines_before)
 	TcopyChunkDone done = {TCOPY_MSG_DONE, false, 0};
 	shm_mq_iovec iov;
 
-	/* the chunk's start: its lines, and no end of input yet */
-	cstate->cur_lineno = lines_before;
+	/* the chunk's start: its lines, how they end, and no end of input yet */
+	cstate->cur_lineno = begin->lines_before;
+	if (!cstate->opts.binary)
+		cstate->eol_type = begin->first ? EOL_UNKNOWN : copy->eol_type;
 	cstate->raw_reached_eof = false;
 	cstate->input_reached_eof = false;
 	worker.chunk_ended = false;
@@ -263,7 +266,7 @@ worker_copy_chunks(WorkerCopy *copy)
 		if (type != TCOPY_MSG_CHUNK || len != sizeof(begin) - 1)
 			elog(ERROR, "unexpected message \"%c\" from the parallel COPY leader", type);
 		memcpy((char *) &begin + 1, data, len);
-		if (!worker_copy_chunk(copy, begin.lines_before))
+		if (!worker_copy_chunk(copy, &begin))
 			return;
 	}
 }
@@ -352,8 +355,7 @@ tcopy_copy_worker_main(dsm_segment *seg, shm_toc *toc)
 								attlist, options);
 	/* pg_stat_progress_copy: the leader's row counts every worker's */
 	pgstat_progress_end_command();
-	if (!copy.cstate->opts.binary)
-		copy.cstate->eol_type = shared->eol_type;
+	copy.eol_type = shared->eol_type;
 	copy.estate = CreateExecutorState();
 	if (where != NIL)
 		copy.qual = ExecPrepareQual(where, copy.estate);

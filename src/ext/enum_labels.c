@@ -38,6 +38,7 @@
 #include "access/htup_details.h"
 #include "access/stratnum.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
@@ -111,7 +112,8 @@ tcopy_enum_label_check(Relation rel)
 /*
  * The rows of enum type typid in rel (tcopy.enum_label), read with a
  * snapshot taken now: the latest committed rows and this transaction's,
- * as the catalogs (pg_enum among them) are read.  One scan of the primary
+ * as the catalogs (pg_enum among them) are read; a parallel COPY's worker,
+ * which may take no snapshot, reads its leader's.  One scan of the primary
  * key's index; NULL when there are none.
  */
 static TcopyEnumLabels *
@@ -127,7 +129,8 @@ tcopy_enum_labels_read(Relation rel, Oid typid)
 	tcopy_enum_label_check(rel);
 	ScanKeyInit(&key, TCOPY_ENUM_LABEL_ENUMTYPE, BTEqualStrategyNumber,
 				F_OIDEQ, ObjectIdGetDatum(typid));
-	snapshot = RegisterSnapshot(GetLatestSnapshot());
+	/* a parallel COPY's worker sees what its leader saw */
+	snapshot = RegisterSnapshot(IsInParallelMode() ? GetActiveSnapshot() : GetLatestSnapshot());
 	scan = systable_beginscan(rel, indexid, OidIsValid(indexid), snapshot, 1, &key);
 	while ((tuple = systable_getnext(scan)) != NULL)
 	{

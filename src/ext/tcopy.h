@@ -930,6 +930,7 @@ typedef struct TcopyChunkScan
 	/* between calls */
 	bool		backslash;		/* text: a backslash quotes the next byte */
 	bool		in_quote;		/* csv */
+	bool		past_first_row; /* csv: the line ends are known */
 	bool		last_was_esc;	/* csv */
 	bool		bin_done;		/* binary: past the trailer, or garbage */
 	int			bin_need;		/* binary: 2 (a count) or 4 (a length) */
