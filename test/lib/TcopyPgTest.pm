@@ -37,7 +37,8 @@ our @EXPORT_OK = qw(setup_node write_accounts_csv accounts_ddl table_checksum
   twopc_conf twopc_setup twopc_ddl rows_copy_sql rows_insert_sql txn_sql
   psql_bg log_position wait_for_log start_paused prepared_sessions
   recover_all assert_atomic assert_tserver_unprepared assert_no_08007
-  sqlstates table_name_of);
+  sqlstates table_name_of
+  psql_cmds pg_messages copy_ways parallel_worker_pids parallel_copy_available);
 
 # Columns of pgbench_accounts.
 use constant ACCOUNTS_COLUMNS =>
@@ -284,6 +285,111 @@ sub rss_anon_kb
 		return $1 if /^RssAnon:\s+(\d+)\s+kB/;
 	}
 	return undef;
+}
+
+# ---- parallel COPY (test/ext/18*.pl) ----
+
+# Run psql on database db (default postgres) with one -c per command of
+# cmds (one session: SET carries over; psql meta-commands such as \copy,
+# \echo and \warn work), unaligned and tuples only, ON_ERROR_STOP off
+# unless stop => 1.  stdin => string or stdin_file => path feeds psql's
+# standard input (what COPY ... FROM STDIN and \copy ... FROM pstdin
+# read); timeout in seconds (default 300).  Returns (exit status, stdout,
+# stderr, each without its last newline); the status is -1 on a timeout or
+# a signal.
+sub psql_cmds
+{
+	my ($node, $db, $cmds, %opts) = @_;
+	my @cmd = ($node->installed_command('psql'), '-XAt', '-v', 'ON_ERROR_STOP=' . ($opts{stop} ? 1 : 0),
+		'-d', $node->connstr($db // 'postgres'), map { ('-c', $_) } @$cmds);
+	my ($out, $err) = ('', '');
+	my $in = defined $opts{stdin_file} ? $opts{stdin_file} : \($opts{stdin} // '');
+	my $rc;
+	eval {
+		my $h = IPC::Run::start(\@cmd, '<', $in, '>', \$out, '2>', \$err,
+			IPC::Run::timeout($opts{timeout} // 300));
+		$h->finish;
+		$rc = $h->full_result(0);
+		$rc = ($rc & 127) ? -1 : $rc >> 8;
+		1;
+	} or do {
+		$err .= "\n(test harness: $@)";
+		$rc = -1;
+	};
+	chomp $out;
+	chomp $err;
+	return ($rc, $out, $err);
+}
+
+# psql's stderr without the DEBUG and LOG messages (and their DETAIL,
+# CONTEXT... lines; LOG: log_statement's, at client_min_messages debug1)
+# and without LOCATION lines (VERBOSITY verbose: a source file and
+# line, which may differ between a backend and a parallel worker raising
+# the same error), and without psql's "psql:FILE:LINE: " prefix: what a
+# user sees at the default client_min_messages, to compare exactly.
+sub pg_messages
+{
+	my ($err) = @_;
+	my @keep;
+	my $in_debug = 0;
+	for my $line (split /\n/, $err // '')
+	{
+		$line =~ s/^psql:[^:]*:\d+: //;
+		if ($line =~ /^(DEBUG|LOG|INFO|NOTICE|WARNING|ERROR|FATAL|PANIC):  /)
+		{
+			$in_debug = $1 eq 'DEBUG' || $1 eq 'LOG';
+		}
+		elsif ($line !~ /^(DETAIL|HINT|CONTEXT|QUERY|STATEMENT|LOCATION):  / && $line !~ /^\s/)
+		{
+			$in_debug = 0;	# psql's own words
+		}
+		next if $in_debug || $line =~ /^LOCATION:  /;
+		push @keep, $line;
+	}
+	return join("\n", @keep);
+}
+
+# How the COPYs of a psql stderr (client_min_messages debug1) went, from
+# the leader's DEBUG1 "tcopy: COPY ..." lines, in order: 'parallel' for
+# one that says it runs parallel workers, 'alone' for one parsed by the
+# backend alone; '' when there is no such line.
+sub copy_ways
+{
+	my ($err) = @_;
+	my @ways;
+	for my $line (split /\n/, $err // '')
+	{
+		next unless $line =~ /^(?:psql:[^:]*:\d+: )?DEBUG:  (?:[0-9A-Z]{5}: )?tcopy: COPY\b(.*)$/;
+		my $rest = $1;
+		if ($rest =~ /\balone\b/)
+		{
+			push @ways, 'alone';
+		}
+		elsif ($rest =~ /\bparallel\b/)
+		{
+			push @ways, 'parallel';
+		}
+	}
+	return join(' ', @ways);
+}
+
+# The pids of the parallel workers running now (of leader pid leader,
+# when given), as pg_stat_activity lists them.
+sub parallel_worker_pids
+{
+	my ($node, $db, $leader) = @_;
+	my $out = $node->safe_psql($db // 'postgres', q{
+		SELECT pid FROM pg_stat_activity WHERE backend_type = 'parallel worker'}
+		  . (defined $leader ? " AND leader_pid = $leader" : '') . ' ORDER BY pid');
+	return grep { /^\d+$/ } split /\n/, $out;
+}
+
+# Whether the node's tcopy has parallel COPY (the GUC tcopy.copy_workers).
+sub parallel_copy_available
+{
+	my ($node, $db) = @_;
+	return $node->safe_psql($db // 'postgres',
+		q{SELECT count(*) FROM pg_settings WHERE name = 'tcopy.copy_workers'}) eq '1';
 }
 
 # ---- the two-phase commit tests ----
