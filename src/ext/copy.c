@@ -344,17 +344,7 @@ copy_rows(ParseState *pstate, const CopyStmt *stmt, Relation rel, List *where,
 	if (partitioned || rel->rd_rel->relispartition)
 		/* the partitions' writers, the check's DETAIL: the range table */
 		ExecInitRangeTable(estate, pstate->p_rtable);
-	if (partitioned)
-	{
-		ereport(DEBUG1,
-				(errmsg_internal("tcopy: COPY %s parsed by the backend alone: a partitioned table",
-									 RelationGetRelationName(rel))));
-		/* the partitions' codecs and writers come with routing */
-		state.route = tcopy_route_begin(rel, estate, state.cstate,
-										where == NIL && tcopy_raw_fields, on_conflict);
-		state.plan = tcopy_route_field_plan(state.route);
-	}
-	else
+	if (!partitioned)
 	{
 		codec = tcopy_rel_codec(rel, GetUserId());
 		if (on_conflict != NULL)
@@ -363,32 +353,46 @@ copy_rows(ParseState *pstate, const CopyStmt *stmt, Relation rel, List *where,
 		tcopy_codec_set_inserted_cols(codec, InvalidOid,
 									  linitial_node(RangeTblEntry, pstate->p_rtable)->insertedCols);
 		state.writer = tcopy_writer_begin(codec);
-		if (!rel->rd_rel->relispartition && !bad_rows.ignore)
-		{
-			CopyFromState replay = NULL;
+	}
+	if (!bad_rows.ignore)
+	{
+		CopyFromState replay = NULL;
 
-			switch (tcopy_copy_parallel(pstate, rel, state.cstate, options, stmt->attlist,
-										where, state.writer, workers, &replay, &processed))
-			{
-				case TCOPY_PARALLEL_DONE:
+		/* a partitioned table's partitions get writers there */
+		switch (tcopy_copy_parallel(pstate, rel, state.cstate, options, stmt->attlist,
+									where, state.writer, on_conflict, workers,
+									&replay, &processed))
+		{
+			case TCOPY_PARALLEL_DONE:
+				if (state.writer != NULL)
+				{
 					tcopy_writer_finish(state.writer);
 					tcopy_writer_free(state.writer);
-					EndCopyFrom(state.cstate);
-					FreeExecutorState(estate);
-					return processed;
-				case TCOPY_PARALLEL_SERIAL:
-					source = state.cstate;
-					state.cstate = replay;
-					break;
-				case TCOPY_PARALLEL_NOT_TRIED:
-					break;
-			}
+				}
+				EndCopyFrom(state.cstate);
+				FreeExecutorState(estate);
+				return processed;
+			case TCOPY_PARALLEL_SERIAL:
+				source = state.cstate;
+				state.cstate = replay;
+				break;
+			case TCOPY_PARALLEL_NOT_TRIED:
+				break;
 		}
-		else
-			ereport(DEBUG1,
-					(errmsg_internal("tcopy: COPY %s parsed by the backend alone: %s",
-									 RelationGetRelationName(rel),
-									 bad_rows.ignore ? "ON_ERROR ignore" : "the table is a partition")));
+	}
+	else
+		ereport(DEBUG1,
+				(errmsg_internal("tcopy: COPY %s parsed by the backend alone: ON_ERROR ignore",
+								 RelationGetRelationName(rel))));
+	if (partitioned)
+	{
+		/* the partitions' codecs and writers come with routing */
+		state.route = tcopy_route_begin(rel, estate, state.cstate,
+										where == NIL && tcopy_raw_fields, on_conflict);
+		state.plan = tcopy_route_field_plan(state.route);
+	}
+	else
+	{
 		if (rel->rd_rel->relispartition)
 		{
 			state.partition = makeNode(ResultRelInfo);

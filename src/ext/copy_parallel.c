@@ -20,7 +20,10 @@
 #include "copy_parallel.h"
 
 #include "access/parallel.h"
+#include "access/table.h"
 #include "access/xact.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_proc.h"
 #include "commands/copy.h"
 #include "commands/copyfrom_internal.h"
@@ -35,6 +38,8 @@
 #include "storage/latch.h"
 #include "storage/proc.h"
 #include "utils/lsyscache.h"
+#include "utils/partcache.h"
+#include "utils/rel.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
@@ -124,6 +129,25 @@ parallel_refusal(CopyFromState src, List *where)
 		if (func_parallel(input->fn_oid) != PROPARALLEL_SAFE)
 			return "a column's input function is not parallel safe";
 	}
+	if (src->rel->rd_rel->relispartition &&
+		!expr_parallel_safe((Node *) RelationGetPartitionQual(src->rel)))
+		return "the partition constraint is not parallel safe";
+	if (src->rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+	{
+		foreach(lc, find_all_inheritors(RelationGetRelid(src->rel), NoLock, NULL))
+		{
+			Relation	r;
+			bool		safe = true;
+
+			if (get_rel_relkind(lfirst_oid(lc)) != RELKIND_PARTITIONED_TABLE)
+				continue;
+			r = table_open(lfirst_oid(lc), NoLock);
+			safe = expr_parallel_safe((Node *) RelationGetPartitionKey(r)->partexprs);
+			table_close(r, NoLock);
+			if (!safe)
+				return "a partition key expression is not parallel safe";
+		}
+	}
 	return NULL;
 }
 
@@ -191,7 +215,12 @@ typedef struct CopyLeader
 	shm_mq_handle **in;
 	shm_mq_handle **out;
 	CopyFromState src;
-	TcopyWriter *writer;
+	TcopyWriter *writer;		/* the table's, or NULL: partitioned */
+	int			nparts;			/* a partitioned table's leaves: */
+	Oid		   *part_relids;
+	Relation   *part_rels;
+	TcopyWriter **part_writers;
+	int			last_part;		/* the one the last batch went to */
 
 	/* the input: rbuf[rpos..rlen) read, not yet sent */
 	char	   *rbuf;
@@ -390,6 +419,81 @@ leader_raise(const char *data, size_t len)
 	ThrowErrorData(&edata);
 }
 
+/* The writer of a batch of relid's rows. */
+static TcopyWriter *
+leader_writer_of(CopyLeader *leader, Oid relid)
+{
+	if (leader->writer != NULL)
+		return leader->writer;
+	if (leader->part_relids[leader->last_part] != relid)
+	{
+		int			i;
+
+		for (i = 0; i < leader->nparts && leader->part_relids[i] != relid; i++)
+			;
+		if (i == leader->nparts)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("partition \"%s\" was attached while a parallel COPY into \"%s\" ran",
+							get_rel_name(relid), RelationGetRelationName(leader->src->rel))));
+		leader->last_part = i;
+	}
+	return leader->part_writers[leader->last_part];
+}
+
+/*
+ * The writers of a partitioned table's leaves, made before the workers
+ * start (a write session may begin then, which parallel mode would not
+ * allow later); routing already locked them (tcopy_route_takes).
+ */
+static void
+leader_open_partitions(CopyLeader *leader, const TcopyOnConflict *on_conflict)
+{
+	Relation	rel = leader->src->rel;
+	List	   *relids = find_all_inheritors(RelationGetRelid(rel), NoLock, NULL);
+	ListCell   *lc;
+
+	leader->part_relids = palloc(sizeof(Oid) * list_length(relids));
+	leader->part_rels = palloc(sizeof(Relation) * list_length(relids));
+	leader->part_writers = palloc(sizeof(TcopyWriter *) * list_length(relids));
+	foreach(lc, relids)
+	{
+		Oid			relid = lfirst_oid(lc);
+		Relation	part;
+		TcopyRelCodec *codec;
+		TcopyWriter *writer;
+
+		if (get_rel_relkind(relid) != RELKIND_FOREIGN_TABLE)
+			continue;
+		part = table_open(relid, NoLock);
+		codec = tcopy_rel_codec(part, GetUserId());
+		if (on_conflict != NULL)
+			codec->options.on_conflict = *on_conflict;
+		writer = tcopy_writer_begin(codec);
+		/* a duplicate's CONTEXT names the table copied into, as for a heap */
+		writer->line_relname = RelationGetRelationName(rel);
+		leader->part_relids[leader->nparts] = relid;
+		leader->part_rels[leader->nparts] = part;
+		leader->part_writers[leader->nparts] = writer;
+		leader->nparts++;
+	}
+	if (leader->nparts == 0)
+		elog(ERROR, "partitioned table \"%s\" has no tcopy partition",
+			 RelationGetRelationName(rel));
+}
+
+/* Send the partitions' last batches (and wait as the writers wait). */
+static void
+leader_close_partitions(CopyLeader *leader)
+{
+	for (int i = 0; i < leader->nparts; i++)
+	{
+		tcopy_writer_finish(leader->part_writers[i]);
+		tcopy_writer_free(leader->part_writers[i]);
+		table_close(leader->part_rels[i], NoLock);
+	}
+}
+
 /* Send a batch a worker encoded on the session, as the writer's. */
 static void
 leader_send_batch(CopyLeader *leader, const char *data, size_t len)
@@ -423,7 +527,8 @@ leader_send_batch(CopyLeader *leader, const char *data, size_t len)
 		leader->runs[i].relname = NULL;
 	}
 	/* no runs: more than a batch keeps, so not known */
-	tcopy_writer_send_encoded(leader->writer, data + sizeof(header) + runs_len,
+	tcopy_writer_send_encoded(leader_writer_of(leader, header.relid),
+							  data + sizeof(header) + runs_len,
 							  len - sizeof(header) - runs_len, header.nrows,
 							  header.nruns > 0 ? leader->runs : NULL, header.nruns);
 	leader->processed += header.nrows;
@@ -531,7 +636,8 @@ leader_run(CopyLeader *leader)
 
 /* Lay out the shared memory: what the workers open, and their queues. */
 static void
-leader_setup_dsm(CopyLeader *leader, List *options, List *attlist, List *where)
+leader_setup_dsm(CopyLeader *leader, List *options, List *attlist, List *where,
+				 const TcopyOnConflict *on_conflict)
 {
 	ParallelContext *pcxt = leader->pcxt;
 	StringInfoData strings;
@@ -557,7 +663,10 @@ leader_setup_dsm(CopyLeader *leader, List *options, List *attlist, List *where)
 
 	shared = shm_toc_allocate(pcxt->toc, sizeof(TcopyParallelShared));
 	shared->relid = RelationGetRelid(leader->src->rel);
-	shared->userid = leader->writer->codec->userid;
+	shared->userid = GetUserId();
+	shared->has_on_conflict = on_conflict != NULL;
+	if (on_conflict != NULL)
+		shared->on_conflict = *on_conflict;
 	shared->nworkers = pcxt->nworkers;
 	shared->binary = leader->src->opts.binary;
 	shared->eol_type = leader->src->eol_type;
@@ -611,7 +720,8 @@ worker_options(CopyFromState src, List *options)
 TcopyParallelResult
 tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 					List *options, List *attlist, List *where, TcopyWriter *writer,
-					int workers, CopyFromState *replay, uint64 *processed)
+					const TcopyOnConflict *on_conflict, int workers,
+					CopyFromState *replay, uint64 *processed)
 {
 	const char *relname = RelationGetRelationName(rel);
 	const char *refusal = workers == 0 ? "workers is 0" : parallel_refusal(src, where);
@@ -668,15 +778,19 @@ tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 	}
 	if (refusal == NULL)
 	{
+		if (writer == NULL)
+			leader_open_partitions(&leader, on_conflict);
 		EnterParallelMode();
 		leader.pcxt = CreateParallelContext("tcopy", "tcopy_copy_worker_main", workers);
-		leader_setup_dsm(&leader, worker_options(src, options), attlist, where);
+		leader_setup_dsm(&leader, worker_options(src, options), attlist, where, on_conflict);
 		LaunchParallelWorkers(leader.pcxt);
 		leader.nworkers = leader.pcxt->nworkers_launched;
 		if (leader.nworkers == 0)
 		{
 			DestroyParallelContext(leader.pcxt);
 			ExitParallelMode();
+			/* routing opens its own writers: these had sent nothing */
+			leader_close_partitions(&leader);
 			refusal = "no parallel worker could be launched";
 		}
 	}
@@ -718,6 +832,7 @@ tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 		DestroyParallelContext(leader.pcxt);
 	}
 	ExitParallelMode();
+	leader_close_partitions(&leader);
 	ereport(DEBUG1,
 			(errmsg_internal("tcopy: COPY %s: " UINT64_FORMAT " rows parsed by %d parallel workers in " UINT64_FORMAT " chunks",
 							 relname, leader.processed, leader.nworkers, leader.next_done)));

@@ -34,6 +34,8 @@ typedef struct TcopyParallelShared
 	Oid			userid;			/* whose user mapping: the codec's */
 	int			nworkers;		/* queues made; the launched ones are used */
 	bool		binary;			/* FORMAT binary: the reader wants a header */
+	bool		has_on_conflict;	/* the COPY's on_conflict option: */
+	TcopyOnConflict on_conflict;	/* for the partitions routing opens */
 	int			eol_type;		/* the reader's EolType, known from the
 								 * first line; text and csv */
 	Size		options_len;	/* the strings at KEY_OPTIONS */
@@ -69,6 +71,7 @@ typedef struct TcopyChunkBegin
 typedef struct TcopyBatchHeader
 {
 	char		type;
+	Oid			relid;			/* its table: the COPY's, or a partition */
 	uint32		nrows;
 	uint32		nruns;			/* TcopyParallelRun[nruns] follow, then the
 								 * rows in the wire encoding */

@@ -313,6 +313,16 @@ tcopy_route_row(TcopyRoute *route, CopyFromState cstate, TupleTableSlot *slot)
 	return writer;
 }
 
+/* Send every partition's batch built so far: a parallel COPY's chunk ends. */
+void
+tcopy_route_flush(TcopyRoute *route)
+{
+	ListCell   *lc;
+
+	foreach(lc, route->writers)
+		tcopy_writer_flush((TcopyWriter *) lfirst(lc));
+}
+
 /* Send every partition's last batch; close the partitions. */
 void
 tcopy_route_end(TcopyRoute *route)

@@ -23,15 +23,19 @@
 
 #include "access/parallel.h"
 #include "access/table.h"
+#include "catalog/pg_class.h"
 #include "commands/copy.h"
 #include "commands/copyfrom_internal.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
 #include "parser/parse_node.h"
+#include "parser/parse_relation.h"
 #include "pgstat.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
+#include "utils/acl.h"
 #include "utils/memutils.h"
+#include "utils/rel.h"
 
 /* The header a binary COPY's reader expects; the leader checked the real one. */
 static const char binary_header[19] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0";
@@ -121,11 +125,14 @@ worker_send(shm_mq_iovec *iov, int iovcnt, bool flush)
 				 errmsg("parallel COPY leader went away")));
 }
 
+/* Where the writers of the partitions routing opens send their batches. */
+void		(*tcopy_parallel_sink) (TcopyWriter *writer) = NULL;
+
 /* The writer's sink: the batch's rows and lines to the leader. */
 static void
 worker_send_batch(TcopyWriter *writer)
 {
-	TcopyBatchHeader header = {TCOPY_MSG_BATCH, writer->batch.nrows, 0};
+	TcopyBatchHeader header = {TCOPY_MSG_BATCH, writer->codec->relid, writer->batch.nrows, 0};
 	TcopyParallelRun *runs = NULL;
 	shm_mq_iovec iov[3];
 	int			i;
@@ -182,7 +189,9 @@ typedef struct WorkerCopy
 	CopyFromState cstate;
 	TcopyFieldPlan *plan;		/* raw fields, or NULL: NextCopyFrom */
 	TcopyRelCodec *codec;
-	TcopyWriter *writer;
+	TcopyWriter *writer;		/* the table's; NULL when routed */
+	TcopyRoute *route;			/* a partitioned table's partitions */
+	ResultRelInfo *partition;	/* the table, when it is a partition */
 	EState	   *estate;
 	ExprState  *qual;
 	TupleTableSlot *slot;
@@ -210,14 +219,23 @@ worker_copy_chunk(WorkerCopy *copy, const TcopyChunkBegin *begin)
 	cstate->raw_reached_eof = false;
 	cstate->input_reached_eof = false;
 	worker.chunk_ended = false;
+	/* as copy.c's copy_read_row */
 	for (;;)
 	{
+		TcopyWriter *writer = copy->writer;
+
 		CHECK_FOR_INTERRUPTS();
 		ResetPerTupleExprContext(copy->estate);
 		MemoryContextSwitchTo(GetPerTupleMemoryContext(copy->estate));
-		if (copy->plan != NULL)
+		if (copy->plan != NULL && copy->route != NULL)
 		{
-			if (!tcopy_next_row_fields(cstate, copy->plan, &copy->writer->row))
+			if (!tcopy_read_fields(cstate, copy->plan))
+				break;
+			writer = tcopy_route_row(copy->route, cstate, slot);
+		}
+		else if (copy->plan != NULL)
+		{
+			if (!tcopy_next_row_fields(cstate, copy->plan, &writer->row))
 				break;
 		}
 		else
@@ -235,14 +253,22 @@ worker_copy_chunk(WorkerCopy *copy, const TcopyChunkBegin *begin)
 					continue;
 				}
 			}
-			tcopy_encode_row(copy->codec, slot->tts_values, slot->tts_isnull,
-							 &copy->writer->row);
+			if (copy->partition != NULL)
+				ExecPartitionCheck(copy->partition, slot, copy->estate, true);
+			if (copy->route != NULL)
+				writer = tcopy_route_row(copy->route, cstate, slot);
+			else
+				tcopy_encode_row(copy->codec, slot->tts_values, slot->tts_isnull,
+								 &writer->row);
 		}
-		copy->writer->line = cstate->cur_lineno;
-		tcopy_writer_add_row(copy->writer);
+		writer->line = cstate->cur_lineno;
+		tcopy_writer_add_row(writer);
 	}
 	MemoryContextSwitchTo(oldcontext);
-	tcopy_writer_flush(copy->writer);
+	if (copy->route != NULL)
+		tcopy_route_flush(copy->route);
+	else
+		tcopy_writer_flush(copy->writer);
 	/* the reader stopped before the chunk's end: "\." ends the input */
 	done.end_marker = !worker.chunk_ended;
 	iov.data = (const char *) &done;
@@ -328,6 +354,7 @@ tcopy_copy_worker_main(dsm_segment *seg, shm_toc *toc)
 	MemoryContext workercontext = CurrentMemoryContext;
 	ListCell   *lc;
 	Bitmapset  *inserted = NULL;
+	RangeTblEntry *rte;
 
 	shm_mq_set_receiver(in_mq, MyProc);
 	worker.in = shm_mq_attach(in_mq, seg, NULL);
@@ -339,13 +366,15 @@ tcopy_copy_worker_main(dsm_segment *seg, shm_toc *toc)
 	where = (List *) worker_next_node(&strings);
 
 	rel = table_open(shared->relid, RowExclusiveLock);
-	copy.codec = tcopy_rel_codec(rel, shared->userid);
 	foreach(lc, CopyGetAttnums(RelationGetDescr(rel), rel, attlist))
 		inserted = bms_add_member(inserted,
 								  lfirst_int(lc) - FirstLowInvalidHeapAttributeNumber);
-	tcopy_codec_set_inserted_cols(copy.codec, InvalidOid, inserted);
-
+	/* the range table entry prepare_copy_from made: who inserts which columns */
 	pstate = make_parsestate(NULL);
+	rte = addRangeTableEntryForRelation(pstate, rel, RowExclusiveLock, NULL,
+										false, false)->p_rte;
+	rte->requiredPerms = ACL_INSERT;
+	rte->insertedCols = inserted;
 	if (shared->binary)
 	{
 		worker.preamble = binary_header;
@@ -357,12 +386,33 @@ tcopy_copy_worker_main(dsm_segment *seg, shm_toc *toc)
 	pgstat_progress_end_command();
 	copy.eol_type = shared->eol_type;
 	copy.estate = CreateExecutorState();
+	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE || rel->rd_rel->relispartition)
+		ExecInitRangeTable(copy.estate, pstate->p_rtable);
+	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+	{
+		/* routing opens the partitions, whose writers send to the leader */
+		tcopy_parallel_sink = worker_send_batch;
+		copy.route = tcopy_route_begin(rel, copy.estate, copy.cstate,
+									   where == NIL && tcopy_raw_fields,
+									   shared->has_on_conflict ? &shared->on_conflict : NULL);
+		copy.plan = tcopy_route_field_plan(copy.route);
+	}
+	else
+	{
+		copy.codec = tcopy_rel_codec(rel, shared->userid);
+		tcopy_codec_set_inserted_cols(copy.codec, InvalidOid, inserted);
+		copy.writer = tcopy_writer_begin_detached(copy.codec, worker_send_batch);
+		if (rel->rd_rel->relispartition)
+		{
+			copy.partition = makeNode(ResultRelInfo);
+			InitResultRelInfo(copy.partition, rel, 1, NULL, 0);
+		}
+		else if (where == NIL && tcopy_raw_fields)
+			copy.plan = tcopy_field_plan(copy.cstate, copy.codec);
+	}
 	if (where != NIL)
 		copy.qual = ExecPrepareQual(where, copy.estate);
-	else if (tcopy_raw_fields)
-		copy.plan = tcopy_field_plan(copy.cstate, copy.codec);
 	copy.slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
-	copy.writer = tcopy_writer_begin_detached(copy.codec, worker_send_batch);
 
 	errcallback.callback = CopyFromErrorCallback;
 	errcallback.arg = (void *) copy.cstate;
@@ -387,7 +437,10 @@ tcopy_copy_worker_main(dsm_segment *seg, shm_toc *toc)
 	error_context_stack = errcallback.previous;
 	worker_wait_for_leader();
 
-	tcopy_writer_free(copy.writer);
+	if (copy.route != NULL)
+		tcopy_route_end(copy.route);
+	else
+		tcopy_writer_free(copy.writer);
 	ExecDropSingleTupleTableSlot(copy.slot);
 	FreeExecutorState(copy.estate);
 	EndCopyFrom(copy.cstate);

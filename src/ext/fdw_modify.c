@@ -134,7 +134,10 @@ tcopy_modify_begin(EState *estate, ResultRelInfo *resultRelInfo)
 	else
 		tcopy_codec_set_inserted_cols(fmstate->codec, InvalidOid,
 									  ExecGetInsertedCols(resultRelInfo, estate));
-	fmstate->writer = tcopy_writer_begin(fmstate->codec);
+	/* a parallel COPY's worker routing rows: its batches go to the leader */
+	fmstate->writer = tcopy_parallel_sink != NULL ?
+		tcopy_writer_begin_detached(fmstate->codec, tcopy_parallel_sink) :
+		tcopy_writer_begin(fmstate->codec);
 	fmstate->temp_cxt = AllocSetContextCreate(CurrentMemoryContext,
 											  "tcopy insert temporary data",
 											  ALLOCSET_SMALL_SIZES);

@@ -958,17 +958,27 @@ typedef enum TcopyParallelResult
 	TCOPY_PARALLEL_DONE			/* loaded: *processed rows */
 } TcopyParallelResult;
 
+/*
+ * In a parallel COPY's worker (copy_worker.c): where the writers that
+ * routing opens send their batches; NULL elsewhere.
+ */
+extern void (*tcopy_parallel_sink) (TcopyWriter *writer);
+
 /* The value of the COPY's "workers" option, checked. */
 extern int	tcopy_copy_workers_of(DefElem *def);
 
 /*
- * Load src's rows into writer's table with workers parallel workers (copy.c
- * has checked the statement); see TcopyParallelResult.
+ * Load src's rows into rel with workers parallel workers (copy.c has
+ * checked the statement): through writer, or, rel being partitioned (writer
+ * NULL), through writers of its partitions made here; on_conflict is the
+ * COPY's option or NULL.  See TcopyParallelResult.
  */
 extern TcopyParallelResult tcopy_copy_parallel(struct ParseState *pstate, Relation rel,
 											   struct CopyFromStateData *src,
 											   List *options, List *attlist, List *where,
-											   TcopyWriter *writer, int workers,
+											   TcopyWriter *writer,
+											   const TcopyOnConflict *on_conflict,
+											   int workers,
 											   struct CopyFromStateData **replay,
 											   uint64 *processed);
 
@@ -1096,6 +1106,8 @@ extern TcopyFieldPlan *tcopy_route_field_plan(TcopyRoute *route);
  */
 extern TcopyWriter *tcopy_route_row(TcopyRoute *route, struct CopyFromStateData *cstate,
 									TupleTableSlot *slot);
+/* Send every partition's batch built so far. */
+extern void tcopy_route_flush(TcopyRoute *route);
 /* Send every partition's last batch, and close them. */
 extern void tcopy_route_end(TcopyRoute *route);
 

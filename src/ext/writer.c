@@ -242,6 +242,8 @@ void
 tcopy_writer_finish(TcopyWriter *writer)
 {
 	writer_flush(writer);
+	if (writer->sink != NULL)
+		return;					/* the leader waits for the acks */
 
 	/*
 	 * Under on_conflict 'error', a duplicate the tserver settles as rows
