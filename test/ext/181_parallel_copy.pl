@@ -27,8 +27,9 @@
 #	encoding byte, a carriage return, an unterminated quote, binary field
 #	count, field length, truncation, data after the trailer) on the first
 #	row, in the middle and on the last row; the cases that must run alone
-#	(workers 0, input below the threshold, no worker launched, partitioned
-#	target, ON_ERROR, a volatile WHERE or default, SJIS, \r line ends);
+#	(workers 0, input below the threshold, no worker launched, ON_ERROR,
+#	a volatile WHERE or default, SJIS, \r line ends); a partitioned target
+#	routed by the workers, a partition target's constraint checked there;
 #	and a 400k-row load compared by checksum.
 #
 #	Without parallel COPY (no GUC tcopy.copy_workers) every run is serial:
@@ -418,8 +419,10 @@ check_case(name => 'alone: input below the threshold', fmt => 'text', table => '
 	threshold => "'4MB'", data => $text, way => 'alone');
 check_case(name => 'alone: no worker launched', fmt => 'text', table => 'tk', heap => 1,
 	pre => [ 'TRUNCATE tk', 'SET max_parallel_workers = 0' ], data => $text, way => 'alone');
-check_case(name => 'alone: partitioned target', fmt => 'text', table => 'tp', data => $text,
-	way => 'alone');
+check_case(name => 'partitioned target, routed by the workers', fmt => 'text', table => 'tp',
+	data => $text);
+check_case(name => 'a partition as target, its constraint checked by the workers', fmt => 'text',
+	table => 'tp1', data => $text, error => qr/violates partition constraint/);
 check_case(name => 'alone: ON_ERROR ignore', fmt => 'text', table => 'tk',
 	topts => 'ON_ERROR ignore, LOG_VERBOSITY verbose', way => 'alone',
 	data => rows(\&text_row, 1, 5) . text_row(6, n => 'bad') . rows(\&text_row, 7, 30)
