@@ -164,7 +164,7 @@ tcopy_define_gucs(void)
 							"The backend reads this much of the input before it starts workers.",
 							&tcopy_copy_parallel_threshold_kb,
 							4 * 1024,
-							0, 1024 * 1024,
+							0, 256 * 1024,
 							PGC_USERSET,
 							GUC_UNIT_KB,
 							NULL, NULL, NULL);
