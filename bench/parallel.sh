@@ -158,14 +158,14 @@ END {
 			if (cf ~ /^w[1-9]/ && cores) {
 				kk = substr(cf, 2) + 0; b = us(l, r); x = us(wc, r) / kk; if (x > b) b = x
 				x = us(median(tthr[k]), r); if (x > b) b = x; x = us(median(tload[k]) - median(tthr[k]), r); if (x > b) b = x
-				x = us(l + wc + t, r) / cores; if (x > b) b = x
+				x = us(l + wc + median(tload[k]), r) / cores; if (x > b) b = x
 				model[ds, cf] = b * r / 1e6 + median(commit[k])
 			}
 			if (cf ~ /^w[1-9]/) {
 				# the least contended per-row costs of the parallel configs
 				if (!((ds, "L") in est) || us(l, r) < est[ds, "L"]) est[ds, "L"] = us(l, r)
 				if (!((ds, "W") in est) || us(wc, r) < est[ds, "W"]) est[ds, "W"] = us(wc, r)
-				if (!((ds, "T") in est) || us(t, r) < est[ds, "T"]) est[ds, "T"] = us(t, r)
+				x = us(median(tload[k]), r); if (!((ds, "T") in est) || x < est[ds, "T"]) est[ds, "T"] = x
 				if (!((ds, "T1") in est) || us(median(tthr[k]), r) < est[ds, "T1"]) { est[ds, "T1"] = us(median(tthr[k]), r); est[ds, "T1n"] = thrname[k] }
 				x = us(median(tload[k]) - median(tthr[k]), r); if (x < 0) x = 0
 				if (!((ds, "T2") in est) || x < est[ds, "T2"]) est[ds, "T2"] = x
@@ -196,7 +196,7 @@ END {
 	any = 0
 	for (d = 1; d <= nds; d++) if ((dsorder[d], "L") in est) any = 1
 	if (!any) exit
-	print "Expected time on a 16-core host with k workers, from the per-row CPU costs above (for each, the smallest median among w1/w2/w4: this 2-core host, oversubscribed by leader + workers + tserver, inflates them): t ≈ rows × max(L, W/k, T1, T2, (L + W + T)/16) + COMMIT, where L is the leader (reads every byte, cuts chunks, forwards every batch: serial), W all workers together (parse, encode: divided among k), T1 the busiest tserver thread during the COPY (one session'"'"'s batches are received by one connection thread), T2 the rest of the tserver during the COPY (mostly the session'"'"'s background spills of its staging buffer, one spill thread at a time), T the tserver in all, and COMMIT the wall time of the COMMIT (the tserver'"'"'s publish; for unsorted input its merge of the runs), serial after the load. The bound is the largest term; \"+ COMMIT\" when the COMMIT adds more than a tenth. The model counts CPU only: the last column puts it beside this host'"'"'s measured wall (its cores, the best parallel config'"'"'s own costs); what the measured wall has above the model is waiting (other load on the host, the window of batches in flight, fsync), which the 16-core figures leave out."
+	print "Expected time on a 16-core host with k workers, from the per-row CPU costs above (for each, the smallest median among w1/w2/w4: this 2-core host, oversubscribed by leader + workers + tserver, inflates them): t ≈ rows × max(L, W/k, T1, T2, (L + W + T)/16) + COMMIT, where L is the leader (reads every byte, cuts chunks, forwards every batch: serial), W all workers together (parse, encode: divided among k), T1 the busiest tserver thread during the COPY (one session'"'"'s batches are received by one connection thread), T2 the rest of the tserver during the COPY (mostly the session'"'"'s background spills of its staging buffer, one spill thread at a time), T the tserver in all during the COPY (its commit is in COMMIT), and COMMIT the wall time of the COMMIT (the tserver'"'"'s publish; for unsorted input its merge of the runs), serial after the load. The bound is the largest term; \"+ COMMIT\" when the COMMIT adds more than a tenth. The model counts CPU only: the last column puts it beside this host'"'"'s measured wall (its cores, the best parallel config'"'"'s own costs); what the measured wall has above the model is waiting (other load on the host, the window of batches in flight, fsync), which the 16-core figures leave out."
 	print ""
 	print "| dataset | rows | L µs/row | W µs/row | T µs/row | T1 µs/row | T2 µs/row | COMMIT s | k = 4: s (bound) | k = 8 | k = 15 | unlogged heap here, s | this host: model vs measured, s |"
 	print "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
