@@ -625,12 +625,52 @@ leader_run(CopyLeader *leader)
 			if (leader->input_wait)
 			{
 				events |= WL_SOCKET_READABLE;
-				fd = fileno(leader->src->copy_file);
+				fd = tcopy_source_socket(leader->src);
 			}
 			(void) WaitLatchOrSocket(MyLatch, events, fd, -1, WAIT_EVENT_MQ_RECEIVE);
 			ResetLatch(MyLatch);
 		}
 		leader->input_wait = false;
+	}
+}
+
+/*
+ * Read the input's start into the buffer: the threshold, or less if the
+ * input ends or does not come within LEADER_FIRST_READ_MS (an input slower
+ * than one backend parses gains nothing from workers).
+ */
+static void
+leader_read_start(CopyLeader *leader, size_t threshold)
+{
+	TimestampTz deadline = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													   LEADER_FIRST_READ_MS);
+
+	while (leader->rlen < Max(threshold, 1))
+	{
+		int			n;
+
+		while (leader->rlen > 0 && !tcopy_source_ready(leader->src))
+		{
+			long		ms = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+
+			if (ms <= 0)
+				return;
+			(void) WaitLatchOrSocket(MyLatch,
+									 WL_LATCH_SET | WL_SOCKET_READABLE | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+									 tcopy_source_socket(leader->src), ms, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+		}
+		n = tcopy_source_read(leader->src, leader->rbuf + leader->rlen,
+							  (int) Min(leader->rcap - leader->rlen, (size_t) LEADER_READ_BYTES));
+		if (n == 0)
+		{
+			leader->input_eof = true;
+			return;
+		}
+		leader->rlen += n;
+		if (GetCurrentTimestamp() >= deadline)
+			return;
 	}
 }
 
@@ -727,7 +767,6 @@ tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 	const char *refusal = workers == 0 ? "workers is 0" : parallel_refusal(src, where);
 	size_t		threshold = (size_t) tcopy_copy_parallel_threshold_kb * 1024;
 	CopyLeader	leader = {0};
-	TimestampTz start;
 	char	   *prefix;
 	size_t		header = src->opts.binary ? sizeof(binary_header) : 0;
 
@@ -746,22 +785,7 @@ tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 	prefix = palloc(header + leader.rcap);
 	memcpy(prefix, binary_header, header);
 	leader.rbuf = prefix + header;
-	start = GetCurrentTimestamp();
-	while (leader.rlen < Max(threshold, 1))
-	{
-		int			n = tcopy_source_read(src, leader.rbuf + leader.rlen,
-										  (int) Min(leader.rcap - leader.rlen, (size_t) LEADER_READ_BYTES));
-
-		if (n == 0)
-		{
-			leader.input_eof = true;
-			break;
-		}
-		leader.rlen += n;
-		/* an input slower than one backend parses gains nothing from workers */
-		if (TimestampDifferenceExceeds(start, GetCurrentTimestamp(), LEADER_FIRST_READ_MS))
-			break;
-	}
+	leader_read_start(&leader, threshold);
 	pgstat_progress_update_param(PROGRESS_COPY_BYTES_PROCESSED, src->bytes_processed);
 	if (leader.input_eof && leader.rlen < threshold)
 		refusal = "the input is below tcopy.copy_parallel_threshold";

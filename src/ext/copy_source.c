@@ -30,24 +30,40 @@
 #include "pgstat.h"
 #include "utils/memutils.h"
 
-/* What CopyGetData does for COPY_FRONTEND: bytes of CopyData messages. */
-static int
-source_read_frontend(CopyFromState src, char *buf, int maxread)
+/*
+ * Take the client's next message into src->fe_msgbuf, as CopyGetData does:
+ * true for CopyData, false for CopyDone (the input's end), an ERROR for
+ * CopyFail or another message.  Flush and Sync are skipped.  nowait: take
+ * a message only if its first byte is there, false otherwise (*waits set).
+ * Cancel is held while a message is part read, which would break the
+ * protocol.
+ */
+static bool
+source_take_message(CopyFromState src, bool nowait, bool *waits)
 {
-	StringInfo	msg = src->fe_msgbuf;
-	int			avail;
-
-	while (msg->cursor >= msg->len)
+	for (;;)
 	{
 		int			mtype;
 		int			maxmsglen;
 
-		if (src->raw_reached_eof)
-			return 0;
-readmessage:
 		HOLD_CANCEL_INTERRUPTS();
 		pq_startmsgread();
-		mtype = pq_getbyte();
+		if (nowait)
+		{
+			unsigned char c;
+			int			r = pq_getbyte_if_available(&c);
+
+			if (r == 0)
+			{
+				pq_endmsgread();
+				RESUME_CANCEL_INTERRUPTS();
+				*waits = true;
+				return false;
+			}
+			mtype = r < 0 ? EOF : c;
+		}
+		else
+			mtype = pq_getbyte();
 		if (mtype == EOF)
 			ereport(ERROR,
 					(errcode(ERRCODE_CONNECTION_FAILURE),
@@ -71,7 +87,7 @@ readmessage:
 				maxmsglen = 0;	/* keep compiler quiet */
 				break;
 		}
-		if (pq_getmessage(msg, maxmsglen))
+		if (pq_getmessage(src->fe_msgbuf, maxmsglen))
 			ereport(ERROR,
 					(errcode(ERRCODE_CONNECTION_FAILURE),
 					 errmsg("unexpected EOF on client connection with an open transaction")));
@@ -79,21 +95,34 @@ readmessage:
 		switch (mtype)
 		{
 			case 'd':
-				break;
+				return true;
 			case 'c':
 				src->raw_reached_eof = true;
-				return 0;
+				return false;
 			case 'f':
 				ereport(ERROR,
 						(errcode(ERRCODE_QUERY_CANCELED),
 						 errmsg("COPY from stdin failed: %s",
-								pq_getmsgstring(msg))));
+								pq_getmsgstring(src->fe_msgbuf))));
 				break;
-			case 'H':
-			case 'S':
-				/* libpq may send them without noticing the COPY */
-				goto readmessage;
+			default:
+				/* Flush, Sync: libpq may send them without noticing the COPY */
+				break;
 		}
+	}
+}
+
+/* What CopyGetData does for COPY_FRONTEND: bytes of CopyData messages. */
+static int
+source_read_frontend(CopyFromState src, char *buf, int maxread)
+{
+	StringInfo	msg = src->fe_msgbuf;
+	int			avail;
+
+	while (msg->cursor >= msg->len)
+	{
+		if (src->raw_reached_eof || !source_take_message(src, false, NULL))
+			return 0;
 	}
 	avail = Min(msg->len - msg->cursor, maxread);
 	pq_copymsgbytes(msg, buf, avail);
@@ -149,22 +178,36 @@ tcopy_source_read(CopyFromState src, char *buf, int maxread)
 }
 
 /*
- * Whether tcopy_source_read would return at once: bytes buffered, or a file
- * or pipe with something to read (or its end).  The client's messages are
- * always read as they come.
+ * Whether tcopy_source_read would return at once: bytes buffered, a file or
+ * pipe with something to read (or its end), a client's message come (which
+ * is then taken).  When not, tcopy_source_socket is what to wait on.
  */
 bool
 tcopy_source_ready(CopyFromState src)
 {
 	struct pollfd pfd;
+	bool		waits = false;
 
-	if (src->raw_buf_index < src->raw_buf_len || src->copy_src != COPY_FILE ||
-		src->raw_reached_eof)
+	if (src->raw_buf_index < src->raw_buf_len || src->raw_reached_eof)
 		return true;
+	if (src->copy_src == COPY_FRONTEND)
+	{
+		if (src->fe_msgbuf->cursor < src->fe_msgbuf->len)
+			return true;
+		(void) source_take_message(src, true, &waits);
+		return !waits;
+	}
 	pfd.fd = fileno(src->copy_file);
 	pfd.events = POLLIN;
 	pfd.revents = 0;
 	return poll(&pfd, 1, 0) != 0;	/* an error: let read() report it */
+}
+
+/* The socket or descriptor that becomes readable when src has more input. */
+pgsocket
+tcopy_source_socket(CopyFromState src)
+{
+	return src->copy_src == COPY_FRONTEND ? MyProcPort->sock : fileno(src->copy_file);
 }
 
 /*

@@ -913,6 +913,7 @@ struct ParseState;
 struct CopyFromStateData;
 extern int	tcopy_source_read(struct CopyFromStateData *src, char *buf, int maxread);
 extern bool tcopy_source_ready(struct CopyFromStateData *src);
+extern pgsocket tcopy_source_socket(struct CopyFromStateData *src);
 extern void tcopy_source_drain(struct CopyFromStateData *src);
 extern struct CopyFromStateData *tcopy_source_replay(struct ParseState *pstate, Relation rel,
 													 struct CopyFromStateData *src,
