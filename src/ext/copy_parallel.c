@@ -857,7 +857,7 @@ tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 	}
 	ExitParallelMode();
 	leader_close_partitions(&leader);
-	ereport(DEBUG1,
+	ereport(DEBUG2,
 			(errmsg_internal("tcopy: COPY %s: " UINT64_FORMAT " rows parsed by %d parallel workers in " UINT64_FORMAT " chunks",
 							 relname, leader.processed, leader.nworkers, leader.next_done)));
 	*processed = leader.processed;
