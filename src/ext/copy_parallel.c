@@ -56,9 +56,6 @@
  */
 #define LEADER_FIRST_READ_MS 50
 
-/* The header a binary replay starts with (copy_worker.c has the same). */
-static const char binary_header[19] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0";
-
 /* The COPY's "workers" option: a number of workers, 0 for none. */
 int
 tcopy_copy_workers_of(DefElem *def)
@@ -768,7 +765,7 @@ tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 	size_t		threshold = (size_t) tcopy_copy_parallel_threshold_kb * 1024;
 	CopyLeader	leader = {0};
 	char	   *prefix;
-	size_t		header = src->opts.binary ? sizeof(binary_header) : 0;
+	size_t		header = src->opts.binary ? TCOPY_BINARY_HEADER_LEN : 0;
 
 	if (refusal != NULL)
 	{
@@ -783,7 +780,7 @@ tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 	leader.writer = writer;
 	leader.rcap = Max(threshold, (size_t) LEADER_READ_BYTES);
 	prefix = palloc(header + leader.rcap);
-	memcpy(prefix, binary_header, header);
+	memcpy(prefix, TCOPY_BINARY_HEADER, header);
 	leader.rbuf = prefix + header;
 	leader_read_start(&leader, threshold);
 	pgstat_progress_update_param(PROGRESS_COPY_BYTES_PROCESSED, src->bytes_processed);

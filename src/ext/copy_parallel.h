@@ -27,6 +27,14 @@
 /* The leader's data messages carry at most this much input. */
 #define TCOPY_PARALLEL_PIECE_BYTES	(64 * 1024)
 
+/*
+ * The header a binary COPY's reader expects (signature, no flags, no
+ * extension): what a worker's reader, or a serial replay, is given first,
+ * the leader having read and checked the input's own.
+ */
+#define TCOPY_BINARY_HEADER "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0"
+#define TCOPY_BINARY_HEADER_LEN 19
+
 /* The COPY, as the workers open it. */
 typedef struct TcopyParallelShared
 {

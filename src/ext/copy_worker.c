@@ -37,9 +37,6 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
-/* The header a binary COPY's reader expects; the leader checked the real one. */
-static const char binary_header[19] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0";
-
 /* The worker's state: the reader's callback has no argument. */
 static struct
 {
@@ -377,8 +374,8 @@ tcopy_copy_worker_main(dsm_segment *seg, shm_toc *toc)
 	rte->insertedCols = inserted;
 	if (shared->binary)
 	{
-		worker.preamble = binary_header;
-		worker.preamble_len = sizeof(binary_header);
+		worker.preamble = TCOPY_BINARY_HEADER;
+		worker.preamble_len = TCOPY_BINARY_HEADER_LEN;
 	}
 	copy.cstate = BeginCopyFrom(pstate, rel, NULL, NULL, false, worker_read_cb,
 								attlist, options);
