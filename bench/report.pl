@@ -10,11 +10,12 @@ use warnings;
 my ($dir, $md_path, $png_path) = @ARGV;
 die "usage: report.pl RESULTS_DIR RESULTS.md CHART.png\n" unless defined $png_path;
 
-my @case_order = qw(1 2 3 3e 3f 3p 4 5 6 6e 6f 6p 7a 7b 8 9 9t);
+my @case_order = qw(1 2 3 3w 3e 3f 3p 4 5 6 6e 6f 6p 7a 7b 8 9 9t);
 my %case_label = (
 	'1'  => 'Postgres COPY, logged heap + primary key',
 	'2'  => 'Postgres COPY, unlogged heap, no index',
-	'3'  => 'tcopy, defaults (wire encoder, raw fields)',
+	'3'  => 'tcopy, one backend (workers 0; wire encoder, raw fields)',
+	'3w' => 'tcopy, defaults: 2 parallel workers',
 	'3e' => 'tcopy, ON_ERROR ignore, no bad rows',
 	'3f' => 'tcopy, raw_fields = off (input functions)',
 	'3p' => 'tcopy, encoder = protobuf (arena)',
@@ -31,12 +32,12 @@ my %case_label = (
 	'9t' => 'tcopy defaults over tcp:127.0.0.1, TLS (sslmode verify-full)',
 );
 my %case_short = (
-	'1' => 'heap+PK', '2' => 'heap unlogged', '3' => 'tcopy', '3e' => 'on_error', '3f' => 'fields off', '3p' => 'protobuf',
+	'1' => 'heap+PK', '2' => 'heap unlogged', '3' => 'tcopy', '3w' => 'tcopy 2w', '3e' => 'on_error', '3f' => 'fields off', '3p' => 'protobuf',
 	'4' => 'pb malloc', '5' => 'hook off', '6' => 'null:', '6e' => 'null: on_error', '6f' => 'null: f.off', '6p' => 'null: pb',
 	'7a' => 'tcopy tcm', '7b' => 'malloc tcm', '8' => 'reader', '9' => 'tcp plain', '9t' => 'tcp TLS',
 );
 # the cases that load into a tserver (the others have no tserver figures)
-my %case_tserver = map { $_ => 1 } qw(3 3e 3f 3p 4 5 7a 7b 9 9t);
+my %case_tserver = map { $_ => 1 } qw(3 3w 3e 3f 3p 4 5 7a 7b 9 9t);
 my @ds_order = qw(accounts shuffled mixed);
 my %ds_label = (
 	accounts => 'accounts (pgbench_accounts rows, sorted keys)',
@@ -261,9 +262,11 @@ sub ns_text
 for my $t (['accounts', 0.33], ['shuffled', 0.5])
 {
 	my ($ds, $limit) = @$t;
-	my ($w3, $w2) = (med($ds, '3', 'wall'), med($ds, '2', 'wall'));
+	# the defaults (3w: parallel workers), else one backend (3)
+	my $c = has($ds, '3w') ? '3w' : '3';
+	my ($w3, $w2) = (med($ds, $c, 'wall'), med($ds, '2', 'wall'));
 	my $ratio = (defined $w3 && $w2) ? $w3 / $w2 : undef;
-	push @targets, ["tcopy (3) wall / unlogged heap (2) wall, $ds", "≤ $limit",
+	push @targets, ["tcopy ($c) wall / unlogged heap (2) wall, $ds", "≤ $limit",
 		defined $ratio ? sprintf('%.2f (%s / %s)', $ratio, secs($w3), secs($w2)) : $not_run,
 		defined $ratio ? ($ratio <= $limit ? 1 : 0) : undef];
 }
@@ -513,6 +516,8 @@ for my $ds (@ds_order)
 	$add->('5', '3', 'hook off (5) vs hook (3)');
 	$add->('9t', '9', 'tcp:, TLS (9t) vs plain text (9)');
 	$add->('9', '3', 'tcp: plain text (9) vs unix: (3)');
+	$add->('3w', '3', '2 parallel workers (3w) vs one backend (3)');
+	$add->('3w', '2', 'tcopy, defaults (3w) vs unlogged heap (2)');
 	$add->('3', '2', 'tcopy (3) vs unlogged heap (2)');
 	$add->('3', '1', 'tcopy (3) vs logged heap + PK (1)');
 	$add->('6', '8', "null: (6) vs Postgres' COPY reader alone (8)");

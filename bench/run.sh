@@ -24,7 +24,10 @@
 # Cases (ids for --cases):
 #   1   Postgres COPY into a logged heap table with a primary key
 #   2   Postgres COPY into an unlogged heap table without indexes
-#   3   tcopy COPY, default settings (wire encoder, raw fields)
+#   3   tcopy COPY parsed by the backend alone (tcopy.copy_workers = 0; as
+#       every tcopy case but 3w: the single backend's client side), wire
+#       encoder, raw fields
+#   3w  tcopy COPY, default settings: parsed by 2 parallel workers
 #   3f  tcopy, tcopy.raw_fields = off (every field through its input function)
 #   3p  tcopy, tcopy.encoder = protobuf (protobuf-c messages from an arena)
 #   3e  case 3 with COPY ... (ON_ERROR ignore) and no bad row: what reading
@@ -313,7 +316,8 @@ case_label()
 	case "$1" in
 		1) echo "Postgres COPY, logged heap + PK" ;;
 		2) echo "Postgres COPY, unlogged heap" ;;
-		3) echo "tcopy (defaults: wire encoder, raw fields)" ;;
+		3) echo "tcopy, one backend (workers 0: wire encoder, raw fields)" ;;
+		3w) echo "tcopy (defaults: 2 parallel workers)" ;;
 		3f) echo "tcopy, raw_fields=off" ;;
 		3p) echo "tcopy, encoder=protobuf (arena)" ;;
 		3e) echo "tcopy, ON_ERROR ignore (no bad rows)" ;;
@@ -332,16 +336,19 @@ case_label()
 }
 case_settings()
 {
+	# every tcopy case but 3w measures one backend's client side
+	local serial="SET tcopy.copy_workers = 0;"
 	case "$1" in
-		3f|6f) echo "SET tcopy.raw_fields = off;" ;;
-		3p|6p) echo "SET tcopy.encoder = protobuf;" ;;
-		4|7b) echo "SET tcopy.encoder = protobuf; SET tcopy.alloc_mode = malloc;" ;;
+		3f|6f) echo "$serial SET tcopy.raw_fields = off;" ;;
+		3p|6p) echo "$serial SET tcopy.encoder = protobuf;" ;;
+		4|7b) echo "$serial SET tcopy.encoder = protobuf; SET tcopy.alloc_mode = malloc;" ;;
 		5) echo "SET tcopy.copy_hook = off;" ;;
+		3|3e|6|6e|7a|9|9t) echo "$serial" ;;
 		*) echo "" ;;
 	esac
 }
 case_cluster() { case "$1" in 7a|7b) echo pgtc ;; *) echo pg ;; esac; }
-case_uses_tserver() { case "$1" in 3|3e|3f|3p|4|5|7a|7b|9|9t) return 0 ;; *) return 1 ;; esac; }
+case_uses_tserver() { case "$1" in 3|3w|3e|3f|3p|4|5|7a|7b|9|9t) return 0 ;; *) return 1 ;; esac; }
 # whether count(*) of the target is checked after the load (null: keeps
 # nothing; the reader's own count is its check)
 case_counts() { case "$1" in 6|6e|6f|6p|8) return 1 ;; *) return 0 ;; esac; }
@@ -353,10 +360,10 @@ case_counts() { case "$1" in 6|6e|6f|6p|8) return 1 ;; *) return 0 ;; esac; }
 # send functions) matter most, also the field paths (3f), the encoders (3p,
 # 4), the hook (5) and the reader alone (8), but not the tcmalloc cluster.
 plan=(
-	accounts:1 accounts:2 accounts:3 accounts:3e accounts:3f accounts:3p accounts:4 accounts:5
+	accounts:1 accounts:2 accounts:3 accounts:3w accounts:3e accounts:3f accounts:3p accounts:4 accounts:5
 	accounts:6 accounts:6e accounts:6f accounts:6p accounts:7a accounts:7b accounts:8 accounts:9 accounts:9t
-	shuffled:1 shuffled:2 shuffled:3 shuffled:6
-	mixed:1 mixed:2 mixed:3 mixed:3e mixed:3f mixed:3p mixed:4 mixed:5 mixed:6 mixed:6e mixed:8
+	shuffled:1 shuffled:2 shuffled:3 shuffled:3w shuffled:6
+	mixed:1 mixed:2 mixed:3 mixed:3w mixed:3e mixed:3f mixed:3p mixed:4 mixed:5 mixed:6 mixed:6e mixed:8
 )
 selected=()
 for item in "${plan[@]}"; do

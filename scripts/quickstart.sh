@@ -12,7 +12,7 @@ make
 make install
 
 out=$(mktemp -d "${TMPDIR:-/tmp}/tcopy-quickstart.XXXXXX")
-BENCH_OUT="$out" bench/run.sh --no-build --cases 2,3,6 --datasets accounts \
+BENCH_OUT="$out" bench/run.sh --no-build --cases 2,3,3w,6 --datasets accounts \
 	--runs 1 --no-profile --no-concurrency "$@"
 echo
 sed -n '/^## accounts/,/^## /p' "$out/RESULTS.md" | sed '$d'
