@@ -780,14 +780,23 @@ ts_session_prepare(TsSession *session, TsError *err)
 		 * numbers, in L0).
 		 */
 		SstSink    *sst = ts_sst_sink_get(session, err);
+		TsMemRun	last = {0};
+		bool		has_last = session->noffsets > 0;
+		int			result;
 
-		if (sst == NULL ||
-			(session->noffsets > 0 &&
-			 ts_spill_run(session, &session->staged, session->offsets, session->noffsets,
-						  err) != 0) ||
+		/*
+		 * The rest of the buffer is sorted in memory and merged with the
+		 * runs as the latest of them: never written as a run, nor read back.
+		 */
+		result = sst == NULL ||
+			(has_last &&
+			 ts_spill_mem_run(session, &session->staged, session->offsets, session->noffsets,
+							  &last, err) != 0) ||
 			ts_sst_sink_finish_file(sst, err) != 0 ||
-			ts_merge_runs(session, sst, err) != 0 ||
-			ts_sst_sink_finish_file(sst, err) != 0)
+			ts_merge_runs(session, has_last ? &last : NULL, sst, err) != 0 ||
+			ts_sst_sink_finish_file(sst, err) != 0 ? -1 : 0;
+		ts_mem_run_free(&last);
+		if (result != 0)
 			return -1;
 	}
 	/* spilled: the keys were checked as written, their ranges are known */
