@@ -192,6 +192,27 @@ ts_run_writer_put_marked(TsRunWriter *writer, const uint8_t *key, uint32_t keyle
 }
 
 int
+ts_run_writer_put_record(TsRunWriter *writer, const uint8_t *rec)
+{
+	uint32_t	keylen = ts_record_keylen(rec);
+	size_t		size = ts_record_size(keylen, ts_record_valuelen(rec));
+
+	if (writer->written >= writer->next_indexed)
+	{
+		if (index_add(&writer->index, writer->written, ts_record_key(rec), keylen) != 0)
+		{
+			errno = ENOMEM;
+			return -1;
+		}
+		writer->next_indexed = writer->written + writer->stride;
+	}
+	if (writer_append(writer, rec, size) != 0)
+		return -1;
+	writer->written += size;
+	return 0;
+}
+
+int
 ts_run_writer_close(TsRunWriter *writer)
 {
 	int			result = 0;

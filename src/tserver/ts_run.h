@@ -63,6 +63,12 @@ int			ts_run_writer_put_marked(TsRunWriter *writer, const uint8_t *key,
 									 uint32_t valuelen);
 
 /*
+ * Append a record in the staging format (ts_record.h) as it is, header
+ * included: one copy where ts_run_writer_put makes one a field.
+ */
+int			ts_run_writer_put_record(TsRunWriter *writer, const uint8_t *rec);
+
+/*
  * Flush and close the file (also after a failure, to release it); 0, or
  * -1 with errno.  The index stays in writer->index, the caller's to keep
  * or free.

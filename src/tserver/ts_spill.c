@@ -213,8 +213,9 @@ spill_run_put(void *arg, const uint8_t *rec, int mark, TsError *err)
 	SpillRun   *run = arg;
 	uint32_t	keylen = ts_record_keylen(rec);
 
-	if (ts_run_writer_put_marked(&run->writer, ts_record_key(rec), keylen, mark,
-								 ts_record_value(rec, keylen), ts_record_valuelen(rec)) == 0)
+	if ((mark == 0 ? ts_run_writer_put_record(&run->writer, rec) :
+		 ts_run_writer_put_marked(&run->writer, ts_record_key(rec), keylen, mark,
+								  ts_record_value(rec, keylen), ts_record_valuelen(rec))) == 0)
 		return 0;
 	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
 				 "could not write staging file in \"%s\": %s", run->session->dir, strerror(errno));

@@ -6,7 +6,8 @@
  *		(a sort of every record by key, then by run) says; the parts cut by
  *		ts_run_split_keys, merged one by one, give exactly the whole merge
  *		and are about equal in size; any [lo, hi) gives the reference's
- *		records in that range; a torn run file is an error, not a shorter
+ *		records in that range (records written field by field or whole, as
+ *		a spill writes them); a torn run file is an error, not a shorter
  *		merge.  All of it again with the last run in memory (TsMemRun, as a
  *		session's last staging buffer at commit), which must index and merge
  *		exactly as its file does; a record added with a mark keeps it.  Keys share their first 8 bytes in groups and go on in a
@@ -131,7 +132,21 @@ write_runs(void)
 				continue;
 			}
 			value_of(&run[i], value);
-			REQUIRE(ts_run_writer_put(&writer, run[i].key, run[i].keylen, value, VALUE_SIZE) == 0);
+			if (i % 2 == 0)
+				REQUIRE(ts_run_writer_put(&writer, run[i].key, run[i].keylen, value,
+										  VALUE_SIZE) == 0);
+			else
+			{
+				/* as a spill writes a staged record: whole */
+				uint8_t		rec[8 + 24 + VALUE_SIZE];
+				uint32_t	valuelen = VALUE_SIZE;
+
+				memcpy(rec, &run[i].keylen, 4);
+				memcpy(rec + 4, &valuelen, 4);
+				memcpy(rec + 8, run[i].key, run[i].keylen);
+				memcpy(rec + 8 + run[i].keylen, value, VALUE_SIZE);
+				REQUIRE(ts_run_writer_put_record(&writer, rec) == 0);
+			}
 		}
 		CHECK_EQ_INT(ts_run_writer_close(&writer), 0);
 		CHECK(writer.index.n >= 100);
