@@ -38,7 +38,8 @@
  *     merge, the data written once.  The files do not overlap each other,
  *     so RocksDB can place them low in the tree when they do not overlap
  *     existing data either;
- *   - commit of an unsorted spilled session spills what is left, merges
+ *   - commit of an unsorted spilled session sorts what is left in memory
+ *     (a TsMemRun, never written) and merges it, as the latest run, with
  *     the runs (ts_run.c: a heap; for equal keys the latest run wins) into
  *     SST files of strictly increasing keys, in parts of the key space
  *     merged at the same time by merge_threads threads (its client waits
@@ -73,7 +74,8 @@
  * one open SstFileWriter while sorted, plus the runs' sparse indexes (a
  * key every 256 kB of run), plus the record offsets (4 bytes a record)
  * and, while a run is sorted, ts_sort_records' entries (24 bytes a record
- * of the half being spilled).
+ * of the half being spilled, 16 or 24 more during a radix sort), and at
+ * commit a pointer a record of the last half (TsMemRun).
  *
  * The phases are in files of their own, which share ts_session_int.h:
  * spilling in ts_spill.c, SST files in ts_sst_sink.c, runs and the merge in
