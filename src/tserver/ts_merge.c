@@ -15,11 +15,14 @@
 
 #include "ts_log.h"
 
-/* Paths of the session's runs, [nruns] strings to free with free_paths. */
+/*
+ * Paths of the session's runs, [nruns] strings to free with free_paths;
+ * none (but not NULL) when the last buffer alone is merged.
+ */
 static char **
 run_paths(const TsSession *session)
 {
-	char	  **paths = calloc(session->nruns, sizeof(char *));
+	char	  **paths = calloc(session->nruns > 0 ? session->nruns : 1, sizeof(char *));
 	char		path[SESSION_PATH_SIZE];
 
 	for (uint32_t r = 0; paths != NULL && r < session->nruns; r++)
