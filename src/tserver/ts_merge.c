@@ -239,7 +239,6 @@ ts_merge_runs(TsSession *session, const TsMemRun *last, SstSink *sink, TsError *
 	uint32_t	nindexes = session->nruns + (last != NULL);
 	TsRunIndex *indexes = malloc((nindexes > 0 ? nindexes : 1) * sizeof(TsRunIndex));
 	int			nsplits = -1;
-
 	int			result = 0;
 
 	/* the split sees the last buffer's keys as a run's */
