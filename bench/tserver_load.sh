@@ -7,6 +7,9 @@
 #   bench/tserver_load.sh [--rows N] [--shuffle] [--batch-rows B] [--window W]
 #                         [--session-memory-mb M] [--keep]
 #
+# The tserver logs at debug level, so that the commit's prepare and publish
+# times (its "session N committed" line) are reported too.
+#
 # Binaries: $TSERVER and $TSERVER_CLI, else build/, else the PATH.
 set -euo pipefail
 
@@ -46,7 +49,7 @@ trap cleanup EXIT
 
 # tserver-cli runs as this user: admitted by its uid
 "$tserver" --data "$work/data" --listen "unix:$sock" --session-memory-mb "$session_mb" \
-	--allow-uid "$(id -u)" 2>"$work/tserver.log" &
+	--log-level debug --allow-uid "$(id -u)" 2>"$work/tserver.log" &
 pid=$!
 for _ in $(seq 300); do
 	grep -q "tserver ready" "$work/tserver.log" 2>/dev/null && break
@@ -66,11 +69,15 @@ read -r u1 s1 <<<"$(cpu "$pid")"
 wb1=$(awk '/^write_bytes/ { print $2 }' "/proc/$pid/io")
 hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$pid/status")
 count=$("$cli" --address "unix:$sock" scan accounts --format count)
+commit=$(sed -n 's/.* committed [0-9]* rows (\([0-9]*\) runs): prepare \([0-9]*\) ms, publish \([0-9]*\) ms.*/\1 \2 \3/p' \
+	"$work/tserver.log" | tail -1)
+read -r runs prepare_ms publish_ms <<<"${commit:-0 0 0}"
 
 awk -v rows="$rows" -v start="$start" -v end="$end" -v u0="$u0" -v u1="$u1" \
 	-v s0="$s0" -v s1="$s1" -v hwm="$hwm" -v wb="$((wb1 - wb0))" \
 	-v count="$count" -v order="${shuffle:+shuffled}" -v batch="$batch_rows" -v window="$window" \
-	-v session_mb="$session_mb" 'BEGIN {
+	-v session_mb="$session_mb" -v runs="$runs" -v prepare_ms="$prepare_ms" \
+	-v publish_ms="$publish_ms" 'BEGIN {
 	wall = end - start
 	u = u1 - u0
 	s = s1 - s0
@@ -80,6 +87,7 @@ awk -v rows="$rows" -v start="$start" -v end="$end" -v u0="$u0" -v u1="$u1" \
 	printf "  tserver CPU     user %.2f s, system %.2f s\n", u, s
 	printf "  tserver peak RSS %.1f MB\n", hwm / 1024
 	printf "  tserver wrote   %.1f MB to disk\n", wb / 1048576
+	printf "  commit          %d runs, prepare %d ms, publish %d ms\n", runs, prepare_ms, publish_ms
 	printf "  rows read back  %d\n", count
 	if (count != rows) { print "  MISMATCH: rows read back differ from rows loaded"; exit 1 }
 }'

@@ -15,11 +15,14 @@
 
 #include "ts_log.h"
 
-/* Paths of the session's runs, [nruns] strings to free with free_paths. */
+/*
+ * Paths of the session's runs, [nruns] strings to free with free_paths;
+ * none (but not NULL) when the last buffer alone is merged.
+ */
 static char **
 run_paths(const TsSession *session)
 {
-	char	  **paths = calloc(session->nruns, sizeof(char *));
+	char	  **paths = calloc(session->nruns > 0 ? session->nruns : 1, sizeof(char *));
 	char		path[SESSION_PATH_SIZE];
 
 	for (uint32_t r = 0; paths != NULL && r < session->nruns; r++)
@@ -149,6 +152,7 @@ typedef struct MergePart
 {
 	TsSession  *session;
 	char	  **paths;
+	const TsMemRun *last;		/* the last buffer, in memory, or NULL */
 	const TcBuf *lo;
 	const TcBuf *hi;
 	SstSink		sink;
@@ -198,43 +202,55 @@ merge_part_main(void *arg)
 	TsSession  *session = part->session;
 
 	if (session->direct_last.len > 0)
-		part->result = ts_run_merge(part->paths, session->run_indexes, session->nruns,
-									part->lo, part->hi, &session->conflicts,
-									merge_put_outside_direct, part, &part->err);
+		part->result = ts_run_merge_with(part->paths, session->run_indexes, session->nruns,
+										 part->last, part->lo, part->hi, &session->conflicts,
+										 merge_put_outside_direct, part, &part->err);
 	else
-		part->result = ts_run_merge(part->paths, session->run_indexes, session->nruns,
-									part->lo, part->hi, &session->conflicts,
-									ts_sst_sink_put, &part->sink, &part->err);
+		part->result = ts_run_merge_with(part->paths, session->run_indexes, session->nruns,
+										 part->last, part->lo, part->hi, &session->conflicts,
+										 ts_sst_sink_put, &part->sink, &part->err);
 	if (part->result == 0)
 		part->result = ts_sst_sink_finish_file(&part->sink, &part->err);
 	return NULL;
 }
 
 /*
- * Merge the session's runs into SST files appended to sink's.  With runs
- * large enough and more than one merge thread, the key space is split
- * into parts of about equal size (from the runs' indexes), each merged by
- * a thread of its own into files of its own: the parts do not overlap
- * and come in key order, so their files follow each other in the sink as
- * one merge's would.
+ * Merge the session's runs, and last (the last staging buffer, sorted in
+ * memory; NULL: none) after them, into SST files appended to sink's.
+ * With runs large enough and more than one merge thread, the key space is
+ * split into parts of about equal size (from the runs' indexes), each
+ * merged by a thread of its own into files of its own: the parts do not
+ * overlap and come in key order, so their files follow each other in the
+ * sink as one merge's would.
  */
 int
-ts_merge_runs(TsSession *session, SstSink *sink, TsError *err)
+ts_merge_runs(TsSession *session, const TsMemRun *last, SstSink *sink, TsError *err)
 {
 	TsStore    *store = session->store;
 	uint64_t	part_bytes = store->opts.merge_part_bytes ? store->opts.merge_part_bytes : 1;
-	uint64_t	run_bytes = session->spilled_bytes - session->direct_bytes;
+	uint64_t	run_bytes = session->spilled_bytes - session->direct_bytes +
+		(last != NULL ? last->bytes : 0);
 	uint64_t	fit = run_bytes / part_bytes + 1;
 	int			nparts = fit < (uint64_t) store->opts.merge_threads ?
 		(int) fit : store->opts.merge_threads;
 	TcBuf		splits[TS_MERGE_THREADS_MAX] = {{0}};
 	MergePart	parts[TS_MERGE_THREADS_MAX];
 	char	  **paths = run_paths(session);
-	int			nsplits;
+	uint32_t	nindexes = session->nruns + (last != NULL);
+	TsRunIndex *indexes = malloc((nindexes > 0 ? nindexes : 1) * sizeof(TsRunIndex));
+	int			nsplits = -1;
 	int			result = 0;
 
-	nsplits = paths == NULL ? -1 : ts_run_split_keys(session->run_indexes, session->nruns,
-													 nparts, splits);
+	/* the split sees the last buffer's keys as a run's */
+	if (paths != NULL && indexes != NULL)
+	{
+		if (session->nruns > 0)
+			memcpy(indexes, session->run_indexes, session->nruns * sizeof(TsRunIndex));
+		if (last != NULL)
+			indexes[session->nruns] = last->index;
+		nsplits = ts_run_split_keys(indexes, nindexes, nparts, splits);
+	}
+	free(indexes);
 	if (nsplits < 0)
 	{
 		free_paths(paths, session->nruns);
@@ -247,6 +263,7 @@ ts_merge_runs(TsSession *session, SstSink *sink, TsError *err)
 	{
 		parts[p].session = session;
 		parts[p].paths = paths;
+		parts[p].last = last;
 		parts[p].lo = p > 0 ? &splits[p - 1] : NULL;
 		parts[p].hi = p < nsplits ? &splits[p] : NULL;
 		ts_sst_sink_init(&parts[p].sink, session, p);
@@ -261,8 +278,9 @@ ts_merge_runs(TsSession *session, SstSink *sink, TsError *err)
 	for (int p = 1; p < nparts; p++)
 		if (parts[p].started)
 			pthread_join(parts[p].thread, NULL);
-	ts_log(TS_LOG_DEBUG, "session %llu: merged %u runs (%llu bytes) in %d part%s",
+	ts_log(TS_LOG_DEBUG, "session %llu: merged %u runs%s (%llu bytes) in %d part%s",
 		   (unsigned long long) session->id, session->nruns,
+		   last != NULL ? " and the last buffer" : "",
 		   (unsigned long long) run_bytes, nparts, nparts == 1 ? "" : "s");
 
 	for (int p = 0; p < nparts; p++)

@@ -192,6 +192,27 @@ ts_run_writer_put_marked(TsRunWriter *writer, const uint8_t *key, uint32_t keyle
 }
 
 int
+ts_run_writer_put_record(TsRunWriter *writer, const uint8_t *rec)
+{
+	uint32_t	keylen = ts_record_keylen(rec);
+	size_t		size = ts_record_size(keylen, ts_record_valuelen(rec));
+
+	if (writer->written >= writer->next_indexed)
+	{
+		if (index_add(&writer->index, writer->written, ts_record_key(rec), keylen) != 0)
+		{
+			errno = ENOMEM;
+			return -1;
+		}
+		writer->next_indexed = writer->written + writer->stride;
+	}
+	if (writer_append(writer, rec, size) != 0)
+		return -1;
+	writer->written += size;
+	return 0;
+}
+
+int
 ts_run_writer_close(TsRunWriter *writer)
 {
 	int			result = 0;
@@ -207,6 +228,93 @@ ts_run_writer_close(TsRunWriter *writer)
 	free(writer->buffer);
 	writer->buffer = NULL;
 	return result;
+}
+
+/* ---- the last buffer, in memory ---- */
+
+int
+ts_mem_run_init(TsMemRun *mem, size_t n)
+{
+	memset(mem, 0, sizeof(*mem));
+	mem->stride = TS_RUN_INDEX_STRIDE;
+	mem->recs = malloc((n > 0 ? n : 1) * sizeof(const uint8_t *));
+	if (mem->recs == NULL)
+		return -1;
+	mem->cap = n;
+	return 0;
+}
+
+int
+ts_mem_run_add(TsMemRun *mem, const uint8_t *rec, int mark)
+{
+	uint32_t	keylen = ts_record_keylen(rec);
+	uint32_t	valuelen = ts_record_valuelen(rec);
+
+	if (mem->n == mem->cap)
+	{
+		size_t		cap = mem->cap ? mem->cap * 2 : 64;
+		const uint8_t **grown = realloc(mem->recs, cap * sizeof(const uint8_t *));
+
+		if (grown == NULL)
+			return -1;
+		mem->recs = grown;
+		mem->cap = cap;
+	}
+	if (mem->bytes >= mem->next_indexed)
+	{
+		if (index_add(&mem->index, mem->bytes, ts_record_key(rec), keylen) != 0)
+			return -1;
+		mem->next_indexed = mem->bytes + mem->stride;
+	}
+	if (mark != 0)
+	{
+		/* copied with its mark: its place in marked, made a pointer at finish */
+		size_t		at = mem->marked.len;
+		size_t	   *grown = realloc(mem->marked_at, (mem->nmarked + 1) * sizeof(size_t));
+
+		if (grown == NULL)
+			return -1;
+		mem->marked_at = grown;
+		if (!tc_buf_reserve(&mem->marked, ts_record_size(keylen, valuelen + 1)))
+			return -1;
+		ts_record_put_header(mem->marked.data + at, keylen, valuelen + 1);
+		memcpy(mem->marked.data + at + TS_RECORD_HEADER_SIZE, ts_record_key(rec), keylen);
+		mem->marked.data[at + TS_RECORD_HEADER_SIZE + keylen] = (uint8_t) mark;
+		memcpy(mem->marked.data + at + TS_RECORD_HEADER_SIZE + keylen + 1,
+			   ts_record_value(rec, keylen), valuelen);
+		mem->marked.len += ts_record_size(keylen, valuelen + 1);
+		mem->marked_at[mem->nmarked++] = mem->n;
+		mem->recs[mem->n++] = (const uint8_t *) (uintptr_t) at;
+		valuelen++;
+	}
+	else
+		mem->recs[mem->n++] = rec;
+	mem->bytes += ts_record_size(keylen, valuelen);
+	return 0;
+}
+
+void
+ts_mem_run_finish(TsMemRun *mem)
+{
+	for (size_t i = 0; i < mem->nmarked; i++)
+	{
+		size_t		at = mem->marked_at[i];
+
+		mem->recs[at] = mem->marked.data + (uintptr_t) mem->recs[at];
+	}
+	free(mem->marked_at);
+	mem->marked_at = NULL;
+	mem->nmarked = 0;
+}
+
+void
+ts_mem_run_free(TsMemRun *mem)
+{
+	free(mem->recs);
+	free(mem->marked_at);
+	tc_buf_free(&mem->marked);
+	ts_run_index_free(&mem->index);
+	memset(mem, 0, sizeof(*mem));
 }
 
 /* ---- splitting ---- */
@@ -306,7 +414,12 @@ typedef struct RunReader
 	TsKeyPrefix prefix;			/* ts_key_prefix of key */
 	uint32_t	run;			/* position in the session: later wins */
 	const TcBuf *hi;			/* keys from here on are not the merge's */
+	const TsMemRun *mem;		/* a run in memory (fd -1), else NULL */
+	size_t		next;			/* mem's next record */
 } RunReader;
+
+/* Records ahead of the one being read whose bytes a memory run fetches. */
+#define MEM_PREFETCH 8
 
 /*
  * Have at least need bytes from pos on in buf; 1, or 0 when the file ends
@@ -360,6 +473,26 @@ reader_next(RunReader *reader)
 	const uint8_t *rec;
 	int			more;
 
+	if (reader->mem != NULL)
+	{
+		/* in key order, the records are scattered over the buffer */
+		if (reader->next + MEM_PREFETCH < reader->mem->n)
+		{
+			__builtin_prefetch(reader->mem->recs[reader->next + MEM_PREFETCH]);
+			__builtin_prefetch(reader->mem->recs[reader->next + MEM_PREFETCH] + 64);
+			__builtin_prefetch(reader->mem->recs[reader->next + MEM_PREFETCH] + 127);
+		}
+		if (reader->next >= reader->mem->n)
+			return 0;
+		rec = reader->mem->recs[reader->next++];
+		reader->keylen = ts_record_keylen(rec);
+		reader->valuelen = ts_record_valuelen(rec);
+		reader->key = ts_record_key(rec);
+		reader->prefix = ts_key_prefix(reader->key, reader->keylen);
+		return reader->hi == NULL || reader->hi->len == 0 ||
+			ts_key_compare(reader->key, reader->keylen, reader->hi->data,
+						   (uint32_t) reader->hi->len) < 0;
+	}
 	reader->pos += reader->reclen;
 	reader->reclen = 0;
 	more = reader_fill(reader, TS_RECORD_HEADER_SIZE);
@@ -473,6 +606,32 @@ reader_open(RunReader *reader, const char *path, const TsRunIndex *index, uint32
 		   ts_key_compare(reader->key, reader->keylen, lo->data, (uint32_t) lo->len) < 0)
 		;
 	return more;
+}
+
+/* Open the memory run as run number run, at its first key at or above lo. */
+static int
+reader_open_mem(RunReader *reader, const TsMemRun *mem, uint32_t run, const TcBuf *lo,
+				const TcBuf *hi)
+{
+	size_t		below = 0;		/* keys below lo: [0, below) */
+	size_t		high = mem->n;
+
+	reader->run = run;
+	reader->hi = hi;
+	reader->mem = mem;
+	while (lo != NULL && lo->len > 0 && below < high)
+	{
+		size_t		mid = below + (high - below) / 2;
+		const uint8_t *rec = mem->recs[mid];
+
+		if (ts_key_compare(ts_record_key(rec), ts_record_keylen(rec), lo->data,
+						   (uint32_t) lo->len) < 0)
+			below = mid + 1;
+		else
+			high = mid;
+	}
+	reader->next = below;
+	return reader_next(reader);
 }
 
 /*
@@ -618,8 +777,16 @@ ts_run_merge(char *const *paths, const TsRunIndex *indexes, uint32_t nruns,
 			 const TcBuf *lo, const TcBuf *hi, const TsConflicts *conflicts,
 			 TsRunPut put, void *arg, TsError *err)
 {
-	RunReader  *readers = calloc(nruns, sizeof(RunReader));
-	RunReader **heap = calloc(nruns, sizeof(RunReader *));
+	return ts_run_merge_with(paths, indexes, nruns, NULL, lo, hi, conflicts, put, arg, err);
+}
+
+int
+ts_run_merge_with(char *const *paths, const TsRunIndex *indexes, uint32_t nruns,
+				  const TsMemRun *mem, const TcBuf *lo, const TcBuf *hi,
+				  const TsConflicts *conflicts, TsRunPut put, void *arg, TsError *err)
+{
+	RunReader  *readers = calloc(nruns + 1, sizeof(RunReader));
+	RunReader **heap = calloc(nruns + 1, sizeof(RunReader *));
 	size_t		nheap = 0;
 	TcBuf		group = {0};
 	uint32_t	failed = 0;
@@ -630,7 +797,7 @@ ts_run_merge(char *const *paths, const TsRunIndex *indexes, uint32_t nruns,
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory merging staged runs");
 		goto done;
 	}
-	for (uint32_t r = 0; r < nruns; r++)
+	for (uint32_t r = 0; r <= nruns; r++)
 		readers[r].fd = -1;
 	for (uint32_t r = 0; r < nruns; r++)
 	{
@@ -644,6 +811,9 @@ ts_run_merge(char *const *paths, const TsRunIndex *indexes, uint32_t nruns,
 		if (more > 0)
 			heap[nheap++] = &readers[r];
 	}
+	/* the memory run is the latest: it wins ties under REPLACE */
+	if (mem != NULL && reader_open_mem(&readers[nruns], mem, nruns, lo, hi) > 0)
+		heap[nheap++] = &readers[nruns];
 	for (size_t i = nheap / 2; i-- > 0;)
 		heap_sift_down(heap, nheap, i);
 
@@ -669,10 +839,11 @@ ts_run_merge(char *const *paths, const TsRunIndex *indexes, uint32_t nruns,
 
 io_err:
 	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
-				 "could not read staging file \"%s\": %s", paths[failed],
+				 "could not read staging file \"%s\": %s",
+				 failed < nruns ? paths[failed] : "(memory)",
 				 errno ? strerror(errno) : "short read");
 done:
-	for (uint32_t r = 0; readers != NULL && r < nruns; r++)
+	for (uint32_t r = 0; readers != NULL && r <= nruns; r++)
 	{
 		if (readers[r].fd >= 0)
 			close(readers[r].fd);

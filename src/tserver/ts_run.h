@@ -4,7 +4,9 @@
  *		each key once, written by its spills and merged at commit.
  *
  * A run file is a sequence of records in the staging format (ts_record.h),
- * so that a spill writes staged records as they are.  While a
+ * so that a spill writes staged records as they are.  The last staging
+ * buffer of a session at commit is merged with them from memory
+ * (TsMemRun), never written.  While a
  * run is written, its writer keeps a sparse index (the offset and key of
  * a record every TS_RUN_INDEX_STRIDE bytes, and of the first), from which
  * a merge splits the session's key space into parts of about equal size
@@ -61,11 +63,53 @@ int			ts_run_writer_put_marked(TsRunWriter *writer, const uint8_t *key,
 									 uint32_t valuelen);
 
 /*
+ * Append a record in the staging format (ts_record.h) as it is, header
+ * included: one copy where ts_run_writer_put makes one a field.
+ */
+int			ts_run_writer_put_record(TsRunWriter *writer, const uint8_t *rec);
+
+/*
  * Flush and close the file (also after a failure, to release it); 0, or
  * -1 with errno.  The index stays in writer->index, the caller's to keep
  * or free.
  */
 int			ts_run_writer_close(TsRunWriter *writer);
+
+/*
+ * The last staging buffer of a session at commit, sorted and deduplicated
+ * as a run would be, but kept in memory: the merge reads it as the latest
+ * run, and it is never written to a file.  Its records stay where they are
+ * in the buffer (recs points at them), but for the few a spill rewrites
+ * with a mark (an insert after a DELETE of its key, ts_record.h), which
+ * are copied into marked.
+ */
+typedef struct TsMemRun
+{
+	const uint8_t **recs;		/* [n] records, keys ascending, each once */
+	size_t		n;
+	size_t		cap;
+	TcBuf		marked;			/* records rewritten with a mark */
+	size_t	   *marked_at;		/* [nmarked] their places in recs, until finished */
+	size_t		nmarked;
+	uint64_t	bytes;			/* what they would take in a run file */
+	uint64_t	next_indexed;
+	uint64_t	stride;			/* TS_RUN_INDEX_STRIDE; tests make it smaller */
+	TsRunIndex	index;			/* as a run's, for ts_run_split_keys */
+} TsMemRun;
+
+/* Room for n records; 0, or -1 when out of memory. */
+int			ts_mem_run_init(TsMemRun *mem, size_t n);
+
+/*
+ * Append the record rec (of a buffer that outlives mem), with a mark
+ * before its value unless mark is 0; keys must ascend.  0, or -1 when out
+ * of memory.
+ */
+int			ts_mem_run_add(TsMemRun *mem, const uint8_t *rec, int mark);
+
+/* Done adding: every recs[i] points at its record. */
+void		ts_mem_run_finish(TsMemRun *mem);
+void		ts_mem_run_free(TsMemRun *mem);
 
 /* Where merged records go; 0, or -1 with err. */
 typedef int (*TsRunPut) (void *arg, const uint8_t *key, uint32_t keylen,
@@ -91,5 +135,11 @@ int			ts_run_split_keys(const TsRunIndex *indexes, uint32_t nruns, int nparts,
 int			ts_run_merge(char *const *paths, const TsRunIndex *indexes, uint32_t nruns,
 						 const TcBuf *lo, const TcBuf *hi, const TsConflicts *conflicts,
 						 TsRunPut put, void *arg, TsError *err);
+
+/* The same, with mem (unless NULL) as one more run, after the files. */
+int			ts_run_merge_with(char *const *paths, const TsRunIndex *indexes, uint32_t nruns,
+							  const TsMemRun *mem, const TcBuf *lo, const TcBuf *hi,
+							  const TsConflicts *conflicts, TsRunPut put, void *arg,
+							  TsError *err);
 
 #endif							/* TS_RUN_H */

@@ -38,7 +38,8 @@
  *     merge, the data written once.  The files do not overlap each other,
  *     so RocksDB can place them low in the tree when they do not overlap
  *     existing data either;
- *   - commit of an unsorted spilled session spills what is left, merges
+ *   - commit of an unsorted spilled session sorts what is left in memory
+ *     (a TsMemRun, never written) and merges it, as the latest run, with
  *     the runs (ts_run.c: a heap; for equal keys the latest run wins) into
  *     SST files of strictly increasing keys, in parts of the key space
  *     merged at the same time by merge_threads threads (its client waits
@@ -73,7 +74,8 @@
  * one open SstFileWriter while sorted, plus the runs' sparse indexes (a
  * key every 256 kB of run), plus the record offsets (4 bytes a record)
  * and, while a run is sorted, ts_sort_records' entries (24 bytes a record
- * of the half being spilled).
+ * of the half being spilled, 16 or 24 more during a radix sort), and at
+ * commit a pointer a record of the last half (TsMemRun).
  *
  * The phases are in files of their own, which share ts_session_int.h:
  * spilling in ts_spill.c, SST files in ts_sst_sink.c, runs and the merge in
@@ -780,14 +782,23 @@ ts_session_prepare(TsSession *session, TsError *err)
 		 * numbers, in L0).
 		 */
 		SstSink    *sst = ts_sst_sink_get(session, err);
+		TsMemRun	last = {0};
+		bool		has_last = session->noffsets > 0;
+		int			result;
 
-		if (sst == NULL ||
-			(session->noffsets > 0 &&
-			 ts_spill_run(session, &session->staged, session->offsets, session->noffsets,
-						  err) != 0) ||
+		/*
+		 * The rest of the buffer is sorted in memory and merged with the
+		 * runs as the latest of them: never written as a run, nor read back.
+		 */
+		result = sst == NULL ||
+			(has_last &&
+			 ts_spill_mem_run(session, &session->staged, session->offsets, session->noffsets,
+							  &last, err) != 0) ||
 			ts_sst_sink_finish_file(sst, err) != 0 ||
-			ts_merge_runs(session, sst, err) != 0 ||
-			ts_sst_sink_finish_file(sst, err) != 0)
+			ts_merge_runs(session, has_last ? &last : NULL, sst, err) != 0 ||
+			ts_sst_sink_finish_file(sst, err) != 0 ? -1 : 0;
+		ts_mem_run_free(&last);
+		if (result != 0)
 			return -1;
 	}
 	/* spilled: the keys were checked as written, their ranges are known */

@@ -260,6 +260,8 @@ int			ts_spill_sorted_records(TsSession *session, const TcBuf *staged,
 									TsError *err);
 int			ts_spill_run(TsSession *session, const TcBuf *staged, uint32_t *offsets,
 						 size_t n, TsError *err);
+int			ts_spill_mem_run(TsSession *session, const TcBuf *staged, uint32_t *offsets,
+							 size_t n, TsMemRun *mem, TsError *err);
 
 /* in ts_sst_sink.c */
 void		ts_sst_sink_init(SstSink *sink, TsSession *session, int part);
@@ -275,6 +277,7 @@ void		ts_sst_sink_free(SstSink *sink);
 /* in ts_merge.c */
 int			ts_merge_add_run(TsSession *session, TsRunIndex *index);
 int			ts_merge_compact_runs(TsSession *session, TsError *err);
-int			ts_merge_runs(TsSession *session, SstSink *sink, TsError *err);
+int			ts_merge_runs(TsSession *session, const TsMemRun *last, SstSink *sink,
+						  TsError *err);
 
 #endif							/* TS_SESSION_INT_H */

@@ -22,6 +22,18 @@ record_same_key(const TcBuf *staged, uint32_t a, uint32_t b)
 	return ts_record_same_key(staged->data + a, staged->data + b);
 }
 
+/* Records ahead of the one being written whose bytes a run's spill fetches. */
+#define SPILL_PREFETCH 8
+
+/* Start loading a staged record's first 128 bytes (header, key, value). */
+static inline void
+prefetch_record(const uint8_t *rec)
+{
+	__builtin_prefetch(rec);
+	__builtin_prefetch(rec + 64);
+	__builtin_prefetch(rec + 127);
+}
+
 /* Copy the key of record rec into out; false when out of memory. */
 static bool
 record_key_copy(TcBuf *out, const uint8_t *rec)
@@ -124,32 +136,37 @@ ts_spill_sorted_records(TsSession *session, const TcBuf *staged,
 	return 0;
 }
 
-/* Sort n records by key and write them, deduplicated, as the next run. */
-int
-ts_spill_run(TsSession *session, const TcBuf *staged, uint32_t *offsets, size_t n,
-			 TsError *err)
-{
-	char		path[SESSION_PATH_SIZE];
-	TsRunWriter writer;
+/* Where spill_sorted puts the records it keeps; 0, or -1 with err. */
+typedef int (*SpillPut) (void *arg, const uint8_t *rec, int mark, TsError *err);
 
-	/* runs follow the direct SST files, which are complete */
-	if (session->sst != NULL && ts_sst_sink_finish_file(session->sst, err) != 0)
-		return -1;
+/*
+ * Sort n staged records by key and put them, of equal keys only the one
+ * the publish keeps (the last, or as on_conflict says; with a SET mark
+ * where an insert follows a DELETE of its key), in key order.
+ */
+static int
+spill_sorted(TsSession *session, const TcBuf *staged, uint32_t *offsets, size_t n,
+			 SpillPut put, void *arg, TsError *err)
+{
 	/* without memory for ts_sort_records' entries: slower, the same order */
 	if (ts_sort_records(staged->data, offsets, n) != 0)
 		qsort_r(offsets, n, sizeof(uint32_t), record_compare, (void *) staged);
 
-	if (ts_session_make_dir(session) != 0)
-		goto io_err;
-	ts_session_run_path(session, session->nruns, path, sizeof(path));
-	if (ts_run_writer_open(&writer, path) != 0)
-		goto io_err;
 	for (size_t i = 0; i < n; i++)
 	{
 		const uint8_t *rec = staged->data + offsets[i];
-		uint32_t	keylen = ts_record_keylen(rec);
+		uint32_t	keylen;
 		int			mark = 0;
 		bool		marked = false;
+
+		/*
+		 * Sorted, the records are read in random order from tens of
+		 * megabytes: without this, a shuffled load's spills spent most of
+		 * their time waiting for each record's first cache line.
+		 */
+		if (i + SPILL_PREFETCH < n)
+			prefetch_record(staged->data + offsets[i + SPILL_PREFETCH]);
+		keylen = ts_record_keylen(rec);
 
 		/* of equal keys, the last written survives, or as on_conflict says */
 		if (i + 1 < n && record_same_key(staged, offsets[i], offsets[i + 1]))
@@ -168,11 +185,7 @@ ts_spill_run(TsSession *session, const TcBuf *staged, uint32_t *offsets, size_t 
 				ts_conflicts_pick(&session->conflicts, ts_record_key(rec), keylen, j - i,
 								  ts_record_value(second, keylen), ts_record_valuelen(second),
 								  &keep, err) != 0)
-			{
-				(void) ts_run_writer_close(&writer);
-				ts_run_index_free(&writer.index);
 				return -1;
-			}
 			rec = staged->data + offsets[i + keep];
 			/* an insert right after a DELETE of its key is not checked: SET */
 			if (marked && ts_record_mark(rec) == 0 && i + keep > i &&
@@ -180,27 +193,67 @@ ts_spill_run(TsSession *session, const TcBuf *staged, uint32_t *offsets, size_t 
 				mark = TS_VALUE_SET;
 			i = j - 1;
 		}
-		if (ts_run_writer_put_marked(&writer, ts_record_key(rec), keylen, mark,
-									 ts_record_value(rec, keylen), ts_record_valuelen(rec)) != 0)
-		{
-			int			save = errno;
-
-			(void) ts_run_writer_close(&writer);
-			ts_run_index_free(&writer.index);
-			errno = save;
-			goto io_err;
-		}
+		if (put(arg, rec, mark, err) != 0)
+			return -1;
 	}
-	if (ts_run_writer_close(&writer) != 0 ||
-		ts_merge_add_run(session, &writer.index) != 0)
+	return 0;
+}
+
+/* A run being written by a spill. */
+typedef struct SpillRun
+{
+	TsSession  *session;
+	TsRunWriter writer;
+} SpillRun;
+
+/* A SpillPut into a run file. */
+static int
+spill_run_put(void *arg, const uint8_t *rec, int mark, TsError *err)
+{
+	SpillRun   *run = arg;
+	uint32_t	keylen = ts_record_keylen(rec);
+
+	if ((mark == 0 ? ts_run_writer_put_record(&run->writer, rec) :
+		 ts_run_writer_put_marked(&run->writer, ts_record_key(rec), keylen, mark,
+								  ts_record_value(rec, keylen), ts_record_valuelen(rec))) == 0)
+		return 0;
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+				 "could not write staging file in \"%s\": %s", run->session->dir, strerror(errno));
+	return -1;
+}
+
+/* Sort n records by key and write them, deduplicated, as the next run. */
+int
+ts_spill_run(TsSession *session, const TcBuf *staged, uint32_t *offsets, size_t n,
+			 TsError *err)
+{
+	char		path[SESSION_PATH_SIZE];
+	SpillRun	run = {.session = session};
+
+	/* runs follow the direct SST files, which are complete */
+	if (session->sst != NULL && ts_sst_sink_finish_file(session->sst, err) != 0)
+		return -1;
+	if (ts_session_make_dir(session) != 0)
+		goto io_err;
+	ts_session_run_path(session, session->nruns, path, sizeof(path));
+	if (ts_run_writer_open(&run.writer, path) != 0)
+		goto io_err;
+	if (spill_sorted(session, staged, offsets, n, spill_run_put, &run, err) != 0)
 	{
-		ts_run_index_free(&writer.index);
+		(void) ts_run_writer_close(&run.writer);
+		ts_run_index_free(&run.writer.index);
+		return -1;
+	}
+	if (ts_run_writer_close(&run.writer) != 0 ||
+		ts_merge_add_run(session, &run.writer.index) != 0)
+	{
+		ts_run_index_free(&run.writer.index);
 		goto io_err;
 	}
-	ts_session_account_spilled(session, session->spilled_bytes + writer.written);
+	ts_session_account_spilled(session, session->spilled_bytes + run.writer.written);
 	ts_log(TS_LOG_DEBUG, "session %llu: spilled run %u (%zu records, %llu bytes)",
 		   (unsigned long long) session->id, session->nruns - 1, n,
-		   (unsigned long long) writer.written);
+		   (unsigned long long) run.writer.written);
 	if (session->nruns >= RUN_FAN_IN)
 		return ts_merge_compact_runs(session, err);
 	return 0;
@@ -209,6 +262,39 @@ io_err:
 	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
 				 "could not write staging file in \"%s\": %s", session->dir, strerror(errno));
 	return -1;
+}
+
+/* A SpillPut into a memory run. */
+static int
+spill_mem_put(void *arg, const uint8_t *rec, int mark, TsError *err)
+{
+	if (ts_mem_run_add(arg, rec, mark) == 0)
+		return 0;
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory sorting staged rows");
+	return -1;
+}
+
+/*
+ * Sort the session's last n records (at commit) by key into mem,
+ * deduplicated as a run's spill would write them, but left in staged,
+ * which must outlive mem: the merge reads them as the latest run, and
+ * they are never written to a file.
+ */
+int
+ts_spill_mem_run(TsSession *session, const TcBuf *staged, uint32_t *offsets, size_t n,
+				 TsMemRun *mem, TsError *err)
+{
+	if (ts_mem_run_init(mem, n) != 0)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory sorting staged rows");
+		return -1;
+	}
+	if (spill_sorted(session, staged, offsets, n, spill_mem_put, mem, err) != 0)
+		return -1;
+	ts_mem_run_finish(mem);
+	ts_log(TS_LOG_DEBUG, "session %llu: sorted its last %zu records in memory (%zu kept)",
+		   (unsigned long long) session->id, n, mem->n);
+	return 0;
 }
 
 /* Set while the thread runs spill_job_main. */

@@ -6,8 +6,11 @@
  *		(a sort of every record by key, then by run) says; the parts cut by
  *		ts_run_split_keys, merged one by one, give exactly the whole merge
  *		and are about equal in size; any [lo, hi) gives the reference's
- *		records in that range; a torn run file is an error, not a shorter
- *		merge.  Keys share their first 8 bytes in groups and go on in a
+ *		records in that range (records written field by field or whole, as
+ *		a spill writes them); a torn run file is an error, not a shorter
+ *		merge.  All of it again with the last run in memory (TsMemRun, as a
+ *		session's last staging buffer at commit), which must index and merge
+ *		exactly as its file does; a record added with a mark keeps it.  Keys share their first 8 bytes in groups and go on in a
  *		3-letter alphabet to lengths on both sides of 16, so that the
  *		merge's 16-byte integer prefix ties and the rest decides.
  */
@@ -37,6 +40,19 @@ static TsRunIndex indexes[NRUNS];
 static Rec *all;				/* every record written, NRUNS * RECORDS_PER_RUN */
 static Rec *expected;			/* the reference merge */
 static size_t nexpected;
+static uint8_t *mem_buf;		/* the last run's records, staged */
+static TsMemRun memrun;			/* the last run, in memory */
+static TsRunIndex mem_indexes[NRUNS];	/* the files' but the last, then memrun's */
+static bool use_mem;			/* merges read the last run from memrun */
+
+/* ts_run_merge of the runs, the last one from memory when use_mem says. */
+static int
+merge(const TcBuf *lo, const TcBuf *hi, TsRunPut put, void *arg, TsError *err)
+{
+	if (use_mem)
+		return ts_run_merge_with(paths, indexes, NRUNS - 1, &memrun, lo, hi, NULL, put, arg, err);
+	return ts_run_merge(paths, indexes, NRUNS, lo, hi, NULL, put, arg, err);
+}
 
 static int
 rec_compare(const void *pa, const void *pb)
@@ -116,11 +132,52 @@ write_runs(void)
 				continue;
 			}
 			value_of(&run[i], value);
-			REQUIRE(ts_run_writer_put(&writer, run[i].key, run[i].keylen, value, VALUE_SIZE) == 0);
+			if (i % 2 == 0)
+				REQUIRE(ts_run_writer_put(&writer, run[i].key, run[i].keylen, value,
+										  VALUE_SIZE) == 0);
+			else
+			{
+				/* as a spill writes a staged record: whole */
+				uint8_t		rec[8 + 24 + VALUE_SIZE];
+				uint32_t	valuelen = VALUE_SIZE;
+
+				memcpy(rec, &run[i].keylen, 4);
+				memcpy(rec + 4, &valuelen, 4);
+				memcpy(rec + 8, run[i].key, run[i].keylen);
+				memcpy(rec + 8 + run[i].keylen, value, VALUE_SIZE);
+				REQUIRE(ts_run_writer_put_record(&writer, rec) == 0);
+			}
 		}
 		CHECK_EQ_INT(ts_run_writer_close(&writer), 0);
 		CHECK(writer.index.n >= 100);
 		indexes[r] = writer.index;
+	}
+
+	/* the last run again, staged in memory, in the order its file has */
+	{
+		Rec		   *run = all + (size_t) (NRUNS - 1) * RECORDS_PER_RUN;
+		size_t		pos = 0;
+
+		mem_buf = malloc(RECORDS_PER_RUN * (8 + 24 + VALUE_SIZE));
+		REQUIRE(mem_buf != NULL && ts_mem_run_init(&memrun, RECORDS_PER_RUN / 2) == 0);
+		memrun.stride = 16 * 1024;
+		for (size_t i = 0; i < RECORDS_PER_RUN; i++)
+		{
+			uint32_t	valuelen = VALUE_SIZE;
+
+			if (run[i].keylen == 0)
+				continue;
+			memcpy(mem_buf + pos, &run[i].keylen, 4);
+			memcpy(mem_buf + pos + 4, &valuelen, 4);
+			memcpy(mem_buf + pos + 8, run[i].key, run[i].keylen);
+			value_of(&run[i], mem_buf + pos + 8 + run[i].keylen);
+			REQUIRE(ts_mem_run_add(&memrun, mem_buf + pos, 0) == 0);
+			pos += 8 + run[i].keylen + VALUE_SIZE;
+		}
+		ts_mem_run_finish(&memrun);
+		for (int r = 0; r < NRUNS - 1; r++)
+			mem_indexes[r] = indexes[r];
+		mem_indexes[NRUNS - 1] = memrun.index;
 	}
 
 	/* the reference: of each key, the record of the latest run */
@@ -199,7 +256,7 @@ test_whole_merge(void)
 	Collect		c = {0};
 	TsError		err;
 
-	CHECK_EQ_INT(ts_run_merge(paths, indexes, NRUNS, NULL, NULL, NULL, collect_put, &c, &err), 0);
+	CHECK_EQ_INT(merge(NULL, NULL, collect_put, &c, &err), 0);
 	CHECK_EQ_UINT(c.count, nexpected);
 	CHECK_EQ_UINT(c.mismatches, 0);
 	/* the runs overlap: fewer keys than records */
@@ -212,7 +269,8 @@ test_split_parts(void)
 	for (int nparts = 2; nparts <= 8; nparts++)
 	{
 		TcBuf		splits[8] = {{0}};
-		int			nsplits = ts_run_split_keys(indexes, NRUNS, nparts, splits);
+		int			nsplits = ts_run_split_keys(use_mem ? mem_indexes : indexes, NRUNS,
+												nparts, splits);
 		size_t		total = 0;
 
 		CHECK_EQ_INT(nsplits, nparts - 1);
@@ -223,7 +281,7 @@ test_split_parts(void)
 			Collect		c = {expected_from(lo), 0, 0};
 			TsError		err;
 
-			CHECK_EQ_INT(ts_run_merge(paths, indexes, NRUNS, lo, hi, NULL, collect_put, &c, &err), 0);
+			CHECK_EQ_INT(merge(lo, hi, collect_put, &c, &err), 0);
 			CHECK_EQ_UINT(c.mismatches, 0);
 			CHECK_EQ_UINT(c.next, hi ? expected_from(hi) : nexpected);
 			/* about equal parts: within half of the fair share */
@@ -274,12 +332,86 @@ test_ranges(void)
 		memcpy(hi.data, b.key, b.keylen);
 		hi.len = b.keylen;
 		c = (Collect) {expected_from(&lo), 0, 0};
-		CHECK_EQ_INT(ts_run_merge(paths, indexes, NRUNS, &lo, &hi, NULL, collect_put, &c, &err), 0);
+		CHECK_EQ_INT(merge(&lo, &hi, collect_put, &c, &err), 0);
 		CHECK_EQ_UINT(c.mismatches, 0);
 		CHECK_EQ_UINT(c.next, expected_from(&hi));
 		tc_buf_free(&lo);
 		tc_buf_free(&hi);
 	}
+}
+
+/*
+ * The memory run's sparse index is its file's: the same offsets and keys,
+ * so that the parts of a merge are cut as they would be with the file.
+ */
+static void
+test_mem_index(void)
+{
+	const TsRunIndex *file = &indexes[NRUNS - 1];
+
+	CHECK_EQ_UINT(memrun.index.n, file->n);
+	CHECK_EQ_UINT(memrun.index.keys.len, file->keys.len);
+	if (memrun.index.n == file->n && memrun.index.keys.len == file->keys.len)
+	{
+		CHECK_MEM(memrun.index.offsets, file->n * sizeof(uint64_t), file->offsets,
+				  file->n * sizeof(uint64_t));
+		CHECK_MEM(memrun.index.key_starts, (file->n + 1) * sizeof(uint32_t), file->key_starts,
+				  (file->n + 1) * sizeof(uint32_t));
+		CHECK_MEM(memrun.index.keys.data, file->keys.len, file->keys.data, file->keys.len);
+	}
+}
+
+/* What a merge of one record put. */
+typedef struct One
+{
+	int			count;
+	uint8_t		value[16];
+	uint32_t	valuelen;
+} One;
+
+static int
+one_put(void *arg, const uint8_t *key, uint32_t keylen, const uint8_t *value,
+		uint32_t valuelen, TsError *err)
+{
+	One		   *one = arg;
+
+	(void) key;
+	(void) keylen;
+	(void) err;
+	one->count++;
+	one->valuelen = valuelen;
+	memcpy(one->value, value, valuelen < 16 ? valuelen : 16);
+	return 0;
+}
+
+/*
+ * A record added with a mark (an insert after a DELETE of its key, which a
+ * spill turns into a SET) is merged with the mark before its value; the
+ * staged record is left as it was.
+ */
+static void
+test_mem_marked(void)
+{
+	uint8_t		rec[8 + 3 + 2];
+	uint32_t	keylen = 3,
+				valuelen = 2;
+	TsMemRun	mem;
+	One			one = {0};
+	TsError		err;
+
+	memcpy(rec, &keylen, 4);
+	memcpy(rec + 4, &valuelen, 4);
+	memcpy(rec + 8, "key", 3);
+	memcpy(rec + 11, "\x01v", 2);
+	REQUIRE(ts_mem_run_init(&mem, 0) == 0);
+	REQUIRE(ts_mem_run_add(&mem, rec, TS_VALUE_SET) == 0);
+	ts_mem_run_finish(&mem);
+	CHECK_EQ_INT(ts_run_merge_with(NULL, NULL, 0, &mem, NULL, NULL, NULL, one_put, &one, &err), 0);
+	CHECK_EQ_INT(one.count, 1);
+	CHECK_EQ_UINT(one.valuelen, 3);
+	CHECK_MEM(one.value, 3, "\xFE\x01v", 3);
+	CHECK_MEM(rec + 11, 2, "\x01v", 2);
+	ts_mem_run_free(&mem);
 }
 
 /* A run cut in the middle of a record: the merge fails, naming the file. */
@@ -313,6 +445,13 @@ main(void)
 	TC_RUN(test_whole_merge);
 	TC_RUN(test_split_parts);
 	TC_RUN(test_ranges);
+	use_mem = true;
+	TC_RUN(test_mem_index);
+	TC_RUN(test_whole_merge);
+	TC_RUN(test_split_parts);
+	TC_RUN(test_ranges);
+	TC_RUN(test_mem_marked);
+	use_mem = false;
 	TC_RUN(test_torn_run);
 	for (int r = 0; r < NRUNS; r++)
 	{
@@ -321,6 +460,8 @@ main(void)
 		ts_run_index_free(&indexes[r]);
 	}
 	rmdir(dir);
+	ts_mem_run_free(&memrun);
+	free(mem_buf);
 	free(all);
 	free(expected);
 	return tc_test_summary();

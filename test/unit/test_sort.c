@@ -5,7 +5,10 @@
  *		reference order (qsort of the offsets with a comparison reading the
  *		keys), on keys around the 16-byte prefix it compares inline: empty,
  *		short, zero bytes where the padding is, long keys equal in their
- *		first 16 bytes, duplicates; and on sizes around its small-sort cut.
+ *		first 16 bytes, duplicates; and on sizes around its small-sort cut and
+ *		its radix sorts' (accounts-like keys of a few varying bytes: entries
+ *		packed into integers; five varying bytes: whole entries; seven: the
+ *		introsort).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -54,6 +57,15 @@ make_records(uint8_t *buf, uint32_t *offsets, size_t n, int shape)
 			case 1:				/* table id + int: 12 bytes */
 				keylen = 12;
 				break;
+			case 3:				/* accounts: one table, an int key below 2^20, repeated */
+				keylen = 12;
+				break;
+			case 4:				/* one byte varying in each of seven places: not radix */
+				keylen = 14;
+				break;
+			case 5:				/* five places: the radix sort of whole entries */
+				keylen = 10;
+				break;
 			default:			/* long keys sharing their first 16 bytes */
 				keylen = 16 + (uint32_t) (tc_test_rng() % 12);
 				break;
@@ -69,9 +81,23 @@ make_records(uint8_t *buf, uint32_t *offsets, size_t n, int shape)
 				byte = (uint8_t) (tc_test_rng() % 3);	/* 0, 1, 2 */
 			else if (shape == 1)
 				byte = b < 4 ? (uint8_t) (tc_test_rng() % 2) : (uint8_t) tc_test_rng();
+			else if (shape == 3)
+				byte = 0;		/* set below */
+			else if (shape == 4)
+				byte = b % 2 ? (uint8_t) (tc_test_rng() % 3) : 'k';
+			else if (shape == 5)
+				byte = b % 2 == 0 ? (uint8_t) (tc_test_rng() % 3) : 'k';
 			else
 				byte = b < 16 ? 'k' : (uint8_t) (tc_test_rng() % 3);
 			buf[pos + 8 + b] = byte;
+		}
+		if (shape == 3)
+		{
+			uint64_t	aid = (tc_test_rng() % (n / 2 + 1)) ^ (UINT64_C(1) << 63);
+
+			buf[pos + 8 + 3] = 7;
+			for (int b = 0; b < 8; b++)
+				buf[pos + 8 + 4 + b] = (uint8_t) (aid >> (56 - 8 * b));
 		}
 		memset(buf + pos + 8 + keylen, 'v', valuelen);
 		pos += 8 + keylen + valuelen;
@@ -111,16 +137,18 @@ static void
 test_small_sizes(void)
 {
 	for (size_t n = 0; n <= 70; n++)
-		for (int shape = 0; shape < 3; shape++)
+		for (int shape = 0; shape < 6; shape++)
 			check_shape(shape, n);
 }
 
 static void
 test_large(void)
 {
-	for (int shape = 0; shape < 3; shape++)
+	for (int shape = 0; shape < 6; shape++)
 	{
 		check_shape(shape, 1000);
+		check_shape(shape, 1023);	/* around the radix sort's cut */
+		check_shape(shape, 1024);
 		check_shape(shape, 100000);
 	}
 }

@@ -1447,6 +1447,93 @@ test_on_conflict(void)
 }
 
 /*
+ * The last staging buffer at commit is sorted in memory and merged with the
+ * runs as the latest of them, never written as a run: duplicates within it
+ * and between it and the runs are settled as a run's would be, under each
+ * policy.  The session spills ids 0..n-2 (shuffled, val 1) into runs; then,
+ * in its last buffer, 42 (val 2), the new key n-1 (val 2), then n-1 again
+ * and 43 (val 3).  replace: 42 -> 2, 43 -> 3, n-1 -> 3; ignore: 42 and 43
+ * keep 1, n-1 -> 2; error: the duplicate within the buffer (n-1), met when
+ * the buffer is sorted, with its row; one only between the buffer and a
+ * run (42) when merged, its row 0 or right.
+ */
+static TsSession *begin_with_policy(TsStore *store, uint32_t table, Tcopy__OnConflict policy,
+									const int64_t *ids, size_t n, int64_t val);
+
+static void
+test_last_buffer_merge(void)
+{
+	size_t		n = 3000;
+	int64_t    *ids = shuffled_ids(n - 1, 0, 5);
+	int64_t    *expect = calloc(n, sizeof(int64_t));
+	int64_t		last2[2] = {42, (int64_t) n - 1};
+	int64_t		last3[2] = {(int64_t) n - 1, 43};
+	static const Tcopy__OnConflict policies[] = {
+		TCOPY__ON_CONFLICT__ON_CONFLICT_REPLACE, TCOPY__ON_CONFLICT__ON_CONFLICT_IGNORE,
+		TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR
+	};
+	TsStore    *store = open_store(64 * 1024);
+
+	REQUIRE(store != NULL && ids != NULL && expect != NULL);
+	for (int p = 0; p < 3; p++)
+	{
+		char		name[32];
+		uint32_t	t;
+		uint64_t	rows;
+		TsError		err;
+		TsSession  *session;
+		Tcopy__Scan request = TCOPY__SCAN__INIT;
+		ScanResult	res;
+
+		snprintf(name, sizeof(name), "last-buffer-%d", p);
+		t = open_table(store, name, true);
+		session = begin_with_policy(store, t, policies[p], ids, n - 1, 1);
+		REQUIRE(session != NULL);
+		/* the rest of ids to a run: the last buffer holds the four alone */
+		REQUIRE(ts_spill_start(session, &err) == 0);
+		write_ids(session, t, last2, 2, 2, 2);
+		write_ids(session, t, last3, 2, 2, 3);
+		CHECK(session->nruns >= 2);
+		CHECK(session->noffsets == 4);
+		if (policies[p] == TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR)
+		{
+			CHECK_EQ_INT(ts_session_commit(session, &rows, &err), -1);
+			check_duplicate(&err, (int64_t) n - 1, n + 2, true);
+			REQUIRE(scan(store, t, &request, 0, &res) == 0);
+			CHECK_EQ_UINT(res.rows, 0);
+
+			/* only a duplicate of a run's key in the buffer: the merge's */
+			session = begin_with_policy(store, t, policies[p], ids, n - 1, 1);
+			REQUIRE(session != NULL);
+			write_ids(session, t, last2, 1, 1, 2);
+			CHECK_EQ_INT(ts_session_commit(session, &rows, &err), -1);
+			check_duplicate(&err, 42, n, false);
+			continue;
+		}
+		CHECK_EQ_INT(ts_session_commit(session, &rows, &err), 0);
+		for (size_t i = 0; i < n; i++)
+			expect[i] = 1;
+		if (policies[p] == TCOPY__ON_CONFLICT__ON_CONFLICT_REPLACE)
+		{
+			expect[42] = 2;
+			expect[43] = 3;
+			expect[n - 1] = 3;
+		}
+		else
+			expect[n - 1] = 2;
+		scan_expect_vals = expect;
+		REQUIRE(scan(store, t, &request, 0, &res) == 0);
+		scan_expect_vals = NULL;
+		CHECK_EQ_UINT(res.rows, n);
+		CHECK(res.values_match);
+	}
+	check_store_idle(store);
+	ts_store_close(store);
+	free(ids);
+	free(expect);
+}
+
+/*
  * Begin a session on table with policy and write ids (val), in batches of
  * 500; NULL on failure (the session aborted).
  */
@@ -2318,6 +2405,7 @@ main(void)
 	TC_RUN(test_schema_race);
 	TC_RUN(test_zero_columns);
 	TC_RUN(test_on_conflict);
+	TC_RUN(test_last_buffer_merge);
 	TC_RUN(test_concurrent_keys);
 	TC_RUN(test_duplicate_image);
 	TC_RUN(test_duplicate_rows);
@@ -2332,6 +2420,7 @@ main(void)
 	TC_RUN(test_spilled_session);
 	TC_RUN(test_many_runs);
 	TC_RUN(test_sorted_then_overlap);
+	TC_RUN(test_last_buffer_merge);
 	remove_data_dir();
 	return tc_test_summary();
 }
