@@ -33,6 +33,12 @@
  * COPY reads through NextCopyFrom, not the raw fields.  A COPY into a
  * partitioned table whose leaves are all tcopy tables is taken too, and
  * each row routed to its partition's writer by copy_route.c.
+ *
+ * An input larger than tcopy.copy_parallel_threshold is parsed by parallel
+ * workers (copy_parallel.c, docs/parallel.md), with the same rows, errors
+ * and progress: copy_rows hands the opened COPY over before reading it, and
+ * reads it itself only when the workers cannot take it (then through a
+ * replay of what the leader read, when it read some to decide).
  */
 #include "tcopy.h"
 
