@@ -21,6 +21,11 @@
  *   count or length the reader refuses, nothing is cut any more: the rest
  *   goes to the chunk that will report it.
  *
+ * Reading the client's data, Postgres' reader ends the input at a text
+ * row holding "\." anywhere (it reads the rest of the client's data and
+ * drops it; from a file or a program it goes on after a "\." that ends no
+ * line): with stop_at_marker, such a row is cut after, and marker set.
+ *
  * Lines ending in "\r" alone are not scanned (the reader looks past a
  * "\r" for a "\n", so a chunk cannot end there): such a COPY is serial.
  * Text and csv are scanned as raw bytes, before any encoding conversion,
@@ -59,6 +64,33 @@ text_newline_ends_row(TcopyChunkScan *scan, const char *buf, size_t start, size_
 	return run % 2 == 0;
 }
 
+/*
+ * Whether buf[from..to) holds the end-of-data marker: a backslash no other
+ * quotes, then a period.  At the call's first byte a backslash left by the
+ * previous call may quote it; one at to - 1 is left to the next segment.
+ */
+static bool
+text_has_marker(TcopyChunkScan *scan, const char *buf, size_t from, size_t to)
+{
+	const char *b;
+
+	if (from == 0 && scan->backslash && to > 0)
+	{
+		if (buf[0] == '.')
+			return true;
+		from = 1;
+	}
+	while (from < to && (b = memchr(buf + from, '\\', to - from)) != NULL)
+	{
+		size_t		i = b - buf;
+
+		if (i + 1 < to && buf[i + 1] == '.')
+			return true;
+		from = i + 2;
+	}
+	return false;
+}
+
 /* The text scan; see tcopy_chunk_scan. */
 static size_t
 scan_text(TcopyChunkScan *scan, const char *buf, size_t len, size_t min, bool *cut)
@@ -68,8 +100,10 @@ scan_text(TcopyChunkScan *scan, const char *buf, size_t len, size_t min, bool *c
 	while (pos < len)
 	{
 		const char *nl = memchr(buf + pos, '\n', len - pos);
-		size_t		at;
+		size_t		at = nl ? (size_t) (nl - buf) : len;
 
+		if (scan->stop_at_marker && !scan->marker && text_has_marker(scan, buf, pos, at))
+			scan->marker = true;
 		if (nl == NULL)
 		{
 			size_t		run = 0;
@@ -80,12 +114,12 @@ scan_text(TcopyChunkScan *scan, const char *buf, size_t len, size_t min, bool *c
 			scan->backslash = run == len - pos ? (scan->backslash ^ (run % 2 == 1)) : run % 2 == 1;
 			return len;
 		}
-		at = nl - buf;
 		if (text_newline_ends_row(scan, buf, pos, at))
 		{
 			scan->lines++;
 			scan->backslash = false;
-			if (at + 1 >= min)
+			/* the marker's row is the input's last */
+			if (at + 1 >= min || scan->marker)
 			{
 				*cut = true;
 				return at + 1;

@@ -25,6 +25,7 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
 #include "commands/copy.h"
 #include "commands/copyfrom_internal.h"
 #include "commands/defrem.h"
@@ -38,6 +39,7 @@
 #include "storage/latch.h"
 #include "storage/proc.h"
 #include "utils/lsyscache.h"
+#include "utils/typcache.h"
 #include "utils/partcache.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
@@ -100,6 +102,34 @@ expr_parallel_safe(Node *node)
 }
 
 /*
+ * Whether a worker may convert a value of type typid: a domain's CHECK
+ * constraints (of its base domains too) run in its input function.
+ */
+static bool
+type_parallel_safe(Oid typid)
+{
+	Oid			elem = get_element_type(typid);
+	DomainConstraintRef *ref;
+	ListCell   *lc;
+
+	if (OidIsValid(elem))
+		typid = elem;			/* an array's elements go through theirs */
+	if (get_typtype(typid) != TYPTYPE_DOMAIN)
+		return true;
+	/* in palloc'd memory: the context's reset callback it registers is in it */
+	ref = palloc(sizeof(DomainConstraintRef));
+	InitDomainConstraintRef(typid, ref, CurrentMemoryContext, false);
+	foreach(lc, ref->constraints)
+	{
+		DomainConstraintState *c = (DomainConstraintState *) lfirst(lc);
+
+		if (c->check_expr != NULL && !expr_parallel_safe((Node *) c->check_expr))
+			return false;
+	}
+	return true;
+}
+
+/*
  * Why src's COPY must be parsed by the backend alone, or NULL: what the
  * workers would do that they may not, or what the chunks cannot carry.
  */
@@ -125,6 +155,14 @@ parallel_refusal(CopyFromState src, List *where)
 
 		if (func_parallel(input->fn_oid) != PROPARALLEL_SAFE)
 			return "a column's input function is not parallel safe";
+	}
+	for (i = 0; i < RelationGetDescr(src->rel)->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(src->rel), i);
+
+		if (!att->attisdropped && !type_parallel_safe(att->atttypid))
+			return psprintf("the CHECK of column \"%s\"'s domain is not parallel safe",
+							NameStr(att->attname));
 	}
 	if (src->rel->rd_rel->relispartition &&
 		!expr_parallel_safe((Node *) RelationGetPartitionQual(src->rel)))
@@ -213,7 +251,9 @@ typedef struct CopyLeader
 	shm_mq_handle **out;
 	CopyFromState src;
 	TcopyWriter *writer;		/* the table's, or NULL: partitioned */
-	int			nparts;			/* a partitioned table's leaves: */
+	const TcopyOnConflict *on_conflict; /* the COPY's option, or NULL */
+	int			nparts;			/* a partitioned table's leaves written: */
+	int			parts_cap;
 	Oid		   *part_relids;
 	Relation   *part_rels;
 	TcopyWriter **part_writers;
@@ -236,6 +276,9 @@ typedef struct CopyLeader
 	uint64		lines;			/* before the chunk being sent */
 	bool		all_sent;
 	PendingSend pending;
+
+	/* the leader's own errors (the source's): "COPY t, line N" */
+	ErrorContextCallback errcallback;
 
 	/* receiving: chunk next_done is the next whose rows go out */
 	uint64		next_done;
@@ -272,6 +315,8 @@ leader_refill(CopyLeader *leader)
 		leader->input_wait = true;
 		return REFILL_WAIT;
 	}
+	/* the line an error of the source's is in, as the serial reader counts */
+	leader->src->cur_lineno = leader->lines + leader->scan.lines + 1;
 	n = tcopy_source_read(leader->src, leader->rbuf,
 						  (int) Min(leader->rcap, (size_t) LEADER_READ_BYTES));
 	pgstat_progress_update_param(PROGRESS_COPY_BYTES_PROCESSED,
@@ -300,6 +345,15 @@ leader_try_send(CopyLeader *leader)
 	return true;
 }
 
+/* No more chunks: each worker ends once its queue is empty. */
+static void
+leader_end_input(CopyLeader *leader)
+{
+	for (int i = 0; i < leader->nworkers; i++)
+		shm_mq_detach(leader->in[i]);
+	leader->all_sent = true;
+}
+
 /* Make the next message to a worker pending; false when none is left. */
 static bool
 leader_next_message(CopyLeader *leader)
@@ -309,6 +363,12 @@ leader_next_message(CopyLeader *leader)
 
 	if (leader->all_sent)
 		return false;
+	if (!leader->chunk_open && leader->scan.marker)
+	{
+		/* a client's "\.": the input ends, the rest is drained at the end */
+		leader_end_input(leader);
+		return false;
+	}
 	p->worker = leader->next_chunk % leader->nworkers;
 	p->flush = false;
 	p->iovcnt = 1;
@@ -322,12 +382,7 @@ leader_next_message(CopyLeader *leader)
 	{
 		if (refill == REFILL_EOF)
 		{
-			int			i;
-
-			/* the end: each worker ends once its queue is empty */
-			for (i = 0; i < leader->nworkers; i++)
-				shm_mq_detach(leader->in[i]);
-			leader->all_sent = true;
+			leader_end_input(leader);
 			return false;
 		}
 		p->begin.type = TCOPY_MSG_CHUNK;
@@ -375,7 +430,7 @@ leader_next_message(CopyLeader *leader)
 
 /* Raise the error a worker sent in its chunk's place. */
 static void
-leader_raise(const char *data, size_t len)
+leader_raise(CopyLeader *leader, const char *data, size_t len)
 {
 	TcopyErrorHeader header;
 	ErrorData	edata = {0};
@@ -413,70 +468,62 @@ leader_raise(const char *data, size_t len)
 	edata.lineno = __LINE__;
 	edata.funcname = PG_FUNCNAME_MACRO;
 	/* the worker's CONTEXT is the COPY's; callers' contexts go after it */
+	error_context_stack = leader->errcallback.previous;
 	ThrowErrorData(&edata);
 }
 
-/* The writer of a batch of relid's rows. */
+/*
+ * The writer of a batch of relid's rows: the table's, or a partition's,
+ * made the first time a worker routes rows to it, as routing makes it in
+ * a serial COPY (BeginForeignInsert): a partition no row reaches opens no
+ * write session, and its tserver need not be reachable.  Nothing in
+ * making it assigns a transaction id, which parallel mode would refuse.
+ */
 static TcopyWriter *
 leader_writer_of(CopyLeader *leader, Oid relid)
 {
+	Relation	part;
+	TcopyRelCodec *codec;
+	TcopyWriter *writer;
+	int			i;
+
 	if (leader->writer != NULL)
 		return leader->writer;
-	if (leader->part_relids[leader->last_part] != relid)
+	if (leader->nparts > 0 && leader->part_relids[leader->last_part] == relid)
+		return leader->part_writers[leader->last_part];
+	for (i = 0; i < leader->nparts; i++)
+		if (leader->part_relids[i] == relid)
+		{
+			leader->last_part = i;
+			return leader->part_writers[i];
+		}
+
+	/* the worker's routing checked it is a tcopy table (copy_route.c) */
+	part = table_open(relid, RowExclusiveLock);
+	codec = tcopy_rel_codec(part, GetUserId());
+	if (leader->on_conflict != NULL)
+		codec->options.on_conflict = *leader->on_conflict;
+	writer = tcopy_writer_begin(codec);
+	/* a duplicate's CONTEXT names the table copied into, as for a heap */
+	writer->line_relname = RelationGetRelationName(leader->src->rel);
+	if (leader->nparts == leader->parts_cap)
 	{
-		int			i;
-
-		for (i = 0; i < leader->nparts && leader->part_relids[i] != relid; i++)
-			;
-		if (i == leader->nparts)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("partition \"%s\" was attached while a parallel COPY into \"%s\" ran",
-							get_rel_name(relid), RelationGetRelationName(leader->src->rel))));
-		leader->last_part = i;
+		leader->parts_cap = Max(leader->parts_cap * 2, 8);
+		leader->part_relids = leader->part_relids == NULL ?
+			palloc(sizeof(Oid) * leader->parts_cap) :
+			repalloc(leader->part_relids, sizeof(Oid) * leader->parts_cap);
+		leader->part_rels = leader->part_rels == NULL ?
+			palloc(sizeof(Relation) * leader->parts_cap) :
+			repalloc(leader->part_rels, sizeof(Relation) * leader->parts_cap);
+		leader->part_writers = leader->part_writers == NULL ?
+			palloc(sizeof(TcopyWriter *) * leader->parts_cap) :
+			repalloc(leader->part_writers, sizeof(TcopyWriter *) * leader->parts_cap);
 	}
-	return leader->part_writers[leader->last_part];
-}
-
-/*
- * The writers of a partitioned table's leaves, made before the workers
- * start (a write session may begin then, which parallel mode would not
- * allow later); routing already locked them (tcopy_route_takes).
- */
-static void
-leader_open_partitions(CopyLeader *leader, const TcopyOnConflict *on_conflict)
-{
-	Relation	rel = leader->src->rel;
-	List	   *relids = find_all_inheritors(RelationGetRelid(rel), NoLock, NULL);
-	ListCell   *lc;
-
-	leader->part_relids = palloc(sizeof(Oid) * list_length(relids));
-	leader->part_rels = palloc(sizeof(Relation) * list_length(relids));
-	leader->part_writers = palloc(sizeof(TcopyWriter *) * list_length(relids));
-	foreach(lc, relids)
-	{
-		Oid			relid = lfirst_oid(lc);
-		Relation	part;
-		TcopyRelCodec *codec;
-		TcopyWriter *writer;
-
-		if (get_rel_relkind(relid) != RELKIND_FOREIGN_TABLE)
-			continue;
-		part = table_open(relid, NoLock);
-		codec = tcopy_rel_codec(part, GetUserId());
-		if (on_conflict != NULL)
-			codec->options.on_conflict = *on_conflict;
-		writer = tcopy_writer_begin(codec);
-		/* a duplicate's CONTEXT names the table copied into, as for a heap */
-		writer->line_relname = RelationGetRelationName(rel);
-		leader->part_relids[leader->nparts] = relid;
-		leader->part_rels[leader->nparts] = part;
-		leader->part_writers[leader->nparts] = writer;
-		leader->nparts++;
-	}
-	if (leader->nparts == 0)
-		elog(ERROR, "partitioned table \"%s\" has no tcopy partition",
-			 RelationGetRelationName(rel));
+	leader->part_relids[leader->nparts] = relid;
+	leader->part_rels[leader->nparts] = part;
+	leader->part_writers[leader->nparts] = writer;
+	leader->last_part = leader->nparts++;
+	return writer;
 }
 
 /* Send the partitions' last batches (and wait as the writers wait). */
@@ -582,7 +629,7 @@ leader_receive(CopyLeader *leader)
 				leader->next_done++;
 				break;
 			case TCOPY_MSG_ERROR:
-				leader_raise(data, nbytes);
+				leader_raise(leader, data, nbytes);
 				break;
 			default:
 				elog(ERROR, "unexpected message \"%c\" from a parallel COPY worker",
@@ -665,6 +712,10 @@ leader_read_start(CopyLeader *leader, size_t threshold)
 			leader->input_eof = true;
 			return;
 		}
+		/* the line an error of the source's is in: about the reader's */
+		for (const char *c = leader->rbuf + leader->rlen;
+			 (c = memchr(c, '\n', leader->rbuf + leader->rlen + n - c)) != NULL; c++)
+			leader->src->cur_lineno++;
 		leader->rlen += n;
 		if (GetCurrentTimestamp() >= deadline)
 			return;
@@ -778,7 +829,13 @@ tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 	/* the input's start: is it worth workers, where do its lines end */
 	leader.src = src;
 	leader.writer = writer;
+	leader.on_conflict = on_conflict;
 	leader.rcap = Max(threshold, (size_t) LEADER_READ_BYTES);
+	leader.errcallback.callback = CopyFromErrorCallback;
+	leader.errcallback.arg = (void *) src;
+	leader.errcallback.previous = error_context_stack;
+	error_context_stack = &leader.errcallback;
+	src->cur_lineno = 1;
 	prefix = palloc(header + leader.rcap);
 	memcpy(prefix, TCOPY_BINARY_HEADER, header);
 	leader.rbuf = prefix + header;
@@ -799,8 +856,6 @@ tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 	}
 	if (refusal == NULL)
 	{
-		if (writer == NULL)
-			leader_open_partitions(&leader, on_conflict);
 		EnterParallelMode();
 		leader.pcxt = CreateParallelContext("tcopy", "tcopy_copy_worker_main", workers);
 		leader_setup_dsm(&leader, worker_options(src, options), attlist, where, on_conflict);
@@ -810,8 +865,6 @@ tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 		{
 			DestroyParallelContext(leader.pcxt);
 			ExitParallelMode();
-			/* routing opens its own writers: these had sent nothing */
-			leader_close_partitions(&leader);
 			refusal = "no parallel worker could be launched";
 		}
 	}
@@ -821,6 +874,7 @@ tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 				(errmsg_internal("tcopy: COPY %s parsed by the backend alone: %s",
 								 relname, refusal)));
 		src->eol_type = EOL_UNKNOWN;
+		error_context_stack = leader.errcallback.previous;
 		*replay = tcopy_source_replay(pstate, rel, src, attlist, options, prefix,
 									  header + leader.rlen);
 		return TCOPY_PARALLEL_SERIAL;
@@ -839,12 +893,12 @@ tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 						  src->opts.csv_mode ? src->opts.quote[0] : '\0',
 						  src->opts.csv_mode ? src->opts.escape[0] : '\0',
 						  src->eol_type == EOL_CRNL);
+	leader.scan.stop_at_marker = src->copy_src == COPY_FRONTEND;
 	leader_run(&leader);
 
 	if (leader.end_marker)
 	{
 		/* "\.": the rest is not loaded; the workers are stopped */
-		tcopy_source_drain(src);
 		DestroyParallelContext(leader.pcxt);
 	}
 	else
@@ -853,6 +907,9 @@ tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 		DestroyParallelContext(leader.pcxt);
 	}
 	ExitParallelMode();
+	/* the client's data to its end, after a "\.": it is read to it else */
+	tcopy_source_drain(src);
+	error_context_stack = leader.errcallback.previous;
 	leader_close_partitions(&leader);
 	ereport(DEBUG2,
 			(errmsg_internal("tcopy: COPY %s: " UINT64_FORMAT " rows parsed by %d parallel workers in " UINT64_FORMAT " chunks",

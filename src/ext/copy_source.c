@@ -129,6 +129,17 @@ source_read_frontend(CopyFromState src, char *buf, int maxread)
 	return avail;
 }
 
+/* The bytes a stdio stream has read ahead and not handed out yet. */
+static size_t
+source_stdio_buffered(FILE *file)
+{
+#ifdef __GLIBC__
+	return file->_IO_read_end - file->_IO_read_ptr;
+#else
+#error "copy_source.c needs the bytes a FILE buffered (glibc's _IO_read_ptr)"
+#endif
+}
+
 /*
  * Read up to maxread bytes of src's input into buf: at least one, or 0 at
  * its end.  src->bytes_processed counts them; the caller reports progress.
@@ -150,22 +161,27 @@ tcopy_source_read(CopyFromState src, char *buf, int maxread)
 		nread = source_read_frontend(src, buf, maxread);
 	else
 	{
+		size_t		buffered;
+
 		Assert(src->copy_src == COPY_FILE);
 		if (src->raw_reached_eof)
 			return 0;
 
 		/*
 		 * read(), not fread(): what the file or pipe has now, so that a
-		 * program that writes slowly is loaded as it writes.  The stream's
-		 * own buffer is empty: BeginCopyFrom's fread() of a binary header
-		 * asked for more than that buffer and was read straight into
-		 * raw_buf, taken above.
+		 * program that writes slowly is loaded as it writes; but first what
+		 * the stream buffered (BeginCopyFrom's fread() of a binary header
+		 * from a pipe that gave it less than it asked for).
 		 */
-		do
-		{
-			CHECK_FOR_INTERRUPTS();
-			nread = read(fileno(src->copy_file), buf, maxread);
-		} while (nread < 0 && errno == EINTR);
+		buffered = source_stdio_buffered(src->copy_file);
+		if (buffered > 0)
+			nread = fread(buf, 1, Min((size_t) maxread, buffered), src->copy_file);
+		else
+			do
+			{
+				CHECK_FOR_INTERRUPTS();
+				nread = read(fileno(src->copy_file), buf, maxread);
+			} while (nread < 0 && errno == EINTR);
 		if (nread < 0)
 			ereport(ERROR,
 					(errcode_for_file_access(),
@@ -197,6 +213,8 @@ tcopy_source_ready(CopyFromState src)
 		(void) source_take_message(src, true, &waits);
 		return !waits;
 	}
+	if (source_stdio_buffered(src->copy_file) > 0)
+		return true;
 	pfd.fd = fileno(src->copy_file);
 	pfd.events = POLLIN;
 	pfd.revents = 0;
@@ -232,6 +250,9 @@ static struct
 	const char *prefix;
 	size_t		prefix_len;
 	size_t		prefix_pos;
+	bool		marker_scan;	/* text from a client: stop after "\." */
+	TcopyChunkScan scan;
+	bool		ended;			/* at the "\." row's end */
 } replay;
 
 static int
@@ -240,9 +261,10 @@ tcopy_source_replay_cb(void *outbuf, int minread, int maxread)
 	char	   *out = outbuf;
 	int			total = 0;
 
-	while (total < minread && total < maxread)
+	while (total < minread && total < maxread && !replay.ended)
 	{
 		int			n;
+		bool		cut;
 
 		if (replay.prefix_pos < replay.prefix_len)
 		{
@@ -255,6 +277,12 @@ tcopy_source_replay_cb(void *outbuf, int minread, int maxread)
 			n = tcopy_source_read(replay.src, out + total, maxread - total);
 			if (n == 0)
 				break;
+		}
+		/* as Postgres' reader of the client's data, nothing after "\." */
+		if (replay.marker_scan)
+		{
+			n = tcopy_chunk_scan(&replay.scan, out + total, n, SIZE_MAX, &cut);
+			replay.ended = cut;
 		}
 		total += n;
 	}
@@ -280,6 +308,11 @@ tcopy_source_replay(ParseState *pstate, Relation rel, CopyFromState src,
 	replay.prefix = prefix;
 	replay.prefix_len = len;
 	replay.prefix_pos = 0;
+	replay.ended = false;
+	replay.marker_scan = src->copy_src == COPY_FRONTEND && !src->opts.binary &&
+		!src->opts.csv_mode;
+	tcopy_chunk_scan_init(&replay.scan, 't', '\0', '\0', false);
+	replay.scan.stop_at_marker = true;
 	cstate = BeginCopyFrom(pstate, rel, NULL, NULL, false, tcopy_source_replay_cb,
 						   attlist, options);
 	vals[0] = src->is_program ? PROGRESS_COPY_TYPE_PROGRAM :

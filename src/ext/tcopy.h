@@ -927,7 +927,9 @@ typedef struct TcopyChunkScan
 	char		quote;			/* csv */
 	char		escape;			/* csv; '\0' when it is the quote */
 	bool		crnl;			/* lines end in "\r\n" */
+	bool		stop_at_marker; /* text from a client: "\." ends the input */
 	uint64		lines;			/* the reader's lines in what was scanned */
+	bool		marker;			/* a row held "\.": the cut is the last */
 
 	/* between calls */
 	bool		backslash;		/* text: a backslash quotes the next byte */
