@@ -71,3 +71,11 @@ COPY t FROM stdin;
 5	e
 6
 \.
+
+SET client_min_messages = warning;
+DROP EXTENSION tcopy CASCADE;
+DROP TABLE h, tp;
+DROP DOMAIN dpos;
+DROP FUNCTION chk(int);
+DROP SEQUENCE sq;
+COPY (SELECT 1) TO PROGRAM 'rm -f /tmp/tcopy_regress_parallel.bin';
