@@ -148,35 +148,24 @@ scan_csv(TcopyChunkScan *scan, const char *buf, size_t len, size_t min, bool *cu
 		size_t		end = nl ? (size_t) (nl - buf) : len;
 		size_t		i;
 
-		if (!scan->in_quote && memchr(buf + pos, scan->quote, end - pos) == NULL)
+		/* outside quotes, a stretch with no quote changes no state */
+		if (scan->in_quote || memchr(buf + pos, scan->quote, end - pos) != NULL)
 		{
-			scan->last_was_esc = false;
-			if (nl == NULL)
-				return len;
-			scan->lines++;
-			scan->past_first_row = true;
-			pos = end + 1;
-			if (pos >= min)
+			for (i = pos; i < end; i++)
 			{
-				*cut = true;
-				return pos;
-			}
-			continue;
-		}
-		for (i = pos; i < end; i++)
-		{
-			char		c = buf[i];
-			/* the reader compares with "\r" until it knows the line ends */
-			char		eol_count = scan->crnl || !scan->past_first_row ? '\r' : '\n';
+				char		c = buf[i];
+				/* the reader compares with "\r" until it knows the line ends */
+				char		eol_count = scan->crnl || !scan->past_first_row ? '\r' : '\n';
 
-			if (scan->in_quote && c == scan->escape)
-				scan->last_was_esc = !scan->last_was_esc;
-			if (c == scan->quote && !scan->last_was_esc)
-				scan->in_quote = !scan->in_quote;
-			if (c != scan->escape)
-				scan->last_was_esc = false;
-			if (scan->in_quote && c == eol_count)
-				scan->lines++;
+				if (scan->in_quote && c == scan->escape)
+					scan->last_was_esc = !scan->last_was_esc;
+				if (c == scan->quote && !scan->last_was_esc)
+					scan->in_quote = !scan->in_quote;
+				if (c != scan->escape)
+					scan->last_was_esc = false;
+				if (scan->in_quote && c == eol_count)
+					scan->lines++;
+			}
 		}
 		if (nl == NULL)
 			return len;

@@ -755,10 +755,8 @@ leader_setup_dsm(CopyLeader *leader, List *options, List *attlist, List *where,
 	shared->has_on_conflict = on_conflict != NULL;
 	if (on_conflict != NULL)
 		shared->on_conflict = *on_conflict;
-	shared->nworkers = pcxt->nworkers;
 	shared->binary = leader->src->opts.binary;
 	shared->eol_type = leader->src->eol_type;
-	shared->options_len = strings.len;
 	shm_toc_insert(pcxt->toc, TCOPY_PARALLEL_KEY_SHARED, shared);
 	s = shm_toc_allocate(pcxt->toc, strings.len);
 	memcpy(s, strings.data, strings.len);

@@ -40,13 +40,11 @@ typedef struct TcopyParallelShared
 {
 	Oid			relid;
 	Oid			userid;			/* whose user mapping: the codec's */
-	int			nworkers;		/* queues made; the launched ones are used */
 	bool		binary;			/* FORMAT binary: the reader wants a header */
 	bool		has_on_conflict;	/* the COPY's on_conflict option: */
 	TcopyOnConflict on_conflict;	/* for the partitions routing opens */
 	int			eol_type;		/* the reader's EolType, known from the
 								 * first line; text and csv */
-	Size		options_len;	/* the strings at KEY_OPTIONS */
 } TcopyParallelShared;
 
 /*
