@@ -27,13 +27,13 @@ MODULE_big = tcopy
 OBJS = $(addprefix src/ext/,tcopy.o option.o connection.o xact.o xact_drop.o \
 	codec.o forms.o keys.o batch.o batch_wire.o batch_protobuf.o writer.o fdw.o fdw_scan.o \
 	fdw_analyze.o fdw_estimate.o fdw_modify.o copy.o copy_bad_rows.o copy_fields.o copy_route.o copy_source.o copy_chunks.o copy_parallel.o copy_worker.o rename.o enum_labels.o hook.o records.o \
-	recovery.o recovery_worker.o load_id.o duplicate_key.o row_lines.o truncated.o row_locks.o key_range.o fdw_direct.o)
+	recovery.o recovery_worker.o extension.o load_id.o duplicate_key.o row_lines.o truncated.o row_locks.o key_range.o fdw_direct.o)
 PGFILEDESC = "tcopy - foreign-data wrapper for tserver tables"
 EXTENSION = tcopy
-DATA = src/ext/tcopy--1.0.sql src/ext/tcopy--1.1.sql src/ext/tcopy--1.2.sql \
-	src/ext/tcopy--1.3.sql src/ext/tcopy--1.4.sql src/ext/tcopy--1.5.sql src/ext/tcopy--1.6.sql \
+DATA = src/ext/tcopy--1.0.sql \
 	src/ext/tcopy--1.0--1.1.sql src/ext/tcopy--1.1--1.2.sql src/ext/tcopy--1.2--1.3.sql \
-	src/ext/tcopy--1.3--1.4.sql src/ext/tcopy--1.4--1.5.sql src/ext/tcopy--1.5--1.6.sql
+	src/ext/tcopy--1.3--1.4.sql src/ext/tcopy--1.4--1.5.sql src/ext/tcopy--1.5--1.6.sql \
+	src/ext/tcopy--1.6--1.7.sql
 # regression tests need a tserver: test/pg_tests.sh runs them (make check)
 
 PG_CPPFLAGS = -I$(TC_BUILD)/gen -Isrc/common -Isrc/ext
@@ -71,7 +71,7 @@ $(OBJS) $(OBJS:.o=.bc): $(TC_GEN_H) $(wildcard src/ext/*.h) $(wildcard src/commo
 # The shared library, made by src/common's rules, once: the daemon's and
 # the client's builds below come after it, never alongside it, so that
 # parallel makes do not write one file twice.
-.PHONY: tc-common tserver install-tserver uninstall-tserver clean-tserver
+.PHONY: tc-common tserver install-tserver remove-old-scripts uninstall-tserver clean-tserver
 tc-common:
 	+$(TC_MAKE) -C src/common
 
@@ -85,7 +85,12 @@ tserver: tc-common
 	+$(TC_MAKE) -C src/tserver
 	+$(TC_MAKE) -C src/cli
 
-install: install-tserver
+install: install-tserver remove-old-scripts
+
+# The full install scripts of 1.1 to 1.6 that an install before 1.7 left:
+# CREATE EXTENSION would start from one of them instead of tcopy--1.0.sql.
+remove-old-scripts: installdirs
+	rm -f $(foreach v,1.1 1.2 1.3 1.4 1.5 1.6,'$(DESTDIR)$(datadir)/$(datamoduledir)/tcopy--$(v).sql')
 
 install-tserver: tserver installdirs
 	$(MKDIR_P) '$(DESTDIR)$(bindir)'

@@ -33,6 +33,7 @@
  */
 #include "tcopy.h"
 #include "enum_labels.h"
+#include "extension.h"
 
 #include "access/genam.h"
 #include "access/htup_details.h"
@@ -52,8 +53,6 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
-
-#define TCOPY_ENUM_LABEL_TABLE	"enum_label"
 
 /* The columns of tcopy.enum_label, in order. */
 enum TcopyEnumLabelColumn
@@ -80,17 +79,14 @@ struct TcopyEnumLabels
 };
 
 /*
- * The OID of table tcopy.enum_label; InvalidOid when this database's
- * extension is older than 1.3 or absent.  Two syscache lookups, which stay
- * in the backend's caches, negative answers too.
+ * The OID of the extension's table enum_label (extension.c finds it by
+ * membership, never by name); InvalidOid when this database's extension
+ * is older than 1.3 or absent.
  */
 static Oid
 tcopy_enum_label_relid(void)
 {
-	Oid			nspid = get_namespace_oid(TCOPY_SCHEMA, true);
-
-	return OidIsValid(nspid) ?
-		get_relname_relid(TCOPY_ENUM_LABEL_TABLE, nspid) : InvalidOid;
+	return tcopy_extension_table(TCOPY_TABLE_ENUM_LABEL);
 }
 
 /* Check that rel has the columns this file writes and reads. */
@@ -106,7 +102,7 @@ tcopy_enum_label_check(Relation rel)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("table %s.%s does not have the columns of extension tcopy's",
-						TCOPY_SCHEMA, TCOPY_ENUM_LABEL_TABLE)));
+						TCOPY_SCHEMA, tcopy_extension_table_name(TCOPY_TABLE_ENUM_LABEL))));
 }
 
 /*

@@ -29,9 +29,13 @@
  * DROP SERVER ... CASCADE may delete the user mappings before the tables:
  * the mappings of tcopy servers dropped in the transaction are kept for
  * that.  An enum type's recorded renames go with it (enum_labels.c).
+ *
+ * The library is preloaded into every database: in one without the
+ * extension, both hooks pass everything through untouched (extension.c).
  */
 #include "tcopy.h"
 #include "enum_labels.h"
+#include "extension.h"
 
 #include "access/relation.h"
 #include "access/reloptions.h"
@@ -270,6 +274,14 @@ tcopy_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	char	   *approved = NULL;
 	Oid			enumtypid = InvalidOid;
 
+	/* a database without the extension: none of the above is tcopy's */
+	if (!OidIsValid(tcopy_extension_oid()))
+	{
+		tcopy_run_utility(pstmt, queryString, readOnlyTree, context, params,
+						  queryEnv, dest, qc);
+		return;
+	}
+
 	if (IsA(parsetree, RenameStmt))
 		tcopy_pin_before_rename(parsetree);
 	else if (tcopy_copy_hook_enabled && IsA(parsetree, CopyStmt) &&
@@ -426,7 +438,7 @@ tcopy_object_access(ObjectAccessType access, Oid classId, Oid objectId,
 	if (prev_object_access_hook)
 		prev_object_access_hook(access, classId, objectId, subId, arg);
 
-	if (access != OAT_DROP)
+	if (access != OAT_DROP || !OidIsValid(tcopy_extension_oid()))
 		return;
 	if (classId == UserMappingRelationId)
 		tcopy_keep_dropped_mapping(objectId);

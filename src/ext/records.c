@@ -6,13 +6,13 @@
  *		prepares; recovery.c reads the records to resolve the sessions.
  */
 #include "tcopy.h"
+#include "extension.h"
 
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/transam.h"
 #include "access/xlog.h"
 #include "catalog/indexing.h"
-#include "catalog/namespace.h"
 #include "catalog/pg_type_d.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
@@ -83,21 +83,21 @@ tcopy_gid_parse(const char *gid, FullTransactionId *fxid, Oid *userid)
 }
 
 /*
- * The Oid of tcopy.prepared_session_records; InvalidOid when it is missing
- * and missing_ok, else an ERROR: extension version 1.0 has no such table,
- * and writes cannot commit without it.
+ * The Oid of the extension's prepared_session_records (extension.c finds
+ * it by membership, never by name); InvalidOid when it is missing and
+ * missing_ok, else an ERROR: extension version 1.0 has no such table, and
+ * writes cannot commit without it.
  */
 Oid
 tcopy_records_relid(bool missing_ok)
 {
-	Oid			nspid = get_namespace_oid(TCOPY_SCHEMA, true);
-	Oid			relid = OidIsValid(nspid) ?
-		get_relname_relid(TCOPY_RECORDS_TABLE, nspid) : InvalidOid;
+	Oid			relid = tcopy_extension_table(TCOPY_TABLE_PREPARED_SESSION_RECORDS);
 
 	if (!OidIsValid(relid) && !missing_ok)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("table %s.%s does not exist", TCOPY_SCHEMA, TCOPY_RECORDS_TABLE),
+				 errmsg("table %s.%s does not exist", TCOPY_SCHEMA,
+						tcopy_extension_table_name(TCOPY_TABLE_PREPARED_SESSION_RECORDS)),
 				 errdetail("A transaction that writes to tcopy tables records there which "
 						   "tserver sessions it prepared; version 1.1 of extension tcopy creates it."),
 				 errhint("Update the extension with ALTER EXTENSION tcopy UPDATE.")));
@@ -119,7 +119,8 @@ tcopy_records_check(Relation rel)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("table %s.%s does not have the columns of extension tcopy's",
-						TCOPY_SCHEMA, TCOPY_RECORDS_TABLE)));
+						TCOPY_SCHEMA,
+						tcopy_extension_table_name(TCOPY_TABLE_PREPARED_SESSION_RECORDS))));
 }
 
 /*

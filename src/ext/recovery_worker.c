@@ -20,7 +20,6 @@
 #include "access/xact.h"
 #include "catalog/pg_database.h"
 #include "commands/dbcommands.h"
-#include "commands/extension.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -227,8 +226,7 @@ tcopy_recovery_worker_main(Datum arg)
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	pgstat_report_activity(STATE_RUNNING, "tcopy recovery");
-	if (OidIsValid(get_extension_oid("tcopy", true)) &&
-		OidIsValid(tcopy_records_relid(true)))
+	if (OidIsValid(tcopy_records_relid(true)))
 	{
 		dbname = MemoryContextStrdup(TopMemoryContext, get_database_name(dboid));
 		resolved = tcopy_recover_database(LOG);

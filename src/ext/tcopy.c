@@ -8,6 +8,7 @@
 #include "utils/guc.h"
 
 #include "tcopy.h"
+#include "extension.h"
 
 PG_MODULE_MAGIC;
 
@@ -252,6 +253,7 @@ void
 _PG_init(void)
 {
 	tcopy_define_gucs();
+	TcopyExtensionInit();
 	TcopyXactInit();
 	TcopyTruncatedInit();
 	TcopyHookInit();

@@ -599,7 +599,6 @@ extern void tcopy_report_client_error(TcClient *client, const char *address,
 
 /* in records.c: prepared sessions' global ids and their records */
 #define TCOPY_SCHEMA		"tcopy"
-#define TCOPY_RECORDS_TABLE	"prepared_session_records"
 
 /* One record, as read with one snapshot. */
 typedef struct TcopyRecord

@@ -8,12 +8,12 @@
 #include "postgres.h"
 
 #include "access/xact.h"
-#include "commands/extension.h"
 #include "foreign/foreign.h"
 #include "miscadmin.h"
 #include "utils/memutils.h"
 
 #include "tcopy.h"
+#include "extension.h"
 
 /*
  * A DROP of a tcopy table, seen by the object access hook (hook.c): the
@@ -112,7 +112,7 @@ tcopy_stage_pending_drops(TcopyTableOpFn stage)
 
 	if (tcopy_pending_drops == NIL)
 		return;
-	if (!OidIsValid(get_extension_oid("tcopy", true)))
+	if (!OidIsValid(tcopy_extension_oid()))
 	{
 		tcopy_pending_drops = NIL;
 		return;
