@@ -272,17 +272,27 @@ is($rc, 0, 'mallory makes schema tcopy first') or diag($err);
 isnt($rc, 0, 'CREATE EXTENSION refuses her schema');
 like($err, qr/42501: schema "tcopy" is owned by role "mallory", which is not a superuser/,
 	'with 42501 and who owns it');
-like($err, qr/HINT:  Drop or rename schema tcopy, or make a superuser its owner/, 'and what to do');
+like($err, qr/HINT:  Drop or rename schema tcopy, or leave it, what is in it and the right to create in it to superusers/,
+	'and what to do');
 is($node->safe_psql('squat', "SELECT count(*) FROM pg_extension WHERE extname = 'tcopy'"), '0',
 	'nothing was installed');
 $node->safe_psql('squat', 'ALTER SCHEMA tcopy OWNER TO postgres; GRANT CREATE ON SCHEMA tcopy TO mallory');
 ($rc, $out, $err) = as_role('postgres', 'squat', 'CREATE EXTENSION tcopy');
-like($err, qr/42501: mallory may create objects in schema "tcopy", and is not a superuser/,
+like($err, qr/42501: role "mallory" may create objects in schema "tcopy", and is not a superuser/,
 	'a superuser\'s schema that mallory may create in is refused too');
 $node->safe_psql('squat', 'GRANT CREATE ON SCHEMA tcopy TO PUBLIC; REVOKE CREATE ON SCHEMA tcopy FROM mallory');
 ($rc, $out, $err) = as_role('postgres', 'squat', 'CREATE EXTENSION tcopy');
 like($err, qr/42501: PUBLIC may create objects in schema "tcopy"/, 'and one PUBLIC may create in');
 $node->safe_psql('squat', 'REVOKE CREATE ON SCHEMA tcopy FROM PUBLIC');
+# what she made there while she owned it stays hers
+($rc, $out, $err) = as_role('postgres', 'squat', q{
+	CREATE TABLE tcopy.note (t text);
+	ALTER TABLE tcopy.note OWNER TO mallory;
+	CREATE EXTENSION tcopy;
+});
+like($err, qr/42501: role "mallory" owns objects in schema "tcopy", and is not a superuser/,
+	'and one holding an object of hers');
+$node->safe_psql('squat', 'DROP TABLE tcopy.note');
 ($rc, $out, $err) = as_role('postgres', 'squat', 'CREATE EXTENSION tcopy');
 is($rc, 0, 'the superuser\'s schema, once only superusers may create in it, takes the extension')
   or diag($err);
