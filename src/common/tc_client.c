@@ -9,7 +9,6 @@
 #include "tc_client_int.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -311,18 +310,6 @@ const Tcopy__Error *
 tc_client_error_frame(const TcClient *client)
 {
 	return client->error_frame;
-}
-
-/* Set the message of the failing call (for wait hooks). */
-void
-tc_client_set_error(TcClient *client, const char *fmt,...)
-{
-	va_list		args;
-
-	va_start(args, fmt);
-	vsnprintf(client->error, sizeof(client->error), fmt, args);
-	va_end(args);
-	client->hook_set_error = true;
 }
 
 /* The TLS version and cipher of the connection, "" without TLS. */

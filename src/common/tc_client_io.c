@@ -85,6 +85,21 @@ client_fail(TcClient *client, Tcopy__ErrorCode code, const char *fmt,...)
 	return -1;
 }
 
+/*
+ * Set the message of the failing call: for wait hooks, this file's default
+ * one among them (tc_client.h).
+ */
+void
+tc_client_set_error(TcClient *client, const char *fmt,...)
+{
+	va_list		args;
+
+	va_start(args, fmt);
+	vsnprintf(client->error, sizeof(client->error), fmt, args);
+	va_end(args);
+	client->hook_set_error = true;
+}
+
 /* The default wait hook: poll without a timeout (fd -1: a pause). */
 int
 client_poll(void *arg, TcClient *client, int fd, bool want_write)
