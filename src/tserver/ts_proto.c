@@ -31,10 +31,9 @@
  * is unpacked into an arena that is reset after each frame, and replies
  * are packed into one reused buffer and handed to the send function.
  */
-#include "ts_proto.h"
+#include "ts_proto_int.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,11 +45,9 @@
 #include "ts_log.h"
 
 #define PROTO_ARENA_BLOCK (256 * 1024)	/* holds a typical WriteBatch */
-#define PROTO_LOG_NAME_MAX 64	/* bytes of a client-supplied name in logs */
 #define PROTO_HELLO_MAX (64 * 1024) /* largest frame before the handshake */
 #define PROTO_DECODE_FACTOR 16	/* unpacked bytes per byte of frame limit */
 #define PROTO_DECODE_SLACK (16 * 1024 * 1024)
-#define PROTO_GID_LOG_MAX 64	/* bytes of a gid in an error message */
 #define PROTO_DECODE_WAIT_MS 30000	/* default wait for the total budget */
 #define PROTO_DECODE_POLL_MS 5	/* how often a waiting frame looks again */
 
@@ -116,8 +113,8 @@ ts_proto_check_header(const TsProto *proto, const uint8_t *header,
 }
 
 /* Pack msg as a frame of type and send it.  Returns 0, or -1 with err. */
-static int
-proto_reply(TsProto *proto, Tcopy__FrameType type, const ProtobufCMessage *msg,
+int
+ts_proto_reply(TsProto *proto, Tcopy__FrameType type, const ProtobufCMessage *msg,
 			TsError *err)
 {
 	int			rc;
@@ -237,8 +234,8 @@ proto_decode_free(void *ctx, void *ptr)
  * (ERROR_PROTOCOL) or when it would take more than the decode budget
  * (ERROR_TOO_LARGE).
  */
-static void *
-proto_unpack(TsProto *proto, const ProtobufCMessageDescriptor *descriptor,
+void *
+ts_proto_unpack(TsProto *proto, const ProtobufCMessageDescriptor *descriptor,
 			 const uint8_t *payload, uint32_t len, TsError *err)
 {
 	ProtobufCMessage *msg;
@@ -266,13 +263,13 @@ proto_unpack(TsProto *proto, const ProtobufCMessageDescriptor *descriptor,
 }
 
 /*
- * Decode a WRITE payload into *batch, as proto_unpack would, with
+ * Decode a WRITE payload into *batch, as ts_proto_unpack would, with
  * ts_batch_decode: its arrays in the frame arena, within the decode budget,
  * its blobs pointing into payload (valid until the next frame is read, and
  * the batch is done with before).  Returns batch, or NULL with err.
  */
-static Tcopy__WriteBatch *
-proto_decode_write(TsProto *proto, const uint8_t *payload, uint32_t len,
+Tcopy__WriteBatch *
+ts_proto_decode_write(TsProto *proto, const uint8_t *payload, uint32_t len,
 				   Tcopy__WriteBatch *batch, TsError *err)
 {
 	int			waited_ms = 0;
@@ -309,8 +306,8 @@ proto_decode_write(TsProto *proto, const uint8_t *payload, uint32_t len,
 }
 
 /* A frame that is not allowed now: always a protocol error. */
-static int
-proto_unexpected(TsProto *proto, Tcopy__FrameType type, const char *why, TsError *err)
+int
+ts_proto_unexpected(TsProto *proto, Tcopy__FrameType type, const char *why, TsError *err)
 {
 	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
 				 "unexpected %s frame in proto \"%s\"%s%s",
@@ -320,8 +317,8 @@ proto_unexpected(TsProto *proto, Tcopy__FrameType type, const char *why, TsError
 }
 
 /* Copy a client-supplied string for a log line: bounded, printable. */
-static void
-proto_printable(const char *src, char *dst, size_t dstlen)
+void
+ts_proto_printable(const char *src, char *dst, size_t dstlen)
 {
 	size_t		i;
 
@@ -351,7 +348,7 @@ ts_proto_greet(TsProto *proto, bool admitted, TsError *err)
 	hello.nonce.len = sizeof(proto->nonce);
 	hello.auth_required = proto->auth_required;
 	hello.auth_offered = shared->credentials.n > 0;
-	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_SERVER_HELLO, &hello.base, err);
+	return ts_proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_SERVER_HELLO, &hello.base, err);
 }
 
 /*
@@ -415,8 +412,8 @@ proto_on_hello(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *er
 	int			rc;
 
 	if (proto->phase != TS_PROTO_AWAIT_HELLO)
-		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_HELLO, NULL, err);
-	hello = proto_unpack(proto, &tcopy__hello__descriptor, payload, len, err);
+		return ts_proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_HELLO, NULL, err);
+	hello = ts_proto_unpack(proto, &tcopy__hello__descriptor, payload, len, err);
 	if (hello == NULL)
 		return -1;
 	if (hello->version != TC_PROTOCOL_VERSION)
@@ -441,621 +438,16 @@ proto_on_hello(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *er
 		return -1;
 	}
 
-	proto_printable(hello->client, client, sizeof(client));
-	proto_printable(proto->scope ? proto->scope : "", scope, sizeof(scope));
+	ts_proto_printable(hello->client, client, sizeof(client));
+	ts_proto_printable(proto->scope ? proto->scope : "", scope, sizeof(scope));
 	ts_log(TS_LOG_DEBUG, "connection %" PRIu64 ": client \"%s\" ready, %s%s%s",
 		   proto->id, client, proto->scope ? "namespace \"" : "full access", scope,
 		   proto->scope ? "\"" : "");
 	proto->phase = TS_PROTO_READY;
 	ready.connection_id = proto->id;
-	rc = proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_READY, &ready.base, err);
+	rc = ts_proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_READY, &ready.base, err);
 	tc_auth_forget(server_proof, sizeof(server_proof));
 	return rc;
-}
-
-/*
- * A scoped connection may name a table only within its namespace: checked
- * on the name before any lookup, so that a refusal never tells whether
- * the table exists.  0, or -1 with err (ERROR_PERMISSION).
- */
-static int
-proto_check_table_name(TsProto *proto, const char *name, TsError *err)
-{
-	char		printable[PROTO_LOG_NAME_MAX];
-
-	if (ts_auth_scope_allows(proto->scope, proto->scope_len, name))
-		return 0;
-	proto_printable(name, printable, sizeof(printable));
-	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PERMISSION,
-				 "permission denied for tserver table \"%s\"", printable);
-	return -1;
-}
-
-/*
- * A scoped connection may name a table id only when it opened that table
- * (its name checked then): an id it did not open is refused whether or not
- * a table has it.  0, or -1 with err (ERROR_PERMISSION).
- */
-static bool
-proto_scope_has_table(const TsProto *proto, uint32_t table_id)
-{
-	for (size_t i = 0; i < proto->nscope_tables; i++)
-	{
-		if (proto->scope_tables[i] == table_id)
-			return true;
-	}
-	return false;
-}
-
-static int
-proto_check_table_id(TsProto *proto, uint32_t table_id, TsError *err)
-{
-	if (proto->scope == NULL || proto_scope_has_table(proto, table_id))
-		return 0;
-	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PERMISSION,
-				 "permission denied for tserver table id %" PRIu32 ": this connection did not open it",
-				 table_id);
-	return -1;
-}
-
-/* Note that a scoped connection opened table_id.  0, or -1 with err. */
-static int
-proto_allow_table_id(TsProto *proto, uint32_t table_id, TsError *err)
-{
-	if (proto->scope == NULL || proto_scope_has_table(proto, table_id))
-		return 0;
-	if (proto->nscope_tables == proto->scope_tables_cap)
-	{
-		size_t		cap = proto->scope_tables_cap ? proto->scope_tables_cap * 2 : 8;
-		uint32_t   *grown = realloc(proto->scope_tables, cap * sizeof(uint32_t));
-
-		if (grown == NULL)
-		{
-			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
-			return -1;
-		}
-		proto->scope_tables = grown;
-		proto->scope_tables_cap = cap;
-	}
-	proto->scope_tables[proto->nscope_tables++] = table_id;
-	return 0;
-}
-
-/* OPEN_TABLE: look up (or create) a table; answer TABLE_INFO. */
-static int
-proto_on_open_table(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
-{
-	Tcopy__OpenTable *request;
-	Tcopy__TableInfo info = TCOPY__TABLE_INFO__INIT;
-	const Tcopy__Schema *schema = NULL;
-	uint32_t	table_id = 0;
-	bool		created = false;
-
-	if (proto->phase == TS_PROTO_AWAIT_HELLO)
-		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_OPEN_TABLE, NULL, err);
-	request = proto_unpack(proto, &tcopy__open_table__descriptor, payload, len, err);
-	if (request == NULL)
-		return -1;
-	if (request->table == NULL || request->table[0] == '\0')
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL, "OpenTable names no table");
-		return -1;
-	}
-	if (proto_check_table_name(proto, request->table, err) != 0 ||
-		ts_store_open_table(proto->shared->store, request->table, request->schema,
-							request->create, &table_id, &created, &schema, err) != 0 ||
-		proto_allow_table_id(proto, table_id, err) != 0)
-		return -1;
-
-	info.table_id = table_id;
-	info.schema = (Tcopy__Schema *) schema;
-	info.created = created;
-	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_TABLE_INFO, &info.base, err);
-}
-
-/* BEGIN: open a write session (one at a time); answer BEGIN_OK. */
-static int
-proto_on_begin(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
-{
-	Tcopy__BeginOk reply = TCOPY__BEGIN_OK__INIT;
-	uint64_t	session_id = 0;
-	char		gid[PROTO_GID_LOG_MAX];
-
-	if (proto->phase != TS_PROTO_READY)
-		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_BEGIN,
-								proto->phase == TS_PROTO_IN_SESSION ?
-								"a write session is already open" : NULL, err);
-	if (proto_unpack(proto, &tcopy__begin__descriptor, payload, len, err) == NULL)
-		return -1;
-	if (ts_store_prepared_owned(proto->shared->store, proto->id, gid, sizeof(gid)))
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
-					 "unexpected BEGIN frame: this connection's session prepared under \"%s\" "
-					 "must be resolved first", gid);
-		return -1;
-	}
-	proto->session = ts_session_begin(proto->shared->store, &session_id, err);
-	if (proto->session == NULL)
-		return -1;
-	proto->phase = TS_PROTO_IN_SESSION;
-	proto->last_seq = 0;
-	ts_log(TS_LOG_DEBUG, "connection %" PRIu64 ": session %" PRIu64 " begun",
-		   proto->id, session_id);
-	reply.session_id = session_id;
-	reply.session_key.data = (uint8_t *) ts_session_key(proto->session, &reply.session_key.len);
-	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_BEGIN_OK, &reply.base, err);
-}
-
-/* A batch (or modify) must be the session's next: 0, or -1 with err. */
-static int
-proto_check_seq(TsProto *proto, const char *what, uint64_t seq, TsError *err)
-{
-	if (seq == proto->last_seq + 1)
-		return 0;
-	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
-				 "%s out of order: expected seq %" PRIu64 ", got %" PRIu64,
-				 what, proto->last_seq + 1, seq);
-	return -1;
-}
-
-/*
- * WRITE: stage one batch, whose seq must follow the previous one; answer
- * ACK with the rows staged so far.
- */
-static int
-proto_on_write(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
-{
-	Tcopy__WriteBatch decoded;
-	Tcopy__WriteBatch *batch;
-	Tcopy__Ack	ack = TCOPY__ACK__INIT;
-
-	if (proto->phase != TS_PROTO_IN_SESSION)
-		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_WRITE,
-								proto->phase == TS_PROTO_READY ? "no write session is open" : NULL,
-								err);
-	batch = proto_decode_write(proto, payload, len, &decoded, err);
-	if (batch == NULL)
-		return -1;
-	if (proto_check_seq(proto, "write batch", batch->seq, err) != 0)
-		return -1;
-	atomic_fetch_add(&proto->shared->batches_received, 1);
-	if (proto_check_table_id(proto, batch->table_id, err) != 0 ||
-		ts_session_write(proto->session, batch, err) != 0)
-		return -1;
-	proto->last_seq = batch->seq;
-
-	ack.seq = batch->seq;
-	ack.rows = ts_session_rows(proto->session);
-	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_ACK, &ack.base, err);
-}
-
-/*
- * MODIFY: update or delete rows in the session (a direct modify), taking
- * the next seq as a batch does; answer MODIFY_OK with the rows changed.
- */
-static int
-proto_on_modify(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
-{
-	Tcopy__Modify *request;
-	Tcopy__ModifyOk reply = TCOPY__MODIFY_OK__INIT;
-	uint64_t	changed = 0;
-
-	if (proto->phase != TS_PROTO_IN_SESSION)
-		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_MODIFY,
-								proto->phase == TS_PROTO_READY ? "no write session is open" : NULL,
-								err);
-	request = proto_unpack(proto, &tcopy__modify__descriptor, payload, len, err);
-	if (request == NULL)
-		return -1;
-	if (proto_check_seq(proto, "modify", request->seq, err) != 0)
-		return -1;
-	if (proto_check_table_id(proto, request->table_id, err) != 0 ||
-		ts_session_modify(proto->session, request, &changed, err) != 0)
-		return -1;
-	proto->last_seq = request->seq;
-	reply.seq = request->seq;
-	reply.rows = changed;
-	reply.session_rows = ts_session_rows(proto->session);
-	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_MODIFY_OK, &reply.base, err);
-}
-
-/*
- * ROLLBACK_TO: take back the batches after last_seq (a savepoint's
- * rollback); answer ROLLBACK_TO_OK, done or not.
- */
-static int
-proto_on_rollback_to(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
-{
-	Tcopy__RollbackTo *request;
-	Tcopy__RollbackToOk reply = TCOPY__ROLLBACK_TO_OK__INIT;
-	char		reason[256] = "";
-	bool		done = false;
-
-	if (proto->phase != TS_PROTO_IN_SESSION)
-		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_ROLLBACK_TO,
-								proto->phase == TS_PROTO_READY ? "no write session is open" : NULL,
-								err);
-	request = proto_unpack(proto, &tcopy__rollback_to__descriptor, payload, len, err);
-	if (request == NULL)
-		return -1;
-	if (request->last_seq > proto->last_seq)
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
-					 "rollback to seq %" PRIu64 ", past the last batch received, %" PRIu64,
-					 (uint64_t) request->last_seq, proto->last_seq);
-		return -1;
-	}
-	if (ts_session_rollback_to(proto->session, request->rows, &done, reason, sizeof(reason),
-							   err) != 0)
-		return -1;
-	if (done)
-		proto->last_seq = request->last_seq;
-	reply.done = done;
-	reply.reason = reason;
-	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_ROLLBACK_TO_OK, &reply.base, err);
-}
-
-/*
- * COMMIT and PREPARE name the last batch and the rows sent: they must be
- * what the session received, so that a batch lost in between cannot go
- * unnoticed.  0, or -1 with err.
- */
-static int
-proto_check_sent(TsProto *proto, const char *what, uint64_t last_seq, uint64_t rows,
-				 TsError *err)
-{
-	uint64_t	staged = ts_session_rows(proto->session);
-
-	if (last_seq != proto->last_seq)
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
-					 "%s names last seq %" PRIu64 ", but the last write batch received was seq %" PRIu64,
-					 what, last_seq, proto->last_seq);
-		return -1;
-	}
-	if (rows != staged)
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
-					 "%s names %" PRIu64 " rows, but the session received %" PRIu64,
-					 what, rows, staged);
-		return -1;
-	}
-	return 0;
-}
-
-/* COMMIT: publish the session in one step; answer COMMIT_OK. */
-static int
-proto_on_commit(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
-{
-	Tcopy__Commit *commit;
-	Tcopy__CommitOk reply = TCOPY__COMMIT_OK__INIT;
-	TsSession  *session;
-	uint64_t	rows = 0;
-
-	if (proto->phase != TS_PROTO_IN_SESSION)
-		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_COMMIT,
-								proto->phase == TS_PROTO_READY ? "no write session is open" : NULL,
-								err);
-	commit = proto_unpack(proto, &tcopy__commit__descriptor, payload, len, err);
-	if (commit == NULL ||
-		proto_check_sent(proto, "commit", commit->last_seq, commit->rows, err) != 0)
-		return -1;
-
-	/* commit frees the session, also when it fails */
-	session = proto->session;
-	proto->session = NULL;
-	proto->phase = TS_PROTO_READY;
-	if (ts_session_commit(session, &rows, err) != 0)
-		return -1;
-	ts_log(TS_LOG_DEBUG, "connection %" PRIu64 ": session committed, %" PRIu64 " rows",
-		   proto->id, rows);
-	reply.rows = rows;
-	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_COMMIT_OK, &reply.base, err);
-}
-
-/*
- * PREPARE: do everything of the commit but publishing, record the session
- * durably under the client's gid, and go back to ready, owning the
- * prepared session; answer PREPARE_OK.
- */
-static int
-proto_on_prepare(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
-{
-	Tcopy__Prepare *prepare;
-	Tcopy__PrepareOk reply = TCOPY__PREPARE_OK__INIT;
-	TsSession  *session;
-	uint64_t	rows = 0;
-
-	if (proto->phase != TS_PROTO_IN_SESSION)
-		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_PREPARE,
-								proto->phase == TS_PROTO_READY ? "no write session is open" : NULL,
-								err);
-	prepare = proto_unpack(proto, &tcopy__prepare__descriptor, payload, len, err);
-	if (prepare == NULL ||
-		proto_check_sent(proto, "prepare", prepare->last_seq, prepare->rows, err) != 0)
-		return -1;
-
-	/* prepare frees the session, also when it fails */
-	session = proto->session;
-	proto->session = NULL;
-	proto->phase = TS_PROTO_READY;
-	if (ts_session_prepare_gid(session, prepare->gid, proto->id, proto->scope, &rows, err) != 0)
-		return -1;
-	reply.rows = rows;
-	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_PREPARE_OK, &reply.base, err);
-}
-
-/*
- * RESOLVE: publish or discard a prepared session, this connection's own or
- * an orphaned one; answer RESOLVE_OK with the outcome.
- */
-static int
-proto_on_resolve(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
-{
-	Tcopy__Resolve *request;
-	Tcopy__ResolveOk reply = TCOPY__RESOLVE_OK__INIT;
-	Tcopy__ResolveOutcome outcome = TCOPY__RESOLVE_OUTCOME__RESOLVE_NONE;
-	uint64_t	rows = 0;
-
-	if (proto->phase == TS_PROTO_AWAIT_HELLO)
-		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_RESOLVE, NULL, err);
-	request = proto_unpack(proto, &tcopy__resolve__descriptor, payload, len, err);
-	if (request == NULL ||
-		ts_store_resolve(proto->shared->store, request->gid, request->commit, proto->id,
-						 proto->scope, &outcome, &rows, err) != 0)
-		return -1;
-	reply.outcome = outcome;
-	reply.rows = rows;
-	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_RESOLVE_OK, &reply.base, err);
-}
-
-/* LIST_PREPARED: answer PREPARED_LIST. */
-static int
-proto_on_list_prepared(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
-{
-	Tcopy__ListPrepared *request;
-	Tcopy__PreparedList reply = TCOPY__PREPARED_LIST__INIT;
-
-	if (proto->phase == TS_PROTO_AWAIT_HELLO)
-		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_LIST_PREPARED, NULL, err);
-	request = proto_unpack(proto, &tcopy__list_prepared__descriptor, payload, len, err);
-	if (request == NULL ||
-		ts_store_list_prepared(proto->shared->store, request->gid_prefix, proto->scope,
-							   &proto->frame_arena, &reply, err) != 0)
-		return -1;
-	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_PREPARED_LIST, &reply.base, err);
-}
-
-/* ABORT: discard the session; answer ABORT_OK. */
-static int
-proto_on_abort(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
-{
-	Tcopy__AbortOk reply = TCOPY__ABORT_OK__INIT;
-
-	if (proto->phase != TS_PROTO_IN_SESSION)
-		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_ABORT,
-								proto->phase == TS_PROTO_READY ? "no write session is open" : NULL,
-								err);
-	if (proto_unpack(proto, &tcopy__abort__descriptor, payload, len, err) == NULL)
-		return -1;
-	ts_session_abort(proto->session);
-	proto->session = NULL;
-	proto->phase = TS_PROTO_READY;
-	ts_log(TS_LOG_DEBUG, "connection %" PRIu64 ": session aborted by the client",
-		   proto->id);
-	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_ABORT_OK, &reply.base, err);
-}
-
-/*
- * Stream a scan to the end.  The request stays in the frame arena until
- * the scan is closed; each batch's rows live in the scan arena, reset
- * before the next one.
- */
-static int
-proto_on_scan(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
-{
-	Tcopy__Scan *request;
-	bool		done = false;
-
-	if (proto->phase == TS_PROTO_AWAIT_HELLO)
-		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_SCAN, NULL, err);
-	request = proto_unpack(proto, &tcopy__scan__descriptor, payload, len, err);
-	if (request == NULL || proto_check_table_id(proto, request->table_id, err) != 0)
-		return -1;
-	proto->scan = ts_scan_open(proto->shared->store, request, err);
-	if (proto->scan == NULL)
-		return -1;
-	while (!done)
-	{
-		Tcopy__ScanBatch batch = TCOPY__SCAN_BATCH__INIT;
-
-		tc_arena_reset(&proto->scan_arena);
-		if (ts_scan_next(proto->scan, &proto->scan_arena, &batch, err) != 0)
-			return -1;
-		done = batch.done;
-		if (proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_SCAN_BATCH, &batch.base, err) != 0)
-			return -1;
-	}
-	ts_scan_close(proto->scan);
-	proto->scan = NULL;
-	tc_arena_reset(&proto->scan_arena);
-	return 0;
-}
-
-/*
- * TABLE_OP LOAD_LABEL (in the session) or FORGET_LABEL (at once): answer
- * TABLE_OP_OK with the label's state.  The table id is checked already.
- */
-static int
-proto_on_label_op(TsProto *proto, const Tcopy__TableOp *request, TsError *err)
-{
-	Tcopy__TableOpOk reply = TCOPY__TABLE_OP_OK__INIT;
-	char		holder[TC_GID_MAX + 1];
-
-	if (request->op == TCOPY__TABLE_OP_KIND__TABLE_OP_LOAD_LABEL)
-	{
-		if (!request->in_session)
-			return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_TABLE_OP,
-									"a load label is claimed in a write session", err);
-		if (ts_session_claim_label(proto->session, request->table_id, request->label,
-								   &reply.label_state, &reply.published_at_ms,
-								   holder, sizeof(holder), err) != 0)
-			return -1;
-		reply.holder_gid = holder;
-	}
-	else
-	{
-		bool		found;
-
-		if (request->in_session)
-			return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_TABLE_OP,
-									"a load label is forgotten at once, not in a session", err);
-		if (ts_store_forget_label(proto->shared->store, request->table_id, request->label,
-								  &found, err) != 0)
-			return -1;
-		reply.label_state = found ? TCOPY__LABEL_STATE__LABEL_PUBLISHED :
-			TCOPY__LABEL_STATE__LABEL_NONE;
-	}
-	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_TABLE_OP_OK, &reply.base, err);
-}
-
-/* LIST_LABELS: answer LABEL_LIST, the table's published load labels. */
-static int
-proto_on_list_labels(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
-{
-	Tcopy__ListLabels *request;
-	Tcopy__LabelList reply = TCOPY__LABEL_LIST__INIT;
-
-	if (proto->phase == TS_PROTO_AWAIT_HELLO)
-		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_LIST_LABELS, NULL, err);
-	request = proto_unpack(proto, &tcopy__list_labels__descriptor, payload, len, err);
-	if (request == NULL || proto_check_table_id(proto, request->table_id, err) != 0 ||
-		ts_store_list_labels(proto->shared->store, request->table_id, &proto->frame_arena,
-							 &reply, err) != 0)
-		return -1;
-	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_LABEL_LIST, &reply.base, err);
-}
-
-/*
- * TABLE_OP: truncate or drop a table at once, outside any session, or with
- * in_session as part of the open session; answer TABLE_OP_OK.
- */
-static int
-proto_on_table_op(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
-{
-	Tcopy__TableOp *request;
-	Tcopy__TableOpOk reply = TCOPY__TABLE_OP_OK__INIT;
-
-	if (proto->phase == TS_PROTO_AWAIT_HELLO)
-		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_TABLE_OP, NULL, err);
-	request = proto_unpack(proto, &tcopy__table_op__descriptor, payload, len, err);
-	if (request == NULL || proto_check_table_id(proto, request->table_id, err) != 0)
-		return -1;
-	if (request->in_session != (proto->phase == TS_PROTO_IN_SESSION))
-		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_TABLE_OP,
-								request->in_session ? "in_session, but no write session is open" :
-								"not in_session, but a write session is open", err);
-	if (request->op == TCOPY__TABLE_OP_KIND__TABLE_OP_ON_CONFLICT)
-	{
-		if (!request->in_session)
-		{
-			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
-						 "on_conflict is set in a write session only");
-			return -1;
-		}
-		if (ts_session_set_on_conflict(proto->session, request->table_id,
-									   request->on_conflict, err) != 0)
-			return -1;
-		return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_TABLE_OP_OK, &reply.base, err);
-	}
-	if (request->op == TCOPY__TABLE_OP_KIND__TABLE_OP_LOAD_LABEL ||
-		request->op == TCOPY__TABLE_OP_KIND__TABLE_OP_FORGET_LABEL)
-		return proto_on_label_op(proto, request, err);
-	if (request->op != TCOPY__TABLE_OP_KIND__TABLE_OP_TRUNCATE &&
-		request->op != TCOPY__TABLE_OP_KIND__TABLE_OP_DROP)
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
-					 "unknown table operation %d", (int) request->op);
-		return -1;
-	}
-	if (request->in_session)
-	{
-		if (ts_session_table_op(proto->session, request->op, request->table_id, err) != 0)
-			return -1;
-	}
-	else if (ts_store_table_op(proto->shared->store, request->op, request->table_id, err) != 0)
-		return -1;
-	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_TABLE_OP_OK, &reply.base, err);
-}
-
-/* Peak resident set size of this process in kB (VmHWM), 0 if unknown. */
-static uint64_t
-proto_peak_rss_kb(void)
-{
-	char		buf[4096];
-	ssize_t		len;
-	int			fd;
-	const char *p;
-
-	fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	len = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (len <= 0)
-		return 0;
-	buf[len] = '\0';
-	p = strstr(buf, "\nVmHWM:");
-	if (p == NULL)
-		return 0;
-	return strtoull(p + strlen("\nVmHWM:"), NULL, 10);
-}
-
-/* Fill the server-wide fields of stats, then the store's. */
-static void
-proto_fill_stats(TsProtoShared *shared, Tcopy__Stats *stats)
-{
-	struct timespec now;
-	int64_t		uptime_ms;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	uptime_ms = (int64_t) (now.tv_sec - shared->start_time.tv_sec) * 1000 +
-		(now.tv_nsec - shared->start_time.tv_nsec) / 1000000;
-	stats->uptime_ms = uptime_ms > 0 ? (uint64_t) uptime_ms : 0;
-	stats->connections_open = atomic_load(&shared->connections_open);
-	stats->connections_total = atomic_load(&shared->connections_total);
-	stats->batches_received = atomic_load(&shared->batches_received);
-	stats->bytes_received = atomic_load(&shared->bytes_received);
-	ts_store_stats(shared->store, stats);
-	stats->peak_rss_kb = proto_peak_rss_kb();
-}
-
-/*
- * STATS_REQUEST: answer STATS, with the estimate of the table asked for
- * (which a scoped connection must have opened, as for a scan).
- */
-static int
-proto_on_stats_request(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
-{
-	Tcopy__Stats stats = TCOPY__STATS__INIT;
-	Tcopy__TableEstimate estimate = TCOPY__TABLE_ESTIMATE__INIT;
-	Tcopy__StatsRequest *request;
-
-	if (proto->phase == TS_PROTO_AWAIT_HELLO)
-		return proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_STATS_REQUEST, NULL, err);
-	request = proto_unpack(proto, &tcopy__stats_request__descriptor, payload, len, err);
-	if (request == NULL)
-		return -1;
-	if (request->table_id != 0)
-	{
-		if (proto_check_table_id(proto, request->table_id, err) != 0 ||
-			ts_store_table_estimate(proto->shared->store, request->table_id,
-									&estimate.rows, &estimate.bytes, err) != 0)
-			return -1;
-		stats.table = &estimate;
-	}
-	proto_fill_stats(proto->shared, &stats);
-	return proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_STATS, &stats.base, err);
 }
 
 /* Act on one frame.  Returns 0, or -1 with err (the connection ends). */
@@ -1065,44 +457,44 @@ proto_dispatch(TsProto *proto, Tcopy__FrameType type, const uint8_t *payload,
 {
 	/* before the handshake, nothing but HELLO is even looked at */
 	if (proto->phase == TS_PROTO_AWAIT_HELLO && type != TCOPY__FRAME_TYPE__FRAME_HELLO)
-		return proto_unexpected(proto, type, "the client must send HELLO first", err);
+		return ts_proto_unexpected(proto, type, "the client must send HELLO first", err);
 
 	switch (type)
 	{
 		case TCOPY__FRAME_TYPE__FRAME_HELLO:
 			return proto_on_hello(proto, payload, len, err);
 		case TCOPY__FRAME_TYPE__FRAME_OPEN_TABLE:
-			return proto_on_open_table(proto, payload, len, err);
+			return ts_proto_on_open_table(proto, payload, len, err);
 		case TCOPY__FRAME_TYPE__FRAME_BEGIN:
-			return proto_on_begin(proto, payload, len, err);
+			return ts_proto_on_begin(proto, payload, len, err);
 		case TCOPY__FRAME_TYPE__FRAME_WRITE:
-			return proto_on_write(proto, payload, len, err);
+			return ts_proto_on_write(proto, payload, len, err);
 		case TCOPY__FRAME_TYPE__FRAME_MODIFY:
-			return proto_on_modify(proto, payload, len, err);
+			return ts_proto_on_modify(proto, payload, len, err);
 		case TCOPY__FRAME_TYPE__FRAME_ROLLBACK_TO:
-			return proto_on_rollback_to(proto, payload, len, err);
+			return ts_proto_on_rollback_to(proto, payload, len, err);
 		case TCOPY__FRAME_TYPE__FRAME_COMMIT:
-			return proto_on_commit(proto, payload, len, err);
+			return ts_proto_on_commit(proto, payload, len, err);
 		case TCOPY__FRAME_TYPE__FRAME_ABORT:
-			return proto_on_abort(proto, payload, len, err);
+			return ts_proto_on_abort(proto, payload, len, err);
 		case TCOPY__FRAME_TYPE__FRAME_SCAN:
-			return proto_on_scan(proto, payload, len, err);
+			return ts_proto_on_scan(proto, payload, len, err);
 		case TCOPY__FRAME_TYPE__FRAME_TABLE_OP:
-			return proto_on_table_op(proto, payload, len, err);
+			return ts_proto_on_table_op(proto, payload, len, err);
 		case TCOPY__FRAME_TYPE__FRAME_STATS_REQUEST:
-			return proto_on_stats_request(proto, payload, len, err);
+			return ts_proto_on_stats_request(proto, payload, len, err);
 		case TCOPY__FRAME_TYPE__FRAME_PREPARE:
-			return proto_on_prepare(proto, payload, len, err);
+			return ts_proto_on_prepare(proto, payload, len, err);
 		case TCOPY__FRAME_TYPE__FRAME_RESOLVE:
-			return proto_on_resolve(proto, payload, len, err);
+			return ts_proto_on_resolve(proto, payload, len, err);
 		case TCOPY__FRAME_TYPE__FRAME_LIST_PREPARED:
-			return proto_on_list_prepared(proto, payload, len, err);
+			return ts_proto_on_list_prepared(proto, payload, len, err);
 		case TCOPY__FRAME_TYPE__FRAME_LIST_LABELS:
-			return proto_on_list_labels(proto, payload, len, err);
+			return ts_proto_on_list_labels(proto, payload, len, err);
 		default:
 			break;
 	}
-	return proto_unexpected(proto, type, "only a server sends it", err);
+	return ts_proto_unexpected(proto, type, "only a server sends it", err);
 }
 
 int

@@ -1,0 +1,41 @@
+/*
+ * ts_proto_int.h
+ *		What ts_proto.c, the protocol's state machine (handshake, decoding
+ *		budget, dispatch), and ts_proto_requests.c, the handlers of the
+ *		requests it dispatches, share.  Private to the tserver's protocol.
+ */
+#ifndef TS_PROTO_INT_H
+#define TS_PROTO_INT_H
+
+#include "ts_proto.h"
+
+#define PROTO_LOG_NAME_MAX 64	/* bytes of a client-supplied name in logs */
+#define PROTO_GID_LOG_MAX 64	/* bytes of a gid in an error message */
+
+/* in ts_proto.c: replies, unpacking within the decoding budget, errors */
+extern int ts_proto_reply(TsProto *proto, Tcopy__FrameType type, const ProtobufCMessage *msg,
+			TsError *err);
+extern void *ts_proto_unpack(TsProto *proto, const ProtobufCMessageDescriptor *descriptor,
+			 const uint8_t *payload, uint32_t len, TsError *err);
+extern Tcopy__WriteBatch *ts_proto_decode_write(TsProto *proto, const uint8_t *payload, uint32_t len,
+				   Tcopy__WriteBatch *batch, TsError *err);
+extern int ts_proto_unexpected(TsProto *proto, Tcopy__FrameType type, const char *why, TsError *err);
+extern void ts_proto_printable(const char *src, char *dst, size_t dstlen);
+
+/* in ts_proto_requests.c: one handler per request frame */
+extern int ts_proto_on_abort(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
+extern int ts_proto_on_begin(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
+extern int ts_proto_on_commit(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
+extern int ts_proto_on_list_labels(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
+extern int ts_proto_on_list_prepared(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
+extern int ts_proto_on_modify(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
+extern int ts_proto_on_open_table(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
+extern int ts_proto_on_prepare(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
+extern int ts_proto_on_resolve(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
+extern int ts_proto_on_rollback_to(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
+extern int ts_proto_on_scan(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
+extern int ts_proto_on_stats_request(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
+extern int ts_proto_on_table_op(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
+extern int ts_proto_on_write(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
+
+#endif							/* TS_PROTO_INT_H */
