@@ -31,8 +31,9 @@
 # default the installed tserver and tserver-cli, else build/'s),
 # TCOPY_BIG_ROWS (rows of the memory test, default 5M), TCOPY_TAP_ROWS
 # (rows of the load tests, default 1M), TCOPY_PG_TESTS (which parts to run:
-# default "regress tap"), TCOPY_REGRESS (the regress tests to run, default
-# all), TCOPY_TAP (a glob of the TAP files to run, default all),
+# default "regress tap"; "regress-serial" runs the first regress pass
+# alone), TCOPY_REGRESS (the regress tests to run, default
+# all), TCOPY_TAP (globs of the TAP files to run, default all),
 # TCOPY_NETNS_DELAY_US (one-way delay of the namespaces' links, default 500).
 set -euo pipefail
 
@@ -215,13 +216,17 @@ run_regress()
 # The TAP tests, run from the work directory so that tmp_check lands there.
 run_tap()
 {
-	# TCOPY_TAP: a glob of TAP files to run instead of all (e.g. '11[12]*'),
-	# or a path under the top directory (bench/scan_text_cost.pl, a
-	# measurement that runs in this harness)
-	local tests
+	# TCOPY_TAP: globs of TAP files to run instead of all, separated by
+	# spaces (e.g. '11[12]* 144*'), or a path under the top directory
+	# (bench/scan_text_cost.pl, a measurement that runs in this harness)
+	local tests=() glob
 	case "${TCOPY_TAP:-}" in
 		*/*) tests=("$TOP/$TCOPY_TAP") ;;
-		*) tests=("$TOP"/test/ext/${TCOPY_TAP:-*}.pl) ;;
+		*)
+			for glob in ${TCOPY_TAP:-*}; do
+				tests+=("$TOP"/test/ext/$glob.pl)
+			done
+			;;
 	esac
 
 	say "TAP tests:" "${tests[@]##*/}"
@@ -254,8 +259,10 @@ run_tap()
 failed=0
 failures=()
 parts=" ${TCOPY_PG_TESTS:-regress tap} "
-if [[ $parts == *" regress "* ]]; then
+if [[ $parts == *" regress "* || $parts == *" regress-serial "* ]]; then
 	run_regress serial || failed=1
+fi
+if [[ $parts == *" regress "* ]]; then
 	# the same tests, every COPY parsed by parallel workers (chunks of a row
 	# or two): the same output, errors and their CONTEXT lines included
 	run_regress parallel "-c tcopy.copy_workers=3 -c tcopy.copy_parallel_threshold=0 -c tcopy.copy_chunk_bytes=7" ||

@@ -1,7 +1,8 @@
 #!/bin/bash
 # run_tests.sh
 #	The tserver's tests, in order, stopping at the first failure:
-#	  1. C unit tests (test/unit), normal build
+#	  1. C unit tests (test/unit), normal build; the extension's layers
+#	     (test/tools/check_layers.pl: no include or call goes up)
 #	  2. C unit tests, AddressSanitizer + UBSan build
 #	  3. the tserver's TAP tests (test/tserver) against the normal build,
 #	     the tserver on a full disk among them (disk_full.pl: mounts a 64 MB
@@ -14,6 +15,8 @@
 #	     any crash, disagreement or sanitizer report
 #	  5. the extension's tests (test/pg_tests.sh): pg_regress (sql/,
 #	     expected/) and the PostgreSQL TAP tests (test/ext)
+#
+# With --fast, a subset for the inner loop (below).
 #
 # Environment: TCOPY_BIG_ROWS (rows of 004_big_session.pl and
 # 103_copy_memory.pl, default 5M), TCOPY_TAP_ROWS (rows of the extension's
@@ -32,10 +35,38 @@ step()
 	echo "==== $* ($(date +%H:%M:%S))"
 }
 
+# --fast (make check-fast): the inner loop, a few minutes: the unit tests
+# of the normal build, the tserver's basic, session, malformed-input and
+# authentication tests, the first pg_regress pass, and the extension's
+# TAP tests of a load (100000 rows), the two-phase commit's serialization
+# failure, roles, the extension's own SQL and pgbench.
+if [ "${1:-}" = --fast ]; then
+	step "unit tests (build/)"
+	make -j"$JOBS" tserver
+	make -C test -j"$JOBS" all
+	make -C test check-unit
+	step "the extension's layers (test/tools/check_layers.pl)"
+	make -j"$JOBS" >/dev/null
+	test/tools/check_layers.pl
+	step "tserver TAP tests (a few)"
+	TSERVER_BIN="$TOP/build/tserver" TSERVER_CLI="$TOP/build/tserver-cli" \
+		prove test/tserver/001_basic.pl test/tserver/002_sessions.pl \
+		test/tserver/005_malformed.pl test/tserver/006_auth.pl
+	step "extension tests (pg_regress once, a few TAP tests)"
+	TCOPY_PG_TESTS="regress-serial tap" TCOPY_TAP="101* 121* 141* 144* 161*" \
+		TCOPY_TAP_ROWS=${TCOPY_TAP_ROWS:-100000} test/pg_tests.sh
+	step "the fast tests passed (make check runs them all)"
+	exit 0
+fi
+
 step "unit tests (build/)"
 make -j"$JOBS" tserver
 make -C test -j"$JOBS" all
 make -C test check-unit
+
+step "the extension's layers (test/tools/check_layers.pl)"
+make -j"$JOBS" >/dev/null
+test/tools/check_layers.pl
 
 step "unit tests (build-asan/, AddressSanitizer + UBSan)"
 make -C src/tserver SANITIZE=1 -j"$JOBS" all

@@ -7,31 +7,20 @@
 #include "fmgr.h"
 #include "utils/guc.h"
 
-#include "tcopy.h"
-#include "extension.h"
+#include "tcopy/catalog.h"
+#include "tcopy/codec.h"
+#include "tcopy/connection.h"
+#include "tcopy/transaction.h"
+#include "tcopy/fdw.h"
+#include "tcopy/copy.h"
+#include "tcopy/commands.h"
 
 PG_MODULE_MAGIC;
 
 void		_PG_init(void);
 
-/* GUC variables, read by the subsystems through tcopy.h */
-bool		tcopy_copy_hook_enabled = true;
-int			tcopy_encoder = TCOPY_ENCODER_WIRE;
-int			tcopy_alloc_mode = TCOPY_ALLOC_ARENA;
-bool		tcopy_raw_fields = true;
-int			tcopy_batch_rows = TC_BATCH_ROWS_DEFAULT;
-int			tcopy_batch_kb = TC_BATCH_KB_DEFAULT;
-int			tcopy_copy_batch_memory_kb = 64 * 1024;
-int			tcopy_copy_workers = 2;
-int			tcopy_copy_parallel_threshold_kb = 4 * 1024;
-int			tcopy_copy_chunk_bytes = 1024 * 1024;
-int			tcopy_max_frame_mb = TC_FRAME_MAX_DEFAULT / (1024 * 1024);
-int			tcopy_window = 4;
-int			tcopy_connect_timeout = 10;
-int			tcopy_recovery_interval = 10000;
-int			tcopy_test_pause_point = TCOPY_PAUSE_NONE;
+/* the GUC variables are defined in the modules that read them */
 static char *tcopy_test_pause_at = NULL;
-bool		tcopy_test_legacy_forms = false;
 
 static const struct config_enum_entry tcopy_encoder_options[] = {
 	{"wire", TCOPY_ENCODER_WIRE, false},
@@ -253,6 +242,7 @@ void
 _PG_init(void)
 {
 	tcopy_define_gucs();
+	tcopy_set_fdw_handler(tcopy_fdw_handler);
 	TcopyExtensionInit();
 	TcopyXactInit();
 	TcopyTruncatedInit();

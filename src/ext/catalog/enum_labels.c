@@ -31,9 +31,8 @@
  * Nothing here does anything when this database's extension is older than
  * 1.3 (the table is missing).
  */
-#include "tcopy.h"
-#include "enum_labels.h"
-#include "extension.h"
+
+#include "postgres.h"
 
 #include "access/genam.h"
 #include "access/htup_details.h"
@@ -53,6 +52,8 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+
+#include "tcopy/catalog.h"
 
 /* The columns of tcopy.enum_label, in order. */
 enum TcopyEnumLabelColumn

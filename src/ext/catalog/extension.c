@@ -36,7 +36,7 @@
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 
-#include "extension.h"
+#include "tcopy/catalog.h"
 
 #define TCOPY_EXTENSION_NAME "tcopy"
 

@@ -40,7 +40,13 @@
 #include "utils/syscache.h"
 #include "utils/varlena.h"
 
-#include "tcopy.h"
+#include "tc_address.h"
+#include "tc_client.h"
+#include "tcopy/catalog.h"
+
+/* settings, registered in tcopy.c */
+int			tcopy_batch_rows = TC_BATCH_ROWS_DEFAULT;	/* tcopy.batch_rows */
+int			tcopy_batch_kb = TC_BATCH_KB_DEFAULT;	/* tcopy.batch_size */
 
 /* Limits of the batch options, the same as those of the GUCs. */
 

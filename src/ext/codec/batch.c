@@ -9,10 +9,15 @@
  * builds protobuf-c messages from an arena or from malloc and packs them:
  * the reference, and the benchmark's measure of allocation.  Both give the
  * same bytes.  The encoders return failures; the Postgres errors are
- * raised here.  tcopy_batch_add, called per row, is inline in tcopy.h, so
+ * raised here.  tcopy_batch_add, called per row, is inline in tcopy/codec.h, so
  * that choosing the encoder costs a branch and no call.
  */
-#include "tcopy.h"
+#include "postgres.h"
+
+#include "tcopy/codec.h"
+
+/* settings, registered in tcopy.c */
+int			tcopy_max_frame_mb = TC_FRAME_MAX_DEFAULT / (1024 * 1024);	/* tcopy.max_frame_mb */
 
 void
 tcopy_batch_out_of_memory(void)

@@ -12,9 +12,12 @@
  * after the batch is sent.  Both produce the wire encoder's bytes.  No
  * Postgres error is raised here: batch.c reports failures.
  */
-#include "tcopy.h"
+
+#include "postgres.h"
 
 #include <stdlib.h>
+
+#include "tcopy/codec.h"
 
 #define BATCH_ARENA_BLOCK (256 * 1024)
 

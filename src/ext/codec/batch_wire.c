@@ -10,7 +10,9 @@
  * The bytes are those protobuf-c packs (test_wire checks it).  No Postgres
  * error is raised here: batch.c reports failures.
  */
-#include "tcopy.h"
+#include "postgres.h"
+
+#include "tcopy/codec.h"
 
 /* Append row after the header's room; false when out of memory. */
 bool

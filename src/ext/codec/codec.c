@@ -31,7 +31,8 @@
  * decoded by the base type, as Postgres reads stored values without
  * checking them again.
  */
-#include "tcopy.h"
+
+#include "postgres.h"
 
 #include "access/relation.h"
 #include "access/sysattr.h"
@@ -46,6 +47,9 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/rls.h"
+
+#include "tcopy/catalog.h"
+#include "tcopy/codec.h"
 
 /* Pick how a type travels. */
 static void

@@ -26,7 +26,8 @@
  * Tables made before 1.3 key on their columns' bytes (option key_form
  * 'bytes', set by the update script): nothing here applies to them.
  */
-#include "tcopy.h"
+
+#include "postgres.h"
 
 #include "access/nbtree.h"
 #include "access/relation.h"
@@ -39,6 +40,9 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+
+#include "tcopy/catalog.h"
+#include "tcopy/codec.h"
 
 static void
 key_refuse(const char *relname, Form_pg_attribute att, const char *detail)

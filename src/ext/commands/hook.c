@@ -33,9 +33,8 @@
  * The library is preloaded into every database: in one without the
  * extension, both hooks pass everything through untouched (extension.c).
  */
-#include "tcopy.h"
-#include "enum_labels.h"
-#include "extension.h"
+
+#include "postgres.h"
 
 #include "access/relation.h"
 #include "access/reloptions.h"
@@ -54,6 +53,15 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
+
+#include "tcopy/catalog.h"
+#include "tcopy/codec.h"
+#include "tcopy/transaction.h"
+#include "tcopy/copy.h"
+#include "tcopy/commands.h"
+
+/* settings, registered in tcopy.c */
+bool		tcopy_copy_hook_enabled = true;	/* tcopy.copy_hook */
 
 /* A user mapping of a tcopy server dropped in the current transaction. */
 typedef struct TcopyDroppedMapping

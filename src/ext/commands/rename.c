@@ -16,7 +16,8 @@
  * it; it is there from a session's first statement when tcopy is in
  * shared_preload_libraries, as the README asks.
  */
-#include "tcopy.h"
+
+#include "postgres.h"
 
 #include "access/table.h"
 #include "catalog/namespace.h"
@@ -32,6 +33,9 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+
+#include "tcopy/catalog.h"
+#include "tcopy/commands.h"
 
 /* Run one utility statement through SPI. */
 static void

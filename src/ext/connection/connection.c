@@ -43,7 +43,12 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "tcopy.h"
+#include "tcopy/catalog.h"
+#include "tcopy/codec.h"
+#include "tcopy/connection.h"
+
+/* settings, registered in tcopy.c */
+int			tcopy_connect_timeout = 10;	/* tcopy.connect_timeout */
 
 /* Write connections by (server, user); NULL until the first write. */
 HTAB	   *tcopy_connections = NULL;
@@ -340,7 +345,9 @@ tcopy_report_serialization(TcopyConnection *conn, const char *message)
 
 /*
  * A call on conn's client failed: close it and raise the failure (the
- * tserver closes the connection after any error).
+ * tserver closes the connection after any error).  A duplicate key needs
+ * the codec and the session's lines to be worded: the transaction layer's
+ * tcopy_session_fail words it, and calls this for every other failure.
  */
 void
 tcopy_connection_fail(TcopyConnection *conn, const char *what)
@@ -348,8 +355,6 @@ tcopy_connection_fail(TcopyConnection *conn, const char *what)
 	Tcopy__ErrorCode code = tc_client_error_code(conn->client);
 	char	   *message = pstrdup(tc_client_error(conn->client));
 
-	if (code == TCOPY__ERROR_CODE__ERROR_DUPLICATE_KEY)
-		tcopy_report_duplicate_key(conn, message);
 	if (code == TCOPY__ERROR_CODE__ERROR_SERIALIZATION)
 		tcopy_report_serialization(conn, message);
 

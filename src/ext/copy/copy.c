@@ -40,7 +40,8 @@
  * reads it itself only when the workers cannot take it (then through a
  * replay of what the leader read, when it read some to decide).
  */
-#include "tcopy.h"
+
+#include "postgres.h"
 
 #include "access/table.h"
 #include "access/xact.h"
@@ -68,6 +69,15 @@
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
 #include "utils/portal.h"
+
+#include "tcopy/catalog.h"
+#include "tcopy/codec.h"
+#include "tcopy/transaction.h"
+#include "tcopy/copy.h"
+
+/* settings, registered in tcopy.c */
+bool		tcopy_raw_fields = true;	/* tcopy.raw_fields */
+int			tcopy_copy_workers = 2;	/* tcopy.copy_workers */
 
 /* Whether the hook can load rel itself (see the file comment). */
 bool

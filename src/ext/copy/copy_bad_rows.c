@@ -27,7 +27,8 @@
  * fails the COPY as it does in Postgres 17.  docs/architecture.md has the
  * reasoning; README.md the user's view.
  */
-#include "tcopy.h"
+
+#include "postgres.h"
 
 #include "access/xact.h"
 #include "catalog/namespace.h"
@@ -51,6 +52,9 @@
 #include "utils/rel.h"
 #include "utils/typcache.h"
 #include "utils/varlena.h"
+
+#include "tcopy/codec.h"
+#include "tcopy/copy.h"
 
 /* CopyLimitPrintoutLength's limit (copyfromparse.c) */
 #define TCOPY_MAX_COPY_DATA_DISPLAY 100

@@ -34,9 +34,12 @@
  * Rows that the reader refuses cut where the scan says; the first error
  * comes from the first chunk holding one, with the lines before it right.
  */
-#include "tcopy.h"
+
+#include "postgres.h"
 
 #include "port/pg_bswap.h"
+
+#include "tcopy/copy.h"
 
 void
 tcopy_chunk_scan_init(TcopyChunkScan *scan, char format, char quote, char escape,

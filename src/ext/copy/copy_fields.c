@@ -30,7 +30,8 @@
  * loads the same input with tcopy.raw_fields on and off and into a heap
  * table, and compares values and errors.
  */
-#include "tcopy.h"
+
+#include "postgres.h"
 
 #include "access/attmap.h"
 #include "catalog/pg_type.h"
@@ -40,6 +41,9 @@
 #include "utils/builtins.h"
 #include "utils/float.h"
 #include "utils/lsyscache.h"
+
+#include "tcopy/codec.h"
+#include "tcopy/copy.h"
 
 typedef enum FieldConv
 {

@@ -16,7 +16,8 @@
  * the one reported.  The design, and where a COPY stays serial, is in
  * docs/parallel.md.
  */
-#include "tcopy.h"
+#include "postgres.h"
+
 #include "copy_parallel.h"
 
 #include "access/parallel.h"
@@ -45,8 +46,15 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
-/* The most workers one COPY may ask for. */
-#define TCOPY_COPY_WORKERS_MAX 64
+#include "tcopy/catalog.h"
+#include "tcopy/codec.h"
+#include "tcopy/connection.h"
+#include "tcopy/transaction.h"
+#include "tcopy/copy.h"
+
+/* settings, registered in tcopy.c */
+int			tcopy_copy_parallel_threshold_kb = 4 * 1024;	/* tcopy.copy_parallel_threshold */
+int			tcopy_copy_chunk_bytes = 1024 * 1024;	/* tcopy.copy_chunk_bytes */
 
 /* What the leader reads at a time once the COPY is parallel. */
 #define LEADER_READ_BYTES (256 * 1024)
@@ -57,134 +65,6 @@
  * the backend parses it alone.
  */
 #define LEADER_FIRST_READ_MS 50
-
-/* The COPY's "workers" option: a number of workers, 0 for none. */
-int
-tcopy_copy_workers_of(DefElem *def)
-{
-	int			workers = defGetInt32(def);
-
-	if (workers < 0 || workers > TCOPY_COPY_WORKERS_MAX)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("COPY option \"workers\" must be between 0 and %d",
-						TCOPY_COPY_WORKERS_MAX)));
-	return workers;
-}
-
-/* check_functions_in_node's test: a function a worker may not run. */
-static bool
-function_not_parallel_safe(Oid func_id, void *context)
-{
-	return func_parallel(func_id) != PROPARALLEL_SAFE;
-}
-
-static bool
-expr_not_parallel_safe_walker(Node *node, void *context)
-{
-	if (node == NULL)
-		return false;
-	if (check_functions_in_node(node, function_not_parallel_safe, context))
-		return true;
-	/* an identity column's default: nextval() by another name */
-	if (IsA(node, NextValueExpr) || IsA(node, SubLink) || IsA(node, SubPlan) ||
-		IsA(node, Param))
-		return true;
-	return expression_tree_walker(node, expr_not_parallel_safe_walker, context);
-}
-
-/* Whether workers may evaluate node: parallel safe and not volatile. */
-static bool
-expr_parallel_safe(Node *node)
-{
-	return !contain_volatile_functions(node) &&
-		!expr_not_parallel_safe_walker(node, NULL);
-}
-
-/*
- * Whether a worker may convert a value of type typid: a domain's CHECK
- * constraints (of its base domains too) run in its input function.
- */
-static bool
-type_parallel_safe(Oid typid)
-{
-	Oid			elem = get_element_type(typid);
-	DomainConstraintRef *ref;
-	ListCell   *lc;
-
-	if (OidIsValid(elem))
-		typid = elem;			/* an array's elements go through theirs */
-	if (get_typtype(typid) != TYPTYPE_DOMAIN)
-		return true;
-	/* in palloc'd memory: the context's reset callback it registers is in it */
-	ref = palloc(sizeof(DomainConstraintRef));
-	InitDomainConstraintRef(typid, ref, CurrentMemoryContext, false);
-	foreach(lc, ref->constraints)
-	{
-		DomainConstraintState *c = (DomainConstraintState *) lfirst(lc);
-
-		if (c->check_expr != NULL && !expr_parallel_safe((Node *) c->check_expr))
-			return false;
-	}
-	return true;
-}
-
-/*
- * Why src's COPY must be parsed by the backend alone, or NULL: what the
- * workers would do that they may not, or what the chunks cannot carry.
- */
-static const char *
-parallel_refusal(CopyFromState src, List *where)
-{
-	ListCell   *lc;
-	int			i;
-
-	if (tcopy_encoder != TCOPY_ENCODER_WIRE)
-		return "tcopy.encoder is not wire";
-	if (!src->opts.binary && PG_ENCODING_IS_CLIENT_ONLY(src->file_encoding))
-		return psprintf("encoding %s may hold ASCII bytes in its characters",
-						pg_encoding_to_char(src->file_encoding));
-	if (!expr_parallel_safe((Node *) where))
-		return "the WHERE clause is not parallel safe";
-	for (i = 0; i < src->num_defaults; i++)
-		if (!expr_parallel_safe((Node *) src->defexprs[i]->expr))
-			return "a default of a column not copied is volatile or not parallel safe";
-	foreach(lc, src->attnumlist)
-	{
-		FmgrInfo   *input = &src->in_functions[lfirst_int(lc) - 1];
-
-		if (func_parallel(input->fn_oid) != PROPARALLEL_SAFE)
-			return "a column's input function is not parallel safe";
-	}
-	for (i = 0; i < RelationGetDescr(src->rel)->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(src->rel), i);
-
-		if (!att->attisdropped && !type_parallel_safe(att->atttypid))
-			return psprintf("the CHECK of column \"%s\"'s domain is not parallel safe",
-							NameStr(att->attname));
-	}
-	if (src->rel->rd_rel->relispartition &&
-		!expr_parallel_safe((Node *) RelationGetPartitionQual(src->rel)))
-		return "the partition constraint is not parallel safe";
-	if (src->rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
-	{
-		foreach(lc, find_all_inheritors(RelationGetRelid(src->rel), NoLock, NULL))
-		{
-			Relation	r;
-			bool		safe = true;
-
-			if (get_rel_relkind(lfirst_oid(lc)) != RELKIND_PARTITIONED_TABLE)
-				continue;
-			r = table_open(lfirst_oid(lc), NoLock);
-			safe = expr_parallel_safe((Node *) RelationGetPartitionKey(r)->partexprs);
-			table_close(r, NoLock);
-			if (!safe)
-				return "a partition key expression is not parallel safe";
-		}
-	}
-	return NULL;
-}
 
 /*
  * The line ends of a text or csv input, from its first line as the reader
@@ -810,7 +690,7 @@ tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 					CopyFromState *replay, uint64 *processed)
 {
 	const char *relname = RelationGetRelationName(rel);
-	const char *refusal = workers == 0 ? "workers is 0" : parallel_refusal(src, where);
+	const char *refusal = workers == 0 ? "workers is 0" : tcopy_parallel_refusal(src, where);
 	size_t		threshold = (size_t) tcopy_copy_parallel_threshold_kb * 1024;
 	CopyLeader	leader = {0};
 	char	   *prefix;

@@ -12,9 +12,12 @@
 #ifndef TCOPY_COPY_PARALLEL_H
 #define TCOPY_COPY_PARALLEL_H
 
+#include "commands/copyfrom_internal.h"
 #include "storage/dsm.h"
 #include "storage/shm_mq.h"
 #include "storage/shm_toc.h"
+
+#include "tcopy/catalog.h"
 
 /* shm_toc keys */
 #define TCOPY_PARALLEL_KEY_SHARED	UINT64CONST(0x7C0B0001)
@@ -110,5 +113,11 @@ typedef struct TcopyErrorHeader
 #define TCOPY_ERROR_NFIELDS 10
 
 extern PGDLLEXPORT void tcopy_copy_worker_main(dsm_segment *seg, shm_toc *toc);
+
+/*
+ * Why src's COPY (with WHERE clause where) must be parsed by the backend
+ * alone, or NULL (copy_parallel_safe.c).
+ */
+extern const char *tcopy_parallel_refusal(CopyFromState src, List *where);
 
 #endif							/* TCOPY_COPY_PARALLEL_H */

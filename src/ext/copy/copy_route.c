@@ -42,7 +42,8 @@
  * buffer that outgrew its new share is freed when it is next sent
  * (writer.c), so the buffers come down to the shares as the COPY goes on.
  */
-#include "tcopy.h"
+
+#include "postgres.h"
 
 #include "access/table.h"
 #include "catalog/pg_class.h"
@@ -53,6 +54,15 @@
 #include "utils/lsyscache.h"
 #include "utils/partcache.h"
 #include "utils/rel.h"
+
+#include "tcopy/catalog.h"
+#include "tcopy/codec.h"
+#include "tcopy/transaction.h"
+#include "tcopy/fdw.h"
+#include "tcopy/copy.h"
+
+/* settings, registered in tcopy.c */
+int			tcopy_copy_batch_memory_kb = 64 * 1024;	/* tcopy.copy_batch_memory */
 
 /* The smallest batch a partition's share of tcopy.copy_batch_memory gives. */
 #define TCOPY_ROUTE_MIN_BATCH	(64 * 1024)

@@ -15,7 +15,8 @@
  * CopyFromState that reads through a callback (tcopy_source_replay_cb):
  * first those bytes, then the rest of the source.
  */
-#include "tcopy.h"
+
+#include "postgres.h"
 
 #include <poll.h>
 #include <sys/stat.h>
@@ -29,6 +30,8 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "utils/memutils.h"
+
+#include "tcopy/copy.h"
 
 /*
  * Take the client's next message into src->fe_msgbuf, as CopyGetData does:

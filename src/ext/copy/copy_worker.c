@@ -18,7 +18,8 @@
  * COPY would, with the words and CONTEXT this reader gave it.  The worker
  * then waits to be stopped with the leader's transaction.
  */
-#include "tcopy.h"
+#include "postgres.h"
+
 #include "copy_parallel.h"
 
 #include "access/parallel.h"
@@ -36,6 +37,10 @@
 #include "utils/acl.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+
+#include "tcopy/codec.h"
+#include "tcopy/transaction.h"
+#include "tcopy/copy.h"
 
 /* The worker's state: the reader's callback has no argument. */
 static struct
@@ -121,9 +126,6 @@ worker_send(shm_mq_iovec *iov, int iovcnt, bool flush)
 				(errcode(ERRCODE_ADMIN_SHUTDOWN),
 				 errmsg("parallel COPY leader went away")));
 }
-
-/* Where the writers of the partitions routing opens send their batches. */
-void		(*tcopy_parallel_sink) (TcopyWriter *writer) = NULL;
 
 /* The writer's sink: the batch's rows and lines to the leader. */
 static void

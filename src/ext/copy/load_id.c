@@ -20,7 +20,8 @@
  * session's record, so no race can publish a label twice
  * (docs/commit.md, "Load labels").  SQL lists and forgets published labels.
  */
-#include "tcopy.h"
+
+#include "postgres.h"
 
 #include "access/table.h"
 #include "commands/defrem.h"
@@ -28,11 +29,18 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "storage/latch.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
+
+#include "tcopy/catalog.h"
+#include "tcopy/codec.h"
+#include "tcopy/connection.h"
+#include "tcopy/transaction.h"
+#include "tcopy/copy.h"
 
 PG_FUNCTION_INFO_V1(tcopy_load_labels);
 PG_FUNCTION_INFO_V1(tcopy_forget_load);
@@ -86,7 +94,7 @@ tcopy_load_id_claim(Relation rel, const char *load_id)
 		rc = tc_client_session_claim_label(conn->client, table_id, load_id, &answer);
 		conn->busy = false;
 		if (rc < 0)
-			tcopy_connection_fail(conn, psprintf("could not claim load \"%s\" of table \"%s\"",
+			tcopy_session_fail(conn, psprintf("could not claim load \"%s\" of table \"%s\"",
 												 load_id, codec->options.table_name));
 		switch (answer.state)
 		{

@@ -13,7 +13,8 @@
  * BeginForeignScan keeps those on the key.  Inserts and TRUNCATE are in
  * fdw_modify.c.
  */
-#include "tcopy.h"
+
+#include "postgres.h"
 
 #include "access/stratnum.h"
 #include "access/sysattr.h"
@@ -28,6 +29,8 @@
 #include "optimizer/restrictinfo.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+
+#include "tcopy/fdw.h"
 
 /* rows assumed for a table never analyzed, when the tserver gives no estimate */
 #define TCOPY_DEFAULT_ROWS		1000.0
@@ -204,32 +207,6 @@ tcopyGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 	scan_clauses = extract_actual_clauses(scan_clauses, false);
 	return make_foreignscan(tlist, scan_clauses, baserel->relid,
 							NIL, fdw_private, NIL, NIL, outer_plan);
-}
-
-/*
- * Whether serverid is a server of a wrapper whose handler is this one:
- * what makes a server a tcopy server.
- */
-bool
-tcopy_server_is_tcopy(Oid serverid)
-{
-	ForeignServer *server = GetForeignServer(serverid);
-	ForeignDataWrapper *fdw = GetForeignDataWrapper(server->fdwid);
-	FmgrInfo	handler;
-
-	if (!OidIsValid(fdw->fdwhandler))
-		return false;
-	fmgr_info(fdw->fdwhandler, &handler);
-	return handler.fn_addr == tcopy_fdw_handler;
-}
-
-/* Whether relid is a foreign table of a tcopy server: a tcopy table. */
-bool
-tcopy_relation_is_tcopy_table(Oid relid)
-{
-	if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_FOREIGN_TABLE)
-		return false;
-	return tcopy_server_is_tcopy(GetForeignTable(relid)->serverid);
 }
 
 /* The FDW's callbacks. */

@@ -17,7 +17,8 @@
  * refused as a scan refuses it: its new rows are not visible before the
  * commit, and statistics of the old ones would be silently stale.
  */
-#include "tcopy.h"
+
+#include "postgres.h"
 
 #include "access/htup_details.h"
 #include "storage/block.h"
@@ -26,6 +27,11 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/sampling.h"
+
+#include "tcopy/catalog.h"
+#include "tcopy/codec.h"
+#include "tcopy/connection.h"
+#include "tcopy/fdw.h"
 
 /* What the acquisition keeps between batches, in the caller's context. */
 typedef struct TcopyAnalyzeState

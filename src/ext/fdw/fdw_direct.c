@@ -24,7 +24,8 @@
  * session reads them and refuses, as for such a scan, a table an orphaned
  * prepared session wrote.
  */
-#include "tcopy.h"
+
+#include "postgres.h"
 
 #include "access/table.h"
 #include "catalog/pg_type_d.h"
@@ -41,6 +42,12 @@
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+
+#include "tcopy/catalog.h"
+#include "tcopy/codec.h"
+#include "tcopy/connection.h"
+#include "tcopy/transaction.h"
+#include "tcopy/fdw.h"
 
 typedef struct TcopyDirectState
 {

@@ -24,12 +24,17 @@
  * Errors raised before the tserver is asked (a missing user mapping) are
  * raised, as a scan raises them.
  */
-#include "tcopy.h"
+
+#include "postgres.h"
 
 #include "storage/proc.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+
+#include "tcopy/catalog.h"
+#include "tcopy/connection.h"
+#include "tcopy/fdw.h"
 
 typedef struct TcopyEstimateEntry
 {

@@ -23,7 +23,8 @@
  * (k = k + 1) all survive, none replaced by another's move.  A DELETE sends the old row as
  * WRITE_DELETE.  The scan locked the rows first (row_locks.c).
  */
-#include "tcopy.h"
+
+#include "postgres.h"
 
 #include "access/htup_details.h"
 #include "executor/executor.h"
@@ -35,6 +36,12 @@
 #include "utils/memutils.h"
 #include "utils/tuplestore.h"
 #include "utils/rel.h"
+
+#include "tcopy/catalog.h"
+#include "tcopy/codec.h"
+#include "tcopy/connection.h"
+#include "tcopy/transaction.h"
+#include "tcopy/fdw.h"
 
 /*
  * Largest ri_BatchSize asked of the executor: it holds that many slot copies

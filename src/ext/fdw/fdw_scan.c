@@ -16,7 +16,8 @@
  * reset callback on the scan's memory context closes it when a query
  * fails, as EndForeignScan is then not called.
  */
-#include "tcopy.h"
+
+#include "postgres.h"
 
 #include "access/stratnum.h"
 #include "catalog/pg_type_d.h"
@@ -26,6 +27,12 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+
+#include "tcopy/catalog.h"
+#include "tcopy/codec.h"
+#include "tcopy/connection.h"
+#include "tcopy/transaction.h"
+#include "tcopy/fdw.h"
 
 typedef struct TcopyScanState
 {

@@ -6,7 +6,8 @@
  *		combined into one range, as the wire carries it and as EXPLAIN
  *		shows it.
  */
-#include "tcopy.h"
+
+#include "postgres.h"
 
 #include "access/stratnum.h"
 #include "catalog/pg_type_d.h"
@@ -15,6 +16,9 @@
 #include "nodes/nodeFuncs.h"
 #include "utils/builtins.h"
 #include "utils/rel.h"
+
+#include "tcopy/codec.h"
+#include "tcopy/fdw.h"
 
 /* Whether bound (value, inclusive) is tighter than the current one. */
 static bool

@@ -23,12 +23,16 @@
  *		  on the table: the executor holds RowExclusiveLock on it already,
  *		  and two writers upgrading it at once would deadlock.
  */
-#include "tcopy.h"
+
+#include "postgres.h"
 
 #include "common/hashfn.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
+
+#include "tcopy/codec.h"
+#include "tcopy/fdw.h"
 
 #define TCOPY_LOCK_FIELD4 0x7463	/* "tc" */
 

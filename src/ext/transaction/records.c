@@ -5,8 +5,8 @@
  *		reading and forgetting records.  xact.c records the sessions it
  *		prepares; recovery.c reads the records to resolve the sessions.
  */
-#include "tcopy.h"
-#include "extension.h"
+
+#include "postgres.h"
 
 #include "access/genam.h"
 #include "access/htup_details.h"
@@ -21,6 +21,9 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 #include "utils/xid8.h"
+
+#include "tcopy/catalog.h"
+#include "tcopy/transaction.h"
 
 /* The columns of tcopy.prepared_session_records, in order. */
 enum TcopyRecordColumn

@@ -21,7 +21,8 @@
  * after the transactions were found ended (a transaction that committed
  * before is visible then).  docs/commit.md has the whole argument.
  */
-#include "tcopy.h"
+
+#include "postgres.h"
 
 #include "access/genam.h"
 #include "access/htup_details.h"
@@ -48,6 +49,10 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 #include "utils/xid8.h"
+
+#include "tcopy/catalog.h"
+#include "tcopy/connection.h"
+#include "tcopy/transaction.h"
 
 /* A prepared session a tserver listed, and what Postgres knows of it. */
 typedef struct TcopyListedSession

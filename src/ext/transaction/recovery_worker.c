@@ -32,7 +32,10 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "tcopy.h"
+#include "tcopy/transaction.h"
+
+/* settings, registered in tcopy.c */
+int			tcopy_recovery_interval = 10000;	/* tcopy.recovery_interval */
 
 /* seconds before the postmaster restarts a launcher that died */
 #define TCOPY_LAUNCHER_RESTART_S	10

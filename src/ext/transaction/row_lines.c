@@ -20,9 +20,13 @@
  * holds get no CONTEXT: memory stays bounded (24 bytes a run) whatever
  * the input.
  */
-#include "tcopy.h"
+
+#include "postgres.h"
 
 #include "utils/memutils.h"
+
+#include "tcopy/connection.h"
+#include "tcopy/transaction.h"
 
 /* Forget the session's lines (a session begins). */
 void

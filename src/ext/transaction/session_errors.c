@@ -1,7 +1,10 @@
 /*
- * duplicate_key.c
- *		A duplicate key of a table with on_conflict 'error': Postgres'
- *		unique_violation, worded as a primary key's.
+ * session_errors.c
+ *		A write session's failures that take more than the connection layer
+ *		knows to word: a duplicate key of a table with on_conflict 'error',
+ *		Postgres' unique_violation worded as a primary key's, needs the
+ *		table's codec, the user's privileges and the session's COPY lines.
+ *		Every other failure is the connection layer's to raise.
  *
  * The tserver sends the later row's key values (Error.duplicate, for each
  * key column the column it stands for: a key image's column, not the
@@ -15,7 +18,8 @@
  * tserver named its row in the session (Error.duplicate_ordinal) and the
  * session's map of lines has it (row_lines.c).
  */
-#include "tcopy.h"
+
+#include "postgres.h"
 
 #include "access/relation.h"
 #include "access/xact.h"
@@ -25,6 +29,14 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/rls.h"
+
+#include "tcopy/catalog.h"
+#include "tcopy/codec.h"
+#include "tcopy/connection.h"
+#include "tcopy/transaction.h"
+
+static void tcopy_report_duplicate_key(TcopyConnection *conn,
+									   const char *message) pg_attribute_noreturn();
 
 /*
  * Whether the user may see the key's values, as BuildIndexValueDescription
@@ -116,7 +128,11 @@ tcopy_describe_key(Relation rel, Oid userid, const Tcopy__Error *frame)
 	return psprintf("(%s)=(%s)", names.data, shown.data);
 }
 
-void
+/*
+ * conn's client failed with ERROR_DUPLICATE_KEY (message its text): close
+ * it and raise Postgres' unique_violation.
+ */
+static void
 tcopy_report_duplicate_key(TcopyConnection *conn, const char *message)
 {
 	uint32		table_id = tc_client_error_table_id(conn->client);
@@ -179,4 +195,16 @@ tcopy_report_duplicate_key(TcopyConnection *conn, const char *message)
 			 copy_relname != NULL ? errcontext("COPY %s, line %llu", copy_relname,
 											   (unsigned long long) line) : 0,
 			 rel != NULL ? errtableconstraint(rel, psprintf("%s_key", relname)) : 0));
+}
+
+/*
+ * A call on conn's client, in a write session, failed: close it and raise
+ * the failure; a duplicate key as Postgres' unique_violation.
+ */
+void
+tcopy_session_fail(TcopyConnection *conn, const char *what)
+{
+	if (tc_client_error_code(conn->client) == TCOPY__ERROR_CODE__ERROR_DUPLICATE_KEY)
+		tcopy_report_duplicate_key(conn, pstrdup(tc_client_error(conn->client)));
+	tcopy_connection_fail(conn, what);
 }

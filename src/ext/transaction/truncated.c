@@ -15,10 +15,13 @@
  * them, and the transaction's end drops them all, as Postgres does for a
  * relation's rd_newRelfilenodeSubid.
  */
-#include "tcopy.h"
+
+#include "postgres.h"
 
 #include "access/xact.h"
 #include "utils/memutils.h"
+
+#include "tcopy/transaction.h"
 
 typedef struct TcopyTruncated
 {

@@ -11,9 +11,22 @@
  * buffers), so a reset callback on the writer's memory context frees it
  * when a statement fails.
  */
-#include "tcopy.h"
+
+#include "postgres.h"
 
 #include "utils/memutils.h"
+
+#include "tcopy/catalog.h"
+#include "tcopy/codec.h"
+#include "tcopy/connection.h"
+#include "tcopy/transaction.h"
+
+/* settings, registered in tcopy.c */
+int			tcopy_encoder = TCOPY_ENCODER_WIRE;	/* tcopy.encoder */
+int			tcopy_alloc_mode = TCOPY_ALLOC_ARENA;	/* tcopy.alloc_mode */
+
+/* a parallel COPY's worker's sink (transaction.h); NULL elsewhere */
+void		(*tcopy_parallel_sink) (TcopyWriter *writer) = NULL;
 
 static void
 writer_release(void *arg)
@@ -260,7 +273,7 @@ tcopy_writer_finish(TcopyWriter *writer)
 		rc = tc_client_wait_acks(writer->conn->client);
 		writer->conn->busy = false;
 		if (rc < 0)
-			tcopy_connection_fail(writer->conn, "could not send a write batch");
+			tcopy_session_fail(writer->conn, "could not send a write batch");
 	}
 }
 

@@ -12,8 +12,10 @@
 #include "miscadmin.h"
 #include "utils/memutils.h"
 
-#include "tcopy.h"
-#include "extension.h"
+#include "tc_address.h"
+#include "tcopy/catalog.h"
+#include "tcopy/connection.h"
+#include "tcopy/transaction.h"
 
 /*
  * A DROP of a tcopy table, seen by the object access hook (hook.c): the

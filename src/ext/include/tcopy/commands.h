@@ -1,0 +1,22 @@
+/*
+ * tcopy/commands.h
+ *		The commands layer (src/ext/commands/), the extension's highest:
+ *		the utility and object access hooks (hook.c), which dispatch COPY
+ *		to the COPY layer, and column renames (rename.c).
+ */
+#ifndef TCOPY_COMMANDS_H
+#define TCOPY_COMMANDS_H
+
+#include "postgres.h"
+#include "nodes/nodes.h"
+
+/* settings (registered in tcopy.c) */
+extern bool tcopy_copy_hook_enabled;	/* tcopy.copy_hook */
+
+/* in hook.c: the utility hook, dispatching to copy.c and rename.c */
+extern void TcopyHookInit(void);
+
+/* in rename.c: before a statement renames or moves tcopy tables */
+extern void tcopy_pin_before_rename(Node *parsetree);
+
+#endif							/* TCOPY_COMMANDS_H */

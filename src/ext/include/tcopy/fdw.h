@@ -1,0 +1,145 @@
+/*
+ * tcopy/fdw.h
+ *		The FDW layer (src/ext/fdw/): the handler, planning, scans,
+ *		ANALYZE, row estimates, INSERT, UPDATE, DELETE and TRUNCATE, the
+ *		direct modifies, key ranges and row locks.  Below it: the
+ *		transaction, connection, codec and catalog layers.
+ */
+#ifndef TCOPY_FDW_H
+#define TCOPY_FDW_H
+
+#include "postgres.h"
+#include "foreign/fdwapi.h"
+#include "nodes/execnodes.h"
+#include "nodes/pathnodes.h"
+#include "nodes/plannodes.h"
+
+#include "tcopy/catalog.h"
+#include "tcopy/codec.h"
+#include "tcopy/transaction.h"
+
+/* in fdw.c: the handler, and planning */
+extern Datum tcopy_fdw_handler(PG_FUNCTION_ARGS);
+
+/* Indexes in ForeignScan.fdw_private. */
+enum TcopyScanPrivate
+{
+	TCOPY_PRIV_ALL_COLUMNS,		/* Boolean: every column is needed */
+	TCOPY_PRIV_ATTNUMS,			/* IntList: attnums needed, ascending */
+	TCOPY_PRIV_BOUNDS,			/* List of (Integer attnum, Integer btree
+								 * strategy, Const or PARAM_EXTERN Param of
+								 * int2/4/8): the quals "attnum strategy
+								 * value" */
+	TCOPY_PRIV_ASSIGNMENTS		/* a direct modify's only (fdw_direct.c):
+								 * List of (Integer attnum, Integer
+								 * AssignOp, Const value) */
+};
+
+/* Indexes in one TCOPY_PRIV_BOUNDS item. */
+enum TcopyBoundPrivate
+{
+	TCOPY_BOUND_ATTNUM,
+	TCOPY_BOUND_STRATEGY,
+	TCOPY_BOUND_VALUE
+};
+
+/* in fdw_scan.c: the scan callbacks */
+extern void tcopyBeginForeignScan(ForeignScanState *node, int eflags);
+extern TupleTableSlot *tcopyIterateForeignScan(ForeignScanState *node);
+extern void tcopyReScanForeignScan(ForeignScanState *node);
+extern void tcopyEndForeignScan(ForeignScanState *node);
+extern void tcopyExplainForeignScan(ForeignScanState *node, struct ExplainState *es);
+/* Refuse to read rel in the transaction that wrote, truncated or dropped it. */
+extern void tcopy_scan_check_visible(Relation rel, const TcopyTableOptions *options);
+
+/*
+ * in fdw_estimate.c: the tserver's estimate of rel's rows and stored bytes,
+ * asked as userid once per transaction; false when it gives none
+ */
+extern bool tcopy_table_estimate(Relation rel, Oid userid, double *rows,
+								 double *bytes);
+
+/* in fdw_analyze.c: ANALYZE, a sample of the rows of a scan */
+extern bool tcopyAnalyzeForeignTable(Relation relation,
+									 AcquireSampleRowsFunc *func,
+									 BlockNumber *totalpages);
+
+/* in fdw_modify.c: the insert and truncate callbacks */
+extern int	tcopyIsForeignRelUpdatable(Relation rel);
+extern void tcopyAddForeignUpdateTargets(PlannerInfo *root, Index rtindex,
+										 RangeTblEntry *target_rte,
+										 Relation target_relation);
+extern TupleTableSlot *tcopyExecForeignUpdate(EState *estate, ResultRelInfo *resultRelInfo,
+											  TupleTableSlot *slot, TupleTableSlot *planSlot);
+extern TupleTableSlot *tcopyExecForeignDelete(EState *estate, ResultRelInfo *resultRelInfo,
+											  TupleTableSlot *slot, TupleTableSlot *planSlot);
+/* The writer of a partition that tuple routing opened (BeginForeignInsert). */
+extern TcopyWriter *tcopy_insert_writer(ResultRelInfo *resultRelInfo);
+/* COPY's on_conflict option, for the partitions copy_route.c opens; else NULL */
+extern const TcopyOnConflict *tcopy_insert_on_conflict;
+
+/* in key_range.c: one end of a key range on the sole integer key column */
+typedef struct TcopyKeyBound
+{
+	bool		present;
+	bool		inclusive;
+	int64		value;
+} TcopyKeyBound;
+
+/* The key range a scan or a direct modify reads. */
+typedef struct TcopyKeyRange
+{
+	AttrNumber	key_attnum;		/* bounded column; 0 when no bound */
+	TcopyKeyBound lower;
+	TcopyKeyBound upper;
+	bool		empty;			/* bounds contradict: no rows */
+} TcopyKeyRange;
+
+/* in fdw_direct.c: UPDATE and DELETE done by the tserver */
+extern bool tcopyPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
+								  int subplan_index);
+extern void tcopyBeginDirectModify(ForeignScanState *node, int eflags);
+extern TupleTableSlot *tcopyIterateDirectModify(ForeignScanState *node);
+extern void tcopyEndDirectModify(ForeignScanState *node);
+extern void tcopyExplainDirectModify(ForeignScanState *node, struct ExplainState *es);
+
+/* in fdw.c: a clause that bounds a column by a constant */
+extern AttrNumber tcopy_clause_key_bound(Index relid, Expr *clause, List **bounds);
+/* The range of the planner's bounds (TCOPY_PRIV_BOUNDS) on codec's table. */
+extern void tcopy_key_range(TcopyRelCodec *codec, List *bounds, ExprContext *econtext,
+							TcopyKeyRange *range);
+/* The int64 value of an int2, int4 or int8 datum. */
+extern int64 tcopy_int64_of(Oid type, Datum value);
+/* A bound as the wire carries it. */
+extern Tcopy__KeyBound *tcopy_make_key_bound(const TcopyKeyBound *bound);
+extern void tcopy_explain_key_range(Relation rel, const TcopyKeyRange *range,
+									struct ExplainState *es);
+
+/* in row_locks.c: what an UPDATE or DELETE locks before it reads */
+extern void tcopy_lock_key(Oid relid, int64 key);
+extern void tcopy_lock_table_rows(Oid relid);
+extern void tcopy_lock_range(TcopyRelCodec *codec, const TcopyKeyRange *range);
+extern List *tcopyPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
+									Index resultRelation, int subplan_index);
+extern void tcopyBeginForeignModify(ModifyTableState *mtstate,
+									ResultRelInfo *resultRelInfo,
+									List *fdw_private, int subplan_index,
+									int eflags);
+extern void tcopyBeginForeignInsert(ModifyTableState *mtstate,
+									ResultRelInfo *resultRelInfo);
+extern TupleTableSlot *tcopyExecForeignInsert(EState *estate,
+											  ResultRelInfo *resultRelInfo,
+											  TupleTableSlot *slot,
+											  TupleTableSlot *planSlot);
+extern TupleTableSlot **tcopyExecForeignBatchInsert(EState *estate,
+													ResultRelInfo *resultRelInfo,
+													TupleTableSlot **slots,
+													TupleTableSlot **planSlots,
+													int *numSlots);
+extern int	tcopyGetForeignModifyBatchSize(ResultRelInfo *resultRelInfo);
+extern void tcopyEndForeignModify(EState *estate, ResultRelInfo *resultRelInfo);
+extern void tcopyEndForeignInsert(EState *estate, ResultRelInfo *resultRelInfo);
+extern void tcopyExecForeignTruncate(List *rels, DropBehavior behavior,
+									 bool restart_seqs);
+
+#endif							/* TCOPY_FDW_H */

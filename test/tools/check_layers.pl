@@ -1,0 +1,158 @@
+#!/usr/bin/perl
+# check_layers.pl
+#	The extension's layers (docs/architecture.md), checked two ways:
+#	- includes: a file of src/ext/LAYER/ includes no "tcopy/X.h" of a layer
+#	  above LAYER, and a layer's header (src/ext/include/tcopy/LAYER.h) only
+#	  those of the layers below it; src/ext/tcopy.c, the module's entry
+#	  point, may include all;
+#	- calls, when the objects are built (make): no object of a layer
+#	  refers to a symbol (function or variable) defined by an object of a
+#	  layer above it (nm), and src/common's objects call in no circle.
+#	Prints each violation and exits 1 if there is any; 0 and a count
+#	otherwise.
+#
+# Usage: test/tools/check_layers.pl [TOP]   (TOP: the repository, default .)
+use strict;
+use warnings;
+
+my $top = shift // '.';
+my @layers = qw(catalog codec connection transaction fdw copy commands);
+my %rank;
+@rank{@layers} = (0 .. $#layers);
+my $ext = "$top/src/ext";
+my @bad;
+my $checked = 0;
+
+sub includes_of
+{
+	my ($file) = @_;
+	open(my $fh, '<', $file) or die "$file: $!";
+	my @inc;
+	while (<$fh>)
+	{
+		push @inc, $1 if /^\s*#\s*include\s+"tcopy\/(\w+)\.h"/;
+		push @bad, "$file: includes \"$1\", an umbrella header" if /^\s*#\s*include\s+"(tcopy\.h)"/;
+	}
+	return @inc;
+}
+
+# includes of the layers' files and headers
+for my $layer (@layers)
+{
+	for my $file (glob("$ext/$layer/*.[ch]"), "$ext/include/tcopy/$layer.h")
+	{
+		next unless -e $file;
+		$checked++;
+		my $is_layer_header = $file =~ m{/include/tcopy/\w+\.h$};
+		for my $inc (includes_of($file))
+		{
+			if (!exists $rank{$inc})
+			{
+				push @bad, "$file: includes \"tcopy/$inc.h\", of no layer";
+			}
+			elsif ($rank{$inc} > $rank{$layer} || ($is_layer_header && $inc eq $layer))
+			{
+				push @bad, "$file: includes \"tcopy/$inc.h\" (layer $inc), above its layer $layer";
+			}
+		}
+	}
+}
+for my $file (glob("$ext/*.c"))
+{
+	next if $file =~ m{/tcopy\.c$};
+	push @bad, "$file: a source file outside the layers' folders";
+}
+for my $file (glob("$ext/include/tcopy/*.h"))
+{
+	(my $name = $file) =~ s{.*/(\w+)\.h$}{$1};
+	push @bad, "$file: a header of no layer" unless exists $rank{$name};
+}
+
+# The symbols each object defines and refers to, by nm; {} without objects.
+sub symbols
+{
+	my (@objs) = @_;
+	my (%def, %use);
+	for my $obj (@objs)
+	{
+		for (`nm $obj`)
+		{
+			if (/^\S+\s+[TDBRC]\s+(\S+)$/)
+			{
+				$def{$1} = $obj;
+			}
+			elsif (/^\s+U\s+(\S+)$/)
+			{
+				push @{ $use{$obj} }, $1;
+			}
+		}
+	}
+	return (\%def, \%use);
+}
+
+# calls between the extension's layers
+my @ext_objs = grep { -e } map { glob("$ext/$_/*.o") } @layers;
+if (@ext_objs)
+{
+	my ($def, $use) = symbols(@ext_objs);
+	for my $obj (@ext_objs)
+	{
+		my ($layer) = $obj =~ m{/src/ext/(\w+)/[^/]+\.o$};
+		for my $sym (@{ $use->{$obj} // [] })
+		{
+			my $to = $def->{$sym} or next;
+			my ($to_layer) = $to =~ m{/src/ext/(\w+)/[^/]+\.o$};
+			push @bad, "$obj refers to $sym of $to (layer $to_layer, above $layer)"
+			  if $rank{$to_layer} > $rank{$layer};
+		}
+	}
+	$checked += @ext_objs;
+}
+
+# src/common: no circle of calls between its objects
+my @common_objs = glob("$top/build/obj/common/*.o");
+if (@common_objs)
+{
+	my ($def, $use) = symbols(@common_objs);
+	my %edge;
+	for my $obj (@common_objs)
+	{
+		for my $sym (@{ $use->{$obj} // [] })
+		{
+			my $to = $def->{$sym};
+			$edge{$obj}{$to} = $sym if $to && $to ne $obj;
+		}
+	}
+	# depth-first search for a back edge
+	my %state;
+	my $visit;
+	$visit = sub {
+		my ($node, @path) = @_;
+		$state{$node} = 1;
+		for my $next (sort keys %{ $edge{$node} // {} })
+		{
+			if (($state{$next} // 0) == 1)
+			{
+				my @circle = (@path, $node, $next);
+				s{.*/}{} for @circle;
+				push @bad, 'src/common calls in a circle: ' . join(' -> ', @circle);
+			}
+			elsif (!$state{$next})
+			{
+				$visit->($next, @path, $node);
+			}
+		}
+		$state{$node} = 2;
+	};
+	$visit->($_) for grep { !$state{$_} } sort @common_objs;
+	$checked += @common_objs;
+}
+
+if (@bad)
+{
+	print "$_\n" for @bad;
+	print scalar(@bad) . " layer violations\n";
+	exit 1;
+}
+print "layers: $checked files and objects checked, no call or include goes up\n";
+exit 0;
