@@ -219,11 +219,14 @@ run_tap()
 	# TCOPY_TAP: globs of TAP files to run instead of all, separated by
 	# spaces (e.g. '11[12]* 144*'), or a path under the top directory
 	# (bench/scan_text_cost.pl, a measurement that runs in this harness)
-	local tests=() glob
+	local tests=() globs glob
 	case "${TCOPY_TAP:-}" in
 		*/*) tests=("$TOP/$TCOPY_TAP") ;;
 		*)
-			for glob in ${TCOPY_TAP:-*}; do
+			# split on spaces without expanding here: each glob is
+			# expanded under test/ext/ below
+			read -r -a globs <<<"${TCOPY_TAP:-*}"
+			for glob in "${globs[@]}"; do
 				tests+=("$TOP"/test/ext/$glob.pl)
 			done
 			;;
