@@ -11,6 +11,7 @@
 #define TCOPY_CATALOG_H
 
 #include "postgres.h"
+
 #include "access/tupdesc.h"
 #include "fmgr.h"
 #include "foreign/foreign.h"

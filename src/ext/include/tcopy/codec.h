@@ -10,6 +10,7 @@
 #define TCOPY_CODEC_H
 
 #include "postgres.h"
+
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "nodes/bitmapset.h"

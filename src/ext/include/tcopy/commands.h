@@ -8,6 +8,7 @@
 #define TCOPY_COMMANDS_H
 
 #include "postgres.h"
+
 #include "nodes/nodes.h"
 
 /* settings (registered in tcopy.c) */

@@ -11,6 +11,7 @@
 #define TCOPY_CONNECTION_H
 
 #include "postgres.h"
+
 #include "utils/hsearch.h"
 #include "utils/timestamp.h"
 #include "tc_client.h"
@@ -21,7 +22,7 @@
 /* settings (registered in tcopy.c) */
 extern int	tcopy_connect_timeout;	/* tcopy.connect_timeout, s; 0: none */
 
-/* in row_lines.c: which COPY line each row of a write session came from */
+/* which COPY line each row of a write session came from (row_lines.c) */
 
 /*
  * Rows whose lines follow each other, from row's on: row N + i is line

@@ -11,6 +11,7 @@
 #define TCOPY_COPY_H
 
 #include "postgres.h"
+
 #include "executor/tuptable.h"
 #include "nodes/execnodes.h"
 #include "nodes/parsenodes.h"

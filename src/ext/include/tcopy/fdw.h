@@ -9,6 +9,7 @@
 #define TCOPY_FDW_H
 
 #include "postgres.h"
+
 #include "foreign/fdwapi.h"
 #include "nodes/execnodes.h"
 #include "nodes/pathnodes.h"

@@ -1,19 +1,20 @@
 /*
  * tcopy/transaction.h
  *		The transaction layer (src/ext/transaction/): write sessions that
- *		commit and abort with the transaction in two phases (xact.c), the
- *		DROPs staged at pre-commit (xact_drop.c), rows to batches to a
- *		session (writer.c), the records of prepared sessions and their
- *		recovery (records.c, recovery.c, recovery_worker.c), the COPY lines
- *		of a session's rows (row_lines.c), a session's errors that need the
- *		codec to word (session_errors.c), and the tables truncated in the
- *		transaction (truncated.c).  Below it: the connection, codec and
- *		catalog layers.
+ *		commit and abort with the transaction in two phases (xact.c,
+ *		xact_commit.c), the DROPs staged at pre-commit (xact_drop.c), rows
+ *		to batches to a session (writer.c), the records of prepared
+ *		sessions and their recovery (records.c, recovery.c,
+ *		recovery_worker.c), the COPY lines of a session's rows
+ *		(row_lines.c), a session's errors that need the codec to word
+ *		(session_errors.c), and the tables truncated in the transaction
+ *		(truncated.c).  Below it: the connection, codec and catalog layers.
  */
 #ifndef TCOPY_TRANSACTION_H
 #define TCOPY_TRANSACTION_H
 
 #include "postgres.h"
+
 #include "access/transam.h"
 #include "storage/itemptr.h"
 #include "utils/hsearch.h"
@@ -37,7 +38,7 @@ typedef enum TcopyPausePoint
 	TCOPY_PAUSE_BEFORE_PUBLISH	/* commit, after the commit record */
 } TcopyPausePoint;
 
-/* in row_lines.c (TcopyLineRun is above) */
+/* in row_lines.c (TcopyLineRun is connection.h's) */
 
 /* Forget the session's lines: a session begins. */
 extern void tcopy_lines_reset(TcopyConnection *conn);
