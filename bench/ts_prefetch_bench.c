@@ -1,6 +1,6 @@
 /*
  * ts_prefetch_bench.c
- *		A model of a run's spill (spill_sorted in src/tserver/ts_spill.c):
+ *		A model of a run's spill (spill_sorted in src/tserver/session/ts_spill.c):
  *		the records of a 32 MiB staging half (116-byte accounts records) read
  *		in key order, that is at random, each compared with the next one's
  *		key and copied into a 1 MiB buffer, with the record some distance

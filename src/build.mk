@@ -47,7 +47,11 @@ STORE_GEN_H = $(BUILD)/gen/ts_store.pb-c.h
 COMMON_LIB = $(BUILD)/libtccommon.a
 TSERVER_LIB = $(BUILD)/libtserver.a
 COMMON_H = $(wildcard $(TOP)/src/common/*.h)
-TSERVER_H = $(wildcard $(TOP)/src/tserver/*.h)
+# the tserver's layers, lowest first (docs/architecture.md): each calls only
+# those before it (test/tools/check_layers.pl)
+TSERVER_LAYERS = storage session server
+TSERVER_H = $(foreach l,$(TSERVER_LAYERS),$(wildcard $(TOP)/src/tserver/$(l)/*.h))
+TSERVER_INC = $(foreach l,$(TSERVER_LAYERS),-I$(TOP)/src/tserver/$(l))
 
 # the sub-makes' own invocations of each other carry the same settings
 SUBMAKE = $(MAKE) SANITIZE=$(SANITIZE) FUZZ=$(FUZZ) BUILD=$(BUILD) WERROR=$(WERROR)

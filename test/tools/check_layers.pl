@@ -7,7 +7,9 @@
 #	  point, may include all;
 #	- calls, when the objects are built (make): no object of a layer
 #	  refers to a symbol (function or variable) defined by an object of a
-#	  layer above it (nm), and src/common's objects call in no circle.
+#	  layer above it (nm), in the extension and in the tserver (storage ->
+#	  session -> server, one folder each under src/tserver/), and
+#	  src/common's objects call in no circle.
 #	Prints each violation and exits 1 if there is any; 0 and a count
 #	otherwise.
 #
@@ -107,6 +109,46 @@ if (@ext_objs)
 		}
 	}
 	$checked += @ext_objs;
+}
+
+# calls between the tserver's layers: an object's layer is its source's
+# folder (the generated ts_store.pb-c is storage's; ts_main.c is on top)
+my @ts_layers = qw(storage session server);
+my %ts_rank;
+@ts_rank{@ts_layers} = (0 .. $#ts_layers);
+my %ts_layer_of = ('ts_store.pb-c' => 'storage');
+for my $layer (@ts_layers)
+{
+	for my $src (glob("$top/src/tserver/$layer/*.c"))
+	{
+		(my $name = $src) =~ s{.*/(\w+)\.c$}{$1};
+		$ts_layer_of{$name} = $layer;
+	}
+}
+for my $src (glob("$top/src/tserver/*.c"))
+{
+	(my $name = $src) =~ s{.*/(\w+)\.c$}{$1};
+	push @bad, "$src: a tserver source file outside the layers' folders" unless $name eq 'ts_main';
+}
+my @ts_objs = grep { m{/(ts_store\.pb-c|\w+)\.o$} && exists $ts_layer_of{$1} }
+  glob("$top/build/obj/tserver/*.o");
+if (@ts_objs)
+{
+	my ($def, $use) = symbols(@ts_objs);
+	for my $obj (@ts_objs)
+	{
+		my ($name) = $obj =~ m{/([\w.-]+)\.o$};
+		my $layer = $ts_layer_of{$name};
+		for my $sym (@{ $use->{$obj} // [] })
+		{
+			my $to = $def->{$sym} or next;
+			my ($to_name) = $to =~ m{/([\w.-]+)\.o$};
+			my $to_layer = $ts_layer_of{$to_name};
+			push @bad, "$obj ($layer) refers to $sym of $to (layer $to_layer, above it)"
+			  if $ts_rank{$to_layer} > $ts_rank{$layer};
+		}
+	}
+	$checked += @ts_objs;
 }
 
 # src/common: no circle of calls between its objects

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include "ts_key.h"
@@ -276,53 +277,34 @@ store_load_tables(TsStore *store, TsError *err)
 	return result;
 }
 
-TsStore *
-ts_store_open(const char *dir, const TsStoreOptions *options, TsError *err)
+/*
+ * The storage half of ts_store_open: the data directory and its staging
+ * directory (made when missing), RocksDB opened on it, and the table
+ * catalogue loaded.  0, or -1 with err; ts_storage_close frees what was
+ * made either way.
+ */
+int
+ts_storage_open(TsStore *store, const char *dir, TsError *err)
 {
-	TsStore    *store = calloc(1, sizeof(TsStore));
 	const char *cf_names[2] = {"default", "meta"};
 	const rocksdb_options_t *cf_options[2];
 	rocksdb_column_family_handle_t *handles[2];
 	char	   *errptr = NULL;
 	size_t		dirlen = strlen(dir);
 
-	if (store == NULL)
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
-		return NULL;
-	}
-	store->opts = *options;
-	/* staged records are addressed by 32-bit offsets: keep well below */
-	if (store->opts.session_memory_bytes > TS_SESSION_MEMORY_MAX)
-		store->opts.session_memory_bytes = TS_SESSION_MEMORY_MAX;
-	if (store->opts.merge_threads < 1)
-		store->opts.merge_threads = 1;
-	if (store->opts.merge_threads > TS_MERGE_THREADS_MAX)
-		store->opts.merge_threads = TS_MERGE_THREADS_MAX;
-	pthread_rwlock_init(&store->tables_lock, NULL);
-	pthread_mutex_init(&store->prepared_lock, NULL);
-	pthread_mutex_init(&store->labels_lock, NULL);
-	ts_key_claims_init(store);
-	ts_sessions_init(store);
-	if (getenv("TSERVER_TEST_CRASH_AT") != NULL && getenv("TSERVER_TEST_CRASH_AT")[0] != '\0')
-	{
-		store->crash_at = strdup(getenv("TSERVER_TEST_CRASH_AT"));
-		ts_log(TS_LOG_WARNING, "TSERVER_TEST_CRASH_AT=%s: the tserver kills itself at that point",
-			   getenv("TSERVER_TEST_CRASH_AT"));
-	}
 	store->dir = strdup(dir);
 	store->staging_dir = malloc(dirlen + sizeof("/staging"));
 	if (store->dir == NULL || store->staging_dir == NULL)
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
-		goto err;
+		return -1;
 	}
 	sprintf(store->staging_dir, "%s/staging", dir);
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
 					 "could not create data directory \"%s\": %s", dir, strerror(errno));
-		goto err;
+		return -1;
 	}
 
 	/* emptied but for prepared sessions' directories once RocksDB is open */
@@ -331,7 +313,7 @@ ts_store_open(const char *dir, const TsStoreOptions *options, TsError *err)
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
 					 "could not create staging directory \"%s\": %s",
 					 store->staging_dir, strerror(errno));
-		goto err;
+		return -1;
 	}
 
 	store->options = rocksdb_options_create();
@@ -351,7 +333,7 @@ ts_store_open(const char *dir, const TsStoreOptions *options, TsError *err)
 	 * that next write certain, so only warnings and errors are logged.
 	 */
 	rocksdb_options_set_info_log_level(store->options, TS_ROCKSDB_LOG_LEVEL_WARN);
-	store->block_cache = rocksdb_cache_create_lru(options->block_cache_bytes);
+	store->block_cache = rocksdb_cache_create_lru(store->opts.block_cache_bytes);
 	store->table_options = rocksdb_block_based_options_create();
 	rocksdb_block_based_options_set_block_cache(store->table_options, store->block_cache);
 	rocksdb_block_based_options_set_block_size(store->table_options, 16 * 1024);
@@ -364,34 +346,24 @@ ts_store_open(const char *dir, const TsStoreOptions *options, TsError *err)
 	if (errptr != NULL)
 	{
 		ts_error_rocksdb(err, "could not open RocksDB", errptr);
-		goto err;
+		return -1;
 	}
 	store->cf_data = handles[0];
 	store->cf_meta = handles[1];
 	store->write_sync = rocksdb_writeoptions_create();
-	rocksdb_writeoptions_set_sync(store->write_sync, options->sync_commits);
+	rocksdb_writeoptions_set_sync(store->write_sync, store->opts.sync_commits);
 	store->write_nosync = rocksdb_writeoptions_create();
 	rocksdb_writeoptions_set_sync(store->write_nosync, 0);
 	store->read_default = rocksdb_readoptions_create();
 	atomic_store(&store->next_session_id, 1);
 
-	if (store_load_tables(store, err) != 0 || ts_prepared_load(store, err) != 0)
-		goto err;
-	ts_log(TS_LOG_INFO, "store open at \"%s\": %llu tables, %llu prepared sessions", dir,
-		   (unsigned long long) atomic_load(&store->tables_live),
-		   (unsigned long long) atomic_load(&store->sessions_prepared));
-	return store;
-
-err:
-	ts_store_close(store);
-	return NULL;
+	return store_load_tables(store, err);
 }
 
+/* Close RocksDB and free the table catalogue (ts_store_close's first step). */
 void
-ts_store_close(TsStore *store)
+ts_storage_close(TsStore *store)
 {
-	if (store == NULL)
-		return;
 	if (store->db != NULL)
 	{
 		char	   *errptr = NULL;
@@ -420,17 +392,25 @@ ts_store_close(TsStore *store)
 		rocksdb_block_based_options_destroy(store->table_options);
 	if (store->block_cache)
 		rocksdb_cache_destroy(store->block_cache);
-	ts_prepared_free_all(store);
-	ts_labels_free_all(store);
-	ts_key_claims_free_all(store);
-	ts_sessions_destroy(store);
-	pthread_rwlock_destroy(&store->tables_lock);
-	pthread_mutex_destroy(&store->prepared_lock);
-	pthread_mutex_destroy(&store->labels_lock);
-	free(store->crash_at);
 	free(store->staging_dir);
 	free(store->dir);
-	free(store);
+}
+
+/* A test-only point of failure (ts_storage_int.h says which there are). */
+int
+ts_store_crash_point(TsStore *store, const char *point, TsError *err)
+{
+	if (store->crash_at != NULL && strcmp(store->crash_at, point) == 0)
+	{
+		ts_log(TS_LOG_WARNING, "TSERVER_TEST_CRASH_AT=%s: the tserver kills itself here", point);
+		raise(SIGKILL);
+	}
+	if (store->test_stop_at != NULL && strcmp(store->test_stop_at, point) == 0)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "stopped at test point \"%s\"", point);
+		return -1;
+	}
+	return 0;
 }
 
 TsTable *
@@ -790,65 +770,6 @@ ts_store_open_table(TsStore *store, const char *name, const Tcopy__Schema *schem
 		*schema_out = table->schema;
 		pthread_rwlock_unlock(&store->tables_lock);
 	}
-	return 0;
-}
-
-int
-ts_store_table_op(TsStore *store, Tcopy__TableOpKind op, uint32_t table_id,
-				  TsError *err)
-{
-	TsTable    *table;
-	rocksdb_writebatch_t *batch;
-	uint8_t		begin[TS_TABLE_ID_SIZE],
-				end[TS_TABLE_ID_SIZE];
-	char	   *errptr = NULL;
-
-	if (op != TCOPY__TABLE_OP_KIND__TABLE_OP_TRUNCATE &&
-		op != TCOPY__TABLE_OP_KIND__TABLE_OP_DROP)
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL, "unknown table operation %d", (int) op);
-		return -1;
-	}
-	pthread_rwlock_wrlock(&store->tables_lock);
-	table = ts_store_table_locked(store, table_id, err);
-	if (table == NULL)
-	{
-		pthread_rwlock_unlock(&store->tables_lock);
-		return -1;
-	}
-
-	/* every row of the table, and for a drop its definition, in one batch */
-	ts_put_be32(begin, table_id);
-	ts_put_be32(end, table_id + 1);
-	batch = rocksdb_writebatch_create();
-	rocksdb_writebatch_delete_range_cf(batch, store->cf_data,
-									   (const char *) begin, sizeof(begin),
-									   (const char *) end, sizeof(end));
-	ts_labels_batch_delete_table(store, batch, table_id);
-	if (op == TCOPY__TABLE_OP_KIND__TABLE_OP_DROP)
-	{
-		char		key[sizeof(TS_META_TABLE_PREFIX) + TS_MAX_TABLE_NAME];
-
-		snprintf(key, sizeof(key), "%s%s", TS_META_TABLE_PREFIX, table->name);
-		rocksdb_writebatch_delete_cf(batch, store->cf_meta, key, strlen(key));
-	}
-	rocksdb_write(store->db, store->write_sync, batch, &errptr);
-	rocksdb_writebatch_destroy(batch);
-	if (errptr != NULL)
-	{
-		pthread_rwlock_unlock(&store->tables_lock);
-		ts_error_rocksdb(err, "could not remove the table's rows", errptr);
-		return -1;
-	}
-	if (op == TCOPY__TABLE_OP_KIND__TABLE_OP_DROP)
-	{
-		table->dropped = true;
-		atomic_fetch_sub(&store->tables_live, 1);
-	}
-	ts_log(TS_LOG_INFO, "%s table \"%s\" (id %u)",
-		   op == TCOPY__TABLE_OP_KIND__TABLE_OP_DROP ? "dropped" : "truncated",
-		   table->name, table_id);
-	pthread_rwlock_unlock(&store->tables_lock);
 	return 0;
 }
 

@@ -51,22 +51,6 @@ _Static_assert(TS_GID_MAX == TC_GID_MAX, "the tserver's and the client's gid lim
 #define PREPARED_RECORD_VERSION_LABELS 2	/* a record with load labels */
 #define PREPARED_SENTINEL_FILE "sentinel.sst"
 
-int
-ts_store_crash_point(TsStore *store, const char *point, TsError *err)
-{
-	if (store->crash_at != NULL && strcmp(store->crash_at, point) == 0)
-	{
-		ts_log(TS_LOG_WARNING, "TSERVER_TEST_CRASH_AT=%s: the tserver kills itself here", point);
-		raise(SIGKILL);
-	}
-	if (store->test_stop_at != NULL && strcmp(store->test_stop_at, point) == 0)
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "stopped at test point \"%s\"", point);
-		return -1;
-	}
-	return 0;
-}
-
 /* Unix time in milliseconds. */
 static uint64_t
 realtime_ms(void)

@@ -142,6 +142,13 @@ TsTable    *ts_store_table_locked(TsStore *store, uint32_t table_id, TsError *er
  */
 TsTable    *ts_store_table(TsStore *store, uint32_t table_id, TsError *err);
 
+/*
+ * The storage half of ts_store_open and ts_store_close (ts_storage.c):
+ * the data directory, RocksDB and the table catalogue.
+ */
+int			ts_storage_open(TsStore *store, const char *dir, TsError *err);
+void		ts_storage_close(TsStore *store);
+
 /* 0 when the store's file system has room to write bytes to the WAL, else -1. */
 int			ts_store_check_space(TsStore *store, uint64_t bytes, TsError *err);
 

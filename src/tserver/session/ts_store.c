@@ -1,0 +1,133 @@
+/*
+ * ts_store.c
+ *		A store opened and closed with its registries (open sessions, key
+ *		claims, prepared sessions, load labels), and the table operations
+ *		that reach the registries (TRUNCATE and DROP delete a table's
+ *		labels): the session layer's side of the store, above the RocksDB
+ *		files and table catalogue of ts_storage.c.
+ */
+#include "ts_storage_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ts_key.h"
+#include "ts_log.h"
+
+TsStore *
+ts_store_open(const char *dir, const TsStoreOptions *options, TsError *err)
+{
+	TsStore    *store = calloc(1, sizeof(TsStore));
+
+	if (store == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		return NULL;
+	}
+	store->opts = *options;
+	/* staged records are addressed by 32-bit offsets: keep well below */
+	if (store->opts.session_memory_bytes > TS_SESSION_MEMORY_MAX)
+		store->opts.session_memory_bytes = TS_SESSION_MEMORY_MAX;
+	if (store->opts.merge_threads < 1)
+		store->opts.merge_threads = 1;
+	if (store->opts.merge_threads > TS_MERGE_THREADS_MAX)
+		store->opts.merge_threads = TS_MERGE_THREADS_MAX;
+	pthread_rwlock_init(&store->tables_lock, NULL);
+	pthread_mutex_init(&store->prepared_lock, NULL);
+	pthread_mutex_init(&store->labels_lock, NULL);
+	ts_key_claims_init(store);
+	ts_sessions_init(store);
+	if (getenv("TSERVER_TEST_CRASH_AT") != NULL && getenv("TSERVER_TEST_CRASH_AT")[0] != '\0')
+	{
+		store->crash_at = strdup(getenv("TSERVER_TEST_CRASH_AT"));
+		ts_log(TS_LOG_WARNING, "TSERVER_TEST_CRASH_AT=%s: the tserver kills itself at that point",
+			   getenv("TSERVER_TEST_CRASH_AT"));
+	}
+	if (ts_storage_open(store, dir, err) != 0 || ts_prepared_load(store, err) != 0)
+		goto err;
+	ts_log(TS_LOG_INFO, "store open at \"%s\": %llu tables, %llu prepared sessions", dir,
+		   (unsigned long long) atomic_load(&store->tables_live),
+		   (unsigned long long) atomic_load(&store->sessions_prepared));
+	return store;
+
+err:
+	ts_store_close(store);
+	return NULL;
+}
+
+void
+ts_store_close(TsStore *store)
+{
+	if (store == NULL)
+		return;
+	ts_storage_close(store);
+	ts_prepared_free_all(store);
+	ts_labels_free_all(store);
+	ts_key_claims_free_all(store);
+	ts_sessions_destroy(store);
+	pthread_rwlock_destroy(&store->tables_lock);
+	pthread_mutex_destroy(&store->prepared_lock);
+	pthread_mutex_destroy(&store->labels_lock);
+	free(store->crash_at);
+	free(store);
+}
+
+int
+ts_store_table_op(TsStore *store, Tcopy__TableOpKind op, uint32_t table_id,
+				  TsError *err)
+{
+	TsTable    *table;
+	rocksdb_writebatch_t *batch;
+	uint8_t		begin[TS_TABLE_ID_SIZE],
+				end[TS_TABLE_ID_SIZE];
+	char	   *errptr = NULL;
+
+	if (op != TCOPY__TABLE_OP_KIND__TABLE_OP_TRUNCATE &&
+		op != TCOPY__TABLE_OP_KIND__TABLE_OP_DROP)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL, "unknown table operation %d", (int) op);
+		return -1;
+	}
+	pthread_rwlock_wrlock(&store->tables_lock);
+	table = ts_store_table_locked(store, table_id, err);
+	if (table == NULL)
+	{
+		pthread_rwlock_unlock(&store->tables_lock);
+		return -1;
+	}
+
+	/* every row of the table, and for a drop its definition, in one batch */
+	ts_put_be32(begin, table_id);
+	ts_put_be32(end, table_id + 1);
+	batch = rocksdb_writebatch_create();
+	rocksdb_writebatch_delete_range_cf(batch, store->cf_data,
+									   (const char *) begin, sizeof(begin),
+									   (const char *) end, sizeof(end));
+	ts_labels_batch_delete_table(store, batch, table_id);
+	if (op == TCOPY__TABLE_OP_KIND__TABLE_OP_DROP)
+	{
+		char		key[sizeof(TS_META_TABLE_PREFIX) + TS_MAX_TABLE_NAME];
+
+		snprintf(key, sizeof(key), "%s%s", TS_META_TABLE_PREFIX, table->name);
+		rocksdb_writebatch_delete_cf(batch, store->cf_meta, key, strlen(key));
+	}
+	rocksdb_write(store->db, store->write_sync, batch, &errptr);
+	rocksdb_writebatch_destroy(batch);
+	if (errptr != NULL)
+	{
+		pthread_rwlock_unlock(&store->tables_lock);
+		ts_error_rocksdb(err, "could not remove the table's rows", errptr);
+		return -1;
+	}
+	if (op == TCOPY__TABLE_OP_KIND__TABLE_OP_DROP)
+	{
+		table->dropped = true;
+		atomic_fetch_sub(&store->tables_live, 1);
+	}
+	ts_log(TS_LOG_INFO, "%s table \"%s\" (id %u)",
+		   op == TCOPY__TABLE_OP_KIND__TABLE_OP_DROP ? "dropped" : "truncated",
+		   table->name, table_id);
+	pthread_rwlock_unlock(&store->tables_lock);
+	return 0;
+}
