@@ -8,8 +8,9 @@
 #	- calls, when the objects are built (make): no object of a layer
 #	  refers to a symbol (function or variable) defined by an object of a
 #	  layer above it (nm), in the extension and in the tserver (storage ->
-#	  session -> server, one folder each under src/tserver/), and
-#	  src/common's objects call in no circle.
+#	  session -> server, one folder each under src/tserver/, whose files
+#	  also include no header of a layer above theirs), and src/common's
+#	  objects call in no circle.
 #	Prints each violation and exits 1 if there is any; 0 and a count
 #	otherwise.
 #
@@ -123,6 +124,39 @@ for my $layer (@ts_layers)
 	{
 		(my $name = $src) =~ s{.*/(\w+)\.c$}{$1};
 		$ts_layer_of{$name} = $layer;
+	}
+}
+# the tserver's includes: a file includes no ts_*.h of a layer above its own
+my %ts_header_layer = ('ts_store.pb-c.h' => 'storage');
+for my $layer (@ts_layers)
+{
+	for my $h (glob("$top/src/tserver/$layer/*.h"))
+	{
+		(my $name = $h) =~ s{.*/}{};
+		$ts_header_layer{$name} = $layer;
+	}
+}
+for my $layer (@ts_layers)
+{
+	for my $file (glob("$top/src/tserver/$layer/*.[ch]"))
+	{
+		open(my $fh, '<', $file) or die "$file: $!";
+		while (<$fh>)
+		{
+			next unless /^\s*#\s*include\s+"(ts_[\w.-]+\.h)"/;
+			my $inc = $1;
+			my $to = $ts_header_layer{$inc};
+			if (!defined $to)
+			{
+				push @bad, "$file: includes \"$inc\", of no layer";
+			}
+			elsif ($ts_rank{$to} > $ts_rank{$layer})
+			{
+				push @bad, "$file: includes \"$inc\" (layer $to), above its layer $layer";
+			}
+		}
+		close($fh);
+		$checked++;
 	}
 }
 for my $src (glob("$top/src/tserver/*.c"))

@@ -12,7 +12,7 @@
 
 #include "tc_test.h"
 #include "ts_session_int.h"
-#include "ts_storage_int.h"
+#include "ts_store_int.h"
 
 #define NKEYS 3000
 

@@ -18,7 +18,7 @@
 #include "tc_test.h"
 #include "ts_key.h"
 #include "ts_session_int.h"
-#include "ts_storage_int.h"
+#include "ts_store_int.h"
 
 static char data_dir[256];
 

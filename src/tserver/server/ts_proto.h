@@ -26,7 +26,7 @@
 #include "tc_buf.h"
 #include "tc_frame.h"
 #include "ts_auth.h"
-#include "ts_storage.h"
+#include "ts_store.h"
 
 #ifndef TS_VERSION
 #define TS_VERSION "0.1.0"

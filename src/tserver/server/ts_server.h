@@ -19,7 +19,7 @@
 #include "tc_address.h"
 #include "ts_auth.h"
 #include "ts_proto.h"
-#include "ts_storage.h"
+#include "ts_store.h"
 
 typedef struct TsServer TsServer;
 

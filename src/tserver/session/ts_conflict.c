@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ts_storage_int.h"
+#include "ts_store_int.h"
 
 _Static_assert(TS_ERROR_ROW_COLUMNS == TS_MAX_KEY_COLUMNS,
 			   "a duplicate's row in a TsError holds every key column");

@@ -5,7 +5,7 @@
  *		and listing them.  ts_prepared.c prepares, resolves and loads the
  *		sessions the entries stand for; see there for the design.
  */
-#include "ts_storage_int.h"
+#include "ts_store_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>

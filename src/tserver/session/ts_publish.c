@@ -60,7 +60,7 @@
  * or exclusive when the session drops tables, which then leave the
  * in-memory catalogue too.
  */
-#include "ts_storage_int.h"
+#include "ts_store_int.h"
 
 #include <errno.h>
 #include <stdio.h>

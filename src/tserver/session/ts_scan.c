@@ -6,7 +6,7 @@
  *		session that names it, that session's writes merged over them
  *		(ts_session_read.c's overlay).
  */
-#include "ts_storage_int.h"
+#include "ts_store_int.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -25,7 +25,7 @@
 
 #include "ts_conflict.h"
 #include "ts_run.h"
-#include "ts_storage_int.h"
+#include "ts_store_int.h"
 
 #define RUN_FAN_IN 64			/* runs merged at once, at most */
 #define SESSION_DIR_SIZE 4096	/* of the session's staging directory's path */

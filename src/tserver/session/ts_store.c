@@ -6,7 +6,7 @@
  *		labels): the session layer's side of the store, above the RocksDB
  *		files and table catalogue of ts_storage.c.
  */
-#include "ts_storage_int.h"
+#include "ts_store_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>

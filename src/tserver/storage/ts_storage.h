@@ -1,26 +1,14 @@
 /*
  * ts_storage.h
- *		The tserver's store: tables, atomic write sessions and scans over
- *		RocksDB.  Thread-safe: every connection thread calls it directly.
+ *		The storage layer's API: a store's tables over RocksDB (their
+ *		catalogue, estimates and counters) and its options.  Thread-safe:
+ *		every connection thread calls it directly.  The store is opened,
+ *		with its sessions, by the session layer (ts_store.h).
  *
  * Tables live in the "meta" column family (name -> id and schema) and their
  * rows in "default", keyed by the 4-byte big-endian table id followed by the
  * order-preserving encoding of the key columns (or an 8-byte generated row
  * id); the value holds the other columns (ts_codec.h).
- *
- * A session stages rows outside RocksDB: in a memory buffer up to a limit,
- * then as sorted run files in the session's staging directory.  Commit
- * publishes everything at once: a small session as one synced WriteBatch,
- * a spilled one by merging its runs into SST files ingested in one
- * IngestExternalFile call.  Nothing of a session is visible before that,
- * and abort, a dropped connection or a crash leaves nothing (staging
- * directories are removed at startup).
- *
- * Two-phase commit: a session prepared under a global id (gid) is written
- * out and recorded durably in the meta family, and from then on it is
- * published or discarded only by ts_store_resolve, on any connection,
- * after any restart.  The store keeps a registry of the prepared sessions,
- * each owned by the connection that prepared or claimed it, or orphaned.
  */
 #ifndef TS_STORAGE_H
 #define TS_STORAGE_H
@@ -35,8 +23,6 @@
 #include "ts_error.h"
 
 typedef struct TsStore TsStore;
-typedef struct TsSession TsSession;
-typedef struct TsScan TsScan;
 
 #define TS_SESSION_MEMORY_MAX ((size_t) 1 << 31)	/* larger is clamped */
 #define TS_MERGE_THREADS_MAX 8
@@ -55,12 +41,6 @@ typedef struct TsStoreOptions
 
 void		ts_store_default_options(TsStoreOptions *options);
 
-/* Open (creating when missing) the store in dir; NULL with err on failure. */
-TsStore    *ts_store_open(const char *dir, const TsStoreOptions *options,
-						  TsError *err);
-/* Close RocksDB cleanly; every session and scan must be gone. */
-void		ts_store_close(TsStore *store);
-
 /*
  * Look table name up; with create, make it when missing (the definition is
  * durable before this returns, whatever happens to the caller's session).
@@ -77,47 +57,6 @@ int			ts_store_open_table(TsStore *store, const char *name,
 								uint32_t *table_id, bool *created,
 								const Tcopy__Schema **schema_out, TsError *err);
 
-/* Truncate or drop a table, durably, at once (not part of any session). */
-int			ts_store_table_op(TsStore *store, Tcopy__TableOpKind op,
-							  uint32_t table_id, TsError *err);
-
-/*
- * Publish (commit) or discard the session prepared under gid, as the
- * connection owner (a nonzero id): its own, or an orphaned one, which it
- * claims.  *outcome is RESOLVE_DONE once published or discarded durably,
- * RESOLVE_NOT_FOUND when nothing is prepared under gid (or nothing a
- * connection of scope, its namespace, may see: see ts_store_list_prepared;
- * NULL: full access), RESOLVE_BUSY when
- * another connection owns it or a Prepare or Resolve of it is under way;
- * *rows is the session's rows.  Returns -1 with err when resolving failed:
- * the session is then still prepared (whatever was published of it is
- * finished by the next Resolve), and owner still owns it.
- */
-int			ts_store_resolve(TsStore *store, const char *gid, bool commit,
-							 uint64_t owner, const char *scope,
-							 Tcopy__ResolveOutcome *outcome,
-							 uint64_t *rows, TsError *err);
-
-/*
- * The prepared sessions whose gid starts with prefix, sorted by gid, into
- * list (its array and strings taken from arena).  With a scope (a
- * connection's namespace; NULL: full access), only the sessions whose
- * tables are all within it.
- */
-int			ts_store_list_prepared(TsStore *store, const char *prefix, const char *scope,
-								   TcArena *arena, Tcopy__PreparedList *list,
-								   TsError *err);
-
-/*
- * Whether connection owner owns a prepared session (its gid into gid, of
- * gid_size bytes, when it does).
- */
-bool		ts_store_prepared_owned(TsStore *store, uint64_t owner, char *gid,
-									size_t gid_size);
-
-/* Connection owner is gone: the sessions it owns become orphaned. */
-void		ts_store_prepared_detach(TsStore *store, uint64_t owner);
-
 /*
  * The approximate rows and stored bytes of table_id, from RocksDB's
  * metadata and the memtables, without reading its rows (ts_estimate.c says
@@ -128,132 +67,5 @@ int			ts_store_table_estimate(TsStore *store, uint32_t table_id,
 
 /* Fill the store's fields of stats (tables, sessions, rows, staging). */
 void		ts_store_stats(TsStore *store, Tcopy__Stats *stats);
-
-TsSession  *ts_session_begin(TsStore *store, uint64_t *session_id, TsError *err);
-
-/* The key a scan names the session by, with its id (BEGIN_OK). */
-const uint8_t *ts_session_key(const TsSession *session, size_t *len);
-
-/*
- * Validate every row of batch against its table's schema and stage them
- * all, or none (ERROR_BAD_ROW, ERROR_UNKNOWN_TABLE, ERROR_STORAGE).
- * The batch's memory may be reused as soon as this returns.
- */
-int			ts_session_write(TsSession *session, const Tcopy__WriteBatch *batch,
-							 TsError *err);
-
-/* Rows staged so far (for Ack). */
-uint64_t	ts_session_rows(const TsSession *session);
-
-/*
- * Stage a TRUNCATE or DROP of a table in the session, applied when it is
- * published: a TRUNCATE before the session's rows (so it is refused,
- * ERROR_PROTOCOL, for a table the session wrote rows to), a DROP after
- * them (and no rows are taken for the table after it).
- */
-int			ts_session_table_op(TsSession *session, Tcopy__TableOpKind op,
-								uint32_t table_id, TsError *err);
-
-/*
- * Set what the session does with its rows of table_id of equal keys
- * (docs/storage.md, Duplicate keys): before its first row of the table
- * (ERROR_PROTOCOL after), once per policy; nothing for a keyless table.
- */
-int			ts_session_set_on_conflict(TsSession *session, uint32_t table_id,
-									   Tcopy__OnConflict policy, TsError *err);
-
-/*
- * Claim load label for the session on table_id (docs/protocol.md#load-labels):
- * *state is LABEL_CLAIMED when the session now holds it (published with
- * it), LABEL_OWN when it held it already, LABEL_PUBLISHED (with
- * *published_at_ms) when it was published before, LABEL_BUSY when another
- * open session, or a prepared one whose connection is live, holds it,
- * LABEL_PREPARED (with its gid in holder_gid, of holder_size bytes) when an
- * orphaned prepared session holds it.  -1 with err on a bad label, an
- * unknown table or a storage failure.
- */
-int			ts_session_claim_label(TsSession *session, uint32_t table_id,
-								   const char *label, Tcopy__LabelState *state,
-								   uint64_t *published_at_ms, char *holder_gid,
-								   size_t holder_size, TsError *err);
-
-/* Forget table_id's published label, durably; *found says whether it was. */
-int			ts_store_forget_label(TsStore *store, uint32_t table_id, const char *label,
-								  bool *found, TsError *err);
-
-/*
- * The labels published for table_id, sorted as bytes, into list (its
- * arrays and strings taken from arena).
- */
-int			ts_store_list_labels(TsStore *store, uint32_t table_id, TcArena *arena,
-								 Tcopy__LabelList *list, TsError *err);
-
-/*
- * Do everything of a commit but publishing: spill, merge the runs and write
- * the SST files, so that ts_session_commit has only the atomic publish
- * left.  Nothing is visible yet; after it the session takes no more writes.
- */
-int			ts_session_prepare(TsSession *session, TsError *err);
-
-/*
- * The first phase of a two-phase commit: ts_session_prepare, then record
- * the session durably under gid (1 .. TS_GID_MAX bytes, not prepared
- * already: ERROR_PROTOCOL), owned by connection owner (of scope: its
- * namespace, NULL for full access), and free the session, whose files stay
- * in its staging directory.  Always frees the session: on failure, nothing
- * is prepared.
- */
-int			ts_session_prepare_gid(TsSession *session, const char *gid,
-								   uint64_t owner, const char *scope,
-								   uint64_t *rows, TsError *err);
-
-/*
- * Publish everything the session staged (preparing it first if needed),
- * durably and at once, then free the session (also on failure, which
- * publishes nothing).  A table the session wrote to that was dropped
- * since fails it (ERROR_UNKNOWN_TABLE).  Not crash-atomic in one case: a
- * spilled session with staged table operations publishes in steps, and a
- * crash between them leaves the first (its truncates, or its truncates and
- * rows) without the rest; prepare such a session to publish it atomically.
- */
-int			ts_session_commit(TsSession *session, uint64_t *rows, TsError *err);
-
-/* Discard everything the session staged and free it. */
-void		ts_session_abort(TsSession *session);
-
-/* Start a scan of committed rows (a consistent snapshot). */
-TsScan	   *ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err);
-
-/*
- * Fill batch with the next rows (at most the request's batch_rows), their
- * memory taken from arena; batch->done is set with the last batch.
- */
-int			ts_scan_next(TsScan *scan, TcArena *arena, Tcopy__ScanBatch *batch,
-						 TsError *err);
-void		ts_scan_close(TsScan *scan);
-
-/*
- * The scan's next row, every column decoded into (*values)[ncolumns],
- * valid until the next call (bytes point into the scan's memory): 1, 0 at
- * the end, -1 with err.  Not to be mixed with ts_scan_next.
- */
-int			ts_scan_next_values(TsScan *scan, const TsValue **values, TsError *err);
-
-/*
- * Take back the session's rows after its first rows_mark, when they are
- * all still staged in memory: *done, or not and why in reason[size]
- * (the session then unchanged).  -1 with err for a mark past its rows.
- */
-int			ts_session_rollback_to(TsSession *session, uint64_t rows_mark, bool *done,
-								   char *reason, size_t size, TsError *err);
-
-/*
- * MODIFY (docs/protocol.md#direct-modify): update or delete the rows of
- * request->table_id in its key range as the session reads them, staged
- * in the session as WRITE_UPDATE or WRITE_DELETE batches; *changed: how
- * many.  0, or -1 with err (the session is then to be aborted).
- */
-int			ts_session_modify(TsSession *session, const Tcopy__Modify *request,
-							  uint64_t *changed, TsError *err);
 
 #endif							/* TS_STORAGE_H */

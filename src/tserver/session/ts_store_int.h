@@ -1,0 +1,197 @@
+/*
+ * ts_store_int.h
+ *		The session layer's private structures and functions, shared by its
+ *		files: the sessions' registry and overlays (ts_session_read.c),
+ *		prepared sessions and their registry (ts_prepared.c,
+ *		ts_prepared_registry.c), publishing (ts_publish.c) and load labels
+ *		(ts_labels.c), over the store's private struct (ts_storage_int.h).
+ */
+#ifndef TS_STORE_INT_H
+#define TS_STORE_INT_H
+
+#include "tc_arena.h"
+#include "tc_buf.h"
+#include "ts_key_claims.h"
+#include "ts_storage_int.h"
+#include "ts_store.h"
+
+/* A load label of a table, as a session claims it and publishes it. */
+typedef struct TsLabelRef
+{
+	uint32_t	table_id;
+	char	   *label;			/* 1 .. TS_LABEL_MAX bytes, NUL-terminated */
+} TsLabelRef;
+
+/*
+ * A scan's view of an open session's writes to one table, within the
+ * scan's key range (ts_session_read.c): each key once, in key order, as
+ * the session left it (value NULL: deleted).  Copied when the scan opens,
+ * so that the session goes on while the scan is read.
+ */
+typedef struct TsOverlayRow
+{
+	const uint8_t *key;
+	uint32_t	keylen;
+	uint32_t	valuelen;
+	const uint8_t *value;		/* unmarked; NULL: the key is deleted */
+	bool		yields;			/* a stored row of the key wins (on_conflict ignore) */
+} TsOverlayRow;
+
+typedef struct TsOverlay
+{
+	TsOverlayRow *rows;			/* [n], in key order */
+	size_t		n;
+	bool		hides_stored;	/* the session truncated the table */
+	TcArena		arena;			/* the rows' keys and values */
+} TsOverlay;
+
+/* The session registry's lock: ts_store_open and ts_store_close. */
+void		ts_sessions_init(TsStore *store);
+void		ts_sessions_destroy(TsStore *store);
+
+/*
+ * Fill overlay with session_id's writes to table in [lower, upper) (upper
+ * empty: no bound), when key is the session's: 0, or -1 with err.
+ */
+int			ts_session_overlay(TsStore *store, uint64_t session_id, const uint8_t *key,
+							   size_t keylen, const TsTable *table, const TcBuf *lower,
+							   const TcBuf *upper, TsOverlay *overlay, TsError *err);
+void		ts_overlay_free(TsOverlay *overlay);
+
+/* A prepared session's sentinel key (TS_SENTINEL_KEY_MAX bytes at most) of gid. */
+size_t		ts_sentinel_key(const char *gid, char *key);
+
+/* in ts_prepared.c */
+
+/*
+ * At open, once the tables are loaded: load every prepared record as an
+ * orphaned session, raise next_session_id and keyless tables' row id
+ * counters above whatever they hold, and empty the staging directory but
+ * for the prepared sessions' directories.
+ */
+int			ts_prepared_load(TsStore *store, TsError *err);
+
+/* in ts_prepared_registry.c */
+
+typedef enum TsPreparedState
+{
+	PREPARED_PREPARING,			/* Prepare under way: no record yet */
+	PREPARED_READY,				/* recorded: to be resolved */
+	PREPARED_RESOLVING			/* a Resolve is under way */
+} TsPreparedState;
+
+struct TsPrepared
+{
+	char	   *gid;
+	TsPreparedState state;
+	uint64_t	owner;			/* connection id; 0: orphaned */
+	uint64_t	rows;
+	uint64_t	bytes;
+	uint64_t	prepared_at_ms;
+	char	   *scope_prefix;	/* see PreparedRecord.scope_prefix; NULL
+								 * while preparing */
+	uint32_t   *tables;			/* [ntables]: those it wrote or truncates */
+	size_t		ntables;
+};
+
+/* The entry of gid, or NULL; call with prepared_lock held. */
+TsPrepared *registry_find_locked(TsStore *store, const char *gid, size_t *index);
+
+/*
+ * Add an entry for gid in state, owned by owner; -1 with err when gid has
+ * one already (ERROR_PROTOCOL) or out of memory.
+ */
+int			registry_add(TsStore *store, const char *gid, TsPreparedState state,
+						 uint64_t owner, TsError *err);
+
+/* Remove gid's entry, if any. */
+void		registry_remove(TsStore *store, const char *gid);
+
+/*
+ * A Prepare is done: gid's entry is a prepared session, which connections
+ * of a namespace see only when scope_prefix starts with it (copied; when
+ * out of memory, full access only).
+ */
+void		registry_set_prepared(TsStore *store, const char *gid, const char *scope_prefix,
+								  uint64_t rows, uint64_t bytes, uint64_t prepared_at_ms,
+								  const uint32_t *tables, size_t ntables,
+								  const uint32_t *truncates, size_t ntruncates);
+
+/*
+ * Whether an orphaned prepared session (no connection owns it: its client
+ * went away before resolving it) wrote to or truncates table_id: its
+ * outcome is not yet on the table.  Its gid into gid[size].
+ */
+bool		ts_store_table_in_doubt(TsStore *store, uint32_t table_id, char *gid, size_t size);
+
+/* Whether a connection of scope (NULL: full access) sees entry. */
+bool		registry_visible(const TsPrepared *entry, const char *scope);
+void		ts_prepared_free_all(TsStore *store);
+
+/* in ts_publish.c */
+
+/*
+ * What publishing a session takes: a prepared session's from its record,
+ * a one-step commit's from the session itself.  See ts_publish.c.
+ */
+typedef struct TsPublish
+{
+	const char *gid;			/* a prepared session's; NULL: one-step commit */
+	const uint8_t *record_truncated;	/* gid and truncates: the record with */
+	size_t		record_truncated_len;	/* truncates_applied set */
+	uint64_t	rows;
+	rocksdb_writebatch_t *batch;	/* never spilled: its truncates, then its
+									 * rows; NULL: spilled */
+	char	  **files;			/* spilled: SST files in precedence order, a */
+	size_t		nfiles;			/* prepared session's sentinel file first */
+	const uint32_t *tables;		/* written to */
+	size_t		ntables;
+	const uint32_t *truncates;	/* spilled: applied first, in a step of */
+	size_t		ntruncates;		/* their own */
+	bool		truncates_applied;
+	const uint32_t *drops;
+	size_t		ndrops;
+	const TsLabelRef *labels;	/* load labels published with it */
+	size_t		nlabels;
+	bool		unsynced_ok;	/* the last write needs no sync: the record
+								 * keeps the session durable (ts_publish.c) */
+} TsPublish;
+
+/*
+ * Publish: make the session's truncates, rows and drops visible, durably,
+ * and, for a prepared session, delete its record.  0, or -1 with err; a
+ * prepared session is then either wholly published or still prepared, and
+ * publishing it again finishes the job (see ts_publish.c).
+ */
+int			ts_publish(TsStore *store, const TsPublish *pub, TsError *err);
+
+/* in ts_labels.c (see there) */
+
+/* Put a LabelRecord for each of labels[n] (published now, by gid or NULL). */
+void		ts_labels_batch_publish(TsStore *store, rocksdb_writebatch_t *wb,
+									const TsLabelRef *labels, size_t n, const char *gid);
+
+/* Delete every label of table_id (a truncate or a drop of it). */
+void		ts_labels_batch_delete_table(TsStore *store, rocksdb_writebatch_t *wb,
+										 uint32_t table_id);
+
+/* Release the claims of the open session session_id. */
+void		ts_labels_release_session(TsStore *store, uint64_t session_id);
+
+/* The open session's claims are now the prepared session gid's. */
+int			ts_labels_move_to_gid(TsStore *store, uint64_t session_id, const char *gid,
+								  TsError *err);
+
+/* Release the claims of the prepared session gid (published or discarded). */
+void		ts_labels_release_gid(TsStore *store, const char *gid);
+
+/* At startup: a prepared session's labels are claimed by it again. */
+int			ts_labels_claim_for_gid(TsStore *store, const char *gid,
+									const TsLabelRef *labels, size_t n, TsError *err);
+
+void		ts_labels_free_all(TsStore *store);
+
+/* Is gid's sentinel in the data family?  1 yes, 0 no, -1 with err. */
+int			ts_sentinel_present(TsStore *store, const char *gid, TsError *err);
+
+#endif							/* TS_STORE_INT_H */
