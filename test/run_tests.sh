@@ -1,8 +1,9 @@
 #!/bin/bash
 # run_tests.sh
 #	The tserver's tests, in order, stopping at the first failure:
-#	  1. C unit tests (test/unit), normal build; the extension's layers
-#	     (test/tools/check_layers.pl: no include or call goes up)
+#	  1. C unit tests (test/unit), normal build; the layers of the
+#	     extension and the tserver (test/tools/check_layers.pl: no include
+#	     or call goes up)
 #	  2. C unit tests, AddressSanitizer + UBSan build
 #	  3. the tserver's TAP tests (test/tserver) against the normal build,
 #	     the tserver on a full disk among them (disk_full.pl: mounts a 64 MB
@@ -35,19 +36,27 @@ step()
 	echo "==== $* ($(date +%H:%M:%S))"
 }
 
-# --fast (make check-fast): the inner loop, a few minutes: the unit tests
-# of the normal build, the tserver's basic, session, malformed-input and
-# authentication tests, the first pg_regress pass, and the extension's
-# TAP tests of a load (100000 rows), the two-phase commit's serialization
-# failure, roles, the extension's own SQL and pgbench.
-if [ "${1:-}" = --fast ]; then
+# The unit tests of the normal build, then the layers of the extension and
+# the tserver (test/tools/check_layers.pl: no include or call goes up).
+unit_tests_and_layers()
+{
 	step "unit tests (build/)"
 	make -j"$JOBS" tserver
 	make -C test -j"$JOBS" all
 	make -C test check-unit
-	step "the extension's layers (test/tools/check_layers.pl)"
+
+	step "the layers (test/tools/check_layers.pl)"
 	make -j"$JOBS" >/dev/null
 	test/tools/check_layers.pl
+}
+
+# --fast (make check-fast): the inner loop, a few minutes: the above, the
+# tserver's basic, session, malformed-input and authentication tests, the
+# first pg_regress pass, and the extension's TAP tests of a load (100000
+# rows), the two-phase commit's serialization failure, roles, the
+# extension's own SQL and pgbench.
+if [ "${1:-}" = --fast ]; then
+	unit_tests_and_layers
 	step "tserver TAP tests (a few)"
 	TSERVER_BIN="$TOP/build/tserver" TSERVER_CLI="$TOP/build/tserver-cli" \
 		prove test/tserver/001_basic.pl test/tserver/002_sessions.pl \
@@ -59,14 +68,7 @@ if [ "${1:-}" = --fast ]; then
 	exit 0
 fi
 
-step "unit tests (build/)"
-make -j"$JOBS" tserver
-make -C test -j"$JOBS" all
-make -C test check-unit
-
-step "the extension's layers (test/tools/check_layers.pl)"
-make -j"$JOBS" >/dev/null
-test/tools/check_layers.pl
+unit_tests_and_layers
 
 step "unit tests (build-asan/, AddressSanitizer + UBSan)"
 make -C src/tserver SANITIZE=1 -j"$JOBS" all
