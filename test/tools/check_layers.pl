@@ -93,24 +93,36 @@ sub symbols
 	return (\%def, \%use);
 }
 
-# calls between the extension's layers
-my @ext_objs = grep { -e } map { glob("$ext/$_/*.o") } @layers;
-if (@ext_objs)
+# Objects of layers calling upwards: for each object (layer_of: object path
+# -> layer; rank: layer -> height), every symbol it refers to that an
+# object of a higher layer defines.
+sub check_calls
 {
-	my ($def, $use) = symbols(@ext_objs);
-	for my $obj (@ext_objs)
+	my ($layer_of, $rank) = @_;
+	my @objs = sort keys %$layer_of;
+	return unless @objs;
+	my ($def, $use) = symbols(@objs);
+	for my $obj (@objs)
 	{
-		my ($layer) = $obj =~ m{/src/ext/(\w+)/[^/]+\.o$};
+		my $layer = $layer_of->{$obj};
 		for my $sym (@{ $use->{$obj} // [] })
 		{
 			my $to = $def->{$sym} or next;
-			my ($to_layer) = $to =~ m{/src/ext/(\w+)/[^/]+\.o$};
-			push @bad, "$obj refers to $sym of $to (layer $to_layer, above $layer)"
-			  if $rank{$to_layer} > $rank{$layer};
+			my $to_layer = $layer_of->{$to};
+			push @bad, "$obj ($layer) refers to $sym of $to (layer $to_layer, above it)"
+			  if $rank->{$to_layer} > $rank->{$layer};
 		}
 	}
-	$checked += @ext_objs;
+	$checked += @objs;
 }
+
+# calls between the extension's layers: an object's layer is its folder
+my %ext_layer_of;
+for my $layer (@layers)
+{
+	$ext_layer_of{$_} = $layer for glob("$ext/$layer/*.o");
+}
+check_calls(\%ext_layer_of, \%rank);
 
 # calls between the tserver's layers: an object's layer is its source's
 # folder (the generated ts_store.pb-c is storage's; ts_main.c is on top)
@@ -164,26 +176,13 @@ for my $src (glob("$top/src/tserver/*.c"))
 	(my $name = $src) =~ s{.*/(\w+)\.c$}{$1};
 	push @bad, "$src: a tserver source file outside the layers' folders" unless $name eq 'ts_main';
 }
-my @ts_objs = grep { m{/(ts_store\.pb-c|\w+)\.o$} && exists $ts_layer_of{$1} }
-  glob("$top/build/obj/tserver/*.o");
-if (@ts_objs)
+my %ts_obj_layer;
+for my $obj (glob("$top/build/obj/tserver/*.o"))
 {
-	my ($def, $use) = symbols(@ts_objs);
-	for my $obj (@ts_objs)
-	{
-		my ($name) = $obj =~ m{/([\w.-]+)\.o$};
-		my $layer = $ts_layer_of{$name};
-		for my $sym (@{ $use->{$obj} // [] })
-		{
-			my $to = $def->{$sym} or next;
-			my ($to_name) = $to =~ m{/([\w.-]+)\.o$};
-			my $to_layer = $ts_layer_of{$to_name};
-			push @bad, "$obj ($layer) refers to $sym of $to (layer $to_layer, above it)"
-			  if $ts_rank{$to_layer} > $ts_rank{$layer};
-		}
-	}
-	$checked += @ts_objs;
+	my ($name) = $obj =~ m{/([\w.-]+)\.o$};
+	$ts_obj_layer{$obj} = $ts_layer_of{$name} if exists $ts_layer_of{$name};
 }
+check_calls(\%ts_obj_layer, \%ts_rank);
 
 # src/common: no circle of calls between its objects
 my @common_objs = glob("$top/build/obj/common/*.o");

@@ -40,7 +40,6 @@
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/indexing.h"
-#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"

@@ -31,7 +31,9 @@
  * that.  An enum type's recorded renames go with it (enum_labels.c).
  *
  * The library is preloaded into every database: in one without the
- * extension, both hooks pass everything through untouched (extension.c).
+ * extension, the utility hook passes every statement through untouched,
+ * and the object access hook finds nothing of tcopy's to act on
+ * (extension.c).
  */
 
 #include "postgres.h"
@@ -446,7 +448,12 @@ tcopy_object_access(ObjectAccessType access, Oid classId, Oid objectId,
 	if (prev_object_access_hook)
 		prev_object_access_hook(access, classId, objectId, subId, arg);
 
-	if (access != OAT_DROP || !OidIsValid(tcopy_extension_oid()))
+	/*
+	 * Each branch needs a tcopy server or table, or the extension's
+	 * enum_label, none of which a database without the extension has: no
+	 * look-up of the extension per dropped object.
+	 */
+	if (access != OAT_DROP)
 		return;
 	if (classId == UserMappingRelationId)
 		tcopy_keep_dropped_mapping(objectId);
