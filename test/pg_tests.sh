@@ -6,7 +6,9 @@
 #	     address the tests read from $TCOPY_ADDRESS; twice, the second time
 #	     with every COPY parsed by parallel workers (tcopy.copy_workers);
 #	  2. the TAP tests test/ext/*.pl (PostgreSQL::Test::Cluster plus tservers
-#	     of their own, see TcopyPgTest.pm).
+#	     of their own, see TcopyPgTest.pm): first, one at a time, those
+#	     that measure memory or time (a line "# pg_tests: alone" says so),
+#	     then the others TCOPY_TAP_JOBS (default 2) at a time.
 #
 #	PostgreSQL refuses to run as root.  Run as root (as in CI), the script
 #	first installs the extension and tserver into pg_config's directories
@@ -34,6 +36,8 @@
 # default "regress tap"; "regress-serial" runs the first regress pass
 # alone), TCOPY_REGRESS (the regress tests to run, default
 # all), TCOPY_TAP (globs of the TAP files to run, default all),
+# TCOPY_TAP_JOBS (how many of the TAP tests that share the machine run at
+# once, default 2),
 # TCOPY_NETNS_DELAY_US (one-way delay of the namespaces' links, default 500).
 set -euo pipefail
 
@@ -213,7 +217,19 @@ run_regress()
 	stop_tserver
 }
 
-# The TAP tests, run from the work directory so that tmp_check lands there.
+# tap_prove PROVE_ARGS... TESTS...: prove from the work directory, so that
+# tmp_check lands there; the output is appended to $work/tap.out
+tap_prove()
+{
+	(cd "$work/tap" &&
+		PERL5LIB="$PG_PERL:$TOP/test/lib${PERL5LIB:+:$PERL5LIB}" \
+		PATH="$BINDIR:$PATH" \
+		PG_REGRESS="$PG_REGRESS" \
+		TESTDIR="$work/tap" \
+		prove --timer "$@" 2>&1 | tee -a "$work/tap.out")
+}
+
+# The TAP tests.
 run_tap()
 {
 	# TCOPY_TAP: globs of TAP files to run instead of all, separated by
@@ -232,14 +248,33 @@ run_tap()
 			;;
 	esac
 
-	say "TAP tests:" "${tests[@]##*/}"
+	# a test that measures memory or time says so in a line
+	# "# pg_tests: alone": it runs first, by itself; the others then run
+	# TCOPY_TAP_JOBS at a time (each with a cluster and tservers of its own)
+	local alone=() shared=() t rc=0
+	for t in "${tests[@]}"; do
+		if grep -q '^# pg_tests: alone' "$t" 2>/dev/null; then
+			alone+=("$t")
+		else
+			shared+=("$t")
+		fi
+	done
+	say "TAP tests, alone:" "${alone[@]##*/}"
+	say "TAP tests, ${TCOPY_TAP_JOBS:-2} at a time:" "${shared[@]##*/}"
 	mkdir -p "$work/tap"
-	if ! (cd "$work/tap" &&
-		PERL5LIB="$PG_PERL:$TOP/test/lib${PERL5LIB:+:$PERL5LIB}" \
-		PATH="$BINDIR:$PATH" \
-		PG_REGRESS="$PG_REGRESS" \
-		TESTDIR="$work/tap" \
-		prove -v --timer "${tests[@]}" 2>&1 | tee "$work/tap.out"); then
+	: >"$work/tap.out"
+	if [ ${#alone[@]} -gt 0 ]; then
+		tap_prove -v "${alone[@]}" || rc=1
+	fi
+	if [ ${#shared[@]} -gt 0 ]; then
+		# -v only when one at a time: the lines of two would interleave
+		if [ "${TCOPY_TAP_JOBS:-2}" -gt 1 ]; then
+			tap_prove -j"${TCOPY_TAP_JOBS:-2}" "${shared[@]}" || rc=1
+		else
+			tap_prove -v "${shared[@]}" || rc=1
+		fi
+	fi
+	if [ $rc -ne 0 ]; then
 		local failed_files
 		failed_files=$(grep -E '^(t/|/)?[^ ]*\.pl +\(Wstat' "$work/tap.out" |
 			awk '{print $1}' | tr '\n' ' ')

@@ -12,7 +12,7 @@
 #	     sanitizer build, failing on any sanitizer report in the tserver's log
 #	  4b. the libFuzzer harnesses (test/fuzz) of the tserver's frame
 #	     handling and of its WriteBatch decoder (differential, against
-#	     protobuf-c), each for FUZZ_SECONDS from its seed corpus, failing on
+#	     protobuf-c), both at once, each for FUZZ_SECONDS from its seed corpus, failing on
 #	     any crash, disagreement or sanitizer report
 #	  5. the extension's tests (test/pg_tests.sh): pg_regress (sql/,
 #	     expected/) and the PostgreSQL TAP tests (test/ext)
@@ -129,10 +129,16 @@ fuzz()
 }
 
 make -C test -j"$JOBS" fuzz
-step "fuzzing the tserver's frame handling (build-fuzz/fuzz_frames, ${FUZZ_SECONDS:-30} s)"
-fuzz fuzz_frames test/fuzz/corpus
-step "fuzzing ts_batch_decode against protobuf-c (build-fuzz/fuzz_batch_decode, ${FUZZ_SECONDS:-30} s)"
-fuzz fuzz_batch_decode test/fuzz/corpus_batch --batch
+# the two harnesses at once: each is one thread
+step "fuzzing the tserver's frame handling (build-fuzz/fuzz_frames) and ts_batch_decode against protobuf-c (build-fuzz/fuzz_batch_decode), ${FUZZ_SECONDS:-30} s"
+fuzz fuzz_frames test/fuzz/corpus &
+frames=$!
+fuzz fuzz_batch_decode test/fuzz/corpus_batch --batch &
+batch=$!
+fuzz_rc=0
+wait "$frames" || fuzz_rc=1
+wait "$batch" || fuzz_rc=1
+[ $fuzz_rc -eq 0 ] || exit 1
 
 step "all tserver tests passed"
 

@@ -17,7 +17,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(sleep time);
 use TcopyTest;
-use TcopyPgTest qw(setup_node write_accounts_csv accounts_ddl table_checksum held_copy_sql);
+use TcopyPgTest qw(setup_node write_accounts_csv accounts_ddl table_checksum held_copy_sql
+  release_held_copy);
 
 my $rows = $ENV{TCOPY_TAP_ROWS} // 1_000_000;
 
@@ -134,6 +135,9 @@ while (time() < $deadline && !$s->done)
 }
 ok($seen > 1000 && !$s->done, "the COPY is running ($seen rows) when the tserver is killed");
 $ts->kill9;
+# the rest at full speed: the COPY meets the dead connection at its next
+# batch, not a batch of 20 ms rows later
+release_held_copy($node);
 ($out, $err) = $s->result;
 like($err, qr/ERROR:  .*tserver/, "a COPY whose tserver is killed after $seen rows fails, naming the tserver")
   or diag("stdout: $out");

@@ -6,6 +6,7 @@
 #	through Postgres' COPY and the FDW's insert path.  Then a COPY
 #	cancelled in the middle fails with Postgres' cancel error and leaves
 #	nothing.
+# pg_tests: alone (it measures the backend's memory and how soon a cancel ends)
 use strict;
 use warnings;
 

@@ -15,6 +15,7 @@
 #	tserver holds no session, prepared or not.  A ROLLBACK while the
 #	tserver is stopped succeeds, bounded by the abort cleanup's timeout
 #	(30 s, the time it waits for the tserver's answer to ABORT).
+# pg_tests: alone (it times timeouts and cancels, with seconds of slack)
 use strict;
 use warnings;
 

@@ -31,7 +31,7 @@ use Test::More;
 use Time::HiRes qw(sleep time);
 use TcopyTest;
 use TcopyPgTest qw(twopc_setup rows_copy_sql psql_bg start_paused prepared_sessions
-  recover_all wait_until held_copy_sql copy_progress assert_no_08007);
+  recover_all wait_until held_copy_sql release_held_copy copy_progress assert_no_08007);
 
 my $rows = $ENV{TCOPY_2PC_BIG_ROWS} // 60_000;
 my ($node, $ts) = twopc_setup(
@@ -93,6 +93,7 @@ sub retry_loads_once
 	ok(wait_until(60, sub { my @c = copy_progress($node, 't'); @c && $c[1] > 20_000 }),
 		"$name: the COPY is past 20,000 rows");
 	$ts->kill9;
+	release_held_copy($node);	# meets the dead connection at once
 	my ($rc, $out, $err) = $p->finish;
 	push @outputs, $out, $err;
 	isnt($rc, 0, "$name: the COPY fails") or diag($out);

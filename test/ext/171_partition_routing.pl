@@ -92,6 +92,7 @@
 #	   with the COPY hook that routes partitioned tables itself), N rows
 #	   with it set to 8MB peak lower than with the default; without it that
 #	   one assertion is skipped with a note.
+# pg_tests: alone (it compares memory peaks)
 use strict;
 use warnings;
 

@@ -11,6 +11,7 @@
 #	FROM PROGRAM runs.  During a parallel load of 2M rows
 #	(TCOPY_PAR_BIG_ROWS) the RssAnon of the leader and of each worker,
 #	sampled from /proc, stays under 32 MB, and every row is there.
+# pg_tests: alone (it measures memory and how soon a fault ends a COPY)
 use strict;
 use warnings;
 

@@ -459,6 +459,13 @@ copy_rows(ParseState *pstate, const CopyStmt *stmt, Relation rel, List *where,
 	}
 	MemoryContextSwitchTo(oldcontext);
 	error_context_stack = errcallback.previous;
+	/*
+	 * A cancel can end the input: pg_cancel_backend signals the backend's
+	 * process group, so a COPY FROM PROGRAM's program dies of the same
+	 * SIGINT, and its EOF comes before the next row's check.  Report the
+	 * cancel, not the program's failure, and ship nothing more.
+	 */
+	CHECK_FOR_INTERRUPTS();
 
 	if (state.route != NULL)
 		tcopy_route_end(state.route);

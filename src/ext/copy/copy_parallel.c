@@ -767,6 +767,8 @@ tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 						  src->eol_type == EOL_CRNL);
 	leader.scan.stop_at_marker = src->copy_src == COPY_FRONTEND;
 	leader_run(&leader);
+	/* a cancel that ended the input is the error (see copy_rows, copy.c) */
+	CHECK_FOR_INTERRUPTS();
 
 	if (leader.end_marker)
 	{
