@@ -237,7 +237,9 @@ tcopyPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation
 			AttrNumber	attno = lfirst_int(lc2);
 			List	   *assignment;
 
+			/* nor a column the partition constraint reads: the row may move */
 			if (attno <= 0 || list_member_int(options.key_attnums, attno) ||
+				tcopy_update_reads_partition_qual(rel, bms_make_singleton(attno - FirstLowInvalidHeapAttributeNumber)) ||
 				(assignment = tcopy_direct_assignment(rel, resultRelation, attno,
 													  tle->expr)) == NIL)
 			{

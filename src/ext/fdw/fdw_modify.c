@@ -27,6 +27,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "catalog/pg_type_d.h"
 #include "executor/executor.h"
 #include "foreign/foreign.h"
 #include "miscadmin.h"
@@ -60,6 +61,11 @@ typedef struct TcopyModifyState
 	TupleTableSlot *old_slot;	/* UPDATE: the row being replaced */
 	Tuplestorestate *moved;		/* UPDATE: new rows of keys that changed,
 								 * inserted after every old key is deleted */
+	ModifyTableState *mtstate;	/* routes a row that leaves its partition */
+	bool		may_leave;		/* UPDATE of a partition that assigns a
+								 * column its partition constraint reads */
+	int			users;			/* BeginForeignModify and, for a partition
+								 * this UPDATE routes rows to, BeginForeignInsert */
 }			TcopyModifyState;
 
 /*
@@ -117,18 +123,29 @@ tcopyAddForeignUpdateTargets(PlannerInfo *root, Index rtindex, RangeTblEntry *ta
 				 errdetail("The tcopy table has no key, and tcopy identifies the rows it updates and deletes by their key."),
 				 errhint("Create the table with a key, OPTIONS (key 'column'), to update and delete its rows; "
 						 "a keyless tcopy table takes INSERT, COPY and TRUNCATE.")));
+	/*
+	 * as Postgres makes an UPDATE's: of type record, so that the children
+	 * of one DELETE (partitions, inheritance) share the row identity
+	 */
 	if (operation == CMD_DELETE)
-		add_row_identity_var(root, makeWholeRowVar(target_rte, rtindex, 0, false),
+		add_row_identity_var(root, makeVar(rtindex, InvalidAttrNumber, RECORDOID, -1, InvalidOid, 0),
 							 rtindex, "wholerow");
 }
 
 /* Start writing rows to the table: its codec and a writer. */
 static TcopyModifyState *
-tcopy_modify_begin(EState *estate, ResultRelInfo *resultRelInfo)
+tcopy_modify_begin(ModifyTableState *mtstate, ResultRelInfo *resultRelInfo)
 {
+	EState	   *estate = mtstate->ps.state;
 	TcopyModifyState *fmstate = palloc0(sizeof(TcopyModifyState));
 
 	ResultRelInfo *root = resultRelInfo->ri_RootResultRelInfo;
+
+	fmstate->users = 1;
+	fmstate->mtstate = mtstate;
+	fmstate->may_leave = mtstate->operation == CMD_UPDATE &&
+		tcopy_update_reads_partition_qual(resultRelInfo->ri_RelationDesc,
+										  ExecGetUpdatedCols(resultRelInfo, estate));
 
 	fmstate->codec = tcopy_rel_codec(resultRelInfo->ri_RelationDesc,
 									 tcopy_rte_user(estate, tcopy_result_rti(resultRelInfo)));
@@ -195,7 +212,7 @@ tcopy_modify_add(TcopyModifyState *fmstate, TupleTableSlot *slot)
 static void
 tcopy_modify_end(TcopyModifyState *fmstate)
 {
-	if (fmstate == NULL)
+	if (fmstate == NULL || --fmstate->users > 0)
 		return;
 	if (fmstate->moved != NULL)
 	{
@@ -236,14 +253,21 @@ tcopyBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *resultRelInfo,
 {
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
-	resultRelInfo->ri_FdwState = tcopy_modify_begin(mtstate->ps.state, resultRelInfo);
+	resultRelInfo->ri_FdwState = tcopy_modify_begin(mtstate, resultRelInfo);
 }
 
-/* Begin a COPY through the insert path, or inserts routed to a partition. */
+/*
+ * Begin a COPY through the insert path, or inserts routed to a partition:
+ * by an INSERT, or by an UPDATE that moves rows into a partition it also
+ * updates, whose writer then takes both (and ends after both ended).
+ */
 void
 tcopyBeginForeignInsert(ModifyTableState *mtstate, ResultRelInfo *resultRelInfo)
 {
-	resultRelInfo->ri_FdwState = tcopy_modify_begin(mtstate->ps.state, resultRelInfo);
+	if (resultRelInfo->ri_FdwState != NULL)
+		((TcopyModifyState *) resultRelInfo->ri_FdwState)->users++;
+	else
+		resultRelInfo->ri_FdwState = tcopy_modify_begin(mtstate, resultRelInfo);
 }
 
 TcopyWriter *
@@ -257,7 +281,11 @@ TupleTableSlot *
 tcopyExecForeignInsert(EState *estate, ResultRelInfo *resultRelInfo,
 					   TupleTableSlot *slot, TupleTableSlot *planSlot)
 {
-	tcopy_modify_add((TcopyModifyState *) resultRelInfo->ri_FdwState, slot);
+	TcopyModifyState *fmstate = (TcopyModifyState *) resultRelInfo->ri_FdwState;
+
+	/* the writer of a partition an UPDATE moves rows into updates it too */
+	tcopy_writer_set_kind(fmstate->writer, TCOPY__WRITE_KIND__WRITE_INSERT);
+	tcopy_modify_add(fmstate, slot);
 	return slot;
 }
 
@@ -280,6 +308,20 @@ tcopyExecForeignUpdate(EState *estate, ResultRelInfo *resultRelInfo,
 		old = fmstate->old_slot = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
 	tcopy_modify_old_row(resultRelInfo, planSlot, old);
 	slot_getallattrs(slot);
+	if (fmstate->may_leave && !ExecPartitionCheck(resultRelInfo, slot, estate, false))
+	{
+		/*
+		 * The row leaves the partition: deleted here, inserted where the
+		 * root routes it (partition_move.c), or the partition constraint's
+		 * error when the UPDATE names the partition itself
+		 */
+		if (fmstate->mtstate->rootResultRelInfo == resultRelInfo)
+			ExecPartitionCheckEmitError(resultRelInfo, slot, estate);
+		tcopy_writer_set_kind(fmstate->writer, TCOPY__WRITE_KIND__WRITE_DELETE);
+		tcopy_modify_add(fmstate, old);
+		tcopy_move_row(fmstate->mtstate, resultRelInfo, slot);
+		return slot;
+	}
 	foreach(lc, fmstate->codec->options.key_attnums)
 	{
 		int			i = lfirst_int(lc) - 1;
@@ -347,6 +389,7 @@ tcopyExecForeignBatchInsert(EState *estate, ResultRelInfo *resultRelInfo,
 {
 	TcopyModifyState *fmstate = (TcopyModifyState *) resultRelInfo->ri_FdwState;
 
+	tcopy_writer_set_kind(fmstate->writer, TCOPY__WRITE_KIND__WRITE_INSERT);
 	for (int i = 0; i < *numSlots; i++)
 		tcopy_modify_add(fmstate, slots[i]);
 	return slots;

@@ -104,6 +104,11 @@ extern TupleTableSlot *tcopyIterateDirectModify(ForeignScanState *node);
 extern void tcopyEndDirectModify(ForeignScanState *node);
 extern void tcopyExplainDirectModify(ForeignScanState *node, struct ExplainState *es);
 
+/* in partition_move.c: an UPDATE whose row leaves its partition */
+extern bool tcopy_update_reads_partition_qual(Relation rel, Bitmapset *attnums);
+extern void tcopy_move_row(ModifyTableState *mtstate, ResultRelInfo *resultRelInfo,
+						   TupleTableSlot *slot);
+
 /* in fdw.c: a clause that bounds a column by a constant */
 extern AttrNumber tcopy_clause_key_bound(Index relid, Expr *clause, List **bounds);
 /* The range of the planner's bounds (TCOPY_PRIV_BOUNDS) on codec's table. */
