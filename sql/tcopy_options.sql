@@ -70,25 +70,26 @@ DROP FOREIGN TABLE opt_kf;
 CREATE FOREIGN TABLE opt_t (a int OPTIONS (name 'b')) SERVER ts;
 CREATE FOREIGN TABLE opt_t (a int OPTIONS (column_name '')) SERVER ts;
 
--- a key naming a column that does not exist is refused when the table is used
+-- a key naming a column that does not exist is refused when it is set
 CREATE FOREIGN TABLE opt_badkey (a int, b text) SERVER ts
 	OPTIONS (key 'c', table_name 'opt_badkey');
-INSERT INTO opt_badkey VALUES (1, 'x');
-COPY opt_badkey FROM STDIN;
-1	x
-\.
-SELECT * FROM opt_badkey;
+CREATE FOREIGN TABLE opt_badkey (a int, b text) SERVER ts
+	OPTIONS (key 'a', table_name 'opt_badkey');
+ALTER FOREIGN TABLE opt_badkey OPTIONS (SET key 'c');
 -- unquoted names in key are folded to lower case, as in SQL
 CREATE FOREIGN TABLE opt_upper ("A" int NOT NULL, b text) SERVER ts
 	OPTIONS (key 'A', table_name 'opt_upper', on_conflict 'replace');
-INSERT INTO opt_upper VALUES (1, 'x');
-ALTER FOREIGN TABLE opt_upper OPTIONS (SET key '"A"');
+CREATE FOREIGN TABLE opt_upper ("A" int NOT NULL, b text) SERVER ts
+	OPTIONS (key '"A"', table_name 'opt_upper', on_conflict 'replace');
 INSERT INTO opt_upper VALUES (1, 'x'), (1, 'y'), (2, 'z');
 SELECT * FROM opt_upper ORDER BY 1;
--- a key column dropped later is a key column no more
+-- a key column is not dropped; before the tserver holds the table, the
+-- key may name other columns, and then the column goes
+ALTER FOREIGN TABLE opt_badkey DROP COLUMN a;
 ALTER FOREIGN TABLE opt_badkey OPTIONS (SET key 'b');
-ALTER FOREIGN TABLE opt_badkey DROP COLUMN b;
-INSERT INTO opt_badkey VALUES (1);
+ALTER FOREIGN TABLE opt_badkey DROP COLUMN a;
+INSERT INTO opt_badkey VALUES ('x');
+SELECT * FROM opt_badkey;
 
 -- two columns of key: rows with equal (a, b) replace each other
 CREATE FOREIGN TABLE opt_key2 (a int, b text, c text) SERVER ts
@@ -143,18 +144,15 @@ ALTER FOREIGN TABLE opt.ns_t OPTIONS (DROP table_name);
 ALTER FOREIGN TABLE opt.ns_t OPTIONS (SET table_name '');
 ALTER SERVER opt_ns OPTIONS (SET namespace 'team_b/');
 
--- a column added once the tserver has the table makes the definitions differ
+-- a column added once the tserver has the table is refused (tcopy_ddl has
+-- the rest); the table stays as it was
 CREATE FOREIGN TABLE opt_alter (a int NOT NULL, b text) SERVER ts
 	OPTIONS (key 'a', table_name 'opt_alter');
 TRUNCATE opt_alter;
 INSERT INTO opt_alter VALUES (1, 'x');
 ALTER FOREIGN TABLE opt_alter ADD COLUMN c int;
-\set SHOW_CONTEXT never
-INSERT INTO opt_alter VALUES (2, 'y', 3);
-SELECT * FROM opt_alter;
-\set SHOW_CONTEXT errors
-ALTER FOREIGN TABLE opt_alter DROP COLUMN c;
-SELECT * FROM opt_alter;
+INSERT INTO opt_alter VALUES (2, 'y');
+SELECT * FROM opt_alter ORDER BY a;
 
 -- the table's batch options override the server's, which override the GUCs:
 -- any of them gives the same rows

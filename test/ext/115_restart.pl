@@ -4,7 +4,8 @@
 #	  scan of a session whose cached connection died reconnect on their
 #	  own;
 #	- the tserver restarted inside a transaction (BEGIN; COPY; restart;
-#	  then another COPY, or COMMIT): that statement fails loudly (COMMIT:
+#	  then another COPY, a read of the table, or COMMIT): that statement
+#	  fails loudly (a read: 08006, the write session lost; COMMIT:
 #	  in its PREPARE, before Postgres' commit record), the transaction
 #	  cannot commit, nothing of it is in the table, and the tserver holds
 #	  nothing prepared (the restart lost the unprepared session);
@@ -88,6 +89,19 @@ note("in a transaction, then COPY: $err");
 ($out, $err) = $s->run('COMMIT;');
 is($out, 'ROLLBACK', '... and COMMIT rolls the transaction back');
 is(table_checksum($node, 'acc'), $expected, 'in a transaction, then COPY: nothing of the transaction is there');
+
+# a read of the table the transaction wrote: the lost write session, in
+# the words and SQLSTATE of a lost connection, never an internal error
+($out, $err) = $s->run("\\set VERBOSITY verbose\nBEGIN; COPY acc FROM '$f2' (FORMAT csv);");
+is($out, "BEGIN\nCOPY $rows", 'in a transaction, then a read: the COPY') or diag($err);
+$ts->restart or BAIL_OUT('tserver did not restart');
+($out, $err) = $s->run('SELECT count(*) FROM acc;');
+like($err, qr/ERROR:  08006: could not read foreign table "acc": this transaction's write session on the tserver was lost/,
+	'in a transaction, then a read: the read fails with 08006, naming the table and the lost session');
+like($err, qr/HINT:  Roll the transaction back and run it again\./, '... with a hint to retry');
+unlike($err, qr/XX000|[0-9a-f]{32}/, '... and no internal error or tserver table name');
+($out, $err) = $s->run("ROLLBACK;\n\\set VERBOSITY default");
+is(table_checksum($node, 'acc'), $expected, 'in a transaction, then a read: nothing of the transaction is there');
 
 ($out, $err) = $s->run("BEGIN; COPY acc FROM '$f2' (FORMAT csv);");
 is($out, "BEGIN\nCOPY $rows", 'in a transaction, then COMMIT: the COPY') or diag($err);

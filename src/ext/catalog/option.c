@@ -489,9 +489,10 @@ tcopy_fdw_validator(PG_FUNCTION_ARGS)
 
 /*
  * The AttrNumbers of the columns named by option key of rel, in key order.
- * Dropped and system columns do not count as columns.
+ * Dropped and system columns do not count as columns: naming one is an
+ * error.
  */
-static List *
+List *
 tcopy_key_attnums(Relation rel, const char *value)
 {
 	TupleDesc	tupdesc = RelationGetDescr(rel);

@@ -109,11 +109,9 @@ tcopy_key_image_of(const char *relname, Form_pg_attribute att)
 
 /*
  * Check the key of foreign table relid as it is now (the utility hook calls
- * this after CREATE FOREIGN TABLE and ALTER FOREIGN TABLE of a tcopy table).
- * A name that is not a column is left for the table's use to report, as it
- * always was: rename.c sets key to a column's new name just before the
- * rename, and a dropped key column makes a table unusable, not the DROP
- * impossible.
+ * this after CREATE FOREIGN TABLE and ALTER FOREIGN TABLE of a tcopy table,
+ * but for the ALTER a column rename runs first, rename.c): every name a
+ * column, every column's values with one stored form.
  */
 void
 tcopy_check_key(Oid relid)
@@ -132,14 +130,13 @@ tcopy_check_key(Oid relid)
 		else if (strcmp(def->defname, "key_form") == 0)
 			key_bytes = strcmp(defGetString(def), "bytes") == 0;
 	}
-	if (key != NULL && !key_bytes)
-		foreach(lc, tcopy_parse_key(key))
+	/* a column that does not exist is refused here, not at the first use */
+	if (key != NULL)
+		foreach(lc, tcopy_key_attnums(rel, key))
 		{
-			AttrNumber	attnum = get_attnum(relid, (const char *) lfirst(lc));
-
-			if (attnum > 0)
+			if (!key_bytes)
 				tcopy_key_image_of(RelationGetRelationName(rel),
-								   TupleDescAttr(RelationGetDescr(rel), attnum - 1));
+								   TupleDescAttr(RelationGetDescr(rel), lfirst_int(lc) - 1));
 		}
 	relation_close(rel, AccessShareLock);
 }

@@ -312,15 +312,22 @@ tcopy_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 		approved = tcopy_bind_created_table((CreateForeignTableStmt *) pstmt->utilityStmt);
 	}
 	else if (IsA(parsetree, AlterTableStmt))
+	{
+		if (!tcopy_pinning_rename)
+			tcopy_check_alter((AlterTableStmt *) parsetree);
 		approved = tcopy_bind_altered_table((AlterTableStmt *) parsetree);
+	}
 	else if (IsA(parsetree, AlterEnumStmt))
 		enumtypid = tcopy_enum_labels_before_alter((AlterEnumStmt *) parsetree);
 
 	tcopy_run_approved(approved, pstmt, queryString, readOnlyTree, context,
 					   params, queryEnv, dest, qc);
 
-	/* a tcopy table made or altered: refuse a key that cannot be one */
-	if (approved != NULL)
+	/*
+	 * a tcopy table made or altered: refuse a key that cannot be one (not
+	 * yet for a rename's, whose key names the column's new name)
+	 */
+	if (approved != NULL && !tcopy_pinning_rename)
 	{
 		RangeVar   *relation = IsA(pstmt->utilityStmt, CreateForeignTableStmt) ?
 			((CreateForeignTableStmt *) pstmt->utilityStmt)->base.relation :

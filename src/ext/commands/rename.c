@@ -37,14 +37,26 @@
 #include "tcopy/catalog.h"
 #include "tcopy/commands.h"
 
-/* Run one utility statement through SPI. */
+/* a rename's own ALTER runs: the hook checks nothing of it (alter.c) */
+bool		tcopy_pinning_rename = false;
+
+/* Run one utility statement of a rename's through SPI. */
 static void
 run_utility(const char *sql)
 {
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute(sql, false, 0) != SPI_OK_UTILITY)
-		elog(ERROR, "could not run: %s", sql);
+	tcopy_pinning_rename = true;
+	PG_TRY();
+	{
+		if (SPI_execute(sql, false, 0) != SPI_OK_UTILITY)
+			elog(ERROR, "could not run: %s", sql);
+	}
+	PG_FINALLY();
+	{
+		tcopy_pinning_rename = false;
+	}
+	PG_END_TRY();
 	SPI_finish();
 }
 

@@ -430,8 +430,8 @@ ts_session_overlay(TsStore *store, uint64_t session_id, const uint8_t *key, size
 		memcmp(session->key, key, keylen) != 0)
 	{
 		pthread_mutex_unlock(&store->sessions_lock);
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
-					 "scan names no open write session of this id and key");
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_SESSION_LOST,
+					 "the scan names no open write session of this id and key");
 		return -1;
 	}
 	pthread_mutex_lock(&session->lock);

@@ -2,14 +2,15 @@
  * tcopy/commands.h
  *		The commands layer (src/ext/commands/), the extension's highest:
  *		the utility and object access hooks (hook.c), which dispatch COPY
- *		to the COPY layer, and column renames (rename.c).
+ *		to the COPY layer, column renames (rename.c), and the checks of an
+ *		ALTER of a tcopy table's columns or key (alter.c).
  */
 #ifndef TCOPY_COMMANDS_H
 #define TCOPY_COMMANDS_H
 
 #include "postgres.h"
 
-#include "nodes/nodes.h"
+#include "nodes/parsenodes.h"
 
 /* settings (registered in tcopy.c) */
 extern bool tcopy_copy_hook_enabled;	/* tcopy.copy_hook */
@@ -19,5 +20,9 @@ extern void TcopyHookInit(void);
 
 /* in rename.c: before a statement renames or moves tcopy tables */
 extern void tcopy_pin_before_rename(Node *parsetree);
+extern bool tcopy_pinning_rename;
+
+/* in alter.c: before an ALTER of tables that may be tcopy's */
+extern void tcopy_check_alter(AlterTableStmt *stmt);
 
 #endif							/* TCOPY_COMMANDS_H */
