@@ -378,17 +378,17 @@ is(write_batch($session, $t, WRITE_UPDATE, [ 0, -5, 'updated after a read' ]), '
 $staged{0} = [ -5, 'updated after a read' ];
 is(scan($reader, $t, session => $session, lower => [ 0, 1 ], upper => [ 0, 1 ]), '0:-5:updated after a read',
 	'read: a later scan reads the later write');
-like(scan(ready(), $t, session => $session, session_key => 'x' x 16), qr/^error ${\ERROR_PROTOCOL}: /,
-	'read: a wrong key is PROTOCOL');
-like(scan(ready(), $t, session => $session, session_key => ''), qr/^error ${\ERROR_PROTOCOL}: /,
-	'read: an empty key is PROTOCOL');
-like(scan(ready(), $t, session => $session, session_id => $session->{id} + 1000), qr/^error ${\ERROR_PROTOCOL}: /,
-	'read: an unknown session id is PROTOCOL');
+like(scan(ready(), $t, session => $session, session_key => 'x' x 16), qr/^error ${\ERROR_SESSION_LOST}: /,
+	'read: a wrong key is SESSION_LOST');
+like(scan(ready(), $t, session => $session, session_key => ''), qr/^error ${\ERROR_SESSION_LOST}: /,
+	'read: an empty key is SESSION_LOST');
+like(scan(ready(), $t, session => $session, session_id => $session->{id} + 1000), qr/^error ${\ERROR_SESSION_LOST}: /,
+	'read: an unknown session id is SESSION_LOST');
 is(length($session->{key}), 16, 'read: BEGIN_OK gave a 16-byte key');
 is(commit($session), '', 'read: the session commits');
 is(scan(ready(), $t), model_rows(\%staged, -1000, 1000), 'read: it published what the scans read');
-like(scan(ready(), $t, session => $session), qr/^error ${\ERROR_PROTOCOL}: /,
-	'read: a committed session can no longer be named');
+like(scan(ready(), $t, session => $session), qr/^error ${\ERROR_SESSION_LOST}: /,
+	'read: a committed session can no longer be named (SESSION_LOST)');
 %model = %staged;
 
 # a staged TRUNCATE hides the stored rows, another table's writes do not show
