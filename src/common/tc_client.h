@@ -126,6 +126,23 @@ int			tc_client_open_table(TcClient *client, const char *name,
 								 Tcopy__Schema **schema_out);
 
 int			tc_client_begin(TcClient *client, uint64_t *session_id);
+/*
+ * Begin a session whose updates and deletes the tserver checks against a
+ * snapshot (tc_client_snapshot's id and key): a row whose committed value
+ * changed since fails the batch with ERROR_CONCURRENT_UPDATE.
+ */
+int			tc_client_begin_at(TcClient *client, uint64_t snapshot_id,
+							   const uint8_t *snapshot_key, size_t snapshot_keylen,
+							   uint64_t *session_id);
+
+/*
+ * Take a snapshot of the committed rows, held by the tserver until this
+ * connection closes or takes another (docs/snapshots.md): its id, and its
+ * key into key[TC_SNAPSHOT_KEY_MAX] (*keylen bytes).
+ */
+#define TC_SNAPSHOT_KEY_MAX 16
+int			tc_client_snapshot(TcClient *client, uint64_t *snapshot_id, uint8_t *key,
+							   size_t *keylen);
 
 /*
  * Update or delete rows in the session on the tserver (a direct modify,

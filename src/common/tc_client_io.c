@@ -67,6 +67,7 @@ static const ProtobufCMessageDescriptor *const frame_descriptors[] = {
 	[TCOPY__FRAME_TYPE__FRAME_MODIFY_OK] = &tcopy__modify_ok__descriptor,
 	[TCOPY__FRAME_TYPE__FRAME_ROLLBACK_TO] = &tcopy__rollback_to__descriptor,
 	[TCOPY__FRAME_TYPE__FRAME_ROLLBACK_TO_OK] = &tcopy__rollback_to_ok__descriptor,
+	[TCOPY__FRAME_TYPE__FRAME_SNAPSHOT_OK] = &tcopy__snapshot_ok__descriptor,
 };
 
 /* Record why the call fails and mark the client broken; returns -1. */

@@ -74,11 +74,21 @@ tc_client_open_table(TcClient *client, const char *name,
 int
 tc_client_begin(TcClient *client, uint64_t *session_id)
 {
+	return tc_client_begin_at(client, 0, NULL, 0, session_id);
+}
+
+int
+tc_client_begin_at(TcClient *client, uint64_t snapshot_id, const uint8_t *snapshot_key,
+				   size_t snapshot_keylen, uint64_t *session_id)
+{
 	Tcopy__Begin begin = TCOPY__BEGIN__INIT;
 	ProtobufCMessage *msg;
 
 	if (client->broken)
 		return -1;
+	begin.snapshot_id = snapshot_id;
+	begin.snapshot_key.data = (uint8_t *) snapshot_key;
+	begin.snapshot_key.len = snapshot_keylen;
 	client->seq_sent = client->seq_acked = 0;
 	if (client_send_message(client, TCOPY__FRAME_TYPE__FRAME_BEGIN, &begin.base) < 0 ||
 		client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_BEGIN_OK,
@@ -93,6 +103,29 @@ tc_client_begin(TcClient *client, uint64_t *session_id)
 			   client->session_key_len);
 	if (session_id != NULL)
 		*session_id = client->session_id;
+	return 0;
+}
+
+int
+tc_client_snapshot(TcClient *client, uint64_t *snapshot_id, uint8_t *key, size_t *keylen)
+{
+	Tcopy__Snapshot request = TCOPY__SNAPSHOT__INIT;
+	Tcopy__SnapshotOk *ok;
+	ProtobufCMessage *msg;
+
+	if (client->broken)
+		return -1;
+	if (client_send_message(client, TCOPY__FRAME_TYPE__FRAME_SNAPSHOT, &request.base) < 0 ||
+		client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_SNAPSHOT_OK,
+						  tc_arena_allocator(&client->arena), &msg) < 0)
+		return -1;
+	ok = (Tcopy__SnapshotOk *) msg;
+	if (ok->snapshot_key.len > TC_SNAPSHOT_KEY_MAX)
+		return client_fail(client, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+						   "the tserver's snapshot key has %zu bytes", ok->snapshot_key.len);
+	*snapshot_id = ok->snapshot_id;
+	memcpy(key, ok->snapshot_key.data, ok->snapshot_key.len);
+	*keylen = ok->snapshot_key.len;
 	return 0;
 }
 

@@ -491,6 +491,8 @@ proto_dispatch(TsProto *proto, Tcopy__FrameType type, const uint8_t *payload,
 			return ts_proto_on_list_prepared(proto, payload, len, err);
 		case TCOPY__FRAME_TYPE__FRAME_LIST_LABELS:
 			return ts_proto_on_list_labels(proto, payload, len, err);
+		case TCOPY__FRAME_TYPE__FRAME_SNAPSHOT:
+			return ts_proto_on_snapshot(proto, payload, len, err);
 		default:
 			break;
 	}
@@ -547,6 +549,8 @@ ts_proto_release(TsProto *proto)
 		ts_scan_close(proto->scan);
 		proto->scan = NULL;
 	}
+	ts_snapshot_unref(proto->shared->store, proto->snapshot);
+	proto->snapshot = NULL;
 	if (proto->session != NULL)
 	{
 		ts_session_abort(proto->session);

@@ -80,6 +80,7 @@ typedef struct TsProto
 	TsSession  *session;		/* open in TS_PROTO_IN_SESSION only */
 	uint64_t	last_seq;		/* the session's last WriteBatch; 0: none */
 	TsScan	   *scan;			/* open while a scan is streamed */
+	TsSnapshot *snapshot;		/* taken by SNAPSHOT, until the connection ends */
 	uint8_t		nonce[TC_NONCE_SIZE];	/* the server's, in SERVER_HELLO */
 	bool		auth_required;	/* HELLO must carry a proof */
 	const char *scope;			/* the namespace the credential reaches;

@@ -128,11 +128,15 @@ ts_proto_on_begin(TsProto *proto, const uint8_t *payload, uint32_t len, TsError 
 	uint64_t	session_id = 0;
 	char		gid[PROTO_GID_LOG_MAX];
 
+	Tcopy__Begin *request;
+	TsSnapshot *snapshot = NULL;
+
 	if (proto->phase != TS_PROTO_READY)
 		return ts_proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_BEGIN,
 								proto->phase == TS_PROTO_IN_SESSION ?
 								"a write session is already open" : NULL, err);
-	if (ts_proto_unpack(proto, &tcopy__begin__descriptor, payload, len, err) == NULL)
+	request = ts_proto_unpack(proto, &tcopy__begin__descriptor, payload, len, err);
+	if (request == NULL)
 		return -1;
 	if (ts_store_prepared_owned(proto->shared->store, proto->id, gid, sizeof(gid)))
 	{
@@ -141,9 +145,18 @@ ts_proto_on_begin(TsProto *proto, const uint8_t *payload, uint32_t len, TsError 
 					 "must be resolved first", gid);
 		return -1;
 	}
+	if (request->snapshot_id != 0 &&
+		(snapshot = ts_snapshot_find(proto->shared->store, request->snapshot_id,
+									 request->snapshot_key.data, request->snapshot_key.len,
+									 err)) == NULL)
+		return -1;
 	proto->session = ts_session_begin(proto->shared->store, &session_id, err);
 	if (proto->session == NULL)
+	{
+		ts_snapshot_unref(proto->shared->store, snapshot);
 		return -1;
+	}
+	ts_session_set_snapshot(proto->session, snapshot);
 	proto->phase = TS_PROTO_IN_SESSION;
 	proto->last_seq = 0;
 	ts_log(TS_LOG_DEBUG, "connection %" PRIu64 ": session %" PRIu64 " begun",
@@ -447,6 +460,29 @@ ts_proto_on_scan(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *
 	proto->scan = NULL;
 	tc_arena_reset(&proto->scan_arena);
 	return 0;
+}
+
+/*
+ * SNAPSHOT: take a snapshot of the committed rows for the connection, in
+ * place of the one it held, and answer its id and key.
+ */
+int
+ts_proto_on_snapshot(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
+{
+	Tcopy__SnapshotOk reply = TCOPY__SNAPSHOT_OK__INIT;
+	TsSnapshot *snapshot;
+	const uint8_t *key;
+
+	if (ts_proto_unpack(proto, &tcopy__snapshot__descriptor, payload, len, err) == NULL)
+		return -1;
+	snapshot = ts_snapshot_take(proto->shared->store, err);
+	if (snapshot == NULL)
+		return -1;
+	ts_snapshot_unref(proto->shared->store, proto->snapshot);
+	proto->snapshot = snapshot;
+	reply.snapshot_id = ts_snapshot_id(snapshot, &key, &reply.snapshot_key.len);
+	reply.snapshot_key.data = (uint8_t *) key;
+	return ts_proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_SNAPSHOT_OK, &reply.base, err);
 }
 
 /*

@@ -203,6 +203,16 @@ ts_session_modify(TsSession *session, const Tcopy__Modify *request, uint64_t *ch
 	scan_request.session_key.data = session->key;
 	scan_request.session_key.len = sizeof(session->key);
 	scan_request.for_update = true;
+	/* the rows as the session's snapshot has them; its writes check them */
+	if (session->snapshot != NULL)
+	{
+		const uint8_t *key;
+		size_t		keylen;
+
+		scan_request.snapshot_id = ts_snapshot_id(session->snapshot, &key, &keylen);
+		scan_request.snapshot_key.data = (uint8_t *) key;
+		scan_request.snapshot_key.len = keylen;
+	}
 	scan = ts_scan_open(store, &scan_request, err);
 	if (scan == NULL)
 		goto done;

@@ -207,6 +207,12 @@ ts_publish(TsStore *store, const TsPublish *pub, TsError *err)
 		pthread_rwlock_wrlock(&store->tables_lock);
 	else
 		pthread_rwlock_rdlock(&store->tables_lock);
+	/*
+	 * in steps: no snapshot nor scan may be made between them (the
+	 * truncates applied and not the rows, the rows and not the drops)
+	 */
+	if (pub->batch == NULL)
+		pthread_rwlock_wrlock(&store->publish_lock);
 
 	for (size_t i = 0; pub->gid == NULL && i < pub->ntables; i++)
 	{
@@ -311,6 +317,8 @@ ts_publish(TsStore *store, const TsPublish *pub, TsError *err)
 	result = 0;
 
 done:
+	if (pub->batch == NULL)
+		pthread_rwlock_unlock(&store->publish_lock);
 	pthread_rwlock_unlock(&store->tables_lock);
 	if (wb != pub->batch)
 		rocksdb_writebatch_destroy(wb);

@@ -25,7 +25,9 @@
 
 struct TsScan
 {
+	TsStore    *store;
 	TsTable    *table;
+	TsSnapshot *snapshot;		/* what the iterator reads as of, or NULL: now */
 	rocksdb_iterator_t *iter;
 	rocksdb_readoptions_t *read_options;
 	TcBuf		lower;			/* first key to read */
@@ -168,6 +170,7 @@ ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err)
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
 		return NULL;
 	}
+	scan->store = store;
 	tc_arena_init(&scan->scratch, 16 * 1024);
 	table = ts_store_table(store, request->table_id, err);
 	if (table == NULL)
@@ -257,7 +260,18 @@ ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err)
 													scan->upper.len);
 	/* a bulk read should not push hot blocks out of the cache */
 	rocksdb_readoptions_set_fill_cache(scan->read_options, 0);
+	if (request->snapshot_id != 0)
+	{
+		scan->snapshot = ts_snapshot_find(store, request->snapshot_id, request->snapshot_key.data,
+										  request->snapshot_key.len, err);
+		if (scan->snapshot == NULL)
+			goto err;
+		rocksdb_readoptions_set_snapshot(scan->read_options, ts_snapshot_rocksdb(scan->snapshot));
+	}
+	/* never between the steps of a publish (ts_snapshot.c) */
+	pthread_rwlock_rdlock(&store->publish_lock);
 	scan->iter = rocksdb_create_iterator_cf(store->db, scan->read_options, store->cf_data);
+	pthread_rwlock_unlock(&store->publish_lock);
 	rocksdb_iter_seek(scan->iter, (const char *) scan->lower.data, scan->lower.len);
 	/* the session's writes, read as of now (the iterator's snapshot is too) */
 	if (request->session_id != 0 &&
@@ -432,6 +446,7 @@ ts_scan_close(TsScan *scan)
 		rocksdb_iter_destroy(scan->iter);
 	if (scan->read_options != NULL)
 		rocksdb_readoptions_destroy(scan->read_options);
+	ts_snapshot_unref(scan->store, scan->snapshot);
 	tc_buf_free(&scan->lower);
 	tc_buf_free(&scan->upper);
 	tc_arena_free(&scan->scratch);

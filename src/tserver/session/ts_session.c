@@ -136,6 +136,12 @@ ts_session_begin(TsStore *store, uint64_t *session_id, TsError *err)
 	return session;
 }
 
+void
+ts_session_set_snapshot(TsSession *session, TsSnapshot *snapshot)
+{
+	session->snapshot = snapshot;
+}
+
 const uint8_t *
 ts_session_key(const TsSession *session, size_t *len)
 {
@@ -195,6 +201,7 @@ ts_session_free(TsSession *session, bool aborted)
 	for (size_t i = 0; i < session->nlabels; i++)
 		free(session->labels[i].label);
 	free(session->labels);
+	ts_snapshot_unref(store, session->snapshot);
 	pthread_mutex_destroy(&session->lock);
 	free(session);
 }
@@ -364,6 +371,16 @@ session_write_locked(TsSession *session, const Tcopy__WriteBatch *batch, TsError
 		key_end = session->staged.len;
 		if (!ok)
 			goto oom;
+		/* first updater wins: the row as the snapshot had it, or 40001 */
+		if (batch->kind != TCOPY__WRITE_KIND__WRITE_INSERT && session->snapshot != NULL &&
+			ts_snapshot_check_row(store, session->snapshot, table,
+								  session->staged.data + start + TS_RECORD_HEADER_SIZE,
+								  key_end - start - TS_RECORD_HEADER_SIZE, err) != 0)
+		{
+			session->staged.len = saved_len;
+			session->noffsets = saved_offsets;
+			return -1;
+		}
 		if (batch->kind != TCOPY__WRITE_KIND__WRITE_INSERT)
 		{
 			if (!tc_buf_reserve(&session->staged, 1))

@@ -115,6 +115,7 @@ struct TsSession
 {
 	TsStore    *store;
 	uint64_t	id;
+	TsSnapshot *snapshot;		/* updates and deletes checked against it, or NULL */
 	TcBuf		staged;			/* records (ts_record.h): see ts_session.c */
 	uint32_t   *offsets;		/* [noffsets] record offsets in staged */
 	size_t		noffsets;

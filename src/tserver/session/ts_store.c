@@ -38,6 +38,7 @@ ts_store_open(const char *dir, const TsStoreOptions *options, TsError *err)
 	pthread_mutex_init(&store->labels_lock, NULL);
 	ts_key_claims_init(store);
 	ts_sessions_init(store);
+	ts_snapshots_init(store);
 	if (getenv("TSERVER_TEST_CRASH_AT") != NULL && getenv("TSERVER_TEST_CRASH_AT")[0] != '\0')
 	{
 		store->crash_at = strdup(getenv("TSERVER_TEST_CRASH_AT"));
@@ -61,6 +62,7 @@ ts_store_close(TsStore *store)
 {
 	if (store == NULL)
 		return;
+	ts_snapshots_destroy(store);	/* released before RocksDB closes */
 	ts_storage_close(store);
 	ts_prepared_free_all(store);
 	ts_labels_free_all(store);

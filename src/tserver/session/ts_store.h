@@ -34,6 +34,7 @@
 
 typedef struct TsSession TsSession;
 typedef struct TsScan TsScan;
+typedef struct TsSnapshot TsSnapshot;
 
 /* Open (creating when missing) the store in dir; NULL with err on failure. */
 TsStore    *ts_store_open(const char *dir, const TsStoreOptions *options,
@@ -85,6 +86,8 @@ void		ts_store_prepared_detach(TsStore *store, uint64_t owner);
 
 
 TsSession  *ts_session_begin(TsStore *store, uint64_t *session_id, TsError *err);
+/* Check the session's updates and deletes against snapshot (it takes a reference). */
+void		ts_session_set_snapshot(TsSession *session, TsSnapshot *snapshot);
 
 /* The key a scan names the session by, with its id (BEGIN_OK). */
 const uint8_t *ts_session_key(const TsSession *session, size_t *len);
@@ -177,6 +180,19 @@ int			ts_session_commit(TsSession *session, uint64_t *rows, TsError *err);
 void		ts_session_abort(TsSession *session);
 
 /* Start a scan of committed rows (a consistent snapshot). */
+/*
+ * Snapshots (ts_snapshot.c, docs/snapshots.md): take one (the caller
+ * holds its reference), find one by id and key (a reference more, or
+ * ERROR_SESSION_LOST), let a reference go; the id and key a client names
+ * it by.
+ */
+#define TS_SNAPSHOT_KEY_SIZE 16
+TsSnapshot *ts_snapshot_take(TsStore *store, TsError *err);
+TsSnapshot *ts_snapshot_find(TsStore *store, uint64_t id, const uint8_t *key, size_t keylen,
+							 TsError *err);
+void		ts_snapshot_unref(TsStore *store, TsSnapshot *snapshot);
+uint64_t	ts_snapshot_id(const TsSnapshot *snapshot, const uint8_t **key, size_t *keylen);
+
 TsScan	   *ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err);
 
 /*

@@ -45,6 +45,13 @@ typedef struct TsOverlay
 	TcArena		arena;			/* the rows' keys and values */
 } TsOverlay;
 
+/* The snapshots' registry and the publish lock: ts_store_open and ts_store_close. */
+void		ts_snapshots_init(TsStore *store);
+void		ts_snapshots_destroy(TsStore *store);
+const rocksdb_snapshot_t *ts_snapshot_rocksdb(const TsSnapshot *snapshot);
+int			ts_snapshot_check_row(TsStore *store, const TsSnapshot *snapshot, const TsTable *table,
+								  const uint8_t *key, size_t keylen, TsError *err);
+
 /* The session registry's lock: ts_store_open and ts_store_close. */
 void		ts_sessions_init(TsStore *store);
 void		ts_sessions_destroy(TsStore *store);

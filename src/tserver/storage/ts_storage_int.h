@@ -23,6 +23,7 @@ typedef struct TsPrepared TsPrepared;	/* ts_prepared_registry.c */
 typedef struct TsLabelClaim TsLabelClaim;	/* ts_labels.c */
 typedef struct TsKeyClaim TsKeyClaim;	/* ts_key_claims.c */
 typedef struct TsSession TsSession;	/* ts_session_int.h */
+typedef struct TsSnapshot TsSnapshot;	/* ts_snapshot.c */
 
 typedef struct TsTable
 {
@@ -108,6 +109,17 @@ struct TsStore
 	 */
 	pthread_mutex_t sessions_lock;
 	TsSession  *sessions;
+
+	/*
+	 * Snapshots of the committed rows (ts_snapshot.c), under
+	 * snapshots_lock, which is taken under no other; publish_lock keeps
+	 * them and scans' iterators from being made between the steps of a
+	 * publish (exclusive there, shared here).
+	 */
+	pthread_mutex_t snapshots_lock;
+	TsSnapshot *snapshots;
+	uint64_t	next_snapshot_id;
+	pthread_rwlock_t publish_lock;
 
 	/* test-only points of failure: see ts_store_crash_point */
 	char	   *crash_at;		/* TSERVER_TEST_CRASH_AT: SIGKILL there */

@@ -1,0 +1,241 @@
+# 016_snapshots.pl
+#	Snapshots over the wire (docs/snapshots.md, docs/protocol.md):
+#	- SNAPSHOT answers an id and a 16-byte key; a Scan naming them reads
+#	  the committed rows as of the snapshot (updates, deletes and inserts
+#	  committed since are not seen), one naming none reads them as of now;
+#	- a Scan naming a write session and a snapshot reads the session's
+#	  writes over the snapshot's rows;
+#	- a session begun on a snapshot (Begin.snapshot_id, snapshot_key):
+#	  an update of a row committed since is CONCURRENT_UPDATE (17, "...
+#	  concurrent update"), a delete of a row deleted since likewise ("...
+#	  concurrent delete"), and the batch stages nothing; an update of a
+#	  row unchanged since, and an insert, commit;
+#	- a snapshot lives while its connection, or a session begun on it,
+#	  does: then a Scan or Begin naming it, or naming a wrong key, is
+#	  SESSION_LOST (16); a second SNAPSHOT on a connection replaces its
+#	  first.
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+use Test::More;
+use TcopyTest qw(:all);
+
+use constant {
+	FRAME_SNAPSHOT => 33,
+	FRAME_SNAPSHOT_OK => 34,
+	WRITE_UPDATE => 1,
+	WRITE_DELETE => 2,
+	KIND_INT => 2,
+	KIND_BYTES => 4,
+};
+
+my $ts = TcopyTest->new;
+$ts->start or die "tserver did not start";
+
+sub request
+{
+	my ($sock, $type, $payload) = @_;
+	TcopyTest::send_frame($sock, $type, $payload);
+	return TcopyTest::read_frame($sock, 30);
+}
+
+sub ready { return $ts->connect_ready // die "handshake failed" }
+
+sub error_of
+{
+	my ($payload) = @_;
+	my $f = pb_decode($payload // '');
+	return ($f->{1}[0] // 0, $f->{2}[0] // '');
+}
+
+# "error CODE: message" of a reply that is not of type ok, else ''
+sub outcome
+{
+	my ($ok, $type, $payload) = @_;
+	return '' if ($type // 0) == $ok;
+	return ($type // 0) == FRAME_ERROR ? 'error ' . join(': ', error_of($payload))
+	  : 'frame ' . ($type // 'none');
+}
+
+# table (k int8 key, v int8, s text); its id
+sub create_table
+{
+	my ($sock, $name) = @_;
+	my $col = sub {
+		my ($n, $kind, $type) = @_;
+		pb_field_bytes(1, pb_field_bytes(1, $n) . pb_field_varint(2, $kind) . pb_field_bytes(3, $type)
+			  . pb_field_varint(4, ~0));
+	};
+	my $schema = $col->('k', KIND_INT, 'int8') . $col->('v', KIND_INT, 'int8')
+	  . $col->('s', KIND_BYTES, 'text') . pb_field_varint(2, 0);
+	my ($type, $payload) = request($sock, FRAME_OPEN_TABLE,
+		pb_field_bytes(1, $name) . pb_field_bytes(2, $schema) . pb_field_varint(3, 1));
+	die "cannot create $name" unless ($type // 0) == FRAME_TABLE_INFO;
+	return pb_decode($payload)->{1}[0];
+}
+
+sub row { my ($k, $v, $s) = @_; return pb_field_packed_sint64(1, $k, $v) . pb_field_bytes(3, $s) }
+
+# SNAPSHOT on sock: { id, key }
+sub snapshot
+{
+	my ($sock) = @_;
+	my ($type, $payload) = request($sock, FRAME_SNAPSHOT, '');
+	die 'SNAPSHOT: ' . outcome(FRAME_SNAPSHOT_OK, $type, $payload) unless ($type // 0) == FRAME_SNAPSHOT_OK;
+	my $f = pb_decode($payload);
+	return { id => $f->{1}[0], key => $f->{2}[0] // '' };
+}
+
+# a session on a new connection, begun on snapshot if given: { sock, id, key, seq, rows },
+# or "error ..." when BEGIN failed
+sub begin
+{
+	my ($snap, %o) = @_;
+	my $sock = ready();
+	my ($type, $payload) = request($sock, FRAME_BEGIN,
+		$snap ? pb_field_varint(1, $snap->{id}) . pb_field_bytes(2, $o{key} // $snap->{key}) : '');
+	return outcome(FRAME_BEGIN_OK, $type, $payload) unless ($type // 0) == FRAME_BEGIN_OK;
+	my $f = pb_decode($payload);
+	return { sock => $sock, id => $f->{1}[0], key => $f->{2}[0] // '', seq => 0, rows => 0 };
+}
+
+sub write_batch
+{
+	my ($s, $table, $kind, @rows) = @_;
+	my $seq = ++$s->{seq};
+	my ($type, $payload) = request($s->{sock}, FRAME_WRITE, pb_field_varint(1, $seq)
+		  . pb_field_varint(2, $table) . join('', map { pb_field_bytes(3, row(@$_)) } @rows)
+		  . ($kind ? pb_field_varint(4, $kind) : ''));
+	$s->{rows} += @rows;
+	return outcome(FRAME_ACK, $type, $payload);
+}
+
+sub commit
+{
+	my ($s) = @_;
+	my ($type, $payload) = request($s->{sock}, FRAME_COMMIT,
+		pb_field_varint(1, $s->{seq}) . pb_field_varint(2, $s->{rows}));
+	return outcome(FRAME_COMMIT_OK, $type, $payload);
+}
+
+# Scan table on a new connection, naming snapshot and session if given:
+# "k:v:s ..." or "error CODE: message"
+sub scan
+{
+	my ($table, %o) = @_;
+	my $sock = ready();
+	my $request = pb_field_varint(1, $table);
+	$request .= pb_field_varint(7, $o{session}{id}) . pb_field_bytes(8, $o{session}{key}) if $o{session};
+	$request .= pb_field_varint(10, $o{snapshot}{id}) . pb_field_bytes(11, $o{key} // $o{snapshot}{key})
+	  if $o{snapshot};
+	TcopyTest::send_frame($sock, FRAME_SCAN, $request);
+	my @rows;
+	for (;;)
+	{
+		my ($type, $payload) = TcopyTest::read_frame($sock, 30);
+		return 'error ' . join(': ', error_of($payload)) if ($type // 0) == FRAME_ERROR;
+		return "frame " . ($type // 'none') unless ($type // 0) == FRAME_SCAN_BATCH;
+		my $f = pb_decode($payload);
+		for my $r (@{ $f->{1} // [] })
+		{
+			my $rf = pb_decode($r);
+			my @ints = map { $_ & 1 ? -(($_ + 1) >> 1) : $_ >> 1 } pb_varints($rf->{1}[0] // '');
+			push @rows, join(':', @ints, $rf->{3}[0] // '');
+		}
+		last if $f->{2} && $f->{2}[0];
+	}
+	close($sock);
+	return join(' ', @rows);
+}
+
+# the varints of a packed field
+sub pb_varints
+{
+	my ($packed) = @_;
+	my @out;
+	my ($n, $shift) = (0, 0);
+	for my $b (map { ord } split //, $packed)
+	{
+		$n |= ($b & 0x7F) << $shift;
+		$shift += 7;
+		next if $b & 0x80;
+		push @out, $n;
+		($n, $shift) = (0, 0);
+	}
+	return @out;
+}
+
+my $setup = ready();
+my $t = create_table($setup, 'snap');
+my $s = begin();
+is(write_batch($s, $t, 0, map { [ $_, $_ * 10, "r$_" ] } 1 .. 5), '', 'five rows written');
+is(commit($s), '', '... and committed');
+my $before = '1:10:r1 2:20:r2 3:30:r3 4:40:r4 5:50:r5';
+is(scan($t), $before, 'a scan reads them');
+
+my $holder = ready();
+my $snap = snapshot($holder);
+ok($snap->{id} > 0, 'SNAPSHOT answers an id');
+is(length($snap->{key}), 16, '... and a 16-byte key');
+
+$s = begin();
+is(write_batch($s, $t, WRITE_UPDATE, [ 1, 100, 'changed' ]), '', 'another session updates row 1');
+is(write_batch($s, $t, WRITE_DELETE, [ 2, 0, '' ]), '', '... deletes row 2');
+is(write_batch($s, $t, 0, [ 6, 60, 'r6' ]), '', '... inserts row 6');
+is(commit($s), '', '... and commits');
+my $after = '1:100:changed 3:30:r3 4:40:r4 5:50:r5 6:60:r6';
+is(scan($t), $after, 'a scan naming no snapshot reads the commit');
+is(scan($t, snapshot => $snap), $before, 'a scan naming the snapshot reads the rows as they were');
+
+# first updater wins
+my $c = begin($snap);
+ok(ref $c, 'a session begins on the snapshot');
+like(write_batch($c, $t, WRITE_UPDATE, [ 1, 1, 'late' ]), qr/^error 17: could not serialize access due to concurrent update$/,
+	'its update of a row committed since is CONCURRENT_UPDATE');
+$c = begin($snap);
+like(write_batch($c, $t, WRITE_DELETE, [ 2, 0, '' ]), qr/^error 17: could not serialize access due to concurrent delete$/,
+	'a delete of a row deleted since: ... concurrent delete');
+$c = begin($snap);
+like(write_batch($c, $t, WRITE_UPDATE, [ 3, 33, 'ok' ], [ 1, 1, 'late' ]), qr/^error 17: /,
+	'a batch with one changed row fails whole');
+is(scan($t), $after, '... and nothing of it is staged or stored');
+$c = begin($snap);
+is(write_batch($c, $t, WRITE_UPDATE, [ 3, 33, 'mine' ]), '', 'an update of a row unchanged since is taken');
+is(write_batch($c, $t, 0, [ 7, 70, 'r7' ]), '', '... and an insert');
+is(scan($t, snapshot => $snap, session => $c), '1:10:r1 2:20:r2 3:33:mine 4:40:r4 5:50:r5 7:70:r7',
+	"a scan naming the session and the snapshot reads the session's writes over the snapshot");
+is(commit($c), '', 'the session commits');
+is(scan($t), '1:100:changed 3:33:mine 4:40:r4 5:50:r5 6:60:r6 7:70:r7', '... and its rows are there');
+
+# the snapshot's life
+my $d = begin($snap);
+ok(ref $d, 'another session begins on the snapshot');
+close($holder);
+select(undef, undef, undef, 0.3);	# the connection's thread lets its reference go
+is(scan($t, snapshot => $snap), $before, 'with its connection closed, the session still holds the snapshot');
+close($d->{sock});
+# the connection's thread ends the session, and the snapshot with it, soon
+my $gone = '';
+for (1 .. 100)
+{
+	$gone = scan($t, snapshot => $snap);
+	last if $gone =~ /^error/;
+	select(undef, undef, undef, 0.1);
+}
+like($gone, qr/^error 16: no snapshot of this id and key/,
+	'once nothing holds it, a scan naming it is SESSION_LOST');
+like(begin($snap), qr/^error 16: /, '... and so is a BEGIN naming it');
+my $h2 = ready();
+my $s1 = snapshot($h2);
+like(scan($t, snapshot => $s1, key => 'x' x 16), qr/^error 16: /, 'a wrong key is SESSION_LOST');
+my $s2 = snapshot($h2);
+isnt($s2->{id}, $s1->{id}, 'a second SNAPSHOT on a connection answers another id');
+like(scan($t, snapshot => $s1), qr/^error 16: /, '... and the first is gone');
+is(scan($t, snapshot => $s2), '1:100:changed 3:33:mine 4:40:r4 5:50:r5 6:60:r6 7:70:r7', '... the second reads');
+close($h2);
+
+$ts->check_log;
+$ts->stop;
+done_testing();
