@@ -72,7 +72,8 @@ SELECT right(tableoid::regclass::text, 5) AS part FROM tc.acc WHERE aid = 33 \gs
 UPDATE tc.:part SET aid = 1 WHERE aid = 33;
 UPDATE h.:part SET aid = 1 WHERE aid = 33;
 
--- DELETE and UPDATE over every partition
+-- DELETE and UPDATE over every partition, each done whole by its tserver
+EXPLAIN (COSTS OFF) UPDATE tc.acc SET bal = bal + 1 WHERE aid > 1003;
 DELETE FROM tc.acc WHERE aid BETWEEN 35 AND 1003;
 DELETE FROM h.acc WHERE aid BETWEEN 35 AND 1003;
 UPDATE tc.acc SET bal = bal + 1 WHERE aid > 1003;

@@ -5,6 +5,11 @@
 #	     temporary instance, with one tserver shared by every test, whose
 #	     address the tests read from $TCOPY_ADDRESS; twice, the second time
 #	     with every COPY parsed by parallel workers (tcopy.copy_workers);
+#	  1b. Postgres' isolation tester (test/isolation/specs/*.spec against
+#	     test/isolation/expected/*.out) twice, each spec's table a heap
+#	     table, then a tcopy table (the setting tcopy_test.kind, which the
+#	     specs' setup reads), against one expected output: the isolation
+#	     levels give a tcopy table what they give a heap table;
 #	  2. the TAP tests test/ext/*.pl (PostgreSQL::Test::Cluster plus tservers
 #	     of their own, see TcopyPgTest.pm): first, one at a time, those
 #	     that measure memory or time (a line "# pg_tests: alone" says so),
@@ -33,7 +38,7 @@
 # default the installed tserver and tserver-cli, else build/'s),
 # TCOPY_BIG_ROWS (rows of the memory test, default 5M), TCOPY_TAP_ROWS
 # (rows of the load tests, default 1M), TCOPY_PG_TESTS (which parts to run:
-# default "regress tap"; "regress-serial" runs the first regress pass
+# default "regress isolation tap"; "regress-serial" runs the first regress pass
 # alone), TCOPY_REGRESS (the regress tests to run, default
 # all), TCOPY_TAP (globs of the TAP files to run, default all),
 # TCOPY_TAP_JOBS (how many of the TAP tests that share the machine run at
@@ -91,7 +96,7 @@ if [ "$(id -u)" -eq 0 ]; then
 	rc=0
 	# runuser keeps the environment but for HOME, SHELL, USER and LOGNAME
 	runuser -u "$test_user" -- env TCOPY_PG_WORKDIR="$work" PG_CONFIG="$PG_CONFIG" \
-		TCOPY_PG_TESTS="${TCOPY_PG_TESTS:-regress tap}" "${netns[@]}" \
+		TCOPY_PG_TESTS="${TCOPY_PG_TESTS:-regress isolation tap}" "${netns[@]}" \
 		bash "$TOP/test/pg_tests.sh" || rc=$?
 	if [ ${#netns[@]} -gt 0 ]; then
 		bash "$TOP/test/tools/netns.sh" down "$work/netns"
@@ -229,6 +234,37 @@ tap_prove()
 		prove --timer "$@" 2>&1 | tee -a "$work/tap.out")
 }
 
+# Postgres' isolation tester: every spec once with heap tables and once
+# with tcopy tables (run_isolation KIND), against the same expected output.
+run_isolation()
+{
+	local out="$work/isolation-$1" specs
+	specs=$(cd "$TOP/test/isolation/specs" && ls -- *.spec | sed 's/\.spec$//')
+	say "isolation ($1):" $specs
+	mkdir -p "$out"
+	start_tserver "$out/tserver-data"
+	# shellcheck disable=SC2086
+	if ! PGOPTIONS="-c tcopy_test.kind=$1 -c tcopy_test.address=$TCOPY_ADDRESS" \
+		"$PGXS_SRC/test/isolation/pg_isolation_regress" \
+		--temp-instance="$out/tmp_instance" \
+		--temp-config="$TOP/test/regress.conf" \
+		--bindir="$BINDIR" \
+		--inputdir="$TOP/test/isolation" \
+		--outputdir="$out" \
+		--encoding=UTF8 --no-locale \
+		$specs 2>&1 | tee "$out/isolation.out"; then
+		if [ -s "$out/regression.diffs" ]; then
+			say "regression.diffs:"
+			cat "$out/regression.diffs"
+		fi
+		failures+=("isolation ($1): $(grep -E 'FAILED' "$out/isolation.out" |
+			awk '{print $2}' | tr '\n' ' ')")
+		stop_tserver
+		return 1
+	fi
+	stop_tserver
+}
+
 # The TAP tests.
 run_tap()
 {
@@ -296,7 +332,7 @@ run_tap()
 
 failed=0
 failures=()
-parts=" ${TCOPY_PG_TESTS:-regress tap} "
+parts=" ${TCOPY_PG_TESTS:-regress isolation tap} "
 if [[ $parts == *" regress "* || $parts == *" regress-serial "* ]]; then
 	run_regress serial || failed=1
 fi
@@ -305,6 +341,10 @@ if [[ $parts == *" regress "* ]]; then
 	# or two): the same output, errors and their CONTEXT lines included
 	run_regress parallel "-c tcopy.copy_workers=3 -c tcopy.copy_parallel_threshold=0 -c tcopy.copy_chunk_bytes=7" ||
 		failed=1
+fi
+if [[ $parts == *" isolation "* ]]; then
+	run_isolation heap || failed=1
+	run_isolation tcopy || failed=1
 fi
 if [[ $parts == *" tap "* ]]; then
 	run_tap || failed=1

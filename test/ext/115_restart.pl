@@ -4,8 +4,9 @@
 #	  scan of a session whose cached connection died reconnect on their
 #	  own;
 #	- the tserver restarted inside a transaction (BEGIN; COPY; restart;
-#	  then another COPY, a read of the table, or COMMIT): that statement
-#	  fails loudly (a read: 08006, the write session lost; COMMIT:
+#	  then another COPY, a read of the table, or COMMIT; or a first read
+#	  under REPEATABLE READ, then another): that statement fails loudly
+#	  (a read: 08006, the write session or the snapshot lost; COMMIT:
 #	  in its PREPARE, before Postgres' commit record), the transaction
 #	  cannot commit, nothing of it is in the table, and the tserver holds
 #	  nothing prepared (the restart lost the unprepared session);
@@ -102,6 +103,15 @@ like($err, qr/HINT:  Roll the transaction back and run it again\./, '... with a 
 unlike($err, qr/XX000|[0-9a-f]{32}/, '... and no internal error or tserver table name');
 ($out, $err) = $s->run("ROLLBACK;\n\\set VERBOSITY default");
 is(table_checksum($node, 'acc'), $expected, 'in a transaction, then a read: nothing of the transaction is there');
+
+# REPEATABLE READ: the snapshot the first read took is lost with the restart
+($out, $err) = $s->run("\\set VERBOSITY verbose\nBEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM acc;");
+like($out, qr/^BEGIN\n\d+$/, 'repeatable read: the first read') or diag($err);
+$ts->restart or BAIL_OUT('tserver did not restart');
+($out, $err) = $s->run('SELECT count(*) FROM acc;');
+like($err, qr/ERROR:  08006: could not read foreign table "acc": this transaction's snapshot on the tserver was lost/,
+	"repeatable read: the next read fails with 08006, naming the lost snapshot");
+($out, $err) = $s->run("ROLLBACK;\n\\set VERBOSITY default");
 
 ($out, $err) = $s->run("BEGIN; COPY acc FROM '$f2' (FORMAT csv);");
 is($out, "BEGIN\nCOPY $rows", 'in a transaction, then COMMIT: the COPY') or diag($err);

@@ -235,6 +235,15 @@ tcopy_raise_error(Tcopy__ErrorCode code, const char *message,
 		case TCOPY__ERROR_CODE__ERROR_INTERNAL:
 			sqlstate = ERRCODE_INTERNAL_ERROR;
 			break;
+		case TCOPY__ERROR_CODE__ERROR_CONCURRENT_UPDATE:
+			/* first updater wins: Postgres' own words, as on a heap table */
+			if (strncmp(message, "tserver: ", 9) == 0)
+				message += 9;
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("%s", message),
+					 errcontext("tserver at \"%s\"", address)));
+			break;
 		case TCOPY__ERROR_CODE__ERROR_SHUTTING_DOWN:
 		case TCOPY__ERROR_CODE__ERROR_NONE:
 		default:

@@ -63,6 +63,7 @@
 #include "parser/parse_relation.h"
 #include "pgstat.h"
 #include "storage/lmgr.h"
+#include "storage/predicate.h"
 #include "utils/acl.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -369,6 +370,8 @@ copy_rows(ParseState *pstate, const CopyStmt *stmt, Relation rel, List *where,
 		tcopy_codec_set_inserted_cols(codec, InvalidOid,
 									  linitial_node(RangeTblEntry, pstate->p_rtable)->insertedCols);
 		state.writer = tcopy_writer_begin(codec);
+		/* SERIALIZABLE: the write, to Postgres' SSI (partitions: their writers) */
+		CheckForSerializableConflictIn(rel, NULL, InvalidBlockNumber);
 	}
 	if (!bad_rows.ignore)
 	{

@@ -37,6 +37,7 @@
 #include "optimizer/appendinfo.h"
 #include "optimizer/optimizer.h"
 #include "parser/parsetree.h"
+#include "storage/predicate.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
@@ -175,6 +176,31 @@ tcopy_direct_assignment(Relation rel, Index rti, AttrNumber attno, Expr *expr)
 	return list_make3(makeInteger(attno), makeInteger(TCOPY__ASSIGN_OP__ASSIGN_ADD), value);
 }
 
+/*
+ * The ForeignScan of resultRelation that subplan, a ModifyTable's, is or
+ * holds: itself, or the subplan_index'th child of an Append below it
+ * (perhaps under a Result), where Postgres puts the children of a
+ * partitioned or inherited table, as postgres_fdw finds it.  Deeper down
+ * there are joins, done by Postgres.  NULL if none.
+ */
+static ForeignScan *
+modified_scan(Plan *subplan, Index resultRelation, int subplan_index)
+{
+	if (IsA(subplan, Result) && outerPlan(subplan) != NULL && IsA(outerPlan(subplan), Append))
+		subplan = outerPlan(subplan);
+	if (IsA(subplan, Append))
+	{
+		Append	   *append = (Append *) subplan;
+
+		if (subplan_index >= list_length(append->appendplans))
+			return NULL;
+		subplan = list_nth(append->appendplans, subplan_index);
+	}
+	if (!IsA(subplan, ForeignScan) || ((ForeignScan *) subplan)->scan.scanrelid != resultRelation)
+		return NULL;
+	return (ForeignScan *) subplan;
+}
+
 bool
 tcopyPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation,
 					  int subplan_index)
@@ -190,12 +216,11 @@ tcopyPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation
 	AttrNumber	key_attnum = InvalidAttrNumber;
 	ListCell   *lc;
 
-	if ((operation != CMD_UPDATE && operation != CMD_DELETE) ||
-		subplan == NULL || !IsA(subplan, ForeignScan) ||
+	if ((operation != CMD_UPDATE && operation != CMD_DELETE) || subplan == NULL ||
 		plan->returningLists != NIL || plan->withCheckOptionLists != NIL)
 		return false;
-	fscan = (ForeignScan *) subplan;
-	if (fscan->scan.scanrelid != resultRelation || fscan->operation != CMD_SELECT)
+	fscan = modified_scan(subplan, resultRelation, subplan_index);
+	if (fscan == NULL || fscan->operation != CMD_SELECT)
 		return false;
 
 	rel = table_open(rte->relid, NoLock);
@@ -429,8 +454,12 @@ tcopyIterateDirectModify(ForeignScanState *node)
 	if (!state->done && !state->range.empty &&
 		!tcopy_address_is_null(codec->options.address))
 	{
-		TcopyConnection *conn = tcopy_xact_write_connection(&codec->options, codec->userid);
+		TcopyConnection *conn;
 
+		/* SERIALIZABLE: a read and a write, to Postgres' SSI, of the table */
+		PredicateLockRelation(node->ss.ss_currentRelation, estate->es_snapshot);
+		CheckForSerializableConflictIn(node->ss.ss_currentRelation, NULL, InvalidBlockNumber);
+		conn = tcopy_xact_write_connection(&codec->options, codec->userid);
 		state->request.table_id = tcopy_connection_table_id(conn, codec);
 		/* before the session's first row of the table, as a writer sets it */
 		tcopy_xact_set_on_conflict(conn, state->request.table_id, codec->options.on_conflict,

@@ -33,6 +33,7 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/appendinfo.h"
+#include "storage/predicate.h"
 #include "utils/datum.h"
 #include "utils/memutils.h"
 #include "utils/tuplestore.h"
@@ -66,6 +67,8 @@ typedef struct TcopyModifyState
 								 * column its partition constraint reads */
 	int			users;			/* BeginForeignModify and, for a partition
 								 * this UPDATE routes rows to, BeginForeignInsert */
+	Relation	rel;
+	bool		wrote;			/* a row went: SSI told of the write */
 }			TcopyModifyState;
 
 /*
@@ -142,6 +145,7 @@ tcopy_modify_begin(ModifyTableState *mtstate, ResultRelInfo *resultRelInfo)
 	ResultRelInfo *root = resultRelInfo->ri_RootResultRelInfo;
 
 	fmstate->users = 1;
+	fmstate->rel = resultRelInfo->ri_RelationDesc;
 	fmstate->mtstate = mtstate;
 	fmstate->may_leave = mtstate->operation == CMD_UPDATE &&
 		tcopy_update_reads_partition_qual(resultRelInfo->ri_RelationDesc,
@@ -201,6 +205,12 @@ tcopy_modify_add(TcopyModifyState *fmstate, TupleTableSlot *slot)
 {
 	MemoryContext oldcxt;
 
+	/* SERIALIZABLE: the write, to Postgres' SSI, at the table's granularity */
+	if (!fmstate->wrote)
+	{
+		CheckForSerializableConflictIn(fmstate->rel, NULL, InvalidBlockNumber);
+		fmstate->wrote = true;
+	}
 	slot_getallattrs(slot);
 	oldcxt = MemoryContextSwitchTo(fmstate->temp_cxt);
 	tcopy_writer_add(fmstate->writer, slot->tts_values, slot->tts_isnull);

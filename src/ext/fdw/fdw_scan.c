@@ -24,6 +24,7 @@
 #include "commands/explain.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
+#include "storage/predicate.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -44,6 +45,7 @@ typedef struct TcopyScanState
 	TcopyKeyRange range;		/* of the key, from the planner's bounds */
 	bool		for_update;		/* an UPDATE's or DELETE's target: rows locked */
 	bool		started;		/* Scan request sent */
+	bool		named_session;	/* ... naming the write session, whose loss it reports */
 	bool		done;			/* the batch marked done has been fetched */
 	Tcopy__ScanBatch *batch;	/* in the client's arena until the next fetch */
 	size_t		next_row;		/* index in batch->rows */
@@ -225,6 +227,8 @@ tcopyBeginForeignScan(ForeignScanState *node, int eflags)
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
 
+	/* SERIALIZABLE: the read, to Postgres' SSI, at the table's granularity */
+	PredicateLockRelation(rel, estate->es_snapshot);
 	if ((estate->es_plannedstmt->commandType == CMD_UPDATE ||
 		 estate->es_plannedstmt->commandType == CMD_DELETE) &&
 		ExecRelationIsTargetRelation(estate, fsplan->scan.scanrelid))
@@ -268,6 +272,16 @@ tcopy_scan_report_error(TcopyScanState *state)
 						   tc_client_error(state->conn.client)),
 				 errhint("Recovery resolves it (tcopy.recover_prepared_sessions(), or the recovery worker "
 						 "every tcopy.recovery_interval); retry the transaction then.")));
+	if (tc_client_error_code(state->conn.client) == TCOPY__ERROR_CODE__ERROR_SESSION_LOST &&
+		!state->named_session)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("could not read foreign table \"%s\": this transaction's snapshot on the tserver was lost",
+						codec->relname),
+				 errdetail("The tserver restarted after the transaction's first read of it, "
+						   "and the rows it read then cannot be read again."),
+				 errhint("Roll the transaction back and run it again."),
+				 errcontext("tserver at \"%s\"", codec->options.address)));
 	if (tc_client_error_code(state->conn.client) == TCOPY__ERROR_CODE__ERROR_SESSION_LOST)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
@@ -302,6 +316,13 @@ tcopy_scan_start(TcopyScanState *state)
 		request.session_key.data = (uint8_t *) key;
 		request.session_key.len = keylen;
 	}
+	/* REPEATABLE READ and SERIALIZABLE: the transaction's snapshot */
+	if (tcopy_xact_snapshot(&codec->options, &request.snapshot_id, &key, &keylen))
+	{
+		request.snapshot_key.data = (uint8_t *) key;
+		request.snapshot_key.len = keylen;
+	}
+	state->named_session = request.session_id != 0;
 
 	columns = palloc(sizeof(uint32_t) * Max(state->nproj, 1));
 	for (int p = 0; p < state->nproj; p++)

@@ -14,6 +14,8 @@
 
 #include "postgres.h"
 
+#include "access/xact.h"
+
 #include "utils/memutils.h"
 
 #include "tcopy/catalog.h"
@@ -261,10 +263,13 @@ tcopy_writer_finish(TcopyWriter *writer)
 	/*
 	 * Under on_conflict 'error', a duplicate the tserver settles as rows
 	 * arrive (a load in key order) fails the statement that sent it, not
-	 * the commit: wait for the acks, one round trip per statement.
+	 * the commit; under REPEATABLE READ and SERIALIZABLE, so does an update
+	 * of a row changed since the snapshot (snapshot.c): wait for the acks,
+	 * one round trip per statement.
 	 */
 	if (writer->codec->options.key_attnums != NIL &&
-		writer->codec->options.on_conflict == TCOPY_ON_CONFLICT_ERROR &&
+		(writer->codec->options.on_conflict == TCOPY_ON_CONFLICT_ERROR ||
+		 IsolationUsesXactSnapshot()) &&
 		!writer->conn->null_transport)
 	{
 		int			rc;

@@ -186,13 +186,18 @@ tcopy_xact_write_connection(const TcopyTableOptions *options, Oid userid)
 		{
 			bool		reused = conn->client != NULL;
 			int			rc;
+			uint64		snapshot_id = 0;
+			const uint8 *snapshot_key = NULL;
+			size_t		snapshot_keylen = 0;
 
 			if (conn->client == NULL)
 				conn->client = tcopy_client_connect(conn->address, conn->token, &conn->tls);
 			tc_client_set_window(conn->client, (unsigned) tcopy_window);
 
+			/* REPEATABLE READ: updates and deletes checked against the snapshot */
+			(void) tcopy_xact_snapshot(options, &snapshot_id, &snapshot_key, &snapshot_keylen);
 			conn->busy = true;
-			rc = tc_client_begin(conn->client, NULL);
+			rc = tc_client_begin_at(conn->client, snapshot_id, snapshot_key, snapshot_keylen, NULL);
 			conn->busy = false;
 			if (rc == 0)
 				break;

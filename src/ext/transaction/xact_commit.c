@@ -42,6 +42,7 @@ TcopyXactInit(void)
 {
 	RegisterXactCallback(tcopy_xact_callback, NULL);
 	RegisterSubXactCallback(tcopy_subxact_callback, NULL);
+	TcopySnapshotInit();
 }
 
 /*

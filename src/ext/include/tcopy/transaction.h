@@ -104,6 +104,11 @@ extern void TcopyRecoveryWorkerInit(void);
 /* in xact.c: write sessions, committed and aborted with the transaction */
 extern void TcopyXactInit(void);
 
+/* in snapshot.c: the transaction's snapshot on a tserver (REPEATABLE READ, SERIALIZABLE) */
+extern bool tcopy_xact_snapshot(const TcopyTableOptions *options, uint64 *id,
+								const uint8 **key, size_t *keylen);
+extern void TcopySnapshotInit(void);
+
 /*
  * The cached write connection for (options->serverid, userid), connected
  * (and reconnected after a failure) as needed, with a write session begun
