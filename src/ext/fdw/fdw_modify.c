@@ -321,15 +321,13 @@ tcopyExecForeignUpdate(EState *estate, ResultRelInfo *resultRelInfo,
 	if (fmstate->may_leave && !ExecPartitionCheck(resultRelInfo, slot, estate, false))
 	{
 		/*
-		 * The row leaves the partition: deleted here, inserted where the
-		 * root routes it (partition_move.c), or the partition constraint's
-		 * error when the UPDATE names the partition itself
+		 * The row leaves the partition: inserted where the root routes it
+		 * (or the partition constraint's error: partition_move.c), then
+		 * deleted here
 		 */
-		if (fmstate->mtstate->rootResultRelInfo == resultRelInfo)
-			ExecPartitionCheckEmitError(resultRelInfo, slot, estate);
+		tcopy_move_row(fmstate->mtstate, resultRelInfo, slot);
 		tcopy_writer_set_kind(fmstate->writer, TCOPY__WRITE_KIND__WRITE_DELETE);
 		tcopy_modify_add(fmstate, old);
-		tcopy_move_row(fmstate->mtstate, resultRelInfo, slot);
 		return slot;
 	}
 	foreach(lc, fmstate->codec->options.key_attnums)

@@ -272,23 +272,17 @@ tcopy_scan_report_error(TcopyScanState *state)
 						   tc_client_error(state->conn.client)),
 				 errhint("Recovery resolves it (tcopy.recover_prepared_sessions(), or the recovery worker "
 						 "every tcopy.recovery_interval); retry the transaction then.")));
-	if (tc_client_error_code(state->conn.client) == TCOPY__ERROR_CODE__ERROR_SESSION_LOST &&
-		!state->named_session)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("could not read foreign table \"%s\": this transaction's snapshot on the tserver was lost",
-						codec->relname),
-				 errdetail("The tserver restarted after the transaction's first read of it, "
-						   "and the rows it read then cannot be read again."),
-				 errhint("Roll the transaction back and run it again."),
-				 errcontext("tserver at \"%s\"", codec->options.address)));
+	/* the write session the scan named, else its snapshot, is gone */
 	if (tc_client_error_code(state->conn.client) == TCOPY__ERROR_CODE__ERROR_SESSION_LOST)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("could not read foreign table \"%s\": this transaction's write session on the tserver was lost",
-						codec->relname),
+				 errmsg("could not read foreign table \"%s\": this transaction's %s on the tserver was lost",
+						codec->relname, state->named_session ? "write session" : "snapshot"),
+				 state->named_session ?
 				 errdetail("The tserver restarted, or closed the session's connection, after the transaction wrote to it: "
-						   "its writes are gone, and the transaction cannot commit."),
+						   "its writes are gone, and the transaction cannot commit.") :
+				 errdetail("The tserver restarted after the transaction's first read of it, "
+						   "and the rows it read then cannot be read again."),
 				 errhint("Roll the transaction back and run it again."),
 				 errcontext("tserver at \"%s\"", codec->options.address)));
 	tcopy_report_client_error(state->conn.client, codec->options.address,

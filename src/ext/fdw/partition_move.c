@@ -7,8 +7,8 @@
  *
  * Postgres hands a foreign table's UPDATE to the FDW whole and checks no
  * partition constraint on it, so a tcopy partition checks its own: the
- * write path (fdw_modify.c) deletes the old row from the partition, then
- * calls tcopy_move_row, which converts the new row to the root's columns,
+ * write path (fdw_modify.c) calls tcopy_move_row, then deletes the old row
+ * from the partition.  tcopy_move_row converts the new row to the root's columns,
  * routes it with Postgres' tuple routing (ExecFindPartition, set up on the
  * ModifyTable as Postgres does for its own moves) and inserts it there:
  * into a foreign partition through its FDW (a tcopy partition: its writer,
@@ -57,10 +57,10 @@ tcopy_update_reads_partition_qual(Relation rel, Bitmapset *attnums)
 
 /*
  * The new row of an UPDATE of resultRelInfo, a tcopy partition, fails the
- * partition's constraint, and the old row is deleted: insert the new row
- * where the root of the UPDATE routes it.  An UPDATE of the partition
- * itself (no root above it in the statement) fails, as on a heap
- * partition.
+ * partition's constraint: insert it where the root of the UPDATE routes
+ * it (the caller deletes the old row).  An UPDATE of the partition itself
+ * (no root above it in the statement) fails, as on a heap partition,
+ * before anything is written.
  */
 void
 tcopy_move_row(ModifyTableState *mtstate, ResultRelInfo *resultRelInfo, TupleTableSlot *slot)

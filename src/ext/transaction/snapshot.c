@@ -55,7 +55,10 @@ tcopy_xact_snapshot(const TcopyTableOptions *options, uint64 *id, const uint8 **
 		TcopySnapshot *s = (TcopySnapshot *) lfirst(lc);
 
 		if (strcmp(s->address, options->address) == 0)
+		{
 			snapshot = s;
+			break;
+		}
 	}
 	if (snapshot == NULL)
 	{
