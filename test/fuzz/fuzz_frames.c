@@ -38,10 +38,13 @@
  * session memory so that sessions spill, and holds three tables (ids 1-3,
  * see fuzz_create_tables).  An input that changed what is stored (created,
  * truncated or dropped a table, replaced a stored schema by one with forms,
- * committed or prepared a session) is
+ * committed or prepared a session) or took a snapshot is
  * followed by a fresh store, so that every input starts from the same state
  * and any crash reproduces from its input alone: a session an input
- * prepared and left orphaned is gone with its store.
+ * prepared and left orphaned is gone with its store, and the first snapshot
+ * an input takes is id 1.  The keys of sessions and snapshots are not
+ * random here (__wrap_getrandom: sixteen 0x5a bytes), so that an input can
+ * name them.  When the connection ends, no snapshot may be left held.
  *
  * Build: make -C test fuzz (clang, ASan + UBSan; build-fuzz/).
  * Seeds: test/fuzz/corpus, made by test/fuzz/make_corpus.pl.
@@ -80,6 +83,10 @@ static bool fuzz_expect_proof;	/* the harness's HELLO carried a proof */
 static bool fuzz_trace;			/* FUZZ_FRAMES_LOG set: say what happens */
 
 /* Which message each frame type a server may send carries. */
+/* A frame type added to the protocol: teach fuzz_reply_descriptor its reply. */
+_Static_assert(TC_FRAME_TYPE_LAST == TCOPY__FRAME_TYPE__FRAME_SNAPSHOT_OK,
+			   "fuzz_reply_descriptor knows the frame types up to SNAPSHOT_OK");
+
 static const ProtobufCMessageDescriptor *
 fuzz_reply_descriptor(Tcopy__FrameType type)
 {
@@ -117,6 +124,8 @@ fuzz_reply_descriptor(Tcopy__FrameType type)
 			return &tcopy__modify_ok__descriptor;
 		case TCOPY__FRAME_TYPE__FRAME_ROLLBACK_TO_OK:
 			return &tcopy__rollback_to_ok__descriptor;
+		case TCOPY__FRAME_TYPE__FRAME_SNAPSHOT_OK:
+			return &tcopy__snapshot_ok__descriptor;
 		default:
 			return NULL;
 	}
@@ -129,6 +138,20 @@ fuzz_fail(const char *what)
 {
 	fprintf(stderr, "fuzz_frames: %s\n", what);
 	abort();
+}
+
+/*
+ * The tserver's getrandom (keys of sessions and snapshots), linked with
+ * -Wl,--wrap=getrandom: sixteen 0x5a bytes, which an input can name.
+ */
+ssize_t		__wrap_getrandom(void *buf, size_t len, unsigned int flags);
+
+ssize_t
+__wrap_getrandom(void *buf, size_t len, unsigned int flags)
+{
+	(void) flags;
+	memset(buf, 0x5a, len);
+	return (ssize_t) len;
 }
 
 /*
@@ -195,6 +218,14 @@ fuzz_send(void *arg, const uint8_t *bytes, size_t len, TsError *err)
 			fuzz_store_dirty |= info->created;
 			for (size_t i = 0; info->schema != NULL && i < info->schema->n_columns; i++)
 				fuzz_store_dirty |= info->schema->columns[i]->form[0] != '\0';
+		}
+		else if (type == TCOPY__FRAME_TYPE__FRAME_SNAPSHOT_OK)
+		{
+			Tcopy__SnapshotOk *ok = (Tcopy__SnapshotOk *) msg;
+
+			if (ok->snapshot_id == 0 || ok->snapshot_key.len != TS_SNAPSHOT_KEY_SIZE)
+				fuzz_fail("SNAPSHOT_OK without an id and a 16-byte key");
+			fuzz_store_dirty = true;	/* the next input's first is id 1 again */
 		}
 		else if (type == TCOPY__FRAME_TYPE__FRAME_COMMIT_OK ||
 				 type == TCOPY__FRAME_TYPE__FRAME_TABLE_OP_OK ||
@@ -509,6 +540,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (fuzz_trace && err.message[0] != '\0')
 		fprintf(stderr, "fuzz_frames: connection ends: %s\n", err.message);
 	ts_proto_release(&proto);
+	if (ts_snapshots_held(fuzz_shared.store) != 0)
+		fuzz_fail("a snapshot is still held after its connection ended");
 	if (fuzz_store_dirty)
 	{
 		ts_store_close(fuzz_shared.store);

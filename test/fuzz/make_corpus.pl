@@ -47,6 +47,7 @@ use constant {
 	F_LIST_LABELS => 27,
 	F_MODIFY => 29,
 	F_ROLLBACK_TO => 31,
+	F_SNAPSHOT => 33,
 	WRITE_UPDATE => 1,
 	WRITE_DELETE => 2,
 	ASSIGN_ADD => 1,
@@ -58,6 +59,7 @@ use constant {
 	DROP => 2,
 	LOAD_LABEL => 3,
 	FORGET_LABEL => 4,
+	KEY => "\x5a" x 16,	# every session's and snapshot's (fuzz_frames.c)
 };
 
 sub frame
@@ -138,6 +140,7 @@ sub scan
 	$m .= pb_field_bytes(4, $s{upper}) if defined $s{upper};
 	$m .= pb_field_varint(5, $s{batch_rows}) if $s{batch_rows};
 	$m .= pb_field_varint(6, $s{limit}) if $s{limit};
+	$m .= pb_field_varint(10, $s{snapshot}) . pb_field_bytes(11, KEY) if $s{snapshot};
 	return frame(F_SCAN, $m);
 }
 
@@ -382,6 +385,40 @@ $seeds{'23-update-delete-modify-rollback'} = chr(0)
   . commit(2, 7)
   . scan(table => 1)
   . frame(F_SCAN, pb_field_varint(1, 1) . pb_field_varint(7, 1) . pb_field_bytes(8, "\0" x 16));
+
+# snapshots: one taken before a commit reads none of its rows; a session
+# begun on it may not update a row committed since (CONCURRENT_UPDATE)
+sub begin_at
+{
+	my ($snapshot) = @_;
+	return frame(F_BEGIN, pb_field_varint(1, $snapshot) . pb_field_bytes(2, KEY));
+}
+$seeds{'24-snapshot-concurrent-update'} = chr(0)
+  . frame(F_SNAPSHOT, '')
+  . scan(table => 1, snapshot => 1)
+  . frame(F_BEGIN, '')
+  . write_batch(1, 1, map { kv_row($_) } 1 .. 3)
+  . commit(1, 3)
+  . scan(table => 1, snapshot => 1)
+  . begin_at(1)
+  . write_kind(1, 1, WRITE_UPDATE, kv_row(2, 'late'));
+
+# a session begun on a snapshot updates and deletes, commits; the snapshot
+# still reads the old rows; another snapshot replaces it (then not found)
+$seeds{'25-snapshot-session-commit'} = chr(0)
+  . frame(F_BEGIN, '')
+  . write_batch(1, 1, map { kv_row($_) } 1 .. 3)
+  . commit(1, 3)
+  . frame(F_SNAPSHOT, '')
+  . begin_at(1)
+  . write_kind(1, 1, WRITE_UPDATE, kv_row(2, 'updated'))
+  . write_kind(2, 1, WRITE_DELETE, kv_row(3))
+  . commit(2, 2)
+  . scan(table => 1, snapshot => 1, batch_rows => 2)
+  . scan(table => 1)
+  . frame(F_SNAPSHOT, '')
+  . scan(table => 1, snapshot => 2)
+  . scan(table => 1, snapshot => 1);
 
 # kv's schema with forms: added to the stored one, then a type renamed
 # (same forms), then another form (SCHEMA_MISMATCH)

@@ -145,6 +145,18 @@ ts_snapshot_id(const TsSnapshot *snapshot, const uint8_t **key, size_t *keylen)
 	return snapshot->id;
 }
 
+size_t
+ts_snapshots_held(TsStore *store)
+{
+	size_t		n = 0;
+
+	pthread_mutex_lock(&store->snapshots_lock);
+	for (TsSnapshot *snapshot = store->snapshots; snapshot != NULL; snapshot = snapshot->next)
+		n++;
+	pthread_mutex_unlock(&store->snapshots_lock);
+	return n;
+}
+
 const rocksdb_snapshot_t *
 ts_snapshot_rocksdb(const TsSnapshot *snapshot)
 {

@@ -179,12 +179,11 @@ int			ts_session_commit(TsSession *session, uint64_t *rows, TsError *err);
 /* Discard everything the session staged and free it. */
 void		ts_session_abort(TsSession *session);
 
-/* Start a scan of committed rows (a consistent snapshot). */
 /*
  * Snapshots (ts_snapshot.c, docs/snapshots.md): take one (the caller
  * holds its reference), find one by id and key (a reference more, or
  * ERROR_SESSION_LOST), let a reference go; the id and key a client names
- * it by.
+ * it by; how many are held (by connections, scans and sessions).
  */
 #define TS_SNAPSHOT_KEY_SIZE 16
 TsSnapshot *ts_snapshot_take(TsStore *store, TsError *err);
@@ -192,7 +191,9 @@ TsSnapshot *ts_snapshot_find(TsStore *store, uint64_t id, const uint8_t *key, si
 							 TsError *err);
 void		ts_snapshot_unref(TsStore *store, TsSnapshot *snapshot);
 uint64_t	ts_snapshot_id(const TsSnapshot *snapshot, const uint8_t **key, size_t *keylen);
+size_t		ts_snapshots_held(TsStore *store);
 
+/* Start a scan of committed rows (a consistent snapshot). */
 TsScan	   *ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err);
 
 /*
