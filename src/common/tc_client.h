@@ -138,11 +138,15 @@ int			tc_client_begin_at(TcClient *client, uint64_t snapshot_id,
 /*
  * Take a snapshot of the committed rows, held by the tserver until this
  * connection closes or takes another (docs/snapshots.md): its id, and its
- * key into key[TC_SNAPSHOT_KEY_MAX] (*keylen bytes).
+ * key into key[TC_SNAPSHOT_KEY_MAX] (*keylen bytes); with prepared_prefix
+ * (NULL: none), the gids starting with it of the sessions prepared and not
+ * yet published when it was taken, in *prepared[*nprepared], valid until
+ * the next call on client.
  */
 #define TC_SNAPSHOT_KEY_MAX 16
-int			tc_client_snapshot(TcClient *client, uint64_t *snapshot_id, uint8_t *key,
-							   size_t *keylen);
+int			tc_client_snapshot(TcClient *client, const char *prepared_prefix,
+							   uint64_t *snapshot_id, uint8_t *key, size_t *keylen,
+							   char ***prepared, size_t *nprepared);
 
 /*
  * Update or delete rows in the session on the tserver (a direct modify,

@@ -107,7 +107,8 @@ tc_client_begin_at(TcClient *client, uint64_t snapshot_id, const uint8_t *snapsh
 }
 
 int
-tc_client_snapshot(TcClient *client, uint64_t *snapshot_id, uint8_t *key, size_t *keylen)
+tc_client_snapshot(TcClient *client, const char *prepared_prefix, uint64_t *snapshot_id,
+				   uint8_t *key, size_t *keylen, char ***prepared, size_t *nprepared)
 {
 	Tcopy__Snapshot request = TCOPY__SNAPSHOT__INIT;
 	Tcopy__SnapshotOk *ok;
@@ -115,6 +116,7 @@ tc_client_snapshot(TcClient *client, uint64_t *snapshot_id, uint8_t *key, size_t
 
 	if (client->broken)
 		return -1;
+	request.prepared_prefix = (char *) (prepared_prefix != NULL ? prepared_prefix : "");
 	if (client_send_message(client, TCOPY__FRAME_TYPE__FRAME_SNAPSHOT, &request.base) < 0 ||
 		client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_SNAPSHOT_OK,
 						  tc_arena_allocator(&client->arena), &msg) < 0)
@@ -126,6 +128,8 @@ tc_client_snapshot(TcClient *client, uint64_t *snapshot_id, uint8_t *key, size_t
 	*snapshot_id = ok->snapshot_id;
 	memcpy(key, ok->snapshot_key.data, ok->snapshot_key.len);
 	*keylen = ok->snapshot_key.len;
+	*prepared = ok->prepared;
+	*nprepared = ok->n_prepared;
 	return 0;
 }
 

@@ -13,12 +13,19 @@
 #	- a snapshot lives while its connection, or a session begun on it,
 #	  does: then a Scan or Begin naming it, or naming a wrong key, is
 #	  SESSION_LOST (16); a second SNAPSHOT on a connection replaces its
-#	  first.
+#	  first;
+#	- Snapshot.prepared_prefix: SnapshotOk.prepared lists the sessions
+#	  prepared (not published) when it was taken whose gids start with it,
+#	  and none without it; while 150 prepared sessions of one row each are
+#	  published one by one on another connection, every snapshot holds the
+#	  row of exactly the sessions it does not list (the list and the
+#	  snapshot are taken at one instant: docs/snapshots.md#several-tservers).
 use strict;
 use warnings;
 
 use FindBin;
 use lib "$FindBin::Bin/../lib";
+use POSIX ();
 use Test::More;
 use TcopyTest qw(:all);
 
@@ -78,14 +85,16 @@ sub create_table
 
 sub row { my ($k, $v, $s) = @_; return pb_field_packed_sint64(1, $k, $v) . pb_field_bytes(3, $s) }
 
-# SNAPSHOT on sock: { id, key }
+# SNAPSHOT on sock, listing the prepared sessions under prefix if given:
+# { id, key, prepared => [gids] }
 sub snapshot
 {
-	my ($sock) = @_;
-	my ($type, $payload) = request($sock, FRAME_SNAPSHOT, '');
+	my ($sock, $prefix) = @_;
+	my ($type, $payload) = request($sock, FRAME_SNAPSHOT,
+		defined $prefix ? pb_field_bytes(1, $prefix) : '');
 	die 'SNAPSHOT: ' . outcome(FRAME_SNAPSHOT_OK, $type, $payload) unless ($type // 0) == FRAME_SNAPSHOT_OK;
 	my $f = pb_decode($payload);
-	return { id => $f->{1}[0], key => $f->{2}[0] // '' };
+	return { id => $f->{1}[0], key => $f->{2}[0] // '', prepared => $f->{3} // [] };
 }
 
 # a session on a new connection, begun on snapshot if given: { sock, id, key, seq, rows },
@@ -235,6 +244,53 @@ isnt($s2->{id}, $s1->{id}, 'a second SNAPSHOT on a connection answers another id
 like(scan($t, snapshot => $s1), qr/^error 16: /, '... and the first is gone');
 is(scan($t, snapshot => $s2), '1:100:changed 3:33:mine 4:40:r4 5:50:r5 6:60:r6 7:70:r7', '... the second reads');
 close($h2);
+
+# the prepared sessions listed with a snapshot
+my $pt = create_table($setup, 'prepared_list');
+my $N = 150;
+for my $i (1 .. $N)
+{
+	my $p = begin();
+	die "write $i" if write_batch($p, $pt, 0, [ $i, $i, 'p' ]) ne '';
+	my ($type, $payload) = request($p->{sock}, FRAME_PREPARE,
+		pb_field_varint(1, 1) . pb_field_varint(2, 1) . pb_field_bytes(3, "snap:p:$i"));
+	die 'PREPARE: ' . outcome(FRAME_PREPARE_OK, $type, $payload) unless ($type // 0) == FRAME_PREPARE_OK;
+	close($p->{sock});	# orphaned: any connection may resolve it
+}
+my $lister = ready();
+my $l = snapshot($lister, 'snap:p:');
+is(scalar @{ $l->{prepared} }, $N, "a snapshot lists the $N sessions prepared under its prefix");
+is(scalar @{ snapshot($lister, 'other:')->{prepared} }, 0, '... none under another prefix');
+is(scalar @{ snapshot($lister)->{prepared} }, 0, '... and none without a prefix');
+
+my $pid = fork() // die "fork: $!";
+if ($pid == 0)
+{
+	my $r = ready();
+	for my $i (1 .. $N)
+	{
+		my ($type, $payload) = request($r, FRAME_RESOLVE, pb_field_bytes(1, "snap:p:$i") . pb_field_varint(2, 1));
+		POSIX::_exit(1) unless ($type // 0) == FRAME_RESOLVE_OK;
+	}
+	POSIX::_exit(0);	# not exit: the tserver object is the parent's
+}
+my ($checked, $torn) = (0, '');
+for (;;)
+{
+	my $snap_p = snapshot($lister, 'snap:p:');
+	my %listed = map { $_ => 1 } @{ $snap_p->{prepared} };
+	my %present = map { (split /:/)[0] => 1 } split / /, scan($pt, snapshot => $snap_p);
+	for my $i (1 .. $N)
+	{
+		$torn ||= "session $i: listed and its row there" if $listed{"snap:p:$i"} && $present{$i};
+		$torn ||= "session $i: neither listed nor its row there" if !$listed{"snap:p:$i"} && !$present{$i};
+	}
+	$checked++;
+	last if !%listed;
+}
+waitpid($pid, 0);
+is($?, 0, "another connection published the $N sessions one by one");
+is($torn, '', "each of $checked snapshots taken meanwhile holds the rows of exactly the sessions it does not list");
 
 $ts->check_log;
 $ts->stop;

@@ -464,18 +464,22 @@ ts_proto_on_scan(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *
 
 /*
  * SNAPSHOT: take a snapshot of the committed rows for the connection, in
- * place of the one it held, and answer its id and key.
+ * place of the one it held, and answer its id and key, and the prepared
+ * sessions asked for.
  */
 int
 ts_proto_on_snapshot(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
 {
+	Tcopy__Snapshot *request;
 	Tcopy__SnapshotOk reply = TCOPY__SNAPSHOT_OK__INIT;
 	TsSnapshot *snapshot;
 	const uint8_t *key;
 
-	if (ts_proto_unpack(proto, &tcopy__snapshot__descriptor, payload, len, err) == NULL)
+	request = ts_proto_unpack(proto, &tcopy__snapshot__descriptor, payload, len, err);
+	if (request == NULL)
 		return -1;
-	snapshot = ts_snapshot_take(proto->shared->store, err);
+	snapshot = ts_snapshot_take(proto->shared->store, request->prepared_prefix, proto->scope,
+								&proto->frame_arena, &reply.prepared, &reply.n_prepared, err);
 	if (snapshot == NULL)
 		return -1;
 	ts_snapshot_unref(proto->shared->store, proto->snapshot);

@@ -686,6 +686,9 @@ ts_store_resolve(TsStore *store, const char *gid, bool commit, uint64_t owner,
 	*rows = entry->rows;
 	pthread_mutex_unlock(&store->prepared_lock);
 
+	/* a snapshot sees the rows published, or the session still prepared */
+	if (commit)
+		pthread_rwlock_rdlock(&store->resolve_lock);
 	rec = record_read(store, gid, err);
 	if (rec == NULL)
 		result = -1;
@@ -721,9 +724,12 @@ ts_store_resolve(TsStore *store, const char *gid, bool commit, uint64_t owner,
 		if (entry != NULL)
 			entry->state = PREPARED_READY;
 		pthread_mutex_unlock(&store->prepared_lock);
+	}
+	if (commit)
+		pthread_rwlock_unlock(&store->resolve_lock);
+	if (result != 0)
 		ts_log(TS_LOG_WARNING, "could not %s the session prepared under \"%s\": %s",
 			   commit ? "publish" : "discard", gid, err->message);
-	}
 	if (rec != NULL)
 		tstore__prepared_record__free_unpacked(rec, NULL);
 	return result;

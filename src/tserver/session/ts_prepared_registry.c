@@ -219,6 +219,43 @@ ts_store_prepared_detach(TsStore *store, uint64_t owner)
 	pthread_mutex_unlock(&store->prepared_lock);
 }
 
+int
+registry_gids(TsStore *store, const char *prefix, const char *scope, TcArena *arena,
+			  char ***gids, size_t *ngids)
+{
+	size_t		prefixlen = strlen(prefix);
+	size_t		n = 0;
+
+	*gids = NULL;
+	*ngids = 0;
+	if (prefixlen == 0)
+		return 0;
+	pthread_mutex_lock(&store->prepared_lock);
+	if (store->nprepared > 0 &&
+		(*gids = tc_arena_alloc(arena, store->nprepared * sizeof(char *))) == NULL)
+	{
+		pthread_mutex_unlock(&store->prepared_lock);
+		return -1;
+	}
+	for (size_t i = 0; i < store->nprepared; i++)
+	{
+		TsPrepared *entry = store->prepared[i];
+
+		if (entry->state == PREPARED_PREPARING || !registry_visible(entry, scope) ||
+			strncmp(entry->gid, prefix, prefixlen) != 0)
+			continue;
+		if (((*gids)[n] = tc_arena_alloc(arena, strlen(entry->gid) + 1)) == NULL)
+		{
+			pthread_mutex_unlock(&store->prepared_lock);
+			return -1;
+		}
+		strcpy((*gids)[n++], entry->gid);
+	}
+	pthread_mutex_unlock(&store->prepared_lock);
+	*ngids = n;
+	return 0;
+}
+
 static int
 compare_entries(const void *a, const void *b)
 {

@@ -9,7 +9,12 @@
  *
  * A snapshot is not taken while a session's publish is between its steps
  * (ts_publish.c: truncates, then an ingestion): publish_lock, shared here
- * and in ts_scan_open, exclusive around the steps.
+ * and in ts_scan_open, exclusive around the steps.  With it come the
+ * sessions prepared and not yet published, read while no prepared session
+ * is being published (resolve_lock, exclusive here, shared by
+ * ts_store_resolve): a client that reads several tservers resolves those
+ * its transaction manager calls committed and takes the snapshot again
+ * (docs/snapshots.md#several-tservers).
  */
 #include "ts_store_int.h"
 
@@ -31,8 +36,15 @@ struct TsSnapshot
 void
 ts_snapshots_init(TsStore *store)
 {
+	pthread_rwlockattr_t attr;
+
 	pthread_mutex_init(&store->snapshots_lock, NULL);
 	pthread_rwlock_init(&store->publish_lock, NULL);
+	/* a steady stream of publishes must not keep a snapshot waiting */
+	pthread_rwlockattr_init(&attr);
+	pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&store->resolve_lock, &attr);
+	pthread_rwlockattr_destroy(&attr);
 }
 
 /* At close every connection is gone: release what is left. */
@@ -50,13 +62,16 @@ ts_snapshots_destroy(TsStore *store)
 	}
 	pthread_mutex_destroy(&store->snapshots_lock);
 	pthread_rwlock_destroy(&store->publish_lock);
+	pthread_rwlock_destroy(&store->resolve_lock);
 }
 
 TsSnapshot *
-ts_snapshot_take(TsStore *store, TsError *err)
+ts_snapshot_take(TsStore *store, const char *prepared_prefix, const char *scope,
+				 TcArena *arena, char ***prepared, size_t *nprepared, TsError *err)
 {
 	TsSnapshot *snapshot = calloc(1, sizeof(TsSnapshot));
 	size_t		got = 0;
+	int			listed;
 
 	if (snapshot == NULL)
 	{
@@ -77,9 +92,20 @@ ts_snapshot_take(TsStore *store, TsError *err)
 		got += (size_t) n;
 	}
 	snapshot->read_options = rocksdb_readoptions_create();
+	pthread_rwlock_wrlock(&store->resolve_lock);
 	pthread_rwlock_rdlock(&store->publish_lock);
 	snapshot->snap = rocksdb_create_snapshot(store->db);
 	pthread_rwlock_unlock(&store->publish_lock);
+	listed = registry_gids(store, prepared_prefix, scope, arena, prepared, nprepared);
+	pthread_rwlock_unlock(&store->resolve_lock);
+	if (listed != 0)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory listing prepared sessions");
+		rocksdb_readoptions_destroy(snapshot->read_options);
+		rocksdb_release_snapshot(store->db, snapshot->snap);
+		free(snapshot);
+		return NULL;
+	}
 	rocksdb_readoptions_set_snapshot(snapshot->read_options, snapshot->snap);
 	snapshot->refs = 1;
 	pthread_mutex_lock(&store->snapshots_lock);

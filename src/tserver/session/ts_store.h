@@ -181,12 +181,15 @@ void		ts_session_abort(TsSession *session);
 
 /*
  * Snapshots (ts_snapshot.c, docs/snapshots.md): take one (the caller
- * holds its reference), find one by id and key (a reference more, or
+ * holds its reference), with the gids of the sessions prepared and not
+ * published then that scope sees and that start with prepared_prefix
+ * (none when it is empty; in arena), find one by id and key (a reference more, or
  * ERROR_SESSION_LOST), let a reference go; the id and key a client names
  * it by; how many are held (by connections, scans and sessions).
  */
 #define TS_SNAPSHOT_KEY_SIZE 16
-TsSnapshot *ts_snapshot_take(TsStore *store, TsError *err);
+TsSnapshot *ts_snapshot_take(TsStore *store, const char *prepared_prefix, const char *scope,
+							 TcArena *arena, char ***prepared, size_t *nprepared, TsError *err);
 TsSnapshot *ts_snapshot_find(TsStore *store, uint64_t id, const uint8_t *key, size_t keylen,
 							 TsError *err);
 void		ts_snapshot_unref(TsStore *store, TsSnapshot *snapshot);

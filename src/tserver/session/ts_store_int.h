@@ -111,6 +111,14 @@ TsPrepared *registry_find_locked(TsStore *store, const char *gid, size_t *index)
 int			registry_add(TsStore *store, const char *gid, TsPreparedState state,
 						 uint64_t owner, TsError *err);
 
+/*
+ * The gids of the prepared sessions (not those being prepared) that scope
+ * sees and that start with prefix (none when it is empty), copied into
+ * arena; -1 when out of memory.
+ */
+int			registry_gids(TsStore *store, const char *prefix, const char *scope, TcArena *arena,
+						  char ***gids, size_t *ngids);
+
 /* Remove gid's entry, if any. */
 void		registry_remove(TsStore *store, const char *gid);
 

@@ -121,6 +121,15 @@ struct TsStore
 	uint64_t	next_snapshot_id;
 	pthread_rwlock_t publish_lock;
 
+	/*
+	 * A prepared session's publish holds resolve_lock shared from before
+	 * its rows are written until its entry leaves the registry; a snapshot
+	 * that lists the prepared sessions holds it exclusive while it is made
+	 * and the list read, so that each session is in one or the other.
+	 * Taken before publish_lock and prepared_lock.
+	 */
+	pthread_rwlock_t resolve_lock;
+
 	/* test-only points of failure: see ts_store_crash_point */
 	char	   *crash_at;		/* TSERVER_TEST_CRASH_AT: SIGKILL there */
 	const char *test_stop_at;	/* unit tests: fail there, as a crash would leave it */
