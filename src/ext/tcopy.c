@@ -248,4 +248,6 @@ _PG_init(void)
 	TcopyTruncatedInit();
 	TcopyHookInit();
 	TcopyRecoveryWorkerInit();
+	TcopySsiInit();
+	TcopyScanInit();
 }

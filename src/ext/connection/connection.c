@@ -557,7 +557,8 @@ tcopy_connection_table_id(TcopyConnection *conn, TcopyRelCodec *codec)
 								  &table_id, NULL, NULL);
 		conn->busy = false;
 		if (rc < 0)
-			tcopy_connection_fail(conn, psprintf("could not open table \"%s\"", name));
+			tcopy_connection_fail(conn, psprintf("could not write to foreign table \"%s\"",
+												 codec->relname));
 	}
 
 	oldcontext = MemoryContextSwitchTo(TopMemoryContext);
@@ -639,6 +640,25 @@ tcopy_try_connect(const char *address, const char *token, const TcTlsOptions *tl
 	if (client == NULL)
 		tcopy_untrack_client(entry);
 	return client;
+}
+
+/*
+ * Make a client of tcopy_connect the top transaction's, closed at its end
+ * only: one that holds the transaction's snapshot, taken in a
+ * subtransaction that may roll back.
+ */
+void
+tcopy_client_to_top(TcClient *client)
+{
+	ListCell   *lc;
+
+	foreach(lc, tcopy_scan_clients)
+	{
+		TcopyScanClient *entry = (TcopyScanClient *) lfirst(lc);
+
+		if (entry->client == client && entry->tracker_owned)
+			entry->nest_level = 1;
+	}
 }
 
 /*

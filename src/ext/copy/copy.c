@@ -63,7 +63,6 @@
 #include "parser/parse_relation.h"
 #include "pgstat.h"
 #include "storage/lmgr.h"
-#include "storage/predicate.h"
 #include "utils/acl.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -371,7 +370,7 @@ copy_rows(ParseState *pstate, const CopyStmt *stmt, Relation rel, List *where,
 									  linitial_node(RangeTblEntry, pstate->p_rtable)->insertedCols);
 		state.writer = tcopy_writer_begin(codec);
 		/* SERIALIZABLE: the write, to Postgres' SSI (partitions: their writers) */
-		CheckForSerializableConflictIn(rel, NULL, InvalidBlockNumber);
+		tcopy_ssi_write(rel);
 	}
 	if (!bad_rows.ignore)
 	{

@@ -378,6 +378,8 @@ leader_writer_of(CopyLeader *leader, Oid relid)
 	if (leader->on_conflict != NULL)
 		codec->options.on_conflict = *leader->on_conflict;
 	writer = tcopy_writer_begin(codec);
+	/* SERIALIZABLE: the write, to Postgres' SSI, at the partition's granularity */
+	tcopy_ssi_write(part);
 	/* a duplicate's CONTEXT names the table copied into, as for a heap */
 	writer->line_relname = RelationGetRelationName(leader->src->rel);
 	if (leader->nparts == leader->parts_cap)

@@ -100,8 +100,7 @@ tcopy_analyze_start(TcopyAnalyzeState *state, int *proj)
 		if (tc_client_error_code(client) == TCOPY__ERROR_CODE__ERROR_UNKNOWN_TABLE)
 			return false;
 		tcopy_report_client_error(client, codec->options.address,
-								  psprintf("could not open table \"%s\" for reading",
-										   codec->options.table_name));
+								  psprintf("could not read foreign table \"%s\"", codec->relname));
 	}
 
 	/* every column, named: an empty projection would also bring key images */

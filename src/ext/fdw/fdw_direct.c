@@ -37,7 +37,6 @@
 #include "optimizer/appendinfo.h"
 #include "optimizer/optimizer.h"
 #include "parser/parsetree.h"
-#include "storage/predicate.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
@@ -457,8 +456,8 @@ tcopyIterateDirectModify(ForeignScanState *node)
 		TcopyConnection *conn;
 
 		/* SERIALIZABLE: a read and a write, to Postgres' SSI, of the table */
-		PredicateLockRelation(node->ss.ss_currentRelation, estate->es_snapshot);
-		CheckForSerializableConflictIn(node->ss.ss_currentRelation, NULL, InvalidBlockNumber);
+		tcopy_ssi_read(node->ss.ss_currentRelation, estate->es_snapshot);
+		tcopy_ssi_write(node->ss.ss_currentRelation);
 		conn = tcopy_xact_write_connection(&codec->options, codec->userid);
 		state->request.table_id = tcopy_connection_table_id(conn, codec);
 		/* before the session's first row of the table, as a writer sets it */

@@ -33,7 +33,6 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "optimizer/appendinfo.h"
-#include "storage/predicate.h"
 #include "utils/datum.h"
 #include "utils/memutils.h"
 #include "utils/tuplestore.h"
@@ -208,7 +207,7 @@ tcopy_modify_add(TcopyModifyState *fmstate, TupleTableSlot *slot)
 	/* SERIALIZABLE: the write, to Postgres' SSI, at the table's granularity */
 	if (!fmstate->wrote)
 	{
-		CheckForSerializableConflictIn(fmstate->rel, NULL, InvalidBlockNumber);
+		tcopy_ssi_write(fmstate->rel);
 		fmstate->wrote = true;
 	}
 	slot_getallattrs(slot);

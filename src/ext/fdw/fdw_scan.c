@@ -20,11 +20,11 @@
 #include "postgres.h"
 
 #include "access/stratnum.h"
+#include "access/xact.h"
 #include "catalog/pg_type_d.h"
 #include "commands/explain.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
-#include "storage/predicate.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -38,6 +38,7 @@
 typedef struct TcopyScanState
 {
 	TcopyRelCodec *codec;
+	EState	   *estate;			/* the statement's, for its snapshots */
 	TcopyScanClient conn;		/* conn.client NULL: the scan returns no rows */
 	uint32		table_id;
 	int		   *proj;			/* [nproj] wire columns fetched, ascending */
@@ -54,6 +55,10 @@ typedef struct TcopyScanState
 } TcopyScanState;
 
 static void tcopy_scan_start(TcopyScanState *state);
+
+/* READ COMMITTED: scans begun and not started, until their statement's start */
+static List *tcopy_unstarted_scans = NIL;
+static ExecutorStart_hook_type prev_executor_start = NULL;
 
 /*
  * Lock what a scan for UPDATE or DELETE reads, before it reads it
@@ -122,6 +127,7 @@ tcopy_scan_close(void *arg)
 {
 	TcopyScanState *state = (TcopyScanState *) arg;
 
+	tcopy_unstarted_scans = list_delete_ptr(tcopy_unstarted_scans, state);
 	state->batch = NULL;
 	tcopy_scan_client_close(&state->conn);
 }
@@ -169,8 +175,7 @@ tcopy_scan_connect(TcopyScanState *state)
 		return;
 	}
 	tcopy_report_client_error(client, codec->options.address,
-							  psprintf("could not open table \"%s\" for reading",
-									   codec->options.table_name));
+							  psprintf("could not read foreign table \"%s\"", codec->relname));
 }
 
 /*
@@ -228,7 +233,9 @@ tcopyBeginForeignScan(ForeignScanState *node, int eflags)
 		return;
 
 	/* SERIALIZABLE: the read, to Postgres' SSI, at the table's granularity */
-	PredicateLockRelation(rel, estate->es_snapshot);
+	tcopy_ssi_read(rel, estate->es_snapshot);
+	state->estate = estate;
+	tcopy_statement_reads(estate, &state->codec->options);
 	if ((estate->es_plannedstmt->commandType == CMD_UPDATE ||
 		 estate->es_plannedstmt->commandType == CMD_DELETE) &&
 		ExecRelationIsTargetRelation(estate, fsplan->scan.scanrelid))
@@ -243,9 +250,59 @@ tcopyBeginForeignScan(ForeignScanState *node, int eflags)
 	MemoryContextRegisterResetCallback(CurrentMemoryContext, &state->close_callback);
 
 	tcopy_scan_connect(state);
-	/* the scan's view is taken now, as a heap scan's snapshot (a cursor) */
+
+	/*
+	 * The scan's view is taken at the executor's start, as a heap scan's
+	 * snapshot (a cursor's at DECLARE): now under REPEATABLE READ, else
+	 * once every scan of the statement has begun (tcopy_executor_start),
+	 * so that a statement that reads several tservers takes their
+	 * snapshots together (tcopy_read_snapshot).
+	 */
 	if (state->conn.client != NULL)
-		tcopy_scan_start(state);
+	{
+		if (IsolationUsesXactSnapshot())
+			tcopy_scan_start(state);
+		else
+		{
+			MemoryContext oldcontext = MemoryContextSwitchTo(TopMemoryContext);
+
+			tcopy_unstarted_scans = lappend(tcopy_unstarted_scans, state);
+			MemoryContextSwitchTo(oldcontext);
+		}
+	}
+}
+
+/*
+ * ExecutorStart: every scan of the statement has begun; start those not
+ * started yet (a scan the hook does not see, in an executor state made
+ * otherwise, starts at its first row).
+ */
+static void
+tcopy_executor_start(QueryDesc *queryDesc, int eflags)
+{
+	ListCell   *lc;
+
+	if (prev_executor_start)
+		prev_executor_start(queryDesc, eflags);
+	else
+		standard_ExecutorStart(queryDesc, eflags);
+	foreach(lc, tcopy_unstarted_scans)
+	{
+		TcopyScanState *state = (TcopyScanState *) lfirst(lc);
+
+		if (state->estate != queryDesc->estate)
+			continue;
+		tcopy_unstarted_scans = foreach_delete_current(tcopy_unstarted_scans, lc);
+		if (!state->started && state->conn.client != NULL)
+			tcopy_scan_start(state);
+	}
+}
+
+void
+TcopyScanInit(void)
+{
+	prev_executor_start = ExecutorStart_hook;
+	ExecutorStart_hook = tcopy_executor_start;
 }
 
 /* The scan failed: say why. */
@@ -303,6 +360,7 @@ tcopy_scan_start(TcopyScanState *state)
 	const uint8 *key;
 	size_t		keylen;
 
+	tcopy_unstarted_scans = list_delete_ptr(tcopy_unstarted_scans, state);
 	request.for_update = state->for_update;
 	if (tcopy_xact_session_to_read(codec->relname, &codec->options, codec->userid,
 								   &request.session_id, &key, &keylen))
@@ -310,8 +368,8 @@ tcopy_scan_start(TcopyScanState *state)
 		request.session_key.data = (uint8_t *) key;
 		request.session_key.len = keylen;
 	}
-	/* REPEATABLE READ and SERIALIZABLE: the transaction's snapshot */
-	if (tcopy_xact_snapshot(&codec->options, &request.snapshot_id, &key, &keylen))
+	/* the transaction's snapshot, or the statement's of several tservers */
+	if (tcopy_read_snapshot(state->estate, &codec->options, &request.snapshot_id, &key, &keylen))
 	{
 		request.snapshot_key.data = (uint8_t *) key;
 		request.snapshot_key.len = keylen;

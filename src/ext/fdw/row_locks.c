@@ -33,8 +33,8 @@
 
 #include "tcopy/codec.h"
 #include "tcopy/fdw.h"
+#include "tcopy/transaction.h"
 
-#define TCOPY_LOCK_FIELD4 0x7463	/* "tc" */
 
 /* The table's rows tag, in mode. */
 static void

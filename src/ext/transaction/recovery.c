@@ -111,8 +111,8 @@ tcopy_fxid_in_progress(FullTransactionId fxid)
 }
 
 /* Every tcopy server of the database, by Oid. */
-static List *
-tcopy_servers(void)
+List *
+tcopy_list_servers(void)
 {
 	Relation	rel = table_open(ForeignServerRelationId, AccessShareLock);
 	SysScanDesc scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
@@ -622,7 +622,7 @@ tcopy_recover_database(int elevel)
 
 	/* the records that may be forgotten: read before any tserver is asked */
 	records = tcopy_records_read_now(rel);
-	servers = tcopy_servers();
+	servers = tcopy_list_servers();
 
 	PG_TRY();
 	{
@@ -662,7 +662,7 @@ tcopy_prepared_sessions(PG_FUNCTION_ARGS)
 	rel = table_open(tcopy_records_relid(false), AccessShareLock);
 	records = tcopy_records_read_now(rel);	/* whose credentials to list with */
 	seen = tcopy_gid_set();
-	servers = tcopy_servers();
+	servers = tcopy_list_servers();
 
 	PG_TRY();
 	{

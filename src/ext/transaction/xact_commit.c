@@ -275,6 +275,9 @@ tcopy_prepare_sessions_for_commit(void)
 	table_close(records, NoLock);
 
 	tcopy_test_pause(TCOPY_PAUSE_AFTER_PREPARE, true);
+
+	/* the commit record is written inside the gate (snapshot.c) */
+	tcopy_commit_gate_enter();
 }
 
 /*
@@ -372,6 +375,7 @@ tcopy_publish_sessions(void)
 	TcopyConnection *conn;
 	bool		any_prepared = false;
 
+	tcopy_commit_gate_leave();
 	hash_seq_init(&scan, tcopy_connections);
 	while ((conn = hash_seq_search(&scan)) != NULL)
 		any_prepared |= conn->prepared;

@@ -157,6 +157,8 @@ extern TcClient *tcopy_try_connect(const char *address, const char *token,
 								   const TcTlsOptions *tls,
 								   char *err, size_t errlen);
 extern void tcopy_disconnect(TcClient *client);
+/* Make a client of tcopy_connect the top transaction's (closed at its end). */
+extern void tcopy_client_to_top(TcClient *client);
 
 /*
  * The connection of a scan, in the scan's memory: it belongs to the

@@ -20,6 +20,9 @@
 #include "tcopy/transaction.h"
 
 /* in fdw.c: the handler, and planning */
+/* in fdw_scan.c: the ExecutorStart hook that starts a statement's scans */
+extern void TcopyScanInit(void);
+
 extern Datum tcopy_fdw_handler(PG_FUNCTION_ARGS);
 
 /* Indexes in ForeignScan.fdw_private. */

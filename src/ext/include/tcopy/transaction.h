@@ -104,9 +104,38 @@ extern void TcopyRecoveryWorkerInit(void);
 /* in xact.c: write sessions, committed and aborted with the transaction */
 extern void TcopyXactInit(void);
 
-/* in snapshot.c: the transaction's snapshot on a tserver (REPEATABLE READ, SERIALIZABLE) */
+/*
+ * The field4 of tcopy's advisory-type lock tags (Postgres' advisory locks
+ * use 1 and 2): + 0 a key's, + 1 a table's rows (row_locks.c), + 2 the
+ * commit gate (snapshot.c).
+ */
+#define TCOPY_LOCK_FIELD4 0x7463	/* "tc" */
+
+/*
+ * in ssi.c: a read of a tcopy table (a scan's start) and a write (a
+ * statement's first row, a COPY's start), told to Postgres' SSI at the
+ * table's granularity; the shared memory it keeps the writers in
+ */
+extern void tcopy_ssi_read(Relation rel, Snapshot snapshot);
+extern void tcopy_ssi_write(Relation rel);
+extern void TcopySsiInit(void);
+
+/* in recovery.c: every tcopy server of the database, by Oid */
+extern List *tcopy_list_servers(void);
+
+/*
+ * in snapshot.c: the transaction's snapshot on a tserver (REPEATABLE READ,
+ * SERIALIZABLE); a committer's passage through the gate that snapshots
+ * are taken behind, from its prepare to its publish
+ */
 extern bool tcopy_xact_snapshot(const TcopyTableOptions *options, uint64 *id,
 								const uint8 **key, size_t *keylen);
+/* READ COMMITTED too: a statement's scans of several tservers read snapshots */
+extern void tcopy_statement_reads(struct EState *estate, const TcopyTableOptions *options);
+extern bool tcopy_read_snapshot(struct EState *estate, const TcopyTableOptions *options,
+								uint64 *id, const uint8 **key, size_t *keylen);
+extern void tcopy_commit_gate_enter(void);
+extern void tcopy_commit_gate_leave(void);
 extern void TcopySnapshotInit(void);
 
 /*
