@@ -55,6 +55,7 @@ typedef struct TsMainOptions
 	const char *tls_key;
 	const char *tls_ca;			/* NULL: client certificates not asked for */
 	bool		no_sync;
+	bool		statistics;
 	TsLogLevel	log_level;
 } TsMainOptions;
 
@@ -107,6 +108,8 @@ usage(FILE *out)
 			"                             (default: the cores, at most 4; at most 8)\n"
 			"  --max-frame-mb N           largest frame accepted from a client (default %u)\n"
 			"  --no-sync                  do not sync commits (for measurements only)\n"
+			"  --statistics               keep RocksDB's statistics: stats then reports\n"
+			"                             the bytes compactions and flushes wrote\n"
 			"  --log-level LEVEL          debug, info (default), warning or error\n"
 			"  --help                     show this help and exit\n",
 			TS_VERSION, TS_DEFAULT_MAX_CONNECTIONS, TS_DEFAULT_MAX_UNAUTHENTICATED,
@@ -234,7 +237,7 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 	enum
 	{
 		OPT_DATA = 256, OPT_LISTEN, OPT_TOKEN_FILE, OPT_SESSION_MEMORY, OPT_MEMORY,
-		OPT_MERGE_THREADS, OPT_MAX_FRAME, OPT_NO_SYNC, OPT_LOG_LEVEL, OPT_ALLOW_UID, OPT_HELP,
+		OPT_MERGE_THREADS, OPT_MAX_FRAME, OPT_NO_SYNC, OPT_STATISTICS, OPT_LOG_LEVEL, OPT_ALLOW_UID, OPT_HELP,
 		OPT_SCOPED_TOKENS, OPT_INSECURE, OPT_SOCKET_MODE, OPT_MAX_CONNECTIONS,
 		OPT_MAX_UNAUTHENTICATED, OPT_HANDSHAKE_TIMEOUT, OPT_DECODE_MEMORY,
 		OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA
@@ -259,6 +262,7 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 		{"merge-threads", required_argument, NULL, OPT_MERGE_THREADS},
 		{"max-frame-mb", required_argument, NULL, OPT_MAX_FRAME},
 		{"no-sync", no_argument, NULL, OPT_NO_SYNC},
+		{"statistics", no_argument, NULL, OPT_STATISTICS},
 		{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
 		{"help", no_argument, NULL, OPT_HELP},
 		{NULL, 0, NULL, 0}
@@ -362,6 +366,9 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 				break;
 			case OPT_NO_SYNC:
 				options->no_sync = true;
+				break;
+			case OPT_STATISTICS:
+				options->statistics = true;
 				break;
 			case OPT_LOG_LEVEL:
 				if (strcmp(optarg, "debug") == 0)
@@ -627,6 +634,7 @@ main(int argc, char **argv)
 	store_options.session_memory_bytes = options.session_memory_mb * 1024 * 1024;
 	store_options.memory_bytes = (uint64_t) options.memory_mb * 1024 * 1024;
 	store_options.sync_commits = !options.no_sync;
+	store_options.statistics = options.statistics;
 	if (options.merge_threads > 0)
 		store_options.merge_threads = options.merge_threads;
 	memset(&store_err, 0, sizeof(store_err));

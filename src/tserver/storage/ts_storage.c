@@ -333,6 +333,8 @@ ts_storage_open(TsStore *store, const char *dir, TsError *err)
 	 * that next write certain, so only warnings and errors are logged.
 	 */
 	rocksdb_options_set_info_log_level(store->options, TS_ROCKSDB_LOG_LEVEL_WARN);
+	if (store->opts.statistics)
+		rocksdb_options_enable_statistics(store->options);
 	store->block_cache = rocksdb_cache_create_lru(store->opts.block_cache_bytes);
 	store->table_options = rocksdb_block_based_options_create();
 	rocksdb_block_based_options_set_block_cache(store->table_options, store->block_cache);
@@ -773,9 +775,37 @@ ts_store_open_table(TsStore *store, const char *name, const Tcopy__Schema *schem
 	return 0;
 }
 
+/* The count of RocksDB statistics ticker name in text (its dump), or 0. */
+static uint64_t
+statistics_ticker(const char *text, const char *name)
+{
+	const char *p = text;
+	size_t		len = strlen(name);
+
+	while ((p = strstr(p, name)) != NULL)
+	{
+		if ((p == text || p[-1] == '\n') && strncmp(p + len, " COUNT : ", 9) == 0)
+			return strtoull(p + len + 9, NULL, 10);
+		p += len;
+	}
+	return 0;
+}
+
 void
 ts_store_stats(TsStore *store, Tcopy__Stats *stats)
 {
+	if (store->opts.statistics)
+	{
+		char	   *text = rocksdb_options_statistics_get_string(store->options);
+
+		if (text != NULL)
+		{
+			stats->compaction_read_bytes = statistics_ticker(text, "rocksdb.compact.read.bytes");
+			stats->compaction_write_bytes = statistics_ticker(text, "rocksdb.compact.write.bytes");
+			stats->flush_write_bytes = statistics_ticker(text, "rocksdb.flush.write.bytes");
+			rocksdb_free(text);
+		}
+	}
 	stats->tables = atomic_load(&store->tables_live);
 	stats->sessions_open = atomic_load(&store->sessions_open);
 	stats->sessions_committed = atomic_load(&store->sessions_committed);

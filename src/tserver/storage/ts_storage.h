@@ -37,6 +37,7 @@ typedef struct TsStoreOptions
 	uint64_t	merge_part_bytes;	/* of runs, at least, for each merge thread */
 	size_t		block_cache_bytes;
 	bool		sync_commits;	/* false only for measurements */
+	bool		statistics;		/* RocksDB's, for measurements */
 } TsStoreOptions;
 
 void		ts_store_default_options(TsStoreOptions *options);
