@@ -20,7 +20,8 @@
 # the bytes the tserver holds after it (the table's SST files); then the
 # mean of cycles 1..K.
 #
-# Environment: PG_CONFIG, RELOAD_DIR (default /var/tmp/tcopy-reload),
+# Environment: PG_CONFIG, TSERVER (default `pg_config --bindir`/tserver;
+# its tserver-cli beside it), RELOAD_DIR (default /var/tmp/tcopy-reload),
 # RELOAD_PORT (default 54370), RELOAD_USER (the user Postgres runs as when
 # run as root, default postgres), DATA_DIR (the cached datasets, default
 # /var/tmp/tcopy-bench/data).
@@ -44,9 +45,10 @@ dir=${RELOAD_DIR:-/var/tmp/tcopy-reload}
 port=${RELOAD_PORT:-54370}
 user=${RELOAD_USER:-postgres}
 data_dir=${DATA_DIR:-/var/tmp/tcopy-bench/data}
+tserver=${TSERVER:-$bindir/tserver}
 as_pg() { if [ "$(id -u)" -eq 0 ]; then runuser -u "$user" -- "$@"; else "$@"; fi; }
 psql_pg() { as_pg "$bindir/psql" -h "$dir" -p "$port" -U postgres -qXAt -v ON_ERROR_STOP=1 "$@" postgres; }
-stat_of() { as_pg "$bindir/tserver-cli" --address "unix:$dir/ts.sock" stats | awk -v k="$1:" '$1 == k { print $2 }'; }
+stat_of() { as_pg "$(dirname "$tserver")/tserver-cli" --address "unix:$dir/ts.sock" stats | awk -v k="$1:" '$1 == k { print $2 }'; }
 
 mkdir -p "$data_dir"
 csv=$data_dir/accounts_$rows.csv
@@ -69,7 +71,7 @@ cleanup()
 }
 trap cleanup EXIT
 
-as_pg "$bindir/tserver" --data "$dir/ts" --listen "unix:$dir/ts.sock" --allow-uid "$user" \
+as_pg "$tserver" --data "$dir/ts" --listen "unix:$dir/ts.sock" --allow-uid "$user" \
 	--statistics 2>"$dir/tserver.log" &
 ts_pid=$!
 for _ in $(seq 100); do grep -q "tserver ready" "$dir/tserver.log" && break; sleep 0.1; done
@@ -120,7 +122,7 @@ for ((c = 0; c <= cycles; c++)); do
 	r1=$(stat_of compaction_read_bytes); w1=$(stat_of compaction_write_bytes); f1=$(stat_of flush_write_bytes)
 	held=$(du -sb --apparent-size "$dir"/ts/*.sst 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
 	awk -v c="$c" -v t="$(echo "$t1 - $t0" | bc)" -v f=$((f1 - f0)) -v r=$((r1 - r0)) -v w=$((w1 - w0)) -v h="$held" \
-		'BEGIN { printf "| %d | %.2f | %.1f | %.1f | %.1f | %.1f | %.2f |\n", c, t, f / 1048576, r / 1048576, w / 1048576, h / 1048576, h > 0 ? w / h : 0 }'
+		'BEGIN { printf "| %d | %.2f | %.1f | %.1f | %.1f | %.1f | %.2f |\n", c, t, f / 1048576, r / 1048576, w / 1048576, h / 1048576, (h > 0 ? w / h : 0) }'
 	if [ "$c" -gt 0 ]; then
 		sum_ratio=$(awk -v s="$sum_ratio" -v w=$((w1 - w0)) -v h="$held" 'BEGIN { print s + (h > 0 ? w / h : 0) }')
 	fi

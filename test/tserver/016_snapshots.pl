@@ -19,7 +19,11 @@
 #	  and none without it; while 150 prepared sessions of one row each are
 #	  published one by one on another connection, every snapshot holds the
 #	  row of exactly the sessions it does not list (the list and the
-#	  snapshot are taken at one instant: docs/snapshots.md#several-tservers).
+#	  snapshot are taken at one instant: docs/snapshots.md#several-tservers);
+#	- a TRUNCATE and reload in one spilled session (--session-memory-mb 1)
+#	  drops the table's old files (ts_publish.c): a scan begun before
+#	  still reads every old row, a scan after reads the new rows only, and
+#	  a snapshot held across a second reload still reads the first's rows.
 use strict;
 use warnings;
 
@@ -291,6 +295,71 @@ for (;;)
 waitpid($pid, 0);
 is($?, 0, "another connection published the $N sessions one by one");
 is($torn, '', "each of $checked snapshots taken meanwhile holds the rows of exactly the sessions it does not list");
+
+# truncate and reload: the old rows go with their files, but not from
+# under a scan or a snapshot that reads them
+$ts->check_log;
+$ts->stop;
+$ts = TcopyTest->new(extra_args => [ '--session-memory-mb', '1' ]);
+$ts->start or die "tserver did not start";
+my $rt = create_table(ready(), 'reload');
+my $RELOAD_ROWS = 20000;
+
+# one session (truncating the table first when asked) of rows 1..N tagged
+sub reload
+{
+	my ($tag, $truncate) = @_;
+	my $r = begin();
+	if ($truncate)
+	{
+		my ($type, $payload) = request($r->{sock}, FRAME_TABLE_OP,
+			pb_field_varint(1, 1) . pb_field_varint(2, $rt) . pb_field_varint(3, 1));
+		return 'TRUNCATE: ' . outcome(FRAME_TABLE_OP_OK, $type, $payload) unless ($type // 0) == FRAME_TABLE_OP_OK;
+	}
+	for my $b (0 .. $RELOAD_ROWS / 1000 - 1)
+	{
+		my $w = write_batch($r, $rt, 0, map { [ $_, $b, $tag . ('x' x 100) ] } ($b * 1000 + 1) .. ($b * 1000 + 1000));
+		return "write: $w" if $w ne '';
+	}
+	return commit($r);
+}
+
+# "rows, each tag's count" of a scan's rows
+sub tags
+{
+	my ($rows) = @_;
+	my %n;
+	$n{ (split /:/)[2] =~ s/x+$//r }++ for split / /, $rows;
+	return scalar(split / /, $rows) . ' ' . join(',', map { "$_=$n{$_}" } sort keys %n);
+}
+
+is(reload('a', 0), '', "$RELOAD_ROWS rows loaded in a spilled session");
+my $sc = ready();
+TcopyTest::send_frame($sc, FRAME_SCAN, pb_field_varint(1, $rt) . pb_field_varint(5, 1000));
+my ($btype, $bpayload) = TcopyTest::read_frame($sc, 30);
+is($btype, FRAME_SCAN_BATCH, 'a scan begins, its first batch read');
+my @early = map { join(':', pb_varints(pb_decode($_)->{1}[0] // ''), pb_decode($_)->{3}[0] // '') }
+  @{ pb_decode($bpayload)->{1} // [] };
+is(reload('b', 1), '', 'TRUNCATE and a reload in one spilled session commit');
+for (;;)
+{
+	my $f = pb_decode($bpayload);
+	last if $f->{2} && $f->{2}[0];
+	($btype, $bpayload) = TcopyTest::read_frame($sc, 30);
+	last unless ($btype // 0) == FRAME_SCAN_BATCH;
+	push @early, map { join(':', pb_varints(pb_decode($_)->{1}[0] // ''), pb_decode($_)->{3}[0] // '') }
+	  @{ pb_decode($bpayload)->{1} // [] };
+}
+close($sc);
+is(tags(join(' ', map { my @p = split /:/; my ($k, $v) = map { $_ & 1 ? -(($_ + 1) >> 1) : $_ >> 1 } @p[0, 1]; "$k:$v:$p[2]" } @early)),
+	"$RELOAD_ROWS a=$RELOAD_ROWS", '... the scan begun before reads every old row to its end');
+is(tags(scan($rt)), "$RELOAD_ROWS b=$RELOAD_ROWS", 'a scan after reads the new rows only');
+my $holder2 = ready();
+my $held = snapshot($holder2);
+is(reload('c', 1), '', 'another TRUNCATE and reload, a snapshot held');
+is(tags(scan($rt, snapshot => $held)), "$RELOAD_ROWS b=$RELOAD_ROWS", '... the snapshot still reads the rows it saw');
+is(tags(scan($rt)), "$RELOAD_ROWS c=$RELOAD_ROWS", '... and a scan without it the new ones');
+close($holder2);
 
 $ts->check_log;
 $ts->stop;

@@ -534,6 +534,8 @@ prepared_publish(TsStore *store, Tstore__PreparedRecord *rec, bool own, TsError 
 	}
 	pub.gid = rec->gid;
 	pub.unsynced_ok = own;
+	pub.truncates = rec->truncates;
+	pub.ntruncates = rec->n_truncates;
 	pub.rows = rec->rows;
 	pub.tables = rec->tables;
 	pub.ntables = rec->n_tables;
@@ -564,8 +566,6 @@ prepared_publish(TsStore *store, Tstore__PreparedRecord *rec, bool own, TsError 
 		}
 		pub.files = files;
 		pub.nfiles = rec->sst->n_files + 1;
-		pub.truncates = rec->truncates;
-		pub.ntruncates = rec->n_truncates;
 		pub.truncates_applied = rec->truncates_applied;
 		if (rec->n_truncates > 0 && !rec->truncates_applied)
 		{

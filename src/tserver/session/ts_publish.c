@@ -117,6 +117,90 @@ batch_delete_table_rows(TsStore *store, rocksdb_writebatch_t *wb, uint32_t table
 }
 
 /*
+ * Drop the files that hold nothing but rows of tables[n] (emptied by the
+ * write just made): unless a snapshot is held, which may be older than the
+ * write and still read them (none newer can be taken meanwhile from a
+ * publish in steps, which holds publish_lock; one taken after a one-step
+ * write sees the rows gone).  Scans' iterators keep the files they read.
+ * With write_lock held exclusive since before that write, so that no file
+ * in the ranges can hold a row written after it.  true: dropped.
+ */
+static bool
+drop_files_locked(TsStore *store, const uint32_t *tables, size_t ntables)
+{
+	bool		held;
+
+	pthread_mutex_lock(&store->snapshots_lock);
+	held = store->snapshots != NULL;
+	pthread_mutex_unlock(&store->snapshots_lock);
+	if (held)
+		return false;
+	for (size_t i = 0; i < ntables; i++)
+	{
+		uint8_t		begin[TS_TABLE_ID_SIZE],
+					end[TS_TABLE_ID_SIZE];
+		char	   *errptr = NULL;
+
+		ts_put_be32(begin, tables[i]);
+		ts_put_be32(end, tables[i] + 1);
+		rocksdb_delete_file_in_range_cf(store->db, store->cf_data,
+										(const char *) begin, sizeof(begin),
+										(const char *) end, sizeof(end), &errptr);
+		if (errptr != NULL)
+		{
+			ts_log(TS_LOG_WARNING, "could not drop the files of table %u's old rows: %s",
+				   tables[i], errptr);
+			rocksdb_free(errptr);
+		}
+	}
+	return true;
+}
+
+/*
+ * Compact the ranges of tables[n] to the bottom level, range deletions and
+ * all.  Table id 0's range first, the prepared sessions' sentinels: the
+ * memtable's flush puts their deletions in one file with the truncates'
+ * range deletions, and while the sentinels' own files lie below, that file
+ * is not at the bottom, so its range deletions would stay (and a reload's
+ * files, which overlap them, would be ingested into level 0).
+ */
+static void
+compact_ranges(TsStore *store, const uint32_t *tables, size_t ntables)
+{
+	rocksdb_compactoptions_t *options = rocksdb_compactoptions_create();
+
+	rocksdb_compactoptions_set_bottommost_level_compaction(options, 2);	/* kForce */
+	for (size_t i = 0; i <= ntables; i++)
+	{
+		uint32_t	id = i == 0 ? 0 : tables[i - 1];
+		uint8_t		begin[TS_TABLE_ID_SIZE],
+					end[TS_TABLE_ID_SIZE];
+
+		ts_put_be32(begin, id);
+		ts_put_be32(end, id + 1);
+		rocksdb_compact_range_cf_opt(store->db, store->cf_data, options,
+									 (const char *) begin, sizeof(begin),
+									 (const char *) end, sizeof(end));
+	}
+	rocksdb_compactoptions_destroy(options);
+}
+
+void
+ts_store_write_emptying(TsStore *store, rocksdb_writebatch_t *wb, bool sync,
+						const uint32_t *tables, size_t ntables, bool compact, char **errptr)
+{
+	bool		dropped = false;
+
+	pthread_rwlock_wrlock(&store->write_lock);
+	rocksdb_write(store->db, sync ? store->write_sync : store->write_nosync, wb, errptr);
+	if (*errptr == NULL && ntables > 0)
+		dropped = drop_files_locked(store, tables, ntables);
+	pthread_rwlock_unlock(&store->write_lock);
+	if (dropped && compact)
+		compact_ranges(store, tables, ntables);
+}
+
+/*
  * Write wb, with a sync unless durable_by_record; 0, or -1 with err saying
  * what.
  */
@@ -126,11 +210,35 @@ publish_write(TsStore *store, rocksdb_writebatch_t *wb, bool durable_by_record,
 {
 	char	   *errptr = NULL;
 
+	pthread_rwlock_rdlock(&store->write_lock);
 	rocksdb_write(store->db, durable_by_record ? store->write_nosync : store->write_sync,
 				  wb, &errptr);
+	pthread_rwlock_unlock(&store->write_lock);
 	if (errptr != NULL)
 	{
 		ts_error_rocksdb(err, what, errptr);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The last write of a publish; a one-step commit's with truncates drops
+ * the old rows' files too (the next load lands below nothing).
+ */
+static int
+publish_commit_write(TsStore *store, const TsPublish *pub, rocksdb_writebatch_t *wb,
+					 TsError *err)
+{
+	char	   *errptr = NULL;
+
+	if (pub->batch == NULL || pub->ntruncates == 0)
+		return publish_write(store, wb, pub->unsynced_ok, "could not commit the session", err);
+	ts_store_write_emptying(store, wb, !pub->unsynced_ok, pub->truncates, pub->ntruncates,
+							true, &errptr);
+	if (errptr != NULL)
+	{
+		ts_error_rocksdb(err, "could not commit the session", errptr);
 		return -1;
 	}
 	return 0;
@@ -149,9 +257,11 @@ publish_ingest(TsStore *store, char **files, size_t nfiles, TsError *err)
 	rocksdb_ingestexternalfileoptions_set_move_files(options, 1);
 	rocksdb_ingestexternalfileoptions_set_allow_global_seqno(options, 1);
 	rocksdb_ingestexternalfileoptions_set_allow_blocking_flush(options, 1);
+	pthread_rwlock_rdlock(&store->write_lock);
 	rocksdb_ingest_external_file_cf(store->db, store->cf_data,
 									(const char *const *) files, nfiles,
 									options, &errptr);
+	pthread_rwlock_unlock(&store->write_lock);
 	rocksdb_ingestexternalfileoptions_destroy(options);
 	if (errptr != NULL)
 	{
@@ -166,7 +276,7 @@ static int
 publish_truncates(TsStore *store, const TsPublish *pub, TsError *err)
 {
 	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
-	int			result;
+	char	   *errptr = NULL;
 
 	for (size_t i = 0; i < pub->ntruncates; i++)
 	{
@@ -182,10 +292,19 @@ publish_truncates(TsStore *store, const TsPublish *pub, TsError *err)
 								  (const char *) pub->record_truncated,
 								  pub->record_truncated_len);
 	}
-	/* synced: an ingestion that outlives a crash must find them applied */
-	result = publish_write(store, wb, false, "could not truncate the session's tables", err);
+	/*
+	 * synced: an ingestion that outlives a crash must find them applied;
+	 * the old rows' files dropped, so that the session's files land below
+	 * nothing (issue 27)
+	 */
+	ts_store_write_emptying(store, wb, true, pub->truncates, pub->ntruncates, true, &errptr);
 	rocksdb_writebatch_destroy(wb);
-	return result;
+	if (errptr != NULL)
+	{
+		ts_error_rocksdb(err, "could not truncate the session's tables", errptr);
+		return -1;
+	}
+	return 0;
 }
 
 int
@@ -301,7 +420,7 @@ ts_publish(TsStore *store, const TsPublish *pub, TsError *err)
 		(void) rocksdb_writebatch_data(wb, &size);
 		if (ts_store_check_space(store, size, err) != 0 ||
 			(pub->gid != NULL && ts_store_crash_point(store, "before-record-delete", err) != 0) ||
-			publish_write(store, wb, pub->unsynced_ok, "could not commit the session", err) != 0 ||
+			publish_commit_write(store, pub, wb, err) != 0 ||
 			(pub->gid != NULL && ts_store_crash_point(store, "after-record-delete", err) != 0))
 			goto done;
 	}

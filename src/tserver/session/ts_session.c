@@ -865,9 +865,9 @@ ts_session_commit(TsSession *session, uint64_t *rows, TsError *err)
 	{
 		pub.files = session->sst->files;
 		pub.nfiles = session->sst->nfiles;
-		pub.truncates = session->truncates;
-		pub.ntruncates = session->ntruncates;
 	}
+	pub.truncates = session->truncates;
+	pub.ntruncates = session->ntruncates;
 	if (result == 0)
 		result = ts_publish(store, &pub, err);
 	if (pub.batch != NULL)

@@ -45,7 +45,7 @@ typedef struct TsOverlay
 	TcArena		arena;			/* the rows' keys and values */
 } TsOverlay;
 
-/* The snapshots' registry and the publish lock: ts_store_open and ts_store_close. */
+/* The snapshots' registry and the store's publish, resolve and write locks: ts_store_open and ts_store_close. */
 void		ts_snapshots_init(TsStore *store);
 void		ts_snapshots_destroy(TsStore *store);
 const rocksdb_snapshot_t *ts_snapshot_rocksdb(const TsSnapshot *snapshot);
@@ -161,8 +161,8 @@ typedef struct TsPublish
 	size_t		nfiles;			/* prepared session's sentinel file first */
 	const uint32_t *tables;		/* written to */
 	size_t		ntables;
-	const uint32_t *truncates;	/* spilled: applied first, in a step of */
-	size_t		ntruncates;		/* their own */
+	const uint32_t *truncates;	/* truncated tables; spilled: applied first, */
+	size_t		ntruncates;		/* in a step of their own */
 	bool		truncates_applied;
 	const uint32_t *drops;
 	size_t		ndrops;
@@ -179,6 +179,16 @@ typedef struct TsPublish
  * publishing it again finishes the job (see ts_publish.c).
  */
 int			ts_publish(TsStore *store, const TsPublish *pub, TsError *err);
+
+/*
+ * Write wb, which truncates or drops tables[n] (every row), holding
+ * write_lock exclusive, and let their old rows go with their files (and,
+ * with compact, compact what is left of their ranges to the bottom level),
+ * unless a snapshot is held (ts_publish.c).  *errptr as rocksdb_write's.
+ */
+void		ts_store_write_emptying(TsStore *store, rocksdb_writebatch_t *wb, bool sync,
+									const uint32_t *tables, size_t ntables, bool compact,
+									char **errptr);
 
 /* in ts_labels.c (see there) */
 

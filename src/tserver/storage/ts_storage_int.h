@@ -112,7 +112,7 @@ struct TsStore
 
 	/*
 	 * Snapshots of the committed rows (ts_snapshot.c), under
-	 * snapshots_lock, which is taken under no other; publish_lock keeps
+	 * snapshots_lock, which is taken under no other but write_lock; publish_lock keeps
 	 * them and scans' iterators from being made between the steps of a
 	 * publish (exclusive there, shared here).
 	 */
@@ -129,6 +129,15 @@ struct TsStore
 	 * Taken before publish_lock and prepared_lock.
 	 */
 	pthread_rwlock_t resolve_lock;
+
+	/*
+	 * Writes of rows (a publish's writes and ingestions) hold write_lock
+	 * shared; a write that truncates or drops tables holds it exclusive
+	 * until the files left with nothing but their old rows are dropped
+	 * (ts_store_write_emptying), so that no file in their ranges can hold
+	 * a row written after it.  Taken under the others.
+	 */
+	pthread_rwlock_t write_lock;
 
 	/* test-only points of failure: see ts_store_crash_point */
 	char	   *crash_at;		/* TSERVER_TEST_CRASH_AT: SIGKILL there */
