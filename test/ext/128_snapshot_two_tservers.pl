@@ -68,11 +68,14 @@ sub psql_out
 
 my $RR = 'BEGIN ISOLATION LEVEL REPEATABLE READ';
 
-# ---- 1. committed, published on ts1 only ----
+# Transaction "INSERT id into t1 and t2", committed and paused before its
+# publish, its backend killed -9, and its session on ts1 published by
+# tserver-cli: on ts1 only.
+sub published_on_ts1_only
 {
-	my $name = 'published on ts1 only';
+	my ($name, $id) = @_;
 	my ($p, $pid) = start_paused($node, 'before-publish',
-		[ 'BEGIN', 'INSERT INTO t1 VALUES (1, 100)', 'INSERT INTO t2 VALUES (1, 100)', 'COMMIT' ],
+		[ 'BEGIN', "INSERT INTO t1 VALUES ($id, 100)", "INSERT INTO t2 VALUES ($id, 100)", 'COMMIT' ],
 		timeout => 60);
 	ok($pid, "$name: the transaction pauses before its publish") or BAIL_OUT('no pause');
 	ok(kill('KILL', $pid), "$name: kill -9 of the paused backend (its commit record is written)");
@@ -83,11 +86,17 @@ my $RR = 'BEGIN ISOLATION LEVEL REPEATABLE READ';
 	ok($p1 && @$p1 == 1 && $p2 && @$p2 == 1, "$name: each tserver holds the session prepared")
 	  or BAIL_OUT('not prepared');
 	is($ts1->resolve($p1->[0]{gid}, 1)->{rc}, 0, "$name: tserver-cli publishes the session on ts1");
+}
+
+# ---- 1. committed, published on ts1 only ----
+{
+	my $name = 'published on ts1 only';
+	published_on_ts1_only($name, 1);
 	is(psql_out('SELECT count(*) FROM t1; SELECT count(*) FROM t2'), "1\n0",
 		"$name: READ COMMITTED statements that read t1 and t2 apart read its row on t1 only (until recovery)");
 	is(psql_out("$RR; SELECT (SELECT count(*) FROM t2) || ' ' || (SELECT count(*) FROM t1); COMMIT"),
 		'1 1', "$name: REPEATABLE READ reads the transaction on t2 and t1");
-	$p2 = $ts2->prepared;
+	my $p2 = $ts2->prepared;
 	ok($p2 && !@$p2, "$name: ... having published its session on ts2 (Postgres committed it)")
 	  or diag(explain($p2));
 	is(psql_out('SELECT (SELECT count(*) FROM t1) || \' \' || (SELECT count(*) FROM t2)'), '1 1',
@@ -97,16 +106,7 @@ my $RR = 'BEGIN ISOLATION LEVEL REPEATABLE READ';
 # the same, with t1 read first and t2 in a later statement
 {
 	my $name = 'published on ts1 only, t1 read first';
-	my ($p, $pid) = start_paused($node, 'before-publish',
-		[ 'BEGIN', 'INSERT INTO t1 VALUES (2, 100)', 'INSERT INTO t2 VALUES (2, 100)', 'COMMIT' ],
-		timeout => 60);
-	ok($pid, "$name: the transaction pauses before its publish") or BAIL_OUT('no pause');
-	kill('KILL', $pid);
-	$p->finish;
-	wait_until(60, sub { ($node->psql('postgres', 'SELECT 1'))[0] == 0 });
-	my $p1 = $ts1->prepared;
-	ok($p1 && @$p1 == 1, "$name: ts1 holds the session prepared") or BAIL_OUT('not prepared');
-	$ts1->resolve($p1->[0]{gid}, 1);
+	published_on_ts1_only($name, 2);
 	is(psql_out("$RR; SELECT count(*) FROM t1; SELECT pg_sleep(0.2); SELECT count(*) FROM t2; COMMIT"),
 		"2\n\n2", "$name: REPEATABLE READ reads both rows, t2's in a later statement");
 }
@@ -114,16 +114,7 @@ my $RR = 'BEGIN ISOLATION LEVEL REPEATABLE READ';
 # the same, read by one READ COMMITTED statement
 {
 	my $name = 'published on ts1 only, one READ COMMITTED statement';
-	my ($p, $pid) = start_paused($node, 'before-publish',
-		[ 'BEGIN', 'INSERT INTO t1 VALUES (4, 100)', 'INSERT INTO t2 VALUES (4, 100)', 'COMMIT' ],
-		timeout => 60);
-	ok($pid, "$name: the transaction pauses before its publish") or BAIL_OUT('no pause');
-	kill('KILL', $pid);
-	$p->finish;
-	wait_until(60, sub { ($node->psql('postgres', 'SELECT 1'))[0] == 0 });
-	my $p1 = $ts1->prepared;
-	ok($p1 && @$p1 == 1, "$name: ts1 holds the session prepared") or BAIL_OUT('not prepared');
-	$ts1->resolve($p1->[0]{gid}, 1);
+	published_on_ts1_only($name, 4);
 	is(psql_out('SELECT count(*) FROM t2'), '2', "$name: a statement that reads t2 alone does not read it");
 	is(psql_out('SELECT (SELECT count(*) FROM t1) || \' \' || (SELECT count(*) FROM t2)'), '3 3',
 		"$name: one statement that reads t1 and t2 reads it on both");
