@@ -74,6 +74,7 @@ ts_store_check_space(TsStore *store, uint64_t bytes, TsError *err)
 void
 ts_store_default_options(TsStoreOptions *options)
 {
+	memset(options, 0, sizeof(*options));	/* what is not set here: off */
 	options->session_memory_bytes = 64 * 1024 * 1024;
 	options->memory_bytes = 256 * 1024 * 1024;
 	options->sst_target_bytes = 256 * 1024 * 1024;
