@@ -2,8 +2,8 @@
 # bench/run.sh: tcopy's COPY benchmark, side by side with Postgres' own COPY.
 #
 #   bench/run.sh [--rows N] [--runs R] [--quick] [--no-build] [--no-profile]
-#                [--no-concurrency] [--cases LIST] [--datasets LIST]
-#                [--mixed-rows M] [--keep]
+#                [--no-concurrency] [--clients LIST] [--cases LIST]
+#                [--datasets LIST] [--mixed-rows M] [--keep]
 #
 # One entry point: installs what it lacks from Debian's packages (gnuplot-nox,
 # pgbench, tcmalloc, linux-perf), builds and installs tcopy (make && make
@@ -16,7 +16,9 @@
 # bench/results.png and the raw figures (bench/results/*.tsv).
 #
 # --quick is for CI: no profile, and the concurrent load only for tcopy with
-# 2 clients.  --keep keeps the clusters and tserver data in BENCH_DIR/run.
+# 2 clients.  --clients "1 8" sets the concurrent load's client counts
+# (default 1 2 4; each divides the 8 chunks), and --cases limits its cases
+# too.  --keep keeps the clusters and tserver data in BENCH_DIR/run.
 #
 # Exit status: 0 when every case ran and every loaded table held the rows
 # it should; 1 otherwise (the report is written either way); 2 for usage.
@@ -77,6 +79,7 @@ keep=0
 only_cases=""
 only_datasets=""
 mixed_rows=""
+only_clients=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 		--rows) rows=${2:?}; shift 2 ;;
@@ -85,6 +88,7 @@ while [ $# -gt 0 ]; do
 		--no-build) build=0; shift ;;
 		--no-profile) profile=0; shift ;;
 		--no-concurrency) concurrency=0; shift ;;
+		--clients) only_clients=${2:?}; shift 2 ;;
 		--cases) only_cases=${2:?}; shift 2 ;;
 		--datasets) only_datasets=${2:?}; shift 2 ;;
 		--mixed-rows) mixed_rows=${2:?}; shift 2 ;;
@@ -859,6 +863,17 @@ if [ "$quick" = 1 ]; then
 else
 	conc_cases=(1 2 3)
 	conc_clients=(1 2 4)
+fi
+if [ -n "$only_cases" ]; then
+	kept=()
+	for c in "${conc_cases[@]}"; do [[ ",$only_cases," == *",$c,"* ]] && kept+=("$c"); done
+	conc_cases=("${kept[@]}")
+fi
+if [ -n "$only_clients" ]; then
+	read -r -a conc_clients <<<"$only_clients"
+	for n in "${conc_clients[@]}"; do
+		case "$n" in 1|2|4|8) ;; *) echo "run.sh: --clients: each of 1 2 4 8 (they divide the 8 chunks)" >&2; exit 2 ;; esac
+	done
 fi
 
 # run_pgbench CASE CLIENTS: the accounts rows in $nchunks chunks, loaded by
