@@ -1,7 +1,7 @@
 #!/usr/bin/perl
 # bench/threadprof.pl: the CPU time of every thread of one user's processes
 # while a load runs (issue 27): what each thread used, from
-# /proc/PID/task/TID/stat (utime + stime), sampled every 0.2 s from start
+# /proc/PID/task/TID/stat (utime + stime), sampled every 50 ms from start
 # until STOPFILE exists.
 #
 #   bench/threadprof.pl USER STOPFILE [--tsv FILE] [--top N]
@@ -11,8 +11,9 @@
 # line and the thread's name; then the wall time, the CPU of all threads
 # together, and the busiest thread's.  With --tsv, every thread's figures
 # (cpu_s, share, pid, tid, process, thread) go to FILE as well.  A thread
-# that starts and ends between two samples is missed (0.2 s at most of
-# CPU); one that ends after a sample keeps what the last sample saw.
+# that ends keeps what the last sample saw of it: up to 50 ms of its CPU
+# are missed.  A process keeps the first command line seen (an exiting
+# one reads empty).
 use strict;
 use warnings;
 use Time::HiRes qw(time sleep);
@@ -64,7 +65,7 @@ sub sample
 			my $k = "$pid/$tid";
 			$first{$k} //= $ticks;
 			$last{$k} = $ticks;
-			$name{$k} = [ $pid, $tid, $cmd, $comm ];
+			$name{$k} = [ $pid, $tid, $cmd, $comm ] unless $name{$k} && $cmd eq '';
 		}
 		closedir($tasks);
 	}
@@ -76,7 +77,7 @@ sample();
 my %base = %first;
 until (-e $stopfile)
 {
-	sleep(0.2);
+	sleep(0.05);
 	sample();
 }
 sample();
