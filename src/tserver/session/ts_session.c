@@ -765,6 +765,16 @@ ts_session_prepare(TsSession *session, TsError *err)
 	ts_session_unregister(session);
 	if (ts_spill_wait(session, err) != 0)
 		return -1;
+
+	/*
+	 * A large session that never spilled goes the SST way too: its records
+	 * sorted in memory into files that are ingested (issue 27).  As a
+	 * WriteBatch it would be written whole into its prepared record, then
+	 * again through the WAL and the memtable, then flushed and compacted.
+	 */
+	if (session->sst == NULL && session->nruns == 0 &&
+		session->staged.len >= TS_PREPARE_SST_BYTES && ts_sst_sink_get(session, err) == NULL)
+		return -1;
 	if (!session->sorted && session->sst == NULL && session->nruns == 0 &&
 		ts_conflicts_checked(&session->conflicts) && session_settle_staged(session, err) != 0)
 		return -1;

@@ -28,6 +28,9 @@
 #include "ts_store_int.h"
 
 #define RUN_FAN_IN 64			/* runs merged at once, at most */
+#define TS_PREPARE_SST_BYTES (4 * 1024 * 1024)	/* a never-spilled session at
+												 * least this large is
+												 * written as SST files */
 #define SESSION_DIR_SIZE 4096	/* of the session's staging directory's path */
 #define SESSION_PATH_SIZE (SESSION_DIR_SIZE + 104)	/* of a file's in it */
 
