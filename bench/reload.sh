@@ -46,52 +46,11 @@ port=${RELOAD_PORT:-54370}
 user=${RELOAD_USER:-postgres}
 data_dir=${DATA_DIR:-/var/tmp/tcopy-bench/data}
 tserver=${TSERVER:-$bindir/tserver}
-as_pg() { if [ "$(id -u)" -eq 0 ]; then runuser -u "$user" -- "$@"; else "$@"; fi; }
-psql_pg() { as_pg "$bindir/psql" -h "$dir" -p "$port" -U postgres -qXAt -v ON_ERROR_STOP=1 "$@" postgres; }
+. "$bench_src/lib_accounts.sh"
 stat_of() { as_pg "$(dirname "$tserver")/tserver-cli" --address "unix:$dir/ts.sock" stats | awk -v k="$1:" '$1 == k { print $2 }'; }
 
-mkdir -p "$data_dir"
-csv=$data_dir/accounts_$rows.csv
-if [ ! -e "$csv.done" ]; then
-	awk -v kind=accounts -v rows="$rows" -f "$bench_src/gen_data.awk" >"$csv.tmp"
-	mv "$csv.tmp" "$csv"
-	touch "$csv.done"
-fi
-chmod a+r "$csv"
-
-rm -rf "$dir"
-mkdir -p "$dir"
-[ "$(id -u)" -eq 0 ] && chown "$user" "$dir"
-ts_pid=""
-cleanup()
-{
-	as_pg "$bindir/pg_ctl" -D "$dir/pg" -m immediate stop >/dev/null 2>&1 || true
-	pkill -TERM -f -- "--listen unix:$dir/ts.sock" 2>/dev/null || true
-	[ -n "$ts_pid" ] && wait "$ts_pid" 2>/dev/null || true
-}
-trap cleanup EXIT
-
-as_pg "$tserver" --data "$dir/ts" --listen "unix:$dir/ts.sock" --allow-uid "$user" \
-	--statistics 2>"$dir/tserver.log" &
-ts_pid=$!
-for _ in $(seq 100); do grep -q "tserver ready" "$dir/tserver.log" && break; sleep 0.1; done
-grep -q "tserver ready" "$dir/tserver.log" || { cat "$dir/tserver.log" >&2; exit 1; }
-
-as_pg "$bindir/initdb" -D "$dir/pg" -U postgres -A trust --no-sync >/dev/null
-cat >>"$dir/pg/postgresql.conf" <<EOF
-port = $port
-unix_socket_directories = '$dir'
-shared_preload_libraries = 'tcopy'
-max_connections = 20
-EOF
-as_pg "$bindir/pg_ctl" -D "$dir/pg" -l "$dir/pg.log" -w start >/dev/null
-psql_pg <<EOF >/dev/null
-CREATE EXTENSION tcopy;
-CREATE SERVER ts FOREIGN DATA WRAPPER tcopy OPTIONS (address 'unix:$dir/ts.sock');
-CREATE USER MAPPING FOR PUBLIC SERVER ts;
-CREATE FOREIGN TABLE accounts (aid int NOT NULL, bid int, abalance int, filler char(84))
-	SERVER ts OPTIONS (key 'aid');
-EOF
+csv=$(accounts_csv "$rows")
+accounts_start --statistics
 
 # wait until the compaction counters stay put for 2 s (at most $settle s)
 settle_down()

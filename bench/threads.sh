@@ -44,69 +44,15 @@ dir=${THREADS_DIR:-/var/tmp/tcopy-threads}
 port=${THREADS_PORT:-54380}
 user=${THREADS_USER:-postgres}
 data_dir=${DATA_DIR:-/var/tmp/tcopy-bench/data}
-as_pg() { if [ "$(id -u)" -eq 0 ]; then runuser -u "$user" -- "$@"; else "$@"; fi; }
-psql_pg() { as_pg "$bindir/psql" -h "$dir" -p "$port" -U postgres -qXAt -v ON_ERROR_STOP=1 "$@" postgres; }
+tserver=$bindir/tserver
+. "$bench_src/lib_accounts.sh"
 
-# the datasets, made as bench/run.sh makes them
-mkdir -p "$data_dir"
-accounts=$data_dir/accounts_$rows.csv
-shuffled=$data_dir/accounts_${rows}_shuffled.csv
-if [ ! -e "$accounts.done" ]; then
-	awk -v kind=accounts -v rows="$rows" -f "$bench_src/gen_data.awk" >"$accounts.tmp"
-	mv "$accounts.tmp" "$accounts"
-	touch "$accounts.done"
-fi
-if [[ " $datasets " == *" shuffled "* ]] && [ ! -e "$shuffled.done" ]; then
-	awk 'BEGIN { srand(42) } { printf "%09d\t%s\n", int(rand() * 1000000000), $0 }' "$accounts" |
-		LC_ALL=C sort -S 25% -t "$(printf '\t')" -k1,1 -T "$data_dir" | cut -f2- >"$shuffled.tmp"
-	mv "$shuffled.tmp" "$shuffled"
-	touch "$shuffled.done"
-fi
-chmod a+r "$accounts" "$shuffled" 2>/dev/null || true
-
-rm -rf "$dir"
-mkdir -p "$dir"
-[ "$(id -u)" -eq 0 ] && chown "$user" "$dir"
-ts_pid=""
-cleanup()
-{
-	as_pg "$bindir/pg_ctl" -D "$dir/pg" -m immediate stop >/dev/null 2>&1 || true
-	pkill -TERM -f -- "--listen unix:$dir/ts.sock" 2>/dev/null || true
-	[ -n "$ts_pid" ] && wait "$ts_pid" 2>/dev/null || true
-}
-trap cleanup EXIT
-
-as_pg "$bindir/tserver" --data "$dir/ts" --listen "unix:$dir/ts.sock" --allow-uid "$user" \
-	2>"$dir/tserver.log" &
-ts_pid=$!
-for _ in $(seq 100); do grep -q "tserver ready" "$dir/tserver.log" && break; sleep 0.1; done
-grep -q "tserver ready" "$dir/tserver.log" || { cat "$dir/tserver.log" >&2; exit 1; }
-
-as_pg "$bindir/initdb" -D "$dir/pg" -U postgres -A trust --no-sync >/dev/null
-cat >>"$dir/pg/postgresql.conf" <<EOF
-port = $port
-unix_socket_directories = '$dir'
-shared_preload_libraries = 'tcopy'
-max_connections = 20
-max_worker_processes = 16
-max_parallel_workers = 8
-autovacuum = off
-tcopy.recovery_interval = 0
-EOF
-as_pg "$bindir/pg_ctl" -D "$dir/pg" -l "$dir/pg.log" -w start >/dev/null
-psql_pg <<EOF >/dev/null
-CREATE EXTENSION tcopy;
-CREATE SERVER ts FOREIGN DATA WRAPPER tcopy OPTIONS (address 'unix:$dir/ts.sock');
-CREATE USER MAPPING FOR PUBLIC SERVER ts;
-CREATE FOREIGN TABLE accounts (aid int NOT NULL, bid int, abalance int, filler char(84))
-	SERVER ts OPTIONS (key 'aid');
-EOF
+accounts_start
 
 printf '| dataset | workers | wall (s) | backend CPU (s) | workers CPU (s) | tserver CPU (s) | busiest thread | its CPU (s) | busiest / workers-0 backend |\n'
 printf '|---|---|---|---|---|---|---|---|---|\n'
 for ds in $datasets; do
-	csv=$accounts
-	[ "$ds" = shuffled ] && csv=$shuffled
+	csv=$(accounts_csv "$rows" "$([ "$ds" = shuffled ] && echo shuffled || echo sorted)")
 	base=""
 	for w in $workers; do
 		psql_pg -c "TRUNCATE accounts" >/dev/null
