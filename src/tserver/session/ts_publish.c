@@ -7,7 +7,7 @@
  *
  * A session that never spilled is one synced WriteBatch: its truncates
  * (DeleteRange of each table's key range) and rows, built at prepare time
- * (ts_session_build_batch), then its drops (each table's DeleteRange and
+ * (ts_session_build_batch, here), then its drops (each table's DeleteRange and
  * the deletion of its "table:" entry) and, for a prepared session, the
  * deletion of its record.  Atomic by construction.
  *
@@ -61,6 +61,7 @@
  * in-memory catalogue too.
  */
 #include "ts_store_int.h"
+#include "ts_session_int.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -103,8 +104,8 @@ ts_sentinel_present(TsStore *store, const char *gid, TsError *err)
 }
 
 /* Delete every row of table_id: the range [be32(id), be32(id + 1)). */
-static void
-batch_delete_table_rows(TsStore *store, rocksdb_writebatch_t *wb, uint32_t table_id)
+void
+ts_batch_delete_table_rows(TsStore *store, rocksdb_writebatch_t *wb, uint32_t table_id)
 {
 	uint8_t		begin[TS_TABLE_ID_SIZE],
 				end[TS_TABLE_ID_SIZE];
@@ -114,6 +115,43 @@ batch_delete_table_rows(TsStore *store, rocksdb_writebatch_t *wb, uint32_t table
 	rocksdb_writebatch_delete_range_cf(wb, store->cf_data,
 									   (const char *) begin, sizeof(begin),
 									   (const char *) end, sizeof(end));
+}
+
+/*
+ * A never-spilled session as one WriteBatch: its truncates (with their
+ * labels), then its records in key order (deletes, or puts of the
+ * unmarked values).
+ */
+rocksdb_writebatch_t *
+ts_session_build_batch(TsSession *session)
+{
+	TsStore    *store = session->store;
+	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+
+	for (size_t i = 0; i < session->ntruncates; i++)
+	{
+		ts_batch_delete_table_rows(store, wb, session->truncates[i]);
+		ts_labels_batch_delete_table(store, wb, session->truncates[i]);
+	}
+	for (size_t i = 0; i < session->noffsets; i++)
+	{
+		const uint8_t *rec = session->staged.data + session->offsets[i];
+		uint32_t	keylen = ts_record_keylen(rec);
+		uint32_t	valuelen = ts_record_valuelen(rec);
+		const uint8_t *value = ts_record_value(rec, keylen);
+
+		if (ts_value_mark(value, valuelen) == TS_VALUE_DELETE)
+		{
+			rocksdb_writebatch_delete_cf(wb, store->cf_data,
+										 (const char *) ts_record_key(rec), keylen);
+			continue;
+		}
+		value = ts_value_unmarked(value, &valuelen);
+		rocksdb_writebatch_put_cf(wb, store->cf_data,
+								  (const char *) ts_record_key(rec), keylen,
+								  (const char *) value, valuelen);
+	}
+	return wb;
 }
 
 /*
@@ -280,7 +318,7 @@ publish_truncates(TsStore *store, const TsPublish *pub, TsError *err)
 
 	for (size_t i = 0; i < pub->ntruncates; i++)
 	{
-		batch_delete_table_rows(store, wb, pub->truncates[i]);
+		ts_batch_delete_table_rows(store, wb, pub->truncates[i]);
 		ts_labels_batch_delete_table(store, wb, pub->truncates[i]);
 	}
 	if (pub->gid != NULL)
@@ -377,7 +415,7 @@ ts_publish(TsStore *store, const TsPublish *pub, TsError *err)
 			ts_log(TS_LOG_WARNING, "prepared session \"%s\": table with id %u was dropped "
 				   "since the session wrote to it; its rows there are deleted as published",
 				   pub->gid, pub->tables[i]);
-			batch_delete_table_rows(store, wb, pub->tables[i]);
+			ts_batch_delete_table_rows(store, wb, pub->tables[i]);
 		}
 	}
 	/* labels: after the truncates (which delete the old ones), before the drops */
@@ -393,7 +431,7 @@ ts_publish(TsStore *store, const TsPublish *pub, TsError *err)
 
 		if (table == NULL)
 			continue;			/* dropped already: its name may be another's */
-		batch_delete_table_rows(store, wb, table->id);
+		ts_batch_delete_table_rows(store, wb, table->id);
 		ts_labels_batch_delete_table(store, wb, table->id);
 		snprintf(key, sizeof(key), "%s%s", TS_META_TABLE_PREFIX, table->name);
 		rocksdb_writebatch_delete_cf(wb, store->cf_meta, key, strlen(key));

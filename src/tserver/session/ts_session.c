@@ -717,45 +717,6 @@ session_check_stored(TsSession *session, TsError *err)
 	return 0;
 }
 
-rocksdb_writebatch_t *
-ts_session_build_batch(TsSession *session)
-{
-	TsStore    *store = session->store;
-	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
-
-	for (size_t i = 0; i < session->ntruncates; i++)
-	{
-		uint8_t		begin[TS_TABLE_ID_SIZE],
-					end[TS_TABLE_ID_SIZE];
-
-		ts_put_be32(begin, session->truncates[i]);
-		ts_put_be32(end, session->truncates[i] + 1);
-		rocksdb_writebatch_delete_range_cf(wb, store->cf_data,
-										   (const char *) begin, sizeof(begin),
-										   (const char *) end, sizeof(end));
-		ts_labels_batch_delete_table(store, wb, session->truncates[i]);
-	}
-	for (size_t i = 0; i < session->noffsets; i++)
-	{
-		const uint8_t *rec = session->staged.data + session->offsets[i];
-		uint32_t	keylen = ts_record_keylen(rec);
-		uint32_t	valuelen = ts_record_valuelen(rec);
-		const uint8_t *value = ts_record_value(rec, keylen);
-
-		if (ts_value_mark(value, valuelen) == TS_VALUE_DELETE)
-		{
-			rocksdb_writebatch_delete_cf(wb, store->cf_data,
-										 (const char *) ts_record_key(rec), keylen);
-			continue;
-		}
-		value = ts_value_unmarked(value, &valuelen);
-		rocksdb_writebatch_put_cf(wb, store->cf_data,
-								  (const char *) ts_record_key(rec), keylen,
-								  (const char *) value, valuelen);
-	}
-	return wb;
-}
-
 int
 ts_session_prepare(TsSession *session, TsError *err)
 {

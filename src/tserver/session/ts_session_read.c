@@ -49,19 +49,27 @@ ts_sessions_destroy(TsStore *store)
 }
 
 int
-ts_session_register(TsSession *session)
+ts_random_key(uint8_t *key, size_t len)
 {
-	TsStore    *store = session->store;
 	size_t		got = 0;
 
-	while (got < sizeof(session->key))
+	while (got < len)
 	{
-		ssize_t		n = getrandom(session->key + got, sizeof(session->key) - got, 0);
+		ssize_t		n = getrandom(key + got, len - got, 0);
 
 		if (n < 0)
 			return -1;
 		got += (size_t) n;
 	}
+	return 0;
+}
+
+int
+ts_session_register(TsSession *session)
+{
+	TsStore    *store = session->store;
+	if (ts_random_key(session->key, sizeof(session->key)) != 0)
+		return -1;
 	pthread_mutex_lock(&store->sessions_lock);
 	session->reg_next = store->sessions;
 	if (store->sessions != NULL)

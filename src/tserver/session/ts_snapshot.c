@@ -21,7 +21,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 struct TsSnapshot
 {
@@ -72,7 +71,6 @@ ts_snapshot_take(TsStore *store, const char *prepared_prefix, const char *scope,
 				 TcArena *arena, char ***prepared, size_t *nprepared, TsError *err)
 {
 	TsSnapshot *snapshot = calloc(1, sizeof(TsSnapshot));
-	size_t		got = 0;
 	int			listed;
 
 	if (snapshot == NULL)
@@ -80,18 +78,12 @@ ts_snapshot_take(TsStore *store, const char *prepared_prefix, const char *scope,
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
 		return NULL;
 	}
-	while (got < sizeof(snapshot->key))
+	if (ts_random_key(snapshot->key, sizeof(snapshot->key)) != 0)
 	{
-		ssize_t		n = getrandom(snapshot->key + got, sizeof(snapshot->key) - got, 0);
-
-		if (n < 0)
-		{
-			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL,
-						 "could not draw a snapshot key: %s", strerror(errno));
-			free(snapshot);
-			return NULL;
-		}
-		got += (size_t) n;
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL,
+					 "could not draw a snapshot key: %s", strerror(errno));
+		free(snapshot);
+		return NULL;
 	}
 	snapshot->read_options = rocksdb_readoptions_create();
 	pthread_rwlock_wrlock(&store->resolve_lock);

@@ -81,8 +81,6 @@ ts_store_table_op(TsStore *store, Tcopy__TableOpKind op, uint32_t table_id,
 {
 	TsTable    *table;
 	rocksdb_writebatch_t *batch;
-	uint8_t		begin[TS_TABLE_ID_SIZE],
-				end[TS_TABLE_ID_SIZE];
 	char	   *errptr = NULL;
 
 	if (op != TCOPY__TABLE_OP_KIND__TABLE_OP_TRUNCATE &&
@@ -100,12 +98,8 @@ ts_store_table_op(TsStore *store, Tcopy__TableOpKind op, uint32_t table_id,
 	}
 
 	/* every row of the table, and for a drop its definition, in one batch */
-	ts_put_be32(begin, table_id);
-	ts_put_be32(end, table_id + 1);
 	batch = rocksdb_writebatch_create();
-	rocksdb_writebatch_delete_range_cf(batch, store->cf_data,
-									   (const char *) begin, sizeof(begin),
-									   (const char *) end, sizeof(end));
+	ts_batch_delete_table_rows(store, batch, table_id);
 	ts_labels_batch_delete_table(store, batch, table_id);
 	if (op == TCOPY__TABLE_OP_KIND__TABLE_OP_DROP)
 	{

@@ -180,6 +180,13 @@ typedef struct TsPublish
  */
 int			ts_publish(TsStore *store, const TsPublish *pub, TsError *err);
 
+/* Fill key[len] from getrandom (a session's or snapshot's); -1 with errno. */
+int			ts_random_key(uint8_t *key, size_t len);
+
+/* Add to wb the deletion of every row of table_id (its key range). */
+void		ts_batch_delete_table_rows(TsStore *store, rocksdb_writebatch_t *wb,
+									   uint32_t table_id);
+
 /*
  * Write wb, which truncates or drops tables[n] (every row), holding
  * write_lock exclusive, and let their old rows go with their files (and,
