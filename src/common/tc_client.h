@@ -182,6 +182,26 @@ int			tc_client_write(TcClient *client, uint64_t seq,
 /* Convenience: pack batch (batch->seq set by the caller) and send it. */
 int			tc_client_write_batch(TcClient *client, const Tcopy__WriteBatch *batch);
 
+/*
+ * Streams of a write session (docs/protocol.md#streams).  The session's
+ * connection opens it to streams (after its acks), then sends nothing but
+ * the close, which names the chunks staged (1 .. chunks) and the session's
+ * rows then (its own and the streams'), and gives the rows the session
+ * received.  Another connection joins it with the session's id and key
+ * (tc_client_session's) and sends chunks: tc_client_chunk(chunk, false),
+ * its batches with tc_client_write (seq 1, 2, ... on the stream), then
+ * tc_client_chunk(chunk, true), which takes the stream's next seq and is
+ * acknowledged as a batch is (tc_client_wait_acks covers it).  A chunk's
+ * start has no answer: a failure shows in the next call that reads one.
+ * An end with last set ends the input: later chunks are dropped.
+ */
+int			tc_client_streams_open(TcClient *client);
+int			tc_client_streams_close(TcClient *client, uint64_t chunks, uint64_t rows,
+									uint64_t *session_rows);
+int			tc_client_join(TcClient *client, uint64_t session_id, const uint8_t *key,
+						   size_t keylen);
+int			tc_client_chunk(TcClient *client, uint64_t chunk, bool end, bool last);
+
 /* Wait until every batch sent has been acknowledged. */
 int			tc_client_wait_acks(TcClient *client);
 

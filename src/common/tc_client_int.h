@@ -68,4 +68,7 @@ extern int	client_send_message(TcClient *client, Tcopy__FrameType type,
 								const ProtobufCMessage *msg);
 extern int	client_take_ack(TcClient *client, const Tcopy__Ack *ack);
 
+/* in tc_client_requests.c: room in the window for one more batch */
+extern int	client_make_room(TcClient *client);
+
 #endif							/* TC_CLIENT_INT_H */

@@ -68,6 +68,11 @@ static const ProtobufCMessageDescriptor *const frame_descriptors[] = {
 	[TCOPY__FRAME_TYPE__FRAME_ROLLBACK_TO] = &tcopy__rollback_to__descriptor,
 	[TCOPY__FRAME_TYPE__FRAME_ROLLBACK_TO_OK] = &tcopy__rollback_to_ok__descriptor,
 	[TCOPY__FRAME_TYPE__FRAME_SNAPSHOT_OK] = &tcopy__snapshot_ok__descriptor,
+	[TCOPY__FRAME_TYPE__FRAME_STREAMS] = &tcopy__streams__descriptor,
+	[TCOPY__FRAME_TYPE__FRAME_STREAMS_OK] = &tcopy__streams_ok__descriptor,
+	[TCOPY__FRAME_TYPE__FRAME_JOIN] = &tcopy__join__descriptor,
+	[TCOPY__FRAME_TYPE__FRAME_JOIN_OK] = &tcopy__join_ok__descriptor,
+	[TCOPY__FRAME_TYPE__FRAME_CHUNK] = &tcopy__chunk__descriptor,
 };
 
 /* Record why the call fails and mark the client broken; returns -1. */

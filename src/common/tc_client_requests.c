@@ -148,26 +148,17 @@ tc_client_session(TcClient *client, uint64_t *session_id, const uint8_t **key, s
  * Send a packed WriteBatch; see tc_client.h.  The header goes out from the
  * stack and the payload from the caller's buffer, in one sendmsg.
  */
+/*
+ * Room in the window for one more batch: take the acks that have arrived,
+ * then wait only while the window is full.  0, or -1.
+ */
 int
-tc_client_write(TcClient *client, uint64_t seq, const uint8_t *payload, size_t len)
+client_make_room(TcClient *client)
 {
 	ProtobufCAllocator *arena = tc_arena_allocator(&client->arena);
-	uint8_t		header[TC_FRAME_HEADER_SIZE];
-	struct iovec iov[2];
 	ProtobufCMessage *msg;
 	int			found;
 
-	if (client->broken)
-		return -1;
-	if (seq != client->seq_sent + 1)
-		return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
-						   "write batch has seq %" PRIu64 ", expected %" PRIu64,
-						   seq, client->seq_sent + 1);
-	if (len > UINT32_MAX)
-		return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
-						   "write batch of %zu bytes does not fit in a frame", len);
-
-	/* take the acks that have arrived; then wait only while the window is full */
 	while ((found = client_read_reply(client, true, TCOPY__FRAME_TYPE__FRAME_ACK,
 									  arena, &msg)) > 0)
 	{
@@ -182,7 +173,27 @@ tc_client_write(TcClient *client, uint64_t seq, const uint8_t *payload, size_t l
 			client_take_ack(client, (Tcopy__Ack *) msg) < 0)
 			return -1;
 	}
+	return 0;
+}
 
+int
+tc_client_write(TcClient *client, uint64_t seq, const uint8_t *payload, size_t len)
+{
+	uint8_t		header[TC_FRAME_HEADER_SIZE];
+	struct iovec iov[2];
+
+	if (client->broken)
+		return -1;
+	if (seq != client->seq_sent + 1)
+		return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
+						   "write batch has seq %" PRIu64 ", expected %" PRIu64,
+						   seq, client->seq_sent + 1);
+	if (len > UINT32_MAX)
+		return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
+						   "write batch of %zu bytes does not fit in a frame", len);
+
+	if (client_make_room(client) < 0)
+		return -1;
 	tc_frame_put_header(header, TCOPY__FRAME_TYPE__FRAME_WRITE, (uint32_t) len);
 	iov[0].iov_base = header;
 	iov[0].iov_len = sizeof(header);

@@ -84,8 +84,8 @@ static bool fuzz_trace;			/* FUZZ_FRAMES_LOG set: say what happens */
 
 /* Which message each frame type a server may send carries. */
 /* A frame type added to the protocol: teach fuzz_reply_descriptor its reply. */
-_Static_assert(TC_FRAME_TYPE_LAST == TCOPY__FRAME_TYPE__FRAME_SNAPSHOT_OK,
-			   "fuzz_reply_descriptor knows the frame types up to SNAPSHOT_OK");
+_Static_assert(TC_FRAME_TYPE_LAST == TCOPY__FRAME_TYPE__FRAME_CHUNK,
+			   "fuzz_reply_descriptor knows the frame types up to CHUNK");
 
 static const ProtobufCMessageDescriptor *
 fuzz_reply_descriptor(Tcopy__FrameType type)
@@ -126,6 +126,10 @@ fuzz_reply_descriptor(Tcopy__FrameType type)
 			return &tcopy__rollback_to_ok__descriptor;
 		case TCOPY__FRAME_TYPE__FRAME_SNAPSHOT_OK:
 			return &tcopy__snapshot_ok__descriptor;
+		case TCOPY__FRAME_TYPE__FRAME_STREAMS_OK:
+			return &tcopy__streams_ok__descriptor;
+		case TCOPY__FRAME_TYPE__FRAME_JOIN_OK:
+			return &tcopy__join_ok__descriptor;
 		default:
 			return NULL;
 	}

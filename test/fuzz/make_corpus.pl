@@ -48,6 +48,9 @@ use constant {
 	F_MODIFY => 29,
 	F_ROLLBACK_TO => 31,
 	F_SNAPSHOT => 33,
+	F_STREAMS => 35,
+	F_JOIN => 37,
+	F_CHUNK => 39,
 	WRITE_UPDATE => 1,
 	WRITE_DELETE => 2,
 	ASSIGN_ADD => 1,
@@ -419,6 +422,25 @@ $seeds{'25-snapshot-session-commit'} = chr(0)
   . frame(F_SNAPSHOT, '')
   . scan(table => 1, snapshot => 2)
   . scan(table => 1, snapshot => 1);
+
+# streams of a session: opened and closed with nothing staged by them
+# (the rows its own connection wrote before count), committed; then a JOIN
+# of a session no longer there (SESSION_LOST)
+$seeds{'26-streams-open-close'} = chr(0)
+  . frame(F_BEGIN, '')
+  . write_batch(1, 1, map { kv_row($_) } 1 .. 2)
+  . frame(F_STREAMS, pb_field_varint(1, 1))
+  . frame(F_STREAMS, pb_field_varint(2, 0) . pb_field_varint(3, 2))
+  . commit(1, 2)
+  . frame(F_JOIN, pb_field_varint(1, 1) . pb_field_bytes(2, KEY));
+
+# streams open: the session's own write is refused (and so is a CHUNK on
+# a connection that is no stream)
+$seeds{'27-streams-own-write'} = chr(0)
+  . frame(F_BEGIN, '')
+  . frame(F_STREAMS, pb_field_varint(1, 1))
+  . write_batch(1, 1, kv_row(1))
+  . frame(F_CHUNK, pb_field_varint(1, 1));
 
 # kv's schema with forms: added to the stored one, then a type renamed
 # (same forms), then another form (SCHEMA_MISMATCH)

@@ -51,7 +51,8 @@ our @EXPORT_OK = qw(fnv1a64_hex aid_sum dir_size PROTOCOL_VERSION auth_proof
   FRAME_TABLE_OP FRAME_TABLE_OP_OK FRAME_SCAN_BATCH
   FRAME_PREPARE FRAME_PREPARE_OK FRAME_RESOLVE FRAME_RESOLVE_OK
   FRAME_LIST_PREPARED FRAME_PREPARED_LIST
-  RESOLVE_NONE RESOLVE_DONE RESOLVE_NOT_FOUND RESOLVE_BUSY);
+  RESOLVE_NONE RESOLVE_DONE RESOLVE_NOT_FOUND RESOLVE_BUSY
+  request error_of reply_outcome pb_varints);
 our %EXPORT_TAGS = (all => \@EXPORT_OK);
 
 # proto/tcopy.proto FrameType and ErrorCode, and TC_PROTOCOL_VERSION
@@ -596,6 +597,48 @@ sub read_exact
 		}
 	}
 	return $buf;
+}
+
+# Send a frame on sock and read the answer: (type, payload), or ().
+sub request
+{
+	my ($sock, $type, $payload) = @_;
+	send_frame($sock, $type, $payload);
+	return read_frame($sock, 30);
+}
+
+# An Error frame's (code, message).
+sub error_of
+{
+	my ($payload) = @_;
+	my $f = pb_decode($payload // '');
+	return ($f->{1}[0] // 0, $f->{2}[0] // '');
+}
+
+# '' for an answer of type ok, else "error CODE: message" or "frame TYPE".
+sub reply_outcome
+{
+	my ($ok, $type, $payload) = @_;
+	return '' if ($type // 0) == $ok;
+	return ($type // 0) == FRAME_ERROR ? 'error ' . join(': ', error_of($payload))
+	  : 'frame ' . ($type // 'none');
+}
+
+# The varints of a packed field.
+sub pb_varints
+{
+	my ($packed) = @_;
+	my @out;
+	my ($n, $shift) = (0, 0);
+	for my $b (map { ord } split //, $packed)
+	{
+		$n |= ($b & 0x7F) << $shift;
+		$shift += 7;
+		next if $b & 0x80;
+		push @out, $n;
+		($n, $shift) = (0, 0);
+	}
+	return @out;
 }
 
 # Read one frame: (type, payload), or () on EOF or timeout.

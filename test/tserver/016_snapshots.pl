@@ -45,30 +45,7 @@ use constant {
 my $ts = TcopyTest->new;
 $ts->start or die "tserver did not start";
 
-sub request
-{
-	my ($sock, $type, $payload) = @_;
-	TcopyTest::send_frame($sock, $type, $payload);
-	return TcopyTest::read_frame($sock, 30);
-}
-
 sub ready { return $ts->connect_ready // die "handshake failed" }
-
-sub error_of
-{
-	my ($payload) = @_;
-	my $f = pb_decode($payload // '');
-	return ($f->{1}[0] // 0, $f->{2}[0] // '');
-}
-
-# "error CODE: message" of a reply that is not of type ok, else ''
-sub outcome
-{
-	my ($ok, $type, $payload) = @_;
-	return '' if ($type // 0) == $ok;
-	return ($type // 0) == FRAME_ERROR ? 'error ' . join(': ', error_of($payload))
-	  : 'frame ' . ($type // 'none');
-}
 
 # table (k int8 key, v int8, s text); its id
 sub create_table
@@ -96,7 +73,7 @@ sub snapshot
 	my ($sock, $prefix) = @_;
 	my ($type, $payload) = request($sock, FRAME_SNAPSHOT,
 		defined $prefix ? pb_field_bytes(1, $prefix) : '');
-	die 'SNAPSHOT: ' . outcome(FRAME_SNAPSHOT_OK, $type, $payload) unless ($type // 0) == FRAME_SNAPSHOT_OK;
+	die 'SNAPSHOT: ' . reply_outcome(FRAME_SNAPSHOT_OK, $type, $payload) unless ($type // 0) == FRAME_SNAPSHOT_OK;
 	my $f = pb_decode($payload);
 	return { id => $f->{1}[0], key => $f->{2}[0] // '', prepared => $f->{3} // [] };
 }
@@ -109,7 +86,7 @@ sub begin
 	my $sock = ready();
 	my ($type, $payload) = request($sock, FRAME_BEGIN,
 		$snap ? pb_field_varint(1, $snap->{id}) . pb_field_bytes(2, $o{key} // $snap->{key}) : '');
-	return outcome(FRAME_BEGIN_OK, $type, $payload) unless ($type // 0) == FRAME_BEGIN_OK;
+	return reply_outcome(FRAME_BEGIN_OK, $type, $payload) unless ($type // 0) == FRAME_BEGIN_OK;
 	my $f = pb_decode($payload);
 	return { sock => $sock, id => $f->{1}[0], key => $f->{2}[0] // '', seq => 0, rows => 0 };
 }
@@ -122,7 +99,7 @@ sub write_batch
 		  . pb_field_varint(2, $table) . join('', map { pb_field_bytes(3, row(@$_)) } @rows)
 		  . ($kind ? pb_field_varint(4, $kind) : ''));
 	$s->{rows} += @rows;
-	return outcome(FRAME_ACK, $type, $payload);
+	return reply_outcome(FRAME_ACK, $type, $payload);
 }
 
 sub commit
@@ -130,7 +107,7 @@ sub commit
 	my ($s) = @_;
 	my ($type, $payload) = request($s->{sock}, FRAME_COMMIT,
 		pb_field_varint(1, $s->{seq}) . pb_field_varint(2, $s->{rows}));
-	return outcome(FRAME_COMMIT_OK, $type, $payload);
+	return reply_outcome(FRAME_COMMIT_OK, $type, $payload);
 }
 
 # Scan table on a new connection, naming snapshot and session if given:
@@ -161,23 +138,6 @@ sub scan
 	}
 	close($sock);
 	return join(' ', @rows);
-}
-
-# the varints of a packed field
-sub pb_varints
-{
-	my ($packed) = @_;
-	my @out;
-	my ($n, $shift) = (0, 0);
-	for my $b (map { ord } split //, $packed)
-	{
-		$n |= ($b & 0x7F) << $shift;
-		$shift += 7;
-		next if $b & 0x80;
-		push @out, $n;
-		($n, $shift) = (0, 0);
-	}
-	return @out;
 }
 
 my $setup = ready();
@@ -258,7 +218,7 @@ for my $i (1 .. $N)
 	die "write $i" if write_batch($p, $pt, 0, [ $i, $i, 'p' ]) ne '';
 	my ($type, $payload) = request($p->{sock}, FRAME_PREPARE,
 		pb_field_varint(1, 1) . pb_field_varint(2, 1) . pb_field_bytes(3, "snap:p:$i"));
-	die 'PREPARE: ' . outcome(FRAME_PREPARE_OK, $type, $payload) unless ($type // 0) == FRAME_PREPARE_OK;
+	die 'PREPARE: ' . reply_outcome(FRAME_PREPARE_OK, $type, $payload) unless ($type // 0) == FRAME_PREPARE_OK;
 	close($p->{sock});	# orphaned: any connection may resolve it
 }
 my $lister = ready();
@@ -314,7 +274,7 @@ sub reload
 	{
 		my ($type, $payload) = request($r->{sock}, FRAME_TABLE_OP,
 			pb_field_varint(1, 1) . pb_field_varint(2, $rt) . pb_field_varint(3, 1));
-		return 'TRUNCATE: ' . outcome(FRAME_TABLE_OP_OK, $type, $payload) unless ($type // 0) == FRAME_TABLE_OP_OK;
+		return 'TRUNCATE: ' . reply_outcome(FRAME_TABLE_OP_OK, $type, $payload) unless ($type // 0) == FRAME_TABLE_OP_OK;
 	}
 	for my $b (0 .. $RELOAD_ROWS / 1000 - 1)
 	{

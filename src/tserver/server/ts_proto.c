@@ -4,8 +4,10 @@
  *		authentication and the state machine, apart from any socket.
  *
  * The server speaks first (SERVER_HELLO with a fresh nonce), expects
- * HELLO, then serves requests one at a time in the order they come.  There
- * are three phases: awaiting HELLO, ready, and in a write session; each
+ * HELLO, then serves requests one at a time in the order they come.  The
+ * phases: awaiting HELLO, ready, in a write session (with it open to
+ * streams, or not), and joined to another connection's session as one of
+ * its streams (ts_proto_streams.c); each
  * frame type is allowed in some of them, and anything else (including the
  * types only a server sends) is a protocol error.  A PREPARE ends the
  * session as a COMMIT does, but leaves the connection owning the prepared
@@ -52,7 +54,8 @@
 #define PROTO_DECODE_POLL_MS 5	/* how often a waiting frame looks again */
 
 static const char *const proto_phase_names[] = {
-	"awaiting hello", "ready", "in write session"
+	"awaiting hello", "ready", "in write session", "in write session with streams",
+	"in a stream of a write session"
 };
 
 void
@@ -493,10 +496,23 @@ proto_dispatch(TsProto *proto, Tcopy__FrameType type, const uint8_t *payload,
 			return ts_proto_on_list_labels(proto, payload, len, err);
 		case TCOPY__FRAME_TYPE__FRAME_SNAPSHOT:
 			return ts_proto_on_snapshot(proto, payload, len, err);
+		case TCOPY__FRAME_TYPE__FRAME_STREAMS:
+			return ts_proto_on_streams(proto, payload, len, err);
+		case TCOPY__FRAME_TYPE__FRAME_JOIN:
+			return ts_proto_on_join(proto, payload, len, err);
+		case TCOPY__FRAME_TYPE__FRAME_CHUNK:
+			return ts_proto_on_chunk(proto, payload, len, err);
 		default:
 			break;
 	}
 	return ts_proto_unexpected(proto, type, "only a server sends it", err);
+}
+
+void
+ts_proto_frame_done(TsProto *proto)
+{
+	tc_arena_reset(&proto->frame_arena);
+	proto_decode_uncharge(proto);
 }
 
 int
@@ -505,8 +521,7 @@ ts_proto_handle_frame(TsProto *proto, Tcopy__FrameType type,
 {
 	int			rc = proto_dispatch(proto, type, payload, len, err);
 
-	tc_arena_reset(&proto->frame_arena);
-	proto_decode_uncharge(proto);
+	ts_proto_frame_done(proto);
 	return rc;
 }
 
@@ -551,6 +566,11 @@ ts_proto_release(TsProto *proto)
 	}
 	ts_snapshot_unref(proto->shared->store, proto->snapshot);
 	proto->snapshot = NULL;
+	if (proto->stream != NULL)
+	{
+		ts_stream_leave(proto->stream);
+		proto->stream = NULL;
+	}
 	if (proto->session != NULL)
 	{
 		ts_session_abort(proto->session);

@@ -61,7 +61,9 @@ typedef enum TsProtoPhase
 {
 	TS_PROTO_AWAIT_HELLO,		/* SERVER_HELLO sent */
 	TS_PROTO_READY,				/* handshake done, no write session */
-	TS_PROTO_IN_SESSION			/* a write session is open */
+	TS_PROTO_IN_SESSION,		/* a write session is open */
+	TS_PROTO_STREAMING,			/* ... and open to streams: only they write */
+	TS_PROTO_STREAM				/* joined another connection's session */
 } TsProtoPhase;
 
 /*
@@ -77,7 +79,8 @@ typedef struct TsProto
 	TsProtoShared *shared;
 	uint64_t	id;				/* connection_id sent in Ready, and in logs */
 	TsProtoPhase phase;
-	TsSession  *session;		/* open in TS_PROTO_IN_SESSION only */
+	TsSession  *session;		/* open in TS_PROTO_IN_SESSION, STREAMING */
+	TsStream   *stream;			/* in TS_PROTO_STREAM: the session joined */
 	uint64_t	last_seq;		/* the session's last WriteBatch; 0: none */
 	TsScan	   *scan;			/* open while a scan is streamed */
 	TsSnapshot *snapshot;		/* taken by SNAPSHOT, until the connection ends */

@@ -21,6 +21,8 @@ extern Tcopy__WriteBatch *ts_proto_decode_write(TsProto *proto, const uint8_t *p
 				   Tcopy__WriteBatch *batch, TsError *err);
 extern int ts_proto_unexpected(TsProto *proto, Tcopy__FrameType type, const char *why, TsError *err);
 extern void ts_proto_printable(const char *src, char *dst, size_t dstlen);
+/* The current frame's message is done with: free it, give back its budget. */
+extern void ts_proto_frame_done(TsProto *proto);
 
 /* in ts_proto_requests.c: one handler per request frame */
 extern int ts_proto_on_abort(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
@@ -38,5 +40,14 @@ extern int ts_proto_on_scan(TsProto *proto, const uint8_t *payload, uint32_t len
 extern int ts_proto_on_stats_request(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
 extern int ts_proto_on_table_op(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
 extern int ts_proto_on_write(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
+
+/* in ts_proto_streams.c: streams of a write session */
+extern int ts_proto_on_streams(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
+extern int ts_proto_on_join(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
+extern int ts_proto_on_chunk(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
+extern int ts_proto_on_stream_write(TsProto *proto, const uint8_t *payload, uint32_t len,
+									TsError *err);
+/* in ts_proto_requests.c: may the connection name table_id (its scope)? */
+extern int ts_proto_check_table_id(TsProto *proto, uint32_t table_id, TsError *err);
 
 #endif							/* TS_PROTO_INT_H */

@@ -54,8 +54,8 @@ proto_scope_has_table(const TsProto *proto, uint32_t table_id)
 	return false;
 }
 
-static int
-proto_check_table_id(TsProto *proto, uint32_t table_id, TsError *err)
+int
+ts_proto_check_table_id(TsProto *proto, uint32_t table_id, TsError *err)
 {
 	if (proto->scope == NULL || proto_scope_has_table(proto, table_id))
 		return 0;
@@ -189,6 +189,8 @@ ts_proto_on_write(TsProto *proto, const uint8_t *payload, uint32_t len, TsError 
 	Tcopy__WriteBatch *batch;
 	Tcopy__Ack	ack = TCOPY__ACK__INIT;
 
+	if (proto->phase == TS_PROTO_STREAM)
+		return ts_proto_on_stream_write(proto, payload, len, err);
 	if (proto->phase != TS_PROTO_IN_SESSION)
 		return ts_proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_WRITE,
 								proto->phase == TS_PROTO_READY ? "no write session is open" : NULL,
@@ -199,7 +201,7 @@ ts_proto_on_write(TsProto *proto, const uint8_t *payload, uint32_t len, TsError 
 	if (proto_check_seq(proto, "write batch", batch->seq, err) != 0)
 		return -1;
 	atomic_fetch_add(&proto->shared->batches_received, 1);
-	if (proto_check_table_id(proto, batch->table_id, err) != 0 ||
+	if (ts_proto_check_table_id(proto, batch->table_id, err) != 0 ||
 		ts_session_write(proto->session, batch, err) != 0)
 		return -1;
 	proto->last_seq = batch->seq;
@@ -229,7 +231,7 @@ ts_proto_on_modify(TsProto *proto, const uint8_t *payload, uint32_t len, TsError
 		return -1;
 	if (proto_check_seq(proto, "modify", request->seq, err) != 0)
 		return -1;
-	if (proto_check_table_id(proto, request->table_id, err) != 0 ||
+	if (ts_proto_check_table_id(proto, request->table_id, err) != 0 ||
 		ts_session_modify(proto->session, request, &changed, err) != 0)
 		return -1;
 	proto->last_seq = request->seq;
@@ -412,7 +414,7 @@ ts_proto_on_abort(TsProto *proto, const uint8_t *payload, uint32_t len, TsError 
 {
 	Tcopy__AbortOk reply = TCOPY__ABORT_OK__INIT;
 
-	if (proto->phase != TS_PROTO_IN_SESSION)
+	if (proto->phase != TS_PROTO_IN_SESSION && proto->phase != TS_PROTO_STREAMING)
 		return ts_proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_ABORT,
 								proto->phase == TS_PROTO_READY ? "no write session is open" : NULL,
 								err);
@@ -440,7 +442,7 @@ ts_proto_on_scan(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *
 	if (proto->phase == TS_PROTO_AWAIT_HELLO)
 		return ts_proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_SCAN, NULL, err);
 	request = ts_proto_unpack(proto, &tcopy__scan__descriptor, payload, len, err);
-	if (request == NULL || proto_check_table_id(proto, request->table_id, err) != 0)
+	if (request == NULL || ts_proto_check_table_id(proto, request->table_id, err) != 0)
 		return -1;
 	proto->scan = ts_scan_open(proto->shared->store, request, err);
 	if (proto->scan == NULL)
@@ -536,7 +538,7 @@ ts_proto_on_list_labels(TsProto *proto, const uint8_t *payload, uint32_t len, Ts
 	if (proto->phase == TS_PROTO_AWAIT_HELLO)
 		return ts_proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_LIST_LABELS, NULL, err);
 	request = ts_proto_unpack(proto, &tcopy__list_labels__descriptor, payload, len, err);
-	if (request == NULL || proto_check_table_id(proto, request->table_id, err) != 0 ||
+	if (request == NULL || ts_proto_check_table_id(proto, request->table_id, err) != 0 ||
 		ts_store_list_labels(proto->shared->store, request->table_id, &proto->frame_arena,
 							 &reply, err) != 0)
 		return -1;
@@ -556,8 +558,10 @@ ts_proto_on_table_op(TsProto *proto, const uint8_t *payload, uint32_t len, TsErr
 	if (proto->phase == TS_PROTO_AWAIT_HELLO)
 		return ts_proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_TABLE_OP, NULL, err);
 	request = ts_proto_unpack(proto, &tcopy__table_op__descriptor, payload, len, err);
-	if (request == NULL || proto_check_table_id(proto, request->table_id, err) != 0)
+	if (request == NULL || ts_proto_check_table_id(proto, request->table_id, err) != 0)
 		return -1;
+	if (proto->phase == TS_PROTO_STREAMING || proto->phase == TS_PROTO_STREAM)
+		return ts_proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_TABLE_OP, NULL, err);
 	if (request->in_session != (proto->phase == TS_PROTO_IN_SESSION))
 		return ts_proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_TABLE_OP,
 								request->in_session ? "in_session, but no write session is open" :
@@ -655,7 +659,7 @@ ts_proto_on_stats_request(TsProto *proto, const uint8_t *payload, uint32_t len, 
 		return -1;
 	if (request->table_id != 0)
 	{
-		if (proto_check_table_id(proto, request->table_id, err) != 0 ||
+		if (ts_proto_check_table_id(proto, request->table_id, err) != 0 ||
 			ts_store_table_estimate(proto->shared->store, request->table_id,
 									&estimate.rows, &estimate.bytes, err) != 0)
 			return -1;

@@ -31,6 +31,8 @@
 #define TS_PREPARE_SST_BYTES (4 * 1024 * 1024)	/* a never-spilled session at
 												 * least this large is
 												 * written as SST files */
+#define EARLY_SPILL_BYTES (1024 * 1024)	/* staged before a spill forced by
+										 * the store's memory budget */
 #define SESSION_DIR_SIZE 4096	/* of the session's staging directory's path */
 #define SESSION_PATH_SIZE (SESSION_DIR_SIZE + 104)	/* of a file's in it */
 
@@ -145,6 +147,8 @@ struct TsSession
 	bool		prepared;		/* ts_session_prepare done: only publish left */
 	bool		keep_dir;		/* prepared: the staging directory outlives it */
 	SstSink    *sst;			/* SST files to ingest, in precedence order */
+	TsStreams  *streams;		/* open to streams (ts_streams.c), or NULL;
+								 * set under the store's sessions_lock */
 	TsConflicts conflicts;		/* on_conflict of the tables that set one */
 	TcBuf		direct_first;	/* first and last key written to direct SST */
 	TcBuf		direct_last;	/* files, while conflicts has policies */
@@ -248,6 +252,27 @@ rocksdb_writebatch_t *ts_session_build_batch(TsSession *session);
  * unless session->keep_dir; counted as aborted when aborted.
  */
 void		ts_session_free(TsSession *session, bool aborted);
+
+/* in ts_session_write.c: a stream's batch (ts_streams.c) */
+
+/*
+ * Check and encode batch's rows (inserts only) into records[] for the
+ * session, outside its lock; 0, or -1 with err.
+ */
+int			ts_session_encode_batch(TsSession *session, const Tcopy__WriteBatch *batch,
+									TcBuf *records, TsError *err);
+
+/*
+ * Stage nrecords records of table_id (ts_session_encode_batch's) as the
+ * session's next rows, all or none; *rows: the session's rows after.  0, or
+ * -1 with err.
+ */
+int			ts_session_stage_records(TsSession *session, uint32_t table_id,
+									 const TcBuf *records, size_t nrecords, uint64_t *rows,
+									 TsError *err);
+
+/* in ts_streams.c: detach and release the session's streams, if open */
+void		ts_session_streams_end(TsSession *session);
 
 /* in ts_session_ordinal.c: the session's TsConflictReport, arg the session */
 int			ts_session_report_duplicate(void *arg, const uint8_t *key, uint32_t keylen,

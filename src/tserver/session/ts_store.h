@@ -33,6 +33,8 @@
 #include "ts_storage.h"
 
 typedef struct TsSession TsSession;
+typedef struct TsStream TsStream;	/* a connection joined to a session: ts_streams.c */
+typedef struct TsStreams TsStreams;	/* the streams of one session */
 typedef struct TsScan TsScan;
 typedef struct TsSnapshot TsSnapshot;
 
@@ -99,6 +101,39 @@ const uint8_t *ts_session_key(const TsSession *session, size_t *len);
  */
 int			ts_session_write(TsSession *session, const Tcopy__WriteBatch *batch,
 							 TsError *err);
+
+/*
+ * Streams of the session (ts_streams.c, docs/protocol.md#streams): open it
+ * to streams that JOIN it, and close them, checking that chunks
+ * 1 .. chunks and rows rows in all were staged.  The session's own
+ * connection writes nothing while they are open.  0, or -1 with err (a
+ * failed stream's error, at the close).
+ */
+int			ts_session_streams_open(TsSession *session, TsError *err);
+int			ts_session_streams_close(TsSession *session, uint64_t chunks, uint64_t rows,
+									 TsError *err);
+
+/*
+ * A connection that joined an open session's streams: it sends chunks of
+ * batches (ts_stream_chunk with end false, ts_stream_encode and
+ * ts_stream_stage for each batch, ts_stream_chunk
+ * with end true), which the session stages in chunk order, waiting for
+ * the chunk's turn; *rows: the session's rows after the batch or chunk.  A stream
+ * that leaves in the middle of a chunk fails the session's streams.  The
+ * end of a chunk that is the input's last (last) drops the chunks after it.
+ */
+TsStream   *ts_stream_join(TsStore *store, uint64_t session_id, const uint8_t *key,
+						   size_t keylen, TsError *err);
+int			ts_stream_chunk(TsStream *stream, uint64_t chunk, bool end, bool last,
+							uint64_t *rows, TsError *err);
+/*
+ * A stream's batch: ts_stream_encode checks and encodes it (the batch may
+ * be freed after), ts_stream_stage then stages it in its chunk's turn;
+ * after a successful encode the stage must follow.
+ */
+int			ts_stream_encode(TsStream *stream, const Tcopy__WriteBatch *batch, TsError *err);
+int			ts_stream_stage(TsStream *stream, uint64_t *rows, TsError *err);
+void		ts_stream_leave(TsStream *stream);
 
 /* Rows staged so far (for Ack). */
 uint64_t	ts_session_rows(const TsSession *session);

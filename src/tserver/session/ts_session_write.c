@@ -1,0 +1,407 @@
+/*
+ * ts_session_write.c
+ *		A session's write path: a batch's rows checked, encoded into
+ *		records and admitted to the staging buffer (ts_session.c describes
+ *		the buffer, its spills and what "sorted" means).
+ *
+ * A batch comes either on the session's own connection (ts_session_write:
+ * the rows are encoded straight into the buffer, under the session's lock)
+ * or on a stream that joined the session (ts_streams.c): the stream
+ * encodes its batch into records of its own first, outside any lock, on
+ * its own connection's thread, and the records are then copied into the
+ * buffer when its chunk's turn comes (ts_session_stage_records).  Either
+ * way each record is admitted as the session's next row: the same
+ * sortedness check, the same settling of duplicates, the same row
+ * ordinals, so that a session cannot tell its streams' rows from its own.
+ */
+#include "ts_session_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ts_key.h"
+#include "ts_record.h"
+
+/* Remember that the session wrote to table_id. */
+static int
+session_note_table(TsSession *session, uint32_t table_id)
+{
+	for (size_t i = 0; i < session->ntables; i++)
+		if (session->tables[i] == table_id)
+			return 0;
+	if (session->ntables == session->tables_cap)
+	{
+		size_t		cap = session->tables_cap ? session->tables_cap * 2 : 4;
+		uint32_t   *tables = realloc(session->tables, cap * sizeof(uint32_t));
+
+		if (tables == NULL)
+			return -1;
+		session->tables = tables;
+		session->tables_cap = cap;
+	}
+	session->tables[session->ntables++] = table_id;
+	return 0;
+}
+
+/* The batch's table, if the session may take the batch; NULL with err. */
+static TsTable *
+write_table(TsSession *session, const Tcopy__WriteBatch *batch, TsError *err)
+{
+	TsTable    *table;
+
+	if (session->prepared)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "write batch after the session was prepared");
+		return NULL;
+	}
+	table = ts_store_table(session->store, batch->table_id, err);
+	if (table == NULL)
+		return NULL;
+	if (session->ndrops > 0 && ids_contain(session->drops, session->ndrops, table->id))
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "write batch for table \"%s\" after the session dropped it", table->name);
+		return NULL;
+	}
+	if (batch->kind != TCOPY__WRITE_KIND__WRITE_INSERT &&
+		batch->kind != TCOPY__WRITE_KIND__WRITE_UPDATE &&
+		batch->kind != TCOPY__WRITE_KIND__WRITE_DELETE)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "write batch of unknown kind %d", (int) batch->kind);
+		return NULL;
+	}
+	/* a table's layout is immutable and outlives a drop: no lock needed */
+	if (batch->kind != TCOPY__WRITE_KIND__WRITE_INSERT && table->layout.nkey == 0)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "table \"%s\" has no key columns: its rows cannot be %s",
+					 table->name,
+					 batch->kind == TCOPY__WRITE_KIND__WRITE_UPDATE ? "updated" : "deleted");
+		return NULL;
+	}
+	return table;
+}
+
+/*
+ * Check every row of batch against table's schema; *bound: an upper bound
+ * of the bytes of their records.  0, or -1 with err.
+ */
+static int
+write_check_rows(const TsTable *table, const Tcopy__WriteBatch *batch, size_t *bound,
+				 TsError *err)
+{
+	*bound = 0;
+	for (size_t i = 0; i < batch->n_rows; i++)
+	{
+		const Tcopy__Row *row = batch->rows[i];
+
+		if (ts_row_check(&table->layout, row, err) != 0)
+		{
+			size_t		len = strlen(err->message);
+
+			snprintf(err->message + len, sizeof(err->message) - len,
+					 " (row %zu of batch %llu for table \"%s\")", i + 1,
+					 (unsigned long long) batch->seq, table->name);
+			return -1;
+		}
+		/* see ts_codec.h for the formats */
+		*bound += TS_RECORD_HEADER_SIZE + TS_TABLE_ID_SIZE + TS_ROWID_SIZE + 1 +
+			11 * row->n_ints + 9 * row->n_floats + 13 * row->n_blobs + row->n_nulls;
+		for (size_t b = 0; b < row->n_blobs; b++)
+			*bound += 2 * row->blobs[b].len;
+	}
+	return 0;
+}
+
+/*
+ * Room in the staging buffer for bound more bytes of nrows records.  Keep
+ * the buffer at its first size: spill before a batch that would not fit,
+ * rather than let the buffer double.  And while the sessions together
+ * stage more than the store's budget, spill once EARLY_SPILL_BYTES are
+ * staged: every session's memory then stays near that (the spill waits for
+ * the one before, which holds the connection back), however many sessions
+ * there are.  0, or -1 with err.
+ */
+static int
+write_make_room(TsSession *session, size_t bound, size_t nrows, TsError *err)
+{
+	TsStore    *store = session->store;
+
+	if (session->staged.len > 0 &&
+		(session->staged.len + bound > session->staged.cap ||
+		 (store->opts.memory_bytes > 0 && session->staged.len >= EARLY_SPILL_BYTES &&
+		  atomic_load(&store->staged_bytes) + bound > store->opts.memory_bytes)))
+	{
+		/* a spill checks keys against the stored rows (ts_key_claims.c) */
+		if (ts_conflicts_checked(&session->conflicts))
+			ts_key_claims_watch(session);
+		if (ts_spill_start(session, err) != 0)
+			return -1;
+	}
+	if (session->staged.cap == 0 &&
+		!tc_buf_reserve(&session->staged, store->opts.session_memory_bytes / 2 > bound ?
+						store->opts.session_memory_bytes / 2 : bound))
+		goto oom;
+	if (session->noffsets + nrows > session->offsets_cap)
+	{
+		size_t		cap = session->offsets_cap ? session->offsets_cap : 1024;
+		uint32_t   *offsets;
+
+		while (cap < session->noffsets + nrows)
+			cap *= 2;
+		offsets = realloc(session->offsets, cap * sizeof(uint32_t));
+		if (offsets == NULL)
+			goto oom;
+		session->offsets = offsets;
+		session->offsets_cap = cap;
+	}
+	return 0;
+
+oom:
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL,
+				 "out of memory staging a batch of %zu rows", nrows);
+	return -1;
+}
+
+/*
+ * Append row's record (of kind, its key rowid when the table has no key
+ * columns) to out; *key_end: where its key ends.  false when out of memory.
+ */
+static bool
+write_encode_record(const TsTable *table, Tcopy__WriteKind kind, uint64_t rowid,
+					const Tcopy__Row *row, TcBuf *out, size_t *key_end)
+{
+	const TsLayout *layout = &table->layout;
+	size_t		start = out->len;
+	bool		ok;
+
+	if (start > UINT32_MAX - TS_RECORD_HEADER_SIZE ||
+		!tc_buf_reserve(out, TS_RECORD_HEADER_SIZE))
+		return false;
+	out->len += TS_RECORD_HEADER_SIZE;
+	if (layout->nkey == 0)
+		ok = ts_key_encode_rowid(table->id, rowid, out);
+	else
+		ok = ts_key_encode(layout, table->id, row, out);
+	*key_end = out->len;
+	if (!ok)
+		return false;
+	if (kind != TCOPY__WRITE_KIND__WRITE_INSERT)
+	{
+		if (!tc_buf_reserve(out, 1))
+			return false;
+		out->data[out->len++] =
+			kind == TCOPY__WRITE_KIND__WRITE_DELETE ? TS_VALUE_DELETE : TS_VALUE_SET;
+	}
+	if (kind != TCOPY__WRITE_KIND__WRITE_DELETE && !ts_value_encode(layout, row, out))
+		return false;
+	ts_record_put_header(out->data + start,
+						 (uint32_t) (*key_end - start - TS_RECORD_HEADER_SIZE),
+						 (uint32_t) (out->len - *key_end));
+	return true;
+}
+
+/*
+ * Admit the record at start, the last in the staging buffer, as the
+ * session's row `row` (1-based): 1 when it is staged, 0 when it is not (a
+ * duplicate whose first row stays, IGNORE: the buffer ends at start
+ * again), -1 with err (ERROR: a duplicate).
+ */
+static int
+write_admit(TsSession *session, size_t start, uint64_t row, TsError *err)
+{
+	const uint8_t *rec = session->staged.data + start;
+	uint32_t	keylen = ts_record_keylen(rec);
+
+	/* one key below its predecessor, and spills sort into runs for good */
+	if (session->sorted && session->noffsets > 0)
+	{
+		const uint8_t *prev = session->staged.data + session->offsets[session->noffsets - 1];
+		int			cmp = ts_key_compare(ts_record_key(prev), ts_record_keylen(prev),
+										 ts_record_key(rec), keylen);
+
+		if (cmp > 0)
+			session->sorted = false;
+		else if (cmp == 0 && session->conflicts.n > 0 &&
+				 ts_record_mark(prev) == 0 && ts_record_mark(rec) == 0)
+		{
+			size_t		keep;
+
+			/* while sorted, a duplicate is settled as it arrives */
+			if (ts_conflicts_pick(&session->conflicts, ts_record_key(rec), keylen, 2,
+								  ts_record_value(rec, keylen), ts_record_valuelen(rec),
+								  &keep, err) != 0)
+				return -1;
+			if (keep == 0)
+			{
+				session->staged.len = start;	/* the first stays */
+				ts_ordinals_skip(&session->ordinals, row);
+				return 0;
+			}
+		}
+	}
+	session->offsets[session->noffsets++] = (uint32_t) start;
+	return 1;
+}
+
+static int	session_write_locked(TsSession *session, const Tcopy__WriteBatch *batch,
+								 TsError *err);
+
+/* Stage a batch under the session's lock, against a scan's copy. */
+int
+ts_session_write(TsSession *session, const Tcopy__WriteBatch *batch, TsError *err)
+{
+	int			result;
+
+	pthread_mutex_lock(&session->lock);
+	result = session_write_locked(session, batch, err);
+	pthread_mutex_unlock(&session->lock);
+	return result;
+}
+
+static int
+session_write_locked(TsSession *session, const Tcopy__WriteBatch *batch, TsError *err)
+{
+	TsTable    *table;
+	size_t		saved_len;
+	size_t		saved_offsets;
+	uint64_t	rowid = 0;
+	size_t		bound;
+
+	table = write_table(session, batch, err);
+	if (table == NULL || write_check_rows(table, batch, &bound, err) != 0 ||
+		write_make_room(session, bound, batch->n_rows, err) != 0)
+		return -1;
+	/* what a failed batch goes back to: after the spill, which swaps buffers */
+	saved_len = session->staged.len;
+	saved_offsets = session->noffsets;
+	if (session_note_table(session, table->id) != 0)
+		goto oom;
+	if (table->layout.nkey == 0)
+		rowid = atomic_fetch_add(&table->next_rowid, batch->n_rows);
+
+	for (size_t i = 0; i < batch->n_rows; i++)
+	{
+		size_t		start = session->staged.len;
+		size_t		key_end;
+
+		if (!write_encode_record(table, batch->kind, rowid++, batch->rows[i],
+								 &session->staged, &key_end))
+			goto oom;
+		/* first updater wins: the row as the snapshot had it, or 40001 */
+		if ((batch->kind != TCOPY__WRITE_KIND__WRITE_INSERT && session->snapshot != NULL &&
+			 ts_snapshot_check_row(session->store, session->snapshot, table,
+								   session->staged.data + start + TS_RECORD_HEADER_SIZE,
+								   key_end - start - TS_RECORD_HEADER_SIZE, err) != 0) ||
+			write_admit(session, start, session->rows + i + 1, err) < 0)
+		{
+			session->staged.len = saved_len;
+			session->noffsets = saved_offsets;
+			return -1;
+		}
+	}
+	session->rows += batch->n_rows;
+	ts_session_account(session);
+	return 0;
+
+oom:
+	session->staged.len = saved_len;
+	session->noffsets = saved_offsets;
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL,
+				 "out of memory staging a batch of %zu rows", batch->n_rows);
+	return -1;
+}
+
+int
+ts_session_encode_batch(TsSession *session, const Tcopy__WriteBatch *batch,
+						TcBuf *records, TsError *err)
+{
+	TsTable    *table;
+	size_t		bound;
+
+	records->len = 0;
+	table = write_table(session, batch, err);
+	if (table == NULL)
+		return -1;
+	if (batch->kind != TCOPY__WRITE_KIND__WRITE_INSERT)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "a stream of a session sends inserts only, not a batch of kind %d",
+					 (int) batch->kind);
+		return -1;
+	}
+	if (write_check_rows(table, batch, &bound, err) != 0)
+		return -1;
+	if (!tc_buf_reserve(records, bound))
+		goto oom;
+	for (size_t i = 0; i < batch->n_rows; i++)
+	{
+		size_t		key_end;
+
+		/* a rowid is the session's to give, in the order it stages rows */
+		if (!write_encode_record(table, batch->kind, 0, batch->rows[i], records, &key_end))
+			goto oom;
+	}
+	return 0;
+
+oom:
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL,
+				 "out of memory encoding a batch of %zu rows", batch->n_rows);
+	return -1;
+}
+
+int
+ts_session_stage_records(TsSession *session, uint32_t table_id, const TcBuf *records,
+						 size_t nrecords, uint64_t *rows, TsError *err)
+{
+	TsTable    *table;
+	size_t		saved_len;
+	size_t		saved_offsets;
+	uint64_t	rowid = 0;
+	size_t		off = 0;
+	int			result = -1;
+
+	pthread_mutex_lock(&session->lock);
+	table = ts_store_table(session->store, table_id, err);
+	if (table == NULL || write_make_room(session, records->len, nrecords, err) != 0)
+		goto done;
+	saved_len = session->staged.len;
+	saved_offsets = session->noffsets;
+	if (session_note_table(session, table->id) != 0 ||
+		!tc_buf_reserve(&session->staged, records->len))
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL,
+					 "out of memory staging a batch of %zu rows", nrecords);
+		goto done;
+	}
+	if (table->layout.nkey == 0)
+		rowid = atomic_fetch_add(&table->next_rowid, nrecords);
+	for (size_t i = 0; i < nrecords; i++)
+	{
+		const uint8_t *rec = records->data + off;
+		size_t		size = ts_record_size(ts_record_keylen(rec), ts_record_valuelen(rec));
+		size_t		start = session->staged.len;
+
+		memcpy(session->staged.data + start, rec, size);
+		session->staged.len += size;
+		off += size;
+		if (table->layout.nkey == 0)
+			ts_put_be64(session->staged.data + start + TS_RECORD_HEADER_SIZE +
+						TS_TABLE_ID_SIZE, rowid++);
+		if (write_admit(session, start, session->rows + i + 1, err) < 0)
+		{
+			session->staged.len = saved_len;
+			session->noffsets = saved_offsets;
+			goto done;
+		}
+	}
+	session->rows += nrecords;
+	ts_session_account(session);
+	result = 0;
+done:
+	*rows = session->rows;
+	pthread_mutex_unlock(&session->lock);
+	return result;
+}

@@ -1,0 +1,399 @@
+/*
+ * ts_streams.c
+ *		Streams of one write session: other connections that join it and
+ *		send its batches chunk by chunk, staged in chunk order
+ *		(docs/protocol.md#streams).
+ *
+ * A parallel COPY's workers each parse a part of the input; for the
+ * session to receive the rows in input order (so that of equal keys the
+ * later row in the input wins, or is the one reported, and a duplicate's
+ * row ordinal names its COPY line), the input is cut into chunks numbered
+ * 1, 2, 3, ... and a chunk's rows are staged only when every chunk before
+ * it has been.  What a stream does on its own thread, before its turn, is
+ * the costly part of a batch: decoding the frame, checking the rows, and
+ * encoding them into records (ts_session_encode_batch); its turn only
+ * copies the records into the staging buffer (ts_session_stage_records).
+ *
+ * The streams of a session share a TsStreams, counted by references: the
+ * session holds one while it is open to streams, each joined connection
+ * one.  The session pointer in it is cleared when the session closes its
+ * streams or goes away, and the session is not freed while a stream uses
+ * it (users): a stream that finds the pointer cleared, or the group
+ * failed, fails its batch.  A stream waiting for its turn is woken by
+ * every chunk's end, by a failure and by the session closing.
+ */
+#include "ts_session_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct TsStreams
+{
+	pthread_mutex_t lock;
+	pthread_cond_t changed;		/* next_chunk, session, failed or users moved */
+	unsigned	refs;			/* the session's, while open, and each stream's */
+	TsSession  *session;		/* NULL once closed to streams */
+	uint64_t	next_chunk;		/* the chunk whose rows are staged next */
+	uint64_t	last_chunk;		/* the input ended with it; 0: not yet */
+	unsigned	users;			/* streams using the session right now */
+	bool		failed;			/* a stream failed: the session may not close them */
+	TsError		err;			/* the first failure */
+};
+
+struct TsStream
+{
+	TsStreams  *group;
+	uint64_t	chunk;			/* the chunk being sent; 0: none */
+	TcBuf		records;		/* the batch being staged, encoded */
+	uint32_t	table_id;		/* its table */
+	size_t		nrecords;		/* its records */
+};
+
+/* Whether a[len] and b[len] are equal, in time that does not tell where not. */
+static bool
+key_equal(const uint8_t *a, const uint8_t *b, size_t len)
+{
+	uint8_t		diff = 0;
+
+	for (size_t i = 0; i < len; i++)
+		diff |= a[i] ^ b[i];
+	return diff == 0;
+}
+
+static void
+streams_unref(TsStreams *group)
+{
+	bool		last;
+
+	pthread_mutex_lock(&group->lock);
+	last = --group->refs == 0;
+	pthread_mutex_unlock(&group->lock);
+	if (!last)
+		return;
+	pthread_cond_destroy(&group->changed);
+	pthread_mutex_destroy(&group->lock);
+	free(group);
+}
+
+/* Fail the group with err, unless it failed already; under its lock. */
+static void
+streams_fail_locked(TsStreams *group, const TsError *err)
+{
+	if (!group->failed)
+	{
+		group->failed = true;
+		group->err = *err;
+	}
+	pthread_cond_broadcast(&group->changed);
+}
+
+int
+ts_session_streams_open(TsSession *session, TsError *err)
+{
+	TsStreams  *group;
+
+	if (session->streams != NULL || session->prepared)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL, "%s",
+					 session->prepared ? "the session is prepared: it takes no streams" :
+					 "the session's streams are open already");
+		return -1;
+	}
+	group = calloc(1, sizeof(TsStreams));
+	if (group == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		return -1;
+	}
+	pthread_mutex_init(&group->lock, NULL);
+	pthread_cond_init(&group->changed, NULL);
+	group->refs = 1;
+	group->session = session;
+	group->next_chunk = 1;
+	/* a JOIN finds it through the registry, under its lock */
+	pthread_mutex_lock(&session->store->sessions_lock);
+	session->streams = group;
+	pthread_mutex_unlock(&session->store->sessions_lock);
+	return 0;
+}
+
+/*
+ * Detach the session's streams: none may use the session any more, and
+ * none is using it when this returns.  Whatever they send from now on
+ * fails.  Returns the group, still referenced by the session.
+ */
+static TsStreams *
+streams_detach(TsSession *session)
+{
+	TsStreams  *group = session->streams;
+
+	pthread_mutex_lock(&session->store->sessions_lock);
+	session->streams = NULL;
+	pthread_mutex_unlock(&session->store->sessions_lock);
+	pthread_mutex_lock(&group->lock);
+	group->session = NULL;
+	pthread_cond_broadcast(&group->changed);
+	while (group->users > 0)
+		pthread_cond_wait(&group->changed, &group->lock);
+	pthread_mutex_unlock(&group->lock);
+	return group;
+}
+
+int
+ts_session_streams_close(TsSession *session, uint64_t chunks, uint64_t rows, TsError *err)
+{
+	TsStreams  *group;
+	int			result = 0;
+
+	if (session->streams == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "the session's streams are not open");
+		return -1;
+	}
+	group = streams_detach(session);
+	/* no stream runs now: the group's fields are still */
+	if (group->failed)
+	{
+		*err = group->err;
+		result = -1;
+	}
+	else if (group->next_chunk != chunks + 1)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "closing the session's streams names %llu chunks, but %llu were staged",
+					 (unsigned long long) chunks,
+					 (unsigned long long) (group->next_chunk - 1));
+		result = -1;
+	}
+	else if (rows != session->rows)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "closing the session's streams names %llu rows, but the session received %llu",
+					 (unsigned long long) rows, (unsigned long long) session->rows);
+		result = -1;
+	}
+	streams_unref(group);
+	return result;
+}
+
+void
+ts_session_streams_end(TsSession *session)
+{
+	if (session->streams != NULL)
+		streams_unref(streams_detach(session));
+}
+
+TsStream *
+ts_stream_join(TsStore *store, uint64_t session_id, const uint8_t *key, size_t keylen,
+			   TsError *err)
+{
+	TsSession  *session;
+	TsStreams  *group = NULL;
+	TsStream   *stream = calloc(1, sizeof(TsStream));
+
+	if (stream == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		return NULL;
+	}
+	pthread_mutex_lock(&store->sessions_lock);
+	for (session = store->sessions; session != NULL; session = session->reg_next)
+		if (session->id == session_id)
+			break;
+	if (session != NULL && keylen == sizeof(session->key) &&
+		key_equal(session->key, key, keylen) && session->streams != NULL)
+	{
+		group = session->streams;
+		pthread_mutex_lock(&group->lock);
+		group->refs++;
+		pthread_mutex_unlock(&group->lock);
+	}
+	pthread_mutex_unlock(&store->sessions_lock);
+	if (group == NULL)
+	{
+		free(stream);
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_SESSION_LOST,
+					 "JOIN names no write session of this id and key open to streams");
+		return NULL;
+	}
+	stream->group = group;
+	return stream;
+}
+
+/* Whether chunk comes after the input's last: its rows are dropped. */
+static bool
+stream_past_end(const TsStreams *group, uint64_t chunk)
+{
+	return group->last_chunk != 0 && chunk > group->last_chunk;
+}
+
+/*
+ * Wait, under the group's lock, until chunk's turn comes (or the input
+ * ended before it): 0, or -1 with err when the streams were closed or one
+ * failed.
+ */
+static int
+stream_wait_turn(TsStreams *group, uint64_t chunk, TsError *err)
+{
+	while (group->session != NULL && !group->failed && group->next_chunk < chunk &&
+		   !stream_past_end(group, chunk))
+		pthread_cond_wait(&group->changed, &group->lock);
+	if (group->session == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_SESSION_LOST,
+					 "the write session's streams were closed");
+		return -1;
+	}
+	if (group->failed)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_SESSION_LOST,
+					 "another stream of the write session failed: %s", group->err.message);
+		return -1;
+	}
+	if (group->next_chunk > chunk)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "chunk %llu of the write session was staged already",
+					 (unsigned long long) chunk);
+		return -1;
+	}
+	return 0;
+}
+
+int
+ts_stream_chunk(TsStream *stream, uint64_t chunk, bool end, bool last, uint64_t *rows,
+				TsError *err)
+{
+	TsStreams  *group = stream->group;
+	int			result;
+
+	if (chunk == 0 || (end ? stream->chunk != chunk : stream->chunk != 0))
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "CHUNK %s %llu out of order: the stream's chunk is %llu",
+					 end ? "end of" : "start of", (unsigned long long) chunk,
+					 (unsigned long long) stream->chunk);
+		return -1;
+	}
+	if (!end)
+	{
+		stream->chunk = chunk;
+		return 0;
+	}
+	/* a chunk ends in its turn, even one without rows */
+	pthread_mutex_lock(&group->lock);
+	result = stream_wait_turn(group, chunk, err);
+	if (result == 0 && stream_past_end(group, chunk))
+	{
+		stream->chunk = 0;
+		*rows = 0;
+	}
+	else if (result == 0)
+	{
+		if (last)
+			group->last_chunk = chunk;
+		group->next_chunk++;
+		pthread_cond_broadcast(&group->changed);
+		stream->chunk = 0;
+		/* no stream stages now: the chunk's turn is over, the next's not begun */
+		*rows = group->session->rows;
+	}
+	else
+		streams_fail_locked(group, err);
+	pthread_mutex_unlock(&group->lock);
+	return result;
+}
+
+int
+ts_stream_encode(TsStream *stream, const Tcopy__WriteBatch *batch, TsError *err)
+{
+	TsStreams  *group = stream->group;
+	TsSession  *session;
+	int			result;
+
+	if (stream->chunk == 0)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "a stream's write batch must be inside a chunk (CHUNK first)");
+		return -1;
+	}
+	pthread_mutex_lock(&group->lock);
+	session = group->session;
+	if (session == NULL || group->failed)
+		result = stream_wait_turn(group, stream->chunk, err);	/* says why */
+	else
+	{
+		group->users++;
+		result = 0;
+	}
+	pthread_mutex_unlock(&group->lock);
+	if (result != 0)
+		return -1;
+
+	/* the costly part, on this stream's thread while the others stage */
+	result = ts_session_encode_batch(session, batch, &stream->records, err);
+	if (result != 0)
+	{
+		pthread_mutex_lock(&group->lock);
+		group->users--;
+		streams_fail_locked(group, err);
+		pthread_mutex_unlock(&group->lock);
+		return -1;
+	}
+	stream->table_id = batch->table_id;
+	stream->nrecords = batch->n_rows;
+	return 0;
+}
+
+int
+ts_stream_stage(TsStream *stream, uint64_t *rows, TsError *err)
+{
+	TsStreams  *group = stream->group;
+	TsSession  *session;
+	bool		past_end;
+	int			result;
+
+	pthread_mutex_lock(&group->lock);
+	session = group->session;
+	result = stream_wait_turn(group, stream->chunk, err);
+	past_end = result == 0 && stream_past_end(group, stream->chunk);
+	pthread_mutex_unlock(&group->lock);
+	if (result == 0 && past_end)
+		*rows = 0;				/* acknowledged, not staged */
+	else if (result == 0)
+		result = ts_session_stage_records(session, stream->table_id, &stream->records,
+										  stream->nrecords, rows, err);
+	pthread_mutex_lock(&group->lock);
+	group->users--;
+	if (result != 0)
+		streams_fail_locked(group, err);
+	pthread_cond_broadcast(&group->changed);
+	pthread_mutex_unlock(&group->lock);
+	/* a stream's batches are a load's: keep no large buffer between them */
+	if (stream->records.cap > 4 * 1024 * 1024)
+		tc_buf_free(&stream->records);
+	return result;
+}
+
+void
+ts_stream_leave(TsStream *stream)
+{
+	TsStreams  *group = stream->group;
+
+	if (stream->chunk != 0)
+	{
+		TsError		err;
+
+		ts_error_set(&err, TCOPY__ERROR_CODE__ERROR_SESSION_LOST,
+					 "a stream of the write session left in the middle of chunk %llu",
+					 (unsigned long long) stream->chunk);
+		pthread_mutex_lock(&group->lock);
+		if (group->session != NULL && !stream_past_end(group, stream->chunk))
+			streams_fail_locked(group, &err);
+		pthread_mutex_unlock(&group->lock);
+	}
+	streams_unref(group);
+	tc_buf_free(&stream->records);
+	free(stream);
+}
