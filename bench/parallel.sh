@@ -15,6 +15,8 @@
 #   w1, w2, w4
 #           tcopy: COPY ... (FORMAT csv, workers N): the backend (the leader)
 #           reads and cuts the input, N Postgres parallel workers parse it
+#           and send the rows to the tserver themselves (streams)
+#   w4r     4 workers whose batches the leader relays (tcopy.copy_streams off)
 # Datasets (--datasets; default all): accounts (bench/gen_data.awk's rows,
 # sorted by aid), shuffled (the same rows in a seeded random order), mixed
 # (wider rows of mixed types, --mixed-rows, by default rows/2), made as
@@ -75,7 +77,7 @@ case "$rows$runs$mixed_rows$heap_runs" in
 	*[!0-9]*) echo "parallel.sh: --rows, --runs, --mixed-rows and --heap-runs take positive integers" >&2; exit 2 ;;
 esac
 for c in ${configs//,/ }; do
-	case "$c" in heap|heapu|w0|w1|w2|w4) ;; *) echo "parallel.sh: unknown config $c" >&2; exit 2 ;; esac
+	case "$c" in heap|heapu|w0|w1|w2|w4|w4r) ;; *) echo "parallel.sh: unknown config $c" >&2; exit 2 ;; esac
 done
 for d in ${datasets//,/ }; do
 	case "$d" in accounts|shuffled|mixed) ;; *) echo "parallel.sh: unknown dataset $d" >&2; exit 2 ;; esac
@@ -123,13 +125,14 @@ $3 != "ok" { failed[k]++; next }
 	}
 }
 END {
-	ncf = split("heap heapu w0 w1 w2 w4", cfs, " ")
+	ncf = split("heap heapu w0 w1 w2 w4 w4r", cfs, " ")
 	label["heap"] = "Postgres COPY, logged heap + PK"
 	label["heapu"] = "Postgres COPY, unlogged heap"
 	label["w0"] = "tcopy, workers 0 (serial)"
 	label["w1"] = "tcopy, 1 worker"
 	label["w2"] = "tcopy, 2 workers"
 	label["w4"] = "tcopy, 4 workers"
+	label["w4r"] = "tcopy, 4 workers, relayed by the leader"
 	for (d = 1; d <= nds; d++) {
 		ds = dsorder[d]; r = rows[ds]
 		print "### " ds ": " commas(r) " rows" (dsdesc[ds] != "" ? ", " dsdesc[ds] : "")
@@ -597,10 +600,10 @@ failures=0
 
 run_item()
 {
-	local round=$1 item=$2 ds=${2%%:*} cf=${2#*:} status=ok out="$work/run.out" opt="" file n
+	local round=$1 item=$2 ds=${2%%:*} cf=${2#*:} status=ok out="$work/run.out" opt="" file n streams=on
 	file=$(ds_file "$ds")
 	n=$(ds_rows "$ds")
-	case "$cf" in w*) opt=", workers ${cf#w}" ;; esac
+	case "$cf" in w*r) opt=", workers ${cf:1:-1}"; streams=off ;; w*) opt=", workers ${cf#w}" ;; esac
 	say "round $round: $item"
 	[[ $cf == w* ]] && { start_tserver || status=FAIL; }
 	psql_c -d postgres -c "CREATE DATABASE run TEMPLATE tmpl" && ddl "$item" | psql_c -d run >/dev/null && psql_c -d run -c CHECKPOINT ||
@@ -613,6 +616,7 @@ run_item()
 			SELECT pg_backend_pid() AS bpid \gset
 			\setenv BPID :bpid
 			\! perl $work/probe.pl before
+			SET tcopy.copy_streams = $streams;
 			\timing on
 			BEGIN;
 			COPY t FROM '$file' (FORMAT csv$opt);

@@ -2,13 +2,15 @@
 # bench/threads.sh: where one COPY's CPU goes, thread by thread (issue 27),
 # with the installed extension and tserver.
 #
-#   bench/threads.sh [--rows N] [--workers "0 8"] [--datasets "accounts shuffled"]
+#   bench/threads.sh [--rows N] [--workers "0 8r 8"] [--datasets "accounts shuffled"]
 #
 # A throwaway cluster (tcopy in shared_preload_libraries, up to 8 parallel
 # workers) and a tserver; a tcopy table of pgbench_accounts' columns keyed
 # by aid.  For each dataset (accounts: N sorted rows, default 2,000,000;
 # shuffled: the same rows in a seeded random order; both as bench/run.sh
-# makes and caches them) and each worker count (default 0 and 8), the
+# makes and caches them) and each worker count (default 0, 8 relayed and
+# 8; "8r": 8 workers whose batches the leader relays, tcopy.copy_streams
+# off; "8": the workers send them on streams of the session), the
 # table is truncated, then COPY ... (FORMAT csv, workers W) runs while
 # bench/threadprof.pl samples every thread of the user's processes (the
 # backend, its parallel workers, every tserver thread).  Prints, per load:
@@ -27,7 +29,7 @@
 set -euo pipefail
 
 rows=2000000
-workers="0 8"
+workers="0 8r 8"
 datasets="accounts shuffled"
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -63,8 +65,10 @@ for ds in $datasets; do
 		prof=$!
 		sleep 0.3
 		t0=$(date +%s.%N)
-		psql_pg -c "SET tcopy.copy_parallel_threshold = 0" \
-			-c "COPY accounts FROM '$csv' (FORMAT csv, workers $w)" >/dev/null
+		streams=on
+		case "$w" in *r) streams=off ;; esac
+		psql_pg -c "SET tcopy.copy_parallel_threshold = 0" -c "SET tcopy.copy_streams = $streams" \
+			-c "COPY accounts FROM '$csv' (FORMAT csv, workers ${w%r})" >/dev/null
 		t1=$(date +%s.%N)
 		touch "$stop"
 		wait "$prof"

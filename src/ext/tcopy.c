@@ -169,6 +169,16 @@ tcopy_define_gucs(void)
 							GUC_UNIT_BYTE,
 							NULL, NULL, NULL);
 
+	DefineCustomBoolVariable("tcopy.copy_streams",
+							 "Lets a parallel COPY's workers send their rows to the tserver themselves.",
+							 "Each worker joins the write session with a connection of its own; "
+							 "off: the leader relays every batch (docs/parallel.md).",
+							 &tcopy_copy_streams,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
 	DefineCustomIntVariable("tcopy.max_frame_mb",
 							"Sets the largest frame exchanged with a tserver, in megabytes.",
 							"A row must fit in one frame, and so must a row read back.  "

@@ -94,9 +94,10 @@ sub copy_and_stall
 # Whether the backend is waiting on the tserver (the client's wait hook).
 sub waits_on_tserver
 {
+	# a parallel COPY's workers send the rows themselves: one of them waits
 	return wait_until(3, sub {
-		$watch->run_ok("SELECT wait_event_type || ' ' || wait_event FROM pg_stat_activity WHERE pid = $pid;")
-		  eq 'Extension Extension';
+		$watch->run_ok("SELECT bool_or(wait_event_type || ' ' || wait_event = 'Extension Extension') "
+			  . "FROM pg_stat_activity WHERE pid = $pid OR leader_pid = $pid;") eq 't';
 	});
 }
 

@@ -163,8 +163,9 @@ sub waits_on_tserver
 {
 	my ($p) = @_;
 	return wait_until(5, sub {
-		$watch->run_ok("SELECT wait_event_type || ' ' || wait_event FROM pg_stat_activity WHERE pid = $p;")
-		  eq 'Extension Extension';
+		# a parallel COPY's workers send the rows themselves: one of them waits
+		$watch->run_ok("SELECT bool_or(wait_event_type || ' ' || wait_event = 'Extension Extension') "
+			  . "FROM pg_stat_activity WHERE pid = $p OR leader_pid = $p;") eq 't';
 	});
 }
 

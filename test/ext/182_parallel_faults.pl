@@ -5,7 +5,10 @@
 #	running): the COPY fails (57014 for the cancel), no row of it is
 #	visible, no parallel worker is left, the tserver holds no session and
 #	a following parallel COPY works (in the same session where it
-#	survives).  pg_stat_progress_copy's row of the leader counts the
+#	survives).  The workers' streams (docs/parallel.md#streams): a
+#	tserver stopped (SIGSTOP) for 2 s in the middle loses nothing; one
+#	killed fails the COPY, and after its restart nothing of it is there
+#	and the next COPY works.  pg_stat_progress_copy's row of the leader counts the
 #	workers' rows (tuples_processed reaches the row count while the
 #	program still runs) and its bytes_processed grows while a slow COPY
 #	FROM PROGRAM runs.  During a parallel load of 2M rows
@@ -166,6 +169,45 @@ sub next_copy_works
 	like(pg_messages($err), qr/^ERROR:  /m, "$name: the COPY fails") or diag("stdout: $out\nstderr: $err");
 	note("$name: $err");
 	unlike($out, qr/^COPY/m, "$name: no COPY tag");
+	check_clean($name, @workers);
+	next_copy_works($name, $s);
+	$s->quit;
+}
+
+# ---- the workers' streams: the tserver stalls, then is killed ----
+{
+	my $name = 'the tserver stalls';
+	my $s = TcopyPgTest::Session->new($node, timeout => 120);
+	$s->run_ok("\\set VERBOSITY verbose\n" . join(";\n", @PARALLEL) . ';');
+	$s->send(held_copy_sql($node, 'acc', $held, 100_000) . ';');
+	my ($leader, $n, @workers) = wait_running(20_000, sub { $s->done });
+	ok($leader, "$name: the COPY runs ($n rows) with parallel workers (@workers)");
+	# every stream's batches wait while the tserver is stopped
+	kill('STOP', $ts->pid);
+	release_held_copy($node);
+	sleep(2);
+	kill('CONT', $ts->pid);
+	my ($out, $err) = $s->result;
+	like($out, qr/^COPY 300000$/m, "$name: the COPY completes") or diag($err);
+	is(count_sums('acc') =~ /^300000 / ? 'all' : count_sums('acc'), 'all', "$name: every row is there");
+	$node->safe_psql('postgres', 'TRUNCATE acc');
+	$s->quit;
+}
+{
+	my $name = 'the tserver killed';
+	my $s = TcopyPgTest::Session->new($node, timeout => 120);
+	$s->run_ok("\\set VERBOSITY verbose\n" . join(";\n", @PARALLEL) . ';');
+	$s->send(held_copy_sql($node, 'acc', $held, 100_000) . ';');
+	my ($leader, $n, @workers) = wait_running(20_000, sub { $s->done });
+	ok($leader, "$name: the COPY runs ($n rows) with parallel workers (@workers)");
+	$ts->kill9;
+	release_held_copy($node);
+	my ($out, $err) = $s->result;
+	like(pg_messages($err), qr/^ERROR:  /m, "$name: the COPY fails")
+	  or diag("stdout: $out\nstderr: $err");
+	note("$name: $err");
+	unlike($out, qr/^COPY/m, "$name: no COPY tag");
+	$ts->start or die "tserver did not start again";
 	check_clean($name, @workers);
 	next_copy_works($name, $s);
 	$s->quit;

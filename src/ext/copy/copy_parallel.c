@@ -49,6 +49,7 @@
 /* settings, registered in tcopy.c */
 int			tcopy_copy_parallel_threshold_kb = 4 * 1024;	/* tcopy.copy_parallel_threshold */
 int			tcopy_copy_chunk_bytes = 1024 * 1024;	/* tcopy.copy_chunk_bytes */
+bool		tcopy_copy_streams = true;	/* tcopy.copy_streams */
 
 /* What the leader reads at a time once the COPY is parallel. */
 #define LEADER_READ_BYTES (256 * 1024)
@@ -125,6 +126,7 @@ typedef struct CopyLeader
 	shm_mq_handle **out;
 	CopyFromState src;
 	TcopyWriter *writer;		/* the table's, or NULL: partitioned */
+	bool		streams;		/* the workers send the batches themselves */
 	const TcopyOnConflict *on_conflict; /* the COPY's option, or NULL */
 	int			nparts;			/* a partitioned table's leaves written: */
 	int			parts_cap;
@@ -261,6 +263,7 @@ leader_next_message(CopyLeader *leader)
 		}
 		p->begin.type = TCOPY_MSG_CHUNK;
 		p->begin.first = leader->next_chunk == 0;
+		p->begin.chunk = leader->next_chunk + 1;
 		p->begin.lines_before = leader->lines;
 		p->iov[0].data = (const char *) &p->begin;
 		p->iov[0].len = sizeof(p->begin);
@@ -414,9 +417,13 @@ leader_close_partitions(CopyLeader *leader)
 	}
 }
 
-/* Send a batch a worker encoded on the session, as the writer's. */
+/*
+ * A batch of a worker's: its rows on the session, as the writer's, or
+ * (streams) what the worker sent on its own stream, counted as the
+ * session's next rows, with their lines.
+ */
 static void
-leader_send_batch(CopyLeader *leader, const char *data, size_t len)
+leader_take_batch(CopyLeader *leader, const char *data, size_t len, bool sent)
 {
 	TcopyBatchHeader header;
 	const TcopyParallelRun *runs;
@@ -427,7 +434,7 @@ leader_send_batch(CopyLeader *leader, const char *data, size_t len)
 		elog(ERROR, "truncated batch from a parallel COPY worker");
 	memcpy(&header, data, sizeof(header));
 	runs_len = (size_t) header.nruns * sizeof(TcopyParallelRun);
-	if (len < sizeof(header) + runs_len)
+	if (len < sizeof(header) + runs_len || (sent && len != sizeof(header) + runs_len))
 		elog(ERROR, "truncated batch from a parallel COPY worker");
 	runs = (const TcopyParallelRun *) (data + sizeof(header));
 	if (leader->runs_cap < (int) header.nruns)
@@ -447,12 +454,32 @@ leader_send_batch(CopyLeader *leader, const char *data, size_t len)
 		leader->runs[i].relname = NULL;
 	}
 	/* no runs: more than a batch keeps, so not known */
-	tcopy_writer_send_encoded(leader_writer_of(leader, header.relid),
-							  data + sizeof(header) + runs_len,
-							  len - sizeof(header) - runs_len, header.nrows,
-							  header.nruns > 0 ? leader->runs : NULL, header.nruns);
+	if (sent)
+		tcopy_xact_streamed(leader->writer->conn, leader->writer->table_id,
+							leader->writer->line_relname,
+							header.nruns > 0 ? leader->runs : NULL, header.nruns,
+							header.nrows);
+	else
+		tcopy_writer_send_encoded(leader_writer_of(leader, header.relid),
+								  data + sizeof(header) + runs_len,
+								  len - sizeof(header) - runs_len, header.nrows,
+								  header.nruns > 0 ? leader->runs : NULL, header.nruns);
 	leader->processed += header.nrows;
 	pgstat_progress_update_param(PROGRESS_COPY_TUPLES_PROCESSED, leader->processed);
+}
+
+/*
+ * A worker's stream failed (why[len]): the session says why when one of
+ * its streams failed (a duplicate key, with its line), else the worker did.
+ */
+static void pg_attribute_noreturn()
+leader_stream_failed(CopyLeader *leader, const char *why, size_t len)
+{
+	tcopy_xact_streams_close(leader->writer->conn, leader->next_done);
+	ereport(ERROR,
+			(errcode(ERRCODE_CONNECTION_FAILURE),
+			 errmsg("a parallel COPY worker could not send its rows to the tserver: %.*s",
+					(int) strnlen(why, len), why)));
 }
 
 /*
@@ -491,7 +518,15 @@ leader_receive(CopyLeader *leader)
 		switch (*(char *) data)
 		{
 			case TCOPY_MSG_BATCH:
-				leader_send_batch(leader, data, nbytes);
+			case TCOPY_MSG_ROWS:
+				if ((*(char *) data == TCOPY_MSG_ROWS) != leader->streams)
+					elog(ERROR, "unexpected batch from a parallel COPY worker");
+				leader_take_batch(leader, data, nbytes, leader->streams);
+				break;
+			case TCOPY_MSG_STREAM_FAILED:
+				if (!leader->streams)
+					elog(ERROR, "unexpected stream failure from a parallel COPY worker");
+				leader_stream_failed(leader, (char *) data + 1, nbytes - 1);
 				break;
 			case TCOPY_MSG_DONE:
 				if (nbytes != sizeof(done))
@@ -513,6 +548,35 @@ leader_receive(CopyLeader *leader)
 		}
 	}
 	return progress;
+}
+
+/*
+ * With streams, after the last chunk: wait until every worker's stream has
+ * had everything it sent acknowledged (or failed), so that the chunks are
+ * all staged when the streams close.
+ */
+static void
+leader_wait_streams(CopyLeader *leader)
+{
+	for (int w = 0; w < leader->nworkers; w++)
+	{
+		shm_mq_result res;
+		Size		nbytes;
+		void	   *data;
+
+		res = shm_mq_receive(leader->out[w], &nbytes, &data, false);
+		if (res == SHM_MQ_DETACHED)
+		{
+			HandleParallelMessages();
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg("lost connection to parallel worker")));
+		}
+		if (nbytes >= 1 && *(char *) data == TCOPY_MSG_STREAM_FAILED)
+			leader_stream_failed(leader, (char *) data + 1, nbytes - 1);
+		if (nbytes != 1 || *(char *) data != TCOPY_MSG_FINISHED)
+			elog(ERROR, "unexpected message from a parallel COPY worker after its last chunk");
+	}
 }
 
 /* Send chunks and forward batches until every chunk's rows are out. */
@@ -633,6 +697,20 @@ leader_setup_dsm(CopyLeader *leader, List *options, List *attlist, List *where,
 		shared->on_conflict = *on_conflict;
 	shared->binary = leader->src->opts.binary;
 	shared->eol_type = leader->src->eol_type;
+	shared->streams = leader->streams;
+	if (leader->streams)
+	{
+		TcopyConnection *conn = leader->writer->conn;
+		const uint8 *key;
+		size_t		keylen;
+
+		if (tc_client_session(conn->client, &shared->session_id, &key, &keylen) != 0 ||
+			keylen > sizeof(shared->session_key))
+			elog(ERROR, "tcopy write session has no key for parallel COPY workers");
+		memcpy(shared->session_key, key, keylen);
+		shared->session_key_len = keylen;
+		shared->table_id = leader->writer->table_id;
+	}
 	shm_toc_insert(pcxt->toc, TCOPY_PARALLEL_KEY_SHARED, shared);
 	s = shm_toc_allocate(pcxt->toc, strings.len);
 	memcpy(s, strings.data, strings.len);
@@ -730,6 +808,11 @@ tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 	}
 	if (refusal == NULL)
 	{
+		/* the workers send the rows themselves, on streams of the session */
+		leader.streams = tcopy_copy_streams && writer != NULL &&
+			!writer->conn->null_transport;
+		if (leader.streams)
+			tcopy_xact_streams_open(writer->conn);
 		EnterParallelMode();
 		leader.pcxt = CreateParallelContext("tcopy", "tcopy_copy_worker_main", workers);
 		leader_setup_dsm(&leader, worker_options(src, options), attlist, where, on_conflict);
@@ -739,6 +822,8 @@ tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 		{
 			DestroyParallelContext(leader.pcxt);
 			ExitParallelMode();
+			if (leader.streams)
+				tcopy_xact_streams_close(writer->conn, 0);
 			refusal = "no parallel worker could be launched";
 		}
 	}
@@ -755,8 +840,9 @@ tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 	}
 
 	ereport(DEBUG1,
-			(errmsg_internal("tcopy: COPY %s parsed by %d parallel workers",
-							 relname, leader.nworkers)));
+			(errmsg_internal("tcopy: COPY %s parsed by %d parallel workers%s",
+							 relname, leader.nworkers,
+							 leader.streams ? ", which send the rows themselves" : "")));
 	for (int i = 0; i < leader.nworkers; i++)
 	{
 		shm_mq_set_handle(leader.in[i], leader.pcxt->worker[i].bgwhandle);
@@ -779,10 +865,15 @@ tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 	}
 	else
 	{
+		if (leader.streams)
+			leader_wait_streams(&leader);
 		WaitForParallelWorkersToFinish(leader.pcxt);
 		DestroyParallelContext(leader.pcxt);
 	}
 	ExitParallelMode();
+	/* every chunk loaded was staged: the workers waited for their acks */
+	if (leader.streams)
+		tcopy_xact_streams_close(writer->conn, leader.next_done);
 	/* the client's data to its end, after a "\.": it is read to it else */
 	tcopy_source_drain(src);
 	error_context_stack = leader.errcallback.previous;

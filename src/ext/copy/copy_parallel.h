@@ -5,9 +5,11 @@
  *		messages of their queues.
  *
  * Each worker has two shm_mq queues: chunks of input from the leader, and
- * batches of encoded rows back.  Chunk k goes to worker k % nworkers; the
- * leader reads the workers' queues in chunk order, so the tserver gets the
- * rows in input order (docs/parallel.md).
+ * batches of encoded rows back, or, when the workers send their batches to
+ * the tserver themselves (streams of the write session), each batch's row
+ * count and lines.  Chunk k goes to worker k % nworkers; the leader reads
+ * the workers' queues in chunk order, so that the session's rows and lines
+ * are in input order (docs/parallel.md).
  */
 #ifndef TCOPY_COPY_PARALLEL_H
 #define TCOPY_COPY_PARALLEL_H
@@ -48,6 +50,12 @@ typedef struct TcopyParallelShared
 	TcopyOnConflict on_conflict;	/* for the partitions routing opens */
 	int			eol_type;		/* the reader's EolType, known from the
 								 * first line; text and csv */
+	/* streams: the workers send the rows to the tserver themselves */
+	bool		streams;
+	uint64		session_id;		/* the write session they join */
+	uint8		session_key[16];
+	uint32		session_key_len;
+	uint32		table_id;		/* the table's id on the tserver */
 } TcopyParallelShared;
 
 /*
@@ -65,6 +73,11 @@ typedef enum TcopyParallelMessage
 	TCOPY_MSG_CHUNK_END = 'E',	/* the chunk ends */
 	/* worker to leader */
 	TCOPY_MSG_BATCH = 'B',		/* TcopyBatchHeader, runs, rows */
+	TCOPY_MSG_ROWS = 'R',		/* TcopyBatchHeader, runs: a batch the worker
+								 * sent on its stream */
+	TCOPY_MSG_STREAM_FAILED = 'S',	/* the stream failed: why, NUL-terminated */
+	TCOPY_MSG_FINISHED = 'Z',	/* after the last chunk: the stream's every
+								 * batch and chunk end was acknowledged */
 	TCOPY_MSG_DONE = 'F',		/* the chunk's rows are all sent: TcopyChunkDone */
 	TCOPY_MSG_ERROR = 'X'		/* the chunk's error: TcopyErrorHeader, strings */
 } TcopyParallelMessage;
@@ -74,6 +87,7 @@ typedef struct TcopyChunkBegin
 	char		type;
 	bool		first;			/* the input's first chunk: its reader finds
 								 * how lines end, as a serial one */
+	uint64		chunk;			/* 1, 2, ...: its number on the streams */
 	uint64		lines_before;	/* the reader's cur_lineno at its start */
 } TcopyChunkBegin;
 

@@ -13,6 +13,14 @@
  * become batches by the writer's code (writer.c), which sends them to the
  * leader instead of a tserver.
  *
+ * With streams (docs/parallel.md#streams) the worker sends its batches to
+ * the tserver itself: it connects as the leader's user mapping says, joins
+ * the leader's write session, and sends each chunk's batches between a
+ * CHUNK and its end; the tserver stages the chunks in order.  The leader
+ * then gets only each batch's row count and lines.  The worker leaves
+ * once the tserver acknowledged everything it sent, so that nothing it
+ * sent is in flight when the leader closes the streams.
+ *
  * An error while a chunk is read is caught and sent to the leader in its
  * place: the leader raises the first error in input order, as a serial
  * COPY would, with the words and CONTEXT this reader gave it.  The worker
@@ -39,6 +47,7 @@
 #include "utils/rel.h"
 
 #include "tcopy/codec.h"
+#include "tcopy/connection.h"
 #include "tcopy/transaction.h"
 #include "tcopy/copy.h"
 
@@ -52,6 +61,10 @@ static struct
 	const char *data;			/* the data message being handed out */
 	size_t		data_len;
 	bool		chunk_ended;	/* the chunk's end reached the reader */
+	/* streams: the worker's own connection to the tserver */
+	TcClient   *stream;
+	uint64		seq;			/* of the stream's last batch or chunk end */
+	uint32		table_id;
 } worker;
 
 /* The leader's next message (valid until the next); false once it detached. */
@@ -127,11 +140,50 @@ worker_send(shm_mq_iovec *iov, int iovcnt, bool flush)
 				 errmsg("parallel COPY leader went away")));
 }
 
-/* The writer's sink: the batch's rows and lines to the leader. */
+/*
+ * The stream failed: tell the leader, which asks the session why (a
+ * duplicate key is reported with its line), and wait to be stopped.
+ */
+static void pg_attribute_noreturn()
+worker_stream_failed(void)
+{
+	const char *why = tc_client_error(worker.stream);
+	shm_mq_iovec iov[2];
+	char		type = TCOPY_MSG_STREAM_FAILED;
+
+	iov[0].data = &type;
+	iov[0].len = 1;
+	iov[1].data = why;
+	iov[1].len = strlen(why) + 1;
+	worker_send(iov, 2, true);
+	for (;;)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/* A chunk's start or end on the stream (the end: last of the input). */
+static void
+worker_stream_chunk(uint64 chunk, bool end, bool last)
+{
+	if (tc_client_chunk(worker.stream, chunk, end, last) < 0)
+		worker_stream_failed();
+	if (end)
+		worker.seq++;
+}
+
+/*
+ * The writer's sink: the batch's rows and lines to the leader, or with
+ * streams the rows to the tserver and their count and lines to the leader
+ * (first: a duplicate the tserver finds in them is reported with them).
+ */
 static void
 worker_send_batch(TcopyWriter *writer)
 {
-	TcopyBatchHeader header = {TCOPY_MSG_BATCH, writer->codec->relid, writer->batch.nrows, 0};
+	TcopyBatchHeader header = {worker.stream != NULL ? TCOPY_MSG_ROWS : TCOPY_MSG_BATCH,
+	writer->codec->relid, writer->batch.nrows, 0};
 	TcopyParallelRun *runs = NULL;
 	shm_mq_iovec iov[3];
 	int			i;
@@ -153,9 +205,44 @@ worker_send_batch(TcopyWriter *writer)
 	iov[1].len = sizeof(TcopyParallelRun) * header.nruns;
 	iov[2].data = (const char *) writer->batch.packed.data + TC_WIRE_BATCH_HEADER_MAX;
 	iov[2].len = writer->batch.packed.len - TC_WIRE_BATCH_HEADER_MAX;
-	worker_send(iov, 3, false);
+	worker_send(iov, worker.stream != NULL ? 2 : 3, false);
 	if (runs != NULL)
 		pfree(runs);
+	if (worker.stream != NULL)
+	{
+		tcopy_batch_pack(&writer->batch, ++worker.seq, worker.table_id);
+		if (tc_client_write(worker.stream, worker.seq, writer->batch.send,
+							writer->batch.send_len) < 0)
+			worker_stream_failed();
+	}
+}
+
+/*
+ * Join the leader's write session (shared's) on a connection of the
+ * worker's own, as codec's user mapping says, and open the table there (a
+ * token scoped to a namespace names it before writing).
+ */
+static void
+worker_stream_join(const TcopyParallelShared *shared, TcopyRelCodec *codec)
+{
+	TcopyConnection *conn = tcopy_connection_lookup(&codec->options, shared->userid);
+	uint32		table_id = 0;
+
+	worker.stream = tcopy_connect(conn->address, conn->token, &conn->tls);
+	tc_client_set_window(worker.stream, (unsigned) tcopy_window);
+	if (tc_client_open_table(worker.stream, codec->options.table_name, NULL, false,
+							 &table_id, NULL, NULL) < 0 ||
+		tc_client_join(worker.stream, shared->session_id, shared->session_key,
+					   shared->session_key_len) < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("parallel COPY worker could not join the write session on tserver at \"%s\": %s",
+						conn->address, tc_client_error(worker.stream))));
+	if (table_id != shared->table_id)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("tserver table \"%s\" changed during the COPY", codec->options.table_name)));
+	worker.table_id = table_id;
 }
 
 /* Send edata, caught while a chunk was read, in the chunk's place. */
@@ -218,6 +305,8 @@ worker_copy_chunk(WorkerCopy *copy, const TcopyChunkBegin *begin)
 	cstate->raw_reached_eof = false;
 	cstate->input_reached_eof = false;
 	worker.chunk_ended = false;
+	if (worker.stream != NULL)
+		worker_stream_chunk(begin->chunk, false, false);
 	/* as copy.c's copy_read_row */
 	for (;;)
 	{
@@ -270,6 +359,13 @@ worker_copy_chunk(WorkerCopy *copy, const TcopyChunkBegin *begin)
 		tcopy_writer_flush(copy->writer);
 	/* the reader stopped before the chunk's end: "\." ends the input */
 	done.end_marker = !worker.chunk_ended;
+	if (worker.stream != NULL)
+	{
+		worker_stream_chunk(begin->chunk, true, done.end_marker);
+		/* the leader stops every worker at once after this chunk */
+		if (done.end_marker && tc_client_wait_acks(worker.stream) < 0)
+			worker_stream_failed();
+	}
 	iov.data = (const char *) &done;
 	iov.len = sizeof(done);
 	worker_send(&iov, 1, true);
@@ -401,6 +497,8 @@ tcopy_copy_worker_main(dsm_segment *seg, shm_toc *toc)
 		copy.codec = tcopy_rel_codec(rel, shared->userid);
 		tcopy_codec_set_inserted_cols(copy.codec, InvalidOid, inserted);
 		copy.writer = tcopy_writer_begin_detached(copy.codec, worker_send_batch);
+		if (shared->streams)
+			worker_stream_join(shared, copy.codec);
 		if (rel->rd_rel->relispartition)
 		{
 			copy.partition = makeNode(ResultRelInfo);
@@ -434,6 +532,18 @@ tcopy_copy_worker_main(dsm_segment *seg, shm_toc *toc)
 	}
 	PG_END_TRY();
 	error_context_stack = errcallback.previous;
+	/* nothing sent is in flight when the leader closes the streams */
+	if (worker.stream != NULL)
+	{
+		char		type = TCOPY_MSG_FINISHED;
+		shm_mq_iovec iov = {&type, 1};
+
+		if (tc_client_wait_acks(worker.stream) < 0)
+			worker_stream_failed();
+		tcopy_disconnect(worker.stream);
+		worker.stream = NULL;
+		worker_send(&iov, 1, true);
+	}
 	worker_wait_for_leader();
 
 	if (copy.route != NULL)

@@ -339,6 +339,57 @@ tcopy_xact_send(TcopyConnection *conn, TcopyBatch *batch,
 }
 
 /*
+ * Open conn's session to streams (docs/parallel.md#streams): a parallel
+ * COPY's workers send rows on connections of their own, and the session's
+ * own connection sends nothing until they are closed.
+ */
+void
+tcopy_xact_streams_open(TcopyConnection *conn)
+{
+	int			rc;
+
+	if (!conn->in_session || conn->session_lost || conn->null_transport)
+		elog(ERROR, "tcopy write connection has no session to open to streams");
+	conn->busy = true;
+	rc = tc_client_streams_open(conn->client);
+	conn->busy = false;
+	if (rc < 0)
+		tcopy_session_fail(conn, "could not open the write session to parallel COPY workers");
+}
+
+/*
+ * A batch of nrows rows of table_id that a stream of the session sent, in
+ * the session's order (the streams' chunks, in turn): its COPY lines (runs,
+ * NULL: not known) are the session's next rows'.
+ */
+void
+tcopy_xact_streamed(TcopyConnection *conn, uint32 table_id, const char *relname,
+					const TcopyLineRun *runs, int nruns, uint64 nrows)
+{
+	/* before the rows count: a subtransaction's mark is the session before them */
+	tcopy_xact_note_write(conn, table_id);
+	tcopy_lines_add_batch(conn, relname, runs, nruns, nrows);
+	conn->rows_sent += nrows;
+}
+
+/*
+ * Close the session's streams: chunks 1 .. chunks, and every row counted
+ * by tcopy_xact_streamed, must have been staged; an error otherwise, or
+ * when a stream failed (its error: a duplicate key, with its line).
+ */
+void
+tcopy_xact_streams_close(TcopyConnection *conn, uint64 chunks)
+{
+	int			rc;
+
+	conn->busy = true;
+	rc = tc_client_streams_close(conn->client, chunks, conn->rows_sent, NULL);
+	conn->busy = false;
+	if (rc < 0)
+		tcopy_session_fail(conn, "could not write the rows of parallel COPY workers");
+}
+
+/*
  * A direct modify (request: its table, kind, range, assignments) as the
  * session's next batch; the rows it changed.  They commit with the
  * transaction, as rows sent do.  A sum out of its column's range is

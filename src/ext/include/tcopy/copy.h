@@ -93,6 +93,7 @@ extern size_t tcopy_chunk_scan(TcopyChunkScan *scan, const char *buf, size_t len
 extern int	tcopy_copy_workers;	/* tcopy.copy_workers */
 extern int	tcopy_copy_parallel_threshold_kb;	/* tcopy.copy_parallel_threshold */
 extern int	tcopy_copy_chunk_bytes; /* tcopy.copy_chunk_bytes */
+extern bool tcopy_copy_streams;	/* tcopy.copy_streams */
 
 typedef enum TcopyParallelResult
 {

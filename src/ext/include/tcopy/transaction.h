@@ -169,6 +169,11 @@ extern void tcopy_xact_send(TcopyConnection *conn, TcopyBatch *batch,
  * through: reads then must fail.
  */
 extern bool tcopy_xact_wrote_table(const TcopyTableOptions *options);
+/* Streams of the session: a parallel COPY's workers write (xact.c) */
+extern void tcopy_xact_streams_open(TcopyConnection *conn);
+extern void tcopy_xact_streamed(TcopyConnection *conn, uint32 table_id, const char *relname,
+								const TcopyLineRun *runs, int nruns, uint64 nrows);
+extern void tcopy_xact_streams_close(TcopyConnection *conn, uint64 chunks);
 extern uint64 tcopy_xact_modify(TcopyConnection *conn, Tcopy__Modify *request,
 								const char *range_message);
 extern bool tcopy_xact_session_to_read(const char *relname, const TcopyTableOptions *options,
