@@ -164,7 +164,10 @@ END {
 				x = us(l + wc + median(tload[k]), r) / cores; if (x > b) b = x
 				model[ds, cf] = b * r / 1e6 + median(commit[k])
 			}
-			if (cf ~ /^w[1-9]/) {
+			# the threads of streams end before the probe sees them (their CPU
+			# is in T, not T1): the per-thread model is of the relayed configs,
+			# and the per-thread figures of streams are bench/threads.sh
+			if (cf ~ /^w[1-9][0-9]*r$/) {
 				# the least contended per-row costs of the parallel configs
 				if (!((ds, "L") in est) || us(l, r) < est[ds, "L"]) est[ds, "L"] = us(l, r)
 				if (!((ds, "W") in est) || us(wc, r) < est[ds, "W"]) est[ds, "W"] = us(wc, r)
@@ -199,7 +202,7 @@ END {
 	any = 0
 	for (d = 1; d <= nds; d++) if ((dsorder[d], "L") in est) any = 1
 	if (!any) exit
-	print "Expected time on a 16-core host with k workers, from the per-row CPU costs above (for each, the smallest median among w1/w2/w4: this 2-core host, oversubscribed by leader + workers + tserver, inflates them): t ≈ rows × max(L, W/k, T1, T2, (L + W + T)/16) + COMMIT, where L is the leader (reads every byte, cuts chunks, forwards every batch: serial), W all workers together (parse, encode: divided among k), T1 the busiest tserver thread during the COPY (one session'"'"'s batches are received by one connection thread), T2 the rest of the tserver during the COPY (mostly the session'"'"'s background spills of its staging buffer, one spill thread at a time), T the tserver in all during the COPY (its commit is in COMMIT), and COMMIT the wall time of the COMMIT (the tserver'"'"'s publish; for unsorted input its merge of the runs), serial after the load. The bound is the largest term; \"+ COMMIT\" when the COMMIT adds more than a tenth. The model counts CPU only: the last column puts it beside this host'"'"'s measured wall (its cores, the best parallel config'"'"'s own costs); what the measured wall has above the model is waiting (other load on the host, the window of batches in flight, fsync), which the 16-core figures leave out."
+	print "Expected time on a 16-core host with k workers relayed by the leader (w4r: with streams, w1/w2/w4, the connection threads of the workers end before the probe after the COPY sees them, so their CPU cannot be told from that of a serial thread here; bench/threads.sh samples them), from the per-row CPU costs above (for each, the smallest median among the relayed configs: this 2-core host, oversubscribed by leader + workers + tserver, inflates them): t ≈ rows × max(L, W/k, T1, T2, (L + W + T)/16) + COMMIT, where L is the leader (reads every byte, cuts chunks, forwards every batch: serial), W all workers together (parse, encode: divided among k), T1 the busiest tserver thread during the COPY (one session'"'"'s batches are received by one connection thread), T2 the rest of the tserver during the COPY (mostly the session'"'"'s background spills of its staging buffer, one spill thread at a time), T the tserver in all during the COPY (its commit is in COMMIT), and COMMIT the wall time of the COMMIT (the tserver'"'"'s publish; for unsorted input its merge of the runs), serial after the load. The bound is the largest term; \"+ COMMIT\" when the COMMIT adds more than a tenth. The model counts CPU only: the last column puts it beside this host'"'"'s measured wall (its cores, the best parallel config'"'"'s own costs); what the measured wall has above the model is waiting (other load on the host, the window of batches in flight, fsync), which the 16-core figures leave out."
 	print ""
 	print "| dataset | rows | L µs/row | W µs/row | T µs/row | T1 µs/row | T2 µs/row | COMMIT s | k = 4: s (bound) | k = 8 | k = 15 | unlogged heap here, s | this host: model vs measured, s |"
 	print "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
