@@ -3,6 +3,7 @@
 # with the installed extension and tserver.
 #
 #   bench/threads.sh [--rows N] [--workers "0 8r 8"] [--datasets "accounts shuffled"]
+#                    [--tserver-args "--merge-threads 8"]
 #
 # A throwaway cluster (tcopy in shared_preload_libraries, up to 8 parallel
 # workers) and a tserver; a tcopy table of pgbench_accounts' columns keyed
@@ -22,6 +23,10 @@
 # serial stage caps the pipeline).  Each load's per-thread figures are in
 # THREADS_DIR/threads_DATASET_wW.tsv.
 #
+# --tserver-args: more arguments for the tserver (--merge-threads 8: the
+# commit's merge in 8 parts, as a host of 8 cores would by default; this
+# one's default is its 2 cores).
+#
 # Environment: PG_CONFIG, THREADS_DIR (default /var/tmp/tcopy-threads),
 # THREADS_PORT (default 54380), THREADS_USER (the user Postgres runs as when
 # run as root, default postgres), DATA_DIR (the cached datasets, default
@@ -31,12 +36,14 @@ set -euo pipefail
 rows=2000000
 workers="0 8r 8"
 datasets="accounts shuffled"
+tserver_args=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 		--rows) rows=${2:?}; shift 2 ;;
 		--workers) workers=${2:?}; shift 2 ;;
 		--datasets) datasets=${2:?}; shift 2 ;;
-		*) sed -n '5p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+		--tserver-args) tserver_args=${2:?}; shift 2 ;;
+		*) sed -n '5,6p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 	esac
 done
 
@@ -49,7 +56,8 @@ data_dir=${DATA_DIR:-/var/tmp/tcopy-bench/data}
 tserver=$bindir/tserver
 . "$bench_src/lib_accounts.sh"
 
-accounts_start
+# shellcheck disable=SC2086 # the tserver's arguments, split as given
+accounts_start $tserver_args
 
 printf '| dataset | workers | wall (s) | backend CPU (s) | workers CPU (s) | tserver CPU (s) | busiest thread | its CPU (s) | busiest / workers-0 backend |\n'
 printf '|---|---|---|---|---|---|---|---|---|\n'

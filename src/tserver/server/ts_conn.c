@@ -468,6 +468,8 @@ ts_conn_main(void *arg)
 	TsError		err;
 	bool		admitted = false;
 
+	/* named, for per-thread profiles (bench/threads.sh) */
+	pthread_setname_np(pthread_self(), "ts-conn");
 	tc_frame_reader_init(&conn->reader);
 	conn->clean_eof = conn->socket_broken = conn->recv_timeout_set = false;
 	conn->tls = NULL;

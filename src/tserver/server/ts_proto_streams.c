@@ -9,6 +9,7 @@
 #include "ts_proto_int.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 
 #include "ts_log.h"
 
@@ -82,6 +83,7 @@ ts_proto_on_join(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *
 		return -1;
 	proto->phase = TS_PROTO_STREAM;
 	proto->last_seq = 0;
+	pthread_setname_np(pthread_self(), "ts-stream");
 	ts_log(TS_LOG_DEBUG, "connection %" PRIu64 ": joined session %" PRIu64 " as a stream",
 		   proto->id, (uint64_t) request->session_id);
 	return ts_proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_JOIN_OK, &reply.base, err);

@@ -214,6 +214,14 @@ merge_part_main(void *arg)
 	return NULL;
 }
 
+/* A merge part's thread: named, for per-thread profiles (bench/threads.sh). */
+static void *
+merge_thread_main(void *arg)
+{
+	pthread_setname_np(pthread_self(), "ts-merge");
+	return merge_part_main(arg);
+}
+
 /*
  * Merge the session's runs, and last (the last staging buffer, sorted in
  * memory; NULL: none) after them, into SST files appended to sink's.
@@ -270,7 +278,7 @@ ts_merge_runs(TsSession *session, const TsMemRun *last, SstSink *sink, TsError *
 	}
 	/* parts 1.. in threads of their own, part 0 in this one */
 	for (int p = 1; p < nparts; p++)
-		parts[p].started = pthread_create(&parts[p].thread, NULL, merge_part_main, &parts[p]) == 0;
+		parts[p].started = pthread_create(&parts[p].thread, NULL, merge_thread_main, &parts[p]) == 0;
 	for (int p = 1; p < nparts; p++)
 		if (!parts[p].started)
 			merge_part_main(&parts[p]);

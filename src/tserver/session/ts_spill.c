@@ -325,6 +325,14 @@ spill_job_main(void *arg)
 	return NULL;
 }
 
+/* A spill's thread: named, for per-thread profiles (bench/threads.sh). */
+static void *
+spill_thread_main(void *arg)
+{
+	pthread_setname_np(pthread_self(), "ts-spill");
+	return spill_job_main(arg);
+}
+
 /*
  * Wait for the background spill, if one runs; its buffer becomes the spare.
  * A spill that failed fails the session: its records are gone.
@@ -418,7 +426,7 @@ ts_spill_start(TsSession *session, TsError *err)
 
 	ts_session_account(session);
 	job->running = true;
-	if (pthread_create(&job->thread, NULL, spill_job_main, session) == 0)
+	if (pthread_create(&job->thread, NULL, spill_thread_main, session) == 0)
 		return 0;
 
 	/* no thread: spill here */
