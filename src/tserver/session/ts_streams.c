@@ -368,7 +368,9 @@ ts_stream_stage(TsStream *stream, uint64_t *rows, TsError *err)
 	group->users--;
 	if (result != 0)
 		streams_fail_locked(group, err);
-	pthread_cond_broadcast(&group->changed);
+	/* only a detach waits for users; a turn moves at a chunk's end */
+	else if (group->users == 0 && group->session == NULL)
+		pthread_cond_broadcast(&group->changed);
 	pthread_mutex_unlock(&group->lock);
 	/* a stream's batches are a load's: keep no large buffer between them */
 	if (stream->records.cap > 4 * 1024 * 1024)
