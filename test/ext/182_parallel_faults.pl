@@ -8,7 +8,9 @@
 #	survives).  The workers' streams (docs/parallel.md#streams): a
 #	tserver stopped (SIGSTOP) for 2 s in the middle loses nothing; one
 #	killed fails the COPY, and after its restart nothing of it is there
-#	and the next COPY works.  pg_stat_progress_copy's row of the leader counts the
+#	and the next COPY works; a worker killed with SIGKILL (the postmaster
+#	restarts every backend) leaves no session on the tserver and nothing
+#	of the COPY.  pg_stat_progress_copy's row of the leader counts the
 #	workers' rows (tuples_processed reaches the row count while the
 #	program still runs) and its bytes_processed grows while a slow COPY
 #	FROM PROGRAM runs.  During a parallel load of 2M rows
@@ -33,7 +35,10 @@ my $T0 = time();
 my $BIG_ROWS = $ENV{TCOPY_PAR_BIG_ROWS} // 2_000_000;
 my $RSS_ANON_BOUND_KB = 32 * 1024;
 
-my ($node, $ts) = setup_node(conf => "max_worker_processes = 16\nmax_parallel_workers = 16\n");
+# restart_after_crash: the kill -9 of a worker makes the postmaster restart
+# every backend (PostgreSQL::Test::Cluster turns it off)
+my ($node, $ts) = setup_node(
+	conf => "max_worker_processes = 16\nmax_parallel_workers = 16\nrestart_after_crash = on\n");
 my $dir = $node->basedir;
 $node->safe_psql('postgres', accounts_ddl(tcopy => [ 'acc', 'big' ]));
 ok(parallel_copy_available($node), 'the GUC tcopy.copy_workers exists (parallel COPY is there)');
@@ -211,6 +216,26 @@ sub next_copy_works
 	check_clean($name, @workers);
 	next_copy_works($name, $s);
 	$s->quit;
+}
+
+# ---- kill -9 of a worker while its stream writes ----
+{
+	my $name = 'kill -9 of a worker';
+	my $p = psql_bg($node, [ @PARALLEL, held_copy_sql($node, 'acc', $held, 100_000) ], timeout => 120);
+	my ($leader, $n, @workers) = wait_running(20_000, sub { $p->done });
+	ok($leader, "$name: the COPY runs ($n rows) with parallel workers (@workers)");
+	ok(kill('KILL', $workers[0]), "$name: kill -9 of worker $workers[0]") if @workers;
+	my ($rc, $out, $err) = $p->finish;
+	isnt($rc, 0, "$name: psql fails (the postmaster restarts every backend)") or diag($err);
+	unlike($out, qr/^COPY/m, "$name: no COPY tag");
+	ok(wait_until(60, sub { (eval { ($node->psql('postgres', 'SELECT 1'))[0] } // -1) == 0 }),
+		"$name: the server accepts connections again after the crash restart");
+	# the session's connection died with the leader: the tserver aborts it
+	# and every stream of it, and nothing of the COPY is there
+	my ($idle, $stats) = wait_tserver_idle($ts, 30, recover => $node);
+	ok($idle, "$name: the tserver holds no session") or diag(explain($stats));
+	is(count_sums('acc'), '0 0 0', "$name: no row of the COPY is visible");
+	next_copy_works($name);
 }
 
 # ---- progress ----
