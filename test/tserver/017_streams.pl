@@ -38,10 +38,8 @@ use constant {
 	KIND_BYTES => 4,
 	TABLE_OP_ON_CONFLICT => 5,
 	ON_CONFLICT_ERROR => 2,
-	ERROR_PROTOCOL => 1,
 	ERROR_DUPLICATE_KEY => 12,
 	FRAME_ABORT_OK => 13,
-	ERROR_SESSION_LOST => 16,
 };
 
 my $ts = TcopyTest->new;
