@@ -719,7 +719,16 @@ sub connect_ready
 		diag("the server's proof in Ready is wrong");
 		return undef;
 	}
+	# the tserver's id of the connection (its log names it), for connection_id
+	${*$sock}{tcopy_connection_id} = pb_decode($payload)->{1}[0];
 	return $sock;
+}
+
+# The id the tserver gave a connection of connect_ready (Ready.connection_id).
+sub connection_id
+{
+	my ($sock) = @_;
+	return ${*$sock}{tcopy_connection_id};
 }
 
 END

@@ -24,6 +24,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/../lib";
 use IO::Select;
+use Time::HiRes ();
 use Test::More;
 use TcopyTest qw(:all);
 
@@ -43,9 +44,24 @@ use constant {
 };
 
 my $ts = TcopyTest->new;
-$ts->start or die "tserver did not start";
+$ts->start('--log-level', 'debug') or die "tserver did not start";
 
 sub ready { return $ts->connect_ready // die "handshake failed" }
+
+# Close sock and wait until the tserver's log says (what, after the
+# connection's id) it has released what the connection held.
+sub close_and_wait
+{
+	my ($sock, $what) = @_;
+	my $id = TcopyTest::connection_id($sock);
+	close($sock);
+	for (1 .. 400)
+	{
+		return 1 if $ts->log_contents =~ /connection $id \Q$what\E/;
+		Time::HiRes::sleep(0.05);
+	}
+	die "the tserver's log does not say that connection $id $what";
+}
 
 # table (k int8 [key], s text); its id
 sub create_table
@@ -250,8 +266,7 @@ TcopyTest::send_frame($b->{sock}, FRAME_CHUNK, pb_field_varint(1, 1) . pb_field_
 	  . pb_field_varint(3, ++$b->{seq}) . pb_field_varint(4, 1));
 is(reply_of($b, 10) . reply_of($b, 10), '', 'chunk 1 staged and ended as the last');
 is(reply_of($a, 10), '', "chunk 2's batch is acknowledged");
-close($a->{sock});	# in the middle of chunk 2: no failure, it is past the end
-sleep 1;
+close_and_wait($a->{sock}, 'left the streams');	# in the middle of chunk 2: past the end
 is(streams($s, 0, 1, 1), '', 'the close names 1 chunk and 1 row');
 is(commit($s, 1), '', 'committed');
 is(scan($t), '5:chunk2 6:chunk1 7:chunk2 21:last', 'only the rows up to the last chunk are stored');
@@ -272,8 +287,7 @@ $a = join_stream($s);
 chunk($a, 1);
 send_batch($a, $t, 0, [ 1, 'a' ]);
 is(reply_of($a, 10), '', 'a stream stages a row of chunk 1');
-close($a->{sock});
-sleep 1;	# its connection's thread leaves
+close_and_wait($a->{sock}, 'left the streams');
 like(streams($s, 0, 1, 1), qr/^error 16: a stream of the write session left in the middle of chunk 1/,
 	'a stream that left in the middle of its chunk fails the close');
 
@@ -315,8 +329,7 @@ $a = join_stream($d);
 chunk($a, 1);
 send_batch($a, $t, 0, [ 200, 'a' ]);
 is(reply_of($a, 10), '', 'a stream stages a row');
-close($d->{sock});
-sleep 1;	# the session's connection's thread aborts it
+close_and_wait($d->{sock}, 'closed with an open session: aborted');
 send_batch($a, $t, 0, [ 201, 'b' ]);
 like(reply_of($a, 10), qr/^error 16: the write session's streams were closed/,
 	"after the session's connection closed, the stream's next batch fails");

@@ -570,6 +570,8 @@ ts_proto_release(TsProto *proto)
 	{
 		ts_stream_leave(proto->stream);
 		proto->stream = NULL;
+		ts_log(TS_LOG_DEBUG, "connection %" PRIu64 " left the streams of a write session",
+			   proto->id);
 	}
 	if (proto->session != NULL)
 	{
