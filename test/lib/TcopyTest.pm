@@ -51,9 +51,11 @@ our @EXPORT_OK = qw(fnv1a64_hex aid_sum dir_size PROTOCOL_VERSION auth_proof
   FRAME_TABLE_OP FRAME_TABLE_OP_OK FRAME_SCAN_BATCH
   FRAME_PREPARE FRAME_PREPARE_OK FRAME_RESOLVE FRAME_RESOLVE_OK
   FRAME_LIST_PREPARED FRAME_PREPARED_LIST
-  RESOLVE_NONE RESOLVE_DONE RESOLVE_NOT_FOUND RESOLVE_BUSY
-  request error_of reply_outcome pb_varints);
-our %EXPORT_TAGS = (all => \@EXPORT_OK);
+  RESOLVE_NONE RESOLVE_DONE RESOLVE_NOT_FOUND RESOLVE_BUSY);
+# frame helpers, imported by name (some tests define their own of these names)
+our @FRAME_HELPERS = qw(request error_of reply_outcome pb_varints);
+our %EXPORT_TAGS = (all => [@EXPORT_OK]);
+push @EXPORT_OK, @FRAME_HELPERS;
 
 # proto/tcopy.proto FrameType and ErrorCode, and TC_PROTOCOL_VERSION
 use constant {

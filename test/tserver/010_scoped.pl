@@ -159,5 +159,36 @@ like($as->($t2_file, 'resolve', 'g2', 'commit')->{out}, qr/committed 20 rows/, '
 like($as->($t1_file, 'resolve', 'g1', 'commit')->{out}, qr/committed 10 rows/, 'token one commits g1');
 is($as->($t2_file, 'scan', 'c2_b', '--format', 'count')->{out}, "20\n", 'c2_b has its rows');
 
+# streams of a write session (docs/protocol.md#streams): only a connection
+# of the session's namespace, or of full access, may JOIN it; another
+# namespace's JOIN, with the right id and key, is answered as no session
+is($as->($t1_file, 'load', 'c1_s', '--rows', 1)->{rc}, 0, 'token one makes c1_s');
+{
+	my $owner = $ts->connect_ready(token => $T1) // die 'handshake failed';
+	my ($t, $m) = request($owner, FRAME_OPEN_TABLE, pb_field_bytes(1, 'c1_s'));
+	is($t, FRAME_TABLE_INFO, 'token one opens c1_s');
+	($t, $m) = request($owner, FRAME_BEGIN, '');
+	is($t, FRAME_BEGIN_OK, '... begins a session');
+	my $join = pb_field_varint(1, $m->{1}[0]) . pb_field_bytes(2, $m->{2}[0] // '');
+	($t, $m) = request($owner, 35, pb_field_varint(1, 1));
+	is($t, 36, '... and opens it to streams');
+	my $other = $ts->connect_ready(token => $T2) // die 'handshake failed';
+	($t, $m) = request($other, 37, $join);
+	is("$t " . ($m->{1}[0] // '') . ': ' . ($m->{2}[0] // ''),
+		FRAME_ERROR . ' 16: JOIN names no write session of this id and key open to streams',
+		"token two's JOIN of it, with its id and key, is answered as no session");
+	for my $tok ([ 'token one', $T1 ], [ 'the admin token', $ADMIN ])
+	{
+		my $sock = $ts->connect_ready(token => $tok->[1]) // die 'handshake failed';
+		($t, $m) = request($sock, 37, $join);
+		is($t, 38, "$tok->[0] joins it");
+		close($sock);
+	}
+	($t, $m) = request($owner, FRAME_ABORT, '');
+	is($t, 13, 'the session aborts');
+	close($owner);
+	close($other);
+}
+
 $ts->stop;
 done_testing();

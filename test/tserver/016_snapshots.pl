@@ -31,7 +31,7 @@ use FindBin;
 use lib "$FindBin::Bin/../lib";
 use POSIX ();
 use Test::More;
-use TcopyTest qw(:all);
+use TcopyTest qw(:all request error_of reply_outcome pb_varints);
 
 use constant {
 	FRAME_SNAPSHOT => 33,

@@ -26,7 +26,7 @@ use lib "$FindBin::Bin/../lib";
 use IO::Select;
 use Time::HiRes ();
 use Test::More;
-use TcopyTest qw(:all);
+use TcopyTest qw(:all request error_of reply_outcome pb_varints);
 
 use constant {
 	FRAME_STREAMS => 35,

@@ -37,7 +37,7 @@ ts_proto_on_streams(TsProto *proto, const uint8_t *payload, uint32_t len, TsErro
 								"the session's streams are not open", err);
 	if (request->open)
 	{
-		if (ts_session_streams_open(proto->session, err) != 0)
+		if (ts_session_streams_open(proto->session, proto->scope, err) != 0)
 			return -1;
 		proto->phase = TS_PROTO_STREAMING;
 	}
@@ -78,7 +78,8 @@ ts_proto_on_join(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *
 		return -1;
 	}
 	proto->stream = ts_stream_join(proto->shared->store, request->session_id,
-								   request->session_key.data, request->session_key.len, err);
+								   request->session_key.data, request->session_key.len,
+								   proto->scope, err);
 	if (proto->stream == NULL)
 		return -1;
 	proto->phase = TS_PROTO_STREAM;

@@ -106,10 +106,12 @@ int			ts_session_write(TsSession *session, const Tcopy__WriteBatch *batch,
  * Streams of the session (ts_streams.c, docs/protocol.md#streams): open it
  * to streams that JOIN it, and close them, checking that chunks
  * 1 .. chunks and rows rows in all were staged.  The session's own
- * connection writes nothing while they are open.  0, or -1 with err (a
+ * connection writes nothing while they are open.  scope: the namespace of
+ * the session's credential (NULL: full access): only a connection of the
+ * same namespace, or of full access, may join.  0, or -1 with err (a
  * failed stream's error, at the close).
  */
-int			ts_session_streams_open(TsSession *session, TsError *err);
+int			ts_session_streams_open(TsSession *session, const char *scope, TsError *err);
 int			ts_session_streams_close(TsSession *session, uint64_t chunks, uint64_t rows,
 									 TsError *err);
 
@@ -123,7 +125,7 @@ int			ts_session_streams_close(TsSession *session, uint64_t chunks, uint64_t row
  * end of a chunk that is the input's last (last) drops the chunks after it.
  */
 TsStream   *ts_stream_join(TsStore *store, uint64_t session_id, const uint8_t *key,
-						   size_t keylen, TsError *err);
+						   size_t keylen, const char *scope, TsError *err);
 int			ts_stream_chunk(TsStream *stream, uint64_t chunk, bool end, bool last,
 							uint64_t *rows, TsError *err);
 /*

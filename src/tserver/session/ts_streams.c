@@ -38,6 +38,8 @@ struct TsStreams
 	unsigned	users;			/* streams using the session right now */
 	bool		failed;			/* a stream failed: the session may not close them */
 	TsError		err;			/* the first failure */
+	const char *scope;			/* the namespace of the session's credential;
+								 * NULL: full access */
 };
 
 struct TsStream
@@ -88,7 +90,7 @@ streams_fail_locked(TsStreams *group, const TsError *err)
 }
 
 int
-ts_session_streams_open(TsSession *session, TsError *err)
+ts_session_streams_open(TsSession *session, const char *scope, TsError *err)
 {
 	TsStreams  *group;
 
@@ -110,6 +112,7 @@ ts_session_streams_open(TsSession *session, TsError *err)
 	group->refs = 1;
 	group->session = session;
 	group->next_chunk = 1;
+	group->scope = scope;
 	/* a JOIN finds it through the registry, under its lock */
 	pthread_mutex_lock(&session->store->sessions_lock);
 	session->streams = group;
@@ -184,9 +187,19 @@ ts_session_streams_end(TsSession *session)
 		streams_unref(streams_detach(session));
 }
 
+/*
+ * May a connection of scope join streams of scope owner's?  A full-access
+ * credential may; a scoped one only its own namespace's.
+ */
+static bool
+scope_may_join(const char *scope, const char *owner)
+{
+	return scope == NULL || (owner != NULL && strcmp(scope, owner) == 0);
+}
+
 TsStream *
 ts_stream_join(TsStore *store, uint64_t session_id, const uint8_t *key, size_t keylen,
-			   TsError *err)
+			   const char *scope, TsError *err)
 {
 	TsSession  *session;
 	TsStreams  *group = NULL;
@@ -202,7 +215,8 @@ ts_stream_join(TsStore *store, uint64_t session_id, const uint8_t *key, size_t k
 		if (session->id == session_id)
 			break;
 	if (session != NULL && keylen == sizeof(session->key) &&
-		key_equal(session->key, key, keylen) && session->streams != NULL)
+		key_equal(session->key, key, keylen) && session->streams != NULL &&
+		scope_may_join(scope, session->streams->scope))
 	{
 		group = session->streams;
 		pthread_mutex_lock(&group->lock);
@@ -210,6 +224,7 @@ ts_stream_join(TsStore *store, uint64_t session_id, const uint8_t *key, size_t k
 		pthread_mutex_unlock(&group->lock);
 	}
 	pthread_mutex_unlock(&store->sessions_lock);
+	/* another namespace's session is answered as none: nothing is told */
 	if (group == NULL)
 	{
 		free(stream);
