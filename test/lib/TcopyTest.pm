@@ -53,7 +53,7 @@ our @EXPORT_OK = qw(fnv1a64_hex aid_sum dir_size PROTOCOL_VERSION auth_proof
   FRAME_LIST_PREPARED FRAME_PREPARED_LIST
   RESOLVE_NONE RESOLVE_DONE RESOLVE_NOT_FOUND RESOLVE_BUSY);
 # frame helpers, imported by name (some tests define their own of these names)
-our @FRAME_HELPERS = qw(request error_of reply_outcome pb_varints);
+our @FRAME_HELPERS = qw(request error_of reply_outcome pb_varints scan_rows);
 our %EXPORT_TAGS = (all => [@EXPORT_OK]);
 push @EXPORT_OK, @FRAME_HELPERS;
 
@@ -641,6 +641,30 @@ sub pb_varints
 		($n, $shift) = (0, 0);
 	}
 	return @out;
+}
+
+# Send SCAN request (a Scan's fields) on sock and read every batch: the
+# rows as "int:int:...:blob" (the ints zigzag-decoded, the first blob)
+# joined by spaces, or "error CODE: message", or "frame TYPE".
+sub scan_rows
+{
+	my ($sock, $request) = @_;
+	send_frame($sock, FRAME_SCAN, $request);
+	my @rows;
+	for (;;)
+	{
+		my ($type, $payload) = read_frame($sock, 30);
+		return 'error ' . join(': ', error_of($payload)) if ($type // 0) == FRAME_ERROR;
+		return 'frame ' . ($type // 'none') unless ($type // 0) == FRAME_SCAN_BATCH;
+		my $f = pb_decode($payload);
+		for my $r (@{ $f->{1} // [] })
+		{
+			my $rf = pb_decode($r);
+			my @ints = map { $_ & 1 ? -(($_ + 1) >> 1) : $_ >> 1 } pb_varints($rf->{1}[0] // '');
+			push @rows, join(':', @ints, $rf->{3}[0] // '');
+		}
+		return join(' ', @rows) if $f->{2} && $f->{2}[0];
+	}
 }
 
 # Read one frame: (type, payload), or () on EOF or timeout.

@@ -31,7 +31,7 @@ use FindBin;
 use lib "$FindBin::Bin/../lib";
 use POSIX ();
 use Test::More;
-use TcopyTest qw(:all request error_of reply_outcome pb_varints);
+use TcopyTest qw(:all request error_of reply_outcome pb_varints scan_rows);
 
 use constant {
 	FRAME_SNAPSHOT => 33,
@@ -120,24 +120,9 @@ sub scan
 	$request .= pb_field_varint(7, $o{session}{id}) . pb_field_bytes(8, $o{session}{key}) if $o{session};
 	$request .= pb_field_varint(10, $o{snapshot}{id}) . pb_field_bytes(11, $o{key} // $o{snapshot}{key})
 	  if $o{snapshot};
-	TcopyTest::send_frame($sock, FRAME_SCAN, $request);
-	my @rows;
-	for (;;)
-	{
-		my ($type, $payload) = TcopyTest::read_frame($sock, 30);
-		return 'error ' . join(': ', error_of($payload)) if ($type // 0) == FRAME_ERROR;
-		return "frame " . ($type // 'none') unless ($type // 0) == FRAME_SCAN_BATCH;
-		my $f = pb_decode($payload);
-		for my $r (@{ $f->{1} // [] })
-		{
-			my $rf = pb_decode($r);
-			my @ints = map { $_ & 1 ? -(($_ + 1) >> 1) : $_ >> 1 } pb_varints($rf->{1}[0] // '');
-			push @rows, join(':', @ints, $rf->{3}[0] // '');
-		}
-		last if $f->{2} && $f->{2}[0];
-	}
+	my $rows = scan_rows($sock, $request);
 	close($sock);
-	return join(' ', @rows);
+	return $rows;
 }
 
 my $setup = ready();

@@ -26,7 +26,7 @@ use lib "$FindBin::Bin/../lib";
 use IO::Select;
 use Time::HiRes ();
 use Test::More;
-use TcopyTest qw(:all request error_of reply_outcome pb_varints);
+use TcopyTest qw(:all request error_of reply_outcome scan_rows);
 
 use constant {
 	FRAME_STREAMS => 35,
@@ -163,24 +163,9 @@ sub scan
 {
 	my ($table) = @_;
 	my $sock = ready();
-	TcopyTest::send_frame($sock, FRAME_SCAN, pb_field_varint(1, $table));
-	my @rows;
-	for (;;)
-	{
-		my ($type, $payload) = TcopyTest::read_frame($sock, 30);
-		return 'error ' . join(': ', error_of($payload)) if ($type // 0) == FRAME_ERROR;
-		return "frame " . ($type // 'none') unless ($type // 0) == FRAME_SCAN_BATCH;
-		my $f = pb_decode($payload);
-		for my $r (@{ $f->{1} // [] })
-		{
-			my $rf = pb_decode($r);
-			my ($k) = pb_varints($rf->{1}[0] // '');
-			push @rows, ($k >> 1) . ':' . ($rf->{3}[0] // '');
-		}
-		last if $f->{2} && $f->{2}[0];
-	}
+	my $rows = scan_rows($sock, pb_field_varint(1, $table));
 	close($sock);
-	return join(' ', @rows);
+	return $rows;
 }
 
 my ($type, $payload);

@@ -417,6 +417,16 @@ leader_close_partitions(CopyLeader *leader)
 	}
 }
 
+/* A worker's queue detached: a worker that died says why on its error queue. */
+static void pg_attribute_noreturn()
+leader_lost_worker(void)
+{
+	HandleParallelMessages();
+	ereport(ERROR,
+			(errcode(ERRCODE_INTERNAL_ERROR),
+			 errmsg("lost connection to parallel worker")));
+}
+
 /*
  * A batch of a worker's: its rows on the session, as the writer's, or
  * (streams) what the worker sent on its own stream, counted as the
@@ -505,13 +515,7 @@ leader_receive(CopyLeader *leader)
 		if (res == SHM_MQ_WOULD_BLOCK)
 			break;
 		if (res == SHM_MQ_DETACHED)
-		{
-			/* a worker that died says why on its error queue */
-			HandleParallelMessages();
-			ereport(ERROR,
-					(errcode(ERRCODE_INTERNAL_ERROR),
-					 errmsg("lost connection to parallel worker")));
-		}
+			leader_lost_worker();
 		progress = true;
 		if (nbytes < 1)
 			elog(ERROR, "empty message from a parallel COPY worker");
@@ -566,12 +570,7 @@ leader_wait_streams(CopyLeader *leader)
 
 		res = shm_mq_receive(leader->out[w], &nbytes, &data, false);
 		if (res == SHM_MQ_DETACHED)
-		{
-			HandleParallelMessages();
-			ereport(ERROR,
-					(errcode(ERRCODE_INTERNAL_ERROR),
-					 errmsg("lost connection to parallel worker")));
-		}
+			leader_lost_worker();
 		if (nbytes >= 1 && *(char *) data == TCOPY_MSG_STREAM_FAILED)
 			leader_stream_failed(leader, (char *) data + 1, nbytes - 1);
 		if (nbytes != 1 || *(char *) data != TCOPY_MSG_FINISHED)

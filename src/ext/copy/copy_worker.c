@@ -141,6 +141,22 @@ worker_send(shm_mq_iovec *iov, int iovcnt, bool flush)
 }
 
 /*
+ * After an error: wait for the leader's transaction to end, which stops
+ * this worker.  Ending now would look like a crash to the leader (no clean
+ * exit on its error queue) before it has raised the error in its turn.
+ */
+static void pg_attribute_noreturn()
+worker_wait_to_be_stopped(void)
+{
+	for (;;)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
  * The stream failed: tell the leader, which asks the session why (a
  * duplicate key is reported with its line), and wait to be stopped.
  */
@@ -156,12 +172,7 @@ worker_stream_failed(void)
 	iov[1].data = why;
 	iov[1].len = strlen(why) + 1;
 	worker_send(iov, 2, true);
-	for (;;)
-	{
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-	}
+	worker_wait_to_be_stopped();
 }
 
 /* A chunk's start or end on the stream (the end: last of the input). */
@@ -402,22 +413,6 @@ worker_wait_for_leader(void)
 
 	while (worker_receive(&type, &data, &len))
 		CHECK_FOR_INTERRUPTS();
-}
-
-/*
- * After an error: wait for the leader's transaction to end, which stops
- * this worker.  Ending now would look like a crash to the leader (no clean
- * exit on its error queue) before it has raised the error in its turn.
- */
-static void pg_attribute_noreturn()
-worker_wait_to_be_stopped(void)
-{
-	for (;;)
-	{
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
-	}
 }
 
 /* Read the next NUL-terminated string of the leader's options. */

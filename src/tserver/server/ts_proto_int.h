@@ -47,6 +47,8 @@ extern int ts_proto_on_join(TsProto *proto, const uint8_t *payload, uint32_t len
 extern int ts_proto_on_chunk(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
 extern int ts_proto_on_stream_write(TsProto *proto, const uint8_t *payload, uint32_t len,
 									TsError *err);
+/* in ts_proto_requests.c: seq must follow the connection's last_seq */
+extern int ts_proto_check_seq(TsProto *proto, const char *what, uint64_t seq, TsError *err);
 /* in ts_proto_requests.c: may the connection name table_id (its scope)? */
 extern int ts_proto_check_table_id(TsProto *proto, uint32_t table_id, TsError *err);
 

@@ -166,9 +166,9 @@ ts_proto_on_begin(TsProto *proto, const uint8_t *payload, uint32_t len, TsError 
 	return ts_proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_BEGIN_OK, &reply.base, err);
 }
 
-/* A batch (or modify) must be the session's next: 0, or -1 with err. */
-static int
-proto_check_seq(TsProto *proto, const char *what, uint64_t seq, TsError *err)
+/* A batch (or modify, or a stream's chunk end) must be next: 0, or -1 with err. */
+int
+ts_proto_check_seq(TsProto *proto, const char *what, uint64_t seq, TsError *err)
 {
 	if (seq == proto->last_seq + 1)
 		return 0;
@@ -198,7 +198,7 @@ ts_proto_on_write(TsProto *proto, const uint8_t *payload, uint32_t len, TsError 
 	batch = ts_proto_decode_write(proto, payload, len, &decoded, err);
 	if (batch == NULL)
 		return -1;
-	if (proto_check_seq(proto, "write batch", batch->seq, err) != 0)
+	if (ts_proto_check_seq(proto, "write batch", batch->seq, err) != 0)
 		return -1;
 	atomic_fetch_add(&proto->shared->batches_received, 1);
 	if (ts_proto_check_table_id(proto, batch->table_id, err) != 0 ||
@@ -229,7 +229,7 @@ ts_proto_on_modify(TsProto *proto, const uint8_t *payload, uint32_t len, TsError
 	request = ts_proto_unpack(proto, &tcopy__modify__descriptor, payload, len, err);
 	if (request == NULL)
 		return -1;
-	if (proto_check_seq(proto, "modify", request->seq, err) != 0)
+	if (ts_proto_check_seq(proto, "modify", request->seq, err) != 0)
 		return -1;
 	if (ts_proto_check_table_id(proto, request->table_id, err) != 0 ||
 		ts_session_modify(proto->session, request, &changed, err) != 0)

@@ -106,13 +106,8 @@ ts_proto_on_chunk(TsProto *proto, const uint8_t *payload, uint32_t len, TsError 
 	request = ts_proto_unpack(proto, &tcopy__chunk__descriptor, payload, len, err);
 	if (request == NULL)
 		return -1;
-	if (request->end && request->seq != proto->last_seq + 1)
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
-					 "chunk end out of order: expected seq %" PRIu64 ", got %" PRIu64,
-					 proto->last_seq + 1, (uint64_t) request->seq);
+	if (request->end && ts_proto_check_seq(proto, "chunk end", request->seq, err) != 0)
 		return -1;
-	}
 	if (ts_stream_chunk(proto->stream, request->chunk, request->end, request->last,
 						&ack.rows, err) != 0)
 		return -1;
@@ -141,13 +136,8 @@ ts_proto_on_stream_write(TsProto *proto, const uint8_t *payload, uint32_t len, T
 	batch = ts_proto_decode_write(proto, payload, len, &decoded, err);
 	if (batch == NULL)
 		return -1;
-	if (batch->seq != proto->last_seq + 1)
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
-					 "write batch out of order: expected seq %" PRIu64 ", got %" PRIu64,
-					 proto->last_seq + 1, (uint64_t) batch->seq);
+	if (ts_proto_check_seq(proto, "write batch", batch->seq, err) != 0)
 		return -1;
-	}
 	atomic_fetch_add(&proto->shared->batches_received, 1);
 	if (ts_proto_check_table_id(proto, batch->table_id, err) != 0 ||
 		ts_stream_encode(proto->stream, batch, err) != 0)
