@@ -185,7 +185,9 @@ int			tc_client_write_batch(TcClient *client, const Tcopy__WriteBatch *batch);
 /*
  * Streams of a write session (docs/protocol.md#streams).  The session's
  * connection opens it to streams (after its acks), then sends nothing but
- * the close, which names the chunks staged (1 .. chunks) and the session's
+ * skips (tc_client_skip_chunks: chunks first .. through no stream sends;
+ * last: the input ends with through; no answer) and the close, which
+ * waits for the chunks sent to be staged, names them (1 .. chunks) and the session's
  * rows then (its own and the streams'), and gives the rows the session
  * received.  Another connection joins it with the session's id and key
  * (tc_client_session's) and sends chunks: tc_client_chunk(chunk, false),
@@ -201,6 +203,8 @@ int			tc_client_streams_close(TcClient *client, uint64_t chunks, uint64_t rows,
 int			tc_client_join(TcClient *client, uint64_t session_id, const uint8_t *key,
 						   size_t keylen);
 int			tc_client_chunk(TcClient *client, uint64_t chunk, bool end, bool last);
+int			tc_client_skip_chunks(TcClient *client, uint64_t first, uint64_t through,
+								  bool last);
 
 /* Wait until every batch sent has been acknowledged. */
 int			tc_client_wait_acks(TcClient *client);

@@ -83,3 +83,16 @@ tc_client_chunk(TcClient *client, uint64_t chunk, bool end, bool last)
 	client->seq_sent = request.seq;
 	return 0;
 }
+
+int
+tc_client_skip_chunks(TcClient *client, uint64_t first, uint64_t through, bool last)
+{
+	Tcopy__Chunk request = TCOPY__CHUNK__INIT;
+
+	if (client->broken)
+		return -1;
+	request.chunk = first;
+	request.through = through;
+	request.last = last;
+	return client_send_message(client, TCOPY__FRAME_TYPE__FRAME_CHUNK, &request.base);
+}

@@ -17,7 +17,14 @@
 #	- a stream that leaves in the middle of a chunk fails the close; the
 #	  session's ABORT wakes a stream waiting for its turn with an error;
 #	- under on_conflict error, a duplicate across two streams' chunks is
-#	  reported with its row's ordinal in input order (DUPLICATE_KEY).
+#	  reported with its row's ordinal in input order (DUPLICATE_KEY);
+#	- skips: the session's own connection names chunks no stream sends
+#	  (CHUNK {chunk, through}): a later chunk's batch waits until they are
+#	  skipped, a skip ahead of the turn is passed when the turn reaches it,
+#	  a skip with last ends the input, a close right after a skip waits for
+#	  the chunks sent to end; a skip of an ended chunk is refused, and a
+#	  close with no stream joined does not wait; a table's on_conflict may
+#	  be set while streams are open, a TRUNCATE may not.
 use strict;
 use warnings;
 
@@ -37,7 +44,9 @@ use constant {
 	WRITE_UPDATE => 1,
 	KIND_INT => 2,
 	KIND_BYTES => 4,
+	TABLE_OP_TRUNCATE => 1,
 	TABLE_OP_ON_CONFLICT => 5,
+	ON_CONFLICT_IGNORE => 1,
 	ON_CONFLICT_ERROR => 2,
 	ERROR_DUPLICATE_KEY => 12,
 	FRAME_ABORT_OK => 13,
@@ -256,6 +265,103 @@ is(streams($s, 0, 1, 1), '', 'the close names 1 chunk and 1 row');
 is(commit($s, 1), '', 'committed');
 is(scan($t), '5:chunk2 6:chunk1 7:chunk2 21:last', 'only the rows up to the last chunk are stored');
 
+# skips: chunks no stream sends, named by the session's own connection
+sub skip
+{
+	my ($s, $first, $through, $last) = @_;
+	TcopyTest::send_frame($s->{sock}, FRAME_CHUNK, pb_field_varint(1, $first)
+		  . pb_field_varint(5, $through) . ($last ? pb_field_varint(4, 1) : ''));
+}
+
+$s = begin();
+is(streams($s, 1), '', 'a session opens to streams');
+($a, $b) = (join_stream($s), join_stream($s));
+chunk($a, 3);
+send_batch($a, $t, 0, [ 30, 'chunk3' ]);
+is(reply_of($a, 0.5), 'none', "chunk 3's batch waits for chunks 1 and 2");
+skip($s, 1, 2);
+is(reply_of($a, 10), '', '... and is staged once they are skipped');
+chunk($a, 3, 1);
+is(reply_of($a, 10), '', 'chunk 3 ends');
+skip($s, 5, 6);
+chunk($b, 7);
+send_batch($b, $t, 0, [ 31, 'chunk7' ]);
+chunk($b, 7, 1);
+is(reply_of($b, 0.5), 'none', 'chunk 7 waits for chunk 4, though 5 and 6 are skipped ahead');
+chunk($a, 4);
+send_batch($a, $t, 0, [ 30, 'chunk4' ]);
+chunk($a, 4, 1);
+is(reply_of($a, 10) . reply_of($a, 10), '', 'chunk 4 is staged and ends');
+is(reply_of($b, 10) . reply_of($b, 10), '', '... and chunk 7 follows it, past the skipped 5 and 6');
+chunk($a, 9);
+send_batch($a, $t, 0, [ 32, 'chunk9' ]);
+chunk($a, 9, 1);
+skip($s, 8, 8);
+is(streams($s, 0, 9, 4), '', 'a close right after the skip waits for chunk 9 to end, and names 9 chunks');
+is(commit($s, 4), '', 'the session commits');
+is(scan($t), '5:chunk2 6:chunk1 7:chunk2 21:last 30:chunk4 31:chunk7 32:chunk9',
+	'the rows of the chunks sent, in chunk order');
+
+$s = begin();
+is(streams($s, 1), '', 'a session opens to streams');
+($a, $b) = (join_stream($s), join_stream($s));
+chunk($a, 3);
+send_batch($a, $t, 0, [ 40, 'after the end' ]);
+chunk($a, 3, 1);
+chunk($b, 1);
+send_batch($b, $t, 0, [ 41, 'chunk1' ]);
+chunk($b, 1, 1);
+skip($s, 2, 2, 1);
+is(join('', map { reply_of($a, 10) } 1 .. 2), '',
+	"a skip with last ends the input: chunk 3's batch and end are acknowledged, not staged");
+is(streams($s, 0, 2, 1), '', 'the close names 2 chunks, 1 row');
+is(commit($s, 1), '', 'committed');
+like(scan($t), qr/41:chunk1/, "chunk 1's row is stored");
+unlike(scan($t), qr/40:/, "chunk 3's is not");
+
+$s = begin();
+is(streams($s, 1), '', 'a session opens to streams');
+$a = join_stream($s);
+($type, $payload) = request($s->{sock}, FRAME_TABLE_OP, pb_field_varint(1, TABLE_OP_ON_CONFLICT)
+	  . pb_field_varint(2, $t) . pb_field_varint(3, 1) . pb_field_varint(5, ON_CONFLICT_IGNORE));
+is(reply_outcome(FRAME_TABLE_OP_OK, $type, $payload), '',
+	"a table's on_conflict is set while the session's streams are open");
+($type, $payload) = request($s->{sock}, FRAME_TABLE_OP, pb_field_varint(1, TABLE_OP_TRUNCATE)
+	  . pb_field_varint(2, $t) . pb_field_varint(3, 1));
+like(reply_outcome(FRAME_TABLE_OP_OK, $type, $payload), qr/^error 1: unexpected FRAME_TABLE_OP frame/,
+	'... but not a TRUNCATE');
+
+$s = begin();
+is(streams($s, 1), '', 'a session opens to streams');
+$a = join_stream($s);
+chunk($a, 1);
+send_batch($a, $t, 0, [ 50, 'a' ]);
+chunk($a, 1, 1);
+is(reply_of($a, 10) . reply_of($a, 10), '', 'chunk 1 is staged and ends');
+skip($s, 1, 1);
+like(streams($s, 0, 1, 1), qr/^error 1: a skip of chunks from 1 after chunk 1 ended or was skipped/,
+	'a skip of a chunk that ended is refused');
+
+$s = begin();
+is(streams($s, 1), '', 'a session opens to streams');
+like(streams($s, 0, 2, 0), qr/^error 1: closing the session's streams names 2 chunks, but 0 were staged/,
+	'a close naming chunks no stream can end fails at once when no stream is joined');
+
+$s = begin();
+is(streams($s, 1), '', 'a session opens to streams');
+$a = join_stream($s);
+TcopyTest::send_frame($s->{sock}, FRAME_STREAMS, pb_field_varint(2, 1) . pb_field_varint(3, 0));
+is(reply_of($s, 0.5), 'none', 'a close naming a chunk not yet sent waits while a stream is joined');
+close($s->{sock});
+my $gave_up;
+for (1 .. 400)
+{
+	last if ($gave_up = $ts->log_contents =~ /closing the session's streams names 1 chunks, but 0 were staged/);
+	Time::HiRes::sleep(0.05);
+}
+ok($gave_up, '... and gives up, saying which chunks were missing, when its client closes the connection');
+close_and_wait($a->{sock}, 'left the streams');
+
 # refusals and failures
 $s = begin();
 is(streams($s, 1), '', 'a session opens to streams');
@@ -286,7 +392,8 @@ is(reply_of($a, 0.5), 'none', 'a stream waits for chunk 1');
 is(reply_outcome(FRAME_ABORT_OK, $type, $payload), '', 'the session aborts');
 like(reply_of($a, 10), qr/^error 16: the write session's streams were closed/,
 	'... and the waiting stream fails');
-is(scan($t), '5:chunk2 6:chunk1 7:chunk2 21:last', 'nothing of the failed sessions is stored');
+is(scan($t), '5:chunk2 6:chunk1 7:chunk2 21:last 30:chunk4 31:chunk7 32:chunk9 41:chunk1',
+	'nothing of the failed sessions is stored');
 
 # on_conflict error: a duplicate across chunks names its row in input order
 $s = begin();

@@ -474,6 +474,7 @@ ts_conn_main(void *arg)
 	conn->clean_eof = conn->socket_broken = conn->recv_timeout_set = false;
 	conn->tls = NULL;
 	ts_proto_init(&conn->proto, conn->ctx->shared, conn->id, conn_send_socket, conn);
+	conn->proto.peer_fd = conn->fd;
 	memset(&err, 0, sizeof(err));
 
 	ts_log(TS_LOG_DEBUG, "connection %" PRIu64 " from %s opened", conn->id, conn->peer);

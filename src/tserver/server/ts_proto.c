@@ -535,6 +535,7 @@ ts_proto_init(TsProto *proto, TsProtoShared *shared, uint64_t id,
 	proto->phase = TS_PROTO_AWAIT_HELLO;
 	proto->send = send;
 	proto->send_arg = send_arg;
+	proto->peer_fd = -1;
 	tc_arena_init(&proto->frame_arena, PROTO_ARENA_BLOCK);
 	tc_arena_init(&proto->scan_arena, PROTO_ARENA_BLOCK);
 	proto->decode_allocator.alloc = proto_decode_alloc;

@@ -104,6 +104,8 @@ typedef struct TsProto
 	TcArena		scan_arena;		/* the current ScanBatch's rows */
 	TsProtoSendFn send;
 	void	   *send_arg;
+	int			peer_fd;		/* the client's socket, -1: none (a fuzzer):
+								 * a long wait gives up when it closes */
 } TsProto;
 
 /*

@@ -560,9 +560,16 @@ ts_proto_on_table_op(TsProto *proto, const uint8_t *payload, uint32_t len, TsErr
 	request = ts_proto_unpack(proto, &tcopy__table_op__descriptor, payload, len, err);
 	if (request == NULL || ts_proto_check_table_id(proto, request->table_id, err) != 0)
 		return -1;
-	if (proto->phase == TS_PROTO_STREAMING || proto->phase == TS_PROTO_STREAM)
+	/*
+	 * A session open to streams may still set a table's on_conflict (a
+	 * partition a parallel COPY's routing reaches late), nothing else.
+	 */
+	if (proto->phase == TS_PROTO_STREAM ||
+		(proto->phase == TS_PROTO_STREAMING &&
+		 request->op != TCOPY__TABLE_OP_KIND__TABLE_OP_ON_CONFLICT))
 		return ts_proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_TABLE_OP, NULL, err);
-	if (request->in_session != (proto->phase == TS_PROTO_IN_SESSION))
+	if (request->in_session != (proto->phase == TS_PROTO_IN_SESSION ||
+								proto->phase == TS_PROTO_STREAMING))
 		return ts_proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_TABLE_OP,
 								request->in_session ? "in_session, but no write session is open" :
 								"not in_session, but a write session is open", err);

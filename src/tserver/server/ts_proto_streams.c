@@ -9,9 +9,27 @@
 #include "ts_proto_int.h"
 
 #include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
 
 #include "ts_log.h"
+
+/*
+ * Whether a close waiting for the streams' chunks should stop: the server
+ * is stopping, or the client closed its connection (nothing else would
+ * wake this thread, and the streams waiting for their turn with it).
+ */
+static bool
+proto_give_up(void *arg)
+{
+	TsProto    *proto = arg;
+	struct pollfd pfd = {.fd = proto->peer_fd, .events = POLLRDHUP};
+
+	if (proto->shared->stopping != NULL && atomic_load(proto->shared->stopping))
+		return true;
+	return proto->peer_fd >= 0 && poll(&pfd, 1, 0) > 0 &&
+		(pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
 
 /*
  * STREAMS: open the session to streams (the connection then only closes
@@ -45,7 +63,8 @@ ts_proto_on_streams(TsProto *proto, const uint8_t *payload, uint32_t len, TsErro
 	{
 		/* closed even when the check fails: the connection ends then */
 		proto->phase = TS_PROTO_IN_SESSION;
-		if (ts_session_streams_close(proto->session, request->chunks, request->rows, err) != 0)
+		if (ts_session_streams_close(proto->session, request->chunks, request->rows,
+									 proto_give_up, proto, err) != 0)
 			return -1;
 	}
 	ts_log(TS_LOG_DEBUG, "connection %" PRIu64 ": session streams %s", proto->id,
@@ -92,7 +111,8 @@ ts_proto_on_join(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *
 
 /*
  * CHUNK: a stream's chunk begins (no answer), or ends in its turn, taking
- * the stream's next seq: answer ACK.
+ * the stream's next seq: answer ACK.  On the session's own connection:
+ * chunks no stream sends, skipped (no answer).
  */
 int
 ts_proto_on_chunk(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
@@ -100,12 +120,16 @@ ts_proto_on_chunk(TsProto *proto, const uint8_t *payload, uint32_t len, TsError 
 	Tcopy__Chunk *request;
 	Tcopy__Ack	ack = TCOPY__ACK__INIT;
 
-	if (proto->phase != TS_PROTO_STREAM)
+	if (proto->phase != TS_PROTO_STREAM && proto->phase != TS_PROTO_STREAMING)
 		return ts_proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_CHUNK,
-								"the connection is no stream of a write session", err);
+								"the connection is no stream of a write session, and "
+								"its session is not open to streams", err);
 	request = ts_proto_unpack(proto, &tcopy__chunk__descriptor, payload, len, err);
 	if (request == NULL)
 		return -1;
+	if (proto->phase == TS_PROTO_STREAMING)
+		return ts_session_streams_skip(proto->session, request->chunk, request->through,
+									   request->last, err);
 	if (request->end && ts_proto_check_seq(proto, "chunk end", request->seq, err) != 0)
 		return -1;
 	if (ts_stream_chunk(proto->stream, request->chunk, request->end, request->last,

@@ -9,6 +9,7 @@
  */
 #include "ts_conflict.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,12 +19,19 @@
 _Static_assert(TS_ERROR_ROW_COLUMNS == TS_MAX_KEY_COLUMNS,
 			   "a duplicate's row in a TsError holds every key column");
 
+/* An array of policies, in the chain of those a TsConflicts made. */
+typedef struct ConflictBlock
+{
+	struct ConflictBlock *next;	/* the one it outgrew */
+	TsConflictPolicy entries[];
+} ConflictBlock;
+
 int
 ts_conflicts_set(TsConflicts *conflicts, uint32_t table_id, Tcopy__OnConflict policy,
 				 TsError *err)
 {
-	uint32_t   *ids;
-	Tcopy__OnConflict *policies;
+	const TsConflictPolicy *entries;
+	uint32_t	n = ts_conflicts_count(conflicts, &entries);
 
 	if (policy != TCOPY__ON_CONFLICT__ON_CONFLICT_REPLACE &&
 		policy != TCOPY__ON_CONFLICT__ON_CONFLICT_IGNORE &&
@@ -32,40 +40,59 @@ ts_conflicts_set(TsConflicts *conflicts, uint32_t table_id, Tcopy__OnConflict po
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL, "unknown on_conflict %d", (int) policy);
 		return -1;
 	}
-	for (uint32_t i = 0; i < conflicts->n; i++)
+	for (uint32_t i = 0; i < n; i++)
 	{
-		if (conflicts->table_ids[i] != table_id)
+		if (entries[i].table_id != table_id)
 			continue;
-		if (conflicts->policies[i] == policy)
+		if (entries[i].policy == policy)
 			return 0;
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
 					 "on_conflict of table id %u set to another policy in the same session",
 					 table_id);
 		return -1;
 	}
-	ids = realloc(conflicts->table_ids, (conflicts->n + 1) * sizeof(uint32_t));
-	if (ids != NULL)
-		conflicts->table_ids = ids;
-	policies = realloc(conflicts->policies, (conflicts->n + 1) * sizeof(Tcopy__OnConflict));
-	if (policies != NULL)
-		conflicts->policies = policies;
-	if (ids == NULL || policies == NULL)
+	if (n == conflicts->cap)
 	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
-		return -1;
+		/* a reader may still read the old array: it is kept, not freed */
+		uint32_t	cap = conflicts->cap ? conflicts->cap * 2 : 4;
+		ConflictBlock *block = malloc(offsetof(ConflictBlock, entries) +
+									  cap * sizeof(TsConflictPolicy));
+
+		if (block == NULL)
+		{
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+			return -1;
+		}
+		if (n > 0)
+			memcpy(block->entries, entries, n * sizeof(TsConflictPolicy));
+		block->next = conflicts->blocks;
+		conflicts->blocks = block;
+		conflicts->cap = cap;
+		atomic_store_explicit(&conflicts->entries, block->entries, memory_order_release);
 	}
-	conflicts->table_ids[conflicts->n] = table_id;
-	conflicts->policies[conflicts->n] = policy;
-	conflicts->n++;
+	entries = atomic_load_explicit(&conflicts->entries, memory_order_relaxed);
+	((TsConflictPolicy *) entries)[n].table_id = table_id;
+	((TsConflictPolicy *) entries)[n].policy = policy;
+	atomic_store_explicit(&conflicts->n, n + 1, memory_order_release);
 	return 0;
 }
 
 void
 ts_conflicts_free(TsConflicts *conflicts)
 {
-	free(conflicts->table_ids);
-	free(conflicts->policies);
-	memset(conflicts, 0, sizeof(*conflicts));
+	ConflictBlock *block = conflicts->blocks;
+
+	while (block != NULL)
+	{
+		ConflictBlock *next = block->next;
+
+		free(block);
+		block = next;
+	}
+	atomic_store(&conflicts->n, 0);
+	atomic_store(&conflicts->entries, NULL);
+	conflicts->cap = 0;
+	conflicts->blocks = NULL;
 }
 
 /* Append s to buf[size] at *len, cut to fit. */

@@ -10,6 +10,7 @@
 #ifndef TS_CONFLICT_H
 #define TS_CONFLICT_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -23,27 +24,57 @@
 typedef int (*TsConflictReport) (void *arg, const uint8_t *key, uint32_t keylen,
 								 const uint8_t *value, uint32_t valuelen, TsError *err);
 
+/* A table's policy. */
+typedef struct TsConflictPolicy
+{
+	uint32_t	table_id;
+	Tcopy__OnConflict policy;
+} TsConflictPolicy;
+
+/*
+ * The policies of a session's tables.  Only the session's connection sets
+ * them, but threads that stage or spill the session's rows read them at
+ * the same time (a partition's policy is set while the streams of the
+ * session stage other partitions' rows): the entries are appended, and an
+ * array outgrown is kept until the session ends, so that a reader loads n,
+ * then the array, and reads n entries without a lock.
+ */
 typedef struct TsConflicts
 {
-	uint32_t	n;
-	uint32_t   *table_ids;		/* [n] tables with a policy */
-	Tcopy__OnConflict *policies;	/* [n] theirs */
+	_Atomic uint32_t n;
+	_Atomic(TsConflictPolicy *) entries;
+	uint32_t	cap;
+	void	   *blocks;			/* the arrays, newest first, freed at the end */
 	TsConflictReport report;	/* for ON_CONFLICT_ERROR */
 	void	   *report_arg;
 } TsConflicts;
+
+/* How many tables have a policy; *entries (if given) their policies. */
+static inline uint32_t
+ts_conflicts_count(const TsConflicts *conflicts, const TsConflictPolicy **entries)
+{
+	uint32_t	n = atomic_load_explicit(&conflicts->n, memory_order_acquire);
+
+	if (entries != NULL)
+		*entries = atomic_load_explicit(&conflicts->entries, memory_order_acquire);
+	return n;
+}
 
 /* The policy for key's table (its first 4 bytes); REPLACE without one. */
 static inline Tcopy__OnConflict
 ts_conflicts_policy(const TsConflicts *conflicts, const uint8_t *key, uint32_t keylen)
 {
+	const TsConflictPolicy *entries;
+	uint32_t	n;
 	uint32_t	table_id;
 
-	if (conflicts == NULL || conflicts->n == 0 || keylen < 4)
+	if (conflicts == NULL || keylen < 4 ||
+		(n = ts_conflicts_count(conflicts, &entries)) == 0)
 		return TCOPY__ON_CONFLICT__ON_CONFLICT_REPLACE;
 	table_id = ts_get_be32(key);
-	for (uint32_t i = 0; i < conflicts->n; i++)
-		if (conflicts->table_ids[i] == table_id)
-			return conflicts->policies[i];
+	for (uint32_t i = 0; i < n; i++)
+		if (entries[i].table_id == table_id)
+			return entries[i].policy;
 	return TCOPY__ON_CONFLICT__ON_CONFLICT_REPLACE;
 }
 
@@ -51,8 +82,11 @@ ts_conflicts_policy(const TsConflicts *conflicts, const uint8_t *key, uint32_t k
 static inline bool
 ts_conflicts_checked(const TsConflicts *conflicts)
 {
-	for (uint32_t i = 0; i < conflicts->n; i++)
-		if (conflicts->policies[i] != TCOPY__ON_CONFLICT__ON_CONFLICT_REPLACE)
+	const TsConflictPolicy *entries;
+	uint32_t	n = ts_conflicts_count(conflicts, &entries);
+
+	for (uint32_t i = 0; i < n; i++)
+		if (entries[i].policy != TCOPY__ON_CONFLICT__ON_CONFLICT_REPLACE)
 			return true;
 	return false;
 }

@@ -291,6 +291,8 @@ ts_session_prepare_gid(TsSession *session, const char *gid, uint64_t owner,
 	Tstore__SessionLabel *labels = NULL;
 	Tstore__SessionLabel **label_ptrs = NULL;
 	uint32_t   *conflict_tables = NULL;
+	const TsConflictPolicy *conflicts;
+	uint32_t	nconflicts;
 	char	  **names = NULL;
 	char		dir[64];
 	rocksdb_writebatch_t *wb = NULL;
@@ -352,14 +354,14 @@ ts_session_prepare_gid(TsSession *session, const char *gid, uint64_t owner,
 	rec.rowids = mark_ptrs;
 
 	/* tables whose keys concurrent sessions check: claimed whole after a restart */
-	if (session->conflicts.n > 0)
+	if ((nconflicts = ts_conflicts_count(&session->conflicts, &conflicts)) > 0)
 	{
-		conflict_tables = calloc(session->conflicts.n, sizeof(uint32_t));
+		conflict_tables = calloc(nconflicts, sizeof(uint32_t));
 		if (conflict_tables == NULL)
 			goto oom;
-		for (uint32_t i = 0; i < session->conflicts.n; i++)
-			if (session->conflicts.policies[i] != TCOPY__ON_CONFLICT__ON_CONFLICT_REPLACE)
-				conflict_tables[rec.n_conflict_tables++] = session->conflicts.table_ids[i];
+		for (uint32_t i = 0; i < nconflicts; i++)
+			if (conflicts[i].policy != TCOPY__ON_CONFLICT__ON_CONFLICT_REPLACE)
+				conflict_tables[rec.n_conflict_tables++] = conflicts[i].table_id;
 		rec.conflict_tables = conflict_tables;
 	}
 

@@ -352,6 +352,7 @@ ts_session_set_on_conflict(TsSession *session, uint32_t table_id,
 						   Tcopy__OnConflict policy, TsError *err)
 {
 	TsTable    *table;
+	int			result;
 
 	if (session->prepared)
 	{
@@ -362,17 +363,22 @@ ts_session_set_on_conflict(TsSession *session, uint32_t table_id,
 	table = ts_store_table(session->store, table_id, err);
 	if (table == NULL)
 		return -1;
+	/* streams may be staging other tables' rows: the lock they stage under */
+	pthread_mutex_lock(&session->lock);
 	/* rows already staged were settled under the default */
 	if (ids_contain(session->tables, session->ntables, table_id))
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
 					 "on_conflict of table \"%s\" set after the session wrote to it",
 					 table->name);
-		return -1;
+		result = -1;
 	}
-	if (table->layout.nkey == 0)
-		return 0;				/* generated row ids never repeat */
-	return ts_conflicts_set(&session->conflicts, table_id, policy, err);
+	else if (table->layout.nkey == 0)
+		result = 0;				/* generated row ids never repeat */
+	else
+		result = ts_conflicts_set(&session->conflicts, table_id, policy, err);
+	pthread_mutex_unlock(&session->lock);
+	return result;
 }
 
 /*

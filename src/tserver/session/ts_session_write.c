@@ -224,7 +224,7 @@ write_admit(TsSession *session, size_t start, uint64_t row, TsError *err)
 
 		if (cmp > 0)
 			session->sorted = false;
-		else if (cmp == 0 && session->conflicts.n > 0 &&
+		else if (cmp == 0 && ts_conflicts_count(&session->conflicts, NULL) > 0 &&
 				 ts_record_mark(prev) == 0 && ts_record_mark(rec) == 0)
 		{
 			size_t		keep;

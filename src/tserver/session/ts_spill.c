@@ -119,7 +119,7 @@ ts_spill_sorted_records(TsSession *session, const TcBuf *staged,
 	}
 	sink->unchecked = false;
 	/* the direct files' key range, which runs cannot be checked against */
-	if (session->conflicts.n > 0 && written > 0 &&
+	if (ts_conflicts_count(&session->conflicts, NULL) > 0 && written > 0 &&
 		!(record_key_copy(&session->direct_last, staged->data + offsets[upto - 1]) &&
 		  (session->direct_first.len > 0 ||
 		   record_key_copy(&session->direct_first, staged->data + offsets[0]))))

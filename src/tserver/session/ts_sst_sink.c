@@ -61,7 +61,7 @@ ts_sst_sink_put(void *arg, const uint8_t *key, uint32_t keylen,
 	int			mark = ts_value_mark(value, valuelen);
 
 	/* an UPDATE or DELETE is not checked against anything */
-	if (sink->session->conflicts.n > 0 && mark == 0 && !sink->unchecked)
+	if (ts_conflicts_count(&sink->session->conflicts, NULL) > 0 && mark == 0 && !sink->unchecked)
 	{
 		const TsConflicts *conflicts = &sink->session->conflicts;
 		Tcopy__OnConflict policy = ts_conflicts_policy(conflicts, key, keylen);

@@ -105,7 +105,9 @@ int			ts_session_write(TsSession *session, const Tcopy__WriteBatch *batch,
 /*
  * Streams of the session (ts_streams.c, docs/protocol.md#streams): open it
  * to streams that JOIN it, and close them, checking that chunks
- * 1 .. chunks and rows rows in all were staged.  The session's own
+ * 1 .. chunks and rows rows in all were staged (waiting, while some
+ * stream is joined and none failed, for the chunks to end in turn, unless
+ * give_up(arg) says the client or the server is going away).  The session's own
  * connection writes nothing while they are open.  scope: the namespace of
  * the session's credential (NULL: full access): only a connection of the
  * same namespace, or of full access, may join.  0, or -1 with err (a
@@ -113,7 +115,17 @@ int			ts_session_write(TsSession *session, const Tcopy__WriteBatch *batch,
  */
 int			ts_session_streams_open(TsSession *session, const char *scope, TsError *err);
 int			ts_session_streams_close(TsSession *session, uint64_t chunks, uint64_t rows,
-									 TsError *err);
+									 bool (*give_up) (void *arg), void *arg, TsError *err);
+
+/*
+ * No stream sends chunks first .. through of the session (they have no
+ * rows for it): their turns pass once chunk first - 1 has ended.  With
+ * last, the input ends with chunk through (first may then be through + 1:
+ * nothing is skipped).  Skips come in increasing order, each after the
+ * one before.  0, or -1 with err.
+ */
+int			ts_session_streams_skip(TsSession *session, uint64_t first, uint64_t through,
+									bool last, TsError *err);
 
 /*
  * A connection that joined an open session's streams: it sends chunks of

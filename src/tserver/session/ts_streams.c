@@ -24,8 +24,24 @@
  */
 #include "ts_session_int.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+/* How often a close waiting for chunks asks whether to give up. */
+#define STREAMS_CLOSE_POLL_MS 200
+
+/* The most skips the session's connection may send ahead of the turns. */
+#define STREAMS_SKIPS_MAX 65536
+
+/* Chunks first .. through that no stream sends (ts_session_streams_skip). */
+typedef struct ChunkSkip
+{
+	uint64_t	first;
+	uint64_t	through;
+	bool		last;			/* the input ends with through */
+} ChunkSkip;
 
 struct TsStreams
 {
@@ -40,6 +56,12 @@ struct TsStreams
 	TsError		err;			/* the first failure */
 	const char *scope;			/* the namespace of the session's credential;
 								 * NULL: full access */
+	ChunkSkip  *skips;			/* skips[skip_head .. nskips): not reached yet */
+	size_t		skip_head;
+	size_t		nskips;
+	size_t		skips_cap;
+	uint64_t	skipped_through;	/* the last skip's through */
+	bool		last_skipped;	/* the last skip had last */
 };
 
 struct TsStream
@@ -69,19 +91,46 @@ streams_unref(TsStreams *group)
 
 	pthread_mutex_lock(&group->lock);
 	last = --group->refs == 0;
+	/* a close waits for chunks only while some stream is joined */
+	if (!last)
+		pthread_cond_broadcast(&group->changed);
 	pthread_mutex_unlock(&group->lock);
 	if (!last)
 		return;
 	pthread_cond_destroy(&group->changed);
 	pthread_mutex_destroy(&group->lock);
+	free(group->skips);
 	free(group);
 }
 
-/* Fail the group with err, unless it failed already; under its lock. */
+/*
+ * Pass the turns of the chunks skipped from next_chunk on, under the
+ * group's lock (the caller wakes the waiting streams).
+ */
+static void
+streams_pass_skipped(TsStreams *group)
+{
+	while (group->skip_head < group->nskips &&
+		   group->skips[group->skip_head].first == group->next_chunk)
+	{
+		const ChunkSkip *skip = &group->skips[group->skip_head++];
+
+		group->next_chunk = skip->through + 1;
+		if (skip->last)
+			group->last_chunk = skip->through;
+	}
+	if (group->skip_head == group->nskips)
+		group->skip_head = group->nskips = 0;
+}
+
+/*
+ * Fail the group with err, unless it failed already or the session closed
+ * its streams (what the close reported stands); under its lock.
+ */
 static void
 streams_fail_locked(TsStreams *group, const TsError *err)
 {
-	if (!group->failed)
+	if (!group->failed && group->session != NULL)
 	{
 		group->failed = true;
 		group->err = *err;
@@ -143,17 +192,112 @@ streams_detach(TsSession *session)
 }
 
 int
-ts_session_streams_close(TsSession *session, uint64_t chunks, uint64_t rows, TsError *err)
+ts_session_streams_skip(TsSession *session, uint64_t first, uint64_t through, bool last,
+						TsError *err)
 {
-	TsStreams  *group;
+	TsStreams  *group = session->streams;
 	int			result = 0;
 
-	if (session->streams == NULL)
+	if (group == NULL)
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
 					 "the session's streams are not open");
 		return -1;
 	}
+	if (first == 0 || through + 1 < first || (through + 1 == first && !last) ||
+		(last && through == 0))
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "a skip of chunks %llu through %llu names no chunk",
+					 (unsigned long long) first, (unsigned long long) through);
+		return -1;
+	}
+	pthread_mutex_lock(&group->lock);
+	if (first < group->next_chunk || first <= group->skipped_through || group->last_skipped)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "a skip of chunks from %llu after chunk %llu %s",
+					 (unsigned long long) first,
+					 (unsigned long long) (group->next_chunk - 1 > group->skipped_through ?
+											group->next_chunk - 1 : group->skipped_through),
+					 group->last_skipped ? "ended the input" : "ended or was skipped");
+		result = -1;
+	}
+	else if (group->nskips - group->skip_head >= STREAMS_SKIPS_MAX)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "more than %d skips of chunks ahead of the session's turn",
+					 STREAMS_SKIPS_MAX);
+		result = -1;
+	}
+	else if (group->nskips == group->skips_cap)
+	{
+		size_t		cap = group->skips_cap ? group->skips_cap * 2 : 16;
+		ChunkSkip  *skips = realloc(group->skips, cap * sizeof(ChunkSkip));
+
+		if (skips == NULL)
+		{
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+			result = -1;
+		}
+		else
+		{
+			group->skips = skips;
+			group->skips_cap = cap;
+		}
+	}
+	if (result == 0)
+	{
+		group->skips[group->nskips].first = first;
+		group->skips[group->nskips].through = through;
+		group->skips[group->nskips].last = last;
+		group->nskips++;
+		group->skipped_through = through;
+		group->last_skipped = last;
+		streams_pass_skipped(group);
+		pthread_cond_broadcast(&group->changed);
+	}
+	pthread_mutex_unlock(&group->lock);
+	return result;
+}
+
+int
+ts_session_streams_close(TsSession *session, uint64_t chunks, uint64_t rows,
+						 bool (*give_up) (void *arg), void *arg, TsError *err)
+{
+	TsStreams  *group = session->streams;
+	int			result = 0;
+
+	if (group == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "the session's streams are not open");
+		return -1;
+	}
+	/*
+	 * The chunks a stream sent may still be waiting for their turn (a COPY
+	 * ended by "\." closes the streams of every session as soon as the
+	 * chunk with the marker is read): wait for them while a stream that
+	 * could end them is joined.
+	 */
+	pthread_mutex_lock(&group->lock);
+	while (group->session != NULL && !group->failed && group->refs > 1 &&
+		   group->next_chunk <= chunks)
+	{
+		struct timespec deadline;
+
+		clock_gettime(CLOCK_REALTIME, &deadline);
+		deadline.tv_nsec += STREAMS_CLOSE_POLL_MS * 1000000L;
+		if (deadline.tv_nsec >= 1000000000L)
+		{
+			deadline.tv_sec++;
+			deadline.tv_nsec -= 1000000000L;
+		}
+		if (pthread_cond_timedwait(&group->changed, &group->lock, &deadline) == ETIMEDOUT &&
+			give_up != NULL && give_up(arg))
+			break;
+	}
+	pthread_mutex_unlock(&group->lock);
 	group = streams_detach(session);
 	/* no stream runs now: the group's fields are still */
 	if (group->failed)
@@ -309,6 +453,7 @@ ts_stream_chunk(TsStream *stream, uint64_t chunk, bool end, bool last, uint64_t 
 		if (last)
 			group->last_chunk = chunk;
 		group->next_chunk++;
+		streams_pass_skipped(group);
 		pthread_cond_broadcast(&group->changed);
 		stream->chunk = 0;
 		/* no stream stages now: the chunk's turn is over, the next's not begun */
