@@ -3,7 +3,7 @@
 # with the installed extension and tserver.
 #
 #   bench/threads.sh [--rows N] [--workers "0 8r 8"] [--datasets "accounts shuffled"]
-#                    [--tserver-args "--merge-threads 8"]
+#                    [--tserver-args "--merge-threads 8"] [--partitions P --tservers N]
 #
 # A throwaway cluster (tcopy in shared_preload_libraries, up to 8 parallel
 # workers) and a tserver; a tcopy table of pgbench_accounts' columns keyed
@@ -25,7 +25,10 @@
 #
 # --tserver-args: more arguments for the tserver (--merge-threads 8: the
 # commit's merge in 8 parts, as a host of 8 cores would by default; this
-# one's default is its 2 cores).
+# one's default is its 2 cores).  --partitions P --tservers N: the table is
+# PARTITION BY HASH (aid) with P tcopy partitions, partition i on tserver
+# i mod N (the issue's "4 partitions over 4 tservers"); the tserver CPU is
+# then all tservers'.
 #
 # Environment: PG_CONFIG, THREADS_DIR (default /var/tmp/tcopy-threads),
 # THREADS_PORT (default 54380), THREADS_USER (the user Postgres runs as when
@@ -43,10 +46,13 @@ while [ $# -gt 0 ]; do
 		--workers) workers=${2:?}; shift 2 ;;
 		--datasets) datasets=${2:?}; shift 2 ;;
 		--tserver-args) tserver_args=${2:?}; shift 2 ;;
+		--partitions) ACCOUNTS_PARTITIONS=${2:?}; shift 2 ;;
+		--tservers) ACCOUNTS_TSERVERS=${2:?}; shift 2 ;;
 		*) sed -n '5,6p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 	esac
 done
 
+export ACCOUNTS_PARTITIONS ACCOUNTS_TSERVERS
 bench_src=$(cd "$(dirname "$0")" && pwd)
 bindir=$("${PG_CONFIG:-pg_config}" --bindir)
 dir=${THREADS_DIR:-/var/tmp/tcopy-threads}

@@ -24,7 +24,9 @@
 #	  a skip with last ends the input, a close right after a skip waits for
 #	  the chunks sent to end; a skip of an ended chunk is refused, and a
 #	  close with no stream joined does not wait; a table's on_conflict may
-#	  be set while streams are open, a TRUNCATE may not.
+#	  be set while streams are open, a TRUNCATE may not;
+#	- a ROLLBACK_TO on the session ends its streams and takes their rows
+#	  back (a parallel COPY that failed in a savepoint).
 use strict;
 use warnings;
 
@@ -41,6 +43,8 @@ use constant {
 	FRAME_JOIN => 37,
 	FRAME_JOIN_OK => 38,
 	FRAME_CHUNK => 39,
+	FRAME_ROLLBACK_TO => 31,
+	FRAME_ROLLBACK_TO_OK => 32,
 	WRITE_UPDATE => 1,
 	KIND_INT => 2,
 	KIND_BYTES => 4,
@@ -362,6 +366,23 @@ for (1 .. 400)
 ok($gave_up, '... and gives up, saying which chunks were missing, when its client closes the connection');
 close_and_wait($a->{sock}, 'left the streams');
 
+# a rollback to a savepoint ends the streams and takes their rows back
+$s = begin();
+is(write_batch($s, $t, [ 60, 'kept' ]), '', 'a session writes a row of its own');
+is(streams($s, 1), '', '... opens to streams');
+$a = join_stream($s);
+chunk($a, 1);
+send_batch($a, $t, 0, [ 61, 'taken back' ]);
+is(reply_of($a, 10), '', 'a stream stages a row');
+($type, $payload) = request($s->{sock}, FRAME_ROLLBACK_TO, pb_field_varint(1, 1) . pb_field_varint(2, 1));
+is(reply_outcome(FRAME_ROLLBACK_TO_OK, $type, $payload), '', 'ROLLBACK_TO with the streams open is taken');
+is(pb_decode($payload)->{1}[0], 1, '... and done');
+send_batch($a, $t, 0, [ 62, 'after' ]);
+like(reply_of($a, 10), qr/^error 16: the write session's streams were closed/, "... and ended the streams");
+is(write_batch($s, $t, [ 63, 'own again' ]), '', 'the session writes again');
+is(commit($s, 2), '', '... and commits');
+like(scan($t), qr/60:kept 63:own again$/, "the streams' row is not stored");
+
 # refusals and failures
 $s = begin();
 is(streams($s, 1), '', 'a session opens to streams');
@@ -392,7 +413,7 @@ is(reply_of($a, 0.5), 'none', 'a stream waits for chunk 1');
 is(reply_outcome(FRAME_ABORT_OK, $type, $payload), '', 'the session aborts');
 like(reply_of($a, 10), qr/^error 16: the write session's streams were closed/,
 	'... and the waiting stream fails');
-is(scan($t), '5:chunk2 6:chunk1 7:chunk2 21:last 30:chunk4 31:chunk7 32:chunk9 41:chunk1',
+is(scan($t), '5:chunk2 6:chunk1 7:chunk2 21:last 30:chunk4 31:chunk7 32:chunk9 41:chunk1 60:kept 63:own again',
 	'nothing of the failed sessions is stored');
 
 # on_conflict error: a duplicate across chunks names its row in input order

@@ -125,15 +125,8 @@ typedef struct CopyLeader
 	shm_mq_handle **in;
 	shm_mq_handle **out;
 	CopyFromState src;
-	TcopyWriter *writer;		/* the table's, or NULL: partitioned */
+	CopyTargets *targets;		/* the tables written, their sessions */
 	bool		streams;		/* the workers send the batches themselves */
-	const TcopyOnConflict *on_conflict; /* the COPY's option, or NULL */
-	int			nparts;			/* a partitioned table's leaves written: */
-	int			parts_cap;
-	Oid		   *part_relids;
-	Relation   *part_rels;
-	TcopyWriter **part_writers;
-	int			last_part;		/* the one the last batch went to */
 
 	/* the input: rbuf[rpos..rlen) read, not yet sent */
 	char	   *rbuf;
@@ -349,74 +342,6 @@ leader_raise(CopyLeader *leader, const char *data, size_t len)
 	ThrowErrorData(&edata);
 }
 
-/*
- * The writer of a batch of relid's rows: the table's, or a partition's,
- * made the first time a worker routes rows to it, as routing makes it in
- * a serial COPY (BeginForeignInsert): a partition no row reaches opens no
- * write session, and its tserver need not be reachable.  Nothing in
- * making it assigns a transaction id, which parallel mode would refuse.
- */
-static TcopyWriter *
-leader_writer_of(CopyLeader *leader, Oid relid)
-{
-	Relation	part;
-	TcopyRelCodec *codec;
-	TcopyWriter *writer;
-	int			i;
-
-	if (leader->writer != NULL)
-		return leader->writer;
-	if (leader->nparts > 0 && leader->part_relids[leader->last_part] == relid)
-		return leader->part_writers[leader->last_part];
-	for (i = 0; i < leader->nparts; i++)
-		if (leader->part_relids[i] == relid)
-		{
-			leader->last_part = i;
-			return leader->part_writers[i];
-		}
-
-	/* the worker's routing checked it is a tcopy table (copy_route.c) */
-	part = table_open(relid, RowExclusiveLock);
-	codec = tcopy_rel_codec(part, GetUserId());
-	if (leader->on_conflict != NULL)
-		codec->options.on_conflict = *leader->on_conflict;
-	writer = tcopy_writer_begin(codec);
-	/* SERIALIZABLE: the write, to Postgres' SSI, at the partition's granularity */
-	tcopy_ssi_write(part);
-	/* a duplicate's CONTEXT names the table copied into, as for a heap */
-	writer->line_relname = RelationGetRelationName(leader->src->rel);
-	if (leader->nparts == leader->parts_cap)
-	{
-		leader->parts_cap = Max(leader->parts_cap * 2, 8);
-		leader->part_relids = leader->part_relids == NULL ?
-			palloc(sizeof(Oid) * leader->parts_cap) :
-			repalloc(leader->part_relids, sizeof(Oid) * leader->parts_cap);
-		leader->part_rels = leader->part_rels == NULL ?
-			palloc(sizeof(Relation) * leader->parts_cap) :
-			repalloc(leader->part_rels, sizeof(Relation) * leader->parts_cap);
-		leader->part_writers = leader->part_writers == NULL ?
-			palloc(sizeof(TcopyWriter *) * leader->parts_cap) :
-			repalloc(leader->part_writers, sizeof(TcopyWriter *) * leader->parts_cap);
-	}
-	leader->part_relids[leader->nparts] = relid;
-	leader->part_rels[leader->nparts] = part;
-	leader->part_writers[leader->nparts] = writer;
-	leader->last_part = leader->nparts++;
-	return writer;
-}
-
-/* Send the partitions' last batches (and wait as the writers wait). */
-static void
-leader_close_partitions(CopyLeader *leader)
-{
-	for (int i = 0; i < leader->nparts; i++)
-	{
-		tcopy_writer_finish(leader->part_writers[i]);
-		tcopy_writer_free(leader->part_writers[i]);
-		table_close(leader->part_rels[i], NoLock);
-	}
-}
-
 /* A worker's queue detached: a worker that died says why on its error queue. */
 static void pg_attribute_noreturn()
 leader_lost_worker(void)
@@ -429,8 +354,8 @@ leader_lost_worker(void)
 
 /*
  * A batch of a worker's: its rows on the session, as the writer's, or
- * (streams) what the worker sent on its own stream, counted as the
- * session's next rows, with their lines.
+ * (sent) what the worker sent on its own stream, counted as the session's
+ * next rows, with their lines.
  */
 static void
 leader_take_batch(CopyLeader *leader, const char *data, size_t len, bool sent)
@@ -465,12 +390,11 @@ leader_take_batch(CopyLeader *leader, const char *data, size_t len, bool sent)
 	}
 	/* no runs: more than a batch keeps, so not known */
 	if (sent)
-		tcopy_xact_streamed(leader->writer->conn, leader->writer->table_id,
-							leader->writer->line_relname,
-							header.nruns > 0 ? leader->runs : NULL, header.nruns,
-							header.nrows);
+		copy_targets_streamed(leader->targets, leader->next_done + 1, header.relid,
+							  header.nruns > 0 ? leader->runs : NULL, header.nruns,
+							  header.nrows);
 	else
-		tcopy_writer_send_encoded(leader_writer_of(leader, header.relid),
+		tcopy_writer_send_encoded(copy_targets_writer(leader->targets, header.relid),
 								  data + sizeof(header) + runs_len,
 								  len - sizeof(header) - runs_len, header.nrows,
 								  header.nruns > 0 ? leader->runs : NULL, header.nruns);
@@ -478,18 +402,17 @@ leader_take_batch(CopyLeader *leader, const char *data, size_t len, bool sent)
 	pgstat_progress_update_param(PROGRESS_COPY_TUPLES_PROCESSED, leader->processed);
 }
 
-/*
- * A worker's stream failed (why[len]): the session says why when one of
- * its streams failed (a duplicate key, with its line), else the worker did.
- */
+/* A worker's stream failed (TcopyStreamFailed, why): raise why. */
 static void pg_attribute_noreturn()
-leader_stream_failed(CopyLeader *leader, const char *why, size_t len)
+leader_stream_failed(CopyLeader *leader, const char *data, size_t len)
 {
-	tcopy_xact_streams_close(leader->writer->conn, leader->next_done);
-	ereport(ERROR,
-			(errcode(ERRCODE_CONNECTION_FAILURE),
-			 errmsg("a parallel COPY worker could not send its rows to the tserver: %.*s",
-					(int) strnlen(why, len), why)));
+	TcopyStreamFailed failed;
+
+	if (!leader->streams || len < sizeof(failed))
+		elog(ERROR, "unexpected stream failure from a parallel COPY worker");
+	memcpy(&failed, data, sizeof(failed));
+	copy_targets_stream_failed(leader->targets, failed.session, leader->next_done,
+							   pnstrdup(data + sizeof(failed), len - sizeof(failed)));
 }
 
 /*
@@ -523,14 +446,25 @@ leader_receive(CopyLeader *leader)
 		{
 			case TCOPY_MSG_BATCH:
 			case TCOPY_MSG_ROWS:
-				if ((*(char *) data == TCOPY_MSG_ROWS) != leader->streams)
+				if (*(char *) data == TCOPY_MSG_ROWS && !leader->streams)
 					elog(ERROR, "unexpected batch from a parallel COPY worker");
-				leader_take_batch(leader, data, nbytes, leader->streams);
+				leader_take_batch(leader, data, nbytes, *(char *) data == TCOPY_MSG_ROWS);
+				break;
+			case TCOPY_MSG_OPEN:
+				{
+					TcopyOpenRequest open;
+
+					if (!leader->streams || nbytes != sizeof(open))
+						elog(ERROR, "unexpected request from a parallel COPY worker");
+					memcpy(&open, data, sizeof(open));
+					/* an error opening it names the row's line, as serially */
+					if (open.line > 0)
+						leader->src->cur_lineno = open.line;
+					copy_targets_open(leader->targets, open.relid);
+				}
 				break;
 			case TCOPY_MSG_STREAM_FAILED:
-				if (!leader->streams)
-					elog(ERROR, "unexpected stream failure from a parallel COPY worker");
-				leader_stream_failed(leader, (char *) data + 1, nbytes - 1);
+				leader_stream_failed(leader, data, nbytes);
 				break;
 			case TCOPY_MSG_DONE:
 				if (nbytes != sizeof(done))
@@ -572,7 +506,7 @@ leader_wait_streams(CopyLeader *leader)
 		if (res == SHM_MQ_DETACHED)
 			leader_lost_worker();
 		if (nbytes >= 1 && *(char *) data == TCOPY_MSG_STREAM_FAILED)
-			leader_stream_failed(leader, (char *) data + 1, nbytes - 1);
+			leader_stream_failed(leader, data, nbytes);
 		if (nbytes != 1 || *(char *) data != TCOPY_MSG_FINISHED)
 			elog(ERROR, "unexpected message from a parallel COPY worker after its last chunk");
 	}
@@ -669,8 +603,11 @@ leader_setup_dsm(CopyLeader *leader, List *options, List *attlist, List *where,
 	ParallelContext *pcxt = leader->pcxt;
 	StringInfoData strings;
 	TcopyParallelShared *shared;
+	TcopyStreamSlot *slots;
 	char	   *queues;
 	Size		queues_len = (Size) 2 * pcxt->nworkers * TCOPY_PARALLEL_QUEUE_BYTES;
+	int			nslots = copy_targets_nslots(leader->targets);
+	Size		slots_len = sizeof(TcopyStreamSlot) * Max(nslots, 1);
 	char	   *s;
 	int			i;
 
@@ -685,7 +622,8 @@ leader_setup_dsm(CopyLeader *leader, List *options, List *attlist, List *where,
 	shm_toc_estimate_chunk(&pcxt->estimator, sizeof(TcopyParallelShared));
 	shm_toc_estimate_chunk(&pcxt->estimator, strings.len);
 	shm_toc_estimate_chunk(&pcxt->estimator, queues_len);
-	shm_toc_estimate_keys(&pcxt->estimator, 3);
+	shm_toc_estimate_chunk(&pcxt->estimator, slots_len);
+	shm_toc_estimate_keys(&pcxt->estimator, 4);
 	InitializeParallelDSM(pcxt);
 
 	shared = shm_toc_allocate(pcxt->toc, sizeof(TcopyParallelShared));
@@ -697,19 +635,11 @@ leader_setup_dsm(CopyLeader *leader, List *options, List *attlist, List *where,
 	shared->binary = leader->src->opts.binary;
 	shared->eol_type = leader->src->eol_type;
 	shared->streams = leader->streams;
+	shared->nslots = nslots;
+	slots = shm_toc_allocate(pcxt->toc, slots_len);
 	if (leader->streams)
-	{
-		TcopyConnection *conn = leader->writer->conn;
-		const uint8 *key;
-		size_t		keylen;
-
-		if (tc_client_session(conn->client, &shared->session_id, &key, &keylen) != 0 ||
-			keylen > sizeof(shared->session_key))
-			elog(ERROR, "tcopy write session has no key for parallel COPY workers");
-		memcpy(shared->session_key, key, keylen);
-		shared->session_key_len = keylen;
-		shared->table_id = leader->writer->table_id;
-	}
+		copy_targets_set_slots(leader->targets, slots, &shared->slot_ready);
+	shm_toc_insert(pcxt->toc, TCOPY_PARALLEL_KEY_SLOTS, slots);
 	shm_toc_insert(pcxt->toc, TCOPY_PARALLEL_KEY_SHARED, shared);
 	s = shm_toc_allocate(pcxt->toc, strings.len);
 	memcpy(s, strings.data, strings.len);
@@ -779,8 +709,6 @@ tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 
 	/* the input's start: is it worth workers, where do its lines end */
 	leader.src = src;
-	leader.writer = writer;
-	leader.on_conflict = on_conflict;
 	leader.rcap = Max(threshold, (size_t) LEADER_READ_BYTES);
 	leader.errcallback.callback = CopyFromErrorCallback;
 	leader.errcallback.arg = (void *) src;
@@ -807,11 +735,10 @@ tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 	}
 	if (refusal == NULL)
 	{
-		/* the workers send the rows themselves, on streams of the session */
-		leader.streams = tcopy_copy_streams && writer != NULL &&
-			!writer->conn->null_transport;
-		if (leader.streams)
-			tcopy_xact_streams_open(writer->conn);
+		/* the workers send the rows themselves, on streams of the sessions */
+		leader.streams = tcopy_copy_streams &&
+			(writer == NULL || !writer->conn->null_transport);
+		leader.targets = copy_targets_begin(rel, writer, on_conflict, leader.streams);
 		EnterParallelMode();
 		leader.pcxt = CreateParallelContext("tcopy", "tcopy_copy_worker_main", workers);
 		leader_setup_dsm(&leader, worker_options(src, options), attlist, where, on_conflict);
@@ -821,8 +748,7 @@ tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 		{
 			DestroyParallelContext(leader.pcxt);
 			ExitParallelMode();
-			if (leader.streams)
-				tcopy_xact_streams_close(writer->conn, 0);
+			copy_targets_close_streams(leader.targets, 0);
 			refusal = "no parallel worker could be launched";
 		}
 	}
@@ -857,9 +783,16 @@ tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 	/* a cancel that ended the input is the error (see copy_rows, copy.c) */
 	CHECK_FOR_INTERRUPTS();
 
+	/* the chunks with no rows for a session, from its last with rows on */
+	copy_targets_end_streams(leader.targets, leader.next_done, leader.end_marker);
 	if (leader.end_marker)
 	{
-		/* "\.": the rest is not loaded; the workers are stopped */
+		/*
+		 * "\.": the rest is not loaded.  The sessions wait for the chunks
+		 * up to the marker's, which their workers sent, before the workers
+		 * are stopped (the later chunks' rows are dropped).
+		 */
+		copy_targets_close_streams(leader.targets, leader.next_done);
 		DestroyParallelContext(leader.pcxt);
 	}
 	else
@@ -868,15 +801,14 @@ tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 			leader_wait_streams(&leader);
 		WaitForParallelWorkersToFinish(leader.pcxt);
 		DestroyParallelContext(leader.pcxt);
+		/* every chunk was staged: the workers waited for their acks */
+		copy_targets_close_streams(leader.targets, leader.next_done);
 	}
 	ExitParallelMode();
-	/* every chunk loaded was staged: the workers waited for their acks */
-	if (leader.streams)
-		tcopy_xact_streams_close(writer->conn, leader.next_done);
 	/* the client's data to its end, after a "\.": it is read to it else */
 	tcopy_source_drain(src);
 	error_context_stack = leader.errcallback.previous;
-	leader_close_partitions(&leader);
+	copy_targets_finish(leader.targets);
 	ereport(DEBUG2,
 			(errmsg_internal("tcopy: COPY %s: " UINT64_FORMAT " rows parsed by %d parallel workers in " UINT64_FORMAT " chunks",
 							 relname, leader.processed, leader.nworkers, leader.next_done)));

@@ -15,16 +15,21 @@
 #define TCOPY_COPY_PARALLEL_H
 
 #include "commands/copyfrom_internal.h"
+#include "port/atomics.h"
+#include "storage/condition_variable.h"
 #include "storage/dsm.h"
 #include "storage/shm_mq.h"
 #include "storage/shm_toc.h"
 
 #include "tcopy/catalog.h"
+#include "tcopy/connection.h"
+#include "tcopy/transaction.h"
 
 /* shm_toc keys */
 #define TCOPY_PARALLEL_KEY_SHARED	UINT64CONST(0x7C0B0001)
 #define TCOPY_PARALLEL_KEY_OPTIONS	UINT64CONST(0x7C0B0002)
 #define TCOPY_PARALLEL_KEY_QUEUES	UINT64CONST(0x7C0B0003)
+#define TCOPY_PARALLEL_KEY_SLOTS	UINT64CONST(0x7C0B0004)
 
 /* Each queue's size: a chunk's bytes or batches in flight. */
 #define TCOPY_PARALLEL_QUEUE_BYTES	(1024 * 1024)
@@ -52,11 +57,36 @@ typedef struct TcopyParallelShared
 								 * first line; text and csv */
 	/* streams: the workers send the rows to the tserver themselves */
 	bool		streams;
-	uint64		session_id;		/* the write session they join */
+	int			nslots;			/* TcopyStreamSlot[nslots] at KEY_SLOTS */
+	ConditionVariable slot_ready;	/* a slot became ready */
+} TcopyParallelShared;
+
+/*
+ * With streams, a table whose rows the workers may send: the COPY's, or
+ * each partition of a partitioned table's, sorted by relid.  A partition's
+ * slot is made ready by the leader when a worker first routes a row to it
+ * (TCOPY_MSG_OPEN, in chunk order), as its write session is begun.
+ */
+typedef enum TcopySlotState
+{
+	TCOPY_SLOT_UNKNOWN = 0,		/* no row routed to it yet */
+	TCOPY_SLOT_STREAM,			/* send its rows on a stream of the session */
+	TCOPY_SLOT_RELAY			/* send them to the leader (no tserver to
+								 * stream to: the null transport) */
+} TcopySlotState;
+
+typedef struct TcopyStreamSlot
+{
+	Oid			relid;
+	pg_atomic_uint32 state;		/* TcopySlotState; the fields below are set
+								 * before it */
+	uint32		session;		/* which of the COPY's write sessions: a
+								 * worker's stream for each */
+	uint32		table_id;		/* the table's id on the tserver */
+	uint64		session_id;		/* the write session to join */
 	uint8		session_key[16];
 	uint32		session_key_len;
-	uint32		table_id;		/* the table's id on the tserver */
-} TcopyParallelShared;
+} TcopyStreamSlot;
 
 /*
  * At KEY_OPTIONS, three nodeToString()s one after the other, each with its
@@ -75,7 +105,9 @@ typedef enum TcopyParallelMessage
 	TCOPY_MSG_BATCH = 'B',		/* TcopyBatchHeader, runs, rows */
 	TCOPY_MSG_ROWS = 'R',		/* TcopyBatchHeader, runs: a batch the worker
 								 * sent on its stream */
-	TCOPY_MSG_STREAM_FAILED = 'S',	/* the stream failed: why, NUL-terminated */
+	TCOPY_MSG_OPEN = 'O',		/* TcopyOpenRequest: make a slot ready */
+	TCOPY_MSG_STREAM_FAILED = 'S',	/* TcopyStreamFailed, then why,
+									 * NUL-terminated */
 	TCOPY_MSG_FINISHED = 'Z',	/* after the last chunk: the stream's every
 								 * batch and chunk end was acknowledged */
 	TCOPY_MSG_DONE = 'F',		/* the chunk's rows are all sent: TcopyChunkDone */
@@ -106,6 +138,19 @@ typedef struct TcopyParallelRun
 	uint64		line;
 } TcopyParallelRun;
 
+typedef struct TcopyOpenRequest
+{
+	char		type;
+	Oid			relid;			/* a partition a row was routed to */
+	uint64		line;			/* the first such row's line, or 0 */
+} TcopyOpenRequest;
+
+typedef struct TcopyStreamFailed
+{
+	char		type;
+	uint32		session;		/* the stream's session (TcopyStreamSlot's) */
+} TcopyStreamFailed;
+
 typedef struct TcopyChunkDone
 {
 	char		type;
@@ -127,6 +172,33 @@ typedef struct TcopyErrorHeader
 #define TCOPY_ERROR_NFIELDS 10
 
 extern PGDLLEXPORT void tcopy_copy_worker_main(dsm_segment *seg, shm_toc *toc);
+
+/*
+ * The tables a parallel COPY's leader writes (copy_targets.c): the COPY's
+ * table, or the partitions the workers route rows to, each with its writer
+ * (relaying: the workers' batches sent as the writer's) and, with streams,
+ * the write sessions the workers join, whose chunks the leader skips where
+ * a chunk has no rows for a session.
+ */
+typedef struct CopyTargets CopyTargets;
+
+extern CopyTargets *copy_targets_begin(Relation rel, TcopyWriter *writer,
+									   const TcopyOnConflict *on_conflict, bool streams);
+extern int	copy_targets_nslots(CopyTargets *targets);
+extern void copy_targets_set_slots(CopyTargets *targets, TcopyStreamSlot *slots,
+								   ConditionVariable *slot_ready);
+extern TcopyWriter *copy_targets_writer(CopyTargets *targets, Oid relid);
+extern void copy_targets_open(CopyTargets *targets, Oid relid);
+extern void copy_targets_streamed(CopyTargets *targets, uint64 chunk, Oid relid,
+								  const TcopyLineRun *runs, int nruns, uint64 nrows);
+extern void copy_targets_end_streams(CopyTargets *targets, uint64 chunks, bool last);
+extern void copy_targets_close_streams(CopyTargets *targets, uint64 chunks);
+extern void copy_targets_stream_failed(CopyTargets *targets, uint32 session, uint64 chunks,
+									   const char *why) pg_attribute_noreturn();
+extern void copy_targets_finish(CopyTargets *targets);
+
+/* The slot of relid in slots[nslots], or NULL. */
+extern TcopyStreamSlot *copy_targets_slot(TcopyStreamSlot *slots, int nslots, Oid relid);
 
 /*
  * Why src's COPY (with WHERE clause where) must be parsed by the backend

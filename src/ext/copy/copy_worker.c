@@ -14,12 +14,14 @@
  * leader instead of a tserver.
  *
  * With streams (docs/parallel.md#streams) the worker sends its batches to
- * the tserver itself: it connects as the leader's user mapping says, joins
- * the leader's write session, and sends each chunk's batches between a
- * CHUNK and its end; the tserver stages the chunks in order.  The leader
- * then gets only each batch's row count and lines.  The worker leaves
- * once the tserver acknowledged everything it sent, so that nothing it
- * sent is in flight when the leader closes the streams.
+ * the tservers itself: for each write session of the leader's it has rows
+ * for (the table's, or the sessions of the partitions it routes rows to),
+ * it connects as the leader's user mapping says, joins the session, and
+ * sends each chunk's batches for it between a CHUNK and its end; the
+ * tserver stages the chunks in order.  The leader then gets only each
+ * batch's row count and lines.  The worker leaves once the tservers
+ * acknowledged everything it sent, so that nothing it sent is in flight
+ * when the leader closes the streams.
  *
  * An error while a chunk is read is caught and sent to the leader in its
  * place: the leader raises the first error in input order, as a serial
@@ -51,6 +53,14 @@
 #include "tcopy/transaction.h"
 #include "tcopy/copy.h"
 
+/* The worker's stream of one of the leader's write sessions. */
+typedef struct WorkerStream
+{
+	TcClient   *client;			/* NULL: not joined yet */
+	uint64		seq;			/* of its last batch or chunk end */
+	uint64		chunk;			/* the chunk open on it; 0: none */
+} WorkerStream;
+
 /* The worker's state: the reader's callback has no argument. */
 static struct
 {
@@ -61,10 +71,12 @@ static struct
 	const char *data;			/* the data message being handed out */
 	size_t		data_len;
 	bool		chunk_ended;	/* the chunk's end reached the reader */
-	/* streams: the worker's own connection to the tserver */
-	TcClient   *stream;
-	uint64		seq;			/* of the stream's last batch or chunk end */
-	uint32		table_id;
+	/* streams: the tables' slots, the worker's own connections to the tservers */
+	TcopyParallelShared *shared;
+	TcopyStreamSlot *slots;
+	bool	   *opened;			/* [slot]: the table is open on its stream */
+	WorkerStream *streams;		/* [session] */
+	uint64		chunk;			/* the chunk being read */
 } worker;
 
 /* The leader's next message (valid until the next); false once it detached. */
@@ -157,32 +169,147 @@ worker_wait_to_be_stopped(void)
 }
 
 /*
- * The stream failed: tell the leader, which asks the session why (a
- * duplicate key is reported with its line), and wait to be stopped.
+ * The stream of session failed (why): tell the leader, which asks the
+ * session why (a duplicate key is reported with its line), and wait to be
+ * stopped.
  */
 static void pg_attribute_noreturn()
-worker_stream_failed(void)
+worker_stream_failed(uint32 session, const char *why)
 {
-	const char *why = tc_client_error(worker.stream);
+	TcopyStreamFailed failed = {TCOPY_MSG_STREAM_FAILED, session};
 	shm_mq_iovec iov[2];
-	char		type = TCOPY_MSG_STREAM_FAILED;
 
-	iov[0].data = &type;
-	iov[0].len = 1;
+	iov[0].data = (const char *) &failed;
+	iov[0].len = sizeof(failed);
 	iov[1].data = why;
 	iov[1].len = strlen(why) + 1;
 	worker_send(iov, 2, true);
 	worker_wait_to_be_stopped();
 }
 
-/* A chunk's start or end on the stream (the end: last of the input). */
+/* Check a stream's call (rc): a failure is the stream's. */
 static void
-worker_stream_chunk(uint64 chunk, bool end, bool last)
+worker_stream_check(uint32 session, int rc)
 {
-	if (tc_client_chunk(worker.stream, chunk, end, last) < 0)
-		worker_stream_failed();
-	if (end)
-		worker.seq++;
+	if (rc < 0)
+		worker_stream_failed(session, tc_client_error(worker.streams[session].client));
+}
+
+/* The chunk ends on every stream it has rows on (last: the input's last). */
+static void
+worker_end_chunk(bool last)
+{
+	if (worker.streams == NULL)
+		return;
+	for (uint32 i = 0; i < (uint32) worker.shared->nslots; i++)
+	{
+		WorkerStream *stream = &worker.streams[i];
+
+		if (stream->client == NULL || stream->chunk != worker.chunk)
+			continue;
+		worker_stream_check(i, tc_client_chunk(stream->client, worker.chunk, true, last));
+		stream->seq++;
+		stream->chunk = 0;
+	}
+}
+
+/* Wait until every stream's batches and chunk ends are acknowledged. */
+static void
+worker_wait_streams(void)
+{
+	if (worker.streams == NULL)
+		return;
+	for (uint32 i = 0; i < (uint32) worker.shared->nslots; i++)
+		if (worker.streams[i].client != NULL)
+			worker_stream_check(i, tc_client_wait_acks(worker.streams[i].client));
+}
+
+/* Disconnect the streams (after worker_wait_streams). */
+static void
+worker_close_streams(void)
+{
+	if (worker.streams == NULL)
+		return;
+	for (uint32 i = 0; i < (uint32) worker.shared->nslots; i++)
+		if (worker.streams[i].client != NULL)
+		{
+			tcopy_disconnect(worker.streams[i].client);
+			worker.streams[i].client = NULL;
+		}
+}
+
+/*
+ * The slot of relid's rows, ready: the leader is asked the first time a
+ * row is routed to a partition (line: its line, for an error's CONTEXT),
+ * and makes it ready in the chunk's turn.
+ */
+static TcopyStreamSlot *
+worker_slot(Oid relid, uint64 line)
+{
+	TcopyStreamSlot *slot = copy_targets_slot(worker.slots, worker.shared->nslots, relid);
+	ConditionVariable *cv = &worker.shared->slot_ready;
+
+	if (slot == NULL)
+		elog(ERROR, "relation %u has no slot in the parallel COPY", relid);
+	if (pg_atomic_read_u32(&slot->state) == TCOPY_SLOT_UNKNOWN)
+	{
+		TcopyOpenRequest open = {TCOPY_MSG_OPEN, relid, line};
+		shm_mq_iovec iov = {(const char *) &open, sizeof(open)};
+
+		worker_send(&iov, 1, true);
+		ConditionVariablePrepareToSleep(cv);
+		while (pg_atomic_read_u32(&slot->state) == TCOPY_SLOT_UNKNOWN)
+			ConditionVariableSleep(cv, PG_WAIT_EXTENSION);
+		ConditionVariableCancelSleep();
+	}
+	pg_read_barrier();
+	return slot;
+}
+
+/*
+ * The stream to send a batch of writer's rows on, in the current chunk:
+ * joined (a connection of the worker's own, as the user mapping of
+ * writer's table says), the table open on it (a token scoped to a
+ * namespace names a table before writing it), the chunk begun.
+ */
+static WorkerStream *
+worker_stream_for(TcopyWriter *writer, TcopyStreamSlot *slot)
+{
+	WorkerStream *stream = &worker.streams[slot->session];
+	const TcopyTableOptions *options = &writer->codec->options;
+	TcopyConnection *conn;
+	uint32		table_id = 0;
+
+	if (stream->client == NULL)
+	{
+		conn = tcopy_connection_lookup(options, worker.shared->userid);
+		stream->client = tcopy_connect(conn->address, conn->token, &conn->tls);
+		tc_client_set_window(stream->client, (unsigned) tcopy_window);
+		if (tc_client_join(stream->client, slot->session_id, slot->session_key,
+						   slot->session_key_len) < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("parallel COPY worker could not join the write session on tserver at \"%s\": %s",
+							conn->address, tc_client_error(stream->client))));
+	}
+	if (!worker.opened[slot - worker.slots])
+	{
+		worker_stream_check(slot->session,
+							tc_client_open_table(stream->client, options->table_name, NULL,
+												 false, &table_id, NULL, NULL));
+		if (table_id != slot->table_id)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("tserver table \"%s\" changed during the COPY", options->table_name)));
+		worker.opened[slot - worker.slots] = true;
+	}
+	if (stream->chunk != worker.chunk)
+	{
+		worker_stream_check(slot->session,
+							tc_client_chunk(stream->client, worker.chunk, false, false));
+		stream->chunk = worker.chunk;
+	}
+	return stream;
 }
 
 /*
@@ -193,13 +320,21 @@ worker_stream_chunk(uint64 chunk, bool end, bool last)
 static void
 worker_send_batch(TcopyWriter *writer)
 {
-	TcopyBatchHeader header = {worker.stream != NULL ? TCOPY_MSG_ROWS : TCOPY_MSG_BATCH,
-	writer->codec->relid, writer->batch.nrows, 0};
+	TcopyStreamSlot *slot = worker.streams == NULL ? NULL :
+		worker_slot(writer->codec->relid,
+					!writer->runs_lost && writer->nruns > 0 ? writer->runs[0].line : 0);
+	WorkerStream *stream = NULL;
+	TcopyBatchHeader header = {TCOPY_MSG_BATCH, writer->codec->relid, writer->batch.nrows, 0};
 	TcopyParallelRun *runs = NULL;
 	shm_mq_iovec iov[3];
 	int			i;
 
 	Assert(writer->batch.encoder == TCOPY_ENCODER_WIRE);
+	if (slot != NULL && pg_atomic_read_u32(&slot->state) == TCOPY_SLOT_STREAM)
+	{
+		stream = worker_stream_for(writer, slot);
+		header.type = TCOPY_MSG_ROWS;
+	}
 	if (!writer->runs_lost)
 	{
 		header.nruns = writer->nruns;
@@ -216,44 +351,22 @@ worker_send_batch(TcopyWriter *writer)
 	iov[1].len = sizeof(TcopyParallelRun) * header.nruns;
 	iov[2].data = (const char *) writer->batch.packed.data + TC_WIRE_BATCH_HEADER_MAX;
 	iov[2].len = writer->batch.packed.len - TC_WIRE_BATCH_HEADER_MAX;
-	worker_send(iov, worker.stream != NULL ? 2 : 3, false);
+	/*
+	 * A streamed batch's message is flushed: the leader skips the chunks
+	 * before it that had no rows for the session when it reads it, and the
+	 * batch is staged (and acknowledged, which this worker may wait for)
+	 * only after them.
+	 */
+	worker_send(iov, stream != NULL ? 2 : 3, stream != NULL);
 	if (runs != NULL)
 		pfree(runs);
-	if (worker.stream != NULL)
+	if (stream != NULL)
 	{
-		tcopy_batch_pack(&writer->batch, ++worker.seq, worker.table_id);
-		if (tc_client_write(worker.stream, worker.seq, writer->batch.send,
-							writer->batch.send_len) < 0)
-			worker_stream_failed();
+		tcopy_batch_pack(&writer->batch, ++stream->seq, slot->table_id);
+		worker_stream_check(slot->session,
+							tc_client_write(stream->client, stream->seq, writer->batch.send,
+											writer->batch.send_len));
 	}
-}
-
-/*
- * Join the leader's write session (shared's) on a connection of the
- * worker's own, as codec's user mapping says, and open the table there (a
- * token scoped to a namespace names it before writing).
- */
-static void
-worker_stream_join(const TcopyParallelShared *shared, TcopyRelCodec *codec)
-{
-	TcopyConnection *conn = tcopy_connection_lookup(&codec->options, shared->userid);
-	uint32		table_id = 0;
-
-	worker.stream = tcopy_connect(conn->address, conn->token, &conn->tls);
-	tc_client_set_window(worker.stream, (unsigned) tcopy_window);
-	if (tc_client_open_table(worker.stream, codec->options.table_name, NULL, false,
-							 &table_id, NULL, NULL) < 0 ||
-		tc_client_join(worker.stream, shared->session_id, shared->session_key,
-					   shared->session_key_len) < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("parallel COPY worker could not join the write session on tserver at \"%s\": %s",
-						conn->address, tc_client_error(worker.stream))));
-	if (table_id != shared->table_id)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("tserver table \"%s\" changed during the COPY", codec->options.table_name)));
-	worker.table_id = table_id;
 }
 
 /* Send edata, caught while a chunk was read, in the chunk's place. */
@@ -316,8 +429,7 @@ worker_copy_chunk(WorkerCopy *copy, const TcopyChunkBegin *begin)
 	cstate->raw_reached_eof = false;
 	cstate->input_reached_eof = false;
 	worker.chunk_ended = false;
-	if (worker.stream != NULL)
-		worker_stream_chunk(begin->chunk, false, false);
+	worker.chunk = begin->chunk;
 	/* as copy.c's copy_read_row */
 	for (;;)
 	{
@@ -370,13 +482,7 @@ worker_copy_chunk(WorkerCopy *copy, const TcopyChunkBegin *begin)
 		tcopy_writer_flush(copy->writer);
 	/* the reader stopped before the chunk's end: "\." ends the input */
 	done.end_marker = !worker.chunk_ended;
-	if (worker.stream != NULL)
-	{
-		worker_stream_chunk(begin->chunk, true, done.end_marker);
-		/* the leader stops every worker at once after this chunk */
-		if (done.end_marker && tc_client_wait_acks(worker.stream) < 0)
-			worker_stream_failed();
-	}
+	worker_end_chunk(done.end_marker);
 	iov.data = (const char *) &done;
 	iov.len = sizeof(done);
 	worker_send(&iov, 1, true);
@@ -446,6 +552,13 @@ tcopy_copy_worker_main(dsm_segment *seg, shm_toc *toc)
 	Bitmapset  *inserted = NULL;
 	RangeTblEntry *rte;
 
+	worker.shared = shared;
+	if (shared->streams)
+	{
+		worker.slots = shm_toc_lookup(toc, TCOPY_PARALLEL_KEY_SLOTS, false);
+		worker.opened = palloc0(sizeof(bool) * shared->nslots);
+		worker.streams = palloc0(sizeof(WorkerStream) * shared->nslots);
+	}
 	shm_mq_set_receiver(in_mq, MyProc);
 	worker.in = shm_mq_attach(in_mq, seg, NULL);
 	shm_mq_set_sender(out_mq, MyProc);
@@ -480,7 +593,7 @@ tcopy_copy_worker_main(dsm_segment *seg, shm_toc *toc)
 		ExecInitRangeTable(copy.estate, pstate->p_rtable);
 	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
 	{
-		/* routing opens the partitions, whose writers send to the leader */
+		/* routing opens the partitions, whose writers send to worker_send_batch */
 		tcopy_parallel_sink = worker_send_batch;
 		copy.route = tcopy_route_begin(rel, copy.estate, copy.cstate,
 									   where == NIL && tcopy_raw_fields,
@@ -492,8 +605,6 @@ tcopy_copy_worker_main(dsm_segment *seg, shm_toc *toc)
 		copy.codec = tcopy_rel_codec(rel, shared->userid);
 		tcopy_codec_set_inserted_cols(copy.codec, InvalidOid, inserted);
 		copy.writer = tcopy_writer_begin_detached(copy.codec, worker_send_batch);
-		if (shared->streams)
-			worker_stream_join(shared, copy.codec);
 		if (rel->rd_rel->relispartition)
 		{
 			copy.partition = makeNode(ResultRelInfo);
@@ -528,15 +639,13 @@ tcopy_copy_worker_main(dsm_segment *seg, shm_toc *toc)
 	PG_END_TRY();
 	error_context_stack = errcallback.previous;
 	/* nothing sent is in flight when the leader closes the streams */
-	if (worker.stream != NULL)
+	if (worker.streams != NULL)
 	{
 		char		type = TCOPY_MSG_FINISHED;
 		shm_mq_iovec iov = {&type, 1};
 
-		if (tc_client_wait_acks(worker.stream) < 0)
-			worker_stream_failed();
-		tcopy_disconnect(worker.stream);
-		worker.stream = NULL;
+		worker_wait_streams();
+		worker_close_streams();
 		worker_send(&iov, 1, true);
 	}
 	worker_wait_for_leader();

@@ -129,7 +129,9 @@ tcopy_xact_apply_rollback(TcopyConnection *conn)
 				 "The subtransaction truncated, dropped or labelled a table.");
 		return;
 	}
-	if (conn->next_seq - 1 != to->seq && !conn->null_transport && conn->client != NULL)
+	/* a failed parallel COPY's streams sent rows, not seqs, and are open */
+	if ((conn->next_seq - 1 != to->seq || conn->rows_sent != to->rows || conn->streaming) &&
+		!conn->null_transport && conn->client != NULL)
 	{
 		int			rc;
 
@@ -139,6 +141,8 @@ tcopy_xact_apply_rollback(TcopyConnection *conn)
 		conn->busy = false;
 		if (rc < 0)
 			tcopy_session_fail(conn, "could not roll back the write session to a savepoint");
+		/* the rollback ended the streams */
+		conn->streaming = false;
 	}
 	if (!done)
 	{
@@ -208,6 +212,7 @@ tcopy_xact_write_connection(const TcopyTableOptions *options, Oid userid)
 	}
 
 	conn->in_session = true;
+	conn->streaming = false;
 	conn->sent_any = false;
 	conn->session_lost = false;
 	conn->next_seq = 1;
@@ -355,6 +360,7 @@ tcopy_xact_streams_open(TcopyConnection *conn)
 	conn->busy = false;
 	if (rc < 0)
 		tcopy_session_fail(conn, "could not open the write session to parallel COPY workers");
+	conn->streaming = true;
 }
 
 /*
@@ -373,8 +379,26 @@ tcopy_xact_streamed(TcopyConnection *conn, uint32 table_id, const char *relname,
 }
 
 /*
- * Close the session's streams: chunks 1 .. chunks, and every row counted
- * by tcopy_xact_streamed, must have been staged; an error otherwise, or
+ * No stream of the session sends chunks first .. through (they had no rows
+ * for it); last: the input ended with chunk through.  Not answered: a
+ * failure shows at the close.
+ */
+void
+tcopy_xact_streams_skip(TcopyConnection *conn, uint64 first, uint64 through, bool last)
+{
+	int			rc;
+
+	conn->busy = true;
+	rc = tc_client_skip_chunks(conn->client, first, through, last);
+	conn->busy = false;
+	if (rc < 0)
+		tcopy_session_fail(conn, "could not write the rows of parallel COPY workers");
+}
+
+/*
+ * Close the session's streams: chunks 1 .. chunks (the tserver waits for
+ * those still on their way), and every row counted by
+ * tcopy_xact_streamed, must have been staged; an error otherwise, or
  * when a stream failed (its error: a duplicate key, with its line).
  */
 void
@@ -385,6 +409,7 @@ tcopy_xact_streams_close(TcopyConnection *conn, uint64 chunks)
 	conn->busy = true;
 	rc = tc_client_streams_close(conn->client, chunks, conn->rows_sent, NULL);
 	conn->busy = false;
+	conn->streaming = false;
 	if (rc < 0)
 		tcopy_session_fail(conn, "could not write the rows of parallel COPY workers");
 }

@@ -253,13 +253,25 @@ ts_proto_on_rollback_to(TsProto *proto, const uint8_t *payload, uint32_t len, Ts
 	char		reason[256] = "";
 	bool		done = false;
 
-	if (proto->phase != TS_PROTO_IN_SESSION)
+	if (proto->phase != TS_PROTO_IN_SESSION && proto->phase != TS_PROTO_STREAMING)
 		return ts_proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_ROLLBACK_TO,
 								proto->phase == TS_PROTO_READY ? "no write session is open" : NULL,
 								err);
 	request = ts_proto_unpack(proto, &tcopy__rollback_to__descriptor, payload, len, err);
 	if (request == NULL)
 		return -1;
+	if (proto->phase == TS_PROTO_STREAMING)
+	{
+		/*
+		 * A parallel COPY that failed in a subtransaction left its streams
+		 * open: they end (what they send from now on fails), and the rollback
+		 * takes back their rows with the rest.
+		 */
+		ts_session_streams_end(proto->session);
+		proto->phase = TS_PROTO_IN_SESSION;
+		ts_log(TS_LOG_DEBUG, "connection %" PRIu64 ": session streams ended by a rollback",
+			   proto->id);
+	}
 	if (request->last_seq > proto->last_seq)
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,

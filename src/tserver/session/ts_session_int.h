@@ -271,9 +271,6 @@ int			ts_session_stage_records(TsSession *session, uint32_t table_id,
 									 const TcBuf *records, size_t nrecords, uint64_t *rows,
 									 TsError *err);
 
-/* in ts_streams.c: detach and release the session's streams, if open */
-void		ts_session_streams_end(TsSession *session);
-
 /* in ts_session_ordinal.c: the session's TsConflictReport, arg the session */
 int			ts_session_report_duplicate(void *arg, const uint8_t *key, uint32_t keylen,
 										const uint8_t *value, uint32_t valuelen,

@@ -128,6 +128,12 @@ int			ts_session_streams_skip(TsSession *session, uint64_t first, uint64_t throu
 									bool last, TsError *err);
 
 /*
+ * End the session's streams without a check, if open (an abort, or a
+ * rollback to a savepoint): what they send from now on fails.
+ */
+void		ts_session_streams_end(TsSession *session);
+
+/*
  * A connection that joined an open session's streams: it sends chunks of
  * batches (ts_stream_chunk with end false, ts_stream_encode and
  * ts_stream_stage for each batch, ts_stream_chunk

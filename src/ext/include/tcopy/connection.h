@@ -104,6 +104,8 @@ typedef struct TcopyConnection
 								 * subtransaction has not ended; 0: none */
 	uint64		next_seq;		/* seq of the session's next batch */
 	uint64		rows_sent;		/* rows in the session's batches */
+	bool		streaming;		/* the session is open to a parallel COPY's
+								 * streams (its workers send its rows) */
 	List	   *written_tables; /* names (char *) of the tserver tables sent
 								 * rows in this transaction */
 	List	   *op_tables;		/* names of those truncated in it */

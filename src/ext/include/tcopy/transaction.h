@@ -173,6 +173,8 @@ extern bool tcopy_xact_wrote_table(const TcopyTableOptions *options);
 extern void tcopy_xact_streams_open(TcopyConnection *conn);
 extern void tcopy_xact_streamed(TcopyConnection *conn, uint32 table_id, const char *relname,
 								const TcopyLineRun *runs, int nruns, uint64 nrows);
+extern void tcopy_xact_streams_skip(TcopyConnection *conn, uint64 first, uint64 through,
+									bool last);
 extern void tcopy_xact_streams_close(TcopyConnection *conn, uint64 chunks);
 extern uint64 tcopy_xact_modify(TcopyConnection *conn, Tcopy__Modify *request,
 								const char *range_message);
