@@ -434,13 +434,26 @@ $seeds{'26-streams-open-close'} = chr(0)
   . commit(1, 2)
   . frame(F_JOIN, pb_field_varint(1, 1) . pb_field_bytes(2, KEY));
 
-# streams open: the session's own write is refused (and so is a CHUNK on
-# a connection that is no stream)
+# streams open: the session's own write is refused
 $seeds{'27-streams-own-write'} = chr(0)
   . frame(F_BEGIN, '')
   . frame(F_STREAMS, pb_field_varint(1, 1))
   . write_batch(1, 1, kv_row(1))
   . frame(F_CHUNK, pb_field_varint(1, 1));
+
+# skips on the session's own connection: chunks 1-2, then 3 with last; a
+# rollback ends the streams; opened again, chunk 1 skipped, closed naming
+# it, committed
+$seeds{'28-streams-skips'} = chr(0)
+  . frame(F_BEGIN, '')
+  . frame(F_STREAMS, pb_field_varint(1, 1))
+  . frame(F_CHUNK, pb_field_varint(1, 1) . pb_field_varint(5, 2))
+  . frame(F_CHUNK, pb_field_varint(1, 3) . pb_field_varint(5, 3) . pb_field_varint(4, 1))
+  . frame(F_ROLLBACK_TO, pb_field_varint(1, 0) . pb_field_varint(2, 0))
+  . frame(F_STREAMS, pb_field_varint(1, 1))
+  . frame(F_CHUNK, pb_field_varint(1, 1) . pb_field_varint(5, 1))
+  . frame(F_STREAMS, pb_field_varint(2, 1) . pb_field_varint(3, 0))
+  . commit(0, 0);
 
 # kv's schema with forms: added to the stored one, then a type renamed
 # (same forms), then another form (SCHEMA_MISMATCH)

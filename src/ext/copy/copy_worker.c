@@ -45,6 +45,7 @@
 #include "storage/latch.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
@@ -249,8 +250,13 @@ worker_slot(Oid relid, uint64 line)
 	TcopyStreamSlot *slot = copy_targets_slot(worker.slots, worker.shared->nslots, relid);
 	ConditionVariable *cv = &worker.shared->slot_ready;
 
+	/* the leader listed the partitions before the workers began routing */
 	if (slot == NULL)
-		elog(ERROR, "relation %u has no slot in the parallel COPY", relid);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("partition \"%s\" was attached after the parallel COPY began",
+						get_rel_name(relid)),
+				 errhint("Run the COPY again.")));
 	if (pg_atomic_read_u32(&slot->state) == TCOPY_SLOT_UNKNOWN)
 	{
 		TcopyOpenRequest open = {TCOPY_MSG_OPEN, relid, line};

@@ -191,19 +191,25 @@ streams_detach(TsSession *session)
 	return group;
 }
 
+/* The session's streams; NULL with err when they are not open. */
+static TsStreams *
+streams_open(TsSession *session, TsError *err)
+{
+	if (session->streams == NULL)
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "the session's streams are not open");
+	return session->streams;
+}
+
 int
 ts_session_streams_skip(TsSession *session, uint64_t first, uint64_t through, bool last,
 						TsError *err)
 {
-	TsStreams  *group = session->streams;
+	TsStreams  *group = streams_open(session, err);
 	int			result = 0;
 
 	if (group == NULL)
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
-					 "the session's streams are not open");
 		return -1;
-	}
 	if (first == 0 || through + 1 < first || (through + 1 == first && !last) ||
 		(last && through == 0))
 	{
@@ -265,15 +271,11 @@ int
 ts_session_streams_close(TsSession *session, uint64_t chunks, uint64_t rows,
 						 bool (*give_up) (void *arg), void *arg, TsError *err)
 {
-	TsStreams  *group = session->streams;
+	TsStreams  *group = streams_open(session, err);
 	int			result = 0;
 
 	if (group == NULL)
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
-					 "the session's streams are not open");
 		return -1;
-	}
 	/*
 	 * The chunks a stream sent may still be waiting for their turn (a COPY
 	 * ended by "\." closes the streams of every session as soon as the
