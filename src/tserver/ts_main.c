@@ -107,7 +107,8 @@ usage(FILE *out)
 			"  --merge-threads N          threads of a spilled session's merge at commit\n"
 			"                             (default: the cores, at most 4; at most 8)\n"
 			"  --max-frame-mb N           largest frame accepted from a client (default %u)\n"
-			"  --no-sync                  do not sync commits (for measurements only)\n"
+			"  --no-sync                  sync nothing: a machine crash may lose committed\n"
+			"                             and prepared transactions (measurements only)\n"
 			"  --statistics               keep RocksDB's statistics: stats then reports\n"
 			"                             the bytes compactions and flushes wrote\n"
 			"  --log-level LEVEL          debug, info (default), warning or error\n"
@@ -621,7 +622,8 @@ main(int argc, char **argv)
 		}
 	}
 	if (options.no_sync)
-		ts_log(TS_LOG_WARNING, "--no-sync: commits are not synced, a crash may lose them");
+		ts_log(TS_LOG_WARNING, "--no-sync: nothing is synced; a machine crash may lose committed "
+			   "and prepared transactions, which two-phase commit relies on");
 
 	/* every file the store makes is its owner's only (RocksDB's are 0644 less this) */
 	umask(S_IRWXG | S_IRWXO);

@@ -401,6 +401,13 @@ ts_session_prepare_gid(TsSession *session, const char *gid, uint64_t owner,
 	{
 		if (write_sentinel_file(session, gid, err) != 0)
 			goto fail;
+		/*
+		 * SstFileWriter synced the files; their entries in the session's
+		 * directory, and its own in the staging directory, must be durable
+		 * before the record that names them.
+		 */
+		ts_sync_dir(session->dir);
+		ts_sync_dir(store->staging_dir);
 		names = calloc(session->sst->nfiles + 1, sizeof(char *));
 		if (names == NULL)
 			goto oom;
@@ -508,12 +515,11 @@ remove_staging(TsStore *store, const Tstore__PreparedRecord *rec)
 }
 
 /*
- * Publish a prepared session from its record (which this may change); by
- * the connection that prepared it (own), its last write need not be synced
- * (see ts_publish.c).
+ * Publish a prepared session from its record (which this may change),
+ * every write synced (ts_publish.c).
  */
 static int
-prepared_publish(TsStore *store, Tstore__PreparedRecord *rec, bool own, TsError *err)
+prepared_publish(TsStore *store, Tstore__PreparedRecord *rec, TsError *err)
 {
 	TsPublish	pub;
 	uint8_t    *truncated = NULL;
@@ -535,7 +541,6 @@ prepared_publish(TsStore *store, Tstore__PreparedRecord *rec, bool own, TsError 
 		pub.nlabels = rec->n_labels;
 	}
 	pub.gid = rec->gid;
-	pub.unsynced_ok = own;
 	pub.truncates = rec->truncates;
 	pub.ntruncates = rec->n_truncates;
 	pub.rows = rec->rows;
@@ -640,7 +645,6 @@ ts_store_resolve(TsStore *store, const char *gid, bool commit, uint64_t owner,
 {
 	TsPrepared *entry;
 	Tstore__PreparedRecord *rec;
-	bool		own;
 	int			result;
 
 	*rows = 0;
@@ -657,32 +661,10 @@ ts_store_resolve(TsStore *store, const char *gid, bool commit, uint64_t owner,
 		*outcome = entry == NULL ? TCOPY__RESOLVE_OUTCOME__RESOLVE_NOT_FOUND :
 			TCOPY__RESOLVE_OUTCOME__RESOLVE_BUSY;
 		pthread_mutex_unlock(&store->prepared_lock);
-
-		/*
-		 * NOT_FOUND lets the client forget the session (recovery deletes its
-		 * record): its owner's publish, written without a sync, must be on
-		 * disk first.
-		 */
-		if (entry == NULL)
-		{
-			char	   *errptr = NULL;
-
-			rocksdb_flush_wal(store->db, 1, &errptr);
-			if (errptr != NULL)
-			{
-				ts_error_rocksdb(err, "could not sync the write-ahead log", errptr);
-				return -1;
-			}
-		}
+		/* NOT_FOUND: its resolve, synced, was answered already */
 		return 0;
 	}
-	/*
-	 * Claimed: ours until resolved, or until this connection ends.  The
-	 * connection that prepared it (the backend, at its commit) may publish
-	 * without a sync; one that takes an orphan over (recovery, which then
-	 * forgets the session) may not.
-	 */
-	own = entry->owner == owner;
+	/* claimed: ours until resolved, or until this connection ends */
 	entry->state = PREPARED_RESOLVING;
 	entry->owner = owner;
 	*rows = entry->rows;
@@ -695,7 +677,7 @@ ts_store_resolve(TsStore *store, const char *gid, bool commit, uint64_t owner,
 	if (rec == NULL)
 		result = -1;
 	else if (commit)
-		result = prepared_publish(store, rec, own, err);
+		result = prepared_publish(store, rec, err);
 	else
 		result = prepared_discard(store, rec, err);
 

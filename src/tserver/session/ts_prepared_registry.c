@@ -306,27 +306,7 @@ ts_store_list_prepared(TsStore *store, const char *prefix, const char *scope, Tc
 	}
 	list->n_sessions = n;
 	pthread_mutex_unlock(&store->prepared_lock);
-
-	/*
-	 * A prepared session's publish is written without a sync (ts_publish.c):
-	 * its record keeps it durable until then.  What the list leaves out
-	 * must be resolved durably, though, since a client may forget its own
-	 * record of a session the list no longer shows (the extension's
-	 * recovery does).  Every session left out had its entry removed before
-	 * the registry was read above, so after its publish was written: one
-	 * sync of the WAL now covers them all.
-	 */
-	if (result == 0)
-	{
-		char	   *errptr = NULL;
-
-		rocksdb_flush_wal(store->db, 1, &errptr);
-		if (errptr != NULL)
-		{
-			ts_error_rocksdb(err, "could not sync the write-ahead log", errptr);
-			result = -1;
-		}
-	}
+	/* a session left out was resolved, synced (ts_publish.c): forgettable */
 	return result;
 }
 

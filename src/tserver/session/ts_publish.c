@@ -33,21 +33,16 @@
  * Ingested files get sequence numbers newer than step 1's DeleteRanges
  * (they overlap them), so the truncates do not touch the session's rows.
  *
- * When the connection that prepared a session publishes it (the backend,
- * right after Postgres' commit record), the last write (its rows, or step
- * 3) is not synced (unsynced_ok): until it is on disk, the session's
- * record, synced at prepare, still says what to publish, and the write
- * deletes that record atomically with what it publishes.  A tserver that
- * dies loses nothing of it (the write is in the operating system's
- * hands); a machine that crashes may lose the write, leaving the session
- * prepared again, which its next resolve publishes as if for the first
- * time.  Nobody forgets such a session before it is durable: a client
- * forgets a session (recovery deletes its record) only after resolving it
- * itself, which is synced, or after ListPrepared stopped listing it or a
- * Resolve answered NOT_FOUND, both of which sync the WAL first
- * (ts_prepared.c).  This saves a commit its third sync (the prepare's,
- * Postgres' commit record and this one): bench/RESULTS.md has what it is
- * worth.
+ * Every write of a publish is synced before the resolve is answered, also
+ * the last one when the connection that prepared the session publishes it
+ * (the backend, right after Postgres' commit record).  That last write
+ * once went unsynced, the session's record standing for it until the next
+ * sync: a machine that lost power in between came back with the session
+ * prepared again, reads missing the rows of a COMMIT that had succeeded,
+ * and a later transaction's rows that the republished session could
+ * overwrite (issue 30).  A commit therefore costs three syncs: the
+ * prepare's, Postgres' commit record, and this one (bench/RESULTS.md,
+ * "Durable publish", has what the third costs).
  *
  * Tables: a one-step commit fails (UNKNOWN_TABLE) if a table it wrote to
  * was dropped since, as it always did.  A prepared session cannot fail so
@@ -238,19 +233,14 @@ ts_store_write_emptying(TsStore *store, rocksdb_writebatch_t *wb, bool sync,
 		compact_ranges(store, tables, ntables);
 }
 
-/*
- * Write wb, with a sync unless durable_by_record; 0, or -1 with err saying
- * what.
- */
+/* Write wb, synced; 0, or -1 with err saying what. */
 static int
-publish_write(TsStore *store, rocksdb_writebatch_t *wb, bool durable_by_record,
-			  const char *what, TsError *err)
+publish_write(TsStore *store, rocksdb_writebatch_t *wb, const char *what, TsError *err)
 {
 	char	   *errptr = NULL;
 
 	pthread_rwlock_rdlock(&store->write_lock);
-	rocksdb_write(store->db, durable_by_record ? store->write_nosync : store->write_sync,
-				  wb, &errptr);
+	rocksdb_write(store->db, store->write_sync, wb, &errptr);
 	pthread_rwlock_unlock(&store->write_lock);
 	if (errptr != NULL)
 	{
@@ -271,9 +261,8 @@ publish_commit_write(TsStore *store, const TsPublish *pub, rocksdb_writebatch_t 
 	char	   *errptr = NULL;
 
 	if (pub->batch == NULL || pub->ntruncates == 0)
-		return publish_write(store, wb, pub->unsynced_ok, "could not commit the session", err);
-	ts_store_write_emptying(store, wb, !pub->unsynced_ok, pub->truncates, pub->ntruncates,
-							true, &errptr);
+		return publish_write(store, wb, "could not commit the session", err);
+	ts_store_write_emptying(store, wb, true, pub->truncates, pub->ntruncates, true, &errptr);
 	if (errptr != NULL)
 	{
 		ts_error_rocksdb(err, "could not commit the session", errptr);

@@ -168,8 +168,6 @@ typedef struct TsPublish
 	size_t		ndrops;
 	const TsLabelRef *labels;	/* load labels published with it */
 	size_t		nlabels;
-	bool		unsynced_ok;	/* the last write needs no sync: the record
-								 * keeps the session durable (ts_publish.c) */
 } TsPublish;
 
 /*

@@ -13,6 +13,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,26 @@ ts_store_default_options(TsStoreOptions *options)
 	options->merge_part_bytes = 32 * 1024 * 1024;
 	options->block_cache_bytes = 64 * 1024 * 1024;
 	options->sync_commits = true;
+}
+
+void
+ts_sync_dir(const char *dir)
+{
+	int			fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd >= 0 && fsync(fd) == 0)
+	{
+		close(fd);
+		return;
+	}
+	/* a file system that cannot sync a directory's entries: nothing to do */
+	if (fd >= 0 && (errno == EINVAL || errno == EBADF))
+	{
+		close(fd);
+		return;
+	}
+	ts_log(TS_LOG_ERROR, "could not sync directory \"%s\": %s; stopping", dir, strerror(errno));
+	abort();
 }
 
 int
@@ -316,6 +337,8 @@ ts_storage_open(TsStore *store, const char *dir, TsError *err)
 					 store->staging_dir, strerror(errno));
 		return -1;
 	}
+	/* prepared sessions' directories live in it: its entry must last */
+	ts_sync_dir(dir);
 
 	store->options = rocksdb_options_create();
 	rocksdb_options_set_create_if_missing(store->options, 1);
@@ -804,6 +827,7 @@ ts_store_stats(TsStore *store, Tcopy__Stats *stats)
 			stats->compaction_read_bytes = statistics_ticker(text, "rocksdb.compact.read.bytes");
 			stats->compaction_write_bytes = statistics_ticker(text, "rocksdb.compact.write.bytes");
 			stats->flush_write_bytes = statistics_ticker(text, "rocksdb.flush.write.bytes");
+			stats->wal_syncs = statistics_ticker(text, "rocksdb.wal.synced");
 			rocksdb_free(text);
 		}
 	}

@@ -197,6 +197,13 @@ int			ts_store_check_space(TsStore *store, uint64_t bytes, TsError *err);
 /* Remove dir and everything in it; 0 or -1 with errno. */
 int			ts_remove_tree(const char *dir);
 
+/*
+ * Sync dir's entries (the files and directories made, renamed or removed
+ * in it).  A failure stops the tserver, as a failed fsync stops Postgres
+ * (data_sync_retry = off): what the kernel dropped cannot be written again.
+ */
+void		ts_sync_dir(const char *dir);
+
 /* A RocksDB error string as a TsError (frees errptr). */
 void		ts_error_rocksdb(TsError *err, const char *what, char *errptr);
 
