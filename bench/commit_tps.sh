@@ -69,7 +69,7 @@ as_pg "$bindir/psql" -h "$dir" -p "$port" -U postgres -qX -v ON_ERROR_STOP=1 pos
 CREATE EXTENSION tcopy;
 CREATE SERVER ts FOREIGN DATA WRAPPER tcopy OPTIONS (address 'unix:$dir/ts.sock');
 CREATE USER MAPPING FOR PUBLIC SERVER ts;
-CREATE FOREIGN TABLE t (id int NOT NULL, n int, payload text) SERVER ts OPTIONS (key 'id');
+CREATE FOREIGN TABLE t (id int NOT NULL, n int, payload text) SERVER ts OPTIONS (key 'id', on_conflict 'replace');
 COPY t FROM '$dir/rows.csv' (FORMAT csv);
 EOF
 echo "COPY t FROM '$dir/rows.csv' (FORMAT csv);" >"$dir/copy.sql"
