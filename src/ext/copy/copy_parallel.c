@@ -6,12 +6,16 @@
  * The leader reads the input (copy_source.c), cuts it into chunks at row
  * ends (copy_chunks.c), and hands chunk k to worker k % n through that
  * worker's input queue; the worker (copy_worker.c) parses it with Postgres'
- * COPY reader and encodes its rows into batches, which come back through
- * its output queue.  The leader reads the output queues in chunk order and
- * sends each batch on the transaction's write session as its own: the
- * tserver receives the rows in input order, as from a serial COPY, so the
- * rule for equal keys, the lines of a duplicate's CONTEXT, a sorted load's
- * direct path and the transaction are unchanged.  An error a worker met is
+ * COPY reader and encodes its rows into batches.  With streams (the
+ * default) the worker sends them on its own connections, joined to the
+ * write sessions of the leader's transaction, and only each batch's row
+ * count and lines come back through its output queue; the tables and their
+ * sessions are copy_targets.c's.  Relaying, the batches come back whole,
+ * and the leader sends each on the write session as its own.  Either way
+ * the leader reads the output queues in chunk order, and the tserver
+ * stages the rows in input order, as from a serial COPY, so the rule for
+ * equal keys, the lines of a duplicate's CONTEXT, a sorted load's direct
+ * path and the transaction are unchanged.  An error a worker met is
  * raised when its chunk's turn comes, so the first error in the input is
  * the one reported.  The design, and where a COPY stays serial, is in
  * docs/parallel.md.
