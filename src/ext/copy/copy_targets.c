@@ -65,7 +65,9 @@ struct CopyTargets
 	int			last;			/* the target the last batch was of */
 	CopySession *sessions;
 	int			nsessions;
-	TcopyStreamSlot *slots;		/* with streams, in the shared memory */
+	List	   *relids;			/* with streams, the tables that may be
+								 * written: one slot each */
+	TcopyStreamSlot *slots;		/* in the shared memory */
 	int			nslots;
 	ConditionVariable *slot_ready;
 };
@@ -126,6 +128,10 @@ copy_targets_begin(Relation rel, TcopyWriter *writer, const TcopyOnConflict *on_
 	targets->streams = streams;
 	if (writer != NULL)
 		targets_add(targets, RelationGetRelid(rel), NULL, writer);
+	if (streams && writer != NULL)
+		targets->relids = list_make1_oid(RelationGetRelid(rel));
+	else if (streams)
+		targets->relids = find_all_inheritors(RelationGetRelid(rel), NoLock, NULL);
 	return targets;
 }
 
@@ -133,11 +139,7 @@ copy_targets_begin(Relation rel, TcopyWriter *writer, const TcopyOnConflict *on_
 int
 copy_targets_nslots(CopyTargets *targets)
 {
-	if (!targets->streams)
-		return 0;
-	if (targets->ntargets > 0)
-		return 1;
-	return list_length(find_all_inheritors(RelationGetRelid(targets->rel), NoLock, NULL));
+	return list_length(targets->relids);
 }
 
 /* The session of conn, opened to streams the first time. */
@@ -192,7 +194,6 @@ void
 copy_targets_set_slots(CopyTargets *targets, TcopyStreamSlot *slots,
 					   ConditionVariable *slot_ready)
 {
-	List	   *relids = NIL;
 	ListCell   *lc;
 	int			i = 0;
 
@@ -200,11 +201,7 @@ copy_targets_set_slots(CopyTargets *targets, TcopyStreamSlot *slots,
 	targets->nslots = copy_targets_nslots(targets);
 	targets->slot_ready = slot_ready;
 	ConditionVariableInit(slot_ready);
-	if (targets->ntargets > 0)
-		relids = list_make1_oid(RelationGetRelid(targets->rel));
-	else
-		relids = find_all_inheritors(RelationGetRelid(targets->rel), NoLock, NULL);
-	foreach(lc, relids)
+	foreach(lc, targets->relids)
 	{
 		memset(&slots[i], 0, sizeof(TcopyStreamSlot));
 		slots[i].relid = lfirst_oid(lc);

@@ -32,6 +32,7 @@ ts_conflicts_set(TsConflicts *conflicts, uint32_t table_id, Tcopy__OnConflict po
 {
 	const TsConflictPolicy *entries;
 	uint32_t	n = ts_conflicts_count(conflicts, &entries);
+	TsConflictPolicy *last;
 
 	if (policy != TCOPY__ON_CONFLICT__ON_CONFLICT_REPLACE &&
 		policy != TCOPY__ON_CONFLICT__ON_CONFLICT_IGNORE &&
@@ -70,9 +71,10 @@ ts_conflicts_set(TsConflicts *conflicts, uint32_t table_id, Tcopy__OnConflict po
 		conflicts->cap = cap;
 		atomic_store_explicit(&conflicts->entries, block->entries, memory_order_release);
 	}
-	entries = atomic_load_explicit(&conflicts->entries, memory_order_relaxed);
-	((TsConflictPolicy *) entries)[n].table_id = table_id;
-	((TsConflictPolicy *) entries)[n].policy = policy;
+	/* readers see the entry once the count says so */
+	last = atomic_load_explicit(&conflicts->entries, memory_order_relaxed) + n;
+	last->table_id = table_id;
+	last->policy = policy;
 	atomic_store_explicit(&conflicts->n, n + 1, memory_order_release);
 	return 0;
 }
