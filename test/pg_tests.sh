@@ -93,6 +93,10 @@ if [ "$(id -u)" -eq 0 ]; then
 			say "no network namespaces: the tests that need them skip" >&2
 		fi
 	fi
+	# the power-loss test's preload layer (test/ext/191_power_loss.pl)
+	if [[ " ${TCOPY_PG_TESTS:-regress tap} " == *" tap "* ]]; then
+		make -C "$TOP/test" powerloss >/dev/null
+	fi
 	rc=0
 	# runuser keeps the environment but for HOME, SHELL, USER and LOGNAME
 	runuser -u "$test_user" -- env TCOPY_PG_WORKDIR="$work" PG_CONFIG="$PG_CONFIG" \

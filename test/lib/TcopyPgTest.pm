@@ -582,7 +582,7 @@ sub prepared_sessions
 # background worker does it) every half second until
 # tcopy.prepared_sessions() is empty twice in a row, and with ts => tserver,
 # the tserver lists no prepared session and holds no open session either;
-# at most timeout seconds (default 60).  Returns (ok, sessions resolved by
+# at most timeout seconds (default 60), less when give_up (a sub) says so.  Returns (ok, sessions resolved by
 # the calls, what was left or the last error, for diag).
 sub recover_all
 {
@@ -592,6 +592,7 @@ sub recover_all
 	my $empty = 0;
 	my $left = '';
 	my $ok = wait_until($opts{timeout} // 60, sub {
+		return -1 if $opts{give_up} && $opts{give_up}->();
 		if ($manual)
 		{
 			my ($rc, $out, $err) = $node->psql('postgres', 'SELECT tcopy.recover_prepared_sessions()');

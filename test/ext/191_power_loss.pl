@@ -1,0 +1,407 @@
+# 191_power_loss.pl
+#	Power loss on the tserver's machine (issue 30): the tserver runs under
+#	test/tools/powerloss.c, which logs every change to its data directory
+#	and every sync and, at a chosen point, kills it dead; the data directory
+#	is then rebuilt from what had been synced alone (a file's data at its
+#	last sync, a directory's entries at their last sync: what a kill -9,
+#	which keeps the page cache, never shows), the tserver started on it,
+#	Postgres' recovery run, and every table compared with what Postgres
+#	committed.
+#
+#	Each round: a tserver of its own (--session-memory-mb 1, so that big
+#	sessions spill), a server and three tables made for it, then one
+#	client's transactions in a fixed order until the power goes:
+#	  copy      COPY of 500 rows into a (keys n*100000+1.., v = n)
+#	  replace   COPY of keys 1..200 into b (on_conflict 'replace'), v = n
+#	  copy_big  COPY of 40,000 rows into a (spilled: SST files, ingested)
+#	  reload    TRUNCATE c, COPY of keys 1..3000 into c, v = n
+#	  insert    INSERT of 20 rows into a
+#	  delete    DELETE FROM a of the rows of the copy five transactions back
+#	each with a row (round, n) in the heap table ledger: Postgres decides,
+#	so a transaction committed exactly when its ledger row is there.
+#	Asserted per round:
+#	- right after the restart, before any recovery, every transaction whose
+#	  COMMIT was acknowledged (no "could not publish" WARNING) is there: an
+#	  acknowledgement waits for what it promises to be on disk; no row of a
+#	  transaction Postgres did not commit is there, ever;
+#	- after recovery: exactly the committed transactions (a per n, b the
+#	  last committed replace, c the last committed reload), nothing left
+#	  prepared; a table whose CREATE committed can be read.
+#	The first round cuts nothing (a kill -9 at the end, then only what was
+#	synced) and counts the changes and syncs a round makes; the others cut,
+#	in turn, right after a random sync and just before a random change.
+#	Every third round also cuts the power again during recovery (the
+#	rebuilt tserver under the layer once more), then rebuilds and recovers.
+#
+#	TCOPY_POWERLOSS_SECONDS bounds the rounds (default 60);
+#	TCOPY_POWERLOSS_SEED fixes the cut points (default: the time, printed);
+#	TCOPY_POWERLOSS_SWEEP=1 cuts after every sync in turn instead.
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+use File::Path qw(rmtree);
+use POSIX qw(WNOHANG);
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(sleep time);
+use TcopyTest;
+use TcopyPgTest qw(twopc_conf recover_all wait_until);
+
+my $seconds = $ENV{TCOPY_POWERLOSS_SECONDS} // 60;
+my $seed = $ENV{TCOPY_POWERLOSS_SEED} // time() % 100000;
+my $sweep = $ENV{TCOPY_POWERLOSS_SWEEP};
+my $shim = "$TcopyTest::TOP/build/powerloss.so";
+my $rebuild = "$TcopyTest::TOP/test/tools/powerloss_rebuild.pl";
+my @ts_args = ('--session-memory-mb', '1');
+srand($seed);
+note("seed $seed (TCOPY_POWERLOSS_SEED), $seconds s of rounds");
+BAIL_OUT("$shim is not built (make -C test powerloss)") unless -r $shim;
+
+my $node = PostgreSQL::Test::Cluster->new('main');
+$node->init;
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'tcopy'\n"
+	  . twopc_conf(recovery_interval => '0'));
+$node->start;
+$node->safe_psql('postgres', q{
+	CREATE EXTENSION tcopy;
+	CREATE TABLE ledger (round int, n int, PRIMARY KEY (round, n));
+});
+my $rows_script = $node->basedir . '/rows.pl';
+PostgreSQL::Test::Utils::append_to_file($rows_script, <<'PERL');
+my ($first, $count, $v) = @ARGV;
+$SIG{PIPE} = sub { exit 0 };
+print join('', map { ($first + $_) . ",$v\n" } 0 .. $count - 1);
+PERL
+
+# The transactions of a round, in order: [kind, n, rows].
+my @kinds = qw(copy replace copy_big reload insert delete);
+my %rows_of = (copy => 500, replace => 200, copy_big => 40_000, reload => 3000, insert => 20);
+my $ntxn = 12;
+
+sub copy_sql
+{
+	my ($table, $first, $count, $v) = @_;
+	return "COPY $table (k, v) FROM PROGRAM 'perl $rows_script $first $count $v' (FORMAT csv)";
+}
+
+# The statements of round r's transaction n.
+sub txn_sql
+{
+	my ($r, $n) = @_;
+	my $kind = $kinds[($n - 1) % @kinds];
+	my $body = $kind eq 'copy' || $kind eq 'copy_big' ? copy_sql("a$r", $n * 100000 + 1, $rows_of{$kind}, $n)
+	  : $kind eq 'replace' ? copy_sql("b$r", 1, $rows_of{replace}, $n)
+	  : $kind eq 'reload' ? "TRUNCATE c$r; " . copy_sql("c$r", 1, $rows_of{reload}, $n)
+	  : $kind eq 'insert' ? "INSERT INTO a$r SELECT $n * 100000 + g, $n FROM generate_series(1, $rows_of{insert}) g"
+	  : "DELETE FROM a$r WHERE v = " . ($n - 5);
+	return ($kind, "BEGIN;\n$body;\nINSERT INTO ledger VALUES ($r, $n);\nCOMMIT;\n");
+}
+
+# Start a tserver on $data at $socket, under the layer when $cut is given
+# ({ log, op | sync }).  Returns the TcopyTest and 'ready' or 'exited'.
+sub start_tserver
+{
+	my ($data, $socket, $cut) = @_;
+	my $ts = TcopyTest->new(data => $data, socket => $socket, extra_args => \@ts_args);
+	local $ENV{LD_PRELOAD} = $cut ? $shim : ($ENV{LD_PRELOAD} // '');
+	local $ENV{PL_LOG} = $cut ? $cut->{log} : undef;
+	local $ENV{PL_ROOT} = $cut ? $data : undef;
+	local $ENV{PL_CUT_OP} = $cut && $cut->{op} ? $cut->{op} : undef;
+	local $ENV{PL_CUT_SYNC} = $cut && $cut->{sync} ? $cut->{sync} : undef;
+	delete $ENV{$_} for grep { !defined $ENV{$_} } qw(LD_PRELOAD PL_LOG PL_ROOT PL_CUT_OP PL_CUT_SYNC);
+	my ($what, $value) = $ts->spawn;
+	$ts->{pid} = $value if $what eq 'ready';
+	die "tserver did not start: $what\n" . $ts->log_contents if $what eq 'timeout';
+	return ($ts, $what, $what eq 'exited' ? $value : undef);
+}
+
+# Is the tserver still running?  One that exited is reaped, its wait
+# status kept for exit_status.
+sub tserver_alive
+{
+	my ($ts) = @_;
+	return 0 unless $ts->pid;
+	return 1 if waitpid($ts->pid, WNOHANG) == 0;
+	$ts->{reaped} = $?;
+	$ts->{pid} = undef;
+	return 0;
+}
+
+# The tserver's wait status once it exited (within timeout seconds).
+sub exit_status
+{
+	my ($ts, $timeout) = @_;
+	return $ts->{reaped} if defined $ts->{reaped};
+	return $ts->wait_exit($timeout);
+}
+
+# Rebuild $out from $log (and the copy $start of the tree the log began
+# with); returns { changes, syncs, cut }.
+sub rebuild
+{
+	my ($log, $out, $start) = @_;
+	my $line = `perl $rebuild $log $out @{[ $start // '' ]}`;
+	die "powerloss_rebuild.pl $log failed\n" if $? != 0;
+	my %r = $line =~ /(\w+) (\d+)/g;
+	return \%r;
+}
+
+my ($rounds, $cuts, $checked, $mismatched) = (0, 0, 0, 0);
+my ($total_changes, $total_syncs);
+my $deadline = time() + $seconds;
+my $sweep_next = 1;
+
+# What round r must show: from the ledger and the kinds.  Returns
+# { a => { v => rows }, b => v|undef, c => v|undef, tables => 1|0 }.
+sub expected
+{
+	my ($r, $committed) = @_;
+	my (%rows_a, $last_b, $last_c);
+	for my $n (sort { $a <=> $b } keys %$committed)
+	{
+		my $kind = $kinds[($n - 1) % @kinds];
+		if ($kind =~ /^(copy|copy_big|insert)$/) { $rows_a{$n} = $rows_of{$kind}; }
+		elsif ($kind eq 'replace') { $last_b = $n; }
+		elsif ($kind eq 'reload') { $last_c = $n; }
+		else { delete $rows_a{$n - 5}; }
+	}
+	return { a => \%rows_a, b => $last_b, c => $last_c };
+}
+
+# The tables' contents: { a => { v => rows }, b => { v => rows }, ... }, or
+# an error string.
+sub contents
+{
+	my ($r) = @_;
+	my %got;
+	for my $t (qw(a b c))
+	{
+		my ($rc, $out, $err) = $node->psql('postgres',
+			"SELECT v, count(*), count(DISTINCT k) FROM $t$r GROUP BY v ORDER BY v");
+		return "$t$r: $err" if $rc != 0;
+		$got{$t} = {};
+		for (split /\n/, $out)
+		{
+			my ($v, $count, $distinct) = split /\|/;
+			return "$t$r: $count rows of v $v but $distinct keys" if $count != $distinct;
+			$got{$t}{$v} = $count;
+		}
+	}
+	return \%got;
+}
+
+sub describe
+{
+	my ($h) = @_;
+	return '{' . join(' ', map { "$_:$h->{$_}" } sort { $a <=> $b } keys %$h) . '}';
+}
+
+# Compare; returns the differences (empty: none).  With acked (a set of n)
+# and before recovery: only what acknowledged transactions promise, and
+# that nothing uncommitted shows.
+sub compare
+{
+	my ($r, $got, $committed, $acked) = @_;
+	my @diff;
+	my $want = expected($r, $committed);
+	for my $t (qw(a b c))
+	{
+		for my $v (keys %{ $got->{$t} })
+		{
+			push @diff, "$t$r has rows of transaction $v, which Postgres did not commit"
+			  unless $committed->{$v};
+		}
+	}
+	if (!$acked)
+	{
+		push @diff, "a$r is " . describe($got->{a}) . ", want " . describe($want->{a})
+		  if describe($got->{a}) ne describe($want->{a});
+		for my $t (qw(b c))
+		{
+			my $w = defined $want->{$t} ? { $want->{$t} => $rows_of{ $t eq 'b' ? 'replace' : 'reload' } } : {};
+			push @diff, "$t$r is " . describe($got->{$t}) . ", want " . describe($w)
+			  if describe($got->{$t}) ne describe($w);
+		}
+		return @diff;
+	}
+	# before recovery: each acknowledged transaction's effect is there
+	# unless a later committed one may have changed it
+	for my $n (sort { $a <=> $b } keys %$acked)
+	{
+		my $kind = $kinds[($n - 1) % @kinds];
+		if ($kind =~ /^(copy|copy_big|insert)$/)
+		{
+			next if $committed->{$n + 5} && ($n + 5 - 1) % @kinds == 5;
+			my $have = $got->{a}{$n} // 0;
+			push @diff, "a$r has $have rows of acknowledged transaction $n, want $rows_of{$kind}"
+			  if $have != $rows_of{$kind};
+		}
+		elsif ($kind eq 'delete')
+		{
+			push @diff, "a$r still has rows of transaction " . ($n - 5) . " that acknowledged transaction $n deleted"
+			  if $got->{a}{ $n - 5 };
+		}
+		else
+		{
+			my $t = $kind eq 'replace' ? 'b' : 'c';
+			next unless defined $want->{$t} && $want->{$t} == $n;
+			my $w = describe({ $n => $rows_of{$kind} });
+			push @diff, "$t$r is " . describe($got->{$t}) . ", want $w (acknowledged transaction $n)"
+			  if describe($got->{$t}) ne $w;
+		}
+	}
+	return @diff;
+}
+
+# One round; returns its changes and syncs (those of the rebuilt log).
+sub round
+{
+	my ($r, $cut) = @_;
+	my $base = PostgreSQL::Test::Utils::tempdir_short();
+	my $socket = "$base/ts.sock";
+	my $log = "$base/pl.log";
+	mkdir("$base/data", 0700) or die "mkdir: $!";
+	my $what_cut = !$cut ? 'no cut' : $cut->{op} ? "power lost before change $cut->{op}"
+	  : "power lost after sync $cut->{sync}";
+	my $name = "round $r ($what_cut)";
+	my ($ts, $state, $start_status) = start_tserver("$base/data", $socket, { log => $log, %{ $cut // {} } });
+
+	# the server and tables; a failure here is the power going
+	my $made = $node->psql('postgres', qq{
+		CREATE SERVER ts$r FOREIGN DATA WRAPPER tcopy OPTIONS (address 'unix:$socket');
+		CREATE USER MAPPING FOR PUBLIC SERVER ts$r;
+		CREATE FOREIGN TABLE a$r (k bigint NOT NULL, v int NOT NULL) SERVER ts$r OPTIONS (key 'k');
+		CREATE FOREIGN TABLE b$r (k bigint NOT NULL, v int NOT NULL) SERVER ts$r
+			OPTIONS (key 'k', on_conflict 'replace');
+		CREATE FOREIGN TABLE c$r (k bigint NOT NULL, v int NOT NULL) SERVER ts$r OPTIONS (key 'k');
+	}, on_error_stop => 1) == 0 if $state eq 'ready';
+	my %warned;
+	my $ran = 0;
+	if ($made)
+	{
+		for my $n (1 .. $ntxn)
+		{
+			last unless tserver_alive($ts);
+			my ($kind, $sql) = txn_sql($r, $n);
+			my ($rc, $out, $err) = $node->psql('postgres', $sql, on_error_stop => 1, timeout => 120);
+			$warned{$n} = 1 if $err =~ /could not publish/;
+			$ran = $n;
+		}
+	}
+	# the power goes (or, uncut, a kill -9 now): only the synced is left
+	if (!$cut)
+	{
+		ok(tserver_alive($ts), "$name: the tserver ran the whole round") or diag($ts->log_contents);
+		kill 'KILL', $ts->pid;
+	}
+	my $status = $state eq 'ready' ? exit_status($ts, 60) : $start_status;
+	is($status, 9, "$name: the tserver was killed (SIGKILL)")
+	  or diag("status " . ($status // 'none') . "\n" . TcopyTest::tail($ts->log_contents, 30));
+	my $built = rebuild($log, "$base/rebuilt");
+	ok(!$cut || $built->{cut}, "$name: the layer cut the power") if $cut;
+
+	my %committed = map { (split /\|/)[1] => 1 } split /\n/,
+	  $node->safe_psql('postgres', "SELECT round, n FROM ledger WHERE round = $r");
+	my %acked = map { $_ => 1 } grep { !$warned{$_} } keys %committed;
+	my $tables = $node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_foreign_table t JOIN pg_class c ON c.oid = t.ftrelid"
+		  . " WHERE c.relname IN ('a$r', 'b$r', 'c$r')");
+	my $dir = "$base/rebuilt";
+	my @diff;
+	my $recovery_cuts = 0;
+	for (my $attempt = 0;; $attempt++)
+	{
+		my $again = $r % 3 == 0 && $attempt == 0 && $tables == 3;
+		my $rlog = "$base/recovery$attempt.log";
+		system('cp', '-a', $dir, "$dir.start") == 0 or die "cp -a $dir: $?" if $again;
+		my ($ts2, $st2) = start_tserver($dir, $socket,
+			$again ? { log => $rlog, op => 1 + int(rand(60)) } : undef);
+		if ($st2 ne 'ready')
+		{
+			# the power went again while the tserver opened its store
+			fail("$name: the rebuilt tserver starts") unless $again;
+			last unless $again;
+			rebuild($rlog, "$base/rebuilt$attempt", "$dir.start");
+			$dir = "$base/rebuilt$attempt";
+			$recovery_cuts++;
+			next;
+		}
+		if ($attempt == 0 && $tables == 3)
+		{
+			# before recovery: what was acknowledged is there
+			my $got = contents($r);
+			push @diff, ref $got ? compare($r, $got, \%committed, \%acked) : "before recovery: $got";
+		}
+		elsif ($tables == 3 && !ref contents($r))
+		{
+			push @diff, "after the second power loss: " . contents($r);
+		}
+		my ($ok, undef, $left) = recover_all($node, ts => $ts2, timeout => 60,
+			give_up => sub { !tserver_alive($ts2) });
+		if (!tserver_alive($ts2) && $again)
+		{
+			# the power went during recovery: rebuild again and recover
+			exit_status($ts2, 30);
+			rebuild($rlog, "$base/rebuilt$attempt", "$dir.start");
+			$dir = "$base/rebuilt$attempt";
+			$recovery_cuts++;
+			next;
+		}
+		if ($again)
+		{
+			# the power held through recovery: on without the layer
+			$ts2->stop("$name: the tserver under the layer stops cleanly");
+			next;
+		}
+		push @diff, "recovery did not finish: $left" unless $ok;
+		if ($tables == 3)
+		{
+			my $got = contents($r);
+			push @diff, ref $got ? compare($r, $got, \%committed) : "after recovery: $got";
+			$node->safe_psql('postgres', "DROP FOREIGN TABLE a$r, b$r, c$r");
+		}
+		$node->safe_psql('postgres', "DROP SERVER IF EXISTS ts$r CASCADE");
+		$ts2->stop("$name: the rebuilt tserver stops cleanly") if tserver_alive($ts2);
+		last;
+	}
+	$checked += scalar keys %committed;
+	$mismatched += @diff;
+	is_deeply(\@diff, [], sprintf("%s: %d of %d transactions committed (%d acknowledged), "
+		  . "%d recovery power losses; every committed one there exactly, nothing else",
+		  $name, scalar keys %committed, $ran, scalar keys %acked, $recovery_cuts))
+	  or diag("kept in $base");
+	rmtree($base) unless @diff || $ENV{TCOPY_TEST_KEEP};
+	return $built;
+}
+
+# round 1: no cut; it tells how many changes and syncs a round makes
+my $first = round(1, undef);
+($total_changes, $total_syncs) = ($first->{changes}, $first->{syncs});
+ok($total_syncs > 20, "a round makes $total_changes changes and $total_syncs syncs");
+$rounds = 1;
+while (time() < $deadline)
+{
+	my $r = ++$rounds;
+	my $cut;
+	if ($sweep)
+	{
+		last if $sweep_next > $total_syncs;
+		$cut = { sync => $sweep_next++ };
+	}
+	else
+	{
+		$cut = $r % 2 ? { op => 1 + int(rand($total_changes)) } : { sync => 1 + int(rand($total_syncs)) };
+	}
+	round($r, $cut);
+	$cuts++;
+}
+note("power-loss rounds: $cuts cut points tried, $checked committed transactions checked, "
+	  . "$mismatched mismatches");
+ok($cuts >= 3, "at least three cut points tried ($cuts)");
+is($mismatched, 0, "no mismatch in $cuts rounds");
+
+$node->stop;
+done_testing();
