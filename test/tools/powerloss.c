@@ -375,17 +375,8 @@ open(const char *path, int flags,...)
 	return open_common(AT_FDCWD, path, flags, mode);
 }
 
-int
-open64(const char *path, int flags,...)
-{
-	va_list		ap;
-	mode_t		mode;
-
-	va_start(ap, flags);
-	mode = mode_arg(flags, ap);
-	va_end(ap);
-	return open_common(AT_FDCWD, path, flags, mode);
-}
+/* the same function under glibc's large-file name */
+int			open64(const char *path, int flags,...) __attribute__((alias("open")));
 
 int
 openat(int dirfd, const char *path, int flags,...)
@@ -581,8 +572,10 @@ fdatasync(int fd)
 	return sync_common(fd, real_fdatasync);
 }
 
-int
-mkdir(const char *path, mode_t mode)
+/* mkdir and link: an entry made at path, logged once it is there */
+static int
+make_entry(const char *path, int (*make) (const char *, const void *),
+		   const void *arg, bool is_link)
 {
 	ino_t		parent;
 	char		name[NAME_MAX + 1];
@@ -591,23 +584,44 @@ mkdir(const char *path, mode_t mode)
 
 	ready();
 	if (!active)
-		return real_mkdir(path, mode);
+		return make(path, arg);
 	pthread_mutex_lock(&lock);
 	if (!entry_of(AT_FDCWD, path, &parent, name, sizeof(name)))
 	{
 		pthread_mutex_unlock(&lock);
-		return real_mkdir(path, mode);
+		return make(path, arg);
 	}
 	before_change();
-	r = real_mkdir(path, mode);
+	r = make(path, arg);
 	if (r == 0)
 	{
 		if (stat(path, &st) != 0)
-			fail("stat after mkdir");
-		log_line("C %lu %s %lu d\n", (unsigned long) parent, name, (unsigned long) st.st_ino);
+			fail("stat of a new entry");
+		if (is_link)
+			log_line("L %lu %lu %s\n", (unsigned long) st.st_ino, (unsigned long) parent, name);
+		else
+			log_line("C %lu %s %lu d\n", (unsigned long) parent, name, (unsigned long) st.st_ino);
 	}
 	pthread_mutex_unlock(&lock);
 	return r;
+}
+
+static int
+make_dir(const char *path, const void *mode)
+{
+	return real_mkdir(path, *(const mode_t *) mode);
+}
+
+static int
+make_link(const char *path, const void *from)
+{
+	return real_link((const char *) from, path);
+}
+
+int
+mkdir(const char *path, mode_t mode)
+{
+	return make_entry(path, make_dir, &mode, false);
 }
 
 /* unlink and rmdir: the entry goes */
@@ -684,28 +698,5 @@ rename(const char *from, const char *to)
 int
 link(const char *from, const char *to)
 {
-	ino_t		to_parent;
-	char		to_name[NAME_MAX + 1];
-	struct stat st;
-	int			r;
-
-	ready();
-	if (!active)
-		return real_link(from, to);
-	pthread_mutex_lock(&lock);
-	if (!entry_of(AT_FDCWD, to, &to_parent, to_name, sizeof(to_name)))
-	{
-		pthread_mutex_unlock(&lock);
-		return real_link(from, to);
-	}
-	before_change();
-	r = real_link(from, to);
-	if (r == 0)
-	{
-		if (stat(to, &st) != 0)
-			fail("stat after link");
-		log_line("L %lu %lu %s\n", (unsigned long) st.st_ino, (unsigned long) to_parent, to_name);
-	}
-	pthread_mutex_unlock(&lock);
-	return r;
+	return make_entry(to, make_link, from, true);
 }
