@@ -68,8 +68,6 @@ registry_add(TsStore *store, const char *gid, TsPreparedState state, uint64_t ow
 	}
 	entry->state = state;
 	entry->owner = owner;
-	/* a record restored at startup: no live connection will resolve it */
-	entry->in_doubt = state != PREPARED_PREPARING && owner == 0;
 	store->prepared[store->nprepared++] = entry;
 	if (state != PREPARED_PREPARING)
 		atomic_fetch_add(&store->sessions_prepared, 1);
@@ -145,6 +143,9 @@ registry_set_prepared(TsStore *store, const char *gid, const char *scope_prefix,
 		if (entry->state == PREPARED_PREPARING)
 			atomic_fetch_add(&store->sessions_prepared, 1);
 		entry->state = PREPARED_READY;
+		/* no connection owns it (a record restored at startup): in doubt */
+		if (entry->owner == 0)
+			entry->in_doubt = true;
 		entry->rows = rows;
 		entry->bytes = bytes;
 		entry->prepared_at_ms = prepared_at_ms;
