@@ -65,7 +65,7 @@ monotonic_after(int64_t ms)
 	return at;
 }
 
-/* The name of table_id into name[size], dropped or not. */
+/* How to name table_id, dropped or not, into name[size]: "its name". */
 static void
 table_name(TsStore *store, uint32_t table_id, char *name, size_t size)
 {
@@ -75,7 +75,7 @@ table_name(TsStore *store, uint32_t table_id, char *name, size_t size)
 	/* a dropped table keeps its name until the store closes */
 	table = table_id < store->tables_cap ? store->tables[table_id] : NULL;
 	if (table != NULL)
-		snprintf(name, size, "%s", table->name);
+		snprintf(name, size, "\"%s\"", table->name);
 	else
 		snprintf(name, size, "with id %u", table_id);
 	pthread_rwlock_unlock(&store->tables_lock);
@@ -92,7 +92,7 @@ ts_in_doubt_wait(TsStore *store, const uint32_t *const *lists, const size_t *cou
 	int64_t		elapsed_ms = 0;
 	const TsPrepared *holder;
 	char		gid[TS_GID_MAX + 1] = "";
-	char		name[TS_MAX_TABLE_NAME + 16];
+	char		name[TS_MAX_TABLE_NAME + 3];
 	uint32_t	table_id = 0;
 	bool		gave_up = false;
 
@@ -157,7 +157,7 @@ ts_in_doubt_wait(TsStore *store, const uint32_t *const *lists, const size_t *cou
 	}
 	table_name(store, table_id, name, sizeof(name));
 	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_SERIALIZATION,
-				 "the prepared session \"%s\", which changes table \"%s\", is not yet resolved "
+				 "the prepared session \"%s\", which changes table %s, is not yet resolved "
 				 "(waited %d ms%s): %s could be overwritten when it is",
 				 gid, name, *waited_ms,
 				 gave_up ? ", then the client or the server went away" : "", what);
