@@ -50,6 +50,7 @@ typedef struct TsMainOptions
 	size_t		session_memory_mb;
 	size_t		memory_mb;
 	int			merge_threads;	/* 0: the store's default */
+	int			in_doubt_wait_ms;
 	uint32_t	max_frame_mb;
 	const char *tls_cert;		/* NULL: tcp: is plain text */
 	const char *tls_key;
@@ -107,6 +108,10 @@ usage(FILE *out)
 			"  --merge-threads N          threads of a spilled session's merge at commit\n"
 			"                             (default: the cores, at most 4; at most 8)\n"
 			"  --max-frame-mb N           largest frame accepted from a client (default %u)\n"
+			"  --in-doubt-wait-ms N       how long a commit waits for a prepared session\n"
+			"                             of its tables that recovery has yet to resolve\n"
+			"                             before it fails, retryable (default %d; 0: fail\n"
+			"                             at once)\n"
 			"  --no-sync                  sync nothing: a machine crash may lose committed\n"
 			"                             and prepared transactions (measurements only)\n"
 			"  --statistics               keep RocksDB's statistics: stats then reports\n"
@@ -117,7 +122,7 @@ usage(FILE *out)
 			TS_DEFAULT_HANDSHAKE_TIMEOUT_S, TS_DEFAULT_DECODE_MEMORY_MB,
 			defaults.session_memory_bytes / TS_MB,
 			(unsigned long long) (defaults.memory_bytes / TS_MB),
-			(unsigned) (TC_FRAME_MAX_DEFAULT / TS_MB));
+			(unsigned) (TC_FRAME_MAX_DEFAULT / TS_MB), defaults.in_doubt_wait_ms);
 }
 
 /* Report a bad argument and exit the way every bad argument does. */
@@ -241,7 +246,7 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 		OPT_MERGE_THREADS, OPT_MAX_FRAME, OPT_NO_SYNC, OPT_STATISTICS, OPT_LOG_LEVEL, OPT_ALLOW_UID, OPT_HELP,
 		OPT_SCOPED_TOKENS, OPT_INSECURE, OPT_SOCKET_MODE, OPT_MAX_CONNECTIONS,
 		OPT_MAX_UNAUTHENTICATED, OPT_HANDSHAKE_TIMEOUT, OPT_DECODE_MEMORY,
-		OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA
+		OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA, OPT_IN_DOUBT_WAIT
 	};
 	static const struct option long_options[] = {
 		{"data", required_argument, NULL, OPT_DATA},
@@ -262,6 +267,7 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 		{"memory-mb", required_argument, NULL, OPT_MEMORY},
 		{"merge-threads", required_argument, NULL, OPT_MERGE_THREADS},
 		{"max-frame-mb", required_argument, NULL, OPT_MAX_FRAME},
+		{"in-doubt-wait-ms", required_argument, NULL, OPT_IN_DOUBT_WAIT},
 		{"no-sync", no_argument, NULL, OPT_NO_SYNC},
 		{"statistics", no_argument, NULL, OPT_STATISTICS},
 		{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
@@ -276,6 +282,7 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 	options->session_memory_mb = store_defaults.session_memory_bytes / TS_MB;
 	options->memory_mb = (size_t) (store_defaults.memory_bytes / TS_MB);
 	options->max_frame_mb = TC_FRAME_MAX_DEFAULT / TS_MB;
+	options->in_doubt_wait_ms = store_defaults.in_doubt_wait_ms;
 	options->log_level = TS_LOG_INFO;
 	options->socket_mode = 0600;
 	options->max_connections = TS_DEFAULT_MAX_CONNECTIONS;
@@ -364,6 +371,10 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 				/* a frame's length is a 32-bit field */
 				options->max_frame_mb =
 					(uint32_t) parse_number("--max-frame-mb", optarg, 1, 4095);
+				break;
+			case OPT_IN_DOUBT_WAIT:
+				options->in_doubt_wait_ms =
+					(int) parse_number("--in-doubt-wait-ms", optarg, 0, TS_IN_DOUBT_WAIT_MS_MAX);
 				break;
 			case OPT_NO_SYNC:
 				options->no_sync = true;
@@ -637,6 +648,7 @@ main(int argc, char **argv)
 	store_options.memory_bytes = (uint64_t) options.memory_mb * 1024 * 1024;
 	store_options.sync_commits = !options.no_sync;
 	store_options.statistics = options.statistics;
+	store_options.in_doubt_wait_ms = options.in_doubt_wait_ms;
 	if (options.merge_threads > 0)
 		store_options.merge_threads = options.merge_threads;
 	memset(&store_err, 0, sizeof(store_err));

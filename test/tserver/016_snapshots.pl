@@ -197,6 +197,7 @@ close($h2);
 # the prepared sessions listed with a snapshot
 my $pt = create_table($setup, 'prepared_list');
 my $N = 150;
+my @preparers;
 for my $i (1 .. $N)
 {
 	my $p = begin();
@@ -204,7 +205,15 @@ for my $i (1 .. $N)
 	my ($type, $payload) = request($p->{sock}, FRAME_PREPARE,
 		pb_field_varint(1, 1) . pb_field_varint(2, 1) . pb_field_bytes(3, "snap:p:$i"));
 	die 'PREPARE: ' . reply_outcome(FRAME_PREPARE_OK, $type, $payload) unless ($type // 0) == FRAME_PREPARE_OK;
-	close($p->{sock});	# orphaned: any connection may resolve it
+	# kept until all are prepared: an orphaned one would hold the next back
+	push @preparers, $p->{sock};
+}
+close($_) for @preparers;	# orphaned: any connection may resolve them
+for (1 .. 100)
+{
+	my $list = $ts->prepared('snap:p:') // [];
+	last if @$list == $N && !grep { (split /\t/, $_->{line})[4] ne 'no' } @$list;
+	select(undef, undef, undef, 0.1);
 }
 my $lister = ready();
 my $l = snapshot($lister, 'snap:p:');

@@ -350,7 +350,7 @@ run_sessions(size_t session_memory, bool ascending, int nsessions)
 	REQUIRE(store != NULL);
 	REQUIRE(ts_store_open_table(store, ascending ? "asc" : "any", make_schema(), true, &table_id,
 								&created, NULL, &err) == 0);
-	REQUIRE(ts_store_table_op(store, TCOPY__TABLE_OP_KIND__TABLE_OP_TRUNCATE, table_id, &err) == 0);
+	REQUIRE(ts_store_table_op(store, TCOPY__TABLE_OP_KIND__TABLE_OP_TRUNCATE, table_id, NULL, NULL, &err) == 0);
 	for (int s = 0; s < nsessions; s++)
 		random_session(store, table_id, committed, ascending, 60);
 	ts_store_close(store);

@@ -510,10 +510,10 @@ test_keyless_and_reopen(void)
 	CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_UNKNOWN_TABLE);
 
 	/* truncate empties, drop forgets */
-	CHECK_EQ_INT(ts_store_table_op(store, TCOPY__TABLE_OP_KIND__TABLE_OP_TRUNCATE, mem, &err), 0);
+	CHECK_EQ_INT(ts_store_table_op(store, TCOPY__TABLE_OP_KIND__TABLE_OP_TRUNCATE, mem, NULL, NULL, &err), 0);
 	REQUIRE(scan(store, mem, &request, 7, &res) == 0);
 	CHECK_EQ_UINT(res.rows, 0);
-	CHECK_EQ_INT(ts_store_table_op(store, TCOPY__TABLE_OP_KIND__TABLE_OP_DROP, mem, &err), 0);
+	CHECK_EQ_INT(ts_store_table_op(store, TCOPY__TABLE_OP_KIND__TABLE_OP_DROP, mem, NULL, NULL, &err), 0);
 	request.table_id = mem;
 	CHECK(ts_scan_open(store, &request, &err) == NULL);
 	CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_UNKNOWN_TABLE);
@@ -2277,11 +2277,11 @@ test_zero_columns(void)
 	CHECK_EQ_INT(count_empty(store, table, 0), 14003);
 
 	/* truncate empties, drop forgets */
-	CHECK_EQ_INT(ts_store_table_op(store, TCOPY__TABLE_OP_KIND__TABLE_OP_TRUNCATE, table, &err), 0);
+	CHECK_EQ_INT(ts_store_table_op(store, TCOPY__TABLE_OP_KIND__TABLE_OP_TRUNCATE, table, NULL, NULL, &err), 0);
 	CHECK_EQ_INT(count_empty(store, table, 0), 0);
 	CHECK_EQ_INT(load_empty(store, table, 1, 5, true), 0);
 	CHECK_EQ_INT(count_empty(store, table, 0), 5);
-	CHECK_EQ_INT(ts_store_table_op(store, TCOPY__TABLE_OP_KIND__TABLE_OP_DROP, table, &err), 0);
+	CHECK_EQ_INT(ts_store_table_op(store, TCOPY__TABLE_OP_KIND__TABLE_OP_DROP, table, NULL, NULL, &err), 0);
 	request.n_columns = 0;
 	CHECK(ts_scan_open(store, &request, &err) == NULL);
 	CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_UNKNOWN_TABLE);

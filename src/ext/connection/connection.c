@@ -330,20 +330,33 @@ tcopy_conn_relname(TcopyConnection *conn, uint32 table_id)
 }
 
 /*
- * A session with on_conflict 'error' or 'ignore' may share keys with a
- * concurrent transaction's that the tserver cannot compare key by key
- * (docs/storage.md, Concurrent sessions): Postgres' serialization_failure,
- * which a client retries.
+ * Postgres' serialization_failure, which a client retries, for one of two
+ * reasons.  A session with on_conflict 'error' or 'ignore' may share keys
+ * with a concurrent transaction's that the tserver cannot compare key by
+ * key (docs/storage.md, Concurrent sessions).  Or a table the session
+ * writes is held back behind a prepared session of an earlier transaction
+ * that recovery has yet to resolve (docs/commit.md, "Writes held back
+ * behind an in-doubt session"; the tserver's ts_in_doubt.c says "is not
+ * yet resolved"): the retry succeeds once recovery has run.
  */
 static void
 tcopy_report_serialization(TcopyConnection *conn, const char *message)
 {
 	const char *relname = tcopy_conn_relname(conn, tc_client_error_table_id(conn->client));
 	const char *detail = message;
+	bool		in_doubt = strstr(message, "is not yet resolved") != NULL;
 
 	if (strncmp(detail, "tserver: ", 9) == 0)
 		detail += 9;
 	tcopy_connection_close(conn);
+	if (in_doubt)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not serialize access to foreign table \"%s\": a write session of an earlier transaction is not yet resolved",
+						relname ? relname : "tcopy"),
+				 errdetail_internal("%s", detail),
+				 errhint("Recovery resolves it (tcopy.recover_prepared_sessions(), or the recovery worker "
+						 "every tcopy.recovery_interval); retry the transaction then.")));
 	ereport(ERROR,
 			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 			 errmsg("could not serialize access due to concurrent load into table \"%s\"",

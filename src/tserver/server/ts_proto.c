@@ -37,6 +37,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -506,6 +507,25 @@ proto_dispatch(TsProto *proto, Tcopy__FrameType type, const uint8_t *payload,
 			break;
 	}
 	return ts_proto_unexpected(proto, type, "only a server sends it", err);
+}
+
+/*
+ * Whether a request's long wait should stop (a close waiting for the
+ * streams' chunks, a prepare or commit held back behind an in-doubt
+ * session): the server is stopping, or the client closed its connection.
+ * Nothing else would wake the waiting thread (and, for the streams, those
+ * waiting for their turn with it).
+ */
+bool
+ts_proto_give_up(void *arg)
+{
+	TsProto    *proto = arg;
+	struct pollfd pfd = {.fd = proto->peer_fd, .events = POLLRDHUP};
+
+	if (proto->shared->stopping != NULL && atomic_load(proto->shared->stopping))
+		return true;
+	return proto->peer_fd >= 0 && poll(&pfd, 1, 0) > 0 &&
+		(pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
 void

@@ -23,6 +23,8 @@ extern int ts_proto_unexpected(TsProto *proto, Tcopy__FrameType type, const char
 extern void ts_proto_printable(const char *src, char *dst, size_t dstlen);
 /* The current frame's message is done with: free it, give back its budget. */
 extern void ts_proto_frame_done(TsProto *proto);
+/* A long wait's give_up (arg: the TsProto): the client or the server is going away. */
+extern bool ts_proto_give_up(void *arg);
 
 /* in ts_proto_requests.c: one handler per request frame */
 extern int ts_proto_on_abort(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);

@@ -157,6 +157,8 @@ ts_proto_on_begin(TsProto *proto, const uint8_t *payload, uint32_t len, TsError 
 		return -1;
 	}
 	ts_session_set_snapshot(proto->session, snapshot);
+	/* its prepare or commit may wait for an in-doubt session: not for a client gone */
+	ts_session_set_give_up(proto->session, ts_proto_give_up, proto);
 	proto->phase = TS_PROTO_IN_SESSION;
 	proto->last_seq = 0;
 	ts_log(TS_LOG_DEBUG, "connection %" PRIu64 ": session %" PRIu64 " begun",
@@ -613,7 +615,8 @@ ts_proto_on_table_op(TsProto *proto, const uint8_t *payload, uint32_t len, TsErr
 		if (ts_session_table_op(proto->session, request->op, request->table_id, err) != 0)
 			return -1;
 	}
-	else if (ts_store_table_op(proto->shared->store, request->op, request->table_id, err) != 0)
+	else if (ts_store_table_op(proto->shared->store, request->op, request->table_id,
+							   ts_proto_give_up, proto, err) != 0)
 		return -1;
 	return ts_proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_TABLE_OP_OK, &reply.base, err);
 }

@@ -9,27 +9,9 @@
 #include "ts_proto_int.h"
 
 #include <inttypes.h>
-#include <poll.h>
 #include <pthread.h>
 
 #include "ts_log.h"
-
-/*
- * Whether a close waiting for the streams' chunks should stop: the server
- * is stopping, or the client closed its connection (nothing else would
- * wake this thread, and the streams waiting for their turn with it).
- */
-static bool
-proto_give_up(void *arg)
-{
-	TsProto    *proto = arg;
-	struct pollfd pfd = {.fd = proto->peer_fd, .events = POLLRDHUP};
-
-	if (proto->shared->stopping != NULL && atomic_load(proto->shared->stopping))
-		return true;
-	return proto->peer_fd >= 0 && poll(&pfd, 1, 0) > 0 &&
-		(pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
-}
 
 /*
  * STREAMS: open the session to streams (the connection then only closes
@@ -64,7 +46,7 @@ ts_proto_on_streams(TsProto *proto, const uint8_t *payload, uint32_t len, TsErro
 		/* closed even when the check fails: the connection ends then */
 		proto->phase = TS_PROTO_IN_SESSION;
 		if (ts_session_streams_close(proto->session, request->chunks, request->rows,
-									 proto_give_up, proto, err) != 0)
+									 ts_proto_give_up, proto, err) != 0)
 			return -1;
 	}
 	ts_log(TS_LOG_DEBUG, "connection %" PRIu64 ": session streams %s", proto->id,

@@ -302,6 +302,7 @@ ts_session_prepare_gid(TsSession *session, const char *gid, uint64_t owner,
 	char	   *errptr = NULL;
 	char	   *scope_prefix = NULL;
 	bool		recorded = false;
+	int			waited_ms = 0;
 
 	*rows = session->rows;
 	if (gid_check(gid, err) != 0)
@@ -314,7 +315,16 @@ ts_session_prepare_gid(TsSession *session, const char *gid, uint64_t owner,
 		ts_session_free(session, true);
 		return -1;
 	}
-	if (ts_session_prepare(session, err) != 0)
+
+	/*
+	 * Held back behind in-doubt sessions of its tables (ts_in_doubt.c):
+	 * before the slow steps, so that a restored session's key claims are
+	 * gone once it is resolved, and again after them, for a session
+	 * orphaned meanwhile.  Our own entry is being prepared: never in doubt.
+	 */
+	if (ts_session_wait_in_doubt(session, &waited_ms, err) != 0 ||
+		ts_session_prepare(session, err) != 0 ||
+		ts_session_wait_in_doubt(session, &waited_ms, err) != 0)
 		goto fail;
 
 	tstore__prepared_record__init(&rec);
@@ -454,7 +464,8 @@ ts_session_prepare_gid(TsSession *session, const char *gid, uint64_t owner,
 		goto fail;
 
 	registry_set_prepared(store, gid, scope_prefix, rec.rows, rec.bytes, rec.prepared_at_ms,
-						  rec.tables, rec.n_tables, rec.truncates, rec.n_truncates);
+						  rec.tables, rec.n_tables, rec.truncates, rec.n_truncates,
+						  rec.drops, rec.n_drops);
 	ts_log(TS_LOG_DEBUG, "session %llu prepared under \"%s\": %llu rows, %llu bytes%s",
 		   (unsigned long long) session->id, gid, (unsigned long long) rec.rows,
 		   (unsigned long long) rec.bytes, rec.sst != NULL ? " in SST files" : "");
@@ -750,7 +761,7 @@ load_one(TsStore *store, const Tstore__PreparedRecord *rec, TsError *err)
 		return -1;
 	registry_set_prepared(store, rec->gid, rec->scope_prefix, rec->rows, rec->bytes,
 						  rec->prepared_at_ms, rec->tables, rec->n_tables, rec->truncates,
-						  rec->n_truncates);
+						  rec->n_truncates, rec->drops, rec->n_drops);
 	if (atomic_load(&store->next_session_id) <= rec->session_id)
 		atomic_store(&store->next_session_id, rec->session_id + 1);
 	for (size_t i = 0; i < rec->n_rowids; i++)

@@ -80,7 +80,7 @@ oom:
 	return -1;
 }
 
-/* Remove gid's entry, if any. */
+/* Remove gid's entry, if any (an in-doubt one wakes in_doubt_resolved). */
 void
 registry_remove(TsStore *store, const char *gid)
 {
@@ -94,6 +94,9 @@ registry_remove(TsStore *store, const char *gid)
 		store->prepared[i] = store->prepared[--store->nprepared];
 		if (entry->state != PREPARED_PREPARING)
 			atomic_fetch_sub(&store->sessions_prepared, 1);
+		/* resolved: the writes held back behind it look again */
+		if (entry->in_doubt)
+			pthread_cond_broadcast(&store->in_doubt_resolved);
 		free(entry->gid);
 		free(entry->scope_prefix);
 		free(entry->tables);
@@ -102,16 +105,22 @@ registry_remove(TsStore *store, const char *gid)
 	pthread_mutex_unlock(&store->prepared_lock);
 }
 
-/* A Prepare is done: gid's entry is a prepared session. */
+/*
+ * A Prepare is done: gid's entry is a prepared session.  Its tables are
+ * those it wrote, truncates and drops: a later write to a table it drops
+ * would go with the table when it is published, as much as one its rows
+ * or its truncate would undo.
+ */
 void
 registry_set_prepared(TsStore *store, const char *gid, const char *scope_prefix,
 					  uint64_t rows, uint64_t bytes, uint64_t prepared_at_ms,
 					  const uint32_t *written, size_t nwritten,
-					  const uint32_t *truncates, size_t ntruncates)
+					  const uint32_t *truncates, size_t ntruncates,
+					  const uint32_t *drops, size_t ndrops)
 {
 	TsPrepared *entry;
 	char	   *prefix = strdup(scope_prefix != NULL ? scope_prefix : "");
-	size_t		ntables = nwritten + ntruncates;
+	size_t		ntables = nwritten + ntruncates + ndrops;
 	uint32_t   *tables = malloc((ntables ? ntables : 1) * sizeof(uint32_t));
 
 	/* without memory for them, the tables are not known to be in doubt */
@@ -123,6 +132,8 @@ registry_set_prepared(TsStore *store, const char *gid, const char *scope_prefix,
 			memcpy(tables, written, nwritten * sizeof(uint32_t));
 		if (ntruncates > 0)
 			memcpy(tables + nwritten, truncates, ntruncates * sizeof(uint32_t));
+		if (ndrops > 0)
+			memcpy(tables + nwritten + ntruncates, drops, ndrops * sizeof(uint32_t));
 	}
 
 	pthread_mutex_lock(&store->prepared_lock);
@@ -132,6 +143,9 @@ registry_set_prepared(TsStore *store, const char *gid, const char *scope_prefix,
 		if (entry->state == PREPARED_PREPARING)
 			atomic_fetch_add(&store->sessions_prepared, 1);
 		entry->state = PREPARED_READY;
+		/* no connection owns it (a record restored at startup): in doubt */
+		if (entry->owner == 0)
+			entry->in_doubt = true;
 		entry->rows = rows;
 		entry->bytes = bytes;
 		entry->prepared_at_ms = prepared_at_ms;
@@ -148,27 +162,46 @@ registry_set_prepared(TsStore *store, const char *gid, const char *scope_prefix,
 	free(tables);
 }
 
-bool
-ts_store_table_in_doubt(TsStore *store, uint32_t table_id, char *gid, size_t size)
+const TsPrepared *
+registry_in_doubt_locked(TsStore *store, const uint32_t *const *lists, const size_t *counts,
+						 int nlists, uint32_t *table_id)
 {
-	bool		found = false;
-
-	pthread_mutex_lock(&store->prepared_lock);
-	for (size_t i = 0; i < store->nprepared && !found; i++)
+	for (size_t i = 0; i < store->nprepared; i++)
 	{
 		const TsPrepared *entry = store->prepared[i];
 
-		if (entry->state == PREPARED_PREPARING || entry->owner != 0)
+		/*
+		 * Still in doubt while a Resolve claimed it (it may yet publish
+		 * after a write that passed), or after one failed
+		 */
+		if (!entry->in_doubt)
 			continue;
-		for (size_t t = 0; t < entry->ntables && !found; t++)
-			if (entry->tables[t] == table_id)
-			{
-				snprintf(gid, size, "%s", entry->gid);
-				found = true;
-			}
+		for (size_t t = 0; t < entry->ntables; t++)
+			for (int l = 0; l < nlists; l++)
+				for (size_t k = 0; k < counts[l]; k++)
+					if (lists[l][k] == entry->tables[t])
+					{
+						*table_id = entry->tables[t];
+						return entry;
+					}
 	}
+	return NULL;
+}
+
+bool
+ts_store_table_in_doubt(TsStore *store, uint32_t table_id, char *gid, size_t size)
+{
+	const uint32_t *lists[] = {&table_id};
+	const size_t counts[] = {1};
+	const TsPrepared *entry;
+	uint32_t	held;
+
+	pthread_mutex_lock(&store->prepared_lock);
+	entry = registry_in_doubt_locked(store, lists, counts, 1, &held);
+	if (entry != NULL)
+		snprintf(gid, size, "%s", entry->gid);
 	pthread_mutex_unlock(&store->prepared_lock);
-	return found;
+	return entry != NULL;
 }
 
 bool
@@ -212,6 +245,8 @@ ts_store_prepared_detach(TsStore *store, uint64_t owner)
 		if (entry->owner == owner && entry->state == PREPARED_READY)
 		{
 			entry->owner = 0;
+			/* no one resolves it but recovery now: its tables are held */
+			entry->in_doubt = true;
 			ts_log(TS_LOG_INFO, "connection %llu ended: the session prepared under \"%s\" "
 				   "stays prepared, orphaned", (unsigned long long) owner, entry->gid);
 		}

@@ -140,6 +140,13 @@ ts_session_set_snapshot(TsSession *session, TsSnapshot *snapshot)
 	session->snapshot = snapshot;
 }
 
+void
+ts_session_set_give_up(TsSession *session, bool (*give_up) (void *arg), void *arg)
+{
+	session->give_up = give_up;
+	session->give_up_arg = arg;
+}
+
 const uint8_t *
 ts_session_key(const TsSession *session, size_t *len)
 {
@@ -572,6 +579,7 @@ ts_session_commit(TsSession *session, uint64_t *rows, TsError *err)
 	TsStore    *store = session->store;
 	TsPublish	pub;
 	int			result;
+	int			waited_ms = 0;
 	double		start_ms,
 				prepared_ms;
 
@@ -581,9 +589,15 @@ ts_session_commit(TsSession *session, uint64_t *rows, TsError *err)
 	/*
 	 * The slow part of a spilled session (the last spill, the merge into
 	 * SST files) runs before publishing takes the tables lock, so that
-	 * creating, truncating or dropping tables does not wait for it.
+	 * creating, truncating or dropping tables does not wait for it.  Held
+	 * back behind in-doubt sessions of its tables before it and after it,
+	 * as a prepare is (ts_session_prepare_gid).
 	 */
-	result = ts_session_prepare(session, err);
+	result = ts_session_wait_in_doubt(session, &waited_ms, err);
+	if (result == 0)
+		result = ts_session_prepare(session, err);
+	if (result == 0)
+		result = ts_session_wait_in_doubt(session, &waited_ms, err);
 	prepared_ms = monotonic_ms();
 
 	memset(&pub, 0, sizeof(pub));

@@ -7,12 +7,14 @@
  *		                 commit, abort; the design of it all is described
  *		                 there
  *		  ts_prepared.c  prepare under a global id: the durable record
+ *		  ts_in_doubt.c  prepare and commit held back behind in-doubt
+ *		                 prepared sessions of the session's tables
  *		  ts_spill.c     spills of the staging buffer, in the background
  *		  ts_sst_sink.c  the SST files a session writes and ingests
  *		  ts_merge.c     the runs: keeping, compacting and merging them
  *
- *		Calls go one way: ts_prepared.c calls ts_session.c, ts_session.c
- *		calls the other three, ts_spill.c calls ts_sst_sink.c and
+ *		Calls go one way: ts_prepared.c calls ts_session.c, both call
+ *		ts_in_doubt.c, ts_session.c calls the other three, ts_spill.c calls ts_sst_sink.c and
  *		ts_merge.c, ts_merge.c calls ts_sst_sink.c.
  *		What all of them need of the session itself is inline here.
  */
@@ -121,6 +123,8 @@ struct TsSession
 	TsStore    *store;
 	uint64_t	id;
 	TsSnapshot *snapshot;		/* updates and deletes checked against it, or NULL */
+	bool		(*give_up) (void *arg);	/* asked while held back behind an */
+	void	   *give_up_arg;	/* in-doubt session; NULL: only time ends it */
 	TcBuf		staged;			/* records (ts_record.h): see ts_session.c */
 	uint32_t   *offsets;		/* [noffsets] record offsets in staged */
 	size_t		noffsets;
@@ -252,6 +256,15 @@ rocksdb_writebatch_t *ts_session_build_batch(TsSession *session);
  * unless session->keep_dir; counted as aborted when aborted.
  */
 void		ts_session_free(TsSession *session, bool aborted);
+
+/* in ts_in_doubt.c */
+
+/*
+ * Wait while an in-doubt prepared session holds a table the session writes
+ * to or truncates (ts_in_doubt_wait: *waited_ms so far); 0, or -1 with
+ * ERROR_SERIALIZATION.
+ */
+int			ts_session_wait_in_doubt(TsSession *session, int *waited_ms, TsError *err);
 
 /* in ts_session_write.c: a stream's batch (ts_streams.c) */
 

@@ -19,6 +19,7 @@ TsStore *
 ts_store_open(const char *dir, const TsStoreOptions *options, TsError *err)
 {
 	TsStore    *store = calloc(1, sizeof(TsStore));
+	pthread_condattr_t cond_attr;
 
 	if (store == NULL)
 	{
@@ -33,8 +34,17 @@ ts_store_open(const char *dir, const TsStoreOptions *options, TsError *err)
 		store->opts.merge_threads = 1;
 	if (store->opts.merge_threads > TS_MERGE_THREADS_MAX)
 		store->opts.merge_threads = TS_MERGE_THREADS_MAX;
+	if (store->opts.in_doubt_wait_ms < 0)
+		store->opts.in_doubt_wait_ms = 0;
+	if (store->opts.in_doubt_wait_ms > TS_IN_DOUBT_WAIT_MS_MAX)
+		store->opts.in_doubt_wait_ms = TS_IN_DOUBT_WAIT_MS_MAX;
 	pthread_rwlock_init(&store->tables_lock, NULL);
 	pthread_mutex_init(&store->prepared_lock, NULL);
+	/* waits are bounded in elapsed time, whatever the wall clock does */
+	pthread_condattr_init(&cond_attr);
+	pthread_condattr_setclock(&cond_attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&store->in_doubt_resolved, &cond_attr);
+	pthread_condattr_destroy(&cond_attr);
 	pthread_mutex_init(&store->labels_lock, NULL);
 	ts_key_claims_init(store);
 	ts_sessions_init(store);
@@ -70,6 +80,7 @@ ts_store_close(TsStore *store)
 	ts_sessions_destroy(store);
 	pthread_rwlock_destroy(&store->tables_lock);
 	pthread_mutex_destroy(&store->prepared_lock);
+	pthread_cond_destroy(&store->in_doubt_resolved);
 	pthread_mutex_destroy(&store->labels_lock);
 	free(store->crash_at);
 	free(store);
@@ -77,7 +88,7 @@ ts_store_close(TsStore *store)
 
 int
 ts_store_table_op(TsStore *store, Tcopy__TableOpKind op, uint32_t table_id,
-				  TsError *err)
+				  bool (*give_up) (void *arg), void *arg, TsError *err)
 {
 	TsTable    *table;
 	rocksdb_writebatch_t *batch;
@@ -88,6 +99,24 @@ ts_store_table_op(TsStore *store, Tcopy__TableOpKind op, uint32_t table_id,
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL, "unknown table operation %d", (int) op);
 		return -1;
+	}
+
+	/*
+	 * An in-doubt session's rows published after this truncate would come
+	 * back, though the truncate came later: wait for it to be resolved.  A
+	 * drop needs no wait: the publish of a session whose table was dropped
+	 * since deletes its rows there, as if the drop came after it
+	 * (ts_publish.c).
+	 */
+	if (op == TCOPY__TABLE_OP_KIND__TABLE_OP_TRUNCATE)
+	{
+		const uint32_t *lists[] = {&table_id};
+		const size_t counts[] = {1};
+		int			waited_ms = 0;
+
+		if (ts_in_doubt_wait(store, lists, counts, 1, "this truncate", give_up, arg,
+							 &waited_ms, err) != 0)
+			return -1;
 	}
 	pthread_rwlock_wrlock(&store->tables_lock);
 	table = ts_store_table_locked(store, table_id, err);

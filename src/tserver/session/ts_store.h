@@ -45,9 +45,15 @@ TsStore    *ts_store_open(const char *dir, const TsStoreOptions *options,
 void		ts_store_close(TsStore *store);
 
 
-/* Truncate or drop a table, durably, at once (not part of any session). */
+/*
+ * Truncate or drop a table, durably, at once (not part of any session).  A
+ * truncate first waits for the in-doubt prepared sessions of the table
+ * (ts_session_prepare_gid says how; give_up(arg), when given, is asked
+ * every slice of the wait whether to stop).
+ */
 int			ts_store_table_op(TsStore *store, Tcopy__TableOpKind op,
-							  uint32_t table_id, TsError *err);
+							  uint32_t table_id, bool (*give_up) (void *arg), void *arg,
+							  TsError *err);
 
 /*
  * Publish (commit) or discard the session prepared under gid, as the
@@ -90,6 +96,13 @@ void		ts_store_prepared_detach(TsStore *store, uint64_t owner);
 TsSession  *ts_session_begin(TsStore *store, uint64_t *session_id, TsError *err);
 /* Check the session's updates and deletes against snapshot (it takes a reference). */
 void		ts_session_set_snapshot(TsSession *session, TsSnapshot *snapshot);
+
+/*
+ * What the session's prepare or commit asks, while it waits for an
+ * in-doubt prepared session (ts_session_prepare_gid), whether to stop:
+ * give_up(arg) true when the client or the server is going away.
+ */
+void		ts_session_set_give_up(TsSession *session, bool (*give_up) (void *arg), void *arg);
 
 /* The key a scan names the session by, with its id (BEGIN_OK). */
 const uint8_t *ts_session_key(const TsSession *session, size_t *len);
@@ -215,6 +228,14 @@ int			ts_session_prepare(TsSession *session, TsError *err);
  * namespace, NULL for full access), and free the session, whose files stay
  * in its staging directory.  Always frees the session: on failure, nothing
  * is prepared.
+ *
+ * Held back behind an in-doubt session (docs/commit.md): while a prepared
+ * session that no live connection will resolve (restored at startup, or
+ * its connection ended) writes to, truncates or drops a table this one
+ * writes to or truncates, this waits for it to be resolved, up to the
+ * store's in_doubt_wait_ms, then fails with ERROR_SERIALIZATION (its
+ * table in err->table_id); before the slow steps of the prepare, and
+ * once more after them.  The same holds for ts_session_commit.
  */
 int			ts_session_prepare_gid(TsSession *session, const char *gid,
 								   uint64_t owner, const char *scope,

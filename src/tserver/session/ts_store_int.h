@@ -3,7 +3,8 @@
  *		The session layer's private structures and functions, shared by its
  *		files: the sessions' registry and overlays (ts_session_read.c),
  *		prepared sessions and their registry (ts_prepared.c,
- *		ts_prepared_registry.c), publishing (ts_publish.c) and load labels
+ *		ts_prepared_registry.c), writes held back behind in-doubt ones
+ *		(ts_in_doubt.c), publishing (ts_publish.c) and load labels
  *		(ts_labels.c), over the store's private struct (ts_storage_int.h).
  */
 #ifndef TS_STORE_INT_H
@@ -97,8 +98,14 @@ struct TsPrepared
 	uint64_t	prepared_at_ms;
 	char	   *scope_prefix;	/* see PreparedRecord.scope_prefix; NULL
 								 * while preparing */
-	uint32_t   *tables;			/* [ntables]: those it wrote or truncates */
+	uint32_t   *tables;			/* [ntables]: those it wrote, truncates or
+								 * drops */
 	size_t		ntables;
+	bool		in_doubt;		/* orphaned (restored at startup, or its
+								 * connection ended) since it was prepared:
+								 * until it leaves the registry, its outcome
+								 * is for recovery to publish, and writes to
+								 * its tables are held back (ts_in_doubt.c) */
 };
 
 /* The entry of gid, or NULL; call with prepared_lock held. */
@@ -119,7 +126,7 @@ int			registry_add(TsStore *store, const char *gid, TsPreparedState state,
 int			registry_gids(TsStore *store, const char *prefix, const char *scope, TcArena *arena,
 						  char ***gids, size_t *ngids);
 
-/* Remove gid's entry, if any. */
+/* Remove gid's entry, if any (an in-doubt one wakes in_doubt_resolved). */
 void		registry_remove(TsStore *store, const char *gid);
 
 /*
@@ -130,14 +137,41 @@ void		registry_remove(TsStore *store, const char *gid);
 void		registry_set_prepared(TsStore *store, const char *gid, const char *scope_prefix,
 								  uint64_t rows, uint64_t bytes, uint64_t prepared_at_ms,
 								  const uint32_t *tables, size_t ntables,
-								  const uint32_t *truncates, size_t ntruncates);
+								  const uint32_t *truncates, size_t ntruncates,
+								  const uint32_t *drops, size_t ndrops);
 
 /*
- * Whether an orphaned prepared session (no connection owns it: its client
- * went away before resolving it) wrote to or truncates table_id: its
- * outcome is not yet on the table.  Its gid into gid[size].
+ * The in-doubt entry (TsPrepared.in_doubt) that holds one of the tables of
+ * lists[nlists] (of counts[] each), that table into *table_id; or NULL.
+ * Call with prepared_lock held.
+ */
+const TsPrepared *registry_in_doubt_locked(TsStore *store, const uint32_t *const *lists,
+										   const size_t *counts, int nlists,
+										   uint32_t *table_id);
+
+/*
+ * Whether an in-doubt prepared session (no live connection will resolve
+ * it: its client went away, or the tserver restarted, before resolving it)
+ * wrote to, truncates or drops table_id: its outcome is not yet on the
+ * table.  Its gid into gid[size].
  */
 bool		ts_store_table_in_doubt(TsStore *store, uint32_t table_id, char *gid, size_t size);
+
+/* in ts_in_doubt.c */
+
+/*
+ * Wait while an in-doubt prepared session holds one of the tables of
+ * lists[nlists] (of counts[] each): until none does (0), or, after the
+ * store's in_doubt_wait_ms in all (*waited_ms so far, which this
+ * advances), or when give_up(arg) (asked every slice of the wait) says so,
+ * -1 with ERROR_SERIALIZATION in err, naming the session, the table (also
+ * in err->table_id) and what, the write that could be overwritten.
+ * Takes prepared_lock and releases it while it waits: call with no lock
+ * held, so that the Resolve it waits for can proceed.
+ */
+int			ts_in_doubt_wait(TsStore *store, const uint32_t *const *lists, const size_t *counts,
+							 int nlists, const char *what, bool (*give_up) (void *arg), void *arg,
+							 int *waited_ms, TsError *err);
 
 /* Whether a connection of scope (NULL: full access) sees entry. */
 bool		registry_visible(const TsPrepared *entry, const char *scope);

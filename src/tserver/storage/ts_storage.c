@@ -88,6 +88,7 @@ ts_store_default_options(TsStoreOptions *options)
 	options->merge_part_bytes = 32 * 1024 * 1024;
 	options->block_cache_bytes = 64 * 1024 * 1024;
 	options->sync_commits = true;
+	options->in_doubt_wait_ms = TS_IN_DOUBT_WAIT_MS_DEFAULT;
 }
 
 void

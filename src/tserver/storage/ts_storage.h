@@ -26,6 +26,14 @@ typedef struct TsStore TsStore;
 
 #define TS_SESSION_MEMORY_MAX ((size_t) 1 << 31)	/* larger is clamped */
 #define TS_MERGE_THREADS_MAX 8
+/*
+ * The default of TsStoreOptions.in_doubt_wait_ms: Postgres' recovery worker
+ * runs at startup and every tcopy.recovery_interval (10 s by default), so
+ * that a COMMIT right after a tserver restart waits for its round instead
+ * of failing; 5 s more for the round itself.
+ */
+#define TS_IN_DOUBT_WAIT_MS_DEFAULT 15000
+#define TS_IN_DOUBT_WAIT_MS_MAX 3600000
 
 typedef struct TsStoreOptions
 {
@@ -38,6 +46,9 @@ typedef struct TsStoreOptions
 	size_t		block_cache_bytes;
 	bool		sync_commits;	/* false only for measurements */
 	bool		statistics;		/* RocksDB's, for measurements */
+	int			in_doubt_wait_ms;	/* how long a write waits for an in-doubt
+									 * prepared session of its tables
+									 * (ts_in_doubt.c); 0: refused at once */
 } TsStoreOptions;
 
 void		ts_store_default_options(TsStoreOptions *options);

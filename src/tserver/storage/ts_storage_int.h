@@ -72,9 +72,13 @@ struct TsStore
 	/*
 	 * Prepared sessions (ts_prepared_registry.c), one entry per record in the meta
 	 * family and per Prepare in progress, under prepared_lock, which is
-	 * never held while anything else is taken or written.
+	 * never held while anything else is taken or written.  in_doubt_resolved
+	 * (with prepared_lock, on CLOCK_MONOTONIC) is broadcast whenever an
+	 * in-doubt entry leaves the registry: writes held back behind it wait
+	 * on it (ts_in_doubt.c).
 	 */
 	pthread_mutex_t prepared_lock;
+	pthread_cond_t in_doubt_resolved;
 	TsPrepared **prepared;		/* [nprepared] */
 	size_t		nprepared;
 	size_t		prepared_cap;
