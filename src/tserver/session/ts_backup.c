@@ -61,6 +61,8 @@ typedef struct BackupText
 static void
 text_put(BackupText *text, const void *bytes, size_t len)
 {
+	if (len == 0)				/* bytes may then be NULL: an empty buffer's */
+		return;
 	if (text->oom || !tc_buf_reserve(&text->buf, len))
 	{
 		text->oom = true;
