@@ -171,8 +171,9 @@ backup_check_path(const char *path, size_t len, const char *root, char *out, TsE
 	}
 	if (root != NULL && (strncmp(out, root, strlen(root)) != 0 || out[strlen(root)] != '/'))
 	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PERMISSION,
-					 "permission denied for backup directory \"%s\": not under \"%s\"", out, root);
+		/* not PERMISSION: that is for credentials, and this one has full access */
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "a backup directory must be under \"%s\", not \"%s\"", root, out);
 		return -1;
 	}
 	return 0;
@@ -191,12 +192,16 @@ backup_check_place(TsStore *store, const char *dir, char *parent, TsError *err)
 	char		real_data[PATH_MAX];
 	size_t		dlen;
 
-	if (lstat(dir, &st) == 0 || errno != ENOENT)
+	if (lstat(dir, &st) == 0)
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
-					 "backup directory \"%s\" already exists%s%s", dir,
-					 errno != ENOENT && errno != 0 ? ", or cannot be looked up: " : "",
-					 errno != ENOENT && errno != 0 ? strerror(errno) : "");
+					 "backup directory \"%s\" already exists", dir);
+		return -1;
+	}
+	if (errno != ENOENT)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "backup directory \"%s\" cannot be looked up: %s", dir, strerror(errno));
 		return -1;
 	}
 	strcpy(parent, dir);
