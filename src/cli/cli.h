@@ -59,6 +59,8 @@ typedef struct CliOptions
 	const char *hex;
 	/* labels */
 	const char *forget;			/* --forget: the label to forget */
+	/* backup: the directory, on the tserver's machine */
+	const char *dir;
 	/* prepared, resolve */
 	const char *prefix;
 	const char *gid;
@@ -81,6 +83,7 @@ extern double cli_now(void);
 extern int	cli_ping(const CliOptions *opts);
 extern int	cli_stats(const CliOptions *opts);
 extern int	cli_raw(const CliOptions *opts);
+extern int	cli_backup(const CliOptions *opts);
 
 /* in cli_load.c */
 extern int	cli_load(const CliOptions *opts);

@@ -188,6 +188,11 @@ CLI_DEFAULT_ADDRESS "); FILE holds the token to prove (the tserver's\n"
 "                          rows ...\", or \"not found: ...\" (nothing is\n"
 "                          prepared under GID any more: exit 0), or \"busy:\n"
 "                          ...\" (another connection owns it: exit 1)\n"
+"  backup DIR              take an online, consistent backup of the tserver\n"
+"                          into DIR, an absolute path on the tserver's machine\n"
+"                          that does not exist yet (full access only); prints\n"
+"                          its tables, prepared sessions, bytes, sequence\n"
+"                          number and seconds, then \"prepared<TAB>GID\" lines\n"
 "\n"
 "Exit status: 0 success, 1 failure, 2 usage error.\n";
 static const CliCommand commands[] = {
@@ -202,6 +207,7 @@ static const CliCommand commands[] = {
 	{"raw", cli_raw, 0, NULL, raw_options},
 	{"prepared", cli_prepared, 0, NULL, prepared_options},
 	{"resolve", cli_resolve, 2, "a global id, then commit or abort", no_options},
+	{"backup", cli_backup, 1, "a directory on the tserver's machine", no_options},
 	{NULL, NULL, 0, NULL, NULL}
 };
 
@@ -384,6 +390,8 @@ main(int argc, char **argv)
 		if (opts.gid[0] == '\0' || strlen(opts.gid) > TC_GID_MAX)
 			cli_usage_error("a global id has 1 to %d bytes", TC_GID_MAX);
 	}
+	else if (strcmp(command->name, "backup") == 0)
+		opts.dir = args[0];
 	else
 		opts.table = args[0];
 	if (strcmp(command->name, "load") == 0)

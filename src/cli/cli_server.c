@@ -1,7 +1,8 @@
 /*
  * cli_server.c
- *		tserver-cli's commands about the server itself: ping, stats, and raw
- *		(feed it bytes after the handshake, for tests of malformed input).
+ *		tserver-cli's commands about the server itself: ping, stats, backup,
+ *		and raw (feed it bytes after the handshake, for tests of malformed
+ *		input).
  */
 #include "cli.h"
 
@@ -52,6 +53,36 @@ cli_stats(const CliOptions *opts)
 				   *(const uint64_t *) ((const char *) stats + field->offset));
 	}
 	tcopy__stats__free_unpacked(stats, NULL);
+	tc_client_close(client);
+	return 0;
+}
+
+/*
+ * backup DIR: the tserver takes the backup into DIR, on its machine; print
+ * what it took, one line, then a line per prepared session in it.
+ */
+int
+cli_backup(const CliOptions *opts)
+{
+	TcClient   *client = cli_connect(opts);
+	Tcopy__BackupOk *ok;
+	double		start = cli_now();
+
+	if (client == NULL)
+		return 1;
+	if (tc_client_backup(client, opts->dir, &ok) < 0)
+	{
+		cli_client_fail(client);
+		tc_client_close(client);
+		return 1;
+	}
+	printf("backup into %s: %" PRIu32 " tables, %zu prepared sessions, %" PRIu64 " bytes, "
+		   "sequence %" PRIu64 ", %.3f s (prepares and resolves waited %.3f ms)\n",
+		   opts->dir, ok->tables, ok->n_prepared, (uint64_t) ok->bytes,
+		   (uint64_t) ok->sequence, cli_now() - start, ok->locked_us / 1000.0);
+	for (size_t i = 0; i < ok->n_prepared; i++)
+		printf("prepared\t%s\n", ok->prepared[i]);
+	tcopy__backup_ok__free_unpacked(ok, NULL);
 	tc_client_close(client);
 	return 0;
 }

@@ -256,6 +256,13 @@ int			tc_client_resolve_wait(TcClient *client, Tcopy__ResolveOutcome *outcome,
 int			tc_client_list_prepared(TcClient *client, const char *gid_prefix,
 									Tcopy__PreparedList **list);
 
+/*
+ * Back the tserver up into dir, an absolute path on the tserver's machine
+ * that does not exist yet (docs/storage.md#backups); full access only.
+ * *ok, what the backup holds, freed with tcopy__backup_ok__free_unpacked.
+ */
+int			tc_client_backup(TcClient *client, const char *dir, Tcopy__BackupOk **ok);
+
 int			tc_client_abort(TcClient *client);
 
 /* Truncate or drop a table at once, outside any session. */

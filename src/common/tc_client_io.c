@@ -73,6 +73,8 @@ static const ProtobufCMessageDescriptor *const frame_descriptors[] = {
 	[TCOPY__FRAME_TYPE__FRAME_JOIN] = &tcopy__join__descriptor,
 	[TCOPY__FRAME_TYPE__FRAME_JOIN_OK] = &tcopy__join_ok__descriptor,
 	[TCOPY__FRAME_TYPE__FRAME_CHUNK] = &tcopy__chunk__descriptor,
+	[TCOPY__FRAME_TYPE__FRAME_BACKUP] = &tcopy__backup__descriptor,
+	[TCOPY__FRAME_TYPE__FRAME_BACKUP_OK] = &tcopy__backup_ok__descriptor,
 };
 
 /* Record why the call fails and mark the client broken; returns -1. */

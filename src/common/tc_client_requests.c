@@ -370,6 +370,27 @@ tc_client_list_prepared(TcClient *client, const char *gid_prefix,
 }
 
 /*
+ * Back the tserver up into dir, a path on its machine; *ok is a heap copy.
+ * The tserver answers once the backup is complete and synced.
+ */
+int
+tc_client_backup(TcClient *client, const char *dir, Tcopy__BackupOk **ok)
+{
+	Tcopy__Backup request = TCOPY__BACKUP__INIT;
+	ProtobufCMessage *msg;
+
+	if (client->broken)
+		return -1;
+	request.dir.data = (uint8_t *) dir;
+	request.dir.len = strlen(dir);
+	if (client_send_message(client, TCOPY__FRAME_TYPE__FRAME_BACKUP, &request.base) < 0 ||
+		client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_BACKUP_OK, NULL, &msg) < 0)
+		return -1;
+	*ok = (Tcopy__BackupOk *) msg;
+	return 0;
+}
+
+/*
  * Abort the session.  Acks of batches still in flight may arrive before
  * AbortOk; they are skipped.
  */

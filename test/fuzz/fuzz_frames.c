@@ -65,6 +65,7 @@
 #define FUZZ_FLAG_TOKEN 0x02
 #define FUZZ_FLAG_SCOPED 0x04
 #define FUZZ_FLAG_DECODE_TOTAL 0x08
+#define FUZZ_BACKUP_ROOT "/nonexistent/tcopy-fuzz-backups"
 #define FUZZ_MAX_FRAME (16 * 1024)	/* the server's limit: inputs can exceed it */
 #define FUZZ_SESSION_MEMORY 4096	/* spill early and often */
 #define FUZZ_TOKEN "fuzz-token"
@@ -84,8 +85,8 @@ static bool fuzz_trace;			/* FUZZ_FRAMES_LOG set: say what happens */
 
 /* Which message each frame type a server may send carries. */
 /* A frame type added to the protocol: teach fuzz_reply_descriptor its reply. */
-_Static_assert(TC_FRAME_TYPE_LAST == TCOPY__FRAME_TYPE__FRAME_CHUNK,
-			   "fuzz_reply_descriptor knows the frame types up to CHUNK");
+_Static_assert(TC_FRAME_TYPE_LAST == TCOPY__FRAME_TYPE__FRAME_BACKUP_OK,
+			   "fuzz_reply_descriptor knows the frame types up to BACKUP_OK");
 
 static const ProtobufCMessageDescriptor *
 fuzz_reply_descriptor(Tcopy__FrameType type)
@@ -130,6 +131,8 @@ fuzz_reply_descriptor(Tcopy__FrameType type)
 			return &tcopy__streams_ok__descriptor;
 		case TCOPY__FRAME_TYPE__FRAME_JOIN_OK:
 			return &tcopy__join_ok__descriptor;
+		case TCOPY__FRAME_TYPE__FRAME_BACKUP_OK:
+			return &tcopy__backup_ok__descriptor;
 		default:
 			return NULL;
 	}
@@ -440,6 +443,12 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 		fuzz_fail(err);
 	/* one connection at a time: a frame over the total never waits */
 	fuzz_shared.decode_wait_ms = 0;
+	/*
+	 * BACKUP writes where its input says: allowed only under a directory
+	 * that does not exist, so that every backup is refused once its path
+	 * passed the checks (backups are test/tserver/020_backup.pl's).
+	 */
+	fuzz_shared.backup_root = FUZZ_BACKUP_ROOT;
 	fuzz_open_store();
 	fuzz_initialized = true;
 	atexit(fuzz_cleanup);

@@ -51,6 +51,7 @@ use constant {
 	F_STREAMS => 35,
 	F_JOIN => 37,
 	F_CHUNK => 39,
+	F_BACKUP => 40,
 	WRITE_UPDATE => 1,
 	WRITE_DELETE => 2,
 	ASSIGN_ADD => 1,
@@ -454,6 +455,22 @@ $seeds{'28-streams-skips'} = chr(0)
   . frame(F_CHUNK, pb_field_varint(1, 1) . pb_field_varint(5, 1))
   . frame(F_STREAMS, pb_field_varint(2, 1) . pb_field_varint(3, 0))
   . commit(0, 0);
+
+# backups: the harness allows them only under a directory that does not
+# exist (fuzz_frames.c), so each is refused, and each refusal ends its
+# connection: a path outside it, one of every malformed kind, a scoped
+# client, a backup in a session
+sub backup { my ($dir) = @_; return frame(F_BACKUP, pb_field_bytes(1, $dir)); }
+$seeds{'29-backup-outside-root'} = chr(0) . backup('/tmp/tcopy-fuzz-backup');
+$seeds{'30-backup-in-root'} = chr(0) . backup('/nonexistent/tcopy-fuzz-backups/b1');
+$seeds{'31-backup-relative'} = chr(0) . backup('backups/b1');
+$seeds{'32-backup-nul'} = chr(0) . backup("/nonexistent/tcopy-fuzz-backups/b\0x");
+$seeds{'33-backup-not-utf8'} = chr(0) . backup("/nonexistent/tcopy-fuzz-backups/\xff\xfe");
+$seeds{'34-backup-too-long'} = chr(0) . backup('/' . 'a' x 1100);
+$seeds{'35-backup-dot-dot'} = chr(0) . backup('/nonexistent/tcopy-fuzz-backups/../b');
+$seeds{'36-backup-scoped'} = chr(TOKEN | SCOPED) . backup('/nonexistent/tcopy-fuzz-backups/b2');
+$seeds{'37-backup-in-session'} = chr(0) . frame(F_BEGIN, '')
+  . backup('/nonexistent/tcopy-fuzz-backups/b3');
 
 # kv's schema with forms: added to the stored one, then a type renamed
 # (same forms), then another form (SCHEMA_MISMATCH)

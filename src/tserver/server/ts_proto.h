@@ -47,6 +47,8 @@ typedef struct TsProtoShared
 	const atomic_bool *stopping;	/* set on shutdown: stop waiting; may be
 									 * NULL */
 	struct timespec start_time; /* CLOCK_MONOTONIC, for uptime */
+	const char *backup_root;	/* BACKUP's directories must be under it;
+								 * NULL: anywhere (the fuzzer sets it) */
 	atomic_size_t decode_in_use;	/* bytes unpacked by frames being handled */
 
 	/* counters reported by Stats */

@@ -422,6 +422,48 @@ ts_proto_on_list_prepared(TsProto *proto, const uint8_t *payload, uint32_t len, 
 	return ts_proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_PREPARED_LIST, &reply.base, err);
 }
 
+/*
+ * BACKUP: an online, consistent backup into a directory of the tserver's
+ * machine (ts_backup.c).  Full access only: a backup holds every
+ * namespace's tables, and writes where the tserver's user may.
+ */
+int
+ts_proto_on_backup(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
+{
+	Tcopy__Backup *request;
+	Tcopy__BackupOk reply = TCOPY__BACKUP_OK__INIT;
+	TsBackupInfo info;
+
+	if (proto->phase != TS_PROTO_READY)
+		return ts_proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_BACKUP,
+								   proto->phase == TS_PROTO_AWAIT_HELLO ? NULL :
+								   "a backup is taken outside a write session", err);
+	request = ts_proto_unpack(proto, &tcopy__backup__descriptor, payload, len, err);
+	if (request == NULL)
+		return -1;
+	if (proto->scope != NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PERMISSION,
+					 "permission denied for tserver backup: it needs full access, "
+					 "not a scoped token");
+		return -1;
+	}
+	if (ts_store_backup(proto->shared->store, (const char *) request->dir.data,
+						request->dir.len, proto->shared->backup_root, &proto->frame_arena,
+						&info, err) != 0)
+		return -1;
+	ts_log(TS_LOG_INFO, "connection %" PRIu64 ": backup taken, %u tables, %zu prepared "
+		   "sessions", proto->id, info.tables, info.nprepared);
+	reply.tables = info.tables;
+	reply.prepared = info.prepared;
+	reply.n_prepared = info.nprepared;
+	reply.bytes = info.bytes;
+	reply.sequence = info.sequence;
+	reply.locked_us = info.locked_us;
+	reply.took_ms = info.took_ms;
+	return ts_proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_BACKUP_OK, &reply.base, err);
+}
+
 /* ABORT: discard the session; answer ABORT_OK. */
 int
 ts_proto_on_abort(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)

@@ -448,7 +448,10 @@ ts_session_prepare_gid(TsSession *session, const char *gid, uint64_t owner,
 							  (const char *) packed, packed_len);
 	free(packed);
 	packed = NULL;
+	/* a backup's checkpoint has the record, files and all, or not at all */
+	pthread_rwlock_rdlock(&store->backup_lock);
 	rocksdb_write(store->db, store->write_sync, wb, &errptr);
+	pthread_rwlock_unlock(&store->backup_lock);
 	rocksdb_writebatch_destroy(wb);
 	wb = NULL;
 	if (errptr != NULL)
@@ -681,7 +684,11 @@ ts_store_resolve(TsStore *store, const char *gid, bool commit, uint64_t owner,
 	*rows = entry->rows;
 	pthread_mutex_unlock(&store->prepared_lock);
 
-	/* a snapshot sees the rows published, or the session still prepared */
+	/*
+	 * A backup sees the session prepared with its files, or resolved; a
+	 * snapshot sees the rows published, or the session still prepared.
+	 */
+	pthread_rwlock_rdlock(&store->backup_lock);
 	if (commit)
 		pthread_rwlock_rdlock(&store->resolve_lock);
 	rec = record_read(store, gid, err);
@@ -722,6 +729,7 @@ ts_store_resolve(TsStore *store, const char *gid, bool commit, uint64_t owner,
 	}
 	if (commit)
 		pthread_rwlock_unlock(&store->resolve_lock);
+	pthread_rwlock_unlock(&store->backup_lock);
 	if (result != 0)
 		ts_log(TS_LOG_WARNING, "could not %s the session prepared under \"%s\": %s",
 			   commit ? "publish" : "discard", gid, err->message);

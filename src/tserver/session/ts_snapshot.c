@@ -43,6 +43,7 @@ ts_snapshots_init(TsStore *store)
 	pthread_rwlockattr_init(&attr);
 	pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
 	pthread_rwlock_init(&store->resolve_lock, &attr);
+	pthread_rwlock_init(&store->backup_lock, &attr);
 	pthread_rwlock_init(&store->write_lock, &attr);
 	pthread_rwlockattr_destroy(&attr);
 }
@@ -63,6 +64,7 @@ ts_snapshots_destroy(TsStore *store)
 	pthread_mutex_destroy(&store->snapshots_lock);
 	pthread_rwlock_destroy(&store->publish_lock);
 	pthread_rwlock_destroy(&store->resolve_lock);
+	pthread_rwlock_destroy(&store->backup_lock);
 	pthread_rwlock_destroy(&store->write_lock);
 }
 

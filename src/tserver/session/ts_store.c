@@ -55,7 +55,8 @@ ts_store_open(const char *dir, const TsStoreOptions *options, TsError *err)
 		ts_log(TS_LOG_WARNING, "TSERVER_TEST_CRASH_AT=%s: the tserver kills itself at that point",
 			   getenv("TSERVER_TEST_CRASH_AT"));
 	}
-	if (ts_storage_open(store, dir, err) != 0 || ts_prepared_load(store, err) != 0)
+	if (ts_backup_check_start(dir, err) != 0 ||
+		ts_storage_open(store, dir, err) != 0 || ts_prepared_load(store, err) != 0)
 		goto err;
 	ts_log(TS_LOG_INFO, "store open at \"%s\": %llu tables, %llu prepared sessions", dir,
 		   (unsigned long long) atomic_load(&store->tables_live),

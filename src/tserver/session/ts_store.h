@@ -44,6 +44,28 @@ TsStore    *ts_store_open(const char *dir, const TsStoreOptions *options,
 /* Close RocksDB cleanly; every session and scan must be gone. */
 void		ts_store_close(TsStore *store);
 
+/*
+ * Backups (ts_backup.c, docs/storage.md#backups).  ts_store_backup takes
+ * an online, consistent backup into path (pathlen bytes as a client sent
+ * them: checked here; within root unless it is NULL), a new directory
+ * that is a data directory, synced before it returns.  What it holds
+ * goes into info, its gids taken from arena.  0, or -1 with err (and
+ * nothing left at path).
+ */
+#define TS_BACKUP_PATH_MAX 1024
+typedef struct TsBackupInfo
+{
+	uint32_t	tables;
+	char	  **prepared;		/* [nprepared] gids of prepared sessions */
+	size_t		nprepared;
+	uint64_t	bytes;			/* of its files */
+	uint64_t	sequence;		/* RocksDB's: every write up to it is in it */
+	uint64_t	locked_us;		/* backup_lock held exclusive */
+	uint64_t	took_ms;
+} TsBackupInfo;
+
+int			ts_store_backup(TsStore *store, const char *path, size_t pathlen, const char *root,
+							TcArena *arena, TsBackupInfo *info, TsError *err);
 
 /*
  * Truncate or drop a table, durably, at once (not part of any session).  A

@@ -46,7 +46,7 @@ typedef struct TsOverlay
 	TcArena		arena;			/* the rows' keys and values */
 } TsOverlay;
 
-/* The snapshots' registry and the store's publish, resolve and write locks: ts_store_open and ts_store_close. */
+/* The snapshots' registry and the store's publish, resolve, backup and write locks: ts_store_open and ts_store_close. */
 void		ts_snapshots_init(TsStore *store);
 void		ts_snapshots_destroy(TsStore *store);
 const rocksdb_snapshot_t *ts_snapshot_rocksdb(const TsSnapshot *snapshot);
@@ -68,6 +68,14 @@ void		ts_overlay_free(TsOverlay *overlay);
 
 /* A prepared session's sentinel key (TS_SENTINEL_KEY_MAX bytes at most) of gid. */
 size_t		ts_sentinel_key(const char *gid, char *key);
+
+/* in ts_backup.c */
+
+/*
+ * Before the store opens on dir: refuse a backup whose manifest is
+ * incomplete (-1 with err); rename a complete one's BACKUP.old.
+ */
+int			ts_backup_check_start(const char *dir, TsError *err);
 
 /* in ts_prepared.c */
 

@@ -135,6 +135,16 @@ struct TsStore
 	pthread_rwlock_t resolve_lock;
 
 	/*
+	 * A backup (ts_backup.c) holds backup_lock exclusive while it takes
+	 * RocksDB's checkpoint and links the prepared sessions' files; a
+	 * Prepare holds it shared while it writes its record, a Resolve from
+	 * its claim until its record is deleted and its directory removed, so
+	 * that the checkpoint's records are the store's then, files and all.
+	 * Taken before resolve_lock and publish_lock, under no other.
+	 */
+	pthread_rwlock_t backup_lock;
+
+	/*
 	 * Writes of rows (a publish's writes and ingestions) hold write_lock
 	 * shared; a write that truncates or drops tables holds it exclusive
 	 * until the files left with nothing but their old rows are dropped
