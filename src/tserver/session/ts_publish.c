@@ -219,13 +219,13 @@ compact_ranges(TsStore *store, const uint32_t *tables, size_t ntables)
 }
 
 void
-ts_store_write_emptying(TsStore *store, rocksdb_writebatch_t *wb, bool sync,
+ts_store_write_emptying(TsStore *store, rocksdb_writebatch_t *wb,
 						const uint32_t *tables, size_t ntables, bool compact, char **errptr)
 {
 	bool		dropped = false;
 
 	pthread_rwlock_wrlock(&store->write_lock);
-	rocksdb_write(store->db, sync ? store->write_sync : store->write_nosync, wb, errptr);
+	rocksdb_write(store->db, store->write_sync, wb, errptr);
 	if (*errptr == NULL && ntables > 0)
 		dropped = drop_files_locked(store, tables, ntables);
 	pthread_rwlock_unlock(&store->write_lock);
@@ -262,7 +262,7 @@ publish_commit_write(TsStore *store, const TsPublish *pub, rocksdb_writebatch_t 
 
 	if (pub->batch == NULL || pub->ntruncates == 0)
 		return publish_write(store, wb, "could not commit the session", err);
-	ts_store_write_emptying(store, wb, true, pub->truncates, pub->ntruncates, true, &errptr);
+	ts_store_write_emptying(store, wb, pub->truncates, pub->ntruncates, true, &errptr);
 	if (errptr != NULL)
 	{
 		ts_error_rocksdb(err, "could not commit the session", errptr);
@@ -324,7 +324,7 @@ publish_truncates(TsStore *store, const TsPublish *pub, TsError *err)
 	 * the old rows' files dropped, so that the session's files land below
 	 * nothing (issue 27)
 	 */
-	ts_store_write_emptying(store, wb, true, pub->truncates, pub->ntruncates, true, &errptr);
+	ts_store_write_emptying(store, wb, pub->truncates, pub->ntruncates, true, &errptr);
 	rocksdb_writebatch_destroy(wb);
 	if (errptr != NULL)
 	{

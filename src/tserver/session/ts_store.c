@@ -138,7 +138,7 @@ ts_store_table_op(TsStore *store, Tcopy__TableOpKind op, uint32_t table_id,
 		snprintf(key, sizeof(key), "%s%s", TS_META_TABLE_PREFIX, table->name);
 		rocksdb_writebatch_delete_cf(batch, store->cf_meta, key, strlen(key));
 	}
-	ts_store_write_emptying(store, batch, true, &table_id, 1,
+	ts_store_write_emptying(store, batch, &table_id, 1,
 							op == TCOPY__TABLE_OP_KIND__TABLE_OP_TRUNCATE, &errptr);
 	rocksdb_writebatch_destroy(batch);
 	if (errptr != NULL)

@@ -379,8 +379,6 @@ ts_storage_open(TsStore *store, const char *dir, TsError *err)
 	store->cf_meta = handles[1];
 	store->write_sync = rocksdb_writeoptions_create();
 	rocksdb_writeoptions_set_sync(store->write_sync, store->opts.sync_commits);
-	store->write_nosync = rocksdb_writeoptions_create();
-	rocksdb_writeoptions_set_sync(store->write_nosync, 0);
 	store->read_default = rocksdb_readoptions_create();
 	atomic_store(&store->next_session_id, 1);
 
@@ -407,8 +405,6 @@ ts_storage_close(TsStore *store)
 	free(store->tables);
 	if (store->write_sync)
 		rocksdb_writeoptions_destroy(store->write_sync);
-	if (store->write_nosync)
-		rocksdb_writeoptions_destroy(store->write_nosync);
 	if (store->read_default)
 		rocksdb_readoptions_destroy(store->read_default);
 	if (store->env_options)

@@ -48,7 +48,6 @@ struct TsStore
 	rocksdb_column_family_handle_t *cf_data;	/* "default": rows */
 	rocksdb_column_family_handle_t *cf_meta;	/* "meta": table definitions */
 	rocksdb_writeoptions_t *write_sync; /* commits and table changes */
-	rocksdb_writeoptions_t *write_nosync;	/* a prepared session's publish */
 	rocksdb_readoptions_t *read_default;
 	rocksdb_block_based_table_options_t *table_options;
 	rocksdb_cache_t *block_cache;
