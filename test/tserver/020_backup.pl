@@ -116,13 +116,15 @@ for my $i (1 .. 3)
 # ---- prepared sessions ----
 
 $ts->cli_ok('a spilled session is prepared', 'load', 'prep', '--rows', ROWS_SPILLED, '--prepare', 'b:spilled');
-$ts->cli_ok('a small one is prepared', 'load', 'prep', '--rows', 10, '--start', 1_000_000,
+# another table: the orphaned spilled session holds prep (019_in_doubt.pl)
+$ts->cli_ok('a small one is prepared', 'load', 'prep_small', '--rows', 10, '--start', 1_000_000,
 	'--prepare', 'b:small');
 my ($b2, $out2) = backup('with two prepared sessions');
 like($out2, qr/ 2 prepared sessions,.*\nprepared\tb:small\nprepared\tb:spilled\n/s, 'it lists both');
 $r = restored($b2);
 is(gids($r), 'b:small,b:spilled', 'restored: both are prepared (orphaned)');
-is($r->count('prep') // 0, 0, 'restored: none of their rows is visible');
+is(($r->count('prep') // 0) + ($r->count('prep_small') // 0), 0,
+	'restored: none of their rows is visible');
 is($r->resolve('b:spilled', 1)->{rc}, 0, 'restored: RESOLVE commit of the spilled one');
 is($r->resolve('b:small', 0)->{rc}, 0, 'restored: RESOLVE abort of the small one');
 is($r->count('prep'), ROWS_SPILLED, "restored: the spilled session's rows are published");

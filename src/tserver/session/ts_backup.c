@@ -409,44 +409,14 @@ fail:
 }
 
 /*
- * Under backup_lock: the staging files of every prepared record, which are
- * exactly the checkpoint's records, since no Prepare writes one and no
- * Resolve deletes one meanwhile.
+ * Under backup_lock, for every prepared record (ts_prepared_each): its
+ * staging files, which are exactly the checkpoint's records' files, since
+ * no Prepare writes a record and no Resolve deletes one meanwhile.
  */
 static int
-backup_link_prepared(TsStore *store, const char *dir, TsError *err)
+backup_link_record(TsStore *store, const Tstore__PreparedRecord *rec, void *dir, TsError *err)
 {
-	rocksdb_iterator_t *it;
-	size_t		plen = strlen(TS_META_PREPARED_PREFIX);
-	int			result = 0;
-
-	it = rocksdb_create_iterator_cf(store->db, store->read_default, store->cf_meta);
-	for (rocksdb_iter_seek(it, TS_META_PREPARED_PREFIX, plen);
-		 result == 0 && rocksdb_iter_valid(it); rocksdb_iter_next(it))
-	{
-		size_t		keylen,
-					vallen;
-		const char *key = rocksdb_iter_key(it, &keylen);
-		const char *val = rocksdb_iter_value(it, &vallen);
-		Tstore__PreparedRecord *rec;
-
-		if (keylen < plen || memcmp(key, TS_META_PREPARED_PREFIX, plen) != 0)
-			break;
-		rec = tstore__prepared_record__unpack(NULL, vallen, (const uint8_t *) val);
-		if (rec == NULL)
-		{
-			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
-						 "stored prepared session \"%.*s\" is corrupt",
-						 (int) (keylen - plen), key + plen);
-			result = -1;
-			break;
-		}
-		if (rec->sst != NULL)
-			result = backup_link_session(store, rec, dir, err);
-		tstore__prepared_record__free_unpacked(rec, NULL);
-	}
-	rocksdb_iter_destroy(it);
-	return result;
+	return rec->sst != NULL ? backup_link_session(store, rec, dir, err) : 0;
 }
 
 /* Move the files of RocksDB's checkpoint up into the backup's directory. */
@@ -738,7 +708,7 @@ ts_store_backup(TsStore *store, const char *path, size_t pathlen, const char *ro
 		result = -1;
 	}
 	else
-		result = backup_link_prepared(store, dir, err);
+		result = ts_prepared_each(store, backup_link_record, (void *) dir, err);
 	pthread_rwlock_unlock(&store->publish_lock);
 	pthread_rwlock_unlock(&store->backup_lock);
 	info->locked_us = now_us() - locked;

@@ -784,14 +784,10 @@ load_one(TsStore *store, const Tstore__PreparedRecord *rec, TsError *err)
 }
 
 int
-ts_prepared_load(TsStore *store, TsError *err)
+ts_prepared_each(TsStore *store, TsPreparedRecordFn fn, void *arg, TsError *err)
 {
 	rocksdb_iterator_t *it;
 	size_t		plen = strlen(TS_META_PREPARED_PREFIX);
-	char	  **keep = NULL;		/* staging directories of prepared sessions */
-	size_t		nkeep = 0;
-	DIR		   *d;
-	struct dirent *entry;
 	int			result = 0;
 
 	it = rocksdb_create_iterator_cf(store->db, store->read_default, store->cf_meta);
@@ -815,34 +811,60 @@ ts_prepared_load(TsStore *store, TsError *err)
 			result = -1;
 			break;
 		}
-		if (record_check(rec, key, keylen, err) != 0 || load_one(store, rec, err) != 0)
+		if (record_check(rec, key, keylen, err) != 0 || fn(store, rec, arg, err) != 0)
 			result = -1;
-		else if (rec->sst != NULL)
-		{
-			char	  **grown = realloc(keep, (nkeep + 1) * sizeof(char *));
-			char		dir[SESSION_DIR_SIZE];
-			struct stat st;
-
-			if (grown == NULL || (grown[nkeep] = strdup(rec->sst->dir)) == NULL)
-			{
-				keep = grown != NULL ? grown : keep;
-				ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
-				result = -1;
-			}
-			else
-			{
-				keep = grown;
-				nkeep++;
-				snprintf(dir, sizeof(dir), "%s/%s", store->staging_dir, rec->sst->dir);
-				if (stat(dir, &st) != 0)
-					ts_log(TS_LOG_WARNING, "the staging directory \"%s\" of the session prepared "
-						   "under \"%s\" is missing: unless its files were ingested already, "
-						   "it can only be discarded", dir, rec->gid);
-			}
-		}
 		tstore__prepared_record__free_unpacked(rec, NULL);
 	}
 	rocksdb_iter_destroy(it);
+	return result;
+}
+
+/* The staging directories of the prepared sessions ts_prepared_load keeps. */
+typedef struct KeptDirs
+{
+	char	  **names;
+	size_t		n;
+} KeptDirs;
+
+/* ts_prepared_load's step per record: an orphaned entry, its directory kept. */
+static int
+load_record(TsStore *store, const Tstore__PreparedRecord *rec, void *arg, TsError *err)
+{
+	KeptDirs   *kept = arg;
+	char	  **grown;
+	char		dir[SESSION_DIR_SIZE];
+	struct stat st;
+
+	if (load_one(store, rec, err) != 0)
+		return -1;
+	if (rec->sst == NULL)
+		return 0;
+	grown = realloc(kept->names, (kept->n + 1) * sizeof(char *));
+	if (grown == NULL || (grown[kept->n] = strdup(rec->sst->dir)) == NULL)
+	{
+		kept->names = grown != NULL ? grown : kept->names;
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		return -1;
+	}
+	kept->names = grown;
+	kept->n++;
+	snprintf(dir, sizeof(dir), "%s/%s", store->staging_dir, rec->sst->dir);
+	if (stat(dir, &st) != 0)
+		ts_log(TS_LOG_WARNING, "the staging directory \"%s\" of the session prepared "
+			   "under \"%s\" is missing: unless its files were ingested already, "
+			   "it can only be discarded", dir, rec->gid);
+	return 0;
+}
+
+int
+ts_prepared_load(TsStore *store, TsError *err)
+{
+	KeptDirs	kept = {NULL, 0};
+	DIR		   *d;
+	struct dirent *entry;
+	int			result;
+
+	result = ts_prepared_each(store, load_record, &kept, err);
 
 	/*
 	 * Whatever else is staged belongs to sessions that died with the
@@ -855,7 +877,7 @@ ts_prepared_load(TsStore *store, TsError *err)
 			char		path[SESSION_DIR_SIZE];
 
 			if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0 ||
-				names_contain(keep, nkeep, entry->d_name))
+				names_contain(kept.names, kept.n, entry->d_name))
 				continue;
 			snprintf(path, sizeof(path), "%s/%s", store->staging_dir, entry->d_name);
 			if (ts_remove_tree(path) != 0 && unlink(path) != 0 && errno != ENOENT)
@@ -868,9 +890,9 @@ ts_prepared_load(TsStore *store, TsError *err)
 		}
 		closedir(d);
 	}
-	for (size_t i = 0; i < nkeep; i++)
-		free(keep[i]);
-	free(keep);
+	for (size_t i = 0; i < kept.n; i++)
+		free(kept.names[i]);
+	free(kept.names);
 	if (result == 0 && store->nprepared > 0)
 		ts_log(TS_LOG_INFO, "%zu prepared session%s kept, orphaned until resolved",
 			   store->nprepared, store->nprepared == 1 ? "" : "s");

@@ -87,6 +87,16 @@ int			ts_backup_check_start(const char *dir, TsError *err);
  */
 int			ts_prepared_load(TsStore *store, TsError *err);
 
+/*
+ * Call fn(store, rec, arg, err) on every stored prepared record, checked,
+ * in key order, until one fails; 0, or -1 with err (also for a record that
+ * does not decode).
+ */
+struct Tstore__PreparedRecord;	/* ts_store.pb-c.h */
+typedef int (*TsPreparedRecordFn) (TsStore *store, const struct Tstore__PreparedRecord *rec,
+								   void *arg, TsError *err);
+int			ts_prepared_each(TsStore *store, TsPreparedRecordFn fn, void *arg, TsError *err);
+
 /* in ts_prepared_registry.c */
 
 typedef enum TsPreparedState
