@@ -132,8 +132,7 @@ tcopy_list_servers(void)
 	return servers;
 }
 
-/* The options of some user mapping of serverid; false when it has none. */
-static bool
+bool
 tcopy_any_user_mapping(Oid serverid, List **options)
 {
 	Relation	rel = table_open(UserMappingRelationId, AccessShareLock);

@@ -28,8 +28,12 @@
 
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
 #include "access/transam.h"
 #include "access/xact.h"
+#include "catalog/pg_database.h"
 #include "miscadmin.h"
 #include "nodes/execnodes.h"
 #include "storage/lmgr.h"
@@ -60,9 +64,9 @@ static bool tcopy_snapshots_taken = false;
 static bool tcopy_in_commit_gate = false;
 
 static void
-tcopy_commit_gate_tag(LOCKTAG *tag)
+tcopy_commit_gate_tag(LOCKTAG *tag, Oid dbid)
 {
-	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, 0, 0, TCOPY_LOCK_FIELD4 + 2);
+	SET_LOCKTAG_ADVISORY(*tag, dbid, 0, 0, TCOPY_LOCK_FIELD4 + 2);
 }
 
 /*
@@ -74,7 +78,7 @@ tcopy_commit_gate_enter(void)
 {
 	LOCKTAG		tag;
 
-	tcopy_commit_gate_tag(&tag);
+	tcopy_commit_gate_tag(&tag, MyDatabaseId);
 	(void) LockAcquire(&tag, RowExclusiveLock, false, false);
 	tcopy_in_commit_gate = true;
 }
@@ -86,9 +90,56 @@ tcopy_commit_gate_leave(void)
 
 	if (!tcopy_in_commit_gate)
 		return;
-	tcopy_commit_gate_tag(&tag);
+	tcopy_commit_gate_tag(&tag, MyDatabaseId);
 	(void) LockRelease(&tag, RowExclusiveLock, false);
 	tcopy_in_commit_gate = false;
+}
+
+/*
+ * Close the commit gate of every database, as a snapshot taker closes its
+ * own database's (ShareLock): wait for the committers inside to leave and
+ * keep new ones out, until tcopy_commit_gates_open.  A backup's consistent
+ * point (backup.c): tservers may serve several databases.  Returns the
+ * databases' Oids.
+ */
+List *
+tcopy_commit_gates_close(void)
+{
+	Relation	rel = table_open(DatabaseRelationId, AccessShareLock);
+	SysScanDesc scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
+	HeapTuple	tuple;
+	List	   *dbs = NIL;
+	ListCell   *lc;
+
+	while ((tuple = systable_getnext(scan)) != NULL)
+		dbs = lappend_oid(dbs, ((Form_pg_database) GETSTRUCT(tuple))->oid);
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	/* one order for every taker */
+	list_sort(dbs, list_oid_cmp);
+	foreach(lc, dbs)
+	{
+		LOCKTAG		tag;
+
+		tcopy_commit_gate_tag(&tag, lfirst_oid(lc));
+		(void) LockAcquire(&tag, ShareLock, false, false);
+	}
+	return dbs;
+}
+
+/* Open the gates tcopy_commit_gates_close closed (a list of Oids). */
+void
+tcopy_commit_gates_open(List *dbs)
+{
+	ListCell   *lc;
+
+	foreach(lc, dbs)
+	{
+		LOCKTAG		tag;
+
+		tcopy_commit_gate_tag(&tag, lfirst_oid(lc));
+		(void) LockRelease(&tag, ShareLock, false);
+	}
 }
 
 /*
@@ -162,7 +213,7 @@ tcopy_snapshots_take_all(List *snapshots)
 		if (((TcopySnapshot *) lfirst(lc))->client != NULL)
 			pending = lappend(pending, lfirst(lc));
 
-	tcopy_commit_gate_tag(&tag);
+	tcopy_commit_gate_tag(&tag, MyDatabaseId);
 	(void) LockAcquire(&tag, ShareLock, false, false);
 	while (pending != NIL)
 	{

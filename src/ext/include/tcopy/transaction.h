@@ -120,8 +120,12 @@ extern void tcopy_ssi_read(Relation rel, Snapshot snapshot);
 extern void tcopy_ssi_write(Relation rel);
 extern void TcopySsiInit(void);
 
-/* in recovery.c: every tcopy server of the database, by Oid */
+/*
+ * in recovery.c: every tcopy server of the database, by Oid; the options of
+ * some user mapping of serverid (false when it has none)
+ */
 extern List *tcopy_list_servers(void);
+extern bool tcopy_any_user_mapping(Oid serverid, List **options);
 
 /*
  * in snapshot.c: the transaction's snapshot on a tserver (REPEATABLE READ,
@@ -136,6 +140,8 @@ extern bool tcopy_read_snapshot(struct EState *estate, const TcopyTableOptions *
 								uint64 *id, const uint8 **key, size_t *keylen);
 extern void tcopy_commit_gate_enter(void);
 extern void tcopy_commit_gate_leave(void);
+extern List *tcopy_commit_gates_close(void);
+extern void tcopy_commit_gates_open(List *dbs);
 extern void TcopySnapshotInit(void);
 
 /*

@@ -1,0 +1,127 @@
+# 192_backup_restore.pl
+#	A backup of Postgres and its tserver restored to one consistent point
+#	(issue 28, item 4): tcopy.backup(label, directory) backs the tserver up
+#	and writes a restore point, while transactions commit; Postgres is then
+#	restored from a base backup taken before, by point-in-time recovery to
+#	recovery_target_name = label, and a tserver started on the backup.
+#	Each transaction n is BEGIN; INSERT INTO marker VALUES (n); COPY of its
+#	rows into t; COMMIT.  Asserted, after recovery has resolved what the
+#	backup held prepared:
+#	- t holds exactly the transactions whose marker the restored Postgres
+#	  has (all of each one's rows, none of the others'): those committed
+#	  before the backup, and of the transactions committing during it,
+#	  whichever Postgres committed before the restore point;
+#	- a transaction paused after its prepare (no commit record) when the
+#	  backup ran is held prepared by the backup and discarded; one paused
+#	  after its commit record, before its publish, is held prepared and
+#	  published; those committed after the backup are in neither;
+#	- the function is refused to a non-superuser (42501), with a relative
+#	  directory (22023) and a label too long for a restore point.
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(sleep time);
+use TcopyTest;
+use TcopyPgTest qw(twopc_conf twopc_ddl txn_sql recover_all assert_atomic
+  start_paused psql_bg sqlstates wait_until);
+
+my $per = 2000;
+
+my $ts = TcopyTest->new(extra_args => [ '--session-memory-mb', '1' ]);
+$ts->start or BAIL_OUT('tserver did not start');
+my $node = PostgreSQL::Test::Cluster->new('primary');
+$node->init(allows_streaming => 1, has_archiving => 1);
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'tcopy'\n"
+	  . twopc_conf(recovery_interval => '0'));
+$node->start;
+my $address = $ts->address;
+$node->safe_psql('postgres', qq{
+	CREATE EXTENSION tcopy;
+	CREATE SERVER ts FOREIGN DATA WRAPPER tcopy OPTIONS (address '$address');
+	CREATE USER MAPPING FOR PUBLIC SERVER ts;
+	CREATE ROLE alice LOGIN;
+} . twopc_ddl());
+
+sub commit_ok
+{
+	my ($n) = @_;
+	$node->safe_psql('postgres', join(";\n", txn_sql($node, $n, per => $per)) . ';');
+}
+
+commit_ok($_) for 1 .. 3;
+$node->backup('base');
+commit_ok($_) for 4 .. 6;
+
+# refusals
+my ($rc, $out, $err) = $node->psql('postgres', "SET ROLE alice; SELECT * FROM tcopy.backup('x', '/tmp')",
+	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+like($err, qr/permission denied for function backup/, 'a non-superuser may not run tcopy.backup()');
+my $dir = PostgreSQL::Test::Utils::tempdir_short();
+($rc, $out, $err) = $node->psql('postgres', "\\set VERBOSITY verbose\nSELECT * FROM tcopy.backup('x', 'relative/dir')");
+like($err, qr/22023: backup directory "relative\/dir" is not an absolute path/, 'a relative directory is refused');
+($rc, $out, $err) = $node->psql('postgres', "SELECT * FROM tcopy.backup(repeat('x', 64), '$dir')");
+like($err, qr/value too long for restore point \(maximum 63 characters\)/, 'a label too long is refused');
+ok(!-e "$dir/ts", 'nothing was backed up by the refused calls');
+
+# transaction 7 paused after its prepare, 8 after its commit record
+my ($p7, $pid7) = start_paused($node, 'after-prepare', [ txn_sql($node, 7, per => $per) ]);
+my ($p8, $pid8) = start_paused($node, 'before-publish', [ txn_sql($node, 8, per => $per) ]);
+ok($pid7 && $pid8, 'transactions 7 and 8 pause');
+
+# transactions committing while the backup runs, one after the other
+my $loop = psql_bg($node, [ map { join(";\n", txn_sql($node, $_, per => $per)) } 100 .. 119 ]);
+sleep(0.3);
+($rc, $out, $err) = $node->psql('postgres',
+	"SELECT servers, backup, tables, prepared_sessions, restore_lsn IS NOT NULL"
+	  . " FROM tcopy.backup('bk1', '$dir')");
+is($rc, 0, 'tcopy.backup() succeeds while transactions commit') or diag($err);
+like($out, qr/^ts\|\Q$dir\E\/ts\|1\|\d+\|t$/, 'it backed up the one tserver, into directory/<server>')
+  or diag($out);
+my ($prepared) = $out =~ /\|(\d+)\|t$/;
+ok(defined $prepared && $prepared >= 2, "the backup holds the paused transactions' sessions prepared ($prepared)");
+my ($lrc) = $loop->finish;
+is($lrc, 0, 'the transactions around the backup all committed');
+commit_ok($_) for 9 .. 10;
+
+# the restore point archived, then the primary and its tserver gone
+$node->safe_psql('postgres', 'SELECT pg_switch_wal()');
+my $segment = $node->safe_psql('postgres', 'SELECT pg_walfile_name(pg_current_wal_lsn())');
+ok($node->poll_query_until('postgres',
+		"SELECT last_archived_wal >= '$segment' FROM pg_stat_archiver"), 'the WAL is archived');
+$node->stop('immediate');
+$p7->finish;
+$p8->finish;
+$ts->stop;
+
+# restored: Postgres to the restore point, a tserver on the backup
+my $ts2 = TcopyTest->new(data => "$dir/ts", socket => $ts->socket_path,
+	extra_args => [ '--session-memory-mb', '1' ]);
+$ts2->start or BAIL_OUT('the tserver does not start on the backup');
+like($ts2->log_contents, qr/starting on a backup/, 'the tserver starts on the backup');
+my $restored = PostgreSQL::Test::Cluster->new('restored');
+$restored->init_from_backup($node, 'base', has_restoring => 1);
+$restored->append_conf('postgresql.conf', "recovery_target_name = 'bk1'\n"
+	  . "recovery_target_action = 'promote'\n");
+$restored->start;
+ok($restored->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'),
+	'Postgres recovers to the restore point and is promoted');
+
+my ($ok, $resolved, $left) = recover_all($restored, ts => $ts2, timeout => 60);
+ok($ok, "recovery resolves what the backup held prepared ($resolved sessions)") or diag($left);
+my $result = assert_atomic($restored, 'restored', per => $per);
+my @present = sort { $a <=> $b } keys %{ $result->{present} };
+my @before = grep { $_ < 100 } @present;
+is("@before", '1 2 3 4 5 6 8', 'before the backup: 1-6 and 8 (committed, unpublished) are there, '
+	  . '7 (prepared only) is not, nor 9-10 (after it)');
+my @during = grep { $_ >= 100 } @present;
+is("@during", join(' ', 100 .. 100 + @during - 1),
+	'of the transactions committing during the backup, a first run of them is there');
+note(scalar(@during) . ' of the 20 transactions around the backup committed before its restore point');
+
+$ts2->stop;
+done_testing();
