@@ -89,8 +89,8 @@ is($lrc, 0, 'the transactions around the backup all committed');
 commit_ok($_) for 9 .. 10;
 
 # the restore point archived, then the primary and its tserver gone
-$node->safe_psql('postgres', 'SELECT pg_switch_wal()');
 my $segment = $node->safe_psql('postgres', 'SELECT pg_walfile_name(pg_current_wal_lsn())');
+$node->safe_psql('postgres', 'SELECT pg_switch_wal()');
 ok($node->poll_query_until('postgres',
 		"SELECT last_archived_wal >= '$segment' FROM pg_stat_archiver"), 'the WAL is archived');
 $node->stop('immediate');
