@@ -35,7 +35,7 @@
 #	Every third round also cuts the power again during recovery (the
 #	rebuilt tserver under the layer once more), then rebuilds and recovers.
 #
-#	TCOPY_POWERLOSS_SECONDS bounds the rounds (default 60);
+#	TCOPY_POWERLOSS_SECONDS bounds the rounds (default 40);
 #	TCOPY_POWERLOSS_SEED fixes the cut points (default: the time, printed);
 #	TCOPY_POWERLOSS_SWEEP=1 cuts after every sync in turn instead.
 use strict;
@@ -52,7 +52,7 @@ use Time::HiRes qw(sleep time);
 use TcopyTest;
 use TcopyPgTest qw(twopc_conf recover_all wait_until);
 
-my $seconds = $ENV{TCOPY_POWERLOSS_SECONDS} // 60;
+my $seconds = $ENV{TCOPY_POWERLOSS_SECONDS} // 40;
 my $seed = $ENV{TCOPY_POWERLOSS_SEED} // time() % 100000;
 my $sweep = $ENV{TCOPY_POWERLOSS_SWEEP};
 my $shim = "$TcopyTest::TOP/build/powerloss.so";

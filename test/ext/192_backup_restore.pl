@@ -27,25 +27,17 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(sleep time);
 use TcopyTest;
-use TcopyPgTest qw(twopc_conf twopc_ddl txn_sql recover_all assert_atomic
+use TcopyPgTest qw(twopc_setup txn_sql recover_all assert_atomic
   start_paused psql_bg sqlstates wait_until);
 
 my $per = 2000;
 
-my $ts = TcopyTest->new(extra_args => [ '--session-memory-mb', '1' ]);
-$ts->start or BAIL_OUT('tserver did not start');
-my $node = PostgreSQL::Test::Cluster->new('primary');
-$node->init(allows_streaming => 1, has_archiving => 1);
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'tcopy'\n"
-	  . twopc_conf(recovery_interval => '0'));
-$node->start;
-my $address = $ts->address;
-$node->safe_psql('postgres', qq{
-	CREATE EXTENSION tcopy;
-	CREATE SERVER ts FOREIGN DATA WRAPPER tcopy OPTIONS (address '$address');
-	CREATE USER MAPPING FOR PUBLIC SERVER ts;
-	CREATE ROLE alice LOGIN;
-} . twopc_ddl());
+my ($node, $ts) = twopc_setup(
+	name => 'primary',
+	init => { allows_streaming => 1, has_archiving => 1 },
+	recovery_interval => '0',
+	tserver => { extra_args => [ '--session-memory-mb', '1' ] });
+$node->safe_psql('postgres', 'CREATE ROLE alice LOGIN');
 
 sub commit_ok
 {

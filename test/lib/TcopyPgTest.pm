@@ -44,8 +44,9 @@ our @EXPORT_OK = qw(setup_node write_accounts_csv accounts_ddl table_checksum
 use constant ACCOUNTS_COLUMNS =>
   '(aid int NOT NULL, bid int, abalance int, filler char(84))';
 
-# Start a tserver (TcopyTest->new(%tserver_opts)) and a Postgres node with
-# the extension, server ts at the tserver and a PUBLIC user mapping.
+# Start a tserver (TcopyTest->new(%tserver_opts)) and a Postgres node (init
+# => Cluster::init's options) with the extension, server ts at the tserver
+# and a PUBLIC user mapping.
 # Returns (node, tserver).
 sub setup_node
 {
@@ -53,7 +54,7 @@ sub setup_node
 	my $ts = TcopyTest->new(%{ $opts{tserver} // {} });
 	$ts->start or BAIL_OUT("tserver did not start");
 	my $node = PostgreSQL::Test::Cluster->new($opts{name} // 'main');
-	$node->init;
+	$node->init(%{ $opts{init} // {} });
 	# heap loads of millions of rows: fewer checkpoints
 	$node->append_conf('postgresql.conf', "max_wal_size = 4GB\n");
 	# as the README asks: the COPY hook is there from a session's first statement
@@ -424,13 +425,15 @@ sub twopc_ddl
 }
 
 # setup_node with twopc_conf (options recovery_interval,
-# max_prepared_transactions; conf is added after it) and twopc_ddl.
+# max_prepared_transactions; conf is added after it; name, init and
+# tserver are setup_node's) and twopc_ddl.
 # Returns (node, tserver).
 sub twopc_setup
 {
 	my (%opts) = @_;
 	my ($node, $ts) = setup_node(
 		name => $opts{name},
+		init => $opts{init},
 		tserver => $opts{tserver},
 		conf => twopc_conf(%opts) . ($opts{conf} // ''));
 	$node->safe_psql('postgres', twopc_ddl());
