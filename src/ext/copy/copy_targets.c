@@ -316,13 +316,38 @@ copy_targets_end_streams(CopyTargets *targets, uint64 chunks, bool last)
 
 /*
  * Close every session's streams: chunks 1 .. chunks all staged (the
- * tserver waits for those still on their way), every row counted.
+ * tserver waits for those still on their way), every row counted.  When
+ * several sessions failed (duplicate keys in two partitions), the error
+ * raised is the one of the earliest line, as a serial COPY's would be,
+ * whatever the order the sessions are closed in; a failure of no known
+ * line (a lost connection) before any.
  */
 void
 copy_targets_close_streams(CopyTargets *targets, uint64 chunks)
 {
+	TcopyConnection *failed = NULL;
+	uint64		failed_line = 0;
+
 	for (int i = 0; i < targets->nsessions; i++)
-		tcopy_xact_streams_close(targets->sessions[i].conn, chunks);
+	{
+		TcopyConnection *conn = targets->sessions[i].conn;
+		uint64		line;
+
+		if (tcopy_xact_streams_end(conn, chunks))
+			continue;
+		line = tcopy_session_failure_line(conn);
+		if (failed == NULL || line < failed_line)
+		{
+			if (failed != NULL)
+				tcopy_connection_close(failed);
+			failed = conn;
+			failed_line = line;
+		}
+		else
+			tcopy_connection_close(conn);
+	}
+	if (failed != NULL)
+		tcopy_session_fail(failed, "could not write the rows of parallel COPY workers");
 }
 
 /*

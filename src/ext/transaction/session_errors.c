@@ -198,6 +198,23 @@ tcopy_report_duplicate_key(TcopyConnection *conn, const char *message)
 }
 
 /*
+ * The input line of the duplicate key conn's client failed on, when the
+ * session's map has it; 0 for any other failure.
+ */
+uint64
+tcopy_session_failure_line(TcopyConnection *conn)
+{
+	const Tcopy__Error *frame = tc_client_error_frame(conn->client);
+	const char *relname;
+	uint64		line = 0;
+
+	if (tc_client_error_code(conn->client) != TCOPY__ERROR_CODE__ERROR_DUPLICATE_KEY ||
+		frame == NULL || !tcopy_lines_find(conn, frame->duplicate_ordinal, &relname, &line))
+		return 0;
+	return line;
+}
+
+/*
  * A call on conn's client, in a write session, failed: close it and raise
  * the failure; a duplicate key as Postgres' unique_violation.
  */

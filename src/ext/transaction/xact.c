@@ -404,14 +404,25 @@ tcopy_xact_streams_skip(TcopyConnection *conn, uint64 first, uint64 through, boo
 void
 tcopy_xact_streams_close(TcopyConnection *conn, uint64 chunks)
 {
+	if (!tcopy_xact_streams_end(conn, chunks))
+		tcopy_session_fail(conn, "could not write the rows of parallel COPY workers");
+}
+
+/*
+ * tcopy_xact_streams_close without the ERROR: false when the session
+ * failed, its client's error for tcopy_session_fail to raise (or for
+ * tcopy_connection_close to drop).
+ */
+bool
+tcopy_xact_streams_end(TcopyConnection *conn, uint64 chunks)
+{
 	int			rc;
 
 	conn->busy = true;
 	rc = tc_client_streams_close(conn->client, chunks, conn->rows_sent, NULL);
 	conn->busy = false;
 	conn->streaming = false;
-	if (rc < 0)
-		tcopy_session_fail(conn, "could not write the rows of parallel COPY workers");
+	return rc >= 0;
 }
 
 /*

@@ -158,23 +158,39 @@ tcopy_end_unused_session(TcopyConnection *conn)
 /*
  * Preparing failed on conn: read the answers of the PREPAREs sent to the
  * other tservers, so that the abort discards the sessions they prepared
- * (one whose answer cannot be read is left to recovery), then fail.
+ * (one whose answer cannot be read is left to recovery), then fail.  When
+ * several failed on duplicate keys (a COPY into partitions on several
+ * tservers whose keys arrived out of order), the error raised is the one
+ * of the earliest line, as a serial COPY into a heap table gives it,
+ * whichever tserver answered first.
  */
 static void
 tcopy_prepare_failed(TcopyConnection *failed)
 {
 	HASH_SEQ_STATUS scan;
 	TcopyConnection *conn;
+	uint64		failed_line = tcopy_session_failure_line(failed);
 
 	failed->request_sent = false;
 	hash_seq_init(&scan, tcopy_connections);
 	while ((conn = hash_seq_search(&scan)) != NULL)
 	{
+		uint64		line;
+
 		if (conn == failed || !conn->request_sent)
 			continue;
 		conn->request_sent = false;
 		if (tc_client_prepare_wait(conn->client) < 0)
-			continue;			/* busy: the abort closes the connection */
+		{
+			/* busy: the abort closes the connection */
+			line = tcopy_session_failure_line(conn);
+			if (failed_line > 0 && line > 0 && line < failed_line)
+			{
+				failed = conn;
+				failed_line = line;
+			}
+			continue;
+		}
 		conn->busy = false;
 		conn->prepared = true;
 	}

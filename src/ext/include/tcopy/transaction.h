@@ -60,6 +60,8 @@ extern bool tcopy_lines_find(const TcopyConnection *conn, uint64 row,
  */
 extern void tcopy_session_fail(TcopyConnection *conn,
 							   const char *what) pg_attribute_noreturn();
+/* The line of the duplicate key conn's client failed on; 0: none known. */
+extern uint64 tcopy_session_failure_line(TcopyConnection *conn);
 
 /* in records.c: prepared sessions' global ids and their records */
 
@@ -182,6 +184,7 @@ extern void tcopy_xact_streamed(TcopyConnection *conn, uint32 table_id, const ch
 extern void tcopy_xact_streams_skip(TcopyConnection *conn, uint64 first, uint64 through,
 									bool last);
 extern void tcopy_xact_streams_close(TcopyConnection *conn, uint64 chunks);
+extern bool tcopy_xact_streams_end(TcopyConnection *conn, uint64 chunks);
 extern uint64 tcopy_xact_modify(TcopyConnection *conn, Tcopy__Modify *request,
 								const char *range_message);
 extern bool tcopy_xact_session_to_read(const char *relname, const TcopyTableOptions *options,
