@@ -10,6 +10,9 @@
 #	     tmpfs of its own, so it needs root, and skips otherwise)
 #	  4. the TAP tests that do not measure memory or time against the
 #	     sanitizer build, failing on any sanitizer report in the tserver's log
+#	  (3 and 4 run TSERVER_TAP_JOBS, default 2, tests at a time: each test
+#	  starts tservers of its own in a directory of its own, and the memory
+#	  each measures is its own tserver's peak)
 #	  4b. the libFuzzer harnesses (test/fuzz) of the tserver's frame
 #	     handling and of its WriteBatch decoder (differential, against
 #	     protobuf-c), both at once, each for FUZZ_SECONDS from its seed corpus, failing on
@@ -23,12 +26,14 @@
 # 103_copy_memory.pl, default 5M), TCOPY_TAP_ROWS (rows of the extension's
 # load tests, default 1M),
 # FUZZ_SECONDS (the fuzzing run, default 30),
-# JOBS (make's parallelism, default: the number of CPUs).
+# JOBS (make's parallelism, default: the number of CPUs), TSERVER_TAP_JOBS
+# (how many of the tserver's TAP tests run at a time, default 2).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 TOP=$(pwd)
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+TAP_JOBS=${TSERVER_TAP_JOBS:-2}
 
 step()
 {
@@ -77,9 +82,28 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	make -C test SANITIZE=1 check-unit
 
+# tserver_tap_order TESTS...: the tests, the longest (measured: 10 s and
+# more each) first, so that the last one running is not a long one beside
+# an idle slot
+tserver_tap_order()
+{
+	local t
+	for t in "$@"; do
+		case "${t##*/}" in
+			019_* | 020_* | 008_*) echo "$t" ;;
+		esac
+	done
+	for t in "$@"; do
+		case "${t##*/}" in
+			019_* | 020_* | 008_*) ;;
+			*) echo "$t" ;;
+		esac
+	done
+}
+
 step "tserver TAP tests (test/tserver) against build/tserver"
 TSERVER_BIN="$TOP/build/tserver" TSERVER_CLI="$TOP/build/tserver-cli" \
-	prove -v test/tserver/*.pl
+	prove --timer -j"$TAP_JOBS" $(tserver_tap_order test/tserver/*.pl)
 
 step "TAP tests against build-asan/tserver"
 logdir=$(mktemp -d /tmp/tcopy-asan-logs.XXXXXX)
@@ -88,12 +112,12 @@ TSERVER_BIN="$TOP/build-asan/tserver" TSERVER_CLI="$TOP/build/tserver-cli" \
 TCOPY_TEST_LOG_DIR="$logdir" \
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	prove test/tserver/001_basic.pl test/tserver/002_sessions.pl \
-	test/tserver/005_malformed.pl test/tserver/006_auth.pl test/tserver/008_prepared.pl \
-	test/tserver/009_limits.pl test/tserver/010_scoped.pl test/tserver/012_schemas.pl \
-	test/tserver/013_load_labels.pl test/tserver/014_on_conflict.pl \
-	test/tserver/015_update_delete.pl test/tserver/017_streams.pl test/tserver/018_synced.pl \
-	test/tserver/020_backup.pl
+	prove --timer -j"$TAP_JOBS" $(tserver_tap_order test/tserver/001_basic.pl \
+	test/tserver/002_sessions.pl test/tserver/005_malformed.pl test/tserver/006_auth.pl \
+	test/tserver/008_prepared.pl test/tserver/009_limits.pl test/tserver/010_scoped.pl \
+	test/tserver/012_schemas.pl test/tserver/013_load_labels.pl \
+	test/tserver/014_on_conflict.pl test/tserver/015_update_delete.pl \
+	test/tserver/017_streams.pl test/tserver/018_synced.pl test/tserver/020_backup.pl)
 
 # the tests check each log as they stop a server; check them all once more,
 # in case a report came where no test looked

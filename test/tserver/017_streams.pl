@@ -270,7 +270,7 @@ is(commit($s, 1), '', 'committed');
 is(scan($t), '5:chunk2 6:chunk1 7:chunk2 21:last', 'only the rows up to the last chunk are stored');
 
 # skips: chunks no stream sends, named by the session's own connection
-sub skip
+sub skip_chunks
 {
 	my ($s, $first, $through, $last) = @_;
 	TcopyTest::send_frame($s->{sock}, FRAME_CHUNK, pb_field_varint(1, $first)
@@ -283,11 +283,11 @@ is(streams($s, 1), '', 'a session opens to streams');
 chunk($a, 3);
 send_batch($a, $t, 0, [ 30, 'chunk3' ]);
 is(reply_of($a, 0.5), 'none', "chunk 3's batch waits for chunks 1 and 2");
-skip($s, 1, 2);
+skip_chunks($s, 1, 2);
 is(reply_of($a, 10), '', '... and is staged once they are skipped');
 chunk($a, 3, 1);
 is(reply_of($a, 10), '', 'chunk 3 ends');
-skip($s, 5, 6);
+skip_chunks($s, 5, 6);
 chunk($b, 7);
 send_batch($b, $t, 0, [ 31, 'chunk7' ]);
 chunk($b, 7, 1);
@@ -300,7 +300,7 @@ is(reply_of($b, 10) . reply_of($b, 10), '', '... and chunk 7 follows it, past th
 chunk($a, 9);
 send_batch($a, $t, 0, [ 32, 'chunk9' ]);
 chunk($a, 9, 1);
-skip($s, 8, 8);
+skip_chunks($s, 8, 8);
 is(streams($s, 0, 9, 4), '', 'a close right after the skip waits for chunk 9 to end, and names 9 chunks');
 is(commit($s, 4), '', 'the session commits');
 is(scan($t), '5:chunk2 6:chunk1 7:chunk2 21:last 30:chunk4 31:chunk7 32:chunk9',
@@ -315,7 +315,7 @@ chunk($a, 3, 1);
 chunk($b, 1);
 send_batch($b, $t, 0, [ 41, 'chunk1' ]);
 chunk($b, 1, 1);
-skip($s, 2, 2, 1);
+skip_chunks($s, 2, 2, 1);
 is(join('', map { reply_of($a, 10) } 1 .. 2), '',
 	"a skip with last ends the input: chunk 3's batch and end are acknowledged, not staged");
 is(streams($s, 0, 2, 1), '', 'the close names 2 chunks, 1 row');
@@ -342,7 +342,7 @@ chunk($a, 1);
 send_batch($a, $t, 0, [ 50, 'a' ]);
 chunk($a, 1, 1);
 is(reply_of($a, 10) . reply_of($a, 10), '', 'chunk 1 is staged and ends');
-skip($s, 1, 1);
+skip_chunks($s, 1, 1);
 like(streams($s, 0, 1, 1), qr/^error 1: a skip of chunks from 1 after chunk 1 ended or was skipped/,
 	'a skip of a chunk that ended is refused');
 
