@@ -290,26 +290,15 @@ run_tap()
 
 	# a test that measures memory or time says so in a line
 	# "# pg_tests: alone": it runs first, by itself; the others then run
-	# TCOPY_TAP_JOBS at a time (each with a cluster and tservers of its own).
-	# A test that runs long says so in a line "# pg_tests: long N s": those
-	# start first, the longest first, so that the last one running is not a
-	# long one beside an idle slot
-	local alone=() shared=() long=() t rc=0
+	# TCOPY_TAP_JOBS at a time (each with a cluster and tservers of its own)
+	local alone=() shared=() t rc=0
 	for t in "${tests[@]}"; do
 		if grep -q '^# pg_tests: alone' "$t" 2>/dev/null; then
 			alone+=("$t")
-		elif grep -q '^# pg_tests: long' "$t" 2>/dev/null; then
-			long+=("$t")
 		else
 			shared+=("$t")
 		fi
 	done
-	if [ ${#long[@]} -gt 0 ]; then
-		mapfile -t long < <(for t in "${long[@]}"; do
-			printf '%s %s\n' "$(sed -n 's/^# pg_tests: long \([0-9]*\).*/\1/p' "$t")" "$t"
-		done | sort -rn | cut -d' ' -f2-)
-	fi
-	shared=("${long[@]}" "${shared[@]}")
 	say "TAP tests, alone:" "${alone[@]##*/}"
 	say "TAP tests, ${TCOPY_TAP_JOBS:-2} at a time:" "${shared[@]##*/}"
 	mkdir -p "$work/tap"

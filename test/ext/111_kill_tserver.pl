@@ -26,7 +26,6 @@
 #	(a 1 ms pause every 500 lines, as a slow client would send them): read
 #	at full speed, 200k rows take tcopy well under the time psql needs to
 #	start, and nearly every kill would land in the commit instead.
-# pg_tests: long 45 s (in make check; the longest start first)
 use strict;
 use warnings;
 

@@ -25,7 +25,6 @@
 #	has all of its rows, the committed ones are there, the others are not.
 #	First, without a fault, the proxy's trace shows that a commit sends
 #	PREPARE then RESOLVE (commit), never COMMIT.
-# pg_tests: long 45 s (in make check; the longest start first)
 use strict;
 use warnings;
 

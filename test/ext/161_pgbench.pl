@@ -26,7 +26,6 @@
 #	  no committed transaction is lost: count(history) = the transactions
 #	  pgbench processed, the invariant and every balance right; a
 #	  further run after the restart adds to them the same way.
-# pg_tests: long 90 s (in make check; the longest start first)
 use strict;
 use warnings;
 

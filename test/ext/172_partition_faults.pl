@@ -58,7 +58,6 @@
 #
 #	TCOPY_172_COPY_HOOK=off runs it with tcopy.copy_hook off: the COPY
 #	then goes through Postgres' COPY and the FDW's insert path.
-# pg_tests: long 55 s (in make check; the longest start first)
 use strict;
 use warnings;
 

@@ -36,7 +36,6 @@
 #	the comparisons then check the test itself, and only the assertions
 #	about the way a COPY went (and the first one, that the GUC exists)
 #	fail.
-# pg_tests: long 110 s (in make check; the longest start first)
 use strict;
 use warnings;
 

@@ -38,7 +38,6 @@
 #	TCOPY_POWERLOSS_SECONDS bounds the rounds (default 40);
 #	TCOPY_POWERLOSS_SEED fixes the cut points (default: the time, printed);
 #	TCOPY_POWERLOSS_SWEEP=1 cuts after every sync in turn instead.
-# pg_tests: long 45 s (in make check; the longest start first)
 use strict;
 use warnings;
 
