@@ -32,7 +32,8 @@
 # it sent to the tservers), read by \! in the COPY's own session before and
 # after.  Prints markdown tables of medians; raw figures in $BENCH_DIR/runs.tsv.
 #
-# Environment: ROWS, RUNS (as --rows, --runs), BENCH_DIR (default
+# Environment: ROWS, RUNS (as --rows, --runs), TSERVER (the tserver binary;
+# default the one installed beside Postgres), BENCH_DIR (default
 # /var/tmp/tcopyb-scaleout), DATA_DIR (the datasets; default run.sh's,
 # /var/tmp/tcopy-bench/data), PG_CONFIG, BENCH_USER (Postgres' user when run
 # as root; default postgres), BENCH_PORT (default 54470; tserver tcp:
@@ -287,7 +288,7 @@ start_tservers()
 		args=(--data "$work/ts_$i" --listen "unix:$work/ts_$i.sock" --session-memory-mb 64 --allow-uid "$pg_user")
 		[ "$tcp" = 1 ] && args+=(--listen "tcp:127.0.0.1:$((port + 1 + i))" --token-file "$work/token")
 		rm -rf "$work/ts_$i" "$log" "$work/ts_$i.pid"
-		as_pg bash -c 'echo $$ >"$1"; shift; exec "$@"' _ "$work/ts_$i.pid" "$bindir/tserver" "${args[@]}" \
+		as_pg bash -c 'echo $$ >"$1"; shift; exec "$@"' _ "$work/ts_$i.pid" "${TSERVER:-$bindir/tserver}" "${args[@]}" \
 			>/dev/null 2>"$log" &
 		for _ in $(seq 600); do grep -q "tserver ready" "$log" 2>/dev/null && break; sleep 0.05; done
 		grep -q "tserver ready" "$log" || { cat "$log" >&2; return 1; }

@@ -10,6 +10,9 @@
 #	  the restore, and RESOLVE commit publishes its rows there;
 #	- a backup taken while a prepared session is resolved has it prepared
 #	  with its files, or published, never both and never half;
+#	- a backup into another file system (a tmpfs: root only) is copied
+#	  from a scratch directory after the lock, prepared session included,
+#	  and leaves no scratch directory behind;
 #	- a truncated table is empty in it, a dropped one gone;
 #	- a scoped client is refused (PERMISSION), and so are bad paths, while
 #	  the tserver goes on serving;
@@ -133,6 +136,44 @@ $r->stop;
 is($ts->resolve('b:spilled', 1)->{rc}, 0, 'source: the same decisions');
 is($ts->resolve('b:small', 0)->{rc}, 0, '...');
 is_deeply($ts->checksum('prep'), $published, 'source and restored backup agree, checksum for checksum');
+
+# ---- a backup on another file system ----
+
+# hard links cannot cross file systems: the checkpoint and the prepared
+# sessions' links go to a scratch directory in staging, under the lock, and
+# are copied from there after it (a tmpfs of the test's own: root only)
+my $otherfs = "$base/otherfs";
+my $mounted = 0;
+END { system('umount', $otherfs) if $mounted; }
+SKIP:
+{
+	skip 'needs root, to mount a tmpfs', 12 if $> != 0;
+	mkdir $otherfs or die "$otherfs: $!";
+	skip "cannot mount a tmpfs on $otherfs", 12
+	  if system('mount', '-t', 'tmpfs', '-o', 'size=256m,mode=0700', 'tcopy-backup', $otherfs) != 0;
+	$mounted = 1;
+	isnt((stat($otherfs))[0], (stat($ts->data_dir))[0], 'the tmpfs is another file system');
+	$ts->cli_ok('a spilled session is prepared', 'load', 'prep_other', '--rows', ROWS_SPILLED,
+		'--prepare', 'b:otherfs');
+	my $dir = "$otherfs/backup";
+	my $o = $ts->cli_ok('a backup on another file system', 'backup', $dir);
+	like($o, qr/ 1 prepared sessions,.*\nprepared\tb:otherfs\n/s, 'it lists the prepared session');
+	like($ts->log_contents, qr/backup into "\Q$dir\E": on another file system, taken into .* under the lock and copied after it/,
+		'the tserver took it into a scratch directory and copied it after the lock');
+	my @scratch = glob($ts->data_dir . '/staging/backup-*');
+	is(scalar @scratch, 0, 'no scratch directory is left in staging');
+	my $r = restored($dir);
+	is(gids($r), 'b:otherfs', 'restored from the other file system: the session is prepared');
+	is_deeply($r->checksum($_), $ts->checksum($_), "restored: $_ as the source has it")
+	  for qw(base prep);
+	is($r->resolve('b:otherfs', 1)->{rc}, 0, 'restored: RESOLVE commit: its copied files publish');
+	is($ts->resolve('b:otherfs', 1)->{rc}, 0, 'source: the same decision');
+	is_deeply($r->checksum('prep_other'), $ts->checksum('prep_other'),
+		'... and both hold the same rows');
+	$r->stop;
+	system('umount', $otherfs) == 0 or diag("umount $otherfs failed");
+	$mounted = 0;
+}
 
 # a backup while the prepared session is resolved: prepared with all its
 # files, or published; never both.  Which one goes first varies.

@@ -8,6 +8,7 @@
  *		(in any order); the published rows too.
  */
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "tc_test.h"
@@ -216,29 +217,36 @@ modify_add(TsSession *session, uint32_t table_id, int64_t lo, int64_t hi, int64_
 }
 
 /*
- * One random session over the table against the model: nops operations,
- * each checked, then committed (and the store checked) or aborted.
+ * One random session over ntables tables against their models: nops
+ * operations, each on a table drawn at random (so that their rows
+ * interleave in the session, as partitions on one tserver do), each
+ * checked, then committed (and the store checked) or aborted.  Ascending,
+ * each table's inserted keys go up from 0, wrapping round at NKEYS.
  */
 static void
-random_session(TsStore *store, uint32_t table_id, Model *committed, bool ascending, int nops)
+random_session(TsStore *store, const uint32_t *table_ids, Model *committed, size_t ntables,
+			   bool ascending, int nops)
 {
-	Model	   *model = malloc(sizeof(Model));
-	Model	   *saved = malloc(sizeof(Model));
+	Model	   *model = malloc(ntables * sizeof(Model));
+	Model	   *saved = malloc(ntables * sizeof(Model));
 	uint64_t	saved_rows = 0;
 	bool		have_savepoint = false;
 	uint64_t	sid;
 	TsError		err;
 	TsSession  *session = ts_session_begin(store, &sid, &err);
-	int64_t		next_ascending = 0;
+	int64_t    *next_ascending = calloc(ntables, sizeof(int64_t));
 	int64_t    *ids = malloc(NKEYS * sizeof(int64_t));
 
 	REQUIRE(session != NULL);
-	*model = *committed;
+	memcpy(model, committed, ntables * sizeof(Model));
 	for (int op = 0; op < nops; op++)
 	{
 		int			what = (int) (tc_test_rng() % 10);
 		size_t		n = 1 + tc_test_rng() % 400;
 		int64_t		val = (int64_t) (tc_test_rng() % 100000);
+		size_t		t = tc_test_rng() % ntables;
+		uint32_t	table_id = table_ids[t];
+		Model	   *m = &model[t];
 
 		if (what <= 3)
 		{
@@ -248,9 +256,12 @@ random_session(TsStore *store, uint32_t table_id, Model *committed, bool ascendi
 
 			for (size_t i = 0; i < n; i++)
 			{
-				ids[i] = ascending ? next_ascending++ % NKEYS : (int64_t) (tc_test_rng() % NKEYS);
-				model->present[ids[i]] = true;
-				model->val[ids[i]] = val;
+				/* ascending, now and then the batch's first key is the last one again */
+				if (ascending && i == 0 && next_ascending[t] > 0 && tc_test_rng() % 4 == 0)
+					next_ascending[t]--;
+				ids[i] = ascending ? next_ascending[t]++ % NKEYS : (int64_t) (tc_test_rng() % NKEYS);
+				m->present[ids[i]] = true;
+				m->val[ids[i]] = val;
 			}
 			CHECK_EQ_INT(write_rows(session, table_id, kind, ids, n, val), 0);
 		}
@@ -258,8 +269,8 @@ random_session(TsStore *store, uint32_t table_id, Model *committed, bool ascendi
 		{
 			for (size_t i = 0; i < n; i++)
 			{
-				ids[i] = ascending ? next_ascending++ % NKEYS : (int64_t) (tc_test_rng() % NKEYS);
-				model->present[ids[i]] = false;
+				ids[i] = ascending ? next_ascending[t]++ % NKEYS : (int64_t) (tc_test_rng() % NKEYS);
+				m->present[ids[i]] = false;
 			}
 			CHECK_EQ_INT(write_rows(session, table_id, TCOPY__WRITE_KIND__WRITE_DELETE, ids, n, 0), 0);
 		}
@@ -272,13 +283,13 @@ random_session(TsStore *store, uint32_t table_id, Model *committed, bool ascendi
 			if (hi >= NKEYS)
 				hi = NKEYS - 1;
 			for (int64_t k = lo; k <= hi; k++)
-				if (model->present[k])
+				if (m->present[k])
 				{
 					expect++;
 					if (what == 5)
-						model->val[k] += 7;
+						m->val[k] += 7;
 					else
-						model->present[k] = false;
+						m->present[k] = false;
 				}
 			CHECK_EQ_INT(modify_add(session, table_id, lo, hi, 7, what == 6), expect);
 		}
@@ -287,7 +298,7 @@ random_session(TsStore *store, uint32_t table_id, Model *committed, bool ascendi
 			/* a savepoint, or back to it */
 			if (!have_savepoint || tc_test_rng() % 2)
 			{
-				*saved = *model;
+				memcpy(saved, model, ntables * sizeof(Model));
 				saved_rows = ts_session_rows(session);
 				have_savepoint = true;
 			}
@@ -299,7 +310,7 @@ random_session(TsStore *store, uint32_t table_id, Model *committed, bool ascendi
 				CHECK_EQ_INT(ts_session_rollback_to(session, saved_rows, &done, reason,
 													sizeof(reason), &err), 0);
 				if (done)
-					*model = *saved;
+					memcpy(model, saved, ntables * sizeof(Model));
 				have_savepoint = false;
 			}
 		}
@@ -310,14 +321,15 @@ random_session(TsStore *store, uint32_t table_id, Model *committed, bool ascendi
 
 			if (hi >= NKEYS)
 				hi = NKEYS - 1;
-			CHECK(check_scan(store, table_id, sid, session->key, lo, hi, model) >= 0);
+			CHECK(check_scan(store, table_id, sid, session->key, lo, hi, m) >= 0);
 			/* others see the committed rows only */
-			CHECK(check_scan(store, table_id, 0, NULL, lo, hi, committed) >= 0);
+			CHECK(check_scan(store, table_id, 0, NULL, lo, hi, &committed[t]) >= 0);
 		}
 	}
-	/* the whole table, in ranges a spilled session may read */
-	for (int64_t lo = 0; lo < NKEYS; lo += 250)
-		CHECK(check_scan(store, table_id, sid, session->key, lo, lo + 249, model) >= 0);
+	/* the whole tables, in ranges a spilled session may read */
+	for (size_t t = 0; t < ntables; t++)
+		for (int64_t lo = 0; lo < NKEYS; lo += 250)
+			CHECK(check_scan(store, table_ids[t], sid, session->key, lo, lo + 249, &model[t]) >= 0);
 	if (tc_test_rng() % 4 == 0)
 		ts_session_abort(session);
 	else
@@ -325,34 +337,44 @@ random_session(TsStore *store, uint32_t table_id, Model *committed, bool ascendi
 		uint64_t	rows;
 
 		CHECK_EQ_INT(ts_session_commit(session, &rows, &err), 0);
-		*committed = *model;
+		memcpy(committed, model, ntables * sizeof(Model));
 	}
-	CHECK(check_scan(store, table_id, 0, NULL, 0, NKEYS - 1, committed) >= 0);
+	for (size_t t = 0; t < ntables; t++)
+		CHECK(check_scan(store, table_ids[t], 0, NULL, 0, NKEYS - 1, &committed[t]) >= 0);
 	free(model);
 	free(saved);
 	free(ids);
+	free(next_ascending);
 }
 
 static void
-run_sessions(size_t session_memory, bool ascending, int nsessions)
+run_sessions(size_t session_memory, bool ascending, size_t ntables, int nsessions)
 {
 	TsStoreOptions options;
 	TsError		err;
 	TsStore    *store;
-	uint32_t	table_id = 0;
+	uint32_t	table_ids[4];
 	bool		created;
-	Model	   *committed = calloc(1, sizeof(Model));
+	Model	   *committed = calloc(ntables, sizeof(Model));
 
+	REQUIRE(ntables <= 4);
 	ts_store_default_options(&options);
 	options.session_memory_bytes = session_memory;
 	options.sst_target_bytes = 64 * 1024;
 	store = ts_store_open(data_dir, &options, &err);
 	REQUIRE(store != NULL);
-	REQUIRE(ts_store_open_table(store, ascending ? "asc" : "any", make_schema(), true, &table_id,
-								&created, NULL, &err) == 0);
-	REQUIRE(ts_store_table_op(store, TCOPY__TABLE_OP_KIND__TABLE_OP_TRUNCATE, table_id, NULL, NULL, &err) == 0);
+	for (size_t t = 0; t < ntables; t++)
+	{
+		char		name[32];
+
+		snprintf(name, sizeof(name), "%s%zu", ascending ? "asc" : "any", t);
+		REQUIRE(ts_store_open_table(store, name, make_schema(), true, &table_ids[t],
+									&created, NULL, &err) == 0);
+		REQUIRE(ts_store_table_op(store, TCOPY__TABLE_OP_KIND__TABLE_OP_TRUNCATE, table_ids[t],
+								  NULL, NULL, &err) == 0);
+	}
 	for (int s = 0; s < nsessions; s++)
-		random_session(store, table_id, committed, ascending, 60);
+		random_session(store, table_ids, committed, ntables, ascending, 60);
 	ts_store_close(store);
 	free(committed);
 }
@@ -361,27 +383,116 @@ run_sessions(size_t session_memory, bool ascending, int nsessions)
 static void
 test_in_memory(void)
 {
-	run_sessions(64 * 1024 * 1024, false, 6);
+	run_sessions(64 * 1024 * 1024, false, 1, 6);
 }
 
 /* Sessions spilling to runs every few batches (64 KiB). */
 static void
 test_spilled_runs(void)
 {
-	run_sessions(64 * 1024, false, 6);
+	run_sessions(64 * 1024, false, 1, 6);
 }
 
 /* Loads in key order spilling to SST files, read through the read DB. */
 static void
 test_spilled_sorted(void)
 {
-	run_sessions(64 * 1024, true, 6);
+	run_sessions(64 * 1024, true, 1, 6);
+}
+
+/*
+ * The same over three tables whose rows interleave in each session, as
+ * partitions on one tserver: in memory, spilled to runs, and in key order
+ * per table, spilled to SST files per table.
+ */
+static void
+test_tables_interleaved(void)
+{
+	run_sessions(64 * 1024 * 1024, false, 3, 4);
+	run_sessions(64 * 1024, false, 3, 4);
+	run_sessions(64 * 1024, true, 3, 6);
+}
+
+/*
+ * Two tables whose batches alternate in one session, each table's keys
+ * ascending (a batch now and then starting with its table's last key
+ * again, with a new value): the session stays sorted, spills only to SST
+ * files, none holding two tables' keys, and the later value of a repeated
+ * key wins; the files are ingested at the bottom of the tree, not in L0.
+ */
+static void
+test_tables_sorted_direct(void)
+{
+	TsStoreOptions options;
+	TsError		err;
+	TsStore    *store;
+	uint32_t	table_ids[2];
+	Model	   *model = calloc(2, sizeof(Model));
+	int64_t		ids[100];
+	int64_t		next[2] = {0, 0};
+	uint64_t	sid,
+				rows;
+	bool		created;
+	TsSession  *session;
+	char	   *level0;
+
+	char		dir[300];
+
+	/* a store of its own: no other test's files in its L0 */
+	snprintf(dir, sizeof(dir), "%s-direct", data_dir);
+	ts_store_default_options(&options);
+	options.session_memory_bytes = 64 * 1024;
+	options.sst_target_bytes = 64 * 1024;
+	store = ts_store_open(dir, &options, &err);
+	REQUIRE(store != NULL);
+	for (int t = 0; t < 2; t++)
+	{
+		char		name[32];
+
+		snprintf(name, sizeof(name), "direct%d", t);
+		REQUIRE(ts_store_open_table(store, name, make_schema(), true, &table_ids[t],
+									&created, NULL, &err) == 0);
+	}
+	session = ts_session_begin(store, &sid, &err);
+	REQUIRE(session != NULL);
+	for (int b = 0; b < 2 * (NKEYS / 100 - 2); b++)
+	{
+		int			t = b % 2;
+		int64_t		val = b;
+
+		for (int i = 0; i < 100; i++)
+		{
+			/* every third batch of a table begins with its last key again */
+			ids[i] = i == 0 && next[t] > 0 && b % 3 == 0 ? next[t] - 1 : next[t]++;
+			model[t].present[ids[i]] = true;
+			model[t].val[ids[i]] = val;
+		}
+		CHECK_EQ_INT(write_rows(session, table_ids[t], TCOPY__WRITE_KIND__WRITE_INSERT, ids, 100,
+								val), 0);
+	}
+	CHECK_EQ_INT(ts_spill_wait(session, &err), 0);
+	CHECK(session->sorted);
+	CHECK_EQ_INT(session->nruns, 0);
+	CHECK(session->sst != NULL && session->sst->nfiles >= 4);
+	for (int t = 0; t < 2; t++)
+		for (int64_t lo = 0; lo < NKEYS; lo += 250)
+			CHECK(check_scan(store, table_ids[t], sid, session->key, lo, lo + 249, &model[t]) >= 0);
+	CHECK_EQ_INT(ts_session_commit(session, &rows, &err), 0);
+	for (int t = 0; t < 2; t++)
+		CHECK(check_scan(store, table_ids[t], 0, NULL, 0, NKEYS - 1, &model[t]) >= 0);
+	level0 = rocksdb_property_value(store->db, "rocksdb.num-files-at-level0");
+	CHECK(level0 != NULL && strcmp(level0, "0") == 0);
+	if (level0 != NULL && strcmp(level0, "0") != 0)
+		fprintf(stderr, "files in L0: %s\n", level0);
+	rocksdb_free(level0);
+	ts_store_close(store);
+	free(model);
 }
 
 int
 main(void)
 {
-	char		cmd[300];
+	char		cmd[600];
 
 	snprintf(data_dir, sizeof(data_dir), "/tmp/tcopy-test-session-read-XXXXXX");
 	if (mkdtemp(data_dir) == NULL)
@@ -389,7 +500,9 @@ main(void)
 	TC_RUN(test_in_memory);
 	TC_RUN(test_spilled_runs);
 	TC_RUN(test_spilled_sorted);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", data_dir);
+	TC_RUN(test_tables_interleaved);
+	TC_RUN(test_tables_sorted_direct);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s %s-direct", data_dir, data_dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", data_dir);
 	return tc_test_summary();

@@ -1861,7 +1861,8 @@ static void
 test_duplicate_rows(void)
 {
 	TsStore    *store = open_store(64 * 1024 * 1024);
-	TsOrdinals	ordinals = {.rows_before = 100,.has_carried = true,.carried = 42};
+	uint64_t	carried[2] = {42, 97};
+	TsOrdinals	ordinals = {.rows_before = 100,.ncarried = 1,.carried = carried};
 	TsError		err;
 	uint32_t	a,
 				b;
@@ -1870,6 +1871,11 @@ test_duplicate_rows(void)
 	CHECK_EQ_UINT(ts_ordinals_row(&ordinals, 0), 42);
 	CHECK_EQ_UINT(ts_ordinals_row(&ordinals, 1), 101);
 	CHECK_EQ_UINT(ts_ordinals_row(&ordinals, 5), 105);
+	/* two carried over (the last of two tables' rows), then the new ones */
+	ordinals.ncarried = 2;
+	CHECK_EQ_UINT(ts_ordinals_row(&ordinals, 1), 97);
+	CHECK_EQ_UINT(ts_ordinals_row(&ordinals, 2), 101);
+	ordinals.ncarried = 1;
 	ts_ordinals_skip(&ordinals, 103);
 	ts_ordinals_skip(&ordinals, 104);
 	CHECK_EQ_UINT(ts_ordinals_row(&ordinals, 2), 102);

@@ -22,6 +22,12 @@
  * truncates and drops do not wait: RocksDB's checkpoint is atomic with
  * respect to every write and ingestion of the store.
  *
+ * Hard links do not cross file systems.  A backup into a directory on
+ * another file system than the data directory's is taken, under the lock,
+ * into a scratch directory in the store's staging directory (links: a few
+ * milliseconds), and copied from there once the lock is released; a crash
+ * leaves the scratch directory to the startup's cleanup of staging.
+ *
  * The directory appears under its name with a manifest, BACKUP, saying
  * "incomplete" (it is made under a temporary name and renamed, never
  * replacing anything), and BACKUP is replaced by the complete manifest
@@ -42,6 +48,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ts_files.h"
 #include "ts_log.h"
 #include "ts_store.pb-c.h"
 
@@ -232,85 +239,6 @@ backup_check_place(TsStore *store, const char *dir, char *parent, TsError *err)
 	return 0;
 }
 
-/* Write len bytes of buf into a new file at path, synced.  0, or -1 with errno. */
-static int
-write_file_synced(const char *path, const char *buf, size_t len)
-{
-	int			fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	size_t		done = 0;
-	int			saved;
-
-	if (fd < 0)
-		return -1;
-	while (done < len)
-	{
-		ssize_t		n = write(fd, buf + done, len - done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			goto fail;
-		done += (size_t) n;
-	}
-	if (fsync(fd) != 0)
-		goto fail;
-	return close(fd);
-
-fail:
-	saved = errno != 0 ? errno : EIO;
-	close(fd);
-	errno = saved;
-	return -1;
-}
-
-/* Copy src into a new file dst, synced (hard links cannot cross file systems). */
-static int
-copy_file_synced(const char *src, const char *dst)
-{
-	int			in = open(src, O_RDONLY | O_CLOEXEC);
-	int			out = -1;
-	char	   *buf = malloc(1024 * 1024);
-	int			result = -1;
-	int			saved;
-
-	if (in < 0 || buf == NULL ||
-		(out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0)
-		goto done;
-	for (;;)
-	{
-		ssize_t		n = read(in, buf, 1024 * 1024);
-		ssize_t		w = 0;
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			goto done;
-		if (n == 0)
-			break;
-		while (w < n)
-		{
-			ssize_t		k = write(out, buf + w, (size_t) (n - w));
-
-			if (k < 0 && errno == EINTR)
-				continue;
-			if (k <= 0)
-				goto done;
-			w += k;
-		}
-	}
-	if (fsync(out) == 0)
-		result = 0;
-done:
-	saved = errno;
-	if (in >= 0)
-		close(in);
-	if (out >= 0 && close(out) != 0 && result == 0)
-		result = -1, saved = errno;
-	free(buf);
-	errno = saved;
-	return result;
-}
-
 /*
  * Make dir under its name, with a manifest saying the backup is
  * incomplete, never replacing anything: made as a temporary directory of
@@ -333,7 +261,7 @@ backup_claim_dir(const char *dir, const char *parent, TsError *err)
 		return -1;
 	}
 	snprintf(path, sizeof(path), "%s/%s", tmp, BACKUP_MANIFEST);
-	if (write_file_synced(path, incomplete, sizeof(incomplete) - 1) != 0)
+	if (ts_file_write_synced(path, incomplete, sizeof(incomplete) - 1) != 0)
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
 					 "could not write \"%s\": %s", path, strerror(errno));
@@ -365,7 +293,7 @@ backup_link_session(TsStore *store, const Tstore__PreparedRecord *rec, const cha
 					TsError *err)
 {
 	char		want[64];
-	char		to_dir[TS_BACKUP_PATH_MAX + 128];
+	char		to_dir[SESSION_DIR_SIZE + 128];	/* under the backup, or its scratch */
 
 	snprintf(want, sizeof(want), "session-%llu", (unsigned long long) rec->session_id);
 	if (strcmp(rec->sst->dir, want) != 0)
@@ -381,7 +309,7 @@ backup_link_session(TsStore *store, const Tstore__PreparedRecord *rec, const cha
 	{
 		const char *name = i == 0 ? rec->sst->sentinel : rec->sst->files[i - 1];
 		char		from[SESSION_PATH_SIZE];
-		char		to[TS_BACKUP_PATH_MAX + 256];
+		char		to[SESSION_DIR_SIZE + 384];
 
 		if (strchr(name, '/') != NULL || name[0] == '.' || name[0] == '\0')
 		{
@@ -395,7 +323,7 @@ backup_link_session(TsStore *store, const Tstore__PreparedRecord *rec, const cha
 			continue;
 		if (errno == ENOENT)
 			continue;
-		if (errno != EXDEV || copy_file_synced(from, to) != 0)
+		if (errno != EXDEV || ts_file_copy_synced(from, to) != 0)
 			goto fail;
 	}
 	ts_sync_dir(to_dir);
@@ -417,6 +345,71 @@ static int
 backup_link_record(TsStore *store, const Tstore__PreparedRecord *rec, void *dir, TsError *err)
 {
 	return rec->sst != NULL ? backup_link_session(store, rec, dir, err) : 0;
+}
+
+/*
+ * Copy the regular files of from into the existing directory to, each
+ * synced, then to; with depth, from's subdirectories too, each made in to.
+ * 0, or -1 with err.
+ */
+static int
+backup_copy_tree(const char *from, const char *to, int depth, TsError *err)
+{
+	DIR		   *d = opendir(from);
+	struct dirent *entry;
+	int			result = 0;
+
+	if (d == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+					 "could not open \"%s\": %s", from, strerror(errno));
+		return -1;
+	}
+	while (result == 0 && (entry = readdir(d)) != NULL)
+	{
+		char		src[TS_BACKUP_PATH_MAX + 384];
+		char		dst[TS_BACKUP_PATH_MAX + 384];
+		struct stat st;
+
+		if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0)
+			continue;
+		snprintf(src, sizeof(src), "%s/%s", from, entry->d_name);
+		snprintf(dst, sizeof(dst), "%s/%s", to, entry->d_name);
+		if (lstat(src, &st) != 0)
+			result = -1;
+		else if (S_ISDIR(st.st_mode) && depth > 0)
+		{
+			if (mkdir(dst, 0700) != 0 && errno != EEXIST)
+				result = -1;
+			else if (backup_copy_tree(src, dst, depth - 1, err) != 0)
+			{
+				closedir(d);
+				return -1;
+			}
+		}
+		else if (S_ISREG(st.st_mode) && ts_file_copy_synced(src, dst) != 0)
+			result = -1;
+		if (result != 0)
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+						 "could not copy \"%s\" into \"%s\": %s", src, to, strerror(errno));
+	}
+	closedir(d);
+	if (result == 0)
+		ts_sync_dir(to);
+	return result;
+}
+
+/*
+ * Whether dir's parent is on another file system than the store's data
+ * directory (a failed stat counts as another: the copy works either way).
+ */
+static bool
+backup_other_fs(TsStore *store, const char *parent)
+{
+	struct stat p,
+				d;
+
+	return stat(parent, &p) != 0 || stat(store->dir, &d) != 0 || p.st_dev != d.st_dev;
 }
 
 /* Move the files of RocksDB's checkpoint up into the backup's directory. */
@@ -635,7 +628,7 @@ backup_write_manifest(TsStore *store, const char *dir, const TsBackupInfo *info,
 	text_put(&text, head, (size_t) n);
 	snprintf(path, sizeof(path), "%s/%s", dir, BACKUP_MANIFEST);
 	snprintf(tmp, sizeof(tmp), "%s/%s.tmp", dir, BACKUP_MANIFEST);
-	if (text.oom || write_file_synced(tmp, (const char *) text.buf.data, text.buf.len) != 0 ||
+	if (text.oom || ts_file_write_synced(tmp, (const char *) text.buf.data, text.buf.len) != 0 ||
 		rename(tmp, path) != 0)
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
@@ -654,7 +647,9 @@ ts_store_backup(TsStore *store, const char *path, size_t pathlen, const char *ro
 {
 	char		dir[TS_BACKUP_PATH_MAX + 1];
 	char		parent[TS_BACKUP_PATH_MAX + 1];
-	char		sub[TS_BACKUP_PATH_MAX + 64];
+	char		sub[SESSION_DIR_SIZE + 64];	/* under dir, or under scratch */
+	char		scratch[SESSION_DIR_SIZE] = "";
+	const char *take;			/* where the checkpoint and links go */
 	uint64_t	start = now_us();
 	uint64_t	locked;
 	rocksdb_checkpoint_t *checkpoint = NULL;
@@ -676,6 +671,28 @@ ts_store_backup(TsStore *store, const char *path, size_t pathlen, const char *ro
 					 "could not create \"%s\": %s", sub, strerror(errno));
 		goto fail;
 	}
+	/* on another file system: links into a scratch directory, copied after */
+	take = dir;
+	if (backup_other_fs(store, parent))
+	{
+		snprintf(scratch, sizeof(scratch), "%s/backup-XXXXXX", store->staging_dir);
+		if (mkdtemp(scratch) == NULL)
+		{
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+						 "could not create a directory in \"%s\": %s", store->staging_dir,
+						 strerror(errno));
+			scratch[0] = '\0';
+			goto fail;
+		}
+		snprintf(sub, sizeof(sub), "%s/staging", scratch);
+		if (mkdir(sub, 0700) != 0)
+		{
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+						 "could not create \"%s\": %s", sub, strerror(errno));
+			goto fail;
+		}
+		take = scratch;
+	}
 
 	/*
 	 * Flush the memtables first, holding nothing, so that the checkpoint
@@ -696,7 +713,7 @@ ts_store_backup(TsStore *store, const char *path, size_t pathlen, const char *ro
 	}
 
 	/* the consistent point: no prepared record comes or goes meanwhile */
-	snprintf(sub, sizeof(sub), "%s/%s", dir, BACKUP_CHECKPOINT);
+	snprintf(sub, sizeof(sub), "%s/%s", take, BACKUP_CHECKPOINT);
 	locked = now_us();
 	pthread_rwlock_wrlock(&store->backup_lock);
 	pthread_rwlock_rdlock(&store->publish_lock);
@@ -708,7 +725,7 @@ ts_store_backup(TsStore *store, const char *path, size_t pathlen, const char *ro
 		result = -1;
 	}
 	else
-		result = ts_prepared_each(store, backup_link_record, (void *) dir, err);
+		result = ts_prepared_each(store, backup_link_record, (void *) take, err);
 	pthread_rwlock_unlock(&store->publish_lock);
 	pthread_rwlock_unlock(&store->backup_lock);
 	info->locked_us = now_us() - locked;
@@ -716,10 +733,27 @@ ts_store_backup(TsStore *store, const char *path, size_t pathlen, const char *ro
 	if (result != 0)
 		goto fail;
 
-	snprintf(sub, sizeof(sub), "%s/staging", dir);
+	snprintf(sub, sizeof(sub), "%s/staging", take);
 	ts_sync_dir(sub);
-	if (backup_move_up(dir, err) != 0 ||
-		backup_read_back(store, dir, arena, info, &lines, err) != 0)
+	if (take == scratch)
+	{
+		/* the copy, holding nothing; the checkpoint's files straight up */
+		char		to[TS_BACKUP_PATH_MAX + 64];
+
+		snprintf(to, sizeof(to), "%s/staging", dir);
+		if (backup_copy_tree(sub, to, 1, err) != 0)
+			goto fail;
+		snprintf(sub, sizeof(sub), "%s/%s", scratch, BACKUP_CHECKPOINT);
+		if (backup_copy_tree(sub, dir, 0, err) != 0)
+			goto fail;
+		ts_remove_tree(scratch);
+		scratch[0] = '\0';
+		ts_log(TS_LOG_INFO, "backup into \"%s\": on another file system, taken into %s/backup-* "
+			   "under the lock and copied after it", dir, store->staging_dir);
+	}
+	else if (backup_move_up(dir, err) != 0)
+		goto fail;
+	if (backup_read_back(store, dir, arena, info, &lines, err) != 0)
 		goto fail;
 	info->bytes = tree_bytes(dir, 2);
 	if (backup_write_manifest(store, dir, info, &lines, err) != 0)
@@ -735,6 +769,8 @@ ts_store_backup(TsStore *store, const char *path, size_t pathlen, const char *ro
 
 fail:
 	tc_buf_free(&lines.buf);
+	if (scratch[0] != '\0')
+		ts_remove_tree(scratch);
 	ts_log(TS_LOG_WARNING, "backup into \"%s\" failed: %s", dir, err->message);
 	/* its manifest says incomplete, should the removal not finish */
 	if (ts_remove_tree(dir) != 0)

@@ -132,6 +132,25 @@ ts_key_ranges_add(TsKeyRanges *ranges, const uint8_t *key, uint32_t keylen)
 	return range_widen(r, key, keylen, key, keylen);
 }
 
+bool
+ts_key_ranges_contain(const TsKeyRanges *ranges, const uint8_t *key, uint32_t keylen)
+{
+	uint32_t	table_id;
+
+	if (keylen < TS_TABLE_ID_SIZE)
+		return false;
+	table_id = ts_get_be32(key);
+	for (uint32_t i = 0; i < ranges->n; i++)
+	{
+		const TsKeyRange *r = &ranges->ranges[i];
+
+		if (r->table_id == table_id)
+			return r->first.len > 0 && buf_compare(&r->first, key, keylen) <= 0 &&
+				buf_compare(&r->last, key, keylen) >= 0;
+	}
+	return false;
+}
+
 int
 ts_key_ranges_merge(TsKeyRanges *into, const TsKeyRanges *from)
 {

@@ -58,6 +58,10 @@ ts_key_ranges_add_ascending(TsKeyRanges *ranges, const uint8_t *key, uint32_t ke
 	return 0;
 }
 
+/* Whether key is within the range of its table (its first 4 bytes). */
+bool		ts_key_ranges_contain(const TsKeyRanges *ranges, const uint8_t *key,
+								  uint32_t keylen);
+
 /* Widen into's ranges by from's; 0 or -1 (memory). */
 int			ts_key_ranges_merge(TsKeyRanges *into, const TsKeyRanges *from);
 void		ts_key_ranges_free(TsKeyRanges *ranges);

@@ -178,10 +178,7 @@ merge_put_outside_direct(void *arg, const uint8_t *key, uint32_t keylen,
 
 	/* an UPDATE or DELETE is not checked */
 	if (ts_value_mark(value, valuelen) == 0 &&
-		ts_key_compare(key, keylen, session->direct_first.data,
-					   (uint32_t) session->direct_first.len) >= 0 &&
-		ts_key_compare(key, keylen, session->direct_last.data,
-					   (uint32_t) session->direct_last.len) <= 0 &&
+		ts_key_ranges_contain(&session->direct_ranges, key, keylen) &&
 		ts_conflicts_policy(&session->conflicts, key, keylen) !=
 		TCOPY__ON_CONFLICT__ON_CONFLICT_REPLACE)
 	{
@@ -201,7 +198,7 @@ merge_part_main(void *arg)
 	MergePart  *part = arg;
 	TsSession  *session = part->session;
 
-	if (session->direct_last.len > 0)
+	if (session->direct_ranges.n > 0)
 		part->result = ts_run_merge_with(part->paths, session->run_indexes, session->nruns,
 										 part->last, part->lo, part->hi, &session->conflicts,
 										 merge_put_outside_direct, part, &part->err);

@@ -13,20 +13,26 @@
  *     the session memory limit as records [u32 key length][u32 value
  *     length][key][value] (ts_record.h), with an array of record offsets
  *     beside it; no allocation per row;
- *   - while encoding, each key is compared with the one staged before it:
- *     the session stays "sorted" as long as no key is below its
- *     predecessor (an equal key is an upsert of it, adjacent to it);
+ *   - while encoding, each key is compared with the last one staged of
+ *     its table: the session stays "sorted" as long as no key is below
+ *     its table's predecessor (an equal key is an upsert of it, adjacent
+ *     to it in its table); tables apart, because the rows of several
+ *     tables (partitions on this tserver) may interleave in a session,
+ *     each table's in its order;
  *   - when the next batch would not fit, the buffer is spilled by a
  *     background thread while the session goes on filling the other half,
  *     so that the connection keeps reading its socket; one spill at a
  *     time, so files are written in arrival order;
- *   - a sorted session's spill writes the buffer as it stands,
- *     deduplicated (of equal keys the last), straight into SST files, kept
- *     open across spills and cut at sst_target_bytes.  The buffer's last
- *     record is carried over into the next buffer instead, so that a key
- *     repeated across the spill boundary ends up once, with its later
- *     value, and no two files share a key (it is also what the next key is
- *     compared with);
+ *   - a sorted session's spill groups the buffer's records by table
+ *     (tables in id order, which is key order, each table's in arrival
+ *     order) and writes them, deduplicated (of equal keys the last),
+ *     straight into SST files, kept open across spills, cut at
+ *     sst_target_bytes and wherever the table changes: a file holds one
+ *     table's keys, and no two files overlap.  Each table's last record
+ *     in the buffer is carried over into the next buffer instead, so that
+ *     a key repeated across the spill boundary ends up once, with its
+ *     later value, and no two files share a key (it is also what the
+ *     table's next key is compared with);
  *   - once a key arrives out of order, the session is unsorted for good:
  *     spills sort the offsets by key (ties by arrival, so the last write
  *     of a key wins) and write the records in that order, deduplicated, to
@@ -66,8 +72,8 @@
  * Staging files are never synced: they are worthless after a crash, and
  * ts_store_open removes them.  SstFileWriter syncs the files it finishes
  * and ingestion syncs the manifest, so a commit is durable once it returns.
- * Memory is bounded by the limit (or two batches, if larger, plus the one
- * record a sorted session carries over; and, while the store's sessions
+ * Memory is bounded by the limit (or two batches, if larger, plus the
+ * record of each table a sorted session carries over; and, while the store's sessions
  * together stage more than its memory budget, by about twice
  * EARLY_SPILL_BYTES and a batch), plus at most RUN_FAN_IN read
  * buffers and an SstFileWriter for each merge thread during a merge, or
@@ -75,7 +81,9 @@
  * key every 256 kB of run), plus the record offsets (4 bytes a record)
  * and, while a run is sorted, ts_sort_records' entries (24 bytes a record
  * of the half being spilled, 16 or 24 more during a radix sort), and at
- * commit a pointer a record of the last half (TsMemRun).
+ * commit a pointer a record of the last half (TsMemRun); while a sorted
+ * spill of several tables' records groups them, 4 bytes a record of the
+ * half being spilled.
  *
  * The phases are in files of their own, which share ts_session_int.h:
  * spilling in ts_spill.c, SST files in ts_sst_sink.c, runs and the merge in
@@ -199,8 +207,10 @@ ts_session_free(TsSession *session, bool aborted)
 	free(session->truncates);
 	free(session->drops);
 	ts_conflicts_free(&session->conflicts);
-	tc_buf_free(&session->direct_first);
-	tc_buf_free(&session->direct_last);
+	free(session->table_last);
+	free(session->carried);
+	free(session->spill.carried);
+	ts_key_ranges_free(&session->direct_ranges);
 	tc_buf_free(&session->direct_deletes);
 	/* a published session's labels were written before: the claims may go */
 	ts_labels_release_session(store, session->id);
@@ -250,15 +260,18 @@ session_rollback_locked(TsSession *session, uint64_t rows_mark, bool *done, char
 		snprintf(reason, size, "a duplicate key was ignored since the rows were staged");
 		return 0;
 	}
-	index = (size_t) (rows_mark - ord->rows_before) + (ord->has_carried ? 1 : 0);
+	index = (size_t) (rows_mark - ord->rows_before) + ord->ncarried;
 	if (index > session->noffsets)
 	{
 		snprintf(reason, size, "the session's rows are not where the savepoint left them");
 		return 0;
 	}
 	if (index < session->noffsets)
+	{
 		session->staged.len = session->offsets[index];
-	session->noffsets = index;
+		session->noffsets = index;
+		ts_session_find_table_lasts(session);
+	}
 	session->rows = rows_mark;
 	ts_session_account(session);
 	*done = true;
@@ -502,6 +515,10 @@ ts_session_prepare(TsSession *session, TsError *err)
 	ts_session_unregister(session);
 	if (ts_spill_wait(session, err) != 0)
 		return -1;
+	/* a sorted session's tables one after the other: its records in key order */
+	if (session->sorted && session->ntables > 1 &&
+		ts_spill_group_by_table(&session->staged, session->offsets, session->noffsets, err) != 0)
+		return -1;
 
 	/*
 	 * A large session that never spilled goes the SST way too: its records
@@ -529,7 +546,7 @@ ts_session_prepare(TsSession *session, TsError *err)
 	{
 		/* every spill went to SST files: the rest is the last of them */
 		if (ts_spill_sorted_records(session, &session->staged, session->offsets,
-									session->noffsets, session->noffsets, err) != 0 ||
+									session->noffsets, false, err) != 0 ||
 			ts_sst_sink_finish_file(session->sst, err) != 0)
 			return -1;
 		session->staged.len = 0;

@@ -24,8 +24,11 @@
 #include <errno.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 
 #include "ts_conflict.h"
+#include "ts_key.h"
+#include "ts_record.h"
 #include "ts_run.h"
 #include "ts_store_int.h"
 
@@ -40,16 +43,18 @@
 
 /*
  * A session's SST files: first those written straight from sorted spills,
- * then those merged from runs, part after part of the key space.  The
- * direct files are in key order and do not overlap, nor do the merged
- * ones; where the two overlap, the later file must win.  A merge part
- * writes files of its own (part >= 0), appended to the session's after.
+ * then those merged from runs, part after part of the key space.  A file
+ * holds one table's keys: the direct files of each table are in its key
+ * order and do not overlap, nor do the merged ones; where the two overlap,
+ * the later file must win.  A merge part writes files of its own (part >=
+ * 0), appended to the session's after.
  */
 typedef struct SstSink
 {
 	TsSession  *session;
 	int			part;			/* merge part, or -1 for the direct files */
 	rocksdb_sstfilewriter_t *writer;	/* file being written, or NULL */
+	uint32_t	table_id;		/* whose keys the file being written holds */
 	char	  **files;			/* [nfiles] paths, in precedence order */
 	size_t		nfiles;
 	uint64_t	entries_in_file;
@@ -63,18 +68,19 @@ typedef struct SstSink
  * Which rows of the session a staging buffer's records are, to name the
  * row of a duplicate (TsError.row_ordinal, ts_session_ordinal.c).  The
  * records are in arrival order: the buffer's k-th new record is row
- * rows_before + k (1-based), after a record carried over from the buffer
- * before (a sorted spill's last), if any, which is row carried.  A row not
- * staged (a duplicate IGNOREd as it arrives) shifts every row after it:
- * from row skipped on, the buffer's rows are not known.  Nothing is kept
- * per record: a record's index is found, on a duplicate only, by walking
- * the buffer.
+ * rows_before + k (1-based), after the records carried over from the
+ * buffer before (a sorted spill's last of each table), if any, whose rows
+ * are carried[].  A row not staged (a duplicate IGNOREd as it arrives)
+ * shifts every row after it: from row skipped on, the buffer's rows are
+ * not known.  Nothing is kept per record: a record's index is found, on a
+ * duplicate only, by walking the buffer.
  */
 typedef struct TsOrdinals
 {
 	uint64_t	rows_before;	/* session rows before the buffer's new records */
-	bool		has_carried;	/* record 0 was carried over */
-	uint64_t	carried;		/* its row; 0: not known */
+	size_t		ncarried;		/* records [0, ncarried) were carried over */
+	uint64_t   *carried;		/* [ncarried] their rows (0: not known), in an
+								 * array of the buffer's owner */
 	uint64_t	skipped;		/* the first row not staged; 0: none */
 } TsOrdinals;
 
@@ -84,9 +90,9 @@ ts_ordinals_row(const TsOrdinals *ordinals, size_t index)
 {
 	uint64_t	row;
 
-	if (ordinals->has_carried && index == 0)
-		return ordinals->carried;
-	row = ordinals->rows_before + index + (ordinals->has_carried ? 0 : 1);
+	if (index < ordinals->ncarried)
+		return ordinals->carried[index];
+	row = ordinals->rows_before + (index - ordinals->ncarried) + 1;
 	if (ordinals->skipped != 0 && row >= ordinals->skipped)
 		return 0;
 	return row;
@@ -110,7 +116,10 @@ typedef struct SpillJob
 	uint32_t   *offsets;		/* [noffsets] record offsets in staged */
 	size_t		noffsets;
 	size_t		offsets_cap;
-	bool		sorted;			/* to SST files, all but the last record */
+	uint64_t   *carried;		/* [carried_cap] rows of carried records */
+	size_t		carried_cap;	/* (ordinals.carried), else the spare array */
+	bool		sorted;			/* to SST files, all but each table's last
+								 * record */
 	bool		running;		/* thread started and not yet joined */
 	pthread_t	thread;
 	int			result;			/* 0, or -1 with err: the session failed */
@@ -136,12 +145,17 @@ struct TsSession
 	uint32_t	run_indexes_cap;
 	uint64_t	spilled_bytes;	/* runs and direct SST files, as counted in the store */
 	uint64_t	direct_bytes;	/* of spilled_bytes, the direct SST files' */
-	bool		sorted;			/* no staged key was below the one before it */
+	bool		sorted;			/* no staged key was below the one before it
+								 * of its table */
 	bool		dir_made;
 	char		dir[SESSION_DIR_SIZE];	/* staging directory of this session */
 	uint32_t   *tables;			/* ids of the tables written to */
+	uint32_t   *table_last;		/* [ntables] offset + 1 in staged of each
+								 * one's last record; 0: none there */
 	size_t		ntables;
 	size_t		tables_cap;
+	uint64_t   *carried;		/* [carried_cap]: ordinals.carried's array */
+	size_t		carried_cap;
 	uint32_t   *truncates;		/* staged TRUNCATEs: table ids, each once */
 	size_t		ntruncates;
 	uint32_t   *drops;			/* staged DROPs: table ids, each once */
@@ -154,8 +168,8 @@ struct TsSession
 	TsStreams  *streams;		/* open to streams (ts_streams.c), or NULL;
 								 * set under the store's sessions_lock */
 	TsConflicts conflicts;		/* on_conflict of the tables that set one */
-	TcBuf		direct_first;	/* first and last key written to direct SST */
-	TcBuf		direct_last;	/* files, while conflicts has policies */
+	TsKeyRanges direct_ranges;	/* of the keys written to direct SST files,
+								 * per table, while conflicts has policies */
 	SpillJob	spill;			/* runs, nruns, sst and spilled_bytes are its
 								 * own while it runs */
 	TsOrdinals	ordinals;		/* which rows staged's records are */
@@ -289,13 +303,43 @@ int			ts_session_report_duplicate(void *arg, const uint8_t *key, uint32_t keylen
 										const uint8_t *value, uint32_t valuelen,
 										TsError *err);
 
+/* The table id of a record's key (its first 4 bytes, big-endian). */
+static inline uint32_t
+ts_record_table(const uint8_t *rec)
+{
+	return ts_record_keylen(rec) < TS_TABLE_ID_SIZE ? 0 : ts_get_be32(ts_record_key(rec));
+}
+
+/* Index of table_id in the session's tables, or -1. */
+static inline ssize_t
+ts_session_table_index(const TsSession *session, uint32_t table_id)
+{
+	for (size_t i = 0; i < session->ntables; i++)
+		if (session->tables[i] == table_id)
+			return (ssize_t) i;
+	return -1;
+}
+
+/*
+ * After the staging buffer lost its records from noffsets on (a batch or
+ * a savepoint rolled back): each table's last record is found again.
+ */
+void		ts_session_find_table_lasts(TsSession *session);
+
 /* in ts_spill.c */
 /* Whether the calling thread is running a spill (spill_job_main). */
 bool		ts_spill_in_job(void);
 int			ts_spill_start(TsSession *session, TsError *err);
 int			ts_spill_wait(TsSession *session, TsError *err);
+/*
+ * Order offsets[0, n) by table, tables in id order, each table's records
+ * in their order: a sorted session's records are then in key order.
+ * 0, or -1 with err (out of memory: offsets unchanged).
+ */
+int			ts_spill_group_by_table(const TcBuf *staged, uint32_t *offsets, size_t n,
+									TsError *err);
 int			ts_spill_sorted_records(TsSession *session, const TcBuf *staged,
-									const uint32_t *offsets, size_t n, size_t upto,
+									uint32_t *offsets, size_t n, bool carry,
 									TsError *err);
 int			ts_spill_run(TsSession *session, const TcBuf *staged, uint32_t *offsets,
 						 size_t n, TsError *err);

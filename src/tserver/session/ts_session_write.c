@@ -22,25 +22,56 @@
 #include "ts_key.h"
 #include "ts_record.h"
 
-/* Remember that the session wrote to table_id. */
-static int
+/*
+ * Remember that the session wrote to table_id: its index in the session's
+ * tables, or -1 when out of memory.
+ */
+static ssize_t
 session_note_table(TsSession *session, uint32_t table_id)
 {
-	for (size_t i = 0; i < session->ntables; i++)
-		if (session->tables[i] == table_id)
-			return 0;
+	ssize_t		found = ts_session_table_index(session, table_id);
+
+	if (found >= 0)
+		return found;
 	if (session->ntables == session->tables_cap)
 	{
 		size_t		cap = session->tables_cap ? session->tables_cap * 2 : 4;
 		uint32_t   *tables = realloc(session->tables, cap * sizeof(uint32_t));
+		uint32_t   *lasts;
 
 		if (tables == NULL)
 			return -1;
 		session->tables = tables;
+		lasts = realloc(session->table_last, cap * sizeof(uint32_t));
+		if (lasts == NULL)
+			return -1;
+		session->table_last = lasts;
 		session->tables_cap = cap;
 	}
+	session->table_last[session->ntables] = 0;
 	session->tables[session->ntables++] = table_id;
-	return 0;
+	return (ssize_t) session->ntables - 1;
+}
+
+void
+ts_session_find_table_lasts(TsSession *session)
+{
+	size_t		left = 0;
+
+	for (size_t t = 0; t < session->ntables; t++)
+		session->table_last[t] = 0;
+	/* from the end: each table's first record met is its last */
+	for (size_t i = session->noffsets; i > 0 && left < session->ntables; i--)
+	{
+		const uint8_t *rec = session->staged.data + session->offsets[i - 1];
+		ssize_t		t = ts_session_table_index(session, ts_record_table(rec));
+
+		if (t >= 0 && session->table_last[t] == 0)
+		{
+			session->table_last[t] = session->offsets[i - 1] + 1;
+			left++;
+		}
+	}
 }
 
 /* The batch's table, if the session may take the batch; NULL with err. */
@@ -205,20 +236,26 @@ write_encode_record(const TsTable *table, Tcopy__WriteKind kind, uint64_t rowid,
 
 /*
  * Admit the record at start, the last in the staging buffer, as the
- * session's row `row` (1-based): 1 when it is staged, 0 when it is not (a
- * duplicate whose first row stays, IGNORE: the buffer ends at start
- * again), -1 with err (ERROR: a duplicate).
+ * session's row `row` (1-based) of its table tidx (an index in the
+ * session's tables): 1 when it is staged, 0 when it is not (a duplicate
+ * whose first row stays, IGNORE: the buffer ends at start again), -1 with
+ * err (ERROR: a duplicate).
  */
 static int
-write_admit(TsSession *session, size_t start, uint64_t row, TsError *err)
+write_admit(TsSession *session, size_t tidx, size_t start, uint64_t row, TsError *err)
 {
 	const uint8_t *rec = session->staged.data + start;
 	uint32_t	keylen = ts_record_keylen(rec);
 
-	/* one key below its predecessor, and spills sort into runs for good */
-	if (session->sorted && session->noffsets > 0)
+	/*
+	 * One key below its table's key before it, and spills sort into runs
+	 * for good.  Tables are compared apart: rows of several tables (the
+	 * partitions on one tserver) interleave in a session, each in its
+	 * order.
+	 */
+	if (session->sorted && session->table_last[tidx] != 0)
 	{
-		const uint8_t *prev = session->staged.data + session->offsets[session->noffsets - 1];
+		const uint8_t *prev = session->staged.data + session->table_last[tidx] - 1;
 		int			cmp = ts_key_compare(ts_record_key(prev), ts_record_keylen(prev),
 										 ts_record_key(rec), keylen);
 
@@ -243,6 +280,7 @@ write_admit(TsSession *session, size_t start, uint64_t row, TsError *err)
 		}
 	}
 	session->offsets[session->noffsets++] = (uint32_t) start;
+	session->table_last[tidx] = (uint32_t) start + 1;
 	return 1;
 }
 
@@ -267,6 +305,8 @@ session_write_locked(TsSession *session, const Tcopy__WriteBatch *batch, TsError
 	TsTable    *table;
 	size_t		saved_len;
 	size_t		saved_offsets;
+	uint32_t	saved_last = 0;
+	ssize_t		tidx;
 	uint64_t	rowid = 0;
 	size_t		bound;
 
@@ -277,8 +317,9 @@ session_write_locked(TsSession *session, const Tcopy__WriteBatch *batch, TsError
 	/* what a failed batch goes back to: after the spill, which swaps buffers */
 	saved_len = session->staged.len;
 	saved_offsets = session->noffsets;
-	if (session_note_table(session, table->id) != 0)
+	if ((tidx = session_note_table(session, table->id)) < 0)
 		goto oom;
+	saved_last = session->table_last[tidx];
 	if (table->layout.nkey == 0)
 		rowid = atomic_fetch_add(&table->next_rowid, batch->n_rows);
 
@@ -295,10 +336,11 @@ session_write_locked(TsSession *session, const Tcopy__WriteBatch *batch, TsError
 			 ts_snapshot_check_row(session->store, session->snapshot, table,
 								   session->staged.data + start + TS_RECORD_HEADER_SIZE,
 								   key_end - start - TS_RECORD_HEADER_SIZE, err) != 0) ||
-			write_admit(session, start, session->rows + i + 1, err) < 0)
+			write_admit(session, (size_t) tidx, start, session->rows + i + 1, err) < 0)
 		{
 			session->staged.len = saved_len;
 			session->noffsets = saved_offsets;
+			session->table_last[tidx] = saved_last;
 			return -1;
 		}
 	}
@@ -309,6 +351,8 @@ session_write_locked(TsSession *session, const Tcopy__WriteBatch *batch, TsError
 oom:
 	session->staged.len = saved_len;
 	session->noffsets = saved_offsets;
+	if (tidx >= 0)
+		session->table_last[tidx] = saved_last;
 	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL,
 				 "out of memory staging a batch of %zu rows", batch->n_rows);
 	return -1;
@@ -359,6 +403,8 @@ ts_session_stage_records(TsSession *session, uint32_t table_id, const TcBuf *rec
 	TsTable    *table;
 	size_t		saved_len;
 	size_t		saved_offsets;
+	uint32_t	saved_last = 0;
+	ssize_t		tidx;
 	uint64_t	rowid = 0;
 	size_t		off = 0;
 	int			result = -1;
@@ -369,13 +415,14 @@ ts_session_stage_records(TsSession *session, uint32_t table_id, const TcBuf *rec
 		goto done;
 	saved_len = session->staged.len;
 	saved_offsets = session->noffsets;
-	if (session_note_table(session, table->id) != 0 ||
+	if ((tidx = session_note_table(session, table->id)) < 0 ||
 		!tc_buf_reserve(&session->staged, records->len))
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL,
 					 "out of memory staging a batch of %zu rows", nrecords);
 		goto done;
 	}
+	saved_last = session->table_last[tidx];
 	if (table->layout.nkey == 0)
 		rowid = atomic_fetch_add(&table->next_rowid, nrecords);
 	for (size_t i = 0; i < nrecords; i++)
@@ -390,10 +437,11 @@ ts_session_stage_records(TsSession *session, uint32_t table_id, const TcBuf *rec
 		if (table->layout.nkey == 0)
 			ts_put_be64(session->staged.data + start + TS_RECORD_HEADER_SIZE +
 						TS_TABLE_ID_SIZE, rowid++);
-		if (write_admit(session, start, session->rows + i + 1, err) < 0)
+		if (write_admit(session, (size_t) tidx, start, session->rows + i + 1, err) < 0)
 		{
 			session->staged.len = saved_len;
 			session->noffsets = saved_offsets;
+			session->table_last[tidx] = saved_last;
 			goto done;
 		}
 	}

@@ -34,20 +34,6 @@ prefetch_record(const uint8_t *rec)
 	__builtin_prefetch(rec + 127);
 }
 
-/* Copy the key of record rec into out; false when out of memory. */
-static bool
-record_key_copy(TcBuf *out, const uint8_t *rec)
-{
-	uint32_t	keylen = ts_record_keylen(rec);
-
-	out->len = 0;
-	if (!tc_buf_reserve(out, keylen))
-		return false;
-	memcpy(out->data, ts_record_key(rec), keylen);
-	out->len = keylen;
-	return true;
-}
-
 /* qsort_r order of staged records: by key, equal keys by arrival. */
 static int
 record_compare(const void *a, const void *b, void *arg)
@@ -80,53 +66,160 @@ record_key_append(TcBuf *keys, const uint8_t *rec)
 	return true;
 }
 
+/* One table's records among a buffer's (group_by_table). */
+typedef struct TableGroup
+{
+	uint32_t	table_id;
+	size_t		at;				/* count, then where its records go */
+} TableGroup;
+
+/* qsort order of TableGroups: by table id, as their keys are ordered. */
+static int
+group_compare(const void *a, const void *b)
+{
+	uint32_t	ta = ((const TableGroup *) a)->table_id;
+	uint32_t	tb = ((const TableGroup *) b)->table_id;
+
+	return ta < tb ? -1 : ta > tb;
+}
+
+int
+ts_spill_group_by_table(const TcBuf *staged, uint32_t *offsets, size_t n, TsError *err)
+{
+	TableGroup *groups = NULL;
+	size_t		ngroups = 0,
+				cap = 0,
+				g = 0;
+	uint32_t   *scratch = NULL;
+
+	for (size_t i = 0; i < n; i++)
+	{
+		uint32_t	table_id = ts_record_table(staged->data + offsets[i]);
+
+		/* rows come in batches: the group of the record before, mostly */
+		if (ngroups > 0 && groups[g].table_id == table_id)
+		{
+			groups[g].at++;
+			continue;
+		}
+		for (g = 0; g < ngroups && groups[g].table_id != table_id; g++)
+			;
+		if (g == ngroups)
+		{
+			if (ngroups == cap)
+			{
+				TableGroup *grown;
+
+				cap = cap ? cap * 2 : 8;
+				if ((grown = realloc(groups, cap * sizeof(TableGroup))) == NULL)
+					goto oom;
+				groups = grown;
+			}
+			groups[ngroups++] = (TableGroup) {.table_id = table_id};
+		}
+		groups[g].at++;
+	}
+	if (ngroups <= 1)
+	{
+		free(groups);
+		return 0;
+	}
+	qsort(groups, ngroups, sizeof(TableGroup), group_compare);
+	for (size_t k = 0, at = 0; k < ngroups; k++)
+	{
+		size_t		count = groups[k].at;
+
+		groups[k].at = at;
+		at += count;
+	}
+	if ((scratch = malloc(n * sizeof(uint32_t))) == NULL)
+		goto oom;
+	g = 0;
+	for (size_t i = 0; i < n; i++)
+	{
+		uint32_t	table_id = ts_record_table(staged->data + offsets[i]);
+
+		if (groups[g].table_id != table_id)
+		{
+			TableGroup	key = {.table_id = table_id};
+
+			g = (TableGroup *) bsearch(&key, groups, ngroups, sizeof(TableGroup),
+									   group_compare) - groups;
+		}
+		scratch[groups[g].at++] = offsets[i];
+	}
+	memcpy(offsets, scratch, n * sizeof(uint32_t));
+	free(scratch);
+	free(groups);
+	return 0;
+
+oom:
+	free(groups);
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory spilling a session");
+	return -1;
+}
+
 /*
- * Write records [0, upto) of the n at offsets of a sorted session straight
- * to its SST files, in arrival order, which is key order.  Of equal keys
- * (adjacent, as the session is sorted) only the last is written, also when
- * that last one is at or after upto.
+ * Write the n records at offsets of a sorted session straight to its SST
+ * files: grouped by table (ts_spill_group_by_table), they are in key order.
+ * Of equal keys (adjacent, as each table's keys ascend) only the last is
+ * written.  With carry, the last record of each table is not written: it
+ * is carried over into the next buffer (ts_spill_start), where its key may
+ * come again.
  */
 int
 ts_spill_sorted_records(TsSession *session, const TcBuf *staged,
-						const uint32_t *offsets, size_t n, size_t upto, TsError *err)
+						uint32_t *offsets, size_t n, bool carry, TsError *err)
 {
 	SstSink    *sink = ts_sst_sink_get(session, err);
+	bool		ranges = ts_conflicts_count(&session->conflicts, NULL) > 0;
 	size_t		written = 0;
+	size_t		first = SIZE_MAX,	/* of the table's records written */
+				last = 0;
 	bool		after_mark = false;
 
-	if (sink == NULL)
+	if (sink == NULL || ts_spill_group_by_table(staged, offsets, n, err) != 0)
 		return -1;
-	for (size_t i = 0; i < upto; i++)
+	for (size_t i = 0; i < n; i++)
 	{
-		if (i + 1 < n && record_same_key(staged, offsets[i], offsets[i + 1]))
+		const uint8_t *rec = staged->data + offsets[i];
+		bool		table_ends = i + 1 == n ||
+			ts_record_table(rec) != ts_record_table(staged->data + offsets[i + 1]);
+
+		if (!table_ends && record_same_key(staged, offsets[i], offsets[i + 1]))
 		{
-			after_mark = ts_record_mark(staged->data + offsets[i]) == TS_VALUE_DELETE;
+			after_mark = ts_record_mark(rec) == TS_VALUE_DELETE;
 			continue;
 		}
-		/* an insert right after a DELETE of its key is not checked */
-		sink->unchecked = after_mark;
-		after_mark = false;
-		if (ts_sst_sink_put_record(sink, staged->data + offsets[i], err) != 0)
-			return -1;
-		/* a scan of the session reads the files through a DB that hides them */
-		if (ts_record_mark(staged->data + offsets[i]) == TS_VALUE_DELETE &&
-			!record_key_append(&session->direct_deletes, staged->data + offsets[i]))
+		if (!(carry && table_ends))
 		{
-			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
-			return -1;
+			/* an insert right after a DELETE of its key is not checked */
+			sink->unchecked = after_mark;
+			if (ts_sst_sink_put_record(sink, rec, err) != 0)
+				return -1;
+			/* a scan of the session reads the files through a DB that hides them */
+			if (ts_record_mark(rec) == TS_VALUE_DELETE &&
+				!record_key_append(&session->direct_deletes, rec))
+				goto oom;
+			written++;
+			if (first == SIZE_MAX)
+				first = i;
+			last = i;
 		}
-		written++;
+		after_mark = false;
+		/* the table's range in the direct files, which runs cannot be checked against */
+		if (table_ends && first != SIZE_MAX)
+		{
+			if (ranges &&
+				(ts_key_ranges_add(&session->direct_ranges, ts_record_key(staged->data + offsets[first]),
+								   ts_record_keylen(staged->data + offsets[first])) != 0 ||
+				 ts_key_ranges_add(&session->direct_ranges, ts_record_key(staged->data + offsets[last]),
+								   ts_record_keylen(staged->data + offsets[last])) != 0))
+				goto oom;
+			first = SIZE_MAX;
+		}
 	}
 	sink->unchecked = false;
-	/* the direct files' key range, which runs cannot be checked against */
-	if (ts_conflicts_count(&session->conflicts, NULL) > 0 && written > 0 &&
-		!(record_key_copy(&session->direct_last, staged->data + offsets[upto - 1]) &&
-		  (session->direct_first.len > 0 ||
-		   record_key_copy(&session->direct_first, staged->data + offsets[0]))))
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
-		return -1;
-	}
 	ts_session_account_spilled(session, session->spilled_bytes - session->direct_bytes +
 							   ts_sst_sink_bytes(sink));
 	session->direct_bytes = ts_sst_sink_bytes(sink);
@@ -134,6 +227,10 @@ ts_spill_sorted_records(TsSession *session, const TcBuf *staged,
 		   (unsigned long long) session->id, written,
 		   (unsigned long long) session->direct_bytes);
 	return 0;
+
+oom:
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+	return -1;
 }
 
 /* Where spill_sorted puts the records it keeps; 0, or -1 with err. */
@@ -316,7 +413,7 @@ spill_job_main(void *arg)
 	in_spill_job = true;
 	if (job->sorted)
 		job->result = ts_spill_sorted_records(session, &job->staged, job->offsets,
-											  job->noffsets, job->noffsets - 1, &job->err);
+											  job->noffsets, true, &job->err);
 	else
 		job->result = ts_spill_run(session, &job->staged, job->offsets, job->noffsets,
 								   &job->err);
@@ -357,13 +454,32 @@ ts_spill_wait(TsSession *session, TsError *err)
 	return 0;
 }
 
+/* The index of the record at offset among offsets[0, n), which ascend. */
+static size_t
+offset_index(const uint32_t *offsets, size_t n, uint32_t offset)
+{
+	size_t		lo = 0,
+				hi = n;
+
+	while (hi - lo > 1)
+	{
+		size_t		mid = lo + (hi - lo) / 2;
+
+		if (offsets[mid] <= offset)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /*
  * Hand the full buffer to a background spill and go on filling the spare,
  * so that the connection keeps reading while the records are written: to
  * SST files while the session is sorted, else to a run.  A sorted
- * session's last record is carried over into the new buffer, not written:
- * the next record may repeat its key, and the later write must win without
- * two files holding that key.
+ * session's last record of each table is carried over into the new buffer,
+ * not written: the table's next record may repeat its key, and the later
+ * write must win without two files holding that key.
  */
 int
 ts_spill_start(TsSession *session, TsError *err)
@@ -374,54 +490,87 @@ ts_spill_start(TsSession *session, TsError *err)
 	TcBuf		full = session->staged;
 	uint32_t   *full_offsets = session->offsets;
 	size_t		full_offsets_cap = session->offsets_cap;
-	size_t		carry = 0;		/* bytes of the record carried over */
+	uint64_t   *full_carried = session->carried;
+	size_t		full_carried_cap = session->carried_cap;
+	size_t		carry = 0;		/* bytes of the records carried over */
+	size_t		ncarry = 0;
 
 	if (session->noffsets == 0)
 		return 0;
 	if (ts_spill_wait(session, err) != 0)
 		return -1;
-	if (session->sorted)
+	for (size_t t = 0; session->sorted && t < session->ntables; t++)
 	{
-		const uint8_t *last = full.data + full_offsets[session->noffsets - 1];
+		const uint8_t *last;
 
-		carry = ts_record_size(ts_record_keylen(last), ts_record_valuelen(last));
+		if (session->table_last[t] == 0)
+			continue;
+		last = full.data + session->table_last[t] - 1;
+		carry += ts_record_size(ts_record_keylen(last), ts_record_valuelen(last));
+		ncarry++;
 	}
-	/* the spare must take the carried record: nothing can fail after the swap */
+	/* the spares must take the carried records: nothing can fail after the swap */
 	if (!tc_buf_reserve(&job->staged, buffer_size > carry ? buffer_size : carry))
 		goto oom;
-	if (job->offsets_cap == 0)
+	if (job->offsets_cap < (ncarry > 1024 ? ncarry : 1024))
 	{
-		job->offsets = malloc(1024 * sizeof(uint32_t));
-		if (job->offsets == NULL)
+		size_t		cap = ncarry > 1024 ? ncarry : 1024;
+		uint32_t   *grown = realloc(job->offsets, cap * sizeof(uint32_t));
+
+		if (grown == NULL)
 			goto oom;
-		job->offsets_cap = 1024;
+		job->offsets = grown;
+		job->offsets_cap = cap;
+	}
+	if (job->carried_cap < ncarry)
+	{
+		uint64_t   *grown = realloc(job->carried, session->ntables * sizeof(uint64_t));
+
+		if (grown == NULL)
+			goto oom;
+		job->carried = grown;
+		job->carried_cap = session->ntables;
 	}
 
 	ts_session_account(session);	/* the full buffer's bytes, counted */
 	session->staged = job->staged;
 	session->offsets = job->offsets;
 	session->offsets_cap = job->offsets_cap;
+	session->carried = job->carried;
+	session->carried_cap = job->carried_cap;
 	job->staged = full;
 	job->offsets = full_offsets;
 	job->offsets_cap = full_offsets_cap;
+	job->carried = full_carried;
+	job->carried_cap = full_carried_cap;
 	job->noffsets = session->noffsets;
 	job->sorted = session->sorted;
 	job->ordinals = session->ordinals;
 	session->noffsets = 0;
-	/* the next batch's rows follow, after the carried record if any */
+	session->staged.len = 0;
+	/* the next batch's rows follow, after the carried records if any */
 	session->ordinals.rows_before = session->rows;
 	session->ordinals.skipped = 0;
-	session->ordinals.has_carried = job->sorted;
-	session->ordinals.carried = job->sorted ?
-		ts_ordinals_row(&job->ordinals, job->noffsets - 1) : 0;
+	session->ordinals.ncarried = ncarry;
+	session->ordinals.carried = session->carried;
 	session->staged_accounted -= job->staged.len;	/* the job's to drop now */
-	if (job->sorted)
+	for (size_t t = 0; t < session->ntables; t++)
 	{
-		memcpy(session->staged.data,
-			   job->staged.data + job->offsets[job->noffsets - 1], carry);
-		session->staged.len = carry;
-		session->offsets[0] = 0;
-		session->noffsets = 1;
+		uint32_t	at = session->table_last[t];
+		const uint8_t *last;
+		size_t		size;
+
+		session->table_last[t] = 0;
+		if (!job->sorted || at == 0)
+			continue;
+		last = job->staged.data + at - 1;
+		size = ts_record_size(ts_record_keylen(last), ts_record_valuelen(last));
+		memcpy(session->staged.data + session->staged.len, last, size);
+		session->carried[session->noffsets] =
+			ts_ordinals_row(&job->ordinals, offset_index(job->offsets, job->noffsets, at - 1));
+		session->offsets[session->noffsets++] = (uint32_t) session->staged.len;
+		session->table_last[t] = (uint32_t) session->staged.len + 1;
+		session->staged.len += size;
 	}
 
 	ts_session_account(session);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ts_key.h"
 #include "ts_record.h"
 
 /* An empty sink of session: of merge part part, or -1 for the direct files. */
@@ -59,6 +60,16 @@ ts_sst_sink_put(void *arg, const uint8_t *key, uint32_t keylen,
 	TsStore    *store = sink->session->store;
 	char	   *errptr = NULL;
 	int			mark = ts_value_mark(value, valuelen);
+	uint32_t	table_id = keylen < TS_TABLE_ID_SIZE ? 0 : ts_get_be32(key);
+
+	/*
+	 * A file holds one table's keys: the rows of tables that interleave in
+	 * a session (partitions on one tserver) go to files that do not
+	 * overlap, and a truncate drops whole files
+	 */
+	if (sink->writer != NULL && table_id != sink->table_id &&
+		ts_sst_sink_finish_file(sink, err) != 0)
+		return -1;
 
 	/* an UPDATE or DELETE is not checked against anything */
 	if (ts_conflicts_count(&sink->session->conflicts, NULL) > 0 && mark == 0 && !sink->unchecked)
@@ -102,6 +113,7 @@ ts_sst_sink_put(void *arg, const uint8_t *key, uint32_t keylen,
 		if (errptr != NULL)
 			goto rocks_err;
 		sink->entries_in_file = 0;
+		sink->table_id = table_id;
 	}
 	if (mark == TS_VALUE_DELETE)
 		rocksdb_sstfilewriter_delete(sink->writer, (const char *) key, keylen, &errptr);
