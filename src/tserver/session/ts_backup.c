@@ -48,6 +48,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ts_clock.h"
 #include "ts_files.h"
 #include "ts_log.h"
 #include "ts_store.pb-c.h"
@@ -77,16 +78,6 @@ text_put(BackupText *text, const void *bytes, size_t len)
 	}
 	memcpy(text->buf.data + text->buf.len, bytes, len);
 	text->buf.len += len;
-}
-
-/* Microseconds of the monotonic clock. */
-static uint64_t
-now_us(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t) now.tv_sec * 1000000 + (uint64_t) now.tv_nsec / 1000;
 }
 
 /* Whether s[len] is valid UTF-8 (no overlong forms, no surrogates). */
@@ -650,7 +641,7 @@ ts_store_backup(TsStore *store, const char *path, size_t pathlen, const char *ro
 	char		sub[SESSION_DIR_SIZE + 64];	/* under dir, or under scratch */
 	char		scratch[SESSION_DIR_SIZE] = "";
 	const char *take;			/* where the checkpoint and links go */
-	uint64_t	start = now_us();
+	uint64_t	start = ts_monotonic_us();
 	uint64_t	locked;
 	rocksdb_checkpoint_t *checkpoint = NULL;
 	rocksdb_flushoptions_t *flush;
@@ -714,7 +705,7 @@ ts_store_backup(TsStore *store, const char *path, size_t pathlen, const char *ro
 
 	/* the consistent point: no prepared record comes or goes meanwhile */
 	snprintf(sub, sizeof(sub), "%s/%s", take, BACKUP_CHECKPOINT);
-	locked = now_us();
+	locked = ts_monotonic_us();
 	pthread_rwlock_wrlock(&store->backup_lock);
 	pthread_rwlock_rdlock(&store->publish_lock);
 	/* no flush: the WAL written since the flush above is copied */
@@ -728,7 +719,7 @@ ts_store_backup(TsStore *store, const char *path, size_t pathlen, const char *ro
 		result = ts_prepared_each(store, backup_link_record, (void *) take, err);
 	pthread_rwlock_unlock(&store->publish_lock);
 	pthread_rwlock_unlock(&store->backup_lock);
-	info->locked_us = now_us() - locked;
+	info->locked_us = ts_monotonic_us() - locked;
 	rocksdb_checkpoint_object_destroy(checkpoint);
 	if (result != 0)
 		goto fail;
@@ -759,12 +750,12 @@ ts_store_backup(TsStore *store, const char *path, size_t pathlen, const char *ro
 	if (backup_write_manifest(store, dir, info, &lines, err) != 0)
 		goto fail;
 	tc_buf_free(&lines.buf);
-	info->took_ms = (now_us() - start) / 1000;
+	info->took_ms = (ts_monotonic_us() - start) / 1000;
 	ts_log(TS_LOG_INFO, "backup into \"%s\": %u tables, %zu prepared sessions, %llu bytes, "
 		   "sequence %llu; prepares and resolves waited %.3f ms, %.3f s in all", dir,
 		   info->tables, info->nprepared, (unsigned long long) info->bytes,
 		   (unsigned long long) info->sequence, info->locked_us / 1000.0,
-		   (now_us() - start) / 1e6);
+		   (ts_monotonic_us() - start) / 1e6);
 	return 0;
 
 fail:

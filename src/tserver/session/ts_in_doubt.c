@@ -34,6 +34,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ts_clock.h"
 #include "ts_log.h"
 
 #define IN_DOUBT_SLICE_MS 200	/* between two questions to give_up */
@@ -42,10 +43,7 @@
 static int64_t
 monotonic_ms(void)
 {
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (int64_t) now.tv_sec * 1000 + now.tv_nsec / 1000000;
+	return (int64_t) (ts_monotonic_us() / 1000);
 }
 
 /* The monotonic time ms milliseconds from now, for pthread_cond_timedwait. */

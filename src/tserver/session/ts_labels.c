@@ -31,6 +31,7 @@
 #include <time.h>
 
 #include "tc_client.h"
+#include "ts_clock.h"
 #include "ts_log.h"
 #include "ts_store.pb-c.h"
 
@@ -43,16 +44,6 @@ struct TsLabelClaim
 	uint64_t	session_id;		/* the open session holding it, or 0 */
 	char	   *gid;			/* the prepared session holding it, or NULL */
 };
-
-/* Unix time in milliseconds. */
-static uint64_t
-label_now_ms(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_REALTIME, &now);
-	return (uint64_t) now.tv_sec * 1000 + (uint64_t) now.tv_nsec / 1000000;
-}
 
 /* A label a client may use: 1 .. TS_LABEL_MAX bytes.  0, or -1 with err. */
 static int
@@ -87,7 +78,7 @@ void
 ts_labels_batch_publish(TsStore *store, rocksdb_writebatch_t *wb,
 						const TsLabelRef *labels, size_t n, const char *gid)
 {
-	uint64_t	now = label_now_ms();
+	uint64_t	now = ts_realtime_ms();
 
 	for (size_t i = 0; i < n; i++)
 	{

@@ -42,6 +42,7 @@
 #include <time.h>
 
 #include "tc_client.h"
+#include "ts_clock.h"
 #include "ts_log.h"
 #include "ts_store.pb-c.h"
 
@@ -50,16 +51,6 @@ _Static_assert(TS_GID_MAX == TC_GID_MAX, "the tserver's and the client's gid lim
 #define PREPARED_RECORD_VERSION 1
 #define PREPARED_RECORD_VERSION_LABELS 2	/* a record with load labels */
 #define PREPARED_SENTINEL_FILE "sentinel.sst"
-
-/* Unix time in milliseconds. */
-static uint64_t
-realtime_ms(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_REALTIME, &now);
-	return (uint64_t) now.tv_sec * 1000 + (uint64_t) now.tv_nsec / 1000000;
-}
 
 /* A gid a client may use: 1 .. TS_GID_MAX bytes.  0, or -1 with err. */
 static int
@@ -332,7 +323,7 @@ ts_session_prepare_gid(TsSession *session, const char *gid, uint64_t owner,
 	rec.gid = (char *) gid;
 	rec.session_id = session->id;
 	rec.rows = session->rows;
-	rec.prepared_at_ms = realtime_ms();
+	rec.prepared_at_ms = ts_realtime_ms();
 	rec.tables = session->tables;
 	rec.n_tables = session->ntables;
 	rec.truncates = session->truncates;

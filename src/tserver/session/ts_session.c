@@ -95,6 +95,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ts_clock.h"
 #include "ts_key.h"
 #include "ts_log.h"
 #include "ts_record.h"
@@ -105,10 +106,7 @@
 static double
 monotonic_ms(void)
 {
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return now.tv_sec * 1e3 + now.tv_nsec / 1e6;
+	return ts_monotonic_us() / 1e3;
 }
 
 TsSession *
