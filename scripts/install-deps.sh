@@ -8,6 +8,7 @@ packages=(
 	postgresql-15 postgresql-server-dev-15	# the extension (PGXS) and its tests
 	libkrb5-dev								# gssapi.h, which the server's libpq headers include
 	librocksdb-dev							# the tserver's store
+	libraft-dev libuv1-dev					# the tserver's replica groups (Raft)
 	libprotobuf-c-dev protobuf-c-compiler	# wire protocol
 	libgoogle-perftools-dev					# tcmalloc for the tserver
 	libssl-dev								# TLS of tcp:, HMAC of the token handshake

@@ -126,7 +126,7 @@ check_calls(\%ext_layer_of, \%rank);
 
 # calls between the tserver's layers: an object's layer is its source's
 # folder (the generated ts_store.pb-c is storage's; ts_main.c is on top)
-my @ts_layers = qw(storage session server);
+my @ts_layers = qw(storage replication session server);
 my %ts_rank;
 @ts_rank{@ts_layers} = (0 .. $#ts_layers);
 my %ts_layer_of = ('ts_store.pb-c' => 'storage');

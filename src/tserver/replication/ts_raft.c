@@ -1,0 +1,488 @@
+/*
+ * ts_raft.c
+ *		One member of a Raft group over Debian's libraft 0.15 (ts_raft.h).
+ *
+ * libraft is single-threaded: after raft_start, every raft_* call and
+ * every state-machine callback runs on the libuv loop given to it, here on
+ * a thread of the member's own (raft_thread_main).  Other threads reach it
+ * through a queue and one uv_async_t: ts_raft_submit queues its entry
+ * (a Submit on its own stack), wakes the loop and waits on its condition
+ * variable; the loop drains the whole queue (wakeups coalesce) and calls
+ * raft_apply once per entry (with several buffers, 0.15 calls back after
+ * the first entry is applied, not the last).  raft_apply refusing an entry
+ * appended nothing: the submitter may go elsewhere (TS_RAFT_NOT_LEADER);
+ * its callback with RAFT_LEADERSHIPLOST means the entry may still be
+ * committed by the next leader (TS_RAFT_UNKNOWN).
+ *
+ * What other threads read of the member (role, leader, applied index) is
+ * copied under status_lock by a uv_check handle, after every loop
+ * iteration: libraft's getters are not thread-safe.
+ *
+ * Snapshots: libraft 0.15 keeps a snapshot in memory and sends it whole,
+ * so the machine's snapshot is a description (docs/replication.md: a
+ * manifest naming the state, fetched out of band).  The machine gives the
+ * bytes; they are copied into a raft_malloc'd buffer that libraft frees.
+ */
+#include "ts_raft.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <raft.h>
+#include <raft/uv.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <uv.h>
+
+#include "ts_log.h"
+
+/* An entry on its way: on the submitter's stack until done. */
+typedef struct Submit
+{
+	struct raft_apply req;
+	struct raft_buffer buf;
+	TsRaft	   *raft;
+	TsRaftOutcome outcome;
+	uint64_t	index;
+	bool		done;
+	pthread_cond_t done_cond;
+	struct Submit *next;
+} Submit;
+
+struct TsRaft
+{
+	TsRaftConfig config;
+	struct uv_loop_s loop;
+	struct raft_uv_transport transport;
+	struct raft_io io;
+	struct raft_fsm fsm;
+	struct raft raft;
+	uv_async_t submit_async;
+	uv_async_t stop_async;
+	uv_check_t status_check;
+	pthread_t	thread;
+
+	pthread_mutex_t lock;		/* the queue, the Submits' outcomes, status */
+	Submit	   *queue_head;
+	Submit	   *queue_tail;
+	bool		closing;		/* no more submissions */
+	TsRaftStatus status;
+};
+
+/* ---- the state machine, on the raft thread ---- */
+
+/*
+ * An entry on the log: its length (8 bytes, little-endian), its bytes,
+ * zeros up to a multiple of 8.  libraft 0.15 writes an entry's bytes into
+ * its segment files as they are and expects the next batch at a multiple
+ * of 8 (an entry of 35 bytes made a segment unreadable at the next start).
+ */
+#define ENTRY_HEADER 8
+
+static size_t
+entry_size(size_t len)
+{
+	return ENTRY_HEADER + ((len + 7) & ~(size_t) 7);
+}
+
+static int
+fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
+{
+	TsRaft	   *raft = fsm->data;
+	/* 0.15 raises last_applied after apply returns: this entry's index */
+	uint64_t	index = raft_last_applied(&raft->raft) + 1;
+	uint64_t	len = 0;
+	const unsigned char *bytes = buf->base;
+
+	for (int i = 0; i < 8 && buf->len >= ENTRY_HEADER; i++)
+		len |= (uint64_t) bytes[i] << (8 * i);
+	if (buf->len < ENTRY_HEADER || len > buf->len - ENTRY_HEADER)
+	{
+		ts_log(TS_LOG_WARNING, "raft member %llu: entry %llu of %zu bytes is malformed",
+			   (unsigned long long) raft->config.id, (unsigned long long) index, buf->len);
+		return RAFT_MALFORMED;
+	}
+	*result = (void *) (uintptr_t) index;
+	return raft->config.machine.apply(raft->config.machine.arg, index, bytes + ENTRY_HEADER,
+									  (size_t) len);
+}
+
+static int
+fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n_bufs)
+{
+	TsRaft	   *raft = fsm->data;
+	TcBuf		out = {0};
+	struct raft_buffer *buf;
+
+	if (raft->config.machine.snapshot(raft->config.machine.arg,
+									  raft_last_applied(&raft->raft), &out) != 0)
+	{
+		tc_buf_free(&out);
+		return RAFT_BUSY;		/* taken later */
+	}
+	buf = raft_malloc(sizeof(*buf));
+	if (buf == NULL || (buf->base = raft_malloc(out.len > 0 ? out.len : 1)) == NULL)
+	{
+		raft_free(buf);
+		tc_buf_free(&out);
+		return RAFT_NOMEM;
+	}
+	memcpy(buf->base, out.data, out.len);
+	buf->len = out.len;
+	tc_buf_free(&out);
+	*bufs = buf;
+	*n_bufs = 1;
+	return 0;
+}
+
+static int
+fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
+{
+	TsRaft	   *raft = fsm->data;
+
+	if (raft->config.machine.restore(raft->config.machine.arg, buf->base, buf->len) != 0)
+		return RAFT_CORRUPT;
+	raft_free(buf->base);		/* ours on success */
+	return 0;
+}
+
+/* ---- submissions, on the raft thread ---- */
+
+/* Say an entry's outcome to its waiting submitter. */
+static void
+submit_done(TsRaft *raft, Submit *submit, TsRaftOutcome outcome, uint64_t index)
+{
+	pthread_mutex_lock(&raft->lock);
+	submit->outcome = outcome;
+	submit->index = index;
+	submit->done = true;
+	pthread_cond_signal(&submit->done_cond);
+	pthread_mutex_unlock(&raft->lock);
+}
+
+/* Committed and applied here (0), or leadership lost, or a failed write. */
+static void
+apply_cb(struct raft_apply *req, int status, void *result)
+{
+	Submit	   *submit = req->data;
+
+	submit_done(submit->raft, submit,
+				status == 0 ? TS_RAFT_APPLIED :
+				status == RAFT_LEADERSHIPLOST ? TS_RAFT_UNKNOWN : TS_RAFT_FAILED,
+				status == 0 ? (uint64_t) (uintptr_t) result : 0);
+}
+
+/* Take the whole queue and hand each entry to libraft. */
+static void
+submit_async_cb(uv_async_t *handle)
+{
+	TsRaft	   *raft = handle->data;
+	Submit	   *submit;
+
+	pthread_mutex_lock(&raft->lock);
+	submit = raft->queue_head;
+	raft->queue_head = raft->queue_tail = NULL;
+	pthread_mutex_unlock(&raft->lock);
+	while (submit != NULL)
+	{
+		Submit	   *next = submit->next;
+		int			rv;
+
+		submit->req.data = submit;
+		rv = raft_apply(&raft->raft, &submit->req, &submit->buf, 1, apply_cb);
+		if (rv != 0)
+		{
+			/* nothing appended: the buffer is still ours */
+			raft_free(submit->buf.base);
+			submit_done(raft, submit, rv == RAFT_NOTLEADER ? TS_RAFT_NOT_LEADER : TS_RAFT_FAILED, 0);
+		}
+		submit = next;
+	}
+}
+
+/* ---- status, stop, the thread ---- */
+
+/* After every loop iteration: what other threads may read of the member. */
+static void
+status_check_cb(uv_check_t *handle)
+{
+	TsRaft	   *raft = handle->data;
+	raft_id		leader_id;
+	const char *leader_address;
+	TsRaftStatus status = {0};
+
+	switch (raft_state(&raft->raft))
+	{
+		case RAFT_FOLLOWER:
+			status.role = TS_RAFT_FOLLOWER;
+			break;
+		case RAFT_CANDIDATE:
+			status.role = TS_RAFT_CANDIDATE;
+			break;
+		case RAFT_LEADER:
+			status.role = TS_RAFT_LEADER;
+			break;
+		default:
+			status.role = TS_RAFT_UNAVAILABLE;
+	}
+	raft_leader(&raft->raft, &leader_id, &leader_address);
+	status.leader_id = leader_id;
+	if (leader_id != 0 && leader_address != NULL)
+		snprintf(status.leader_address, sizeof(status.leader_address), "%s", leader_address);
+	status.applied = raft_last_applied(&raft->raft);
+	pthread_mutex_lock(&raft->lock);
+	raft->status = status;
+	pthread_mutex_unlock(&raft->lock);
+}
+
+static void
+handle_closed(uv_handle_t *handle)
+{
+	(void) handle;
+}
+
+/* libraft closed: close the rest, and the loop ends. */
+static void
+raft_closed(struct raft *r)
+{
+	TsRaft	   *raft = r->data;
+
+	raft_uv_close(&raft->io);
+	raft_uv_tcp_close(&raft->transport);
+	uv_close((uv_handle_t *) &raft->submit_async, handle_closed);
+	uv_close((uv_handle_t *) &raft->stop_async, handle_closed);
+	uv_close((uv_handle_t *) &raft->status_check, handle_closed);
+}
+
+/* Stop: fail what is queued, then close libraft (in flight: LEADERSHIPLOST). */
+static void
+stop_async_cb(uv_async_t *handle)
+{
+	TsRaft	   *raft = handle->data;
+	Submit	   *submit;
+
+	pthread_mutex_lock(&raft->lock);
+	raft->closing = true;
+	submit = raft->queue_head;
+	raft->queue_head = raft->queue_tail = NULL;
+	pthread_mutex_unlock(&raft->lock);
+	while (submit != NULL)
+	{
+		Submit	   *next = submit->next;
+
+		raft_free(submit->buf.base);
+		submit_done(raft, submit, TS_RAFT_FAILED, 0);
+		submit = next;
+	}
+	raft_close(&raft->raft, raft_closed);
+}
+
+static void *
+raft_thread_main(void *arg)
+{
+	TsRaft	   *raft = arg;
+
+	pthread_setname_np(pthread_self(), "ts-raft");
+	uv_run(&raft->loop, UV_RUN_DEFAULT);
+	return NULL;
+}
+
+/* Parse "ID@ADDRESS,..." into conf; 0, or -1 with err. */
+static int
+parse_members(const char *text, struct raft_configuration *conf, TsError *err)
+{
+	const char *at = text;
+
+	while (*at != '\0')
+	{
+		const char *end = strchr(at, ',');
+		size_t		len = end != NULL ? (size_t) (end - at) : strlen(at);
+		char		item[TS_RAFT_ADDRESS_MAX + 32];
+		char	   *sep;
+		char	   *stop;
+		unsigned long long id;
+
+		if (len == 0 || len >= sizeof(item))
+			goto bad;
+		memcpy(item, at, len);
+		item[len] = '\0';
+		sep = strchr(item, '@');
+		if (sep == NULL || sep == item || sep[1] == '\0' || strlen(sep + 1) >= TS_RAFT_ADDRESS_MAX)
+			goto bad;
+		*sep = '\0';
+		errno = 0;
+		id = strtoull(item, &stop, 10);
+		if (errno != 0 || *stop != '\0' || id == 0 ||
+			raft_configuration_add(conf, id, sep + 1, RAFT_VOTER) != 0)
+			goto bad;
+		at += len;
+		if (*at == ',')
+			at++;
+	}
+	return 0;
+
+bad:
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+				 "the raft members \"%s\" are not \"ID@ADDRESS,...\" with distinct ids above 0",
+				 text);
+	return -1;
+}
+
+TsRaft *
+ts_raft_start(const TsRaftConfig *config, TsError *err)
+{
+	TsRaft	   *raft = calloc(1, sizeof(TsRaft));
+	int			rv;
+	const char *step = "";
+
+	if (raft == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		return NULL;
+	}
+	raft->config = *config;
+	pthread_mutex_init(&raft->lock, NULL);
+	if (mkdir(config->dir, 0700) != 0 && errno != EEXIST)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE, "could not create \"%s\": %s",
+					 config->dir, strerror(errno));
+		free(raft);
+		return NULL;
+	}
+	uv_loop_init(&raft->loop);
+	raft->fsm.version = 2;
+	raft->fsm.data = raft;
+	raft->fsm.apply = fsm_apply;
+	raft->fsm.snapshot = fsm_snapshot;
+	raft->fsm.restore = fsm_restore;
+	if ((rv = raft_uv_tcp_init(&raft->transport, &raft->loop)) != 0)
+	{
+		step = "its transport";
+		goto fail;
+	}
+	if ((rv = raft_uv_init(&raft->io, &raft->loop, config->dir, &raft->transport)) != 0)
+	{
+		step = "its I/O";
+		goto fail;
+	}
+	if ((rv = raft_init(&raft->raft, &raft->io, &raft->fsm, config->id, config->address)) != 0)
+	{
+		step = "it";
+		goto fail;
+	}
+	raft->raft.data = raft;
+	if (config->bootstrap != NULL)
+	{
+		struct raft_configuration conf;
+
+		raft_configuration_init(&conf);
+		if (parse_members(config->bootstrap, &conf, err) != 0)
+		{
+			raft_configuration_close(&conf);
+			goto fail_logged;
+		}
+		rv = raft_bootstrap(&raft->raft, &conf);
+		raft_configuration_close(&conf);
+		/* a member with state already was bootstrapped */
+		if (rv != 0 && rv != RAFT_CANTBOOTSTRAP)
+		{
+			step = "its bootstrap";
+			goto fail;
+		}
+	}
+	raft_set_election_timeout(&raft->raft, config->election_ms ? config->election_ms : 1000);
+	raft_set_heartbeat_timeout(&raft->raft, config->heartbeat_ms ? config->heartbeat_ms : 100);
+	raft_set_snapshot_threshold(&raft->raft,
+								config->snapshot_threshold ? config->snapshot_threshold : 1024);
+	raft_set_pre_vote(&raft->raft, true);
+	uv_async_init(&raft->loop, &raft->submit_async, submit_async_cb);
+	raft->submit_async.data = raft;
+	uv_async_init(&raft->loop, &raft->stop_async, stop_async_cb);
+	raft->stop_async.data = raft;
+	uv_check_init(&raft->loop, &raft->status_check);
+	raft->status_check.data = raft;
+	uv_check_start(&raft->status_check, status_check_cb);
+	if ((rv = raft_start(&raft->raft)) != 0)
+	{
+		step = "it";
+		goto fail;
+	}
+	if (pthread_create(&raft->thread, NULL, raft_thread_main, raft) != 0)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "could not start the raft thread");
+		/* not reached in practice; the loop's handles leak with the member */
+		return NULL;
+	}
+	ts_log(TS_LOG_INFO, "raft member %llu at %s started in \"%s\"",
+		   (unsigned long long) config->id, config->address, config->dir);
+	return raft;
+
+fail:
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE, "could not start the raft member (%s): %s",
+				 step, strcmp(step, "its transport") == 0 || strcmp(step, "its I/O") == 0 ?
+				 raft_strerror(rv) : raft_errmsg(&raft->raft));
+fail_logged:
+	/* what was made before the failure goes with the process */
+	return NULL;
+}
+
+TsRaftOutcome
+ts_raft_submit(TsRaft *raft, const void *data, size_t len, uint64_t *index)
+{
+	Submit		submit;
+
+	memset(&submit, 0, sizeof(submit));
+	submit.raft = raft;
+	submit.buf.len = entry_size(len);
+	submit.buf.base = raft_malloc(submit.buf.len);
+	if (submit.buf.base == NULL)
+		return TS_RAFT_FAILED;
+	memset(submit.buf.base, 0, submit.buf.len);
+	for (int i = 0; i < 8; i++)
+		((unsigned char *) submit.buf.base)[i] = (unsigned char) ((uint64_t) len >> (8 * i));
+	memcpy((char *) submit.buf.base + ENTRY_HEADER, data, len);
+	pthread_cond_init(&submit.done_cond, NULL);
+	pthread_mutex_lock(&raft->lock);
+	if (raft->closing)
+	{
+		pthread_mutex_unlock(&raft->lock);
+		raft_free(submit.buf.base);
+		pthread_cond_destroy(&submit.done_cond);
+		return TS_RAFT_FAILED;
+	}
+	if (raft->queue_tail != NULL)
+		raft->queue_tail->next = &submit;
+	else
+		raft->queue_head = &submit;
+	raft->queue_tail = &submit;
+	pthread_mutex_unlock(&raft->lock);
+	uv_async_send(&raft->submit_async);
+	pthread_mutex_lock(&raft->lock);
+	while (!submit.done)
+		pthread_cond_wait(&submit.done_cond, &raft->lock);
+	pthread_mutex_unlock(&raft->lock);
+	pthread_cond_destroy(&submit.done_cond);
+	if (index != NULL)
+		*index = submit.index;
+	return submit.outcome;
+}
+
+void
+ts_raft_status(TsRaft *raft, TsRaftStatus *status)
+{
+	pthread_mutex_lock(&raft->lock);
+	*status = raft->status;
+	pthread_mutex_unlock(&raft->lock);
+}
+
+void
+ts_raft_stop(TsRaft *raft)
+{
+	uv_async_send(&raft->stop_async);
+	pthread_join(raft->thread, NULL);
+	uv_loop_close(&raft->loop);
+	pthread_mutex_destroy(&raft->lock);
+	ts_log(TS_LOG_INFO, "raft member %llu stopped", (unsigned long long) raft->config.id);
+	free(raft);
+}

@@ -1,0 +1,105 @@
+/*
+ * ts_raft.h
+ *		One member of a Raft group (Debian's libraft 0.15, its libuv I/O):
+ *		entries submitted from any thread, applied in log order by a state
+ *		machine the caller gives, on every member.  The design, and what
+ *		libraft 0.15 does and does not do, are in docs/replication.md.
+ *
+ * libraft runs on one libuv loop, on a thread of the member's own; every
+ * callback below is called there.  ts_raft_submit hands an entry to that
+ * thread and waits until it is committed and applied on this member (the
+ * leader), or refused.
+ */
+#ifndef TS_RAFT_H
+#define TS_RAFT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tc_buf.h"
+#include "ts_error.h"
+
+#define TS_RAFT_ADDRESS_MAX 64	/* "a.b.c.d:port", as libraft 0.15 takes it */
+
+typedef struct TsRaft TsRaft;
+
+typedef enum TsRaftRole
+{
+	TS_RAFT_UNAVAILABLE,
+	TS_RAFT_FOLLOWER,
+	TS_RAFT_CANDIDATE,
+	TS_RAFT_LEADER
+} TsRaftRole;
+
+/* What ts_raft_submit says of an entry. */
+typedef enum TsRaftOutcome
+{
+	TS_RAFT_APPLIED,			/* committed, and applied on this member */
+	TS_RAFT_NOT_LEADER,			/* nothing appended: send it to the leader */
+	TS_RAFT_UNKNOWN,			/* leadership lost meanwhile: the next leader
+								 * may commit it or not */
+	TS_RAFT_FAILED				/* not appended (stopping, out of memory, I/O) */
+} TsRaftOutcome;
+
+/*
+ * The state machine, called on the member's raft thread:
+ *
+ * apply: each committed entry, in log order, on every member; again, after
+ * a restart, for the entries after the last snapshot, so that an entry at
+ * or below the index the state already holds must be skipped.  Anything
+ * but 0 stops applying (libraft retries at the next entry): the member is
+ * broken.
+ *
+ * snapshot: a small description of the state applied so far (up to index)
+ * into out; libraft keeps it, sends it to a member too far behind for the
+ * log, and gives it to restore there and at every start.  0, or -1 (taken
+ * later).
+ *
+ * restore: make the state what the snapshot describes; 0, or -1 (fatal).
+ */
+typedef struct TsRaftMachine
+{
+	int			(*apply) (void *arg, uint64_t index, const void *data, size_t len);
+	int			(*snapshot) (void *arg, uint64_t index, TcBuf *out);
+	int			(*restore) (void *arg, const void *data, size_t len);
+	void	   *arg;
+} TsRaftMachine;
+
+typedef struct TsRaftConfig
+{
+	uint64_t	id;				/* this member's, above 0 */
+	char		address[TS_RAFT_ADDRESS_MAX];	/* it listens on */
+	const char *dir;			/* libraft's files; made if missing */
+	const char *bootstrap;		/* the first members, "ID@ADDRESS,...", the
+								 * same on each of them; NULL on a member
+								 * that joins or restarts */
+	unsigned	election_ms;	/* 0: 1000 */
+	unsigned	heartbeat_ms;	/* 0: 100 */
+	unsigned	snapshot_threshold; /* entries between snapshots; 0: 1024 */
+	TsRaftMachine machine;
+} TsRaftConfig;
+
+typedef struct TsRaftStatus
+{
+	TsRaftRole	role;
+	uint64_t	leader_id;		/* 0: none known */
+	char		leader_address[TS_RAFT_ADDRESS_MAX];
+	uint64_t	applied;		/* the last index applied here */
+} TsRaftStatus;
+
+/* Start the member; NULL with err. */
+TsRaft	   *ts_raft_start(const TsRaftConfig *config, TsError *err);
+
+/*
+ * Submit an entry (copied) and wait for its outcome; *index: its index
+ * when applied.  Any thread but the member's own.
+ */
+TsRaftOutcome ts_raft_submit(TsRaft *raft, const void *data, size_t len, uint64_t *index);
+
+/* What the member last knew, from any thread. */
+void		ts_raft_status(TsRaft *raft, TsRaftStatus *status);
+
+/* Stop the member and free it: entries still waiting end TS_RAFT_FAILED. */
+void		ts_raft_stop(TsRaft *raft);
+
+#endif							/* TS_RAFT_H */
