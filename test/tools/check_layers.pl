@@ -8,7 +8,7 @@
 #	- calls, when the objects are built (make): no object of a layer
 #	  refers to a symbol (function or variable) defined by an object of a
 #	  layer above it (nm), in the extension and in the tserver (storage ->
-#	  session -> server, one folder each under src/tserver/, whose files
+#	  replication -> session -> server, one folder each under src/tserver/, whose files
 #	  also include no header of a layer above theirs), and src/common's
 #	  objects call in no circle.
 #	Prints each violation and exits 1 if there is any; 0 and a count
