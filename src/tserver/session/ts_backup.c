@@ -390,6 +390,20 @@ backup_copy_tree(const char *from, const char *to, int depth, TsError *err)
 	return result;
 }
 
+/* Make dir/staging, for the prepared sessions' files; 0, or -1 with err. */
+static int
+backup_make_staging(const char *dir, TsError *err)
+{
+	char		sub[SESSION_DIR_SIZE + 64];
+
+	snprintf(sub, sizeof(sub), "%s/staging", dir);
+	if (mkdir(sub, 0700) == 0)
+		return 0;
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+				 "could not create \"%s\": %s", sub, strerror(errno));
+	return -1;
+}
+
 /*
  * Whether dir's parent is on another file system than the store's data
  * directory (a failed stat counts as another: the copy works either way).
@@ -655,13 +669,8 @@ ts_store_backup(TsStore *store, const char *path, size_t pathlen, const char *ro
 		backup_claim_dir(dir, parent, err) != 0)
 		return -1;
 	memset(&lines, 0, sizeof(lines));
-	snprintf(sub, sizeof(sub), "%s/staging", dir);
-	if (mkdir(sub, 0700) != 0)
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
-					 "could not create \"%s\": %s", sub, strerror(errno));
+	if (backup_make_staging(dir, err) != 0)
 		goto fail;
-	}
 	/* on another file system: links into a scratch directory, copied after */
 	take = dir;
 	if (backup_other_fs(store, parent))
@@ -675,13 +684,8 @@ ts_store_backup(TsStore *store, const char *path, size_t pathlen, const char *ro
 			scratch[0] = '\0';
 			goto fail;
 		}
-		snprintf(sub, sizeof(sub), "%s/staging", scratch);
-		if (mkdir(sub, 0700) != 0)
-		{
-			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
-						 "could not create \"%s\": %s", sub, strerror(errno));
+		if (backup_make_staging(scratch, err) != 0)
 			goto fail;
-		}
 		take = scratch;
 	}
 

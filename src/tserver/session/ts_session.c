@@ -514,7 +514,7 @@ ts_session_prepare(TsSession *session, TsError *err)
 	if (ts_spill_wait(session, err) != 0)
 		return -1;
 	/* a sorted session's tables one after the other: its records in key order */
-	if (session->sorted && session->ntables > 1 &&
+	if (session->sorted && ts_session_buffer_tables(session) > 1 &&
 		ts_spill_group_by_table(&session->staged, session->offsets, session->noffsets, err) != 0)
 		return -1;
 

@@ -120,6 +120,7 @@ typedef struct SpillJob
 	size_t		carried_cap;	/* (ordinals.carried), else the spare array */
 	bool		sorted;			/* to SST files, all but each table's last
 								 * record */
+	size_t		ntables;		/* tables with records in staged, if sorted */
 	bool		running;		/* thread started and not yet joined */
 	pthread_t	thread;
 	int			result;			/* 0, or -1 with err: the session failed */
@@ -318,6 +319,17 @@ ts_session_table_index(const TsSession *session, uint32_t table_id)
 		if (session->tables[i] == table_id)
 			return (ssize_t) i;
 	return -1;
+}
+
+/* How many of the session's tables have records in its staging buffer. */
+static inline size_t
+ts_session_buffer_tables(const TsSession *session)
+{
+	size_t		n = 0;
+
+	for (size_t t = 0; t < session->ntables; t++)
+		n += session->table_last[t] != 0;
+	return n;
 }
 
 /*

@@ -161,7 +161,8 @@ oom:
 
 /*
  * Write the n records at offsets of a sorted session straight to its SST
- * files: grouped by table (ts_spill_group_by_table), they are in key order.
+ * files: of one table, or grouped by table (ts_spill_group_by_table, by
+ * the caller), they are in key order.
  * Of equal keys (adjacent, as each table's keys ascend) only the last is
  * written.  With carry, the last record of each table is not written: it
  * is carried over into the next buffer (ts_spill_start), where its key may
@@ -178,7 +179,7 @@ ts_spill_sorted_records(TsSession *session, const TcBuf *staged,
 				last = 0;
 	bool		after_mark = false;
 
-	if (sink == NULL || ts_spill_group_by_table(staged, offsets, n, err) != 0)
+	if (sink == NULL)
 		return -1;
 	for (size_t i = 0; i < n; i++)
 	{
@@ -411,9 +412,13 @@ spill_job_main(void *arg)
 	SpillJob   *job = &session->spill;
 
 	in_spill_job = true;
+	/* a buffer of several tables' records (partitions) in key order first */
 	if (job->sorted)
-		job->result = ts_spill_sorted_records(session, &job->staged, job->offsets,
-											  job->noffsets, true, &job->err);
+		job->result = (job->ntables > 1 &&
+					   ts_spill_group_by_table(&job->staged, job->offsets, job->noffsets,
+											   &job->err) != 0) ? -1 :
+			ts_spill_sorted_records(session, &job->staged, job->offsets, job->noffsets, true,
+									&job->err);
 	else
 		job->result = ts_spill_run(session, &job->staged, job->offsets, job->noffsets,
 								   &job->err);
@@ -545,6 +550,7 @@ ts_spill_start(TsSession *session, TsError *err)
 	job->carried_cap = full_carried_cap;
 	job->noffsets = session->noffsets;
 	job->sorted = session->sorted;
+	job->ntables = ncarry;		/* while sorted: the tables in the buffer */
 	job->ordinals = session->ordinals;
 	session->noffsets = 0;
 	session->staged.len = 0;
