@@ -368,7 +368,6 @@ ts_store_forget_label(TsStore *store, uint32_t table_id, const char *label, bool
 	size_t		keylen;
 	uint64_t	published_at_ms;
 	rocksdb_writebatch_t *wb;
-	char	   *errptr = NULL;
 	int			rc;
 
 	*found = false;
@@ -382,13 +381,9 @@ ts_store_forget_label(TsStore *store, uint32_t table_id, const char *label, bool
 	{
 		wb = rocksdb_writebatch_create();
 		rocksdb_writebatch_delete_cf(wb, store->cf_meta, key, keylen);
-		rocksdb_write(store->db, store->write_sync, wb, &errptr);
-		rocksdb_writebatch_destroy(wb);
-		if (errptr != NULL)
-		{
-			ts_error_rocksdb(err, "could not forget a load label", errptr);
+		if (ts_storage_write(store, wb, "could not forget a load label", err) != 0)
 			rc = -1;
-		}
+		rocksdb_writebatch_destroy(wb);
 	}
 	pthread_mutex_unlock(&store->labels_lock);
 	if (rc < 0)

@@ -290,7 +290,7 @@ ts_session_prepare_gid(TsSession *session, const char *gid, uint64_t owner,
 	uint8_t    *packed = NULL;
 	size_t		packed_len;
 	char		key[sizeof(TS_META_PREPARED_PREFIX) + TS_GID_MAX];
-	char	   *errptr = NULL;
+	int			rc;
 	char	   *scope_prefix = NULL;
 	bool		recorded = false;
 	int			waited_ms = 0;
@@ -400,6 +400,13 @@ ts_session_prepare_gid(TsSession *session, const char *gid, uint64_t owner,
 	}
 	else
 	{
+		if (ts_storage_replicated(store))
+		{
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+						 "a session that spilled to disk (over --session-memory-mb) cannot be "
+						 "replicated to a replica group yet: load it in smaller transactions");
+			goto fail;
+		}
 		if (write_sentinel_file(session, gid, err) != 0)
 			goto fail;
 		/*
@@ -441,15 +448,12 @@ ts_session_prepare_gid(TsSession *session, const char *gid, uint64_t owner,
 	packed = NULL;
 	/* a backup's checkpoint has the record, files and all, or not at all */
 	pthread_rwlock_rdlock(&store->backup_lock);
-	rocksdb_write(store->db, store->write_sync, wb, &errptr);
+	rc = ts_storage_write(store, wb, "could not record the prepared session", err);
 	pthread_rwlock_unlock(&store->backup_lock);
 	rocksdb_writebatch_destroy(wb);
 	wb = NULL;
-	if (errptr != NULL)
-	{
-		ts_error_rocksdb(err, "could not record the prepared session", errptr);
+	if (rc != 0)
 		goto fail;
-	}
 	recorded = true;
 	if (ts_store_crash_point(store, "after-prepare-record", err) != 0)
 		goto fail;
@@ -613,7 +617,7 @@ prepared_discard(TsStore *store, const Tstore__PreparedRecord *rec, TsError *err
 {
 	rocksdb_writebatch_t *wb;
 	char		key[sizeof(TS_META_PREPARED_PREFIX) + TS_GID_MAX];
-	char	   *errptr = NULL;
+	int			rc;
 	int			ingested = 0;
 
 	if (rec->sst != NULL && (ingested = ts_sentinel_present(store, rec->gid, err)) < 0)
@@ -630,13 +634,10 @@ prepared_discard(TsStore *store, const Tstore__PreparedRecord *rec, TsError *err
 		return -1;
 	wb = rocksdb_writebatch_create();
 	rocksdb_writebatch_delete_cf(wb, store->cf_meta, key, record_key(rec->gid, key, sizeof(key)));
-	rocksdb_write(store->db, store->write_sync, wb, &errptr);
+	rc = ts_storage_write(store, wb, "could not delete a prepared session's record", err);
 	rocksdb_writebatch_destroy(wb);
-	if (errptr != NULL)
-	{
-		ts_error_rocksdb(err, "could not delete a prepared session's record", errptr);
+	if (rc != 0)
 		return -1;
-	}
 	if (ts_store_crash_point(store, "after-record-delete", err) != 0)
 		return -1;
 	remove_staging(store, rec);

@@ -218,36 +218,34 @@ compact_ranges(TsStore *store, const uint32_t *tables, size_t ntables)
 	rocksdb_compactoptions_destroy(options);
 }
 
-void
+int
 ts_store_write_emptying(TsStore *store, rocksdb_writebatch_t *wb,
-						const uint32_t *tables, size_t ntables, bool compact, char **errptr)
+						const uint32_t *tables, size_t ntables, bool compact,
+						const char *what, TsError *err)
 {
 	bool		dropped = false;
+	int			rc;
 
 	pthread_rwlock_wrlock(&store->write_lock);
-	rocksdb_write(store->db, store->write_sync, wb, errptr);
-	if (*errptr == NULL && ntables > 0)
+	rc = ts_storage_write(store, wb, what, err);
+	if (rc == 0 && ntables > 0)
 		dropped = drop_files_locked(store, tables, ntables);
 	pthread_rwlock_unlock(&store->write_lock);
 	if (dropped && compact)
 		compact_ranges(store, tables, ntables);
+	return rc;
 }
 
 /* Write wb, synced; 0, or -1 with err saying what. */
 static int
 publish_write(TsStore *store, rocksdb_writebatch_t *wb, const char *what, TsError *err)
 {
-	char	   *errptr = NULL;
+	int			rc;
 
 	pthread_rwlock_rdlock(&store->write_lock);
-	rocksdb_write(store->db, store->write_sync, wb, &errptr);
+	rc = ts_storage_write(store, wb, what, err);
 	pthread_rwlock_unlock(&store->write_lock);
-	if (errptr != NULL)
-	{
-		ts_error_rocksdb(err, what, errptr);
-		return -1;
-	}
-	return 0;
+	return rc;
 }
 
 /*
@@ -258,17 +256,10 @@ static int
 publish_commit_write(TsStore *store, const TsPublish *pub, rocksdb_writebatch_t *wb,
 					 TsError *err)
 {
-	char	   *errptr = NULL;
-
 	if (pub->batch == NULL || pub->ntruncates == 0)
 		return publish_write(store, wb, "could not commit the session", err);
-	ts_store_write_emptying(store, wb, pub->truncates, pub->ntruncates, true, &errptr);
-	if (errptr != NULL)
-	{
-		ts_error_rocksdb(err, "could not commit the session", errptr);
-		return -1;
-	}
-	return 0;
+	return ts_store_write_emptying(store, wb, pub->truncates, pub->ntruncates, true,
+								   "could not commit the session", err);
 }
 
 /* Ingest files in one call, in their order of precedence. */
@@ -303,7 +294,7 @@ static int
 publish_truncates(TsStore *store, const TsPublish *pub, TsError *err)
 {
 	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
-	char	   *errptr = NULL;
+	int			rc;
 
 	for (size_t i = 0; i < pub->ntruncates; i++)
 	{
@@ -324,14 +315,10 @@ publish_truncates(TsStore *store, const TsPublish *pub, TsError *err)
 	 * the old rows' files dropped, so that the session's files land below
 	 * nothing (issue 27)
 	 */
-	ts_store_write_emptying(store, wb, pub->truncates, pub->ntruncates, true, &errptr);
+	rc = ts_store_write_emptying(store, wb, pub->truncates, pub->ntruncates, true,
+								 "could not truncate the session's tables", err);
 	rocksdb_writebatch_destroy(wb);
-	if (errptr != NULL)
-	{
-		ts_error_rocksdb(err, "could not truncate the session's tables", errptr);
-		return -1;
-	}
-	return 0;
+	return rc;
 }
 
 int

@@ -93,7 +93,6 @@ ts_store_table_op(TsStore *store, Tcopy__TableOpKind op, uint32_t table_id,
 {
 	TsTable    *table;
 	rocksdb_writebatch_t *batch;
-	char	   *errptr = NULL;
 
 	if (op != TCOPY__TABLE_OP_KIND__TABLE_OP_TRUNCATE &&
 		op != TCOPY__TABLE_OP_KIND__TABLE_OP_DROP)
@@ -138,15 +137,15 @@ ts_store_table_op(TsStore *store, Tcopy__TableOpKind op, uint32_t table_id,
 		snprintf(key, sizeof(key), "%s%s", TS_META_TABLE_PREFIX, table->name);
 		rocksdb_writebatch_delete_cf(batch, store->cf_meta, key, strlen(key));
 	}
-	ts_store_write_emptying(store, batch, &table_id, 1,
-							op == TCOPY__TABLE_OP_KIND__TABLE_OP_TRUNCATE, &errptr);
-	rocksdb_writebatch_destroy(batch);
-	if (errptr != NULL)
+	if (ts_store_write_emptying(store, batch, &table_id, 1,
+								op == TCOPY__TABLE_OP_KIND__TABLE_OP_TRUNCATE,
+								"could not remove the table's rows", err) != 0)
 	{
+		rocksdb_writebatch_destroy(batch);
 		pthread_rwlock_unlock(&store->tables_lock);
-		ts_error_rocksdb(err, "could not remove the table's rows", errptr);
 		return -1;
 	}
+	rocksdb_writebatch_destroy(batch);
 	if (op == TCOPY__TABLE_OP_KIND__TABLE_OP_DROP)
 	{
 		table->dropped = true;

@@ -241,11 +241,11 @@ void		ts_batch_delete_table_rows(TsStore *store, rocksdb_writebatch_t *wb,
  * Write wb synced, which truncates or drops tables[n] (every row), holding
  * write_lock exclusive, and let their old rows go with their files (and,
  * with compact, compact what is left of their ranges to the bottom level),
- * unless a snapshot is held (ts_publish.c).  *errptr as rocksdb_write's.
+ * unless a snapshot is held (ts_publish.c).  0, or -1 with err ("what: why").
  */
-void		ts_store_write_emptying(TsStore *store, rocksdb_writebatch_t *wb,
+int			ts_store_write_emptying(TsStore *store, rocksdb_writebatch_t *wb,
 									const uint32_t *tables, size_t ntables, bool compact,
-									char **errptr);
+									const char *what, TsError *err);
 
 /* in ts_labels.c (see there) */
 

@@ -43,4 +43,7 @@ typedef struct TsError
 void		ts_error_set(TsError *err, Tcopy__ErrorCode code, const char *fmt,...)
 			__attribute__((format(printf, 3, 4)));
 
+/* Put "what: " before err's message (cut to fit), its code kept. */
+void		ts_error_prefix(TsError *err, const char *what);
+
 #endif							/* TS_ERROR_H */

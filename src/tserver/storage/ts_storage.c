@@ -300,6 +300,23 @@ store_load_tables(TsStore *store, TsError *err)
 	return result;
 }
 
+int
+ts_storage_reload_tables(TsStore *store, TsError *err)
+{
+	int			rc;
+
+	pthread_rwlock_wrlock(&store->tables_lock);
+	for (uint32_t id = 0; id < store->tables_cap; id++)
+	{
+		table_free(store->tables[id]);
+		store->tables[id] = NULL;
+	}
+	atomic_store(&store->tables_live, 0);
+	rc = store_load_tables(store, err);
+	pthread_rwlock_unlock(&store->tables_lock);
+	return rc;
+}
+
 /*
  * The storage half of ts_store_open: the data directory and its staging
  * directory (made when missing), RocksDB opened on it, and the table
@@ -382,7 +399,7 @@ ts_storage_open(TsStore *store, const char *dir, TsError *err)
 	store->read_default = rocksdb_readoptions_create();
 	atomic_store(&store->next_session_id, 1);
 
-	return store_load_tables(store, err);
+	return ts_storage_load_applied(store, err) == 0 ? store_load_tables(store, err) : -1;
 }
 
 /* Close RocksDB and free the table catalogue (ts_store_close's first step). */
@@ -590,7 +607,8 @@ table_replace_schema_locked(TsStore *store, TsTable *table, const Tcopy__Schema 
 	uint8_t    *packed;
 	size_t		packedlen;
 	char		key[sizeof(TS_META_TABLE_PREFIX) + TS_MAX_TABLE_NAME];
-	char	   *errptr = NULL;
+	rocksdb_writebatch_t *batch;
+	int			rc;
 
 	packed = table_info_pack(table->id, schema, &packedlen);
 	old_schemas = realloc(table->old_schemas,
@@ -612,13 +630,13 @@ table_replace_schema_locked(TsStore *store, TsTable *table, const Tcopy__Schema 
 	if (ts_store_check_space(store, packedlen + sizeof(key), err) != 0)
 		goto err;
 	snprintf(key, sizeof(key), "%s%s", TS_META_TABLE_PREFIX, table->name);
-	rocksdb_put_cf(store->db, store->write_sync, store->cf_meta, key, strlen(key),
-				   (const char *) packed, packedlen, &errptr);
-	if (errptr != NULL)
-	{
-		ts_error_rocksdb(err, "could not store the table definition", errptr);
+	batch = rocksdb_writebatch_create();
+	rocksdb_writebatch_put_cf(batch, store->cf_meta, key, strlen(key),
+							  (const char *) packed, packedlen);
+	rc = ts_storage_write(store, batch, "could not store the table definition", err);
+	rocksdb_writebatch_destroy(batch);
+	if (rc != 0)
 		goto err;
-	}
 	free(packed);
 	table->old_schemas[table->nold_schemas++] = table->schema;
 	table->schema = stored;
@@ -645,7 +663,7 @@ table_create_locked(TsStore *store, const char *name, const Tcopy__Schema *schem
 	size_t		packedlen;
 	uint8_t		next_id[4];
 	char		key[sizeof(TS_META_TABLE_PREFIX) + TS_MAX_TABLE_NAME];
-	char	   *errptr = NULL;
+	int			rc;
 
 	if (table_id == UINT32_MAX)
 	{
@@ -681,12 +699,11 @@ table_create_locked(TsStore *store, const char *name, const Tcopy__Schema *schem
 							  (const char *) packed, packedlen);
 	rocksdb_writebatch_put_cf(batch, store->cf_meta, META_NEXT_TABLE_ID,
 							  strlen(META_NEXT_TABLE_ID), (const char *) next_id, 4);
-	rocksdb_write(store->db, store->write_sync, batch, &errptr);
+	rc = ts_storage_write(store, batch, "could not store the table definition", err);
 	rocksdb_writebatch_destroy(batch);
 	free(packed);
-	if (errptr != NULL)
+	if (rc != 0)
 	{
-		ts_error_rocksdb(err, "could not store the table definition", errptr);
 		table_free(table);
 		return NULL;
 	}

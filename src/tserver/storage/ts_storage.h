@@ -54,6 +54,26 @@ typedef struct TsStoreOptions
 void		ts_store_default_options(TsStoreOptions *options);
 
 /*
+ * Replica groups (ts_storage_write.c, docs/replication.md).  A replicator
+ * takes a WriteBatch's bytes (rocksdb_writebatch_data), has them committed
+ * by the group and applied on this member before it returns 0, or returns
+ * -1 with err; set before the store serves anything, never changed after.
+ */
+typedef int (*TsStorageReplicator) (void *arg, const char *data, size_t len, TsError *err);
+
+void		ts_storage_set_replicator(TsStore *store, TsStorageReplicator replicator, void *arg);
+bool		ts_storage_replicated(const TsStore *store);
+
+/*
+ * Apply the entry at index of the group's log (a WriteBatch's bytes) with
+ * the index beside it, synced; an index at or below the last applied is
+ * skipped (a replay).  The member's raft thread only.  0, or -1 with err.
+ */
+int			ts_storage_apply(TsStore *store, uint64_t index, const char *data, size_t len,
+							 TsError *err);
+uint64_t	ts_storage_applied(const TsStore *store);
+
+/*
  * Look table name up; with create, make it when missing (the definition is
  * durable before this returns, whatever happens to the caller's session).
  * A given schema must match the stored one (ERROR_SCHEMA_MISMATCH says how

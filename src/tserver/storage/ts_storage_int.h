@@ -152,6 +152,15 @@ struct TsStore
 	 */
 	pthread_rwlock_t write_lock;
 
+	/*
+	 * A replica group member's: every WriteBatch goes through replicator
+	 * (ts_storage_write.c); applied_index is the last entry of the group's
+	 * log applied here, written only by the member's raft thread.
+	 */
+	TsStorageReplicator replicator;
+	void	   *replicator_arg;
+	uint64_t	applied_index;
+
 	/* test-only points of failure: see ts_store_crash_point */
 	char	   *crash_at;		/* TSERVER_TEST_CRASH_AT: SIGKILL there */
 	const char *test_stop_at;	/* unit tests: fail there, as a crash would leave it */
@@ -186,6 +195,23 @@ TsTable    *ts_store_table(TsStore *store, uint32_t table_id, TsError *err);
  */
 int			ts_storage_open(TsStore *store, const char *dir, TsError *err);
 void		ts_storage_close(TsStore *store);
+
+/*
+ * Write wb to the store, synced (ts_storage_write.c): straight to RocksDB,
+ * or, on a replica group's member, through the group's log (applied on
+ * every member by ts_storage_apply).  0, or -1 with err ("what: why").
+ */
+int			ts_storage_write(TsStore *store, rocksdb_writebatch_t *wb, const char *what,
+							 TsError *err);
+
+/*
+ * Read the table catalogue again (a replica group's member about to lead:
+ * ts_group.c), freeing the tables in memory: nothing may hold one.
+ */
+int			ts_storage_reload_tables(TsStore *store, TsError *err);
+
+/* The applied index stored with the rows, read at open. */
+int			ts_storage_load_applied(TsStore *store, TsError *err);
 
 /* 0 when the store's file system has room to write bytes to the WAL, else -1. */
 int			ts_store_check_space(TsStore *store, uint64_t bytes, TsError *err);

@@ -1,0 +1,118 @@
+/*
+ * ts_storage_write.c
+ *		The one way a WriteBatch reaches the store's RocksDB, and the way a
+ *		replica group's entries are applied to it.
+ *
+ * A tserver alone writes a batch straight to RocksDB (synced unless
+ * --no-sync).  A member of a replica group hands the batch's bytes to its
+ * replicator instead (ts_group.c, the session layer, sets it): the batch is
+ * appended to the group's log, and every member, this one included, writes
+ * it when the log has committed it, through ts_storage_apply.  Each applied
+ * batch carries the log index it came from, written in the same WriteBatch
+ * (META_APPLIED_INDEX), so that a member replaying its log after a restart
+ * skips what it already holds.  Docs: docs/replication.md.
+ */
+#include "ts_storage_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ts_key.h"
+#include "ts_log.h"
+
+#define META_APPLIED_INDEX "raft:applied"
+
+void
+ts_storage_set_replicator(TsStore *store, TsStorageReplicator replicator, void *arg)
+{
+	store->replicator = replicator;
+	store->replicator_arg = arg;
+}
+
+bool
+ts_storage_replicated(const TsStore *store)
+{
+	return store->replicator != NULL;
+}
+
+int
+ts_storage_write(TsStore *store, rocksdb_writebatch_t *wb, const char *what, TsError *err)
+{
+	char	   *errptr = NULL;
+
+	if (store->replicator != NULL)
+	{
+		size_t		len;
+		const char *data = rocksdb_writebatch_data(wb, &len);
+
+		if (store->replicator(store->replicator_arg, data, len, err) != 0)
+		{
+			ts_error_prefix(err, what);
+			return -1;
+		}
+		return 0;
+	}
+	rocksdb_write(store->db, store->write_sync, wb, &errptr);
+	if (errptr != NULL)
+	{
+		ts_error_rocksdb(err, what, errptr);
+		return -1;
+	}
+	return 0;
+}
+
+int
+ts_storage_load_applied(TsStore *store, TsError *err)
+{
+	char	   *errptr = NULL;
+	size_t		len;
+	char	   *value;
+
+	value = rocksdb_get_cf(store->db, store->read_default, store->cf_meta,
+						   META_APPLIED_INDEX, strlen(META_APPLIED_INDEX), &len, &errptr);
+	if (errptr != NULL)
+	{
+		ts_error_rocksdb(err, "could not read the replica group's applied index", errptr);
+		return -1;
+	}
+	store->applied_index = (value != NULL && len == 8) ? ts_get_be64((uint8_t *) value) : 0;
+	free(value);
+	return 0;
+}
+
+uint64_t
+ts_storage_applied(const TsStore *store)
+{
+	return store->applied_index;
+}
+
+int
+ts_storage_apply(TsStore *store, uint64_t index, const char *data, size_t len, TsError *err)
+{
+	rocksdb_writebatch_t *wb;
+	uint8_t		applied[8];
+	char	   *errptr = NULL;
+
+	if (index <= store->applied_index)
+		return 0;				/* replayed: already in RocksDB */
+	wb = rocksdb_writebatch_create_from(data, len);
+	if (wb == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+					 "entry %llu of the replica group's log is not a WriteBatch",
+					 (unsigned long long) index);
+		return -1;
+	}
+	ts_put_be64(applied, index);
+	rocksdb_writebatch_put_cf(wb, store->cf_meta, META_APPLIED_INDEX,
+							  strlen(META_APPLIED_INDEX), (const char *) applied, 8);
+	rocksdb_write(store->db, store->write_sync, wb, &errptr);
+	rocksdb_writebatch_destroy(wb);
+	if (errptr != NULL)
+	{
+		ts_error_rocksdb(err, "could not apply an entry of the replica group's log", errptr);
+		return -1;
+	}
+	store->applied_index = index;
+	return 0;
+}
