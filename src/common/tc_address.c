@@ -95,6 +95,51 @@ tc_address_parse(const char *text, TcAddress *addr, char *err, size_t errlen)
 	return false;
 }
 
+bool
+tc_address_list_parse(const char *text, TcAddress *addrs, int *n, char *err, size_t errlen)
+{
+	const char *start = text;
+
+	*n = 0;
+	if (strchr(text, ',') == NULL)
+	{
+		*n = 1;
+		return tc_address_parse(text, &addrs[0], err, errlen);
+	}
+	for (;;)
+	{
+		const char *comma = strchr(start, ',');
+		size_t		len = comma != NULL ? (size_t) (comma - start) : strlen(start);
+		char		member[512];
+
+		if (*n == TC_ADDRESS_LIST_MAX)
+		{
+			snprintf(err, errlen, "address \"%s\" names more than %d members", text,
+					 TC_ADDRESS_LIST_MAX);
+			return false;
+		}
+		if (len == 0 || len >= sizeof(member))
+		{
+			snprintf(err, errlen, "address \"%s\" has an empty or overlong member", text);
+			return false;
+		}
+		memcpy(member, start, len);
+		member[len] = '\0';
+		if (!tc_address_parse(member, &addrs[*n], err, errlen))
+			return false;
+		if (addrs[*n].kind == TC_ADDRESS_NULL)
+		{
+			snprintf(err, errlen, "address \"%s\": null: cannot be a member of a replica group",
+					 text);
+			return false;
+		}
+		(*n)++;
+		if (comma == NULL)
+			return true;
+		start = comma + 1;
+	}
+}
+
 /* Whether two unix socket paths name the same file. */
 static bool
 address_same_socket(const char *a, const char *b)

@@ -35,6 +35,15 @@ bool		tc_address_parse(const char *text, TcAddress *addr,
 							 char *err, size_t errlen);
 
 /*
+ * A replica group's members, "ADDRESS,ADDRESS,..." (docs/replication.md),
+ * or one address: each parsed into addrs[TC_ADDRESS_LIST_MAX], *n of them.
+ * null: is not a member.  False with a message in err.
+ */
+#define TC_ADDRESS_LIST_MAX 7
+bool		tc_address_list_parse(const char *text, TcAddress *addrs, int *n,
+								  char *err, size_t errlen);
+
+/*
  * Whether text is the null: transport; the one test for it, so that every
  * caller agrees with tc_address_parse.  text may be NULL (false).
  */

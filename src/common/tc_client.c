@@ -189,27 +189,20 @@ client_handshake(TcClient *client, const char *token, const char *client_name)
 	return rc < 0 ? -1 : 0;
 }
 
-int
-tc_client_connect_hooked(const char *address, const char *token,
-						 const TcTlsOptions *tls,
-						 const char *client_name, TcWaitHook hook, void *arg,
-						 TcClient **clientp, Tcopy__ErrorCode *codep,
-						 char *err, size_t errlen)
+/* Connect to one tserver, at addr (address: its text, for messages). */
+static int
+client_connect_one(const TcAddress *addr, const char *address, const char *token,
+				   const TcTlsOptions *tls,
+				   const char *client_name, TcWaitHook hook, void *arg,
+				   TcClient **clientp, Tcopy__ErrorCode *codep,
+				   char *err, size_t errlen)
 {
 	static const TcTlsOptions default_tls = {.sslmode = TC_SSLMODE_DEFAULT};
 	TcClient   *client;
-	TcAddress	addr;
 
 	*clientp = NULL;
 	if (codep != NULL)
 		*codep = TCOPY__ERROR_CODE__ERROR_NONE;
-	if (tc_address_is_null(address))
-	{
-		snprintf(err, errlen, "address \"%s\" names no tserver", address);
-		return -1;
-	}
-	if (!tc_address_parse(address, &addr, err, errlen))
-		return -1;
 	client = calloc(1, sizeof(TcClient));
 	if (client == NULL)
 	{
@@ -226,7 +219,7 @@ tc_client_connect_hooked(const char *address, const char *token,
 	/* from here on the caller can close it, should the hook not return */
 	*clientp = client;
 
-	if (client_open_socket(client, &addr, address,
+	if (client_open_socket(client, addr, address,
 						   tls != NULL ? tls : &default_tls) < 0 ||
 		client_handshake(client, token, client_name) < 0)
 	{
@@ -238,6 +231,97 @@ tc_client_connect_hooked(const char *address, const char *token,
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * A pause of the wait hook's between two rounds over a group's members;
+ * false when the hook gives up (a cancel, a deadline), with its reason
+ * in err.
+ */
+static bool
+client_group_pause(TcWaitHook hook, void *arg, char *err, size_t errlen)
+{
+	TcClient   *pauser = calloc(1, sizeof(TcClient));
+	bool		go_on;
+
+	if (pauser == NULL)
+		return false;
+	go_on = (hook != NULL ? hook : client_poll) (arg, pauser, -1, false) == 0;
+	if (!go_on && pauser->hook_set_error)
+		snprintf(err, errlen, "%s", pauser->error);
+	free(pauser);
+	return go_on;
+}
+
+int
+tc_client_connect_hooked(const char *address, const char *token,
+						 const TcTlsOptions *tls,
+						 const char *client_name, TcWaitHook hook, void *arg,
+						 TcClient **clientp, Tcopy__ErrorCode *codep,
+						 char *err, size_t errlen)
+{
+	TcAddress	addrs[TC_ADDRESS_LIST_MAX];
+	int			n;
+	int			pauses = 0;
+
+	*clientp = NULL;
+	if (codep != NULL)
+		*codep = TCOPY__ERROR_CODE__ERROR_NONE;
+	if (tc_address_is_null(address))
+	{
+		snprintf(err, errlen, "address \"%s\" names no tserver", address);
+		return -1;
+	}
+	if (!tc_address_list_parse(address, addrs, &n, err, errlen))
+		return -1;
+	if (n == 1)
+		return client_connect_one(&addrs[0], address, token, tls, client_name, hook, arg,
+								  clientp, codep, err, errlen);
+
+	/*
+	 * A replica group: the members in turn until one leads, round after
+	 * round while an election may be under way.  A refusal that another
+	 * member would repeat (authentication, protocol) ends it at once.
+	 */
+	for (;;)
+	{
+		Tcopy__ErrorCode code = TCOPY__ERROR_CODE__ERROR_NONE;
+		char		last[512] = "";
+
+		for (int i = 0; i < n; i++)
+		{
+			char		member[512];
+
+			if (addrs[i].kind == TC_ADDRESS_UNIX)
+				snprintf(member, sizeof(member), "unix:%s", addrs[i].path);
+			else
+				snprintf(member, sizeof(member), "tcp:%s:%s", addrs[i].host, addrs[i].port);
+			if (client_connect_one(&addrs[i], member, token, tls, client_name, hook, arg,
+								   clientp, &code, last, sizeof(last)) == 0)
+				return 0;
+			if (code != TCOPY__ERROR_CODE__ERROR_NONE &&
+				code != TCOPY__ERROR_CODE__ERROR_NOT_LEADER &&
+				code != TCOPY__ERROR_CODE__ERROR_SHUTTING_DOWN)
+			{
+				if (codep != NULL)
+					*codep = code;
+				snprintf(err, errlen, "%s", last);
+				return -1;
+			}
+		}
+		snprintf(err, errlen, "no member of the replica group \"%s\" leads it: %s",
+				 address, last);
+		if (codep != NULL)
+			*codep = code;
+		if (pauses >= TC_CLIENT_GROUP_WAIT_MS / TC_CLIENT_PAUSE_MS)
+			return -1;
+		/* a few pauses of the hook's between rounds */
+		for (int p = 0; p < TC_CLIENT_GROUP_ROUND_MS / TC_CLIENT_PAUSE_MS; p++, pauses++)
+		{
+			if (!client_group_pause(hook, arg, err, errlen))
+				return -1;
+		}
+	}
 }
 
 TcClient *

@@ -56,7 +56,16 @@ typedef int (*TcWaitHook) (void *arg, TcClient *client, int fd, bool want_write)
 #define TC_CLIENT_PAUSE_MS 10
 
 /*
- * Connect to address ("unix:PATH" or "tcp:HOST:PORT"), over tcp: do the
+ * A replica group's members (an address "A,B,..."): tried in turn until one
+ * leads, a round every TC_CLIENT_GROUP_ROUND_MS, for TC_CLIENT_GROUP_WAIT_MS
+ * at most (an election takes a second or two).
+ */
+#define TC_CLIENT_GROUP_ROUND_MS 200
+#define TC_CLIENT_GROUP_WAIT_MS 15000
+
+/*
+ * Connect to address ("unix:PATH" or "tcp:HOST:PORT", or a replica group's
+ * members, comma-separated: the one that leads), over tcp: do the
  * TLS handshake tls asks for (NULL: the defaults, sslmode
  * TC_SSLMODE_DEFAULT; unix: never uses TLS), exchange hellos and wait for
  * READY.  With a token (else NULL), authenticate mutually (tc_auth.h):

@@ -126,19 +126,21 @@ tcopy_report_invalid_option(const char *keyword, Oid context)
 			 : errhint("There are no valid options in this context.")));
 }
 
-/* Check a server address; tc_address_parse says what is wrong with it. */
+/* Check a server address (or a group's); tc_address_list_parse says what is wrong. */
 static void
 tcopy_check_address(const char *address)
 {
-	TcAddress	addr;
+	TcAddress	addrs[TC_ADDRESS_LIST_MAX];
+	int			n;
 	char		err[256];
 
-	if (!tc_address_parse(address, &addr, err, sizeof(err)))
+	if (!tc_address_list_parse(address, addrs, &n, err, sizeof(err)))
 		ereport(ERROR,
 				(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
 				 errmsg("invalid value for option \"address\": \"%s\"", address),
 				 errdetail_internal("%s", err),
-				 errhint("An address is unix:PATH, tcp:HOST:PORT or null:.")));
+				 errhint("An address is unix:PATH, tcp:HOST:PORT or null:, or the members "
+						 "of a replica group separated by commas.")));
 }
 
 /*

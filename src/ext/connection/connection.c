@@ -244,6 +244,11 @@ tcopy_raise_error(Tcopy__ErrorCode code, const char *message,
 					 errmsg("%s", message),
 					 errcontext("tserver at \"%s\"", address)));
 			break;
+		case TCOPY__ERROR_CODE__ERROR_NOT_LEADER:
+			/* the write was not applied, or is resolved by recovery (commit.md) */
+			sqlstate = ERRCODE_CONNECTION_FAILURE;
+			hint = gettext_noop("The tserver's replica group changed its leader: retry the transaction.");
+			break;
 		case TCOPY__ERROR_CODE__ERROR_SHUTTING_DOWN:
 		case TCOPY__ERROR_CODE__ERROR_NONE:
 		default:

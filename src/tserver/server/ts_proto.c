@@ -447,6 +447,13 @@ proto_on_hello(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *er
 	ts_log(TS_LOG_DEBUG, "connection %" PRIu64 ": client \"%s\" ready, %s%s%s",
 		   proto->id, client, proto->scope ? "namespace \"" : "full access", scope,
 		   proto->scope ? "\"" : "");
+	/* a follower tells the client who leads, and only an authenticated one */
+	if (proto->shared->group != NULL)
+	{
+		if (!ts_group_serving(proto->shared->group, 0, err))
+			return -1;
+		proto->group_epoch = ts_group_epoch(proto->shared->group);
+	}
 	proto->phase = TS_PROTO_READY;
 	ready.connection_id = proto->id;
 	rc = ts_proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_READY, &ready.base, err);
@@ -462,6 +469,10 @@ proto_dispatch(TsProto *proto, Tcopy__FrameType type, const uint8_t *payload,
 	/* before the handshake, nothing but HELLO is even looked at */
 	if (proto->phase == TS_PROTO_AWAIT_HELLO && type != TCOPY__FRAME_TYPE__FRAME_HELLO)
 		return ts_proto_unexpected(proto, type, "the client must send HELLO first", err);
+	/* a member that stopped leading since READY serves the client no more */
+	if (proto->phase != TS_PROTO_AWAIT_HELLO && proto->shared->group != NULL &&
+		!ts_group_serving(proto->shared->group, proto->group_epoch, err))
+		return -1;
 
 	switch (type)
 	{

@@ -26,6 +26,7 @@
 #include "tc_buf.h"
 #include "tc_frame.h"
 #include "ts_auth.h"
+#include "ts_group.h"
 #include "ts_store.h"
 
 #ifndef TS_VERSION
@@ -39,6 +40,7 @@
 typedef struct TsProtoShared
 {
 	TsStore    *store;
+	TsGroup    *group;			/* a replica group member's; NULL: alone */
 	TsCredentials credentials;	/* tokens accepted; none: no token auth */
 	uint32_t	max_frame_bytes;	/* largest payload accepted from a client */
 	size_t		decode_total_bytes; /* all connections' frames unpack into at
@@ -108,6 +110,7 @@ typedef struct TsProto
 	void	   *send_arg;
 	int			peer_fd;		/* the client's socket, -1: none (a fuzzer):
 								 * a long wait gives up when it closes */
+	uint64_t	group_epoch;	/* a group member's serving epoch at READY */
 } TsProto;
 
 /*

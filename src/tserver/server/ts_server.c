@@ -657,6 +657,12 @@ server_shutdown(TsServer *server)
 	server_reap_conns(server, true);
 }
 
+void
+ts_server_set_group(TsServer *server, TsGroup *group)
+{
+	server->shared.group = group;
+}
+
 int
 ts_server_run(TsServer *server, TsStore *store)
 {

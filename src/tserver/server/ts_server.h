@@ -51,6 +51,12 @@ int			ts_server_listen(TsServer *server, const TcAddress *addr,
 							 char *err, size_t errlen);
 
 /*
+ * Serve as a member of group (ts_group.h), before ts_server_run: clients
+ * of a member that does not lead are told who does.
+ */
+void		ts_server_set_group(TsServer *server, TsGroup *group);
+
+/*
  * Ask the accept loop to shut the server down.  Async-signal-safe: this is
  * what the SIGTERM and SIGINT handlers call.
  */

@@ -524,7 +524,7 @@ ts_session_prepare(TsSession *session, TsError *err)
 	 * WriteBatch it would be written whole into its prepared record, then
 	 * again through the WAL and the memtable, then flushed and compacted.
 	 */
-	if (session->sst == NULL && session->nruns == 0 &&
+	if (session->sst == NULL && session->nruns == 0 && !ts_storage_replicated(session->store) &&
 		session->staged.len >= TS_PREPARE_SST_BYTES && ts_sst_sink_get(session, err) == NULL)
 		return -1;
 	if (!session->sorted && session->sst == NULL && session->nruns == 0 &&
@@ -611,6 +611,13 @@ ts_session_commit(TsSession *session, uint64_t *rows, TsError *err)
 	result = ts_session_wait_in_doubt(session, &waited_ms, err);
 	if (result == 0)
 		result = ts_session_prepare(session, err);
+	if (result == 0 && session->sst != NULL && ts_storage_replicated(store))
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+					 "a session that spilled to disk (over --session-memory-mb) cannot be "
+					 "replicated to a replica group yet: load it in smaller transactions");
+		result = -1;
+	}
 	if (result == 0)
 		result = ts_session_wait_in_doubt(session, &waited_ms, err);
 	prepared_ms = monotonic_ms();

@@ -1,0 +1,55 @@
+/*
+ * ts_group.h
+ *		A tserver as one member of a replica group (docs/replication.md):
+ *		its Raft member, every write of its store through the group's log,
+ *		and whether it serves clients (the leader only, once its state holds
+ *		every committed entry).
+ *
+ * The member applies the group's log to its store whatever its role.  A
+ * follower serves nothing: each client is told who leads.  A member that
+ * becomes leader first commits an empty entry (libraft 0.15 has no
+ * leader no-op), so that every entry of earlier terms is applied, then
+ * reloads what the store keeps in memory (tables, prepared sessions) from
+ * RocksDB, and only then serves.  A leader that loses its leadership
+ * stops serving and calls on_demoted: the tserver restarts itself
+ * (ts_main.c), so that no session, claim or cache of its time as leader
+ * outlives it.
+ */
+#ifndef TS_GROUP_H
+#define TS_GROUP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ts_raft.h"
+#include "ts_store.h"
+
+typedef struct TsGroup TsGroup;
+
+typedef struct TsGroupConfig
+{
+	TsRaftConfig raft;			/* its machine is the group's own */
+	void		(*on_demoted) (void *arg);	/* called on the group's thread */
+	void	   *on_demoted_arg;
+} TsGroupConfig;
+
+/*
+ * Make store a member of the group config describes: its writes go
+ * through the group's log from now on, and the member starts (replaying its
+ * log into the store).  NULL with err.
+ */
+TsGroup    *ts_group_start(TsStore *store, const TsGroupConfig *config, TsError *err);
+
+/*
+ * Whether the member serves a client that connected while it served as
+ * epoch (0: a client not yet served); with false, err says who leads.
+ */
+bool		ts_group_serving(TsGroup *group, uint64_t epoch, TsError *err);
+
+/* The current serving epoch, 0 while not serving. */
+uint64_t	ts_group_epoch(TsGroup *group);
+
+/* Stop the member; the store's writes fail from then on. */
+void		ts_group_stop(TsGroup *group);
+
+#endif							/* TS_GROUP_H */
