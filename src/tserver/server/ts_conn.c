@@ -344,7 +344,11 @@ conn_finish(TsConn *conn, const TsError *err)
 {
 	uint64_t	id = conn->id;
 
-	if (err->code != TCOPY__ERROR_CODE__ERROR_NONE)
+	/* a replica group's client asks every member in turn: that is no news */
+	if (err->code == TCOPY__ERROR_CODE__ERROR_NOT_LEADER)
+		ts_log(TS_LOG_DEBUG, "connection %" PRIu64 " from %s: %s",
+			   id, conn->peer, err->message);
+	else if (err->code != TCOPY__ERROR_CODE__ERROR_NONE)
 		ts_log(TS_LOG_WARNING, "connection %" PRIu64 " from %s: %s",
 			   id, conn->peer, err->message);
 	else if (atomic_load(conn->ctx->shutdown_requested))

@@ -4,28 +4,59 @@
  *		entries of the group's log, applied on every member; whether this
  *		member serves clients.  See ts_group.h and docs/replication.md.
  *
- * An entry is one byte of kind, then its body: ENTRY_NOOP (a new leader's
- * barrier) or ENTRY_BATCH (a WriteBatch's bytes, applied with the entry's
- * index by ts_storage_apply).  The snapshot libraft keeps is the applied
- * index alone: the state is in RocksDB, synced with each entry, so that a
- * restart finds it there and skips what the log replays.
+ * An entry is one byte of kind, then its body:
+ *
+ *   ENTRY_NOOP    a new leader's barrier
+ *   ENTRY_BATCH   a WriteBatch's bytes, applied by ts_storage_apply
+ *   ENTRY_FILE    a chunk of a spilled session's SST file: the proposer's
+ *                 raft id, the offset, whether it is the last, the file's
+ *                 path under the staging directory, the bytes.  Written
+ *                 into the same path on every member but the proposer
+ *                 (the file is its own), synced with the last chunk
+ *   ENTRY_INGEST  the paths of such files, ingested (moved into RocksDB)
+ *                 on every member; files already gone were ingested by
+ *                 this entry before a restart
+ *   ENTRY_CLEAN   a new leader's: every staging directory but the prepared
+ *                 sessions' removed, the files of sessions that died with
+ *                 an earlier leader
+ *   ENTRY_DROP_DIR  the proposer's raft id and a staging directory's name:
+ *                 a published or discarded session's, removed on every
+ *                 member but the proposer (which removes its own)
+ *
+ * So a spilled session's files reach every member before the entry that
+ * records or publishes it, in the log's order, and a member that was away
+ * receives them as it catches up.  Each entry's index is stored with what
+ * it wrote (ts_storage_apply, ts_storage_mark_applied), so that a restart
+ * replays only what the store lacks.  The snapshot libraft keeps is that
+ * index alone: the state is in RocksDB and the staging directory.
  */
 #include "ts_group.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "ts_key.h"
 #include "ts_log.h"
+#include "ts_session_int.h"
 #include "ts_store_int.h"
 
 #define ENTRY_NOOP 0
 #define ENTRY_BATCH 1
+#define ENTRY_FILE 2
+#define ENTRY_INGEST 3
+#define ENTRY_CLEAN 4
+#define ENTRY_DROP_DIR 5
+#define FILE_HEADER (1 + 8 + 8 + 1 + 2)	/* kind, proposer, offset, last, path length */
+#define FILE_CHUNK (1024 * 1024)	/* of an SST file per entry */
+#define PATH_MAX_LEN 256		/* of a path under the staging directory */
 #define WATCH_INTERVAL_MS 20
 
 struct TsGroup
@@ -43,28 +74,202 @@ struct TsGroup
 	uint64_t	epochs;			/* how many times it began to serve */
 };
 
+/*
+ * Whether path (len bytes) names a file in a directory under the staging
+ * directory, "DIR/NAME": nothing else may come from the log.
+ */
+static bool
+staged_path_valid(const char *path, size_t len)
+{
+	const char *slash = memchr(path, '/', len);
+
+	return len > 0 && len < PATH_MAX_LEN && memchr(path, '\0', len) == NULL &&
+		slash != NULL && slash != path && slash != path + len - 1 &&
+		memchr(slash + 1, '/', len - (size_t) (slash + 1 - path)) == NULL &&
+		path[0] != '.' && slash[1] != '.';
+}
+
+/* Apply an ENTRY_FILE: the chunk written into its file, synced if the last. */
+static int
+apply_file(TsGroup *group, const uint8_t *bytes, size_t len, TsError *err)
+{
+	TsStore    *store = group->store;
+	uint64_t	proposer,
+				offset;
+	bool		last;
+	size_t		pathlen;
+	char		path[SESSION_PATH_SIZE];
+	char		dir[SESSION_PATH_SIZE];
+	int			fd;
+	const uint8_t *data;
+	size_t		datalen;
+
+	if (len < FILE_HEADER)
+		goto malformed;
+	proposer = ts_get_be64(bytes + 1);
+	offset = ts_get_be64(bytes + 9);
+	last = bytes[17] != 0;
+	pathlen = (size_t) bytes[18] << 8 | bytes[19];
+	if (len < FILE_HEADER + pathlen || !staged_path_valid((const char *) bytes + FILE_HEADER, pathlen))
+		goto malformed;
+	if (proposer == group->id)
+		return 0;				/* the leader's own file */
+	snprintf(path, sizeof(path), "%s/%.*s", store->staging_dir, (int) pathlen,
+			 (const char *) bytes + FILE_HEADER);
+	snprintf(dir, sizeof(dir), "%s", path);
+	*strrchr(dir, '/') = '\0';
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+		goto io_error;
+	data = bytes + FILE_HEADER + pathlen;
+	datalen = len - FILE_HEADER - pathlen;
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (offset == 0 ? O_TRUNC : 0), 0600);
+	if (fd < 0)
+		goto io_error;
+	for (size_t done = 0; done < datalen;)
+	{
+		ssize_t		n = pwrite(fd, data + done, datalen - done, (off_t) (offset + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+		{
+			close(fd);
+			goto io_error;
+		}
+		done += (size_t) n;
+	}
+	if (last && fsync(fd) != 0)
+	{
+		close(fd);
+		goto io_error;
+	}
+	close(fd);
+	if (last)
+	{
+		ts_sync_dir(dir);
+		ts_sync_dir(store->staging_dir);
+	}
+	return 0;
+
+malformed:
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE, "a file entry is malformed");
+	return -1;
+io_error:
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE, "could not write \"%s\": %s",
+				 path, strerror(errno));
+	return -1;
+}
+
+/*
+ * Apply an ENTRY_INGEST: its files, here under this member's staging
+ * directory, ingested; none there: ingested before a restart.
+ */
+static int
+apply_ingest(TsGroup *group, const uint8_t *bytes, size_t len, TsError *err)
+{
+	TsStore    *store = group->store;
+	uint32_t	n = len >= 5 ? ts_get_be32(bytes + 1) : 0;
+	char	  **paths = n > 0 && n <= len ? calloc(n, sizeof(char *)) : NULL;
+	size_t		at = 5;
+	uint32_t	present = 0;
+	int			rc = -1;
+
+	if (paths == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE, "an ingest entry is malformed");
+		return -1;
+	}
+	for (uint32_t i = 0; i < n; i++)
+	{
+		size_t		pathlen = at + 2 <= len ? (size_t) bytes[at] << 8 | bytes[at + 1] : 0;
+		struct stat st;
+
+		if (at + 2 + pathlen > len ||
+			!staged_path_valid((const char *) bytes + at + 2, pathlen) ||
+			asprintf(&paths[i], "%s/%.*s", store->staging_dir, (int) pathlen,
+					 (const char *) bytes + at + 2) < 0)
+		{
+			paths[i] = NULL;
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE, "an ingest entry is malformed");
+			goto done;
+		}
+		at += 2 + pathlen;
+		present += stat(paths[i], &st) == 0;
+	}
+	if (present == 0)
+		rc = 0;					/* moved into RocksDB before a restart */
+	else if (present < n)
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+					 "%u of the %u files of an ingest entry are missing", n - present, n);
+	else
+		rc = ts_storage_ingest(store, paths, n, err);
+
+done:
+	for (uint32_t i = 0; i < n; i++)
+		free(paths[i]);
+	free(paths);
+	return rc;
+}
+
+/* Apply an ENTRY_DROP_DIR: the directory removed, unless it is the proposer's. */
+static int
+apply_drop_dir(TsGroup *group, const uint8_t *bytes, size_t len, TsError *err)
+{
+	char		path[SESSION_PATH_SIZE];
+
+	if (len < 10 || len - 9 >= PATH_MAX_LEN || memchr(bytes + 9, '/', len - 9) != NULL ||
+		memchr(bytes + 9, '\0', len - 9) != NULL || bytes[9] == '.')
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE, "a drop entry is malformed");
+		return -1;
+	}
+	if (ts_get_be64(bytes + 1) == group->id)
+		return 0;
+	snprintf(path, sizeof(path), "%s/%.*s", group->store->staging_dir, (int) (len - 9),
+			 (const char *) bytes + 9);
+	if (ts_remove_tree(path) != 0 && errno != ENOENT)
+		ts_log(TS_LOG_WARNING, "replica group: could not remove \"%s\": %s", path,
+			   strerror(errno));
+	return 0;
+}
+
 /* TsRaftMachine.apply: on the raft thread, every member, in log order. */
 static int
 group_apply(void *arg, uint64_t index, const void *data, size_t len)
 {
 	TsGroup    *group = arg;
-	const char *bytes = data;
+	const uint8_t *bytes = data;
 	TsError		err;
+	int			rc;
 
-	if (len < 1 || (bytes[0] != ENTRY_NOOP && bytes[0] != ENTRY_BATCH))
-	{
-		ts_log(TS_LOG_ERROR, "replica group: entry %llu is of no known kind",
-			   (unsigned long long) index);
-		return -1;
-	}
+	if (len < 1)
+		bytes = (const uint8_t *) "\xff";
 	if (bytes[0] == ENTRY_NOOP)
 		return 0;
-	if (ts_storage_apply(group->store, index, bytes + 1, len - 1, &err) != 0)
+	if (bytes[0] == ENTRY_BATCH)
+		rc = ts_storage_apply(group->store, index, (const char *) bytes + 1, len - 1, &err);
+	else if (index <= ts_storage_applied(group->store))
+		return 0;				/* replayed */
+	else if (bytes[0] == ENTRY_FILE)
+		rc = apply_file(group, bytes, len, &err);
+	else if (bytes[0] == ENTRY_INGEST)
+		rc = apply_ingest(group, bytes, len, &err);
+	else if (bytes[0] == ENTRY_CLEAN)
+		rc = ts_prepared_clean_staging(group->store, &err);
+	else if (bytes[0] == ENTRY_DROP_DIR)
+		rc = apply_drop_dir(group, bytes, len, &err);
+	else
 	{
-		ts_log(TS_LOG_ERROR, "replica group: %s", err.message);
-		return -1;
+		ts_error_set(&err, TCOPY__ERROR_CODE__ERROR_STORAGE, "an entry of kind %d is unknown",
+					 bytes[0]);
+		rc = -1;
 	}
-	return 0;
+	if (rc == 0 && bytes[0] != ENTRY_BATCH)
+		rc = ts_storage_mark_applied(group->store, index, &err);
+	if (rc != 0)
+		ts_log(TS_LOG_ERROR, "replica group: entry %llu: %s", (unsigned long long) index,
+			   err.message);
+	return rc;
 }
 
 /* TsRaftMachine.snapshot: the index the store holds every entry up to. */
@@ -109,25 +314,14 @@ group_restore(void *arg, const void *data, size_t len)
 	return -1;
 }
 
-/* TsStorageReplicator: a WriteBatch through the log, applied here on return. */
+/* Submit entry to the group's log; 0 once applied here, or -1 with err. */
 static int
-group_replicate(void *arg, const char *data, size_t len, TsError *err)
+group_submit(TsGroup *group, const void *entry, size_t len, TsError *err)
 {
-	TsGroup    *group = arg;
-	TsRaftOutcome outcome;
 	TsRaftStatus status;
 	uint64_t	index;
-	char	   *entry = malloc(len + 1);
+	TsRaftOutcome outcome = ts_raft_submit(group->raft, entry, len, &index);
 
-	if (entry == NULL)
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
-		return -1;
-	}
-	entry[0] = ENTRY_BATCH;
-	memcpy(entry + 1, data, len);
-	outcome = ts_raft_submit(group->raft, entry, len + 1, &index);
-	free(entry);
 	switch (outcome)
 	{
 		case TS_RAFT_APPLIED:
@@ -150,6 +344,177 @@ group_replicate(void *arg, const char *data, size_t len, TsError *err)
 	return -1;
 }
 
+/* TsStorageReplicator: a WriteBatch through the log, applied here on return. */
+static int
+group_replicate(void *arg, const char *data, size_t len, TsError *err)
+{
+	TsGroup    *group = arg;
+	char	   *entry = malloc(len + 1);
+	int			rc;
+
+	if (entry == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		return -1;
+	}
+	entry[0] = ENTRY_BATCH;
+	memcpy(entry + 1, data, len);
+	rc = group_submit(group, entry, len + 1, err);
+	free(entry);
+	return rc;
+}
+
+/* path's part under the staging directory, or NULL with err. */
+static const char *
+staged_name(TsGroup *group, const char *path, TsError *err)
+{
+	const char *staging = group->store->staging_dir;
+	size_t		len = strlen(staging);
+
+	if (strncmp(path, staging, len) == 0 && path[len] == '/' &&
+		staged_path_valid(path + len + 1, strlen(path + len + 1)))
+		return path + len + 1;
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL,
+				 "\"%s\" is not a session's file in the staging directory", path);
+	return NULL;
+}
+
+int
+ts_group_ship_files(TsGroup *group, char *const *paths, size_t n, TsError *err)
+{
+	uint8_t    *entry = malloc(FILE_HEADER + PATH_MAX_LEN + FILE_CHUNK);
+	int			rc = 0;
+
+	if (entry == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < n && rc == 0; i++)
+	{
+		const char *name = staged_name(group, paths[i], err);
+		size_t		namelen = name != NULL ? strlen(name) : 0;
+		int			fd = name != NULL ? open(paths[i], O_RDONLY | O_CLOEXEC) : -1;
+		uint64_t	offset = 0;
+		bool		last = false;
+
+		if (name != NULL && fd < 0)
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE, "could not open \"%s\": %s",
+						 paths[i], strerror(errno));
+		if (fd < 0)
+		{
+			rc = -1;
+			break;
+		}
+		entry[0] = ENTRY_FILE;
+		ts_put_be64(entry + 1, group->id);
+		entry[18] = (uint8_t) (namelen >> 8);
+		entry[19] = (uint8_t) namelen;
+		memcpy(entry + FILE_HEADER, name, namelen);
+		while (!last && rc == 0)
+		{
+			uint8_t    *chunk = entry + FILE_HEADER + namelen;
+			size_t		got = 0;
+
+			while (got < FILE_CHUNK)
+			{
+				ssize_t		r = read(fd, chunk + got, FILE_CHUNK - got);
+
+				if (r < 0 && errno == EINTR)
+					continue;
+				if (r < 0)
+				{
+					ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+								 "could not read \"%s\": %s", paths[i], strerror(errno));
+					rc = -1;
+					break;
+				}
+				if (r == 0)
+				{
+					last = true;
+					break;
+				}
+				got += (size_t) r;
+			}
+			if (rc != 0)
+				break;
+			ts_put_be64(entry + 9, offset);
+			entry[17] = last;
+			rc = group_submit(group, entry, FILE_HEADER + namelen + got, err);
+			offset += got;
+		}
+		close(fd);
+	}
+	free(entry);
+	return rc;
+}
+
+int
+ts_group_ship_session(TsGroup *group, TsSession *session, const char *extra, TsError *err)
+{
+	char		path[SESSION_PATH_SIZE];
+	char	   *paths[1] = {path};
+
+	if (ts_group_ship_files(group, session->sst->files, session->sst->nfiles, err) != 0)
+		return -1;
+	if (extra == NULL)
+		return 0;
+	snprintf(path, sizeof(path), "%s/%s", session->dir, extra);
+	return ts_group_ship_files(group, paths, 1, err);
+}
+
+void
+ts_group_drop_dir(TsGroup *group, const char *name)
+{
+	uint8_t		entry[9 + PATH_MAX_LEN];
+	size_t		len = strlen(name);
+	TsError		err;
+
+	if (len == 0 || len >= PATH_MAX_LEN)
+		return;
+	entry[0] = ENTRY_DROP_DIR;
+	ts_put_be64(entry + 1, group->id);
+	memcpy(entry + 9, name, len);
+	if (group_submit(group, entry, 9 + len, &err) != 0)
+		ts_log(TS_LOG_WARNING, "replica group: the other members keep \"%s\" until the next "
+			   "leader starts: %s", name, err.message);
+}
+
+int
+ts_group_ingest(TsGroup *group, char *const *paths, size_t n, TsError *err)
+{
+	TcBuf		entry = {0};
+	int			rc = -1;
+
+	if (!tc_buf_reserve(&entry, 5))
+		goto oom;
+	entry.data[0] = ENTRY_INGEST;
+	ts_put_be32(entry.data + 1, (uint32_t) n);
+	entry.len = 5;
+	for (size_t i = 0; i < n; i++)
+	{
+		const char *name = staged_name(group, paths[i], err);
+		size_t		namelen = name != NULL ? strlen(name) : 0;
+
+		if (name == NULL)
+			goto done;
+		if (!tc_buf_reserve(&entry, 2 + namelen))
+			goto oom;
+		entry.data[entry.len] = (uint8_t) (namelen >> 8);
+		entry.data[entry.len + 1] = (uint8_t) namelen;
+		memcpy(entry.data + entry.len + 2, name, namelen);
+		entry.len += 2 + namelen;
+	}
+	rc = group_submit(group, entry.data, entry.len, err);
+	goto done;
+
+oom:
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+done:
+	tc_buf_free(&entry);
+	return rc;
+}
+
 /*
  * The member has just become leader: commit a no-op (every entry of an
  * earlier term is then applied here), reload the state the store keeps in
@@ -160,11 +525,14 @@ group_begin_serving(TsGroup *group)
 {
 	TsStore    *store = group->store;
 	char		noop = ENTRY_NOOP;
+	char		clean = ENTRY_CLEAN;
 	uint64_t	index;
 	TsError		err;
 
-	if (ts_raft_submit(group->raft, &noop, 1, &index) != TS_RAFT_APPLIED)
-		return;					/* lost it already: the next round retries */
+	/* lost it already: the next round retries */
+	if (ts_raft_submit(group->raft, &noop, 1, &index) != TS_RAFT_APPLIED ||
+		ts_raft_submit(group->raft, &clean, 1, &index) != TS_RAFT_APPLIED)
+		return;
 	if (atomic_load(&group->served))
 		return;					/* cannot happen: a demoted leader restarts */
 	ts_prepared_free_all(store);
@@ -226,6 +594,7 @@ ts_group_start(TsStore *store, const TsGroupConfig *config, TsError *err)
 	group->id = raft_config.id;
 	group->on_demoted = config->on_demoted;
 	group->on_demoted_arg = config->on_demoted_arg;
+	store->group = group;
 	raft_config.machine.apply = group_apply;
 	raft_config.machine.snapshot = group_snapshot;
 	raft_config.machine.restore = group_restore;
@@ -282,6 +651,7 @@ ts_group_stop(TsGroup *group)
 	if (group == NULL)
 		return;
 	atomic_store(&group->stopping, true);
+	group->store->group = NULL;
 	if (group->watcher_started)
 		pthread_join(group->watcher, NULL);
 	atomic_store(&group->epoch, 0);

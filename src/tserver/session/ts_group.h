@@ -46,6 +46,30 @@ TsGroup    *ts_group_start(TsStore *store, const TsGroupConfig *config, TsError 
  */
 bool		ts_group_serving(TsGroup *group, uint64_t epoch, TsError *err);
 
+/*
+ * Ship a spilled session's files (absolute paths in its staging directory)
+ * to every member through the log, before the entry that records or
+ * publishes the session.  0 once applied here, or -1 with err.
+ */
+int			ts_group_ship_files(TsGroup *group, char *const *paths, size_t n, TsError *err);
+
+/* ts_group_ship_files of session's SST files, and of extra (a name in its directory) */
+int			ts_group_ship_session(TsGroup *group, TsSession *session, const char *extra,
+								  TsError *err);
+
+/*
+ * Ingest shipped files (absolute paths here) on every member, in one call
+ * each, in their order of precedence.  0, or -1 with err.
+ */
+int			ts_group_ingest(TsGroup *group, char *const *paths, size_t n, TsError *err);
+
+/*
+ * Have every other member remove the staging directory name (a session's
+ * that was published or discarded); a failure is logged only (the next
+ * leader's CLEAN removes it).
+ */
+void		ts_group_drop_dir(TsGroup *group, const char *name);
+
 /* The current serving epoch, 0 while not serving. */
 uint64_t	ts_group_epoch(TsGroup *group);
 

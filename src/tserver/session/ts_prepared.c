@@ -43,6 +43,7 @@
 
 #include "tc_client.h"
 #include "ts_clock.h"
+#include "ts_group.h"
 #include "ts_log.h"
 #include "ts_store.pb-c.h"
 
@@ -400,22 +401,19 @@ ts_session_prepare_gid(TsSession *session, const char *gid, uint64_t owner,
 	}
 	else
 	{
-		if (ts_storage_replicated(store))
-		{
-			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
-						 "a session that spilled to disk (over --session-memory-mb) cannot be "
-						 "replicated to a replica group yet: load it in smaller transactions");
-			goto fail;
-		}
 		if (write_sentinel_file(session, gid, err) != 0)
 			goto fail;
 		/*
 		 * SstFileWriter synced the files; their entries in the session's
 		 * directory, and its own in the staging directory, must be durable
-		 * before the record that names them.
+		 * before the record that names them: here, and on every member of
+		 * a replica group.
 		 */
 		ts_sync_dir(session->dir);
 		ts_sync_dir(store->staging_dir);
+		if (store->group != NULL &&
+			ts_group_ship_session(store->group, session, PREPARED_SENTINEL_FILE, err) != 0)
+			goto fail;
 		names = calloc(session->sst->nfiles + 1, sizeof(char *));
 		if (names == NULL)
 			goto oom;
@@ -521,6 +519,8 @@ remove_staging(TsStore *store, const Tstore__PreparedRecord *rec)
 	if (ts_remove_tree(dir) != 0)
 		ts_log(TS_LOG_WARNING, "could not remove staging directory \"%s\": %s",
 			   dir, strerror(errno));
+	if (store->group != NULL)
+		ts_group_drop_dir(store->group, rec->sst->dir);
 }
 
 /*
@@ -732,16 +732,6 @@ ts_store_resolve(TsStore *store, const char *gid, bool commit, uint64_t owner,
 
 /* ---- startup ---- */
 
-/* Is name one of names[n]? */
-static bool
-names_contain(char **names, size_t n, const char *name)
-{
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(names[i], name) == 0)
-			return true;
-	return false;
-}
-
 /* Take one loaded record into the registry and the store's counters. */
 static int
 load_one(TsStore *store, const Tstore__PreparedRecord *rec, TsError *err)
@@ -811,19 +801,10 @@ ts_prepared_each(TsStore *store, TsPreparedRecordFn fn, void *arg, TsError *err)
 	return result;
 }
 
-/* The staging directories of the prepared sessions ts_prepared_load keeps. */
-typedef struct KeptDirs
-{
-	char	  **names;
-	size_t		n;
-} KeptDirs;
-
-/* ts_prepared_load's step per record: an orphaned entry, its directory kept. */
+/* ts_prepared_load's step per record: an orphaned entry. */
 static int
 load_record(TsStore *store, const Tstore__PreparedRecord *rec, void *arg, TsError *err)
 {
-	KeptDirs   *kept = arg;
-	char	  **grown;
 	char		dir[SESSION_DIR_SIZE];
 	struct stat st;
 
@@ -831,15 +812,6 @@ load_record(TsStore *store, const Tstore__PreparedRecord *rec, void *arg, TsErro
 		return -1;
 	if (rec->sst == NULL)
 		return 0;
-	grown = realloc(kept->names, (kept->n + 1) * sizeof(char *));
-	if (grown == NULL || (grown[kept->n] = strdup(rec->sst->dir)) == NULL)
-	{
-		kept->names = grown != NULL ? grown : kept->names;
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
-		return -1;
-	}
-	kept->names = grown;
-	kept->n++;
 	snprintf(dir, sizeof(dir), "%s/%s", store->staging_dir, rec->sst->dir);
 	if (stat(dir, &st) != 0)
 		ts_log(TS_LOG_WARNING, "the staging directory \"%s\" of the session prepared "
@@ -851,40 +823,17 @@ load_record(TsStore *store, const Tstore__PreparedRecord *rec, void *arg, TsErro
 int
 ts_prepared_load(TsStore *store, TsError *err)
 {
-	KeptDirs	kept = {NULL, 0};
-	DIR		   *d;
-	struct dirent *entry;
-	int			result;
-
-	result = ts_prepared_each(store, load_record, &kept, err);
+	int			result = ts_prepared_each(store, load_record, NULL, err);
 
 	/*
 	 * Whatever else is staged belongs to sessions that died with the
-	 * previous process unprepared: none of it may survive.
+	 * previous process unprepared: none of it may survive.  Except on a
+	 * replica group's member, whose staging holds the files of sessions
+	 * that the group's log is shipping (ts_group.c): the log's CLEAN
+	 * entries remove what is left.
 	 */
-	if (result == 0 && (d = opendir(store->staging_dir)) != NULL)
-	{
-		while ((entry = readdir(d)) != NULL)
-		{
-			char		path[SESSION_DIR_SIZE];
-
-			if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0 ||
-				names_contain(kept.names, kept.n, entry->d_name))
-				continue;
-			snprintf(path, sizeof(path), "%s/%s", store->staging_dir, entry->d_name);
-			if (ts_remove_tree(path) != 0 && unlink(path) != 0 && errno != ENOENT)
-			{
-				ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
-							 "could not remove \"%s\": %s", path, strerror(errno));
-				result = -1;
-				break;
-			}
-		}
-		closedir(d);
-	}
-	for (size_t i = 0; i < kept.n; i++)
-		free(kept.names[i]);
-	free(kept.names);
+	if (result == 0 && !store->opts.replica_group)
+		result = ts_prepared_clean_staging(store, err);
 	if (result == 0 && store->nprepared > 0)
 		ts_log(TS_LOG_INFO, "%zu prepared session%s kept, orphaned until resolved",
 			   store->nprepared, store->nprepared == 1 ? "" : "s");

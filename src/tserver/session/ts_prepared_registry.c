@@ -2,16 +2,22 @@
  * ts_prepared_registry.c
  *		The registry of prepared sessions (TsStore.prepared, under
  *		prepared_lock): adding, finding and removing entries, their owners,
- *		and listing them.  ts_prepared.c prepares, resolves and loads the
- *		sessions the entries stand for; see there for the design.
+ *		and listing them; and the staging directories that are not theirs
+ *		removed.  ts_prepared.c prepares, resolves and loads the sessions
+ *		the entries stand for; see there for the design.
  */
 #include "ts_store_int.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ts_log.h"
+#include "ts_session_int.h"
+#include "ts_store.pb-c.h"
 
 /* ---- the registry; every function here takes prepared_lock itself ---- */
 
@@ -358,4 +364,79 @@ ts_prepared_free_all(TsStore *store)
 	free(store->prepared);
 	store->prepared = NULL;
 	store->nprepared = store->prepared_cap = 0;
+}
+
+/* ---- staging directories ---- */
+
+/* Is name one of names[n]? */
+static bool
+names_contain(char **names, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(names[i], name) == 0)
+			return true;
+	return false;
+}
+
+/* The staging directories of the prepared sessions, which stay. */
+typedef struct KeptDirs
+{
+	char	  **names;
+	size_t		n;
+} KeptDirs;
+
+/* ts_prepared_clean_staging's step per record: its directory kept. */
+static int
+keep_dir(TsStore *store, const Tstore__PreparedRecord *rec, void *arg, TsError *err)
+{
+	KeptDirs   *kept = arg;
+	char	  **grown;
+
+	if (rec->sst == NULL)
+		return 0;
+	grown = realloc(kept->names, (kept->n + 1) * sizeof(char *));
+	if (grown == NULL || (grown[kept->n] = strdup(rec->sst->dir)) == NULL)
+	{
+		kept->names = grown != NULL ? grown : kept->names;
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		return -1;
+	}
+	kept->names = grown;
+	kept->n++;
+	return 0;
+}
+
+int
+ts_prepared_clean_staging(TsStore *store, TsError *err)
+{
+	KeptDirs	kept = {NULL, 0};
+	DIR		   *d;
+	struct dirent *entry;
+	int			result;
+
+	result = ts_prepared_each(store, keep_dir, &kept, err);
+	if (result == 0 && (d = opendir(store->staging_dir)) != NULL)
+	{
+		while ((entry = readdir(d)) != NULL)
+		{
+			char		path[SESSION_DIR_SIZE];
+
+			if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0 ||
+				names_contain(kept.names, kept.n, entry->d_name))
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", store->staging_dir, entry->d_name);
+			if (ts_remove_tree(path) != 0 && unlink(path) != 0 && errno != ENOENT)
+			{
+				ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+							 "could not remove \"%s\": %s", path, strerror(errno));
+				result = -1;
+				break;
+			}
+		}
+		closedir(d);
+	}
+	for (size_t i = 0; i < kept.n; i++)
+		free(kept.names[i]);
+	free(kept.names);
+	return result;
 }

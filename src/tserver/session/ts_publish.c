@@ -63,6 +63,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ts_group.h"
 #include "ts_key.h"
 #include "ts_log.h"
 
@@ -262,31 +263,24 @@ publish_commit_write(TsStore *store, const TsPublish *pub, rocksdb_writebatch_t 
 								   "could not commit the session", err);
 }
 
-/* Ingest files in one call, in their order of precedence. */
+/*
+ * Ingest files in one call, in their order of precedence: here, or on
+ * every member of the store's replica group (their files shipped before).
+ */
 static int
 publish_ingest(TsStore *store, char **files, size_t nfiles, TsError *err)
 {
-	rocksdb_ingestexternalfileoptions_t *options;
-	char	   *errptr = NULL;
+	int			rc;
 
 	if (nfiles == 0)
 		return 0;
-	options = rocksdb_ingestexternalfileoptions_create();
-	rocksdb_ingestexternalfileoptions_set_move_files(options, 1);
-	rocksdb_ingestexternalfileoptions_set_allow_global_seqno(options, 1);
-	rocksdb_ingestexternalfileoptions_set_allow_blocking_flush(options, 1);
 	pthread_rwlock_rdlock(&store->write_lock);
-	rocksdb_ingest_external_file_cf(store->db, store->cf_data,
-									(const char *const *) files, nfiles,
-									options, &errptr);
+	if (store->group != NULL)
+		rc = ts_group_ingest(store->group, files, nfiles, err);
+	else
+		rc = ts_storage_ingest(store, files, nfiles, err);
 	pthread_rwlock_unlock(&store->write_lock);
-	rocksdb_ingestexternalfileoptions_destroy(options);
-	if (errptr != NULL)
-	{
-		ts_error_rocksdb(err, "could not ingest the session's files", errptr);
-		return -1;
-	}
-	return 0;
+	return rc;
 }
 
 /* Step 1 of a spilled session: its truncates, and the record saying so. */

@@ -97,6 +97,7 @@
 
 #include "ts_clock.h"
 #include "ts_key.h"
+#include "ts_group.h"
 #include "ts_log.h"
 #include "ts_record.h"
 #include "ts_sort.h"
@@ -524,7 +525,7 @@ ts_session_prepare(TsSession *session, TsError *err)
 	 * WriteBatch it would be written whole into its prepared record, then
 	 * again through the WAL and the memtable, then flushed and compacted.
 	 */
-	if (session->sst == NULL && session->nruns == 0 && !ts_storage_replicated(session->store) &&
+	if (session->sst == NULL && session->nruns == 0 &&
 		session->staged.len >= TS_PREPARE_SST_BYTES && ts_sst_sink_get(session, err) == NULL)
 		return -1;
 	if (!session->sorted && session->sst == NULL && session->nruns == 0 &&
@@ -611,13 +612,9 @@ ts_session_commit(TsSession *session, uint64_t *rows, TsError *err)
 	result = ts_session_wait_in_doubt(session, &waited_ms, err);
 	if (result == 0)
 		result = ts_session_prepare(session, err);
-	if (result == 0 && session->sst != NULL && ts_storage_replicated(store))
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
-					 "a session that spilled to disk (over --session-memory-mb) cannot be "
-					 "replicated to a replica group yet: load it in smaller transactions");
-		result = -1;
-	}
+	/* a replica group's members get the files first (ts_group.c) */
+	if (result == 0 && session->sst != NULL && store->group != NULL)
+		result = ts_group_ship_session(store->group, session, NULL, err);
 	if (result == 0)
 		result = ts_session_wait_in_doubt(session, &waited_ms, err);
 	prepared_ms = monotonic_ms();
@@ -649,6 +646,9 @@ ts_session_commit(TsSession *session, uint64_t *rows, TsError *err)
 	if (pub.batch != NULL)
 		rocksdb_writebatch_destroy(pub.batch);
 
+	/* the other members' copies of its files go too (ts_group.c) */
+	if (result == 0 && session->sst != NULL && store->group != NULL)
+		ts_group_drop_dir(store->group, strrchr(session->dir, '/') + 1);
 	if (result == 0)
 	{
 		ts_key_claims_published(store, session->id);

@@ -88,6 +88,12 @@ int			ts_backup_check_start(const char *dir, TsError *err);
 int			ts_prepared_load(TsStore *store, TsError *err);
 
 /*
+ * Remove every staging directory but the prepared sessions' (a replica
+ * group's CLEAN entry: ts_group.c).  0, or -1 with err.
+ */
+int			ts_prepared_clean_staging(TsStore *store, TsError *err);
+
+/*
  * Call fn(store, rec, arg, err) on every stored prepared record, checked,
  * in key order, until one fails; 0, or -1 with err (also for a record that
  * does not decode).

@@ -49,6 +49,7 @@ typedef struct TsStoreOptions
 	int			in_doubt_wait_ms;	/* how long a write waits for an in-doubt
 									 * prepared session of its tables
 									 * (ts_in_doubt.c); 0: refused at once */
+	bool		replica_group;	/* a replica group's member (ts_group.h) */
 } TsStoreOptions;
 
 void		ts_store_default_options(TsStoreOptions *options);
@@ -72,6 +73,9 @@ bool		ts_storage_replicated(const TsStore *store);
 int			ts_storage_apply(TsStore *store, uint64_t index, const char *data, size_t len,
 							 TsError *err);
 uint64_t	ts_storage_applied(const TsStore *store);
+
+/* Raise the applied index to index (an entry that wrote no batch), synced. */
+int			ts_storage_mark_applied(TsStore *store, uint64_t index, TsError *err);
 
 /*
  * Look table name up; with create, make it when missing (the definition is

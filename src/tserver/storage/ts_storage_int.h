@@ -24,6 +24,7 @@ typedef struct TsLabelClaim TsLabelClaim;	/* ts_labels.c */
 typedef struct TsKeyClaim TsKeyClaim;	/* ts_key_claims.c */
 typedef struct TsSession TsSession;	/* ts_session_int.h */
 typedef struct TsSnapshot TsSnapshot;	/* ts_snapshot.c */
+typedef struct TsGroup TsGroup;	/* ts_group.c */
 
 typedef struct TsTable
 {
@@ -159,6 +160,7 @@ struct TsStore
 	 */
 	TsStorageReplicator replicator;
 	void	   *replicator_arg;
+	TsGroup    *group;			/* the same member's, for the session layer */
 	uint64_t	applied_index;
 
 	/* test-only points of failure: see ts_store_crash_point */
@@ -209,6 +211,13 @@ int			ts_storage_write(TsStore *store, rocksdb_writebatch_t *wb, const char *wha
  * ts_group.c), freeing the tables in memory: nothing may hold one.
  */
 int			ts_storage_reload_tables(TsStore *store, TsError *err);
+
+/*
+ * Ingest SST files (absolute paths, moved into RocksDB) in one call, in
+ * their order of precedence; the caller holds write_lock as a write of
+ * rows does.  0, or -1 with err.
+ */
+int			ts_storage_ingest(TsStore *store, char *const *files, size_t nfiles, TsError *err);
 
 /* The applied index stored with the rows, read at open. */
 int			ts_storage_load_applied(TsStore *store, TsError *err);

@@ -86,23 +86,13 @@ ts_storage_applied(const TsStore *store)
 	return store->applied_index;
 }
 
-int
-ts_storage_apply(TsStore *store, uint64_t index, const char *data, size_t len, TsError *err)
+/* Write wb with index as the applied index beside it, synced; wb is freed. */
+static int
+apply_batch(TsStore *store, uint64_t index, rocksdb_writebatch_t *wb, TsError *err)
 {
-	rocksdb_writebatch_t *wb;
 	uint8_t		applied[8];
 	char	   *errptr = NULL;
 
-	if (index <= store->applied_index)
-		return 0;				/* replayed: already in RocksDB */
-	wb = rocksdb_writebatch_create_from(data, len);
-	if (wb == NULL)
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
-					 "entry %llu of the replica group's log is not a WriteBatch",
-					 (unsigned long long) index);
-		return -1;
-	}
 	ts_put_be64(applied, index);
 	rocksdb_writebatch_put_cf(wb, store->cf_meta, META_APPLIED_INDEX,
 							  strlen(META_APPLIED_INDEX), (const char *) applied, 8);
@@ -115,4 +105,54 @@ ts_storage_apply(TsStore *store, uint64_t index, const char *data, size_t len, T
 	}
 	store->applied_index = index;
 	return 0;
+}
+
+int
+ts_storage_apply(TsStore *store, uint64_t index, const char *data, size_t len, TsError *err)
+{
+	rocksdb_writebatch_t *wb;
+
+	if (index <= store->applied_index)
+		return 0;				/* replayed: already in RocksDB */
+	wb = rocksdb_writebatch_create_from(data, len);
+	if (wb == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+					 "entry %llu of the replica group's log is not a WriteBatch",
+					 (unsigned long long) index);
+		return -1;
+	}
+	return apply_batch(store, index, wb, err);
+}
+
+int
+ts_storage_ingest(TsStore *store, char *const *files, size_t nfiles, TsError *err)
+{
+	rocksdb_ingestexternalfileoptions_t *options;
+	char	   *errptr = NULL;
+
+	if (nfiles == 0)
+		return 0;
+	options = rocksdb_ingestexternalfileoptions_create();
+	rocksdb_ingestexternalfileoptions_set_move_files(options, 1);
+	rocksdb_ingestexternalfileoptions_set_allow_global_seqno(options, 1);
+	rocksdb_ingestexternalfileoptions_set_allow_blocking_flush(options, 1);
+	rocksdb_ingest_external_file_cf(store->db, store->cf_data,
+									(const char *const *) files, nfiles,
+									options, &errptr);
+	rocksdb_ingestexternalfileoptions_destroy(options);
+	if (errptr != NULL)
+	{
+		ts_error_rocksdb(err, "could not ingest the session's files", errptr);
+		return -1;
+	}
+	return 0;
+}
+
+int
+ts_storage_mark_applied(TsStore *store, uint64_t index, TsError *err)
+{
+	if (index <= store->applied_index)
+		return 0;
+	return apply_batch(store, index, rocksdb_writebatch_create(), err);
 }
