@@ -9,6 +9,7 @@
  *		The state machine is a count and a hash of the entries applied.
  */
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -23,6 +25,7 @@
 #include "ts_raft.h"
 
 #define MEMBERS 3
+#define HANDSHAKE_MS 1000		/* the raft port's deadline, short for the test */
 
 /* A member's state: what it applied, in order. */
 typedef struct Machine
@@ -34,6 +37,7 @@ typedef struct Machine
 } Machine;
 
 static char base_dir[256];
+static char secret_file[300];	/* the group's, mode 0600 */
 static char addresses[MEMBERS][TS_RAFT_ADDRESS_MAX];
 static char bootstrap[MEMBERS * (TS_RAFT_ADDRESS_MAX + 24)];
 static Machine machines[MEMBERS];
@@ -118,8 +122,22 @@ free_port(void)
 	return port;
 }
 
+/* Write a secret file of the given text and mode; 0, or -1. */
+static int
+write_secret(const char *path, const char *text, mode_t mode)
+{
+	int			fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	size_t		len = strlen(text);
+	bool		ok;
+
+	if (fd < 0)
+		return -1;
+	ok = write(fd, text, len) == (ssize_t) len && fchmod(fd, mode) == 0;
+	return close(fd) == 0 && ok ? 0 : -1;
+}
+
 static TsRaft *
-start_member(int k, bool first)
+start_member(int k, bool first, const char *secret_file)
 {
 	TsRaftConfig config = {0};
 	char		dir[300];
@@ -130,6 +148,8 @@ start_member(int k, bool first)
 	config.id = (uint64_t) k + 1;
 	snprintf(config.address, sizeof(config.address), "%s", addresses[k]);
 	config.dir = dir;
+	config.secret_file = secret_file;
+	config.handshake_ms = HANDSHAKE_MS;
 	config.bootstrap = first ? bootstrap : NULL;
 	config.election_ms = 300;
 	config.heartbeat_ms = 50;
@@ -264,7 +284,7 @@ test_group(void)
 		pthread_mutex_init(&machines[k].lock, NULL);
 	}
 	for (int k = 0; k < MEMBERS; k++)
-		REQUIRE((members[k] = start_member(k, true)) != NULL);
+		REQUIRE((members[k] = start_member(k, true, secret_file)) != NULL);
 
 	leader = wait_leader();
 	REQUIRE(leader >= 0);
@@ -291,7 +311,7 @@ test_group(void)
 	pthread_mutex_lock(&machines[leader].lock);
 	machines[leader].count = machines[leader].hash = machines[leader].index = 0;
 	pthread_mutex_unlock(&machines[leader].lock);
-	REQUIRE((members[leader] = start_member(leader, false)) != NULL);
+	REQUIRE((members[leader] = start_member(leader, false, secret_file)) != NULL);
 	CHECK(wait_converged(200));
 	CHECK_EQ_INT(submit_entries("c", 10), 10);
 	CHECK(wait_converged(210));
@@ -309,6 +329,9 @@ main(void)
 	signal(SIGPIPE, SIG_IGN);	/* a peer gone must not kill the process */
 	snprintf(base_dir, sizeof(base_dir), "/tmp/tcopy-test-raft-XXXXXX");
 	if (mkdtemp(base_dir) == NULL)
+		return 1;
+	snprintf(secret_file, sizeof(secret_file), "%s/secret", base_dir);
+	if (write_secret(secret_file, "0123456789abcdef0123456789abcdef0123456789abcdef\n", 0600) != 0)
 		return 1;
 	TC_RUN(test_group);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", base_dir);
