@@ -22,6 +22,9 @@
  * so the machine's snapshot is a description (docs/replication.md: a
  * manifest naming the state, fetched out of band).  The machine gives the
  * bytes; they are copied into a raft_malloc'd buffer that libraft frees.
+ *
+ * The raft port is ts_raft_transport.c's, keyed by the group's secret:
+ * libraft's own transport lets anyone who reaches the port speak Raft.
  */
 #include "ts_raft.h"
 
@@ -35,6 +38,7 @@
 #include <sys/stat.h>
 #include <uv.h>
 
+#include "tc_auth.h"
 #include "ts_log.h"
 
 /* An entry on its way: on the submitter's stack until done. */
@@ -69,6 +73,9 @@ struct TsRaft
 	bool		closing;		/* no more submissions */
 	TsRaftStatus status;
 };
+
+#define CONNECT_RETRY_MS 200	/* libraft's default is 1 s: a member back
+								 * from a restart is reached sooner */
 
 /* ---- the state machine, on the raft thread ---- */
 
@@ -231,6 +238,7 @@ status_check_cb(uv_check_t *handle)
 	if (leader_id != 0 && leader_address != NULL)
 		snprintf(status.leader_address, sizeof(status.leader_address), "%s", leader_address);
 	status.applied = raft_last_applied(&raft->raft);
+	ts_raft_transport_stats(&raft->transport, &status.transport);
 	pthread_mutex_lock(&raft->lock);
 	raft->status = status;
 	pthread_mutex_unlock(&raft->lock);
@@ -249,7 +257,7 @@ raft_closed(struct raft *r)
 	TsRaft	   *raft = r->data;
 
 	raft_uv_close(&raft->io);
-	raft_uv_tcp_close(&raft->transport);
+	ts_raft_transport_close(&raft->transport);
 	uv_close((uv_handle_t *) &raft->submit_async, handle_closed);
 	uv_close((uv_handle_t *) &raft->stop_async, handle_closed);
 	uv_close((uv_handle_t *) &raft->status_check, handle_closed);
@@ -332,12 +340,31 @@ bad:
 TsRaft *
 ts_raft_start(const TsRaftConfig *config, TsError *err)
 {
-	TsRaft	   *raft = calloc(1, sizeof(TsRaft));
+	TsRaft	   *raft;
 	int			rv;
 	const char *step = "";
+	char		secret[TS_RAFT_SECRET_MAX + 1];
+	size_t		secret_len = 0;
+	char		why[512];
 
-	if (raft == NULL)
+	/* first, so that a member without its secret leaves nothing behind */
+	if (config->secret_file == NULL)
 	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
+					 "the raft member %llu has no secret file: its group's members prove themselves to each other with it",
+					 (unsigned long long) config->id);
+		return NULL;
+	}
+	if (ts_raft_secret_load(config->secret_file, secret, &secret_len, why, sizeof(why)) != 0)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
+					 "the raft member %llu cannot use its secret: %s",
+					 (unsigned long long) config->id, why);
+		return NULL;
+	}
+	if ((raft = calloc(1, sizeof(TsRaft))) == NULL)
+	{
+		tc_auth_forget(secret, sizeof(secret));
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
 		return NULL;
 	}
@@ -347,6 +374,7 @@ ts_raft_start(const TsRaftConfig *config, TsError *err)
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE, "could not create \"%s\": %s",
 					 config->dir, strerror(errno));
+		tc_auth_forget(secret, sizeof(secret));
 		free(raft);
 		return NULL;
 	}
@@ -356,7 +384,11 @@ ts_raft_start(const TsRaftConfig *config, TsError *err)
 	raft->fsm.apply = fsm_apply;
 	raft->fsm.snapshot = fsm_snapshot;
 	raft->fsm.restore = fsm_restore;
-	if ((rv = raft_uv_tcp_init(&raft->transport, &raft->loop)) != 0)
+	/* the transport keeps a copy of the secret, and wipes it at its close */
+	rv = ts_raft_transport_init(&raft->transport, &raft->loop, secret, secret_len,
+								config->handshake_ms);
+	tc_auth_forget(secret, sizeof(secret));
+	if (rv != 0)
 	{
 		step = "its transport";
 		goto fail;
@@ -366,6 +398,7 @@ ts_raft_start(const TsRaftConfig *config, TsError *err)
 		step = "its I/O";
 		goto fail;
 	}
+	raft_uv_set_connect_retry_delay(&raft->io, CONNECT_RETRY_MS);
 	if ((rv = raft_init(&raft->raft, &raft->io, &raft->fsm, config->id, config->address)) != 0)
 	{
 		step = "it";
@@ -420,8 +453,8 @@ ts_raft_start(const TsRaftConfig *config, TsError *err)
 
 fail:
 	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE, "could not start the raft member (%s): %s",
-				 step, strcmp(step, "its transport") == 0 || strcmp(step, "its I/O") == 0 ?
-				 raft_strerror(rv) : raft_errmsg(&raft->raft));
+				 step, strcmp(step, "its transport") == 0 ? raft->transport.errmsg :
+				 strcmp(step, "its I/O") == 0 ? raft_strerror(rv) : raft_errmsg(&raft->raft));
 fail_logged:
 	/* what was made before the failure goes with the process */
 	return NULL;

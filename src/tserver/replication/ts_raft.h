@@ -9,6 +9,10 @@
  * callback below is called there.  ts_raft_submit hands an entry to that
  * thread and waits until it is committed and applied on this member (the
  * leader), or refused.
+ *
+ * The raft port is ours (ts_raft_transport.c): a peer is let in only once
+ * it has proved it holds the group's secret, read from the file the
+ * config names (docs/replication.md#security).
  */
 #ifndef TS_RAFT_H
 #define TS_RAFT_H
@@ -18,6 +22,7 @@
 
 #include "tc_buf.h"
 #include "ts_error.h"
+#include "ts_raft_transport.h"
 
 #define TS_RAFT_ADDRESS_MAX 64	/* "a.b.c.d:port", as libraft 0.15 takes it */
 
@@ -68,7 +73,16 @@ typedef struct TsRaftMachine
 typedef struct TsRaftConfig
 {
 	uint64_t	id;				/* this member's, above 0 */
-	char		address[TS_RAFT_ADDRESS_MAX];	/* it listens on */
+	char		address[TS_RAFT_ADDRESS_MAX];	/* "a.b.c.d:port": the raft port
+												 * listens there only, and peers
+												 * reach it there */
+	const char *secret_file;	/* required: the group's secret, the same
+								 * file's bytes on every member, read by
+								 * ts_raft_start (ts_raft_secret_load: its
+								 * owner's only, at least
+								 * TS_RAFT_SECRET_MIN bytes) */
+	unsigned	handshake_ms;	/* a raft connection's deadline to prove
+								 * itself; 0: TS_RAFT_HANDSHAKE_MS */
 	const char *dir;			/* libraft's files; made if missing */
 	const char *bootstrap;		/* the first members, "ID@ADDRESS,...", the
 								 * same on each of them; NULL on a member
@@ -85,9 +99,13 @@ typedef struct TsRaftStatus
 	uint64_t	leader_id;		/* 0: none known */
 	char		leader_address[TS_RAFT_ADDRESS_MAX];
 	uint64_t	applied;		/* the last index applied here */
+	TsRaftTransportStats transport; /* the raft port's handshakes */
 } TsRaftStatus;
 
-/* Start the member; NULL with err. */
+/*
+ * Start the member; NULL with err (ERROR_AUTH: no secret file, or one
+ * refused, named in the message).
+ */
 TsRaft	   *ts_raft_start(const TsRaftConfig *config, TsError *err);
 
 /*

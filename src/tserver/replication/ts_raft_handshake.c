@@ -1,0 +1,320 @@
+/*
+ * ts_raft_handshake.c
+ *		The raft transport's handshake (ts_raft_transport_int.h): its
+ *		messages, read and written on a TCP stream, and its proofs.
+ *
+ * Integers are 64-bit little-endian, as in libraft's own preamble, whose
+ * first 8 bytes (its protocol, 1) are never our magic: a stock libraft
+ * peer and ours refuse each other at once, neither waits.
+ *
+ *	connector C                                          acceptor A
+ *	HELLO_C "tcRAFTc1" | id C | nonce C (32) | length | C's raft address,
+ *			NUL-padded to a multiple of 8, at most 256 bytes  -->
+ *							<--  HELLO_A "tcRAFTa1" | id A | nonce A (32)
+ *	PROOF_C HMAC(K, T('C', id C, id A, nonce C, nonce A, C's address))  -->
+ *							<--  PROOF_A HMAC(K, T('A', id A, id C, nonce A, nonce C, C's address))
+ *
+ *	T(role, sender, receiver, sender's nonce, receiver's nonce, address) =
+ *		"tcopy-raft-v1" | role (1 byte) | sender | receiver | the nonces |
+ *		the address's length | the address
+ *
+ * K is the group's secret.  A sends HELLO_A as soon as it accepts; C sends
+ * its proof only if A's id is the one it was asked to reach; A sends its
+ * proof only once C's is right, so that no one without the secret gets a
+ * proof made with it.  The role byte keeps a proof from being reflected
+ * to its maker, the fresh nonces keep it from being replayed, and C's raft
+ * address is in both because libraft sends its replies to the address
+ * accept_cb gives it: it must not be forged.
+ *
+ * Not a byte of libraft's is read here: every read asks for exactly the
+ * bytes still missing from the current message (as libraft's own
+ * uv_tcp_listen.c does), and the read callback that completes the last
+ * one stops reading, so that what follows stays in the socket for
+ * libraft.  An honest peer sends nothing more anyway: C lets libraft write
+ * only after PROOF_A, and libraft never writes on an accepted stream.
+ */
+#include "ts_raft_transport_int.h"
+
+#include <assert.h>
+#include <string.h>
+
+#define PROOF_LABEL "tcopy-raft-v1" /* its 13 bytes, without the NUL */
+
+static const char magic_connector[TS_HS_MAGIC_SIZE] = {'t', 'c', 'R', 'A', 'F', 'T', 'c', '1'};
+static const char magic_acceptor[TS_HS_MAGIC_SIZE] = {'t', 'c', 'R', 'A', 'F', 'T', 'a', '1'};
+
+static void
+put_u64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t) (v >> (8 * i));
+}
+
+static uint64_t
+get_u64(const uint8_t *p)
+{
+	uint64_t	v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v |= (uint64_t) p[i] << (8 * i);
+	return v;
+}
+
+/* Whether address is printable ASCII without spaces, as a raft address is. */
+static bool
+address_printable(const char *address, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (address[i] < 0x21 || address[i] > 0x7e)
+			return false;
+	return len > 0;
+}
+
+/*
+ * One of hs's two proofs, ours or the peer's, into proof: HMAC-SHA256 of
+ * the transcript T above; false if OpenSSL failed.
+ */
+static bool
+compute_proof(TsRaftHandshake *hs, bool ours, uint8_t proof[TC_AUTH_SIZE])
+{
+	TsRaftTransport *t = hs->transport;
+	const char *address = hs->connector ? t->address : hs->peer_address;
+	size_t		address_len = strlen(address);
+	uint8_t		transcript[sizeof(PROOF_LABEL) + 8 + 8 + 2 * TC_NONCE_SIZE + 8 +
+						   TS_HS_ADDRESS_MAX];
+	size_t		n = sizeof(PROOF_LABEL) - 1;
+
+	assert(address_len < TS_HS_ADDRESS_MAX);
+	memcpy(transcript, PROOF_LABEL, n);
+	/* the maker's role: ours is hs's, the peer's the other */
+	transcript[n++] = ours == hs->connector ? 'C' : 'A';
+	put_u64(transcript + n, ours ? t->id : hs->peer_id);
+	put_u64(transcript + n + 8, ours ? hs->peer_id : t->id);
+	n += 16;
+	memcpy(transcript + n, ours ? hs->own_nonce : hs->peer_nonce, TC_NONCE_SIZE);
+	memcpy(transcript + n + TC_NONCE_SIZE, ours ? hs->peer_nonce : hs->own_nonce, TC_NONCE_SIZE);
+	n += 2 * TC_NONCE_SIZE;
+	put_u64(transcript + n, address_len);
+	n += 8;
+	memcpy(transcript + n, address, address_len);
+	n += address_len;
+	return tc_auth_compute(t->secret, t->secret_len, transcript, n, proof);
+}
+
+static void
+write_done(uv_write_t *req, int status)
+{
+	TsRaftHandshake *hs = req->data;
+
+	hs->writes_pending--;
+	if (status < 0)
+	{
+		ts_raft_handshake_fail(hs, TS_HS_FAIL_OTHER, uv_strerror(status));
+		return;
+	}
+	ts_raft_handshake_maybe_hand_over(hs);
+}
+
+/* Write len bytes at base (in hs, until written) with write slot slot. */
+static int
+handshake_write(TsRaftHandshake *hs, int slot, uint8_t *base, size_t len)
+{
+	uv_buf_t	buf = uv_buf_init((char *) base, (unsigned) len);
+	int			rc;
+
+	hs->writes[slot].data = hs;
+	rc = uv_write(&hs->writes[slot], (uv_stream_t *) hs->tcp, &buf, 1, write_done);
+	if (rc == 0)
+		hs->writes_pending++;
+	return rc;
+}
+
+/* Exactly the bytes still missing from the current message: never more. */
+static void
+read_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
+{
+	TsRaftHandshake *hs = handle->data;
+
+	assert(hs->need > hs->have && hs->need <= sizeof(hs->in));
+	buf->base = (char *) hs->in + hs->have;
+	buf->len = hs->need - hs->have;
+}
+
+/*
+ * Whether the peer's proof, the last bytes read, is right (compared in
+ * time that does not depend on where it differs); if not, the handshake
+ * failed.
+ */
+static bool
+peer_proof_right(TsRaftHandshake *hs)
+{
+	uint8_t		expected[TC_AUTH_SIZE];
+	bool		computed = compute_proof(hs, false, expected);
+	bool		right = computed &&
+		tc_auth_matches(hs->in + hs->need - TC_AUTH_SIZE, TC_AUTH_SIZE, expected);
+
+	tc_auth_forget(expected, sizeof(expected));
+	if (!right)
+		ts_raft_handshake_fail(hs, computed ? TS_HS_FAIL_BAD_PROOF : TS_HS_FAIL_OTHER,
+							   computed ? "wrong proof (not this group's secret)" :
+							   "could not compute the proof");
+	return right;
+}
+
+/* Send our proof; false if the handshake failed. */
+static bool
+send_proof(TsRaftHandshake *hs)
+{
+	if (!compute_proof(hs, true, hs->proof) ||
+		handshake_write(hs, 1, hs->proof, TC_AUTH_SIZE) != 0)
+	{
+		ts_raft_handshake_fail(hs, TS_HS_FAIL_OTHER, "could not send the proof");
+		return false;
+	}
+	return true;
+}
+
+/* A whole message is in: act on it, and say what to read next. */
+static void
+handshake_step(TsRaftHandshake *hs)
+{
+	switch (hs->phase)
+	{
+		case TS_HS_A_HELLO:
+			{
+				/* C's id, its nonce, and the length of its padded address */
+				uint64_t	padded = get_u64(hs->in + TS_HS_MAGIC_SIZE + 8 + TC_NONCE_SIZE);
+
+				hs->peer_id = get_u64(hs->in + TS_HS_MAGIC_SIZE);
+				memcpy(hs->peer_nonce, hs->in + TS_HS_MAGIC_SIZE + 8, TC_NONCE_SIZE);
+				if (hs->peer_id == 0 || padded < 8 || padded > TS_HS_ADDRESS_MAX ||
+					padded % 8 != 0)
+				{
+					ts_raft_handshake_fail(hs, TS_HS_FAIL_OTHER, "malformed hello");
+					return;
+				}
+				hs->need += (size_t) padded;
+				hs->phase = TS_HS_A_ADDRESS;
+				return;
+			}
+		case TS_HS_A_ADDRESS:
+			{
+				const char *address = (const char *) hs->in + TS_HS_HELLO_C_FIXED;
+				size_t		padded = hs->need - TS_HS_HELLO_C_FIXED;
+				size_t		len = strnlen(address, padded);
+
+				if (len == padded || !address_printable(address, len))
+				{
+					ts_raft_handshake_fail(hs, TS_HS_FAIL_OTHER, "malformed address");
+					return;
+				}
+				memcpy(hs->peer_address, address, len + 1);
+				hs->need += TC_AUTH_SIZE;
+				hs->phase = TS_HS_A_PROOF;
+				return;
+			}
+		case TS_HS_A_PROOF:
+			if (!peer_proof_right(hs))
+				return;
+
+			/*
+			 * Stop reading now, inside the read callback: libuv's read loop
+			 * checks after each callback, and reads nothing past PROOF_C.
+			 */
+			uv_read_stop((uv_stream_t *) hs->tcp);
+			if (send_proof(hs))
+				hs->phase = TS_HS_PROVEN;	/* handed over once it is written */
+			return;
+		case TS_HS_C_HELLO:
+			if (get_u64(hs->in + TS_HS_MAGIC_SIZE) != hs->peer_id)
+			{
+				ts_raft_handshake_fail(hs, TS_HS_FAIL_OTHER, "the member there has another raft id");
+				return;
+			}
+			memcpy(hs->peer_nonce, hs->in + TS_HS_MAGIC_SIZE + 8, TC_NONCE_SIZE);
+			if (!send_proof(hs))
+				return;
+			hs->need += TC_AUTH_SIZE;
+			hs->phase = TS_HS_C_PROOF;
+			return;
+		case TS_HS_C_PROOF:
+			if (!peer_proof_right(hs))
+				return;
+			uv_read_stop((uv_stream_t *) hs->tcp);
+			hs->phase = TS_HS_PROVEN;
+			/* PROOF_A can come before PROOF_C's write callback */
+			ts_raft_handshake_maybe_hand_over(hs);
+			return;
+		default:
+			assert(false);		/* no read is active in the other phases */
+	}
+}
+
+static void
+handshake_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+{
+	TsRaftHandshake *hs = stream->data;
+
+	if (hs->phase == TS_HS_FAILED || hs->phase == TS_HS_HANDED_OVER || nread == 0)
+		return;
+	if (nread < 0)
+	{
+		ts_raft_handshake_fail(hs, TS_HS_FAIL_OTHER,
+							   nread == UV_EOF ? "closed by the peer" : uv_strerror((int) nread));
+		return;
+	}
+	hs->have += (size_t) nread;
+	assert(hs->have <= hs->need);
+
+	/*
+	 * A peer of another protocol goes at its first 8 bytes: a stock
+	 * libraft peer's preamble (40 bytes for a short address) is shorter
+	 * than HELLO_C, and would otherwise wait for the deadline.
+	 */
+	if ((hs->phase == TS_HS_A_HELLO || hs->phase == TS_HS_C_HELLO) &&
+		hs->have >= TS_HS_MAGIC_SIZE &&
+		memcmp(hs->in, hs->connector ? magic_acceptor : magic_connector, TS_HS_MAGIC_SIZE) != 0)
+	{
+		ts_raft_handshake_fail(hs, TS_HS_FAIL_OTHER, "not a tcopy raft peer (wrong magic)");
+		return;
+	}
+	if (hs->have == hs->need)
+		handshake_step(hs);
+}
+
+void
+ts_raft_handshake_start(TsRaftHandshake *hs)
+{
+	TsRaftTransport *t = hs->transport;
+	size_t		n = 0;
+
+	uv_tcp_nodelay(hs->tcp, 1); /* four small messages: no Nagle delay */
+	memcpy(hs->hello, hs->connector ? magic_connector : magic_acceptor, TS_HS_MAGIC_SIZE);
+	n += TS_HS_MAGIC_SIZE;
+	put_u64(hs->hello + n, t->id);
+	n += 8;
+	memcpy(hs->hello + n, hs->own_nonce, TC_NONCE_SIZE);
+	n += TC_NONCE_SIZE;
+	if (hs->connector)
+	{
+		size_t		len = strlen(t->address);
+		size_t		padded = (len + 1 + 7) / 8 * 8;
+
+		put_u64(hs->hello + n, padded);
+		n += 8;
+		memset(hs->hello + n, 0, padded);
+		memcpy(hs->hello + n, t->address, len);
+		n += padded;
+		hs->need = TS_HS_HELLO_A_SIZE;
+		hs->phase = TS_HS_C_HELLO;
+	}
+	else
+	{
+		hs->need = TS_HS_HELLO_C_FIXED;
+		hs->phase = TS_HS_A_HELLO;
+	}
+	hs->have = 0;
+	if (handshake_write(hs, 0, hs->hello, n) != 0 ||
+		uv_read_start((uv_stream_t *) hs->tcp, read_alloc, handshake_read) != 0)
+		ts_raft_handshake_fail(hs, TS_HS_FAIL_OTHER, "could not start the handshake's I/O");
+}
