@@ -9,9 +9,11 @@
 #include "tc_client_int.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tc_address.h"
@@ -233,6 +235,49 @@ client_connect_one(const TcAddress *addr, const char *address, const char *token
 	return 0;
 }
 
+/* The wait hook of a connect to one of a group's members. */
+typedef struct GroupWait
+{
+	TcWaitHook	hook;			/* the caller's, or client_poll */
+	void	   *arg;
+	struct timespec deadline;	/* CLOCK_MONOTONIC: the member gives up */
+	const char *member;
+} GroupWait;
+
+/*
+ * TcWaitHook of a connect to a group's member: the caller's hook, but a
+ * member that does not answer within TC_CLIENT_GROUP_MEMBER_MS (a host
+ * gone, a process stopped) is given up, so that the next is tried.  The
+ * socket is polled without waiting, between pauses of the caller's hook
+ * (which cancels and deadlines still go through).
+ */
+static int
+client_group_wait(void *arg, TcClient *client, int fd, bool want_write)
+{
+	GroupWait  *wait = arg;
+
+	for (;;)
+	{
+		struct pollfd pfd = {.fd = fd, .events = want_write ? POLLOUT : POLLIN};
+		struct timespec now;
+
+		if (fd >= 0 && poll(&pfd, 1, 0) > 0)
+			return 0;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec > wait->deadline.tv_sec ||
+			(now.tv_sec == wait->deadline.tv_sec && now.tv_nsec >= wait->deadline.tv_nsec))
+		{
+			tc_client_set_error(client, "replica group member \"%s\" did not answer within %d ms",
+								wait->member, TC_CLIENT_GROUP_MEMBER_MS);
+			return -1;
+		}
+		if (wait->hook(wait->arg, client, -1, false) != 0)
+			return -1;
+		if (fd < 0)
+			return 0;
+	}
+}
+
 /*
  * A pause of the wait hook's between two rounds over a group's members;
  * false when the hook gives up (a cancel, a deadline), with its reason
@@ -291,14 +336,22 @@ tc_client_connect_hooked(const char *address, const char *token,
 		for (int i = 0; i < n; i++)
 		{
 			char		member[512];
+			GroupWait	wait = {hook != NULL ? hook : client_poll, arg, {0, 0}, member};
 
 			if (addrs[i].kind == TC_ADDRESS_UNIX)
 				snprintf(member, sizeof(member), "unix:%s", addrs[i].path);
 			else
 				snprintf(member, sizeof(member), "tcp:%s:%s", addrs[i].host, addrs[i].port);
-			if (client_connect_one(&addrs[i], member, token, tls, client_name, hook, arg,
-								   clientp, &code, last, sizeof(last)) == 0)
+			clock_gettime(CLOCK_MONOTONIC, &wait.deadline);
+			wait.deadline.tv_sec += TC_CLIENT_GROUP_MEMBER_MS / 1000;
+			if (client_connect_one(&addrs[i], member, token, tls, client_name,
+								   client_group_wait, &wait, clientp, &code,
+								   last, sizeof(last)) == 0)
+			{
+				tc_client_set_wait_hook(*clientp, hook != NULL ? hook : client_poll,
+										hook != NULL ? arg : NULL);
 				return 0;
+			}
 			if (code != TCOPY__ERROR_CODE__ERROR_NONE &&
 				code != TCOPY__ERROR_CODE__ERROR_NOT_LEADER &&
 				code != TCOPY__ERROR_CODE__ERROR_SHUTTING_DOWN)

@@ -62,6 +62,7 @@ typedef int (*TcWaitHook) (void *arg, TcClient *client, int fd, bool want_write)
  */
 #define TC_CLIENT_GROUP_ROUND_MS 200
 #define TC_CLIENT_GROUP_WAIT_MS 15000
+#define TC_CLIENT_GROUP_MEMBER_MS 3000	/* a member's connect and handshake */
 
 /*
  * Connect to address ("unix:PATH" or "tcp:HOST:PORT", or a replica group's

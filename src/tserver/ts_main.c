@@ -58,10 +58,20 @@ typedef struct TsMainOptions
 	bool		no_sync;
 	bool		statistics;
 	TsLogLevel	log_level;
+	/* a replica group's member: all of them, or none */
+	uint64_t	raft_id;
+	const char *raft_listen;
+	const char *raft_dir;		/* NULL: DATA/raft */
+	const char *raft_bootstrap;
+	const char *raft_secret_file;
 } TsMainOptions;
 
 /* The running server, for the signal handlers' sake only. */
 static TsServer *volatile signal_server;
+
+/* The program and its arguments, for a demoted leader's restart. */
+static char main_path[4096];
+static char **main_argv;
 
 /* Print the usage message to out, with the store's defaults. */
 static void
@@ -117,6 +127,15 @@ usage(FILE *out)
 			"  --statistics               keep RocksDB's statistics: stats then reports\n"
 			"                             the bytes compactions and flushes wrote\n"
 			"  --log-level LEVEL          debug, info (default), warning or error\n"
+			"Replica group (docs/replication.md; all but --raft-dir and --raft-bootstrap\n"
+			"together):\n"
+			"  --raft-id N                this member's id in its group (1, 2, ...)\n"
+			"  --raft-listen IP:PORT      where the members reach this one (an IPv4 address)\n"
+			"  --raft-secret-file FILE    the secret every member of the group holds (at\n"
+			"                             least 32 bytes; mode 0600)\n"
+			"  --raft-dir DIR             the group's log and snapshots (default DATA/raft)\n"
+			"  --raft-bootstrap LIST      the first start of a new group: its members,\n"
+			"                             \"ID@IP:PORT,...\", the same list on each\n"
 			"  --help                     show this help and exit\n",
 			TS_VERSION, TS_DEFAULT_MAX_CONNECTIONS, TS_DEFAULT_MAX_UNAUTHENTICATED,
 			TS_DEFAULT_HANDSHAKE_TIMEOUT_S, TS_DEFAULT_DECODE_MEMORY_MB,
@@ -246,7 +265,8 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 		OPT_MERGE_THREADS, OPT_MAX_FRAME, OPT_NO_SYNC, OPT_STATISTICS, OPT_LOG_LEVEL, OPT_ALLOW_UID, OPT_HELP,
 		OPT_SCOPED_TOKENS, OPT_INSECURE, OPT_SOCKET_MODE, OPT_MAX_CONNECTIONS,
 		OPT_MAX_UNAUTHENTICATED, OPT_HANDSHAKE_TIMEOUT, OPT_DECODE_MEMORY,
-		OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA, OPT_IN_DOUBT_WAIT
+		OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA, OPT_IN_DOUBT_WAIT,
+		OPT_RAFT_ID, OPT_RAFT_LISTEN, OPT_RAFT_DIR, OPT_RAFT_BOOTSTRAP, OPT_RAFT_SECRET
 	};
 	static const struct option long_options[] = {
 		{"data", required_argument, NULL, OPT_DATA},
@@ -272,6 +292,11 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 		{"statistics", no_argument, NULL, OPT_STATISTICS},
 		{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
 		{"help", no_argument, NULL, OPT_HELP},
+		{"raft-id", required_argument, NULL, OPT_RAFT_ID},
+		{"raft-listen", required_argument, NULL, OPT_RAFT_LISTEN},
+		{"raft-dir", required_argument, NULL, OPT_RAFT_DIR},
+		{"raft-bootstrap", required_argument, NULL, OPT_RAFT_BOOTSTRAP},
+		{"raft-secret-file", required_argument, NULL, OPT_RAFT_SECRET},
 		{NULL, 0, NULL, 0}
 	};
 	TsStoreOptions store_defaults;
@@ -395,6 +420,23 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 					bad_argument("--log-level must be debug, info, warning or error, not \"%s\"",
 								 optarg);
 				break;
+			case OPT_RAFT_ID:
+				options->raft_id = parse_number("--raft-id", optarg, 1, 1000000);
+				break;
+			case OPT_RAFT_LISTEN:
+				if (strlen(optarg) >= TS_RAFT_ADDRESS_MAX || strchr(optarg, ':') == NULL)
+					bad_argument("--raft-listen needs IP:PORT, not \"%s\"", optarg);
+				options->raft_listen = optarg;
+				break;
+			case OPT_RAFT_DIR:
+				options->raft_dir = optarg;
+				break;
+			case OPT_RAFT_BOOTSTRAP:
+				options->raft_bootstrap = optarg;
+				break;
+			case OPT_RAFT_SECRET:
+				options->raft_secret_file = optarg;
+				break;
 			case OPT_HELP:
 				usage(stdout);
 				exit(0);
@@ -425,6 +467,12 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 	if ((options->socket_mode & S_IWOTH) && !options->insecure)
 		bad_argument("--socket-mode %04o lets every local user connect: use a group mode "
 					 "(0660), or add --insecure", (unsigned) options->socket_mode);
+	if ((options->raft_id != 0) != (options->raft_listen != NULL) ||
+		(options->raft_id != 0) != (options->raft_secret_file != NULL))
+		bad_argument("a replica group's member needs --raft-id, --raft-listen and "
+					 "--raft-secret-file together");
+	if (options->raft_id == 0 && (options->raft_dir != NULL || options->raft_bootstrap != NULL))
+		bad_argument("--raft-dir and --raft-bootstrap need --raft-id");
 	if (options->max_unauthenticated > options->max_connections)
 		options->max_unauthenticated = options->max_connections;
 
@@ -500,6 +548,54 @@ check_data_dir(const char *dir, char *err, size_t errlen)
 }
 
 /*
+ * A replica group's leader that lost the lead restarts: the same program,
+ * the same arguments, the same pid.  Whatever it held as leader (sessions,
+ * claims, the catalogue in memory) goes with the process; everything it
+ * acknowledged is in RocksDB, synced, and it comes back a follower.  Its
+ * clients see their connection close, as at any crash of a tserver.
+ */
+static void
+restart_demoted(void *arg)
+{
+	(void) arg;
+	ts_log(TS_LOG_WARNING, "restarting, to follow the new leader with nothing of this "
+		   "member's time as leader left in memory");
+	execv(main_path, main_argv);
+	ts_log(TS_LOG_ERROR, "could not restart: %s: exiting", strerror(errno));
+	_exit(1);
+}
+
+/* Make store a member of its replica group; NULL with the reason logged. */
+static TsGroup *
+start_group(const TsMainOptions *options, TsStore *store)
+{
+	TsGroupConfig config;
+	TsGroup    *group;
+	TsError		err;
+	char		dir[4096];
+
+	memset(&config, 0, sizeof(config));
+	if (options->raft_dir != NULL)
+		snprintf(dir, sizeof(dir), "%s", options->raft_dir);
+	else
+		snprintf(dir, sizeof(dir), "%s/raft", options->data_dir);
+	config.raft.id = options->raft_id;
+	snprintf(config.raft.address, sizeof(config.raft.address), "%s", options->raft_listen);
+	config.raft.dir = dir;
+	config.raft.bootstrap = options->raft_bootstrap;
+	config.raft.secret_file = options->raft_secret_file;
+	config.on_demoted = restart_demoted;
+	group = ts_group_start(store, &config, &err);
+	if (group == NULL)
+		ts_log(TS_LOG_ERROR, "could not join the replica group as member %llu: %s",
+			   (unsigned long long) options->raft_id, err.message);
+	else
+		ts_log(TS_LOG_INFO, "member %llu of a replica group, at %s (log in \"%s\")",
+			   (unsigned long long) options->raft_id, options->raft_listen, dir);
+	return group;
+}
+
+/*
  * Start the store and the listeners, serve until SIGTERM or SIGINT, then
  * stop cleanly.  Exit status: 0 after a clean shutdown, 1 when startup or
  * the server failed, 2 for bad arguments.
@@ -512,6 +608,7 @@ main(int argc, char **argv)
 	TsStoreOptions store_options;
 	TsServer   *server = NULL;
 	TsStore    *store = NULL;
+	TsGroup    *group = NULL;
 	struct ssl_ctx_st *tls_ctx = NULL;
 	TsError		store_err;
 	TsCredentials credentials = {0};
@@ -522,6 +619,10 @@ main(int argc, char **argv)
 	int			status = 1;
 	int			i;
 
+	main_argv = argv;
+	/* its path, not /proc/self/exe's name: ps and pkill know it as tserver */
+	if (readlink("/proc/self/exe", main_path, sizeof(main_path) - 1) < 0)
+		snprintf(main_path, sizeof(main_path), "/proc/self/exe");
 	parse_arguments(argc, argv, &options);
 	ts_log_min_level = options.log_level;
 	set_signal_handlers(SIG_DFL);
@@ -649,6 +750,7 @@ main(int argc, char **argv)
 	store_options.sync_commits = !options.no_sync;
 	store_options.statistics = options.statistics;
 	store_options.in_doubt_wait_ms = options.in_doubt_wait_ms;
+	store_options.replica_group = options.raft_id != 0;
 	if (options.merge_threads > 0)
 		store_options.merge_threads = options.merge_threads;
 	memset(&store_err, 0, sizeof(store_err));
@@ -658,6 +760,13 @@ main(int argc, char **argv)
 		ts_log(TS_LOG_ERROR, "could not open the store in \"%s\": %s",
 			   options.data_dir, store_err.message);
 		goto done;
+	}
+
+	if (options.raft_id != 0)
+	{
+		if ((group = start_group(&options, store)) == NULL)
+			goto done;
+		ts_server_set_group(server, group);
 	}
 
 	for (i = 0; i < options.nlisten; i++)
@@ -678,6 +787,7 @@ done:
 	/* further signals must not reach a server being freed */
 	set_signal_handlers(SIG_IGN);
 	signal_server = NULL;
+	ts_group_stop(group);
 	if (store != NULL)
 		ts_store_close(store);
 	ts_server_free(server);

@@ -1,0 +1,209 @@
+# TcopyGroup.pm
+#	A replica group of tservers for the TAP tests (docs/replication.md):
+#	members are TcopyTest servers with --raft-id, --raft-listen (127.0.0.1,
+#	free ports) and a shared --raft-secret-file; the first start of each
+#	bootstraps the group.  Clients reach the group through the members'
+#	addresses, comma-separated (address), as the extension and tserver-cli
+#	do: whichever member leads answers.
+package TcopyGroup;
+
+use strict;
+use warnings;
+
+use Carp;
+use File::Temp qw(tempdir);
+use IO::Socket::INET;
+use IPC::Run;
+use Test::More;
+use Time::HiRes qw(sleep time);
+use TcopyTest;
+
+# A group of n members (default 3); extra_args go to every member's starts.
+sub new
+{
+	my ($class, %opts) = @_;
+	my $n = $opts{members} // 3;
+	my $base = tempdir("tgXXXXXX", DIR => "/tmp", CLEANUP => !$ENV{TCOPY_TEST_KEEP});
+	my $secret = "$base/secret";
+	open(my $fh, '>', $secret) or croak "$secret: $!";
+	# as openssl rand -hex 32 makes one (a secret file is text: no NUL)
+	print $fh join('', map { sprintf('%02x', int(rand(256))) } 1 .. 32), "\n";
+	close $fh;
+	chmod(0600, $secret) or croak "chmod $secret: $!";
+	my @ports = free_ports($n);
+	my $self = bless {
+		base => $base,
+		secret => $secret,
+		ports => \@ports,
+		members => [],
+		bootstrapped => 0,
+	}, $class;
+	for my $i (1 .. $n)
+	{
+		my $ts = TcopyTest->new(extra_args => [
+			'--raft-id', $i, '--raft-listen', "127.0.0.1:$ports[$i - 1]",
+			'--raft-secret-file', $secret, @{ $opts{extra_args} // [] } ]);
+		push @{ $self->{members} }, $ts;
+	}
+	return $self;
+}
+
+# n tcp ports free on 127.0.0.1 now.
+sub free_ports
+{
+	my ($n) = @_;
+	my @ports;
+	while (@ports < $n)
+	{
+		my $port = 20000 + int(rand(40000));
+		next if grep { $_ == $port } @ports;
+		my $sock = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $port,
+			Proto => 'tcp', ReuseAddr => 1, Listen => 1) or next;
+		close $sock;
+		push @ports, $port;
+	}
+	return @ports;
+}
+
+sub members { @{ $_[0]->{members} } }
+sub member { $_[0]->{members}[ $_[1] - 1 ] }
+sub secret_file { $_[0]->{secret} }
+sub raft_port { $_[0]->{ports}[ $_[1] - 1 ] }
+sub address { join(',', map { $_->address } @{ $_[0]->{members} }) }
+
+# The bootstrap list, "1@127.0.0.1:P1,...".
+sub bootstrap_list
+{
+	my ($self) = @_;
+	my $i = 0;
+	return join(',', map { ++$i . "\@127.0.0.1:$_" } @{ $self->{ports} });
+}
+
+# Start member i (its first start bootstraps the group); true once ready.
+sub start_member
+{
+	my ($self, $i, @args) = @_;
+	my $ts = $self->member($i);
+	push @args, '--raft-bootstrap', $self->bootstrap_list unless $ts->{group_started}++;
+	return $ts->start(@args);
+}
+
+# Start every member not running; true when all are ready.
+sub start_all
+{
+	my ($self, @args) = @_;
+	my $ok = 1;
+	for my $i (1 .. scalar @{ $self->{members} })
+	{
+		next if $self->member($i)->pid;
+		$ok &&= $self->start_member($i, @args);
+	}
+	return $ok;
+}
+
+# Run tserver-cli against the group: { rc, out, err, cmd }.
+sub cli
+{
+	my ($self, @args) = @_;
+	my ($out, $err) = ('', '');
+	my @cmd = ($TcopyTest::CLI, '--address', $self->address, @args);
+	my $rc;
+	eval {
+		IPC::Run::run(\@cmd, '<', \undef, '>', \$out, '2>', \$err,
+			IPC::Run::timeout($TcopyTest::CLI_TIMEOUT));
+		$rc = ($? & 127) ? -1 : $? >> 8;
+		1;
+	} or do {
+		$err .= "\n(test harness: $@)";
+		$rc = -1;
+	};
+	return { rc => $rc, out => $out, err => $err, cmd => join(' ', 'tserver-cli', @args) };
+}
+
+sub cli_ok
+{
+	my ($self, $name, @args) = @_;
+	my $r = $self->cli(@args);
+	is($r->{rc}, 0, $name) or diag("$r->{cmd}: exit $r->{rc}\nstdout: $r->{out}\nstderr: $r->{err}");
+	return $r->{out};
+}
+
+# tserver-cli in the background against the group (TcopyTest::Bg).
+sub cli_bg
+{
+	my ($self, @args) = @_;
+	my $bg = { in => '', out => '', err => '', cmd => join(' ', 'tserver-cli', @args) };
+	my @cmd = ($TcopyTest::CLI, '--address', $self->address, @args);
+	$bg->{h} = IPC::Run::start(\@cmd, '<', \$bg->{in}, '>', \$bg->{out}, '2>', \$bg->{err},
+		IPC::Run::timeout($TcopyTest::CLI_TIMEOUT));
+	return bless $bg, 'TcopyTest::Bg';
+}
+
+# scan --format checksum through the group: "rows R sum S hash H", or undef.
+sub checksum
+{
+	my ($self, $table) = @_;
+	my $r = $self->cli('scan', $table, '--format', 'checksum');
+	return $r->{rc} == 0 ? $r->{out} =~ s/\n\z//r : undef;
+}
+
+# Whether member i answers a ping within 3 s (a stopped process does not).
+sub answers
+{
+	my ($self, $i) = @_;
+	my ($out, $err) = ('', '');
+	my @cmd = ($TcopyTest::CLI, '--address', $self->member($i)->address, 'ping');
+	my $ok = eval {
+		IPC::Run::run(\@cmd, '<', \undef, '>', \$out, '2>', \$err, IPC::Run::timeout(3));
+	};
+	return $ok && $? == 0;
+}
+
+# The number of the member that leads (answers a ping), waiting up to
+# timeout seconds (default 20); undef if none does.
+sub leader
+{
+	my ($self, $timeout) = @_;
+	my $deadline = time() + ($timeout // 20);
+	while (time() < $deadline)
+	{
+		for my $i (1 .. scalar @{ $self->{members} })
+		{
+			my $ts = $self->member($i);
+			next unless $ts->pid;
+			return $i if $self->answers($i);
+		}
+		sleep(0.1);
+	}
+	return undef;
+}
+
+# Stop every running member (SIGTERM, asserting a clean exit).
+sub stop_all
+{
+	my ($self) = @_;
+	$_->pid && $_->stop for @{ $self->{members} };
+}
+
+# Every member's data alone (the group stopped, each data directory opened
+# by a plain tserver in turn): { member => { table => checksum line } }.
+sub member_checksums
+{
+	my ($self, @tables) = @_;
+	my %sums;
+	$self->stop_all;
+	for my $i (1 .. scalar @{ $self->{members} })
+	{
+		my $alone = TcopyTest->new(data => $self->member($i)->data_dir);
+		$alone->start or BAIL_OUT("member ${i}'s data does not open alone");
+		for my $t (@tables)
+		{
+			my $c = $alone->checksum($t);
+			$sums{$i}{$t} = defined $c ? "rows $c->{rows} sum $c->{sum} hash $c->{hash}" : 'none';
+		}
+		$alone->stop("member ${i}'s data, opened alone, stops cleanly");
+	}
+	return \%sums;
+}
+
+1;
