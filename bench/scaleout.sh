@@ -12,6 +12,9 @@
 #           partitions, with pgbench_accounts' primary key
 #   heapu   the same with UNLOGGED partitions and no index
 #   single  tcopy: one foreign table on 1 tserver (the COPY hook)
+#   g3      tcopy: the same table on a replica group of 3 tservers
+#           (docs/replication.md), all on this machine: the group's leader
+#           ships every batch and file to the two others through its log
 #   p1, p2, p4
 #           tcopy: a table PARTITION BY HASH (aid) whose 4 partitions are
 #           foreign tables on 1, 2 or 4 tservers (partition i on tserver
@@ -248,6 +251,8 @@ psql_c() { as_pg "$bindir/psql" -X -q -At -v ON_ERROR_STOP=1 -h "$work" -p "$por
 	echo "CREATE DATABASE tmpl;"
 	echo '\c tmpl'
 	echo "CREATE EXTENSION tcopy;"
+	echo "CREATE SERVER tg FOREIGN DATA WRAPPER tcopy OPTIONS (address 'unix:$work/ts_0.sock,unix:$work/ts_1.sock,unix:$work/ts_2.sock');"
+	echo "CREATE USER MAPPING FOR PUBLIC SERVER tg;"
 	for i in $(seq 0 $((parts - 1))); do
 		echo "CREATE SERVER ts_$i FOREIGN DATA WRAPPER tcopy OPTIONS (address 'unix:$work/ts_$i.sock');"
 		echo "CREATE USER MAPPING FOR PUBLIC SERVER ts_$i;"
@@ -278,15 +283,24 @@ EOF
 chmod 755 "$work/probe.sh"
 
 # ---------------------------------------------------------------- one run
-# start_tservers N TCP DELAY: N fresh tservers (with tcp: listeners when TCP
-# is 1), and a relay in front of each when DELAY is a number
+# start_tservers N TCP DELAY [GROUP]: N fresh tservers (with tcp: listeners
+# when TCP is 1), and a relay in front of each when DELAY is a number; with
+# GROUP 1, the N are one replica group (raft ports from port + 21)
 start_tservers()
 {
-	local n=$1 tcp=$2 delay=$3 i log args
+	local n=$1 tcp=$2 delay=$3 group=${4:-0} i log args boot=""
+	if [ "$group" = 1 ]; then
+		openssl rand -hex 32 >"$work/raft.secret"
+		chown "$pg_user" "$work/raft.secret" 2>/dev/null || true
+		chmod 600 "$work/raft.secret"
+		for i in $(seq 0 $((n - 1))); do boot="$boot${boot:+,}$((i + 1))@127.0.0.1:$((port + 21 + i))"; done
+	fi
 	for i in $(seq 0 $((n - 1))); do
 		log="$work/ts_$i.log"
 		args=(--data "$work/ts_$i" --listen "unix:$work/ts_$i.sock" --session-memory-mb 64 --allow-uid "$pg_user")
 		[ "$tcp" = 1 ] && args+=(--listen "tcp:127.0.0.1:$((port + 1 + i))" --token-file "$work/token")
+		[ "$group" = 1 ] && args+=(--raft-id $((i + 1)) --raft-listen "127.0.0.1:$((port + 21 + i))"
+			--raft-secret-file "$work/raft.secret" --raft-bootstrap "$boot")
 		rm -rf "$work/ts_$i" "$log" "$work/ts_$i.pid"
 		as_pg bash -c 'echo $$ >"$1"; shift; exec "$@"' _ "$work/ts_$i.pid" "${TSERVER:-$bindir/tserver}" "${args[@]}" \
 			>/dev/null 2>"$log" &
@@ -315,6 +329,7 @@ ddl()
 				echo "CREATE $([ "$1" = heapu ] && echo UNLOGGED) TABLE acc_$i PARTITION OF acc FOR VALUES WITH (MODULUS $parts, REMAINDER $i);"
 			done ;;
 		single) echo "CREATE FOREIGN TABLE acc ($cols) SERVER ts_0 OPTIONS (key 'aid');" ;;
+		g3) echo "CREATE FOREIGN TABLE acc ($cols) SERVER tg OPTIONS (key 'aid');" ;;
 		p*|tcp:*)
 			if [[ $1 == tcp:direct:* ]]; then n=$lat_n srv=td; elif [[ $1 == tcp:* ]]; then n=$lat_n srv=tt; else n=${1#p} srv=ts; fi
 			echo "CREATE TABLE acc ($cols) PARTITION BY HASH (aid);"
@@ -331,14 +346,14 @@ failures=0
 
 run_item()
 {
-	local round=$1 item=$2 n=0 tcp=0 delay="" settings="" status=ok out="$work/run.out"
+	local round=$1 item=$2 n=0 tcp=0 delay="" settings="" status=ok out="$work/run.out" group=0
 	case "$item" in
-		single|p1) n=1 ;; p2) n=2 ;; p4) n=4 ;;
+		single|p1) n=1 ;; p2) n=2 ;; p4) n=4 ;; g3) n=3 group=1 ;;
 		tcp:*) n=$lat_n tcp=1 delay=$(cut -d: -f2 <<<"$item")
 			settings="SET tcopy.batches_in_flight = $(cut -d: -f3 <<<"$item");" ;;
 	esac
 	say "round $round: $item"
-	[ "$n" -gt 0 ] && { start_tservers "$n" "$tcp" "$delay" || status=FAIL; }
+	[ "$n" -gt 0 ] && { start_tservers "$n" "$tcp" "$delay" "$group" || status=FAIL; }
 	psql_c -d postgres -c "CREATE DATABASE run TEMPLATE tmpl" && ddl "$item" | psql_c -d run >/dev/null && psql_c -d run -c CHECKPOINT ||
 		status=FAIL
 	sync
