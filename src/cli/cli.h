@@ -61,6 +61,9 @@ typedef struct CliOptions
 	const char *forget;			/* --forget: the label to forget */
 	/* backup: the directory, on the tserver's machine */
 	const char *dir;
+	/* group-add, group-promote, group-remove */
+	uint64_t	member_id;
+	const char *member_address;
 	/* prepared, resolve */
 	const char *prefix;
 	const char *gid;
@@ -84,6 +87,10 @@ extern int	cli_ping(const CliOptions *opts);
 extern int	cli_stats(const CliOptions *opts);
 extern int	cli_raw(const CliOptions *opts);
 extern int	cli_backup(const CliOptions *opts);
+extern int	cli_group_status(const CliOptions *opts);
+extern int	cli_group_add(const CliOptions *opts);
+extern int	cli_group_promote(const CliOptions *opts);
+extern int	cli_group_remove(const CliOptions *opts);
 
 /* in cli_load.c */
 extern int	cli_load(const CliOptions *opts);

@@ -10,6 +10,7 @@
  */
 #include "cli.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,6 +194,13 @@ CLI_DEFAULT_ADDRESS "); FILE holds the token to prove (the tserver's\n"
 "                          that does not exist yet (full access only); prints\n"
 "                          its tables, prepared sessions, bytes, sequence\n"
 "                          number and seconds, then \"prepared<TAB>GID\" lines\n"
+"Replica groups (ADDR lists the members; the leader answers; full access only):\n"
+"  group-status            the group's term, the leader's applied entry, and a\n"
+"                          line per member: id, raft address, voter or standby\n"
+"  group-add ID@IP:PORT    a new member joins as a standby (start it first, on\n"
+"                          a backup of a member: see the README)\n"
+"  group-promote ID        the standby ID becomes a voter\n"
+"  group-remove ID         member ID leaves the group\n"
 "\n"
 "Exit status: 0 success, 1 failure, 2 usage error.\n";
 static const CliCommand commands[] = {
@@ -208,6 +216,10 @@ static const CliCommand commands[] = {
 	{"prepared", cli_prepared, 0, NULL, prepared_options},
 	{"resolve", cli_resolve, 2, "a global id, then commit or abort", no_options},
 	{"backup", cli_backup, 1, "a directory on the tserver's machine", no_options},
+	{"group-status", cli_group_status, 0, NULL, no_options},
+	{"group-add", cli_group_add, 1, "ID@IP:PORT", no_options},
+	{"group-promote", cli_group_promote, 1, "a member id", no_options},
+	{"group-remove", cli_group_remove, 1, "a member id", no_options},
 	{NULL, NULL, 0, NULL, NULL}
 };
 
@@ -392,6 +404,21 @@ main(int argc, char **argv)
 	}
 	else if (strcmp(command->name, "backup") == 0)
 		opts.dir = args[0];
+	else if (strncmp(command->name, "group-", 6) == 0)
+	{
+		char	   *end = NULL;
+		const char *at = strchr(args[0] != NULL ? args[0] : "", '@');
+
+		if (strcmp(command->name, "group-status") != 0)
+		{
+			errno = 0;
+			opts.member_id = strtoull(args[0], &end, 10);
+			if (errno != 0 || opts.member_id == 0 || end == args[0] ||
+				(strcmp(command->name, "group-add") == 0 ? end != at : *end != '\0'))
+				cli_usage_error("%s needs %s, not \"%s\"", command->name, command->args, args[0]);
+			opts.member_address = at != NULL ? at + 1 : NULL;
+		}
+	}
 	else
 		opts.table = args[0];
 	if (strcmp(command->name, "load") == 0)

@@ -1,6 +1,7 @@
 /*
  * cli_server.c
  *		tserver-cli's commands about the server itself: ping, stats, backup,
+ *		a replica group's membership (group-*),
  *		and raw (feed it bytes after the handshake, for tests of malformed
  *		input).
  */
@@ -179,4 +180,53 @@ err:
 	tc_client_close(client);
 	free(bytes);
 	return status;
+}
+
+/* Ask the group for change (of opts->member_id) and print its status. */
+static int
+cli_group(const CliOptions *opts, Tcopy__GroupChange change)
+{
+	TcClient   *client = cli_connect(opts);
+	Tcopy__GroupStatus *status;
+
+	if (client == NULL)
+		return 1;
+	if (tc_client_group(client, change, opts->member_id, opts->member_address, &status) < 0)
+	{
+		cli_client_fail(client);
+		tc_client_close(client);
+		return 1;
+	}
+	printf("leader %" PRIu64 ", term %" PRIu64 ", applied %" PRIu64 "\n",
+		   (uint64_t) status->id, (uint64_t) status->term, (uint64_t) status->applied);
+	for (size_t i = 0; i < status->n_members; i++)
+		printf("member\t%" PRIu64 "\t%s\t%s\n", (uint64_t) status->members[i]->id,
+			   status->members[i]->address, status->members[i]->voter ? "voter" : "standby");
+	tcopy__group_status__free_unpacked(status, NULL);
+	tc_client_close(client);
+	return 0;
+}
+
+int
+cli_group_status(const CliOptions *opts)
+{
+	return cli_group(opts, TCOPY__GROUP_CHANGE__GROUP_STATUS);
+}
+
+int
+cli_group_add(const CliOptions *opts)
+{
+	return cli_group(opts, TCOPY__GROUP_CHANGE__GROUP_ADD);
+}
+
+int
+cli_group_promote(const CliOptions *opts)
+{
+	return cli_group(opts, TCOPY__GROUP_CHANGE__GROUP_PROMOTE);
+}
+
+int
+cli_group_remove(const CliOptions *opts)
+{
+	return cli_group(opts, TCOPY__GROUP_CHANGE__GROUP_REMOVE);
 }

@@ -273,6 +273,14 @@ int			tc_client_list_prepared(TcClient *client, const char *gid_prefix,
  */
 int			tc_client_backup(TcClient *client, const char *dir, Tcopy__BackupOk **ok);
 
+/*
+ * A replica group's membership, asked of its leader (full access only):
+ * change (GROUP_STATUS: none) member id (at address, to add it), then
+ * *status, freed with tcopy__group_status__free_unpacked.
+ */
+int			tc_client_group(TcClient *client, Tcopy__GroupChange change, uint64_t id,
+							const char *address, Tcopy__GroupStatus **status);
+
 int			tc_client_abort(TcClient *client);
 
 /* Truncate or drop a table at once, outside any session. */

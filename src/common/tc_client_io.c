@@ -75,6 +75,8 @@ static const ProtobufCMessageDescriptor *const frame_descriptors[] = {
 	[TCOPY__FRAME_TYPE__FRAME_CHUNK] = &tcopy__chunk__descriptor,
 	[TCOPY__FRAME_TYPE__FRAME_BACKUP] = &tcopy__backup__descriptor,
 	[TCOPY__FRAME_TYPE__FRAME_BACKUP_OK] = &tcopy__backup_ok__descriptor,
+	[TCOPY__FRAME_TYPE__FRAME_GROUP] = &tcopy__group__descriptor,
+	[TCOPY__FRAME_TYPE__FRAME_GROUP_STATUS] = &tcopy__group_status__descriptor,
 };
 
 /* Record why the call fails and mark the client broken; returns -1. */

@@ -390,6 +390,25 @@ tc_client_backup(TcClient *client, const char *dir, Tcopy__BackupOk **ok)
 	return 0;
 }
 
+int
+tc_client_group(TcClient *client, Tcopy__GroupChange change, uint64_t id,
+				const char *address, Tcopy__GroupStatus **status)
+{
+	Tcopy__Group request = TCOPY__GROUP__INIT;
+	ProtobufCMessage *msg;
+
+	if (client->broken)
+		return -1;
+	request.change = change;
+	request.id = id;
+	request.address = (char *) (address != NULL ? address : "");
+	if (client_send_message(client, TCOPY__FRAME_TYPE__FRAME_GROUP, &request.base) < 0 ||
+		client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_GROUP_STATUS, NULL, &msg) < 0)
+		return -1;
+	*status = (Tcopy__GroupStatus *) msg;
+	return 0;
+}
+
 /*
  * Abort the session.  Acks of batches still in flight may arrive before
  * AbortOk; they are skipped.

@@ -584,6 +584,14 @@ start_group(const TsMainOptions *options, TsStore *store)
 	config.raft.dir = dir;
 	config.raft.bootstrap = options->raft_bootstrap;
 	config.raft.secret_file = options->raft_secret_file;
+	/*
+	 * libraft 0.15 keeps every entry since the last snapshot in memory, and
+	 * a spilled session's files travel in 1 MB entries: snapshots (a few
+	 * bytes: docs/replication.md) every 128 entries, 256 kept behind each
+	 * for a member that lags, bound that memory to about 400 MB.
+	 */
+	config.raft.snapshot_threshold = 128;
+	config.raft.snapshot_trailing = 256;
 	config.on_demoted = restart_demoted;
 	group = ts_group_start(store, &config, &err);
 	if (group == NULL)

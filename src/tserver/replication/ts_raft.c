@@ -41,11 +41,19 @@
 #include "tc_auth.h"
 #include "ts_log.h"
 
-/* An entry on its way: on the submitter's stack until done. */
+/*
+ * An entry (buf) or a change of membership (change_kind >= 0) on its way:
+ * on the submitter's stack until done.
+ */
 typedef struct Submit
 {
 	struct raft_apply req;
 	struct raft_buffer buf;
+	struct raft_change change;
+	int			change_kind;	/* a TsRaftChange, or -1: an entry */
+	uint64_t	member_id;
+	char		member_address[TS_RAFT_ADDRESS_MAX];
+	int			status;			/* libraft's, when it failed */
 	TsRaft	   *raft;
 	TsRaftOutcome outcome;
 	uint64_t	index;
@@ -180,6 +188,38 @@ apply_cb(struct raft_apply *req, int status, void *result)
 				status == 0 ? (uint64_t) (uintptr_t) result : 0);
 }
 
+/* A change of membership committed (0), or not. */
+static void
+change_cb(struct raft_change *req, int status)
+{
+	Submit	   *submit = req->data;
+
+	submit->status = status;
+	submit_done(submit->raft, submit,
+				status == 0 ? TS_RAFT_APPLIED :
+				status == RAFT_NOTLEADER || status == RAFT_LEADERSHIPLOST ?
+				TS_RAFT_NOT_LEADER : TS_RAFT_FAILED, 0);
+}
+
+/* Hand a change of membership to libraft; its return code. */
+static int
+submit_change(TsRaft *raft, Submit *submit)
+{
+	submit->change.data = submit;
+	switch ((TsRaftChange) submit->change_kind)
+	{
+		case TS_RAFT_ADD:
+			return raft_add(&raft->raft, &submit->change, submit->member_id,
+							submit->member_address, change_cb);
+		case TS_RAFT_PROMOTE:
+			return raft_assign(&raft->raft, &submit->change, submit->member_id, RAFT_VOTER,
+							   change_cb);
+		case TS_RAFT_REMOVE:
+			return raft_remove(&raft->raft, &submit->change, submit->member_id, change_cb);
+	}
+	return RAFT_INVALID;
+}
+
 /* Take the whole queue and hand each entry to libraft. */
 static void
 submit_async_cb(uv_async_t *handle)
@@ -196,12 +236,18 @@ submit_async_cb(uv_async_t *handle)
 		Submit	   *next = submit->next;
 		int			rv;
 
-		submit->req.data = submit;
-		rv = raft_apply(&raft->raft, &submit->req, &submit->buf, 1, apply_cb);
+		if (submit->change_kind >= 0)
+			rv = submit_change(raft, submit);
+		else
+		{
+			submit->req.data = submit;
+			rv = raft_apply(&raft->raft, &submit->req, &submit->buf, 1, apply_cb);
+		}
 		if (rv != 0)
 		{
 			/* nothing appended: the buffer is still ours */
 			raft_free(submit->buf.base);
+			submit->status = rv;
 			submit_done(raft, submit, rv == RAFT_NOTLEADER ? TS_RAFT_NOT_LEADER : TS_RAFT_FAILED, 0);
 		}
 		submit = next;
@@ -238,6 +284,17 @@ status_check_cb(uv_check_t *handle)
 	if (leader_id != 0 && leader_address != NULL)
 		snprintf(status.leader_address, sizeof(status.leader_address), "%s", leader_address);
 	status.applied = raft_last_applied(&raft->raft);
+	status.term = raft->raft.current_term;
+	for (unsigned i = 0; i < raft->raft.configuration.n && i < TS_RAFT_MEMBERS_MAX; i++)
+	{
+		const struct raft_server *server = &raft->raft.configuration.servers[i];
+
+		status.members[i].id = server->id;
+		snprintf(status.members[i].address, sizeof(status.members[i].address), "%s",
+				 server->address);
+		status.members[i].voter = server->role == RAFT_VOTER;
+		status.nmembers = i + 1;
+	}
 	ts_raft_transport_stats(&raft->transport, &status.transport);
 	pthread_mutex_lock(&raft->lock);
 	raft->status = status;
@@ -428,6 +485,8 @@ ts_raft_start(const TsRaftConfig *config, TsError *err)
 	raft_set_heartbeat_timeout(&raft->raft, config->heartbeat_ms ? config->heartbeat_ms : 100);
 	raft_set_snapshot_threshold(&raft->raft,
 								config->snapshot_threshold ? config->snapshot_threshold : 1024);
+	if (config->snapshot_trailing != 0)
+		raft_set_snapshot_trailing(&raft->raft, config->snapshot_trailing);
 	raft_set_pre_vote(&raft->raft, true);
 	uv_async_init(&raft->loop, &raft->submit_async, submit_async_cb);
 	raft->submit_async.data = raft;
@@ -460,13 +519,43 @@ fail_logged:
 	return NULL;
 }
 
+/* Queue submit for the raft thread and wait for its outcome. */
+static TsRaftOutcome
+submit_wait(TsRaft *raft, Submit *submit)
+{
+	pthread_cond_init(&submit->done_cond, NULL);
+	pthread_mutex_lock(&raft->lock);
+	if (raft->closing)
+	{
+		pthread_mutex_unlock(&raft->lock);
+		raft_free(submit->buf.base);
+		pthread_cond_destroy(&submit->done_cond);
+		return TS_RAFT_FAILED;
+	}
+	if (raft->queue_tail != NULL)
+		raft->queue_tail->next = submit;
+	else
+		raft->queue_head = submit;
+	raft->queue_tail = submit;
+	pthread_mutex_unlock(&raft->lock);
+	uv_async_send(&raft->submit_async);
+	pthread_mutex_lock(&raft->lock);
+	while (!submit->done)
+		pthread_cond_wait(&submit->done_cond, &raft->lock);
+	pthread_mutex_unlock(&raft->lock);
+	pthread_cond_destroy(&submit->done_cond);
+	return submit->outcome;
+}
+
 TsRaftOutcome
 ts_raft_submit(TsRaft *raft, const void *data, size_t len, uint64_t *index)
 {
 	Submit		submit;
+	TsRaftOutcome outcome;
 
 	memset(&submit, 0, sizeof(submit));
 	submit.raft = raft;
+	submit.change_kind = -1;
 	submit.buf.len = entry_size(len);
 	submit.buf.base = raft_malloc(submit.buf.len);
 	if (submit.buf.base == NULL)
@@ -475,30 +564,30 @@ ts_raft_submit(TsRaft *raft, const void *data, size_t len, uint64_t *index)
 	for (int i = 0; i < 8; i++)
 		((unsigned char *) submit.buf.base)[i] = (unsigned char) ((uint64_t) len >> (8 * i));
 	memcpy((char *) submit.buf.base + ENTRY_HEADER, data, len);
-	pthread_cond_init(&submit.done_cond, NULL);
-	pthread_mutex_lock(&raft->lock);
-	if (raft->closing)
-	{
-		pthread_mutex_unlock(&raft->lock);
-		raft_free(submit.buf.base);
-		pthread_cond_destroy(&submit.done_cond);
-		return TS_RAFT_FAILED;
-	}
-	if (raft->queue_tail != NULL)
-		raft->queue_tail->next = &submit;
-	else
-		raft->queue_head = &submit;
-	raft->queue_tail = &submit;
-	pthread_mutex_unlock(&raft->lock);
-	uv_async_send(&raft->submit_async);
-	pthread_mutex_lock(&raft->lock);
-	while (!submit.done)
-		pthread_cond_wait(&submit.done_cond, &raft->lock);
-	pthread_mutex_unlock(&raft->lock);
-	pthread_cond_destroy(&submit.done_cond);
+	outcome = submit_wait(raft, &submit);
 	if (index != NULL)
 		*index = submit.index;
-	return submit.outcome;
+	return outcome;
+}
+
+TsRaftOutcome
+ts_raft_change(TsRaft *raft, TsRaftChange change, uint64_t id, const char *address,
+			   char *why, size_t whylen)
+{
+	Submit		submit;
+	TsRaftOutcome outcome;
+
+	memset(&submit, 0, sizeof(submit));
+	submit.raft = raft;
+	submit.change_kind = (int) change;
+	submit.member_id = id;
+	snprintf(submit.member_address, sizeof(submit.member_address), "%s",
+			 address != NULL ? address : "");
+	outcome = submit_wait(raft, &submit);
+	if (outcome != TS_RAFT_APPLIED)
+		snprintf(why, whylen, "%s", submit.status != 0 ? raft_strerror(submit.status) :
+				 "the member is stopping");
+	return outcome;
 }
 
 void

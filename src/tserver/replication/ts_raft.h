@@ -90,8 +90,19 @@ typedef struct TsRaftConfig
 	unsigned	election_ms;	/* 0: 1000 */
 	unsigned	heartbeat_ms;	/* 0: 100 */
 	unsigned	snapshot_threshold; /* entries between snapshots; 0: 1024 */
+	unsigned	snapshot_trailing;	/* entries kept after a snapshot, for
+									 * members behind it; 0: libraft's 2048 */
 	TsRaftMachine machine;
 } TsRaftConfig;
+
+/* A member of the group as the configuration says. */
+#define TS_RAFT_MEMBERS_MAX 9
+typedef struct TsRaftMember
+{
+	uint64_t	id;
+	char		address[TS_RAFT_ADDRESS_MAX];
+	bool		voter;			/* false: a standby, catching up */
+} TsRaftMember;
 
 typedef struct TsRaftStatus
 {
@@ -99,8 +110,19 @@ typedef struct TsRaftStatus
 	uint64_t	leader_id;		/* 0: none known */
 	char		leader_address[TS_RAFT_ADDRESS_MAX];
 	uint64_t	applied;		/* the last index applied here */
+	uint64_t	term;
 	TsRaftTransportStats transport; /* the raft port's handshakes */
+	unsigned	nmembers;		/* the configuration this member holds */
+	TsRaftMember members[TS_RAFT_MEMBERS_MAX];
 } TsRaftStatus;
+
+/* A change of the group's membership (ts_raft_change), on the leader. */
+typedef enum TsRaftChange
+{
+	TS_RAFT_ADD,				/* a new member, as a standby: it catches up */
+	TS_RAFT_PROMOTE,			/* a standby made a voter */
+	TS_RAFT_REMOVE				/* a member out of the group */
+} TsRaftChange;
 
 /*
  * Start the member; NULL with err (ERROR_AUTH: no secret file, or one
@@ -113,6 +135,15 @@ TsRaft	   *ts_raft_start(const TsRaftConfig *config, TsError *err);
  * when applied.  Any thread but the member's own.
  */
 TsRaftOutcome ts_raft_submit(TsRaft *raft, const void *data, size_t len, uint64_t *index);
+
+/*
+ * Change the membership and wait until the new configuration is committed:
+ * TS_RAFT_APPLIED, TS_RAFT_NOT_LEADER, or TS_RAFT_FAILED with why (libraft's
+ * words: a member unknown, one change at a time, a promotion that gave up
+ * because the standby did not catch up).  Any thread but the member's own.
+ */
+TsRaftOutcome ts_raft_change(TsRaft *raft, TsRaftChange change, uint64_t id,
+							 const char *address, char *why, size_t whylen);
 
 /* What the member last knew, from any thread. */
 void		ts_raft_status(TsRaft *raft, TsRaftStatus *status);

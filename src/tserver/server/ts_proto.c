@@ -516,6 +516,8 @@ proto_dispatch(TsProto *proto, Tcopy__FrameType type, const uint8_t *payload,
 			return ts_proto_on_chunk(proto, payload, len, err);
 		case TCOPY__FRAME_TYPE__FRAME_BACKUP:
 			return ts_proto_on_backup(proto, payload, len, err);
+		case TCOPY__FRAME_TYPE__FRAME_GROUP:
+			return ts_proto_on_group(proto, payload, len, err);
 		default:
 			break;
 	}

@@ -43,6 +43,7 @@ extern int ts_proto_on_stats_request(TsProto *proto, const uint8_t *payload, uin
 extern int ts_proto_on_table_op(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
 extern int ts_proto_on_write(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
 extern int ts_proto_on_backup(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
+extern int ts_proto_on_group(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
 
 /* in ts_proto_streams.c: streams of a write session */
 extern int ts_proto_on_streams(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);

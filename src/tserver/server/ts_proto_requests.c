@@ -464,6 +464,69 @@ ts_proto_on_backup(TsProto *proto, const uint8_t *payload, uint32_t len, TsError
 	return ts_proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_BACKUP_OK, &reply.base, err);
 }
 
+/*
+ * GROUP: the replica group's status, after a change of its membership when
+ * one is asked (full access only); answer GROUP_STATUS.
+ */
+int
+ts_proto_on_group(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
+{
+	Tcopy__Group *request;
+	Tcopy__GroupStatus reply = TCOPY__GROUP_STATUS__INIT;
+	Tcopy__GroupMember members[TS_RAFT_MEMBERS_MAX];
+	Tcopy__GroupMember *member_ptrs[TS_RAFT_MEMBERS_MAX];
+	TsRaftStatus status;
+	static const int changes[] = {TS_GROUP_STATUS, TS_RAFT_ADD, TS_RAFT_PROMOTE, TS_RAFT_REMOVE};
+
+	if (proto->phase != TS_PROTO_READY)
+		return ts_proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_GROUP,
+								   proto->phase == TS_PROTO_AWAIT_HELLO ? NULL :
+								   "a group's membership changes outside a write session", err);
+	request = ts_proto_unpack(proto, &tcopy__group__descriptor, payload, len, err);
+	if (request == NULL)
+		return -1;
+	if (proto->scope != NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PERMISSION,
+					 "permission denied for a replica group's membership: it needs full "
+					 "access, not a scoped token");
+		return -1;
+	}
+	if (proto->shared->group == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "this tserver is not a member of a replica group (no --raft-id)");
+		return -1;
+	}
+	if ((unsigned) request->change >= sizeof(changes) / sizeof(changes[0]) ||
+		(request->change == TCOPY__GROUP_CHANGE__GROUP_ADD &&
+		 (request->address[0] == '\0' || strlen(request->address) >= TS_RAFT_ADDRESS_MAX)) ||
+		(request->change != TCOPY__GROUP_CHANGE__GROUP_STATUS && request->id == 0))
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "GROUP needs a known change, a member id above 0 and, to add one, "
+					 "its raft address");
+		return -1;
+	}
+	if (ts_group_change(proto->shared->group, changes[request->change], request->id,
+						request->address, &status, err) != 0)
+		return -1;
+	reply.id = status.leader_id;
+	reply.term = status.term;
+	reply.applied = status.applied;
+	for (unsigned i = 0; i < status.nmembers; i++)
+	{
+		tcopy__group_member__init(&members[i]);
+		members[i].id = status.members[i].id;
+		members[i].address = status.members[i].address;
+		members[i].voter = status.members[i].voter;
+		member_ptrs[i] = &members[i];
+	}
+	reply.members = member_ptrs;
+	reply.n_members = status.nmembers;
+	return ts_proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_GROUP_STATUS, &reply.base, err);
+}
+
 /* ABORT: discard the session; answer ABORT_OK. */
 int
 ts_proto_on_abort(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)

@@ -639,6 +639,37 @@ ts_group_serving(TsGroup *group, uint64_t epoch, TsError *err)
 	return false;
 }
 
+int
+ts_group_change(TsGroup *group, int change, uint64_t id, const char *address,
+				TsRaftStatus *status, TsError *err)
+{
+	char		why[160];
+	TsRaftOutcome outcome = TS_RAFT_APPLIED;
+
+	if (change != TS_GROUP_STATUS)
+	{
+		outcome = ts_raft_change(group->raft, (TsRaftChange) change, id, address,
+								 why, sizeof(why));
+		if (outcome == TS_RAFT_NOT_LEADER)
+		{
+			ts_group_serving(group, UINT64_MAX, err);
+			return -1;
+		}
+		if (outcome != TS_RAFT_APPLIED)
+		{
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+						 "the replica group refused the change of member %llu: %s",
+						 (unsigned long long) id, why);
+			return -1;
+		}
+		ts_log(TS_LOG_INFO, "replica group: member %llu %s", (unsigned long long) id,
+			   change == TS_RAFT_ADD ? "added, as a standby" :
+			   change == TS_RAFT_PROMOTE ? "promoted to a voter" : "removed");
+	}
+	ts_raft_status(group->raft, status);
+	return 0;
+}
+
 uint64_t
 ts_group_epoch(TsGroup *group)
 {

@@ -70,6 +70,14 @@ int			ts_group_ingest(TsGroup *group, char *const *paths, size_t n, TsError *err
  */
 void		ts_group_drop_dir(TsGroup *group, const char *name);
 
+/*
+ * Change the group's membership from its leader (ts_raft_change), then (or
+ * for TS_GROUP_STATUS only) fill status; 0, or -1 with err.
+ */
+int			ts_group_change(TsGroup *group, int change, uint64_t id, const char *address,
+							TsRaftStatus *status, TsError *err);
+#define TS_GROUP_STATUS (-1)
+
 /* The current serving epoch, 0 while not serving. */
 uint64_t	ts_group_epoch(TsGroup *group);
 
