@@ -519,54 +519,97 @@ fail_logged:
 	return NULL;
 }
 
-/* Queue submit for the raft thread and wait for its outcome. */
-static TsRaftOutcome
-submit_wait(TsRaft *raft, Submit *submit)
+/* Queue submits[n] for the raft thread, in order, and wait for them all. */
+static void
+submit_wait_all(TsRaft *raft, Submit *submits, size_t n)
 {
-	pthread_cond_init(&submit->done_cond, NULL);
 	pthread_mutex_lock(&raft->lock);
 	if (raft->closing)
 	{
 		pthread_mutex_unlock(&raft->lock);
-		raft_free(submit->buf.base);
-		pthread_cond_destroy(&submit->done_cond);
-		return TS_RAFT_FAILED;
+		for (size_t i = 0; i < n; i++)
+		{
+			raft_free(submits[i].buf.base);
+			submits[i].outcome = TS_RAFT_FAILED;
+		}
+		return;
 	}
-	if (raft->queue_tail != NULL)
-		raft->queue_tail->next = submit;
-	else
-		raft->queue_head = submit;
-	raft->queue_tail = submit;
+	for (size_t i = 0; i < n; i++)
+	{
+		pthread_cond_init(&submits[i].done_cond, NULL);
+		if (raft->queue_tail != NULL)
+			raft->queue_tail->next = &submits[i];
+		else
+			raft->queue_head = &submits[i];
+		raft->queue_tail = &submits[i];
+	}
 	pthread_mutex_unlock(&raft->lock);
 	uv_async_send(&raft->submit_async);
 	pthread_mutex_lock(&raft->lock);
-	while (!submit->done)
-		pthread_cond_wait(&submit->done_cond, &raft->lock);
+	for (size_t i = 0; i < n; i++)
+	{
+		while (!submits[i].done)
+			pthread_cond_wait(&submits[i].done_cond, &raft->lock);
+	}
 	pthread_mutex_unlock(&raft->lock);
-	pthread_cond_destroy(&submit->done_cond);
-	return submit->outcome;
+	for (size_t i = 0; i < n; i++)
+		pthread_cond_destroy(&submits[i].done_cond);
+}
+
+/* Fill submit with entry data (framed, in a raft_malloc'd buffer); false: out of memory. */
+static bool
+submit_entry(TsRaft *raft, Submit *submit, const void *data, size_t len)
+{
+	memset(submit, 0, sizeof(*submit));
+	submit->raft = raft;
+	submit->change_kind = -1;
+	submit->buf.len = entry_size(len);
+	submit->buf.base = raft_malloc(submit->buf.len);
+	if (submit->buf.base == NULL)
+		return false;
+	memset(submit->buf.base, 0, submit->buf.len);
+	for (int i = 0; i < 8; i++)
+		((unsigned char *) submit->buf.base)[i] = (unsigned char) ((uint64_t) len >> (8 * i));
+	memcpy((char *) submit->buf.base + ENTRY_HEADER, data, len);
+	return true;
 }
 
 TsRaftOutcome
 ts_raft_submit(TsRaft *raft, const void *data, size_t len, uint64_t *index)
 {
 	Submit		submit;
-	TsRaftOutcome outcome;
 
-	memset(&submit, 0, sizeof(submit));
-	submit.raft = raft;
-	submit.change_kind = -1;
-	submit.buf.len = entry_size(len);
-	submit.buf.base = raft_malloc(submit.buf.len);
-	if (submit.buf.base == NULL)
+	if (!submit_entry(raft, &submit, data, len))
 		return TS_RAFT_FAILED;
-	memset(submit.buf.base, 0, submit.buf.len);
-	for (int i = 0; i < 8; i++)
-		((unsigned char *) submit.buf.base)[i] = (unsigned char) ((uint64_t) len >> (8 * i));
-	memcpy((char *) submit.buf.base + ENTRY_HEADER, data, len);
-	outcome = submit_wait(raft, &submit);
+	submit_wait_all(raft, &submit, 1);
 	if (index != NULL)
 		*index = submit.index;
+	return submit.outcome;
+}
+
+TsRaftOutcome
+ts_raft_submit_all(TsRaft *raft, const void *const *data, const size_t *lens, size_t n)
+{
+	Submit	   *submits = calloc(n, sizeof(Submit));
+	TsRaftOutcome outcome = TS_RAFT_APPLIED;
+	size_t		made = 0;
+
+	if (submits == NULL)
+		return TS_RAFT_FAILED;
+	while (made < n && submit_entry(raft, &submits[made], data[made], lens[made]))
+		made++;
+	if (made < n)
+	{
+		for (size_t i = 0; i < made; i++)
+			raft_free(submits[i].buf.base);
+		free(submits);
+		return TS_RAFT_FAILED;
+	}
+	submit_wait_all(raft, submits, n);
+	/* the first that was not applied says what happened to the rest */
+	for (size_t i = 0; i < n && outcome == TS_RAFT_APPLIED; i++)
+		outcome = submits[i].outcome;
+	free(submits);
 	return outcome;
 }
 
@@ -583,7 +626,8 @@ ts_raft_change(TsRaft *raft, TsRaftChange change, uint64_t id, const char *addre
 	submit.member_id = id;
 	snprintf(submit.member_address, sizeof(submit.member_address), "%s",
 			 address != NULL ? address : "");
-	outcome = submit_wait(raft, &submit);
+	submit_wait_all(raft, &submit, 1);
+	outcome = submit.outcome;
 	if (outcome != TS_RAFT_APPLIED)
 		snprintf(why, whylen, "%s", submit.status != 0 ? raft_strerror(submit.status) :
 				 "the member is stopping");

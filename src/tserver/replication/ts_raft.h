@@ -137,6 +137,14 @@ TsRaft	   *ts_raft_start(const TsRaftConfig *config, TsError *err);
 TsRaftOutcome ts_raft_submit(TsRaft *raft, const void *data, size_t len, uint64_t *index);
 
 /*
+ * Submit n entries at once, in order, so that libraft appends and sends
+ * them together, and wait for them all: TS_RAFT_APPLIED when every one
+ * was, else the outcome of the first that was not.
+ */
+TsRaftOutcome ts_raft_submit_all(TsRaft *raft, const void *const *data, const size_t *lens,
+								 size_t n);
+
+/*
  * Change the membership and wait until the new configuration is committed:
  * TS_RAFT_APPLIED, TS_RAFT_NOT_LEADER, or TS_RAFT_FAILED with why (libraft's
  * words: a member unknown, one change at a time, a promotion that gave up

@@ -563,6 +563,10 @@ ts_proto_on_scan(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *
 	request = ts_proto_unpack(proto, &tcopy__scan__descriptor, payload, len, err);
 	if (request == NULL || ts_proto_check_table_id(proto, request->table_id, err) != 0)
 		return -1;
+	/* a group's leader reads only once it knows it still leads (ts_group.h) */
+	if (request->snapshot_id == 0 && proto->shared->group != NULL &&
+		ts_group_barrier(proto->shared->group, err) != 0)
+		return -1;
 	proto->scan = ts_scan_open(proto->shared->store, request, err);
 	if (proto->scan == NULL)
 		return -1;
@@ -597,7 +601,8 @@ ts_proto_on_snapshot(TsProto *proto, const uint8_t *payload, uint32_t len, TsErr
 	const uint8_t *key;
 
 	request = ts_proto_unpack(proto, &tcopy__snapshot__descriptor, payload, len, err);
-	if (request == NULL)
+	if (request == NULL ||
+		(proto->shared->group != NULL && ts_group_barrier(proto->shared->group, err) != 0))
 		return -1;
 	snapshot = ts_snapshot_take(proto->shared->store, request->prepared_prefix, proto->scope,
 								&proto->frame_arena, &reply.prepared, &reply.n_prepared, err);

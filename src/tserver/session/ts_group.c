@@ -57,6 +57,8 @@
 #define FILE_HEADER (1 + 8 + 8 + 1 + 2)	/* kind, proposer, offset, last, path length */
 #define FILE_CHUNK (1024 * 1024)	/* of an SST file per entry */
 #define PATH_MAX_LEN 256		/* of a path under the staging directory */
+#define SHIP_WINDOW 8			/* file chunks submitted together */
+#define SHIP_SLOT (FILE_HEADER + PATH_MAX_LEN + FILE_CHUNK)
 #define WATCH_INTERVAL_MS 20
 
 struct TsGroup
@@ -264,8 +266,12 @@ group_apply(void *arg, uint64_t index, const void *data, size_t len)
 					 bytes[0]);
 		rc = -1;
 	}
+	/*
+	 * A file's chunk is synced with its last; until an entry that uses the
+	 * file is applied (synced), a crash may replay the chunks: harmless.
+	 */
 	if (rc == 0 && bytes[0] != ENTRY_BATCH)
-		rc = ts_storage_mark_applied(group->store, index, &err);
+		rc = ts_storage_mark_applied(group->store, index, bytes[0] != ENTRY_FILE, &err);
 	if (rc != 0)
 		ts_log(TS_LOG_ERROR, "replica group: entry %llu: %s", (unsigned long long) index,
 			   err.message);
@@ -314,13 +320,11 @@ group_restore(void *arg, const void *data, size_t len)
 	return -1;
 }
 
-/* Submit entry to the group's log; 0 once applied here, or -1 with err. */
+/* 0 for an entry applied here, or -1 with err saying why it was not. */
 static int
-group_submit(TsGroup *group, const void *entry, size_t len, TsError *err)
+group_outcome(TsGroup *group, TsRaftOutcome outcome, TsError *err)
 {
 	TsRaftStatus status;
-	uint64_t	index;
-	TsRaftOutcome outcome = ts_raft_submit(group->raft, entry, len, &index);
 
 	switch (outcome)
 	{
@@ -342,6 +346,15 @@ group_submit(TsGroup *group, const void *entry, size_t len, TsError *err)
 				 "the replica group's log refused the write (the member is stopping, "
 				 "or its disk failed)");
 	return -1;
+}
+
+/* Submit entry to the group's log; 0 once applied here, or -1 with err. */
+static int
+group_submit(TsGroup *group, const void *entry, size_t len, TsError *err)
+{
+	uint64_t	index;
+
+	return group_outcome(group, ts_raft_submit(group->raft, entry, len, &index), err);
 }
 
 /* TsStorageReplicator: a WriteBatch through the log, applied here on return. */
@@ -379,73 +392,105 @@ staged_name(TsGroup *group, const char *path, TsError *err)
 	return NULL;
 }
 
+/* Files being shipped: up to SHIP_WINDOW chunks built, then submitted together. */
+typedef struct Shipment
+{
+	uint8_t    *entries;		/* SHIP_WINDOW slots of SHIP_SLOT bytes */
+	const void *data[SHIP_WINDOW];
+	size_t		lens[SHIP_WINDOW];
+	size_t		n;
+} Shipment;
+
+/* Submit the chunks built; 0 once applied here, or -1 with err. */
+static int
+ship_flush(TsGroup *group, Shipment *ship, TsError *err)
+{
+	size_t		n = ship->n;
+
+	ship->n = 0;
+	if (n == 0)
+		return 0;
+	return group_outcome(group, ts_raft_submit_all(group->raft, ship->data, ship->lens, n), err);
+}
+
+/* Ship one file in chunks; 0, or -1 with err. */
+static int
+ship_file(TsGroup *group, Shipment *ship, const char *path, TsError *err)
+{
+	const char *name = staged_name(group, path, err);
+	size_t		namelen = name != NULL ? strlen(name) : 0;
+	int			fd = name != NULL ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	uint64_t	offset = 0;
+	bool		last = false;
+	int			rc = 0;
+
+	if (name != NULL && fd < 0)
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE, "could not open \"%s\": %s",
+					 path, strerror(errno));
+	if (fd < 0)
+		return -1;
+	while (!last && rc == 0)
+	{
+		uint8_t    *entry = ship->entries + ship->n * SHIP_SLOT;
+		uint8_t    *chunk = entry + FILE_HEADER + namelen;
+		size_t		got = 0;
+
+		while (got < FILE_CHUNK)
+		{
+			ssize_t		r = read(fd, chunk + got, FILE_CHUNK - got);
+
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r < 0)
+			{
+				ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+							 "could not read \"%s\": %s", path, strerror(errno));
+				rc = -1;
+				break;
+			}
+			if (r == 0)
+			{
+				last = true;
+				break;
+			}
+			got += (size_t) r;
+		}
+		if (rc != 0)
+			break;
+		entry[0] = ENTRY_FILE;
+		ts_put_be64(entry + 1, group->id);
+		ts_put_be64(entry + 9, offset);
+		entry[17] = last;
+		entry[18] = (uint8_t) (namelen >> 8);
+		entry[19] = (uint8_t) namelen;
+		memcpy(entry + FILE_HEADER, name, namelen);
+		ship->data[ship->n] = entry;
+		ship->lens[ship->n] = FILE_HEADER + namelen + got;
+		offset += got;
+		if (++ship->n == SHIP_WINDOW)
+			rc = ship_flush(group, ship, err);
+	}
+	close(fd);
+	return rc;
+}
+
 int
 ts_group_ship_files(TsGroup *group, char *const *paths, size_t n, TsError *err)
 {
-	uint8_t    *entry = malloc(FILE_HEADER + PATH_MAX_LEN + FILE_CHUNK);
+	Shipment	ship = {.n = 0};
 	int			rc = 0;
 
-	if (entry == NULL)
+	ship.entries = malloc((size_t) SHIP_WINDOW * SHIP_SLOT);
+	if (ship.entries == NULL)
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
 		return -1;
 	}
 	for (size_t i = 0; i < n && rc == 0; i++)
-	{
-		const char *name = staged_name(group, paths[i], err);
-		size_t		namelen = name != NULL ? strlen(name) : 0;
-		int			fd = name != NULL ? open(paths[i], O_RDONLY | O_CLOEXEC) : -1;
-		uint64_t	offset = 0;
-		bool		last = false;
-
-		if (name != NULL && fd < 0)
-			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE, "could not open \"%s\": %s",
-						 paths[i], strerror(errno));
-		if (fd < 0)
-		{
-			rc = -1;
-			break;
-		}
-		entry[0] = ENTRY_FILE;
-		ts_put_be64(entry + 1, group->id);
-		entry[18] = (uint8_t) (namelen >> 8);
-		entry[19] = (uint8_t) namelen;
-		memcpy(entry + FILE_HEADER, name, namelen);
-		while (!last && rc == 0)
-		{
-			uint8_t    *chunk = entry + FILE_HEADER + namelen;
-			size_t		got = 0;
-
-			while (got < FILE_CHUNK)
-			{
-				ssize_t		r = read(fd, chunk + got, FILE_CHUNK - got);
-
-				if (r < 0 && errno == EINTR)
-					continue;
-				if (r < 0)
-				{
-					ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
-								 "could not read \"%s\": %s", paths[i], strerror(errno));
-					rc = -1;
-					break;
-				}
-				if (r == 0)
-				{
-					last = true;
-					break;
-				}
-				got += (size_t) r;
-			}
-			if (rc != 0)
-				break;
-			ts_put_be64(entry + 9, offset);
-			entry[17] = last;
-			rc = group_submit(group, entry, FILE_HEADER + namelen + got, err);
-			offset += got;
-		}
-		close(fd);
-	}
-	free(entry);
+		rc = ship_file(group, &ship, paths[i], err);
+	if (rc == 0)
+		rc = ship_flush(group, &ship, err);
+	free(ship.entries);
 	return rc;
 }
 
@@ -637,6 +682,14 @@ ts_group_serving(TsGroup *group, uint64_t epoch, TsError *err)
 					 "leads it yet (an election, or too few members reachable)",
 					 (unsigned long long) group->id);
 	return false;
+}
+
+int
+ts_group_barrier(TsGroup *group, TsError *err)
+{
+	char		noop = ENTRY_NOOP;
+
+	return group_submit(group, &noop, 1, err);
 }
 
 int

@@ -71,6 +71,15 @@ int			ts_group_ingest(TsGroup *group, char *const *paths, size_t n, TsError *err
 void		ts_group_drop_dir(TsGroup *group, const char *name);
 
 /*
+ * Commit an empty entry through the group: once it returns 0, this member
+ * led the group after every write acknowledged before the call, so that a
+ * read that follows sees them all (libraft 0.15 has no leader lease: a
+ * leader cut off from the others could otherwise serve stale rows until it
+ * noticed).  -1 with err (ERROR_NOT_LEADER) when it no longer leads.
+ */
+int			ts_group_barrier(TsGroup *group, TsError *err);
+
+/*
  * Change the group's membership from its leader (ts_raft_change), then (or
  * for TS_GROUP_STATUS only) fill status; 0, or -1 with err.
  */

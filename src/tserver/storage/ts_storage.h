@@ -74,8 +74,12 @@ int			ts_storage_apply(TsStore *store, uint64_t index, const char *data, size_t 
 							 TsError *err);
 uint64_t	ts_storage_applied(const TsStore *store);
 
-/* Raise the applied index to index (an entry that wrote no batch), synced. */
-int			ts_storage_mark_applied(TsStore *store, uint64_t index, TsError *err);
+/*
+ * Raise the applied index to index (an entry that wrote no batch), synced
+ * unless sync is false: then it is durable with the next synced write, and
+ * a crash before it replays the entry.
+ */
+int			ts_storage_mark_applied(TsStore *store, uint64_t index, bool sync, TsError *err);
 
 /*
  * Look table name up; with create, make it when missing (the definition is

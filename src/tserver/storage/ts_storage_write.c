@@ -86,17 +86,23 @@ ts_storage_applied(const TsStore *store)
 	return store->applied_index;
 }
 
-/* Write wb with index as the applied index beside it, synced; wb is freed. */
+/*
+ * Write wb with index as the applied index beside it, synced unless sync
+ * is false (then with the next synced write); wb is freed.
+ */
 static int
-apply_batch(TsStore *store, uint64_t index, rocksdb_writebatch_t *wb, TsError *err)
+apply_batch(TsStore *store, uint64_t index, rocksdb_writebatch_t *wb, bool sync, TsError *err)
 {
 	uint8_t		applied[8];
 	char	   *errptr = NULL;
+	rocksdb_writeoptions_t *nosync = sync ? NULL : rocksdb_writeoptions_create();
 
 	ts_put_be64(applied, index);
 	rocksdb_writebatch_put_cf(wb, store->cf_meta, META_APPLIED_INDEX,
 							  strlen(META_APPLIED_INDEX), (const char *) applied, 8);
-	rocksdb_write(store->db, store->write_sync, wb, &errptr);
+	rocksdb_write(store->db, sync ? store->write_sync : nosync, wb, &errptr);
+	if (nosync != NULL)
+		rocksdb_writeoptions_destroy(nosync);
 	rocksdb_writebatch_destroy(wb);
 	if (errptr != NULL)
 	{
@@ -122,7 +128,7 @@ ts_storage_apply(TsStore *store, uint64_t index, const char *data, size_t len, T
 					 (unsigned long long) index);
 		return -1;
 	}
-	return apply_batch(store, index, wb, err);
+	return apply_batch(store, index, wb, true, err);
 }
 
 int
@@ -150,9 +156,9 @@ ts_storage_ingest(TsStore *store, char *const *files, size_t nfiles, TsError *er
 }
 
 int
-ts_storage_mark_applied(TsStore *store, uint64_t index, TsError *err)
+ts_storage_mark_applied(TsStore *store, uint64_t index, bool sync, TsError *err)
 {
 	if (index <= store->applied_index)
 		return 0;
-	return apply_batch(store, index, rocksdb_writebatch_create(), err);
+	return apply_batch(store, index, rocksdb_writebatch_create(), sync, err);
 }
