@@ -90,12 +90,12 @@ tserver_tap_order()
 	local t
 	for t in "$@"; do
 		case "${t##*/}" in
-			019_* | 020_* | 008_*) echo "$t" ;;
+			019_* | 020_* | 021_* | 008_*) echo "$t" ;;
 		esac
 	done
 	for t in "$@"; do
 		case "${t##*/}" in
-			019_* | 020_* | 008_*) ;;
+			019_* | 020_* | 021_* | 008_*) ;;
 			*) echo "$t" ;;
 		esac
 	done
@@ -117,7 +117,8 @@ UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	test/tserver/008_prepared.pl test/tserver/009_limits.pl test/tserver/010_scoped.pl \
 	test/tserver/012_schemas.pl test/tserver/013_load_labels.pl \
 	test/tserver/014_on_conflict.pl test/tserver/015_update_delete.pl \
-	test/tserver/017_streams.pl test/tserver/018_synced.pl test/tserver/020_backup.pl)
+	test/tserver/017_streams.pl test/tserver/018_synced.pl test/tserver/020_backup.pl \
+	test/tserver/021_replica_group.pl test/tserver/022_group_membership.pl)
 
 # the tests check each log as they stop a server; check them all once more,
 # in case a report came where no test looked
