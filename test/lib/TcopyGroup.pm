@@ -159,6 +159,10 @@ sub answers
 	return $ok && $? == 0;
 }
 
+# The prepared sessions and the stats, as TcopyTest's, of the leader.
+sub prepared { TcopyTest::prepared(@_) }
+sub stats { TcopyTest::stats(@_) }
+
 # The number of the member that leads (answers a ping), waiting up to
 # timeout seconds (default 20); undef if none does.
 sub leader

@@ -580,8 +580,12 @@ group_begin_serving(TsGroup *group)
 		return;
 	if (atomic_load(&group->served))
 		return;					/* cannot happen: a demoted leader restarts */
+	/* nothing holds any of it: this member has served no client */
 	ts_prepared_free_all(store);
 	ts_labels_free_all(store);
+	ts_key_claims_free_all(store);
+	ts_key_claims_init(store);
+	atomic_store(&store->sessions_prepared, 0);
 	if (ts_storage_reload_tables(store, &err) != 0 || ts_prepared_load(store, &err) != 0)
 	{
 		ts_log(TS_LOG_ERROR, "replica group: cannot lead: %s", err.message);

@@ -216,6 +216,7 @@ ts_key_claims_free_all(TsStore *store)
 	free(store->key_claims);
 	store->key_claims = NULL;
 	store->nkey_claims = 0;
+	store->key_claims_cap = 0;
 	pthread_mutex_destroy(&store->key_claims_lock);
 }
 
