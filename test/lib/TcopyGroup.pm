@@ -19,10 +19,14 @@ use Time::HiRes qw(sleep time);
 use TcopyTest;
 
 # A group of n members (default 3); extra_args go to every member's starts.
+# raft_hosts (one IPv4 address per member, default 127.0.0.1 each, on free
+# ports) and exec_prefix (one command prefix per member, such as ip netns
+# exec NS) put members on "other machines".
 sub new
 {
 	my ($class, %opts) = @_;
 	my $n = $opts{members} // 3;
+	my @hosts = @{ $opts{raft_hosts} // [ ('127.0.0.1') x $n ] };
 	my $base = tempdir("tgXXXXXX", DIR => "/tmp", CLEANUP => !$ENV{TCOPY_TEST_KEEP});
 	my $secret = "$base/secret";
 	open(my $fh, '>', $secret) or croak "$secret: $!";
@@ -30,19 +34,21 @@ sub new
 	print $fh join('', map { sprintf('%02x', int(rand(256))) } 1 .. 32), "\n";
 	close $fh;
 	chmod(0600, $secret) or croak "chmod $secret: $!";
-	my @ports = free_ports($n);
+	my @ports = $opts{raft_hosts} ? ((7100) x $n) : free_ports($n);
 	my $self = bless {
 		base => $base,
 		secret => $secret,
 		ports => \@ports,
+		hosts => \@hosts,
 		members => [],
 		bootstrapped => 0,
 	}, $class;
 	for my $i (1 .. $n)
 	{
 		my $ts = TcopyTest->new(extra_args => [
-			'--raft-id', $i, '--raft-listen', "127.0.0.1:$ports[$i - 1]",
-			'--raft-secret-file', $secret, @{ $opts{extra_args} // [] } ]);
+			'--raft-id', $i, '--raft-listen', "$hosts[$i - 1]:$ports[$i - 1]",
+			'--raft-secret-file', $secret, @{ $opts{extra_args} // [] } ],
+			exec_prefix => $opts{exec_prefix} ? $opts{exec_prefix}[ $i - 1 ] : []);
 		push @{ $self->{members} }, $ts;
 	}
 	return $self;
@@ -69,14 +75,15 @@ sub members { @{ $_[0]->{members} } }
 sub member { $_[0]->{members}[ $_[1] - 1 ] }
 sub secret_file { $_[0]->{secret} }
 sub raft_port { $_[0]->{ports}[ $_[1] - 1 ] }
+sub raft_host { $_[0]->{hosts}[ $_[1] - 1 ] }
 sub address { join(',', map { $_->address } @{ $_[0]->{members} }) }
 
 # The bootstrap list, "1@127.0.0.1:P1,...".
 sub bootstrap_list
 {
 	my ($self) = @_;
-	my $i = 0;
-	return join(',', map { ++$i . "\@127.0.0.1:$_" } @{ $self->{ports} });
+	return join(',', map { "$_\@$self->{hosts}[$_ - 1]:$self->{ports}[$_ - 1]" }
+		1 .. scalar @{ $self->{ports} });
 }
 
 # Start member i (its first start bootstraps the group); true once ready.

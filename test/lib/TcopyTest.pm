@@ -128,6 +128,7 @@ sub new
 		data => $opts{data} // "$base/data",
 		socket => $opts{socket} // "$base/ts.sock",
 		extra_args => $opts{extra_args} // [],
+		exec_prefix => $opts{exec_prefix} // [],	# e.g. ip netns exec NS
 		auth_args => $opts{auth},	# undef: the default, see spawn
 		cli_args => [],
 		starts => 0,
@@ -181,7 +182,8 @@ sub spawn
 	my @all = (@{ $self->{extra_args} }, @args);
 	my $tcp = grep { /^tcp:/ } @all;
 	my $auth = $self->{auth_args} // ($tcp ? ['--insecure'] : [ '--allow-uid', $> ]);
-	my @cmd = ($TSERVER, '--data', $self->{data}, '--listen', $self->address, @$auth, @all);
+	my @cmd = (@{ $self->{exec_prefix} }, $TSERVER, '--data', $self->{data},
+		'--listen', $self->address, @$auth, @all);
 	my $pid = fork();
 	croak "fork: $!" unless defined $pid;
 	if ($pid == 0)
