@@ -174,6 +174,7 @@ apply_ingest(TsGroup *group, const uint8_t *bytes, size_t len, TsError *err)
 	char	  **paths = n > 0 && n <= len ? calloc(n, sizeof(char *)) : NULL;
 	size_t		at = 5;
 	uint32_t	present = 0;
+	size_t		live = 0;
 	int			rc = -1;
 
 	if (paths == NULL)
@@ -198,11 +199,29 @@ apply_ingest(TsGroup *group, const uint8_t *bytes, size_t len, TsError *err)
 		at += 2 + pathlen;
 		present += stat(paths[i], &st) == 0;
 	}
+	/*
+	 * Ingesting moves the files: RocksDB links each into the store, commits,
+	 * then unlinks it here.  A crash (or a demoted leader's restart) between
+	 * the commit and our applied index replays the entry: the files it
+	 * finds here, if any, are then the store's own live files, and must not
+	 * be ingested twice (a second ingestion of the same inode rewrites its
+	 * sequence number under the first).  One ingestion is atomic: all of
+	 * them are live, or none.
+	 */
 	if (present == 0)
 		rc = 0;					/* moved into RocksDB before a restart */
-	else if (present < n)
+	else if (ts_storage_files_live(store, paths, n, &live, err) != 0)
+		rc = -1;
+	else if (live == present)
+	{
+		for (uint32_t i = 0; i < n; i++)
+			(void) unlink(paths[i]);
+		rc = 0;
+	}
+	else if (live > 0 || present < n)
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
-					 "%u of the %u files of an ingest entry are missing", n - present, n);
+					 "an ingest entry's %u files: %u here, %zu of them in the store", n,
+					 present, live);
 	else
 		rc = ts_storage_ingest(store, paths, n, err);
 

@@ -219,6 +219,14 @@ int			ts_storage_reload_tables(TsStore *store, TsError *err);
  */
 int			ts_storage_ingest(TsStore *store, char *const *files, size_t nfiles, TsError *err);
 
+/*
+ * How many of files (absolute paths) are live files of the store already,
+ * the same inode: an ingestion that moved them (hard links) and committed,
+ * then was cut before it removed them from where they were.  0, or -1.
+ */
+int			ts_storage_files_live(TsStore *store, char *const *files, size_t nfiles,
+								  size_t *live, TsError *err);
+
 /* The applied index stored with the rows, read at open. */
 int			ts_storage_load_applied(TsStore *store, TsError *err);
 

@@ -14,8 +14,10 @@
  */
 #include "ts_storage_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "ts_key.h"
 #include "ts_log.h"
@@ -161,4 +163,48 @@ ts_storage_mark_applied(TsStore *store, uint64_t index, bool sync, TsError *err)
 	if (index <= store->applied_index)
 		return 0;
 	return apply_batch(store, index, rocksdb_writebatch_create(), sync, err);
+}
+
+int
+ts_storage_files_live(TsStore *store, char *const *files, size_t nfiles, size_t *live,
+					  TsError *err)
+{
+	const rocksdb_livefiles_t *lf = rocksdb_livefiles(store->db);
+	int			nlive = lf != NULL ? rocksdb_livefiles_count(lf) : 0;
+	struct stat *staged = calloc(nfiles > 0 ? nfiles : 1, sizeof(struct stat));
+	bool	   *seen = calloc(nfiles > 0 ? nfiles : 1, sizeof(bool));
+
+	*live = 0;
+	if (lf == NULL || staged == NULL || seen == NULL)
+	{
+		if (lf != NULL)
+			rocksdb_livefiles_destroy(lf);
+		free(staged);
+		free(seen);
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < nfiles; i++)
+		seen[i] = stat(files[i], &staged[i]) != 0;	/* absent: not counted */
+	for (int j = 0; j < nlive; j++)
+	{
+		char		path[4096];
+		struct stat st;
+
+		snprintf(path, sizeof(path), "%s%s", store->dir, rocksdb_livefiles_name(lf, j));
+		if (stat(path, &st) != 0)
+			continue;
+		for (size_t i = 0; i < nfiles; i++)
+		{
+			if (!seen[i] && staged[i].st_dev == st.st_dev && staged[i].st_ino == st.st_ino)
+			{
+				seen[i] = true;
+				(*live)++;
+			}
+		}
+	}
+	rocksdb_livefiles_destroy(lf);
+	free(staged);
+	free(seen);
+	return 0;
 }
