@@ -759,6 +759,9 @@ main(int argc, char **argv)
 	store_options.statistics = options.statistics;
 	store_options.in_doubt_wait_ms = options.in_doubt_wait_ms;
 	store_options.replica_group = options.raft_id != 0;
+	/* a group's members get a session's SST files as each is finished */
+	if (store_options.replica_group)
+		store_options.sst_target_bytes = 32 * 1024 * 1024;
 	if (options.merge_threads > 0)
 		store_options.merge_threads = options.merge_threads;
 	memset(&store_err, 0, sizeof(store_err));

@@ -85,8 +85,8 @@ static bool fuzz_trace;			/* FUZZ_FRAMES_LOG set: say what happens */
 
 /* Which message each frame type a server may send carries. */
 /* A frame type added to the protocol: teach fuzz_reply_descriptor its reply. */
-_Static_assert(TC_FRAME_TYPE_LAST == TCOPY__FRAME_TYPE__FRAME_BACKUP_OK,
-			   "fuzz_reply_descriptor knows the frame types up to BACKUP_OK");
+_Static_assert(TC_FRAME_TYPE_LAST == TCOPY__FRAME_TYPE__FRAME_GROUP_STATUS,
+			   "fuzz_reply_descriptor knows the frame types up to GROUP_STATUS");
 
 static const ProtobufCMessageDescriptor *
 fuzz_reply_descriptor(Tcopy__FrameType type)
@@ -133,6 +133,8 @@ fuzz_reply_descriptor(Tcopy__FrameType type)
 			return &tcopy__join_ok__descriptor;
 		case TCOPY__FRAME_TYPE__FRAME_BACKUP_OK:
 			return &tcopy__backup_ok__descriptor;
+		case TCOPY__FRAME_TYPE__FRAME_GROUP_STATUS:
+			return &tcopy__group_status__descriptor;
 		default:
 			return NULL;
 	}

@@ -513,20 +513,6 @@ ts_group_ship_files(TsGroup *group, char *const *paths, size_t n, TsError *err)
 	return rc;
 }
 
-int
-ts_group_ship_session(TsGroup *group, TsSession *session, const char *extra, TsError *err)
-{
-	char		path[SESSION_PATH_SIZE];
-	char	   *paths[1] = {path};
-
-	if (ts_group_ship_files(group, session->sst->files, session->sst->nfiles, err) != 0)
-		return -1;
-	if (extra == NULL)
-		return 0;
-	snprintf(path, sizeof(path), "%s/%s", session->dir, extra);
-	return ts_group_ship_files(group, paths, 1, err);
-}
-
 void
 ts_group_drop_dir(TsGroup *group, const char *name)
 {

@@ -49,13 +49,11 @@ bool		ts_group_serving(TsGroup *group, uint64_t epoch, TsError *err);
 /*
  * Ship a spilled session's files (absolute paths in its staging directory)
  * to every member through the log, before the entry that records or
- * publishes the session.  0 once applied here, or -1 with err.
+ * publishes the session: each SST file as it is finished (ts_sst_sink.c),
+ * a prepared session's sentinel at its prepare.  0 once applied here, or
+ * -1 with err.
  */
 int			ts_group_ship_files(TsGroup *group, char *const *paths, size_t n, TsError *err);
-
-/* ts_group_ship_files of session's SST files, and of extra (a name in its directory) */
-int			ts_group_ship_session(TsGroup *group, TsSession *session, const char *extra,
-								  TsError *err);
 
 /*
  * Ingest shipped files (absolute paths here) on every member, in one call

@@ -411,9 +411,16 @@ ts_session_prepare_gid(TsSession *session, const char *gid, uint64_t owner,
 		 */
 		ts_sync_dir(session->dir);
 		ts_sync_dir(store->staging_dir);
-		if (store->group != NULL &&
-			ts_group_ship_session(store->group, session, PREPARED_SENTINEL_FILE, err) != 0)
-			goto fail;
+		if (store->group != NULL)
+		{
+			char		sentinel[SESSION_PATH_SIZE];
+			char	   *paths[1] = {sentinel};
+
+			/* its SST files went as each was finished (ts_sst_sink.c) */
+			snprintf(sentinel, sizeof(sentinel), "%s/%s", session->dir, PREPARED_SENTINEL_FILE);
+			if (ts_group_ship_files(store->group, paths, 1, err) != 0)
+				goto fail;
+		}
 		names = calloc(session->sst->nfiles + 1, sizeof(char *));
 		if (names == NULL)
 			goto oom;

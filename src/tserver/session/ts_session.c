@@ -182,6 +182,10 @@ ts_session_free(TsSession *session, bool aborted)
 	ts_session_unregister(session);
 	(void) ts_spill_wait(session, &ignored);
 	ts_key_claims_session_end(session);
+	/* the other members' copies of the files it shipped (ts_sst_sink.c) */
+	if (aborted && store->group != NULL && session->sst != NULL && session->sst->nfiles > 0 &&
+		!session->keep_dir)
+		ts_group_drop_dir(store->group, strrchr(session->dir, '/') + 1);
 	if (session->dir_made && !session->keep_dir && ts_remove_tree(session->dir) != 0)
 		ts_log(TS_LOG_WARNING, "could not remove staging directory \"%s\": %s",
 			   session->dir, strerror(errno));
@@ -612,9 +616,6 @@ ts_session_commit(TsSession *session, uint64_t *rows, TsError *err)
 	result = ts_session_wait_in_doubt(session, &waited_ms, err);
 	if (result == 0)
 		result = ts_session_prepare(session, err);
-	/* a replica group's members get the files first (ts_group.c) */
-	if (result == 0 && session->sst != NULL && store->group != NULL)
-		result = ts_group_ship_session(store->group, session, NULL, err);
 	if (result == 0)
 		result = ts_session_wait_in_doubt(session, &waited_ms, err);
 	prepared_ms = monotonic_ms();

@@ -3,13 +3,15 @@
  *		Writing a session's SST files (SstSink, ts_session_int.h): the direct
  *		files of its sorted spills and the files of each part of its merge,
  *		cut at sst_target_bytes, in the staging directory, to be ingested
- *		together at commit.
+ *		together at commit; on a replica group's member, each shipped to
+ *		the other members as it is finished.
  */
 #include "ts_session_int.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "ts_group.h"
 #include "ts_key.h"
 #include "ts_record.h"
 
@@ -173,6 +175,14 @@ ts_sst_sink_finish_file(SstSink *sink, TsError *err)
 		ts_error_rocksdb(err, "could not write SST file", errptr);
 		return -1;
 	}
+	/*
+	 * A replica group's other members get each file as soon as it is
+	 * finished, while the session goes on loading (ts_group.c), not all at
+	 * its prepare
+	 */
+	if (sink->session->store->group != NULL)
+		return ts_group_ship_files(sink->session->store->group,
+								   &sink->files[sink->nfiles - 1], 1, err);
 	return 0;
 }
 
