@@ -17,6 +17,12 @@ CREATE SERVER opt_bad FOREIGN DATA WRAPPER tcopy OPTIONS (address 'tcp:localhost
 CREATE SERVER opt_bad FOREIGN DATA WRAPPER tcopy OPTIONS (address 'tcp:localhost:99999');
 CREATE SERVER opt_bad FOREIGN DATA WRAPPER tcopy OPTIONS (address 'unix:');
 CREATE SERVER opt_bad FOREIGN DATA WRAPPER tcopy OPTIONS (address '');
+-- a replica group's members: each a valid address, none null:, none empty
+CREATE SERVER opt_bad FOREIGN DATA WRAPPER tcopy OPTIONS (address 'unix:/tmp/a.sock,null:');
+CREATE SERVER opt_bad FOREIGN DATA WRAPPER tcopy OPTIONS (address 'unix:/tmp/a.sock,,unix:/tmp/b.sock');
+CREATE SERVER opt_bad FOREIGN DATA WRAPPER tcopy OPTIONS (address 'unix:/tmp/a.sock,tcp:host');
+CREATE SERVER opt_group FOREIGN DATA WRAPPER tcopy OPTIONS (address 'unix:/tmp/a.sock,tcp:10.0.0.2:7000,tcp:10.0.0.3:7000');
+DROP SERVER opt_group;
 -- unknown options, and options of other objects, are refused with a hint
 CREATE SERVER opt_bad FOREIGN DATA WRAPPER tcopy OPTIONS (address 'null:', adress 'null:');
 CREATE SERVER opt_bad FOREIGN DATA WRAPPER tcopy OPTIONS (address 'null:', key 'a');
