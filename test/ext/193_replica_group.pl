@@ -26,7 +26,7 @@ use Test::More;
 use Time::HiRes qw(sleep time);
 use TcopyTest;
 use TcopyGroup;
-use TcopyPgTest qw(twopc_conf write_accounts_csv table_checksum held_copy_sql copy_progress
+use TcopyPgTest qw(setup_node twopc_conf write_accounts_csv table_checksum held_copy_sql copy_progress
   psql_bg start_paused recover_all sqlstates wait_until rows_copy_sql table_name_of);
 
 my $ROWS = 1000;
@@ -35,16 +35,9 @@ my $group = TcopyGroup->new(extra_args => [ '--session-memory-mb', 4 ]);
 $group->start_all or BAIL_OUT('the group did not start');
 ok(defined $group->leader, 'the group elects a leader') or BAIL_OUT('no leader');
 
-my $node = PostgreSQL::Test::Cluster->new('group');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'tcopy'\n"
-	  . twopc_conf(recovery_interval => '1s'));
-$node->start;
-my $address = $group->address;
+my ($node) = setup_node(name => 'group', group => $group,
+	conf => twopc_conf(recovery_interval => '1s'));
 $node->safe_psql('postgres', qq{
-	CREATE EXTENSION tcopy;
-	CREATE SERVER ts FOREIGN DATA WRAPPER tcopy OPTIONS (address '$address');
-	CREATE USER MAPPING FOR PUBLIC SERVER ts;
 	CREATE TABLE h (aid int NOT NULL, bid int, abalance int, filler char(84));
 	CREATE FOREIGN TABLE t (aid int NOT NULL, bid int, abalance int, filler char(84))
 		SERVER ts OPTIONS (key 'aid');

@@ -20,24 +20,16 @@ use Test::More;
 use Time::HiRes qw(sleep);
 use TcopyTest;
 use TcopyGroup;
-use TcopyPgTest qw(twopc_conf twopc_ddl table_name_of);
+use TcopyPgTest qw(setup_node twopc_conf twopc_ddl table_name_of);
 use TcopyChaos qw(run_chaos);
 
 my $group = TcopyGroup->new;
 $group->start_all or BAIL_OUT('the group did not start');
 ok(defined $group->leader, 'the group elects a leader') or BAIL_OUT('no leader');
 
-my $node = PostgreSQL::Test::Cluster->new('group_chaos');
-$node->init;
-$node->append_conf('postgresql.conf', "shared_preload_libraries = 'tcopy'\n"
-	  . twopc_conf(recovery_interval => '1s'));
-$node->start;
-my $address = $group->address;
-$node->safe_psql('postgres', qq{
-	CREATE EXTENSION tcopy;
-	CREATE SERVER ts FOREIGN DATA WRAPPER tcopy OPTIONS (address '$address');
-	CREATE USER MAPPING FOR PUBLIC SERVER ts;
-} . twopc_ddl());
+my ($node) = setup_node(name => 'group_chaos', group => $group,
+	conf => twopc_conf(recovery_interval => '1s'));
+$node->safe_psql('postgres', twopc_ddl());
 
 my $faults = 0;
 run_chaos(

@@ -40,6 +40,7 @@ sub new
 		secret => $secret,
 		ports => \@ports,
 		hosts => \@hosts,
+		cli_args => [],
 		members => [],
 		bootstrapped => 0,
 	}, $class;
@@ -108,43 +109,11 @@ sub start_all
 	return $ok;
 }
 
-# Run tserver-cli against the group: { rc, out, err, cmd }.
-sub cli
-{
-	my ($self, @args) = @_;
-	my ($out, $err) = ('', '');
-	my @cmd = ($TcopyTest::CLI, '--address', $self->address, @args);
-	my $rc;
-	eval {
-		IPC::Run::run(\@cmd, '<', \undef, '>', \$out, '2>', \$err,
-			IPC::Run::timeout($TcopyTest::CLI_TIMEOUT));
-		$rc = ($? & 127) ? -1 : $? >> 8;
-		1;
-	} or do {
-		$err .= "\n(test harness: $@)";
-		$rc = -1;
-	};
-	return { rc => $rc, out => $out, err => $err, cmd => join(' ', 'tserver-cli', @args) };
-}
-
-sub cli_ok
-{
-	my ($self, $name, @args) = @_;
-	my $r = $self->cli(@args);
-	is($r->{rc}, 0, $name) or diag("$r->{cmd}: exit $r->{rc}\nstdout: $r->{out}\nstderr: $r->{err}");
-	return $r->{out};
-}
-
-# tserver-cli in the background against the group (TcopyTest::Bg).
-sub cli_bg
-{
-	my ($self, @args) = @_;
-	my $bg = { in => '', out => '', err => '', cmd => join(' ', 'tserver-cli', @args) };
-	my @cmd = ($TcopyTest::CLI, '--address', $self->address, @args);
-	$bg->{h} = IPC::Run::start(\@cmd, '<', \$bg->{in}, '>', \$bg->{out}, '2>', \$bg->{err},
-		IPC::Run::timeout($TcopyTest::CLI_TIMEOUT));
-	return bless $bg, 'TcopyTest::Bg';
-}
+# tserver-cli against the group (its address), as TcopyTest's against one
+# tserver: cli { rc, out, err, cmd }, cli_ok, cli_bg.
+sub cli { TcopyTest::cli(@_) }
+sub cli_ok { TcopyTest::cli_ok(@_) }
+sub cli_bg { TcopyTest::cli_bg(@_) }
 
 # scan --format checksum through the group: "rows R sum S hash H", or undef.
 sub checksum

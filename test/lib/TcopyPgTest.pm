@@ -44,15 +44,16 @@ our @EXPORT_OK = qw(setup_node write_accounts_csv accounts_ddl table_checksum
 use constant ACCOUNTS_COLUMNS =>
   '(aid int NOT NULL, bid int, abalance int, filler char(84))';
 
-# Start a tserver (TcopyTest->new(%tserver_opts)) and a Postgres node (init
-# => Cluster::init's options) with the extension, server ts at the tserver
-# and a PUBLIC user mapping.
-# Returns (node, tserver).
+# Start a tserver (TcopyTest->new(%tserver_opts)), or take group (a
+# TcopyGroup, started), and a Postgres node (init => Cluster::init's
+# options) with the extension, server ts at the tserver (the group's
+# members) and a PUBLIC user mapping.
+# Returns (node, tserver or group).
 sub setup_node
 {
 	my (%opts) = @_;
-	my $ts = TcopyTest->new(%{ $opts{tserver} // {} });
-	$ts->start or BAIL_OUT("tserver did not start");
+	my $ts = $opts{group} // TcopyTest->new(%{ $opts{tserver} // {} });
+	$opts{group} or $ts->start or BAIL_OUT("tserver did not start");
 	my $node = PostgreSQL::Test::Cluster->new($opts{name} // 'main');
 	$node->init(%{ $opts{init} // {} });
 	# heap loads of millions of rows: fewer checkpoints
