@@ -25,6 +25,7 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/../lib";
 use IO::Socket::INET;
+use POSIX ();
 use Test::More;
 use Time::HiRes qw(sleep time);
 use TcopyTest;
@@ -126,8 +127,9 @@ sleep(0.1) until $stopped->log_contents =~ /restarting, to follow the new leader
 like($stopped->log_contents, qr/no longer leads.*\n.*restarting/,
 	'woken, the deposed leader restarts itself');
 $deadline = time() + 20;
-sleep(0.1) until ($stopped->log_contents =~ tr/\n// && $stopped->log_contents =~ /tserver ready(?s:.*)tserver ready/) || time() > $deadline;
-ok(kill(0, $pid), '... as the same process');
+sleep(0.1) until $stopped->log_contents =~ /restarting(?s:.*)tserver ready/ || time() > $deadline;
+like($stopped->log_contents, qr/restarting(?s:.*)tserver ready/, '... and is ready again');
+ok(kill(0, $pid) && waitpid($pid, POSIX::WNOHANG()) == 0, '... as the same process, still running');
 
 # raw bytes and a stock libraft preamble on the raft port
 my $port = $group->raft_port($new);

@@ -71,9 +71,10 @@ struct TsGroup
 	pthread_t	watcher;
 	bool		watcher_started;
 	atomic_bool stopping;
-	atomic_bool served;			/* led and served since the process began */
 	_Atomic uint64_t epoch;		/* nonzero while serving */
-	uint64_t	epochs;			/* how many times it began to serve */
+	uint64_t	epochs;			/* how many times it began to serve (the
+								 * watcher's): at most once, a demoted
+								 * leader restarts */
 };
 
 /*
@@ -583,7 +584,7 @@ group_begin_serving(TsGroup *group)
 	if (ts_raft_submit(group->raft, &noop, 1, &index) != TS_RAFT_APPLIED ||
 		ts_raft_submit(group->raft, &clean, 1, &index) != TS_RAFT_APPLIED)
 		return;
-	if (atomic_load(&group->served))
+	if (group->epochs > 0)
 		return;					/* cannot happen: a demoted leader restarts */
 	/* nothing holds any of it: this member has served no client */
 	ts_prepared_free_all(store);
@@ -597,7 +598,6 @@ group_begin_serving(TsGroup *group)
 		return;
 	}
 	group->epochs++;
-	atomic_store(&group->served, true);
 	atomic_store(&group->epoch, group->epochs);
 	ts_log(TS_LOG_INFO, "replica group: member %llu leads, from entry %llu on: "
 		   "%llu tables, %zu prepared sessions", (unsigned long long) group->id,
@@ -671,14 +671,12 @@ err:
 	return NULL;
 }
 
-bool
-ts_group_serving(TsGroup *group, uint64_t epoch, TsError *err)
+/* err: ERROR_NOT_LEADER, naming the leader if this member knows it. */
+static void
+group_not_leader(TsGroup *group, TsError *err)
 {
-	uint64_t	now = atomic_load(&group->epoch);
 	TsRaftStatus status;
 
-	if (now != 0 && (epoch == 0 || epoch == now))
-		return true;
 	ts_raft_status(group->raft, &status);
 	if (status.leader_id != 0 && status.leader_id != group->id)
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_NOT_LEADER,
@@ -690,6 +688,16 @@ ts_group_serving(TsGroup *group, uint64_t epoch, TsError *err)
 					 "tserver member %llu of a replica group does not lead it, and no member "
 					 "leads it yet (an election, or too few members reachable)",
 					 (unsigned long long) group->id);
+}
+
+bool
+ts_group_serving(TsGroup *group, uint64_t epoch, TsError *err)
+{
+	uint64_t	now = atomic_load(&group->epoch);
+
+	if (now != 0 && (epoch == 0 || epoch == now))
+		return true;
+	group_not_leader(group, err);
 	return false;
 }
 
@@ -714,7 +722,7 @@ ts_group_change(TsGroup *group, int change, uint64_t id, const char *address,
 								 why, sizeof(why));
 		if (outcome == TS_RAFT_NOT_LEADER)
 		{
-			ts_group_serving(group, UINT64_MAX, err);
+			group_not_leader(group, err);
 			return -1;
 		}
 		if (outcome != TS_RAFT_APPLIED)
