@@ -64,12 +64,13 @@ typedef struct TsMainOptions
 	const char *raft_dir;		/* NULL: DATA/raft */
 	const char *raft_bootstrap;
 	const char *raft_secret_file;
+	unsigned	raft_log_entries;	/* entries between snapshots */
 } TsMainOptions;
 
 /* The running server, for the signal handlers' sake only. */
 static TsServer *volatile signal_server;
 
-/* The program and its arguments, for a demoted leader's restart. */
+/* The program and its arguments, for a group member's restart. */
 static char main_path[4096];
 static char **main_argv;
 
@@ -136,6 +137,9 @@ usage(FILE *out)
 			"  --raft-dir DIR             the group's log and snapshots (default DATA/raft)\n"
 			"  --raft-bootstrap LIST      the first start of a new group: its members,\n"
 			"                             \"ID@IP:PORT,...\", the same list on each\n"
+			"  --raft-log-entries N       a snapshot every N entries, 2 N kept behind it;\n"
+			"                             a member further behind fetches another's\n"
+			"                             state (default 128; 8 to 100000)\n"
 			"  --help                     show this help and exit\n",
 			TS_VERSION, TS_DEFAULT_MAX_CONNECTIONS, TS_DEFAULT_MAX_UNAUTHENTICATED,
 			TS_DEFAULT_HANDSHAKE_TIMEOUT_S, TS_DEFAULT_DECODE_MEMORY_MB,
@@ -266,7 +270,8 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 		OPT_SCOPED_TOKENS, OPT_INSECURE, OPT_SOCKET_MODE, OPT_MAX_CONNECTIONS,
 		OPT_MAX_UNAUTHENTICATED, OPT_HANDSHAKE_TIMEOUT, OPT_DECODE_MEMORY,
 		OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA, OPT_IN_DOUBT_WAIT,
-		OPT_RAFT_ID, OPT_RAFT_LISTEN, OPT_RAFT_DIR, OPT_RAFT_BOOTSTRAP, OPT_RAFT_SECRET
+		OPT_RAFT_ID, OPT_RAFT_LISTEN, OPT_RAFT_DIR, OPT_RAFT_BOOTSTRAP, OPT_RAFT_SECRET,
+		OPT_RAFT_LOG_ENTRIES
 	};
 	static const struct option long_options[] = {
 		{"data", required_argument, NULL, OPT_DATA},
@@ -297,6 +302,7 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 		{"raft-dir", required_argument, NULL, OPT_RAFT_DIR},
 		{"raft-bootstrap", required_argument, NULL, OPT_RAFT_BOOTSTRAP},
 		{"raft-secret-file", required_argument, NULL, OPT_RAFT_SECRET},
+		{"raft-log-entries", required_argument, NULL, OPT_RAFT_LOG_ENTRIES},
 		{NULL, 0, NULL, 0}
 	};
 	TsStoreOptions store_defaults;
@@ -308,6 +314,7 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 	options->memory_mb = (size_t) (store_defaults.memory_bytes / TS_MB);
 	options->max_frame_mb = TC_FRAME_MAX_DEFAULT / TS_MB;
 	options->in_doubt_wait_ms = store_defaults.in_doubt_wait_ms;
+	options->raft_log_entries = 128;
 	options->log_level = TS_LOG_INFO;
 	options->socket_mode = 0600;
 	options->max_connections = TS_DEFAULT_MAX_CONNECTIONS;
@@ -437,6 +444,10 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 			case OPT_RAFT_SECRET:
 				options->raft_secret_file = optarg;
 				break;
+			case OPT_RAFT_LOG_ENTRIES:
+				options->raft_log_entries =
+					(unsigned) parse_number("--raft-log-entries", optarg, 8, 100000);
+				break;
 			case OPT_HELP:
 				usage(stdout);
 				exit(0);
@@ -548,18 +559,19 @@ check_data_dir(const char *dir, char *err, size_t errlen)
 }
 
 /*
- * A replica group's leader that lost the lead restarts: the same program,
- * the same arguments, the same pid.  Whatever it held as leader (sessions,
- * claims, the catalogue in memory) goes with the process; everything it
- * acknowledged is in RocksDB, synced, and it comes back a follower.  Its
- * clients see their connection close, as at any crash of a tserver.
+ * A replica group's member restarts: the same program, the same arguments,
+ * the same pid.  A leader that lost the lead does: whatever it held as
+ * leader (sessions, claims, the catalogue in memory) goes with the
+ * process; everything it acknowledged is in RocksDB, synced, and it comes
+ * back a follower.  Its clients see their connection close, as at any
+ * crash of a tserver.  A member that fetched another's state does, to put
+ * it in place before its store opens (ts_group_catchup_finish).
  */
 static void
-restart_demoted(void *arg)
+restart_member(void *arg)
 {
 	(void) arg;
-	ts_log(TS_LOG_WARNING, "restarting, to follow the new leader with nothing of this "
-		   "member's time as leader left in memory");
+	ts_log(TS_LOG_WARNING, "restarting, with nothing of this process's memory kept");
 	execv(main_path, main_argv);
 	ts_log(TS_LOG_ERROR, "could not restart: %s: exiting", strerror(errno));
 	_exit(1);
@@ -588,11 +600,12 @@ start_group(const TsMainOptions *options, TsStore *store)
 	 * libraft 0.15 keeps every entry since the last snapshot in memory, and
 	 * a spilled session's files travel in 1 MB entries: snapshots (a few
 	 * bytes: docs/replication.md) every 128 entries, 256 kept behind each
-	 * for a member that lags, bound that memory to about 400 MB.
+	 * for a member that lags, bound that memory to about 400 MB.  A member
+	 * further behind fetches another's state (ts_group_catchup.c).
 	 */
-	config.raft.snapshot_threshold = 128;
-	config.raft.snapshot_trailing = 256;
-	config.on_demoted = restart_demoted;
+	config.raft.snapshot_threshold = options->raft_log_entries;
+	config.raft.snapshot_trailing = 2 * options->raft_log_entries;
+	config.restart = restart_member;
 	group = ts_group_start(store, &config, &err);
 	if (group == NULL)
 		ts_log(TS_LOG_ERROR, "could not join the replica group as member %llu: %s",
@@ -765,6 +778,12 @@ main(int argc, char **argv)
 	if (options.merge_threads > 0)
 		store_options.merge_threads = options.merge_threads;
 	memset(&store_err, 0, sizeof(store_err));
+	memset(&store_err, 0, sizeof(store_err));
+	if (options.raft_id != 0 && ts_group_catchup_finish(options.data_dir, &store_err) != 0)
+	{
+		ts_log(TS_LOG_ERROR, "%s", store_err.message);
+		goto done;
+	}
 	store = ts_store_open(options.data_dir, &store_options, &store_err);
 	if (store == NULL)
 	{

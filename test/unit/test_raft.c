@@ -76,7 +76,7 @@ machine_apply(void *arg, uint64_t index, const void *data, size_t len)
 }
 
 static int
-machine_snapshot(void *arg, uint64_t index, TcBuf *out)
+machine_snapshot(void *arg, TsRaft *raft, uint64_t index, TcBuf *out)
 {
 	Machine    *m = arg;
 
@@ -92,7 +92,7 @@ machine_snapshot(void *arg, uint64_t index, TcBuf *out)
 }
 
 static int
-machine_restore(void *arg, const void *data, size_t len)
+machine_restore(void *arg, TsRaft *raft, const void *data, size_t len)
 {
 	Machine    *m = arg;
 

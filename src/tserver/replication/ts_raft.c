@@ -51,6 +51,7 @@ typedef struct Submit
 	struct raft_buffer buf;
 	struct raft_change change;
 	int			change_kind;	/* a TsRaftChange, or -1: an entry */
+	bool		then_standby;	/* an added member, a spare until assigned */
 	uint64_t	member_id;
 	char		member_address[TS_RAFT_ADDRESS_MAX];
 	int			status;			/* libraft's, when it failed */
@@ -130,7 +131,7 @@ fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n_bufs)
 	TcBuf		out = {0};
 	struct raft_buffer *buf;
 
-	if (raft->config.machine.snapshot(raft->config.machine.arg,
+	if (raft->config.machine.snapshot(raft->config.machine.arg, raft,
 									  raft_last_applied(&raft->raft), &out) != 0)
 	{
 		tc_buf_free(&out);
@@ -156,10 +157,46 @@ fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
 {
 	TsRaft	   *raft = fsm->data;
 
-	if (raft->config.machine.restore(raft->config.machine.arg, buf->base, buf->len) != 0)
+	if (raft->config.machine.restore(raft->config.machine.arg, raft, buf->base, buf->len) != 0)
 		return RAFT_CORRUPT;
 	raft_free(buf->base);		/* ours on success */
 	return 0;
+}
+
+unsigned
+ts_raft_members_now(TsRaft *raft, TsRaftMember *members, unsigned max, uint64_t *leader_id)
+{
+	const struct raft_configuration *conf = &raft->raft.configuration;
+	unsigned	n = 0;
+	raft_id		id = 0;
+	const char *address = NULL;
+
+	raft_leader(&raft->raft, &id, &address);
+	*leader_id = id;
+
+	for (unsigned i = 0; i < conf->n && n < max; i++)
+	{
+		if (strlen(conf->servers[i].address) >= TS_RAFT_ADDRESS_MAX)
+			continue;
+		members[n].id = conf->servers[i].id;
+		strcpy(members[n].address, conf->servers[i].address);
+		members[n].voter = conf->servers[i].role == RAFT_VOTER;
+		n++;
+	}
+	return n;
+}
+
+int
+ts_raft_fetch_open(TsRaft *raft, uint64_t id, const char *address, unsigned timeout_ms,
+				   TsError *err)
+{
+	char		why[256];
+	int			fd = ts_raft_fetch_connect(&raft->transport, id, address, timeout_ms, why,
+										   sizeof(why));
+
+	if (fd < 0)
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE, "%s", why);
+	return fd;
 }
 
 /* ---- submissions, on the raft thread ---- */
@@ -194,6 +231,19 @@ change_cb(struct raft_change *req, int status)
 {
 	Submit	   *submit = req->data;
 
+	/*
+	 * libraft 0.15 adds a member as a spare, which is sent nothing: made a
+	 * standby, it is sent the log (or a snapshot) and catches up before
+	 * it is promoted.
+	 */
+	if (status == 0 && submit->then_standby)
+	{
+		submit->then_standby = false;
+		status = raft_assign(&submit->raft->raft, &submit->change, submit->member_id,
+							 RAFT_STANDBY, change_cb);
+		if (status == 0)
+			return;
+	}
 	submit->status = status;
 	submit_done(submit->raft, submit,
 				status == 0 ? TS_RAFT_APPLIED :
@@ -209,6 +259,7 @@ submit_change(TsRaft *raft, Submit *submit)
 	switch ((TsRaftChange) submit->change_kind)
 	{
 		case TS_RAFT_ADD:
+			submit->then_standby = true;
 			return raft_add(&raft->raft, &submit->change, submit->member_id,
 							submit->member_address, change_cb);
 		case TS_RAFT_PROMOTE:
@@ -450,6 +501,8 @@ ts_raft_start(const TsRaftConfig *config, TsError *err)
 		step = "its transport";
 		goto fail;
 	}
+	if (config->on_fetch != NULL)
+		ts_raft_transport_on_fetch(&raft->transport, config->on_fetch, config->fetch_arg);
 	if ((rv = raft_uv_init(&raft->io, &raft->loop, config->dir, &raft->transport)) != 0)
 	{
 		step = "its I/O";

@@ -60,13 +60,15 @@ typedef enum TsRaftOutcome
  * log, and gives it to restore there and at every start.  0, or -1 (taken
  * later).
  *
- * restore: make the state what the snapshot describes; 0, or -1 (fatal).
+ * restore: make the state what the snapshot describes; 0, or -1 (fatal at
+ * a start; when the leader sent it, it sends it again later).  raft is the
+ * member's (ts_raft_start has not returned yet at a start).
  */
 typedef struct TsRaftMachine
 {
 	int			(*apply) (void *arg, uint64_t index, const void *data, size_t len);
-	int			(*snapshot) (void *arg, uint64_t index, TcBuf *out);
-	int			(*restore) (void *arg, const void *data, size_t len);
+	int			(*snapshot) (void *arg, TsRaft *raft, uint64_t index, TcBuf *out);
+	int			(*restore) (void *arg, TsRaft *raft, const void *data, size_t len);
 	void	   *arg;
 } TsRaftMachine;
 
@@ -93,6 +95,9 @@ typedef struct TsRaftConfig
 	unsigned	snapshot_trailing;	/* entries kept after a snapshot, for
 									 * members behind it; 0: libraft's 2048 */
 	TsRaftMachine machine;
+	TsRaftFetchCb on_fetch;		/* NULL: this member serves no fetch of
+								 * its state (ts_raft_transport.h) */
+	void	   *fetch_arg;
 } TsRaftConfig;
 
 /* A member of the group as the configuration says. */
@@ -152,6 +157,22 @@ TsRaftOutcome ts_raft_submit_all(TsRaft *raft, const void *const *data, const si
  */
 TsRaftOutcome ts_raft_change(TsRaft *raft, TsRaftChange change, uint64_t id,
 							 const char *address, char *why, size_t whylen);
+
+/*
+ * The members of the configuration this member holds into members (at most
+ * max of them), and the leader it knows (0: none); how many members.  On
+ * the member's raft thread only: in a machine's callback.
+ */
+unsigned	ts_raft_members_now(TsRaft *raft, TsRaftMember *members, unsigned max,
+								uint64_t *leader_id);
+
+/*
+ * A proven connection to member id at address, asking for its state
+ * (ts_raft_fetch_connect): a blocking socket, or -1 with err.  Any thread,
+ * the machine's callbacks included.
+ */
+int			ts_raft_fetch_open(TsRaft *raft, uint64_t id, const char *address,
+							   unsigned timeout_ms, TsError *err);
 
 /* What the member last knew, from any thread. */
 void		ts_raft_status(TsRaft *raft, TsRaftStatus *status);

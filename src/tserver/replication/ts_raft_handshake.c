@@ -36,7 +36,15 @@
 #include "ts_raft_transport_int.h"
 
 #include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #define PROOF_LABEL "tcopy-raft-v1" /* its 13 bytes, without the NUL */
 
@@ -71,14 +79,15 @@ address_printable(const char *address, size_t len)
 }
 
 /*
- * One of hs's two proofs, ours or the peer's, into proof: HMAC-SHA256 of
- * the transcript T above; false if OpenSSL failed.
+ * A proof: HMAC-SHA256, keyed by the group's secret, of the transcript T
+ * above, made by role ('C' or 'A') with the nonces and C's address;
+ * false if OpenSSL failed.
  */
 static bool
-compute_proof(TsRaftHandshake *hs, bool ours, uint8_t proof[TC_AUTH_SIZE])
+proof_of(const TsRaftTransport *t, char role, uint64_t sender, uint64_t receiver,
+		 const uint8_t *sender_nonce, const uint8_t *receiver_nonce, const char *address,
+		 uint8_t proof[TC_AUTH_SIZE])
 {
-	TsRaftTransport *t = hs->transport;
-	const char *address = hs->connector ? t->address : hs->peer_address;
 	size_t		address_len = strlen(address);
 	uint8_t		transcript[sizeof(PROOF_LABEL) + 8 + 8 + 2 * TC_NONCE_SIZE + 8 +
 						   TS_HS_ADDRESS_MAX];
@@ -86,19 +95,31 @@ compute_proof(TsRaftHandshake *hs, bool ours, uint8_t proof[TC_AUTH_SIZE])
 
 	assert(address_len < TS_HS_ADDRESS_MAX);
 	memcpy(transcript, PROOF_LABEL, n);
-	/* the maker's role: ours is hs's, the peer's the other */
-	transcript[n++] = ours == hs->connector ? 'C' : 'A';
-	put_u64(transcript + n, ours ? t->id : hs->peer_id);
-	put_u64(transcript + n + 8, ours ? hs->peer_id : t->id);
+	transcript[n++] = (uint8_t) role;
+	put_u64(transcript + n, sender);
+	put_u64(transcript + n + 8, receiver);
 	n += 16;
-	memcpy(transcript + n, ours ? hs->own_nonce : hs->peer_nonce, TC_NONCE_SIZE);
-	memcpy(transcript + n + TC_NONCE_SIZE, ours ? hs->peer_nonce : hs->own_nonce, TC_NONCE_SIZE);
+	memcpy(transcript + n, sender_nonce, TC_NONCE_SIZE);
+	memcpy(transcript + n + TC_NONCE_SIZE, receiver_nonce, TC_NONCE_SIZE);
 	n += 2 * TC_NONCE_SIZE;
 	put_u64(transcript + n, address_len);
 	n += 8;
 	memcpy(transcript + n, address, address_len);
 	n += address_len;
 	return tc_auth_compute(t->secret, t->secret_len, transcript, n, proof);
+}
+
+/* One of hs's two proofs, ours or the peer's, into proof. */
+static bool
+compute_proof(TsRaftHandshake *hs, bool ours, uint8_t proof[TC_AUTH_SIZE])
+{
+	TsRaftTransport *t = hs->transport;
+
+	/* the maker's role: ours is hs's, the peer's the other */
+	return proof_of(t, ours == hs->connector ? 'C' : 'A', ours ? t->id : hs->peer_id,
+					ours ? hs->peer_id : t->id, ours ? hs->own_nonce : hs->peer_nonce,
+					ours ? hs->peer_nonce : hs->own_nonce,
+					hs->connector ? t->address : hs->peer_address, proof);
 }
 
 static void
@@ -282,29 +303,46 @@ handshake_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 		handshake_step(hs);
 }
 
+/*
+ * A hello into out: HELLO_C with address (a connector's), or HELLO_A;
+ * its length.
+ */
+static size_t
+hello_put(uint8_t *out, bool connector, uint64_t id, const uint8_t *nonce, const char *address)
+{
+	size_t		n = 0;
+
+	memcpy(out, connector ? magic_connector : magic_acceptor, TS_HS_MAGIC_SIZE);
+	n += TS_HS_MAGIC_SIZE;
+	put_u64(out + n, id);
+	n += 8;
+	memcpy(out + n, nonce, TC_NONCE_SIZE);
+	n += TC_NONCE_SIZE;
+	if (connector)
+	{
+		size_t		len = strlen(address);
+		size_t		padded = (len + 1 + 7) / 8 * 8;
+
+		put_u64(out + n, padded);
+		n += 8;
+		memset(out + n, 0, padded);
+		memcpy(out + n, address, len);
+		n += padded;
+	}
+	return n;
+}
+
 void
 ts_raft_handshake_start(TsRaftHandshake *hs)
 {
 	TsRaftTransport *t = hs->transport;
-	size_t		n = 0;
+	size_t		n;
 
 	uv_tcp_nodelay(hs->tcp, 1); /* four small messages: no Nagle delay */
-	memcpy(hs->hello, hs->connector ? magic_connector : magic_acceptor, TS_HS_MAGIC_SIZE);
-	n += TS_HS_MAGIC_SIZE;
-	put_u64(hs->hello + n, t->id);
-	n += 8;
-	memcpy(hs->hello + n, hs->own_nonce, TC_NONCE_SIZE);
-	n += TC_NONCE_SIZE;
+	n = hello_put(hs->hello, hs->connector, t->id, hs->own_nonce,
+				  hs->connector ? t->address : NULL);
 	if (hs->connector)
 	{
-		size_t		len = strlen(t->address);
-		size_t		padded = (len + 1 + 7) / 8 * 8;
-
-		put_u64(hs->hello + n, padded);
-		n += 8;
-		memset(hs->hello + n, 0, padded);
-		memcpy(hs->hello + n, t->address, len);
-		n += padded;
 		hs->need = TS_HS_HELLO_A_SIZE;
 		hs->phase = TS_HS_C_HELLO;
 	}
@@ -317,4 +355,131 @@ ts_raft_handshake_start(TsRaftHandshake *hs)
 	if (handshake_write(hs, 0, hs->hello, n) != 0 ||
 		uv_read_start((uv_stream_t *) hs->tcp, read_alloc, handshake_read) != 0)
 		ts_raft_handshake_fail(hs, TS_HS_FAIL_OTHER, "could not start the handshake's I/O");
+}
+
+/* ---- a state fetch's connection: blocking, on any thread ---- */
+
+/* Wait until fd is ready for events, or the deadline (ms, CLOCK_MONOTONIC). */
+static bool
+wait_fd(int fd, short events, int64_t deadline_ms)
+{
+	for (;;)
+	{
+		struct pollfd pfd = {.fd = fd, .events = events};
+		int64_t		left = deadline_ms - ts_raft_now_ms();
+		int			rc;
+
+		if (left <= 0)
+			return false;
+		rc = poll(&pfd, 1, (int) left);
+		if (rc > 0)
+			return true;
+		if (rc < 0 && errno != EINTR)
+			return false;
+	}
+}
+
+/* Exactly len bytes, before the deadline; false if not. */
+static bool
+io_exact(int fd, bool out, void *buf, size_t len, int64_t deadline_ms)
+{
+	uint8_t    *p = buf;
+
+	while (len > 0)
+	{
+		ssize_t		n;
+
+		if (!wait_fd(fd, out ? POLLOUT : POLLIN, deadline_ms))
+			return false;
+		n = out ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n <= 0)
+			return false;
+		p += n;
+		len -= (size_t) n;
+	}
+	return true;
+}
+
+int
+ts_raft_fetch_connect(struct raft_uv_transport *transport, uint64_t peer_id,
+					  const char *peer_address, unsigned timeout_ms, char *errmsg,
+					  size_t errlen)
+{
+	const TsRaftTransport *t = transport->impl;
+	int64_t		deadline = ts_raft_now_ms() + timeout_ms;
+	char		address[TS_HS_ADDRESS_MAX];
+	uint8_t		hello[TS_HS_HELLO_C_FIXED + TS_HS_ADDRESS_MAX];
+	uint8_t		in[TS_HS_HELLO_A_SIZE];
+	uint8_t		nonce[TC_NONCE_SIZE];
+	uint8_t		proof[TC_AUTH_SIZE];
+	uint8_t		expected[TC_AUTH_SIZE];
+	struct sockaddr_in sa;
+	const char *why = "could not connect";
+	size_t		n;
+	int			fd = -1;
+	int			one = 1;
+
+	if (strlen(TS_RAFT_FETCH_PREFIX) + strlen(t->address) >= sizeof(address))
+	{
+		snprintf(errmsg, errlen, "this member's raft address is too long to fetch with");
+		return -1;
+	}
+	memcpy(address, TS_RAFT_FETCH_PREFIX, strlen(TS_RAFT_FETCH_PREFIX));
+	strcpy(address + strlen(TS_RAFT_FETCH_PREFIX), t->address);
+	if (ts_raft_parse_address(peer_address, &sa) != 0)
+	{
+		snprintf(errmsg, errlen, "\"%s\" is not IP:PORT", peer_address);
+		return -1;
+	}
+	if (tc_auth_make_nonce(nonce) != 0 ||
+		(fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) < 0)
+		goto failed;
+	(void) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) != 0 && errno != EINPROGRESS)
+		goto failed;
+	if (!wait_fd(fd, POLLOUT, deadline))
+		goto failed;
+	{
+		int			soerr = 0;
+		socklen_t	sl = sizeof(soerr);
+
+		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) != 0 || soerr != 0)
+			goto failed;
+	}
+	why = "the handshake failed";
+	errno = 0;
+	n = hello_put(hello, true, t->id, nonce, address);
+	if (!io_exact(fd, true, hello, n, deadline) || !io_exact(fd, false, in, sizeof(in), deadline))
+		goto failed;
+	if (memcmp(in, magic_acceptor, TS_HS_MAGIC_SIZE) != 0 ||
+		get_u64(in + TS_HS_MAGIC_SIZE) != peer_id)
+	{
+		why = "the member there is not the one asked for";
+		goto failed;
+	}
+	if (!proof_of(t, 'C', t->id, peer_id, nonce, in + TS_HS_MAGIC_SIZE + 8, address, proof) ||
+		!proof_of(t, 'A', peer_id, t->id, in + TS_HS_MAGIC_SIZE + 8, nonce, address, expected) ||
+		!io_exact(fd, true, proof, sizeof(proof), deadline) ||
+		!io_exact(fd, false, proof, sizeof(proof), deadline))
+		goto failed;
+	if (!tc_auth_matches(proof, sizeof(proof), expected))
+	{
+		why = "wrong proof (not this group's secret)";
+		goto failed;
+	}
+	tc_auth_forget(expected, sizeof(expected));
+	/* the stream is the caller's, blocking */
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0)
+		goto failed;
+	return fd;
+
+failed:
+	tc_auth_forget(expected, sizeof(expected));
+	snprintf(errmsg, errlen, "member %llu at %s: %s%s%s", (unsigned long long) peer_id,
+			 peer_address, why, errno != 0 ? ": " : "", errno != 0 ? strerror(errno) : "");
+	if (fd >= 0)
+		close(fd);
+	return -1;
 }

@@ -21,7 +21,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <fcntl.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "ts_log.h"
 
@@ -41,12 +44,8 @@ set_errmsg(struct raft_uv_transport *raft_transport, const char *fmt,...)
 	va_end(args);
 }
 
-/*
- * "a.b.c.d:port" into sa; 0, or -1.  The port is required, and libraft
- * 0.15's addresses are IPv4 literals: no name is looked up.
- */
-static int
-parse_address(const char *address, struct sockaddr_in *sa)
+int
+ts_raft_parse_address(const char *address, struct sockaddr_in *sa)
 {
 	const char *colon = strrchr(address, ':');
 	char		host[INET_ADDRSTRLEN];
@@ -63,6 +62,15 @@ parse_address(const char *address, struct sockaddr_in *sa)
 	if (errno != 0 || *end != '\0' || port == 0 || port > 65535)
 		return -1;
 	return uv_ip4_addr(host, (int) port, sa) == 0 ? 0 : -1;
+}
+
+int64_t
+ts_raft_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* The TCP peer of tcp as "ip:port", for the log. */
@@ -202,6 +210,35 @@ ts_raft_handshake_fail(TsRaftHandshake *hs, TsHsFailure failure, const char *why
 /* ---- success ---- */
 
 /*
+ * A proven peer that asked for this member's state (its claimed address
+ * TS_RAFT_FETCH_PREFIX...): its socket, blocking, to the fetch callback,
+ * which owns it; the stream itself closed.
+ */
+static void
+hand_over_fetch(TsRaftTransport *t, uint64_t peer_id, uv_stream_t *stream)
+{
+	uv_os_fd_t	fd = -1;
+	int			copy = -1;
+
+	if (t->fetch_cb != NULL && uv_fileno((uv_handle_t *) stream, &fd) == 0)
+		copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (copy >= 0 && fcntl(copy, F_SETFL, fcntl(copy, F_GETFL) & ~O_NONBLOCK) != 0)
+	{
+		close(copy);
+		copy = -1;
+	}
+	uv_close((uv_handle_t *) stream, free_handle);
+	if (copy < 0)
+	{
+		ts_log(TS_LOG_WARNING, "raft member %llu: member %llu asked for this member's state, "
+			   "which it cannot serve", (unsigned long long) t->id, (unsigned long long) peer_id);
+		return;
+	}
+	t->stats.in_ok++;
+	t->fetch_cb(t->fetch_arg, copy, peer_id);
+}
+
+/*
  * Both proofs are right and our writes are done: hand the stream to
  * libraft.  It must be idle (no read active, no write of ours pointing
  * into hs) and hold no pointer of ours: libraft sets its data, reads or
@@ -234,6 +271,8 @@ handshake_hand_over(TsRaftHandshake *hs)
 		t->stats.out_ok++;
 		request->cb(request, stream, 0);
 	}
+	else if (strncmp(hs->peer_address, TS_RAFT_FETCH_PREFIX, strlen(TS_RAFT_FETCH_PREFIX)) == 0)
+		hand_over_fetch(t, hs->peer_id, stream);
 	else
 	{
 		t->stats.in_ok++;
@@ -376,7 +415,7 @@ transport_init(struct raft_uv_transport *raft_transport, raft_id id, const char 
 	TsRaftTransport *t = raft_transport->impl;
 	int			rc;
 
-	if (strlen(address) >= TS_HS_ADDRESS_MAX || parse_address(address, &t->listen_addr) != 0)
+	if (strlen(address) >= TS_HS_ADDRESS_MAX || ts_raft_parse_address(address, &t->listen_addr) != 0)
 	{
 		set_errmsg(raft_transport, "the raft address \"%s\" is not \"a.b.c.d:port\"", address);
 		return RAFT_INVALID;
@@ -440,7 +479,7 @@ transport_connect(struct raft_uv_transport *raft_transport, struct raft_uv_conne
 		set_errmsg(raft_transport, "closing");
 		return RAFT_CANCELED;
 	}
-	if (strlen(address) >= TS_HS_ADDRESS_MAX || parse_address(address, &sa) != 0)
+	if (strlen(address) >= TS_HS_ADDRESS_MAX || ts_raft_parse_address(address, &sa) != 0)
 	{
 		set_errmsg(raft_transport, "the raft address \"%s\" is not \"a.b.c.d:port\"", address);
 		return RAFT_NOCONNECTION;
@@ -580,4 +619,13 @@ ts_raft_secret_load(const char *path, char secret[TS_RAFT_SECRET_MAX + 1], size_
 	}
 	*secret_len = len;
 	return 0;
+}
+
+void
+ts_raft_transport_on_fetch(struct raft_uv_transport *transport, TsRaftFetchCb cb, void *arg)
+{
+	TsRaftTransport *t = transport->impl;
+
+	t->fetch_cb = cb;
+	t->fetch_arg = arg;
 }

@@ -80,6 +80,35 @@ void		ts_raft_transport_stats(struct raft_uv_transport *transport,
 									TsRaftTransportStats *stats);
 
 /*
+ * A member asks another for its state (a member too far behind the log
+ * does, docs/replication.md#catching-up) over a connection to its raft
+ * port, proven as any other, whose claimed address is this prefix and the
+ * member's own: the acceptor hands such a connection to its fetch
+ * callback instead of libraft.
+ */
+#define TS_RAFT_FETCH_PREFIX "fetch/"
+
+/*
+ * Called on the loop's thread with a proven fetch connection: fd is a
+ * blocking socket, the callee's to close; peer_id the member that asked.
+ */
+typedef void (*TsRaftFetchCb) (void *arg, int fd, uint64_t peer_id);
+
+/* Serve fetches with cb (NULL: close them); on the loop's thread, or before it runs. */
+void		ts_raft_transport_on_fetch(struct raft_uv_transport *transport, TsRaftFetchCb cb,
+									   void *arg);
+
+/*
+ * Connect to member peer_id at peer_address ("a.b.c.d:port") for its state,
+ * and run the handshake, blocking, within timeout_ms: the proven socket
+ * (blocking, close-on-exec), or -1 with errmsg.  Any thread, once the
+ * transport is initialised; it only reads what init set.
+ */
+int			ts_raft_fetch_connect(struct raft_uv_transport *transport, uint64_t peer_id,
+								  const char *peer_address, unsigned timeout_ms,
+								  char *errmsg, size_t errlen);
+
+/*
  * Read the group's secret from path, by the rules of the tserver's token
  * file (tc_auth_read_token_file): its owner's only (a file its group or
  * others may access is refused), trailing line ends dropped, no NUL byte;

@@ -92,6 +92,8 @@ struct TsRaftTransport
 	size_t		secret_len;
 	unsigned	handshake_ms;
 	raft_uv_accept_cb accept_cb;
+	TsRaftFetchCb fetch_cb;		/* NULL: no state served */
+	void	   *fetch_arg;
 	uv_tcp_t	listener;
 	bool		listener_made;	/* uv_tcp_init'ed: close must close it */
 	bool		listener_closed;
@@ -103,7 +105,11 @@ struct TsRaftTransport
 	TsRaftTransportStats stats;
 };
 
-/* in ts_raft_transport.c: the end of a handshake, either way it goes */
+/* in ts_raft_transport.c: "a.b.c.d:port" into sa (no name looked up); 0, or -1 */
+extern int	ts_raft_parse_address(const char *address, struct sockaddr_in *sa);
+/* CLOCK_MONOTONIC in ms, for deadlines */
+extern int64_t ts_raft_now_ms(void);
+/* the end of a handshake, either way it goes */
 extern void ts_raft_handshake_fail(TsRaftHandshake *hs, TsHsFailure failure, const char *why);
 /* Hand the stream to libraft once proven and our writes are done. */
 extern void ts_raft_handshake_maybe_hand_over(TsRaftHandshake *hs);

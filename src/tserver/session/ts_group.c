@@ -30,7 +30,7 @@
  * replays only what the store lacks.  The snapshot libraft keeps is that
  * index alone: the state is in RocksDB and the staging directory.
  */
-#include "ts_group.h"
+#include "ts_group_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -56,33 +56,17 @@
 #define ENTRY_DROP_DIR 5
 #define FILE_HEADER (1 + 8 + 8 + 1 + 2)	/* kind, proposer, offset, last, path length */
 #define FILE_CHUNK (1024 * 1024)	/* of an SST file per entry */
-#define PATH_MAX_LEN 256		/* of a path under the staging directory */
 #define SHIP_WINDOW 8			/* file chunks submitted together */
 #define SHIP_SLOT (FILE_HEADER + PATH_MAX_LEN + FILE_CHUNK)
 #define WATCH_INTERVAL_MS 20
 
-struct TsGroup
-{
-	TsStore    *store;
-	TsRaft	   *raft;
-	uint64_t	id;
-	void		(*on_demoted) (void *arg);
-	void	   *on_demoted_arg;
-	pthread_t	watcher;
-	bool		watcher_started;
-	atomic_bool stopping;
-	_Atomic uint64_t epoch;		/* nonzero while serving */
-	uint64_t	epochs;			/* how many times it began to serve (the
-								 * watcher's): at most once, a demoted
-								 * leader restarts */
-};
 
 /*
  * Whether path (len bytes) names a file in a directory under the staging
  * directory, "DIR/NAME": nothing else may come from the log.
  */
-static bool
-staged_path_valid(const char *path, size_t len)
+bool
+ts_group_path_valid(const char *path, size_t len)
 {
 	const char *slash = memchr(path, '/', len);
 
@@ -113,7 +97,7 @@ apply_file(TsGroup *group, const uint8_t *bytes, size_t len, TsError *err)
 	offset = ts_get_be64(bytes + 9);
 	last = bytes[17] != 0;
 	pathlen = (size_t) bytes[18] << 8 | bytes[19];
-	if (len < FILE_HEADER + pathlen || !staged_path_valid((const char *) bytes + FILE_HEADER, pathlen))
+	if (len < FILE_HEADER + pathlen || !ts_group_path_valid((const char *) bytes + FILE_HEADER, pathlen))
 		goto malformed;
 	if (proposer == group->id)
 		return 0;				/* the leader's own file */
@@ -189,7 +173,7 @@ apply_ingest(TsGroup *group, const uint8_t *bytes, size_t len, TsError *err)
 		struct stat st;
 
 		if (at + 2 + pathlen > len ||
-			!staged_path_valid((const char *) bytes + at + 2, pathlen) ||
+			!ts_group_path_valid((const char *) bytes + at + 2, pathlen) ||
 			asprintf(&paths[i], "%s/%.*s", store->staging_dir, (int) pathlen,
 					 (const char *) bytes + at + 2) < 0)
 		{
@@ -255,11 +239,24 @@ apply_drop_dir(TsGroup *group, const uint8_t *bytes, size_t len, TsError *err)
 	return 0;
 }
 
+static int	group_apply_locked(TsGroup *group, uint64_t index, const void *data, size_t len);
+
 /* TsRaftMachine.apply: on the raft thread, every member, in log order. */
 static int
 group_apply(void *arg, uint64_t index, const void *data, size_t len)
 {
 	TsGroup    *group = arg;
+	int			rc;
+
+	pthread_mutex_lock(&group->apply_lock);
+	rc = group_apply_locked(group, index, data, len);
+	pthread_mutex_unlock(&group->apply_lock);
+	return rc;
+}
+
+static int
+group_apply_locked(TsGroup *group, uint64_t index, const void *data, size_t len)
+{
 	const uint8_t *bytes = data;
 	TsError		err;
 	int			rc;
@@ -298,46 +295,95 @@ group_apply(void *arg, uint64_t index, const void *data, size_t len)
 	return rc;
 }
 
-/* TsRaftMachine.snapshot: the index the store holds every entry up to. */
+/*
+ * TsRaftMachine.snapshot: the index the store holds every entry up to, and
+ * the members now, whom a member restored from it at its start may ask for
+ * their state (ts_group_catchup.c):
+ *
+ *	applied (8) | n (1) | n times: id (8) | address length (1) | address
+ */
 static int
-group_snapshot(void *arg, uint64_t index, TcBuf *out)
+group_snapshot(void *arg, TsRaft *raft, uint64_t index, TcBuf *out)
 {
 	TsGroup    *group = arg;
-	uint8_t		applied[8];
+	TsRaftMember members[TS_RAFT_MEMBERS_MAX];
+	uint64_t	leader;
+	unsigned	n = ts_raft_members_now(raft, members, TS_RAFT_MEMBERS_MAX, &leader);
+	uint8_t    *p;
 
-	ts_put_be64(applied, ts_storage_applied(group->store));
-	if (!tc_buf_reserve(out, sizeof(applied)))
+	(void) index;
+	if (!tc_buf_reserve(out, 9 + n * (9 + TS_RAFT_ADDRESS_MAX)))
 		return -1;
-	memcpy(out->data + out->len, applied, sizeof(applied));
-	out->len += sizeof(applied);
+	p = (uint8_t *) out->data + out->len;
+	ts_put_be64(p, ts_storage_applied(group->store));
+	p[8] = (uint8_t) n;
+	p += 9;
+	for (unsigned i = 0; i < n; i++)
+	{
+		size_t		len = strlen(members[i].address);
+
+		ts_put_be64(p, members[i].id);
+		p[8] = (uint8_t) len;
+		memcpy(p + 9, members[i].address, len);
+		p += 9 + len;
+	}
+	out->len = (size_t) (p - (uint8_t *) out->data);
 	return 0;
 }
 
 /*
- * TsRaftMachine.restore: at every start (the last snapshot), and when the
- * leader sends one to a member that its log no longer covers.  The store
- * must already hold what the snapshot describes: fetching another member's
- * checkpoint is not built yet (docs/replication.md).
+ * The members a snapshot names into members (at most TS_RAFT_MEMBERS_MAX);
+ * how many, or -1 if it is not one of ours.  An 8-byte snapshot names none.
  */
 static int
-group_restore(void *arg, const void *data, size_t len)
+snapshot_members(const uint8_t *p, size_t len, TsRaftMember *members)
+{
+	unsigned	n;
+	size_t		at = 9;
+
+	if (len == 8)
+		return 0;
+	if (len < 9 || (n = p[8]) > TS_RAFT_MEMBERS_MAX)
+		return -1;
+	for (unsigned i = 0; i < n; i++)
+	{
+		size_t		alen = at + 9 <= len ? p[at + 8] : 0;
+
+		if (alen == 0 || alen >= TS_RAFT_ADDRESS_MAX || at + 9 + alen > len)
+			return -1;
+		members[i].id = ts_get_be64(p + at);
+		memcpy(members[i].address, p + at + 9, alen);
+		members[i].address[alen] = '\0';
+		members[i].voter = true;
+		at += 9 + alen;
+	}
+	return at == len ? (int) n : -1;
+}
+
+/*
+ * TsRaftMachine.restore: at every start (the last snapshot), and when the
+ * leader sends one to a member that its log no longer covers.  A store
+ * behind the snapshot fetches another member's state and restarts with
+ * it (ts_group_catchup.c).
+ */
+static int
+group_restore(void *arg, TsRaft *raft, const void *data, size_t len)
 {
 	TsGroup    *group = arg;
-	uint64_t	index = len == 8 ? ts_get_be64(data) : 0;
-	uint64_t	applied = ts_storage_applied(group->store);
+	TsRaftMember members[TS_RAFT_MEMBERS_MAX];
+	int			n = snapshot_members(data, len, members);
+	uint64_t	index;
 
-	if (len != 8)
+	if (n < 0)
 	{
 		ts_log(TS_LOG_ERROR, "replica group: a snapshot of %zu bytes is not this tserver's", len);
 		return -1;
 	}
-	if (index <= applied)
+	index = ts_get_be64(data);
+	if (index <= ts_storage_applied(group->store))
 		return 0;
-	ts_log(TS_LOG_ERROR, "replica group: this member holds the group's log up to entry %llu, "
-		   "and the group has dropped the entries after it (its snapshot is at %llu): "
-		   "restore this member from a backup of another (tserver-cli backup) and start it again",
-		   (unsigned long long) applied, (unsigned long long) index);
-	return -1;
+	/* group->raft is set once ts_raft_start returns: until then, a start */
+	return ts_group_catch_up(group, raft, index, members, (unsigned) n, group->raft == NULL);
 }
 
 /* 0 for an entry applied here, or -1 with err saying why it was not. */
@@ -405,7 +451,7 @@ staged_name(TsGroup *group, const char *path, TsError *err)
 	size_t		len = strlen(staging);
 
 	if (strncmp(path, staging, len) == 0 && path[len] == '/' &&
-		staged_path_valid(path + len + 1, strlen(path + len + 1)))
+		ts_group_path_valid(path + len + 1, strlen(path + len + 1)))
 		return path + len + 1;
 	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL,
 				 "\"%s\" is not a session's file in the staging directory", path);
@@ -625,8 +671,8 @@ group_watch(void *arg)
 			ts_log(TS_LOG_WARNING, "replica group: member %llu no longer leads (member %llu "
 				   "does): it stops serving", (unsigned long long) group->id,
 				   (unsigned long long) status.leader_id);
-			if (group->on_demoted != NULL)
-				group->on_demoted(group->on_demoted_arg);
+			if (group->restart != NULL)
+				group->restart(group->restart_arg);
 		}
 		nanosleep(&pause, NULL);
 	}
@@ -646,13 +692,17 @@ ts_group_start(TsStore *store, const TsGroupConfig *config, TsError *err)
 	}
 	group->store = store;
 	group->id = raft_config.id;
-	group->on_demoted = config->on_demoted;
-	group->on_demoted_arg = config->on_demoted_arg;
+	group->restart = config->restart;
+	group->restart_arg = config->restart_arg;
+	pthread_mutex_init(&group->apply_lock, NULL);
+	atomic_store(&group->sender_fd, -1);
 	store->group = group;
 	raft_config.machine.apply = group_apply;
 	raft_config.machine.snapshot = group_snapshot;
 	raft_config.machine.restore = group_restore;
 	raft_config.machine.arg = group;
+	raft_config.on_fetch = ts_group_send_state;
+	raft_config.fetch_arg = group;
 	ts_storage_set_replicator(store, group_replicate, group);
 	group->raft = ts_raft_start(&raft_config, err);
 	if (group->raft == NULL)
@@ -758,5 +808,7 @@ ts_group_stop(TsGroup *group)
 	atomic_store(&group->epoch, 0);
 	if (group->raft != NULL)
 		ts_raft_stop(group->raft);
+	ts_group_sender_stop(group);
+	pthread_mutex_destroy(&group->apply_lock);
 	free(group);
 }

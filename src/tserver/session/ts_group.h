@@ -11,7 +11,7 @@
  * leader no-op), so that every entry of earlier terms is applied, then
  * reloads what the store keeps in memory (tables, prepared sessions) from
  * RocksDB, and only then serves.  A leader that loses its leadership
- * stops serving and calls on_demoted: the tserver restarts itself
+ * stops serving and calls restart: the tserver restarts itself
  * (ts_main.c), so that no session, claim or cache of its time as leader
  * outlives it.
  */
@@ -29,8 +29,9 @@ typedef struct TsGroup TsGroup;
 typedef struct TsGroupConfig
 {
 	TsRaftConfig raft;			/* its machine is the group's own */
-	void		(*on_demoted) (void *arg);	/* called on the group's thread */
-	void	   *on_demoted_arg;
+	void		(*restart) (void *arg); /* restart the tserver, not returning:
+										 * a leader demoted, a state fetched */
+	void	   *restart_arg;
 } TsGroupConfig;
 
 /*
@@ -87,6 +88,13 @@ int			ts_group_change(TsGroup *group, int change, uint64_t id, const char *addre
 
 /* The current serving epoch, 0 while not serving. */
 uint64_t	ts_group_epoch(TsGroup *group);
+
+/*
+ * Put a state fetched from another member (ts_group_catchup.c) in place of
+ * the store's own in data_dir, if one is there: at a member's start,
+ * before its store opens.  0, or -1 with err.
+ */
+int			ts_group_catchup_finish(const char *data_dir, TsError *err);
 
 /* Stop the member; the store's writes fail from then on. */
 void		ts_group_stop(TsGroup *group);

@@ -1,0 +1,71 @@
+/*
+ * ts_group_int.h
+ *		What ts_group.c (the log's entries, who serves) and
+ *		ts_group_catchup.c (a member's state sent to a member too far behind
+ *		the log) share.  Private to the replica group.
+ */
+#ifndef TS_GROUP_INT_H
+#define TS_GROUP_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "ts_group.h"
+#include "ts_store_int.h"
+
+#define PATH_MAX_LEN 256		/* of a path under the staging directory */
+
+struct TsGroup
+{
+	TsStore    *store;
+	TsRaft	   *raft;
+	uint64_t	id;
+	void		(*restart) (void *arg);
+	void	   *restart_arg;
+	pthread_t	watcher;
+	bool		watcher_started;
+	atomic_bool stopping;
+	_Atomic uint64_t epoch;		/* nonzero while serving */
+	uint64_t	epochs;			/* how many times it began to serve (the
+								 * watcher's): at most once, a demoted
+								 * leader restarts */
+
+	/*
+	 * Held by every entry's application, and by a checkpoint sent to
+	 * another member, so that what it sends is the state after one entry
+	 * exactly: RocksDB and the staging directory alike.
+	 */
+	pthread_mutex_t apply_lock;
+
+	/* the member's state being sent to another (ts_group_catchup.c) */
+	pthread_t	sender;
+	bool		sender_started; /* joined before the next, and at stop */
+	atomic_bool sending;
+	atomic_int	sender_fd;		/* -1: none; shut down at stop */
+	uint64_t	sender_peer;
+};
+
+/* Whether path (len bytes) is "DIR/NAME" under the staging directory. */
+bool		ts_group_path_valid(const char *path, size_t len);
+
+/*
+ * TsRaftConfig.on_fetch: send this member's state to member peer on fd,
+ * from a thread of its own (one at a time; another is closed at once).
+ */
+void		ts_group_send_state(void *arg, int fd, uint64_t peer);
+
+/* Wait for a sender still running, its socket shut down first. */
+void		ts_group_sender_stop(TsGroup *group);
+
+/*
+ * This member's store holds the log up to applied only, and the group's
+ * log goes on from index: fetch the state of a member that holds index
+ * (the leader first, then members, the last known of them in members),
+ * then restart to use it.  Returns only on failure: -1, logged.  start:
+ * the member's start (restore before ts_raft_start returns), when every
+ * member may be starting too: keep trying for longer.
+ */
+int			ts_group_catch_up(TsGroup *group, TsRaft *raft, uint64_t index,
+							  const TsRaftMember *members, unsigned nmembers, bool start);
+
+#endif							/* TS_GROUP_INT_H */
