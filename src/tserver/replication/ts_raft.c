@@ -533,6 +533,9 @@ ts_raft_start(const TsRaftConfig *config, TsError *err)
 			step = "its bootstrap";
 			goto fail;
 		}
+		if (rv == 0 && config->machine.bootstrapped != NULL &&
+			config->machine.bootstrapped(config->machine.arg, err) != 0)
+			goto fail_logged;
 	}
 	raft_set_election_timeout(&raft->raft, config->election_ms ? config->election_ms : 1000);
 	raft_set_heartbeat_timeout(&raft->raft, config->heartbeat_ms ? config->heartbeat_ms : 100);

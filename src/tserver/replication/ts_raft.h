@@ -63,12 +63,18 @@ typedef enum TsRaftOutcome
  * restore: make the state what the snapshot describes; 0, or -1 (fatal at
  * a start; when the leader sent it, it sends it again later).  raft is the
  * member's (ts_raft_start has not returned yet at a start).
+ *
+ * bootstrapped (may be NULL): the member has just bootstrapped a new group,
+ * before anything is applied: a state it holds from before (a backup's)
+ * was made by another group's log, whose indexes mean nothing in this
+ * one.  0, or -1 with err (the start fails).
  */
 typedef struct TsRaftMachine
 {
 	int			(*apply) (void *arg, uint64_t index, const void *data, size_t len);
 	int			(*snapshot) (void *arg, TsRaft *raft, uint64_t index, TcBuf *out);
 	int			(*restore) (void *arg, TsRaft *raft, const void *data, size_t len);
+	int			(*bootstrapped) (void *arg, TsError *err);
 	void	   *arg;
 } TsRaftMachine;
 

@@ -386,6 +386,24 @@ group_restore(void *arg, TsRaft *raft, const void *data, size_t len)
 	return ts_group_catch_up(group, raft, index, members, (unsigned) n, group->raft == NULL);
 }
 
+/*
+ * TsRaftMachine.bootstrapped: a new group begins, on a store that may hold
+ * a backup of another group's member: its applied index counted that
+ * group's entries, and would skip this one's.
+ */
+static int
+group_bootstrapped(void *arg, TsError *err)
+{
+	TsGroup    *group = arg;
+	uint64_t	applied = ts_storage_applied(group->store);
+
+	if (applied == 0)
+		return 0;
+	ts_log(TS_LOG_INFO, "replica group: a new group begins on this store (it held another "
+		   "group's log up to entry %llu)", (unsigned long long) applied);
+	return ts_storage_forget_applied(group->store, err);
+}
+
 /* 0 for an entry applied here, or -1 with err saying why it was not. */
 static int
 group_outcome(TsGroup *group, TsRaftOutcome outcome, TsError *err)
@@ -700,6 +718,7 @@ ts_group_start(TsStore *store, const TsGroupConfig *config, TsError *err)
 	raft_config.machine.apply = group_apply;
 	raft_config.machine.snapshot = group_snapshot;
 	raft_config.machine.restore = group_restore;
+	raft_config.machine.bootstrapped = group_bootstrapped;
 	raft_config.machine.arg = group;
 	raft_config.on_fetch = ts_group_send_state;
 	raft_config.fetch_arg = group;

@@ -75,6 +75,12 @@ int			ts_storage_apply(TsStore *store, uint64_t index, const char *data, size_t 
 uint64_t	ts_storage_applied(const TsStore *store);
 
 /*
+ * Forget the applied index (synced): the store, a backup's, now begins a
+ * new group's log.  0, or -1 with err.
+ */
+int			ts_storage_forget_applied(TsStore *store, TsError *err);
+
+/*
  * Raise the applied index to index (an entry that wrote no batch), synced
  * unless sync is false: then it is durable with the next synced write, and
  * a crash before it replays the entry.

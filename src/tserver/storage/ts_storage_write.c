@@ -88,6 +88,22 @@ ts_storage_applied(const TsStore *store)
 	return store->applied_index;
 }
 
+int
+ts_storage_forget_applied(TsStore *store, TsError *err)
+{
+	char	   *errptr = NULL;
+
+	rocksdb_delete_cf(store->db, store->write_sync, store->cf_meta, META_APPLIED_INDEX,
+					  strlen(META_APPLIED_INDEX), &errptr);
+	if (errptr != NULL)
+	{
+		ts_error_rocksdb(err, "could not reset the replica group's applied index", errptr);
+		return -1;
+	}
+	store->applied_index = 0;
+	return 0;
+}
+
 /*
  * Write wb with index as the applied index beside it, synced unless sync
  * is false (then with the next synced write); wb is freed.
