@@ -201,6 +201,58 @@ tc_net_set_recv_timeout(int fd, int seconds, char *err, size_t errlen)
 }
 
 int
+tc_net_set_send_timeout(int fd, int seconds, char *err, size_t errlen)
+{
+	struct timeval timeout = {seconds, 0};
+
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout)) < 0)
+		return net_error(err, errlen, "could not set SO_SNDTIMEO: %s", strerror(errno));
+	return TC_NET_OK;
+}
+
+bool
+tc_net_write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len > 0)
+	{
+		ssize_t		n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return false;
+		p += n;
+		len -= (size_t) n;
+	}
+	return true;
+}
+
+bool
+tc_net_read_all(int fd, void *buf, size_t len)
+{
+	char	   *p = buf;
+
+	while (len > 0)
+	{
+		ssize_t		n = read(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+		{
+			if (n == 0)
+				errno = ECONNRESET;
+			return false;
+		}
+		p += n;
+		len -= (size_t) n;
+	}
+	return true;
+}
+
+int
 tc_net_unix_in_use(const char *path, char *err, size_t errlen)
 {
 	struct sockaddr_un sun;

@@ -86,6 +86,21 @@ int			tc_net_set_keepalive(int fd, char *err, size_t errlen);
  */
 int			tc_net_set_recv_timeout(int fd, int seconds, char *err, size_t errlen);
 
+/*
+ * Make writes on a blocking fd fail with EAGAIN after seconds without
+ * progress (0: never).
+ */
+int			tc_net_set_send_timeout(int fd, int seconds, char *err, size_t errlen);
+
+/*
+ * Write or read exactly len bytes on a blocking fd (a socket or a file),
+ * retrying on EINTR: true, or false with errno (ECONNRESET for an end of
+ * file before len bytes).  Writing to a socket whose peer is gone raises
+ * SIGPIPE unless it is ignored, as the tserver and Postgres' backends do.
+ */
+bool		tc_net_write_all(int fd, const void *buf, size_t len);
+bool		tc_net_read_all(int fd, void *buf, size_t len);
+
 /* ---- listening and accepting ---- */
 
 /*

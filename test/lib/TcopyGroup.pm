@@ -96,6 +96,21 @@ sub start_member
 	return $ts->start(@args);
 }
 
+# Start members 1 to k as a group of k (the others join later, with
+# group-add); true when all k are ready.
+sub start_founders
+{
+	my ($self, $k) = @_;
+	my $boot = join(',', map { "$_\@$self->{hosts}[$_ - 1]:$self->{ports}[$_ - 1]" } 1 .. $k);
+	my $ok = 1;
+	for my $i (1 .. $k)
+	{
+		$self->member($i)->{group_started} = 1;
+		$ok &&= $self->member($i)->start('--raft-bootstrap', $boot);
+	}
+	return $ok;
+}
+
 # Start every member not running; true when all are ready.
 sub start_all
 {
@@ -114,6 +129,15 @@ sub start_all
 sub cli { TcopyTest::cli(@_) }
 sub cli_ok { TcopyTest::cli_ok(@_) }
 sub cli_bg { TcopyTest::cli_bg(@_) }
+
+# tserver-cli load TABLE ARGS through the group (a test named name), then
+# the table's checksum into $expect->{TABLE}.
+sub load
+{
+	my ($self, $expect, $name, $table, @args) = @_;
+	$self->cli_ok($name, 'load', $table, @args);
+	$expect->{$table} = $self->checksum($table);
+}
 
 # scan --format checksum through the group: "rows R sum S hash H", or undef.
 sub checksum

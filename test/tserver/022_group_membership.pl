@@ -25,20 +25,10 @@ use TcopyGroup;
 
 my $group = TcopyGroup->new(members => 4, extra_args => [ '--session-memory-mb', 4 ]);
 # members 1-3 form the group; member 4 is the replacement, not bootstrapped
-my $boot = join(',', map { "$_\@127.0.0.1:" . $group->raft_port($_) } 1 .. 3);
-for my $i (1 .. 3)
-{
-	$group->member($i)->{group_started} = 1;
-	$group->member($i)->start('--raft-bootstrap', $boot) or BAIL_OUT("member $i did not start");
-}
+$group->start_founders(3) or BAIL_OUT('members 1 to 3 did not start');
 my %expect;
 
-sub load
-{
-	my ($name, $table, @args) = @_;
-	$group->cli_ok($name, 'load', $table, @args);
-	$expect{$table} = $group->checksum($table);
-}
+sub load { $group->load(\%expect, @_) }
 
 # (the group's address lists member 4 too: a client skips it while it is down)
 ok(defined $group->leader, 'members 1 to 3 elect a leader');

@@ -27,20 +27,10 @@ use TcopyGroup;
 
 my $group = TcopyGroup->new(members => 4,
 	extra_args => [ '--session-memory-mb', 4, '--raft-log-entries', 8 ]);
-my $boot = join(',', map { "$_\@127.0.0.1:" . $group->raft_port($_) } 1 .. 3);
-for my $i (1 .. 3)
-{
-	$group->member($i)->{group_started} = 1;
-	$group->member($i)->start('--raft-bootstrap', $boot) or BAIL_OUT("member $i did not start");
-}
+$group->start_founders(3) or BAIL_OUT('members 1 to 3 did not start');
 my %expect;
 
-sub load
-{
-	my ($name, $table, @args) = @_;
-	$group->cli_ok($name, 'load', $table, @args);
-	$expect{$table} = $group->checksum($table);
-}
+sub load { $group->load(\%expect, @_) }
 
 # Wait until member i's log says it fetched a state and restarted, and it
 # applied the group's entries up to the leader's (a barrier: a load).

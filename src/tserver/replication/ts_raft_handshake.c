@@ -46,6 +46,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "tc_net.h"
+
 #define PROOF_LABEL "tcopy-raft-v1" /* its 13 bytes, without the NUL */
 
 static const char magic_connector[TS_HS_MAGIC_SIZE] = {'t', 'c', 'R', 'A', 'F', 'T', 'c', '1'};
@@ -379,29 +381,6 @@ wait_fd(int fd, short events, int64_t deadline_ms)
 	}
 }
 
-/* Exactly len bytes, before the deadline; false if not. */
-static bool
-io_exact(int fd, bool out, void *buf, size_t len, int64_t deadline_ms)
-{
-	uint8_t    *p = buf;
-
-	while (len > 0)
-	{
-		ssize_t		n;
-
-		if (!wait_fd(fd, out ? POLLOUT : POLLIN, deadline_ms))
-			return false;
-		n = out ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
-		if (n < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (n <= 0)
-			return false;
-		p += n;
-		len -= (size_t) n;
-	}
-	return true;
-}
-
 int
 ts_raft_fetch_connect(struct raft_uv_transport *transport, uint64_t peer_id,
 					  const char *peer_address, unsigned timeout_ms, char *errmsg,
@@ -448,10 +427,15 @@ ts_raft_fetch_connect(struct raft_uv_transport *transport, uint64_t peer_id,
 		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) != 0 || soerr != 0)
 			goto failed;
 	}
+	/* the handshake blocking, each step within the timeout */
 	why = "the handshake failed";
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0 ||
+		tc_net_set_send_timeout(fd, (int) (timeout_ms + 999) / 1000, NULL, 0) != TC_NET_OK ||
+		tc_net_set_recv_timeout(fd, (int) (timeout_ms + 999) / 1000, NULL, 0) != TC_NET_OK)
+		goto failed;
 	errno = 0;
 	n = hello_put(hello, true, t->id, nonce, address);
-	if (!io_exact(fd, true, hello, n, deadline) || !io_exact(fd, false, in, sizeof(in), deadline))
+	if (!tc_net_write_all(fd, hello, n) || !tc_net_read_all(fd, in, sizeof(in)))
 		goto failed;
 	if (memcmp(in, magic_acceptor, TS_HS_MAGIC_SIZE) != 0 ||
 		get_u64(in + TS_HS_MAGIC_SIZE) != peer_id)
@@ -461,8 +445,8 @@ ts_raft_fetch_connect(struct raft_uv_transport *transport, uint64_t peer_id,
 	}
 	if (!proof_of(t, 'C', t->id, peer_id, nonce, in + TS_HS_MAGIC_SIZE + 8, address, proof) ||
 		!proof_of(t, 'A', peer_id, t->id, in + TS_HS_MAGIC_SIZE + 8, nonce, address, expected) ||
-		!io_exact(fd, true, proof, sizeof(proof), deadline) ||
-		!io_exact(fd, false, proof, sizeof(proof), deadline))
+		!tc_net_write_all(fd, proof, sizeof(proof)) ||
+		!tc_net_read_all(fd, proof, sizeof(proof)))
 		goto failed;
 	if (!tc_auth_matches(proof, sizeof(proof), expected))
 	{
@@ -470,10 +454,7 @@ ts_raft_fetch_connect(struct raft_uv_transport *transport, uint64_t peer_id,
 		goto failed;
 	}
 	tc_auth_forget(expected, sizeof(expected));
-	/* the stream is the caller's, blocking */
-	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0)
-		goto failed;
-	return fd;
+	return fd;					/* the caller's, blocking */
 
 failed:
 	tc_auth_forget(expected, sizeof(expected));

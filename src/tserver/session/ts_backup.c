@@ -658,7 +658,6 @@ ts_store_backup(TsStore *store, const char *path, size_t pathlen, const char *ro
 	uint64_t	start = ts_monotonic_us();
 	uint64_t	locked;
 	rocksdb_checkpoint_t *checkpoint = NULL;
-	rocksdb_flushoptions_t *flush;
 	char	   *errptr = NULL;
 	BackupText	lines;
 	int			result;
@@ -689,23 +688,8 @@ ts_store_backup(TsStore *store, const char *path, size_t pathlen, const char *ro
 		take = scratch;
 	}
 
-	/*
-	 * Flush the memtables first, holding nothing, so that the checkpoint
-	 * under the lock copies only the little written since into its WAL.
-	 */
-	flush = rocksdb_flushoptions_create();
-	rocksdb_flushoptions_set_wait(flush, 1);
-	rocksdb_flush_cf(store->db, flush, store->cf_meta, &errptr);
-	if (errptr == NULL)
-		rocksdb_flush_cf(store->db, flush, store->cf_data, &errptr);
-	rocksdb_flushoptions_destroy(flush);
-	if (errptr == NULL)
-		checkpoint = rocksdb_checkpoint_object_create(store->db, &errptr);
-	if (errptr != NULL)
-	{
-		ts_error_rocksdb(err, "could not start a backup", errptr);
+	if ((checkpoint = ts_storage_checkpoint_begin(store, err)) == NULL)
 		goto fail;
-	}
 
 	/* the consistent point: no prepared record comes or goes meanwhile */
 	snprintf(sub, sizeof(sub), "%s/%s", take, BACKUP_CHECKPOINT);

@@ -61,6 +61,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tc_net.h"
 #include "ts_clock.h"
 #include "ts_files.h"
 #include "ts_key.h"
@@ -97,55 +98,11 @@ path_of(char *buf, size_t size, const char *fmt,...)
 
 /* ---- the stream's bytes ---- */
 
-static bool
-send_all(int fd, const void *buf, size_t len)
-{
-	const uint8_t *p = buf;
-
-	while (len > 0)
-	{
-		ssize_t		n = send(fd, p, len, MSG_NOSIGNAL);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return false;
-		p += n;
-		len -= (size_t) n;
-	}
-	return true;
-}
-
-static bool
-recv_all(int fd, void *buf, size_t len)
-{
-	uint8_t    *p = buf;
-
-	while (len > 0)
-	{
-		ssize_t		n = recv(fd, p, len, 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-		{
-			if (n == 0)
-				errno = ECONNRESET;
-			return false;
-		}
-		p += n;
-		len -= (size_t) n;
-	}
-	return true;
-}
-
 static void
 set_io_timeout(int fd)
 {
-	struct timeval tv = {.tv_sec = IO_TIMEOUT_S};
-
-	(void) setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	(void) setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	(void) tc_net_set_send_timeout(fd, IO_TIMEOUT_S, NULL, 0);
+	(void) tc_net_set_recv_timeout(fd, IO_TIMEOUT_S, NULL, 0);
 }
 
 /*
@@ -188,7 +145,7 @@ send_file(int fd, const char *dir, const char *prefix, const char *name)
 	head[2] = (uint8_t) len;
 	snprintf((char *) head + 3, NAME_MAX_LEN + 1, "%s%s", prefix, name);
 	ts_put_be64(head + 3 + len, (uint64_t) st.st_size);
-	ok = send_all(fd, head, 3 + len + 8);
+	ok = tc_net_write_all(fd, head, 3 + len + 8);
 	while (ok && off < st.st_size)
 	{
 		ssize_t		n = sendfile(fd, file, &off, (size_t) (st.st_size - off));
@@ -273,8 +230,7 @@ static int
 take_state(TsGroup *group, const char *out, uint64_t *applied, TsError *err)
 {
 	TsStore    *store = group->store;
-	rocksdb_flushoptions_t *flush = rocksdb_flushoptions_create();
-	rocksdb_checkpoint_t *checkpoint = NULL;
+	rocksdb_checkpoint_t *checkpoint;
 	char	   *errptr = NULL;
 	char		path[PATH_MAX];
 	int			rc = 0;
@@ -282,24 +238,12 @@ take_state(TsGroup *group, const char *out, uint64_t *applied, TsError *err)
 	path_of(path, sizeof(path), "%s/staging", out);
 	if (mkdir(out, 0700) != 0 || mkdir(path, 0700) != 0)
 	{
-		rocksdb_flushoptions_destroy(flush);
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE, "could not create \"%s\": %s",
 					 path, strerror(errno));
 		return -1;
 	}
-	/* the memtables flushed holding nothing: the checkpoint copies little WAL */
-	rocksdb_flushoptions_set_wait(flush, 1);
-	rocksdb_flush_cf(store->db, flush, store->cf_meta, &errptr);
-	if (errptr == NULL)
-		rocksdb_flush_cf(store->db, flush, store->cf_data, &errptr);
-	rocksdb_flushoptions_destroy(flush);
-	if (errptr == NULL)
-		checkpoint = rocksdb_checkpoint_object_create(store->db, &errptr);
-	if (errptr != NULL)
-	{
-		ts_error_rocksdb(err, "could not take a checkpoint", errptr);
+	if ((checkpoint = ts_storage_checkpoint_begin(store, err)) == NULL)
 		return -1;
-	}
 	path_of(path, sizeof(path), "%s/db", out);
 	pthread_mutex_lock(&group->apply_lock);
 	*applied = ts_storage_applied(store);
@@ -340,7 +284,7 @@ sender_main(void *arg)
 		uint8_t		end[9];
 
 		set_io_timeout(fd);
-		ok = send_all(fd, STATE_MAGIC, STATE_MAGIC_SIZE);
+		ok = tc_net_write_all(fd, STATE_MAGIC, STATE_MAGIC_SIZE);
 		path_of(sub, sizeof(sub), "%s/db", out);
 		ok = ok && send_dir(fd, sub, "");
 		path_of(sub, sizeof(sub), "%s/staging", out);
@@ -360,7 +304,7 @@ sender_main(void *arg)
 			closedir(d);
 		end[0] = 'E';
 		ts_put_be64(end + 1, applied);
-		ok = ok && send_all(fd, end, sizeof(end));
+		ok = ok && tc_net_write_all(fd, end, sizeof(end));
 		if (ok)
 			ts_log(TS_LOG_INFO, "replica group: this member's state up to entry %llu sent to "
 				   "member %llu in %.3f s", (unsigned long long) applied,
@@ -420,23 +364,6 @@ ts_group_sender_stop(TsGroup *group)
 
 /* ---- the receiver ---- */
 
-static bool
-write_all(int file, const uint8_t *p, size_t len)
-{
-	while (len > 0)
-	{
-		ssize_t		n = write(file, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return false;
-		p += n;
-		len -= (size_t) n;
-	}
-	return true;
-}
-
 /* Receive one file of size bytes into path, synced; false if it failed. */
 static bool
 receive_file(int fd, const char *path, uint64_t size, uint8_t *buf)
@@ -448,7 +375,7 @@ receive_file(int fd, const char *path, uint64_t size, uint8_t *buf)
 	{
 		size_t		want = size < COPY_BUF ? (size_t) size : COPY_BUF;
 
-		ok = recv_all(fd, buf, want) && write_all(file, buf, want);
+		ok = tc_net_read_all(fd, buf, want) && tc_net_write_all(file, buf, want);
 		size -= want;
 	}
 	ok = ok && fsync(file) == 0;
@@ -480,7 +407,7 @@ receive_state(int fd, const char *tmp, uint64_t *applied, TsError *err)
 		return -1;
 	}
 	set_io_timeout(fd);
-	if (!recv_all(fd, magic, sizeof(magic)) || memcmp(magic, STATE_MAGIC, sizeof(magic)) != 0)
+	if (!tc_net_read_all(fd, magic, sizeof(magic)) || memcmp(magic, STATE_MAGIC, sizeof(magic)) != 0)
 		goto broken;
 	for (;;)
 	{
@@ -489,20 +416,20 @@ receive_state(int fd, const char *tmp, uint64_t *applied, TsError *err)
 		uint8_t		size[8];
 		size_t		len;
 
-		if (!recv_all(fd, head, 1))
+		if (!tc_net_read_all(fd, head, 1))
 			goto broken;
 		if (head[0] == 'E')
 		{
-			if (!recv_all(fd, size, 8))
+			if (!tc_net_read_all(fd, size, 8))
 				goto broken;
 			*applied = ts_get_be64(size);
 			break;
 		}
-		if (head[0] != 'F' || !recv_all(fd, head + 1, 2))
+		if (head[0] != 'F' || !tc_net_read_all(fd, head + 1, 2))
 			goto broken;
 		len = (size_t) head[1] << 8 | head[2];
-		if (len > NAME_MAX_LEN || !recv_all(fd, name, len) || !state_name_valid(name, len) ||
-			!recv_all(fd, size, 8))
+		if (len > NAME_MAX_LEN || !tc_net_read_all(fd, name, len) || !state_name_valid(name, len) ||
+			!tc_net_read_all(fd, size, 8))
 			goto broken;
 		name[len] = '\0';
 		if (strncmp(name, "staging/", 8) == 0)

@@ -402,6 +402,25 @@ ts_storage_open(TsStore *store, const char *dir, TsError *err)
 	return ts_storage_load_applied(store, err) == 0 ? store_load_tables(store, err) : -1;
 }
 
+rocksdb_checkpoint_t *
+ts_storage_checkpoint_begin(TsStore *store, TsError *err)
+{
+	rocksdb_flushoptions_t *flush = rocksdb_flushoptions_create();
+	rocksdb_checkpoint_t *checkpoint = NULL;
+	char	   *errptr = NULL;
+
+	rocksdb_flushoptions_set_wait(flush, 1);
+	rocksdb_flush_cf(store->db, flush, store->cf_meta, &errptr);
+	if (errptr == NULL)
+		rocksdb_flush_cf(store->db, flush, store->cf_data, &errptr);
+	rocksdb_flushoptions_destroy(flush);
+	if (errptr == NULL)
+		checkpoint = rocksdb_checkpoint_object_create(store->db, &errptr);
+	if (errptr != NULL)
+		ts_error_rocksdb(err, "could not start a checkpoint of the store", errptr);
+	return checkpoint;
+}
+
 /* Close RocksDB and free the table catalogue (ts_store_close's first step). */
 void
 ts_storage_close(TsStore *store)

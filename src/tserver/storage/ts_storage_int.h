@@ -227,6 +227,14 @@ int			ts_storage_ingest(TsStore *store, char *const *files, size_t nfiles, TsErr
 int			ts_storage_files_live(TsStore *store, char *const *files, size_t nfiles,
 								  size_t *live, TsError *err);
 
+/*
+ * The first step of a consistent copy of the store: its memtables flushed
+ * (holding nothing, so that the checkpoint taken next, under the caller's
+ * lock, copies little WAL), and RocksDB's checkpoint object made.  The
+ * object, to be destroyed by the caller, or NULL with err.
+ */
+rocksdb_checkpoint_t *ts_storage_checkpoint_begin(TsStore *store, TsError *err);
+
 /* The applied index stored with the rows, read at open. */
 int			ts_storage_load_applied(TsStore *store, TsError *err);
 
