@@ -36,7 +36,10 @@
 # after.  Prints markdown tables of medians; raw figures in $BENCH_DIR/runs.tsv.
 #
 # Environment: ROWS, RUNS (as --rows, --runs), TSERVER (the tserver binary;
-# default the one installed beside Postgres), BENCH_DIR (default
+# default the one installed beside Postgres), TSERVER_B (the binary of the
+# items whose name ends in +b, such as g3+b: two builds side by side in one
+# run), RESULTS_NAME (the raw figures go to bench/results/NAME_runs.tsv;
+# default scaleout), BENCH_DIR (default
 # /var/tmp/tcopyb-scaleout), DATA_DIR (the datasets; default run.sh's,
 # /var/tmp/tcopy-bench/data), PG_CONFIG, BENCH_USER (Postgres' user when run
 # as root; default postgres), BENCH_PORT (default 54470; tserver tcp:
@@ -283,12 +286,12 @@ EOF
 chmod 755 "$work/probe.sh"
 
 # ---------------------------------------------------------------- one run
-# start_tservers N TCP DELAY [GROUP]: N fresh tservers (with tcp: listeners
+# start_tservers N TCP DELAY GROUP BIN: N fresh tservers of BIN (with tcp: listeners
 # when TCP is 1), and a relay in front of each when DELAY is a number; with
 # GROUP 1, the N are one replica group (raft ports from port + 21)
 start_tservers()
 {
-	local n=$1 tcp=$2 delay=$3 group=${4:-0} i log args boot=""
+	local n=$1 tcp=$2 delay=$3 group=${4:-0} bin=$5 i log args boot=""
 	if [ "$group" = 1 ]; then
 		openssl rand -hex 32 >"$work/raft.secret"
 		chown "$pg_user" "$work/raft.secret" 2>/dev/null || true
@@ -302,7 +305,7 @@ start_tservers()
 		[ "$group" = 1 ] && args+=(--raft-id $((i + 1)) --raft-listen "127.0.0.1:$((port + 21 + i))"
 			--raft-secret-file "$work/raft.secret" --raft-bootstrap "$boot")
 		rm -rf "$work/ts_$i" "$log" "$work/ts_$i.pid"
-		as_pg bash -c 'echo $$ >"$1"; shift; exec "$@"' _ "$work/ts_$i.pid" "${TSERVER:-$bindir/tserver}" "${args[@]}" \
+		as_pg bash -c 'echo $$ >"$1"; shift; exec "$@"' _ "$work/ts_$i.pid" "$bin" "${args[@]}" \
 			>/dev/null 2>"$log" &
 		for _ in $(seq 600); do grep -q "tserver ready" "$log" 2>/dev/null && break; sleep 0.05; done
 		grep -q "tserver ready" "$log" || { cat "$log" >&2; return 1; }
@@ -347,14 +350,16 @@ failures=0
 run_item()
 {
 	local round=$1 item=$2 n=0 tcp=0 delay="" settings="" status=ok out="$work/run.out" group=0
-	case "$item" in
+	local base=${item%+b} bin=${TSERVER:-$bindir/tserver}
+	[ "$base" != "$item" ] && bin=${TSERVER_B:?an item ending in +b runs TSERVER_B, unset}
+	case "$base" in
 		single|p1) n=1 ;; p2) n=2 ;; p4) n=4 ;; g3) n=3 group=1 ;;
-		tcp:*) n=$lat_n tcp=1 delay=$(cut -d: -f2 <<<"$item")
-			settings="SET tcopy.batches_in_flight = $(cut -d: -f3 <<<"$item");" ;;
+		tcp:*) n=$lat_n tcp=1 delay=$(cut -d: -f2 <<<"$base")
+			settings="SET tcopy.batches_in_flight = $(cut -d: -f3 <<<"$base");" ;;
 	esac
 	say "round $round: $item"
-	[ "$n" -gt 0 ] && { start_tservers "$n" "$tcp" "$delay" "$group" || status=FAIL; }
-	psql_c -d postgres -c "CREATE DATABASE run TEMPLATE tmpl" && ddl "$item" | psql_c -d run >/dev/null && psql_c -d run -c CHECKPOINT ||
+	[ "$n" -gt 0 ] && { start_tservers "$n" "$tcp" "$delay" "$group" "$bin" || status=FAIL; }
+	psql_c -d postgres -c "CREATE DATABASE run TEMPLATE tmpl" && ddl "$base" | psql_c -d run >/dev/null && psql_c -d run -c CHECKPOINT ||
 		status=FAIL
 	sync
 	rm -f "$work/probe.out"
@@ -433,5 +438,5 @@ done
 mv "$tsv.new" "$tsv"
 report "$tsv"
 mkdir -p "$top/bench/results"
-cp "$tsv" "$top/bench/results/scaleout_runs.tsv"
+cp "$tsv" "$top/bench/results/${RESULTS_NAME:-scaleout}_runs.tsv"
 [ "$failures" = 0 ] || { say "$failures run(s) failed"; exit 1; }

@@ -48,16 +48,6 @@
 #include "ts_session_int.h"
 #include "ts_store_int.h"
 
-#define ENTRY_NOOP 0
-#define ENTRY_BATCH 1
-#define ENTRY_FILE 2
-#define ENTRY_INGEST 3
-#define ENTRY_CLEAN 4
-#define ENTRY_DROP_DIR 5
-#define FILE_HEADER (1 + 8 + 8 + 1 + 2)	/* kind, proposer, offset, last, path length */
-#define FILE_CHUNK (1024 * 1024)	/* of an SST file per entry */
-#define SHIP_WINDOW 8			/* file chunks submitted together */
-#define SHIP_SLOT (FILE_HEADER + PATH_MAX_LEN + FILE_CHUNK)
 #define WATCH_INTERVAL_MS 20
 
 
@@ -404,9 +394,8 @@ group_bootstrapped(void *arg, TsError *err)
 	return ts_storage_forget_applied(group->store, err);
 }
 
-/* 0 for an entry applied here, or -1 with err saying why it was not. */
-static int
-group_outcome(TsGroup *group, TsRaftOutcome outcome, TsError *err)
+int
+ts_group_outcome(TsGroup *group, TsRaftOutcome outcome, TsError *err)
 {
 	TsRaftStatus status;
 
@@ -438,7 +427,7 @@ group_submit(TsGroup *group, const void *entry, size_t len, TsError *err)
 {
 	uint64_t	index;
 
-	return group_outcome(group, ts_raft_submit(group->raft, entry, len, &index), err);
+	return ts_group_outcome(group, ts_raft_submit(group->raft, entry, len, &index), err);
 }
 
 /* TsStorageReplicator: a WriteBatch through the log, applied here on return. */
@@ -458,123 +447,6 @@ group_replicate(void *arg, const char *data, size_t len, TsError *err)
 	memcpy(entry + 1, data, len);
 	rc = group_submit(group, entry, len + 1, err);
 	free(entry);
-	return rc;
-}
-
-/* path's part under the staging directory, or NULL with err. */
-static const char *
-staged_name(TsGroup *group, const char *path, TsError *err)
-{
-	const char *staging = group->store->staging_dir;
-	size_t		len = strlen(staging);
-
-	if (strncmp(path, staging, len) == 0 && path[len] == '/' &&
-		ts_group_path_valid(path + len + 1, strlen(path + len + 1)))
-		return path + len + 1;
-	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL,
-				 "\"%s\" is not a session's file in the staging directory", path);
-	return NULL;
-}
-
-/* Files being shipped: up to SHIP_WINDOW chunks built, then submitted together. */
-typedef struct Shipment
-{
-	uint8_t    *entries;		/* SHIP_WINDOW slots of SHIP_SLOT bytes */
-	const void *data[SHIP_WINDOW];
-	size_t		lens[SHIP_WINDOW];
-	size_t		n;
-} Shipment;
-
-/* Submit the chunks built; 0 once applied here, or -1 with err. */
-static int
-ship_flush(TsGroup *group, Shipment *ship, TsError *err)
-{
-	size_t		n = ship->n;
-
-	ship->n = 0;
-	if (n == 0)
-		return 0;
-	return group_outcome(group, ts_raft_submit_all(group->raft, ship->data, ship->lens, n), err);
-}
-
-/* Ship one file in chunks; 0, or -1 with err. */
-static int
-ship_file(TsGroup *group, Shipment *ship, const char *path, TsError *err)
-{
-	const char *name = staged_name(group, path, err);
-	size_t		namelen = name != NULL ? strlen(name) : 0;
-	int			fd = name != NULL ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-	uint64_t	offset = 0;
-	bool		last = false;
-	int			rc = 0;
-
-	if (name != NULL && fd < 0)
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE, "could not open \"%s\": %s",
-					 path, strerror(errno));
-	if (fd < 0)
-		return -1;
-	while (!last && rc == 0)
-	{
-		uint8_t    *entry = ship->entries + ship->n * SHIP_SLOT;
-		uint8_t    *chunk = entry + FILE_HEADER + namelen;
-		size_t		got = 0;
-
-		while (got < FILE_CHUNK)
-		{
-			ssize_t		r = read(fd, chunk + got, FILE_CHUNK - got);
-
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r < 0)
-			{
-				ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
-							 "could not read \"%s\": %s", path, strerror(errno));
-				rc = -1;
-				break;
-			}
-			if (r == 0)
-			{
-				last = true;
-				break;
-			}
-			got += (size_t) r;
-		}
-		if (rc != 0)
-			break;
-		entry[0] = ENTRY_FILE;
-		ts_put_be64(entry + 1, group->id);
-		ts_put_be64(entry + 9, offset);
-		entry[17] = last;
-		entry[18] = (uint8_t) (namelen >> 8);
-		entry[19] = (uint8_t) namelen;
-		memcpy(entry + FILE_HEADER, name, namelen);
-		ship->data[ship->n] = entry;
-		ship->lens[ship->n] = FILE_HEADER + namelen + got;
-		offset += got;
-		if (++ship->n == SHIP_WINDOW)
-			rc = ship_flush(group, ship, err);
-	}
-	close(fd);
-	return rc;
-}
-
-int
-ts_group_ship_files(TsGroup *group, char *const *paths, size_t n, TsError *err)
-{
-	Shipment	ship = {.n = 0};
-	int			rc = 0;
-
-	ship.entries = malloc((size_t) SHIP_WINDOW * SHIP_SLOT);
-	if (ship.entries == NULL)
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
-		return -1;
-	}
-	for (size_t i = 0; i < n && rc == 0; i++)
-		rc = ship_file(group, &ship, paths[i], err);
-	if (rc == 0)
-		rc = ship_flush(group, &ship, err);
-	free(ship.entries);
 	return rc;
 }
 
@@ -608,7 +480,7 @@ ts_group_ingest(TsGroup *group, char *const *paths, size_t n, TsError *err)
 	entry.len = 5;
 	for (size_t i = 0; i < n; i++)
 	{
-		const char *name = staged_name(group, paths[i], err);
+		const char *name = ts_group_staged_name(group, paths[i], err);
 		size_t		namelen = name != NULL ? strlen(name) : 0;
 
 		if (name == NULL)
@@ -713,6 +585,8 @@ ts_group_start(TsStore *store, const TsGroupConfig *config, TsError *err)
 	group->restart = config->restart;
 	group->restart_arg = config->restart_arg;
 	pthread_mutex_init(&group->apply_lock, NULL);
+	pthread_mutex_init(&group->ship_lock, NULL);
+	pthread_cond_init(&group->ship_cond, NULL);
 	atomic_store(&group->sender_fd, -1);
 	store->group = group;
 	raft_config.machine.apply = group_apply;
@@ -725,6 +599,8 @@ ts_group_start(TsStore *store, const TsGroupConfig *config, TsError *err)
 	ts_storage_set_replicator(store, group_replicate, group);
 	group->raft = ts_raft_start(&raft_config, err);
 	if (group->raft == NULL)
+		goto err;
+	if (ts_group_shipper_start(group, err) != 0)
 		goto err;
 	if (pthread_create(&group->watcher, NULL, group_watch, group) != 0)
 	{
@@ -825,6 +701,8 @@ ts_group_stop(TsGroup *group)
 	if (group->watcher_started)
 		pthread_join(group->watcher, NULL);
 	atomic_store(&group->epoch, 0);
+	/* a file being shipped ends (its entries applied or refused) first */
+	ts_group_shipper_stop(group);
 	if (group->raft != NULL)
 		ts_raft_stop(group->raft);
 	ts_group_sender_stop(group);

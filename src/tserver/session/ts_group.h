@@ -18,6 +18,7 @@
 #ifndef TS_GROUP_H
 #define TS_GROUP_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -55,6 +56,37 @@ bool		ts_group_serving(TsGroup *group, uint64_t epoch, TsError *err);
  * -1 with err.
  */
 int			ts_group_ship_files(TsGroup *group, char *const *paths, size_t n, TsError *err);
+
+/*
+ * A session's files being shipped in the background (ts_group_ship_async):
+ * how many are left, and the first failure.
+ */
+typedef struct TsGroupShipping
+{
+	pthread_mutex_t lock;
+	pthread_cond_t done;
+	unsigned	pending;
+	bool		failed;
+	TsError		err;
+} TsGroupShipping;
+
+void		ts_group_shipping_init(TsGroupShipping *shipping);
+void		ts_group_shipping_destroy(TsGroupShipping *shipping);
+
+/*
+ * Ship the file at path (copied) as ts_group_ship_files does, on the
+ * group's shipping thread, after every file queued before it: the caller
+ * goes on (a session writes its next SST file meanwhile).  Its outcome
+ * goes into shipping.
+ */
+void		ts_group_ship_async(TsGroup *group, const char *path, TsGroupShipping *shipping);
+
+/*
+ * Wait until every file queued with shipping is shipped: 0, or -1 with the
+ * first failure in err.  Before the entry that records or publishes the
+ * files, and before they are removed.
+ */
+int			ts_group_ship_wait(TsGroupShipping *shipping, TsError *err);
 
 /*
  * Ingest shipped files (absolute paths here) on every member, in one call

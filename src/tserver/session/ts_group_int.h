@@ -15,6 +15,16 @@
 
 #define PATH_MAX_LEN 256		/* of a path under the staging directory */
 
+/* An entry's first byte: its kind (ts_group.c) */
+#define ENTRY_NOOP 0
+#define ENTRY_BATCH 1
+#define ENTRY_FILE 2
+#define ENTRY_INGEST 3
+#define ENTRY_CLEAN 4
+#define ENTRY_DROP_DIR 5
+#define FILE_HEADER (1 + 8 + 8 + 1 + 2)	/* kind, proposer, offset, last, path length */
+#define FILE_CHUNK (1024 * 1024)	/* of an SST file per entry */
+
 struct TsGroup
 {
 	TsStore    *store;
@@ -37,6 +47,14 @@ struct TsGroup
 	 */
 	pthread_mutex_t apply_lock;
 
+	/* files shipped in the background (ts_group_ship_async), in order */
+	pthread_t	shipper;
+	bool		shipper_started;
+	pthread_mutex_t ship_lock;
+	pthread_cond_t ship_cond;	/* a job queued, or stopping */
+	struct ShipJob *ship_head;
+	struct ShipJob *ship_tail;
+
 	/* the member's state being sent to another (ts_group_catchup.c) */
 	pthread_t	sender;
 	bool		sender_started; /* joined before the next, and at stop */
@@ -44,6 +62,20 @@ struct TsGroup
 	atomic_int	sender_fd;		/* -1: none; shut down at stop */
 	uint64_t	sender_peer;
 };
+
+/* 0 for an entry applied here, or -1 with err saying why it was not. */
+int			ts_group_outcome(TsGroup *group, TsRaftOutcome outcome, TsError *err);
+
+/* path's part under the staging directory, or NULL with err. */
+const char *ts_group_staged_name(TsGroup *group, const char *path, TsError *err);
+
+/*
+ * Start the shipping thread (its lock and condition made by
+ * ts_group_start); 0, or -1 with err.  Stop it, failing what is queued,
+ * and destroy them.
+ */
+int			ts_group_shipper_start(TsGroup *group, TsError *err);
+void		ts_group_shipper_stop(TsGroup *group);
 
 /* Whether path (len bytes) is "DIR/NAME" under the staging directory. */
 bool		ts_group_path_valid(const char *path, size_t len);

@@ -128,10 +128,12 @@ ts_session_begin(TsStore *store, uint64_t *session_id, TsError *err)
 	snprintf(session->dir, sizeof(session->dir), "%s/session-%llu",
 			 store->staging_dir, (unsigned long long) session->id);
 	pthread_mutex_init(&session->lock, NULL);
+	ts_group_shipping_init(&session->shipping);
 	if (ts_session_register(session) != 0)
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL,
 					 "could not draw a session key: %s", strerror(errno));
+		ts_group_shipping_destroy(&session->shipping);
 		pthread_mutex_destroy(&session->lock);
 		free(session);
 		return NULL;
@@ -181,6 +183,8 @@ ts_session_free(TsSession *session, bool aborted)
 	ts_session_streams_end(session);
 	ts_session_unregister(session);
 	(void) ts_spill_wait(session, &ignored);
+	/* nothing reads its files once they are removed */
+	(void) ts_group_ship_wait(&session->shipping, &ignored);
 	ts_key_claims_session_end(session);
 	/* the other members' copies of the files it shipped (ts_sst_sink.c) */
 	if (aborted && store->group != NULL && session->sst != NULL && session->sst->nfiles > 0 &&
@@ -221,6 +225,7 @@ ts_session_free(TsSession *session, bool aborted)
 		free(session->labels[i].label);
 	free(session->labels);
 	ts_snapshot_unref(store, session->snapshot);
+	ts_group_shipping_destroy(&session->shipping);
 	pthread_mutex_destroy(&session->lock);
 	free(session);
 }
@@ -588,6 +593,10 @@ ts_session_prepare(TsSession *session, TsError *err)
 	/* spilled: the keys were checked as written, their ranges are known */
 	if (session->sst != NULL && ts_conflicts_checked(&session->conflicts) &&
 		ts_key_claims_prepare(session, NULL, err) != 0)
+		return -1;
+	/* its files on every member before the entry that records or publishes them */
+	if (session->sst != NULL && session->store->group != NULL &&
+		ts_group_ship_wait(&session->shipping, err) != 0)
 		return -1;
 	session->prepared = true;
 	return 0;

@@ -27,6 +27,7 @@
 #include <sys/types.h>
 
 #include "ts_conflict.h"
+#include "ts_group.h"
 #include "ts_key.h"
 #include "ts_record.h"
 #include "ts_run.h"
@@ -132,6 +133,8 @@ struct TsSession
 {
 	TsStore    *store;
 	uint64_t	id;
+	TsGroupShipping shipping;	/* its SST files on their way to the replica
+								 * group's members (ts_sst_sink.c) */
 	TsSnapshot *snapshot;		/* updates and deletes checked against it, or NULL */
 	bool		(*give_up) (void *arg);	/* asked while held back behind an */
 	void	   *give_up_arg;	/* in-doubt session; NULL: only time ends it */

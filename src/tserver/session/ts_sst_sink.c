@@ -177,12 +177,12 @@ ts_sst_sink_finish_file(SstSink *sink, TsError *err)
 	}
 	/*
 	 * A replica group's other members get each file as soon as it is
-	 * finished, while the session goes on loading (ts_group.c), not all at
-	 * its prepare
+	 * finished, in the background while the session goes on loading
+	 * (ts_group_ship.c), not all at its prepare
 	 */
 	if (sink->session->store->group != NULL)
-		return ts_group_ship_files(sink->session->store->group,
-								   &sink->files[sink->nfiles - 1], 1, err);
+		ts_group_ship_async(sink->session->store->group, sink->files[sink->nfiles - 1],
+							&sink->session->shipping);
 	return 0;
 }
 
