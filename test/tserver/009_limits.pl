@@ -1,11 +1,14 @@
 # 009_limits.pl
 #	The tserver's resource limits (docs/protocol.md#limits):
-#	  - connections beyond --max-unauthenticated not yet authenticated, or
-#	    beyond --max-connections in all, are refused at accept with an
-#	    ERROR frame (ERROR_TOO_MANY_CONNECTIONS) and a log line, while a
-#	    load that was already connected goes on and commits;
-#	  - unauthenticated connections are cut at --handshake-timeout, which
-#	    frees their places;
+#	  - at --max-unauthenticated connections not yet authenticated, a new
+#	    one takes the place of the oldest (shut down): 300 idle ones lock
+#	    out neither a client with a token over tcp nor one admitted by its
+#	    uid on the unix socket (never counted), and the evictions are
+#	    logged, a few lines for many;
+#	  - unauthenticated connections are cut at --handshake-timeout;
+#	  - connections beyond --max-connections in all are refused at accept
+#	    with an ERROR frame (ERROR_TOO_MANY_CONNECTIONS) and a log line,
+#	    while a load that was already connected goes on and commits;
 #	  - the memory all connections' frames unpack into is one budget
 #	    (--decode-memory-mb): a frame that alone needs more is refused
 #	    with ERROR_TOO_LARGE, smaller ones pass.
@@ -16,7 +19,9 @@ use FindBin;
 use lib "$FindBin::Bin/../lib";
 use Test::More;
 use Time::HiRes qw(sleep time);
+use IO::Socket::INET;
 use TcopyTest qw(:all);
+use TcopyGroup;
 
 my $ts = TcopyTest->new;
 $ts->start('--max-connections', 6, '--max-unauthenticated', 3, '--handshake-timeout', 3)
@@ -35,38 +40,53 @@ my $load = $ts->cli_bg('load', 'limits', '--rows', 20000, '--hold');
 ok($load->wait_for(qr/staged \d+ rows/, 60), 'a load is connected and has staged its rows')
   or diag($load->err);
 
-# ---- unauthenticated connections ----
+# ---- unauthenticated connections: a flood locks no one out ----
 
+# a second tserver: a token on tcp, uid-admitted on its unix socket
+my $port = (TcopyGroup::free_ports(1))[0];
+my $tcp = "tcp:127.0.0.1:$port";
+my $fl = TcopyTest->new(token => 'f' x 40);
+$fl->start('--listen', $tcp, '--allow-uid', $>, '--max-unauthenticated', 3,
+	'--handshake-timeout', 3) or die "tserver did not start";
+
+# 300 idle connections that never authenticate
 my @flood;
-for my $i (1 .. 3)
+for my $i (1 .. 300)
 {
-	my ($sock, $type) = first_frame();
-	is($type, FRAME_SERVER_HELLO, "unauthenticated connection $i is greeted");
-	push @flood, $sock;
+	my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Proto => 'tcp')
+	  or die "connect $i: $!";
+	push @flood, $s;
 }
-my ($sock, $type, $error) = first_frame();
-is($type, FRAME_ERROR, 'the 4th connection not yet authenticated is refused at accept');
-is($error->{1}[0], ERROR_TOO_MANY_CONNECTIONS, '... with ERROR_TOO_MANY_CONNECTIONS');
-like($error->{2}[0] // '', qr/too many connections not yet authenticated: 3 are \(--max-unauthenticated\)/,
-	'... saying why');
-ok(TcopyTest::wait_closed($sock, 10), '... and closed');
-my $r = $ts->cli('ping');
-isnt($r->{rc}, 0, 'tserver-cli is refused too while the flood holds every place');
-like($r->{err}, qr/too many connections not yet authenticated/, '... and told why');
-
-# the flood's connections time out at the handshake deadline, 3 s after
-# their accept; then there is room again
+ok(TcopyTest::wait_closed($flood[0], 10), 'the oldest connection of the flood is closed');
+my ($t, $p) = TcopyTest::read_frame($flood[-1], 10);
+is($t, FRAME_SERVER_HELLO, 'the newest is greeted: each took the place of an older one');
 my $t0 = time();
-for my $s (@flood)
+my $r = $fl->cli('--address', $tcp, '--sslmode', 'disable', 'ping');
+is($r->{rc}, 0, 'a client with a token gets in over tcp while 300 unauthenticated '
+	  . 'connections are open') or diag($r->{err});
+cmp_ok(time() - $t0, '<', 5, '... within its connect timeout');
+my $u = $fl->connect_raw;
+($t) = TcopyTest::read_frame($u, 10);
+is($t, FRAME_SERVER_HELLO, 'a connection admitted by its uid on the unix socket is greeted at once');
+close $u;
+like($fl->log_contents, qr/WARNING: closed \d+ connections? not yet authenticated to make room for newer ones/,
+	'the evictions are logged');
+my @evicted = $fl->log_contents =~ /to make room for newer ones/g;
+cmp_ok(scalar @evicted, '<', 10, '... in a few lines (' . scalar(@evicted) . ')');
+
+# the flood's last connections (the client took the place of a third) are
+# cut at the handshake deadline
+$t0 = time();
+for my $s (@flood[-2 .. -1])
 {
 	my ($t, $p) = TcopyTest::read_frame($s, 10);
+	($t, $p) = TcopyTest::read_frame($s, 10) if defined $t && $t == FRAME_SERVER_HELLO;
 	is($t, FRAME_ERROR, 'a silent connection gets an ERROR at the handshake deadline');
 	like(pb_decode($p // '')->{2}[0] // '', qr/no handshake within 3 s/, '... saying why');
-	close $s;
 }
 cmp_ok(time() - $t0, '<', 6, 'within the deadline of their accept');
-sleep(0.3);
-$ts->cli_ok('once they are cut, tserver-cli connects again', 'ping');
+close $_ for @flood;
+$fl->stop;
 
 # ---- all connections ----
 
@@ -78,7 +98,7 @@ for my $i (1 .. 5)
 	ok($s, "authenticated connection $i");
 	push @ready, $s if $s;
 }
-($sock, $type, $error) = first_frame();
+my ($sock, $type, $error) = first_frame();
 is($type, FRAME_ERROR, 'the 7th connection is refused at accept');
 is($error->{1}[0], ERROR_TOO_MANY_CONNECTIONS, '... with ERROR_TOO_MANY_CONNECTIONS');
 like($error->{2}[0] // '', qr/too many connections: 6 are open \(--max-connections\)/, '... saying why');

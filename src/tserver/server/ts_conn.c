@@ -415,11 +415,8 @@ conn_check_peer(const TsConn *conn, bool *admitted, TsError *err)
 static void
 conn_done_unauthenticated(TsConn *conn)
 {
-	if (conn->unauthenticated)
-	{
+	if (atomic_exchange(&conn->unauthenticated, false))
 		atomic_fetch_sub(conn->ctx->unauthenticated, 1);
-		conn->unauthenticated = false;
-	}
 }
 
 /*
@@ -492,7 +489,7 @@ ts_conn_main(void *arg)
 			const uint8_t *payload;
 			uint32_t	len;
 
-			if (conn->unauthenticated && ts_proto_authenticated(&conn->proto))
+			if (atomic_load(&conn->unauthenticated) && ts_proto_authenticated(&conn->proto))
 			{
 				conn_done_unauthenticated(conn);
 				conn_handshake_done(conn);

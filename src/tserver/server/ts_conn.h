@@ -57,7 +57,10 @@ struct TsConn
 	bool		peer_uid_known; /* unix: SO_PEERCRED told peer_uid */
 	uid_t		peer_uid;
 	struct timespec accepted_at;	/* CLOCK_MONOTONIC: the handshake's start */
-	bool		unauthenticated;	/* counted in ctx->unauthenticated */
+	atomic_bool unauthenticated;	/* counted in ctx->unauthenticated (the
+									 * accept loop reads it to evict) */
+	bool		evicted;		/* shut down by the accept loop for a newer
+								 * one (the registry's lock) */
 	pthread_t	thread;			/* runs ts_conn_main */
 	TsConn	   *prev;			/* the server's live or done list, under */
 	TsConn	   *next;			/* its lock */

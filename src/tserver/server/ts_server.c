@@ -67,6 +67,11 @@ struct TsServer
 	struct timespec refusal_logged_at;
 	uint64_t	refusals_unlogged;
 
+	/* unauthenticated connections shut down for newer ones (accept loop's) */
+	uint64_t	evictions;
+	uint64_t	evictions_logged;
+	struct timespec eviction_logged_at;
+
 	TsListener *listeners;
 	int			nlisteners;
 	int			wakeup_pipe[2]; /* written by signal handler and exiting
@@ -470,12 +475,61 @@ identify_peer(const TsListener *listener, int fd, const struct sockaddr *sa,
 		tc_net_format_address(sa, salen, conn->peer, sizeof(conn->peer));
 }
 
+/* Whether conn came through a unix socket from a uid --allow-uid admits. */
+static bool
+server_uid_admitted(const TsServer *server, const TsConn *conn)
+{
+	if (!conn->is_unix || !conn->peer_uid_known)
+		return false;
+	for (size_t i = 0; i < server->nallowed_uids; i++)
+		if (server->allowed_uids[i] == conn->peer_uid)
+			return true;
+	return false;
+}
+
+/*
+ * The unauthenticated connections are at their limit: shut down the oldest
+ * of them (its thread ends, freeing its place), as OpenSSH's MaxStartups
+ * drops early, so that a flood of idle connections cannot lock a client
+ * with a credential out: it takes the place of the flood's oldest, and a
+ * flood must now outrun its handshake, not merely outlast it.  Whether
+ * one was shut down.
+ */
+static bool
+server_evict_oldest_unauthenticated(TsServer *server)
+{
+	TsConn	   *oldest = NULL;
+
+	pthread_mutex_lock(&server->conns_lock);
+	for (TsConn *c = server->live_conns; c != NULL; c = c->next)
+	{
+		if (c->fd < 0 || c->evicted || !atomic_load(&c->unauthenticated))
+			continue;
+		if (oldest == NULL || c->accepted_at.tv_sec < oldest->accepted_at.tv_sec ||
+			(c->accepted_at.tv_sec == oldest->accepted_at.tv_sec &&
+			 c->accepted_at.tv_nsec < oldest->accepted_at.tv_nsec))
+			oldest = c;
+	}
+	if (oldest != NULL)
+	{
+		/* the fd is closed under this lock only (server_conn_exit) */
+		shutdown(oldest->fd, SHUT_RDWR);
+		oldest->evicted = true;
+		server->evictions++;
+	}
+	pthread_mutex_unlock(&server->conns_lock);
+	return oldest != NULL;
+}
+
 /*
  * Why a new connection must be refused now, or NULL: the connection limits
- * are checked at accept, before a thread or a byte of memory is spent.
+ * are checked at accept, before a thread or a byte of memory is spent.  A
+ * connection admitted by its uid needs no handshake to prove itself: the
+ * limit on unauthenticated ones does not hold it back; any other, at that
+ * limit, takes the place of the oldest (server_evict_oldest_unauthenticated).
  */
 static const char *
-server_refusal_reason(TsServer *server, char *buf, size_t buflen)
+server_refusal_reason(TsServer *server, const TsConn *conn, char *buf, size_t buflen)
 {
 	if (atomic_load(&server->shared.connections_open) >= (uint64_t) server->max_connections)
 	{
@@ -483,7 +537,9 @@ server_refusal_reason(TsServer *server, char *buf, size_t buflen)
 				 server->max_connections);
 		return buf;
 	}
-	if (atomic_load(&server->unauthenticated) >= server->max_unauthenticated)
+	if (!server_uid_admitted(server, conn) &&
+		atomic_load(&server->unauthenticated) >= server->max_unauthenticated &&
+		!server_evict_oldest_unauthenticated(server))
 	{
 		snprintf(buf, buflen,
 				 "too many connections not yet authenticated: %d are (--max-unauthenticated)",
@@ -491,6 +547,29 @@ server_refusal_reason(TsServer *server, char *buf, size_t buflen)
 		return buf;
 	}
 	return NULL;
+}
+
+/* Say, at most once per TS_REFUSAL_LOG_MS, how many were evicted since. */
+static void
+server_log_evictions(TsServer *server, const char *peer)
+{
+	struct timespec now;
+	long		since_ms;
+
+	if (server->evictions == server->evictions_logged)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	since_ms = (now.tv_sec - server->eviction_logged_at.tv_sec) * 1000 +
+		(now.tv_nsec - server->eviction_logged_at.tv_nsec) / 1000000;
+	if (server->eviction_logged_at.tv_sec != 0 && since_ms < TS_REFUSAL_LOG_MS)
+		return;
+	ts_log(TS_LOG_WARNING, "closed %" PRIu64 " connection%s not yet authenticated to make room "
+		   "for newer ones, the last for %s (--max-unauthenticated %d: a flood, or clients "
+		   "slow to authenticate)", server->evictions - server->evictions_logged,
+		   server->evictions - server->evictions_logged == 1 ? "" : "s", peer,
+		   server->max_unauthenticated);
+	server->evictions_logged = server->evictions;
+	server->eviction_logged_at = now;
 }
 
 /*
@@ -578,7 +657,7 @@ server_accept_one(TsServer *server, TsListener *listener)
 		return 1;
 	}
 	identify_peer(listener, fd, (struct sockaddr *) &ss, sslen, conn);
-	refusal = server_refusal_reason(server, err, sizeof(err));
+	refusal = server_refusal_reason(server, conn, err, sizeof(err));
 	if (refusal != NULL)
 	{
 		server_refuse(server, fd, listener->is_unix || server->conn_ctx.tls_ctx == NULL,
@@ -586,12 +665,16 @@ server_accept_one(TsServer *server, TsListener *listener)
 		free(conn);
 		return 1;
 	}
+	server_log_evictions(server, conn->peer);
 	conn->ctx = &server->conn_ctx;
 	conn->fd = fd;
 	conn->id = atomic_fetch_add(&server->shared.connections_total, 1) + 1;
 	clock_gettime(CLOCK_MONOTONIC, &conn->accepted_at);
-	conn->unauthenticated = true;
-	atomic_fetch_add(&server->unauthenticated, 1);
+	if (!server_uid_admitted(server, conn))
+	{
+		atomic_store(&conn->unauthenticated, true);
+		atomic_fetch_add(&server->unauthenticated, 1);
+	}
 	atomic_fetch_add(&server->shared.connections_open, 1);
 
 	pthread_mutex_lock(&server->conns_lock);
@@ -613,7 +696,8 @@ server_accept_one(TsServer *server, TsListener *listener)
 		conns_unlink_live(server, conn);
 		pthread_mutex_unlock(&server->conns_lock);
 		atomic_fetch_sub(&server->shared.connections_open, 1);
-		atomic_fetch_sub(&server->unauthenticated, 1);
+		if (atomic_load(&conn->unauthenticated))
+			atomic_fetch_sub(&server->unauthenticated, 1);
 		close(fd);
 		free(conn);
 	}
