@@ -37,6 +37,8 @@ typedef struct TsMainOptions
 	const char *data_dir;
 	TcAddress  *listen;			/* [nlisten], from repeated --listen */
 	int			nlisten;
+	TcAddress	metrics;		/* --metrics tcp:HOST:PORT */
+	bool		has_metrics;
 	const char *token_file;		/* the full-access token; NULL: none */
 	const char *scoped_tokens_file; /* NAMESPACE TOKEN lines; NULL: none */
 	uid_t	   *allowed_uids;	/* [nallowed_uids], from --allow-uid */
@@ -89,6 +91,9 @@ usage(FILE *out)
 			"  --data DIR                 store data in DIR (created when missing)\n"
 			"  --listen ADDRESS           listen on unix:PATH or tcp:HOST:PORT (repeatable;\n"
 			"                             HOST * means every local address)\n"
+			"  --metrics tcp:HOST:PORT    serve the counters to Prometheus (GET /metrics,\n"
+			"                             no credential: bind it where only monitoring\n"
+			"                             reaches)\n"
 			"Authentication (one of the first four is required):\n"
 			"  --token-file FILE          clients proving the token in FILE have full access\n"
 			"                             (FILE only its owner may access: mode 0600)\n"
@@ -271,7 +276,7 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 		OPT_MAX_UNAUTHENTICATED, OPT_HANDSHAKE_TIMEOUT, OPT_DECODE_MEMORY,
 		OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA, OPT_IN_DOUBT_WAIT,
 		OPT_RAFT_ID, OPT_RAFT_LISTEN, OPT_RAFT_DIR, OPT_RAFT_BOOTSTRAP, OPT_RAFT_SECRET,
-		OPT_RAFT_LOG_ENTRIES
+		OPT_RAFT_LOG_ENTRIES, OPT_METRICS
 	};
 	static const struct option long_options[] = {
 		{"data", required_argument, NULL, OPT_DATA},
@@ -303,6 +308,7 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 		{"raft-bootstrap", required_argument, NULL, OPT_RAFT_BOOTSTRAP},
 		{"raft-secret-file", required_argument, NULL, OPT_RAFT_SECRET},
 		{"raft-log-entries", required_argument, NULL, OPT_RAFT_LOG_ENTRIES},
+		{"metrics", required_argument, NULL, OPT_METRICS},
 		{NULL, 0, NULL, 0}
 	};
 	TsStoreOptions store_defaults;
@@ -443,6 +449,13 @@ parse_arguments(int argc, char **argv, TsMainOptions *options)
 				break;
 			case OPT_RAFT_SECRET:
 				options->raft_secret_file = optarg;
+				break;
+			case OPT_METRICS:
+				if (!tc_address_parse(optarg, &options->metrics, err, sizeof(err)))
+					bad_argument("%s", err);
+				if (options->metrics.kind != TC_ADDRESS_TCP)
+					bad_argument("--metrics takes tcp:HOST:PORT, not \"%s\"", optarg);
+				options->has_metrics = true;
 				break;
 			case OPT_RAFT_LOG_ENTRIES:
 				options->raft_log_entries =
@@ -806,6 +819,13 @@ main(int argc, char **argv)
 			ts_log(TS_LOG_ERROR, "%s", err);
 			goto done;
 		}
+	}
+
+	if (options.has_metrics &&
+		ts_server_metrics_listen(server, store, &options.metrics, err, sizeof(err)) != 0)
+	{
+		ts_log(TS_LOG_ERROR, "%s", err);
+		goto done;
 	}
 
 	ts_log(TS_LOG_INFO, "tserver ready");

@@ -126,6 +126,9 @@ void		ts_proto_shared_free(TsProtoShared *shared);
  * Prepare proto for connection id, awaiting HELLO, with a decode budget
  * derived from the frame limit.
  */
+/* Fill stats with the server-wide counters, then the store's. */
+void		ts_proto_fill_stats(TsProtoShared *shared, Tcopy__Stats *stats);
+
 void		ts_proto_init(TsProto *proto, TsProtoShared *shared, uint64_t id,
 						  TsProtoSendFn send, void *send_arg);
 

@@ -754,9 +754,8 @@ proto_peak_rss_kb(void)
 	return strtoull(p + strlen("\nVmHWM:"), NULL, 10);
 }
 
-/* Fill the server-wide fields of stats, then the store's. */
-static void
-proto_fill_stats(TsProtoShared *shared, Tcopy__Stats *stats)
+void
+ts_proto_fill_stats(TsProtoShared *shared, Tcopy__Stats *stats)
 {
 	struct timespec now;
 	int64_t		uptime_ms;
@@ -797,6 +796,6 @@ ts_proto_on_stats_request(TsProto *proto, const uint8_t *payload, uint32_t len, 
 			return -1;
 		stats.table = &estimate;
 	}
-	proto_fill_stats(proto->shared, &stats);
+	ts_proto_fill_stats(proto->shared, &stats);
 	return ts_proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_STATS, &stats.base, err);
 }

@@ -35,6 +35,7 @@
 #include "tc_net.h"
 #include "ts_conn.h"
 #include "ts_log.h"
+#include "ts_metrics.h"
 
 #define TS_ACCEPT_BURST 32		/* accepts per listener per wakeup */
 #define TS_ACCEPT_PAUSE_MS 100	/* back-off when out of descriptors */
@@ -68,9 +69,14 @@ struct TsServer
 	uint64_t	refusals_unlogged;
 
 	/* unauthenticated connections shut down for newer ones (accept loop's) */
-	uint64_t	evictions;
+	_Atomic uint64_t evictions;
 	uint64_t	evictions_logged;
 	struct timespec eviction_logged_at;
+
+	/* refusals at accept by reason, for the metrics */
+	_Atomic uint64_t refused_connections;	/* --max-connections */
+	_Atomic uint64_t refused_unauthenticated;	/* --max-unauthenticated */
+	TsMetrics  *metrics;		/* NULL: no --metrics */
 
 	TsListener *listeners;
 	int			nlisteners;
@@ -164,6 +170,7 @@ ts_server_free(TsServer *server)
 {
 	if (server == NULL)
 		return;
+	ts_metrics_stop(server->metrics);
 	server_close_listeners(server);
 	free(server->listeners);
 	if (server->wakeup_pipe[0] >= 0)
@@ -515,7 +522,7 @@ server_evict_oldest_unauthenticated(TsServer *server)
 		/* the fd is closed under this lock only (server_conn_exit) */
 		shutdown(oldest->fd, SHUT_RDWR);
 		oldest->evicted = true;
-		server->evictions++;
+		atomic_fetch_add(&server->evictions, 1);
 	}
 	pthread_mutex_unlock(&server->conns_lock);
 	return oldest != NULL;
@@ -533,6 +540,7 @@ server_refusal_reason(TsServer *server, const TsConn *conn, char *buf, size_t bu
 {
 	if (atomic_load(&server->shared.connections_open) >= (uint64_t) server->max_connections)
 	{
+		atomic_fetch_add(&server->refused_connections, 1);
 		snprintf(buf, buflen, "too many connections: %d are open (--max-connections)",
 				 server->max_connections);
 		return buf;
@@ -541,6 +549,7 @@ server_refusal_reason(TsServer *server, const TsConn *conn, char *buf, size_t bu
 		atomic_load(&server->unauthenticated) >= server->max_unauthenticated &&
 		!server_evict_oldest_unauthenticated(server))
 	{
+		atomic_fetch_add(&server->refused_unauthenticated, 1);
 		snprintf(buf, buflen,
 				 "too many connections not yet authenticated: %d are (--max-unauthenticated)",
 				 server->max_unauthenticated);
@@ -556,7 +565,9 @@ server_log_evictions(TsServer *server, const char *peer)
 	struct timespec now;
 	long		since_ms;
 
-	if (server->evictions == server->evictions_logged)
+	uint64_t	evictions = atomic_load(&server->evictions);
+
+	if (evictions == server->evictions_logged)
 		return;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	since_ms = (now.tv_sec - server->eviction_logged_at.tv_sec) * 1000 +
@@ -565,10 +576,10 @@ server_log_evictions(TsServer *server, const char *peer)
 		return;
 	ts_log(TS_LOG_WARNING, "closed %" PRIu64 " connection%s not yet authenticated to make room "
 		   "for newer ones, the last for %s (--max-unauthenticated %d: a flood, or clients "
-		   "slow to authenticate)", server->evictions - server->evictions_logged,
-		   server->evictions - server->evictions_logged == 1 ? "" : "s", peer,
+		   "slow to authenticate)", evictions - server->evictions_logged,
+		   evictions - server->evictions_logged == 1 ? "" : "s", peer,
 		   server->max_unauthenticated);
-	server->evictions_logged = server->evictions;
+	server->evictions_logged = evictions;
 	server->eviction_logged_at = now;
 }
 
@@ -741,6 +752,101 @@ server_shutdown(TsServer *server)
 	server_reap_conns(server, true);
 }
 
+/* TsMetricsCollect: the counters of STATS, the refusals, the group's role. */
+static void
+server_collect_metrics(void *arg, TcBuf *out)
+{
+	TsServer   *server = arg;
+	Tcopy__Stats st = TCOPY__STATS__INIT;
+
+	ts_proto_fill_stats(&server->shared, &st);
+	ts_metrics_put(out, "tcopy_uptime_seconds", "gauge", "Seconds since the tserver started.",
+				   NULL, st.uptime_ms / 1000.0);
+	ts_metrics_put(out, "tcopy_connections_open", "gauge", "Client connections open.", NULL,
+				   (double) st.connections_open);
+	ts_metrics_put(out, "tcopy_connections_total", "counter", "Client connections accepted.",
+				   NULL, (double) st.connections_total);
+	ts_metrics_put(out, "tcopy_connections_refused_total", "counter",
+				   "Connections refused at accept, by the limit that refused them.",
+				   "reason=\"max_connections\"", (double) atomic_load(&server->refused_connections));
+	ts_metrics_put(out, "tcopy_connections_refused_total", "counter", NULL,
+				   "reason=\"max_unauthenticated\"",
+				   (double) atomic_load(&server->refused_unauthenticated));
+	ts_metrics_put(out, "tcopy_connections_evicted_total", "counter",
+				   "Unauthenticated connections closed to make room for newer ones.", NULL,
+				   (double) atomic_load(&server->evictions));
+	ts_metrics_put(out, "tcopy_sessions", "gauge", "Write sessions now, by state.",
+				   "state=\"open\"", (double) st.sessions_open);
+	ts_metrics_put(out, "tcopy_sessions", "gauge", NULL, "state=\"prepared\"",
+				   (double) st.sessions_prepared);
+	ts_metrics_put(out, "tcopy_sessions_ended_total", "counter",
+				   "Write sessions ended, by outcome.", "outcome=\"committed\"",
+				   (double) st.sessions_committed);
+	ts_metrics_put(out, "tcopy_sessions_ended_total", "counter", NULL, "outcome=\"aborted\"",
+				   (double) st.sessions_aborted);
+	ts_metrics_put(out, "tcopy_rows_committed_total", "counter", "Rows committed.", NULL,
+				   (double) st.rows_committed);
+	ts_metrics_put(out, "tcopy_batches_received_total", "counter", "Write batches received.",
+				   NULL, (double) st.batches_received);
+	ts_metrics_put(out, "tcopy_received_bytes_total", "counter",
+				   "Frame bytes received from clients.", NULL, (double) st.bytes_received);
+	ts_metrics_put(out, "tcopy_tables", "gauge", "Tables in the store.", NULL,
+				   (double) st.tables);
+	ts_metrics_put(out, "tcopy_staged_bytes", "gauge",
+				   "Sessions' data held in memory, not yet committed.", NULL,
+				   (double) st.staged_bytes);
+	ts_metrics_put(out, "tcopy_spilled_bytes", "gauge",
+				   "Sessions' data spilled to staging files, not yet committed.", NULL,
+				   (double) st.spilled_bytes);
+	ts_metrics_put(out, "tcopy_peak_rss_bytes", "gauge", "Peak resident memory (VmHWM).",
+				   NULL, st.peak_rss_kb * 1024.0);
+	ts_metrics_put(out, "tcopy_rocksdb_compaction_read_bytes_total", "counter",
+				   "Bytes RocksDB's compactions read (with --statistics).", NULL,
+				   (double) st.compaction_read_bytes);
+	ts_metrics_put(out, "tcopy_rocksdb_compaction_write_bytes_total", "counter",
+				   "Bytes RocksDB's compactions wrote (with --statistics).", NULL,
+				   (double) st.compaction_write_bytes);
+	ts_metrics_put(out, "tcopy_rocksdb_flush_write_bytes_total", "counter",
+				   "Bytes RocksDB's flushes wrote (with --statistics).", NULL,
+				   (double) st.flush_write_bytes);
+	ts_metrics_put(out, "tcopy_rocksdb_wal_syncs_total", "counter",
+				   "Syncs of RocksDB's write-ahead log (with --statistics).", NULL,
+				   (double) st.wal_syncs);
+	if (server->shared.group != NULL)
+		ts_metrics_put(out, "tcopy_group_leader", "gauge",
+					   "1 while this replica group member leads and serves, else 0.", NULL,
+					   ts_group_epoch(server->shared.group) != 0 ? 1 : 0);
+}
+
+int
+ts_server_metrics_listen(TsServer *server, TsStore *store, const TcAddress *addr, char *err,
+						 size_t errlen)
+{
+	struct addrinfo *addrs = NULL;
+	char		name[300];
+	int			fd;
+
+	if (addr->kind != TC_ADDRESS_TCP)
+	{
+		snprintf(err, errlen, "--metrics takes tcp:HOST:PORT");
+		return -1;
+	}
+	snprintf(name, sizeof(name), "tcp:%s:%s", addr->host, addr->port);
+	if (tc_net_resolve(addr->host, addr->port, true, name, &addrs, err, errlen) != TC_NET_OK)
+		return -1;
+	fd = tc_net_tcp_listen(addrs, 16, name, err, errlen);
+	freeaddrinfo(addrs);
+	if (fd < 0)
+		return -1;
+	tc_net_local_address(fd, name, sizeof(name));
+	server->shared.store = store;	/* before the thread reads it */
+	server->metrics = ts_metrics_start(fd, server_collect_metrics, server, err, errlen);
+	if (server->metrics == NULL)
+		return -1;
+	ts_log(TS_LOG_INFO, "metrics on %s (GET /metrics)", name);
+	return 0;
+}
+
 void
 ts_server_set_group(TsServer *server, TsGroup *group)
 {
@@ -756,7 +862,8 @@ ts_server_run(TsServer *server, TsStore *store)
 	int			result = 0;
 	int			i;
 
-	server->shared.store = store;
+	if (server->shared.store == NULL)
+		server->shared.store = store;	/* set already with --metrics */
 	pfds = calloc((size_t) npfds, sizeof(struct pollfd));
 	if (pfds == NULL)
 	{

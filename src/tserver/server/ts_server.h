@@ -51,6 +51,14 @@ int			ts_server_listen(TsServer *server, const TcAddress *addr,
 							 char *err, size_t errlen);
 
 /*
+ * Serve the metrics (ts_metrics.h) of server and store on addr,
+ * tcp:HOST:PORT (its first address), from now on: 0, or -1 with a message
+ * in err.
+ */
+int			ts_server_metrics_listen(TsServer *server, TsStore *store, const TcAddress *addr,
+									 char *err, size_t errlen);
+
+/*
  * Serve as a member of group (ts_group.h), before ts_server_run: clients
  * of a member that does not lead are told who does.
  */
