@@ -109,5 +109,6 @@ extern int	cli_create(const CliOptions *opts);
 extern int	cli_truncate(const CliOptions *opts);
 extern int	cli_drop(const CliOptions *opts);
 extern int	cli_labels(const CliOptions *opts);
+extern int	cli_tables(const CliOptions *opts);
 
 #endif							/* CLI_H */

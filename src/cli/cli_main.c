@@ -146,6 +146,8 @@ CLI_DEFAULT_ADDRESS "); FILE holds the token to prove (the tserver's\n"
 "Commands:\n"
 "  ping                    print \"ok SERVER-NAME\" (and the TLS version and cipher)\n"
 "  stats                   print the server's counters, \"name: value\" each\n"
+"  tables                  the tables this connection may name (a scoped token:\n"
+"                          its namespace's), \"ID<TAB>NAME\" each\n"
 "  load TABLE --rows N     load pgbench_accounts-shaped rows in one session\n"
 "      [--start K]         first aid (default 1)\n"
 "      [--shuffle] [--seed S]  send the aids in a shuffled order\n"
@@ -206,6 +208,7 @@ CLI_DEFAULT_ADDRESS "); FILE holds the token to prove (the tserver's\n"
 static const CliCommand commands[] = {
 	{"ping", cli_ping, 0, NULL, no_options},
 	{"stats", cli_stats, 0, NULL, no_options},
+	{"tables", cli_tables, 0, NULL, no_options},
 	{"load", cli_load, 1, "a table name", load_options},
 	{"scan", cli_scan, 1, "a table name", scan_options},
 	{"create", cli_create, 1, "a table name", create_options},

@@ -58,6 +58,28 @@ cli_stats(const CliOptions *opts)
 	return 0;
 }
 
+/* tables: the tables the connection may name, "ID<TAB>NAME" each, by id. */
+int
+cli_tables(const CliOptions *opts)
+{
+	TcClient   *client = cli_connect(opts);
+	Tcopy__TableList *list;
+
+	if (client == NULL)
+		return 1;
+	if (tc_client_list_tables(client, NULL, &list) < 0)
+	{
+		cli_client_fail(client);
+		tc_client_close(client);
+		return 1;
+	}
+	for (size_t i = 0; i < list->n_tables; i++)
+		printf("%" PRIu32 "\t%s\n", list->tables[i]->id, list->tables[i]->name);
+	tcopy__table_list__free_unpacked(list, NULL);
+	tc_client_close(client);
+	return 0;
+}
+
 /*
  * backup DIR: the tserver takes the backup into DIR, on its machine; print
  * what it took, one line, then a line per prepared session in it.

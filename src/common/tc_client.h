@@ -334,6 +334,13 @@ int			tc_client_forget_label(TcClient *client, uint32_t table_id,
 int			tc_client_list_labels(TcClient *client, uint32_t table_id,
 								  Tcopy__LabelList **list);
 
+/*
+ * The tables the connection may name whose names begin with prefix (NULL
+ * or "": all); *list freed with tcopy__table_list__free_unpacked(list, NULL).
+ */
+int			tc_client_list_tables(TcClient *client, const char *prefix,
+								  Tcopy__TableList **list);
+
 /* *stats freed with tcopy__stats__free_unpacked(stats, NULL). */
 int			tc_client_stats(TcClient *client, Tcopy__Stats **stats);
 

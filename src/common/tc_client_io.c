@@ -63,6 +63,7 @@ static const ProtobufCMessageDescriptor *const frame_descriptors[] = {
 	[TCOPY__FRAME_TYPE__FRAME_PREPARED_LIST] = &tcopy__prepared_list__descriptor,
 	[TCOPY__FRAME_TYPE__FRAME_LIST_LABELS] = &tcopy__list_labels__descriptor,
 	[TCOPY__FRAME_TYPE__FRAME_LABEL_LIST] = &tcopy__label_list__descriptor,
+	[TCOPY__FRAME_TYPE__FRAME_TABLE_LIST] = &tcopy__table_list__descriptor,
 	[TCOPY__FRAME_TYPE__FRAME_MODIFY] = &tcopy__modify__descriptor,
 	[TCOPY__FRAME_TYPE__FRAME_MODIFY_OK] = &tcopy__modify_ok__descriptor,
 	[TCOPY__FRAME_TYPE__FRAME_ROLLBACK_TO] = &tcopy__rollback_to__descriptor,

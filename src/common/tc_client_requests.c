@@ -538,6 +538,22 @@ tc_client_list_labels(TcClient *client, uint32_t table_id, Tcopy__LabelList **li
 	return 0;
 }
 
+int
+tc_client_list_tables(TcClient *client, const char *prefix, Tcopy__TableList **list)
+{
+	Tcopy__ListTables request = TCOPY__LIST_TABLES__INIT;
+	ProtobufCMessage *msg;
+
+	if (client->broken)
+		return -1;
+	request.prefix = (char *) (prefix != NULL ? prefix : "");
+	if (client_send_message(client, TCOPY__FRAME_TYPE__FRAME_LIST_TABLES, &request.base) < 0 ||
+		client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_TABLE_LIST, NULL, &msg) < 0)
+		return -1;
+	*list = (Tcopy__TableList *) msg;
+	return 0;
+}
+
 /*
  * A direct modify in the session: request->seq is set here, the session's
  * next.  Waits for every batch in flight to be acknowledged first.

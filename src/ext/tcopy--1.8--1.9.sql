@@ -19,3 +19,22 @@ CREATE FUNCTION tcopy.server_stats(server name)
 RETURNS TABLE (stat text, value bigint)
 AS 'MODULE_PATHNAME', 'tcopy_server_stats'
 LANGUAGE C STRICT VOLATILE;
+
+-- tcopy.check_tables(): the database's tcopy foreign tables whose tserver
+-- table is absent, and the tserver tables no foreign table of this
+-- database names (orphans); tcopy.drop_orphan(server, table_name) drops
+-- such an orphan, checked again.  Superusers only
+-- (src/ext/commands/check.c).
+CREATE FUNCTION tcopy.check_tables()
+RETURNS TABLE (server text, foreign_table regclass, table_name text, problem text)
+AS 'MODULE_PATHNAME', 'tcopy_check_tables'
+LANGUAGE C STRICT VOLATILE;
+
+REVOKE ALL ON FUNCTION tcopy.check_tables() FROM PUBLIC;
+
+CREATE FUNCTION tcopy.drop_orphan(server name, table_name text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'tcopy_drop_orphan'
+LANGUAGE C STRICT VOLATILE;
+
+REVOKE ALL ON FUNCTION tcopy.drop_orphan(name, text) FROM PUBLIC;

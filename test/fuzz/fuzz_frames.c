@@ -85,8 +85,8 @@ static bool fuzz_trace;			/* FUZZ_FRAMES_LOG set: say what happens */
 
 /* Which message each frame type a server may send carries. */
 /* A frame type added to the protocol: teach fuzz_reply_descriptor its reply. */
-_Static_assert(TC_FRAME_TYPE_LAST == TCOPY__FRAME_TYPE__FRAME_GROUP_STATUS,
-			   "fuzz_reply_descriptor knows the frame types up to GROUP_STATUS");
+_Static_assert(TC_FRAME_TYPE_LAST == TCOPY__FRAME_TYPE__FRAME_TABLE_LIST,
+			   "fuzz_reply_descriptor knows the frame types up to TABLE_LIST");
 
 static const ProtobufCMessageDescriptor *
 fuzz_reply_descriptor(Tcopy__FrameType type)
@@ -135,6 +135,8 @@ fuzz_reply_descriptor(Tcopy__FrameType type)
 			return &tcopy__backup_ok__descriptor;
 		case TCOPY__FRAME_TYPE__FRAME_GROUP_STATUS:
 			return &tcopy__group_status__descriptor;
+		case TCOPY__FRAME_TYPE__FRAME_TABLE_LIST:
+			return &tcopy__table_list__descriptor;
 		default:
 			return NULL;
 	}
@@ -255,6 +257,14 @@ fuzz_send(void *arg, const uint8_t *bytes, size_t len, TsError *err)
 			for (size_t i = 0; i < list->n_sessions; i++)
 				if (list->sessions[i]->gid[0] == '\0')
 					fuzz_fail("PREPARED_LIST with an empty gid");
+		}
+		else if (type == TCOPY__FRAME_TYPE__FRAME_TABLE_LIST)
+		{
+			Tcopy__TableList *list = (Tcopy__TableList *) msg;
+
+			for (size_t i = 0; i < list->n_tables; i++)
+				if (list->tables[i]->name[0] == '\0' || list->tables[i]->id == 0)
+					fuzz_fail("TABLE_LIST with an empty name or id 0");
 		}
 		else if (type == TCOPY__FRAME_TYPE__FRAME_LABEL_LIST)
 		{

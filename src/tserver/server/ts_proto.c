@@ -506,6 +506,8 @@ proto_dispatch(TsProto *proto, Tcopy__FrameType type, const uint8_t *payload,
 			return ts_proto_on_list_prepared(proto, payload, len, err);
 		case TCOPY__FRAME_TYPE__FRAME_LIST_LABELS:
 			return ts_proto_on_list_labels(proto, payload, len, err);
+		case TCOPY__FRAME_TYPE__FRAME_LIST_TABLES:
+			return ts_proto_on_list_tables(proto, payload, len, err);
 		case TCOPY__FRAME_TYPE__FRAME_SNAPSHOT:
 			return ts_proto_on_snapshot(proto, payload, len, err);
 		case TCOPY__FRAME_TYPE__FRAME_STREAMS:

@@ -31,6 +31,7 @@ extern int ts_proto_on_abort(TsProto *proto, const uint8_t *payload, uint32_t le
 extern int ts_proto_on_begin(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
 extern int ts_proto_on_commit(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
 extern int ts_proto_on_list_labels(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
+extern int ts_proto_on_list_tables(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
 extern int ts_proto_on_snapshot(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
 extern int ts_proto_on_list_prepared(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
 extern int ts_proto_on_modify(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);

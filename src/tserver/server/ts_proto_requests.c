@@ -670,6 +670,26 @@ ts_proto_on_list_labels(TsProto *proto, const uint8_t *payload, uint32_t len, Ts
 }
 
 /*
+ * LIST_TABLES: answer TABLE_LIST, the tables whose names begin with the
+ * prefix, of the connection's namespace if it is scoped.
+ */
+int
+ts_proto_on_list_tables(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
+{
+	Tcopy__ListTables *request;
+	Tcopy__TableList reply = TCOPY__TABLE_LIST__INIT;
+
+	if (proto->phase == TS_PROTO_AWAIT_HELLO)
+		return ts_proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_LIST_TABLES, NULL, err);
+	request = ts_proto_unpack(proto, &tcopy__list_tables__descriptor, payload, len, err);
+	if (request == NULL ||
+		ts_store_list_tables(proto->shared->store, request->prefix, proto->scope,
+							 proto->scope_len, &proto->frame_arena, &reply, err) != 0)
+		return -1;
+	return ts_proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_TABLE_LIST, &reply.base, err);
+}
+
+/*
  * TABLE_OP: truncate or drop a table at once, outside any session, or with
  * in_session as part of the open session; answer TABLE_OP_OK.
  */

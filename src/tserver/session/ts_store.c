@@ -157,3 +157,46 @@ ts_store_table_op(TsStore *store, Tcopy__TableOpKind op, uint32_t table_id,
 	pthread_rwlock_unlock(&store->tables_lock);
 	return 0;
 }
+
+int
+ts_store_list_tables(TsStore *store, const char *prefix, const char *scope, size_t scope_len,
+					 TcArena *arena, Tcopy__TableList *reply, TsError *err)
+{
+	size_t		prefix_len = strlen(prefix);
+	size_t		n = 0;
+	int			rc = 0;
+
+	pthread_rwlock_rdlock(&store->tables_lock);
+	for (uint32_t i = 0; i < store->tables_cap; i++)
+	{
+		TsTable    *t = store->tables[i];
+
+		n += t != NULL && !t->dropped;
+	}
+	reply->tables = n > 0 ? tc_arena_alloc(arena, n * sizeof(Tcopy__ListedTable *)) : NULL;
+	reply->n_tables = 0;
+	for (uint32_t i = 0; i < store->tables_cap && rc == 0 && n > 0; i++)
+	{
+		TsTable    *t = store->tables[i];
+		Tcopy__ListedTable *entry;
+		char	   *name;
+
+		if (t == NULL || t->dropped || strncmp(t->name, prefix, prefix_len) != 0 ||
+			(scope != NULL && strncmp(t->name, scope, scope_len) != 0))
+			continue;
+		entry = tc_arena_alloc(arena, sizeof(Tcopy__ListedTable));
+		name = tc_arena_alloc(arena, strlen(t->name) + 1);
+		if (reply->tables == NULL || entry == NULL || name == NULL)
+		{
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+			rc = -1;
+			break;
+		}
+		tcopy__listed_table__init(entry);
+		entry->name = strcpy(name, t->name);
+		entry->id = t->id;
+		reply->tables[reply->n_tables++] = entry;
+	}
+	pthread_rwlock_unlock(&store->tables_lock);
+	return rc;
+}

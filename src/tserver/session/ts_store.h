@@ -230,6 +230,14 @@ int			ts_store_forget_label(TsStore *store, uint32_t table_id, const char *label
 								  bool *found, TsError *err);
 
 /*
+ * The tables whose names begin with prefix and that scope (NULL: full
+ * access) allows into reply, drawn from arena.  0, or -1 with err.
+ */
+int			ts_store_list_tables(TsStore *store, const char *prefix, const char *scope,
+								 size_t scope_len, TcArena *arena, Tcopy__TableList *reply,
+								 TsError *err);
+
+/*
  * The labels published for table_id, sorted as bytes, into list (its
  * arrays and strings taken from arena).
  */
