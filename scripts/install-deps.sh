@@ -15,6 +15,7 @@ packages=(
 	openssl									# certificates the TLS tests make
 	libipc-run-perl perl					# prove and PostgreSQL::Test::Cluster
 	iproute2								# ip netns, veths: the tserver-on-other-hosts test
+	systemd									# systemd-analyze verify: the service unit's test
 	clang libclang-rt-14-dev				# the libFuzzer harness (make -C test fuzz)
 )
 

@@ -12,62 +12,24 @@
 #include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "tc_auth.h"
+#include "ts_config.h"
+#include "ts_options.h"
 #include "ts_log.h"
 #include "ts_tls.h"
 
 /* bytes below which a token draws a warning at startup */
 #define TS_TOKEN_MIN_ADVISED 16
 
-#define EXIT_USAGE 2
-#define TS_MB (1024 * 1024)
-#define TS_DEFAULT_MAX_CONNECTIONS 256
-#define TS_DEFAULT_MAX_UNAUTHENTICATED 32
-#define TS_DEFAULT_HANDSHAKE_TIMEOUT_S 10
-#define TS_DEFAULT_DECODE_MEMORY_MB 2048
-
-typedef struct TsMainOptions
-{
-	const char *data_dir;
-	TcAddress  *listen;			/* [nlisten], from repeated --listen */
-	int			nlisten;
-	TcAddress	metrics;		/* --metrics tcp:HOST:PORT */
-	bool		has_metrics;
-	const char *token_file;		/* the full-access token; NULL: none */
-	const char *scoped_tokens_file; /* NAMESPACE TOKEN lines; NULL: none */
-	uid_t	   *allowed_uids;	/* [nallowed_uids], from --allow-uid */
-	size_t		nallowed_uids;
-	bool		insecure;		/* no authentication is acceptable */
-	mode_t		socket_mode;	/* of unix socket files */
-	int			max_connections;
-	int			max_unauthenticated;
-	int			handshake_timeout_s;
-	size_t		decode_memory_mb;
-	size_t		session_memory_mb;
-	size_t		memory_mb;
-	int			merge_threads;	/* 0: the store's default */
-	int			in_doubt_wait_ms;
-	uint32_t	max_frame_mb;
-	const char *tls_cert;		/* NULL: tcp: is plain text */
-	const char *tls_key;
-	const char *tls_ca;			/* NULL: client certificates not asked for */
-	bool		no_sync;
-	bool		statistics;
-	TsLogLevel	log_level;
-	/* a replica group's member: all of them, or none */
-	uint64_t	raft_id;
-	const char *raft_listen;
-	const char *raft_dir;		/* NULL: DATA/raft */
-	const char *raft_bootstrap;
-	const char *raft_secret_file;
-	unsigned	raft_log_entries;	/* entries between snapshots */
-} TsMainOptions;
 
 /* The running server, for the signal handlers' sake only. */
 static TsServer *volatile signal_server;
@@ -76,440 +38,59 @@ static TsServer *volatile signal_server;
 static char main_path[4096];
 static char **main_argv;
 
-/* Print the usage message to out, with the store's defaults. */
-static void
-usage(FILE *out)
-{
-	TsStoreOptions defaults;
-
-	ts_store_default_options(&defaults);
-	fprintf(out,
-			"tserver %s: the tcopy tablet server.\n\n"
-			"Usage:\n"
-			"  tserver --data DIR --listen ADDRESS [--listen ADDRESS ...] [OPTION]...\n\n"
-			"Options:\n"
-			"  --data DIR                 store data in DIR (created when missing)\n"
-			"  --listen ADDRESS           listen on unix:PATH or tcp:HOST:PORT (repeatable;\n"
-			"                             HOST * means every local address)\n"
-			"  --metrics tcp:HOST:PORT    serve the counters to Prometheus (GET /metrics,\n"
-			"                             no credential: bind it where only monitoring\n"
-			"                             reaches)\n"
-			"Authentication (one of the first four is required):\n"
-			"  --token-file FILE          clients proving the token in FILE have full access\n"
-			"                             (FILE only its owner may access: mode 0600)\n"
-			"  --scoped-tokens FILE       lines \"NAMESPACE TOKEN\": a client proving TOKEN\n"
-			"                             reaches only tables named NAMESPACE... (mode 0600)\n"
-			"  --allow-uid UID[,UID...]   unix socket clients running as these users (uids or\n"
-			"                             names; repeatable) have full access without a token\n"
-			"  --insecure                 no authentication: every client that reaches a\n"
-			"                             listener has full access\n"
-			"  --socket-mode MODE         mode of unix socket files (default 0600; 0660 lets\n"
-			"                             the group in; world access only with --insecure)\n"
-			"TLS:\n"
-			"  --tls-cert FILE            speak TLS (only) on every tcp: listener, with this\n"
-			"                             PEM certificate (chain); unix: never uses TLS\n"
-			"  --tls-key FILE             its private key (mode 0600); with --tls-cert\n"
-			"  --tls-ca FILE              require client certificates signed by these CAs\n"
-			"Limits:\n"
-			"  --max-connections N        connections open at once (default %d)\n"
-			"  --max-unauthenticated N    of those, not yet authenticated (default %d)\n"
-			"  --handshake-timeout S      seconds from connect to authenticated (default %d)\n"
-			"  --decode-memory-mb N       memory all connections' frames unpack into\n"
-			"                             together; a frame waits for it (default %d)\n"
-			"Storage:\n"
-			"  --session-memory-mb N      memory a write session stages before spilling\n"
-			"                             to disk (default %zu)\n"
-			"  --memory-mb N              memory all write sessions together stage before\n"
-			"                             each spills early, at 1 MB (default %llu; 0: none)\n"
-			"  --merge-threads N          threads of a spilled session's merge at commit\n"
-			"                             (default: the cores, at most 4; at most 8)\n"
-			"  --max-frame-mb N           largest frame accepted from a client (default %u)\n"
-			"  --in-doubt-wait-ms N       how long a commit waits for a prepared session\n"
-			"                             of its tables that recovery has yet to resolve\n"
-			"                             before it fails, retryable (default %d; 0: fail\n"
-			"                             at once)\n"
-			"  --no-sync                  sync nothing: a machine crash may lose committed\n"
-			"                             and prepared transactions (measurements only)\n"
-			"  --statistics               keep RocksDB's statistics: stats then reports\n"
-			"                             the bytes compactions and flushes wrote\n"
-			"  --log-level LEVEL          debug, info (default), warning or error\n"
-			"Replica group (docs/replication.md; all but --raft-dir and --raft-bootstrap\n"
-			"together):\n"
-			"  --raft-id N                this member's id in its group (1, 2, ...)\n"
-			"  --raft-listen IP:PORT      where the members reach this one (an IPv4 address)\n"
-			"  --raft-secret-file FILE    the secret every member of the group holds (at\n"
-			"                             least 32 bytes; mode 0600)\n"
-			"  --raft-dir DIR             the group's log and snapshots (default DATA/raft)\n"
-			"  --raft-bootstrap LIST      the first start of a new group: its members,\n"
-			"                             \"ID@IP:PORT,...\", the same list on each\n"
-			"  --raft-log-entries N       a snapshot every N entries, 2 N kept behind it;\n"
-			"                             a member further behind fetches another's\n"
-			"                             state (default 128; 8 to 100000)\n"
-			"  --help                     show this help and exit\n",
-			TS_VERSION, TS_DEFAULT_MAX_CONNECTIONS, TS_DEFAULT_MAX_UNAUTHENTICATED,
-			TS_DEFAULT_HANDSHAKE_TIMEOUT_S, TS_DEFAULT_DECODE_MEMORY_MB,
-			defaults.session_memory_bytes / TS_MB,
-			(unsigned long long) (defaults.memory_bytes / TS_MB),
-			(unsigned) (TC_FRAME_MAX_DEFAULT / TS_MB), defaults.in_doubt_wait_ms);
-}
-
-/* Report a bad argument and exit the way every bad argument does. */
-static void
-bad_argument(const char *fmt,...)
-__attribute__((format(printf, 1, 2), noreturn));
-
-static void
-bad_argument(const char *fmt,...)
-{
-	va_list		args;
-
-	fprintf(stderr, "tserver: ");
-	va_start(args, fmt);
-	vfprintf(stderr, fmt, args);
-	va_end(args);
-	fprintf(stderr, "\n\n");
-	usage(stderr);
-	exit(EXIT_USAGE);
-}
-
-/* A decimal integer from min to max, or a usage error. */
-static unsigned long
-parse_number(const char *option, const char *text, unsigned long min, unsigned long max)
-{
-	char	   *end = NULL;
-	unsigned long value = 0;
-
-	errno = 0;
-	if (text[0] >= '0' && text[0] <= '9')
-		value = strtoul(text, &end, 10);
-	if (end == NULL || *end != '\0' || errno != 0 || value < min || value > max)
-		bad_argument("%s needs an integer from %lu to %lu, not \"%s\"", option, min, max, text);
-	return value;
-}
+/* The command line as given, and what a reload may change (ts_config.h). */
+static int	given_argc;
+static char **given_argv;
+static const char *config_path;
+static TsReloadable reloadable;
+static char **merged_argv;		/* with the file's options: options point into it */
 
 /*
- * Add the users of list ("UID[,UID...]", each a uid or a user name) to
- * options->allowed_uids, or exit with a usage error.
+ * Tell systemd (Type=notify, $NOTIFY_SOCKET) how the service is: READY=1,
+ * RELOADING=1, STOPPING=1.  Nothing without $NOTIFY_SOCKET.
  */
 static void
-parse_allowed_uids(const char *list, TsMainOptions *options)
+notify_service(const char *state)
 {
-	char	   *copy = strdup(list);
-	char	   *saveptr = NULL;
-	char	   *item;
+	const char *where = getenv("NOTIFY_SOCKET");
+	struct sockaddr_un sun;
+	socklen_t	len;
+	int			fd;
 
-	if (copy == NULL)
-	{
-		fprintf(stderr, "tserver: out of memory\n");
-		exit(1);
-	}
-	for (item = strtok_r(copy, ",", &saveptr); item != NULL;
-		 item = strtok_r(NULL, ",", &saveptr))
-	{
-		uid_t	   *grown;
-		uid_t		uid;
-
-		if (item[0] >= '0' && item[0] <= '9')
-		{
-			char	   *end = NULL;
-			unsigned long value;
-
-			errno = 0;
-			value = strtoul(item, &end, 10);
-			/* (uid_t) -1 means "no uid" to the kernel */
-			if (*end != '\0' || errno != 0 || value >= (unsigned long) (uid_t) -1)
-				bad_argument("--allow-uid: \"%s\" is not a uid", item);
-			uid = (uid_t) value;
-		}
-		else
-		{
-			struct passwd *pw = getpwnam(item);
-
-			if (pw == NULL)
-				bad_argument("--allow-uid: no user is called \"%s\"", item);
-			uid = pw->pw_uid;
-		}
-		grown = realloc(options->allowed_uids,
-						(options->nallowed_uids + 1) * sizeof(uid_t));
-		if (grown == NULL)
-		{
-			fprintf(stderr, "tserver: out of memory\n");
-			exit(1);
-		}
-		options->allowed_uids = grown;
-		options->allowed_uids[options->nallowed_uids++] = uid;
-	}
-	free(copy);
-	if (options->nallowed_uids == 0)
-		bad_argument("--allow-uid needs at least one uid or user name");
+	if (where == NULL || (where[0] != '/' && where[0] != '@') ||
+		strlen(where) >= sizeof(sun.sun_path))
+		return;
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	strcpy(sun.sun_path, where);
+	if (where[0] == '@')
+		sun.sun_path[0] = '\0';	/* an abstract socket */
+	len = (socklen_t) (offsetof(struct sockaddr_un, sun_path) + strlen(where));
+	if ((fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
+		return;
+	if (sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *) &sun, len) < 0)
+		ts_log(TS_LOG_WARNING, "could not tell systemd \"%s\": %s", state, strerror(errno));
+	close(fd);
 }
 
-/*
- * An octal socket file mode: permission bits only, the owner's read and
- * write included (or the server could not use its own socket).
- */
-static mode_t
-parse_socket_mode(const char *text)
-{
-	char	   *end = NULL;
-	unsigned long value = 0;
-
-	errno = 0;
-	if (text[0] >= '0' && text[0] <= '7')
-		value = strtoul(text, &end, 8);
-	if (end == NULL || *end != '\0' || errno != 0 || value > 0777 ||
-		(value & 0600) != 0600)
-		bad_argument("--socket-mode needs an octal mode from 0600 to 0777 with the owner's "
-					 "read and write (such as 0600 or 0660), not \"%s\"", text);
-	return (mode_t) value;
-}
-
-/* Fill options from argv, or exit with a usage error. */
+/* TsServer's reload (SIGHUP), on the accept loop's thread. */
 static void
-parse_arguments(int argc, char **argv, TsMainOptions *options)
+reload_main(void *arg)
 {
-	enum
-	{
-		OPT_DATA = 256, OPT_LISTEN, OPT_TOKEN_FILE, OPT_SESSION_MEMORY, OPT_MEMORY,
-		OPT_MERGE_THREADS, OPT_MAX_FRAME, OPT_NO_SYNC, OPT_STATISTICS, OPT_LOG_LEVEL, OPT_ALLOW_UID, OPT_HELP,
-		OPT_SCOPED_TOKENS, OPT_INSECURE, OPT_SOCKET_MODE, OPT_MAX_CONNECTIONS,
-		OPT_MAX_UNAUTHENTICATED, OPT_HANDSHAKE_TIMEOUT, OPT_DECODE_MEMORY,
-		OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA, OPT_IN_DOUBT_WAIT,
-		OPT_RAFT_ID, OPT_RAFT_LISTEN, OPT_RAFT_DIR, OPT_RAFT_BOOTSTRAP, OPT_RAFT_SECRET,
-		OPT_RAFT_LOG_ENTRIES, OPT_METRICS
-	};
-	static const struct option long_options[] = {
-		{"data", required_argument, NULL, OPT_DATA},
-		{"listen", required_argument, NULL, OPT_LISTEN},
-		{"token-file", required_argument, NULL, OPT_TOKEN_FILE},
-		{"allow-uid", required_argument, NULL, OPT_ALLOW_UID},
-		{"scoped-tokens", required_argument, NULL, OPT_SCOPED_TOKENS},
-		{"insecure", no_argument, NULL, OPT_INSECURE},
-		{"socket-mode", required_argument, NULL, OPT_SOCKET_MODE},
-		{"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
-		{"max-unauthenticated", required_argument, NULL, OPT_MAX_UNAUTHENTICATED},
-		{"handshake-timeout", required_argument, NULL, OPT_HANDSHAKE_TIMEOUT},
-		{"decode-memory-mb", required_argument, NULL, OPT_DECODE_MEMORY},
-		{"tls-cert", required_argument, NULL, OPT_TLS_CERT},
-		{"tls-key", required_argument, NULL, OPT_TLS_KEY},
-		{"tls-ca", required_argument, NULL, OPT_TLS_CA},
-		{"session-memory-mb", required_argument, NULL, OPT_SESSION_MEMORY},
-		{"memory-mb", required_argument, NULL, OPT_MEMORY},
-		{"merge-threads", required_argument, NULL, OPT_MERGE_THREADS},
-		{"max-frame-mb", required_argument, NULL, OPT_MAX_FRAME},
-		{"in-doubt-wait-ms", required_argument, NULL, OPT_IN_DOUBT_WAIT},
-		{"no-sync", no_argument, NULL, OPT_NO_SYNC},
-		{"statistics", no_argument, NULL, OPT_STATISTICS},
-		{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
-		{"help", no_argument, NULL, OPT_HELP},
-		{"raft-id", required_argument, NULL, OPT_RAFT_ID},
-		{"raft-listen", required_argument, NULL, OPT_RAFT_LISTEN},
-		{"raft-dir", required_argument, NULL, OPT_RAFT_DIR},
-		{"raft-bootstrap", required_argument, NULL, OPT_RAFT_BOOTSTRAP},
-		{"raft-secret-file", required_argument, NULL, OPT_RAFT_SECRET},
-		{"raft-log-entries", required_argument, NULL, OPT_RAFT_LOG_ENTRIES},
-		{"metrics", required_argument, NULL, OPT_METRICS},
-		{NULL, 0, NULL, 0}
-	};
-	TsStoreOptions store_defaults;
-	int			opt;
+	notify_service("RELOADING=1");
+	ts_config_reload(config_path, given_argc, given_argv, arg, &reloadable);
+	notify_service("READY=1");
+}
 
-	memset(options, 0, sizeof(*options));
-	ts_store_default_options(&store_defaults);
-	options->session_memory_mb = store_defaults.session_memory_bytes / TS_MB;
-	options->memory_mb = (size_t) (store_defaults.memory_bytes / TS_MB);
-	options->max_frame_mb = TC_FRAME_MAX_DEFAULT / TS_MB;
-	options->in_doubt_wait_ms = store_defaults.in_doubt_wait_ms;
-	options->raft_log_entries = 128;
-	options->log_level = TS_LOG_INFO;
-	options->socket_mode = 0600;
-	options->max_connections = TS_DEFAULT_MAX_CONNECTIONS;
-	options->max_unauthenticated = TS_DEFAULT_MAX_UNAUTHENTICATED;
-	options->handshake_timeout_s = TS_DEFAULT_HANDSHAKE_TIMEOUT_S;
-	options->decode_memory_mb = TS_DEFAULT_DECODE_MEMORY_MB;
-	/* every --listen is an argument, so argc bounds their number */
-	options->listen = calloc((size_t) argc, sizeof(TcAddress));
-	if (options->listen == NULL)
-	{
-		fprintf(stderr, "tserver: out of memory\n");
-		exit(1);
-	}
+/* SIGHUP: ask the server to reload; async-signal-safe. */
+static void
+reload_signal_handler(int signo)
+{
+	TsServer   *server = signal_server;
 
-	while ((opt = getopt_long(argc, argv, "", long_options, NULL)) != -1)
-	{
-		char		err[256];
-
-		switch (opt)
-		{
-			case OPT_DATA:
-				if (optarg[0] == '\0')
-					bad_argument("--data needs a directory");
-				options->data_dir = optarg;
-				break;
-			case OPT_LISTEN:
-				if (tc_address_is_null(optarg))
-					bad_argument("cannot listen on \"%s\": null: is a client-side transport", optarg);
-				if (!tc_address_parse(optarg, &options->listen[options->nlisten],
-									  err, sizeof(err)))
-					bad_argument("%s", err);
-				options->nlisten++;
-				break;
-			case OPT_TOKEN_FILE:
-				options->token_file = optarg;
-				break;
-			case OPT_ALLOW_UID:
-				parse_allowed_uids(optarg, options);
-				break;
-			case OPT_SCOPED_TOKENS:
-				options->scoped_tokens_file = optarg;
-				break;
-			case OPT_INSECURE:
-				options->insecure = true;
-				break;
-			case OPT_SOCKET_MODE:
-				options->socket_mode = parse_socket_mode(optarg);
-				break;
-			case OPT_MAX_CONNECTIONS:
-				options->max_connections =
-					(int) parse_number("--max-connections", optarg, 1, 1000000);
-				break;
-			case OPT_MAX_UNAUTHENTICATED:
-				options->max_unauthenticated =
-					(int) parse_number("--max-unauthenticated", optarg, 1, 1000000);
-				break;
-			case OPT_HANDSHAKE_TIMEOUT:
-				options->handshake_timeout_s =
-					(int) parse_number("--handshake-timeout", optarg, 1, 3600);
-				break;
-			case OPT_DECODE_MEMORY:
-				options->decode_memory_mb = parse_number("--decode-memory-mb", optarg, 1, 1024 * 1024);
-				break;
-			case OPT_TLS_CERT:
-				options->tls_cert = optarg;
-				break;
-			case OPT_TLS_KEY:
-				options->tls_key = optarg;
-				break;
-			case OPT_TLS_CA:
-				options->tls_ca = optarg;
-				break;
-			case OPT_SESSION_MEMORY:
-				/* up to 1 TiB: far beyond any machine, well within size_t */
-				options->session_memory_mb =
-					parse_number("--session-memory-mb", optarg, 1, 1024 * 1024);
-				break;
-			case OPT_MEMORY:
-				options->memory_mb = parse_number("--memory-mb", optarg, 0, 1024 * 1024);
-				break;
-			case OPT_MERGE_THREADS:
-				options->merge_threads =
-					(int) parse_number("--merge-threads", optarg, 1, TS_MERGE_THREADS_MAX);
-				break;
-			case OPT_MAX_FRAME:
-				/* a frame's length is a 32-bit field */
-				options->max_frame_mb =
-					(uint32_t) parse_number("--max-frame-mb", optarg, 1, 4095);
-				break;
-			case OPT_IN_DOUBT_WAIT:
-				options->in_doubt_wait_ms =
-					(int) parse_number("--in-doubt-wait-ms", optarg, 0, TS_IN_DOUBT_WAIT_MS_MAX);
-				break;
-			case OPT_NO_SYNC:
-				options->no_sync = true;
-				break;
-			case OPT_STATISTICS:
-				options->statistics = true;
-				break;
-			case OPT_LOG_LEVEL:
-				if (strcmp(optarg, "debug") == 0)
-					options->log_level = TS_LOG_DEBUG;
-				else if (strcmp(optarg, "info") == 0)
-					options->log_level = TS_LOG_INFO;
-				else if (strcmp(optarg, "warning") == 0)
-					options->log_level = TS_LOG_WARNING;
-				else if (strcmp(optarg, "error") == 0)
-					options->log_level = TS_LOG_ERROR;
-				else
-					bad_argument("--log-level must be debug, info, warning or error, not \"%s\"",
-								 optarg);
-				break;
-			case OPT_RAFT_ID:
-				options->raft_id = parse_number("--raft-id", optarg, 1, 1000000);
-				break;
-			case OPT_RAFT_LISTEN:
-				if (strlen(optarg) >= TS_RAFT_ADDRESS_MAX || strchr(optarg, ':') == NULL)
-					bad_argument("--raft-listen needs IP:PORT, not \"%s\"", optarg);
-				options->raft_listen = optarg;
-				break;
-			case OPT_RAFT_DIR:
-				options->raft_dir = optarg;
-				break;
-			case OPT_RAFT_BOOTSTRAP:
-				options->raft_bootstrap = optarg;
-				break;
-			case OPT_RAFT_SECRET:
-				options->raft_secret_file = optarg;
-				break;
-			case OPT_METRICS:
-				if (!tc_address_parse(optarg, &options->metrics, err, sizeof(err)))
-					bad_argument("%s", err);
-				if (options->metrics.kind != TC_ADDRESS_TCP)
-					bad_argument("--metrics takes tcp:HOST:PORT, not \"%s\"", optarg);
-				options->has_metrics = true;
-				break;
-			case OPT_RAFT_LOG_ENTRIES:
-				options->raft_log_entries =
-					(unsigned) parse_number("--raft-log-entries", optarg, 8, 100000);
-				break;
-			case OPT_HELP:
-				usage(stdout);
-				exit(0);
-			default:
-				/* getopt_long has said what is wrong */
-				fprintf(stderr, "\n");
-				usage(stderr);
-				exit(EXIT_USAGE);
-		}
-	}
-	if (optind < argc)
-		bad_argument("unexpected argument \"%s\"", argv[optind]);
-	if (options->data_dir == NULL)
-		bad_argument("--data is required");
-	if (options->nlisten == 0)
-		bad_argument("at least one --listen is required");
-	if ((options->tls_cert != NULL) != (options->tls_key != NULL))
-		bad_argument("--tls-cert and --tls-key go together");
-	if (options->tls_ca != NULL && options->tls_cert == NULL)
-		bad_argument("--tls-ca needs --tls-cert and --tls-key");
-
-	/* secure by default: no client gets in unauthenticated unless asked for */
-	if (options->token_file == NULL && options->scoped_tokens_file == NULL &&
-		options->nallowed_uids == 0 && !options->insecure)
-		bad_argument("no way to authenticate clients: give --token-file FILE, --scoped-tokens FILE "
-					 "or --allow-uid UID (unix sockets), or --insecure to let every client that "
-					 "reaches a listener in with full access");
-	if ((options->socket_mode & S_IWOTH) && !options->insecure)
-		bad_argument("--socket-mode %04o lets every local user connect: use a group mode "
-					 "(0660), or add --insecure", (unsigned) options->socket_mode);
-	if ((options->raft_id != 0) != (options->raft_listen != NULL) ||
-		(options->raft_id != 0) != (options->raft_secret_file != NULL))
-		bad_argument("a replica group's member needs --raft-id, --raft-listen and "
-					 "--raft-secret-file together");
-	if (options->raft_id == 0 && (options->raft_dir != NULL || options->raft_bootstrap != NULL))
-		bad_argument("--raft-dir and --raft-bootstrap need --raft-id");
-	if (options->max_unauthenticated > options->max_connections)
-		options->max_unauthenticated = options->max_connections;
-
-	/* a tcp client has no uid to check: it would get in unchecked */
-	if (options->nallowed_uids > 0 && options->token_file == NULL &&
-		options->scoped_tokens_file == NULL)
-	{
-		for (int i = 0; i < options->nlisten; i++)
-		{
-			if (options->listen[i].kind == TC_ADDRESS_TCP)
-				bad_argument("--allow-uid cannot check tcp clients: use --token-file too, or listen on unix sockets only");
-		}
-	}
+	(void) signo;
+	if (server != NULL)
+		ts_server_request_reload(server);
 }
 
 /* SIGTERM, SIGINT: ask the server to stop; async-signal-safe. */
@@ -535,6 +116,9 @@ set_signal_handlers(void (*handler) (int))
 	sa.sa_flags = SA_RESTART;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	/* SIGHUP reloads once serving; ignored until then, and after */
+	sa.sa_handler = handler == shutdown_signal_handler ? reload_signal_handler : SIG_IGN;
+	sigaction(SIGHUP, &sa, NULL);
 	sa.sa_handler = SIG_IGN;
 	sigaction(SIGPIPE, &sa, NULL);
 }
@@ -657,7 +241,18 @@ main(int argc, char **argv)
 	/* its path, not /proc/self/exe's name: ps and pkill know it as tserver */
 	if (readlink("/proc/self/exe", main_path, sizeof(main_path) - 1) < 0)
 		snprintf(main_path, sizeof(main_path), "/proc/self/exe");
-	parse_arguments(argc, argv, &options);
+	given_argc = argc;
+	given_argv = argv;
+	config_path = ts_config_path(argc, argv);
+	if (config_path != NULL)
+	{
+		/* the file's options first: the command line's come after, and win */
+		if (ts_config_merge(config_path, argc, argv, ts_options_kind,
+							&argc, &merged_argv, err, sizeof(err)) != 0)
+			ts_options_bad("%s", err);
+		argv = merged_argv;
+	}
+	ts_options_parse(argc, argv, &options);
 	ts_log_min_level = options.log_level;
 	set_signal_handlers(SIG_DFL);
 
@@ -728,7 +323,17 @@ main(int argc, char **argv)
 		goto done;
 	}
 
-	/* from here a signal is a request to stop, honoured once serving */
+	reloadable.log_level = options.log_level;
+	reloadable.max_connections = options.max_connections;
+	reloadable.max_unauthenticated = options.max_unauthenticated;
+	reloadable.handshake_timeout_s = options.handshake_timeout_s;
+	reloadable.token_file = options.token_file;
+	reloadable.scoped_tokens_file = options.scoped_tokens_file;
+	reloadable.uids_admit = options.nallowed_uids > 0;
+	reloadable.insecure = options.insecure;
+	ts_server_set_reload(server, reload_main, server);
+
+	/* from here a signal is a request to stop (or SIGHUP, to reload), honoured once serving */
 	signal_server = server;
 	set_signal_handlers(shutdown_signal_handler);
 
@@ -829,8 +434,10 @@ main(int argc, char **argv)
 	}
 
 	ts_log(TS_LOG_INFO, "tserver ready");
+	notify_service("READY=1");
 	if (ts_server_run(server, store) == 0)
 		status = 0;
+	notify_service("STOPPING=1");
 	ts_log(TS_LOG_INFO, "closing the store");
 
 done:

@@ -257,6 +257,7 @@ main(void)
 	char		err[256];
 	TsStoreOptions options;
 	TsError		store_err;
+	TsCredentials creds = {0};
 	int			result;
 
 	if (mkdtemp(data_dir) == NULL)
@@ -273,8 +274,9 @@ main(void)
 		fprintf(stderr, "%s\n", store_err.message);
 		return 1;
 	}
-	if (ts_auth_add(&shared.credentials, NULL, (const uint8_t *) "admin", 5, err, sizeof(err)) != 0 ||
-		ts_auth_add(&shared.credentials, "ns.", (const uint8_t *) "scoped", 6, err, sizeof(err)) != 0)
+	if (ts_auth_add(&creds, NULL, (const uint8_t *) "admin", 5, err, sizeof(err)) != 0 ||
+		ts_auth_add(&creds, "ns.", (const uint8_t *) "scoped", 6, err, sizeof(err)) != 0 ||
+		ts_proto_set_credentials(&shared, &creds) != 0)
 	{
 		fprintf(stderr, "%s\n", err);
 		return 1;

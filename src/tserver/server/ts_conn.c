@@ -67,7 +67,7 @@ conn_elapsed_ms(const TsConn *conn)
 static int
 conn_handshake_timed_out(TsConn *conn, TsError *err)
 {
-	int			limit_ms = conn->ctx->handshake_timeout_ms;
+	int			limit_ms = atomic_load(&conn->ctx->handshake_timeout_ms);
 
 	if (limit_ms % 1000 == 0)
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
@@ -85,7 +85,7 @@ conn_handshake_timed_out(TsConn *conn, TsError *err)
 static int
 conn_handshake_seconds_left(const TsConn *conn)
 {
-	long		left_ms = conn->ctx->handshake_timeout_ms - conn_elapsed_ms(conn);
+	long		left_ms = atomic_load(&conn->ctx->handshake_timeout_ms) - conn_elapsed_ms(conn);
 
 	return left_ms > 1000 ? (int) ((left_ms + 999) / 1000) : 1;
 }
@@ -113,7 +113,7 @@ conn_wait_handshake(TsConn *conn, TsError *err)
 	for (;;)
 	{
 		struct pollfd pfd = {.fd = conn->fd,.events = POLLIN};
-		long		left_ms = conn->ctx->handshake_timeout_ms - conn_elapsed_ms(conn);
+		long		left_ms = atomic_load(&conn->ctx->handshake_timeout_ms) - conn_elapsed_ms(conn);
 		int			n;
 
 		if (left_ms <= 0)
@@ -381,7 +381,7 @@ static int
 conn_check_peer(const TsConn *conn, bool *admitted, TsError *err)
 {
 	const TsConnContext *ctx = conn->ctx;
-	bool		tokens = ctx->shared->credentials.n > 0;
+	bool		tokens = atomic_load(&ctx->shared->credentials)->n > 0;
 
 	*admitted = false;
 	if (ctx->nallowed_uids == 0 && !tokens)

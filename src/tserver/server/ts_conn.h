@@ -38,7 +38,8 @@ typedef struct TsConnContext
 	TsProtoShared *shared;		/* store, token, frame limit, counters */
 	const uid_t *allowed_uids;	/* unix peers running as one of these are */
 	size_t		nallowed_uids;	/* admitted without a token */
-	int			handshake_timeout_ms;	/* from accept to READY, in all */
+	atomic_int	handshake_timeout_ms;	/* from accept to READY, in all (a
+										 * reload may change it) */
 	atomic_int *unauthenticated;	/* connections before READY, the server's */
 	const atomic_bool *shutdown_requested;	/* once set: no Error frames */
 	struct ssl_ctx_st *tls_ctx; /* TLS on every tcp: connection; NULL: none */

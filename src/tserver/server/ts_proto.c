@@ -71,12 +71,49 @@ ts_proto_shared_init(TsProtoShared *shared, uint32_t max_frame_bytes)
 	atomic_init(&shared->bytes_received, 0);
 	atomic_init(&shared->decode_in_use, 0);
 	shared->decode_wait_ms = PROTO_DECODE_WAIT_MS;
+	/* none yet, never NULL (calloc failing leaves it NULL: set_credentials then) */
+	atomic_init(&shared->credentials, calloc(1, sizeof(TsCredentials)));
+}
+
+int
+ts_proto_set_credentials(TsProtoShared *shared, TsCredentials *creds)
+{
+	TsCredentials *fresh = malloc(sizeof(TsCredentials));
+	TsCredentials **grown = realloc(shared->retired,
+									(shared->nretired + 1) * sizeof(TsCredentials *));
+	TsCredentials *old;
+
+	if (grown != NULL)
+		shared->retired = grown;
+	if (fresh == NULL || grown == NULL)
+	{
+		free(fresh);
+		return -1;
+	}
+	*fresh = *creds;
+	memset(creds, 0, sizeof(*creds));
+	old = atomic_exchange(&shared->credentials, fresh);
+	if (old != NULL)
+		shared->retired[shared->nretired++] = old;
+	return 0;
 }
 
 void
 ts_proto_shared_free(TsProtoShared *shared)
 {
-	ts_auth_free(&shared->credentials);
+	TsCredentials *creds = atomic_load(&shared->credentials);
+
+	if (creds != NULL)
+	{
+		ts_auth_free(creds);
+		free(creds);
+	}
+	for (size_t i = 0; i < shared->nretired; i++)
+	{
+		ts_auth_free(shared->retired[i]);
+		free(shared->retired[i]);
+	}
+	free(shared->retired);
 }
 
 uint32_t
@@ -351,7 +388,7 @@ ts_proto_greet(TsProto *proto, bool admitted, TsError *err)
 	hello.nonce.data = proto->nonce;
 	hello.nonce.len = sizeof(proto->nonce);
 	hello.auth_required = proto->auth_required;
-	hello.auth_offered = shared->credentials.n > 0;
+	hello.auth_offered = atomic_load(&shared->credentials)->n > 0;
 	return ts_proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_SERVER_HELLO, &hello.base, err);
 }
 
@@ -365,8 +402,9 @@ proto_check_proof(TsProto *proto, const Tcopy__Hello *hello,
 				  uint8_t server_proof[TC_AUTH_SIZE], TsError *err)
 {
 	const TsCredential *cred;
+	const TsCredentials *creds = atomic_load(&proto->shared->credentials);
 
-	if (proto->shared->credentials.n == 0)
+	if (creds->n == 0)
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
 					 "authentication failed: HELLO carries a proof, but this server holds no tokens");
@@ -380,7 +418,7 @@ proto_check_proof(TsProto *proto, const Tcopy__Hello *hello,
 		return -1;
 	}
 	/* bound to both nonces: a proof seen elsewhere fails */
-	cred = ts_auth_find(&proto->shared->credentials, proto->nonce, hello->nonce.data,
+	cred = ts_auth_find(creds, proto->nonce, hello->nonce.data,
 						hello->auth.data, hello->auth.len);
 	if (cred == NULL)
 	{

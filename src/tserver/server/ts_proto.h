@@ -41,7 +41,12 @@ typedef struct TsProtoShared
 {
 	TsStore    *store;
 	TsGroup    *group;			/* a replica group member's; NULL: alone */
-	TsCredentials credentials;	/* tokens accepted; none: no token auth */
+	TsCredentials *_Atomic credentials; /* tokens accepted (never NULL; none:
+										 * no token auth); replaced whole at a
+										 * reload (ts_proto_set_credentials) */
+	TsCredentials **retired;	/* replaced ones, [nretired]: a connection
+								 * proven with one keeps pointing into it */
+	size_t		nretired;
 	uint32_t	max_frame_bytes;	/* largest payload accepted from a client */
 	size_t		decode_total_bytes; /* all connections' frames unpack into at
 									 * most this together; 0: no total */
@@ -118,6 +123,13 @@ typedef struct TsProto
  * (ts_auth_add to shared->credentials), no total decode budget yet.
  */
 void		ts_proto_shared_init(TsProtoShared *shared, uint32_t max_frame_bytes);
+
+/*
+ * Accept creds (taken over, emptied) from now on, instead of the current
+ * ones, which are kept until ts_proto_shared_free.  0, or -1 (out of
+ * memory: nothing changed).  One thread at a time.
+ */
+int			ts_proto_set_credentials(TsProtoShared *shared, TsCredentials *creds);
 
 /* Forget the credentials. */
 void		ts_proto_shared_free(TsProtoShared *shared);

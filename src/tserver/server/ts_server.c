@@ -15,7 +15,7 @@
  * registry under the same lock and calls shutdown(2) on every fd still
  * open, so it never touches a descriptor number that has been reused.
  */
-#include "ts_server.h"
+#include "ts_server_int.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -41,55 +41,6 @@
 #define TS_ACCEPT_PAUSE_MS 100	/* back-off when out of descriptors */
 #define TS_REFUSAL_LOG_MS 1000	/* at most one line of refusals per second */
 
-/* A listening socket. */
-typedef struct TsListener
-{
-	int			fd;
-	char		name[300];		/* "unix:PATH" or "tcp:HOST:PORT", for logs */
-	bool		is_unix;
-	char		path[108];		/* unix: the socket file, unlinked at close */
-	dev_t		dev;			/* unix: the file we bound, so that we never */
-	ino_t		ino;			/* unlink a later server's socket */
-} TsListener;
-
-struct TsServer
-{
-	/* fixed once ts_server_run starts */
-	TsProtoShared shared;		/* what every connection's protocol reads */
-	TsConnContext conn_ctx;		/* what every connection's thread reads */
-	uid_t	   *allowed_uids;	/* [nallowed_uids]: admitted without a token */
-	size_t		nallowed_uids;
-	mode_t		socket_mode;	/* of the unix socket files */
-	int			max_connections;
-	int			max_unauthenticated;
-	atomic_int	unauthenticated;	/* connections before READY */
-
-	/* refusals at accept, logged at most once per TS_REFUSAL_LOG_MS */
-	struct timespec refusal_logged_at;
-	uint64_t	refusals_unlogged;
-
-	/* unauthenticated connections shut down for newer ones (accept loop's) */
-	_Atomic uint64_t evictions;
-	uint64_t	evictions_logged;
-	struct timespec eviction_logged_at;
-
-	/* refusals at accept by reason, for the metrics */
-	_Atomic uint64_t refused_connections;	/* --max-connections */
-	_Atomic uint64_t refused_unauthenticated;	/* --max-unauthenticated */
-	TsMetrics  *metrics;		/* NULL: no --metrics */
-
-	TsListener *listeners;
-	int			nlisteners;
-	int			wakeup_pipe[2]; /* written by signal handler and exiting
-								 * threads, read by the accept loop */
-	atomic_bool shutdown_requested;
-
-	/* registry of connections, so that shutdown can reach each of them */
-	pthread_mutex_t conns_lock;
-	pthread_cond_t conns_changed;	/* a thread has moved itself to done */
-	TsConn	   *live_conns;		/* threads running */
-	TsConn	   *done_conns;		/* threads finished, to be joined */
-};
 
 static void server_close_listeners(TsServer *server);
 static void server_conn_exit(TsConn *conn, void *arg);
@@ -120,10 +71,15 @@ ts_server_create(const TsServerConfig *config, char *err, size_t errlen)
 	atomic_init(&server->shutdown_requested, false);
 	atomic_init(&server->unauthenticated, 0);
 	ts_proto_shared_init(&server->shared, config->max_frame_bytes);
-	if (config->credentials != NULL)
 	{
-		server->shared.credentials = *config->credentials;
-		memset(config->credentials, 0, sizeof(*config->credentials));
+		TsCredentials none = {0};
+
+		if (ts_proto_set_credentials(&server->shared,
+									 config->credentials != NULL ? config->credentials : &none) != 0)
+		{
+			snprintf(err, errlen, "out of memory");
+			goto err;
+		}
 	}
 	server->shared.decode_total_bytes = config->decode_total_bytes;
 	server->shared.stopping = &server->shutdown_requested;
@@ -145,7 +101,7 @@ ts_server_create(const TsServerConfig *config, char *err, size_t errlen)
 	server->conn_ctx.shared = &server->shared;
 	server->conn_ctx.allowed_uids = server->allowed_uids;
 	server->conn_ctx.nallowed_uids = server->nallowed_uids;
-	server->conn_ctx.handshake_timeout_ms = config->handshake_timeout_ms;
+	atomic_init(&server->conn_ctx.handshake_timeout_ms, config->handshake_timeout_ms);
 	server->conn_ctx.unauthenticated = &server->unauthenticated;
 	server->conn_ctx.shutdown_requested = &server->shutdown_requested;
 	server->conn_ctx.tls_ctx = config->tls_ctx;
@@ -752,101 +708,6 @@ server_shutdown(TsServer *server)
 	server_reap_conns(server, true);
 }
 
-/* TsMetricsCollect: the counters of STATS, the refusals, the group's role. */
-static void
-server_collect_metrics(void *arg, TcBuf *out)
-{
-	TsServer   *server = arg;
-	Tcopy__Stats st = TCOPY__STATS__INIT;
-
-	ts_proto_fill_stats(&server->shared, &st);
-	ts_metrics_put(out, "tcopy_uptime_seconds", "gauge", "Seconds since the tserver started.",
-				   NULL, st.uptime_ms / 1000.0);
-	ts_metrics_put(out, "tcopy_connections_open", "gauge", "Client connections open.", NULL,
-				   (double) st.connections_open);
-	ts_metrics_put(out, "tcopy_connections_total", "counter", "Client connections accepted.",
-				   NULL, (double) st.connections_total);
-	ts_metrics_put(out, "tcopy_connections_refused_total", "counter",
-				   "Connections refused at accept, by the limit that refused them.",
-				   "reason=\"max_connections\"", (double) atomic_load(&server->refused_connections));
-	ts_metrics_put(out, "tcopy_connections_refused_total", "counter", NULL,
-				   "reason=\"max_unauthenticated\"",
-				   (double) atomic_load(&server->refused_unauthenticated));
-	ts_metrics_put(out, "tcopy_connections_evicted_total", "counter",
-				   "Unauthenticated connections closed to make room for newer ones.", NULL,
-				   (double) atomic_load(&server->evictions));
-	ts_metrics_put(out, "tcopy_sessions", "gauge", "Write sessions now, by state.",
-				   "state=\"open\"", (double) st.sessions_open);
-	ts_metrics_put(out, "tcopy_sessions", "gauge", NULL, "state=\"prepared\"",
-				   (double) st.sessions_prepared);
-	ts_metrics_put(out, "tcopy_sessions_ended_total", "counter",
-				   "Write sessions ended, by outcome.", "outcome=\"committed\"",
-				   (double) st.sessions_committed);
-	ts_metrics_put(out, "tcopy_sessions_ended_total", "counter", NULL, "outcome=\"aborted\"",
-				   (double) st.sessions_aborted);
-	ts_metrics_put(out, "tcopy_rows_committed_total", "counter", "Rows committed.", NULL,
-				   (double) st.rows_committed);
-	ts_metrics_put(out, "tcopy_batches_received_total", "counter", "Write batches received.",
-				   NULL, (double) st.batches_received);
-	ts_metrics_put(out, "tcopy_received_bytes_total", "counter",
-				   "Frame bytes received from clients.", NULL, (double) st.bytes_received);
-	ts_metrics_put(out, "tcopy_tables", "gauge", "Tables in the store.", NULL,
-				   (double) st.tables);
-	ts_metrics_put(out, "tcopy_staged_bytes", "gauge",
-				   "Sessions' data held in memory, not yet committed.", NULL,
-				   (double) st.staged_bytes);
-	ts_metrics_put(out, "tcopy_spilled_bytes", "gauge",
-				   "Sessions' data spilled to staging files, not yet committed.", NULL,
-				   (double) st.spilled_bytes);
-	ts_metrics_put(out, "tcopy_peak_rss_bytes", "gauge", "Peak resident memory (VmHWM).",
-				   NULL, st.peak_rss_kb * 1024.0);
-	ts_metrics_put(out, "tcopy_rocksdb_compaction_read_bytes_total", "counter",
-				   "Bytes RocksDB's compactions read (with --statistics).", NULL,
-				   (double) st.compaction_read_bytes);
-	ts_metrics_put(out, "tcopy_rocksdb_compaction_write_bytes_total", "counter",
-				   "Bytes RocksDB's compactions wrote (with --statistics).", NULL,
-				   (double) st.compaction_write_bytes);
-	ts_metrics_put(out, "tcopy_rocksdb_flush_write_bytes_total", "counter",
-				   "Bytes RocksDB's flushes wrote (with --statistics).", NULL,
-				   (double) st.flush_write_bytes);
-	ts_metrics_put(out, "tcopy_rocksdb_wal_syncs_total", "counter",
-				   "Syncs of RocksDB's write-ahead log (with --statistics).", NULL,
-				   (double) st.wal_syncs);
-	if (server->shared.group != NULL)
-		ts_metrics_put(out, "tcopy_group_leader", "gauge",
-					   "1 while this replica group member leads and serves, else 0.", NULL,
-					   ts_group_epoch(server->shared.group) != 0 ? 1 : 0);
-}
-
-int
-ts_server_metrics_listen(TsServer *server, TsStore *store, const TcAddress *addr, char *err,
-						 size_t errlen)
-{
-	struct addrinfo *addrs = NULL;
-	char		name[300];
-	int			fd;
-
-	if (addr->kind != TC_ADDRESS_TCP)
-	{
-		snprintf(err, errlen, "--metrics takes tcp:HOST:PORT");
-		return -1;
-	}
-	snprintf(name, sizeof(name), "tcp:%s:%s", addr->host, addr->port);
-	if (tc_net_resolve(addr->host, addr->port, true, name, &addrs, err, errlen) != TC_NET_OK)
-		return -1;
-	fd = tc_net_tcp_listen(addrs, 16, name, err, errlen);
-	freeaddrinfo(addrs);
-	if (fd < 0)
-		return -1;
-	tc_net_local_address(fd, name, sizeof(name));
-	server->shared.store = store;	/* before the thread reads it */
-	server->metrics = ts_metrics_start(fd, server_collect_metrics, server, err, errlen);
-	if (server->metrics == NULL)
-		return -1;
-	ts_log(TS_LOG_INFO, "metrics on %s (GET /metrics)", name);
-	return 0;
-}
-
 void
 ts_server_set_group(TsServer *server, TsGroup *group)
 {
@@ -898,6 +759,8 @@ ts_server_run(TsServer *server, TsStore *store)
 		server_reap_conns(server, false);
 		if (atomic_load(&server->shutdown_requested))
 			break;
+		if (atomic_exchange(&server->reload_requested, false) && server->reload != NULL)
+			server->reload(server->reload_arg);
 		if (paused)
 		{
 			paused = false;

@@ -65,6 +65,24 @@ int			ts_server_metrics_listen(TsServer *server, TsStore *store, const TcAddress
 void		ts_server_set_group(TsServer *server, TsGroup *group);
 
 /*
+ * What a reload (SIGHUP) runs, on the accept loop's thread, between
+ * accepts: it may call the setters below.  Ask for one with
+ * ts_server_request_reload (async-signal-safe).
+ */
+void		ts_server_set_reload(TsServer *server, void (*reload) (void *arg), void *arg);
+void		ts_server_request_reload(TsServer *server);
+
+/* New connection limits, for connections accepted from now on. */
+void		ts_server_set_limits(TsServer *server, int max_connections,
+								 int max_unauthenticated, int handshake_timeout_ms);
+
+/*
+ * Accept creds (taken over) from now on; connections proven with the old
+ * ones keep theirs.  0, or -1 (out of memory: the old ones stay).
+ */
+int			ts_server_set_credentials(TsServer *server, TsCredentials *creds);
+
+/*
  * Ask the accept loop to shut the server down.  Async-signal-safe: this is
  * what the SIGTERM and SIGINT handlers call.
  */

@@ -6,6 +6,8 @@
 #ifndef TS_LOG_H
 #define TS_LOG_H
 
+#include <stdbool.h>
+
 typedef enum TsLogLevel
 {
 	TS_LOG_DEBUG,
@@ -15,6 +17,11 @@ typedef enum TsLogLevel
 } TsLogLevel;
 
 extern TsLogLevel ts_log_min_level;
+/*
+ * One JSON object a line instead of text: {"time":"2026-12-05T19:13:32.957Z",
+ * "level":"info","message":"..."} (tserver --log-format json).
+ */
+extern bool ts_log_json;
 
 void		ts_log(TsLogLevel level, const char *fmt,...)
 			__attribute__((format(printf, 2, 3)));

@@ -1,0 +1,186 @@
+# 027_config.pl
+#	The tserver as a service (issue 29): its configuration file, SIGHUP,
+#	systemd's readiness protocol and unit.
+#	- --config FILE sets options ("name = value", comments, an option
+#	  without a value as true); the command line's options win;
+#	- an unknown option, a world-writable file, a file naming another are
+#	  refused at start, naming the file and line;
+#	- SIGHUP reads the file again: the log level, the limits
+#	  (max-unauthenticated) and the tokens (a rotated token file: the old
+#	  token refused, the new one accepted, a connection proven before goes
+#	  on); a bad value is logged and leaves the option as it was;
+#	- with $NOTIFY_SOCKET, READY=1 once it listens, RELOADING=1 and
+#	  READY=1 around a reload, STOPPING=1 at SIGTERM;
+#	- --log-format json: every line a JSON object (time, level, message),
+#	  quotes and backslashes escaped;
+#	- packaging/tserver.service passes systemd-analyze verify.
+use strict;
+use warnings;
+
+use FindBin;
+use lib "$FindBin::Bin/../lib";
+use File::Temp qw(tempdir);
+use IO::Socket::INET;
+use JSON::PP;
+use IO::Socket::UNIX;
+use Socket qw(SOCK_DGRAM);
+use Test::More;
+use Time::HiRes qw(sleep time);
+use TcopyTest qw(:all);
+use TcopyGroup;
+
+my $dir = tempdir('tcfgXXXXXX', DIR => '/tmp', CLEANUP => !$ENV{TCOPY_TEST_KEEP});
+my ($port, $port2) = TcopyGroup::free_ports(2);
+my $tcp = "tcp:127.0.0.1:$port";
+
+sub write_file
+{
+	my ($path, $text, $mode) = @_;
+	open(my $fh, '>', $path) or die "$path: $!";
+	print $fh $text;
+	close $fh;
+	chmod($mode // 0600, $path);
+}
+
+my $token1 = 'a' x 40;
+my $token2 = 'b' x 40;
+write_file("$dir/token", "$token1\n");
+write_file("$dir/token.old", "$token1\n");
+write_file("$dir/token.new", "$token2\n");
+my $conf = "$dir/tserver.conf";
+write_file($conf, <<"EOF", 0640);
+# the tserver's configuration
+listen = tcp:127.0.0.1:$port2
+token-file = $dir/token
+log-level = debug
+max-unauthenticated = 32
+handshake-timeout = 10
+statistics
+no-sync = false
+EOF
+
+# systemd's notification socket, ours
+my $notify_path = "$dir/notify.sock";
+my $notify = IO::Socket::UNIX->new(Type => SOCK_DGRAM, Local => $notify_path) or die "notify: $!";
+local $ENV{NOTIFY_SOCKET} = $notify_path;
+
+sub notes
+{
+	my ($timeout) = @_;
+	my @got;
+	my $deadline = time() + ($timeout // 5);
+	while (time() < $deadline)
+	{
+		my $rin = '';
+		vec($rin, fileno($notify), 1) = 1;
+		last unless select(my $rout = $rin, undef, undef, 0.2) || @got == 0;
+		if (defined $notify->recv(my $msg, 4096, 0x40))		# MSG_DONTWAIT
+		{
+			push @got, $msg if length $msg;
+		}
+	}
+	return join(',', @got);
+}
+
+# tcp clients with the token, as tserver-cli
+sub wait_until
+{
+	my ($cond, $timeout) = @_;
+	my $deadline = time() + $timeout;
+	while (time() < $deadline)
+	{
+		return 1 if $cond->();
+		sleep(0.1);
+	}
+	return $cond->();
+}
+
+sub tcp_ping
+{
+	my ($ts, $token_file) = @_;
+	return $ts->cli('--address', $tcp, '--token-file', $token_file, '--sslmode', 'disable', 'ping');
+}
+
+my $ts = TcopyTest->new(extra_args => [ '--config', $conf ]);
+ok($ts->start('--listen', $tcp, '--handshake-timeout', 7), 'the tserver starts with --config');
+like(notes(), qr/READY=1/, 'it tells systemd it is ready');
+is(tcp_ping($ts, "$dir/token")->{rc}, 0, 'the file\'s token-file applies');
+like($ts->log_contents, qr/ DEBUG: /, 'the file\'s log-level (debug) applies');
+unlike($ts->log_contents, qr/listening on tcp:127\.0\.0\.1:$port2/,
+	'the command line\'s listen wins over the file\'s');
+is($ts->cli('--address', $tcp, '--token-file', "$dir/token", '--sslmode', 'disable', 'load', 't',
+	'--rows', 100)->{rc}, 0, 'a load');
+my $r = $ts->cli('--address', $tcp, '--token-file', "$dir/token", '--sslmode', 'disable', 'stats');
+my ($syncs) = $r->{out} =~ /^wal_syncs: (\d+)$/m;
+ok(($syncs // 0) > 0, "an option without a value (statistics) applies: RocksDB counts WAL syncs ($syncs)");
+
+# SIGHUP: a rotated token, a new log level, a new limit
+my $held = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $port, Proto => 'tcp');
+ok($held, 'a connection is open before the reload');
+write_file("$dir/token", "$token2\n");
+my $c = do { local $/; open(my $fh, '<', $conf) or die; <$fh> };
+$c =~ s/max-unauthenticated = 32/max-unauthenticated = 5/;
+$c =~ s/handshake-timeout = 10/handshake-timeout = 20/;
+write_file($conf, $c, 0640);
+kill 'HUP', $ts->pid;
+like(notes(), qr/RELOADING=1.*READY=1/, 'around the reload it tells systemd RELOADING=1, then READY=1');
+ok(wait_until(sub { $ts->log_contents =~ /reload: tokens read again/ }, 10),
+	'the tokens are read again');
+like($ts->log_contents, qr/reload: max-unauthenticated 32 -> 5/, 'the limit is changed');
+unlike($ts->log_contents, qr/reload: handshake-timeout/, 'one the command line set is not');
+isnt(tcp_ping($ts, "$dir/token.old")->{rc}, 0, 'the old token is refused');
+is(tcp_ping($ts, "$dir/token.new")->{rc}, 0, 'the new token is accepted');
+ok(kill(0, $ts->pid), 'the tserver runs on');
+
+# a bad value: logged, the rest applies
+$c =~ s/log-level = debug/log-level = loud/;
+$c =~ s/max-unauthenticated = 5/max-unauthenticated = lots/;
+write_file($conf, $c, 0640);
+kill 'HUP', $ts->pid;
+ok(wait_until(sub { $ts->log_contents =~ /max-unauthenticated must be a number/ }, 10),
+	'a bad number is logged');
+like($ts->log_contents, qr/reload: log-level must be debug, info, warning or error, not "loud": kept/,
+	'a bad log level too');
+is(tcp_ping($ts, "$dir/token.new")->{rc}, 0, 'the tserver serves on with what it had');
+close $held;
+$ts->stop;
+like(notes(), qr/STOPPING=1/, 'at SIGTERM it tells systemd STOPPING=1');
+
+# refusals at start
+my $bad = TcopyTest->new;
+write_file("$dir/bad.conf", "listen = unix:$dir/x.sock\nbogus-option = 1\n");
+ok(!$bad->start('--config', "$dir/bad.conf"), 'an unknown option is refused');
+like($bad->log_contents, qr{tserver: \Q$dir\E/bad\.conf:2: unknown option "bogus-option"}, '... naming the file and line');
+write_file("$dir/open.conf", "log-level = info\n", 0666);
+ok(!$bad->start('--config', "$dir/open.conf"), 'a file anyone may write is refused');
+like($bad->log_contents, qr/may be written by anyone/, '... saying so');
+write_file("$dir/nest.conf", "config = $conf\n");
+ok(!$bad->start('--config', "$dir/nest.conf"), 'a file naming another is refused');
+write_file("$dir/flag.conf", "no-sync = maybe\n");
+ok(!$bad->start('--config', "$dir/flag.conf"), 'a flag that is neither true nor false is refused');
+like($bad->log_contents, qr/no-sync takes true or false, not "maybe"/, '... saying so');
+
+# logs a shipper parses: one JSON object a line
+my $js = TcopyTest->new;
+ok($js->start('--log-format', 'json'), 'a tserver logging JSON starts');
+$js->cli_ok('a load', 'load', 'quoted"name\\x', '--rows', 10);
+$js->stop;
+my ($lines, @unparsed) = (0);
+for my $line (split /\n/, $js->log_contents)
+{
+	my $o = eval { JSON::PP::decode_json($line) };
+	$lines++;
+	push @unparsed, $line
+	  unless ref $o eq 'HASH' && $o->{time} =~ /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
+	  && $o->{level} =~ /^(debug|info|warning|error)$/ && defined $o->{message};
+}
+ok($lines > 3, "it logged ($lines lines)");
+is("@unparsed", '', 'every line is a JSON object with time, level and message');
+like($js->log_contents, qr/created table \\"quoted\\"name\\\\x\\"/, 'quotes and backslashes escaped');
+
+# the service unit
+my $unit = "$FindBin::Bin/../../packaging/tserver.service";
+ok(-f $unit, 'the repository has a service unit');
+my $out = `systemd-analyze verify '$unit' 2>&1`;
+is($?, 0, 'systemd-analyze verify passes it') or diag($out);
+done_testing();
