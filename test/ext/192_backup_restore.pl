@@ -27,7 +27,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(sleep time);
 use TcopyTest;
-use TcopyPgTest qw(twopc_setup txn_sql recover_all assert_atomic
+use TcopyPgTest qw(commit_txn archive_wal restore_to_point twopc_setup txn_sql recover_all assert_atomic
   start_paused psql_bg sqlstates wait_until);
 
 my $per = 2000;
@@ -39,11 +39,7 @@ my ($node, $ts) = twopc_setup(
 	tserver => { extra_args => [ '--session-memory-mb', '1' ] });
 $node->safe_psql('postgres', 'CREATE ROLE alice LOGIN');
 
-sub commit_ok
-{
-	my ($n) = @_;
-	$node->safe_psql('postgres', join(";\n", txn_sql($node, $n, per => $per)) . ';');
-}
+sub commit_ok { commit_txn($node, $_[0], per => $per) }
 
 commit_ok($_) for 1 .. 3;
 $node->backup('base');
@@ -83,10 +79,7 @@ is($lrc, 0, 'the transactions around the backup all committed');
 commit_ok($_) for 9 .. 10;
 
 # the restore point archived, then the primary and its tserver gone
-my $segment = $node->safe_psql('postgres', 'SELECT pg_walfile_name(pg_current_wal_lsn())');
-$node->safe_psql('postgres', 'SELECT pg_switch_wal()');
-ok($node->poll_query_until('postgres',
-		"SELECT last_archived_wal >= '$segment' FROM pg_stat_archiver"), 'the WAL is archived');
+ok(archive_wal($node), 'the WAL is archived');
 $node->stop('immediate');
 $p7->finish;
 $p8->finish;
@@ -97,13 +90,8 @@ my $ts2 = TcopyTest->new(data => "$dir/ts", socket => $ts->socket_path,
 	extra_args => [ '--session-memory-mb', '1' ]);
 $ts2->start or BAIL_OUT('the tserver does not start on the backup');
 like($ts2->log_contents, qr/starting on a backup/, 'the tserver starts on the backup');
-my $restored = PostgreSQL::Test::Cluster->new('restored');
-$restored->init_from_backup($node, 'base', has_restoring => 1);
-$restored->append_conf('postgresql.conf', "recovery_target_name = 'bk1'\n"
-	  . "recovery_target_action = 'promote'\n");
-$restored->start;
-ok($restored->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'),
-	'Postgres recovers to the restore point and is promoted');
+my ($restored, $promoted) = restore_to_point($node, 'base', 'restored', 'bk1');
+ok($promoted, 'Postgres recovers to the restore point and is promoted');
 
 my ($ok, $resolved, $left) = recover_all($restored, ts => $ts2, timeout => 60);
 ok($ok, "recovery resolves what the backup held prepared ($resolved sessions)") or diag($left);

@@ -25,7 +25,7 @@ use Test::More;
 use Time::HiRes qw(sleep time);
 use TcopyTest;
 use TcopyGroup;
-use TcopyPgTest qw(setup_node twopc_conf twopc_ddl txn_sql recover_all assert_atomic
+use TcopyPgTest qw(commit_txn archive_wal restore_to_point setup_node twopc_conf twopc_ddl txn_sql recover_all assert_atomic
   start_paused psql_bg wait_until table_name_of);
 
 my $per = 2000;
@@ -38,11 +38,7 @@ my ($node) = setup_node(name => 'primary', group => $old,
 	conf => twopc_conf(recovery_interval => '0'));
 $node->safe_psql('postgres', twopc_ddl());
 
-sub commit_ok
-{
-	my ($n) = @_;
-	$node->safe_psql('postgres', join(";\n", txn_sql($node, $n, per => $per)) . ';');
-}
+sub commit_ok { commit_txn($node, $_[0], per => $per) }
 
 commit_ok($_) for 1 .. 3;
 $node->backup('base');
@@ -67,10 +63,7 @@ my ($lrc) = $loop->finish;
 is($lrc, 0, 'the transactions around the backup all committed');
 commit_ok($_) for 9 .. 10;
 
-my $segment = $node->safe_psql('postgres', 'SELECT pg_walfile_name(pg_current_wal_lsn())');
-$node->safe_psql('postgres', 'SELECT pg_switch_wal()');
-ok($node->poll_query_until('postgres',
-		"SELECT last_archived_wal >= '$segment' FROM pg_stat_archiver"), 'the WAL is archived');
+ok(archive_wal($node), 'the WAL is archived');
 $node->stop('immediate');
 $p7->finish;
 $p8->finish;
@@ -86,13 +79,8 @@ for my $i (1 .. 3)
 ok($new->start_all, 'the new group starts on the copies');
 ok(defined $new->leader, 'the new group elects a leader');
 
-my $restored = PostgreSQL::Test::Cluster->new('restored');
-$restored->init_from_backup($node, 'base', has_restoring => 1);
-$restored->append_conf('postgresql.conf', "recovery_target_name = 'gbk'\n"
-	  . "recovery_target_action = 'promote'\n");
-$restored->start;
-ok($restored->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'),
-	'Postgres recovers to the restore point and is promoted');
+my ($restored, $promoted) = restore_to_point($node, 'base', 'restored', 'gbk');
+ok($promoted, 'Postgres recovers to the restore point and is promoted');
 my $address = $new->address;
 $restored->safe_psql('postgres', "ALTER SERVER ts OPTIONS (SET address '$address')");
 

@@ -37,7 +37,7 @@ our @EXPORT_OK = qw(setup_node write_accounts_csv accounts_ddl table_checksum
   twopc_conf twopc_setup twopc_ddl rows_copy_sql rows_insert_sql txn_sql
   psql_bg log_position wait_for_log start_paused prepared_sessions
   recover_all assert_atomic assert_tserver_unprepared assert_no_08007
-  sqlstates table_name_of
+  sqlstates table_name_of commit_txn archive_wal restore_to_point
   psql_cmds pg_messages copy_ways parallel_worker_pids parallel_copy_available);
 
 # Columns of pgbench_accounts.
@@ -579,6 +579,36 @@ sub prepared_sessions
 		push @sessions, \%s;
 	}
 	return \@sessions;
+}
+
+# Commit transaction n of txn_sql (opts: per) on node, in one psql call.
+sub commit_txn
+{
+	my ($node, $n, %opts) = @_;
+	$node->safe_psql('postgres', join(";\n", txn_sql($node, $n, %opts)) . ';');
+}
+
+# Switch the WAL and wait until its segment is archived: true once it is.
+sub archive_wal
+{
+	my ($node) = @_;
+	my $segment = $node->safe_psql('postgres', 'SELECT pg_walfile_name(pg_current_wal_lsn())');
+	$node->safe_psql('postgres', 'SELECT pg_switch_wal()');
+	return $node->poll_query_until('postgres',
+		"SELECT last_archived_wal >= '$segment' FROM pg_stat_archiver");
+}
+
+# A new node, name, restored from node's backup by point-in-time recovery
+# to the restore point label and promoted; started.  True once promoted.
+sub restore_to_point
+{
+	my ($node, $backup, $name, $label) = @_;
+	my $restored = PostgreSQL::Test::Cluster->new($name);
+	$restored->init_from_backup($node, $backup, has_restoring => 1);
+	$restored->append_conf('postgresql.conf', "recovery_target_name = '$label'\n"
+		  . "recovery_target_action = 'promote'\n");
+	$restored->start;
+	return ($restored, $restored->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()'));
 }
 
 # Run recovery until nothing is left prepared: call
