@@ -432,6 +432,7 @@ int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	char		err[256];
+	TsCredentials creds = {0};
 	const char *tmp = getenv("TMPDIR");
 
 	(void) argc;
@@ -447,12 +448,14 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 		exit(1);
 	}
 	ts_proto_shared_init(&fuzz_shared, FUZZ_MAX_FRAME);
-	if (ts_auth_add(&fuzz_shared.credentials, NULL, (const uint8_t *) FUZZ_TOKEN,
+	if (ts_auth_add(&creds, NULL, (const uint8_t *) FUZZ_TOKEN,
 					strlen(FUZZ_TOKEN), err, sizeof(err)) != 0 ||
-		ts_auth_add(&fuzz_shared.credentials, FUZZ_NAMESPACE,
+		ts_auth_add(&creds, FUZZ_NAMESPACE,
 					(const uint8_t *) FUZZ_SCOPED_TOKEN, strlen(FUZZ_SCOPED_TOKEN),
 					err, sizeof(err)) != 0)
 		fuzz_fail(err);
+	if (ts_proto_set_credentials(&fuzz_shared, &creds) != 0)
+		fuzz_fail("out of memory");
 	/* one connection at a time: a frame over the total never waits */
 	fuzz_shared.decode_wait_ms = 0;
 	/*

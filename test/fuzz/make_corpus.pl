@@ -52,6 +52,7 @@ use constant {
 	F_JOIN => 37,
 	F_CHUNK => 39,
 	F_BACKUP => 40,
+	F_LIST_TABLES => 44,
 	WRITE_UPDATE => 1,
 	WRITE_DELETE => 2,
 	ASSIGN_ADD => 1,
@@ -214,6 +215,8 @@ $seeds{'04-txt-bounds-specials'} = chr(0)
 
 $seeds{'05-token-stats-scan'} = chr(TOKEN)
   . frame(F_STATS_REQUEST, '')
+  . frame(F_LIST_TABLES, '')
+  . frame(F_LIST_TABLES, pb_field_bytes(1, 'k'))
   . frame(F_OPEN_TABLE, pb_field_bytes(1, 'kv'))
   . scan(table => 1);
 
