@@ -53,6 +53,8 @@ cli_stats(const CliOptions *opts)
 			printf("%s: %" PRIu64 "\n", field->name,
 				   *(const uint64_t *) ((const char *) stats + field->offset));
 	}
+	if (stats->version != NULL && stats->version[0] != '\0')
+		printf("version: %s\n", stats->version);
 	tcopy__stats__free_unpacked(stats, NULL);
 	tc_client_close(client);
 	return 0;

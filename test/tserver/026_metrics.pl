@@ -75,6 +75,9 @@ is($m->{'tcopy_sessions{state="open"}'}, 0, 'no session open');
 ok($m->{tcopy_received_bytes_total} > 0, 'the bytes received');
 ok($m->{tcopy_peak_rss_bytes} > 1e6, 'the peak memory, in bytes');
 ok(!exists $m->{tcopy_group_leader}, 'no group, no group metric');
+ok($m->{tcopy_disk_free_bytes} > 0, 'the room left on the disk');
+is($m->{'tcopy_build_info{version="0.1.0"}'}, 1, 'the version, as build_info');
+ok(exists $m->{tcopy_rocksdb_l0_files} && exists $m->{tcopy_sst_bytes}, 'the L0 files and SST bytes');
 
 # refusals at --max-connections (4)
 my @held = map { $ts->connect_ready } 1 .. 4;

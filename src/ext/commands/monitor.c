@@ -189,6 +189,11 @@ tcopy_server_stats(PG_FUNCTION_ARGS)
 	stat_row(rsinfo, "compaction_write_bytes", stats->compaction_write_bytes);
 	stat_row(rsinfo, "flush_write_bytes", stats->flush_write_bytes);
 	stat_row(rsinfo, "wal_syncs", stats->wal_syncs);
+	stat_row(rsinfo, "sst_bytes", stats->sst_bytes);
+	stat_row(rsinfo, "disk_free_bytes", stats->disk_free_bytes);
+	stat_row(rsinfo, "memory_budget_bytes", stats->memory_budget_bytes);
+	stat_row(rsinfo, "l0_files", stats->l0_files);
+	stat_row(rsinfo, "stall_micros", stats->stall_micros);
 	tcopy__stats__free_unpacked(stats, NULL);
 	tcopy_disconnect(client);
 	PG_RETURN_VOID();

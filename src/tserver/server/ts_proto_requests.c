@@ -784,6 +784,7 @@ ts_proto_fill_stats(TsProtoShared *shared, Tcopy__Stats *stats)
 	uptime_ms = (int64_t) (now.tv_sec - shared->start_time.tv_sec) * 1000 +
 		(now.tv_nsec - shared->start_time.tv_nsec) / 1000000;
 	stats->uptime_ms = uptime_ms > 0 ? (uint64_t) uptime_ms : 0;
+	stats->version = (char *) TS_VERSION;
 	stats->connections_open = atomic_load(&shared->connections_open);
 	stats->connections_total = atomic_load(&shared->connections_total);
 	stats->batches_received = atomic_load(&shared->batches_received);

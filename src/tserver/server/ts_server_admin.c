@@ -109,6 +109,21 @@ server_collect_metrics(void *arg, TcBuf *out)
 	ts_metrics_put(out, "tcopy_rocksdb_wal_syncs_total", "counter",
 				   "Syncs of RocksDB's write-ahead log (with --statistics).", NULL,
 				   (double) st.wal_syncs);
+	ts_metrics_put(out, "tcopy_sst_bytes", "gauge", "RocksDB's live SST files.", NULL,
+				   (double) st.sst_bytes);
+	ts_metrics_put(out, "tcopy_disk_free_bytes", "gauge",
+				   "Room left on the data directory's file system.", NULL,
+				   (double) st.disk_free_bytes);
+	ts_metrics_put(out, "tcopy_memory_budget_bytes", "gauge",
+				   "What the write sessions' staged bytes count against (--memory-mb; 0: none).",
+				   NULL, (double) st.memory_budget_bytes);
+	ts_metrics_put(out, "tcopy_rocksdb_l0_files", "gauge",
+				   "RocksDB's files at level 0 (the rows' family).", NULL, (double) st.l0_files);
+	ts_metrics_put(out, "tcopy_rocksdb_stall_seconds_total", "counter",
+				   "Time RocksDB stalled writes (with --statistics).", NULL,
+				   st.stall_micros / 1e6);
+	ts_metrics_put(out, "tcopy_build_info", "gauge", "The tserver's version.",
+				   "version=\"" TS_VERSION "\"", 1);
 	if (server->shared.group != NULL)
 		ts_metrics_put(out, "tcopy_group_leader", "gauge",
 					   "1 while this replica group member leads and serves, else 0.", NULL,

@@ -861,6 +861,7 @@ ts_store_stats(TsStore *store, Tcopy__Stats *stats)
 			stats->compaction_write_bytes = statistics_ticker(text, "rocksdb.compact.write.bytes");
 			stats->flush_write_bytes = statistics_ticker(text, "rocksdb.flush.write.bytes");
 			stats->wal_syncs = statistics_ticker(text, "rocksdb.wal.synced");
+			stats->stall_micros = statistics_ticker(text, "rocksdb.stall.micros");
 			rocksdb_free(text);
 		}
 	}
@@ -872,4 +873,6 @@ ts_store_stats(TsStore *store, Tcopy__Stats *stats)
 	stats->rows_committed = atomic_load(&store->rows_committed);
 	stats->staged_bytes = atomic_load(&store->staged_bytes);
 	stats->spilled_bytes = atomic_load(&store->spilled_bytes);
+	stats->memory_budget_bytes = store->opts.memory_bytes;
+	ts_storage_disk_stats(store, &stats->sst_bytes, &stats->disk_free_bytes, &stats->l0_files);
 }
