@@ -27,7 +27,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(sleep time);
 use TcopyTest;
-use TcopyPgTest qw(commit_txn archive_wal restore_to_point twopc_setup txn_sql recover_all assert_atomic
+use TcopyPgTest qw(assert_restored_point commit_txn archive_wal restore_to_point twopc_setup txn_sql recover_all
   start_paused psql_bg sqlstates wait_until);
 
 my $per = 2000;
@@ -95,14 +95,8 @@ ok($promoted, 'Postgres recovers to the restore point and is promoted');
 
 my ($ok, $resolved, $left) = recover_all($restored, ts => $ts2, timeout => 60);
 ok($ok, "recovery resolves what the backup held prepared ($resolved sessions)") or diag($left);
-my $result = assert_atomic($restored, 'restored', per => $per, sizes => { map { $_ => 200 } 100 .. 299 });
-my @present = sort { $a <=> $b } keys %{ $result->{present} };
-my @before = grep { $_ < 100 } @present;
-is("@before", '1 2 3 4 5 6 8', 'before the backup: 1-6 and 8 (committed, unpublished) are there, '
-	  . '7 (prepared only) is not, nor 9-10 (after it)');
-my @during = grep { $_ >= 100 } @present;
-is("@during", join(' ', 100 .. 100 + @during - 1),
-	'of the transactions committing around the backup, a first run of them is there');
+my @during = assert_restored_point($restored, per => $per,
+	sizes => { map { $_ => 200 } 100 .. 299 });
 ok(@during >= 1 && @during < 200, scalar(@during) . ' of the 200 transactions around the backup '
 	  . 'committed before its restore point: some, not all');
 

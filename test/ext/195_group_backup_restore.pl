@@ -25,7 +25,7 @@ use Test::More;
 use Time::HiRes qw(sleep time);
 use TcopyTest;
 use TcopyGroup;
-use TcopyPgTest qw(commit_txn archive_wal restore_to_point setup_node twopc_conf twopc_ddl txn_sql recover_all assert_atomic
+use TcopyPgTest qw(assert_restored_point commit_txn archive_wal restore_to_point setup_node twopc_conf twopc_ddl txn_sql recover_all assert_atomic
   start_paused psql_bg wait_until table_name_of);
 
 my $per = 2000;
@@ -86,19 +86,13 @@ $restored->safe_psql('postgres', "ALTER SERVER ts OPTIONS (SET address '$address
 
 my ($ok, $resolved, $left) = recover_all($restored, timeout => 60);
 ok($ok, "recovery resolves what the backup held prepared ($resolved sessions)") or diag($left);
-my $result = assert_atomic($restored, 'restored', per => $per, sizes => { map { $_ => 200 } 100 .. 199 });
-my @present = sort { $a <=> $b } keys %{ $result->{present} };
-my @before = grep { $_ < 100 } @present;
-is("@before", '1 2 3 4 5 6 8', 'before the backup: 1-6 and 8 (committed, unpublished) are there, '
-	  . '7 (prepared only) is not, nor 9-10 (after it)');
-my @during = grep { $_ >= 100 } @present;
-is("@during", join(' ', 100 .. 100 + @during - 1),
-	'of the transactions committing around the backup, a first run of them is there');
+my @during = assert_restored_point($restored, per => $per,
+	sizes => { map { $_ => 200 } 100 .. 199 });
 
 # the new group takes transactions; its members alike
 $node = $restored;
 commit_ok($_) for 11 .. 12;
-$result = assert_atomic($restored, 'after the restore', per => $per,
+my $result = assert_atomic($restored, 'after the restore', per => $per,
 	sizes => { map { $_ => 200 } 100 .. 199 });
 ok($result->{present}{11} && $result->{present}{12}, 'transactions after the restore are there');
 my $tname = table_name_of($restored, 't');

@@ -37,7 +37,7 @@ our @EXPORT_OK = qw(setup_node write_accounts_csv accounts_ddl table_checksum
   twopc_conf twopc_setup twopc_ddl rows_copy_sql rows_insert_sql txn_sql
   psql_bg log_position wait_for_log start_paused prepared_sessions
   recover_all assert_atomic assert_tserver_unprepared assert_no_08007
-  sqlstates table_name_of commit_txn archive_wal restore_to_point
+  sqlstates table_name_of commit_txn archive_wal restore_to_point assert_restored_point
   psql_cmds pg_messages copy_ways parallel_worker_pids parallel_copy_available);
 
 # Columns of pgbench_accounts.
@@ -586,6 +586,24 @@ sub commit_txn
 {
 	my ($node, $n, %opts) = @_;
 	$node->safe_psql('postgres', join(";\n", txn_sql($node, $n, %opts)) . ';');
+}
+
+# After a restore to a tcopy.backup()'s point, with recovery done: assert
+# (assert_atomic, options per and sizes) that transactions 1-6 and 8 are
+# there (7 was prepared only, 9-10 came after), and of those numbered from
+# 100 that committed around the backup, a first run.  Returns that run.
+sub assert_restored_point
+{
+	my ($node, %opts) = @_;
+	my $result = assert_atomic($node, 'restored', %opts);
+	my @present = sort { $a <=> $b } keys %{ $result->{present} };
+	my @before = grep { $_ < 100 } @present;
+	is("@before", '1 2 3 4 5 6 8', 'before the backup: 1-6 and 8 (committed, unpublished) are '
+		  . 'there, 7 (prepared only) is not, nor 9-10 (after it)');
+	my @during = grep { $_ >= 100 } @present;
+	is("@during", join(' ', 100 .. 100 + @during - 1),
+		'of the transactions committing around the backup, a first run of them is there');
+	return @during;
 }
 
 # Switch the WAL and wait until its segment is archived: true once it is.

@@ -142,6 +142,7 @@ merge_line(void *arg, const char *name, const char *value, int lineno, char *err
 {
 	MergeState *m = arg;
 	char	   *opt;
+	int			kind = m->kind(name);
 
 	if (strcmp(name, "config") == 0)
 	{
@@ -149,14 +150,14 @@ merge_line(void *arg, const char *name, const char *value, int lineno, char *err
 				 lineno);
 		return -1;
 	}
-	if (m->kind(name) < 0)
+	if (kind < 0)
 	{
 		snprintf(err, errlen, "%s:%d: unknown option \"%s\"", m->path, lineno, name);
 		return -1;
 	}
 	if (argv_sets(m->argc, m->argv, name))
 		return 0;				/* the command line wins */
-	if (m->kind(name) == 1)
+	if (kind == 1)
 	{
 		if (strcmp(value, "false") == 0)
 			return 0;

@@ -368,6 +368,17 @@ conn_finish(TsConn *conn, const TsError *err)
 	conn->tls = NULL;
 }
 
+bool
+ts_conn_uid_admitted(const TsConnContext *ctx, const TsConn *conn)
+{
+	if (!conn->is_unix || !conn->peer_uid_known)
+		return false;
+	for (size_t i = 0; i < ctx->nallowed_uids; i++)
+		if (ctx->allowed_uids[i] == conn->peer_uid)
+			return true;
+	return false;
+}
+
 /*
  * Who may skip the token: a unix peer whose uid is allowed (SO_PEERCRED,
  * read at accept; one that cannot be read is not), and anyone when the
@@ -389,16 +400,10 @@ conn_check_peer(const TsConn *conn, bool *admitted, TsError *err)
 		*admitted = true;
 		return 0;
 	}
-	if (ctx->nallowed_uids > 0 && conn->is_unix && conn->peer_uid_known)
+	if (ts_conn_uid_admitted(ctx, conn))
 	{
-		for (size_t i = 0; i < ctx->nallowed_uids; i++)
-		{
-			if (ctx->allowed_uids[i] == conn->peer_uid)
-			{
-				*admitted = true;
-				return 0;
-			}
-		}
+		*admitted = true;
+		return 0;
 	}
 	if (tokens)
 		return 0;

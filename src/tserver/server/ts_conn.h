@@ -75,6 +75,12 @@ struct TsConn
 	TsProto		proto;
 };
 
+/*
+ * Whether conn came through a unix socket from a uid --allow-uid admits
+ * (it then needs no token); the accept loop asks too, before its thread.
+ */
+bool		ts_conn_uid_admitted(const TsConnContext *ctx, const TsConn *conn);
+
 /* Thread body of one connection (arg is its TsConn); runs it to the end. */
 void	   *ts_conn_main(void *arg);
 

@@ -438,18 +438,6 @@ identify_peer(const TsListener *listener, int fd, const struct sockaddr *sa,
 		tc_net_format_address(sa, salen, conn->peer, sizeof(conn->peer));
 }
 
-/* Whether conn came through a unix socket from a uid --allow-uid admits. */
-static bool
-server_uid_admitted(const TsServer *server, const TsConn *conn)
-{
-	if (!conn->is_unix || !conn->peer_uid_known)
-		return false;
-	for (size_t i = 0; i < server->nallowed_uids; i++)
-		if (server->allowed_uids[i] == conn->peer_uid)
-			return true;
-	return false;
-}
-
 /*
  * The unauthenticated connections are at their limit: shut down the oldest
  * of them (its thread ends, freeing its place), as OpenSSH's MaxStartups
@@ -501,7 +489,7 @@ server_refusal_reason(TsServer *server, const TsConn *conn, char *buf, size_t bu
 				 server->max_connections);
 		return buf;
 	}
-	if (!server_uid_admitted(server, conn) &&
+	if (!ts_conn_uid_admitted(&server->conn_ctx, conn) &&
 		atomic_load(&server->unauthenticated) >= server->max_unauthenticated &&
 		!server_evict_oldest_unauthenticated(server))
 	{
@@ -637,7 +625,7 @@ server_accept_one(TsServer *server, TsListener *listener)
 	conn->fd = fd;
 	conn->id = atomic_fetch_add(&server->shared.connections_total, 1) + 1;
 	clock_gettime(CLOCK_MONOTONIC, &conn->accepted_at);
-	if (!server_uid_admitted(server, conn))
+	if (!ts_conn_uid_admitted(&server->conn_ctx, conn))
 	{
 		atomic_store(&conn->unauthenticated, true);
 		atomic_fetch_add(&server->unauthenticated, 1);
