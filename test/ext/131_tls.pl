@@ -21,8 +21,8 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
-use TcopyTest;
-use TcopyTls qw(have_openssl make_certs free_tcp_port);
+use TcopyTest qw(free_tcp_ports);
+use TcopyTls qw(have_openssl make_certs);
 use TcopyPgTest qw(setup_node write_accounts_csv accounts_ddl table_checksum
   wait_until wait_tserver_idle held_copy_sql release_held_copy);
 
@@ -34,12 +34,12 @@ my $SLACK_S = 4;				# how long a cancel may take to end a statement
 my $certdir = PostgreSQL::Test::Utils::tempdir();
 my $certs = make_certs($certdir);
 my ($ca, $server, $client) = map { $certs->{$_} } qw(ca server client);
-my $port = free_tcp_port();
+my $port = (free_tcp_ports(1))[0];
 my ($node, $ts) = setup_node(tserver => { extra_args => [
 	'--listen', "tcp:127.0.0.1:$port", '--listen', "tcp:127.0.0.2:$port", '--tls-cert', $server->{crt},
 	'--tls-key', $server->{key}, '--tls-ca', $ca->{crt} ] });
 my $plain = TcopyTest->new;
-my $plain_port = free_tcp_port();
+my $plain_port = (free_tcp_ports(1))[0];
 $plain->start('--listen', "tcp:127.0.0.1:$plain_port") or BAIL_OUT('plain tserver did not start');
 
 END { kill 'CONT', $ts->pid if $ts && $ts->pid }

@@ -35,8 +35,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use IO::Socket::INET;
 use Time::HiRes qw(sleep time);
-use TcopyTest;
-use TcopyTls qw(have_openssl free_tcp_port);
+use TcopyTest qw(free_tcp_ports);
+use TcopyTls qw(have_openssl);
 use TcopyNetns qw(netns_dir netem_delays link_delay_us relay_binary start_relay stop_relay);
 use TcopyPgTest qw(write_accounts_csv table_checksum twopc_conf wait_until copy_progress
   held_copy_sql release_held_copy psql_bg recover_all assert_tserver_unprepared table_name_of);
@@ -71,9 +71,9 @@ my $TOKEN = 'netns-test-token-' . int(rand(1e9));
 # on 127.0.0.1, which the server certificate names (verify-full)
 my %ts;
 $ts{1} = TcopyNetns::Tserver->new(dir => $dir, k => 1, port => $TS_PORT,
-	relay_port => free_tcp_port(), args => ['--insecure'], cli_args => [ '--sslmode', 'disable' ]);
+	relay_port => (free_tcp_ports(1))[0], args => ['--insecure'], cli_args => [ '--sslmode', 'disable' ]);
 $ts{2} = TcopyNetns::Tserver->new(dir => $dir, k => 2, port => $TS_PORT,
-	relay_port => free_tcp_port(), token => $TOKEN,
+	relay_port => (free_tcp_ports(1))[0], token => $TOKEN,
 	args => [ '--tls-cert', $server->{crt}, '--tls-key', $server->{key}, '--tls-ca', $ca->{crt} ],
 	cli_args => [ '--sslmode', 'verify-full', '--sslrootcert', $ca->{crt},
 		'--sslcert', $client->{crt}, '--sslkey', $client->{key} ]);

@@ -12,7 +12,6 @@ use warnings;
 
 use Carp;
 use File::Temp qw(tempdir);
-use IO::Socket::INET;
 use IPC::Run;
 use Test::More;
 use Time::HiRes qw(sleep time);
@@ -34,7 +33,7 @@ sub new
 	print $fh join('', map { sprintf('%02x', int(rand(256))) } 1 .. 32), "\n";
 	close $fh;
 	chmod(0600, $secret) or croak "chmod $secret: $!";
-	my @ports = $opts{raft_hosts} ? ((7100) x $n) : free_ports($n);
+	my @ports = $opts{raft_hosts} ? ((7100) x $n) : TcopyTest::free_tcp_ports($n);
 	my $self = bless {
 		base => $base,
 		secret => $secret,
@@ -53,23 +52,6 @@ sub new
 		push @{ $self->{members} }, $ts;
 	}
 	return $self;
-}
-
-# n tcp ports free on 127.0.0.1 now.
-sub free_ports
-{
-	my ($n) = @_;
-	my @ports;
-	while (@ports < $n)
-	{
-		my $port = 20000 + int(rand(40000));
-		next if grep { $_ == $port } @ports;
-		my $sock = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $port,
-			Proto => 'tcp', ReuseAddr => 1, Listen => 1) or next;
-		close $sock;
-		push @ports, $port;
-	}
-	return @ports;
 }
 
 sub members { @{ $_[0]->{members} } }

@@ -28,11 +28,13 @@ use Carp;
 use Cwd qw(abs_path);
 use Digest::SHA qw(hmac_sha256);
 use Exporter qw(import);
+use Fcntl qw(O_WRONLY O_CREAT O_EXCL);
 use File::Basename qw(basename dirname);
 use File::Copy qw(copy);
 use File::Find;
 use File::Temp qw(tempdir);
 use IO::Select;
+use IO::Socket::INET;
 use IO::Socket::UNIX;
 use IPC::Run ();
 use POSIX qw(:sys_wait_h);
@@ -40,7 +42,7 @@ use Socket qw(SOCK_STREAM);
 use Test::More;
 use Time::HiRes qw(sleep time);
 
-our @EXPORT_OK = qw(fnv1a64_hex aid_sum dir_size PROTOCOL_VERSION auth_proof
+our @EXPORT_OK = qw(fnv1a64_hex aid_sum dir_size free_tcp_ports PROTOCOL_VERSION auth_proof
   pb_varint pb_field_varint pb_field_bytes pb_field_packed_sint64 pb_decode
   FRAME_SERVER_HELLO FRAME_HELLO FRAME_READY FRAME_OPEN_TABLE FRAME_TABLE_INFO
   FRAME_BEGIN FRAME_BEGIN_OK FRAME_WRITE FRAME_ACK FRAME_COMMIT FRAME_COMMIT_OK
@@ -439,6 +441,66 @@ sub aid_sum
 	my $last = $start + $rows - 1;
 	return ($start + $last) * $rows / 2;
 }
+
+# n TCP ports on 127.0.0.1 that no one listens on and that stay this test's
+# for as long as it runs.  They are taken below the kernel's ephemeral
+# range: a port in it can become the local end of any outgoing connection
+# (a raft member's, a client's) while a tserver is down, and its restart
+# then fails to bind.  Each is reserved by a file under /tmp/tcopy-ports
+# naming this process, so that tests run side by side (prove -j) take
+# different ones; a reservation whose process is gone is free again.
+sub free_tcp_ports
+{
+	my ($n) = @_;
+	my $dir = '/tmp/tcopy-ports';
+	my ($low) = split ' ', first_line('/proc/sys/net/ipv4/ip_local_port_range');
+	my $top = ($low && $low > 11000 ? $low : 32768) - 1;
+	my @ports;
+
+	chmod(01777, $dir) if mkdir $dir;	# shared by every user running tests
+	for (my $tries = 0; @ports < $n; $tries++)
+	{
+		croak "no free TCP port below $top" if $tries > 10_000;
+		my $port = 10000 + int(rand($top - 10000));
+		next unless reserve_port("$dir/$port");
+		my $sock = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $port,
+			Proto => 'tcp', ReuseAddr => 1, Listen => 1) or next;
+		close $sock;
+		push @ports, $port;
+	}
+	return @ports;
+}
+
+# The first line of $file without its newline, '' if it cannot be read.
+sub first_line
+{
+	my ($file) = @_;
+	open(my $fh, '<', $file) or return '';
+	my $line = <$fh> // '';
+	chomp $line;
+	return $line;
+}
+
+# Take the reservation file $file for this process: false if a live
+# process holds it.
+sub reserve_port
+{
+	my ($file) = @_;
+	for (1 .. 2)
+	{
+		if (sysopen(my $fh, $file, O_WRONLY | O_CREAT | O_EXCL, 0666))
+		{
+			print $fh "$$\n";
+			close $fh;
+			return 1;
+		}
+		my $pid = first_line($file);
+		return 0 if $pid =~ /^\d+$/ && ($pid == $$ || kill(0, $pid) || $!{EPERM});
+		unlink $file;			# its process is gone: free again
+	}
+	return 0;
+}
+
 
 # FNV-1a 64 of a string, in 16 hex digits, computed in 32-bit halves so
 # that Perl's arithmetic stays exact.

@@ -2,7 +2,7 @@
 #	Throwaway certificates for the TLS tests, made with the openssl
 #	command: a CA, a server certificate for localhost and 127.0.0.1, a
 #	client certificate, and a second CA with a client certificate of its
-#	own (for the refusals); and a free TCP port to listen on.  Keys are mode 0600, as tserver and the client
+#	own (for the refusals); Keys are mode 0600, as tserver and the client
 #	demand.
 package TcopyTls;
 
@@ -10,23 +10,12 @@ use strict;
 use warnings;
 
 use Exporter 'import';
-use IO::Socket::INET;
-our @EXPORT_OK = qw(have_openssl make_certs free_tcp_port);
+our @EXPORT_OK = qw(have_openssl make_certs);
 
 # Whether the openssl command is there (scripts/install-deps.sh installs it).
 sub have_openssl
 {
 	return system('openssl version >/dev/null 2>&1') == 0;
-}
-
-# A TCP port on 127.0.0.1 nobody listens on now.
-sub free_tcp_port
-{
-	my $sock = IO::Socket::INET->new(Listen => 1, LocalAddr => '127.0.0.1', LocalPort => 0)
-	  or die "listen: $!";
-	my $port = $sock->sockport;
-	close $sock;
-	return $port;
 }
 
 # Run openssl with its chatter in $log; die with it on failure.

@@ -43,7 +43,7 @@ ok($load->wait_for(qr/staged \d+ rows/, 60), 'a load is connected and has staged
 # ---- unauthenticated connections: a flood locks no one out ----
 
 # a second tserver: a token on tcp, uid-admitted on its unix socket
-my $port = (TcopyGroup::free_ports(1))[0];
+my $port = (free_tcp_ports(1))[0];
 my $tcp = "tcp:127.0.0.1:$port";
 my $fl = TcopyTest->new(token => 'f' x 40);
 $fl->start('--listen', $tcp, '--allow-uid', $>, '--max-unauthenticated', 3,

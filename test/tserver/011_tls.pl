@@ -21,7 +21,7 @@ use POSIX ();
 use Test::More;
 use Time::HiRes qw(time);
 use TcopyTest qw(:all);
-use TcopyTls qw(have_openssl make_certs free_tcp_port);
+use TcopyTls qw(have_openssl make_certs);
 
 plan skip_all => 'the openssl command is missing (scripts/install-deps.sh installs it)'
   unless have_openssl();
@@ -98,7 +98,7 @@ my ($ca, $server, $client) = map { $certs->{$_} } qw(ca server client);
 my @verify = ('--sslmode', 'verify-full', '--sslrootcert', $ca->{crt});
 
 # ---- a TLS tserver, on 127.0.0.1 and 127.0.0.2 (not in its certificate)
-my $port = free_tcp_port();
+my $port = (free_tcp_ports(1))[0];
 $ts->start('--listen', "tcp:127.0.0.1:$port", '--listen', "tcp:127.0.0.2:$port",
 	'--tls-cert', $server->{crt}, '--tls-key', $server->{key})
   or die "TLS tserver did not start";
@@ -180,7 +180,7 @@ is(substr($bytes, 0, 1), "\x16", 'the first byte is a TLS handshake record');
 
 # ---- a plaintext tserver
 my $plain = TcopyTest->new;
-my $plain_port = free_tcp_port();
+my $plain_port = (free_tcp_ports(1))[0];
 $plain->start('--listen', "tcp:127.0.0.1:$plain_port") or die "plain tserver did not start";
 like($plain->log_contents, qr/no --tls-cert: tcp: traffic, rows included, is plain text/,
 	'a plaintext tcp: listener is warned about');
@@ -205,7 +205,7 @@ like($bytes, qr/ {84}/, "and so is the rows' text (the check above can fail)");
 
 # ---- client certificates (--tls-ca)
 my $mtls = TcopyTest->new;
-my $mtls_port = free_tcp_port();
+my $mtls_port = (free_tcp_ports(1))[0];
 $mtls->start('--listen', "tcp:127.0.0.1:$mtls_port", '--tls-cert', $server->{crt},
 	'--tls-key', $server->{key}, '--tls-ca', $ca->{crt})
   or die "tserver with --tls-ca did not start";
@@ -232,7 +232,7 @@ refused(tcp_cli($mtls, $mtls_addr, @verify, '--sslcert', $client->{crt}, 'ping')
 {
 	my $bad = TcopyTest->new;
 	chmod(0644, $server->{key});
-	my ($what, $status) = $bad->spawn('--listen', 'tcp:127.0.0.1:' . free_tcp_port(),
+	my ($what, $status) = $bad->spawn('--listen', 'tcp:127.0.0.1:' . (free_tcp_ports(1))[0],
 		'--tls-cert', $server->{crt}, '--tls-key', $server->{key});
 	is("$what " . ($status >> 8), 'exited 1', 'a --tls-key others may read: exit 1');
 	like($bad->log_contents, qr/group or world access/, 'it says why');

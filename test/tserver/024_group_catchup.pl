@@ -43,6 +43,7 @@ sub wait_log
 		return 1 if $ts->log_contents =~ $re;
 		sleep(0.2);
 	}
+	diag("no line matching $re; the log:\n" . TcopyTest::tail($ts->log_contents, 40));
 	return 0;
 }
 

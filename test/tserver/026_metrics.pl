@@ -19,7 +19,7 @@ use Time::HiRes qw(sleep time);
 use TcopyTest qw(:all);
 use TcopyGroup;
 
-my $port = (TcopyGroup::free_ports(1))[0];
+my $port = (free_tcp_ports(1))[0];
 my $ts = TcopyTest->new;
 $ts->start('--metrics', "tcp:127.0.0.1:$port", '--max-connections', 4)
   or BAIL_OUT('tserver did not start');

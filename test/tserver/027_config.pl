@@ -30,7 +30,7 @@ use TcopyTest qw(:all);
 use TcopyGroup;
 
 my $dir = tempdir('tcfgXXXXXX', DIR => '/tmp', CLEANUP => !$ENV{TCOPY_TEST_KEEP});
-my ($port, $port2) = TcopyGroup::free_ports(2);
+my ($port, $port2) = free_tcp_ports(2);
 my $tcp = "tcp:127.0.0.1:$port";
 
 sub write_file
