@@ -4,6 +4,9 @@
 #	- GET /metrics answers 200 in the text format: every line a comment or
 #	  "name{labels} value", each name with its TYPE; the counters follow
 #	  what happened (rows committed after loads, sessions, tables);
+#	- the histograms of merge and publish times: buckets cumulative, +Inf's
+#	  equal to _count, a publish counted per committed load, a merge per
+#	  load that spilled (--session-memory-mb 4, rows shuffled);
 #	- refusals and evictions at accept are counted by reason;
 #	- another path is 404, another method 405, a request that never ends
 #	  400 (within 2 s), a flood of garbage leaves the tserver serving;
@@ -21,7 +24,7 @@ use TcopyGroup;
 
 my $port = (free_tcp_ports(1))[0];
 my $ts = TcopyTest->new;
-$ts->start('--metrics', "tcp:127.0.0.1:$port", '--max-connections', 4)
+$ts->start('--metrics', "tcp:127.0.0.1:$port", '--max-connections', 4, '--session-memory-mb', 4)
   or BAIL_OUT('tserver did not start');
 like($ts->log_contents, qr/metrics on tcp:127\.0\.0\.1:$port \(GET \/metrics\)/, 'the endpoint is logged');
 
@@ -48,12 +51,17 @@ sub scrape
 	my (%samples, %typed, @bad);
 	for my $line (split /\n/, $body)
 	{
-		if ($line =~ /^# TYPE (\w+) (counter|gauge)$/) { $typed{$1} = 1; next }
+		if ($line =~ /^# TYPE (\w+) (counter|gauge|histogram)$/) { $typed{$1} = $2; next }
 		next if $line =~ /^# HELP \w+ .+$/;
-		if ($line =~ /^(\w+)(\{[^}]*\})? (-?[\d.e+]+)$/)
+		if (my ($name, $labels, $value) = $line =~ /^(\w+)(\{[^}]*\})? (-?[\d.]+(?:e[+-]?\d+)?)$/)
 		{
-			push @bad, "untyped $1" unless $typed{$1};
-			$samples{$1 . ($2 // '')} = $3;
+			# a histogram's series: its name and a suffix
+			my ($base, $suffix) = $name =~ /^(\w+)_(bucket|sum|count)$/;
+			$labels //= '';
+			push @bad, "untyped $name"
+			  unless $typed{$name} || ($base && ($typed{$base} // '') eq 'histogram');
+			push @bad, "$name without le" if ($suffix // '') eq 'bucket' && $labels !~ /^\{le="[^"]+"\}$/;
+			$samples{ $name . $labels } = $value;
 			next;
 		}
 		push @bad, $line;
@@ -62,8 +70,33 @@ sub scrape
 	return \%samples;
 }
 
+# A histogram of a scrape, checked: { buckets => [[le, count], ...] in
+# increasing le with +Inf last, sum, count }.
+sub histogram
+{
+	my ($m, $name) = @_;
+	my @buckets;
+	for my $key (keys %$m)
+	{
+		push @buckets, [ $1, $m->{$key} ] if $key =~ /^\Q${name}\E_bucket\{le="([^"]+)"\}$/;
+	}
+	@buckets = sort { ($a->[0] eq '+Inf' ? 9e99 : $a->[0]) <=> ($b->[0] eq '+Inf' ? 9e99 : $b->[0]) }
+	  @buckets;
+	my $h = { buckets => \@buckets, sum => $m->{"${name}_sum"}, count => $m->{"${name}_count"} };
+	ok(@buckets > 1 && $buckets[-1][0] eq '+Inf' && defined $h->{sum} && defined $h->{count},
+		"$name: buckets up to +Inf, _sum and _count");
+	my @down = grep { $buckets[$_][1] < $buckets[ $_ - 1 ][1] } 1 .. $#buckets;
+	is("@down", '', "$name: the buckets are cumulative");
+	is($buckets[-1][1], $h->{count}, "$name: +Inf's bucket is _count") if @buckets;
+	return $h;
+}
+
 my $m = scrape();
 is($m->{tcopy_rows_committed_total}, 0, 'no row committed yet');
+my $h = histogram($m, 'tcopy_publish_seconds');
+is($h->{count}, 0, 'no publish yet');
+is($h->{sum}, 0, '... nor its time');
+is(histogram($m, 'tcopy_merge_seconds')->{count}, 0, 'no merge yet');
 ok($m->{tcopy_uptime_seconds} > 0, 'an uptime');
 $ts->cli_ok('a load', 'load', 'a', '--rows', 5000);
 $ts->cli_ok('another', 'load', 'b', '--rows', 3000);
@@ -78,6 +111,20 @@ ok(!exists $m->{tcopy_group_leader}, 'no group, no group metric');
 ok($m->{tcopy_disk_free_bytes} > 0, 'the room left on the disk');
 is($m->{'tcopy_build_info{version="0.1.0"}'}, 1, 'the version, as build_info');
 ok(exists $m->{tcopy_rocksdb_l0_files} && exists $m->{tcopy_sst_bytes}, 'the L0 files and SST bytes');
+$h = histogram($m, 'tcopy_publish_seconds');
+cmp_ok($h->{count}, '>=', 2, 'a publish per committed load');
+cmp_ok($h->{sum}, '>', 0, '... and their time');
+is(histogram($m, 'tcopy_merge_seconds')->{count}, 0, 'small loads merge nothing');
+
+# a load that spills runs (shuffled, past --session-memory-mb) merges them at commit
+$ts->cli_ok('a spilled load', 'load', 'big', '--rows', 150_000, '--shuffle', '--seed', 7);
+$m = scrape();
+is($m->{tcopy_rows_committed_total}, 158_000, 'its rows are committed');
+$h = histogram($m, 'tcopy_merge_seconds');
+cmp_ok($h->{count}, '>=', 1, 'its merge is counted');
+cmp_ok($h->{sum}, '>', 0, '... with its time');
+$h = histogram($m, 'tcopy_publish_seconds');
+cmp_ok($h->{count}, '>=', 3, 'and its publish');
 
 # refusals at --max-connections (4)
 my @held = map { $ts->connect_ready } 1 .. 4;
@@ -107,7 +154,7 @@ for (1 .. 50)
 	close $s if $s;
 }
 $m = scrape();
-is($m->{tcopy_rows_committed_total}, 8000, 'after garbage, the endpoint still answers');
+is($m->{tcopy_rows_committed_total}, 158_000, 'after garbage, the endpoint still answers');
 $ts->cli_ok('and the tserver serves', 'ping');
 $ts->stop;
 

@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -37,6 +38,19 @@ struct TsMetrics
 	void	   *arg;
 };
 
+/* Append line to out; left out when out of memory, as a scrape may be. */
+static void
+put_line(TcBuf *out, const char *line)
+{
+	size_t		len = strlen(line);
+
+	if (tc_buf_reserve(out, len))
+	{
+		memcpy(out->data + out->len, line, len);
+		out->len += len;
+	}
+}
+
 void
 ts_metrics_put(TcBuf *out, const char *name, const char *type, const char *help,
 			   const char *labels, double value)
@@ -51,11 +65,29 @@ ts_metrics_put(TcBuf *out, const char *name, const char *type, const char *help,
 	snprintf(line + n, sizeof(line) - (size_t) n, "%s%s%s%s %.15g\n", name,
 			 labels != NULL ? "{" : "", labels != NULL ? labels : "", labels != NULL ? "}" : "",
 			 value);
-	if (tc_buf_reserve(out, strlen(line)))
+	put_line(out, line);
+}
+
+void
+ts_metrics_put_histogram(TcBuf *out, const char *name, const char *help, TsHistogram *hist)
+{
+	TsHistogramRead read;
+	char		line[512];
+
+	ts_histogram_read(hist, &read);
+	snprintf(line, sizeof(line), "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+	put_line(out, line);
+	/* the bounds as Prometheus' clients write them: "0.005", "1", "60" */
+	for (int b = 0; b < TS_HISTOGRAM_BOUNDS; b++)
 	{
-		memcpy(out->data + out->len, line, strlen(line));
-		out->len += strlen(line);
+		snprintf(line, sizeof(line), "%s_bucket{le=\"%.15g\"} %" PRIu64 "\n", name,
+				 ts_histogram_bounds_us[b] / 1e6, read.cumulative[b]);
+		put_line(out, line);
 	}
+	snprintf(line, sizeof(line), "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n%s_sum %.15g\n"
+			 "%s_count %" PRIu64 "\n", name, read.cumulative[TS_HISTOGRAM_BOUNDS],
+			 name, read.sum_us / 1e6, name, read.count);
+	put_line(out, line);
 }
 
 /* Send an answer with status (e.g. "200 OK") and body, then the caller closes. */

@@ -12,6 +12,7 @@
 #define TS_METRICS_H
 
 #include "tc_buf.h"
+#include "ts_histogram.h"
 
 typedef struct TsMetrics TsMetrics;
 
@@ -34,5 +35,13 @@ void		ts_metrics_stop(TsMetrics *metrics);
  */
 void		ts_metrics_put(TcBuf *out, const char *name, const char *type, const char *help,
 						   const char *labels, double value);
+
+/*
+ * A histogram of durations in seconds: its HELP and TYPE lines, then
+ * name_bucket{le="..."} for each bound and +Inf (cumulative), name_sum and
+ * name_count.
+ */
+void		ts_metrics_put_histogram(TcBuf *out, const char *name, const char *help,
+									 TsHistogram *hist);
 
 #endif							/* TS_METRICS_H */

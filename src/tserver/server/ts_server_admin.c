@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "tc_net.h"
+#include "ts_durations.h"
 #include "ts_group.h"
 #include "ts_log.h"
 
@@ -49,7 +50,10 @@ ts_server_set_credentials(TsServer *server, TsCredentials *creds)
 	return ts_proto_set_credentials(&server->shared, creds);
 }
 
-/* TsMetricsCollect: the counters of STATS, the refusals, the group's role. */
+/*
+ * TsMetricsCollect: the counters of STATS, the refusals, the group's role,
+ * and the session layer's histograms of merge and publish times.
+ */
 static void
 server_collect_metrics(void *arg, TcBuf *out)
 {
@@ -122,6 +126,12 @@ server_collect_metrics(void *arg, TcBuf *out)
 	ts_metrics_put(out, "tcopy_rocksdb_stall_seconds_total", "counter",
 				   "Time RocksDB stalled writes (with --statistics).", NULL,
 				   st.stall_micros / 1e6);
+	ts_metrics_put_histogram(out, "tcopy_merge_seconds",
+							 "Time of a committing session's merge of its runs into SST files.",
+							 &ts_merge_durations);
+	ts_metrics_put_histogram(out, "tcopy_publish_seconds",
+							 "Time of making a committed session's rows visible in the store.",
+							 &ts_publish_durations);
 	ts_metrics_put(out, "tcopy_build_info", "gauge", "The tserver's version.",
 				   "version=\"" TS_VERSION "\"", 1);
 	if (server->shared.group != NULL)

@@ -13,7 +13,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ts_clock.h"
+#include "ts_durations.h"
 #include "ts_log.h"
+
+TsHistogram ts_merge_durations;
 
 /*
  * Paths of the session's runs, [nruns] strings to free with free_paths;
@@ -227,10 +231,15 @@ merge_thread_main(void *arg)
  * merged by a thread of its own into files of its own: the parts do not
  * overlap and come in key order, so their files follow each other in the
  * sink as one merge's would.
+ *
+ * Its time, from before the split to the last part taken into sink, is
+ * what tcopy_merge_seconds counts (ts_durations.h): the whole merge a
+ * commit waits for, whatever number of threads ran it.
  */
 int
 ts_merge_runs(TsSession *session, const TsMemRun *last, SstSink *sink, TsError *err)
 {
+	uint64_t	start_us = ts_monotonic_us();
 	TsStore    *store = session->store;
 	uint64_t	part_bytes = store->opts.merge_part_bytes ? store->opts.merge_part_bytes : 1;
 	uint64_t	run_bytes = session->spilled_bytes - session->direct_bytes +
@@ -302,5 +311,7 @@ ts_merge_runs(TsSession *session, const TsMemRun *last, SstSink *sink, TsError *
 	for (int i = 0; i < nsplits; i++)
 		tc_buf_free(&splits[i]);
 	free_paths(paths, session->nruns);
+	if (result == 0)
+		ts_histogram_observe(&ts_merge_durations, ts_monotonic_us() - start_us);
 	return result;
 }
