@@ -85,6 +85,7 @@ extern double cli_now(void);
 /* in cli_server.c */
 extern int	cli_ping(const CliOptions *opts);
 extern int	cli_stats(const CliOptions *opts);
+extern int	cli_sessions(const CliOptions *opts);
 extern int	cli_raw(const CliOptions *opts);
 extern int	cli_backup(const CliOptions *opts);
 extern int	cli_group_status(const CliOptions *opts);

@@ -145,6 +145,9 @@ CLI_DEFAULT_ADDRESS "); FILE holds the token to prove (the tserver's\n"
 "\n"
 "Commands:\n"
 "  ping                    print \"ok SERVER-NAME\" (and the TLS version and cipher)\n"
+"  sessions                the open write sessions this connection may see:\n"
+"                          ID STATE AGE_MS ROWS STAGED SPILLED TABLES PID each,\n"
+"                          tab-separated\n"
 "  stats                   print the server's counters, \"name: value\" each\n"
 "  tables                  the tables this connection may name (a scoped token:\n"
 "                          its namespace's), \"ID<TAB>NAME\" each\n"
@@ -208,6 +211,7 @@ CLI_DEFAULT_ADDRESS "); FILE holds the token to prove (the tserver's\n"
 static const CliCommand commands[] = {
 	{"ping", cli_ping, 0, NULL, no_options},
 	{"stats", cli_stats, 0, NULL, no_options},
+	{"sessions", cli_sessions, 0, NULL, no_options},
 	{"tables", cli_tables, 0, NULL, no_options},
 	{"load", cli_load, 1, "a table name", load_options},
 	{"scan", cli_scan, 1, "a table name", scan_options},

@@ -60,6 +60,38 @@ cli_stats(const CliOptions *opts)
 	return 0;
 }
 
+/*
+ * sessions: the open write sessions this connection's credential may see,
+ * "ID<TAB>STATE<TAB>AGE_MS<TAB>ROWS<TAB>STAGED_BYTES<TAB>SPILLED_BYTES<TAB>TABLES<TAB>PID"
+ * each (PID 0: its client did not say).
+ */
+int
+cli_sessions(const CliOptions *opts)
+{
+	TcClient   *client = cli_connect(opts);
+	Tcopy__Stats *stats;
+
+	if (client == NULL)
+		return 1;
+	if (tc_client_stats_request(client, 0, true, &stats) < 0)
+	{
+		cli_client_fail(client);
+		tc_client_close(client);
+		return 1;
+	}
+	for (size_t i = 0; i < stats->n_sessions; i++)
+	{
+		const Tcopy__SessionInfo *s = stats->sessions[i];
+
+		printf("%" PRIu64 "\t%s\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu32
+			   "\t%" PRIu32 "\n", s->id, s->state, s->age_ms, s->rows, s->staged_bytes,
+			   s->spilled_bytes, s->tables, s->client_pid);
+	}
+	tcopy__stats__free_unpacked(stats, NULL);
+	tc_client_close(client);
+	return 0;
+}
+
 /* tables: the tables the connection may name, "ID<TAB>NAME" each, by id. */
 int
 cli_tables(const CliOptions *opts)

@@ -136,6 +136,14 @@ int			tc_client_open_table(TcClient *client, const char *name,
 								 Tcopy__Schema **schema_out);
 
 int			tc_client_begin(TcClient *client, uint64_t *session_id);
+
+/*
+ * Who this client's sessions are begun for (Begin's client_*: a Postgres
+ * cluster's system identifier, a database's oid, a backend's pid), which
+ * the tserver shows in its list of open sessions.
+ */
+void		tc_client_set_identity(TcClient *client, uint64_t system, uint32_t database,
+								   uint32_t pid);
 /*
  * Begin a session whose updates and deletes the tserver checks against a
  * snapshot (tc_client_snapshot's id and key): a row whose committed value
@@ -343,6 +351,13 @@ int			tc_client_list_tables(TcClient *client, const char *prefix,
 
 /* *stats freed with tcopy__stats__free_unpacked(stats, NULL). */
 int			tc_client_stats(TcClient *client, Tcopy__Stats **stats);
+
+/*
+ * The same, with table_id's estimate and its files by level (0: no table),
+ * and with sessions, the open sessions this client's credential may see.
+ */
+int			tc_client_stats_request(TcClient *client, uint32_t table_id, bool sessions,
+									Tcopy__Stats **stats);
 
 /*
  * The server's estimate of the rows and stored bytes of table_id (opened on

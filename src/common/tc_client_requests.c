@@ -77,6 +77,14 @@ tc_client_begin(TcClient *client, uint64_t *session_id)
 	return tc_client_begin_at(client, 0, NULL, 0, session_id);
 }
 
+void
+tc_client_set_identity(TcClient *client, uint64_t system, uint32_t database, uint32_t pid)
+{
+	client->identity_system = system;
+	client->identity_database = database;
+	client->identity_pid = pid;
+}
+
 int
 tc_client_begin_at(TcClient *client, uint64_t snapshot_id, const uint8_t *snapshot_key,
 				   size_t snapshot_keylen, uint64_t *session_id)
@@ -87,6 +95,9 @@ tc_client_begin_at(TcClient *client, uint64_t snapshot_id, const uint8_t *snapsh
 	if (client->broken)
 		return -1;
 	begin.snapshot_id = snapshot_id;
+	begin.client_system = client->identity_system;
+	begin.client_database = client->identity_database;
+	begin.client_pid = client->identity_pid;
 	begin.snapshot_key.data = (uint8_t *) snapshot_key;
 	begin.snapshot_key.len = snapshot_keylen;
 	client->seq_sent = client->seq_acked = 0;
@@ -636,9 +647,10 @@ tc_client_session_on_conflict(TcClient *client, uint32_t table_id,
 						   table_id, true, on_conflict);
 }
 
-/* Send STATS_REQUEST for table_id (0: none); *stats is a heap copy. */
-static int
-client_stats(TcClient *client, uint32_t table_id, Tcopy__Stats **stats)
+/* Send STATS_REQUEST; *stats is a heap copy. */
+int
+tc_client_stats_request(TcClient *client, uint32_t table_id, bool sessions,
+						Tcopy__Stats **stats)
 {
 	Tcopy__StatsRequest request = TCOPY__STATS_REQUEST__INIT;
 	ProtobufCMessage *msg;
@@ -646,6 +658,7 @@ client_stats(TcClient *client, uint32_t table_id, Tcopy__Stats **stats)
 	if (client->broken)
 		return -1;
 	request.table_id = table_id;
+	request.sessions = sessions;
 	if (client_send_message(client, TCOPY__FRAME_TYPE__FRAME_STATS_REQUEST, &request.base) < 0 ||
 		client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_STATS, NULL, &msg) < 0)
 		return -1;
@@ -657,7 +670,7 @@ client_stats(TcClient *client, uint32_t table_id, Tcopy__Stats **stats)
 int
 tc_client_stats(TcClient *client, Tcopy__Stats **stats)
 {
-	return client_stats(client, 0, stats);
+	return tc_client_stats_request(client, 0, false, stats);
 }
 
 /*
@@ -671,7 +684,7 @@ tc_client_table_estimate(TcClient *client, uint32_t table_id, uint64_t *rows,
 	Tcopy__Stats *stats;
 	int			rc = 1;
 
-	if (client_stats(client, table_id, &stats) < 0)
+	if (tc_client_stats_request(client, table_id, false, &stats) < 0)
 		return -1;
 	if (stats->table != NULL)
 	{

@@ -9,7 +9,9 @@
 #	    same way, checked through the raw protocol;
 #	  - it does not see, nor resolve, another namespace's prepared
 #	    sessions (NOT_FOUND), also after a restart;
-#	  - the --token-file token keeps full access beside the scoped ones.
+#	  - the --token-file token keeps full access beside the scoped ones;
+#	  - the open sessions (tserver-cli sessions): a scoped token sees those
+#	    begun under its namespace, the admin token all.
 use strict;
 use warnings;
 
@@ -130,6 +132,25 @@ $r = $as->($t1_file, 'truncate', 'c2_a');
 like($r->{err}, qr/permission denied/, 'tserver-cli truncate c2_a with token one: permission denied');
 $r = $as->($t1_file, 'drop', 'c2_a');
 like($r->{err}, qr/permission denied/, 'tserver-cli drop c2_a with token one: permission denied');
+
+# ---- open sessions: each namespace sees its own ----
+{
+	my $held = $ts->cli_bg('--token-file', $t1_file, 'load', 'c1_held', '--rows', 700, '--hold');
+	ok($held->wait_for(qr/^staged 700 rows$/m, 60), 'token one holds a session open')
+	  or diag($held->err);
+	my @one = split /\n/, $as->($t1_file, 'sessions')->{out};
+	is(scalar @one, 1, 'token one sees its open session');
+	my @f = split /\t/, $one[0] // '';
+	is($f[1], 'writing', '... writing');
+	is($f[3], 700, '... with the 700 rows it staged');
+	ok($f[4] > 0, "... and the bytes it holds ($f[4])");
+	is($f[6], 1, '... in one table');
+	is($as->($t2_file, 'sessions')->{out}, '', 'token two sees no session: not its namespace\'s');
+	is(scalar(split /\n/, $as->($admin_file, 'sessions')->{out}), 1, 'the admin token sees it');
+	$held->send_line('');
+	is($held->finish, 0, 'the held session commits');
+	is($as->($admin_file, 'sessions')->{out}, '', 'then no session is open');
+}
 
 # ---- prepared sessions ----
 

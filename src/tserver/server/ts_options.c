@@ -92,6 +92,7 @@ usage(FILE *out)
 			"  --raft-log-entries N       a snapshot every N entries, 2 N kept behind it;\n"
 			"                             a member further behind fetches another's\n"
 			"                             state (default 128; 8 to 100000)\n"
+			"  --version                  show the version and exit\n"
 			"  --help                     show this help and exit\n",
 			TS_VERSION, TS_DEFAULT_MAX_CONNECTIONS, TS_DEFAULT_MAX_UNAUTHENTICATED,
 			TS_DEFAULT_HANDSHAKE_TIMEOUT_S, TS_DEFAULT_DECODE_MEMORY_MB,
@@ -215,7 +216,7 @@ enum
 	OPT_MAX_UNAUTHENTICATED, OPT_HANDSHAKE_TIMEOUT, OPT_DECODE_MEMORY,
 	OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA, OPT_IN_DOUBT_WAIT,
 	OPT_RAFT_ID, OPT_RAFT_LISTEN, OPT_RAFT_DIR, OPT_RAFT_BOOTSTRAP, OPT_RAFT_SECRET,
-	OPT_RAFT_LOG_ENTRIES, OPT_METRICS, OPT_CONFIG
+	OPT_RAFT_LOG_ENTRIES, OPT_METRICS, OPT_CONFIG, OPT_VERSION
 };
 static const struct option long_options[] = {
 	{"data", required_argument, NULL, OPT_DATA},
@@ -242,6 +243,7 @@ static const struct option long_options[] = {
 	{"log-level", required_argument, NULL, OPT_LOG_LEVEL},
 	{"log-format", required_argument, NULL, OPT_LOG_FORMAT},
 	{"help", no_argument, NULL, OPT_HELP},
+	{"version", no_argument, NULL, OPT_VERSION},
 	{"raft-id", required_argument, NULL, OPT_RAFT_ID},
 	{"raft-listen", required_argument, NULL, OPT_RAFT_LISTEN},
 	{"raft-dir", required_argument, NULL, OPT_RAFT_DIR},
@@ -428,6 +430,9 @@ ts_options_parse(int argc, char **argv, TsMainOptions *options)
 				break;
 			case OPT_HELP:
 				usage(stdout);
+				exit(0);
+			case OPT_VERSION:
+				printf("tserver %s\n", TS_VERSION);
 				exit(0);
 			default:
 				/* getopt_long has said what is wrong */

@@ -57,6 +57,8 @@ typedef struct TsProtoShared
 	const char *backup_root;	/* BACKUP's directories must be under it;
 								 * NULL: anywhere (the fuzzer sets it) */
 	atomic_size_t decode_in_use;	/* bytes unpacked by frames being handled */
+	const atomic_int *unauthenticated;	/* the server's count of connections
+										 * before READY; may be NULL */
 
 	/* counters reported by Stats */
 	atomic_uint_fast64_t connections_open;

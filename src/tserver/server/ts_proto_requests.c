@@ -151,6 +151,14 @@ ts_proto_on_begin(TsProto *proto, const uint8_t *payload, uint32_t len, TsError 
 									 err)) == NULL)
 		return -1;
 	proto->session = ts_session_begin(proto->shared->store, &session_id, err);
+	if (proto->session != NULL &&
+		ts_session_set_client(proto->session, request->client_system, request->client_database,
+							  request->client_pid, proto->scope, proto->scope_len) != 0)
+	{
+		ts_session_abort(proto->session);
+		proto->session = NULL;
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+	}
 	if (proto->session == NULL)
 	{
 		ts_snapshot_unref(proto->shared->store, snapshot);
@@ -786,6 +794,8 @@ ts_proto_fill_stats(TsProtoShared *shared, Tcopy__Stats *stats)
 	stats->uptime_ms = uptime_ms > 0 ? (uint64_t) uptime_ms : 0;
 	stats->version = (char *) TS_VERSION;
 	stats->connections_open = atomic_load(&shared->connections_open);
+	if (shared->unauthenticated != NULL)
+		stats->connections_unauthenticated = (uint64_t) atomic_load(shared->unauthenticated);
 	stats->connections_total = atomic_load(&shared->connections_total);
 	stats->batches_received = atomic_load(&shared->batches_received);
 	stats->bytes_received = atomic_load(&shared->bytes_received);
@@ -795,14 +805,22 @@ ts_proto_fill_stats(TsProtoShared *shared, Tcopy__Stats *stats)
 
 /*
  * STATS_REQUEST: answer STATS, with the estimate of the table asked for
- * (which a scoped connection must have opened, as for a scan).
+ * (which a scoped connection must have opened, as for a scan) and its files
+ * by level, and if asked the open sessions this connection's scope may see.
  */
 int
 ts_proto_on_stats_request(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
 {
 	Tcopy__Stats stats = TCOPY__STATS__INIT;
 	Tcopy__TableEstimate estimate = TCOPY__TABLE_ESTIMATE__INIT;
+	TsLevelFiles levels[TS_STORE_LEVELS];
+	Tcopy__LevelFiles level_msgs[TS_STORE_LEVELS];
+	Tcopy__LevelFiles *level_ptrs[TS_STORE_LEVELS];
+	Tcopy__SessionInfo *sessions = NULL;
+	Tcopy__SessionInfo **session_ptrs = NULL;
 	Tcopy__StatsRequest *request;
+	ssize_t		nsessions = 0;
+	int			rc;
 
 	if (proto->phase == TS_PROTO_AWAIT_HELLO)
 		return ts_proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_STATS_REQUEST, NULL, err);
@@ -813,10 +831,41 @@ ts_proto_on_stats_request(TsProto *proto, const uint8_t *payload, uint32_t len, 
 	{
 		if (ts_proto_check_table_id(proto, request->table_id, err) != 0 ||
 			ts_store_table_estimate(proto->shared->store, request->table_id,
-									&estimate.rows, &estimate.bytes, err) != 0)
+									&estimate.rows, &estimate.bytes, levels, err) != 0)
 			return -1;
+		estimate.levels = level_ptrs;
+		for (uint32_t i = 0; i < TS_STORE_LEVELS; i++)
+		{
+			if (levels[i].files == 0)
+				continue;
+			tcopy__level_files__init(&level_msgs[estimate.n_levels]);
+			level_msgs[estimate.n_levels].level = i;
+			level_msgs[estimate.n_levels].files = levels[i].files;
+			level_msgs[estimate.n_levels].bytes = levels[i].bytes;
+			level_ptrs[estimate.n_levels] = &level_msgs[estimate.n_levels];
+			estimate.n_levels++;
+		}
 		stats.table = &estimate;
 	}
+	if (request->sessions)
+	{
+		nsessions = ts_sessions_list(proto->shared->store, proto->scope, proto->scope_len,
+									 &sessions);
+		if (nsessions < 0 ||
+			(session_ptrs = malloc(sizeof(*session_ptrs) * (size_t) (nsessions + 1))) == NULL)
+		{
+			free(sessions);
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+			return -1;
+		}
+		for (ssize_t i = 0; i < nsessions; i++)
+			session_ptrs[i] = &sessions[i];
+		stats.sessions = session_ptrs;
+		stats.n_sessions = (size_t) nsessions;
+	}
 	ts_proto_fill_stats(proto->shared, &stats);
-	return ts_proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_STATS, &stats.base, err);
+	rc = ts_proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_STATS, &stats.base, err);
+	free(session_ptrs);
+	free(sessions);
+	return rc;
 }

@@ -103,6 +103,7 @@ ts_server_create(const TsServerConfig *config, char *err, size_t errlen)
 	server->conn_ctx.nallowed_uids = server->nallowed_uids;
 	atomic_init(&server->conn_ctx.handshake_timeout_ms, config->handshake_timeout_ms);
 	server->conn_ctx.unauthenticated = &server->unauthenticated;
+	server->shared.unauthenticated = &server->unauthenticated;
 	server->conn_ctx.shutdown_requested = &server->shutdown_requested;
 	server->conn_ctx.tls_ctx = config->tls_ctx;
 	server->conn_ctx.exit = server_conn_exit;

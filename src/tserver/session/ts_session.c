@@ -127,6 +127,7 @@ ts_session_begin(TsStore *store, uint64_t *session_id, TsError *err)
 	session->id = atomic_fetch_add(&store->next_session_id, 1);
 	snprintf(session->dir, sizeof(session->dir), "%s/session-%llu",
 			 store->staging_dir, (unsigned long long) session->id);
+	session->began_us = ts_monotonic_us();
 	pthread_mutex_init(&session->lock, NULL);
 	ts_group_shipping_init(&session->shipping);
 	if (ts_session_register(session) != 0)
@@ -213,6 +214,7 @@ ts_session_free(TsSession *session, bool aborted)
 	free(session->tables);
 	free(session->truncates);
 	free(session->drops);
+	free(session->scope);
 	ts_conflicts_free(&session->conflicts);
 	free(session->table_last);
 	free(session->carried);

@@ -189,6 +189,14 @@ struct TsSession
 	TsSession  *reg_prev;
 	TsSession  *reg_next;
 	uint8_t		key[16];		/* a scan of its writes names it */
+	/* what the list of open sessions shows (ts_sessions_list) */
+	uint64_t	began_us;		/* ts_monotonic_us at its BEGIN */
+	uint64_t	client_system;	/* Begin's client_* */
+	uint32_t	client_database;
+	uint32_t	client_pid;
+	char	   *scope;			/* its credential's namespace; NULL: full access */
+	size_t		scope_len;
+	_Atomic uint64_t spilled_now;	/* spilled_bytes, for other threads */
 	pthread_mutex_t lock;		/* what is staged, against a scan's copy */
 	rocksdb_t  *read_db;		/* the direct SST files, ingested for scans */
 	size_t		read_db_files;	/* how many of them it holds */
@@ -222,6 +230,7 @@ ts_session_account_spilled(TsSession *session, uint64_t now)
 	else
 		atomic_fetch_sub(&session->store->spilled_bytes, session->spilled_bytes - now);
 	session->spilled_bytes = now;
+	atomic_store(&session->spilled_now, now);
 }
 
 /*

@@ -5,7 +5,8 @@
  *		transaction reads its own inserts, updates, deletes and truncates.
  *
  * A session is registered from its BEGIN until its prepare (or its end),
- * under the store's sessions_lock, with a 16-byte random key that BEGIN_OK
+ * under the store's sessions_lock (which ts_sessions_list walks too, to
+ * show the open sessions), with a 16-byte random key that BEGIN_OK
  * gives its client: a scan must name both, so no one but the client that
  * began it reads it.  A scan (on another connection, in another thread)
  * copies the session's records of its table and key range under the
@@ -33,6 +34,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "ts_clock.h"
 #include "ts_log.h"
 #include "ts_record.h"
 
@@ -78,6 +80,82 @@ ts_session_register(TsSession *session)
 	session->registered = true;
 	pthread_mutex_unlock(&store->sessions_lock);
 	return 0;
+}
+
+int
+ts_session_set_client(TsSession *session, uint64_t system, uint32_t database, uint32_t pid,
+					  const char *scope, size_t scope_len)
+{
+	char	   *copy = NULL;
+
+	if (scope != NULL && (copy = malloc(scope_len + 1)) == NULL)
+		return -1;
+	if (copy != NULL)
+	{
+		memcpy(copy, scope, scope_len);
+		copy[scope_len] = '\0';
+	}
+	/* under the lock: ts_sessions_list reads them from another thread */
+	pthread_mutex_lock(&session->store->sessions_lock);
+	session->client_system = system;
+	session->client_database = database;
+	session->client_pid = pid;
+	free(session->scope);
+	session->scope = copy;
+	session->scope_len = scope_len;
+	pthread_mutex_unlock(&session->store->sessions_lock);
+	return 0;
+}
+
+/* Whether a connection of namespace scope (NULL: full access) may see session. */
+static bool
+session_visible(const TsSession *session, const char *scope, size_t scope_len)
+{
+	return scope == NULL ||
+		(session->scope != NULL && session->scope_len == scope_len &&
+		 memcmp(session->scope, scope, scope_len) == 0);
+}
+
+ssize_t
+ts_sessions_list(TsStore *store, const char *scope, size_t scope_len, Tcopy__SessionInfo **out)
+{
+	uint64_t	now = ts_monotonic_us();
+	size_t		n = 0;
+	size_t		i = 0;
+
+	pthread_mutex_lock(&store->sessions_lock);
+	for (TsSession *s = store->sessions; s != NULL; s = s->reg_next)
+		n += session_visible(s, scope, scope_len);
+	*out = calloc(n > 0 ? n : 1, sizeof(Tcopy__SessionInfo));
+	if (*out == NULL)
+	{
+		pthread_mutex_unlock(&store->sessions_lock);
+		return -1;
+	}
+	for (TsSession *s = store->sessions; s != NULL && i < n; s = s->reg_next)
+	{
+		Tcopy__SessionInfo *info = &(*out)[i];
+
+		if (!session_visible(s, scope, scope_len))
+			continue;
+		tcopy__session_info__init(info);
+		info->id = s->id;
+		info->age_ms = now > s->began_us ? (now - s->began_us) / 1000 : 0;
+		info->client_system = s->client_system;
+		info->client_database = s->client_database;
+		info->client_pid = s->client_pid;
+		info->spilled_bytes = atomic_load(&s->spilled_now);
+		/* what is staged changes under its lock (and a spill starts so) */
+		pthread_mutex_lock(&s->lock);
+		info->state = (char *) (s->spill.running ? "spilling" : "writing");
+		info->rows = s->rows;
+		info->staged_bytes = s->staged.len;
+		info->tables = (uint32_t) s->ntables;
+		pthread_mutex_unlock(&s->lock);
+		i++;
+	}
+	pthread_mutex_unlock(&store->sessions_lock);
+	return (ssize_t) i;
 }
 
 void

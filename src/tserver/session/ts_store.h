@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "tc_arena.h"
 #include "tcopy.pb-c.h"
@@ -118,6 +119,23 @@ void		ts_store_prepared_detach(TsStore *store, uint64_t owner);
 TsSession  *ts_session_begin(TsStore *store, uint64_t *session_id, TsError *err);
 /* Check the session's updates and deletes against snapshot (it takes a reference). */
 void		ts_session_set_snapshot(TsSession *session, TsSnapshot *snapshot);
+
+/*
+ * Who began the session (Begin's client_*), and the namespace of the
+ * credential it began under (scope of scope_len bytes; NULL: full access):
+ * what the list of open sessions shows, and to whom.  0, or -1 (no memory).
+ */
+int			ts_session_set_client(TsSession *session, uint64_t system, uint32_t database,
+								  uint32_t pid, const char *scope, size_t scope_len);
+
+/*
+ * The open sessions (begun, not yet preparing nor ended) that a connection
+ * of namespace scope may see (NULL: full access, all of them), into a
+ * malloc'd array *out of SessionInfo messages whose strings are constants;
+ * their count, or -1 (no memory).
+ */
+ssize_t		ts_sessions_list(TsStore *store, const char *scope, size_t scope_len,
+							 Tcopy__SessionInfo **out);
 
 /*
  * What the session's prepare or commit asks, while it waits for an

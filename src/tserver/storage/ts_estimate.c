@@ -14,7 +14,8 @@
  * by a memtable-only iterator over the range, up to
  * TS_ESTIMATE_MEMTABLE_ROWS; beyond that the memtables' whole entry count
  * stands for the table's.  Nothing reads a data block, so the cost is one
- * walk of the file list and at most a bounded walk of the memtables.
+ * walk of the file list and at most a bounded walk of the memtables.  The
+ * same walk counts, by level, the files that hold any of the table's keys.
  *
  * Accuracy: exact for a table whose rows were written once and sit in
  * files of their own or in memtables within the cap.  Over, until
@@ -113,7 +114,7 @@ estimate_memtables(TsStore *store, const char *lo, size_t lolen,
 
 int
 ts_store_table_estimate(TsStore *store, uint32_t table_id, uint64_t *rows,
-						uint64_t *bytes, TsError *err)
+						uint64_t *bytes, TsLevelFiles *levels, TsError *err)
 {
 	uint8_t		lo[4];
 	uint8_t		hi[5];
@@ -134,6 +135,8 @@ ts_store_table_estimate(TsStore *store, uint32_t table_id, uint64_t *rows,
 
 	if (ts_store_table(store, table_id, err) == NULL)
 		return -1;
+	if (levels != NULL)
+		memset(levels, 0, sizeof(TsLevelFiles) * TS_STORE_LEVELS);
 	ts_put_be32(lo, table_id);
 	if (table_id < UINT32_MAX)
 		ts_put_be32(hi, table_id + 1);
@@ -163,6 +166,14 @@ ts_store_table_estimate(TsStore *store, uint32_t table_id, uint64_t *rows,
 		if (estimate_key_cmp(largest, llen, (const char *) lo, 4) < 0 ||
 			estimate_key_cmp(smallest, slen, (const char *) hi, hilen) >= 0)
 			continue;
+		if (levels != NULL)
+		{
+			int			level = rocksdb_livefiles_level(files, i);
+
+			level = level < 0 ? 0 : level < TS_STORE_LEVELS ? level : TS_STORE_LEVELS - 1;
+			levels[level].files++;
+			levels[level].bytes += rocksdb_livefiles_size(files, i);
+		}
 		entries = rocksdb_livefiles_entries(files, i);
 		{
 			uint64_t	deletions = rocksdb_livefiles_deletions(files, i);

@@ -103,13 +103,25 @@ int			ts_store_open_table(TsStore *store, const char *name,
 								uint32_t *table_id, bool *created,
 								const Tcopy__Schema **schema_out, TsError *err);
 
+/* RocksDB's levels a table's files are counted at; deeper ones count at the last */
+#define TS_STORE_LEVELS 8
+
+/* A table's SST files at one level: those holding any of its keys, whole. */
+typedef struct TsLevelFiles
+{
+	uint64_t	files;
+	uint64_t	bytes;
+} TsLevelFiles;
+
 /*
  * The approximate rows and stored bytes of table_id, from RocksDB's
  * metadata and the memtables, without reading its rows (ts_estimate.c says
- * how, and how accurate).  -1 with err for an unknown table.
+ * how, and how accurate), and, unless levels is NULL, its SST files by
+ * level into levels[TS_STORE_LEVELS].  -1 with err for an unknown table.
  */
 int			ts_store_table_estimate(TsStore *store, uint32_t table_id,
-									uint64_t *rows, uint64_t *bytes, TsError *err);
+									uint64_t *rows, uint64_t *bytes, TsLevelFiles *levels,
+									TsError *err);
 
 /* Fill the store's fields of stats (tables, sessions, rows, staging). */
 void		ts_store_stats(TsStore *store, Tcopy__Stats *stats);
