@@ -886,7 +886,7 @@ use Time::HiRes qw(sleep time);
 # stop it) on the node's postgres database.  Unless load => 0, the session
 # starts with LOAD 'tcopy', so that its first COPY goes through the COPY
 # hook even when nothing has loaded the library yet (101_copy_cluster.pl
-# checks a fresh session separately).
+# checks a fresh session separately).  Option user => ROLE logs in as ROLE.
 sub new
 {
 	my ($class, $node, %opts) = @_;
@@ -898,7 +898,8 @@ sub new
 		timeout => $opts{timeout} // 900,
 	}, $class;
 	my @cmd = ($node->installed_command('psql'), '-XAt', '-v', 'ON_ERROR_STOP=0',
-		'-d', $node->connstr($opts{dbname} // 'postgres'), '-f', '-');
+		'-d', $node->connstr($opts{dbname} // 'postgres') . ($opts{user} ? " user=$opts{user}" : ''),
+		'-f', '-');
 	$self->{timer} = IPC::Run::timeout($self->{timeout});
 	$self->{h} = IPC::Run::start(\@cmd, '<', \$self->{in}, '>', \$self->{out},
 		'2>', \$self->{err}, $self->{timer});

@@ -12,44 +12,69 @@
  *		connections, sessions by state, rows and bytes received, staged and
  *		spilled bytes, peak memory, RocksDB's compaction and flush bytes),
  *		through the caller's user mapping.  Whoever has USAGE on the server
- *		may ask.
+ *		may ask, as for the others below.
+ *
+ *		tcopy.table_files(regclass): a tcopy table's SST files on its
+ *		tservers, by level of RocksDB's tree (whoever may SELECT from it).
+ *
+ *		tcopy.server_sessions(server): the tserver's open write sessions
+ *		(begun, not yet prepared), with the backend, database and
+ *		transaction of those this cluster began.  As pg_stat_progress_copy
+ *		does, a session of a backend whose role the caller has no
+ *		privileges of (without pg_read_all_stats) shows its backend only,
+ *		not what it holds.
+ *
+ *		tcopy.server_version(server): the tserver's version.
  */
 #include "postgres.h"
 
 #include "access/htup_details.h"
 #include "access/relation.h"
+#include "access/xlog.h"
+#include "catalog/pg_authid.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
+#include "commands/dbcommands.h"
 #include "foreign/foreign.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
+#include "utils/backend_status.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
 #include "tcopy/catalog.h"
 #include "tcopy/connection.h"
 
 PG_FUNCTION_INFO_V1(tcopy_table_size);
+PG_FUNCTION_INFO_V1(tcopy_table_files);
 PG_FUNCTION_INFO_V1(tcopy_server_stats);
+PG_FUNCTION_INFO_V1(tcopy_server_sessions);
+PG_FUNCTION_INFO_V1(tcopy_server_version);
 
-/* Add the estimate of tcopy table relid (locked by the caller) to rows and bytes. */
-static void
-add_table_estimate(Oid relid, uint64 *rows, uint64 *bytes)
+/*
+ * The tservers' Stats for tcopy table relid (locked by the caller), with
+ * its estimate and files by level; NULL when it keeps nothing (the null
+ * address, or never written to).  Freed with tcopy__stats__free_unpacked.
+ */
+static Tcopy__Stats *
+table_stats(Oid relid)
 {
 	Relation	rel = relation_open(relid, NoLock);
 	TcopyTableOptions options;
 	TcClient   *client;
 	uint32_t	table_id;
+	Tcopy__Stats *stats = NULL;
 
 	tcopy_get_table_options(rel, GetUserId(), &options);
 	relation_close(rel, NoLock);
 	client = tcopy_connect(options.address, options.token, &options.tls);
 	if (client == NULL)
-		return;					/* the null address keeps nothing */
+		return NULL;			/* the null address keeps nothing */
 	if (tc_client_open_table(client, options.table_name, NULL, false, &table_id,
 							 NULL, NULL) < 0)
 	{
@@ -59,33 +84,31 @@ add_table_estimate(Oid relid, uint64 *rows, uint64 *bytes)
 									  psprintf("could not open table \"%s\"",
 											   options.table_name));
 	}
-	else
-	{
-		uint64_t	r = 0,
-					b = 0;
-		int			rc = tc_client_table_estimate(client, table_id, &r, &b);
-
-		if (rc < 0)
-			tcopy_report_client_error(client, options.address,
-									  psprintf("could not estimate the size of table \"%s\"",
-											   options.table_name));
-		*rows += r;
-		*bytes += b;
-	}
+	else if (tc_client_stats_request(client, table_id, false, &stats) < 0)
+		tcopy_report_client_error(client, options.address,
+								  psprintf("could not estimate the size of table \"%s\"",
+										   options.table_name));
 	tcopy_disconnect(client);
+	if (stats != NULL && stats->table == NULL)
+	{
+		/* a tserver that predates estimates */
+		tcopy__stats__free_unpacked(stats, NULL);
+		stats = NULL;
+	}
+	return stats;
 }
 
-Datum
-tcopy_table_size(PG_FUNCTION_ARGS)
+/*
+ * The tcopy tables that relid names (itself, or a partitioned table's tcopy
+ * partitions at every level), locked, once the caller is checked to have
+ * SELECT on relid; fname (the SQL function) says what it takes otherwise.
+ */
+static List *
+tcopy_tables_of(Oid relid, const char *fname)
 {
-	Oid			relid = PG_GETARG_OID(0);
 	char		relkind = get_rel_relkind(relid);
 	AclResult	aclresult;
-	TupleDesc	tupdesc;
-	Datum		values[2];
-	bool		nulls[2] = {false, false};
-	uint64		rows = 0;
-	uint64		bytes = 0;
+	List	   *tables = NIL;
 
 	if (relkind == '\0')
 		ereport(ERROR,
@@ -105,27 +128,125 @@ tcopy_table_size(PG_FUNCTION_ARGS)
 
 			if (get_rel_relkind(child) == RELKIND_FOREIGN_TABLE &&
 				tcopy_relation_is_tcopy_table(child))
-				add_table_estimate(child, &rows, &bytes);
+				tables = lappend_oid(tables, child);
 		}
 	}
 	else if (relkind == RELKIND_FOREIGN_TABLE && tcopy_relation_is_tcopy_table(relid))
 	{
 		LockRelationOid(relid, AccessShareLock);
-		add_table_estimate(relid, &rows, &bytes);
+		tables = list_make1_oid(relid);
 	}
 	else
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not a tcopy table", get_rel_name(relid)),
-				 errhint("tcopy.table_size() takes a foreign table of a tcopy server, or a "
-						 "partitioned table with such partitions; pg_total_relation_size() "
-						 "measures the others.")));
+				 errhint("%s takes a foreign table of a tcopy server, or a partitioned "
+						 "table with such partitions; pg_total_relation_size() measures "
+						 "the others.", fname)));
+	return tables;
+}
 
+Datum
+tcopy_table_size(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Datum		values[2];
+	bool		nulls[2] = {false, false};
+	uint64		rows = 0;
+	uint64		bytes = 0;
+	ListCell   *lc;
+
+	foreach(lc, tcopy_tables_of(PG_GETARG_OID(0), "tcopy.table_size()"))
+	{
+		Tcopy__Stats *stats = table_stats(lfirst_oid(lc));
+
+		if (stats == NULL)
+			continue;
+		rows += stats->table->rows;
+		bytes += stats->table->bytes;
+		tcopy__stats__free_unpacked(stats, NULL);
+	}
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 	values[0] = Int64GetDatum((int64) rows);
 	values[1] = Int64GetDatum((int64) bytes);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(tupdesc), values, nulls)));
+}
+
+Datum
+tcopy_table_files(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	List	   *tables = tcopy_tables_of(PG_GETARG_OID(0), "tcopy.table_files()");
+	ListCell   *lc;
+
+	InitMaterializedSRF(fcinfo, 0);
+	foreach(lc, tables)
+	{
+		Tcopy__Stats *stats = table_stats(lfirst_oid(lc));
+
+		if (stats == NULL)
+			continue;
+		for (size_t i = 0; i < stats->table->n_levels; i++)
+		{
+			Tcopy__LevelFiles *level = stats->table->levels[i];
+			Datum		values[4];
+			bool		nulls[4] = {false, false, false, false};
+
+			values[0] = ObjectIdGetDatum(lfirst_oid(lc));
+			values[1] = Int32GetDatum((int32) level->level);
+			values[2] = Int64GetDatum((int64) level->files);
+			values[3] = Int64GetDatum((int64) level->bytes);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+		tcopy__stats__free_unpacked(stats, NULL);
+	}
+	PG_RETURN_VOID();
+}
+
+/*
+ * A client of tcopy server name, through the caller's user mapping, once
+ * the caller is checked to have USAGE on it; NULL for the null address.
+ * Its address into *address.
+ */
+static TcClient *
+server_client(const char *name, char **address)
+{
+	ForeignServer *server = GetForeignServerByName(name, false);
+	AclResult	aclresult;
+	List	   *mapping;
+	TcopyTableOptions options;
+
+	if (!tcopy_server_is_tcopy(server->serverid))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("server \"%s\" is not a tcopy server", name)));
+	aclresult = pg_foreign_server_aclcheck(server->serverid, GetUserId(), ACL_USAGE);
+	if (aclresult != ACLCHECK_OK)
+		aclcheck_error(aclresult, OBJECT_FOREIGN_SERVER, name);
+	if (!tcopy_find_user_mapping(GetUserId(), server->serverid, &mapping))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("user mapping not found for \"%s\"", GetUserNameFromId(GetUserId(), false))));
+	tcopy_get_server_options(server->serverid, mapping, &options);
+	*address = options.address;
+	return tcopy_connect(options.address, options.token, &options.tls);
+}
+
+/* The Stats of server name (see server_client), or NULL for the null address. */
+static Tcopy__Stats *
+server_stats(const char *name, bool sessions)
+{
+	char	   *address;
+	TcClient   *client = server_client(name, &address);
+	Tcopy__Stats *stats = NULL;
+
+	if (client == NULL)
+		return NULL;			/* the null address: no tserver */
+	if (tc_client_stats_request(client, 0, sessions, &stats) < 0)
+		tcopy_report_client_error(client, address, "could not read its counters");
+	tcopy_disconnect(client);
+	return stats;
 }
 
 /* One row of tcopy.server_stats(). */
@@ -144,36 +265,15 @@ Datum
 tcopy_server_stats(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char	   *name = NameStr(*PG_GETARG_NAME(0));
-	ForeignServer *server = GetForeignServerByName(name, false);
-	AclResult	aclresult;
-	List	   *mapping;
-	TcopyTableOptions options;
-	TcClient   *client;
-	Tcopy__Stats *stats = NULL;
-
-	if (!tcopy_server_is_tcopy(server->serverid))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("server \"%s\" is not a tcopy server", name)));
-	aclresult = pg_foreign_server_aclcheck(server->serverid, GetUserId(), ACL_USAGE);
-	if (aclresult != ACLCHECK_OK)
-		aclcheck_error(aclresult, OBJECT_FOREIGN_SERVER, name);
-	if (!tcopy_find_user_mapping(GetUserId(), server->serverid, &mapping))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("user mapping not found for \"%s\"", GetUserNameFromId(GetUserId(), false))));
-	tcopy_get_server_options(server->serverid, mapping, &options);
+	Tcopy__Stats *stats = server_stats(NameStr(*PG_GETARG_NAME(0)), false);
 
 	InitMaterializedSRF(fcinfo, 0);
-	client = tcopy_connect(options.address, options.token, &options.tls);
-	if (client == NULL)
-		PG_RETURN_VOID();		/* the null address: no tserver */
-	if (tc_client_stats(client, &stats) < 0)
-		tcopy_report_client_error(client, options.address, "could not read its counters");
+	if (stats == NULL)
+		PG_RETURN_VOID();
 	stat_row(rsinfo, "uptime_ms", stats->uptime_ms);
 	stat_row(rsinfo, "connections_open", stats->connections_open);
 	stat_row(rsinfo, "connections_total", stats->connections_total);
+	stat_row(rsinfo, "connections_unauthenticated", stats->connections_unauthenticated);
 	stat_row(rsinfo, "sessions_open", stats->sessions_open);
 	stat_row(rsinfo, "sessions_prepared", stats->sessions_prepared);
 	stat_row(rsinfo, "sessions_committed", stats->sessions_committed);
@@ -195,6 +295,92 @@ tcopy_server_stats(PG_FUNCTION_ARGS)
 	stat_row(rsinfo, "l0_files", stats->l0_files);
 	stat_row(rsinfo, "stall_micros", stats->stall_micros);
 	tcopy__stats__free_unpacked(stats, NULL);
-	tcopy_disconnect(client);
 	PG_RETURN_VOID();
+}
+
+/*
+ * This cluster's backend of pid, if it runs now: its status, and whether
+ * the caller may see what it does (as pg_stat_progress_copy decides).
+ */
+static LocalPgBackendStatus *
+backend_of(int pid, bool *visible)
+{
+	int			n = pgstat_fetch_stat_numbackends();
+
+	for (int i = 1; i <= n; i++)
+	{
+		LocalPgBackendStatus *local = pgstat_fetch_stat_local_beentry(i);
+
+		if (local != NULL && local->backendStatus.st_procpid == pid)
+		{
+			*visible = has_privs_of_role(GetUserId(), local->backendStatus.st_userid) ||
+				has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
+			return local;
+		}
+	}
+	*visible = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
+	return NULL;
+}
+
+Datum
+tcopy_server_sessions(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Tcopy__Stats *stats = server_stats(NameStr(*PG_GETARG_NAME(0)), true);
+	TimestampTz now = GetCurrentTimestamp();
+	uint64		system = GetSystemIdentifier();
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (stats == NULL)
+		PG_RETURN_VOID();
+	for (size_t i = 0; i < stats->n_sessions; i++)
+	{
+		Tcopy__SessionInfo *info = stats->sessions[i];
+		Datum		values[11];
+		bool		nulls[11];
+		bool		ours = info->client_system == system && info->client_pid != 0;
+		bool		visible = false;
+		LocalPgBackendStatus *backend = ours ? backend_of((int) info->client_pid, &visible) : NULL;
+		char	   *datname = ours ? get_database_name(info->client_database) : NULL;
+
+		if (!ours)
+			visible = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
+		memset(nulls, !visible, sizeof(nulls));
+		values[0] = Int64GetDatum((int64) info->id);
+		values[1] = CStringGetTextDatum(info->state);
+		values[2] = TimestampTzGetDatum(now - (TimestampTz) info->age_ms * 1000);
+		values[3] = Int64GetDatum((int64) info->rows);
+		values[4] = Int64GetDatum((int64) info->staged_bytes);
+		values[5] = Int64GetDatum((int64) info->spilled_bytes);
+		values[6] = Int32GetDatum((int32) info->tables);
+		values[7] = Int32GetDatum((int32) info->client_pid);
+		values[8] = datname != NULL ? CStringGetTextDatum(datname) : (Datum) 0;
+		values[9] = backend != NULL ?
+			ObjectIdGetDatum(backend->backendStatus.st_userid) : (Datum) 0;
+		values[10] = backend != NULL ?
+			TransactionIdGetDatum(backend->backend_xid) : (Datum) 0;
+		/* who: as pg_stat_activity, to all; what: to whom may see it */
+		nulls[0] = nulls[1] = nulls[2] = false;
+		nulls[7] = !ours;
+		nulls[8] = datname == NULL;
+		nulls[9] = backend == NULL;
+		nulls[10] = !visible || backend == NULL ||
+			!TransactionIdIsValid(backend->backend_xid);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	tcopy__stats__free_unpacked(stats, NULL);
+	PG_RETURN_VOID();
+}
+
+Datum
+tcopy_server_version(PG_FUNCTION_ARGS)
+{
+	Tcopy__Stats *stats = server_stats(NameStr(*PG_GETARG_NAME(0)), false);
+	text	   *version;
+
+	if (stats == NULL)
+		PG_RETURN_NULL();		/* the null address: no tserver */
+	version = cstring_to_text(stats->version);
+	tcopy__stats__free_unpacked(stats, NULL);
+	PG_RETURN_TEXT_P(version);
 }

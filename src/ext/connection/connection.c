@@ -35,6 +35,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/latch.h"
@@ -162,6 +163,8 @@ tcopy_client_try_connect(const char *address, const char *token,
 	if (rc < 0)
 		return NULL;
 	tc_client_set_max_frame(client, (uint32) tcopy_max_frame_mb * 1024 * 1024);
+	/* the tserver's list of open sessions says whose they are */
+	tc_client_set_identity(client, GetSystemIdentifier(), MyDatabaseId, (uint32) MyProcPid);
 	return client;
 }
 
