@@ -8,7 +8,9 @@
 #	    and SCAN, TABLE_OP of a table id it did not open are refused the
 #	    same way, checked through the raw protocol;
 #	  - it does not see, nor resolve, another namespace's prepared
-#	    sessions (NOT_FOUND), also after a restart;
+#	    sessions (NOT_FOUND), also after a restart; each namespace has a
+#	    gid space of its own: the same gid prepared by two is two
+#	    sessions, the admin token sees them tagged (issue 32);
 #	  - the --token-file token keeps full access beside the scoped ones;
 #	  - the open sessions (tserver-cli sessions): a scoped token sees those
 #	    begun under its namespace, the admin token all.
@@ -17,6 +19,7 @@ use warnings;
 
 use FindBin;
 use lib "$FindBin::Bin/../lib";
+use Digest::SHA;
 use Test::More;
 use TcopyTest qw(:all);
 
@@ -167,7 +170,10 @@ is($as->($t1_file, 'load', 'c1_b', '--rows', 10, '--prepare', 'g1')->{rc}, 0, 't
 is($as->($t2_file, 'load', 'c2_b', '--rows', 20, '--prepare', 'g2')->{rc}, 0, 'token two prepares g2 on c2_b');
 is(gids_seen($t1_file), 'g1', 'token one lists only g1');
 is(gids_seen($t2_file), 'g2', 'token two lists only g2');
-is(gids_seen($admin_file), 'g1,g2', 'the admin token lists both');
+# each namespace's gids are its own: the store tags them (session/ts_gid.c)
+my %tag = map { $_ => '~' . substr(Digest::SHA::sha256_hex($_), 0, 16) . ':' } qw(c1_ c2_);
+is(gids_seen($admin_file), join(',', sort("$tag{c1_}g1", "$tag{c2_}g2")),
+	"the admin token lists both, tagged with their namespaces");
 $r = $as->($t1_file, 'resolve', 'g2', 'commit');
 like($r->{out}, qr/not found/, 'token one resolving g2: not found');
 is($as->($admin_file, 'scan', 'c2_b', '--format', 'count')->{out}, "0\n", '... and g2 is not published');
@@ -179,6 +185,28 @@ like($as->($t1_file, 'resolve', 'g2', 'abort')->{out}, qr/not found/, '... nor c
 like($as->($t2_file, 'resolve', 'g2', 'commit')->{out}, qr/committed 20 rows/, 'token two commits g2');
 like($as->($t1_file, 'resolve', 'g1', 'commit')->{out}, qr/committed 10 rows/, 'token one commits g1');
 is($as->($t2_file, 'scan', 'c2_b', '--format', 'count')->{out}, "20\n", 'c2_b has its rows');
+
+# issue 32: one tenant's gid neither blocks, nor reveals, nor resolves another's
+is($as->($t2_file, 'load', 'c2_b', '--rows', 7, '--start', 100, '--prepare', 'same')->{rc}, 0,
+	'token two prepares "same"');
+$r = $as->($t1_file, 'load', 'c1_b', '--rows', 5, '--start', 100, '--prepare', 'same');
+is($r->{rc}, 0, 'token one prepares "same" too: not "already prepared"') or diag($r->{err});
+is(gids_seen($t1_file), 'same', 'token one lists its own "same"');
+is(gids_seen($admin_file), join(',', sort("$tag{c1_}same", "$tag{c2_}same")),
+	'the admin token lists the two');
+like($as->($t1_file, 'resolve', 'same', 'commit')->{out}, qr/committed 5 rows/,
+	'token one commits its "same": 5 rows, not token two\'s 7');
+is(gids_seen($t2_file), 'same', "token two's \"same\" is still prepared");
+like($as->($t1_file, 'resolve', 'same', 'commit')->{out}, qr/not found/,
+	'token one resolving "same" again: not found, though token two holds one');
+like($as->($admin_file, 'resolve', "$tag{c2_}same", 'abort')->{out}, qr/discarded 7 rows/,
+	'the admin token discards token two\'s by its tagged name');
+is($as->($t2_file, 'scan', 'c2_b', '--format', 'count')->{out}, "20\n", '... and c2_b is unchanged');
+$r = $as->($t1_file, 'load', 'c1_b', '--rows', 1, '--prepare', 'x' x 200);
+is($r->{rc}, 0, 'a scoped token may use a gid of 200 bytes') or diag($r->{err});
+like($as->($t1_file, 'resolve', 'x' x 200, 'abort')->{out}, qr/discarded 1 rows/, '... and resolve it');
+$r = $as->($t1_file, 'load', 'c1_b', '--rows', 1, '--prepare', 'x' x 201);
+like($r->{err}, qr/a global id has 1 to 200 bytes/, '... not of 201');
 
 # streams of a write session (docs/protocol.md#streams): only a connection
 # of the session's namespace, or of full access, may JOIN it; another

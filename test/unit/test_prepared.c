@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "tc_client.h"
 #include "tc_test.h"
 #include "ts_key.h"
 #include "ts_session_int.h"
@@ -874,7 +875,7 @@ test_registry(void)
 				rows;
 	TsSession  *session;
 	TsError		err;
-	char		gid[TS_GID_MAX + 2];
+	char		gid[TC_GID_MAX + 2];
 	char		owned[64];
 	TcArena		arena;
 	Tcopy__PreparedList list;
@@ -899,16 +900,16 @@ test_registry(void)
 	CHECK_EQ_INT(staging_entries(), 1);
 	check_stats(store, 1);
 
-	/* gids of 0 and TS_GID_MAX + 1 bytes: refused; TS_GID_MAX: fine */
+	/* gids of 0 and TC_GID_MAX + 1 bytes: refused; TC_GID_MAX: fine */
 	memset(gid, 'g', sizeof(gid));
-	gid[TS_GID_MAX + 1] = '\0';
+	gid[TC_GID_MAX + 1] = '\0';
 	session = kind_session(store, KIND_SMALL, table, 10, 20000, 1, &sid);
 	CHECK_EQ_INT(ts_session_prepare_gid(session, gid, 12, NULL, &rows, &err), -1);
 	session = kind_session(store, KIND_SMALL, table, 10, 20000, 1, &sid);
 	CHECK_EQ_INT(ts_session_prepare_gid(session, "", 12, NULL, &rows, &err), -1);
 	CHECK_EQ_INT(ts_store_resolve(store, gid, true, 12, NULL, &outcome, &rows, &err), -1);
 	CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_PROTOCOL);
-	gid[TS_GID_MAX] = '\0';
+	gid[TC_GID_MAX] = '\0';
 	session = kind_session(store, KIND_SMALL, table, 10, 20000, 1, &sid);
 	CHECK_EQ_INT(ts_session_prepare_gid(session, gid, 12, NULL, &rows, &err), 0);
 

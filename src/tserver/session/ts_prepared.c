@@ -47,26 +47,9 @@
 #include "ts_log.h"
 #include "ts_store.pb-c.h"
 
-_Static_assert(TS_GID_MAX == TC_GID_MAX, "the tserver's and the client's gid limits differ");
-
 #define PREPARED_RECORD_VERSION 1
 #define PREPARED_RECORD_VERSION_LABELS 2	/* a record with load labels */
 #define PREPARED_SENTINEL_FILE "sentinel.sst"
-
-/* A gid a client may use: 1 .. TS_GID_MAX bytes.  0, or -1 with err. */
-static int
-gid_check(const char *gid, TsError *err)
-{
-	size_t		len = gid != NULL ? strlen(gid) : 0;
-
-	if (len == 0 || len > TS_GID_MAX)
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
-					 "a global id must have 1 to %d bytes, not %zu", TS_GID_MAX, len);
-		return -1;
-	}
-	return 0;
-}
 
 /* ---- records ---- */
 
@@ -103,7 +86,7 @@ record_check(const Tstore__PreparedRecord *rec, const char *key, size_t keylen, 
 			strlen(rec->labels[i]->label) > TS_LABEL_MAX)
 			goto corrupt;
 	if (strlen(rec->gid) != keylen - plen || memcmp(rec->gid, key + plen, keylen - plen) != 0 ||
-		gid_check(rec->gid, err) != 0)
+		rec->gid[0] == '\0' || strlen(rec->gid) > TS_GID_MAX)
 		goto corrupt;
 	snprintf(dir, sizeof(dir), "session-%llu", (unsigned long long) rec->session_id);
 	if (rec->sst != NULL)
@@ -272,7 +255,7 @@ prepared_scope_prefix(TsStore *store, const TsSession *session, const char *scop
 }
 
 int
-ts_session_prepare_gid(TsSession *session, const char *gid, uint64_t owner,
+ts_session_prepare_gid(TsSession *session, const char *client_gid, uint64_t owner,
 					   const char *scope, uint64_t *rows, TsError *err)
 {
 	TsStore    *store = session->store;
@@ -295,9 +278,10 @@ ts_session_prepare_gid(TsSession *session, const char *gid, uint64_t owner,
 	char	   *scope_prefix = NULL;
 	bool		recorded = false;
 	int			waited_ms = 0;
+	char		gid[TS_GID_MAX + 1];	/* as stored: its namespace's (ts_gid.c) */
 
 	*rows = session->rows;
-	if (gid_check(gid, err) != 0)
+	if (ts_gid_store(scope, client_gid, gid, sizeof(gid), err) != 0)
 	{
 		ts_session_free(session, true);
 		return -1;
@@ -652,22 +636,30 @@ prepared_discard(TsStore *store, const Tstore__PreparedRecord *rec, TsError *err
 }
 
 int
-ts_store_resolve(TsStore *store, const char *gid, bool commit, uint64_t owner,
+ts_store_resolve(TsStore *store, const char *client_gid, bool commit, uint64_t owner,
 				 const char *scope, Tcopy__ResolveOutcome *outcome, uint64_t *rows,
 				 TsError *err)
 {
 	TsPrepared *entry;
 	Tstore__PreparedRecord *rec;
 	int			result;
+	char		gid[TS_GID_MAX + 1];	/* as stored: its namespace's (ts_gid.c) */
 
 	*rows = 0;
-	if (gid_check(gid, err) != 0)
+	if (ts_gid_store(scope, client_gid, gid, sizeof(gid), err) != 0)
 		return -1;
 	pthread_mutex_lock(&store->prepared_lock);
 	entry = registry_find_locked(store, gid, NULL);
-	/* another namespace's session is not there for this connection */
-	if (entry != NULL && entry->state != PREPARED_PREPARING && !registry_visible(entry, scope))
-		entry = NULL;
+	if (entry == NULL && scope != NULL)
+	{
+		/* one prepared before the tags, untagged, if this connection sees it */
+		entry = registry_find_locked(store, client_gid, NULL);
+		if (entry != NULL &&
+			(entry->state == PREPARED_PREPARING || ts_gid_shown(entry, scope) != entry->gid))
+			entry = NULL;
+		else if (entry != NULL)
+			snprintf(gid, sizeof(gid), "%s", client_gid);
+	}
 	if (entry == NULL || entry->state != PREPARED_READY ||
 		(entry->owner != 0 && entry->owner != owner))
 	{

@@ -281,16 +281,17 @@ registry_gids(TsStore *store, const char *prefix, const char *scope, TcArena *ar
 	for (size_t i = 0; i < store->nprepared; i++)
 	{
 		TsPrepared *entry = store->prepared[i];
+		const char *shown = ts_gid_shown(entry, scope);
 
-		if (entry->state == PREPARED_PREPARING || !registry_visible(entry, scope) ||
-			strncmp(entry->gid, prefix, prefixlen) != 0)
+		if (entry->state == PREPARED_PREPARING || shown == NULL ||
+			strncmp(shown, prefix, prefixlen) != 0)
 			continue;
-		if (((*gids)[n] = tc_arena_alloc(arena, strlen(entry->gid) + 1)) == NULL)
+		if (((*gids)[n] = tc_arena_alloc(arena, strlen(shown) + 1)) == NULL)
 		{
 			pthread_mutex_unlock(&store->prepared_lock);
 			return -1;
 		}
-		strcpy((*gids)[n++], entry->gid);
+		strcpy((*gids)[n++], shown);
 	}
 	pthread_mutex_unlock(&store->prepared_lock);
 	*ngids = n;
@@ -318,21 +319,22 @@ ts_store_list_prepared(TsStore *store, const char *prefix, const char *scope, Tc
 	for (size_t i = 0; list->sessions != NULL && i < store->nprepared; i++)
 	{
 		TsPrepared *entry = store->prepared[i];
+		const char *shown = ts_gid_shown(entry, scope);
 		Tcopy__PreparedSession *s;
 		char	   *gid;
 
-		if (entry->state == PREPARED_PREPARING || !registry_visible(entry, scope) ||
-			strncmp(entry->gid, prefix != NULL ? prefix : "", prefixlen) != 0)
+		if (entry->state == PREPARED_PREPARING || shown == NULL ||
+			strncmp(shown, prefix != NULL ? prefix : "", prefixlen) != 0)
 			continue;
 		s = tc_arena_alloc(arena, sizeof(Tcopy__PreparedSession));
-		gid = tc_arena_alloc(arena, strlen(entry->gid) + 1);
+		gid = tc_arena_alloc(arena, strlen(shown) + 1);
 		if (s == NULL || gid == NULL)
 		{
 			list->sessions = NULL;
 			break;
 		}
 		tcopy__prepared_session__init(s);
-		s->gid = strcpy(gid, entry->gid);
+		s->gid = strcpy(gid, shown);
 		s->rows = entry->rows;
 		s->bytes = entry->bytes;
 		s->prepared_at_ms = entry->prepared_at_ms;

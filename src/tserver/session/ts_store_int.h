@@ -199,6 +199,21 @@ int			ts_in_doubt_wait(TsStore *store, const uint32_t *const *lists, const size_
 
 /* Whether a connection of scope (NULL: full access) sees entry. */
 bool		registry_visible(const TsPrepared *entry, const char *scope);
+
+/* in ts_gid.c */
+
+/*
+ * The stored form of a client's gid (1 .. TC_GID_MAX bytes, else -1 with
+ * err) for a connection of scope (NULL: full access) into out.
+ */
+int			ts_gid_store(const char *scope, const char *gid, char *out, size_t size,
+						 TsError *err);
+
+/*
+ * entry's gid as a connection of scope names it (pointing into entry's),
+ * or NULL when that connection may not see it.
+ */
+const char *ts_gid_shown(const TsPrepared *entry, const char *scope);
 void		ts_prepared_free_all(TsStore *store);
 
 /* in ts_publish.c */

@@ -16,7 +16,9 @@
 #include "ts_codec.h"
 #include "ts_storage.h"
 
-#define TS_GID_MAX 200			/* TC_GID_MAX of tc_client.h */
+#define TS_GID_TAG_LEN 18		/* "~", 16 hex digits, ":" (session/ts_gid.c) */
+#define TS_GID_MAX 218			/* a stored gid: TC_GID_MAX of tc_client.h, and
+								 * a namespace's tag before it */
 
 /* the session layer's registries, which the store holds (ts_store_int.h) */
 typedef struct TsPrepared TsPrepared;	/* ts_prepared_registry.c */
