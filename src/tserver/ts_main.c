@@ -315,6 +315,8 @@ main(int argc, char **argv)
 	config.max_connections = options.max_connections;
 	config.max_unauthenticated = options.max_unauthenticated;
 	config.handshake_timeout_ms = options.handshake_timeout_s * 1000;
+	config.idle_timeout_ms = options.idle_timeout_s * 1000;
+	config.max_namespace_connections = options.max_namespace_connections;
 	config.decode_total_bytes = options.decode_memory_mb * TS_MB;
 	server = ts_server_create(&config, err, sizeof(err));
 	if (server == NULL)
@@ -327,6 +329,8 @@ main(int argc, char **argv)
 	reloadable.max_connections = options.max_connections;
 	reloadable.max_unauthenticated = options.max_unauthenticated;
 	reloadable.handshake_timeout_s = options.handshake_timeout_s;
+	reloadable.idle_timeout_s = options.idle_timeout_s;
+	reloadable.max_namespace_connections = options.max_namespace_connections;
 	reloadable.token_file = options.token_file;
 	reloadable.scoped_tokens_file = options.scoped_tokens_file;
 	reloadable.uids_admit = options.nallowed_uids > 0;

@@ -400,9 +400,13 @@ ts_config_reload(const char *path, int argc, char **argv, struct TsServer *serve
 	reload_number(path, argc, argv, "max-unauthenticated", 1, 1000000,
 				  &now->max_unauthenticated);
 	reload_number(path, argc, argv, "handshake-timeout", 1, 3600, &now->handshake_timeout_s);
+	reload_number(path, argc, argv, "idle-timeout", 0, 86400, &now->idle_timeout_s);
+	reload_number(path, argc, argv, "max-namespace-connections", 1, 1000000,
+				  &now->max_namespace_connections);
 	ts_server_set_limits(server, now->max_connections,
 						 now->max_unauthenticated < now->max_connections ?
 						 now->max_unauthenticated : now->max_connections,
-						 now->handshake_timeout_s * 1000);
+						 now->handshake_timeout_s * 1000, now->idle_timeout_s * 1000,
+						 now->max_namespace_connections);
 	reload_tokens(path, argc, argv, server, now);
 }

@@ -55,6 +55,8 @@ typedef struct TsReloadable
 	int			max_connections;
 	int			max_unauthenticated;
 	int			handshake_timeout_s;
+	int			idle_timeout_s;
+	int			max_namespace_connections;
 	const char *token_file;
 	const char *scoped_tokens_file;
 	char	   *owned_token_file;	/* a reload's, freed when replaced */

@@ -131,6 +131,43 @@ conn_wait_handshake(TsConn *conn, TsError *err)
 	}
 }
 
+/*
+ * An authenticated connection that holds nothing (ts_proto_idle) waits at
+ * most --idle-timeout for its next frame, then it is closed, as Postgres'
+ * idle_session_timeout closes a session: an idle client does not keep a
+ * connection slot from others.  Its Error frame (SHUTTING_DOWN) says why to
+ * a client that reads it at its next request.  0, or -1 with err.
+ */
+static int
+conn_wait_idle(TsConn *conn, TsError *err)
+{
+	int			limit_ms = atomic_load(&conn->ctx->idle_timeout_ms);
+
+	if (limit_ms <= 0 || tc_frame_reader_buffered(&conn->reader) > 0 ||
+		(conn->tls != NULL && tc_tls_has_pending(conn->tls)) || !ts_proto_idle(&conn->proto))
+		return 0;
+	for (;;)
+	{
+		struct pollfd pfd = {.fd = conn->fd,.events = POLLIN};
+		int			n = poll(&pfd, 1, limit_ms);
+
+		if (n > 0)
+			return 0;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+		{
+			conn_lost(conn, err, "could not wait for the client", errno);
+			return -1;
+		}
+		ts_log(TS_LOG_INFO, "connection %" PRIu64 " from %s: idle for %d s, closed (--idle-timeout)",
+			   conn->id, conn->peer, limit_ms / 1000);
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_SHUTTING_DOWN,
+					 "closing the connection: idle for %d s (--idle-timeout)", limit_ms / 1000);
+		return -1;
+	}
+}
+
 /* The handshake is done: its receive timeout, if any, comes off. */
 static void
 conn_handshake_done(TsConn *conn)
@@ -180,7 +217,8 @@ conn_read_frame(TsConn *conn, Tcopy__FrameType *type, const uint8_t **payload,
 				break;
 		}
 
-		if (!ts_proto_authenticated(&conn->proto) && conn_wait_handshake(conn, err) != 0)
+		if (!ts_proto_authenticated(&conn->proto) ? conn_wait_handshake(conn, err) != 0 :
+			conn_wait_idle(conn, err) != 0)
 			return -1;
 		if (conn->tls != NULL)
 			n = tc_frame_reader_read_via(&conn->reader, conn_tls_read, conn);

@@ -40,6 +40,9 @@ typedef struct TsConnContext
 	size_t		nallowed_uids;	/* admitted without a token */
 	atomic_int	handshake_timeout_ms;	/* from accept to READY, in all (a
 										 * reload may change it) */
+	atomic_int	idle_timeout_ms;	/* an authenticated connection holding
+									 * nothing is closed after so long without a
+									 * frame; 0: never (a reload may change it) */
 	atomic_int *unauthenticated;	/* connections before READY, the server's */
 	const atomic_bool *shutdown_requested;	/* once set: no Error frames */
 	struct ssl_ctx_st *tls_ctx; /* TLS on every tcp: connection; NULL: none */

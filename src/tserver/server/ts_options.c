@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "tc_frame.h"
+#include "ts_tenants.h"
 #include "ts_proto.h"
 #include "ts_raft.h"
 #include "ts_store.h"
@@ -60,6 +61,12 @@ usage(FILE *out)
 			"  --max-connections N        connections open at once (default %d)\n"
 			"  --max-unauthenticated N    of those, not yet authenticated (default %d)\n"
 			"  --handshake-timeout S      seconds from connect to authenticated (default %d)\n"
+			"  --idle-timeout S           close an authenticated connection that holds no\n"
+			"                             session, scan, snapshot nor prepared session\n"
+			"                             after S seconds without a frame (default %d;\n"
+			"                             0: never)\n"
+			"  --max-namespace-connections N  connections of one scoped token's namespace\n"
+			"                             open at once (default %d)\n"
 			"  --decode-memory-mb N       memory all connections' frames unpack into\n"
 			"                             together; a frame waits for it (default %d)\n"
 			"Storage:\n"
@@ -95,7 +102,8 @@ usage(FILE *out)
 			"  --version                  show the version and exit\n"
 			"  --help                     show this help and exit\n",
 			TS_VERSION, TS_DEFAULT_MAX_CONNECTIONS, TS_DEFAULT_MAX_UNAUTHENTICATED,
-			TS_DEFAULT_HANDSHAKE_TIMEOUT_S, TS_DEFAULT_DECODE_MEMORY_MB,
+			TS_DEFAULT_HANDSHAKE_TIMEOUT_S, TS_DEFAULT_IDLE_TIMEOUT_S,
+			TS_DEFAULT_MAX_NAMESPACE_CONNECTIONS, TS_DEFAULT_DECODE_MEMORY_MB,
 			defaults.session_memory_bytes / TS_MB,
 			(unsigned long long) (defaults.memory_bytes / TS_MB),
 			(unsigned) (TC_FRAME_MAX_DEFAULT / TS_MB), defaults.in_doubt_wait_ms);
@@ -216,7 +224,8 @@ enum
 	OPT_MAX_UNAUTHENTICATED, OPT_HANDSHAKE_TIMEOUT, OPT_DECODE_MEMORY,
 	OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA, OPT_IN_DOUBT_WAIT,
 	OPT_RAFT_ID, OPT_RAFT_LISTEN, OPT_RAFT_DIR, OPT_RAFT_BOOTSTRAP, OPT_RAFT_SECRET,
-	OPT_RAFT_LOG_ENTRIES, OPT_METRICS, OPT_CONFIG, OPT_VERSION
+	OPT_RAFT_LOG_ENTRIES, OPT_METRICS, OPT_CONFIG, OPT_VERSION, OPT_IDLE_TIMEOUT,
+	OPT_MAX_NAMESPACE_CONNECTIONS
 };
 static const struct option long_options[] = {
 	{"data", required_argument, NULL, OPT_DATA},
@@ -229,6 +238,8 @@ static const struct option long_options[] = {
 	{"max-connections", required_argument, NULL, OPT_MAX_CONNECTIONS},
 	{"max-unauthenticated", required_argument, NULL, OPT_MAX_UNAUTHENTICATED},
 	{"handshake-timeout", required_argument, NULL, OPT_HANDSHAKE_TIMEOUT},
+	{"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
+	{"max-namespace-connections", required_argument, NULL, OPT_MAX_NAMESPACE_CONNECTIONS},
 	{"decode-memory-mb", required_argument, NULL, OPT_DECODE_MEMORY},
 	{"tls-cert", required_argument, NULL, OPT_TLS_CERT},
 	{"tls-key", required_argument, NULL, OPT_TLS_KEY},
@@ -282,6 +293,8 @@ ts_options_parse(int argc, char **argv, TsMainOptions *options)
 	options->max_connections = TS_DEFAULT_MAX_CONNECTIONS;
 	options->max_unauthenticated = TS_DEFAULT_MAX_UNAUTHENTICATED;
 	options->handshake_timeout_s = TS_DEFAULT_HANDSHAKE_TIMEOUT_S;
+	options->idle_timeout_s = TS_DEFAULT_IDLE_TIMEOUT_S;
+	options->max_namespace_connections = TS_DEFAULT_MAX_NAMESPACE_CONNECTIONS;
 	options->decode_memory_mb = TS_DEFAULT_DECODE_MEMORY_MB;
 	/* every --listen is an argument, so argc bounds their number */
 	options->listen = calloc((size_t) argc, sizeof(TcAddress));
@@ -336,6 +349,13 @@ ts_options_parse(int argc, char **argv, TsMainOptions *options)
 			case OPT_HANDSHAKE_TIMEOUT:
 				options->handshake_timeout_s =
 					(int) parse_number("--handshake-timeout", optarg, 1, 3600);
+				break;
+			case OPT_IDLE_TIMEOUT:
+				options->idle_timeout_s = (int) parse_number("--idle-timeout", optarg, 0, 86400);
+				break;
+			case OPT_MAX_NAMESPACE_CONNECTIONS:
+				options->max_namespace_connections =
+					(int) parse_number("--max-namespace-connections", optarg, 1, 1000000);
 				break;
 			case OPT_DECODE_MEMORY:
 				options->decode_memory_mb = parse_number("--decode-memory-mb", optarg, 1, 1024 * 1024);

@@ -20,6 +20,7 @@
 #define TS_DEFAULT_MAX_CONNECTIONS 256
 #define TS_DEFAULT_MAX_UNAUTHENTICATED 32
 #define TS_DEFAULT_HANDSHAKE_TIMEOUT_S 10
+#define TS_DEFAULT_IDLE_TIMEOUT_S 600
 #define TS_DEFAULT_DECODE_MEMORY_MB 2048
 
 typedef struct TsMainOptions
@@ -39,6 +40,8 @@ typedef struct TsMainOptions
 	int			max_connections;
 	int			max_unauthenticated;
 	int			handshake_timeout_s;
+	int			idle_timeout_s;	/* 0: none */
+	int			max_namespace_connections;
 	size_t		decode_memory_mb;
 	size_t		session_memory_mb;
 	size_t		memory_mb;

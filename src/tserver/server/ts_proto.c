@@ -433,6 +433,23 @@ proto_check_proof(TsProto *proto, const Tcopy__Hello *hello,
 					 "could not compute the server's proof");
 		return -1;
 	}
+	if (cred->namespace != NULL)
+	{
+		int			open = 0;
+		char		ns[PROTO_LOG_NAME_MAX];
+
+		/* no tenant takes every connection */
+		if (ts_tenants_enter(&proto->shared->tenants, cred->namespace, cred->namespace_len,
+							 &open) != 0)
+		{
+			ts_proto_printable(cred->namespace, ns, sizeof(ns));
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_TOO_MANY_CONNECTIONS,
+						 "too many connections for namespace \"%s\": %d are open "
+						 "(--max-namespace-connections)", ns, open);
+			return -1;
+		}
+		proto->tenant_counted = true;
+	}
 	proto->scope = cred->namespace;
 	proto->scope_len = cred->namespace_len;
 	return 0;
@@ -632,6 +649,13 @@ ts_proto_authenticated(const TsProto *proto)
 	return proto->phase != TS_PROTO_AWAIT_HELLO;
 }
 
+bool
+ts_proto_idle(const TsProto *proto)
+{
+	return proto->phase == TS_PROTO_READY && proto->scan == NULL && proto->snapshot == NULL &&
+		!ts_store_prepared_owned(proto->shared->store, proto->id, NULL, 0);
+}
+
 void
 ts_proto_release(TsProto *proto)
 {
@@ -667,5 +691,8 @@ ts_proto_release(TsProto *proto)
 	free(proto->scope_tables);
 	proto->scope_tables = NULL;
 	proto->nscope_tables = proto->scope_tables_cap = 0;
+	if (proto->tenant_counted)
+		ts_tenants_leave(&proto->shared->tenants, proto->scope, proto->scope_len);
+	proto->tenant_counted = false;
 	proto->scope = NULL;
 }

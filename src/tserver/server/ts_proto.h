@@ -28,6 +28,7 @@
 #include "ts_auth.h"
 #include "ts_group.h"
 #include "ts_store.h"
+#include "ts_tenants.h"
 
 #ifndef TS_VERSION
 #define TS_VERSION "0.1.0"
@@ -59,6 +60,8 @@ typedef struct TsProtoShared
 	atomic_size_t decode_in_use;	/* bytes unpacked by frames being handled */
 	const atomic_int *unauthenticated;	/* the server's count of connections
 										 * before READY; may be NULL */
+	TsTenants	tenants;		/* each namespace's connections (zeroed: no
+								 * limit) */
 
 	/* counters reported by Stats */
 	atomic_uint_fast64_t connections_open;
@@ -97,6 +100,7 @@ typedef struct TsProto
 	TsSnapshot *snapshot;		/* taken by SNAPSHOT, until the connection ends */
 	uint8_t		nonce[TC_NONCE_SIZE];	/* the server's, in SERVER_HELLO */
 	bool		auth_required;	/* HELLO must carry a proof */
+	bool		tenant_counted; /* in shared->tenants under scope */
 	const char *scope;			/* the namespace the credential reaches;
 								 * NULL: full access */
 	size_t		scope_len;
@@ -158,6 +162,13 @@ int			ts_proto_greet(TsProto *proto, bool admitted, TsError *err);
 
 /* Whether the handshake is done. */
 bool		ts_proto_authenticated(const TsProto *proto);
+
+/*
+ * Whether the connection holds nothing the client may come back for: no
+ * write session, stream, scan, snapshot, nor a prepared session of its own
+ * (what --idle-timeout may close).
+ */
+bool		ts_proto_idle(const TsProto *proto);
 
 /* The largest payload a frame may have now: small until the handshake. */
 uint32_t	ts_proto_frame_limit(const TsProto *proto);

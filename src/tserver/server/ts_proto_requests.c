@@ -2,8 +2,8 @@
  * ts_proto_requests.c
  *		The handlers of the requests a connection's protocol dispatches
  *		(ts_proto.c): tables, write sessions (BEGIN, WRITE, MODIFY,
- *		ROLLBACK_TO, COMMIT, PREPARE, RESOLVE, ABORT), scans, load labels,
- *		table operations and stats.  Each checks what the connection's
+ *		ROLLBACK_TO, COMMIT, PREPARE, RESOLVE, ABORT), scans, load labels
+ *		and table operations (stats: ts_proto_stats.c).  Each checks what the connection's
  *		phase and scope allow, then calls the store; ts_proto.c's file
  *		comment says what the protocol trusts.
  */
@@ -757,115 +757,4 @@ ts_proto_on_table_op(TsProto *proto, const uint8_t *payload, uint32_t len, TsErr
 							   ts_proto_give_up, proto, err) != 0)
 		return -1;
 	return ts_proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_TABLE_OP_OK, &reply.base, err);
-}
-
-/* Peak resident set size of this process in kB (VmHWM), 0 if unknown. */
-static uint64_t
-proto_peak_rss_kb(void)
-{
-	char		buf[4096];
-	ssize_t		len;
-	int			fd;
-	const char *p;
-
-	fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	len = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (len <= 0)
-		return 0;
-	buf[len] = '\0';
-	p = strstr(buf, "\nVmHWM:");
-	if (p == NULL)
-		return 0;
-	return strtoull(p + strlen("\nVmHWM:"), NULL, 10);
-}
-
-void
-ts_proto_fill_stats(TsProtoShared *shared, Tcopy__Stats *stats)
-{
-	struct timespec now;
-	int64_t		uptime_ms;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	uptime_ms = (int64_t) (now.tv_sec - shared->start_time.tv_sec) * 1000 +
-		(now.tv_nsec - shared->start_time.tv_nsec) / 1000000;
-	stats->uptime_ms = uptime_ms > 0 ? (uint64_t) uptime_ms : 0;
-	stats->version = (char *) TS_VERSION;
-	stats->connections_open = atomic_load(&shared->connections_open);
-	if (shared->unauthenticated != NULL)
-		stats->connections_unauthenticated = (uint64_t) atomic_load(shared->unauthenticated);
-	stats->connections_total = atomic_load(&shared->connections_total);
-	stats->batches_received = atomic_load(&shared->batches_received);
-	stats->bytes_received = atomic_load(&shared->bytes_received);
-	ts_store_stats(shared->store, stats);
-	stats->peak_rss_kb = proto_peak_rss_kb();
-}
-
-/*
- * STATS_REQUEST: answer STATS, with the estimate of the table asked for
- * (which a scoped connection must have opened, as for a scan) and its files
- * by level, and if asked the open sessions this connection's scope may see.
- */
-int
-ts_proto_on_stats_request(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
-{
-	Tcopy__Stats stats = TCOPY__STATS__INIT;
-	Tcopy__TableEstimate estimate = TCOPY__TABLE_ESTIMATE__INIT;
-	TsLevelFiles levels[TS_STORE_LEVELS];
-	Tcopy__LevelFiles level_msgs[TS_STORE_LEVELS];
-	Tcopy__LevelFiles *level_ptrs[TS_STORE_LEVELS];
-	Tcopy__SessionInfo *sessions = NULL;
-	Tcopy__SessionInfo **session_ptrs = NULL;
-	Tcopy__StatsRequest *request;
-	ssize_t		nsessions = 0;
-	int			rc;
-
-	if (proto->phase == TS_PROTO_AWAIT_HELLO)
-		return ts_proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_STATS_REQUEST, NULL, err);
-	request = ts_proto_unpack(proto, &tcopy__stats_request__descriptor, payload, len, err);
-	if (request == NULL)
-		return -1;
-	if (request->table_id != 0)
-	{
-		if (ts_proto_check_table_id(proto, request->table_id, err) != 0 ||
-			ts_store_table_estimate(proto->shared->store, request->table_id,
-									&estimate.rows, &estimate.bytes, levels, err) != 0)
-			return -1;
-		estimate.levels = level_ptrs;
-		for (uint32_t i = 0; i < TS_STORE_LEVELS; i++)
-		{
-			if (levels[i].files == 0)
-				continue;
-			tcopy__level_files__init(&level_msgs[estimate.n_levels]);
-			level_msgs[estimate.n_levels].level = i;
-			level_msgs[estimate.n_levels].files = levels[i].files;
-			level_msgs[estimate.n_levels].bytes = levels[i].bytes;
-			level_ptrs[estimate.n_levels] = &level_msgs[estimate.n_levels];
-			estimate.n_levels++;
-		}
-		stats.table = &estimate;
-	}
-	if (request->sessions)
-	{
-		nsessions = ts_sessions_list(proto->shared->store, proto->scope, proto->scope_len,
-									 &sessions);
-		if (nsessions < 0 ||
-			(session_ptrs = malloc(sizeof(*session_ptrs) * (size_t) (nsessions + 1))) == NULL)
-		{
-			free(sessions);
-			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
-			return -1;
-		}
-		for (ssize_t i = 0; i < nsessions; i++)
-			session_ptrs[i] = &sessions[i];
-		stats.sessions = session_ptrs;
-		stats.n_sessions = (size_t) nsessions;
-	}
-	ts_proto_fill_stats(proto->shared, &stats);
-	rc = ts_proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_STATS, &stats.base, err);
-	free(session_ptrs);
-	free(sessions);
-	return rc;
 }

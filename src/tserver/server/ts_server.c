@@ -102,6 +102,8 @@ ts_server_create(const TsServerConfig *config, char *err, size_t errlen)
 	server->conn_ctx.allowed_uids = server->allowed_uids;
 	server->conn_ctx.nallowed_uids = server->nallowed_uids;
 	atomic_init(&server->conn_ctx.handshake_timeout_ms, config->handshake_timeout_ms);
+	atomic_init(&server->conn_ctx.idle_timeout_ms, config->idle_timeout_ms);
+	ts_tenants_init(&server->shared.tenants, config->max_namespace_connections);
 	server->conn_ctx.unauthenticated = &server->unauthenticated;
 	server->shared.unauthenticated = &server->unauthenticated;
 	server->conn_ctx.shutdown_requested = &server->shutdown_requested;
@@ -136,6 +138,7 @@ ts_server_free(TsServer *server)
 		close(server->wakeup_pipe[1]);
 	pthread_cond_destroy(&server->conns_changed);
 	pthread_mutex_destroy(&server->conns_lock);
+	ts_tenants_destroy(&server->shared.tenants);
 	ts_proto_shared_free(&server->shared);
 	free(server->allowed_uids);
 	free(server);

@@ -33,6 +33,8 @@ typedef struct TsServerConfig
 	int			max_connections;	/* open at once; more are refused */
 	int			max_unauthenticated;	/* of those, before READY */
 	int			handshake_timeout_ms;	/* from accept to READY */
+	int			idle_timeout_ms;	/* authenticated, holding nothing; 0: none */
+	int			max_namespace_connections;	/* of one scoped namespace */
 	size_t		decode_total_bytes; /* all frames being decoded together */
 	struct ssl_ctx_st *tls_ctx; /* TLS on tcp: listeners (ts_tls.h); NULL:
 								 * none; the caller's, kept until freed */
@@ -74,7 +76,8 @@ void		ts_server_request_reload(TsServer *server);
 
 /* New connection limits, for connections accepted from now on. */
 void		ts_server_set_limits(TsServer *server, int max_connections,
-								 int max_unauthenticated, int handshake_timeout_ms);
+								 int max_unauthenticated, int handshake_timeout_ms,
+								 int idle_timeout_ms, int max_namespace_connections);
 
 /*
  * Accept creds (taken over) from now on; connections proven with the old

@@ -37,11 +37,13 @@ ts_server_request_reload(TsServer *server)
 
 void
 ts_server_set_limits(TsServer *server, int max_connections, int max_unauthenticated,
-					 int handshake_timeout_ms)
+					 int handshake_timeout_ms, int idle_timeout_ms, int max_namespace_connections)
 {
 	server->max_connections = max_connections;
 	server->max_unauthenticated = max_unauthenticated;
 	atomic_store(&server->conn_ctx.handshake_timeout_ms, handshake_timeout_ms);
+	atomic_store(&server->conn_ctx.idle_timeout_ms, idle_timeout_ms);
+	atomic_store(&server->shared.tenants.max_connections, max_namespace_connections);
 }
 
 int
