@@ -13,6 +13,7 @@ packages=(
 	libgoogle-perftools-dev					# tcmalloc for the tserver
 	libssl-dev								# TLS of tcp:, HMAC of the token handshake
 	openssl									# certificates the TLS tests make
+	socat									# a TLS-relaying proxy (011_tls.pl: the proofs are bound to the channel)
 	libipc-run-perl perl					# prove and PostgreSQL::Test::Cluster
 	iproute2								# ip netns, veths: the tserver-on-other-hosts test
 	systemd									# systemd-analyze verify: the service unit's test

@@ -55,11 +55,13 @@ tc_auth_compute(const void *token, size_t token_len, const uint8_t *data,
 bool
 tc_auth_prove(const void *token, size_t token_len, TcAuthRole role,
 			  const uint8_t server_nonce[TC_NONCE_SIZE],
-			  const uint8_t client_nonce[TC_NONCE_SIZE], uint8_t proof[TC_AUTH_SIZE])
+			  const uint8_t client_nonce[TC_NONCE_SIZE], const uint8_t *binding,
+			  uint8_t proof[TC_AUTH_SIZE])
 {
 	_Static_assert(sizeof(TC_AUTH_CLIENT_LABEL) == sizeof(TC_AUTH_SERVER_LABEL),
 				   "the labels must be the same length for the transcript to be unambiguous");
-	uint8_t		transcript[sizeof(TC_AUTH_CLIENT_LABEL) + 2 * TC_NONCE_SIZE];
+	uint8_t		transcript[sizeof(TC_AUTH_CLIENT_LABEL) + 2 * TC_NONCE_SIZE + TC_BINDING_SIZE];
+	size_t		len = sizeof(TC_AUTH_CLIENT_LABEL) + 2 * TC_NONCE_SIZE;
 
 	/* each label with its NUL */
 	memcpy(transcript, role == TC_AUTH_CLIENT ? TC_AUTH_CLIENT_LABEL : TC_AUTH_SERVER_LABEL,
@@ -67,7 +69,12 @@ tc_auth_prove(const void *token, size_t token_len, TcAuthRole role,
 	memcpy(transcript + sizeof(TC_AUTH_CLIENT_LABEL), server_nonce, TC_NONCE_SIZE);
 	memcpy(transcript + sizeof(TC_AUTH_CLIENT_LABEL) + TC_NONCE_SIZE, client_nonce,
 		   TC_NONCE_SIZE);
-	return tc_auth_compute(token, token_len, transcript, sizeof(transcript), proof);
+	if (binding != NULL)
+	{
+		memcpy(transcript + len, binding, TC_BINDING_SIZE);
+		len += TC_BINDING_SIZE;
+	}
+	return tc_auth_compute(token, token_len, transcript, len, proof);
 }
 
 bool

@@ -16,6 +16,14 @@
  * direction is never the other's, and one seen on a connection is
  * worthless on another (whose server nonce differs) or to a fake server
  * (whose client nonce differs).  The token itself never crosses the wire.
+ *
+ * Over TLS the transcript goes on with the channel binding (TC_BINDING_SIZE
+ * bytes): the SHA-256 of the certificate the tserver presented, in DER,
+ * as SCRAM-SHA-256-PLUS binds to tls-server-end-point (RFC 5929).  The
+ * client hashes the certificate it received, the tserver its own: a proxy
+ * that relays the connection under a certificate of its own, which
+ * sslmode=require does not check, makes the two differ, and neither proof
+ * holds.  A connection without TLS (a unix socket) binds nothing.
  * Tokens are held as C strings by clients (a user mapping option, a file
  * read by tserver-cli), so a token is 1 to TC_TOKEN_MAX bytes without a
  * NUL.
@@ -30,6 +38,7 @@
 #define TC_NONCE_SIZE 32		/* bytes of each side's nonce */
 #define TC_AUTH_SIZE 32			/* bytes of a proof: HMAC-SHA256 */
 #define TC_TOKEN_MAX 4096		/* bytes of a token */
+#define TC_BINDING_SIZE 32		/* bytes of a TLS channel binding */
 
 /* the proofs' labels: equal lengths, so the transcript is unambiguous */
 #define TC_AUTH_CLIENT_LABEL "tcopy v3 client proof"
@@ -54,13 +63,14 @@ bool		tc_auth_compute(const void *token, size_t token_len,
 							uint8_t code[TC_AUTH_SIZE]);
 
 /*
- * proof = HMAC-SHA256(token, label of role || server_nonce || client_nonce),
- * the transcript above.  Returns false when OpenSSL fails.
+ * proof = HMAC-SHA256(token, label of role || server_nonce || client_nonce
+ * [|| binding]), the transcript above; binding NULL without TLS.  Returns
+ * false when OpenSSL fails.
  */
 bool		tc_auth_prove(const void *token, size_t token_len, TcAuthRole role,
 						  const uint8_t server_nonce[TC_NONCE_SIZE],
 						  const uint8_t client_nonce[TC_NONCE_SIZE],
-						  uint8_t proof[TC_AUTH_SIZE]);
+						  const uint8_t *binding, uint8_t proof[TC_AUTH_SIZE]);
 
 /*
  * Whether the peer's answer (code_len bytes) is expected, in time that

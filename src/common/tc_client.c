@@ -135,6 +135,7 @@ client_handshake(TcClient *client, const char *token, const char *client_name)
 	uint8_t		client_nonce[TC_NONCE_SIZE];
 	uint8_t		proof[TC_AUTH_SIZE];
 	uint8_t		server_proof[TC_AUTH_SIZE];
+	uint8_t		binding[TC_BINDING_SIZE];
 	int			rc;
 
 	if (client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_SERVER_HELLO,
@@ -164,10 +165,14 @@ client_handshake(TcClient *client, const char *token, const char *client_name)
 		if (tc_auth_make_nonce(client_nonce) != 0)
 			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
 							   "could not generate a nonce: %s", strerror(errno));
+		/* over TLS, bound to the certificate this client was shown */
+		if (client->tls != NULL && !tc_tls_server_end_point(client->tls, binding))
+			return client_fail(client, TCOPY__ERROR_CODE__ERROR_AUTH,
+							   "the tserver presented no certificate to bind the proof to");
 		if (!tc_auth_prove(token, strlen(token), TC_AUTH_CLIENT, server_hello->nonce.data,
-						   client_nonce, proof) ||
+						   client_nonce, client->tls != NULL ? binding : NULL, proof) ||
 			!tc_auth_prove(token, strlen(token), TC_AUTH_SERVER, server_hello->nonce.data,
-						   client_nonce, server_proof))
+						   client_nonce, client->tls != NULL ? binding : NULL, server_proof))
 			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
 							   "could not compute the authentication proofs");
 		hello.auth.data = proof;

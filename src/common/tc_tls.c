@@ -660,6 +660,16 @@ tc_tls_wants_write(const TcTls *tls)
 	return tls->want_write;
 }
 
+bool
+tc_tls_server_end_point(const TcTls *tls, uint8_t out[32])
+{
+	X509	   *cert = tls->is_server ? SSL_get_certificate(tls->ssl) :
+		SSL_get0_peer_certificate(tls->ssl);
+	unsigned int len = 0;
+
+	return cert != NULL && X509_digest(cert, EVP_sha256(), out, &len) == 1 && len == 32;
+}
+
 const char *
 tc_tls_error(const TcTls *tls)
 {

@@ -17,6 +17,7 @@
 #define TC_TLS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -98,6 +99,13 @@ bool		tc_tls_has_pending(const TcTls *tls);
 
 /* After EAGAIN: wait for writability (true) or readability. */
 bool		tc_tls_wants_write(const TcTls *tls);
+
+/*
+ * The channel binding of a connection whose handshake is done (tc_auth.h):
+ * the SHA-256 of the server's certificate in DER, the one it presented (on
+ * the server, its own).  false when there is none (no certificate).
+ */
+bool		tc_tls_server_end_point(const TcTls *tls, uint8_t out[32]);
 
 /* Why the last call failed with EPROTO. */
 const char *tc_tls_error(const TcTls *tls);

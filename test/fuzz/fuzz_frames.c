@@ -490,8 +490,9 @@ fuzz_hello(TsProto *proto, uint8_t flags, TsError *err)
 	if (fuzz_expect_proof)
 	{
 		memset(client_nonce, 0x5a, sizeof(client_nonce));
-		if (!tc_auth_prove(token, strlen(token), TC_AUTH_CLIENT, fuzz_nonce, client_nonce, auth) ||
-			!tc_auth_prove(token, strlen(token), TC_AUTH_SERVER, fuzz_nonce, client_nonce,
+		if (!tc_auth_prove(token, strlen(token), TC_AUTH_CLIENT, fuzz_nonce, client_nonce, NULL,
+						   auth) ||
+			!tc_auth_prove(token, strlen(token), TC_AUTH_SERVER, fuzz_nonce, client_nonce, NULL,
 						   fuzz_server_proof))
 			fuzz_fail("HMAC failed");
 		hello.auth.data = auth;

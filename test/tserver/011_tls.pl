@@ -19,7 +19,7 @@ use IO::Select;
 use IO::Socket::INET;
 use POSIX ();
 use Test::More;
-use Time::HiRes qw(time);
+use Time::HiRes qw(sleep time);
 use TcopyTest qw(:all);
 use TcopyTls qw(have_openssl make_certs);
 
@@ -227,6 +227,51 @@ refused(tcp_cli($mtls, $mtls_addr, @verify, '--sslcert', $client->{crt}, '--sslk
 chmod(0600, $client->{key});
 refused(tcp_cli($mtls, $mtls_addr, @verify, '--sslcert', $client->{crt}, 'ping'),
 	qr/--sslcert and --sslkey go together/, '--sslcert without --sslkey');
+
+# ---- proofs bound to the TLS channel (issue 32): a relaying proxy fails.
+# A token over TLS works straight to the tserver with sslmode require; a
+# proxy that terminates TLS under a certificate of its own and relays to
+# the tserver (which require does not check) gets nowhere: the client's
+# proof is bound to the proxy's certificate, the tserver checks it against
+# its own.
+{
+	my $tok = TcopyTest->new(token => 'a bound token 0123456789abcdef');
+	my $tport = (free_tcp_ports(1))[0];
+	$tok->start('--listen', "tcp:127.0.0.1:$tport", '--tls-cert', $server->{crt},
+		'--tls-key', $server->{key})
+	  or die 'TLS tserver with a token did not start';
+	like(tcp_cli($tok, "tcp:127.0.0.1:$tport", 'ping')->{out}, qr/^ok /,
+		'a token over TLS, straight to the tserver (sslmode require): in');
+	my $proxy = TcopyTls::make_cert($tok->base_dir, 'proxy', 'localhost', undef,
+		'DNS:localhost,IP:127.0.0.1');
+	my $pport = (free_tcp_ports(1))[0];
+	ok(system('socat -V >/dev/null 2>&1') == 0, 'socat is there (scripts/install-deps.sh)');
+	my $socat = fork() // die "fork: $!";
+	if ($socat == 0)
+	{
+		open(STDERR, '>', $tok->base_dir . '/socat.log');
+		exec('socat', "OPENSSL-LISTEN:$pport,bind=127.0.0.1,reuseaddr,fork,"
+			  . "cert=$proxy->{crt},key=$proxy->{key},verify=0",
+			"OPENSSL:127.0.0.1:$tport,verify=0");
+		exit 127;
+	}
+	my $up = 0;
+	for (1 .. 100)
+	{
+		last if ($up = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$pport"));
+		sleep(0.05);
+	}
+	ok($up, 'the proxy listens');
+	refused(tcp_cli($tok, "tcp:127.0.0.1:$pport", 'ping'), qr/authentication failed/,
+		'through a proxy with a certificate of its own (sslmode require)');
+	like($tok->log_contents, qr/no token of this server made it over this TLS channel/,
+		'the tserver says the proof was made over another channel');
+	refused(tcp_cli($tok, "tcp:127.0.0.1:$pport", @verify, 'ping'),
+		qr/certificate verification failed/, 'through the proxy with sslmode verify-full');
+	kill 'TERM', $socat;
+	waitpid($socat, 0);
+	$tok->stop;
+}
 
 # ---- startup
 {

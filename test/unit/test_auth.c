@@ -72,24 +72,39 @@ test_prove_vector(void)
 		server_nonce[i] = (uint8_t) i;
 		client_nonce[i] = (uint8_t) (0x80 + i);
 	}
-	REQUIRE(tc_auth_prove(token, strlen(token), TC_AUTH_CLIENT, server_nonce, client_nonce, proof));
+	REQUIRE(tc_auth_prove(token, strlen(token), TC_AUTH_CLIENT, server_nonce, client_nonce, NULL, proof));
 	CHECK(memcmp(proof, client_expected, TC_AUTH_SIZE) == 0);
-	REQUIRE(tc_auth_prove(token, strlen(token), TC_AUTH_SERVER, server_nonce, client_nonce, proof));
+	REQUIRE(tc_auth_prove(token, strlen(token), TC_AUTH_SERVER, server_nonce, client_nonce, NULL, proof));
 	CHECK(memcmp(proof, server_expected, TC_AUTH_SIZE) == 0);
 
 	/* every input matters: the token, either nonce, the order of the nonces */
 	REQUIRE(tc_auth_prove("correct horse battery stapler", 29, TC_AUTH_SERVER, server_nonce,
-						  client_nonce, other));
+						  client_nonce, NULL, other));
 	CHECK(memcmp(other, proof, TC_AUTH_SIZE) != 0);
-	REQUIRE(tc_auth_prove(token, strlen(token), TC_AUTH_SERVER, client_nonce, server_nonce, other));
+	REQUIRE(tc_auth_prove(token, strlen(token), TC_AUTH_SERVER, client_nonce, server_nonce, NULL, other));
 	CHECK(memcmp(other, proof, TC_AUTH_SIZE) != 0);
 	client_nonce[TC_NONCE_SIZE - 1] ^= 1;
-	REQUIRE(tc_auth_prove(token, strlen(token), TC_AUTH_SERVER, server_nonce, client_nonce, other));
+	REQUIRE(tc_auth_prove(token, strlen(token), TC_AUTH_SERVER, server_nonce, client_nonce, NULL, other));
 	CHECK(memcmp(other, proof, TC_AUTH_SIZE) != 0);
 	client_nonce[TC_NONCE_SIZE - 1] ^= 1;
 	server_nonce[0] ^= 1;
-	REQUIRE(tc_auth_prove(token, strlen(token), TC_AUTH_SERVER, server_nonce, client_nonce, other));
+	REQUIRE(tc_auth_prove(token, strlen(token), TC_AUTH_SERVER, server_nonce, client_nonce, NULL, other));
 	CHECK(memcmp(other, proof, TC_AUTH_SIZE) != 0);
+
+	/* bound to a TLS channel: another proof, and another for another certificate */
+	{
+		uint8_t		binding[TC_BINDING_SIZE];
+		uint8_t		bound[TC_AUTH_SIZE];
+
+		memset(binding, 0x42, sizeof(binding));
+		REQUIRE(tc_auth_prove(token, strlen(token), TC_AUTH_SERVER, server_nonce, client_nonce,
+							  binding, bound));
+		CHECK(memcmp(bound, other, TC_AUTH_SIZE) != 0);
+		binding[TC_BINDING_SIZE - 1] ^= 1;
+		REQUIRE(tc_auth_prove(token, strlen(token), TC_AUTH_SERVER, server_nonce, client_nonce,
+							  binding, other));
+		CHECK(memcmp(bound, other, TC_AUTH_SIZE) != 0);
+	}
 }
 
 static void
@@ -234,18 +249,30 @@ test_scoped_tokens(void)
 	/* the proof names its credential; a proof of no token names none */
 	memset(server_nonce, 1, sizeof(server_nonce));
 	memset(client_nonce, 2, sizeof(client_nonce));
-	REQUIRE(tc_auth_prove("two", 3, TC_AUTH_CLIENT, server_nonce, client_nonce, proof));
-	found = ts_auth_find(&creds, server_nonce, client_nonce, proof, sizeof(proof));
+	REQUIRE(tc_auth_prove("two", 3, TC_AUTH_CLIENT, server_nonce, client_nonce, NULL, proof));
+	found = ts_auth_find(&creds, server_nonce, client_nonce, NULL, proof, sizeof(proof));
 	CHECK(found == &creds.items[2]);
-	CHECK(ts_auth_find(&creds, server_nonce, client_nonce, proof, sizeof(proof) - 1) == NULL);
-	REQUIRE(tc_auth_prove("admin", 5, TC_AUTH_CLIENT, server_nonce, client_nonce, proof));
-	found = ts_auth_find(&creds, server_nonce, client_nonce, proof, sizeof(proof));
+	CHECK(ts_auth_find(&creds, server_nonce, client_nonce, NULL, proof, sizeof(proof) - 1) == NULL);
+	REQUIRE(tc_auth_prove("admin", 5, TC_AUTH_CLIENT, server_nonce, client_nonce, NULL, proof));
+	found = ts_auth_find(&creds, server_nonce, client_nonce, NULL, proof, sizeof(proof));
 	CHECK(found == &creds.items[0] && found->namespace == NULL);
 	/* the server's proof is no client's */
-	REQUIRE(tc_auth_prove("admin", 5, TC_AUTH_SERVER, server_nonce, client_nonce, proof));
-	CHECK(ts_auth_find(&creds, server_nonce, client_nonce, proof, sizeof(proof)) == NULL);
-	REQUIRE(tc_auth_prove("nobody's", 8, TC_AUTH_CLIENT, server_nonce, client_nonce, proof));
-	CHECK(ts_auth_find(&creds, server_nonce, client_nonce, proof, sizeof(proof)) == NULL);
+	REQUIRE(tc_auth_prove("admin", 5, TC_AUTH_SERVER, server_nonce, client_nonce, NULL, proof));
+	CHECK(ts_auth_find(&creds, server_nonce, client_nonce, NULL, proof, sizeof(proof)) == NULL);
+	REQUIRE(tc_auth_prove("nobody's", 8, TC_AUTH_CLIENT, server_nonce, client_nonce, NULL, proof));
+	CHECK(ts_auth_find(&creds, server_nonce, client_nonce, NULL, proof, sizeof(proof)) == NULL);
+	/* a proof bound to another channel (or to none) finds nothing */
+	{
+		uint8_t		binding[TC_BINDING_SIZE];
+		uint8_t		elsewhere[TC_BINDING_SIZE];
+
+		memset(binding, 1, sizeof(binding));
+		memset(elsewhere, 2, sizeof(elsewhere));
+		REQUIRE(tc_auth_prove("two", 3, TC_AUTH_CLIENT, server_nonce, client_nonce, binding, proof));
+		CHECK(ts_auth_find(&creds, server_nonce, client_nonce, binding, proof, sizeof(proof)) != NULL);
+		CHECK(ts_auth_find(&creds, server_nonce, client_nonce, elsewhere, proof, sizeof(proof)) == NULL);
+		CHECK(ts_auth_find(&creds, server_nonce, client_nonce, NULL, proof, sizeof(proof)) == NULL);
+	}
 
 	/* a token given twice, here the admin's, is refused */
 	CHECK(ts_auth_add(&creds, "db3.", (const uint8_t *) "admin", 5, err, sizeof(err)) != 0);

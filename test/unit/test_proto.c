@@ -113,8 +113,8 @@ test_handshake(void)
 	CHECK(server_hello->auth_required);
 	CHECK(server_hello->auth_offered);
 	REQUIRE(server_hello->nonce.len == TC_NONCE_SIZE);
-	REQUIRE(tc_auth_prove("scoped", 6, TC_AUTH_CLIENT, server_hello->nonce.data, client_nonce, proof));
-	REQUIRE(tc_auth_prove("scoped", 6, TC_AUTH_SERVER, server_hello->nonce.data, client_nonce, expected));
+	REQUIRE(tc_auth_prove("scoped", 6, TC_AUTH_CLIENT, server_hello->nonce.data, client_nonce, NULL, proof));
+	REQUIRE(tc_auth_prove("scoped", 6, TC_AUTH_SERVER, server_hello->nonce.data, client_nonce, NULL, expected));
 	CHECK_EQ_INT(hello(&proto, proof, sizeof(proof), client_nonce, sizeof(client_nonce), &err), 0);
 	CHECK_EQ_INT(sent.type, TCOPY__FRAME_TYPE__FRAME_READY);
 	ready = tcopy__ready__unpack(NULL, sent.len, sent.payload);
@@ -130,7 +130,7 @@ test_handshake(void)
 	tcopy__server_hello__free_unpacked(server_hello, NULL);
 	server_hello = greet(&proto, &sent, false);
 	REQUIRE(server_hello != NULL);
-	REQUIRE(tc_auth_prove("admin", 5, TC_AUTH_SERVER, server_hello->nonce.data, client_nonce, proof));
+	REQUIRE(tc_auth_prove("admin", 5, TC_AUTH_SERVER, server_hello->nonce.data, client_nonce, NULL, proof));
 	CHECK_EQ_INT(hello(&proto, proof, sizeof(proof), client_nonce, sizeof(client_nonce), &err), -1);
 	CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_AUTH);
 	ts_proto_release(&proto);
@@ -138,7 +138,7 @@ test_handshake(void)
 	tcopy__server_hello__free_unpacked(server_hello, NULL);
 	server_hello = greet(&proto, &sent, false);
 	REQUIRE(server_hello != NULL);
-	REQUIRE(tc_auth_prove("admin", 5, TC_AUTH_CLIENT, server_hello->nonce.data, client_nonce, proof));
+	REQUIRE(tc_auth_prove("admin", 5, TC_AUTH_CLIENT, server_hello->nonce.data, client_nonce, NULL, proof));
 	CHECK_EQ_INT(hello(&proto, proof, sizeof(proof), client_nonce, TC_NONCE_SIZE - 1, &err), -1);
 	CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_AUTH);
 	CHECK(strstr(err.message, "nonce is 31 bytes") != NULL);
@@ -149,7 +149,7 @@ test_handshake(void)
 	tcopy__server_hello__free_unpacked(server_hello, NULL);
 	server_hello = greet(&proto, &sent, false);
 	REQUIRE(server_hello != NULL);
-	REQUIRE(tc_auth_prove("admin", 5, TC_AUTH_CLIENT, server_hello->nonce.data, client_nonce, proof));
+	REQUIRE(tc_auth_prove("admin", 5, TC_AUTH_CLIENT, server_hello->nonce.data, client_nonce, NULL, proof));
 	CHECK_EQ_INT(hello(&proto, proof, sizeof(proof), client_nonce, sizeof(client_nonce), &err), 0);
 	CHECK(proto.scope == NULL);
 	ts_proto_release(&proto);

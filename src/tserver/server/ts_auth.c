@@ -241,7 +241,8 @@ ts_auth_read_scoped_tokens(TsCredentials *creds, const char *path, char *err, si
 
 const TsCredential *
 ts_auth_find(const TsCredentials *creds, const uint8_t server_nonce[TC_NONCE_SIZE],
-			 const uint8_t client_nonce[TC_NONCE_SIZE], const uint8_t *proof, size_t proof_len)
+			 const uint8_t client_nonce[TC_NONCE_SIZE], const uint8_t *binding,
+			 const uint8_t *proof, size_t proof_len)
 {
 	const TsCredential *found = NULL;
 
@@ -252,7 +253,7 @@ ts_auth_find(const TsCredentials *creds, const uint8_t server_nonce[TC_NONCE_SIZ
 		uint8_t		expected[TC_AUTH_SIZE];
 
 		if (tc_auth_prove(cred->token, cred->token_len, TC_AUTH_CLIENT, server_nonce,
-						  client_nonce, expected) &&
+						  client_nonce, binding, expected) &&
 			tc_auth_matches(proof, proof_len, expected) && found == NULL)
 			found = cred;
 		tc_auth_forget(expected, sizeof(expected));

@@ -56,11 +56,13 @@ int			ts_auth_read_scoped_tokens(TsCredentials *creds, const char *path,
 
 /*
  * The credential whose token made proof (the client's, tc_auth_prove over
- * the two nonces), or NULL when none did.  Every token is tried.
+ * the two nonces and, over TLS, the channel binding; else NULL), or NULL
+ * when none did.  Every token is tried.
  */
 const TsCredential *ts_auth_find(const TsCredentials *creds,
 								 const uint8_t server_nonce[TC_NONCE_SIZE],
 								 const uint8_t client_nonce[TC_NONCE_SIZE],
+								 const uint8_t *binding,
 								 const uint8_t *proof, size_t proof_len);
 
 /* Whether a connection of scope (NULL: full access) may touch table name. */

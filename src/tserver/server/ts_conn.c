@@ -481,6 +481,17 @@ conn_start_tls(TsConn *conn, TsError *err)
 	switch (ts_tls_start(conn->ctx->tls_ctx, conn->fd, &conn->tls, why, sizeof(why)))
 	{
 		case TS_TLS_STARTED:
+			{
+				uint8_t		binding[TC_BINDING_SIZE];
+
+				if (!tc_tls_server_end_point(conn->tls, binding))
+				{
+					ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL,
+								 "could not hash this server's certificate for the proofs");
+					return -1;
+				}
+				ts_proto_set_binding(&conn->proto, binding);
+			}
 			if (ts_log_min_level <= TS_LOG_DEBUG)
 			{
 				tc_tls_describe(conn->tls, why, sizeof(why));

@@ -419,15 +419,19 @@ proto_check_proof(TsProto *proto, const Tcopy__Hello *hello,
 	}
 	/* bound to both nonces: a proof seen elsewhere fails */
 	cred = ts_auth_find(creds, proto->nonce, hello->nonce.data,
-						hello->auth.data, hello->auth.len);
+						proto->bound ? proto->binding : NULL, hello->auth.data, hello->auth.len);
 	if (cred == NULL)
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
+					 proto->bound ?
+					 "authentication failed: wrong proof for this connection (no token of this "
+					 "server made it over this TLS channel: a client that was shown another "
+					 "certificate, by a proxy between, proves nothing here)" :
 					 "authentication failed: wrong proof for this connection (no token of this server made it)");
 		return -1;
 	}
 	if (!tc_auth_prove(cred->token, cred->token_len, TC_AUTH_SERVER, proto->nonce,
-					   hello->nonce.data, server_proof))
+					   hello->nonce.data, proto->bound ? proto->binding : NULL, server_proof))
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL,
 					 "could not compute the server's proof");
@@ -647,6 +651,13 @@ bool
 ts_proto_authenticated(const TsProto *proto)
 {
 	return proto->phase != TS_PROTO_AWAIT_HELLO;
+}
+
+void
+ts_proto_set_binding(TsProto *proto, const uint8_t binding[TC_BINDING_SIZE])
+{
+	memcpy(proto->binding, binding, TC_BINDING_SIZE);
+	proto->bound = true;
 }
 
 bool

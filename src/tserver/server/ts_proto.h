@@ -101,6 +101,8 @@ typedef struct TsProto
 	uint8_t		nonce[TC_NONCE_SIZE];	/* the server's, in SERVER_HELLO */
 	bool		auth_required;	/* HELLO must carry a proof */
 	bool		tenant_counted; /* in shared->tenants under scope */
+	bool		bound;			/* TLS: proofs carry binding (tc_auth.h) */
+	uint8_t		binding[TC_BINDING_SIZE];
 	const char *scope;			/* the namespace the credential reaches;
 								 * NULL: full access */
 	size_t		scope_len;
@@ -162,6 +164,9 @@ int			ts_proto_greet(TsProto *proto, bool admitted, TsError *err);
 
 /* Whether the handshake is done. */
 bool		ts_proto_authenticated(const TsProto *proto);
+
+/* The connection is TLS: bind the proofs to its certificate's hash. */
+void		ts_proto_set_binding(TsProto *proto, const uint8_t binding[TC_BINDING_SIZE]);
 
 /*
  * Whether the connection holds nothing the client may come back for: no
