@@ -193,6 +193,7 @@ client_handshake(TcClient *client, const char *token, const char *client_name)
 		rc = client_check_server_proof(client, (Tcopy__Ready *) msg, server_proof);
 	tc_auth_forget(proof, sizeof(proof));
 	tc_auth_forget(server_proof, sizeof(server_proof));
+	client->ready = rc == 0;
 	return rc < 0 ? -1 : 0;
 }
 

@@ -41,6 +41,7 @@ struct TcClient
 	uint64_t	identity_system; /* Begin's client_* (tc_client_set_identity) */
 	uint32_t	identity_database;
 	uint32_t	identity_pid;
+	bool		ready;			/* the handshake is done (READY) */
 	bool		scanning;		/* a scan's batches are still to come */
 	bool		broken;			/* a call failed: every later call fails */
 	bool		hook_set_error; /* the wait hook called tc_client_set_error */

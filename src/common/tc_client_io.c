@@ -161,6 +161,23 @@ client_wait_on(TcClient *client, int fd, bool want_write)
 }
 
 /* TcReadFn of a TLS connection (arg is the client). */
+/*
+ * The tserver closed the connection: fail, saying why it may have before
+ * the handshake was done (a refusal it could not put in a frame, as to a
+ * client still in its TLS handshake, or a flood's eviction).
+ */
+static int
+client_closed(TcClient *client)
+{
+	if (!client->ready)
+		return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
+						   "tserver closed the connection before the handshake was done: it "
+						   "closes connections not yet authenticated when too many are "
+						   "(--max-unauthenticated: a flood from this client's address, or "
+						   "--handshake-timeout); its log says which");
+	return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE, "tserver closed the connection");
+}
+
 static ssize_t
 client_tls_read(void *arg, void *buf, size_t len)
 {
@@ -208,8 +225,7 @@ client_next_frame(TcClient *client, bool nowait, Tcopy__FrameType *type,
 		if (n > 0)
 			continue;
 		if (n == 0)
-			return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
-							   "tserver closed the connection");
+			return client_closed(client);
 		if (errno == EAGAIN || errno == EWOULDBLOCK)
 		{
 			if (nowait)
@@ -307,8 +323,7 @@ client_send_failed(TcClient *client, int error)
 		}
 	}
 	if (error == EPIPE)
-		return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
-						   "tserver closed the connection");
+		return client_closed(client);
 	if (error == EPROTO && client->tls != NULL)
 		return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
 						   "could not send to tserver: %s", tc_tls_error(client->tls));

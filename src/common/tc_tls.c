@@ -117,15 +117,22 @@ tc_tls_check_key_file(const char *path, const char *what, char *err, size_t errl
  * TLS connection to its client shares this thread's queue.
  */
 static void
-tls_describe_error(TcTls *tls, char *err, size_t errlen)
+tls_describe_error(TcTls *tls, int saved_errno, char *err, size_t errlen)
 {
 	unsigned long code = ERR_peek_last_error();
 	int			reason = ERR_GET_REASON(code);
 	const char *peer = tls->is_server ? "client" : "tserver";
 	long		verify = tls->ssl != NULL ? SSL_get_verify_result(tls->ssl) : X509_V_OK;
 
-	if (code == 0)
-		snprintf(err, errlen, "TLS error with no reason given");
+	if (code == 0 && !tls->is_server &&
+		(saved_errno == 0 || saved_errno == ECONNRESET || saved_errno == EPIPE))
+		snprintf(err, errlen, "the tserver closed the TLS connection without a word: it "
+				 "refuses a TLS client that way when too many connections are open "
+				 "(--max-connections) or not yet authenticated (--max-unauthenticated); "
+				 "its log says which");
+	else if (code == 0)
+		snprintf(err, errlen, "TLS error with no reason given%s%s",
+				 saved_errno > 0 ? ": " : "", saved_errno > 0 ? strerror(saved_errno) : "");
 	else if (reason == SSL_R_CERTIFICATE_VERIFY_FAILED && verify != X509_V_OK)
 		snprintf(err, errlen, "%s certificate verification failed: %s",
 				 peer, X509_verify_cert_error_string(verify));
@@ -185,7 +192,7 @@ tls_failed(TcTls *tls, int ret, int saved_errno)
 			errno = saved_errno;
 			return -1;
 		default:
-			tls_describe_error(tls, tls->error, sizeof(tls->error));
+			tls_describe_error(tls, saved_errno, tls->error, sizeof(tls->error));
 			errno = EPROTO;
 			return -1;
 	}
@@ -307,7 +314,7 @@ tls_new(SSL_CTX *ctx, int fd, bool is_server, char *err, size_t errlen)
 	tls->ssl = tls->out != NULL ? SSL_new(ctx) : NULL;
 	if (tls->ssl == NULL || !tls_set_socket(tls, fd))
 	{
-		tls_describe_error(tls, err, errlen);
+		tls_describe_error(tls, -1, err, errlen);
 		tc_tls_free(tls);
 		return NULL;
 	}
@@ -472,16 +479,20 @@ tc_tls_handshake(TcTls *tls, char *err, size_t errlen)
 				errno = EAGAIN;
 				return TC_NET_AGAIN;
 			}
-			if (saved_errno == 0)
-				snprintf(err, errlen, "the %s closed the connection during the TLS handshake",
-						 tls->is_server ? "client" : "tserver");
+			if (saved_errno == 0 && tls->is_server)
+				snprintf(err, errlen, "the client closed the connection during the TLS handshake");
+			else if (saved_errno == 0 || saved_errno == ECONNRESET || saved_errno == EPIPE)
+				snprintf(err, errlen, "the tserver closed the connection during the TLS "
+						 "handshake: it refuses a TLS client that way when too many connections "
+						 "are open (--max-connections) or not yet authenticated "
+						 "(--max-unauthenticated); its log says which");
 			else
 				snprintf(err, errlen, "TLS handshake failed: %s", strerror(saved_errno));
 			return TC_NET_ERR;
 		default:
 			break;
 	}
-	tls_describe_error(tls, err, errlen);
+	tls_describe_error(tls, saved_errno, err, errlen);
 	return TC_NET_ERR;
 }
 

@@ -57,6 +57,8 @@ struct TsConn
 	uint64_t	id;				/* connection_id sent in Ready: 1, 2, ... */
 	int			fd;				/* -1 once closed (by the exit function) */
 	char		peer[360];		/* where the client is, for logs */
+	char		source[64];		/* who it is, for the flood's evictions: a unix
+								 * peer's pid, a tcp peer's IP address */
 	bool		is_unix;		/* came through a unix socket listener */
 	bool		peer_uid_known; /* unix: SO_PEERCRED told peer_uid */
 	uid_t		peer_uid;

@@ -437,33 +437,72 @@ identify_peer(const TsListener *listener, int fd, const struct sockaddr *sa,
 					 listener->name, (int) pid, (unsigned) conn->peer_uid);
 		else
 			snprintf(conn->peer, sizeof(conn->peer), "%s", listener->name);
+		snprintf(conn->source, sizeof(conn->source), "pid %d",
+				 conn->peer_uid_known ? (int) pid : -1);
 	}
 	else
+	{
 		tc_net_format_address(sa, salen, conn->peer, sizeof(conn->peer));
+		if (getnameinfo(sa, salen, conn->source, sizeof(conn->source), NULL, 0,
+						NI_NUMERICHOST) != 0)
+			snprintf(conn->source, sizeof(conn->source), "%.63s", conn->peer);
+	}
+}
+
+/* Whether a was accepted before b. */
+static bool
+conn_older(const TsConn *a, const TsConn *b)
+{
+	return a->accepted_at.tv_sec < b->accepted_at.tv_sec ||
+		(a->accepted_at.tv_sec == b->accepted_at.tv_sec &&
+		 a->accepted_at.tv_nsec < b->accepted_at.tv_nsec);
+}
+
+/* Whether c is an unauthenticated connection the accept loop may evict. */
+static bool
+conn_evictable(const TsConn *c)
+{
+	return c->fd >= 0 && !c->evicted && atomic_load(&c->unauthenticated);
 }
 
 /*
- * The unauthenticated connections are at their limit: shut down the oldest
- * of them (its thread ends, freeing its place), as OpenSSH's MaxStartups
- * drops early, so that a flood of idle connections cannot lock a client
- * with a credential out: it takes the place of the flood's oldest, and a
- * flood must now outrun its handshake, not merely outlast it.  Whether
- * one was shut down.
+ * The unauthenticated connections are at their limit: shut down one (its
+ * thread ends, freeing its place), as OpenSSH's MaxStartups drops early,
+ * so that a flood of idle connections cannot lock a client with a
+ * credential out.  The one shut down is the oldest of the source (a unix
+ * peer's process, a tcp peer's address) that holds the most of them: a
+ * flood from one source, however fast it reopens what is closed, only
+ * ever takes its own places, and a client in the middle of its handshake
+ * is not cut for it.  Whether one was shut down.
  */
 static bool
 server_evict_oldest_unauthenticated(TsServer *server)
 {
 	TsConn	   *oldest = NULL;
+	int			most = 0;
 
 	pthread_mutex_lock(&server->conns_lock);
 	for (TsConn *c = server->live_conns; c != NULL; c = c->next)
 	{
-		if (c->fd < 0 || c->evicted || !atomic_load(&c->unauthenticated))
+		TsConn	   *first = c;
+		int			n = 0;
+
+		if (!conn_evictable(c))
 			continue;
-		if (oldest == NULL || c->accepted_at.tv_sec < oldest->accepted_at.tv_sec ||
-			(c->accepted_at.tv_sec == oldest->accepted_at.tv_sec &&
-			 c->accepted_at.tv_nsec < oldest->accepted_at.tv_nsec))
-			oldest = c;
+		/* c's source: its count, and its oldest (a few dozen at most) */
+		for (TsConn *d = server->live_conns; d != NULL; d = d->next)
+		{
+			if (!conn_evictable(d) || strcmp(d->source, c->source) != 0)
+				continue;
+			n++;
+			if (conn_older(d, first))
+				first = d;
+		}
+		if (n > most || (n == most && conn_older(first, oldest)))
+		{
+			most = n;
+			oldest = first;
+		}
 	}
 	if (oldest != NULL)
 	{
