@@ -12,7 +12,10 @@
 #	- STATS: a scoped token sees its namespace's tables, open sessions and
 #	  connections; the server-wide counters (rows committed, bytes
 #	  received, ...) are 0 for it, whatever the other tenant does; the
-#	  admin token sees them all.
+#	  admin token sees them all;
+#	- --decode-memory-mb 2: a frame of tenant a that unpacks into more than
+#	  half of it is refused, naming the namespace's share; the admin
+#	  token's passes; a's smaller batches pass.
 use strict;
 use warnings;
 
@@ -170,5 +173,19 @@ $held->send_line('');
 is($held->finish, 0, 'the held session commits');
 like($as->($a_file, 'resolve', 'pa', 'abort')->{out}, qr/discarded 5 rows/, 'tenant a discards pa');
 
+$ts->stop;
+
+# ---- decoding memory: a namespace holds at most half ----
+$ts->start('--token-file', $admin_file, '--scoped-tokens', $scoped, '--decode-memory-mb', 2)
+  or die 'tserver did not start';
+$r = $as->($a_file, 'load', 'a.big', '--rows', 10_000, '--batch-rows', 10_000);
+isnt($r->{rc}, 0, 'with --decode-memory-mb 2, tenant a\'s batch of 10000 rows is refused');
+like($r->{err}, qr/unpacks into more than its namespace may hold: namespace "a\." may hold 1048576 bytes of decoding memory at once \(half of --decode-memory-mb\)/,
+	'... as more than a namespace may hold at once');
+is($as->($admin_file, 'load', 'big', '--rows', 10_000, '--batch-rows', 10_000)->{rc}, 0,
+	'the same batch with the admin token passes (all of it is there for it)');
+is($as->($a_file, 'load', 'a.big', '--rows', 10_000, '--batch-rows', 2_000)->{rc}, 0,
+	'tenant a in batches of 2000 rows passes');
+is($as->($a_file, 'scan', 'a.big', '--format', 'count')->{out}, "10000\n", '... with every row');
 $ts->stop;
 done_testing();

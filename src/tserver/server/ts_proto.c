@@ -202,6 +202,22 @@ proto_decode_alloc(void *ctx, size_t size)
 			proto->decode_others = before - proto->decode_charged;
 			return NULL;
 		}
+		if (proto->tenant != NULL)
+		{
+			/* a namespace may hold half of it: no tenant starves the others */
+			size_t		mine = atomic_fetch_add(&proto->tenant->decode_in_use, size);
+
+			if (mine + size > shared->decode_total_bytes / 2 || mine + size < mine)
+			{
+				atomic_fetch_sub(&proto->tenant->decode_in_use, size);
+				atomic_fetch_sub(&shared->decode_in_use, size);
+				proto->decode_over_total = proto->decode_over_share = true;
+				proto->decode_needed = proto->decode_charged_share + size;
+				proto->decode_others = mine - proto->decode_charged_share;
+				return NULL;
+			}
+			proto->decode_charged_share += size;
+		}
 		proto->decode_charged += size;
 	}
 	return tc_arena_alloc(&proto->frame_arena, size);
@@ -214,8 +230,45 @@ proto_decode_uncharge(TsProto *proto)
 	if (proto->decode_charged > 0)
 	{
 		atomic_fetch_sub(&proto->shared->decode_in_use, proto->decode_charged);
-		proto->decode_charged = 0;
+		if (proto->tenant != NULL)
+			atomic_fetch_sub(&proto->tenant->decode_in_use, proto->decode_charged_share);
+		proto->decode_charged = proto->decode_charged_share = 0;
 	}
+}
+
+/*
+ * proto_decode_wait for a frame that ran out of its namespace's half of
+ * the decoding memory: wait, as long, for the namespace's other
+ * connections to give back enough.
+ */
+static bool
+proto_decode_wait_share(TsProto *proto, const char *what, uint32_t len, int *waited_ms,
+						TsError *err)
+{
+	TsProtoShared *shared = proto->shared;
+	size_t		share = shared->decode_total_bytes / 2;
+	char		ns[PROTO_LOG_NAME_MAX];
+
+	while (proto->decode_others > 0 && proto->decode_needed <= share)
+	{
+		struct timespec pause = {0, PROTO_DECODE_POLL_MS * 1000000L};
+
+		if (atomic_load(&proto->tenant->decode_in_use) + proto->decode_needed <= share)
+			return true;
+		if (*waited_ms >= shared->decode_wait_ms ||
+			(shared->stopping != NULL && atomic_load(shared->stopping)))
+			break;
+		nanosleep(&pause, NULL);
+		*waited_ms += PROTO_DECODE_POLL_MS;
+	}
+	ts_proto_printable(proto->tenant->ns, ns, sizeof(ns));
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_TOO_LARGE,
+				 "a %s message of %" PRIu32 " bytes %s: namespace \"%s\" may hold %zu bytes "
+				 "of decoding memory at once (half of --decode-memory-mb)", what, len,
+				 proto->decode_others > 0 && proto->decode_needed <= share ?
+				 "waited for decoding memory its namespace's other connections hold" :
+				 "unpacks into more than its namespace may hold", ns, share);
+	return false;
 }
 
 /*
@@ -235,6 +288,8 @@ proto_decode_wait(TsProto *proto, const char *what, uint32_t len, int *waited_ms
 
 	proto_decode_uncharge(proto);
 	tc_arena_reset(&proto->frame_arena);
+	if (proto->decode_over_share)
+		return proto_decode_wait_share(proto, what, len, waited_ms, err);
 	if (proto->decode_others == 0 || proto->decode_needed > shared->decode_total_bytes)
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_TOO_LARGE,
@@ -284,7 +339,7 @@ ts_proto_unpack(TsProto *proto, const ProtobufCMessageDescriptor *descriptor,
 
 	for (;;)
 	{
-		proto->decode_over_budget = proto->decode_over_total = false;
+		proto->decode_over_budget = proto->decode_over_total = proto->decode_over_share = false;
 		msg = protobuf_c_message_unpack(descriptor, &proto->decode_allocator, len, payload);
 		if (msg != NULL)
 			return msg;
@@ -317,7 +372,7 @@ ts_proto_decode_write(TsProto *proto, const uint8_t *payload, uint32_t len,
 
 	for (;;)
 	{
-		proto->decode_over_budget = proto->decode_over_total = false;
+		proto->decode_over_budget = proto->decode_over_total = proto->decode_over_share = false;
 		switch (ts_batch_decode(payload, len, &proto->decode_allocator, batch))
 		{
 			case TS_BATCH_DECODE_OK:
@@ -443,8 +498,9 @@ proto_check_proof(TsProto *proto, const Tcopy__Hello *hello,
 		char		ns[PROTO_LOG_NAME_MAX];
 
 		/* no tenant takes every connection */
-		if (ts_tenants_enter(&proto->shared->tenants, cred->namespace, cred->namespace_len,
-							 &open) != 0)
+		proto->tenant = ts_tenants_enter(&proto->shared->tenants, cred->namespace,
+										 cred->namespace_len, &open);
+		if (proto->tenant == NULL)
 		{
 			ts_proto_printable(cred->namespace, ns, sizeof(ns));
 			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_TOO_MANY_CONNECTIONS,
@@ -452,7 +508,6 @@ proto_check_proof(TsProto *proto, const Tcopy__Hello *hello,
 						 "(--max-namespace-connections)", ns, open);
 			return -1;
 		}
-		proto->tenant_counted = true;
 	}
 	proto->scope = cred->namespace;
 	proto->scope_len = cred->namespace_len;
@@ -702,8 +757,8 @@ ts_proto_release(TsProto *proto)
 	free(proto->scope_tables);
 	proto->scope_tables = NULL;
 	proto->nscope_tables = proto->scope_tables_cap = 0;
-	if (proto->tenant_counted)
-		ts_tenants_leave(&proto->shared->tenants, proto->scope, proto->scope_len);
-	proto->tenant_counted = false;
+	if (proto->tenant != NULL)
+		ts_tenants_leave(&proto->shared->tenants, proto->tenant);
+	proto->tenant = NULL;
 	proto->scope = NULL;
 }

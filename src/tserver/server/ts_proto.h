@@ -100,7 +100,8 @@ typedef struct TsProto
 	TsSnapshot *snapshot;		/* taken by SNAPSHOT, until the connection ends */
 	uint8_t		nonce[TC_NONCE_SIZE];	/* the server's, in SERVER_HELLO */
 	bool		auth_required;	/* HELLO must carry a proof */
-	bool		tenant_counted; /* in shared->tenants under scope */
+	TsTenant   *tenant;			/* a scoped connection's namespace, counted
+								 * in shared->tenants; NULL: full access */
 	bool		bound;			/* TLS: proofs carry binding (tc_auth.h) */
 	uint8_t		binding[TC_BINDING_SIZE];
 	const char *scope;			/* the namespace the credential reaches;
@@ -115,7 +116,11 @@ typedef struct TsProto
 	size_t		decode_budget;	/* bytes one frame may unpack into */
 	bool		decode_over_budget; /* the current frame needed more */
 	bool		decode_over_total;	/* ... than all connections have left */
+	bool		decode_over_share;	/* ... than its namespace may hold: the
+									 * needed and others below are its */
 	size_t		decode_charged; /* bytes of decode_in_use the frame holds */
+	size_t		decode_charged_share;	/* of them, charged to tenant (its
+										 * HELLO's are not: no tenant yet) */
 	size_t		decode_needed;	/* over the total: bytes it needs at least */
 	size_t		decode_others;	/* over the total: bytes others held */
 	TcArena		scan_arena;		/* the current ScanBatch's rows */

@@ -1,16 +1,19 @@
 /*
  * ts_tenants.c
- *		The connections of each namespace (ts_tenants.h).
+ *		What each namespace holds (ts_tenants.h).
  *
- * A short array under one mutex: the namespaces with connections open,
- * looked up by name at a connection's authentication and at its end, never
- * per frame.  A namespace whose last connection ends leaves the array, so
- * that it holds no more entries than there are connections.
+ * A short array of entries under one mutex: the namespaces with
+ * connections open, looked up by name at a connection's authentication and
+ * at its end, never per frame (a connection keeps its entry's address, and
+ * charges its frames' decoding to it with atomics).  A namespace whose last
+ * connection ends leaves the array, so that it holds no more entries than
+ * there are connections.
  */
 #include "ts_tenants.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 void
 ts_tenants_init(TsTenants *tenants, int max_connections)
@@ -21,80 +24,97 @@ ts_tenants_init(TsTenants *tenants, int max_connections)
 	atomic_init(&tenants->max_connections, max_connections);
 }
 
+static void
+tenant_free(TsTenant *t)
+{
+	free(t->ns);
+	free(t);
+}
+
 void
 ts_tenants_destroy(TsTenants *tenants)
 {
 	for (size_t i = 0; i < tenants->n; i++)
-		free(tenants->items[i].ns);
+		tenant_free(tenants->items[i]);
 	free(tenants->items);
 	tenants->items = NULL;
 	tenants->n = tenants->cap = 0;
 	pthread_mutex_destroy(&tenants->lock);
 }
 
-/* The entry of ns, or NULL; with the lock held. */
-static TsTenant *
+/* The index of ns's entry, or -1; with the lock held. */
+static ssize_t
 tenant_find(TsTenants *tenants, const char *ns, size_t len)
 {
 	for (size_t i = 0; i < tenants->n; i++)
-		if (tenants->items[i].len == len && memcmp(tenants->items[i].ns, ns, len) == 0)
-			return &tenants->items[i];
-	return NULL;
+		if (tenants->items[i]->len == len && memcmp(tenants->items[i]->ns, ns, len) == 0)
+			return (ssize_t) i;
+	return -1;
 }
 
-int
-ts_tenants_enter(TsTenants *tenants, const char *ns, size_t len, int *open)
+/* A new entry of ns in the array, or NULL (no memory); with the lock held. */
+static TsTenant *
+tenant_add(TsTenants *tenants, const char *ns, size_t len)
 {
 	TsTenant   *t;
-	int			rc = -1;
+
+	if (tenants->n == tenants->cap)
+	{
+		size_t		cap = tenants->cap ? tenants->cap * 2 : 8;
+		TsTenant  **grown = realloc(tenants->items, cap * sizeof(TsTenant *));
+
+		if (grown == NULL)
+			return NULL;
+		tenants->items = grown;
+		tenants->cap = cap;
+	}
+	if ((t = calloc(1, sizeof(TsTenant))) == NULL || (t->ns = malloc(len + 1)) == NULL)
+	{
+		free(t);
+		return NULL;
+	}
+	memcpy(t->ns, ns, len);
+	t->ns[len] = '\0';
+	t->len = len;
+	atomic_init(&t->decode_in_use, 0);
+	tenants->items[tenants->n++] = t;
+	return t;
+}
+
+TsTenant *
+ts_tenants_enter(TsTenants *tenants, const char *ns, size_t len, int *open)
+{
+	TsTenant   *t = NULL;
+	ssize_t		i;
 	int			max;
 
 	pthread_mutex_lock(&tenants->lock);
-	t = tenant_find(tenants, ns, len);
-	if (t == NULL)
-	{
-		if (tenants->n == tenants->cap)
-		{
-			size_t		cap = tenants->cap ? tenants->cap * 2 : 8;
-			TsTenant   *grown = realloc(tenants->items, cap * sizeof(TsTenant));
-
-			if (grown == NULL)
-				goto done;
-			tenants->items = grown;
-			tenants->cap = cap;
-		}
-		t = &tenants->items[tenants->n];
-		if ((t->ns = malloc(len + 1)) == NULL)
-			goto done;
-		memcpy(t->ns, ns, len);
-		t->ns[len] = '\0';
-		t->len = len;
-		t->connections = 0;
-		tenants->n++;
-	}
-	*open = t->connections;
+	i = tenant_find(tenants, ns, len);
+	if (i >= 0)
+		t = tenants->items[i];
+	else
+		t = tenant_add(tenants, ns, len);
+	*open = t != NULL ? t->connections : 0;
 	max = atomic_load(&tenants->max_connections);
-	if (max <= 0 || t->connections < max)
-	{
+	if (t != NULL && max > 0 && t->connections >= max)
+		t = NULL;				/* at its limit: it has connections, it stays */
+	else if (t != NULL)
 		t->connections++;
-		rc = 0;
-	}
-done:
 	pthread_mutex_unlock(&tenants->lock);
-	return rc;
+	return t;
 }
 
 void
-ts_tenants_leave(TsTenants *tenants, const char *ns, size_t len)
+ts_tenants_leave(TsTenants *tenants, TsTenant *tenant)
 {
-	TsTenant   *t;
-
 	pthread_mutex_lock(&tenants->lock);
-	t = tenant_find(tenants, ns, len);
-	if (t != NULL && --t->connections <= 0)
+	if (--tenant->connections <= 0)
 	{
-		free(t->ns);
-		*t = tenants->items[--tenants->n];
+		ssize_t		i = tenant_find(tenants, tenant->ns, tenant->len);
+
+		if (i >= 0)
+			tenants->items[i] = tenants->items[--tenants->n];
+		tenant_free(tenant);
 	}
 	pthread_mutex_unlock(&tenants->lock);
 }
@@ -102,12 +122,12 @@ ts_tenants_leave(TsTenants *tenants, const char *ns, size_t len)
 int
 ts_tenants_connections(TsTenants *tenants, const char *ns, size_t len)
 {
-	TsTenant   *t;
+	ssize_t		i;
 	int			n;
 
 	pthread_mutex_lock(&tenants->lock);
-	t = tenant_find(tenants, ns, len);
-	n = t != NULL ? t->connections : 0;
+	i = tenant_find(tenants, ns, len);
+	n = i >= 0 ? tenants->items[i]->connections : 0;
 	pthread_mutex_unlock(&tenants->lock);
 	return n;
 }
