@@ -393,6 +393,7 @@ main(int argc, char **argv)
 	store_options.sync_commits = !options.no_sync;
 	store_options.statistics = options.statistics;
 	store_options.in_doubt_wait_ms = options.in_doubt_wait_ms;
+	store_options.namespace_disk_bytes = (uint64_t) options.max_namespace_disk_mb * TS_MB;
 	store_options.replica_group = options.raft_id != 0;
 	/* a group's members get a session's SST files as each is finished */
 	if (store_options.replica_group)

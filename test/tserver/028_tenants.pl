@@ -15,7 +15,10 @@
 #	  admin token sees them all;
 #	- --decode-memory-mb 2: a frame of tenant a that unpacks into more than
 #	  half of it is refused, naming the namespace's share; the admin
-#	  token's passes; a's smaller batches pass.
+#	  token's passes; a's smaller batches pass;
+#	- --max-namespace-disk-mb 2: tenant a's load that spills past it is
+#	  refused at its commit, and so are its loads once its rows in files
+#	  pass it; tenant b loads all the while.
 use strict;
 use warnings;
 
@@ -187,5 +190,31 @@ is($as->($admin_file, 'load', 'big', '--rows', 10_000, '--batch-rows', 10_000)->
 is($as->($a_file, 'load', 'a.big', '--rows', 10_000, '--batch-rows', 2_000)->{rc}, 0,
 	'tenant a in batches of 2000 rows passes');
 is($as->($a_file, 'scan', 'a.big', '--format', 'count')->{out}, "10000\n", '... with every row');
+$ts->stop;
+
+# ---- disk: a namespace fills at most --max-namespace-disk-mb ----
+$ts->start('--token-file', $admin_file, '--scoped-tokens', $scoped, '--max-namespace-disk-mb', 2,
+	'--session-memory-mb', 4)
+  or die 'tserver did not start';
+$r = $as->($a_file, 'load', 'a.spilled', '--rows', 100_000, '--shuffle');
+isnt($r->{rc}, 0, "with --max-namespace-disk-mb 2, tenant a's load that spills 8 MB is refused");
+like($r->{err}, qr/namespace "a\." is over its disk quota: it holds \d+ MB \(0 MB of rows, \d+ MB of sessions' staging files\) of the 2 MB it may \(--max-namespace-disk-mb\)/,
+	'... saying what it holds and may hold');
+is($as->($admin_file, 'scan', 'a.spilled', '--format', 'count')->{out}, "0\n", '... and nothing of it is kept');
+is($as->($b_file, 'load', 'b.small', '--rows', 1000)->{rc}, 0, 'tenant b loads meanwhile');
+# rows: load after load, until the namespace's files pass its quota
+my ($loaded, $why) = (0, '');
+for my $i (1 .. 60)
+{
+	$r = $as->($a_file, 'load', "a.m$i", '--rows', 40_000);
+	if ($r->{rc} != 0) { $why = $r->{err}; last }
+	$loaded++;
+}
+like($why, qr/namespace "a\." is over its disk quota: it holds \d+ MB \(\d+ MB of rows, \d+ MB of sessions' staging files\) of the 2 MB/,
+	"tenant a's loads of 40000 rows are refused once it holds its quota, after $loaded");
+ok($loaded >= 1 && $loaded < 60, '... which some loads reached');
+is($as->($b_file, 'load', 'b.more', '--rows', 1000)->{rc}, 0, 'tenant b still loads');
+is($as->($a_file, 'truncate', 'a.m1')->{rc}, 0, 'tenant a over its quota may still truncate a table');
+is($as->($a_file, 'drop', 'a.m2')->{rc}, 0, '... and drop one');
 $ts->stop;
 done_testing();

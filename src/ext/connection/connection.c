@@ -229,8 +229,10 @@ tcopy_raise_error(Tcopy__ErrorCode code, const char *message,
 			hint = gettext_noop("Set tcopy.max_frame_mb and the tserver's --max-frame-mb to the same value.");
 			break;
 		case TCOPY__ERROR_CODE__ERROR_STORAGE:
-			/* ENOSPC in the tserver's (or RocksDB's) words, glibc's: Postgres' disk_full */
-			sqlstate = strstr(message, "No space left on device") != NULL ?
+			/* ENOSPC in the tserver's (or RocksDB's) words, glibc's, or a
+			 * namespace's disk quota: Postgres' disk_full */
+			sqlstate = strstr(message, "No space left on device") != NULL ||
+				strstr(message, "over its disk quota") != NULL ?
 				ERRCODE_DISK_FULL : ERRCODE_IO_ERROR;
 			break;
 		case TCOPY__ERROR_CODE__ERROR_BAD_ROW:

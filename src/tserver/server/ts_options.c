@@ -67,6 +67,9 @@ usage(FILE *out)
 			"                             0: never)\n"
 			"  --max-namespace-connections N  connections of one scoped token's namespace\n"
 			"                             open at once (default %d)\n"
+			"  --max-namespace-disk-mb N  disk one scoped token's namespace may fill: its\n"
+			"                             tables' files and sessions' staging files\n"
+			"                             (default 0: no quota)\n"
 			"  --decode-memory-mb N       memory all connections' frames unpack into\n"
 			"                             together; a frame waits for it (default %d)\n"
 			"Storage:\n"
@@ -225,7 +228,7 @@ enum
 	OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA, OPT_IN_DOUBT_WAIT,
 	OPT_RAFT_ID, OPT_RAFT_LISTEN, OPT_RAFT_DIR, OPT_RAFT_BOOTSTRAP, OPT_RAFT_SECRET,
 	OPT_RAFT_LOG_ENTRIES, OPT_METRICS, OPT_CONFIG, OPT_VERSION, OPT_IDLE_TIMEOUT,
-	OPT_MAX_NAMESPACE_CONNECTIONS
+	OPT_MAX_NAMESPACE_CONNECTIONS, OPT_MAX_NAMESPACE_DISK
 };
 static const struct option long_options[] = {
 	{"data", required_argument, NULL, OPT_DATA},
@@ -240,6 +243,7 @@ static const struct option long_options[] = {
 	{"handshake-timeout", required_argument, NULL, OPT_HANDSHAKE_TIMEOUT},
 	{"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
 	{"max-namespace-connections", required_argument, NULL, OPT_MAX_NAMESPACE_CONNECTIONS},
+	{"max-namespace-disk-mb", required_argument, NULL, OPT_MAX_NAMESPACE_DISK},
 	{"decode-memory-mb", required_argument, NULL, OPT_DECODE_MEMORY},
 	{"tls-cert", required_argument, NULL, OPT_TLS_CERT},
 	{"tls-key", required_argument, NULL, OPT_TLS_KEY},
@@ -356,6 +360,10 @@ ts_options_parse(int argc, char **argv, TsMainOptions *options)
 			case OPT_MAX_NAMESPACE_CONNECTIONS:
 				options->max_namespace_connections =
 					(int) parse_number("--max-namespace-connections", optarg, 1, 1000000);
+				break;
+			case OPT_MAX_NAMESPACE_DISK:
+				options->max_namespace_disk_mb =
+					parse_number("--max-namespace-disk-mb", optarg, 0, 1024L * 1024 * 1024);
 				break;
 			case OPT_DECODE_MEMORY:
 				options->decode_memory_mb = parse_number("--decode-memory-mb", optarg, 1, 1024 * 1024);

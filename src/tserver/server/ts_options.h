@@ -42,6 +42,7 @@ typedef struct TsMainOptions
 	int			handshake_timeout_s;
 	int			idle_timeout_s;	/* 0: none */
 	int			max_namespace_connections;
+	size_t		max_namespace_disk_mb;	/* 0: no quota */
 	size_t		decode_memory_mb;
 	size_t		session_memory_mb;
 	size_t		memory_mb;

@@ -103,6 +103,8 @@ typedef struct TsProto
 	TsTenant   *tenant;			/* a scoped connection's namespace, counted
 								 * in shared->tenants; NULL: full access */
 	bool		bound;			/* TLS: proofs carry binding (tc_auth.h) */
+	uint64_t	quota_unweighed;	/* bytes received since the namespace's
+									 * disk was last weighed */
 	uint8_t		binding[TC_BINDING_SIZE];
 	const char *scope;			/* the namespace the credential reaches;
 								 * NULL: full access */

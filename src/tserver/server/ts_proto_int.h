@@ -26,6 +26,11 @@ extern void ts_proto_frame_done(TsProto *proto);
 /* A long wait's give_up (arg: the TsProto): the client or the server is going away. */
 extern bool ts_proto_give_up(void *arg);
 
+/* in ts_proto_stats.c: a scoped namespace's disk quota, weighed every so many bytes */
+#define PROTO_QUOTA_EVERY_BYTES (16 * 1024 * 1024)
+#define PROTO_QUOTA_SMALL_BYTES (64 * 1024)
+extern int	ts_proto_quota_check(TsProto *proto, uint32_t len, bool force, TsError *err);
+
 /* in ts_proto_requests.c: one handler per request frame */
 extern int ts_proto_on_abort(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
 extern int ts_proto_on_begin(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);

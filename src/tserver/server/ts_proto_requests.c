@@ -199,6 +199,8 @@ ts_proto_on_write(TsProto *proto, const uint8_t *payload, uint32_t len, TsError 
 	Tcopy__WriteBatch *batch;
 	Tcopy__Ack	ack = TCOPY__ACK__INIT;
 
+	if (ts_proto_quota_check(proto, len, false, err) != 0)
+		return -1;
 	if (proto->phase == TS_PROTO_STREAM)
 		return ts_proto_on_stream_write(proto, payload, len, err);
 	if (proto->phase != TS_PROTO_IN_SESSION)
@@ -340,6 +342,8 @@ ts_proto_on_commit(TsProto *proto, const uint8_t *payload, uint32_t len, TsError
 		return ts_proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_COMMIT,
 								proto->phase == TS_PROTO_READY ? "no write session is open" : NULL,
 								err);
+	if (ts_proto_quota_check(proto, len, true, err) != 0)
+		return -1;
 	commit = ts_proto_unpack(proto, &tcopy__commit__descriptor, payload, len, err);
 	if (commit == NULL ||
 		proto_check_sent(proto, "commit", commit->last_seq, commit->rows, err) != 0)
@@ -374,6 +378,8 @@ ts_proto_on_prepare(TsProto *proto, const uint8_t *payload, uint32_t len, TsErro
 		return ts_proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_PREPARE,
 								proto->phase == TS_PROTO_READY ? "no write session is open" : NULL,
 								err);
+	if (ts_proto_quota_check(proto, len, true, err) != 0)
+		return -1;
 	prepare = ts_proto_unpack(proto, &tcopy__prepare__descriptor, payload, len, err);
 	if (prepare == NULL ||
 		proto_check_sent(proto, "prepare", prepare->last_seq, prepare->rows, err) != 0)

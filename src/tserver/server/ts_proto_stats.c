@@ -120,6 +120,47 @@ proto_scope_stats(TsProto *proto, Tcopy__Stats *stats, const Tcopy__SessionInfo 
 }
 
 /*
+ * A scoped connection's namespace must stay within its disk quota
+ * (--max-namespace-disk-mb, ts_quota.c): weighed every
+ * PROTO_QUOTA_EVERY_BYTES of frames it receives, and at a commit (force)
+ * of a session that holds more than PROTO_QUOTA_SMALL_BYTES (a TRUNCATE, a
+ * few deletes, which make room, are not refused), before the frame reaches
+ * its session.  0, or -1 with err (STORAGE, "disk quota", which the
+ * extension reports as 53100).
+ */
+int
+ts_proto_quota_check(TsProto *proto, uint32_t len, bool force, TsError *err)
+{
+	uint64_t	quota = ts_store_namespace_quota(proto->shared->store);
+	uint64_t	stored = 0;
+	uint64_t	staging = 0;
+	char		ns[PROTO_LOG_NAME_MAX];
+
+	if (quota == 0 || proto->scope == NULL)
+		return 0;
+	proto->quota_unweighed += len;
+	if (force ? proto->session == NULL || ts_session_bytes(proto->session) <= PROTO_QUOTA_SMALL_BYTES :
+		proto->quota_unweighed < PROTO_QUOTA_EVERY_BYTES)
+		return 0;
+	proto->quota_unweighed = 0;
+	if (ts_store_namespace_bytes(proto->shared->store, proto->scope, proto->scope_len,
+								 &stored, &staging) != 0)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		return -1;
+	}
+	if (stored + staging <= quota)
+		return 0;
+	ts_proto_printable(proto->scope, ns, sizeof(ns));
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+				 "namespace \"%s\" is over its disk quota: it holds %" PRIu64 " MB (%" PRIu64
+				 " MB of rows, %" PRIu64 " MB of sessions' staging files) of the %" PRIu64
+				 " MB it may (--max-namespace-disk-mb)", ns, (stored + staging) >> 20,
+				 stored >> 20, staging >> 20, quota >> 20);
+	return -1;
+}
+
+/*
  * STATS_REQUEST: answer STATS, with the estimate of the table asked for
  * (which a scoped connection must have opened, as for a scan) and its files
  * by level, and if asked the open sessions this connection's scope may see.

@@ -170,6 +170,12 @@ ts_session_rows(const TsSession *session)
 	return session->rows;
 }
 
+uint64_t
+ts_session_bytes(const TsSession *session)
+{
+	return session->staged.len + atomic_load(&session->spilled_now);
+}
+
 /*
  * Free the session and everything it staged: wait for its spill, remove its
  * staging directory (unless it was prepared: keep_dir), and give back its

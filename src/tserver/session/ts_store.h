@@ -129,6 +129,17 @@ int			ts_session_set_client(TsSession *session, uint64_t system, uint32_t databa
 								  uint32_t pid, const char *scope, size_t scope_len);
 
 /*
+ * What namespace scope holds on disk (ts_quota.c): its tables' rows in SST
+ * files into *stored, its open and prepared sessions' staging files into
+ * *staging.  0, or -1 (no memory).  Call with no session's lock held.
+ */
+int			ts_store_namespace_bytes(TsStore *store, const char *scope, size_t scope_len,
+									 uint64_t *stored, uint64_t *staging);
+
+/* A scoped namespace's disk quota in bytes (--max-namespace-disk-mb); 0: none. */
+uint64_t	ts_store_namespace_quota(TsStore *store);
+
+/*
  * The open sessions (begun, not yet preparing nor ended) that a connection
  * of namespace scope may see (NULL: full access, all of them), into a
  * malloc'd array *out of SessionInfo messages whose strings are constants;
@@ -210,6 +221,9 @@ void		ts_stream_leave(TsStream *stream);
 
 /* Rows staged so far (for Ack). */
 uint64_t	ts_session_rows(const TsSession *session);
+
+/* The bytes the session holds, staged and spilled (its owner's thread). */
+uint64_t	ts_session_bytes(const TsSession *session);
 
 /*
  * Stage a TRUNCATE or DROP of a table in the session, applied when it is

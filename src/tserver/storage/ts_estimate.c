@@ -226,6 +226,44 @@ ts_store_table_estimate(TsStore *store, uint32_t table_id, uint64_t *rows,
 	return 0;
 }
 
+uint64_t
+ts_store_tables_bytes(TsStore *store, const uint32_t *ids, size_t n)
+{
+	uint8_t    *keys = malloc(n * 8);
+	const char **starts = malloc(n * sizeof(char *));
+	const char **limits = malloc(n * sizeof(char *));
+	size_t	   *lens = malloc(n * sizeof(size_t));
+	uint64_t   *sizes = malloc(n * sizeof(uint64_t));
+	uint64_t	total = 0;
+	char	   *errptr = NULL;
+
+	if (n > 0 && keys != NULL && starts != NULL && limits != NULL && lens != NULL &&
+		sizes != NULL)
+	{
+		for (size_t i = 0; i < n; i++)
+		{
+			/* [be32(id), be32(id + 1)); ids never reach UINT32_MAX */
+			ts_put_be32(keys + 8 * i, ids[i]);
+			ts_put_be32(keys + 8 * i + 4, ids[i] + 1);
+			starts[i] = (const char *) keys + 8 * i;
+			limits[i] = (const char *) keys + 8 * i + 4;
+			lens[i] = 4;
+		}
+		rocksdb_approximate_sizes_cf(store->db, store->cf_data, (int) n, starts, lens, limits,
+									 lens, sizes, &errptr);
+		if (errptr == NULL)
+			for (size_t i = 0; i < n; i++)
+				total += sizes[i];
+		free(errptr);
+	}
+	free(keys);
+	free(starts);
+	free(limits);
+	free(lens);
+	free(sizes);
+	return total;
+}
+
 /* A RocksDB integer property of family cf, or 0. */
 static uint64_t
 property_u64(TsStore *store, rocksdb_column_family_handle_t *cf, const char *name)

@@ -46,6 +46,9 @@ typedef struct TsStoreOptions
 	size_t		block_cache_bytes;
 	bool		sync_commits;	/* false only for measurements */
 	bool		statistics;		/* RocksDB's, for measurements */
+	uint64_t	namespace_disk_bytes;	/* a scoped namespace's stored and
+										 * spilled bytes at most; 0: no quota
+										 * (--max-namespace-disk-mb) */
 	int			in_doubt_wait_ms;	/* how long a write waits for an in-doubt
 									 * prepared session of its tables
 									 * (ts_in_doubt.c); 0: refused at once */
@@ -122,6 +125,13 @@ typedef struct TsLevelFiles
 int			ts_store_table_estimate(TsStore *store, uint32_t table_id,
 									uint64_t *rows, uint64_t *bytes, TsLevelFiles *levels,
 									TsError *err);
+
+/*
+ * The approximate bytes the SST files hold of tables ids[n] (RocksDB's
+ * index blocks, one call; rows still in memtables are not counted): what a
+ * namespace's disk quota weighs.
+ */
+uint64_t	ts_store_tables_bytes(TsStore *store, const uint32_t *ids, size_t n);
 
 /* Fill the store's fields of stats (tables, sessions, rows, staging). */
 void		ts_store_stats(TsStore *store, Tcopy__Stats *stats);
