@@ -487,7 +487,15 @@ tcopy_xact_table_op(const TcopyTableOptions *options, Oid userid, bool track,
 		int			rc;
 
 		conn->busy = true;
-		rc = tc_client_session_table_op(conn->client, op, table_id);
+		/*
+		 * The id was looked up on another connection: open the table on
+		 * this one too, as a scoped token's connection may only name the
+		 * tables it opened (docs/protocol.md, Scoped credentials).
+		 */
+		rc = tc_client_open_table(conn->client, options->table_name, NULL, false, &table_id,
+								  NULL, NULL);
+		if (rc >= 0)
+			rc = tc_client_session_table_op(conn->client, op, table_id);
 		conn->busy = false;
 		if (rc < 0)
 			tcopy_session_fail(conn, psprintf("could not %s table \"%s\" in the write session",
