@@ -673,6 +673,27 @@ sub request
 	return read_frame($sock, 30);
 }
 
+# request, with the answer decoded: (type or -1, pb_decode of its payload).
+sub request_decoded
+{
+	my ($sock, $type, $payload) = @_;
+	my ($t, $p) = request($sock, $type, $payload);
+	return ($t // -1, pb_decode($p // ''));
+}
+
+# Write content to a file name under dir, of mode (default 0600, as token
+# files must be); its path.
+sub write_private_file
+{
+	my ($dir, $name, $content, $mode) = @_;
+	my $path = "$dir/$name";
+	open(my $fh, '>', $path) or croak "$path: $!";
+	print $fh $content;
+	close $fh;
+	chmod($mode // 0600, $path) or croak "chmod $path: $!";
+	return $path;
+}
+
 # An Error frame's (code, message).
 sub error_of
 {

@@ -31,16 +31,7 @@ my $ts = TcopyTest->new(auth => []);
 my $dir = $ts->base_dir;
 
 # Write a file of the given mode; returns its path.
-sub write_file
-{
-	my ($name, $content, $mode) = @_;
-	my $path = "$dir/$name";
-	open(my $fh, '>', $path) or die "$path: $!";
-	print $fh $content;
-	close $fh;
-	chmod($mode, $path) or die "chmod $path: $!";
-	return $path;
-}
+sub write_file { return TcopyTest::write_private_file($dir, @_) }
 
 my $admin_file = write_file('admin', "$ADMIN\n", 0600);
 my $t1_file = write_file('t1', "$T1\n", 0600);
@@ -86,20 +77,12 @@ is($as->($t2_file, 'scan', 'c2_a', '--format', 'count')->{out}, "50\n", 'token t
 $r = $as->($t3_file, 'ping');
 like($r->{err}, qr/authentication failed/, 'an unknown token is refused');
 
-# Send a request on a ready socket and read the reply: (type, decoded).
-sub request
-{
-	my ($sock, $type, $payload) = @_;
-	TcopyTest::send_frame($sock, $type, $payload);
-	my ($t, $p) = TcopyTest::read_frame($sock, 10);
-	return ($t // -1, pb_decode($p // ''));
-}
 
 # by hand: the refusal does not tell whether the table exists
 my %id;
 {
 	my $admin = $ts->connect_ready(token => $ADMIN) or die "admin handshake failed";
-	my ($t, $m) = request($admin, FRAME_OPEN_TABLE, pb_field_bytes(1, 'c2_a'));
+	my ($t, $m) = TcopyTest::request_decoded($admin, FRAME_OPEN_TABLE, pb_field_bytes(1, 'c2_a'));
 	is($t, FRAME_TABLE_INFO, 'the admin token opens c2_a');
 	$id{c2_a} = $m->{1}[0];
 	close $admin;
@@ -107,7 +90,7 @@ my %id;
 for my $name ('c2_a', 'c2_no_such_table', 'other')
 {
 	my $sock = $ts->connect_ready(token => $T1) or die "handshake failed";
-	my ($t, $m) = request($sock, FRAME_OPEN_TABLE, pb_field_bytes(1, $name) . pb_field_varint(3, 1));
+	my ($t, $m) = TcopyTest::request_decoded($sock, FRAME_OPEN_TABLE, pb_field_bytes(1, $name) . pb_field_varint(3, 1));
 	is($t, FRAME_ERROR, "token one, OPEN_TABLE $name (create): ERROR");
 	is($m->{1}[0], ERROR_PERMISSION, '... ERROR_PERMISSION');
 	is($m->{2}[0], "permission denied for tserver table \"$name\"", '... in the same words, whether it exists or not');
@@ -115,11 +98,11 @@ for my $name ('c2_a', 'c2_no_such_table', 'other')
 }
 {
 	my $sock = $ts->connect_ready(token => $T1) or die "handshake failed";
-	my ($t, $m) = request($sock, FRAME_OPEN_TABLE, pb_field_bytes(1, 'c1_a'));
+	my ($t, $m) = TcopyTest::request_decoded($sock, FRAME_OPEN_TABLE, pb_field_bytes(1, 'c1_a'));
 	is($t, FRAME_TABLE_INFO, 'token one opens c1_a');
-	my ($st) = request($sock, FRAME_SCAN, pb_field_varint(1, $m->{1}[0]) . pb_field_varint(6, 1));
+	my ($st) = TcopyTest::request_decoded($sock, FRAME_SCAN, pb_field_varint(1, $m->{1}[0]) . pb_field_varint(6, 1));
 	is($st, FRAME_SCAN_BATCH, '... and scans it');
-	($t, $m) = request($sock, FRAME_SCAN, pb_field_varint(1, $id{c2_a}));
+	($t, $m) = TcopyTest::request_decoded($sock, FRAME_SCAN, pb_field_varint(1, $id{c2_a}));
 	is($t, FRAME_ERROR, 'token one, SCAN of c2_a\'s id (not opened): ERROR');
 	is($m->{1}[0], ERROR_PERMISSION, '... ERROR_PERMISSION');
 	like($m->{2}[0], qr/permission denied for tserver table id $id{c2_a}/, '... naming the id');
@@ -127,7 +110,7 @@ for my $name ('c2_a', 'c2_no_such_table', 'other')
 for my $id ($id{c2_a}, 4000)
 {
 	my $sock = $ts->connect_ready(token => $T1) or die "handshake failed";
-	my ($t, $m) = request($sock, FRAME_TABLE_OP, pb_field_varint(1, 2) . pb_field_varint(2, $id));
+	my ($t, $m) = TcopyTest::request_decoded($sock, FRAME_TABLE_OP, pb_field_varint(1, 2) . pb_field_varint(2, $id));
 	is($m->{1}[0], ERROR_PERMISSION, "token one, DROP of table id $id: ERROR_PERMISSION, existing or not");
 }
 is($as->($admin_file, 'scan', 'c2_a', '--format', 'count')->{out}, "50\n", 'c2_a is untouched');
@@ -214,26 +197,26 @@ like($r->{err}, qr/a global id has 1 to 200 bytes/, '... not of 201');
 is($as->($t1_file, 'load', 'c1_s', '--rows', 1)->{rc}, 0, 'token one makes c1_s');
 {
 	my $owner = $ts->connect_ready(token => $T1) // die 'handshake failed';
-	my ($t, $m) = request($owner, FRAME_OPEN_TABLE, pb_field_bytes(1, 'c1_s'));
+	my ($t, $m) = TcopyTest::request_decoded($owner, FRAME_OPEN_TABLE, pb_field_bytes(1, 'c1_s'));
 	is($t, FRAME_TABLE_INFO, 'token one opens c1_s');
-	($t, $m) = request($owner, FRAME_BEGIN, '');
+	($t, $m) = TcopyTest::request_decoded($owner, FRAME_BEGIN, '');
 	is($t, FRAME_BEGIN_OK, '... begins a session');
 	my $join = pb_field_varint(1, $m->{1}[0]) . pb_field_bytes(2, $m->{2}[0] // '');
-	($t, $m) = request($owner, 35, pb_field_varint(1, 1));
+	($t, $m) = TcopyTest::request_decoded($owner, 35, pb_field_varint(1, 1));
 	is($t, 36, '... and opens it to streams');
 	my $other = $ts->connect_ready(token => $T2) // die 'handshake failed';
-	($t, $m) = request($other, 37, $join);
+	($t, $m) = TcopyTest::request_decoded($other, 37, $join);
 	is("$t " . ($m->{1}[0] // '') . ': ' . ($m->{2}[0] // ''),
 		FRAME_ERROR . ' 16: JOIN names no write session of this id and key open to streams',
 		"token two's JOIN of it, with its id and key, is answered as no session");
 	for my $tok ([ 'token one', $T1 ], [ 'the admin token', $ADMIN ])
 	{
 		my $sock = $ts->connect_ready(token => $tok->[1]) // die 'handshake failed';
-		($t, $m) = request($sock, 37, $join);
+		($t, $m) = TcopyTest::request_decoded($sock, 37, $join);
 		is($t, 38, "$tok->[0] joins it");
 		close($sock);
 	}
-	($t, $m) = request($owner, FRAME_ABORT, '');
+	($t, $m) = TcopyTest::request_decoded($owner, FRAME_ABORT, '');
 	is($t, 13, 'the session aborts');
 	close($owner);
 	close($other);

@@ -35,16 +35,7 @@ my $TB = 'tenant b token 0123456789';
 my $ts = TcopyTest->new(auth => []);
 my $dir = $ts->base_dir;
 
-sub write_file
-{
-	my ($name, $content) = @_;
-	my $path = "$dir/$name";
-	open(my $fh, '>', $path) or die "$path: $!";
-	print $fh $content;
-	close $fh;
-	chmod(0600, $path) or die "chmod $path: $!";
-	return $path;
-}
+sub write_file { return TcopyTest::write_private_file($dir, @_) }
 
 my $admin_file = write_file('admin', "$ADMIN\n");
 my $a_file = write_file('a', "$TA\n");
@@ -56,14 +47,6 @@ $ts->start('--token-file', $admin_file, '--scoped-tokens', $scoped,
 
 my $as = sub { my $file = shift; return $ts->cli('--token-file', $file, @_) };
 
-# Send a request on a ready socket and read the reply: (type, decoded).
-sub request
-{
-	my ($sock, $type, $payload) = @_;
-	TcopyTest::send_frame($sock, $type, $payload);
-	my ($t, $p) = TcopyTest::read_frame($sock, 10);
-	return ($t // -1, pb_decode($p // ''));
-}
 
 # The HELLO of token on a new connection: (the socket, the reply's type, its message).
 sub hello
@@ -114,13 +97,13 @@ close($_) for @a_socks;
 {
 	my ($idle) = hello($TB);
 	my ($snap) = hello($TB);
-	my ($t) = request($snap, 33, '');
+	my ($t) = TcopyTest::request_decoded($snap, 33, '');
 	is($t, 34, 'a connection takes a snapshot');
 	is($as->($b_file, 'load', 'b.t', '--rows', 10)->{rc}, 0, 'tenant b makes b.t');
 	my ($writer) = hello($TB);
-	($t, my $open) = request($writer, FRAME_OPEN_TABLE, pb_field_bytes(1, 'b.t'));
+	($t, my $open) = TcopyTest::request_decoded($writer, FRAME_OPEN_TABLE, pb_field_bytes(1, 'b.t'));
 	is($t, FRAME_TABLE_INFO, 'a connection opens b.t');
-	($t) = request($writer, FRAME_BEGIN, '');
+	($t) = TcopyTest::request_decoded($writer, FRAME_BEGIN, '');
 	is($t, FRAME_BEGIN_OK, '... and begins a write session');
 	my $start = time();
 	my ($et, $ep) = TcopyTest::read_frame($idle, 10);
@@ -132,9 +115,9 @@ close($_) for @a_socks;
 	ok($took >= 1.0 && $took < 8, sprintf('... after about 2 s (%.1f s)', $took));
 	ok(TcopyTest::wait_closed($idle, 5), '... then closed');
 	sleep(1.5);
-	($t) = request($snap, FRAME_STATS_REQUEST, '');
+	($t) = TcopyTest::request_decoded($snap, FRAME_STATS_REQUEST, '');
 	is($t, FRAME_STATS, 'the connection holding a snapshot is still served after 3.5 s');
-	($t) = request($writer, FRAME_ABORT, '');
+	($t) = TcopyTest::request_decoded($writer, FRAME_ABORT, '');
 	is($t, 13, 'the one in a write session too (it aborts)');
 	close($snap);
 	close($writer);

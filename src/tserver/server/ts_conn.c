@@ -91,6 +91,25 @@ conn_handshake_seconds_left(const TsConn *conn)
 }
 
 /*
+ * Wait up to timeout_ms for the client's input: 1 when there is some, 0
+ * when there is none yet (the time is up, or a signal cut the wait: the
+ * caller weighs its deadline again), -1 with err when the socket fails.
+ */
+static int
+conn_poll(TsConn *conn, long timeout_ms, TsError *err)
+{
+	struct pollfd pfd = {.fd = conn->fd,.events = POLLIN};
+	int			n = poll(&pfd, 1, (int) timeout_ms);
+
+	if (n >= 0)
+		return n > 0;
+	if (errno == EINTR)
+		return 0;
+	conn_lost(conn, err, "could not wait for the client", errno);
+	return -1;
+}
+
+/*
  * Before the handshake is done, wait for input only as long as is left of
  * the handshake's deadline, counted from the accept: a client sending a
  * byte now and then gets no more time than a silent one.  Through TLS, a
@@ -112,22 +131,13 @@ conn_wait_handshake(TsConn *conn, TsError *err)
 	}
 	for (;;)
 	{
-		struct pollfd pfd = {.fd = conn->fd,.events = POLLIN};
 		long		left_ms = atomic_load(&conn->ctx->handshake_timeout_ms) - conn_elapsed_ms(conn);
 		int			n;
 
 		if (left_ms <= 0)
 			return conn_handshake_timed_out(conn, err);
-		n = poll(&pfd, 1, (int) left_ms);
-		if (n > 0)
-			return 0;
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-		{
-			conn_lost(conn, err, "could not wait for the client", errno);
-			return -1;
-		}
+		if ((n = conn_poll(conn, left_ms, err)) != 0)
+			return n > 0 ? 0 : -1;
 	}
 }
 
@@ -142,30 +152,31 @@ static int
 conn_wait_idle(TsConn *conn, TsError *err)
 {
 	int			limit_ms = atomic_load(&conn->ctx->idle_timeout_ms);
+	struct timespec since;
 
 	if (limit_ms <= 0 || tc_frame_reader_buffered(&conn->reader) > 0 ||
 		(conn->tls != NULL && tc_tls_has_pending(conn->tls)) || !ts_proto_idle(&conn->proto))
 		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &since);
 	for (;;)
 	{
-		struct pollfd pfd = {.fd = conn->fd,.events = POLLIN};
-		int			n = poll(&pfd, 1, limit_ms);
+		struct timespec now;
+		long		left_ms;
+		int			n;
 
-		if (n > 0)
-			return 0;
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-		{
-			conn_lost(conn, err, "could not wait for the client", errno);
-			return -1;
-		}
-		ts_log(TS_LOG_INFO, "connection %" PRIu64 " from %s: idle for %d s, closed (--idle-timeout)",
-			   conn->id, conn->peer, limit_ms / 1000);
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_SHUTTING_DOWN,
-					 "closing the connection: idle for %d s (--idle-timeout)", limit_ms / 1000);
-		return -1;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		left_ms = limit_ms - ((now.tv_sec - since.tv_sec) * 1000 +
+							  (now.tv_nsec - since.tv_nsec) / 1000000);
+		if (left_ms <= 0)
+			break;
+		if ((n = conn_poll(conn, left_ms, err)) != 0)
+			return n > 0 ? 0 : -1;
 	}
+	ts_log(TS_LOG_INFO, "connection %" PRIu64 " from %s: idle for %d s, closed (--idle-timeout)",
+		   conn->id, conn->peer, limit_ms / 1000);
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_SHUTTING_DOWN,
+				 "closing the connection: idle for %d s (--idle-timeout)", limit_ms / 1000);
+	return -1;
 }
 
 /* The handshake is done: its receive timeout, if any, comes off. */
