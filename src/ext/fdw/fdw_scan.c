@@ -157,9 +157,13 @@ tcopy_scan_connect(TcopyScanState *state)
 	rc = tc_client_open_table(state->conn.client, codec->options.table_name, codec->schema,
 							  false, &state->table_id, NULL, NULL);
 	if (rc < 0 && reused &&
-		tc_client_error_code(state->conn.client) == TCOPY__ERROR_CODE__ERROR_NONE)
+		(tc_client_error_code(state->conn.client) == TCOPY__ERROR_CODE__ERROR_NONE ||
+		 tc_client_error_code(state->conn.client) == TCOPY__ERROR_CODE__ERROR_SHUTTING_DOWN))
 	{
-		/* an idle connection the tserver closed meanwhile (a restart): once more, fresh */
+		/*
+		 * an idle connection the tserver closed meanwhile (a restart, or its
+		 * --idle-timeout, which says so): once more, fresh
+		 */
 		tcopy_scan_client_close(&state->conn);
 		(void) tcopy_scan_client_open(&state->conn, codec->options.address,
 									  codec->options.token, &codec->options.tls, false);
