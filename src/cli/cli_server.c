@@ -30,21 +30,32 @@ cli_ping(const CliOptions *opts)
 	return 0;
 }
 
+/* The server's Stats (with its open sessions if asked), or NULL, said why. */
+static Tcopy__Stats *
+cli_read_stats(const CliOptions *opts, bool sessions)
+{
+	TcClient   *client = cli_connect(opts);
+	Tcopy__Stats *stats = NULL;
+
+	if (client == NULL)
+		return NULL;
+	if (tc_client_stats_request(client, 0, sessions, &stats) < 0)
+	{
+		cli_client_fail(client);
+		stats = NULL;
+	}
+	tc_client_close(client);
+	return stats;
+}
+
 /* stats: every field of Stats, in the order the protocol declares them. */
 int
 cli_stats(const CliOptions *opts)
 {
-	TcClient   *client = cli_connect(opts);
-	Tcopy__Stats *stats;
+	Tcopy__Stats *stats = cli_read_stats(opts, false);
 
-	if (client == NULL)
+	if (stats == NULL)
 		return 1;
-	if (tc_client_stats(client, &stats) < 0)
-	{
-		cli_client_fail(client);
-		tc_client_close(client);
-		return 1;
-	}
 	for (unsigned i = 0; i < tcopy__stats__descriptor.n_fields; i++)
 	{
 		const ProtobufCFieldDescriptor *field = &tcopy__stats__descriptor.fields[i];
@@ -56,7 +67,6 @@ cli_stats(const CliOptions *opts)
 	if (stats->version != NULL && stats->version[0] != '\0')
 		printf("version: %s\n", stats->version);
 	tcopy__stats__free_unpacked(stats, NULL);
-	tc_client_close(client);
 	return 0;
 }
 
@@ -68,17 +78,10 @@ cli_stats(const CliOptions *opts)
 int
 cli_sessions(const CliOptions *opts)
 {
-	TcClient   *client = cli_connect(opts);
-	Tcopy__Stats *stats;
+	Tcopy__Stats *stats = cli_read_stats(opts, true);
 
-	if (client == NULL)
+	if (stats == NULL)
 		return 1;
-	if (tc_client_stats_request(client, 0, true, &stats) < 0)
-	{
-		cli_client_fail(client);
-		tc_client_close(client);
-		return 1;
-	}
 	for (size_t i = 0; i < stats->n_sessions; i++)
 	{
 		const Tcopy__SessionInfo *s = stats->sessions[i];
@@ -88,7 +91,6 @@ cli_sessions(const CliOptions *opts)
 			   s->spilled_bytes, s->tables, s->client_pid);
 	}
 	tcopy__stats__free_unpacked(stats, NULL);
-	tc_client_close(client);
 	return 0;
 }
 

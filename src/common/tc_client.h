@@ -349,12 +349,11 @@ int			tc_client_list_labels(TcClient *client, uint32_t table_id,
 int			tc_client_list_tables(TcClient *client, const char *prefix,
 								  Tcopy__TableList **list);
 
-/* *stats freed with tcopy__stats__free_unpacked(stats, NULL). */
-int			tc_client_stats(TcClient *client, Tcopy__Stats **stats);
-
 /*
- * The same, with table_id's estimate and its files by level (0: no table),
- * and with sessions, the open sessions this client's credential may see.
+ * The server's counters, with table_id's estimate and its files by level
+ * (0: no table), and with sessions, the open sessions this client's
+ * credential may see; *stats freed with tcopy__stats__free_unpacked(stats,
+ * NULL).
  */
 int			tc_client_stats_request(TcClient *client, uint32_t table_id, bool sessions,
 									Tcopy__Stats **stats);

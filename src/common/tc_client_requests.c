@@ -666,13 +666,6 @@ tc_client_stats_request(TcClient *client, uint32_t table_id, bool sessions,
 	return 0;
 }
 
-/* Ask for the server's counters; *stats is a heap copy. */
-int
-tc_client_stats(TcClient *client, Tcopy__Stats **stats)
-{
-	return tc_client_stats_request(client, 0, false, stats);
-}
-
 /*
  * Ask for the server's estimate of table_id's size.  1 when the server
  * answered without one (it predates estimates).

@@ -198,6 +198,15 @@ extern bool tcopy_lookup_table_id(const TcopyTableOptions *options,
 								  const Tcopy__Schema *schema, const char *what,
 								  uint32 *table_id);
 
+/* in errors.c */
+
+/*
+ * Raise a client failure: code's SQLSTATE (ERROR_NONE: the connection
+ * failed), "what: message", the tserver at address as context.
+ */
+extern void tcopy_raise_error(Tcopy__ErrorCode code, const char *message,
+							  const char *address, const char *what) pg_attribute_noreturn();
+
 /* Raise a client failure as a Postgres ERROR (SQLSTATE from the code). */
 extern void tcopy_report_client_error(TcClient *client, const char *address,
 									  const char *what) pg_attribute_noreturn();
