@@ -235,6 +235,17 @@ tcopy_define_gucs(void)
 							   GUC_NOT_IN_SAMPLE,
 							   tcopy_check_test_pause_at, tcopy_assign_test_pause_at, NULL);
 
+	DefineCustomIntVariable("tcopy.test_pause_ms",
+							"Sets how long a pause of tcopy.test_pause_at lasts, for tests.",
+							"0 pauses until the backend is killed; otherwise the commit goes on "
+							"after that long.",
+							&tcopy_test_pause_ms,
+							0,
+							0, INT_MAX,
+							PGC_SUSET,
+							GUC_UNIT_MS | GUC_NOT_IN_SAMPLE,
+							NULL, NULL, NULL);
+
 	DefineCustomBoolVariable("tcopy.test_legacy_forms",
 							 "Writes records, reg* values and arrays of enums as tcopy 1.2 did, for tests.",
 							 "Their text output under the session's settings, which tcopy "

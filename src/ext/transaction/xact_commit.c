@@ -29,6 +29,7 @@
 
 /* settings, registered in tcopy.c */
 int			tcopy_test_pause_point = TCOPY_PAUSE_NONE;	/* tcopy.test_pause_at, as a TcopyPausePoint */
+int			tcopy_test_pause_ms = 0;	/* tcopy.test_pause_ms */
 
 static void tcopy_xact_callback(XactEvent event, void *arg);
 static void tcopy_resolve_send(TcopyConnection *conn, bool commit);
@@ -113,18 +114,22 @@ tcopy_subxact_abort_writes(TcopyConnection *conn, int level)
 
 /*
  * Test pause point point (tcopy.test_pause_at): say so in the server log,
- * then sleep until the process is killed; cancellable where the caller
- * may be cancelled.
+ * then sleep until the process is killed, or for tcopy.test_pause_ms when
+ * set (a test does something to the tservers meanwhile, and the commit
+ * goes on); cancellable where the caller may be cancelled.
  */
 static void
 tcopy_test_pause(TcopyPausePoint point, bool cancellable)
 {
+	TimestampTz until;
+
 	if (tcopy_test_pause_point != point)
 		return;
 	ereport(LOG,
 			(errmsg("tcopy: paused at %s",
 					point == TCOPY_PAUSE_AFTER_PREPARE ? "after-prepare" : "before-publish")));
-	for (;;)
+	until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), tcopy_test_pause_ms);
+	while (tcopy_test_pause_ms == 0 || GetCurrentTimestamp() < until)
 	{
 		if (cancellable)
 			CHECK_FOR_INTERRUPTS();
