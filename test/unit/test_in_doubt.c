@@ -156,6 +156,24 @@ val_of(TsStore *store, uint32_t table, int64_t id)
 	return val;
 }
 
+/* Open a scan of table (refuse_in_doubt as given); its error code, 0 if opened. */
+static int
+scan_refused(TsStore *store, uint32_t table, bool refuse_in_doubt)
+{
+	Tcopy__Scan request = TCOPY__SCAN__INIT;
+	TsError		err;
+	TsScan	   *sc;
+
+	memset(&err, 0, sizeof(err));
+	request.table_id = table;
+	request.refuse_in_doubt = refuse_in_doubt;
+	sc = ts_scan_open(store, &request, &err);
+	if (sc == NULL)
+		return err.code;
+	ts_scan_close(sc);
+	return 0;
+}
+
 static Tcopy__ResolveOutcome
 resolve(TsStore *store, const char *gid, bool commit, uint64_t owner)
 {
@@ -260,8 +278,14 @@ test_restored_held(void)
 	CHECK(now_ms() - start < 500);
 	CHECK_EQ_INT(val_of(store, free_table, 1), 40);
 
+	/* a scan that asks is refused on the held table only, before any row */
+	CHECK_EQ_INT(scan_refused(store, held, true), TCOPY__ERROR_CODE__ERROR_IN_DOUBT);
+	CHECK_EQ_INT(scan_refused(store, held, false), 0);
+	CHECK_EQ_INT(scan_refused(store, free_table, true), 0);
+
 	/* the older session is published, its row the older one's */
 	CHECK_EQ_INT(resolve(store, "older", true, 3), TCOPY__RESOLVE_OUTCOME__RESOLVE_DONE);
+	CHECK_EQ_INT(scan_refused(store, held, true), 0);
 	CHECK_EQ_INT(val_of(store, held, 1), 10);
 	session = row_session(store, held, 1, 50);
 	REQUIRE(session != NULL);

@@ -47,6 +47,7 @@ typedef struct TcopyScanState
 	bool		for_update;		/* an UPDATE's or DELETE's target: rows locked */
 	bool		started;		/* Scan request sent */
 	bool		named_session;	/* ... naming the write session, whose loss it reports */
+	bool		read_in_doubt;	/* read again as of a snapshot: an in-doubt session */
 	bool		done;			/* the batch marked done has been fetched */
 	Tcopy__ScanBatch *batch;	/* in the client's arena until the next fetch */
 	size_t		next_row;		/* index in batch->rows */
@@ -324,7 +325,8 @@ tcopy_scan_report_error(TcopyScanState *state)
 						   tc_client_error(state->conn.client)),
 				 errhint("A scan reads at most the tserver's --session-memory-mb of the transaction's spilled writes in its key range: "
 						 "narrow the range (WHERE key ...), read after the commit, or raise --session-memory-mb.")));
-	if (tc_client_error_code(state->conn.client) == TCOPY__ERROR_CODE__ERROR_SERIALIZATION)
+	if (tc_client_error_code(state->conn.client) == TCOPY__ERROR_CODE__ERROR_SERIALIZATION ||
+		tc_client_error_code(state->conn.client) == TCOPY__ERROR_CODE__ERROR_IN_DOUBT)
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				 errmsg("could not serialize access to foreign table \"%s\" for update",
@@ -378,6 +380,8 @@ tcopy_scan_start(TcopyScanState *state)
 		request.snapshot_key.data = (uint8_t *) key;
 		request.snapshot_key.len = keylen;
 	}
+	else
+		request.refuse_in_doubt = true;	/* tcopy_scan_read_in_doubt */
 	state->named_session = request.session_id != 0;
 
 	columns = palloc(sizeof(uint32_t) * Max(state->nproj, 1));
@@ -394,6 +398,31 @@ tcopy_scan_start(TcopyScanState *state)
 	if (tc_client_scan_start(state->conn.client, &request) < 0)
 		tcopy_scan_report_error(state);
 	state->started = true;
+}
+
+/*
+ * The tserver refused a scan that named no snapshot: a prepared session
+ * nobody holds wrote to the table.  Its transaction may have committed
+ * with its publish cut off (the backend lost its connection at the
+ * commit; the tserver restarted, or its replica group changed leader,
+ * since): this statement must then read its rows.  The statement takes
+ * its snapshot of the tserver, which publishes the sessions of committed
+ * transactions first (snapshot.c), and the scan is sent again, as of it.
+ * false: not that refusal, or not the first.
+ */
+static bool
+tcopy_scan_read_in_doubt(TcopyScanState *state)
+{
+	if (tc_client_error_code(state->conn.client) != TCOPY__ERROR_CODE__ERROR_IN_DOUBT ||
+		state->read_in_doubt)
+		return false;
+	state->read_in_doubt = true;
+	tcopy_read_snapshot_in_doubt(state->estate, &state->codec->options);
+	tcopy_scan_close(state);
+	tcopy_scan_connect(state);
+	if (state->conn.client != NULL)
+		tcopy_scan_start(state);
+	return true;
 }
 
 /*
@@ -441,7 +470,15 @@ tcopyIterateForeignScan(ForeignScanState *node)
 		state->batch = NULL;
 		state->next_row = 0;
 		if (tc_client_scan_next(state->conn.client, &state->batch) < 0)
+		{
+			if (tcopy_scan_read_in_doubt(state))
+			{
+				if (state->conn.client == NULL)
+					return slot;
+				continue;
+			}
 			tcopy_scan_report_error(state);
+		}
 		state->done = state->batch->done;
 	}
 

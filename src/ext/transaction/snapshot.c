@@ -397,6 +397,7 @@ typedef struct TcopyStatementSnapshots
 	List	   *tables;			/* TcopyTableOptions *, one per tserver */
 	List	   *snapshots;		/* TcopySnapshot *, once taken */
 	bool		taken;
+	bool		in_doubt;		/* taken even of one tserver */
 	MemoryContextCallback freed;
 	struct TcopyStatementSnapshots *next;
 } TcopyStatementSnapshots;
@@ -484,7 +485,7 @@ tcopy_read_snapshot(EState *estate, const TcopyTableOptions *options, uint64 *id
 	if (IsolationUsesXactSnapshot())
 		return tcopy_xact_snapshot(options, id, key, keylen);
 	st = tcopy_statement_find(estate);
-	if (st == NULL || list_length(st->tables) < 2)
+	if (st == NULL || (list_length(st->tables) < 2 && !st->in_doubt))
 		return false;
 	if (!st->taken)
 	{
@@ -516,6 +517,29 @@ tcopy_read_snapshot(EState *estate, const TcopyTableOptions *options, uint64 *id
 		}
 	}
 	return false;
+}
+
+/*
+ * A scan of the table of options in estate, reading no snapshot, was
+ * refused: a prepared session nobody holds wrote to the table, and its
+ * transaction may have committed.  From now on the statement reads
+ * snapshots, even of one tserver: taking them publishes the sessions of
+ * committed transactions first (tcopy_snapshots_take_all).  A statement
+ * whose snapshots are taken already (as it reads several tservers) named
+ * one in that scan, and could not have been refused.
+ */
+void
+tcopy_read_snapshot_in_doubt(EState *estate, const TcopyTableOptions *options)
+{
+	TcopyStatementSnapshots *st = tcopy_statement_find(estate);
+
+	if (st == NULL)
+	{
+		tcopy_statement_reads(estate, options);
+		st = tcopy_statement_find(estate);
+	}
+	if (st != NULL)
+		st->in_doubt = true;
 }
 
 /* The transaction ends: its snapshots go with their connections. */

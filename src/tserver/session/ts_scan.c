@@ -186,13 +186,16 @@ ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err)
 	if ((request->lower && bound_check(table, request->lower, err) != 0) ||
 		(request->upper && bound_check(table, request->upper, err) != 0))
 		goto err;
-	if (request->for_update)
+	if (request->for_update || (request->refuse_in_doubt && request->snapshot_id == 0))
 	{
 		char		gid[TS_GID_MAX + 1];
 
 		if (ts_store_table_in_doubt(store, table->id, gid, sizeof(gid)))
 		{
-			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_SERIALIZATION,
+			/* a client that can take a snapshot is told so first */
+			ts_error_set(err, request->refuse_in_doubt && request->snapshot_id == 0 ?
+						 TCOPY__ERROR_CODE__ERROR_IN_DOUBT :
+						 TCOPY__ERROR_CODE__ERROR_SERIALIZATION,
 						 "the prepared session \"%s\", which wrote to table \"%s\", "
 						 "is not yet resolved: its rows may yet change what is read",
 						 gid, table->name);

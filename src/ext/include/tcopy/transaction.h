@@ -29,6 +29,7 @@ extern int	tcopy_alloc_mode;	/* tcopy.alloc_mode */
 extern int	tcopy_window;		/* tcopy.batches_in_flight ("window" is an SQL keyword) */
 extern int	tcopy_recovery_interval;	/* tcopy.recovery_interval, ms; 0: off */
 extern int	tcopy_test_pause_point;	/* TcopyPausePoint */
+extern int	tcopy_test_pause_ms;	/* how long a pause lasts; 0: until killed */
 
 /* tcopy.test_pause_at: where a commit stops for the crash tests */
 typedef enum TcopyPausePoint
@@ -140,6 +141,7 @@ extern bool tcopy_xact_snapshot(const TcopyTableOptions *options, uint64 *id,
 extern void tcopy_statement_reads(struct EState *estate, const TcopyTableOptions *options);
 extern bool tcopy_read_snapshot(struct EState *estate, const TcopyTableOptions *options,
 								uint64 *id, const uint8 **key, size_t *keylen);
+extern void tcopy_read_snapshot_in_doubt(struct EState *estate, const TcopyTableOptions *options);
 extern void tcopy_commit_gate_enter(void);
 extern void tcopy_commit_gate_leave(void);
 extern List *tcopy_commit_gates_close(void);
