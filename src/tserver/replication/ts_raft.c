@@ -32,6 +32,7 @@
 #include <pthread.h>
 #include <raft.h>
 #include <raft/uv.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,7 @@
 #include <uv.h>
 
 #include "tc_auth.h"
+#include "ts_clock.h"
 #include "ts_log.h"
 
 /*
@@ -81,7 +83,18 @@ struct TsRaft
 	Submit	   *queue_tail;
 	bool		closing;		/* no more submissions */
 	TsRaftStatus status;
+
+	/* ts_raft_hold_snapshots: until then, no snapshot (so no truncation) */
+	_Atomic uint64_t hold_until_us;
+	_Atomic uint64_t held_bytes;	/* submitted meanwhile */
+	bool		holding;		/* on the raft thread: the threshold raised */
 };
+
+/*
+ * A hold ends early once this much was submitted during it: libraft 0.15
+ * keeps the whole log in memory.
+ */
+#define HOLD_BYTES_MAX ((uint64_t) 1 << 30)
 
 #define CONNECT_RETRY_MS 200	/* libraft's default is 1 s: a member back
 								 * from a restart is reached sooner */
@@ -307,7 +320,38 @@ submit_async_cb(uv_async_t *handle)
 
 /* ---- status, stop, the thread ---- */
 
-/* After every loop iteration: what other threads may read of the member. */
+/*
+ * Raise the snapshot threshold while a hold lasts, and set it back after:
+ * libraft takes a snapshot once the log since the last is that long, and
+ * truncates the log behind it.
+ */
+static void
+hold_check(TsRaft *raft)
+{
+	uint64_t	until = atomic_load(&raft->hold_until_us);
+	bool		hold = until != 0 && ts_monotonic_us() < until &&
+		atomic_load(&raft->held_bytes) < HOLD_BYTES_MAX;
+
+	if (hold == raft->holding)
+		return;
+	if (!hold && until != 0 && atomic_load(&raft->held_bytes) >= HOLD_BYTES_MAX)
+		ts_log(TS_LOG_WARNING, "raft member %llu: snapshots held for a member catching up "
+			   "are taken again: %llu MB of entries came meanwhile",
+			   (unsigned long long) raft->config.id,
+			   (unsigned long long) (atomic_load(&raft->held_bytes) >> 20));
+	raft->holding = hold;
+	ts_log(TS_LOG_INFO, "raft member %llu: snapshots %s", (unsigned long long) raft->config.id,
+		   hold ? "held while a member catches up" : "taken again");
+	raft_set_snapshot_threshold(&raft->raft, hold ? UINT32_MAX :
+								raft->config.snapshot_threshold ? raft->config.snapshot_threshold : 1024);
+	if (!hold)
+		atomic_store(&raft->hold_until_us, 0);
+}
+
+/*
+ * After every loop iteration: what other threads may read of the member,
+ * and a hold of snapshots begun or ended.
+ */
 static void
 status_check_cb(uv_check_t *handle)
 {
@@ -315,6 +359,8 @@ status_check_cb(uv_check_t *handle)
 	raft_id		leader_id;
 	const char *leader_address;
 	TsRaftStatus status = {0};
+
+	hold_check(raft);
 
 	switch (raft_state(&raft->raft))
 	{
@@ -627,7 +673,18 @@ submit_entry(TsRaft *raft, Submit *submit, const void *data, size_t len)
 	for (int i = 0; i < 8; i++)
 		((unsigned char *) submit->buf.base)[i] = (unsigned char) ((uint64_t) len >> (8 * i));
 	memcpy((char *) submit->buf.base + ENTRY_HEADER, data, len);
+	if (atomic_load(&raft->hold_until_us) != 0)
+		atomic_fetch_add(&raft->held_bytes, submit->buf.len);
 	return true;
+}
+
+void
+ts_raft_hold_snapshots(TsRaft *raft, unsigned seconds)
+{
+	if (atomic_load(&raft->hold_until_us) == 0)
+		atomic_store(&raft->held_bytes, 0);
+	atomic_store(&raft->hold_until_us, ts_monotonic_us() + (uint64_t) seconds * 1000000);
+	uv_async_send(&raft->submit_async);	/* the loop checks it at once */
 }
 
 TsRaftOutcome

@@ -180,6 +180,15 @@ unsigned	ts_raft_members_now(TsRaft *raft, TsRaftMember *members, unsigned max,
 int			ts_raft_fetch_open(TsRaft *raft, uint64_t id, const char *address,
 							   unsigned timeout_ms, TsError *err);
 
+/*
+ * Take no snapshot for the next seconds (from now: a later call replaces
+ * an earlier one's end), so that the log is not truncated: a member that
+ * fetches this member's state then finds every entry after that state
+ * here (docs/replication.md, Catching up).  Ends early once 1 GB of
+ * entries were submitted meanwhile.  Any thread.
+ */
+void		ts_raft_hold_snapshots(TsRaft *raft, unsigned seconds);
+
 /* What the member last knew, from any thread. */
 void		ts_raft_status(TsRaft *raft, TsRaftStatus *status);
 

@@ -43,6 +43,16 @@
  *	               directory removed
  *
  * so that a crash at any point finishes the same way at the next start.
+ *
+ * The restarted member's libraft still holds the snapshot it was sent, so
+ * it asks the leader for the entries after that one, or for its latest
+ * snapshot, which the store, at N, covers only if the leader took none
+ * since N.  Under a steady load the group goes past a few hundred entries
+ * while a state is sent and the member restarts: the member would fetch
+ * again, and again.  So the sender takes no snapshot from the moment it
+ * takes the state until HOLD_AFTER_S after it sent it (ts_raft_hold_snapshots:
+ * the log is not truncated meanwhile, up to 1 GB of entries); it is the
+ * leader, asked first, whose log the member then reads.
  */
 #include "ts_group_int.h"
 
@@ -79,6 +89,8 @@
 #define IO_TIMEOUT_S 60			/* a stalled peer, either way */
 #define START_TRIES_S 60		/* at a start, keep trying so long */
 #define COPY_BUF (1024 * 1024)
+#define HOLD_SENDING_S 3600		/* snapshots held while a state is sent ... */
+#define HOLD_AFTER_S 30			/* ... and after, for the peer's restart */
 
 /*
  * A path from fmt into buf: a data directory's name leaves room for ours
@@ -273,6 +285,8 @@ sender_main(void *arg)
 	memset(&err, 0, sizeof(err));
 	path_of(out, sizeof(out), "%s/%s", group->store->dir, SEND_DIR);
 	(void) ts_remove_tree(out);
+	/* the log after the state stays until the peer is back to ask for it */
+	ts_raft_hold_snapshots(group->raft, HOLD_SENDING_S);
 	ok = take_state(group, out, &applied, &err) == 0;
 	if (!ok)
 		ts_log(TS_LOG_WARNING, "replica group: could not take this member's state for member "
@@ -314,6 +328,7 @@ sender_main(void *arg)
 				   "failed: %s", (unsigned long long) group->sender_peer, strerror(errno));
 	}
 	(void) ts_remove_tree(out);
+	ts_raft_hold_snapshots(group->raft, ok ? HOLD_AFTER_S : 0);
 	atomic_store(&group->sender_fd, -1);
 	close(fd);
 	atomic_store(&group->sending, false);
