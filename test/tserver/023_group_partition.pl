@@ -19,45 +19,12 @@ use Test::More;
 use Time::HiRes qw(sleep time);
 use TcopyTest;
 use TcopyGroup;
+use TcopyBridge;
 
-plan skip_all => 'network namespaces need root' if $> != 0;
-plan skip_all => '"ip netns" is not available' if system('ip netns list >/dev/null 2>&1') != 0;
+plan skip_all => 'network namespaces need root and "ip netns"' unless TcopyBridge::available();
 
-my $id = $$ % 10000;
-my $net = '10.231.' . ($id % 250);
-my $bridge = "tgb$id";
-my @made_ns;
-
-sub run
-{
-	my ($cmd) = @_;
-	system($cmd) == 0 or BAIL_OUT("$cmd: exit " . ($? >> 8));
-}
-
-END
-{
-	system("ip netns del $_ 2>/dev/null") for @made_ns;
-	system("ip link del $bridge 2>/dev/null");
-}
-
-run("ip link add $bridge type bridge");
-run("ip link set $bridge up");
-for my $i (1 .. 3)
-{
-	my $ns = "tg$id-$i";
-	run("ip netns add $ns");
-	push @made_ns, $ns;
-	run("ip link add tgh$id$i type veth peer name tgn$id$i");
-	run("ip link set tgn$id$i netns $ns");
-	run("ip link set tgh$id$i master $bridge up");
-	run("ip netns exec $ns ip addr add $net.$i/24 dev tgn$id$i");
-	run("ip netns exec $ns ip link set tgn$id$i up");
-	run("ip netns exec $ns ip link set lo up");
-}
-
-my $group = TcopyGroup->new(
-	raft_hosts => [ map { "$net.$_" } 1 .. 3 ],
-	exec_prefix => [ map { [ 'ip', 'netns', 'exec', "tg$id-$_" ] } 1 .. 3 ]);
+my $bridge = TcopyBridge->new;
+my $group = TcopyGroup->new(raft_hosts => [ $bridge->hosts ], exec_prefix => $bridge->exec_prefixes);
 $group->start_all or BAIL_OUT('the group did not start');
 my $leader = $group->leader;
 ok(defined $leader, 'the group elects a leader over the bridge') or BAIL_OUT('no leader');
@@ -66,7 +33,7 @@ $group->cli_ok('a load before the partition', 'load', 'before', '--rows', 50_000
 $expect{before} = $group->checksum('before');
 
 # cut the leader off
-run("ip link set tgh$id$leader down");
+$bridge->cut($leader);
 my $cut = $group->member($leader);
 my $new;
 my $deadline = time() + 20;
@@ -108,7 +75,7 @@ isnt($r->{rc}, 0, 'so does a read: no stale rows');
 like($r->{err}, qr/does not lead it/, '... it says it does not lead');
 
 # the link back
-run("ip link set tgh$id$leader up");
+$bridge->heal($leader);
 $deadline = time() + 30;
 my $caught = 0;
 while (time() < $deadline && !$caught)
