@@ -61,9 +61,10 @@ typedef struct CliOptions
 	const char *forget;			/* --forget: the label to forget */
 	/* backup: the directory, on the tserver's machine */
 	const char *dir;
-	/* group-add, group-promote, group-remove */
+	/* group-add, group-promote, group-remove; group-replace's new member */
 	uint64_t	member_id;
 	const char *member_address;
+	uint64_t	replaced_id;	/* group-replace: the member it replaces */
 	/* prepared, resolve */
 	const char *prefix;
 	const char *gid;
@@ -92,6 +93,7 @@ extern int	cli_group_status(const CliOptions *opts);
 extern int	cli_group_add(const CliOptions *opts);
 extern int	cli_group_promote(const CliOptions *opts);
 extern int	cli_group_remove(const CliOptions *opts);
+extern int	cli_group_replace(const CliOptions *opts);
 
 /* in cli_load.c */
 extern int	cli_load(const CliOptions *opts);

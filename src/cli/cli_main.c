@@ -206,6 +206,11 @@ CLI_DEFAULT_ADDRESS "); FILE holds the token to prove (the tserver's\n"
 "                          a backup of a member: see the README)\n"
 "  group-promote ID        the standby ID becomes a voter\n"
 "  group-remove ID         member ID leaves the group\n"
+"  group-replace OLD NEW@IP:PORT\n"
+"                          member NEW (started, empty or on a backup) joins,\n"
+"                          catches up and becomes a voter, then OLD leaves:\n"
+"                          group-add, group-promote (asked again until NEW has\n"
+"                          caught up, up to 10 minutes), group-remove\n"
 "\n"
 "Exit status: 0 success, 1 failure, 2 usage error.\n";
 static const CliCommand commands[] = {
@@ -227,6 +232,7 @@ static const CliCommand commands[] = {
 	{"group-add", cli_group_add, 1, "ID@IP:PORT", no_options},
 	{"group-promote", cli_group_promote, 1, "a member id", no_options},
 	{"group-remove", cli_group_remove, 1, "a member id", no_options},
+	{"group-replace", cli_group_replace, 2, "a member id, then ID@IP:PORT", no_options},
 	{NULL, NULL, 0, NULL, NULL}
 };
 
@@ -413,17 +419,28 @@ main(int argc, char **argv)
 		opts.dir = args[0];
 	else if (strncmp(command->name, "group-", 6) == 0)
 	{
+		bool		replace = strcmp(command->name, "group-replace") == 0;
+		const char *member = replace ? args[1] : args[0];
 		char	   *end = NULL;
-		const char *at = strchr(args[0] != NULL ? args[0] : "", '@');
+		const char *at = strchr(member != NULL ? member : "", '@');
 
+		if (replace)
+		{
+			errno = 0;
+			opts.replaced_id = strtoull(args[0], &end, 10);
+			if (errno != 0 || opts.replaced_id == 0 || end == args[0] || *end != '\0')
+				cli_usage_error("%s needs %s, not \"%s\"", command->name, command->args, args[0]);
+		}
 		if (strcmp(command->name, "group-status") != 0)
 		{
 			errno = 0;
-			opts.member_id = strtoull(args[0], &end, 10);
-			if (errno != 0 || opts.member_id == 0 || end == args[0] ||
-				(strcmp(command->name, "group-add") == 0 ? end != at : *end != '\0'))
-				cli_usage_error("%s needs %s, not \"%s\"", command->name, command->args, args[0]);
+			opts.member_id = strtoull(member, &end, 10);
+			if (errno != 0 || opts.member_id == 0 || end == member ||
+				(strcmp(command->name, "group-add") == 0 || replace ? end != at : *end != '\0'))
+				cli_usage_error("%s needs %s, not \"%s\"", command->name, command->args, member);
 			opts.member_address = at != NULL ? at + 1 : NULL;
+			if (replace && opts.member_id == opts.replaced_id)
+				cli_usage_error("group-replace needs a new member id, not the replaced one's");
 		}
 	}
 	else

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 /* ping: the handshake alone proves the server answers (and how: TLS). */
 int
@@ -240,6 +242,17 @@ err:
 	return status;
 }
 
+/* The group's status: the leader's line, then a line per member. */
+static void
+cli_group_print(const Tcopy__GroupStatus *status)
+{
+	printf("leader %" PRIu64 ", term %" PRIu64 ", applied %" PRIu64 "\n",
+		   (uint64_t) status->id, (uint64_t) status->term, (uint64_t) status->applied);
+	for (size_t i = 0; i < status->n_members; i++)
+		printf("member\t%" PRIu64 "\t%s\t%s\n", (uint64_t) status->members[i]->id,
+			   status->members[i]->address, status->members[i]->voter ? "voter" : "standby");
+}
+
 /* Ask the group for change (of opts->member_id) and print its status. */
 static int
 cli_group(const CliOptions *opts, Tcopy__GroupChange change)
@@ -255,14 +268,117 @@ cli_group(const CliOptions *opts, Tcopy__GroupChange change)
 		tc_client_close(client);
 		return 1;
 	}
-	printf("leader %" PRIu64 ", term %" PRIu64 ", applied %" PRIu64 "\n",
-		   (uint64_t) status->id, (uint64_t) status->term, (uint64_t) status->applied);
-	for (size_t i = 0; i < status->n_members; i++)
-		printf("member\t%" PRIu64 "\t%s\t%s\n", (uint64_t) status->members[i]->id,
-			   status->members[i]->address, status->members[i]->voter ? "voter" : "standby");
+	cli_group_print(status);
 	tcopy__group_status__free_unpacked(status, NULL);
 	tc_client_close(client);
 	return 0;
+}
+
+/*
+ * One change of membership through the group's leader (a new connection:
+ * the leader may have changed); the status it answered, or NULL with the
+ * error in err.
+ */
+static Tcopy__GroupStatus *
+cli_group_change(const CliOptions *opts, Tcopy__GroupChange change, uint64_t id,
+				 const char *address, char *err, size_t errlen)
+{
+	TcClient   *client = cli_connect(opts);
+	Tcopy__GroupStatus *status = NULL;
+
+	if (client == NULL)
+	{
+		snprintf(err, errlen, "could not connect");
+		return NULL;
+	}
+	if (tc_client_group(client, change, id, address, &status) < 0)
+	{
+		snprintf(err, errlen, "%s", tc_client_error(client));
+		status = NULL;
+	}
+	tc_client_close(client);
+	return status;
+}
+
+/* Member id's entry in status, or NULL. */
+static const Tcopy__GroupMember *
+cli_group_member(const Tcopy__GroupStatus *status, uint64_t id)
+{
+	for (size_t i = 0; i < status->n_members; i++)
+		if (status->members[i]->id == id)
+			return status->members[i];
+	return NULL;
+}
+
+#define REPLACE_PROMOTE_S 600	/* group-replace: how long NEW may take */
+
+/*
+ * group-replace OLD NEW@ADDRESS: add NEW as a standby (unless it is a
+ * member already), promote it, asking again while libraft gives the
+ * promotion up because NEW has not caught up yet (a state to fetch, a log
+ * to apply), then remove OLD.  Each step is said as it is done; run again
+ * after a failure, it goes on from where the group is.
+ */
+int
+cli_group_replace(const CliOptions *opts)
+{
+	char		err[512];
+	Tcopy__GroupStatus *status;
+	const Tcopy__GroupMember *member;
+	time_t		until = time(NULL) + REPLACE_PROMOTE_S;
+	bool		voter;
+
+	status = cli_group_change(opts, TCOPY__GROUP_CHANGE__GROUP_STATUS, 0, NULL, err, sizeof(err));
+	if (status == NULL)
+		goto fail;
+	if (cli_group_member(status, opts->replaced_id) == NULL)
+	{
+		snprintf(err, sizeof(err), "member %" PRIu64 " is not in the group", opts->replaced_id);
+		goto fail;
+	}
+	member = cli_group_member(status, opts->member_id);
+	voter = member != NULL && member->voter;
+	if (member == NULL)
+	{
+		tcopy__group_status__free_unpacked(status, NULL);
+		status = cli_group_change(opts, TCOPY__GROUP_CHANGE__GROUP_ADD, opts->member_id,
+								  opts->member_address, err, sizeof(err));
+		if (status == NULL)
+			goto fail;
+		printf("member %" PRIu64 " added as a standby\n", opts->member_id);
+		fflush(stdout);
+	}
+	while (!voter)
+	{
+		tcopy__group_status__free_unpacked(status, NULL);
+		status = cli_group_change(opts, TCOPY__GROUP_CHANGE__GROUP_PROMOTE, opts->member_id,
+								  NULL, err, sizeof(err));
+		if (status != NULL)
+			break;
+		if (time(NULL) >= until)
+			goto fail;
+		sleep(1);
+	}
+	if (!voter)
+	{
+		printf("member %" PRIu64 " promoted to a voter\n", opts->member_id);
+		fflush(stdout);
+	}
+	tcopy__group_status__free_unpacked(status, NULL);
+	status = cli_group_change(opts, TCOPY__GROUP_CHANGE__GROUP_REMOVE, opts->replaced_id, NULL,
+							  err, sizeof(err));
+	if (status == NULL)
+		goto fail;
+	printf("member %" PRIu64 " removed\n", opts->replaced_id);
+	cli_group_print(status);
+	tcopy__group_status__free_unpacked(status, NULL);
+	return 0;
+
+fail:
+	if (status != NULL)
+		tcopy__group_status__free_unpacked(status, NULL);
+	fprintf(stderr, "tserver-cli: group-replace: %s\n", err);
+	return 1;
 }
 
 int

@@ -18,8 +18,9 @@
 #	   the COPY failed and nothing of it is there; what was committed is;
 #	4. the leader's data directory deleted (its disk died) while Postgres
 #	   loads transactions in a loop, and the member replaced by a new one
-#	   with an empty directory (group-add: it fetches a state; group-promote,
-#	   group-remove): the load goes on, transactions commit after the
+#	   with an empty directory (tserver-cli group-replace: added, it fetches
+#	   a state and catches up under the load, then is promoted, and the
+#	   dead one removed): the load goes on, transactions commit after the
 #	   replacement, none is partial;
 #	5. no 08007 anywhere; every member's data, opened alone, alike.
 use strict;
@@ -176,13 +177,11 @@ $watch->quit;
 	my $m4 = $group->member(4);
 	ok($m4->start, "member ${dead}'s disk died: member 4 starts, empty");
 	my $p4 = '127.0.0.1:' . $group->raft_port(4);
-	$group->cli_ok('group-add 4', 'group-add', "4\@$p4");
-	ok(wait_until(60, sub { $m4->log_contents =~ /state fetched from another member is in place/ }),
-		'member 4 fetched a state');
-	my $promote;
-	ok(wait_until(30, sub { ($promote = $group->cli('group-promote', 4))->{rc} == 0 }), 'group-promote 4')
-	  or diag("$promote->{err}\nmember 4's log:\n" . TcopyTest::tail($m4->log_contents, 30));
-	$group->cli_ok("group-remove $dead", 'group-remove', $dead);
+	my $replace = $group->cli('group-replace', $dead, "4\@$p4");
+	is($replace->{rc}, 0, "group-replace $dead 4\@...")
+	  or diag("$replace->{err}\nmember 4's log:\n" . TcopyTest::tail($m4->log_contents, 30));
+	like($replace->{out}, qr/added as a standby\n.*promoted to a voter\n.*removed\n/s, '... saying each step');
+	like($m4->log_contents, qr/state fetched from another member is in place/, 'member 4 fetched a state');
 	my $status = $group->cli_ok('group-status', 'group-status');
 	like($status, qr/^member\t4\t\Q$p4\E\tvoter$/m, 'member 4 is a voter');
 	unlike($status, qr/^member\t$dead\t/m, "member $dead is out of the group");
