@@ -216,12 +216,19 @@ tcopy_session_failure_line(TcopyConnection *conn)
 
 /*
  * A call on conn's client, in a write session, failed: close it and raise
- * the failure; a duplicate key as Postgres' unique_violation.
+ * the failure; a duplicate key as Postgres' unique_violation.  A write held
+ * back behind an in-doubt session (40001, "is not yet resolved": its
+ * publish was cut off, or its backend died) first publishes the sessions
+ * of transactions Postgres committed on that tserver, so that a retry
+ * goes through at once when Postgres committed that one.
  */
 void
 tcopy_session_fail(TcopyConnection *conn, const char *what)
 {
 	if (tc_client_error_code(conn->client) == TCOPY__ERROR_CODE__ERROR_DUPLICATE_KEY)
 		tcopy_report_duplicate_key(conn, pstrdup(tc_client_error(conn->client)));
+	if (tc_client_error_code(conn->client) == TCOPY__ERROR_CODE__ERROR_SERIALIZATION &&
+		strstr(tc_client_error(conn->client), "is not yet resolved") != NULL)
+		tcopy_publish_committed(conn->address, conn->token, &conn->tls);
 	tcopy_connection_fail(conn, what);
 }

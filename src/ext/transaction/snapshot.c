@@ -542,6 +542,39 @@ tcopy_read_snapshot_in_doubt(EState *estate, const TcopyTableOptions *options)
 		st->in_doubt = true;
 }
 
+/*
+ * Publish on the tserver at address the sessions prepared there of
+ * transactions Postgres committed, through a snapshot taken for that and
+ * dropped: a write refused behind an in-doubt session (40001) then finds
+ * the table free when retried, if Postgres committed that session's
+ * transaction, without waiting for recovery.  A failure is swallowed: the
+ * caller raises its own ERROR right after.
+ */
+void
+tcopy_publish_committed(const char *address, const char *token, const TcTlsOptions *tls)
+{
+	MemoryContext oldcontext = CurrentMemoryContext;
+	TcopySnapshot snapshot;
+	char		err[256];
+
+	memset(&snapshot, 0, sizeof(snapshot));
+	snapshot.address = (char *) address;
+	snapshot.client = tcopy_try_connect(address, token, tls, err, sizeof(err));
+	if (snapshot.client == NULL)
+		return;
+	PG_TRY();
+	{
+		tcopy_snapshots_take_all(list_make1(&snapshot));
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(oldcontext);
+		FlushErrorState();
+	}
+	PG_END_TRY();
+	tcopy_disconnect(snapshot.client);
+}
+
 /* The transaction ends: its snapshots go with their connections. */
 static void
 tcopy_snapshots_xact_callback(XactEvent event, void *arg)
