@@ -20,7 +20,9 @@ use TcopyTest;
 # A group of n members (default 3); extra_args go to every member's starts.
 # raft_hosts (one IPv4 address per member, default 127.0.0.1 each, on free
 # ports) and exec_prefix (one command prefix per member, such as ip netns
-# exec NS) put members on "other machines".
+# exec NS) put members on "other machines"; or member, a sub making member
+# i (a TcopyTest, or a TcopyNetns::Tserver started by a namespace's runner)
+# from its arguments (an array).
 sub new
 {
 	my ($class, %opts) = @_;
@@ -45,9 +47,10 @@ sub new
 	}, $class;
 	for my $i (1 .. $n)
 	{
-		my $ts = TcopyTest->new(extra_args => [
-			'--raft-id', $i, '--raft-listen', "$hosts[$i - 1]:$ports[$i - 1]",
-			'--raft-secret-file', $secret, @{ $opts{extra_args} // [] } ],
+		my @args = ('--raft-id', $i, '--raft-listen', "$hosts[$i - 1]:$ports[$i - 1]",
+			'--raft-secret-file', $secret, @{ $opts{extra_args} // [] });
+		my $ts = $opts{member} ? $opts{member}->($i, \@args)
+		  : TcopyTest->new(extra_args => \@args,
 			exec_prefix => $opts{exec_prefix} ? $opts{exec_prefix}[ $i - 1 ] : []);
 		push @{ $self->{members} }, $ts;
 	}
@@ -171,12 +174,46 @@ sub stop_all
 	$_->pid && $_->stop for @{ $self->{members} };
 }
 
-# Every member's data alone (the group stopped, each data directory opened
-# by a plain tserver in turn): { member => { table => checksum line } }.
+# Wait up to timeout seconds (default 30) until every running member has
+# applied the leader's last entry (group-status says the leader's; a
+# follower's refusal of a ping says its own): true then.  A follower gets
+# the leader's commit index with the next message, so that one stopped
+# right after a write may lack the last entries.
+sub settle
+{
+	my ($self, $timeout) = @_;
+	my $deadline = time() + ($timeout // 30);
+	my $behind = 'no leader';
+	while (time() < $deadline)
+	{
+		my $s = $self->cli('group-status');
+		my ($applied) = $s->{rc} == 0 ? $s->{out} =~ /applied (\d+)/ : ();
+		$behind = defined $applied ? '' : 'no leader';
+		for my $i (1 .. scalar @{ $self->{members} })
+		{
+			last unless defined $applied;
+			my $ts = $self->member($i);
+			next unless $ts->pid;
+			my $r = $ts->cli('ping');
+			next if $r->{rc} == 0;		# the leader
+			my ($own) = $r->{err} =~ /has applied entry (\d+)/;
+			$behind .= " member $i at " . ($own // '?') . " of $applied" if !defined $own || $own < $applied;
+		}
+		return 1 if $behind eq '';
+		sleep(0.1);
+	}
+	diag("the members did not settle: $behind");
+	return 0;
+}
+
+# Every member's data alone (the group settled, then stopped, each data
+# directory opened by a plain tserver in turn): { member => { table =>
+# checksum line } }.
 sub member_checksums
 {
 	my ($self, @tables) = @_;
 	my %sums;
+	$self->settle;
 	$self->stop_all;
 	for my $i (1 .. scalar @{ $self->{members} })
 	{

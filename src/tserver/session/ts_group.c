@@ -626,13 +626,15 @@ group_not_leader(TsGroup *group, TsError *err)
 	if (status.leader_id != 0 && status.leader_id != group->id)
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_NOT_LEADER,
 					 "tserver member %llu of a replica group does not lead it: member %llu "
-					 "(raft address %s) does", (unsigned long long) group->id,
-					 (unsigned long long) status.leader_id, status.leader_address);
+					 "(raft address %s) does; this member has applied entry %llu",
+					 (unsigned long long) group->id, (unsigned long long) status.leader_id,
+					 status.leader_address, (unsigned long long) status.applied);
 	else
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_NOT_LEADER,
 					 "tserver member %llu of a replica group does not lead it, and no member "
-					 "leads it yet (an election, or too few members reachable)",
-					 (unsigned long long) group->id);
+					 "leads it yet (an election, or too few members reachable); this member "
+					 "has applied entry %llu",
+					 (unsigned long long) group->id, (unsigned long long) status.applied);
 }
 
 bool
