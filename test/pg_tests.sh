@@ -22,7 +22,7 @@
 #	user.  Run as anyone else, it expects `make install` to have been done.
 #
 #	Run as root with the TAP tests to run, and `ip netns` working, it also
-#	sets up two network namespaces standing for other machines
+#	sets up three network namespaces standing for other machines
 #	(test/tools/netns.sh, in the work directory's netns/, removed again on
 #	exit) and builds test/tools/delay_relay; TCOPY_NETNS_DIR tells the
 #	tests that use them (test/ext/173_netns_tcp.pl) where they are.  Their
@@ -87,7 +87,7 @@ if [ "$(id -u)" -eq 0 ]; then
 		# runners it starts must not hold the lock (fd 9)
 		if make -C "$TOP/test" relay >/dev/null &&
 			TCOPY_TEST_USER="$test_user" DELAY_US=${TCOPY_NETNS_DELAY_US:-500} \
-			bash "$TOP/test/tools/netns.sh" up 2 "$work/netns" 9>&-; then
+			bash "$TOP/test/tools/netns.sh" up 3 "$work/netns" 9>&-; then
 			netns=(TCOPY_NETNS_DIR="$work/netns")
 		else
 			say "no network namespaces: the tests that need them skip" >&2

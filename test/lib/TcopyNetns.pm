@@ -136,11 +136,13 @@ use parent -norequire, 'TcopyTest';
 # in its namespace, relay_port => the relay's on 127.0.0.1, args => the
 # tserver's arguments beside --data and --listen (authentication, TLS),
 # cli_args => what tserver-cli needs to reach it (TLS options), and
-# TcopyTest's options (token).
+# TcopyTest's options (token).  With unix => 1 it listens on its unix
+# socket instead (no namespace hides it; no port, no relay): a replica
+# group's member, whose raft port (in args) is what the namespace is for.
 sub new
 {
 	my ($class, %opts) = @_;
-	my %mine = map { $_ => delete $opts{$_} } qw(dir k port relay_port args);
+	my %mine = map { $_ => delete $opts{$_} } qw(dir k port relay_port args unix);
 	my $cli_args = delete $opts{cli_args} // [];
 	my $self = TcopyTest::new($class, %opts);
 	@$self{ keys %mine } = values %mine;
@@ -149,7 +151,7 @@ sub new
 	return $self;
 }
 
-sub address { 'tcp:127.0.0.1:' . $_[0]->{relay_port} }
+sub address { $_[0]->{unix} ? TcopyTest::address($_[0]) : 'tcp:127.0.0.1:' . $_[0]->{relay_port} }
 sub ns_host_port { $_[0]->{ns_address} . ':' . $_[0]->{port} }
 
 # Whether pid is gone (a zombie counts: the runner reaps it soon).
@@ -161,16 +163,17 @@ sub gone
 	return $stat =~ /^\d+ \(.*\) Z /s ? 1 : 0;
 }
 
-# Start the tserver in its namespace through the runner; true once ready.
+# Start the tserver in its namespace through the runner (extra arguments
+# after args); true once ready.
 sub start
 {
-	my ($self) = @_;
+	my ($self, @extra) = @_;
 	croak "tserver already running" if $self->{pid};
 	$self->{starts}++;
 	my $log = "$self->{base}/tserver.$self->{starts}.log";
 	my $pidfile = "$self->{base}/tserver.$self->{starts}.pid";
 	my @cmd = ($TcopyTest::TSERVER, '--data', $self->{data}, '--listen',
-		'tcp:' . $self->ns_host_port, @{ $self->{args} // [] });
+		$self->{unix} ? $self->address : 'tcp:' . $self->ns_host_port, @{ $self->{args} // [] }, @extra);
 	croak "a space in the tserver's command: @cmd" if grep { /[\s'"\\]/ } @cmd, $log, $pidfile;
 	open(my $fifo, '>>', "$self->{dir}/ns$self->{k}.cmd") or croak "runner $self->{k}: $!";
 	print $fifo "$pidfile @cmd >$log 2>&1\n";

@@ -22,6 +22,15 @@
 #	    Whatever a previous run left (namespaces tcopyns*, their processes,
 #	    their veths) is removed first.
 #
+#	    Each namespace routes 10.231.0.0/16 through the host, which forwards
+#	    (net.ipv4.ip_forward 1 while they are up: its value before is kept
+#	    in DIR/ip_forward and set back by down), so that namespaces reach
+#	    each other: a replica group's members, one in each.  A link runner,
+#	    as root on the host, takes lines "down K" and "up K" from the FIFO
+#	    DIR/links.cmd (written by TCOPY_TEST_USER) and sets the host's end
+#	    of namespace K's link down or up (a partition of K from the host
+#	    and the others), then appends the line to DIR/links.done.
+#
 #	netns.sh down DIR
 #	    Kill every process in the namespaces tcopyns* (the runners and all
 #	    they started), delete the namespaces and the veths, remove the
@@ -90,6 +99,7 @@ up()
 		ip -n "$ns" addr add "$NET.$k.2/24" dev "${ns}n"
 		ip -n "$ns" link set "${ns}n" up
 		ip -n "$ns" link set lo up
+		ip -n "$ns" route add "$NET.0.0/16" via "$NET.$k.1"
 		if [ "$netem" = yes ]; then
 			if ! tc qdisc add dev "${ns}h" root netem delay "${DELAY_US}us" 2>>"$dir/netem.log" ||
 				! ip netns exec "$ns" tc qdisc add dev "${ns}n" root netem delay "${DELAY_US}us" \
@@ -112,6 +122,15 @@ up()
 	fi
 	echo "$netem" >"$dir/netem"
 	echo "${DELAY_US:-0}" >"$dir/delay_us"
+	cat /proc/sys/net/ipv4/ip_forward >"$dir/ip_forward"
+	echo 1 >/proc/sys/net/ipv4/ip_forward
+	rm -f "$dir/links.cmd" "$dir/links.done"
+	mkfifo -m 600 "$dir/links.cmd"
+	chown "$user" "$dir/links.cmd"
+	: >"$dir/links.done"
+	chown "$user" "$dir/links.done"
+	setsid bash "$SELF" links "$dir/links.cmd" "$dir/links.done" </dev/null >"$dir/links.log" 2>&1 &
+	echo $! >"$dir/links.pid"
 	for k in $(seq 1 "$n"); do
 		for _ in $(seq 1 100); do
 			[ -e "$dir/ns$k.ready" ] && break
@@ -139,6 +158,34 @@ runner()
 	done
 }
 
+# on the host, as root: "down K" / "up K" from the FIFO, for namespace K's link
+links()
+{
+	local fifo=$1 done=$2 line
+	exec 3<>"$fifo"
+	while IFS= read -r line <&3; do
+		if [[ "$line" =~ ^(down|up)\ ([0-9]+)$ ]]; then
+			ip link set "$PREFIX${BASH_REMATCH[2]}h" "${BASH_REMATCH[1]}" &&
+				echo "$line" >>"$done"
+		fi
+	done
+}
+
+# what up set on the host, back as it was
+host_down()
+{
+	local dir=$1
+	if [ -s "$dir/links.pid" ]; then
+		kill "$(cat "$dir/links.pid")" 2>/dev/null || true
+		rm -f "$dir/links.pid"
+	fi
+	if [ -s "$dir/ip_forward" ]; then
+		cat "$dir/ip_forward" >/proc/sys/net/ipv4/ip_forward
+		rm -f "$dir/ip_forward"
+	fi
+	rm -f "$dir/links.cmd"
+}
+
 case "${1:-}" in
 	up)
 		[ $# -eq 3 ] || { say "usage: netns.sh up N DIR"; exit 2; }
@@ -146,8 +193,12 @@ case "${1:-}" in
 		;;
 	down)
 		[ $# -eq 2 ] || { say "usage: netns.sh down DIR"; exit 2; }
+		host_down "$2"
 		down_all
 		rm -f "$2"/ns*.cmd "$2"/ns*.ready
+		;;
+	links)
+		links "$2" "$3"
 		;;
 	runner)
 		runner "$2"
