@@ -406,11 +406,17 @@ ts_group_outcome(TsGroup *group, TsRaftOutcome outcome, TsError *err)
 		case TS_RAFT_NOT_LEADER:
 		case TS_RAFT_UNKNOWN:
 			ts_raft_status(group->raft, &status);
-			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_NOT_LEADER,
-						 "this tserver lost the lead of its replica group%s (member %llu "
-						 "leads)", outcome == TS_RAFT_UNKNOWN ?
-						 " while the write was being replicated: it may be applied or not" : "",
-						 (unsigned long long) status.leader_id);
+			if (status.leader_id != 0)
+				ts_error_set(err, TCOPY__ERROR_CODE__ERROR_NOT_LEADER,
+							 "this tserver lost the lead of its replica group%s (member %llu "
+							 "leads)", outcome == TS_RAFT_UNKNOWN ?
+							 " while the write was being replicated: it may be applied or not" : "",
+							 (unsigned long long) status.leader_id);
+			else
+				ts_error_set(err, TCOPY__ERROR_CODE__ERROR_NOT_LEADER,
+							 "this tserver lost the lead of its replica group%s (no member "
+							 "leads it yet)", outcome == TS_RAFT_UNKNOWN ?
+							 " while the write was being replicated: it may be applied or not" : "");
 			return -1;
 		case TS_RAFT_FAILED:
 			break;
