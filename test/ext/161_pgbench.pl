@@ -37,7 +37,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(sleep time);
 use TcopyTest;
-use TcopyPgTest qw(setup_node recover_all assert_tserver_unprepared wait_until);
+use TcopyPgTest qw(run_pgbench assert_pgbench_invariant setup_node recover_all assert_tserver_unprepared wait_until);
 
 my $SCALE = 10;
 my $seconds = $ENV{TCOPY_PGBENCH_SECONDS} // 30;
@@ -50,22 +50,6 @@ $node->safe_psql('postgres', "SELECT tcopy.create_pgbench_tables('ts')");
 
 my @connect = ('-h', $node->host, '-p', $node->port);
 my $pgbench = $node->installed_command('pgbench');
-
-# Run pgbench with args on database postgres: (exit status, stdout,
-# stderr); the status is -1 when it timed out or died of a signal.
-sub run_pgbench
-{
-	my (@args) = @_;
-	my ($out, $err) = ('', '');
-	my $ok = eval {
-		IPC::Run::run([ $pgbench, @connect, @args, 'postgres' ], '<', \undef, '>', \$out,
-			'2>', \$err, IPC::Run::timeout($TIMEOUT));
-		1;
-	};
-	my $rc = !$ok ? -1 : ($? & 127) ? -1 : $? >> 8;
-	$err .= "\n(test harness: $@)" unless $ok;
-	return ($rc, $out, $err);
-}
 
 # The figures of pgbench's report: { processed, failed, tps }, a figure
 # missing from the report undef.
@@ -84,7 +68,7 @@ sub report
 sub pgbench_ok
 {
 	my ($name, @args) = @_;
-	my ($rc, $out, $err) = run_pgbench('-n', '-c', '4', '-j', '2', @args);
+	my ($rc, $out, $err) = run_pgbench($node, '-n', '-c', '4', '-j', '2', @args);
 	my $r = report($out);
 	is($rc, 0, "$name: pgbench exits 0") or diag("stdout:\n$out\nstderr:\n$err");
 	cmp_ok($r->{processed} // 0, '>', 0, "$name: transactions processed");
@@ -98,7 +82,7 @@ sub pgbench_ok
 sub init_ok
 {
 	my ($name, $steps) = @_;
-	my ($rc, $out, $err) = run_pgbench('-i', '-I', $steps, '-s', $SCALE);
+	my ($rc, $out, $err) = run_pgbench($node, '-i', '-I', $steps, '-s', $SCALE);
 	is($rc, 0, "$name: pgbench -i -I $steps -s $SCALE exits 0") or diag("stdout:\n$out\nstderr:\n$err");
 	my $accounts = 100_000 * $SCALE;
 	is($node->safe_psql('postgres', q{
@@ -126,15 +110,7 @@ sub init_ok
 sub check_balances
 {
 	my ($name, $history_rows) = @_;
-	my $sums = $node->safe_psql('postgres', q{
-		SELECT (SELECT sum(abalance) FROM pgbench_accounts),
-			(SELECT sum(bbalance) FROM pgbench_branches),
-			(SELECT sum(tbalance) FROM pgbench_tellers),
-			(SELECT coalesce(sum(delta), 0) FROM pgbench_history)});
-	my @s = split /\|/, $sums;
-	ok(@s == 4 && $s[0] == $s[3] && $s[1] == $s[3] && $s[2] == $s[3],
-		"$name: sum(abalance) = sum(bbalance) = sum(tbalance) = sum(delta)")
-	  or diag("abalance, bbalance, tbalance, delta: $sums");
+	assert_pgbench_invariant($node, $name);
 	my $count = $node->safe_psql('postgres', 'SELECT count(*) FROM pgbench_history');
 	is($count, $history_rows, "$name: one history row per transaction pgbench processed")
 	  if defined $history_rows;

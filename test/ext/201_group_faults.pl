@@ -36,7 +36,7 @@ use Time::HiRes qw(sleep time);
 use TcopyTest;
 use TcopyGroup;
 use TcopyPgTest qw(setup_node twopc_conf twopc_ddl txn_sql commit_txn assert_atomic assert_no_08007
-  start_paused psql_bg wait_until held_copy_sql copy_progress table_name_of);
+  start_paused psql_bg wait_until held_copy_sql copy_progress table_name_of start_txn_loop stop_txn_loop);
 
 my $per = 1000;			# rows of a transaction
 my $big = 200_000;		# rows of a spilled one (--session-memory-mb 4)
@@ -49,7 +49,7 @@ my $group = TcopyGroup->new(members => 4,
 $group->start_founders(3) or BAIL_OUT('the group did not start');
 ok(defined $group->leader, 'the group elects a leader') or BAIL_OUT('no leader');
 my ($node) = setup_node(name => 'faults', group => $group, conf => twopc_conf(recovery_interval => '1s'));
-$node->safe_psql('postgres', twopc_ddl() . 'CREATE TABLE stop_load (stop bool);');
+$node->safe_psql('postgres', twopc_ddl());
 
 sub commit_ok
 {
@@ -159,15 +159,7 @@ $watch->quit;
 
 # ---- 4 ----
 {
-	# transactions from 100 on, one after the other, until stop_load has a
-	# row; psql reads them from a file, its output (but errors) discarded
-	my $file = $node->basedir . '/load.sql';
-	open(my $fh, '>', $file) or die "$file: $!";
-	print $fh "SELECT NOT EXISTS (SELECT FROM stop_load) AS go \\gset\n\\if :go\n"
-	  . join(";\n", txn_sql($node, $_, per => $per)) . ";\n\\endif\n" for 100 .. 20_099;
-	close $fh;
-	my $load = TcopyPgTest::Session->new($node, load => 0);
-	$load->send("\\o /dev/null\n\\i $file\n\\o");
+	my $load = start_txn_loop($node, per => $per);
 	my $committed = sub { $node->safe_psql('postgres', 'SELECT count(*) FROM marker WHERE n >= 100') };
 	ok(wait_until(60, sub { $committed->() >= 3 }), 'the load commits transactions');
 
@@ -187,9 +179,7 @@ $watch->quit;
 	unlike($status, qr/^member\t$dead\t/m, "member $dead is out of the group");
 	my $after = $committed->();
 	ok(wait_until(60, sub { $committed->() >= $after + 3 }), 'the load commits after the replacement');
-	$node->safe_psql('postgres', 'INSERT INTO stop_load VALUES (true)');
-	my ($out, $err) = $load->result;
-	$load->quit;
+	my ($out, $err) = stop_txn_loop($node, $load);
 	my @errors = grep { /ERROR/ } split /\n/, $err;
 	note(scalar(@errors) . ' errors in the load: ' . join(' | ', @errors[ 0 .. ($#errors < 4 ? $#errors : 4) ]));
 	my @loaded = split /\n/, $node->safe_psql('postgres', 'SELECT n FROM marker WHERE n >= 100 ORDER BY n');

@@ -30,8 +30,8 @@ use Time::HiRes qw(sleep time);
 use TcopyTest;
 use TcopyGroup;
 use TcopyNetns qw(netns_dir);
-use TcopyPgTest qw(setup_node twopc_conf twopc_ddl txn_sql assert_atomic assert_no_08007
-  recover_all wait_until table_name_of);
+use TcopyPgTest qw(setup_node twopc_conf twopc_ddl assert_atomic assert_no_08007
+  recover_all wait_until table_name_of start_txn_loop stop_txn_loop);
 
 my $dir = netns_dir();
 plan skip_all => 'no network namespaces: TCOPY_NETNS_DIR is not set (test/pg_tests.sh sets them up '
@@ -62,16 +62,9 @@ sub link_set
 }
 
 my ($node) = setup_node(name => 'partition', group => $group, conf => twopc_conf(recovery_interval => '1s'));
-$node->safe_psql('postgres', twopc_ddl() . 'CREATE TABLE stop_load (stop bool);');
+$node->safe_psql('postgres', twopc_ddl());
 
-# transactions from 100 on, one after the other, until stop_load has a row
-my $file = $node->basedir . '/load.sql';
-open(my $fh, '>', $file) or die "$file: $!";
-print $fh "SELECT NOT EXISTS (SELECT FROM stop_load) AS go \\gset\n\\if :go\n"
-  . join(";\n", txn_sql($node, $_, per => $per)) . ";\n\\endif\n" for 100 .. 20_099;
-close $fh;
-my $load = TcopyPgTest::Session->new($node, load => 0);
-$load->send("\\o /dev/null\n\\i $file\n\\o");
+my $load = start_txn_loop($node, per => $per);
 my $committed = sub { $node->safe_psql('postgres', 'SELECT count(*) FROM marker') };
 ok(wait_until(60, sub { $committed->() >= 5 }), 'the load commits transactions');
 
@@ -94,9 +87,7 @@ ok(wait_until(30, sub { my $p = $cut->cli('ping'); $p->{rc} == 0 || $p->{err} =~
 	'the old leader follows the group again');
 $before = $committed->();
 ok(wait_until(60, sub { $committed->() >= $before + 5 }), 'the load commits after the partition');
-$node->safe_psql('postgres', 'INSERT INTO stop_load VALUES (true)');
-my ($out, $err) = $load->result;
-$load->quit;
+my ($out, $err) = stop_txn_loop($node, $load);
 my @errors = grep { /ERROR/ } split /\n/, $err;
 note(scalar(@errors) . ' errors in the load: ' . join(' | ', @errors[ 0 .. ($#errors < 4 ? $#errors : 4) ]));
 

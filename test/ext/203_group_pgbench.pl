@@ -28,7 +28,7 @@ use Test::More;
 use Time::HiRes qw(sleep time);
 use TcopyTest;
 use TcopyGroup;
-use TcopyPgTest qw(setup_node recover_all wait_until table_name_of);
+use TcopyPgTest qw(run_pgbench assert_pgbench_invariant setup_node recover_all wait_until table_name_of);
 
 my $SCALE = 2;
 my $RUN_SECONDS = 16;
@@ -44,19 +44,6 @@ $node->safe_psql('postgres', "SELECT tcopy.create_pgbench_tables('ts')");
 my @connect = ('-h', $node->host, '-p', $node->port);
 my $pgbench = $node->installed_command('pgbench');
 
-sub run_pgbench
-{
-	my (@args) = @_;
-	my ($out, $err) = ('', '');
-	my $ok = eval {
-		IPC::Run::run([ $pgbench, @connect, @args, 'postgres' ], '<', \undef, '>', \$out,
-			'2>', \$err, IPC::Run::timeout($TIMEOUT));
-		1;
-	};
-	my $rc = !$ok ? -1 : ($? & 127) ? -1 : $? >> 8;
-	return ($rc, $out, $err);
-}
-
 sub processed { $_[0] =~ /^number of transactions actually processed: (\d+)/m ? $1 : undef }
 
 # pgbench's invariant and each balance the sum of its history's deltas;
@@ -64,15 +51,7 @@ sub processed { $_[0] =~ /^number of transactions actually processed: (\d+)/m ? 
 sub check_balances
 {
 	my ($name) = @_;
-	my $sums = $node->safe_psql('postgres', q{
-		SELECT (SELECT sum(abalance) FROM pgbench_accounts),
-			(SELECT sum(bbalance) FROM pgbench_branches),
-			(SELECT sum(tbalance) FROM pgbench_tellers),
-			(SELECT coalesce(sum(delta), 0) FROM pgbench_history)});
-	my @s = split /\|/, $sums;
-	ok(@s == 4 && $s[0] == $s[3] && $s[1] == $s[3] && $s[2] == $s[3],
-		"$name: sum(abalance) = sum(bbalance) = sum(tbalance) = sum(delta)")
-	  or diag("abalance, bbalance, tbalance, delta: $sums");
+	assert_pgbench_invariant($node, $name);
 	for my $t ([ 'accounts', 'aid', 'abalance' ], [ 'tellers', 'tid', 'tbalance' ],
 		[ 'branches', 'bid', 'bbalance' ])
 	{
@@ -87,7 +66,7 @@ sub check_balances
 	return $node->safe_psql('postgres', 'SELECT count(*) FROM pgbench_history');
 }
 
-my ($rc, $out, $err) = run_pgbench('-i', '-I', 'g', '-s', $SCALE);
+my ($rc, $out, $err) = run_pgbench($node, '-i', '-I', 'g', '-s', $SCALE);
 is($rc, 0, "pgbench -i -I g -s $SCALE on the group") or diag("$out\n$err");
 is($node->safe_psql('postgres', 'SELECT count(*) FROM pgbench_accounts'), 100_000 * $SCALE,
 	'every account is there');
@@ -126,7 +105,7 @@ note("recovery resolved $resolved sessions");
 is(check_balances('after recovery'), $processed, 'after recovery: one history row per transaction processed');
 
 # ---- the group serves the next run as before ----
-($rc, $out, $err) = run_pgbench('-n', '-c', '4', '-j', '2', '-T', 4);
+($rc, $out, $err) = run_pgbench($node, '-n', '-c', '4', '-j', '2', '-T', 4);
 is($rc, 0, 'a further run exits 0') or diag("$out\n$err");
 my $more = processed($out) // 0;
 cmp_ok($more, '>', 0, '... and commits transactions');

@@ -38,7 +38,8 @@ our @EXPORT_OK = qw(setup_node write_accounts_csv accounts_ddl table_checksum
   psql_bg log_position wait_for_log start_paused prepared_sessions
   recover_all assert_atomic assert_tserver_unprepared assert_no_08007
   sqlstates table_name_of commit_txn archive_wal restore_to_point assert_restored_point
-  psql_cmds pg_messages copy_ways parallel_worker_pids parallel_copy_available);
+  psql_cmds pg_messages copy_ways parallel_worker_pids parallel_copy_available
+  start_txn_loop stop_txn_loop run_pgbench assert_pgbench_invariant);
 
 # Columns of pgbench_accounts.
 use constant ACCOUNTS_COLUMNS =>
@@ -579,6 +580,72 @@ sub prepared_sessions
 		push @sessions, \%s;
 	}
 	return \@sessions;
+}
+
+# Start committing transactions (txn_sql's: opts per) numbered from from
+# (default 100) in a loop, one after the other, in a psql session of their
+# own, until stop_txn_loop: a table stop_load (made here) with a row stops
+# it.  psql reads them from a file, its output but errors discarded.
+# Returns the session.
+sub start_txn_loop
+{
+	my ($node, %opts) = @_;
+	my $first = delete $opts{from} // 100;
+	my $file = $node->basedir . "/txn_loop_$first.sql";
+	$node->safe_psql('postgres', 'CREATE TABLE IF NOT EXISTS stop_load (stop bool)');
+	open(my $fh, '>', $file) or croak "$file: $!";
+	print $fh "SELECT NOT EXISTS (SELECT FROM stop_load) AS go \\gset\n\\if :go\n"
+	  . join(";\n", txn_sql($node, $_, %opts)) . ";\n\\endif\n" for $first .. $first + 19_999;
+	close $fh;
+	my $loop = TcopyPgTest::Session->new($node, load => 0);
+	$loop->send("\\o /dev/null\n\\i $file\n\\o");
+	return $loop;
+}
+
+# Stop start_txn_loop's loop and wait for it: psql's (stdout, stderr).
+sub stop_txn_loop
+{
+	my ($node, $loop) = @_;
+	$node->safe_psql('postgres', 'INSERT INTO stop_load VALUES (true)');
+	my ($out, $err) = $loop->result;
+	$loop->quit;
+	$node->safe_psql('postgres', 'DELETE FROM stop_load');
+	return ($out, $err);
+}
+
+# Run Postgres' pgbench with args on node's postgres database, for at most
+# 300 s: (exit status, stdout, stderr); the status is -1 when it timed out
+# or died of a signal.
+sub run_pgbench
+{
+	my ($node, @args) = @_;
+	my ($out, $err) = ('', '');
+	my @cmd = ($node->installed_command('pgbench'), '-h', $node->host, '-p', $node->port, @args,
+		'postgres');
+	require IPC::Run;
+	my $ok = eval {
+		IPC::Run::run(\@cmd, '<', \undef, '>', \$out, '2>', \$err, IPC::Run::timeout(300));
+		1;
+	};
+	my $rc = !$ok ? -1 : ($? & 127) ? -1 : $? >> 8;
+	$err .= "\n(test harness: $@)" unless $ok;
+	return ($rc, $out, $err);
+}
+
+# pgbench's invariant on node's pgbench tables (a test named name):
+# sum(abalance) = sum(bbalance) = sum(tbalance) = sum(delta).
+sub assert_pgbench_invariant
+{
+	my ($node, $name) = @_;
+	my $sums = $node->safe_psql('postgres', q{
+		SELECT (SELECT sum(abalance) FROM pgbench_accounts),
+			(SELECT sum(bbalance) FROM pgbench_branches),
+			(SELECT sum(tbalance) FROM pgbench_tellers),
+			(SELECT coalesce(sum(delta), 0) FROM pgbench_history)});
+	my @s = split /\|/, $sums;
+	ok(@s == 4 && $s[0] == $s[3] && $s[1] == $s[3] && $s[2] == $s[3],
+		"$name: sum(abalance) = sum(bbalance) = sum(tbalance) = sum(delta)")
+	  or diag("abalance, bbalance, tbalance, delta: $sums");
 }
 
 # Commit transaction n of txn_sql (opts: per) on node, in one psql call.
