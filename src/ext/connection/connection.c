@@ -265,7 +265,7 @@ tcopy_report_serialization(TcopyConnection *conn, const char *message)
 {
 	const char *relname = tcopy_conn_relname(conn, tc_client_error_table_id(conn->client));
 	const char *detail = message;
-	bool		in_doubt = strstr(message, "is not yet resolved") != NULL;
+	bool		in_doubt = tcopy_held_in_doubt(conn->client);
 
 	if (strncmp(detail, "tserver: ", 9) == 0)
 		detail += 9;
@@ -284,6 +284,18 @@ tcopy_report_serialization(TcopyConnection *conn, const char *message)
 					relname ? relname : "tcopy"),
 			 errdetail_internal("%s", detail),
 			 errhint("The transaction might succeed if retried.")));
+}
+
+/*
+ * Whether client's last call was refused (SERIALIZATION) because a table
+ * it writes or reads for update is held by a prepared session in doubt
+ * (the tserver's ts_in_doubt.c and ts_scan.c say "is not yet resolved").
+ */
+bool
+tcopy_held_in_doubt(TcClient *client)
+{
+	return tc_client_error_code(client) == TCOPY__ERROR_CODE__ERROR_SERIALIZATION &&
+		strstr(tc_client_error(client), "is not yet resolved") != NULL;
 }
 
 /*

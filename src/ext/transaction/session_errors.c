@@ -227,8 +227,7 @@ tcopy_session_fail(TcopyConnection *conn, const char *what)
 {
 	if (tc_client_error_code(conn->client) == TCOPY__ERROR_CODE__ERROR_DUPLICATE_KEY)
 		tcopy_report_duplicate_key(conn, pstrdup(tc_client_error(conn->client)));
-	if (tc_client_error_code(conn->client) == TCOPY__ERROR_CODE__ERROR_SERIALIZATION &&
-		strstr(tc_client_error(conn->client), "is not yet resolved") != NULL)
+	if (tcopy_held_in_doubt(conn->client))
 		tcopy_publish_committed(conn->address, conn->token, &conn->tls);
 	tcopy_connection_fail(conn, what);
 }

@@ -332,20 +332,21 @@ hold_check(TsRaft *raft)
 	bool		hold = until != 0 && ts_monotonic_us() < until &&
 		atomic_load(&raft->held_bytes) < HOLD_BYTES_MAX;
 
-	if (hold == raft->holding)
-		return;
-	if (!hold && until != 0 && atomic_load(&raft->held_bytes) >= HOLD_BYTES_MAX)
+	if (raft->holding && !hold && atomic_load(&raft->held_bytes) >= HOLD_BYTES_MAX)
 		ts_log(TS_LOG_WARNING, "raft member %llu: snapshots held for a member catching up "
 			   "are taken again: %llu MB of entries came meanwhile",
 			   (unsigned long long) raft->config.id,
 			   (unsigned long long) (atomic_load(&raft->held_bytes) >> 20));
+	/* over (unless a new one began meanwhile), whether or not it took effect */
+	if (!hold && until != 0)
+		atomic_compare_exchange_strong(&raft->hold_until_us, &until, 0);
+	if (hold == raft->holding)
+		return;
 	raft->holding = hold;
 	ts_log(TS_LOG_INFO, "raft member %llu: snapshots %s", (unsigned long long) raft->config.id,
 		   hold ? "held while a member catches up" : "taken again");
 	raft_set_snapshot_threshold(&raft->raft, hold ? UINT32_MAX :
 								raft->config.snapshot_threshold ? raft->config.snapshot_threshold : 1024);
-	if (!hold)
-		atomic_store(&raft->hold_until_us, 0);
 }
 
 /*
@@ -681,9 +682,13 @@ submit_entry(TsRaft *raft, Submit *submit, const void *data, size_t len)
 void
 ts_raft_hold_snapshots(TsRaft *raft, unsigned seconds)
 {
-	if (atomic_load(&raft->hold_until_us) == 0)
+	uint64_t	now = ts_monotonic_us();
+	uint64_t	until = atomic_load(&raft->hold_until_us);
+
+	/* a new hold, not the end of one going on, counts from nothing */
+	if (until == 0 || until <= now)
 		atomic_store(&raft->held_bytes, 0);
-	atomic_store(&raft->hold_until_us, ts_monotonic_us() + (uint64_t) seconds * 1000000);
+	atomic_store(&raft->hold_until_us, now + (uint64_t) seconds * 1000000);
 	uv_async_send(&raft->submit_async);	/* the loop checks it at once */
 }
 

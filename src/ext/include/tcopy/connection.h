@@ -142,6 +142,7 @@ extern void tcopy_connection_close(TcopyConnection *conn);
  * A call on conn's client failed: close it and raise the failure (a write
  * session's: tcopy_session_fail, which words duplicate keys).
  */
+extern bool tcopy_held_in_doubt(TcClient *client);
 extern void tcopy_connection_fail(TcopyConnection *conn,
 								  const char *what) pg_attribute_noreturn();
 
