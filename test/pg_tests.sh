@@ -19,7 +19,8 @@
 #	first installs the extension and tserver into pg_config's directories
 #	(make install; TCOPY_SKIP_INSTALL=1 skips that), then runs itself again
 #	as $TCOPY_TEST_USER (default postgres) in a work directory owned by that
-#	user.  Run as anyone else, it expects `make install` to have been done.
+#	user, from a copy of the tree if that user cannot reach this one
+#	(test/tools/reachable_tree.sh).  Run as anyone else, it expects `make install` to have been done.
 #
 #	Run as root with the TAP tests to run, and `ip netns` working, it also
 #	sets up three network namespaces standing for other machines
@@ -65,6 +66,10 @@ if [ "$(id -u)" -eq 0 ]; then
 		say "user $test_user does not exist (PostgreSQL cannot run as root); set TCOPY_TEST_USER" >&2
 		exit 1
 	fi
+	# the test user runs this script and reads sql/, test/: a tree it
+	# cannot reach runs from a copy (test/tools/reachable_tree.sh)
+	. "$TOP/test/tools/reachable_tree.sh"
+	tcopy_run_from_copy "$TOP" test/pg_tests.sh "$@" || true
 	if [ "${TCOPY_SKIP_INSTALL:-}" != 1 ]; then
 		say "installing the extension and tserver (make install)"
 		make -C "$TOP" install >/dev/null

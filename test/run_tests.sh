@@ -22,6 +22,10 @@
 #
 # With --fast, a subset for the inner loop (below).
 #
+# It runs as root (a user with sudo without a password is taken there; any
+# other is told so in one line): from a copy of the tree when the users the
+# tests run as cannot reach it (test/tools/reachable_tree.sh).
+#
 # Environment: TCOPY_BIG_ROWS (rows of 004_big_session.pl and
 # 103_copy_memory.pl, default 5M), TCOPY_TAP_ROWS (rows of the extension's
 # load tests, default 1M),
@@ -32,6 +36,21 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 TOP=$(pwd)
+
+# Root is needed: the tests install the extension into Postgres'
+# directories and run Postgres as the postgres user, a client as nobody.
+if [ "$(id -u)" -ne 0 ]; then
+	if command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+		echo "tests: not root: running them as root through sudo (they install the extension and run Postgres as the postgres user)"
+		exec sudo -E bash "$TOP/test/run_tests.sh" "$@"
+	fi
+	echo "tests: make check needs root, or sudo without a password: it installs the extension into $(pg_config --pkglibdir 2>/dev/null || echo "Postgres' directories") and runs Postgres as the postgres user (run: sudo make check)" >&2
+	exit 1
+fi
+# A tree the test users cannot reach (a clone in /root), or another user's,
+# runs from a copy (test/tools/reachable_tree.sh), before anything is built.
+. "$TOP/test/tools/reachable_tree.sh"
+tcopy_run_from_copy "$TOP" test/run_tests.sh "$@" || true
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 TAP_JOBS=${TSERVER_TAP_JOBS:-2}
 

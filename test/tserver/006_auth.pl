@@ -34,6 +34,7 @@ use IPC::Run ();
 use POSIX ();
 use Socket qw(SOCK_STREAM);
 use Test::More;
+use File::Copy ();
 use File::Find ();
 use Time::HiRes qw(sleep time);
 use TcopyTest qw(:all);
@@ -494,10 +495,16 @@ SKIP:
 	}
 	$start3->('--allow-uid', '0');
 
+	# nobody may not reach the build's tserver-cli (a clone in /root, mode
+	# 0700): it runs a copy in the server's directory, which it can traverse
+	my $nobody_cli = $ts3->base_dir . "/tserver-cli";
+	File::Copy::copy($TcopyTest::CLI, $nobody_cli) or die "copy $TcopyTest::CLI: $!";
+	chmod(0755, $nobody_cli) or die "chmod: $!";
+
 	# Run tserver-cli as nobody: { rc, out, err }.
 	my $cli_as_nobody = sub {
 		my ($out, $err) = ('', '');
-		IPC::Run::run([ $TcopyTest::CLI, '--address', $ts3->address, @_ ],
+		IPC::Run::run([ $nobody_cli, '--address', $ts3->address, @_ ],
 			init => sub {
 				POSIX::setgid($nobody_gid) or die "setgid: $!";
 				POSIX::setuid($nobody_uid) or die "setuid: $!";
