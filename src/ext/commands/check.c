@@ -134,6 +134,7 @@ server_client(Oid serverid, TcopyTableOptions *options, char *err, size_t errlen
 	return tcopy_try_connect(options->address, options->token, &options->tls, err, errlen);
 }
 
+/* One row of check_tables: relid InvalidOid and table_name NULL show as NULL. */
 static void
 put_row(ReturnSetInfo *rsinfo, const char *server, Oid relid, const char *table_name,
 		const char *problem)
