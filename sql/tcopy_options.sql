@@ -127,12 +127,12 @@ INSERT INTO opt_alias_bad VALUES (1, 1, 'x');
 SELECT count(*) FROM opt_key2;
 
 -- without table_name, a table gets a tserver table of its own: a generated
--- name (the server's namespace, then 32 hex digits), whatever its name
+-- name (the server's namespace, the database's owner tag, 32 hex digits), whatever its name
 CREATE SCHEMA opt;
 CREATE FOREIGN TABLE opt.opt_key2 (a int, b text, c text) SERVER ts;
 INSERT INTO opt.opt_key2 VALUES (1, 'x', 'y');
 SELECT (SELECT count(*) FROM opt.opt_key2) AS "opt.opt_key2", (SELECT count(*) FROM opt_key2) AS opt_key2;
-SELECT option_value ~ '^[0-9a-f]{32}$' AS generated FROM pg_options_to_table(
+SELECT option_value ~ '^[0-9]+\.[0-9]+\.[0-9a-f]{32}$' AS generated FROM pg_options_to_table(
 	(SELECT ftoptions FROM pg_foreign_table WHERE ftrelid = 'opt.opt_key2'::regclass))
 WHERE option_name = 'table_name';
 CREATE SERVER opt_ns FOREIGN DATA WRAPPER tcopy
@@ -140,7 +140,7 @@ CREATE SERVER opt_ns FOREIGN DATA WRAPPER tcopy
 CREATE USER MAPPING FOR PUBLIC SERVER opt_ns;
 CREATE FOREIGN TABLE opt.ns_t (a int) SERVER opt_ns;
 CREATE FOREIGN TABLE opt.ns_u (a int) SERVER opt_ns;
-SELECT c.relname, o.option_value ~ '^team_a/[0-9a-f]{32}$' AS generated
+SELECT c.relname, o.option_value ~ '^team_a/[0-9]+\.[0-9]+\.[0-9a-f]{32}$' AS generated
 FROM pg_foreign_table f JOIN pg_class c ON c.oid = f.ftrelid,
 	pg_options_to_table(f.ftoptions) o
 WHERE f.ftserver = (SELECT oid FROM pg_foreign_server WHERE srvname = 'opt_ns') AND o.option_name = 'table_name' ORDER BY 1;

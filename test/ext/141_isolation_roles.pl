@@ -75,7 +75,7 @@ is($rc, 0, 'alice makes a.secret and fills it') or diag($err);
 my $secret = alice_checksum('a.secret');
 like($secret, qr/^500 125250 /, "a.secret holds alice's 500 rows");
 my $generated = table_name_of($node, 'a.secret');
-like($generated, qr/^[0-9a-f]{32}$/, 'a.secret got a generated table_name, readable by anyone');
+like($generated, qr/^\d+\.\d+\.[0-9a-f]{32}$/, 'a.secret got a generated table_name, readable by anyone');
 is($ts->count($generated), 500, 'the tserver holds her rows under that name');
 
 ($rc, $out, $err) = as_role('bob', 'CREATE SCHEMA b');

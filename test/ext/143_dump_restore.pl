@@ -84,7 +84,7 @@ like($before{'s_renamed.keyed'}, qr/^2000 /, 'src: the keyed table holds its 200
 my $dump = $node->basedir . '/src.dump';
 $node->command_ok([ 'pg_dump', '-Fc', '-d', $node->connstr('src'), '-f', $dump ], 'pg_dump -Fc src');
 my $script = `pg_restore -f - $dump`;
-like($script, qr/CREATE FOREIGN TABLE s_renamed\.keyed .*table_name '[0-9a-f]{32}'/s,
+like($script, qr/CREATE FOREIGN TABLE s_renamed\.keyed .*table_name '\d+\.\d+\.[0-9a-f]{32}'/s,
 	'the dump creates the foreign tables with their table_name');
 like($script, qr/column_name 'k'/, '... and their column options');
 like($script, qr/COPY tcopy\.enum_label .*\ns_renamed\.mood\tsad\tunhappy\n/s,

@@ -2,9 +2,12 @@
 #	The consistency check of tcopy tables against their tserver (issue 29):
 #	- tcopy.check_tables() lists a foreign table never written to and one
 #	  whose tserver table was dropped behind Postgres' back (absent), and a
-#	  tserver table no foreign table names (orphan), and nothing else;
-#	- tcopy.drop_orphan() drops the orphan (true), then finds it gone
-#	  (false); refuses a table a foreign table names (55006);
+#	  tserver table made by hand that no foreign table names (owner
+#	  unknown: its name does not say which database made it), and nothing
+#	  else;
+#	- tcopy.drop_orphan() refuses that table without force (55006), drops
+#	  it with force (true), then finds it gone (false); refuses a table a
+#	  foreign table names (55006), even with force;
 #	- both are refused to a non-superuser (42501).
 use strict;
 use warnings;
@@ -35,8 +38,8 @@ $ts->cli_ok('an orphan made on the tserver', 'load', 'orphan_one', '--rows', 10)
 my $out = $node->safe_psql('postgres',
 	'SELECT server, foreign_table, table_name, split_part(problem, \':\', 1) FROM tcopy.check_tables() ORDER BY 3');
 my @rows = sort split /\n/, $out;
-is_deeply(\@rows, [ sort("ts|lost|$lost|absent", "ts|never|$never|absent", 'ts||orphan_one|orphan') ],
-	'check_tables: the table never written and the lost one absent, the orphan listed, nothing else')
+is_deeply(\@rows, [ sort("ts|lost|$lost|absent", "ts|never|$never|absent", 'ts||orphan_one|owner unknown') ],
+	'check_tables: the table never written and the lost one absent, the table made by hand of unknown owner, nothing else')
   or diag($out);
 
 my ($rc, $o, $err) = $node->psql('postgres', "\\set VERBOSITY verbose\nSET ROLE alice; SELECT * FROM tcopy.check_tables()");
@@ -48,11 +51,17 @@ is(join(',', sqlstates($err)), '55006', 'a table a foreign table names is no orp
 like($err, qr/is not an orphan: a foreign table of this database names it/, '... saying so');
 is($node->safe_psql('postgres', 'SELECT count(*) FROM kept'), 100, '... and keeps its rows');
 
-is($node->safe_psql('postgres', "SELECT tcopy.drop_orphan('ts', 'orphan_one')"), 't', 'the orphan is dropped');
-is($node->safe_psql('postgres', "SELECT tcopy.drop_orphan('ts', 'orphan_one')"), 'f', 'then it is gone');
+($rc, $o, $err) = $node->psql('postgres', "\\set VERBOSITY verbose\nSELECT tcopy.drop_orphan('ts', '$kept', force => true)");
+is(join(',', sqlstates($err)), '55006', '... even with force');
+($rc, $o, $err) = $node->psql('postgres', "\\set VERBOSITY verbose\nSELECT tcopy.drop_orphan('ts', 'orphan_one')");
+is(join(',', sqlstates($err)), '55006', 'a table of unknown owner is refused without force (55006)');
+like($err, qr/may be in use by another database/, '... saying another database may use it');
+is($node->safe_psql('postgres', "SELECT tcopy.drop_orphan('ts', 'orphan_one', force => true)"), 't',
+	'with force it is dropped');
+is($node->safe_psql('postgres', "SELECT tcopy.drop_orphan('ts', 'orphan_one', force => true)"), 'f', 'then it is gone');
 unlike($ts->cli_ok('tserver-cli tables', 'tables'), qr/orphan_one/, 'the tserver has it no more');
-$out = $node->safe_psql('postgres', "SELECT count(*) FROM tcopy.check_tables() WHERE problem LIKE 'orphan%'");
-is($out, 0, 'check_tables lists no orphan now');
+$out = $node->safe_psql('postgres', "SELECT count(*) FROM tcopy.check_tables() WHERE table_name = 'orphan_one'");
+is($out, 0, 'check_tables lists it no more');
 
 $node->stop;
 $ts->stop;

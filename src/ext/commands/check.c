@@ -5,19 +5,31 @@
  *		amcheck is for a heap:
  *
  *		tcopy.check_tables(): each foreign table whose tserver table is
- *		absent, and each tserver table that no foreign table of this
- *		database names (an orphan: a DROP while its tserver was down, a
- *		failed restore), on every tserver of the database's tcopy servers
- *		(within a server's namespace, when it has one).
+ *		absent, each tserver table this database generated and no longer
+ *		names (an orphan: a DROP while its tserver was down, a table_name
+ *		set to another table), each tserver table of no known database that
+ *		no foreign table of this one names (owner unknown), and each server
+ *		whose tserver cannot be reached (unreachable), on every tserver of
+ *		the database's tcopy servers (within a server's namespace, when it
+ *		has one).
  *
- *		tcopy.drop_orphan(server, table_name): drop such an orphan, checked
- *		again to be one.
+ *		tcopy.drop_orphan(server, table_name, force): drop such an orphan,
+ *		checked again to be one.
  *
  * Superusers only: a tserver's list of tables needs its full-access
- * credential, and an orphan's rows are nobody's until it is dropped.  A
- * tserver shared by several databases holds the others' tables too: they
- * look like orphans here unless each database's servers have their own
- * namespace.
+ * credential, and an orphan's rows are nobody's until it is dropped.
+ *
+ * A tserver shared by several databases (of one cluster or several) holds
+ * the others' tables too, and this database cannot see which of them the
+ * others name.  So a table is this database's own only when its name says
+ * so: a generated table_name carries the database's owner tag (the
+ * cluster's system identifier and the database's oid, option.c).  Only
+ * those are ever called orphans, and drop_orphan drops nothing else: it
+ * finishes what this database's own DROP FOREIGN TABLE would have done.
+ * A table another database generated is never listed; one of no known
+ * owner (made before tcopy 1.11, or named by hand) is listed as such and
+ * dropped only with force, once the DBA has checked that no database
+ * names it.
  */
 #include "postgres.h"
 
@@ -102,9 +114,13 @@ named_here(List *tables, const char *name)
 	return false;
 }
 
-/* A client for serverid with the caller's mapping (else any), and its options. */
+/*
+ * A client for serverid with the caller's mapping (else any), and its
+ * options; NULL for the null address, which keeps nothing.  An unreachable
+ * tserver is an ERROR, unless err is given: then NULL with the reason there.
+ */
 static TcClient *
-server_client(Oid serverid, TcopyTableOptions *options)
+server_client(Oid serverid, TcopyTableOptions *options, char *err, size_t errlen)
 {
 	List	   *mapping = NIL;
 
@@ -113,35 +129,79 @@ server_client(Oid serverid, TcopyTableOptions *options)
 	tcopy_get_server_options(serverid, mapping, options);
 	if (options->address == NULL || tcopy_address_is_null(options->address))
 		return NULL;
-	return tcopy_connect(options->address, options->token, &options->tls);
+	if (err == NULL)
+		return tcopy_connect(options->address, options->token, &options->tls);
+	return tcopy_try_connect(options->address, options->token, &options->tls, err, errlen);
 }
 
-/* The tserver's tables within the server's namespace, or an ERROR. */
-static Tcopy__TableList *
-server_tables(Oid serverid, TcClient *client, const TcopyTableOptions *options)
-{
-	char	   *nsp = tcopy_server_namespace(serverid);
-	Tcopy__TableList *list;
-
-	if (tc_client_list_tables(client, nsp, &list) < 0)
-		tcopy_report_client_error(client, options->address,
-								  psprintf("could not list the tables of server \"%s\"",
-										   GetForeignServer(serverid)->servername));
-	return list;
-}
-
+/* One row of check_tables: relid InvalidOid and table_name NULL show as NULL. */
 static void
 put_row(ReturnSetInfo *rsinfo, const char *server, Oid relid, const char *table_name,
 		const char *problem)
 {
 	Datum		values[4];
-	bool		nulls[4] = {false, !OidIsValid(relid), false, false};
+	bool		nulls[4] = {false, !OidIsValid(relid), table_name == NULL, false};
 
 	values[0] = CStringGetTextDatum(server);
 	values[1] = ObjectIdGetDatum(relid);
-	values[2] = CStringGetTextDatum(table_name);
+	values[2] = table_name != NULL ? CStringGetTextDatum(table_name) : (Datum) 0;
 	values[3] = CStringGetTextDatum(problem);
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+/* The foreign tables of serverid whose tserver table list does not hold. */
+static void
+put_absent(ReturnSetInfo *rsinfo, const char *servername, Oid serverid, List *tables,
+		   const Tcopy__TableList *list)
+{
+	ListCell   *tc;
+
+	foreach(tc, tables)
+	{
+		NamedTable *t = lfirst(tc);
+		bool		found = false;
+
+		if (t->serverid != serverid)
+			continue;
+		for (size_t i = 0; i < list->n_tables && !found; i++)
+			found = strcmp(list->tables[i]->name, t->table_name) == 0;
+		if (!found)
+			put_row(rsinfo, servername, t->relid, t->table_name,
+					"absent: never written to, or lost with its tserver's data");
+	}
+}
+
+/*
+ * The tables of list (within namespace nspname) that no foreign table of
+ * this database names: this database's own as orphans, those of no known
+ * owner as such; never another database's.
+ */
+static void
+put_orphans(ReturnSetInfo *rsinfo, const char *servername, const char *nspname,
+			List *tables, const Tcopy__TableList *list)
+{
+	for (size_t i = 0; i < list->n_tables; i++)
+	{
+		const char *name = list->tables[i]->name;
+
+		if (named_here(tables, name))
+			continue;
+		switch (tcopy_table_owner(name, nspname))
+		{
+			case TCOPY_OWNER_SELF:
+				put_row(rsinfo, servername, InvalidOid, name,
+						"orphan: made by this database, no foreign table of it names it now");
+				break;
+			case TCOPY_OWNER_UNKNOWN:
+				put_row(rsinfo, servername, InvalidOid, name,
+						"owner unknown: no foreign table of this database names it, and its name "
+						"(from before tcopy 1.11, or given by hand) does not say which database "
+						"made it: another database may use it");
+				break;
+			case TCOPY_OWNER_TAGGED:
+				break;			/* another database's: not ours to judge */
+		}
+	}
 }
 
 Datum
@@ -149,7 +209,7 @@ tcopy_check_tables(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	List	   *tables;
-	List	   *seen = NIL;		/* addresses listed already */
+	List	   *seen = NIL;		/* tservers and namespaces listed already */
 	ListCell   *lc;
 
 	check_superuser("check tserver tables");
@@ -159,38 +219,43 @@ tcopy_check_tables(PG_FUNCTION_ARGS)
 	{
 		Oid			serverid = lfirst_oid(lc);
 		const char *servername = GetForeignServer(serverid)->servername;
+		char	   *nspname = tcopy_server_namespace(serverid);
 		TcopyTableOptions options;
-		TcClient   *client = server_client(serverid, &options);
+		char		err[512];
+		TcClient   *client;
 		Tcopy__TableList *list;
-		ListCell   *tc;
+		char	   *where;
+		ListCell   *sc;
 		bool		listed_before = false;
 
+		err[0] = '\0';
+		client = server_client(serverid, &options, err, sizeof(err));
 		if (client == NULL)
-			continue;			/* the null address keeps nothing */
-		list = server_tables(serverid, client, &options);
-		foreach(tc, tables)
 		{
-			NamedTable *t = lfirst(tc);
-			bool		found = false;
-
-			if (t->serverid != serverid)
-				continue;
-			for (size_t i = 0; i < list->n_tables && !found; i++)
-				found = strcmp(list->tables[i]->name, t->table_name) == 0;
-			if (!found)
-				put_row(rsinfo, servername, t->relid, t->table_name,
-						"absent: never written to, or lost with its tserver's data");
+			/* a server down is a finding, and the others are still checked */
+			if (err[0] != '\0')
+				put_row(rsinfo, servername, InvalidOid, NULL,
+						psprintf("unreachable: could not connect to tserver at \"%s\": %s",
+								 options.address, err));
+			continue;
 		}
-		/* orphans once per tserver, however many servers name it */
-		foreach(tc, seen)
-			listed_before |= strcmp(lfirst(tc), options.address) == 0;
+		if (tc_client_list_tables(client, nspname != NULL ? nspname : "", &list) < 0)
+		{
+			put_row(rsinfo, servername, InvalidOid, NULL,
+					psprintf("unreachable: could not list the tables of tserver at \"%s\": %s",
+							 options.address, tc_client_error(client)));
+			tcopy_disconnect(client);
+			continue;
+		}
+		put_absent(rsinfo, servername, serverid, tables, list);
+		/* orphans once per tserver and namespace, however many servers name it */
+		where = psprintf("%s\n%s", options.address, nspname != NULL ? nspname : "");
+		foreach(sc, seen)
+			listed_before |= strcmp(lfirst(sc), where) == 0;
 		if (!listed_before)
 		{
-			seen = lappend(seen, pstrdup(options.address));
-			for (size_t i = 0; i < list->n_tables; i++)
-				if (!named_here(tables, list->tables[i]->name))
-					put_row(rsinfo, servername, InvalidOid, list->tables[i]->name,
-							"orphan: no foreign table of this database names it");
+			seen = lappend(seen, where);
+			put_orphans(rsinfo, servername, nspname, tables, list);
 		}
 		tcopy__table_list__free_unpacked(list, NULL);
 		tcopy_disconnect(client);
@@ -198,11 +263,37 @@ tcopy_check_tables(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+/*
+ * Refuse to drop table_name of a server of namespace nspname unless this
+ * database made it, or force says the DBA checked that no database names
+ * it.
+ */
+static void
+check_owner(const char *table_name, const char *nspname, bool force)
+{
+	TcopyTableOwner owner = tcopy_table_owner(table_name, nspname);
+
+	if (owner == TCOPY_OWNER_SELF || force)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_IN_USE),
+			 errmsg("tserver table \"%s\" may be in use by another database", table_name),
+			 owner == TCOPY_OWNER_TAGGED ?
+			 errdetail("Its name carries the owner tag of another database, or of another "
+					   "namespace; this database's tables of this server begin with \"%s%s\".",
+					   nspname != NULL ? nspname : "", tcopy_owner_tag()) :
+			 errdetail("Its name (from before tcopy 1.11, or given by hand) does not say which "
+					   "database made it, and several databases may share a tserver."),
+			 errhint("Make sure that no foreign table of any database using this tserver names it, "
+					 "then call tcopy.drop_orphan(server, table_name, force => true).")));
+}
+
 Datum
 tcopy_drop_orphan(PG_FUNCTION_ARGS)
 {
 	char	   *servername = NameStr(*PG_GETARG_NAME(0));
 	char	   *table_name = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	bool		force = PG_NARGS() > 2 && PG_GETARG_BOOL(2);	/* 1.10's has two */
 	ForeignServer *server;
 	TcopyTableOptions options;
 	TcClient   *client;
@@ -220,7 +311,8 @@ tcopy_drop_orphan(PG_FUNCTION_ARGS)
 				 errmsg("tserver table \"%s\" is not an orphan: a foreign table of this "
 						"database names it", table_name),
 				 errhint("DROP FOREIGN TABLE drops it with its foreign table.")));
-	client = server_client(server->serverid, &options);
+	check_owner(table_name, tcopy_server_namespace(server->serverid), force);
+	client = server_client(server->serverid, &options, NULL, 0);
 	if (client == NULL)
 		PG_RETURN_BOOL(false);
 	if (tc_client_open_table(client, table_name, NULL, false, &table_id, NULL, NULL) < 0)

@@ -75,8 +75,21 @@ extern char *tcopy_legacy_table_name(Relation rel);
 extern char *tcopy_table_name(Relation rel, bool missing_ok);
 /* Option namespace of a tcopy server, or NULL. */
 extern char *tcopy_server_namespace(Oid serverid);
-/* A new, unique table_name: the namespace and 32 random hex digits. */
+/* This database's owner tag in generated table_names: "<system>.<oid>.". */
+extern char *tcopy_owner_tag(void);
+/* A new, unique table_name: the namespace, the owner tag, 32 hex digits. */
 extern char *tcopy_generate_table_name(const char *nspname);
+
+/* Whose a tserver table is, by its name (tcopy_table_owner). */
+typedef enum TcopyTableOwner
+{
+	TCOPY_OWNER_SELF,			/* generated in this database, this namespace */
+	TCOPY_OWNER_TAGGED,			/* generated with another owner tag or namespace */
+	TCOPY_OWNER_UNKNOWN			/* made before 1.11, or named by hand */
+} TcopyTableOwner;
+
+/* Whose tserver table name is, seen from a server of namespace nspname. */
+extern TcopyTableOwner tcopy_table_owner(const char *name, const char *nspname);
 /* What the utility hook tells the validator of the statement it runs. */
 typedef struct TcopyApproval
 {
