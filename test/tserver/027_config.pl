@@ -3,12 +3,17 @@
 #	systemd's readiness protocol and unit.
 #	- --config FILE sets options ("name = value", comments, an option
 #	  without a value as true); the command line's options win;
-#	- an unknown option, a world-writable file, a file naming another are
-#	  refused at start, naming the file and line;
+#	- an unknown option, a bad value, a world-writable file, a file naming
+#	  another are refused at start, naming the file and line, in one line
+#	  and a pointer to --help (as a usage error on the command line: not
+#	  the whole --help);
 #	- SIGHUP reads the file again: the log level, the limits
 #	  (max-unauthenticated) and the tokens (a rotated token file: the old
 #	  token refused, the new one accepted, a connection proven before goes
-#	  on); a bad value is logged and leaves the option as it was;
+#	  on); a bad value is logged, naming the file and line, and leaves the
+#	  option as it was; each setting it does not apply is logged with why
+#	  (the command line's wins; session-memory-mb added, statistics
+#	  dropped: they need a restart), an unchanged one is not;
 #	- with $NOTIFY_SOCKET, READY=1 once it listens, RELOADING=1 and
 #	  READY=1 around a reload, STOPPING=1 at SIGTERM;
 #	- --log-format json: every line a JSON object (time, level, message),
@@ -121,13 +126,28 @@ write_file("$dir/token", "$token2\n");
 my $c = do { local $/; open(my $fh, '<', $conf) or die; <$fh> };
 $c =~ s/max-unauthenticated = 32/max-unauthenticated = 5/;
 $c =~ s/handshake-timeout = 10/handshake-timeout = 20/;
+$c =~ s/^statistics\n//m;
+$c .= "session-memory-mb = 32\n";
 write_file($conf, $c, 0640);
 kill 'HUP', $ts->pid;
 like(notes(), qr/RELOADING=1.*READY=1/, 'around the reload it tells systemd RELOADING=1, then READY=1');
 ok(wait_until(sub { $ts->log_contents =~ /reload: tokens read again/ }, 10),
 	'the tokens are read again');
+ok(wait_until(sub { $ts->log_contents =~ /sets statistics no more/ }, 10),
+	'the reload has reported what it left out');
 like($ts->log_contents, qr/reload: max-unauthenticated 32 -> 5/, 'the limit is changed');
-unlike($ts->log_contents, qr/reload: handshake-timeout/, 'one the command line set is not');
+unlike($ts->log_contents, qr/reload: handshake-timeout \d/, 'one the command line set is not');
+like($ts->log_contents,
+	qr/WARNING: reload: \Q$conf\E:6: handshake-timeout not applied: the command line's --handshake-timeout \(7\) wins/,
+	'... and the log says so, naming the file and line');
+like($ts->log_contents,
+	qr/WARNING: reload: \Q$conf\E:8: session-memory-mb = 32 not applied: it needs a restart \(the tserver runs with its default\)/,
+	'a setting that needs a restart is logged as not applied, with why');
+like($ts->log_contents,
+	qr/WARNING: reload: \Q$conf\E sets statistics no more: not applied, it needs a restart \(the tserver runs with true\)/,
+	'a dropped one too');
+unlike($ts->log_contents, qr/reload: .*(no-sync|log-level|token-file).*not applied/,
+	'an unchanged one is not news');
 isnt(tcp_ping($ts, "$dir/token.old")->{rc}, 0, 'the old token is refused');
 is(tcp_ping($ts, "$dir/token.new")->{rc}, 0, 'the new token is accepted');
 ok(kill(0, $ts->pid), 'the tserver runs on');
@@ -139,7 +159,11 @@ write_file($conf, $c, 0640);
 kill 'HUP', $ts->pid;
 ok(wait_until(sub { $ts->log_contents =~ /max-unauthenticated must be a number/ }, 10),
 	'a bad number is logged');
-like($ts->log_contents, qr/reload: log-level must be debug, info, warning or error, not "loud": kept/,
+like($ts->log_contents,
+	qr/reload: \Q$conf\E:5: max-unauthenticated must be a number from 1 to 1000000, not "lots": kept at 5/,
+	'... naming the file and line');
+like($ts->log_contents,
+	qr/reload: \Q$conf\E:4: log-level must be debug, info, warning or error, not "loud": kept/,
 	'a bad log level too');
 is(tcp_ping($ts, "$dir/token.new")->{rc}, 0, 'the tserver serves on with what it had');
 close $held;
@@ -151,6 +175,25 @@ my $bad = TcopyTest->new;
 write_file("$dir/bad.conf", "listen = unix:$dir/x.sock\nbogus-option = 1\n");
 ok(!$bad->start('--config', "$dir/bad.conf"), 'an unknown option is refused');
 like($bad->log_contents, qr{tserver: \Q$dir\E/bad\.conf:2: unknown option "bogus-option"}, '... naming the file and line');
+write_file("$dir/num.conf", "# limits\n\nmax-connections = abc\n");
+my ($what, $status) = $bad->spawn('--config', "$dir/num.conf");
+is("$what " . ($status >> 8), 'exited 2', 'a bad value in the file: a usage error (exit 2)');
+is($bad->log_contents,
+	qq{tserver: $dir/num.conf:3: max-connections needs an integer from 1 to 1000000, not "abc"\n}
+	  . qq{Try "tserver --help" for more information.\n},
+	'... naming the file, the line and the option as the file spells it, in one line and a pointer to --help');
+($what, $status) = $bad->spawn('--max-connections', 'abc');
+like($bad->log_contents, qr/^tserver: --max-connections needs an integer from 1 to 1000000, not "abc"$/m,
+	'the same on the command line names the option with its dashes');
+for my $args ([ '--bogus-option' ], [ '--data' ], [ '--statistics=yes' ], [ '-x' ])
+{
+	($what, $status) = $bad->spawn(@$args);
+	my $log = $bad->log_contents;
+	is("$what " . ($status >> 8), 'exited 2', "tserver ... @$args: a usage error (exit 2)");
+	like($log, qr/\Atserver: [^\n]+\nTry "tserver --help" for more information\.\n\z/,
+		'... in one line and a pointer to --help') or diag($log);
+}
+like($bad->log_contents, qr/invalid option "-x"/, 'an unknown short option is named');
 write_file("$dir/open.conf", "log-level = info\n", 0666);
 ok(!$bad->start('--config', "$dir/open.conf"), 'a file anyone may write is refused');
 like($bad->log_contents, qr/may be written by anyone/, '... saying so');
