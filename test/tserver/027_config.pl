@@ -18,7 +18,14 @@
 #	  READY=1 around a reload, STOPPING=1 at SIGTERM;
 #	- --log-format json: every line a JSON object (time, level, message),
 #	  quotes and backslashes escaped;
-#	- packaging/tserver.service passes systemd-analyze verify.
+#	- packaging/tserver.service passes systemd-analyze verify;
+#	- the README's service steps create no directory: the unit has systemd
+#	  make the ones the example configuration uses (/var/lib/tcopy, 0700,
+#	  and /run/tcopy, the unit's user's).  systemd is not PID 1 here, so
+#	  its steps are done as it does them, under a root of the test's own:
+#	  a tserver run as the unit's user with the example configuration
+#	  starts on them (and, as the unit did before, fails with "Permission
+#	  denied" when nothing makes /var/lib/tcopy).
 use strict;
 use warnings;
 
@@ -27,6 +34,7 @@ use lib "$FindBin::Bin/../lib";
 use File::Temp qw(tempdir);
 use IO::Socket::INET;
 use JSON::PP;
+use POSIX ();
 use IO::Socket::UNIX;
 use Socket qw(SOCK_DGRAM);
 use Test::More;
@@ -226,4 +234,103 @@ my $unit = "$FindBin::Bin/../../packaging/tserver.service";
 ok(-f $unit, 'the repository has a service unit');
 my $out = `systemd-analyze verify '$unit' 2>&1`;
 is($?, 0, 'systemd-analyze verify passes it') or diag($out);
+
+# the directories the service needs: systemd's to make, the unit's user's
+sub settings
+{
+	my ($path) = @_;
+	my %v;
+	open(my $fh, '<', $path) or die "$path: $!";
+	while (<$fh>)
+	{
+		next if /^\s*[#;]/;
+		$v{$1} = $2 if /^\s*([\w-]+)\s*=\s*(.*?)\s*$/;
+	}
+	return \%v;
+}
+my $u = settings($unit);
+my $example_conf = "$FindBin::Bin/../../packaging/tserver.conf";
+my $example = settings($example_conf);
+is($u->{StateDirectory}, 'tcopy', 'the unit has systemd make its state directory, /var/lib/tcopy');
+is($example->{data}, '/var/lib/tcopy', 'the example configuration keeps its data there');
+like($u->{StateDirectoryMode} // '', qr/^07[05]0$/,
+	'with a mode the tserver accepts for a data directory (0700 or 0750)');
+my ($rundir) = ($example->{listen} // '') =~ m{^unix:/run/([^/]+)/};
+is($rundir, $u->{RuntimeDirectory}, 'its socket is in the runtime directory systemd makes');
+like($u->{ExecStart}, qr{/tserver --config /etc/tcopy/tserver\.conf$},
+	'the unit reads the configuration file the README installs');
+SKIP:
+{
+	my ($user, $group) = ($u->{User}, $u->{Group});
+	my @pw = getpwnam($user // '');
+	my $gid = getgrnam($group // '');
+	skip "starting a tserver as the unit's user ($user) needs root and that user", 6
+	  unless $> == 0 && @pw && defined $gid;
+	my $root = "$dir/root";
+	chmod(0755, $dir) or die "chmod: $!";
+	for my $d ('', '/var', '/var/lib', '/run', '/etc', '/etc/tcopy')
+	{
+		mkdir("$root$d", 0755) or die "mkdir $root$d: $!";
+	}
+	# the README's steps: install -d /etc/tcopy, install -m 640 -g GROUP the example
+	my $text = do { local $/; open(my $fh, '<', $example_conf) or die; <$fh> };
+	$text =~ s{(=\s*(?:unix:)?)(/var/lib/|/run/)}{$1$root$2}g;
+	write_file("$root/etc/tcopy/tserver.conf", $text, 0640);
+	chown(0, $gid, "$root/etc/tcopy/tserver.conf") or die "chown: $!";
+	# what systemd does at each start, as the unit says
+	my $systemd_dirs = sub {
+		for my $d ([ "/var/lib/$u->{StateDirectory}", $u->{StateDirectoryMode} ],
+			[ "/run/$u->{RuntimeDirectory}", $u->{RuntimeDirectoryMode} ])
+		{
+			mkdir("$root$d->[0]") unless -d "$root$d->[0]";
+			chmod(oct($d->[1]), "$root$d->[0]") or die "chmod: $!";
+			chown($pw[2], $gid, "$root$d->[0]") or die "chown: $!";
+		}
+	};
+	my $as_unit = sub {
+		my $log = "$dir/unit.log";
+		my $pid = fork() // die "fork: $!";
+		if ($pid == 0)
+		{
+			open(STDIN, '<', '/dev/null');
+			open(STDOUT, '>', $log) or POSIX::_exit(126);
+			open(STDERR, '>&', \*STDOUT) or POSIX::_exit(126);
+			delete $ENV{NOTIFY_SOCKET};
+			# User= and Group=
+			$) = "$gid $gid";
+			POSIX::setgid($gid) or POSIX::_exit(125);
+			POSIX::setuid($pw[2]) or POSIX::_exit(125);
+			exec($TcopyTest::TSERVER, '--config', "$root/etc/tcopy/tserver.conf")
+			  or POSIX::_exit(127);
+		}
+		my $read = sub { open(my $fh, '<', $log) or return ''; local $/; <$fh> // '' };
+		my $ready = wait_until(sub { $read->() =~ /tserver ready/ || waitpid($pid, 1) == $pid }, 30);
+		my $text = $read->();
+		if ($text =~ /tserver ready/)
+		{
+			kill 'TERM', $pid;
+			waitpid($pid, 0);
+			return ('ready', $?, $text);
+		}
+		kill 'KILL', $pid;
+		waitpid($pid, 0);
+		return ('exited', $?, $text);
+	};
+
+	# the unit before: /run/tcopy made, /var/lib/tcopy not
+	mkdir("$root/run/tcopy", 0750);
+	chown($pw[2], $gid, "$root/run/tcopy");
+	my ($what, $status, $log) = $as_unit->();
+	is($what, 'exited', 'with nothing making /var/lib/tcopy the tserver does not start');
+	like($log, qr/Permission denied/, '... "Permission denied" (what the unit restarted on, forever)');
+
+	$systemd_dirs->();
+	($what, $status, $log) = $as_unit->();
+	is($what, 'ready', "made as the unit has systemd make them, the tserver starts on them, as $user")
+	  or diag($log);
+	is($status, 0, '... and stops cleanly at SIGTERM');
+	ok(-S "$root/run/tcopy/ts.sock" || $log =~ /listening on unix:\Q$root\E\/run\/tcopy\/ts\.sock/,
+		'it listened on the example configuration\'s socket');
+	is((stat("$root/var/lib/tcopy/CURRENT"))[4], $pw[2], 'its store is in /var/lib/tcopy, the user\'s');
+}
 done_testing();
