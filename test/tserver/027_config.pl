@@ -19,6 +19,8 @@
 #	- --log-format json: every line a JSON object (time, level, message),
 #	  quotes and backslashes escaped;
 #	- packaging/tserver.service passes systemd-analyze verify;
+#	- the README names the extension's version, tcopy.control's, and what
+#	  the last upgrade script adds;
 #	- the README's service steps create no directory: the unit has systemd
 #	  make the ones the example configuration uses (/var/lib/tcopy, 0700,
 #	  and /run/tcopy, the unit's user's).  systemd is not PID 1 here, so
@@ -234,6 +236,19 @@ my $unit = "$FindBin::Bin/../../packaging/tserver.service";
 ok(-f $unit, 'the repository has a service unit');
 my $out = `systemd-analyze verify '$unit' 2>&1`;
 is($?, 0, 'systemd-analyze verify passes it') or diag($out);
+
+# the README's version of the extension: tcopy.control's
+my $top = "$FindBin::Bin/../..";
+my $readme = do { local $/; open(my $fh, '<', "$top/README.md") or die; <$fh> };
+my ($version) = do { local $/; open(my $fh, '<', "$top/tcopy.control") or die; <$fh> }
+  =~ /^default_version = '([\d.]+)'/m;
+ok(defined $version, "tcopy.control has a default_version ($version)");
+like($readme, qr/The extension lives in schema `tcopy` \(version \Q$version\E\b/,
+	"the README says the extension is at $version");
+my ($last_from) = map { /tcopy--([\d.]+)--\Q$version\E\.sql$/ ? $1 : () }
+  glob("$top/src/ext/tcopy--*.sql");
+like($readme, qr/from \Q$last_from\E adds/, "... and what the upgrade from $last_from adds")
+  if defined $last_from;
 
 # the directories the service needs: systemd's to make, the unit's user's
 sub settings
