@@ -5,8 +5,8 @@
 #	  without a value as true); the command line's options win;
 #	- an unknown option, a bad value, a world-writable file, a file naming
 #	  another are refused at start, naming the file and line, in one line
-#	  and a pointer to --help (as a usage error on the command line: not
-#	  the whole --help);
+#	  and a pointer to --help (as a usage error on the command line of
+#	  tserver or tserver-cli: not the whole --help);
 #	- SIGHUP reads the file again: the log level, the limits
 #	  (max-unauthenticated) and the tokens (a rotated token file: the old
 #	  token refused, the new one accepted, a connection proven before goes
@@ -204,6 +204,13 @@ for my $args ([ '--bogus-option' ], [ '--data' ], [ '--statistics=yes' ], [ '-x'
 		'... in one line and a pointer to --help') or diag($log);
 }
 like($bad->log_contents, qr/invalid option "-x"/, 'an unknown short option is named');
+for my $args ([ '--bogus-option', 'ping' ], [ 'ping', '--rows', 1 ], [ 'load', 't', '--rows', 'x' ], [])
+{
+	my $r = $bad->cli(@$args);
+	is($r->{rc}, 2, "tserver-cli ... @$args: a usage error (exit 2)");
+	like($r->{err}, qr/\Atserver-cli: [^\n]+\nTry "tserver-cli --help" for more information\.\n\z/,
+		'... in one line and a pointer to --help') or diag($r->{err});
+}
 write_file("$dir/open.conf", "log-level = info\n", 0666);
 ok(!$bad->start('--config', "$dir/open.conf"), 'a file anyone may write is refused');
 like($bad->log_contents, qr/may be written by anyone/, '... saying so');
