@@ -562,7 +562,13 @@ reload_report_unapplied(const ConfigEntries *e, int argc, char **argv, const TsR
 		if (entries_last(e, name) != i)
 			continue;			/* each option once, at its last line */
 		kind = now->kind != NULL ? now->kind(name) : 0;
-		if (kind < 0 || strcmp(name, "config") == 0)
+		if (strcmp(name, "config") == 0)
+		{
+			ts_log(TS_LOG_WARNING, "reload: %s:%d: a configuration file cannot name another: "
+				   "not applied", e->path, e->linenos[i]);
+			continue;
+		}
+		if (kind < 0)
 		{
 			ts_log(TS_LOG_WARNING, "reload: %s:%d: unknown option \"%s\": not applied", e->path,
 				   e->linenos[i], name);
@@ -583,7 +589,7 @@ reload_report_unapplied(const ConfigEntries *e, int argc, char **argv, const TsR
 		if (strcmp(wanted, running) != 0)
 			ts_log(TS_LOG_WARNING, "reload: %s:%d: %s = %s not applied: it needs a restart "
 				   "(the tserver runs with %s)", e->path, lineno, name,
-				   wanted[0] != '\0' ? wanted : "false",
+				   wanted[0] != '\0' || kind != 1 ? wanted : "false",
 				   running[0] != '\0' ? running : "its default");
 	}
 
