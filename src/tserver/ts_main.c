@@ -44,6 +44,7 @@ static char **given_argv;
 static const char *config_path;
 static TsReloadable reloadable;
 static char **merged_argv;		/* with the file's options: options point into it */
+static char **merged_origins;	/* [merged] "FILE:LINE" of the file's options */
 
 /*
  * Tell systemd (Type=notify, $NOTIFY_SOCKET) how the service is: READY=1,
@@ -248,11 +249,11 @@ main(int argc, char **argv)
 	{
 		/* the file's options first: the command line's come after, and win */
 		if (ts_config_merge(config_path, argc, argv, ts_options_kind,
-							&argc, &merged_argv, err, sizeof(err)) != 0)
+							&argc, &merged_argv, &merged_origins, err, sizeof(err)) != 0)
 			ts_options_bad("%s", err);
 		argv = merged_argv;
 	}
-	ts_options_parse(argc, argv, &options);
+	ts_options_parse(argc, argv, merged_origins, &options);
 	ts_log_min_level = options.log_level;
 	set_signal_handlers(SIG_DFL);
 
@@ -335,6 +336,10 @@ main(int argc, char **argv)
 	reloadable.scoped_tokens_file = options.scoped_tokens_file;
 	reloadable.uids_admit = options.nallowed_uids > 0;
 	reloadable.insecure = options.insecure;
+	reloadable.start_argc = argc;
+	reloadable.start_args = argv;
+	reloadable.start_origins = merged_origins;
+	reloadable.kind = ts_options_kind;
 	ts_server_set_reload(server, reload_main, server);
 
 	/* from here a signal is a request to stop (or SIGHUP, to reload), honoured once serving */

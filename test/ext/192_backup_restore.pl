@@ -16,7 +16,11 @@
 #	  after its commit record, before its publish, is held prepared and
 #	  published; those committed after the backup are in neither;
 #	- the function is refused to a non-superuser (42501), with a relative
-#	  directory (22023) and a label too long for a restore point.
+#	  directory (22023) and a label too long for a restore point;
+#	- a second backup into the same directory is refused, naming
+#	  directory/<server> and asking for a new directory; one into a
+#	  directory whose parents are missing makes them (the README's
+#	  procedure, a directory a day, needs no mkdir).
 use strict;
 use warnings;
 
@@ -77,6 +81,16 @@ ok(defined $prepared && $prepared >= 2, "the backup holds the paused transaction
 my ($lrc) = $loop->finish;
 is($lrc, 0, 'the transactions around the backup all committed');
 commit_ok($_) for 9 .. 10;
+
+# the directory again: refused, saying what to do; a new one: its parents made
+($rc, $out, $err) = $node->psql('postgres', "SELECT * FROM tcopy.backup('bk-again', '$dir')");
+like($err, qr/backup directory "\Q$dir\E\/ts" already exists: back up into a new directory/,
+	'a second backup into the same directory is refused, saying to use a new one');
+my $deep = "$dir/nightly/2026-12-07";
+($rc, $out, $err) = $node->psql('postgres', "SELECT backup FROM tcopy.backup('bk2', '$deep')");
+is($rc, 0, 'a backup into a directory whose parents are missing succeeds') or diag($err);
+is($out, "$deep/ts", '... into directory/<server>');
+ok(-f "$deep/ts/BACKUP", '... its parents made by the tserver');
 
 # the restore point archived, then the primary and its tserver gone
 ok(archive_wal($node), 'the WAL is archived');

@@ -14,8 +14,12 @@
 #	  from a scratch directory after the lock, prepared session included,
 #	  and leaves no scratch directory behind;
 #	- a truncated table is empty in it, a dropped one gone;
-#	- a scoped client is refused (PERMISSION), and so are bad paths, while
-#	  the tserver goes on serving;
+#	- a scoped client is refused (PERMISSION), and so are bad paths (an
+#	  existing directory: the message says to use a new one), while the
+#	  tserver goes on serving;
+#	- a backup whose parent directories are missing makes them (mode
+#	  0700), unless they would be inside the data directory or under a
+#	  file;
 #	- the manifest, BACKUP, is written last: a tserver refuses to start on a
 #	  directory whose BACKUP says incomplete, and renames a complete one
 #	  BACKUP.old.
@@ -241,9 +245,11 @@ like($refused->{err}, qr/permission denied for tserver backup: it needs full acc
 ok(!-e "$base/scoped-backup", '... and nothing is made');
 
 for my $case ([ 'relative', 'backups/x', qr/must be an absolute path/ ],
-	[ 'existing', $b1, qr/already exists/ ],
-	[ 'parent missing', "$base/no/such", qr/parent directory .* does not exist/ ],
+	[ 'existing', $b1, qr/backup directory "\Q$b1\E" already exists: back up into a new directory/ ],
 	[ 'inside the data directory', $ts->data_dir . '/x', qr/inside the tserver's data directory/ ],
+	[ 'inside the data directory, parents missing', $ts->data_dir . '/y/z/b',
+	  qr/backup directory "[^"]+\/y\/z\/b" must not be inside the tserver's data directory/ ],
+	[ 'under a file', "$base/scoped/x/b", qr/"\Q$base\E\/scoped" is not a directory/ ],
 	[ 'a .. component', "$base/../x", qr/must not hold/ ])
 {
 	my ($what, $dir, $re) = @$case;
@@ -262,6 +268,15 @@ for my $case ([ 'NUL inside', "$base/a\0b" ], [ 'not UTF-8', "$base/\xff\xfe" ],
 	close $sock;
 }
 ok(!-e "$base/a", 'nothing was made');
+ok(!-e $ts->data_dir . '/y', 'no parent was made inside the data directory');
+
+# missing parents are made
+my $deep = "$base/made/by/the backup";
+my $made = $ts->cli('backup', $deep);
+is($made->{rc}, 0, 'a backup whose parent directories are missing is taken') or diag($made->{err});
+ok(-f "$deep/BACKUP", '... into the directory asked for');
+is(sprintf('%04o', (stat("$base/made/by"))[2] & 07777), '0700', '... its parents made with mode 0700');
+like($ts->log_contents, qr/backup: created directory "\Q$base\E\/made\/by"/, '... and logged');
 like($ts->cli('ping')->{out}, qr/^ok/, 'the tserver still serves');
 
 # ---- an incomplete backup ----

@@ -132,6 +132,7 @@ typedef struct MergeState
 	char	  **argv;
 	int			(*kind) (const char *name);
 	char	  **out;
+	char	  **origins;		/* [nout]: "FILE:LINE" of each of out */
 	int			nout;
 	int			cap;
 } MergeState;
@@ -178,8 +179,17 @@ merge_line(void *arg, const char *name, const char *value, int lineno, char *err
 			sprintf(opt, "--%s=%s", name, value);
 	}
 	if (opt == NULL || (m->nout == m->cap &&
-						(m->out = realloc(m->out, (size_t) (m->cap = m->cap * 2 + 8) *
-										  sizeof(char *))) == NULL))
+						((m->out = realloc(m->out, (size_t) (m->cap * 2 + 8) *
+										   sizeof(char *))) == NULL ||
+						 (m->origins = realloc(m->origins, (size_t) (m->cap * 2 + 8) *
+											   sizeof(char *))) == NULL)))
+	{
+		snprintf(err, errlen, "out of memory reading \"%s\"", m->path);
+		return -1;
+	}
+	if (m->nout == m->cap)
+		m->cap = m->cap * 2 + 8;
+	if (asprintf(&m->origins[m->nout], "%s:%d", m->path, lineno) < 0)
 	{
 		snprintf(err, errlen, "out of memory reading \"%s\"", m->path);
 		return -1;
@@ -190,122 +200,168 @@ merge_line(void *arg, const char *name, const char *value, int lineno, char *err
 
 int
 ts_config_merge(const char *path, int argc, char **argv, int (*kind) (const char *name),
-				int *out_argc, char ***out_argv, char *err, size_t errlen)
+				int *out_argc, char ***out_argv, char ***out_origins, char *err,
+				size_t errlen)
 {
-	MergeState	m = {path, argc, argv, kind, NULL, 0, 0};
+	MergeState	m = {path, argc, argv, kind, NULL, NULL, 0, 0};
 	char	  **merged;
+	char	  **origins;
 
 	if (config_each(path, merge_line, &m, err, errlen) != 0)
 		return -1;
 	merged = malloc((size_t) (argc + m.nout + 1) * sizeof(char *));
-	if (merged == NULL)
+	origins = calloc((size_t) (argc + m.nout + 1), sizeof(char *));
+	if (merged == NULL || origins == NULL)
 	{
 		snprintf(err, errlen, "out of memory reading \"%s\"", path);
 		return -1;
 	}
 	merged[0] = argv[0];
 	for (int i = 0; i < m.nout; i++)
+	{
 		merged[1 + i] = m.out[i];
+		origins[1 + i] = m.origins[i];
+	}
 	for (int i = 1; i < argc; i++)
 		merged[m.nout + i] = argv[i];
 	merged[argc + m.nout] = NULL;
 	free(m.out);
+	free(m.origins);
 	*out_argc = argc + m.nout;
 	*out_argv = merged;
-	return 0;
-}
-
-typedef struct ValueState
-{
-	const char *name;
-	char	   *value;
-} ValueState;
-
-static int
-value_line(void *arg, const char *name, const char *value, int lineno, char *err,
-		   size_t errlen)
-{
-	ValueState *v = arg;
-
-	(void) lineno;
-	if (strcmp(name, v->name) != 0)
-		return 0;
-	free(v->value);
-	if ((v->value = strdup(value)) == NULL)
-	{
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	return 0;
-}
-
-int
-ts_config_value(const char *path, const char *name, char **value, char *err, size_t errlen)
-{
-	ValueState	v = {name, NULL};
-
-	if (config_each(path, value_line, &v, err, errlen) != 0)
-	{
-		free(v.value);
-		return -1;
-	}
-	*value = v.value;
+	*out_origins = origins;
 	return 0;
 }
 
 /* ---- a reload ---- */
 
+/* The file's lines, as a reload reads them once. */
+typedef struct ConfigEntries
+{
+	const char *path;
+	char	  **names;			/* [n] */
+	char	  **values;			/* [n]; "" for a name alone */
+	int		   *linenos;		/* [n] */
+	int			n;
+	int			cap;
+} ConfigEntries;
+
+static int
+entries_line(void *arg, const char *name, const char *value, int lineno, char *err,
+			 size_t errlen)
+{
+	ConfigEntries *e = arg;
+
+	if (e->n == e->cap)
+	{
+		int			cap = e->cap * 2 + 16;
+		char	  **names = realloc(e->names, (size_t) cap * sizeof(char *));
+		char	  **values = names == NULL ? NULL :
+			realloc(e->values, (size_t) cap * sizeof(char *));
+		int		   *linenos = values == NULL ? NULL :
+			realloc(e->linenos, (size_t) cap * sizeof(int));
+
+		if (names != NULL)
+			e->names = names;
+		if (values != NULL)
+			e->values = values;
+		if (linenos == NULL)
+		{
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		e->linenos = linenos;
+		e->cap = cap;
+	}
+	e->names[e->n] = strdup(name);
+	e->values[e->n] = strdup(value);
+	e->linenos[e->n] = lineno;
+	if (e->names[e->n] == NULL || e->values[e->n] == NULL)
+	{
+		free(e->names[e->n]);
+		free(e->values[e->n]);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	e->n++;
+	return 0;
+}
+
+static void
+entries_free(ConfigEntries *e)
+{
+	for (int i = 0; i < e->n; i++)
+	{
+		free(e->names[i]);
+		free(e->values[i]);
+	}
+	free(e->names);
+	free(e->values);
+	free(e->linenos);
+	memset(e, 0, sizeof(*e));
+}
+
+/* The index of the file's last line for name, or -1. */
+static int
+entries_last(const ConfigEntries *e, const char *name)
+{
+	for (int i = e->n - 1; i >= 0; i--)
+		if (strcmp(e->names[i], name) == 0)
+			return i;
+	return -1;
+}
+
 /*
- * The file's value for name into *value, unless the command line sets it
- * or the file does not: false then (and on an error, logged).
+ * The file's value for name into *value and its line into *lineno, unless
+ * the command line sets it or the file does not: false then.  The value is
+ * the entries'.
  */
 static bool
-reload_value(const char *path, int argc, char **argv, const char *name, char **value)
+reload_value(const ConfigEntries *e, int argc, char **argv, const char *name,
+			 const char **value, int *lineno)
 {
-	char		err[512];
+	int			i;
 
 	*value = NULL;
-	if (path == NULL || argv_sets(argc, argv, name))
+	if (e->path == NULL || argv_sets(argc, argv, name) || (i = entries_last(e, name)) < 0)
 		return false;
-	if (ts_config_value(path, name, value, err, sizeof(err)) != 0)
-	{
-		ts_log(TS_LOG_ERROR, "reload: %s", err);
-		return false;
-	}
-	return *value != NULL;
+	*value = e->values[i];
+	*lineno = e->linenos[i];
+	return true;
 }
 
 /* A number option's new value into *out, if the file gives a valid one. */
 static void
-reload_number(const char *path, int argc, char **argv, const char *name, long min, long max,
-			  int *out)
+reload_number(const ConfigEntries *e, int argc, char **argv, const char *name, long min,
+			  long max, int *out)
 {
-	char	   *value;
+	const char *value;
 	char	   *end;
+	int			lineno;
 	long		n;
 
-	if (!reload_value(path, argc, argv, name, &value))
+	if (!reload_value(e, argc, argv, name, &value, &lineno))
 		return;
 	errno = 0;
 	n = strtol(value, &end, 10);
 	if (errno != 0 || end == value || *end != '\0' || n < min || n > max)
-		ts_log(TS_LOG_ERROR, "reload: %s must be a number from %ld to %ld, not \"%s\": "
-			   "kept at %d", name, min, max, value, *out);
+		ts_log(TS_LOG_ERROR, "reload: %s:%d: %s must be a number from %ld to %ld, not \"%s\": "
+			   "kept at %d", e->path, lineno, name, min, max, value, *out);
 	else if (n != *out)
 	{
 		ts_log(TS_LOG_INFO, "reload: %s %d -> %ld", name, *out, n);
 		*out = (int) n;
 	}
-	free(value);
 }
 
 static void
-reload_log_level(const char *path, int argc, char **argv, TsReloadable *now)
+reload_log_level(const ConfigEntries *e, int argc, char **argv, TsReloadable *now)
 {
 	static const char *const names[] = {"debug", "info", "warning", "error"};
-	char	   *value;
+	const char *value;
+	int			lineno;
 
-	if (!reload_value(path, argc, argv, "log-level", &value))
+	if (!reload_value(e, argc, argv, "log-level", &value, &lineno))
 		return;
 	for (int i = 0; i < 4; i++)
 	{
@@ -315,31 +371,30 @@ reload_log_level(const char *path, int argc, char **argv, TsReloadable *now)
 				ts_log(TS_LOG_INFO, "reload: log-level %s -> %s", names[now->log_level], value);
 			now->log_level = i;
 			ts_log_min_level = (TsLogLevel) i;
-			free(value);
 			return;
 		}
 	}
-	ts_log(TS_LOG_ERROR, "reload: log-level must be debug, info, warning or error, not "
-		   "\"%s\": kept", value);
-	free(value);
+	ts_log(TS_LOG_ERROR, "reload: %s:%d: log-level must be debug, info, warning or error, "
+		   "not \"%s\": kept", e->path, lineno, value);
 }
 
 /* Read the tokens again; replace them when they read whole. */
 static void
-reload_tokens(const char *path, int argc, char **argv, struct TsServer *server,
+reload_tokens(const ConfigEntries *e, int argc, char **argv, struct TsServer *server,
 			  TsReloadable *now)
 {
-	char	   *token_file = NULL;
-	char	   *scoped_file = NULL;
+	const char *token_file = NULL;
+	const char *scoped_file = NULL;
 	const char *tf;
 	const char *sf;
 	TsCredentials creds = {0};
 	char		token[TC_TOKEN_MAX + 1];
 	size_t		token_len = 0;
+	int			lineno;
 	char		err[512];
 
-	(void) reload_value(path, argc, argv, "token-file", &token_file);
-	(void) reload_value(path, argc, argv, "scoped-tokens", &scoped_file);
+	(void) reload_value(e, argc, argv, "token-file", &token_file, &lineno);
+	(void) reload_value(e, argc, argv, "scoped-tokens", &scoped_file, &lineno);
 	tf = token_file != NULL ? token_file : now->token_file;
 	sf = scoped_file != NULL ? scoped_file : now->scoped_tokens_file;
 	if (tf == NULL && sf == NULL)
@@ -364,17 +419,26 @@ reload_tokens(const char *path, int argc, char **argv, struct TsServer *server,
 		   "themselves with them", tf != NULL ? tf : "", tf != NULL && sf != NULL ? ", " : "",
 		   sf != NULL ? sf : "");
 	/* the paths now in force */
-	if (token_file != NULL)
+	if (token_file != NULL && (now->token_file == NULL || strcmp(token_file, now->token_file) != 0))
 	{
-		free(now->owned_token_file);
-		now->token_file = now->owned_token_file = token_file;
-		token_file = NULL;
+		char	   *copy = strdup(token_file);
+
+		if (copy != NULL)
+		{
+			free(now->owned_token_file);
+			now->token_file = now->owned_token_file = copy;
+		}
 	}
-	if (scoped_file != NULL)
+	if (scoped_file != NULL &&
+		(now->scoped_tokens_file == NULL || strcmp(scoped_file, now->scoped_tokens_file) != 0))
 	{
-		free(now->owned_scoped_file);
-		now->scoped_tokens_file = now->owned_scoped_file = scoped_file;
-		scoped_file = NULL;
+		char	   *copy = strdup(scoped_file);
+
+		if (copy != NULL)
+		{
+			free(now->owned_scoped_file);
+			now->scoped_tokens_file = now->owned_scoped_file = copy;
+		}
 	}
 	goto done;
 
@@ -383,30 +447,220 @@ failed:
 done:
 	tc_auth_forget(token, sizeof(token));
 	ts_auth_free(&creds);
-	free(token_file);
-	free(scoped_file);
+}
+
+/* The options a reload applies: the others need a restart. */
+static const char *const reloadable_names[] = {
+	"log-level", "max-connections", "max-unauthenticated", "handshake-timeout",
+	"idle-timeout", "max-namespace-connections", "token-file", "scoped-tokens", NULL
+};
+
+static bool
+is_reloadable(const char *name)
+{
+	for (int i = 0; reloadable_names[i] != NULL; i++)
+		if (strcmp(reloadable_names[i], name) == 0)
+			return true;
+	return false;
+}
+
+/* Options that may be given more than once, each adding to the others. */
+static bool
+is_repeatable(const char *name)
+{
+	return strcmp(name, "listen") == 0 || strcmp(name, "allow-uid") == 0;
+}
+
+/*
+ * Append to buf what the arguments from..to of args set option name to:
+ * each "--name=value" (or "--name VALUE", or "--name": true) of them, in
+ * order, joined by ", " (the last only, for an option given once).
+ */
+static void
+args_value(int from, int to, char **args, const char *name, int kind, char *buf,
+		   size_t buflen)
+{
+	size_t		len = strlen(name);
+
+	buf[0] = '\0';
+	for (int i = from; i < to; i++)
+	{
+		const char *a = args[i];
+		const char *v;
+
+		if (a == NULL || strncmp(a, "--", 2) != 0 || strncmp(a + 2, name, len) != 0)
+			continue;
+		if (a[2 + len] == '=')
+			v = a + 3 + len;
+		else if (a[2 + len] != '\0')
+			continue;
+		else if (kind == 1)
+			v = "true";
+		else if (i + 1 < to && args[i + 1] != NULL)
+			v = args[++i];
+		else
+			continue;
+		if (buf[0] != '\0' && is_repeatable(name))
+			strncat(buf, ", ", buflen - strlen(buf) - 1);
+		else
+			buf[0] = '\0';
+		strncat(buf, v, buflen - strlen(buf) - 1);
+	}
+}
+
+/* The same, of the file's lines: an option's false leaves it out. */
+static int
+entries_value(const ConfigEntries *e, const char *name, int kind, char *buf, size_t buflen)
+{
+	int			lineno = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < e->n; i++)
+	{
+		const char *v = e->values[i];
+
+		if (strcmp(e->names[i], name) != 0)
+			continue;
+		lineno = e->linenos[i];
+		if (kind == 1)
+		{
+			if (strcmp(v, "false") == 0)
+			{
+				buf[0] = '\0';
+				continue;
+			}
+			v = "true";
+		}
+		if (buf[0] != '\0' && is_repeatable(name))
+			strncat(buf, ", ", buflen - strlen(buf) - 1);
+		else
+			buf[0] = '\0';
+		strncat(buf, v, buflen - strlen(buf) - 1);
+	}
+	return lineno;
+}
+
+/*
+ * Log each setting of the file that this reload does not apply, and why:
+ * an unknown option; one the command line sets otherwise (it wins); one
+ * that needs a restart, set, changed or dropped since the start (the
+ * start's file lines are now->start_args with an origin).  A line that
+ * says what the tserver runs with already is not news.
+ */
+static void
+reload_report_unapplied(const ConfigEntries *e, int argc, char **argv, const TsReloadable *now)
+{
+	char		wanted[1024];
+	char		running[1024];
+
+	for (int i = 0; i < e->n; i++)
+	{
+		const char *name = e->names[i];
+		int			kind;
+		int			lineno;
+
+		if (entries_last(e, name) != i)
+			continue;			/* each option once, at its last line */
+		kind = now->kind != NULL ? now->kind(name) : 0;
+		if (strcmp(name, "config") == 0)
+		{
+			ts_log(TS_LOG_WARNING, "reload: %s:%d: a configuration file cannot name another: "
+				   "not applied", e->path, e->linenos[i]);
+			continue;
+		}
+		if (kind < 0)
+		{
+			ts_log(TS_LOG_WARNING, "reload: %s:%d: unknown option \"%s\": not applied", e->path,
+				   e->linenos[i], name);
+			continue;
+		}
+		lineno = entries_value(e, name, kind, wanted, sizeof(wanted));
+		if (argv_sets(argc, argv, name))
+		{
+			args_value(1, argc, argv, name, kind, running, sizeof(running));
+			if (strcmp(wanted, running) != 0)
+				ts_log(TS_LOG_WARNING, "reload: %s:%d: %s not applied: the command line's "
+					   "--%s (%s) wins", e->path, lineno, name, name, running);
+			continue;
+		}
+		if (is_reloadable(name))
+			continue;			/* applied, or its error logged */
+		args_value(1, now->start_argc, now->start_args, name, kind, running, sizeof(running));
+		if (strcmp(wanted, running) != 0)
+			ts_log(TS_LOG_WARNING, "reload: %s:%d: %s = %s not applied: it needs a restart "
+				   "(the tserver runs with %s)", e->path, lineno, name,
+				   wanted[0] != '\0' || kind != 1 ? wanted : "false",
+				   running[0] != '\0' ? running : "its default");
+	}
+
+	/* what the file set at the start and sets no more */
+	for (int i = 1; i < now->start_argc; i++)
+	{
+		const char *a = now->start_args[i];
+		char		name[128];
+		size_t		len;
+
+		if (now->start_origins == NULL || now->start_origins[i] == NULL ||
+			strncmp(a, "--", 2) != 0)
+			continue;
+		len = strcspn(a + 2, "=");
+		if (len >= sizeof(name))
+			continue;
+		memcpy(name, a + 2, len);
+		name[len] = '\0';
+		if (entries_last(e, name) >= 0 || argv_sets(argc, argv, name))
+			continue;
+		/* each option once: at its first argument */
+		args_value(1, i, now->start_args, name, 0, running, sizeof(running));
+		if (running[0] != '\0')
+			continue;
+		args_value(1, now->start_argc, now->start_args, name,
+				   now->kind != NULL ? now->kind(name) : 0, running, sizeof(running));
+		if (is_reloadable(name))
+			ts_log(TS_LOG_WARNING, "reload: %s sets %s no more: not applied, it keeps its "
+				   "value until a restart", e->path, name);
+		else
+			ts_log(TS_LOG_WARNING, "reload: %s sets %s no more: not applied, it needs a "
+				   "restart (the tserver runs with %s)", e->path, name, running);
+	}
 }
 
 void
 ts_config_reload(const char *path, int argc, char **argv, struct TsServer *server,
 				 TsReloadable *now)
 {
+	ConfigEntries e = {0};
+	char		err[512];
+
 	if (path != NULL)
+	{
 		ts_log(TS_LOG_INFO, "reload: reading \"%s\" (SIGHUP)", path);
+		if (config_each(path, entries_line, &e, err, sizeof(err)) != 0)
+		{
+			ts_log(TS_LOG_ERROR, "reload: %s: nothing of the file applied, the token files "
+				   "read again", err);
+			entries_free(&e);
+		}
+		else
+			e.path = path;
+	}
 	else
 		ts_log(TS_LOG_INFO, "reload: no --config file: the token files only (SIGHUP)");
-	reload_log_level(path, argc, argv, now);
-	reload_number(path, argc, argv, "max-connections", 1, 1000000, &now->max_connections);
-	reload_number(path, argc, argv, "max-unauthenticated", 1, 1000000,
+	reload_log_level(&e, argc, argv, now);
+	reload_number(&e, argc, argv, "max-connections", 1, 1000000, &now->max_connections);
+	reload_number(&e, argc, argv, "max-unauthenticated", 1, 1000000,
 				  &now->max_unauthenticated);
-	reload_number(path, argc, argv, "handshake-timeout", 1, 3600, &now->handshake_timeout_s);
-	reload_number(path, argc, argv, "idle-timeout", 0, 86400, &now->idle_timeout_s);
-	reload_number(path, argc, argv, "max-namespace-connections", 1, 1000000,
+	reload_number(&e, argc, argv, "handshake-timeout", 1, 3600, &now->handshake_timeout_s);
+	reload_number(&e, argc, argv, "idle-timeout", 0, 86400, &now->idle_timeout_s);
+	reload_number(&e, argc, argv, "max-namespace-connections", 1, 1000000,
 				  &now->max_namespace_connections);
 	ts_server_set_limits(server, now->max_connections,
 						 now->max_unauthenticated < now->max_connections ?
 						 now->max_unauthenticated : now->max_connections,
 						 now->handshake_timeout_s * 1000, now->idle_timeout_s * 1000,
 						 now->max_namespace_connections);
-	reload_tokens(path, argc, argv, server, now);
+	reload_tokens(&e, argc, argv, server, now);
+	if (e.path != NULL)
+		reload_report_unapplied(&e, argc, argv, now);
+	entries_free(&e);
 }

@@ -28,20 +28,14 @@ const char *ts_config_path(int argc, char **argv);
  * "--name") arguments, those the command line argv also sets left out;
  * kind(name) says whether an option takes a value (0), none (1), or is
  * unknown (-1: an error).  The merged
- * argument vector (argv[0], the file's, then argv's others) into *out
- * (malloc'd, kept for the process's life).  0, or -1 with err naming the
- * file and line.
+ * argument vector (argv[0], the file's, then argv's others) into *out_argv,
+ * and where each came from into *out_origins (as many: "FILE:LINE" for
+ * the file's, NULL for the command line's), both malloc'd, kept for the
+ * process's life.  0, or -1 with err naming the file and line.
  */
 int			ts_config_merge(const char *path, int argc, char **argv,
 							int (*kind) (const char *name),
-							int *out_argc, char ***out_argv, char *err, size_t errlen);
-
-/*
- * The value the file at path gives option name (the last line for it), as
- * a malloc'd string into *value (NULL: not set); for a reload.  0, or -1
- * with err.
- */
-int			ts_config_value(const char *path, const char *name, char **value,
+							int *out_argc, char ***out_argv, char ***out_origins,
 							char *err, size_t errlen);
 
 /*
@@ -63,6 +57,11 @@ typedef struct TsReloadable
 	char	   *owned_scoped_file;
 	bool		uids_admit;		/* --allow-uid given: no token may be needed */
 	bool		insecure;		/* --insecure: anyone */
+	/* what the tserver started with, to tell what a reload leaves out */
+	int			start_argc;
+	char	  **start_args;		/* [start_argc]: the merged arguments */
+	char	  **start_origins;	/* [start_argc]: "FILE:LINE" of the file's */
+	int			(*kind) (const char *name); /* ts_config_merge's */
 } TsReloadable;
 
 struct TsServer;
@@ -73,8 +72,11 @@ struct TsServer;
  * line argv does not, validated as at start, applied to server and to
  * *now (an option whose line is gone keeps its value).  Tokens are read
  * again from the token and scoped tokens files; connections proven with
- * the old ones keep them.  Anything wrong is logged and leaves that option
- * as it was; the rest applies.  On the accept loop's thread.
+ * the old ones keep them.  Anything wrong is logged, naming the file and
+ * line, and leaves that option as it was; the rest applies.  Each setting
+ * of the file left unapplied is logged with why: unknown, the command
+ * line's wins, or it needs a restart (set, changed or dropped since the
+ * start).  On the accept loop's thread.
  */
 void		ts_config_reload(const char *path, int argc, char **argv, struct TsServer *server,
 							 TsReloadable *now);

@@ -112,17 +112,25 @@ usage(FILE *out)
 			(unsigned) (TC_FRAME_MAX_DEFAULT / TS_MB), defaults.in_doubt_wait_ms);
 }
 
+/* Where the option being parsed came from ("FILE:LINE"), or NULL. */
+static const char *bad_origin;
+
 void
 ts_options_bad(const char *fmt,...)
 {
 	va_list		args;
+	char		message[1024];
+	const char *text = message;
 
-	fprintf(stderr, "tserver: ");
 	va_start(args, fmt);
-	vfprintf(stderr, fmt, args);
+	vsnprintf(message, sizeof(message), fmt, args);
 	va_end(args);
-	fprintf(stderr, "\n\n");
-	usage(stderr);
+	/* a file's line names its option without dashes */
+	if (bad_origin != NULL && strncmp(text, "--", 2) == 0)
+		text += 2;
+	fprintf(stderr, "tserver: %s%s%s\n", bad_origin != NULL ? bad_origin : "",
+			bad_origin != NULL ? ": " : "", text);
+	fprintf(stderr, "Try \"tserver --help\" for more information.\n");
 	exit(EXIT_USAGE);
 }
 
@@ -280,7 +288,7 @@ ts_options_kind(const char *name)
 }
 
 void
-ts_options_parse(int argc, char **argv, TsMainOptions *options)
+ts_options_parse(int argc, char **argv, char *const *origins, TsMainOptions *options)
 {
 	TsStoreOptions store_defaults;
 	int			opt;
@@ -308,10 +316,18 @@ ts_options_parse(int argc, char **argv, TsMainOptions *options)
 		exit(1);
 	}
 
-	while ((opt = getopt_long(argc, argv, "", long_options, NULL)) != -1)
+	/*
+	 * "+": no reordering, so origins[] stays argv's (an argument that is no
+	 * option stops the loop, and is refused below); ":": a missing value
+	 * told apart.  The errors are ours.
+	 */
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "+:", long_options, NULL)) != -1)
 	{
 		char		err[256];
 
+		/* a file's option is one argument, "--name=value" */
+		bad_origin = origins != NULL && optind > 1 ? origins[optind - 1] : NULL;
 		switch (opt)
 		{
 			case OPT_DATA:
@@ -462,13 +478,18 @@ ts_options_parse(int argc, char **argv, TsMainOptions *options)
 			case OPT_VERSION:
 				printf("tserver %s\n", TS_VERSION);
 				exit(0);
+			case ':':
+				ts_options_bad("option \"%s\" needs a value", argv[optind - 1]);
 			default:
-				/* getopt_long has said what is wrong */
-				fprintf(stderr, "\n");
-				usage(stderr);
-				exit(EXIT_USAGE);
+				if (optopt >= OPT_DATA)
+					ts_options_bad("option \"%.*s\" takes no value",
+								   (int) strcspn(argv[optind - 1], "="), argv[optind - 1]);
+				if (optopt != 0)
+					ts_options_bad("invalid option \"-%c\"", optopt);
+				ts_options_bad("unrecognized option \"%s\"", argv[optind - 1]);
 		}
 	}
+	bad_origin = NULL;
 	if (optind < argc)
 		ts_options_bad("unexpected argument \"%s\"", argv[optind]);
 	if (options->data_dir == NULL)

@@ -64,13 +64,19 @@ typedef struct TsMainOptions
 	unsigned	raft_log_entries;	/* entries between snapshots */
 } TsMainOptions;
 
-/* Fill options from argv, or exit with a usage error (status EXIT_USAGE). */
-void		ts_options_parse(int argc, char **argv, TsMainOptions *options);
+/*
+ * Fill options from argv, or exit with a usage error (status EXIT_USAGE):
+ * one line saying what is wrong, naming the file and line of a
+ * configuration file's option (origins: NULL, or where each of argv came
+ * from, ts_config_merge's), and a pointer to --help.
+ */
+void		ts_options_parse(int argc, char **argv, char *const *origins,
+							 TsMainOptions *options);
 
 /* Whether option name takes a value (0), none (1), or is unknown (-1). */
 int			ts_options_kind(const char *name);
 
-/* Report a bad argument on stderr and exit with EXIT_USAGE. */
+/* Report a bad argument on stderr, in one line, and exit with EXIT_USAGE. */
 void		ts_options_bad(const char *fmt,...)
 			__attribute__((format(printf, 1, 2), noreturn));
 

@@ -178,25 +178,118 @@ backup_check_path(const char *path, size_t len, const char *root, char *out, TsE
 }
 
 /*
- * The directory must not exist and its parent must, outside the data
- * directory (a backup there would be taken for staging, or back itself
- * up).  Its parent into parent.  0, or -1 with err.
+ * Whether existing, a directory that exists, is outside the data directory
+ * (a backup there would be taken for staging, or back itself up); dir is
+ * the backup's, for the message.  0, or -1 with err.
+ */
+static int
+backup_check_outside_data(TsStore *store, const char *existing, const char *dir, TsError *err)
+{
+	char		real_existing[PATH_MAX];
+	char		real_data[PATH_MAX];
+	size_t		dlen;
+
+	if (realpath(existing, real_existing) == NULL || realpath(store->dir, real_data) == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+					 "could not resolve \"%s\": %s", existing, strerror(errno));
+		return -1;
+	}
+	dlen = strlen(real_data);
+	if (strncmp(real_existing, real_data, dlen) == 0 &&
+		(real_existing[dlen] == '\0' || real_existing[dlen] == '/'))
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "backup directory \"%s\" must not be inside the tserver's data directory",
+					 dir);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Make parent, a directory that does not exist, and those of its parents
+ * that do not (mode 0700, as a data directory's), once its deepest
+ * existing one is known to be outside the data directory.  0, or -1 with
+ * err saying what is needed.
+ */
+static int
+backup_make_parents(TsStore *store, const char *parent, const char *dir, TsError *err)
+{
+	char		have[TS_BACKUP_PATH_MAX + 1];
+	char		make[TS_BACKUP_PATH_MAX + 1];
+	struct stat st;
+	char	   *slash;
+
+	/* the deepest ancestor that exists ("" is the root) */
+	strcpy(have, parent);
+	for (;;)
+	{
+		slash = strrchr(have, '/');
+		*slash = '\0';
+		if (stat(have[0] != '\0' ? have : "/", &st) == 0)
+			break;
+		if (errno != ENOENT && errno != ENOTDIR)
+		{
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+						 "could not look up \"%s\": %s", have, strerror(errno));
+			return -1;
+		}
+	}
+	if (!S_ISDIR(st.st_mode))
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "\"%s\" is not a directory: the backup \"%s\" cannot be made under it",
+					 have, dir);
+		return -1;
+	}
+	if (backup_check_outside_data(store, have[0] != '\0' ? have : "/", dir, err) != 0)
+		return -1;
+
+	strcpy(make, parent);		/* each missing one made, top down */
+	for (slash = make + strlen(have) + 1;; slash++)
+	{
+		bool		last;
+
+		slash += strcspn(slash, "/");
+		last = *slash == '\0';
+		*slash = '\0';
+		if (mkdir(make, 0700) != 0 && errno != EEXIST)
+		{
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+						 "could not create directory \"%s\" for the backup \"%s\": %s (create "
+						 "it, writable by the tserver's user, or back up elsewhere)",
+						 make, dir, strerror(errno));
+			return -1;
+		}
+		strcpy(have, make);
+		*strrchr(have, '/') = '\0';
+		ts_sync_dir(have[0] != '\0' ? have : "/");
+		if (last)
+			break;
+		*slash = '/';
+	}
+	ts_log(TS_LOG_INFO, "backup: created directory \"%s\"", parent);
+	return 0;
+}
+
+/*
+ * The directory must not exist, outside the data directory; its parent is
+ * made when missing.  Its parent into parent.  0, or -1 with err.
  */
 static int
 backup_check_place(TsStore *store, const char *dir, char *parent, TsError *err)
 {
 	struct stat st;
-	char		real_parent[PATH_MAX];
-	char		real_data[PATH_MAX];
-	size_t		dlen;
 
 	if (lstat(dir, &st) == 0)
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
-					 "backup directory \"%s\" already exists", dir);
+					 "backup directory \"%s\" already exists: back up into a new directory "
+					 "(the backup makes it, and its missing parents)", dir);
 		return -1;
 	}
-	if (errno != ENOENT)
+	if (errno != ENOENT && errno != ENOTDIR)	/* ENOTDIR: a file above, said below */
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
 					 "backup directory \"%s\" cannot be looked up: %s", dir, strerror(errno));
@@ -206,28 +299,19 @@ backup_check_place(TsStore *store, const char *dir, char *parent, TsError *err)
 	*strrchr(parent, '/') = '\0';
 	if (parent[0] == '\0')
 		strcpy(parent, "/");
-	if (stat(parent, &st) != 0 || !S_ISDIR(st.st_mode))
+	if (stat(parent, &st) != 0)
+	{
+		if (backup_make_parents(store, parent, dir, err) != 0)
+			return -1;
+	}
+	else if (!S_ISDIR(st.st_mode))
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
-					 "the parent directory \"%s\" of the backup does not exist", parent);
+					 "\"%s\" is not a directory: the backup \"%s\" cannot be made under it",
+					 parent, dir);
 		return -1;
 	}
-	if (realpath(parent, real_parent) == NULL || realpath(store->dir, real_data) == NULL)
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
-					 "could not resolve \"%s\": %s", parent, strerror(errno));
-		return -1;
-	}
-	dlen = strlen(real_data);
-	if (strncmp(real_parent, real_data, dlen) == 0 &&
-		(real_parent[dlen] == '\0' || real_parent[dlen] == '/'))
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
-					 "backup directory \"%s\" must not be inside the tserver's data directory",
-					 dir);
-		return -1;
-	}
-	return 0;
+	return backup_check_outside_data(store, parent, dir, err);
 }
 
 /*
@@ -264,7 +348,8 @@ backup_claim_dir(const char *dir, const char *parent, TsError *err)
 	{
 		ts_error_set(err, errno == EEXIST ? TCOPY__ERROR_CODE__ERROR_PROTOCOL :
 					 TCOPY__ERROR_CODE__ERROR_STORAGE,
-					 errno == EEXIST ? "backup directory \"%s\" already exists" :
+					 errno == EEXIST ? "backup directory \"%s\" already exists: back up into "
+					 "a new directory (the backup makes it, and its missing parents)" :
 					 "could not create backup directory \"%s\": %s", dir, strerror(errno));
 		ts_remove_tree(tmp);
 		return -1;
