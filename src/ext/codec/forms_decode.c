@@ -34,6 +34,31 @@
 
 #include "forms_int.h"
 
+/* Error context of a stored value not valid in the database encoding. */
+static void
+decode_text_error_callback(void *arg)
+{
+	const char *const *names = (const char *const *) arg;
+
+	errcontext("column \"%s\" of foreign table \"%s\"", names[0], names[1]);
+}
+
+void
+tcopy_report_invalid_text(const char *attname, const char *relname, int encoding,
+						  const uint8 *data, size_t len)
+{
+	ErrorContextCallback callback;
+	const char *names[2] = {attname, relname};
+
+	callback.callback = decode_text_error_callback;
+	callback.arg = (void *) names;
+	callback.previous = error_context_stack;
+	error_context_stack = &callback;
+	pg_verify_mbstr(encoding, (const char *) data, (int) len, false);
+	error_context_stack = callback.previous;
+	elog(ERROR, "text of column \"%s\" failed and passed the encoding check", attname);
+}
+
 /*
  * Decoding.  Every read is bounds-checked: stored bytes come from a
  * tserver, and a malformed value is an error naming the column.

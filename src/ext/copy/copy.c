@@ -79,19 +79,6 @@
 bool		tcopy_raw_fields = true;	/* tcopy.raw_fields */
 int			tcopy_copy_workers = 2;	/* tcopy.copy_workers */
 
-/* Whether the hook can load rel itself (see the file comment). */
-bool
-tcopy_relation_is_accelerable(Relation rel)
-{
-	TupleDesc	desc = RelationGetDescr(rel);
-
-	if (rel->trigdesc != NULL)
-		return false;
-	if (desc->constr != NULL && desc->constr->has_generated_stored)
-		return false;
-	return true;
-}
-
 /* DoCopy's role checks for COPY FROM a server file or program. */
 static void
 check_copy_source_privileges(const CopyStmt *stmt)

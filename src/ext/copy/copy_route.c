@@ -61,6 +61,23 @@
 #include "tcopy/fdw.h"
 #include "tcopy/copy.h"
 
+/*
+ * Whether the hook can load rel itself: no triggers a COPY would fire, no
+ * stored generated columns (copy.c's file comment says why); for a plain
+ * table (copy.c) and for each table of a partition tree (below).
+ */
+bool
+tcopy_relation_is_accelerable(Relation rel)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	if (rel->trigdesc != NULL)
+		return false;
+	if (desc->constr != NULL && desc->constr->has_generated_stored)
+		return false;
+	return true;
+}
+
 /* settings, registered in tcopy.c */
 int			tcopy_copy_batch_memory_kb = 64 * 1024;	/* tcopy.copy_batch_memory */
 

@@ -1,7 +1,7 @@
 /*
  * key_range.c
  *		The key range a scan or a direct modify reads: the planner's
- *		candidate bounds (fdw.c, tcopy_clause_key_bound) that fall on the
+ *		candidate bounds (tcopy_clause_key_bound, here) that fall on the
  *		table's key, when it is a single column stored as an integer,
  *		combined into one range, as the wire carries it and as EXPLAIN
  *		shows it.
@@ -10,15 +10,93 @@
 #include "postgres.h"
 
 #include "access/stratnum.h"
+#include "catalog/pg_opfamily_d.h"
 #include "catalog/pg_type_d.h"
 #include "commands/explain.h"
 #include "executor/executor.h"
+#include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/rel.h"
 
 #include "tcopy/codec.h"
 #include "tcopy/fdw.h"
+
+/*
+ * A value a key bound may compare with: a non-null integer constant, or a
+ * parameter of the statement of an integer type (a prepared statement's
+ * $1: evaluated when the scan begins).
+ */
+static bool
+tcopy_bound_value(Node *node)
+{
+	Oid			type;
+
+	if (IsA(node, Const))
+	{
+		if (((Const *) node)->constisnull)
+			return false;
+		type = ((Const *) node)->consttype;
+	}
+	else if (IsA(node, Param) && ((Param *) node)->paramkind == PARAM_EXTERN)
+		type = ((Param *) node)->paramtype;
+	else
+		return false;
+	return type == INT2OID || type == INT4OID || type == INT8OID;
+}
+
+/*
+ * If clause compares a column of relation relid of an integer type with a
+ * bound value (tcopy_bound_value) by a btree operator, append (attnum,
+ * strategy, value) to *bounds, the strategy read as "column strategy
+ * value", and return the attnum; else 0.
+ */
+AttrNumber
+tcopy_clause_key_bound(Index relid, Expr *clause, List **bounds)
+{
+	OpExpr	   *op;
+	Node	   *left;
+	Node	   *right;
+	Var		   *var;
+	Node	   *value;
+	int			strategy;
+
+	if (!IsA(clause, OpExpr))
+		return 0;
+	op = (OpExpr *) clause;
+	if (list_length(op->args) != 2)
+		return 0;
+	left = linitial(op->args);
+	right = lsecond(op->args);
+
+	/* membership in integer_ops makes both operands int2, int4 or int8 */
+	strategy = get_op_opfamily_strategy(op->opno, INTEGER_BTREE_FAM_OID);
+	if (strategy == InvalidStrategy)
+		return 0;
+	if (IsA(left, Var) && tcopy_bound_value(right))
+	{
+		var = (Var *) left;
+		value = right;
+	}
+	else if (tcopy_bound_value(left) && IsA(right, Var))
+	{
+		var = (Var *) right;
+		value = left;
+		/* "const < column" is "column > const" */
+		strategy = BTMaxStrategyNumber + 1 - strategy;
+	}
+	else
+		return 0;
+
+	if (var->varno != relid || var->varlevelsup != 0 || var->varattno <= 0)
+		return 0;
+
+	*bounds = lappend(*bounds, list_make3(makeInteger(var->varattno),
+										  makeInteger(strategy),
+										  copyObject(value)));
+	return var->varattno;
+}
 
 /* Whether bound (value, inclusive) is tighter than the current one. */
 static bool

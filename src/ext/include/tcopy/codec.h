@@ -202,7 +202,7 @@ extern void tcopy_encode_images(TcopyRelCodec *codec, TcopyRowBuf *row);
 
 /*
  * Raise Postgres' error for stored text not valid in the database encoding,
- * with a context naming the column.
+ * with a context naming the column (forms_decode.c).
  */
 extern void tcopy_report_invalid_text(const char *attname, const char *relname,
 									  int encoding, const uint8 *data,

@@ -45,8 +45,6 @@ struct QueryEnvironment;
 /* false when the statement is not one tcopy takes: Postgres runs it */
 extern bool tcopy_copy_from(const struct CopyStmt *stmt, const char *query_string,
 							struct QueryEnvironment *query_env, uint64 *processed);
-/* Whether rel has nothing that needs Postgres' COPY: triggers, generated columns. */
-extern bool tcopy_relation_is_accelerable(Relation rel);
 
 /* in copy_source.c: a COPY's input as bytes, for a parallel COPY's leader */
 struct ParseState;
@@ -220,6 +218,9 @@ extern Datum tcopy_field_datum(struct CopyFromStateData *cstate, TcopyFieldPlan 
 
 /* in copy_route.c: COPY into a partitioned table of tcopy tables */
 typedef struct TcopyRoute TcopyRoute;
+
+/* Whether rel has nothing that needs Postgres' COPY: triggers, generated columns. */
+extern bool tcopy_relation_is_accelerable(Relation rel);
 
 /* Whether partitioned table relid's COPY is routed by tcopy (locks its tree). */
 extern bool tcopy_route_takes(Oid relid);
