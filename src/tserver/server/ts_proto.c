@@ -52,12 +52,6 @@
 #define PROTO_DECODE_FACTOR 16	/* unpacked bytes per byte of frame limit */
 #define PROTO_DECODE_SLACK (16 * 1024 * 1024)
 #define PROTO_DECODE_WAIT_MS 30000	/* default wait for the total budget */
-#define PROTO_DECODE_POLL_MS 5	/* how often a waiting frame looks again */
-
-static const char *const proto_phase_names[] = {
-	"awaiting hello", "ready", "in write session", "in write session with streams",
-	"in a stream of a write session"
-};
 
 void
 ts_proto_shared_init(TsProtoShared *shared, uint32_t max_frame_bytes)
@@ -151,276 +145,6 @@ ts_proto_check_header(const TsProto *proto, const uint8_t *header,
 		return -1;
 	}
 	return 0;
-}
-
-/* Pack msg as a frame of type and send it.  Returns 0, or -1 with err. */
-int
-ts_proto_reply(TsProto *proto, Tcopy__FrameType type, const ProtobufCMessage *msg,
-			TsError *err)
-{
-	int			rc;
-
-	if (!tc_frame_append(&proto->out, type, msg))
-	{
-		proto->out.len = 0;
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL,
-					 "out of memory packing a %s frame", tc_frame_type_name(type));
-		return -1;
-	}
-	rc = proto->send(proto->send_arg, proto->out.data, proto->out.len, err);
-	proto->out.len = 0;
-	return rc;
-}
-
-/*
- * ProtobufCAllocator of the frame arena that refuses to pass the frame's
- * budget, or the total that all connections' frames share (charged here,
- * given back after the frame, proto_decode_uncharge).
- */
-static void *
-proto_decode_alloc(void *ctx, size_t size)
-{
-	TsProto    *proto = ctx;
-	TsProtoShared *shared = proto->shared;
-
-	if (size > proto->decode_budget ||
-		proto->frame_arena.used_bytes > proto->decode_budget - size)
-	{
-		proto->decode_over_budget = true;
-		return NULL;
-	}
-	if (shared->decode_total_bytes > 0)
-	{
-		size_t		before = atomic_fetch_add(&shared->decode_in_use, size);
-
-		if (before + size > shared->decode_total_bytes || before + size < before)
-		{
-			atomic_fetch_sub(&shared->decode_in_use, size);
-			proto->decode_over_total = true;
-			/* what it needs at least, and what others hold */
-			proto->decode_needed = proto->decode_charged + size;
-			proto->decode_others = before - proto->decode_charged;
-			return NULL;
-		}
-		if (proto->tenant != NULL)
-		{
-			/* a namespace may hold half of it: no tenant starves the others */
-			size_t		mine = atomic_fetch_add(&proto->tenant->decode_in_use, size);
-
-			if (mine + size > shared->decode_total_bytes / 2 || mine + size < mine)
-			{
-				atomic_fetch_sub(&proto->tenant->decode_in_use, size);
-				atomic_fetch_sub(&shared->decode_in_use, size);
-				proto->decode_over_total = proto->decode_over_share = true;
-				proto->decode_needed = proto->decode_charged_share + size;
-				proto->decode_others = mine - proto->decode_charged_share;
-				return NULL;
-			}
-			proto->decode_charged_share += size;
-		}
-		proto->decode_charged += size;
-	}
-	return tc_arena_alloc(&proto->frame_arena, size);
-}
-
-/* Give back what the current frame holds of the total decode budget. */
-static void
-proto_decode_uncharge(TsProto *proto)
-{
-	if (proto->decode_charged > 0)
-	{
-		atomic_fetch_sub(&proto->shared->decode_in_use, proto->decode_charged);
-		if (proto->tenant != NULL)
-			atomic_fetch_sub(&proto->tenant->decode_in_use, proto->decode_charged_share);
-		proto->decode_charged = proto->decode_charged_share = 0;
-	}
-}
-
-/*
- * proto_decode_wait for a frame that ran out of its namespace's half of
- * the decoding memory: wait, as long, for the namespace's other
- * connections to give back enough.
- */
-static bool
-proto_decode_wait_share(TsProto *proto, const char *what, uint32_t len, int *waited_ms,
-						TsError *err)
-{
-	TsProtoShared *shared = proto->shared;
-	size_t		share = shared->decode_total_bytes / 2;
-	char		ns[PROTO_LOG_NAME_MAX];
-
-	while (proto->decode_others > 0 && proto->decode_needed <= share)
-	{
-		struct timespec pause = {0, PROTO_DECODE_POLL_MS * 1000000L};
-
-		if (atomic_load(&proto->tenant->decode_in_use) + proto->decode_needed <= share)
-			return true;
-		if (*waited_ms >= shared->decode_wait_ms ||
-			(shared->stopping != NULL && atomic_load(shared->stopping)))
-			break;
-		nanosleep(&pause, NULL);
-		*waited_ms += PROTO_DECODE_POLL_MS;
-	}
-	ts_proto_printable(proto->tenant->ns, ns, sizeof(ns));
-	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_TOO_LARGE,
-				 "a %s message of %" PRIu32 " bytes %s: namespace \"%s\" may hold %zu bytes "
-				 "of decoding memory at once (half of --decode-memory-mb)", what, len,
-				 proto->decode_others > 0 && proto->decode_needed <= share ?
-				 "waited for decoding memory its namespace's other connections hold" :
-				 "unpacks into more than its namespace may hold", ns, share);
-	return false;
-}
-
-/*
- * After a decode that ran out of the total budget: give back what the
- * frame got, and wait for other connections to give back enough of theirs
- * for it.  Returns true to try again; false with err (ERROR_TOO_LARGE) when
- * the frame alone needs more than the total, when the wait is over, or
- * when the server is stopping.  Waiting, not failing at once, is what
- * keeps a normal COPY going beside a burst of large frames; the wait is
- * bounded so that a flood cannot hold connections forever.
- */
-static bool
-proto_decode_wait(TsProto *proto, const char *what, uint32_t len, int *waited_ms,
-				  TsError *err)
-{
-	TsProtoShared *shared = proto->shared;
-
-	proto_decode_uncharge(proto);
-	tc_arena_reset(&proto->frame_arena);
-	if (proto->decode_over_share)
-		return proto_decode_wait_share(proto, what, len, waited_ms, err);
-	if (proto->decode_others == 0 || proto->decode_needed > shared->decode_total_bytes)
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_TOO_LARGE,
-					 "a %s message of %" PRIu32 " bytes unpacks into more than the %zu bytes "
-					 "of memory all connections share for decoding (--decode-memory-mb)",
-					 what, len, shared->decode_total_bytes);
-		return false;
-	}
-	for (;;)
-	{
-		struct timespec pause = {0, PROTO_DECODE_POLL_MS * 1000000L};
-
-		if (atomic_load(&shared->decode_in_use) + proto->decode_needed <= shared->decode_total_bytes)
-			return true;
-		if (*waited_ms >= shared->decode_wait_ms ||
-			(shared->stopping != NULL && atomic_load(shared->stopping)))
-			break;
-		nanosleep(&pause, NULL);
-		*waited_ms += PROTO_DECODE_POLL_MS;
-	}
-	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_TOO_LARGE,
-				 "the tserver is overloaded: a %s message of %" PRIu32 " bytes waited %d ms "
-				 "for decoding memory, all %zu bytes of which other connections hold "
-				 "(--decode-memory-mb)", what, len, *waited_ms, shared->decode_total_bytes);
-	return false;
-}
-
-/* Arena memory is freed by the reset after each frame. */
-static void
-proto_decode_free(void *ctx, void *ptr)
-{
-	(void) ctx;
-	(void) ptr;
-}
-
-/*
- * Unpack a payload into the frame arena; NULL with err when malformed
- * (ERROR_PROTOCOL) or when it would take more than the decode budget
- * (ERROR_TOO_LARGE).
- */
-void *
-ts_proto_unpack(TsProto *proto, const ProtobufCMessageDescriptor *descriptor,
-			 const uint8_t *payload, uint32_t len, TsError *err)
-{
-	ProtobufCMessage *msg;
-	int			waited_ms = 0;
-
-	for (;;)
-	{
-		proto->decode_over_budget = proto->decode_over_total = proto->decode_over_share = false;
-		msg = protobuf_c_message_unpack(descriptor, &proto->decode_allocator, len, payload);
-		if (msg != NULL)
-			return msg;
-		if (!proto->decode_over_total)
-			break;
-		if (!proto_decode_wait(proto, descriptor->short_name, len, &waited_ms, err))
-			return NULL;
-	}
-	if (proto->decode_over_budget)
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_TOO_LARGE,
-					 "a %s message of %" PRIu32 " bytes unpacks into more than %zu bytes of memory",
-					 descriptor->short_name, len, proto->decode_budget);
-	else
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
-					 "malformed %s message", descriptor->short_name);
-	return NULL;
-}
-
-/*
- * Decode a WRITE payload into *batch, as ts_proto_unpack would, with
- * ts_batch_decode: its arrays in the frame arena, within the decode budget,
- * its blobs pointing into payload (valid until the next frame is read, and
- * the batch is done with before).  Returns batch, or NULL with err.
- */
-Tcopy__WriteBatch *
-ts_proto_decode_write(TsProto *proto, const uint8_t *payload, uint32_t len,
-				   Tcopy__WriteBatch *batch, TsError *err)
-{
-	int			waited_ms = 0;
-
-	for (;;)
-	{
-		proto->decode_over_budget = proto->decode_over_total = proto->decode_over_share = false;
-		switch (ts_batch_decode(payload, len, &proto->decode_allocator, batch))
-		{
-			case TS_BATCH_DECODE_OK:
-				return batch;
-			case TS_BATCH_DECODE_MALFORMED:
-				ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
-							 "malformed %s message", tcopy__write_batch__descriptor.short_name);
-				return NULL;
-			case TS_BATCH_DECODE_NO_MEMORY:
-				break;
-		}
-		if (!proto->decode_over_total)
-			break;
-		if (!proto_decode_wait(proto, tcopy__write_batch__descriptor.short_name, len,
-							   &waited_ms, err))
-			return NULL;
-	}
-	if (proto->decode_over_budget)
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_TOO_LARGE,
-					 "a %s message of %" PRIu32 " bytes unpacks into more than %zu bytes of memory",
-					 tcopy__write_batch__descriptor.short_name, len, proto->decode_budget);
-	else
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL,
-					 "out of memory decoding a %s message of %" PRIu32 " bytes",
-					 tcopy__write_batch__descriptor.short_name, len);
-	return NULL;
-}
-
-/* A frame that is not allowed now: always a protocol error. */
-int
-ts_proto_unexpected(TsProto *proto, Tcopy__FrameType type, const char *why, TsError *err)
-{
-	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
-				 "unexpected %s frame in proto \"%s\"%s%s",
-				 tc_frame_type_name(type), proto_phase_names[proto->phase],
-				 why ? ": " : "", why ? why : "");
-	return -1;
-}
-
-/* Copy a client-supplied string for a log line: bounded, printable. */
-void
-ts_proto_printable(const char *src, char *dst, size_t dstlen)
-{
-	size_t		i;
-
-	for (i = 0; src[i] != '\0' && i + 1 < dstlen; i++)
-		dst[i] = (src[i] >= 0x20 && src[i] < 0x7f) ? src[i] : '?';
-	dst[i] = '\0';
 }
 
 /* See ts_proto.h for the contracts of the exported functions. */
@@ -640,32 +364,6 @@ proto_dispatch(TsProto *proto, Tcopy__FrameType type, const uint8_t *payload,
 	return ts_proto_unexpected(proto, type, "only a server sends it", err);
 }
 
-/*
- * Whether a request's long wait should stop (a close waiting for the
- * streams' chunks, a prepare or commit held back behind an in-doubt
- * session): the server is stopping, or the client closed its connection.
- * Nothing else would wake the waiting thread (and, for the streams, those
- * waiting for their turn with it).
- */
-bool
-ts_proto_give_up(void *arg)
-{
-	TsProto    *proto = arg;
-	struct pollfd pfd = {.fd = proto->peer_fd, .events = POLLRDHUP};
-
-	if (proto->shared->stopping != NULL && atomic_load(proto->shared->stopping))
-		return true;
-	return proto->peer_fd >= 0 && poll(&pfd, 1, 0) > 0 &&
-		(pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
-}
-
-void
-ts_proto_frame_done(TsProto *proto)
-{
-	tc_arena_reset(&proto->frame_arena);
-	proto_decode_uncharge(proto);
-}
-
 int
 ts_proto_handle_frame(TsProto *proto, Tcopy__FrameType type,
 					  const uint8_t *payload, uint32_t len, TsError *err)
@@ -689,9 +387,7 @@ ts_proto_init(TsProto *proto, TsProtoShared *shared, uint64_t id,
 	proto->peer_fd = -1;
 	tc_arena_init(&proto->frame_arena, PROTO_ARENA_BLOCK);
 	tc_arena_init(&proto->scan_arena, PROTO_ARENA_BLOCK);
-	proto->decode_allocator.alloc = proto_decode_alloc;
-	proto->decode_allocator.free = proto_decode_free;
-	proto->decode_allocator.allocator_data = proto;
+	ts_proto_decode_allocator_init(proto);
 	proto->decode_budget = (size_t) shared->max_frame_bytes * PROTO_DECODE_FACTOR +
 		PROTO_DECODE_SLACK;
 }
@@ -751,9 +447,9 @@ ts_proto_release(TsProto *proto)
 		ts_store_prepared_detach(proto->shared->store, proto->id);
 	proto->phase = TS_PROTO_AWAIT_HELLO;
 	tc_buf_free(&proto->out);
+	ts_proto_frame_done(proto);		/* gives back the budget it holds */
 	tc_arena_free(&proto->frame_arena);
 	tc_arena_free(&proto->scan_arena);
-	proto_decode_uncharge(proto);
 	free(proto->scope_tables);
 	proto->scope_tables = NULL;
 	proto->nscope_tables = proto->scope_tables_cap = 0;

@@ -1,8 +1,10 @@
 /*
  * ts_proto_int.h
- *		What ts_proto.c, the protocol's state machine (handshake, decoding
- *		budget, dispatch), and ts_proto_requests.c, the handlers of the
- *		requests it dispatches, share.  Private to the tserver's protocol.
+ *		What ts_proto.c, the protocol's state machine (handshake,
+ *		dispatch), the handlers of the requests it dispatches
+ *		(ts_proto_requests.c, ts_proto_stats.c, ts_proto_streams.c) and
+ *		what they all use (ts_proto_frame.c) share.  Private to the
+ *		tserver's protocol.
  */
 #ifndef TS_PROTO_INT_H
 #define TS_PROTO_INT_H
@@ -12,7 +14,10 @@
 #define PROTO_LOG_NAME_MAX 64	/* bytes of a client-supplied name in logs */
 #define PROTO_GID_LOG_MAX 64	/* bytes of a gid in an error message */
 
-/* in ts_proto.c: replies, unpacking within the decoding budget, errors */
+/*
+ * in ts_proto_frame.c: replies, unpacking within the decoding budget,
+ * errors, the checks of a request against the connection
+ */
 extern int ts_proto_reply(TsProto *proto, Tcopy__FrameType type, const ProtobufCMessage *msg,
 			TsError *err);
 extern void *ts_proto_unpack(TsProto *proto, const ProtobufCMessageDescriptor *descriptor,
@@ -21,10 +26,18 @@ extern Tcopy__WriteBatch *ts_proto_decode_write(TsProto *proto, const uint8_t *p
 				   Tcopy__WriteBatch *batch, TsError *err);
 extern int ts_proto_unexpected(TsProto *proto, Tcopy__FrameType type, const char *why, TsError *err);
 extern void ts_proto_printable(const char *src, char *dst, size_t dstlen);
+/* Set proto's decode_allocator: the frame arena, within the budgets. */
+extern void ts_proto_decode_allocator_init(TsProto *proto);
 /* The current frame's message is done with: free it, give back its budget. */
 extern void ts_proto_frame_done(TsProto *proto);
 /* A long wait's give_up (arg: the TsProto): the client or the server is going away. */
 extern bool ts_proto_give_up(void *arg);
+/* seq must follow the connection's last_seq */
+extern int ts_proto_check_seq(TsProto *proto, const char *what, uint64_t seq, TsError *err);
+/* Whether a scoped connection opened table_id. */
+extern bool ts_proto_scope_has_table(const TsProto *proto, uint32_t table_id);
+/* may the connection name table_id (its scope)? */
+extern int ts_proto_check_table_id(TsProto *proto, uint32_t table_id, TsError *err);
 
 /* in ts_proto_stats.c: a scoped namespace's disk quota, weighed every so many bytes */
 #define PROTO_QUOTA_EVERY_BYTES (16 * 1024 * 1024)
@@ -57,9 +70,4 @@ extern int ts_proto_on_join(TsProto *proto, const uint8_t *payload, uint32_t len
 extern int ts_proto_on_chunk(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
 extern int ts_proto_on_stream_write(TsProto *proto, const uint8_t *payload, uint32_t len,
 									TsError *err);
-/* in ts_proto_requests.c: seq must follow the connection's last_seq */
-extern int ts_proto_check_seq(TsProto *proto, const char *what, uint64_t seq, TsError *err);
-/* in ts_proto_requests.c: may the connection name table_id (its scope)? */
-extern int ts_proto_check_table_id(TsProto *proto, uint32_t table_id, TsError *err);
-
 #endif							/* TS_PROTO_INT_H */

@@ -38,38 +38,11 @@ proto_check_table_name(TsProto *proto, const char *name, TsError *err)
 	return -1;
 }
 
-/*
- * A scoped connection may name a table id only when it opened that table
- * (its name checked then): an id it did not open is refused whether or not
- * a table has it.  0, or -1 with err (ERROR_PERMISSION).
- */
-static bool
-proto_scope_has_table(const TsProto *proto, uint32_t table_id)
-{
-	for (size_t i = 0; i < proto->nscope_tables; i++)
-	{
-		if (proto->scope_tables[i] == table_id)
-			return true;
-	}
-	return false;
-}
-
-int
-ts_proto_check_table_id(TsProto *proto, uint32_t table_id, TsError *err)
-{
-	if (proto->scope == NULL || proto_scope_has_table(proto, table_id))
-		return 0;
-	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PERMISSION,
-				 "permission denied for tserver table id %" PRIu32 ": this connection did not open it",
-				 table_id);
-	return -1;
-}
-
 /* Note that a scoped connection opened table_id.  0, or -1 with err. */
 static int
 proto_allow_table_id(TsProto *proto, uint32_t table_id, TsError *err)
 {
-	if (proto->scope == NULL || proto_scope_has_table(proto, table_id))
+	if (proto->scope == NULL || ts_proto_scope_has_table(proto, table_id))
 		return 0;
 	if (proto->nscope_tables == proto->scope_tables_cap)
 	{
@@ -174,18 +147,6 @@ ts_proto_on_begin(TsProto *proto, const uint8_t *payload, uint32_t len, TsError 
 	reply.session_id = session_id;
 	reply.session_key.data = (uint8_t *) ts_session_key(proto->session, &reply.session_key.len);
 	return ts_proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_BEGIN_OK, &reply.base, err);
-}
-
-/* A batch (or modify, or a stream's chunk end) must be next: 0, or -1 with err. */
-int
-ts_proto_check_seq(TsProto *proto, const char *what, uint64_t seq, TsError *err)
-{
-	if (seq == proto->last_seq + 1)
-		return 0;
-	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
-				 "%s out of order: expected seq %" PRIu64 ", got %" PRIu64,
-				 what, proto->last_seq + 1, seq);
-	return -1;
 }
 
 /*
