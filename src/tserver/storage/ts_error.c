@@ -6,6 +6,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void
@@ -38,4 +39,12 @@ ts_error_prefix(TsError *err, const char *what)
 	len += 2;
 	strncpy(err->message + len, message, sizeof(err->message) - len - 1);
 	err->message[sizeof(err->message) - 1] = '\0';
+}
+
+void
+ts_error_rocksdb(TsError *err, const char *what, char *errptr)
+{
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE, "%s: %s", what,
+				 errptr ? errptr : "unknown error");
+	free(errptr);
 }

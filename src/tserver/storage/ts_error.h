@@ -46,4 +46,7 @@ void		ts_error_set(TsError *err, Tcopy__ErrorCode code, const char *fmt,...)
 /* Put "what: " before err's message (cut to fit), its code kept. */
 void		ts_error_prefix(TsError *err, const char *what);
 
+/* A RocksDB error string as a TsError (frees errptr, as RocksDB's C API asks). */
+void		ts_error_rocksdb(TsError *err, const char *what, char *errptr);
+
 #endif							/* TS_ERROR_H */

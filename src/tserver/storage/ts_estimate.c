@@ -28,7 +28,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/statvfs.h>
 
 #include "ts_key.h"
 
@@ -262,27 +261,4 @@ ts_store_tables_bytes(TsStore *store, const uint32_t *ids, size_t n)
 	free(lens);
 	free(sizes);
 	return total;
-}
-
-/* A RocksDB integer property of family cf, or 0. */
-static uint64_t
-property_u64(TsStore *store, rocksdb_column_family_handle_t *cf, const char *name)
-{
-	char	   *value = rocksdb_property_value_cf(store->db, cf, name);
-	uint64_t	n = value != NULL ? strtoull(value, NULL, 10) : 0;
-
-	free(value);
-	return n;
-}
-
-void
-ts_storage_disk_stats(TsStore *store, uint64_t *sst_bytes, uint64_t *free_bytes,
-					  uint64_t *l0_files)
-{
-	struct statvfs vfs;
-
-	*sst_bytes = property_u64(store, store->cf_data, "rocksdb.live-sst-files-size") +
-		property_u64(store, store->cf_meta, "rocksdb.live-sst-files-size");
-	*l0_files = property_u64(store, store->cf_data, "rocksdb.num-files-at-level0");
-	*free_bytes = statvfs(store->dir, &vfs) == 0 ? (uint64_t) vfs.f_bavail * vfs.f_frsize : 0;
 }

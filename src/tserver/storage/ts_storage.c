@@ -34,14 +34,6 @@
 #define TS_ROCKSDB_LOG_LEVEL_WARN 2	/* rocksdb::InfoLogLevel::WARN_LEVEL */
 #define SPACE_MARGIN (4 * 1024 * 1024)
 
-void
-ts_error_rocksdb(TsError *err, const char *what, char *errptr)
-{
-	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE, "%s: %s", what,
-				 errptr ? errptr : "unknown error");
-	free(errptr);
-}
-
 /*
  * Refuse, with the file system's words, a write of `bytes` to RocksDB's WAL
  * when the data directory's file system has not room for it twice (the WAL
@@ -830,49 +822,4 @@ ts_store_open_table(TsStore *store, const char *name, const Tcopy__Schema *schem
 		pthread_rwlock_unlock(&store->tables_lock);
 	}
 	return 0;
-}
-
-/* The count of RocksDB statistics ticker name in text (its dump), or 0. */
-static uint64_t
-statistics_ticker(const char *text, const char *name)
-{
-	const char *p = text;
-	size_t		len = strlen(name);
-
-	while ((p = strstr(p, name)) != NULL)
-	{
-		if ((p == text || p[-1] == '\n') && strncmp(p + len, " COUNT : ", 9) == 0)
-			return strtoull(p + len + 9, NULL, 10);
-		p += len;
-	}
-	return 0;
-}
-
-void
-ts_store_stats(TsStore *store, Tcopy__Stats *stats)
-{
-	if (store->opts.statistics)
-	{
-		char	   *text = rocksdb_options_statistics_get_string(store->options);
-
-		if (text != NULL)
-		{
-			stats->compaction_read_bytes = statistics_ticker(text, "rocksdb.compact.read.bytes");
-			stats->compaction_write_bytes = statistics_ticker(text, "rocksdb.compact.write.bytes");
-			stats->flush_write_bytes = statistics_ticker(text, "rocksdb.flush.write.bytes");
-			stats->wal_syncs = statistics_ticker(text, "rocksdb.wal.synced");
-			stats->stall_micros = statistics_ticker(text, "rocksdb.stall.micros");
-			rocksdb_free(text);
-		}
-	}
-	stats->tables = atomic_load(&store->tables_live);
-	stats->sessions_open = atomic_load(&store->sessions_open);
-	stats->sessions_committed = atomic_load(&store->sessions_committed);
-	stats->sessions_aborted = atomic_load(&store->sessions_aborted);
-	stats->sessions_prepared = atomic_load(&store->sessions_prepared);
-	stats->rows_committed = atomic_load(&store->rows_committed);
-	stats->staged_bytes = atomic_load(&store->staged_bytes);
-	stats->spilled_bytes = atomic_load(&store->spilled_bytes);
-	stats->memory_budget_bytes = store->opts.memory_bytes;
-	ts_storage_disk_stats(store, &stats->sst_bytes, &stats->disk_free_bytes, &stats->l0_files);
 }

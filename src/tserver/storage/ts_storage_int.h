@@ -237,12 +237,6 @@ int			ts_storage_files_live(TsStore *store, char *const *files, size_t nfiles,
  */
 rocksdb_checkpoint_t *ts_storage_checkpoint_begin(TsStore *store, TsError *err);
 
-/*
- * The store's live SST bytes (both families), the room left on the data
- * directory's file system, and the data family's files at level 0.
- */
-void		ts_storage_disk_stats(TsStore *store, uint64_t *sst_bytes, uint64_t *free_bytes,
-								  uint64_t *l0_files);
 
 /* The applied index stored with the rows, read at open. */
 int			ts_storage_load_applied(TsStore *store, TsError *err);
@@ -276,9 +270,6 @@ int			ts_remove_tree(const char *dir);
  * (data_sync_retry = off): what the kernel dropped cannot be written again.
  */
 void		ts_sync_dir(const char *dir);
-
-/* A RocksDB error string as a TsError (frees errptr). */
-void		ts_error_rocksdb(TsError *err, const char *what, char *errptr);
 
 /*
  * Test-only points of failure, to check that a crash at any step of
