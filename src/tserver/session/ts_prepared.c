@@ -254,39 +254,265 @@ prepared_scope_prefix(TsStore *store, const TsSession *session, const char *scop
 	return prefix;
 }
 
+/*
+ * What a PreparedRecord being built points to, malloc'ed: freed together
+ * (prepared_build_free) whether the record was written or not.
+ */
+typedef struct PreparedBuild
+{
+	Tstore__PreparedRecord rec;
+	Tstore__SstFiles sst;
+	char		sst_dir[64];
+	Tstore__RowIdMark *marks;
+	Tstore__RowIdMark **mark_ptrs;
+	Tstore__SessionLabel *labels;
+	Tstore__SessionLabel **label_ptrs;
+	uint32_t   *conflict_tables;
+	char	  **names;
+	char	   *scope_prefix;
+	rocksdb_writebatch_t *wb;	/* the batch rec.write_batch points into */
+} PreparedBuild;
+
+static void
+prepared_build_free(PreparedBuild *b)
+{
+	if (b->wb != NULL)
+		rocksdb_writebatch_destroy(b->wb);
+	free(b->names);
+	free(b->marks);
+	free(b->mark_ptrs);
+	free(b->labels);
+	free(b->label_ptrs);
+	free(b->conflict_tables);
+	free(b->scope_prefix);
+}
+
+/*
+ * The keyless tables' counters, past every row id the session took: a
+ * restart resumes them there.  false when out of memory.
+ */
+static bool
+prepared_fill_rowids(TsSession *session, PreparedBuild *b)
+{
+	Tstore__PreparedRecord *rec = &b->rec;
+
+	b->marks = calloc(session->ntables + 1, sizeof(Tstore__RowIdMark));
+	b->mark_ptrs = calloc(session->ntables + 1, sizeof(Tstore__RowIdMark *));
+	if (b->marks == NULL || b->mark_ptrs == NULL)
+		return false;
+	for (size_t i = 0; i < session->ntables; i++)
+	{
+		TsTable    *table = ts_store_table(session->store, session->tables[i], NULL);
+
+		if (table == NULL || table->layout.nkey > 0)
+			continue;
+		tstore__row_id_mark__init(&b->marks[rec->n_rowids]);
+		b->marks[rec->n_rowids].table_id = table->id;
+		b->marks[rec->n_rowids].next_rowid = atomic_load(&table->next_rowid);
+		b->mark_ptrs[rec->n_rowids] = &b->marks[rec->n_rowids];
+		rec->n_rowids++;
+	}
+	rec->rowids = b->mark_ptrs;
+	return true;
+}
+
+/*
+ * The tables whose keys concurrent sessions check (claimed whole after a
+ * restart), and the load labels, published with the session (a tserver
+ * without labels refuses record version 2).  false when out of memory.
+ */
+static bool
+prepared_fill_claims(TsSession *session, PreparedBuild *b)
+{
+	Tstore__PreparedRecord *rec = &b->rec;
+	const TsConflictPolicy *conflicts;
+	uint32_t	nconflicts;
+
+	if ((nconflicts = ts_conflicts_count(&session->conflicts, &conflicts)) > 0)
+	{
+		b->conflict_tables = calloc(nconflicts, sizeof(uint32_t));
+		if (b->conflict_tables == NULL)
+			return false;
+		for (uint32_t i = 0; i < nconflicts; i++)
+			if (conflicts[i].policy != TCOPY__ON_CONFLICT__ON_CONFLICT_REPLACE)
+				b->conflict_tables[rec->n_conflict_tables++] = conflicts[i].table_id;
+		rec->conflict_tables = b->conflict_tables;
+	}
+	if (session->nlabels > 0)
+	{
+		b->labels = calloc(session->nlabels, sizeof(Tstore__SessionLabel));
+		b->label_ptrs = calloc(session->nlabels, sizeof(Tstore__SessionLabel *));
+		if (b->labels == NULL || b->label_ptrs == NULL)
+			return false;
+		for (size_t i = 0; i < session->nlabels; i++)
+		{
+			tstore__session_label__init(&b->labels[i]);
+			b->labels[i].table_id = session->labels[i].table_id;
+			b->labels[i].label = session->labels[i].label;
+			b->label_ptrs[i] = &b->labels[i];
+		}
+		rec->labels = b->label_ptrs;
+		rec->n_labels = session->nlabels;
+		rec->version = PREPARED_RECORD_VERSION_LABELS;
+	}
+	return true;
+}
+
+/*
+ * The session's rows in the record: its WriteBatch inline, or, spilled,
+ * the names of its SST files, made durable (with the sentinel file, and
+ * on every member of a replica group) before the record that names them.
+ * 0, or -1 with err.
+ */
+static int
+prepared_fill_rows(TsSession *session, const char *gid, PreparedBuild *b, TsError *err)
+{
+	TsStore    *store = session->store;
+	Tstore__PreparedRecord *rec = &b->rec;
+
+	if (session->sst == NULL)
+	{
+		size_t		len;
+
+		/* the batch, then the record packed from it: one copy at a time */
+		b->wb = ts_session_build_batch(session);
+		tc_buf_free(&session->staged);
+		session->noffsets = 0;
+		ts_session_account(session);
+		rec->write_batch.data = (uint8_t *) rocksdb_writebatch_data(b->wb, &len);
+		rec->write_batch.len = len;
+		rec->bytes = len;
+		return 0;
+	}
+	if (write_sentinel_file(session, gid, err) != 0)
+		return -1;
+	/*
+	 * SstFileWriter synced the files; their entries in the session's
+	 * directory, and its own in the staging directory, must be durable
+	 * before the record that names them: here, and on every member of a
+	 * replica group.
+	 */
+	ts_sync_dir(session->dir);
+	ts_sync_dir(store->staging_dir);
+	if (store->group != NULL)
+	{
+		char		sentinel[SESSION_PATH_SIZE];
+		char	   *paths[1] = {sentinel};
+
+		/* its SST files went as each was finished (ts_sst_sink.c) */
+		snprintf(sentinel, sizeof(sentinel), "%s/%s", session->dir, PREPARED_SENTINEL_FILE);
+		if (ts_group_ship_files(store->group, paths, 1, err) != 0)
+			return -1;
+	}
+	b->names = calloc(session->sst->nfiles + 1, sizeof(char *));
+	if (b->names == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory preparing a session");
+		return -1;
+	}
+	for (size_t i = 0; i < session->sst->nfiles; i++)
+		b->names[i] = base_name(session->sst->files[i]);
+	snprintf(b->sst_dir, sizeof(b->sst_dir), "session-%llu", (unsigned long long) session->id);
+	tstore__sst_files__init(&b->sst);
+	b->sst.dir = b->sst_dir;
+	b->sst.sentinel = (char *) PREPARED_SENTINEL_FILE;
+	b->sst.files = b->names;
+	b->sst.n_files = session->sst->nfiles;
+	rec->sst = &b->sst;
+	rec->bytes = session->sst->finished_bytes;
+	return 0;
+}
+
+/*
+ * Build the session's PreparedRecord under gid (as stored) in b.  0, or -1
+ * with err.
+ */
+static int
+prepared_build(TsSession *session, const char *gid, const char *scope, PreparedBuild *b,
+			   TsError *err)
+{
+	Tstore__PreparedRecord *rec = &b->rec;
+
+	tstore__prepared_record__init(rec);
+	rec->version = PREPARED_RECORD_VERSION;
+	rec->gid = (char *) gid;
+	rec->session_id = session->id;
+	rec->rows = session->rows;
+	rec->prepared_at_ms = ts_realtime_ms();
+	rec->tables = session->tables;
+	rec->n_tables = session->ntables;
+	rec->truncates = session->truncates;
+	rec->n_truncates = session->ntruncates;
+	rec->drops = session->drops;
+	rec->n_drops = session->ndrops;
+	b->scope_prefix = prepared_scope_prefix(session->store, session, scope);
+	rec->scope_prefix = b->scope_prefix;
+	if (b->scope_prefix == NULL || !prepared_fill_rowids(session, b) ||
+		!prepared_fill_claims(session, b))
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory preparing a session");
+		return -1;
+	}
+	return prepared_fill_rows(session, gid, b, err);
+}
+
+/*
+ * Write rec, the prepared record of gid, to the store, synced: the moment
+ * the session is prepared.  Frees the inline WriteBatch first (b->wb), one
+ * copy at a time.  0, or -1 with err.
+ */
+static int
+prepared_write_record(TsStore *store, const char *gid, PreparedBuild *b, TsError *err)
+{
+	char		key[sizeof(TS_META_PREPARED_PREFIX) + TS_GID_MAX];
+	rocksdb_writebatch_t *wb;
+	uint8_t    *packed;
+	size_t		packed_len;
+	int			rc;
+
+	packed = record_pack(&b->rec, &packed_len);
+	if (b->wb != NULL)
+	{
+		rocksdb_writebatch_destroy(b->wb);
+		b->wb = NULL;
+		b->rec.write_batch.data = NULL;
+	}
+	if (packed == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory preparing a session");
+		return -1;
+	}
+	if (ts_store_check_space(store, packed_len, err) != 0)
+	{
+		free(packed);
+		return -1;
+	}
+	wb = rocksdb_writebatch_create();
+	rocksdb_writebatch_put_cf(wb, store->cf_meta, key, record_key(gid, key, sizeof(key)),
+							  (const char *) packed, packed_len);
+	free(packed);
+	/* a backup's checkpoint has the record, files and all, or not at all */
+	pthread_rwlock_rdlock(&store->backup_lock);
+	rc = ts_storage_write(store, wb, "could not record the prepared session", err);
+	pthread_rwlock_unlock(&store->backup_lock);
+	rocksdb_writebatch_destroy(wb);
+	return rc;
+}
+
 int
 ts_session_prepare_gid(TsSession *session, const char *client_gid, uint64_t owner,
 					   const char *scope, uint64_t *rows, TsError *err)
 {
 	TsStore    *store = session->store;
-	Tstore__PreparedRecord rec;
-	Tstore__SstFiles sst;
-	Tstore__RowIdMark *marks = NULL;
-	Tstore__RowIdMark **mark_ptrs = NULL;
-	Tstore__SessionLabel *labels = NULL;
-	Tstore__SessionLabel **label_ptrs = NULL;
-	uint32_t   *conflict_tables = NULL;
-	const TsConflictPolicy *conflicts;
-	uint32_t	nconflicts;
-	char	  **names = NULL;
-	char		dir[64];
-	rocksdb_writebatch_t *wb = NULL;
-	uint8_t    *packed = NULL;
-	size_t		packed_len;
-	char		key[sizeof(TS_META_PREPARED_PREFIX) + TS_GID_MAX];
-	int			rc;
-	char	   *scope_prefix = NULL;
+	PreparedBuild build = {0};
+	Tstore__PreparedRecord *rec = &build.rec;
 	bool		recorded = false;
 	int			waited_ms = 0;
 	char		gid[TS_GID_MAX + 1];	/* as stored: its namespace's (ts_gid.c) */
 
 	*rows = session->rows;
-	if (ts_gid_store(scope, client_gid, gid, sizeof(gid), err) != 0)
-	{
-		ts_session_free(session, true);
-		return -1;
-	}
-	if (registry_add(store, gid, PREPARED_PREPARING, owner, err) != 0)
+	if (ts_gid_store(scope, client_gid, gid, sizeof(gid), err) != 0 ||
+		registry_add(store, gid, PREPARED_PREPARING, owner, err) != 0)
 	{
 		ts_session_free(session, true);
 		return -1;
@@ -300,148 +526,9 @@ ts_session_prepare_gid(TsSession *session, const char *client_gid, uint64_t owne
 	 */
 	if (ts_session_wait_in_doubt(session, &waited_ms, err) != 0 ||
 		ts_session_prepare(session, err) != 0 ||
-		ts_session_wait_in_doubt(session, &waited_ms, err) != 0)
-		goto fail;
-
-	tstore__prepared_record__init(&rec);
-	rec.version = PREPARED_RECORD_VERSION;
-	rec.gid = (char *) gid;
-	rec.session_id = session->id;
-	rec.rows = session->rows;
-	rec.prepared_at_ms = ts_realtime_ms();
-	rec.tables = session->tables;
-	rec.n_tables = session->ntables;
-	rec.truncates = session->truncates;
-	rec.n_truncates = session->ntruncates;
-	rec.drops = session->drops;
-	rec.n_drops = session->ndrops;
-	scope_prefix = prepared_scope_prefix(store, session, scope);
-	if (scope_prefix == NULL)
-		goto oom;
-	rec.scope_prefix = scope_prefix;
-
-	/* keyless tables: their counters, past every row id the session took */
-	marks = calloc(session->ntables + 1, sizeof(Tstore__RowIdMark));
-	mark_ptrs = calloc(session->ntables + 1, sizeof(Tstore__RowIdMark *));
-	if (marks == NULL || mark_ptrs == NULL)
-		goto oom;
-	for (size_t i = 0; i < session->ntables; i++)
-	{
-		TsTable    *table = ts_store_table(store, session->tables[i], NULL);
-
-		if (table == NULL || table->layout.nkey > 0)
-			continue;
-		tstore__row_id_mark__init(&marks[rec.n_rowids]);
-		marks[rec.n_rowids].table_id = table->id;
-		marks[rec.n_rowids].next_rowid = atomic_load(&table->next_rowid);
-		mark_ptrs[rec.n_rowids] = &marks[rec.n_rowids];
-		rec.n_rowids++;
-	}
-	rec.rowids = mark_ptrs;
-
-	/* tables whose keys concurrent sessions check: claimed whole after a restart */
-	if ((nconflicts = ts_conflicts_count(&session->conflicts, &conflicts)) > 0)
-	{
-		conflict_tables = calloc(nconflicts, sizeof(uint32_t));
-		if (conflict_tables == NULL)
-			goto oom;
-		for (uint32_t i = 0; i < nconflicts; i++)
-			if (conflicts[i].policy != TCOPY__ON_CONFLICT__ON_CONFLICT_REPLACE)
-				conflict_tables[rec.n_conflict_tables++] = conflicts[i].table_id;
-		rec.conflict_tables = conflict_tables;
-	}
-
-	/* load labels: published with the session; a tserver without labels refuses version 2 */
-	if (session->nlabels > 0)
-	{
-		labels = calloc(session->nlabels, sizeof(Tstore__SessionLabel));
-		label_ptrs = calloc(session->nlabels, sizeof(Tstore__SessionLabel *));
-		if (labels == NULL || label_ptrs == NULL)
-			goto oom;
-		for (size_t i = 0; i < session->nlabels; i++)
-		{
-			tstore__session_label__init(&labels[i]);
-			labels[i].table_id = session->labels[i].table_id;
-			labels[i].label = session->labels[i].label;
-			label_ptrs[i] = &labels[i];
-		}
-		rec.labels = label_ptrs;
-		rec.n_labels = session->nlabels;
-		rec.version = PREPARED_RECORD_VERSION_LABELS;
-	}
-
-	if (session->sst == NULL)
-	{
-		size_t		len;
-
-		/* the batch, then the record packed from it: one copy at a time */
-		wb = ts_session_build_batch(session);
-		tc_buf_free(&session->staged);
-		session->noffsets = 0;
-		ts_session_account(session);
-		rec.write_batch.data = (uint8_t *) rocksdb_writebatch_data(wb, &len);
-		rec.write_batch.len = len;
-		rec.bytes = len;
-	}
-	else
-	{
-		if (write_sentinel_file(session, gid, err) != 0)
-			goto fail;
-		/*
-		 * SstFileWriter synced the files; their entries in the session's
-		 * directory, and its own in the staging directory, must be durable
-		 * before the record that names them: here, and on every member of
-		 * a replica group.
-		 */
-		ts_sync_dir(session->dir);
-		ts_sync_dir(store->staging_dir);
-		if (store->group != NULL)
-		{
-			char		sentinel[SESSION_PATH_SIZE];
-			char	   *paths[1] = {sentinel};
-
-			/* its SST files went as each was finished (ts_sst_sink.c) */
-			snprintf(sentinel, sizeof(sentinel), "%s/%s", session->dir, PREPARED_SENTINEL_FILE);
-			if (ts_group_ship_files(store->group, paths, 1, err) != 0)
-				goto fail;
-		}
-		names = calloc(session->sst->nfiles + 1, sizeof(char *));
-		if (names == NULL)
-			goto oom;
-		for (size_t i = 0; i < session->sst->nfiles; i++)
-			names[i] = base_name(session->sst->files[i]);
-		snprintf(dir, sizeof(dir), "session-%llu", (unsigned long long) session->id);
-		tstore__sst_files__init(&sst);
-		sst.dir = dir;
-		sst.sentinel = (char *) PREPARED_SENTINEL_FILE;
-		sst.files = names;
-		sst.n_files = session->sst->nfiles;
-		rec.sst = &sst;
-		rec.bytes = session->sst->finished_bytes;
-	}
-	packed = record_pack(&rec, &packed_len);
-	if (wb != NULL)
-	{
-		rocksdb_writebatch_destroy(wb);
-		wb = NULL;
-	}
-	if (packed == NULL)
-		goto oom;
-	if (ts_store_check_space(store, packed_len, err) != 0)
-		goto fail;
-
-	wb = rocksdb_writebatch_create();
-	rocksdb_writebatch_put_cf(wb, store->cf_meta, key, record_key(gid, key, sizeof(key)),
-							  (const char *) packed, packed_len);
-	free(packed);
-	packed = NULL;
-	/* a backup's checkpoint has the record, files and all, or not at all */
-	pthread_rwlock_rdlock(&store->backup_lock);
-	rc = ts_storage_write(store, wb, "could not record the prepared session", err);
-	pthread_rwlock_unlock(&store->backup_lock);
-	rocksdb_writebatch_destroy(wb);
-	wb = NULL;
-	if (rc != 0)
+		ts_session_wait_in_doubt(session, &waited_ms, err) != 0 ||
+		prepared_build(session, gid, scope, &build, err) != 0 ||
+		prepared_write_record(store, gid, &build, err) != 0)
 		goto fail;
 	recorded = true;
 	if (ts_store_crash_point(store, "after-prepare-record", err) != 0)
@@ -450,37 +537,20 @@ ts_session_prepare_gid(TsSession *session, const char *client_gid, uint64_t owne
 	if (ts_labels_move_to_gid(store, session->id, gid, err) != 0)
 		goto fail;
 
-	registry_set_prepared(store, gid, scope_prefix, rec.rows, rec.bytes, rec.prepared_at_ms,
-						  rec.tables, rec.n_tables, rec.truncates, rec.n_truncates,
-						  rec.drops, rec.n_drops);
+	registry_set_prepared(store, gid, build.scope_prefix, rec->rows, rec->bytes,
+						  rec->prepared_at_ms, rec->tables, rec->n_tables, rec->truncates,
+						  rec->n_truncates, rec->drops, rec->n_drops);
 	ts_log(TS_LOG_DEBUG, "session %llu prepared under \"%s\": %llu rows, %llu bytes%s",
-		   (unsigned long long) session->id, gid, (unsigned long long) rec.rows,
-		   (unsigned long long) rec.bytes, rec.sst != NULL ? " in SST files" : "");
-	free(names);
-	free(marks);
-	free(mark_ptrs);
-	free(labels);
-	free(label_ptrs);
-	free(conflict_tables);
-	free(scope_prefix);
+		   (unsigned long long) session->id, gid, (unsigned long long) rec->rows,
+		   (unsigned long long) rec->bytes, rec->sst != NULL ? " in SST files" : "");
+	prepared_build_free(&build);
 	session->keep_dir = true;
 	ts_key_claims_keep(session);
 	ts_session_free(session, false);
 	return 0;
 
-oom:
-	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory preparing a session");
 fail:
-	if (wb != NULL)
-		rocksdb_writebatch_destroy(wb);
-	free(packed);
-	free(names);
-	free(marks);
-	free(mark_ptrs);
-	free(labels);
-	free(label_ptrs);
-	free(conflict_tables);
-	free(scope_prefix);
+	prepared_build_free(&build);
 	registry_remove(store, gid);
 	/* only a test stop comes after the record: leave the disk as a crash would */
 	session->keep_dir = recorded;
