@@ -47,6 +47,7 @@
 #include "utils/tuplestore.h"
 
 #include "tcopy/catalog.h"
+#include "tcopy/commands.h"
 #include "tcopy/connection.h"
 #include "tcopy/transaction.h"
 
@@ -115,17 +116,28 @@ named_here(List *tables, const char *name)
 }
 
 /*
- * A client for serverid with the caller's mapping (else any), and its
- * options; NULL for the null address, which keeps nothing.  An unreachable
- * tserver is an ERROR, unless err is given: then NULL with the reason there.
+ * A client of serverid's tserver, connected as the caller's user mapping
+ * says, and the options it was reached with (*options); with any mapping
+ * of the server instead when any_mapping and the caller has none (the
+ * superusers' checks), else an ERROR.  NULL for the null address, which
+ * keeps nothing.  An unreachable tserver is an ERROR, unless err is given:
+ * then NULL with the reason there.
  */
-static TcClient *
-server_client(Oid serverid, TcopyTableOptions *options, char *err, size_t errlen)
+TcClient *
+tcopy_server_client(Oid serverid, bool any_mapping, TcopyTableOptions *options,
+					char *err, size_t errlen)
 {
 	List	   *mapping = NIL;
 
 	if (!tcopy_find_user_mapping(GetUserId(), serverid, &mapping))
+	{
+		if (!any_mapping)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("user mapping not found for \"%s\"",
+							GetUserNameFromId(GetUserId(), false))));
 		(void) tcopy_any_user_mapping(serverid, &mapping);
+	}
 	tcopy_get_server_options(serverid, mapping, options);
 	if (options->address == NULL || tcopy_address_is_null(options->address))
 		return NULL;
@@ -229,7 +241,7 @@ tcopy_check_tables(PG_FUNCTION_ARGS)
 		bool		listed_before = false;
 
 		err[0] = '\0';
-		client = server_client(serverid, &options, err, sizeof(err));
+		client = tcopy_server_client(serverid, true, &options, err, sizeof(err));
 		if (client == NULL)
 		{
 			/* a server down is a finding, and the others are still checked */
@@ -312,7 +324,7 @@ tcopy_drop_orphan(PG_FUNCTION_ARGS)
 						"database names it", table_name),
 				 errhint("DROP FOREIGN TABLE drops it with its foreign table.")));
 	check_owner(table_name, tcopy_server_namespace(server->serverid), force);
-	client = server_client(server->serverid, &options, NULL, 0);
+	client = tcopy_server_client(server->serverid, true, &options, NULL, 0);
 	if (client == NULL)
 		PG_RETURN_BOOL(false);
 	if (tc_client_open_table(client, table_name, NULL, false, &table_id, NULL, NULL) < 0)

@@ -48,6 +48,7 @@
 #include "utils/tuplestore.h"
 
 #include "tcopy/catalog.h"
+#include "tcopy/commands.h"
 #include "tcopy/connection.h"
 
 PG_FUNCTION_INFO_V1(tcopy_table_size);
@@ -214,8 +215,8 @@ server_client(const char *name, char **address)
 {
 	ForeignServer *server = GetForeignServerByName(name, false);
 	AclResult	aclresult;
-	List	   *mapping;
 	TcopyTableOptions options;
+	TcClient   *client;
 
 	if (!tcopy_server_is_tcopy(server->serverid))
 		ereport(ERROR,
@@ -224,13 +225,9 @@ server_client(const char *name, char **address)
 	aclresult = pg_foreign_server_aclcheck(server->serverid, GetUserId(), ACL_USAGE);
 	if (aclresult != ACLCHECK_OK)
 		aclcheck_error(aclresult, OBJECT_FOREIGN_SERVER, name);
-	if (!tcopy_find_user_mapping(GetUserId(), server->serverid, &mapping))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("user mapping not found for \"%s\"", GetUserNameFromId(GetUserId(), false))));
-	tcopy_get_server_options(server->serverid, mapping, &options);
+	client = tcopy_server_client(server->serverid, false, &options, NULL, 0);
 	*address = options.address;
-	return tcopy_connect(options.address, options.token, &options.tls);
+	return client;
 }
 
 /* The Stats of server name (see server_client), or NULL for the null address. */

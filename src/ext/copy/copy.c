@@ -318,6 +318,115 @@ copy_read_row_or_skip(CopyRowState *state, TcopyBadRows *bad_rows, bool *skipped
 }
 
 /*
+ * The writer of a COPY into rel, not partitioned (a partition's comes with
+ * routing), in state->writer, and its codec.
+ */
+static TcopyRelCodec *
+copy_begin_writer(ParseState *pstate, Relation rel, const TcopyOnConflict *on_conflict,
+				  CopyRowState *state)
+{
+	TcopyRelCodec *codec = tcopy_rel_codec(rel, GetUserId());
+
+	if (on_conflict != NULL)
+		codec->options.on_conflict = *on_conflict;
+	/* prepare_copy_from's entry: the columns copied */
+	tcopy_codec_set_inserted_cols(codec, InvalidOid,
+								  linitial_node(RangeTblEntry, pstate->p_rtable)->insertedCols);
+	state->writer = tcopy_writer_begin(codec);
+	/* SERIALIZABLE: the write, to Postgres' SSI (partitions: their writers) */
+	tcopy_ssi_write(rel);
+	return codec;
+}
+
+/*
+ * Set up state to read the rows of a serial COPY into rel: routing for a
+ * partitioned table, the partition's ResultRelInfo for a partition, raw
+ * fields where no WHERE clause needs the whole row, the WHERE clause, the
+ * slot.
+ */
+static void
+copy_prepare_rows(CopyRowState *state, Relation rel, EState *estate, List *where,
+				  const TcopyOnConflict *on_conflict, TcopyRelCodec *codec)
+{
+	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+	{
+		/* the partitions' codecs and writers come with routing */
+		state->route = tcopy_route_begin(rel, estate, state->cstate,
+										 where == NIL && tcopy_raw_fields, on_conflict);
+		state->plan = tcopy_route_field_plan(state->route);
+	}
+	else if (rel->rd_rel->relispartition)
+	{
+		state->partition = makeNode(ResultRelInfo);
+		InitResultRelInfo(state->partition, rel, 1, NULL, 0);
+	}
+	else if (where == NIL && tcopy_raw_fields)
+		state->plan = tcopy_field_plan(state->cstate, codec);
+	if (where != NIL)
+		state->qual = ExecPrepareQual(where, estate);
+	state->codec = codec;
+	state->estate = estate;
+	state->slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
+}
+
+/*
+ * Read every row of state's COPY and add it to its writer, with the
+ * progress counters.  Returns the rows added.
+ */
+static uint64
+copy_read_rows(CopyRowState *state, TcopyBadRows *bad_rows)
+{
+	EState	   *estate = state->estate;
+	ErrorContextCallback errcallback;
+	MemoryContext oldcontext = CurrentMemoryContext;
+	uint64		processed = 0;
+	uint64		excluded = 0;	/* by the WHERE clause or skipped */
+
+	/* errors while reading a row carry "COPY t, line N" */
+	errcallback.callback = CopyFromErrorCallback;
+	errcallback.arg = (void *) state->cstate;
+	errcallback.previous = error_context_stack;
+	error_context_stack = &errcallback;
+
+	for (;;)
+	{
+		CopyRowResult result;
+		bool		skipped = false;
+
+		CHECK_FOR_INTERRUPTS();
+		ResetPerTupleExprContext(estate);
+		MemoryContextSwitchTo(GetPerTupleMemoryContext(estate));
+		/* PG_TRY only when asked for: other COPYs pay nothing */
+		if (unlikely(bad_rows->ignore))
+			result = copy_read_row_or_skip(state, bad_rows, &skipped);
+		else
+			result = copy_read_row(state);
+		if (result == COPY_ROW_END)
+			break;
+		if (result == COPY_ROW_EXCLUDED)
+		{
+			/* pg_stat_progress_copy has no tuples_skipped before 17 */
+			pgstat_progress_update_param(PROGRESS_COPY_TUPLES_EXCLUDED, ++excluded);
+			continue;
+		}
+		/* the tserver's errors are never skipped: outside PG_TRY */
+		state->writer->line = state->cstate->cur_lineno;	/* a duplicate's CONTEXT */
+		tcopy_writer_add_row(state->writer);
+		pgstat_progress_update_param(PROGRESS_COPY_TUPLES_PROCESSED, ++processed);
+	}
+	MemoryContextSwitchTo(oldcontext);
+	error_context_stack = errcallback.previous;
+	/*
+	 * A cancel can end the input: pg_cancel_backend signals the backend's
+	 * process group, so a COPY FROM PROGRAM's program dies of the same
+	 * SIGINT, and its EOF comes before the next row's check.  Report the
+	 * cancel, not the program's failure, and ship nothing more.
+	 */
+	CHECK_FOR_INTERRUPTS();
+	return processed;
+}
+
+/*
  * Read every row with Postgres' COPY reader and hand it to a writer.
  * Returns the number of rows loaded (those the WHERE clause kept, not
  * skipped by ON_ERROR ignore).
@@ -327,16 +436,12 @@ copy_rows(ParseState *pstate, const CopyStmt *stmt, Relation rel, List *where,
 		  const TcopyOnConflict *on_conflict, int workers)
 {
 	CopyFromState source = NULL;	/* read by state.cstate's replay */
-	bool		partitioned = rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE;
 	TcopyRelCodec *codec = NULL;
 	CopyRowState state = {0};
 	TcopyBadRows bad_rows;
 	List	   *options;
 	EState	   *estate = CreateExecutorState();
-	ErrorContextCallback errcallback;
-	MemoryContext oldcontext = CurrentMemoryContext;
 	uint64		processed = 0;
-	uint64		excluded = 0;	/* by the WHERE clause or skipped */
 
 	/* options Postgres 15 does not know leave the list (copy_bad_rows.c) */
 	options = tcopy_bad_rows_options(pstate, stmt->options, &bad_rows);
@@ -344,21 +449,11 @@ copy_rows(ParseState *pstate, const CopyStmt *stmt, Relation rel, List *where,
 								 stmt->is_program, NULL, stmt->attlist, options);
 	if (state.cstate->opts.freeze)
 		check_copy_freeze(rel);
-	if (partitioned || rel->rd_rel->relispartition)
+	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE || rel->rd_rel->relispartition)
 		/* the partitions' writers, the check's DETAIL: the range table */
 		ExecInitRangeTable(estate, pstate->p_rtable);
-	if (!partitioned)
-	{
-		codec = tcopy_rel_codec(rel, GetUserId());
-		if (on_conflict != NULL)
-			codec->options.on_conflict = *on_conflict;
-		/* prepare_copy_from's entry: the columns copied */
-		tcopy_codec_set_inserted_cols(codec, InvalidOid,
-									  linitial_node(RangeTblEntry, pstate->p_rtable)->insertedCols);
-		state.writer = tcopy_writer_begin(codec);
-		/* SERIALIZABLE: the write, to Postgres' SSI (partitions: their writers) */
-		tcopy_ssi_write(rel);
-	}
+	if (rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
+		codec = copy_begin_writer(pstate, rel, on_conflict, &state);
 	if (!bad_rows.ignore)
 	{
 		CopyFromState replay = NULL;
@@ -389,72 +484,10 @@ copy_rows(ParseState *pstate, const CopyStmt *stmt, Relation rel, List *where,
 		ereport(DEBUG1,
 				(errmsg_internal("tcopy: COPY %s parsed by the backend alone: ON_ERROR ignore",
 								 RelationGetRelationName(rel))));
-	if (partitioned)
-	{
-		/* the partitions' codecs and writers come with routing */
-		state.route = tcopy_route_begin(rel, estate, state.cstate,
-										where == NIL && tcopy_raw_fields, on_conflict);
-		state.plan = tcopy_route_field_plan(state.route);
-	}
-	else
-	{
-		if (rel->rd_rel->relispartition)
-		{
-			state.partition = makeNode(ResultRelInfo);
-			InitResultRelInfo(state.partition, rel, 1, NULL, 0);
-		}
-		else if (where == NIL && tcopy_raw_fields)
-			state.plan = tcopy_field_plan(state.cstate, codec);
-	}
-	if (where != NIL)
-		state.qual = ExecPrepareQual(where, estate);
+	copy_prepare_rows(&state, rel, estate, where, on_conflict, codec);
 	if (bad_rows.ignore)
 		tcopy_bad_rows_begin(&bad_rows, rel);
-	state.codec = codec;
-	state.estate = estate;
-	state.slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
-
-	/* errors while reading a row carry "COPY t, line N" */
-	errcallback.callback = CopyFromErrorCallback;
-	errcallback.arg = (void *) state.cstate;
-	errcallback.previous = error_context_stack;
-	error_context_stack = &errcallback;
-
-	for (;;)
-	{
-		CopyRowResult result;
-		bool		skipped = false;
-
-		CHECK_FOR_INTERRUPTS();
-		ResetPerTupleExprContext(estate);
-		MemoryContextSwitchTo(GetPerTupleMemoryContext(estate));
-		/* PG_TRY only when asked for: other COPYs pay nothing */
-		if (unlikely(bad_rows.ignore))
-			result = copy_read_row_or_skip(&state, &bad_rows, &skipped);
-		else
-			result = copy_read_row(&state);
-		if (result == COPY_ROW_END)
-			break;
-		if (result == COPY_ROW_EXCLUDED)
-		{
-			/* pg_stat_progress_copy has no tuples_skipped before 17 */
-			pgstat_progress_update_param(PROGRESS_COPY_TUPLES_EXCLUDED, ++excluded);
-			continue;
-		}
-		/* the tserver's errors are never skipped: outside PG_TRY */
-		state.writer->line = state.cstate->cur_lineno;	/* a duplicate's CONTEXT */
-		tcopy_writer_add_row(state.writer);
-		pgstat_progress_update_param(PROGRESS_COPY_TUPLES_PROCESSED, ++processed);
-	}
-	MemoryContextSwitchTo(oldcontext);
-	error_context_stack = errcallback.previous;
-	/*
-	 * A cancel can end the input: pg_cancel_backend signals the backend's
-	 * process group, so a COPY FROM PROGRAM's program dies of the same
-	 * SIGINT, and its EOF comes before the next row's check.  Report the
-	 * cancel, not the program's failure, and ship nothing more.
-	 */
-	CHECK_FOR_INTERRUPTS();
+	processed = copy_read_rows(&state, &bad_rows);
 
 	if (state.route != NULL)
 		tcopy_route_end(state.route);

@@ -3,7 +3,9 @@
  *		The commands layer (src/ext/commands/), the extension's highest:
  *		the utility and object access hooks (hook.c), which dispatch COPY
  *		to the COPY layer, column renames (rename.c), and the checks of an
- *		ALTER of a tcopy table's columns or key (alter.c).
+ *		ALTER of a tcopy table's columns or key (alter.c), the tables
+ *		checked against their tservers (check.c) and the tservers seen from
+ *		SQL (monitor.c).
  */
 #ifndef TCOPY_COMMANDS_H
 #define TCOPY_COMMANDS_H
@@ -11,6 +13,9 @@
 #include "postgres.h"
 
 #include "nodes/parsenodes.h"
+
+#include "tcopy/catalog.h"
+#include "tcopy/connection.h"
 
 /* settings (registered in tcopy.c) */
 extern bool tcopy_copy_hook_enabled;	/* tcopy.copy_hook */
@@ -24,5 +29,10 @@ extern bool tcopy_pinning_rename;
 
 /* in alter.c: before an ALTER of tables that may be tcopy's */
 extern void tcopy_check_alter(AlterTableStmt *stmt);
+
+/* in check.c: a client of a server's tserver, as the caller's mapping says */
+extern TcClient *tcopy_server_client(Oid serverid, bool any_mapping,
+									 TcopyTableOptions *options, char *err,
+									 size_t errlen);
 
 #endif							/* TCOPY_COMMANDS_H */
