@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tc_array.h"
 #include "tc_client.h"
 #include "ts_log.h"
 
@@ -44,18 +45,11 @@ proto_allow_table_id(TsProto *proto, uint32_t table_id, TsError *err)
 {
 	if (proto->scope == NULL || ts_proto_scope_has_table(proto, table_id))
 		return 0;
-	if (proto->nscope_tables == proto->scope_tables_cap)
+	if (!tc_array_reserve((void **) &proto->scope_tables, proto->nscope_tables,
+						  &proto->scope_tables_cap, sizeof(uint32_t), 8))
 	{
-		size_t		cap = proto->scope_tables_cap ? proto->scope_tables_cap * 2 : 8;
-		uint32_t   *grown = realloc(proto->scope_tables, cap * sizeof(uint32_t));
-
-		if (grown == NULL)
-		{
-			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
-			return -1;
-		}
-		proto->scope_tables = grown;
-		proto->scope_tables_cap = cap;
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		return -1;
 	}
 	proto->scope_tables[proto->nscope_tables++] = table_id;
 	return 0;

@@ -15,6 +15,8 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "tc_array.h"
+
 void
 ts_tenants_init(TsTenants *tenants, int max_connections)
 {
@@ -58,16 +60,9 @@ tenant_add(TsTenants *tenants, const char *ns, size_t len)
 {
 	TsTenant   *t;
 
-	if (tenants->n == tenants->cap)
-	{
-		size_t		cap = tenants->cap ? tenants->cap * 2 : 8;
-		TsTenant  **grown = realloc(tenants->items, cap * sizeof(TsTenant *));
-
-		if (grown == NULL)
-			return NULL;
-		tenants->items = grown;
-		tenants->cap = cap;
-	}
+	if (!tc_array_reserve((void **) &tenants->items, tenants->n, &tenants->cap,
+						  sizeof(TsTenant *), 8))
+		return NULL;
 	if ((t = calloc(1, sizeof(TsTenant))) == NULL || (t->ns = malloc(len + 1)) == NULL)
 	{
 		free(t);

@@ -44,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tc_array.h"
 #include "ts_key.h"
 #include "ts_record.h"
 
@@ -243,16 +244,9 @@ claim_remove_locked(TsStore *store, size_t i)
 static int
 claim_add_locked(TsStore *store, TsKeyClaim *claim)
 {
-	if (store->nkey_claims == store->key_claims_cap)
-	{
-		size_t		cap = store->key_claims_cap ? store->key_claims_cap * 2 : 8;
-		TsKeyClaim **grown = realloc(store->key_claims, cap * sizeof(TsKeyClaim *));
-
-		if (grown == NULL)
-			return -1;
-		store->key_claims = grown;
-		store->key_claims_cap = cap;
-	}
+	if (!tc_array_reserve((void **) &store->key_claims, store->nkey_claims,
+						  &store->key_claims_cap, sizeof(TsKeyClaim *), 8))
+		return -1;
 	store->key_claims[store->nkey_claims++] = claim;
 	return 0;
 }

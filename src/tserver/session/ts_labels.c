@@ -30,6 +30,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "tc_array.h"
 #include "tc_client.h"
 #include "ts_clock.h"
 #include "ts_log.h"
@@ -122,16 +123,9 @@ claim_add_locked(TsStore *store, uint32_t table_id, const char *label,
 {
 	TsLabelClaim *claim;
 
-	if (store->nclaims == store->claims_cap)
-	{
-		size_t		cap = store->claims_cap ? store->claims_cap * 2 : 16;
-		TsLabelClaim *grown = realloc(store->claims, cap * sizeof(TsLabelClaim));
-
-		if (grown == NULL)
-			goto oom;
-		store->claims = grown;
-		store->claims_cap = cap;
-	}
+	if (!tc_array_reserve((void **) &store->claims, store->nclaims, &store->claims_cap,
+						  sizeof(TsLabelClaim), 16))
+		goto oom;
 	claim = &store->claims[store->nclaims];
 	memset(claim, 0, sizeof(*claim));
 	claim->table_id = table_id;

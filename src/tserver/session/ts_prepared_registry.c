@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tc_array.h"
 #include "ts_log.h"
 #include "ts_session_int.h"
 #include "ts_store.pb-c.h"
@@ -56,16 +57,9 @@ registry_add(TsStore *store, const char *gid, TsPreparedState state, uint64_t ow
 					 TS_GID_MAX, gid);
 		return -1;
 	}
-	if (store->nprepared == store->prepared_cap)
-	{
-		size_t		cap = store->prepared_cap ? store->prepared_cap * 2 : 16;
-		TsPrepared **grown = realloc(store->prepared, cap * sizeof(TsPrepared *));
-
-		if (grown == NULL)
-			goto oom;
-		store->prepared = grown;
-		store->prepared_cap = cap;
-	}
+	if (!tc_array_reserve((void **) &store->prepared, store->nprepared, &store->prepared_cap,
+						  sizeof(TsPrepared *), 16))
+		goto oom;
 	entry = calloc(1, sizeof(TsPrepared));
 	if (entry == NULL || (entry->gid = strdup(gid)) == NULL)
 	{
