@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "tc_net.h"
+#include "ts_clock.h"
 #include "ts_log.h"
 #include "ts_tls.h"
 
@@ -56,11 +57,7 @@ conn_lost(TsConn *conn, TsError *err, const char *what, int errnum)
 static long
 conn_elapsed_ms(const TsConn *conn)
 {
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (now.tv_sec - conn->accepted_at.tv_sec) * 1000 +
-		(now.tv_nsec - conn->accepted_at.tv_nsec) / 1000000;
+	return (long) ((ts_monotonic_us() - conn->accepted_us) / 1000);
 }
 
 /* The handshake's deadline has passed: say so in err (ERROR_AUTH). */
@@ -152,21 +149,17 @@ static int
 conn_wait_idle(TsConn *conn, TsError *err)
 {
 	int			limit_ms = atomic_load(&conn->ctx->idle_timeout_ms);
-	struct timespec since;
+	int64_t		since_ms;
 
 	if (limit_ms <= 0 || tc_frame_reader_buffered(&conn->reader) > 0 ||
 		(conn->tls != NULL && tc_tls_has_pending(conn->tls)) || !ts_proto_idle(&conn->proto))
 		return 0;
-	clock_gettime(CLOCK_MONOTONIC, &since);
+	since_ms = ts_monotonic_ms();
 	for (;;)
 	{
-		struct timespec now;
-		long		left_ms;
+		long		left_ms = limit_ms - (ts_monotonic_ms() - since_ms);
 		int			n;
 
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		left_ms = limit_ms - ((now.tv_sec - since.tv_sec) * 1000 +
-							  (now.tv_nsec - since.tv_nsec) / 1000000);
 		if (left_ms <= 0)
 			break;
 		if ((n = conn_poll(conn, left_ms, err)) != 0)
@@ -321,7 +314,7 @@ conn_send_error(TsConn *conn, const TsError *err)
 	bool		appended;
 	TcBuf		frame = {0};
 	TsError		ignored;
-	struct timespec start;
+	int64_t		start_ms;
 	size_t		drained = 0;
 	int			rc;
 
@@ -356,18 +349,14 @@ conn_send_error(TsConn *conn, const TsError *err)
 	if (rc != 0 || shutdown(conn->fd, SHUT_WR) != 0)
 		return;
 
-	clock_gettime(CLOCK_MONOTONIC, &start);
+	start_ms = ts_monotonic_ms();
 	while (drained < CONN_DRAIN_BYTES)
 	{
 		struct pollfd pfd = {.fd = conn->fd,.events = POLLIN};
-		struct timespec now;
-		long		elapsed_ms;
+		long		elapsed_ms = ts_monotonic_ms() - start_ms;
 		char		scratch[16384];
 		ssize_t		n;
 
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		elapsed_ms = (now.tv_sec - start.tv_sec) * 1000 +
-			(now.tv_nsec - start.tv_nsec) / 1000000;
 		if (elapsed_ms >= CONN_DRAIN_MS)
 			break;
 		n = poll(&pfd, 1, (int) (CONN_DRAIN_MS - elapsed_ms));

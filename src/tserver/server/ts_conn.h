@@ -62,7 +62,7 @@ struct TsConn
 	bool		is_unix;		/* came through a unix socket listener */
 	bool		peer_uid_known; /* unix: SO_PEERCRED told peer_uid */
 	uid_t		peer_uid;
-	struct timespec accepted_at;	/* CLOCK_MONOTONIC: the handshake's start */
+	uint64_t	accepted_us;	/* ts_monotonic_us: the handshake's start */
 	atomic_bool unauthenticated;	/* counted in ctx->unauthenticated (the
 									 * accept loop reads it to evict) */
 	bool		evicted;		/* shut down by the accept loop for a newer

@@ -45,6 +45,7 @@
 
 #include "tc_client.h"
 #include "ts_batch_decode.h"
+#include "ts_clock.h"
 #include "ts_log.h"
 
 #define PROTO_ARENA_BLOCK (256 * 1024)	/* holds a typical WriteBatch */
@@ -58,7 +59,7 @@ ts_proto_shared_init(TsProtoShared *shared, uint32_t max_frame_bytes)
 {
 	memset(shared, 0, sizeof(*shared));
 	shared->max_frame_bytes = max_frame_bytes;
-	clock_gettime(CLOCK_MONOTONIC, &shared->start_time);
+	shared->start_us = ts_monotonic_us();
 	atomic_init(&shared->connections_open, 0);
 	atomic_init(&shared->connections_total, 0);
 	atomic_init(&shared->batches_received, 0);

@@ -54,7 +54,7 @@ typedef struct TsProtoShared
 	int			decode_wait_ms; /* a frame waits this long for the total */
 	const atomic_bool *stopping;	/* set on shutdown: stop waiting; may be
 									 * NULL */
-	struct timespec start_time; /* CLOCK_MONOTONIC, for uptime */
+	uint64_t	start_us;		/* ts_monotonic_us, for uptime */
 	const char *backup_root;	/* BACKUP's directories must be under it;
 								 * NULL: anywhere (the fuzzer sets it) */
 	atomic_size_t decode_in_use;	/* bytes unpacked by frames being handled */

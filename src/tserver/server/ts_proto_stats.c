@@ -19,6 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ts_clock.h"
+
 /* Peak resident set size of this process in kB (VmHWM), 0 if unknown. */
 static uint64_t
 proto_peak_rss_kb(void)
@@ -45,13 +47,7 @@ proto_peak_rss_kb(void)
 void
 ts_proto_fill_stats(TsProtoShared *shared, Tcopy__Stats *stats)
 {
-	struct timespec now;
-	int64_t		uptime_ms;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	uptime_ms = (int64_t) (now.tv_sec - shared->start_time.tv_sec) * 1000 +
-		(now.tv_nsec - shared->start_time.tv_nsec) / 1000000;
-	stats->uptime_ms = uptime_ms > 0 ? (uint64_t) uptime_ms : 0;
+	stats->uptime_ms = (ts_monotonic_us() - shared->start_us) / 1000;
 	stats->version = (char *) TS_VERSION;
 	stats->connections_open = atomic_load(&shared->connections_open);
 	if (shared->unauthenticated != NULL)

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "tc_net.h"
+#include "ts_clock.h"
 #include "ts_conn.h"
 #include "ts_log.h"
 #include "ts_metrics.h"
@@ -453,9 +454,7 @@ identify_peer(const TsListener *listener, int fd, const struct sockaddr *sa,
 static bool
 conn_older(const TsConn *a, const TsConn *b)
 {
-	return a->accepted_at.tv_sec < b->accepted_at.tv_sec ||
-		(a->accepted_at.tv_sec == b->accepted_at.tv_sec &&
-		 a->accepted_at.tv_nsec < b->accepted_at.tv_nsec);
+	return a->accepted_us < b->accepted_us;
 }
 
 /* Whether c is an unauthenticated connection the accept loop may evict. */
@@ -549,17 +548,13 @@ server_refusal_reason(TsServer *server, const TsConn *conn, char *buf, size_t bu
 static void
 server_log_evictions(TsServer *server, const char *peer)
 {
-	struct timespec now;
-	long		since_ms;
-
 	uint64_t	evictions = atomic_load(&server->evictions);
+	int64_t		now_ms;
 
 	if (evictions == server->evictions_logged)
 		return;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	since_ms = (now.tv_sec - server->eviction_logged_at.tv_sec) * 1000 +
-		(now.tv_nsec - server->eviction_logged_at.tv_nsec) / 1000000;
-	if (server->eviction_logged_at.tv_sec != 0 && since_ms < TS_REFUSAL_LOG_MS)
+	now_ms = ts_monotonic_ms();
+	if (server->eviction_logged_ms != 0 && now_ms - server->eviction_logged_ms < TS_REFUSAL_LOG_MS)
 		return;
 	ts_log(TS_LOG_WARNING, "closed %" PRIu64 " connection%s not yet authenticated to make room "
 		   "for newer ones, the last for %s (--max-unauthenticated %d: a flood, or clients "
@@ -567,7 +562,7 @@ server_log_evictions(TsServer *server, const char *peer)
 		   evictions - server->evictions_logged == 1 ? "" : "s", peer,
 		   server->max_unauthenticated);
 	server->evictions_logged = evictions;
-	server->eviction_logged_at = now;
+	server->eviction_logged_ms = now_ms;
 }
 
 /*
@@ -583,8 +578,7 @@ server_refuse(TsServer *server, int fd, bool with_frame, const char *peer, const
 {
 	Tcopy__Error error = TCOPY__ERROR__INIT;
 	TcBuf		frame = {0};
-	struct timespec now;
-	long		since_ms;
+	int64_t		now_ms;
 	ssize_t		rc;
 
 	error.code = TCOPY__ERROR_CODE__ERROR_TOO_MANY_CONNECTIONS;
@@ -598,10 +592,8 @@ server_refuse(TsServer *server, int fd, bool with_frame, const char *peer, const
 	close(fd);
 
 	server->refusals_unlogged++;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	since_ms = (now.tv_sec - server->refusal_logged_at.tv_sec) * 1000 +
-		(now.tv_nsec - server->refusal_logged_at.tv_nsec) / 1000000;
-	if (server->refusal_logged_at.tv_sec == 0 || since_ms >= TS_REFUSAL_LOG_MS)
+	now_ms = ts_monotonic_ms();
+	if (server->refusal_logged_ms == 0 || now_ms - server->refusal_logged_ms >= TS_REFUSAL_LOG_MS)
 	{
 		if (server->refusals_unlogged > 1)
 			ts_log(TS_LOG_WARNING, "refused a connection from %s: %s "
@@ -609,7 +601,7 @@ server_refuse(TsServer *server, int fd, bool with_frame, const char *peer, const
 				   peer, why, server->refusals_unlogged);
 		else
 			ts_log(TS_LOG_WARNING, "refused a connection from %s: %s", peer, why);
-		server->refusal_logged_at = now;
+		server->refusal_logged_ms = now_ms;
 		server->refusals_unlogged = 0;
 	}
 }
@@ -667,7 +659,7 @@ server_accept_one(TsServer *server, TsListener *listener)
 	conn->ctx = &server->conn_ctx;
 	conn->fd = fd;
 	conn->id = atomic_fetch_add(&server->shared.connections_total, 1) + 1;
-	clock_gettime(CLOCK_MONOTONIC, &conn->accepted_at);
+	conn->accepted_us = ts_monotonic_us();
 	if (!ts_conn_uid_admitted(&server->conn_ctx, conn))
 	{
 		atomic_store(&conn->unauthenticated, true);

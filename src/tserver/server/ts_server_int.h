@@ -42,13 +42,13 @@ struct TsServer
 	atomic_int	unauthenticated;	/* connections before READY */
 
 	/* refusals at accept, logged at most once per TS_REFUSAL_LOG_MS */
-	struct timespec refusal_logged_at;
+	int64_t		refusal_logged_ms;	/* ts_monotonic_ms; 0: never */
 	uint64_t	refusals_unlogged;
 
 	/* unauthenticated connections shut down for newer ones (accept loop's) */
 	_Atomic uint64_t evictions;
 	uint64_t	evictions_logged;
-	struct timespec eviction_logged_at;
+	int64_t		eviction_logged_ms;	/* ts_monotonic_ms; 0: never */
 
 	/* refusals at accept by reason, for the metrics */
 	_Atomic uint64_t refused_connections;	/* --max-connections */

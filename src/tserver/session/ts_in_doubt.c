@@ -39,13 +39,6 @@
 
 #define IN_DOUBT_SLICE_MS 200	/* between two questions to give_up */
 
-/* Milliseconds on the monotonic clock. */
-static int64_t
-monotonic_ms(void)
-{
-	return (int64_t) (ts_monotonic_us() / 1000);
-}
-
 /* The monotonic time ms milliseconds from now, for pthread_cond_timedwait. */
 static struct timespec
 monotonic_after(int64_t ms)
@@ -85,7 +78,7 @@ ts_in_doubt_wait(TsStore *store, const uint32_t *const *lists, const size_t *cou
 				 int *waited_ms, TsError *err)
 {
 	int64_t		limit_ms = store->opts.in_doubt_wait_ms;
-	int64_t		start_ms = monotonic_ms();
+	int64_t		start_ms = ts_monotonic_ms();
 	int64_t		asked_ms = start_ms;
 	int64_t		elapsed_ms = 0;
 	const TsPrepared *holder;
@@ -112,7 +105,7 @@ ts_in_doubt_wait(TsStore *store, const uint32_t *const *lists, const size_t *cou
 		holder = registry_in_doubt_locked(store, lists, counts, nlists, &table_id);
 		if (holder == NULL)
 			break;
-		now_ms = monotonic_ms();
+		now_ms = ts_monotonic_ms();
 		elapsed_ms = now_ms - start_ms;
 		if (gid[0] == '\0' || strcmp(gid, holder->gid) != 0)
 		{
@@ -131,7 +124,7 @@ ts_in_doubt_wait(TsStore *store, const uint32_t *const *lists, const size_t *cou
 		{
 			pthread_mutex_unlock(&store->prepared_lock);
 			gave_up = give_up(arg);
-			asked_ms = monotonic_ms();
+			asked_ms = ts_monotonic_ms();
 			pthread_mutex_lock(&store->prepared_lock);
 			continue;
 		}
@@ -144,7 +137,7 @@ ts_in_doubt_wait(TsStore *store, const uint32_t *const *lists, const size_t *cou
 		snprintf(gid, sizeof(gid), "%s", holder->gid);
 	pthread_mutex_unlock(&store->prepared_lock);
 
-	elapsed_ms = monotonic_ms() - start_ms;
+	elapsed_ms = ts_monotonic_ms() - start_ms;
 	*waited_ms += (int) elapsed_ms;
 	if (holder == NULL)
 	{

@@ -103,13 +103,6 @@
 #include "ts_sort.h"
 
 
-/* Milliseconds on the monotonic clock, for the log. */
-static double
-monotonic_ms(void)
-{
-	return ts_monotonic_us() / 1e3;
-}
-
 TsSession *
 ts_session_begin(TsStore *store, uint64_t *session_id, TsError *err)
 {
@@ -621,7 +614,7 @@ ts_session_commit(TsSession *session, uint64_t *rows, TsError *err)
 				prepared_ms;
 
 	*rows = session->rows;
-	start_ms = monotonic_ms();
+	start_ms = ts_monotonic_us() / 1e3;
 
 	/*
 	 * The slow part of a spilled session (the last spill, the merge into
@@ -635,7 +628,7 @@ ts_session_commit(TsSession *session, uint64_t *rows, TsError *err)
 		result = ts_session_prepare(session, err);
 	if (result == 0)
 		result = ts_session_wait_in_doubt(session, &waited_ms, err);
-	prepared_ms = monotonic_ms();
+	prepared_ms = ts_monotonic_us() / 1e3;
 
 	memset(&pub, 0, sizeof(pub));
 	pub.rows = session->rows;
@@ -675,7 +668,7 @@ ts_session_commit(TsSession *session, uint64_t *rows, TsError *err)
 		ts_log(TS_LOG_DEBUG, "session %llu committed %llu rows (%u runs): "
 			   "prepare %.0f ms, publish %.0f ms",
 			   (unsigned long long) session->id, (unsigned long long) session->rows,
-			   session->nruns, prepared_ms - start_ms, monotonic_ms() - prepared_ms);
+			   session->nruns, prepared_ms - start_ms, ts_monotonic_us() / 1e3 - prepared_ms);
 	}
 	ts_session_free(session, result != 0);
 	return result;

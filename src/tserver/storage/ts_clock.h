@@ -20,6 +20,13 @@ ts_monotonic_us(void)
 	return (uint64_t) now.tv_sec * 1000000 + (uint64_t) now.tv_nsec / 1000;
 }
 
+/* Milliseconds on the monotonic clock. */
+static inline int64_t
+ts_monotonic_ms(void)
+{
+	return (int64_t) (ts_monotonic_us() / 1000);
+}
+
 /* Unix time in milliseconds. */
 static inline uint64_t
 ts_realtime_ms(void)
