@@ -78,6 +78,15 @@ ts_gid_store(const char *scope, const char *gid, char *out, size_t size, TsError
 	return 0;
 }
 
+bool
+ts_gid_visible(const TsPrepared *entry, const char *scope)
+{
+	/* no prefix (out of memory): seen with full access only */
+	return scope == NULL ||
+		(entry->scope_prefix != NULL &&
+		 strncmp(entry->scope_prefix, scope, strlen(scope)) == 0);
+}
+
 const char *
 ts_gid_shown(const TsPrepared *entry, const char *scope)
 {
@@ -89,7 +98,7 @@ ts_gid_shown(const TsPrepared *entry, const char *scope)
 	if (strncmp(entry->gid, tag, TS_GID_TAG_LEN) == 0)
 		return entry->gid + TS_GID_TAG_LEN;
 	/* another namespace's; or one of before the tags, seen as it was then */
-	if (gid_tagged(entry->gid) || !registry_visible(entry, scope))
+	if (gid_tagged(entry->gid) || !ts_gid_visible(entry, scope))
 		return NULL;
 	return entry->gid;
 }

@@ -205,15 +205,6 @@ ts_store_table_in_doubt(TsStore *store, uint32_t table_id, char *gid, size_t siz
 }
 
 bool
-registry_visible(const TsPrepared *entry, const char *scope)
-{
-	/* no prefix (out of memory): seen with full access only */
-	return scope == NULL ||
-		(entry->scope_prefix != NULL &&
-		 strncmp(entry->scope_prefix, scope, strlen(scope)) == 0);
-}
-
-bool
 ts_store_prepared_owned(TsStore *store, uint64_t owner, char *gid, size_t gid_size)
 {
 	bool		owned = false;

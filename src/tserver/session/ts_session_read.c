@@ -31,7 +31,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include "ts_clock.h"
@@ -48,22 +47,6 @@ void
 ts_sessions_destroy(TsStore *store)
 {
 	pthread_mutex_destroy(&store->sessions_lock);
-}
-
-int
-ts_random_key(uint8_t *key, size_t len)
-{
-	size_t		got = 0;
-
-	while (got < len)
-	{
-		ssize_t		n = getrandom(key + got, len - got, 0);
-
-		if (n < 0)
-			return -1;
-		got += (size_t) n;
-	}
-	return 0;
 }
 
 int

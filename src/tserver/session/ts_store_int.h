@@ -77,6 +77,32 @@ size_t		ts_sentinel_key(const char *gid, char *key);
  */
 int			ts_backup_check_start(const char *dir, TsError *err);
 
+/* in ts_prepared_record.c: the prepared records as stored */
+
+#define PREPARED_RECORD_VERSION 1
+#define PREPARED_RECORD_VERSION_LABELS 2	/* a record with load labels */
+
+struct Tstore__PreparedRecord;	/* ts_store.pb-c.h */
+
+/* The meta family key of gid's record into key[size]; its length. */
+size_t		ts_prepared_record_key(const char *gid, char *key, size_t size);
+
+/* Pack rec into a new buffer (*len bytes); NULL when out of memory. */
+uint8_t    *ts_prepared_record_pack(const struct Tstore__PreparedRecord *rec, size_t *len);
+
+/* Read and decode gid's record, checked: NULL with err when missing or corrupt. */
+struct Tstore__PreparedRecord *ts_prepared_record_read(TsStore *store, const char *gid,
+													   TsError *err);
+
+/*
+ * Call fn(store, rec, arg, err) on every stored prepared record, checked,
+ * in key order, until one fails; 0, or -1 with err (also for a record that
+ * does not decode).
+ */
+typedef int (*TsPreparedRecordFn) (TsStore *store, const struct Tstore__PreparedRecord *rec,
+								   void *arg, TsError *err);
+int			ts_prepared_each(TsStore *store, TsPreparedRecordFn fn, void *arg, TsError *err);
+
 /* in ts_prepared.c */
 
 /*
@@ -93,15 +119,6 @@ int			ts_prepared_load(TsStore *store, TsError *err);
  */
 int			ts_prepared_clean_staging(TsStore *store, TsError *err);
 
-/*
- * Call fn(store, rec, arg, err) on every stored prepared record, checked,
- * in key order, until one fails; 0, or -1 with err (also for a record that
- * does not decode).
- */
-struct Tstore__PreparedRecord;	/* ts_store.pb-c.h */
-typedef int (*TsPreparedRecordFn) (TsStore *store, const struct Tstore__PreparedRecord *rec,
-								   void *arg, TsError *err);
-int			ts_prepared_each(TsStore *store, TsPreparedRecordFn fn, void *arg, TsError *err);
 
 /* in ts_prepared_registry.c */
 
@@ -197,10 +214,11 @@ int			ts_in_doubt_wait(TsStore *store, const uint32_t *const *lists, const size_
 							 int nlists, const char *what, bool (*give_up) (void *arg), void *arg,
 							 int *waited_ms, TsError *err);
 
-/* Whether a connection of scope (NULL: full access) sees entry. */
-bool		registry_visible(const TsPrepared *entry, const char *scope);
 
 /* in ts_gid.c */
+
+/* Whether a connection of scope (NULL: full access) sees entry. */
+bool		ts_gid_visible(const TsPrepared *entry, const char *scope);
 
 /*
  * The stored form of a client's gid (1 .. TC_GID_MAX bytes, else -1 with
@@ -250,9 +268,6 @@ typedef struct TsPublish
  * publishing it again finishes the job (see ts_publish.c).
  */
 int			ts_publish(TsStore *store, const TsPublish *pub, TsError *err);
-
-/* Fill key[len] from getrandom (a session's or snapshot's); -1 with errno. */
-int			ts_random_key(uint8_t *key, size_t len);
 
 /* Add to wb the deletion of every row of table_id (its key range). */
 void		ts_batch_delete_table_rows(TsStore *store, rocksdb_writebatch_t *wb,

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <signal.h>
@@ -820,6 +821,22 @@ ts_store_open_table(TsStore *store, const char *name, const Tcopy__Schema *schem
 		pthread_rwlock_rdlock(&store->tables_lock);
 		*schema_out = table->schema;
 		pthread_rwlock_unlock(&store->tables_lock);
+	}
+	return 0;
+}
+
+int
+ts_random_key(uint8_t *key, size_t len)
+{
+	size_t		got = 0;
+
+	while (got < len)
+	{
+		ssize_t		n = getrandom(key + got, len - got, 0);
+
+		if (n < 0)
+			return -1;
+		got += (size_t) n;
 	}
 	return 0;
 }

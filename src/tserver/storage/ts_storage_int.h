@@ -261,6 +261,9 @@ int			ts_store_check_space(TsStore *store, uint64_t bytes, TsError *err);
  */
 #define TS_SENTINEL_KEY_MAX (TS_TABLE_ID_SIZE + sizeof(TS_META_PREPARED_PREFIX) + TS_GID_MAX)
 
+/* Fill key[len] from getrandom (a session's or snapshot's); -1 with errno. */
+int			ts_random_key(uint8_t *key, size_t len);
+
 /* Remove dir and everything in it; 0 or -1 with errno. */
 int			ts_remove_tree(const char *dir);
 
