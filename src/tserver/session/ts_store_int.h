@@ -69,6 +69,19 @@ void		ts_overlay_free(TsOverlay *overlay);
 /* A prepared session's sentinel key (TS_SENTINEL_KEY_MAX bytes at most) of gid. */
 size_t		ts_sentinel_key(const char *gid, char *key);
 
+/* in ts_backup_dir.c */
+
+#define TS_BACKUP_MANIFEST "BACKUP"	/* a backup's manifest, in its directory */
+
+/*
+ * Check the backup directory path[pathlen] a client sent (under root when
+ * there is one) and make it, with its missing parents, holding a manifest
+ * that says it is incomplete: its path into dir, its parent's into parent,
+ * each of TS_BACKUP_PATH_MAX + 1 bytes.  0, or -1 with err.
+ */
+int			ts_backup_make_dir(TsStore *store, const char *path, size_t pathlen,
+							   const char *root, char *dir, char *parent, TsError *err);
+
 /* in ts_backup.c */
 
 /*
