@@ -96,7 +96,10 @@ sync_staged(TsGroup *group, TsError *err)
 			goto io_error;
 		if (fd >= 0 && fdatasync(fd) != 0)
 		{
+			int			saved = errno;
+
 			close(fd);
+			errno = saved;
 			goto io_error;
 		}
 		if (fd >= 0)
@@ -347,8 +350,16 @@ group_apply_locked(TsGroup *group, uint64_t index, const void *data, size_t len)
 		return 0;
 	if (index <= ts_storage_applied(group->store))
 		return 0;				/* replayed */
-	/* every entry but a chunk records its index: the chunks before first */
-	if (bytes[0] != ENTRY_FILE && sync_staged(group, &err) != 0)
+	/*
+	 * Every entry but a chunk records its index: what the chunks before it
+	 * wrote is synced first.  An INGEST records theirs before it begins:
+	 * a crash once RocksDB holds the files and before the INGEST's index
+	 * is recorded must replay the INGEST alone, not the chunks, which
+	 * would write into the files RocksDB now holds (the same inodes).
+	 */
+	if (bytes[0] == ENTRY_INGEST && ts_group_sync_applied(group, &err) != 0)
+		rc = -1;
+	else if (bytes[0] != ENTRY_FILE && sync_staged(group, &err) != 0)
 		rc = -1;
 	else if (bytes[0] == ENTRY_BATCH)
 		rc = ts_storage_apply(group->store, index, (const char *) bytes + 1, len - 1, &err);
