@@ -497,7 +497,18 @@ group_restore(void *arg, TsRaft *raft, const void *data, size_t len)
 	}
 	index = ts_get_be64(data);
 	if (index <= ts_storage_applied(group->store))
-		return 0;
+	{
+		TsError		err;
+		int			rc;
+
+		/* libraft drops its log up to the snapshot: what it covers, durable */
+		pthread_mutex_lock(&group->apply_lock);
+		rc = ts_group_sync_applied(group, &err);
+		pthread_mutex_unlock(&group->apply_lock);
+		if (rc != 0)
+			ts_log(TS_LOG_ERROR, "replica group: a snapshot refused: %s", err.message);
+		return rc;
+	}
 	/* group->raft is set once ts_raft_start returns: until then, a start */
 	return ts_group_catch_up(group, raft, index, members, (unsigned) n, group->raft == NULL);
 }
