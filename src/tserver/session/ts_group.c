@@ -39,7 +39,7 @@
  * the next entry's index is recorded (sync_staged), or with its last
  * chunk.  A snapshot names the index recorded, synced first
  * (ts_group_sync_applied), never one a restart could find the store
- * behind.  docs/replication.md#durability.
+ * behind.  docs/replication.md#durability-a-power-cut-of-every-member.
  */
 #include "ts_group_int.h"
 
