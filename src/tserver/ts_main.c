@@ -204,6 +204,8 @@ start_group(const TsMainOptions *options, TsStore *store)
 	config.raft.snapshot_threshold = options->raft_log_entries;
 	config.raft.snapshot_trailing = 2 * options->raft_log_entries;
 	config.restart = restart_member;
+	config.reload = ts_store_reload_sessions;
+	config.clean_staging = ts_prepared_clean_staging;
 	group = ts_group_start(store, &config, &err);
 	if (group == NULL)
 		ts_log(TS_LOG_ERROR, "could not join the replica group as member %llu: %s",

@@ -264,6 +264,8 @@ member_open(TsStore *store)
 
 	group->store = store;
 	group->id = 1;
+	group->reload = ts_store_reload_sessions;
+	group->clean_staging = ts_prepared_clean_staging;
 	pthread_mutex_init(&group->apply_lock, NULL);
 	return group;
 }
@@ -271,8 +273,7 @@ member_open(TsStore *store)
 static void
 member_close(TsGroup *group)
 {
-	for (unsigned i = 0; i < group->nunsynced; i++)
-		free(group->unsynced[i]);
+	ts_group_forget_unsynced(group);
 	pthread_mutex_destroy(&group->apply_lock);
 	free(group);
 }

@@ -36,7 +36,7 @@
  * never leaves an entry skipped at the replay whose effect is gone: a
  * FILE entry's chunk is not synced on its own (a sync per MB would slow
  * a load), so its index stays in memory, and the file is synced before
- * the next entry's index is recorded (sync_staged), or with its last
+ * the next entry's index is recorded (ts_group_staged.c), or with its last
  * chunk.  A snapshot names the index recorded, synced first
  * (ts_group_sync_applied), never one a restart could find the store
  * behind.  docs/replication.md#durability-a-power-cut-of-every-member.
@@ -61,100 +61,6 @@
 
 #define WATCH_INTERVAL_MS 20
 
-
-/*
- * Whether path (len bytes) names a file in a directory under the staging
- * directory, "DIR/NAME": nothing else may come from the log.
- */
-bool
-ts_group_path_valid(const char *path, size_t len)
-{
-	const char *slash = memchr(path, '/', len);
-
-	return len > 0 && len < PATH_MAX_LEN && memchr(path, '\0', len) == NULL &&
-		slash != NULL && slash != path && slash != path + len - 1 &&
-		memchr(slash + 1, '/', len - (size_t) (slash + 1 - path)) == NULL &&
-		path[0] != '.' && slash[1] != '.';
-}
-
-/*
- * Sync the staged files FILE entries wrote since their last sync, and
- * their directories; 0, or -1 with err.  Under the apply lock.
- */
-static int
-sync_staged(TsGroup *group, TsError *err)
-{
-	unsigned	n = group->nunsynced;
-
-	for (unsigned i = 0; i < n; i++)
-	{
-		char	   *path = group->unsynced[i];
-		int			fd = open(path, O_WRONLY | O_CLOEXEC);
-
-		/* one removed since is no entry's any more */
-		if (fd < 0 && errno != ENOENT)
-			goto io_error;
-		if (fd >= 0 && fdatasync(fd) != 0)
-		{
-			int			saved = errno;
-
-			close(fd);
-			errno = saved;
-			goto io_error;
-		}
-		if (fd >= 0)
-			close(fd);
-		*strrchr(path, '/') = '\0';
-		ts_sync_dir(path);
-		free(path);
-		group->unsynced[i] = NULL;
-		continue;
-
-io_error:
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE, "could not sync \"%s\": %s",
-					 path, strerror(errno));
-		/* the rest stay listed: the next entry tries again */
-		memmove(group->unsynced, group->unsynced + i, (n - i) * sizeof(char *));
-		group->nunsynced = n - i;
-		return -1;
-	}
-	if (n > 0)
-		ts_sync_dir(group->store->staging_dir);
-	group->nunsynced = 0;
-	return 0;
-}
-
-/*
- * path, whose chunk was just written, is synced (its last chunk): or to be
- * synced before any later entry's index is recorded.  0, or -1 with err.
- */
-static int
-note_unsynced(TsGroup *group, const char *path, bool synced, TsError *err)
-{
-	char	   *copy;
-
-	for (unsigned i = 0; i < group->nunsynced; i++)
-	{
-		if (strcmp(group->unsynced[i], path) != 0)
-			continue;
-		if (!synced)
-			return 0;
-		free(group->unsynced[i]);
-		group->unsynced[i] = group->unsynced[--group->nunsynced];
-		return 0;
-	}
-	if (synced)
-		return 0;
-	if (group->nunsynced == STAGED_UNSYNCED_MAX && sync_staged(group, err) != 0)
-		return -1;
-	if ((copy = strdup(path)) == NULL)
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
-		return -1;
-	}
-	group->unsynced[group->nunsynced++] = copy;
-	return 0;
-}
 
 /*
  * Apply an ENTRY_FILE: the chunk written into its file, synced if the
@@ -219,7 +125,7 @@ apply_file(TsGroup *group, const uint8_t *bytes, size_t len, TsError *err)
 		ts_sync_dir(dir);
 		ts_sync_dir(store->staging_dir);
 	}
-	return note_unsynced(group, path, last, err);
+	return ts_group_note_unsynced(group, path, last, err);
 
 malformed:
 	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE, "a file entry is malformed");
@@ -359,7 +265,7 @@ group_apply_locked(TsGroup *group, uint64_t index, const void *data, size_t len)
 	 */
 	if (bytes[0] == ENTRY_INGEST && ts_group_sync_applied(group, &err) != 0)
 		rc = -1;
-	else if (bytes[0] != ENTRY_FILE && sync_staged(group, &err) != 0)
+	else if (bytes[0] != ENTRY_FILE && ts_group_sync_staged(group, &err) != 0)
 		rc = -1;
 	else if (bytes[0] == ENTRY_BATCH)
 		rc = ts_storage_apply(group->store, index, (const char *) bytes + 1, len - 1, &err);
@@ -368,7 +274,7 @@ group_apply_locked(TsGroup *group, uint64_t index, const void *data, size_t len)
 	else if (bytes[0] == ENTRY_INGEST)
 		rc = apply_ingest(group, bytes, len, &err);
 	else if (bytes[0] == ENTRY_CLEAN)
-		rc = ts_prepared_clean_staging(group->store, &err);
+		rc = group->clean_staging(group->store, &err);
 	else if (bytes[0] == ENTRY_DROP_DIR)
 		rc = apply_drop_dir(group, bytes, len, &err);
 	else
@@ -387,14 +293,6 @@ group_apply_locked(TsGroup *group, uint64_t index, const void *data, size_t len)
 		ts_log(TS_LOG_ERROR, "replica group: entry %llu: %s", (unsigned long long) index,
 			   err.message);
 	return rc;
-}
-
-int
-ts_group_sync_applied(TsGroup *group, TsError *err)
-{
-	if (sync_staged(group, err) != 0)
-		return -1;
-	return ts_storage_mark_applied(group->store, ts_storage_applied(group->store), true, err);
 }
 
 /*
@@ -531,39 +429,6 @@ group_bootstrapped(void *arg, TsError *err)
 	return ts_storage_forget_applied(group->store, err);
 }
 
-int
-ts_group_outcome(TsGroup *group, TsRaftOutcome outcome, TsError *err)
-{
-	TsRaftStatus status;
-
-	switch (outcome)
-	{
-		case TS_RAFT_APPLIED:
-			return 0;
-		case TS_RAFT_NOT_LEADER:
-		case TS_RAFT_UNKNOWN:
-			ts_raft_status(group->raft, &status);
-			if (status.leader_id != 0)
-				ts_error_set(err, TCOPY__ERROR_CODE__ERROR_NOT_LEADER,
-							 "this tserver lost the lead of its replica group%s (member %llu "
-							 "leads)", outcome == TS_RAFT_UNKNOWN ?
-							 " while the write was being replicated: it may be applied or not" : "",
-							 (unsigned long long) status.leader_id);
-			else
-				ts_error_set(err, TCOPY__ERROR_CODE__ERROR_NOT_LEADER,
-							 "this tserver lost the lead of its replica group%s (no member "
-							 "leads it yet)", outcome == TS_RAFT_UNKNOWN ?
-							 " while the write was being replicated: it may be applied or not" : "");
-			return -1;
-		case TS_RAFT_FAILED:
-			break;
-	}
-	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
-				 "the replica group's log refused the write (the member is stopping, "
-				 "or its disk failed)");
-	return -1;
-}
-
 /* Submit entry to the group's log; 0 once applied here, or -1 with err. */
 static int
 group_submit(TsGroup *group, const void *entry, size_t len, TsError *err)
@@ -666,12 +531,7 @@ group_begin_serving(TsGroup *group)
 	if (group->epochs > 0)
 		return;					/* cannot happen: a demoted leader restarts */
 	/* nothing holds any of it: this member has served no client */
-	ts_prepared_free_all(store);
-	ts_labels_free_all(store);
-	ts_key_claims_free_all(store);
-	ts_key_claims_init(store);
-	atomic_store(&store->sessions_prepared, 0);
-	if (ts_storage_reload_tables(store, &err) != 0 || ts_prepared_load(store, &err) != 0)
+	if (group->reload(store, &err) != 0)
 	{
 		ts_log(TS_LOG_ERROR, "replica group: cannot lead: %s", err.message);
 		return;
@@ -679,9 +539,8 @@ group_begin_serving(TsGroup *group)
 	group->epochs++;
 	atomic_store(&group->epoch, group->epochs);
 	ts_log(TS_LOG_INFO, "replica group: member %llu leads, from entry %llu on: "
-		   "%llu tables, %zu prepared sessions", (unsigned long long) group->id,
-		   (unsigned long long) index, (unsigned long long) atomic_load(&store->tables_live),
-		   store->nprepared);
+		   "%llu tables", (unsigned long long) group->id, (unsigned long long) index,
+		   (unsigned long long) atomic_load(&store->tables_live));
 }
 
 /* The watcher: follow the member's role. */
@@ -727,6 +586,8 @@ ts_group_start(TsStore *store, const TsGroupConfig *config, TsError *err)
 	group->id = raft_config.id;
 	group->restart = config->restart;
 	group->restart_arg = config->restart_arg;
+	group->reload = config->reload;
+	group->clean_staging = config->clean_staging;
 	pthread_mutex_init(&group->apply_lock, NULL);
 	pthread_mutex_init(&group->ship_lock, NULL);
 	pthread_cond_init(&group->ship_cond, NULL);
@@ -851,8 +712,7 @@ ts_group_stop(TsGroup *group)
 	if (group->raft != NULL)
 		ts_raft_stop(group->raft);
 	ts_group_sender_stop(group);
-	for (unsigned i = 0; i < group->nunsynced; i++)
-		free(group->unsynced[i]);
+	ts_group_forget_unsynced(group);
 	pthread_mutex_destroy(&group->apply_lock);
 	free(group);
 }

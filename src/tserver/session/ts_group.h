@@ -33,6 +33,16 @@ typedef struct TsGroupConfig
 	void		(*restart) (void *arg); /* restart the tserver, not returning:
 										 * a leader demoted, a state fetched */
 	void	   *restart_arg;
+
+	/*
+	 * What the group asks of the layers above it (set by ts_main.c, as
+	 * ts_storage_set_replicator is by the group): taking the lead, forget
+	 * what the store keeps in memory of sessions and reload it from
+	 * RocksDB; for a CLEAN entry, remove the staging of every session but
+	 * the prepared ones.  Each 0, or -1 with err.
+	 */
+	int			(*reload) (TsStore *store, TsError *err);
+	int			(*clean_staging) (TsStore *store, TsError *err);
 } TsGroupConfig;
 
 /*

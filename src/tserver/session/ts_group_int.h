@@ -33,6 +33,8 @@ struct TsGroup
 	uint64_t	id;
 	void		(*restart) (void *arg);
 	void	   *restart_arg;
+	int			(*reload) (TsStore *store, TsError *err);	/* TsGroupConfig's */
+	int			(*clean_staging) (TsStore *store, TsError *err);
 	pthread_t	watcher;
 	bool		watcher_started;
 	atomic_bool stopping;
@@ -78,16 +80,38 @@ struct TsGroup
  */
 int			ts_group_apply(void *arg, uint64_t index, const void *data, size_t len);
 
+/* in ts_group_staged.c: the staged files with unsynced chunks, under the apply lock */
+
 /*
  * Everything applied here made durable and recorded: the staged files with
  * unsynced chunks synced, then the applied index recorded, synced, so that
- * ts_storage_applied_durable is ts_storage_applied.  Under the apply lock.
- * 0, or -1 with err.
+ * ts_storage_applied_durable is ts_storage_applied.  0, or -1 with err.
  */
 int			ts_group_sync_applied(TsGroup *group, TsError *err);
 
+/* Sync the staged files with unsynced chunks, and their directories; 0, or -1 with err. */
+int			ts_group_sync_staged(TsGroup *group, TsError *err);
+
+/*
+ * path's chunk was just written: its file is synced (its last chunk), or
+ * is to be synced before any later entry's index is recorded.  0, or -1
+ * with err.
+ */
+int			ts_group_note_unsynced(TsGroup *group, const char *path, bool synced,
+								   TsError *err);
+
+/* Forget the list (the group stopping). */
+void		ts_group_forget_unsynced(TsGroup *group);
+
+/* in ts_group_log.c: what the entries and submits share */
+
 /* 0 for an entry applied here, or -1 with err saying why it was not. */
 int			ts_group_outcome(TsGroup *group, TsRaftOutcome outcome, TsError *err);
+
+/* Whether path (len bytes) is "DIR/NAME" under the staging directory. */
+bool		ts_group_path_valid(const char *path, size_t len);
+
+/* in ts_group_ship.c: a spilled session's files through the log */
 
 /* path's part under the staging directory, or NULL with err. */
 const char *ts_group_staged_name(TsGroup *group, const char *path, TsError *err);
@@ -99,9 +123,6 @@ const char *ts_group_staged_name(TsGroup *group, const char *path, TsError *err)
  */
 int			ts_group_shipper_start(TsGroup *group, TsError *err);
 void		ts_group_shipper_stop(TsGroup *group);
-
-/* Whether path (len bytes) is "DIR/NAME" under the staging directory. */
-bool		ts_group_path_valid(const char *path, size_t len);
 
 /*
  * TsRaftConfig.on_fetch: send this member's state to member peer on fd,

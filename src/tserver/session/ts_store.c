@@ -88,6 +88,21 @@ ts_store_close(TsStore *store)
 }
 
 int
+ts_store_reload_sessions(TsStore *store, TsError *err)
+{
+	ts_prepared_free_all(store);
+	ts_labels_free_all(store);
+	ts_key_claims_free_all(store);
+	ts_key_claims_init(store);
+	atomic_store(&store->sessions_prepared, 0);
+	if (ts_storage_reload_tables(store, err) != 0 || ts_prepared_load(store, err) != 0)
+		return -1;
+	ts_log(TS_LOG_INFO, "store reloaded: %llu tables, %zu prepared sessions",
+		   (unsigned long long) atomic_load(&store->tables_live), store->nprepared);
+	return 0;
+}
+
+int
 ts_store_table_op(TsStore *store, Tcopy__TableOpKind op, uint32_t table_id,
 				  bool (*give_up) (void *arg), void *arg, TsError *err)
 {

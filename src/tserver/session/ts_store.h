@@ -46,6 +46,21 @@ TsStore    *ts_store_open(const char *dir, const TsStoreOptions *options,
 void		ts_store_close(TsStore *store);
 
 /*
+ * A replica group's member taking the lead (TsGroupConfig.reload): forget
+ * what the store keeps in memory of sessions (the prepared registry, load
+ * labels, key claims) and load it again, with the tables, from RocksDB,
+ * which the group's log brought up to date.  Nothing may hold any of it:
+ * the member has served no client.  0, or -1 with err.
+ */
+int			ts_store_reload_sessions(TsStore *store, TsError *err);
+
+/*
+ * Remove every staging directory but the prepared sessions' (a replica
+ * group's CLEAN entry: TsGroupConfig.clean_staging).  0, or -1 with err.
+ */
+int			ts_prepared_clean_staging(TsStore *store, TsError *err);
+
+/*
  * Backups (ts_backup.c, docs/storage.md#backups).  ts_store_backup takes
  * an online, consistent backup into path (pathlen bytes as a client sent
  * them: checked here; within root unless it is NULL), a new directory

@@ -126,11 +126,6 @@ int			ts_prepared_each(TsStore *store, TsPreparedRecordFn fn, void *arg, TsError
  */
 int			ts_prepared_load(TsStore *store, TsError *err);
 
-/*
- * Remove every staging directory but the prepared sessions' (a replica
- * group's CLEAN entry: ts_group.c).  0, or -1 with err.
- */
-int			ts_prepared_clean_staging(TsStore *store, TsError *err);
 
 
 /* in ts_prepared_registry.c */
