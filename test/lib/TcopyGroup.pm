@@ -64,6 +64,24 @@ sub new
 	return $self;
 }
 
+# Member i's raft TLS options, from its next start on, @args instead of
+# the group's (another CA's certificate, --raft-insecure-cleartext).
+sub set_raft_tls
+{
+	my ($self, $i, @args) = @_;
+	my $ts = $self->member($i);
+	my @kept;
+	my @old = @{ $ts->{extra_args} };
+	while (@old)
+	{
+		my $a = shift @old;
+		if ($a =~ /^--raft-tls-/) { shift @old; next; }
+		next if $a eq '--raft-insecure-cleartext';
+		push @kept, $a;
+	}
+	$ts->{extra_args} = [ @kept, @args ];
+}
+
 sub members { @{ $_[0]->{members} } }
 sub member { $_[0]->{members}[ $_[1] - 1 ] }
 sub secret_file { $_[0]->{secret} }
