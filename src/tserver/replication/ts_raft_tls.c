@@ -192,11 +192,16 @@ relay_handshake(TsRaftRelay *r, SSL *ssl, char *why, size_t len)
  * Carry bytes both ways until a side closes; then write what the other
  * side still has to receive (a TLS close_notify after the last) and
  * return.  Both sockets are non-blocking; a buffer each way, refilled
- * only once written out, holds a peer that does not read.
+ * only once written out, holds a peer that does not read.  In TLS 1.3 a
+ * client's handshake ends before the server has checked its certificate:
+ * a server that refuses it answers the first read with an alert, which
+ * goes into why (empty otherwise).
  */
 static void
-relay_pump(TsRaftRelay *r, SSL *ssl)
+relay_pump(TsRaftRelay *r, SSL *ssl, char *why, size_t len)
 {
+	bool		read_any = false;
+
 	uint8_t		up[RELAY_BUF];	/* plain to TLS */
 	uint8_t		down[RELAY_BUF];	/* TLS to plain */
 	size_t		up_len = 0,
@@ -221,6 +226,7 @@ relay_pump(TsRaftRelay *r, SSL *ssl)
 			{
 				down_len = (size_t) n;
 				down_off = 0;
+				read_any = true;
 				progress = true;
 			}
 			else
@@ -233,7 +239,10 @@ relay_pump(TsRaftRelay *r, SSL *ssl)
 					tcp_ev |= POLLOUT;
 				else
 				{
-					tls_eof = true; /* close_notify, a reset, or an error */
+					/* close_notify, a reset, or an error */
+					if (e == SSL_ERROR_SSL && !read_any)
+						describe_failure(ssl, e, why, len);
+					tls_eof = true;
 					progress = true;
 				}
 			}
@@ -331,8 +340,8 @@ relay_main(void *arg)
 			SSL_set_accept_state(ssl);
 		if (relay_handshake(r, ssl, why, sizeof(why)))
 		{
-			relay_pump(r, ssl);
 			why[0] = '\0';
+			relay_pump(r, ssl, why, sizeof(why));
 		}
 	}
 	if (why[0] != '\0')
