@@ -173,7 +173,9 @@ relay_handshake(TsRaftRelay *r, SSL *ssl, char *why, size_t len)
 			snprintf(why, len, "no TLS handshake within the deadline");
 			return false;
 		}
-		p[0] = (struct pollfd) {.fd = r->tcp, .events = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT};
+		p[0] = (struct pollfd) {
+			.fd = r->tcp, .events = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT
+		};
 		p[1] = (struct pollfd) {.fd = r->plain, .events = 0};	/* a hang-up only */
 		if (poll(p, 2, (int) left) < 0 && errno != EINTR)
 		{

@@ -62,11 +62,12 @@ typedef struct TsRaftTransportStats
  * Fill transport with ours, keyed by a copy of secret (TS_RAFT_SECRET_MIN to
  * TS_RAFT_SECRET_MAX bytes), and with tls (ts_raft_tls_context; the
  * transport takes a reference) every connection in TLS, the handshake
- * inside it; tls NULL: in the clear.  handshake_ms bounds every handshake, from the
- * TCP connect or the accept to the stream handed to libraft; 0:
- * TS_RAFT_HANDSHAKE_MS.  The transport listens on the member's own raft
- * address, the one given to raft_init ("a.b.c.d:port", never 0.0.0.0).
- * Returns 0, or a RAFT_* code with transport->errmsg saying why.
+ * inside it; tls NULL: in the clear.  handshake_ms bounds every
+ * handshake, from the TCP connect or the accept to the stream handed to
+ * libraft, TLS's included; 0: TS_RAFT_HANDSHAKE_MS.  The transport
+ * listens on the member's own raft address, the one given to raft_init
+ * ("a.b.c.d:port", never 0.0.0.0).  Returns 0, or a RAFT_* code with
+ * transport->errmsg saying why.
  */
 int			ts_raft_transport_init(struct raft_uv_transport *transport,
 								   struct uv_loop_s *loop,
