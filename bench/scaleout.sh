@@ -14,7 +14,10 @@
 #   single  tcopy: one foreign table on 1 tserver (the COPY hook)
 #   g3      tcopy: the same table on a replica group of 3 tservers
 #           (docs/replication.md), all on this machine: the group's leader
-#           ships every batch and file to the two others through its log
+#           ships every batch and file to the two others through its log,
+#           over its raft port in TLS (a group CA and a certificate each,
+#           made with openssl)
+#   g3c     the same group with --raft-insecure-cleartext: no TLS
 #   p1, p2, p4
 #           tcopy: a table PARTITION BY HASH (aid) whose 4 partitions are
 #           foreign tables on 1, 2 or 4 tservers (partition i on tserver
@@ -288,22 +291,37 @@ chmod 755 "$work/probe.sh"
 # ---------------------------------------------------------------- one run
 # start_tservers N TCP DELAY GROUP BIN: N fresh tservers of BIN (with tcp: listeners
 # when TCP is 1), and a relay in front of each when DELAY is a number; with
-# GROUP 1, the N are one replica group (raft ports from port + 21)
+# GROUP 1 (c: in the clear), the N are one replica group (raft ports from
+# port + 21, in TLS)
 start_tservers()
 {
 	local n=$1 tcp=$2 delay=$3 group=${4:-0} bin=$5 i log args boot=""
-	if [ "$group" = 1 ]; then
+	if [ "$group" != 0 ]; then
 		openssl rand -hex 32 >"$work/raft.secret"
 		chown "$pg_user" "$work/raft.secret" 2>/dev/null || true
 		chmod 600 "$work/raft.secret"
+		# the group's CA and a certificate of it for each member (README)
+		openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+			-subj "/CN=bench group CA" -keyout "$work/raft_ca.key" -out "$work/raft_ca.crt" 2>/dev/null
+		for i in $(seq 0 $((n - 1))); do
+			openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+				-subj "/CN=member $((i + 1))" -keyout "$work/raft_$i.key" -out "$work/raft_$i.csr" 2>/dev/null
+			openssl x509 -req -in "$work/raft_$i.csr" -CA "$work/raft_ca.crt" -CAkey "$work/raft_ca.key" \
+				-CAcreateserial -days 2 -out "$work/raft_$i.crt" 2>/dev/null
+			chown "$pg_user" "$work/raft_$i.key" 2>/dev/null || true
+			chmod 600 "$work/raft_$i.key"
+		done
 		for i in $(seq 0 $((n - 1))); do boot="$boot${boot:+,}$((i + 1))@127.0.0.1:$((port + 21 + i))"; done
 	fi
 	for i in $(seq 0 $((n - 1))); do
 		log="$work/ts_$i.log"
 		args=(--data "$work/ts_$i" --listen "unix:$work/ts_$i.sock" --session-memory-mb 64 --allow-uid "$pg_user")
 		[ "$tcp" = 1 ] && args+=(--listen "tcp:127.0.0.1:$((port + 1 + i))" --token-file "$work/token")
-		[ "$group" = 1 ] && args+=(--raft-id $((i + 1)) --raft-listen "127.0.0.1:$((port + 21 + i))"
+		[ "$group" != 0 ] && args+=(--raft-id $((i + 1)) --raft-listen "127.0.0.1:$((port + 21 + i))"
 			--raft-secret-file "$work/raft.secret" --raft-bootstrap "$boot")
+		[ "$group" = 1 ] && args+=(--raft-tls-cert "$work/raft_$i.crt" --raft-tls-key "$work/raft_$i.key"
+			--raft-tls-ca "$work/raft_ca.crt")
+		[ "$group" = c ] && args+=(--raft-insecure-cleartext)
 		rm -rf "$work/ts_$i" "$log" "$work/ts_$i.pid"
 		as_pg bash -c 'echo $$ >"$1"; shift; exec "$@"' _ "$work/ts_$i.pid" "$bin" "${args[@]}" \
 			>/dev/null 2>"$log" &
@@ -332,7 +350,7 @@ ddl()
 				echo "CREATE $([ "$1" = heapu ] && echo UNLOGGED) TABLE acc_$i PARTITION OF acc FOR VALUES WITH (MODULUS $parts, REMAINDER $i);"
 			done ;;
 		single) echo "CREATE FOREIGN TABLE acc ($cols) SERVER ts_0 OPTIONS (key 'aid');" ;;
-		g3) echo "CREATE FOREIGN TABLE acc ($cols) SERVER tg OPTIONS (key 'aid');" ;;
+		g3|g3c) echo "CREATE FOREIGN TABLE acc ($cols) SERVER tg OPTIONS (key 'aid');" ;;
 		p*|tcp:*)
 			if [[ $1 == tcp:direct:* ]]; then n=$lat_n srv=td; elif [[ $1 == tcp:* ]]; then n=$lat_n srv=tt; else n=${1#p} srv=ts; fi
 			echo "CREATE TABLE acc ($cols) PARTITION BY HASH (aid);"
@@ -353,7 +371,7 @@ run_item()
 	local base=${item%+b} bin=${TSERVER:-$bindir/tserver}
 	[ "$base" != "$item" ] && bin=${TSERVER_B:?an item ending in +b runs TSERVER_B, unset}
 	case "$base" in
-		single|p1) n=1 ;; p2) n=2 ;; p4) n=4 ;; g3) n=3 group=1 ;;
+		single|p1) n=1 ;; p2) n=2 ;; p4) n=4 ;; g3) n=3 group=1 ;; g3c) n=3 group=c ;;
 		tcp:*) n=$lat_n tcp=1 delay=$(cut -d: -f2 <<<"$base")
 			settings="SET tcopy.batches_in_flight = $(cut -d: -f3 <<<"$base");" ;;
 	esac

@@ -139,7 +139,7 @@ UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	test/tserver/017_streams.pl test/tserver/018_synced.pl test/tserver/020_backup.pl \
 	test/tserver/021_replica_group.pl test/tserver/022_group_membership.pl \
 	test/tserver/024_group_catchup.pl test/tserver/025_group_restore.pl \
-	test/tserver/026_metrics.pl test/tserver/027_config.pl)
+	test/tserver/026_metrics.pl test/tserver/027_config.pl test/tserver/032_raft_tls.pl)
 
 # the tests check each log as they stop a server; check them all once more,
 # in case a report came where no test looked

@@ -194,6 +194,10 @@ start_group(const TsMainOptions *options, TsStore *store)
 	config.raft.dir = dir;
 	config.raft.bootstrap = options->raft_bootstrap;
 	config.raft.secret_file = options->raft_secret_file;
+	config.raft.tls_cert = options->raft_tls_cert;
+	config.raft.tls_key = options->raft_tls_key;
+	config.raft.tls_ca = options->raft_tls_ca;
+	config.raft.cleartext = options->raft_cleartext;
 	/*
 	 * libraft 0.15 keeps every entry since the last snapshot in memory, and
 	 * a spilled session's files travel in 1 MB entries: snapshots (a few

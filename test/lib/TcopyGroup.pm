@@ -1,8 +1,11 @@
 # TcopyGroup.pm
 #	A replica group of tservers for the TAP tests (docs/replication.md):
 #	members are TcopyTest servers with --raft-id, --raft-listen (127.0.0.1,
-#	free ports) and a shared --raft-secret-file; the first start of each
-#	bootstraps the group.  Clients reach the group through the members'
+#	free ports), a shared --raft-secret-file, and the raft port's TLS
+#	(--raft-tls-cert, --raft-tls-key, --raft-tls-ca: a CA of the group's
+#	and a certificate each, made by TcopyTls) unless cleartext => 1 asks
+#	for --raft-insecure-cleartext; the first start of each bootstraps the
+#	group.  Clients reach the group through the members'
 #	addresses, comma-separated (address), as the extension and tserver-cli
 #	do: whichever member leads answers.
 package TcopyGroup;
@@ -16,13 +19,14 @@ use IPC::Run;
 use Test::More;
 use Time::HiRes qw(sleep time);
 use TcopyTest;
+use TcopyTls;
 
 # A group of n members (default 3); extra_args go to every member's starts.
 # raft_hosts (one IPv4 address per member, default 127.0.0.1 each, on free
 # ports) and exec_prefix (one command prefix per member, such as ip netns
 # exec NS) put members on "other machines"; or member, a sub making member
 # i (a TcopyTest, or a TcopyNetns::Tserver started by a namespace's runner)
-# from its arguments (an array).
+# from its arguments (an array).  cleartext => 1: no TLS on the raft port.
 sub new
 {
 	my ($class, %opts) = @_;
@@ -36,6 +40,7 @@ sub new
 	close $fh;
 	chmod(0600, $secret) or croak "chmod $secret: $!";
 	my @ports = $opts{raft_hosts} ? ((7100) x $n) : TcopyTest::free_tcp_ports($n);
+	my $certs = $opts{cleartext} ? undef : TcopyTls::make_group_certs($base, $n);
 	my $self = bless {
 		base => $base,
 		secret => $secret,
@@ -44,11 +49,13 @@ sub new
 		cli_args => [],
 		members => [],
 		bootstrapped => 0,
+		certs => $certs,
 	}, $class;
 	for my $i (1 .. $n)
 	{
 		my @args = ('--raft-id', $i, '--raft-listen', "$hosts[$i - 1]:$ports[$i - 1]",
-			'--raft-secret-file', $secret, @{ $opts{extra_args} // [] });
+			'--raft-secret-file', $secret, $self->raft_tls_args($i),
+			@{ $opts{extra_args} // [] });
 		my $ts = $opts{member} ? $opts{member}->($i, \@args)
 		  : TcopyTest->new(extra_args => \@args,
 			exec_prefix => $opts{exec_prefix} ? $opts{exec_prefix}[ $i - 1 ] : []);
@@ -57,9 +64,39 @@ sub new
 	return $self;
 }
 
+# Member i's raft TLS options, from its next start on, @args instead of
+# the group's (another CA's certificate, --raft-insecure-cleartext).
+sub set_raft_tls
+{
+	my ($self, $i, @args) = @_;
+	my $ts = $self->member($i);
+	my @kept;
+	my @old = @{ $ts->{extra_args} };
+	while (@old)
+	{
+		my $a = shift @old;
+		if ($a =~ /^--raft-tls-/) { shift @old; next; }
+		next if $a eq '--raft-insecure-cleartext';
+		push @kept, $a;
+	}
+	$ts->{extra_args} = [ @kept, @args ];
+}
+
 sub members { @{ $_[0]->{members} } }
 sub member { $_[0]->{members}[ $_[1] - 1 ] }
 sub secret_file { $_[0]->{secret} }
+# TcopyTls::make_group_certs's hash, or undef in the clear
+sub certs { $_[0]->{certs} }
+
+# Member i's raft TLS options (--raft-insecure-cleartext in the clear).
+sub raft_tls_args
+{
+	my ($self, $i) = @_;
+	my $c = $self->{certs};
+	return ('--raft-insecure-cleartext') unless $c;
+	return ('--raft-tls-cert', $c->{members}[$i]{crt}, '--raft-tls-key', $c->{members}[$i]{key},
+		'--raft-tls-ca', $c->{ca}{crt});
+}
 sub raft_port { $_[0]->{ports}[ $_[1] - 1 ] }
 sub raft_host { $_[0]->{hosts}[ $_[1] - 1 ] }
 sub address { join(',', map { $_->address } @{ $_[0]->{members} }) }

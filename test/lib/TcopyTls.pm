@@ -10,7 +10,7 @@ use strict;
 use warnings;
 
 use Exporter 'import';
-our @EXPORT_OK = qw(have_openssl make_certs);
+our @EXPORT_OK = qw(have_openssl make_certs make_group_certs);
 
 # Whether the openssl command is there (scripts/install-deps.sh installs it).
 sub have_openssl
@@ -34,17 +34,20 @@ sub run_openssl
 }
 
 # A key and a certificate signed by $ca (a hash of crt, key) or self-signed
-# when $ca is undef; $san: subjectAltName, or undef.  Returns { crt, key }.
+# when $ca is undef; $san: subjectAltName, or undef; $ec: an EC P-256 key
+# (quick to make) rather than RSA 2048.  Returns { crt, key }.
 sub make_cert
 {
-	my ($dir, $name, $cn, $ca, $san) = @_;
+	my ($dir, $name, $cn, $ca, $san, $ec) = @_;
 	my ($key, $crt, $csr, $ext) = map { "$dir/$name.$_" } qw(key crt csr ext);
 	open(my $fh, '>', $ext) or die "$ext: $!";
 	print $fh "basicConstraints=" . ($ca ? "CA:FALSE" : "critical,CA:TRUE") . "\n";
 	print $fh "subjectAltName=$san\n" if defined $san;
 	close $fh;
 	my $log = "$dir/openssl.log";
-	run_openssl($log, 'req', '-new', '-newkey', 'rsa:2048', '-nodes', '-keyout', $key,
+	my @newkey = $ec ? ('-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1')
+	  : ('-newkey', 'rsa:2048');
+	run_openssl($log, 'req', '-new', @newkey, '-nodes', '-keyout', $key,
 		'-out', $csr, '-subj', "/CN=$cn", '-batch');
 	if ($ca)
 	{
@@ -72,6 +75,23 @@ sub make_certs
 	$c{client} = make_cert($dir, 'client', 'tcopy client', $c{ca}, undef);
 	$c{other_ca} = make_cert($dir, 'other_ca', 'another CA', undef, undef);
 	$c{other_client} = make_cert($dir, 'other_client', 'tcopy client', $c{other_ca}, undef);
+	return \%c;
+}
+
+# A replica group's certificates in $dir (which must exist), as
+# docs/security.md#the-raft-port has an operator make them: the group's CA
+# and a certificate of it for each member 1 to $n; and another CA with a
+# member certificate of its own (for the refusals).  Returns { ca,
+# members => [ undef, member 1, ... ], other_ca, other_member }.
+sub make_group_certs
+{
+	my ($dir, $n) = @_;
+	my %c;
+	$c{ca} = make_cert($dir, 'group_ca', 'tcopy group CA', undef, undef, 1);
+	$c{members} = [ undef,
+		map { make_cert($dir, "member$_", "tcopy member $_", $c{ca}, undef, 1) } 1 .. $n ];
+	$c{other_ca} = make_cert($dir, 'other_group_ca', 'another group CA', undef, undef, 1);
+	$c{other_member} = make_cert($dir, 'other_member', 'tcopy member 3', $c{other_ca}, undef, 1);
 	return \%c;
 }
 

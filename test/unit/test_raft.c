@@ -163,6 +163,7 @@ start_member(int k, bool first, const char *secret_file)
 	snprintf(config.address, sizeof(config.address), "%s", addresses[k]);
 	config.dir = dir;
 	config.secret_file = secret_file;
+	config.cleartext = true;	/* TLS is the TAP tests' (032_raft_tls.pl) */
 	config.handshake_ms = HANDSHAKE_MS;
 	config.bootstrap = first ? bootstrap : NULL;
 	config.election_ms = 300;
@@ -520,6 +521,23 @@ test_secret_refused(void)
 	CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_AUTH);
 	CHECK(strstr(err.message, path) != NULL);
 	CHECK(strstr(err.message, "fewer than 32") != NULL);
+
+	/* a good secret, but neither TLS files nor the clear text asked for */
+	snprintf(path, sizeof(path), "%s/good-secret", base_dir);
+	REQUIRE(write_secret(path, SECRET, 0600) == 0);
+	config.secret_file = path;
+	CHECK(ts_raft_start(&config, &err) == NULL);
+	CHECK_EQ_INT(err.code, TCOPY__ERROR_CODE__ERROR_AUTH);
+	CHECK(strstr(err.message, "--raft-insecure-cleartext") != NULL);
+	/* a key file open to others is refused, naming it */
+	snprintf(path, sizeof(path), "%s/open-secret", base_dir);	/* mode 0640 */
+	config.tls_cert = path;
+	config.tls_key = path;
+	config.tls_ca = path;
+	config.secret_file = secret_file;
+	CHECK(ts_raft_start(&config, &err) == NULL);
+	CHECK(strstr(err.message, path) != NULL);
+	CHECK(strstr(err.message, "--raft-tls-key") != NULL);
 
 	CHECK(stat(dir, &st) != 0);
 }

@@ -23,8 +23,9 @@
  * manifest naming the state, fetched out of band).  The machine gives the
  * bytes; they are copied into a raft_malloc'd buffer that libraft frees.
  *
- * The raft port is ts_raft_transport.c's, keyed by the group's secret:
- * libraft's own transport lets anyone who reaches the port speak Raft.
+ * The raft port is ts_raft_transport.c's, in TLS with the group's
+ * certificates (ts_raft_tls.c) and keyed by the group's secret: libraft's
+ * own transport lets anyone who reaches the port speak Raft, in the clear.
  */
 #include "ts_raft.h"
 
@@ -500,6 +501,7 @@ ts_raft_start(const TsRaftConfig *config, TsError *err)
 	const char *step = "";
 	char		secret[TS_RAFT_SECRET_MAX + 1];
 	size_t		secret_len = 0;
+	struct ssl_ctx_st *tls = NULL;
 	char		why[512];
 
 	/* first, so that a member without its secret leaves nothing behind */
@@ -517,9 +519,31 @@ ts_raft_start(const TsRaftConfig *config, TsError *err)
 					 (unsigned long long) config->id, why);
 		return NULL;
 	}
+	/* TLS, unless told in so many words not to */
+	if (!config->cleartext &&
+		(config->tls_cert == NULL || config->tls_key == NULL || config->tls_ca == NULL))
+	{
+		tc_auth_forget(secret, sizeof(secret));
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
+					 "the raft member %llu has no TLS certificate: give --raft-tls-cert, "
+					 "--raft-tls-key and --raft-tls-ca, or --raft-insecure-cleartext",
+					 (unsigned long long) config->id);
+		return NULL;
+	}
+	if (!config->cleartext &&
+		(tls = ts_raft_tls_context(config->tls_cert, config->tls_key, config->tls_ca,
+								   why, sizeof(why))) == NULL)
+	{
+		tc_auth_forget(secret, sizeof(secret));
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
+					 "the raft member %llu cannot use its TLS files: %s",
+					 (unsigned long long) config->id, why);
+		return NULL;
+	}
 	if ((raft = calloc(1, sizeof(TsRaft))) == NULL)
 	{
 		tc_auth_forget(secret, sizeof(secret));
+		ts_raft_tls_context_free(tls);
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
 		return NULL;
 	}
@@ -530,6 +554,7 @@ ts_raft_start(const TsRaftConfig *config, TsError *err)
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE, "could not create \"%s\": %s",
 					 config->dir, strerror(errno));
 		tc_auth_forget(secret, sizeof(secret));
+		ts_raft_tls_context_free(tls);
 		free(raft);
 		return NULL;
 	}
@@ -540,9 +565,10 @@ ts_raft_start(const TsRaftConfig *config, TsError *err)
 	raft->fsm.snapshot = fsm_snapshot;
 	raft->fsm.restore = fsm_restore;
 	/* the transport keeps a copy of the secret, and wipes it at its close */
-	rv = ts_raft_transport_init(&raft->transport, &raft->loop, secret, secret_len,
+	rv = ts_raft_transport_init(&raft->transport, &raft->loop, secret, secret_len, tls,
 								config->handshake_ms);
 	tc_auth_forget(secret, sizeof(secret));
+	ts_raft_tls_context_free(tls);	/* the transport holds its own reference */
 	if (rv != 0)
 	{
 		step = "its transport";
@@ -766,6 +792,8 @@ ts_raft_stop(TsRaft *raft)
 	uv_async_send(&raft->stop_async);
 	pthread_join(raft->thread, NULL);
 	uv_loop_close(&raft->loop);
+	/* libraft closed its streams: their TLS relays end at once */
+	ts_raft_tls_wait(2000);
 	pthread_mutex_destroy(&raft->lock);
 	ts_log(TS_LOG_INFO, "raft member %llu stopped", (unsigned long long) raft->config.id);
 	free(raft);

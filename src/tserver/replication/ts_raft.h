@@ -11,12 +11,14 @@
  * leader), or refused.
  *
  * The raft port is ours (ts_raft_transport.c): a peer is let in only once
- * it has proved it holds the group's secret, read from the file the
- * config names (docs/replication.md#security).
+ * it has proved, in TLS with the group's certificates, that it holds the
+ * group's secret, read from the file the config names
+ * (docs/replication.md#security, docs/security.md#the-raft-port).
  */
 #ifndef TS_RAFT_H
 #define TS_RAFT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -89,6 +91,14 @@ typedef struct TsRaftConfig
 								 * ts_raft_start (ts_raft_secret_load: its
 								 * owner's only, at least
 								 * TS_RAFT_SECRET_MIN bytes) */
+	const char *tls_cert;		/* the raft port's TLS (docs/security.md):
+								 * this member's certificate, its key (owner
+								 * only) and the group's CA, all three */
+	const char *tls_key;
+	const char *tls_ca;
+	bool		cleartext;		/* no TLS at all, as the member was told to
+								 * (--raft-insecure-cleartext); without it
+								 * and the three files, the start fails */
 	unsigned	handshake_ms;	/* a raft connection's deadline to prove
 								 * itself; 0: TS_RAFT_HANDSHAKE_MS */
 	const char *dir;			/* libraft's files; made if missing */

@@ -49,6 +49,7 @@
 #include "tc_net.h"
 
 #define PROOF_LABEL "tcopy-raft-v1" /* its 13 bytes, without the NUL */
+#define TLS_HANDSHAKE_RECORD 0x16	/* a ClientHello's first byte */
 
 static const char magic_connector[TS_HS_MAGIC_SIZE] = {'t', 'c', 'R', 'A', 'F', 'T', 'c', '1'};
 static const char magic_acceptor[TS_HS_MAGIC_SIZE] = {'t', 'c', 'R', 'A', 'F', 'T', 'a', '1'};
@@ -146,7 +147,7 @@ handshake_write(TsRaftHandshake *hs, int slot, uint8_t *base, size_t len)
 	int			rc;
 
 	hs->writes[slot].data = hs;
-	rc = uv_write(&hs->writes[slot], (uv_stream_t *) hs->tcp, &buf, 1, write_done);
+	rc = uv_write(&hs->writes[slot], (uv_stream_t *) hs->stream, &buf, 1, write_done);
 	if (rc == 0)
 		hs->writes_pending++;
 	return rc;
@@ -244,7 +245,7 @@ handshake_step(TsRaftHandshake *hs)
 			 * Stop reading now, inside the read callback: libuv's read loop
 			 * checks after each callback, and reads nothing past PROOF_C.
 			 */
-			uv_read_stop((uv_stream_t *) hs->tcp);
+			uv_read_stop((uv_stream_t *) hs->stream);
 			if (send_proof(hs))
 				hs->phase = TS_HS_PROVEN;	/* handed over once it is written */
 			return;
@@ -263,7 +264,7 @@ handshake_step(TsRaftHandshake *hs)
 		case TS_HS_C_PROOF:
 			if (!peer_proof_right(hs))
 				return;
-			uv_read_stop((uv_stream_t *) hs->tcp);
+			uv_read_stop((uv_stream_t *) hs->stream);
 			hs->phase = TS_HS_PROVEN;
 			/* PROOF_A can come before PROOF_C's write callback */
 			ts_raft_handshake_maybe_hand_over(hs);
@@ -298,7 +299,9 @@ handshake_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 		hs->have >= TS_HS_MAGIC_SIZE &&
 		memcmp(hs->in, hs->connector ? magic_acceptor : magic_connector, TS_HS_MAGIC_SIZE) != 0)
 	{
-		ts_raft_handshake_fail(hs, TS_HS_FAIL_OTHER, "not a tcopy raft peer (wrong magic)");
+		ts_raft_handshake_fail(hs, TS_HS_FAIL_OTHER, hs->in[0] == TLS_HANDSHAKE_RECORD ?
+							   "it speaks TLS, and this member runs --raft-insecure-cleartext" :
+							   "not a tcopy raft peer (wrong magic)");
 		return;
 	}
 	if (hs->have == hs->need)
@@ -340,7 +343,9 @@ ts_raft_handshake_start(TsRaftHandshake *hs)
 	TsRaftTransport *t = hs->transport;
 	size_t		n;
 
-	uv_tcp_nodelay(hs->tcp, 1); /* four small messages: no Nagle delay */
+	/* four small messages: no Nagle delay (a TLS relay sets it itself) */
+	if (hs->stream->type == UV_TCP)
+		uv_tcp_nodelay((uv_tcp_t *) hs->stream, 1);
 	n = hello_put(hs->hello, hs->connector, t->id, hs->own_nonce,
 				  hs->connector ? t->address : NULL);
 	if (hs->connector)
@@ -355,7 +360,7 @@ ts_raft_handshake_start(TsRaftHandshake *hs)
 	}
 	hs->have = 0;
 	if (handshake_write(hs, 0, hs->hello, n) != 0 ||
-		uv_read_start((uv_stream_t *) hs->tcp, read_alloc, handshake_read) != 0)
+		uv_read_start((uv_stream_t *) hs->stream, read_alloc, handshake_read) != 0)
 		ts_raft_handshake_fail(hs, TS_HS_FAIL_OTHER, "could not start the handshake's I/O");
 }
 
@@ -426,6 +431,19 @@ ts_raft_fetch_connect(struct raft_uv_transport *transport, uint64_t peer_id,
 
 		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) != 0 || soerr != 0)
 			goto failed;
+	}
+	/* with TLS, the handshake goes through a relay (ts_raft_tls.c) */
+	if (t->tls != NULL)
+	{
+		int			plain = ts_raft_tls_relay(t->tls, fd, true, timeout_ms, t->id,
+											  peer_address, false);
+
+		fd = plain;				/* the TCP socket is the relay's, even on failure */
+		if (fd < 0)
+		{
+			why = "could not start TLS";
+			goto failed;
+		}
 	}
 	/* the handshake blocking, each step within the timeout */
 	why = "the handshake failed";

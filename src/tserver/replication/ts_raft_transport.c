@@ -26,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/ssl.h>
+
 #include "ts_log.h"
 
 #define LISTEN_BACKLOG 64		/* libraft's own transport has 1 */
@@ -141,10 +143,10 @@ handshake_handle_closed(uv_handle_t *handle)
 {
 	TsRaftHandshake *hs = handle->data;
 
-	if (handle == (uv_handle_t *) hs->tcp)
+	if (handle == (uv_handle_t *) hs->stream)
 	{
 		raft_free(handle);
-		hs->tcp = NULL;
+		hs->stream = NULL;
 	}
 	hs->handles_open--;
 	handshake_maybe_free(hs);
@@ -200,10 +202,10 @@ ts_raft_handshake_fail(TsRaftHandshake *hs, TsHsFailure failure, const char *why
 			   failure == TS_HS_FAIL_BAD_PROOF ? "refused" : "failed", why);
 	}
 	uv_close((uv_handle_t *) &hs->deadline, handshake_handle_closed);
-	if (hs->tcp != NULL)
+	if (hs->stream != NULL)
 	{
-		hs->tcp->data = hs;
-		uv_close((uv_handle_t *) hs->tcp, handshake_handle_closed);
+		hs->stream->data = hs;
+		uv_close((uv_handle_t *) hs->stream, handshake_handle_closed);
 	}
 }
 
@@ -248,14 +250,14 @@ static void
 handshake_hand_over(TsRaftHandshake *hs)
 {
 	TsRaftTransport *t = hs->transport;
-	uv_stream_t *stream = (uv_stream_t *) hs->tcp;
+	uv_stream_t *stream = (uv_stream_t *) hs->stream;
 
 	assert(hs->phase == TS_HS_PROVEN && hs->writes_pending == 0);
 	assert(!t->closing);		/* closing fails every handshake not handed over */
 	hs->phase = TS_HS_HANDED_OVER;
 	uv_read_stop(stream);		/* stopped already, by the last read */
 	stream->data = NULL;
-	hs->tcp = NULL;
+	hs->stream = NULL;
 	hs->handles_open--;
 	/* hs is freed once its deadline is closed, on a later iteration */
 	uv_close((uv_handle_t *) &hs->deadline, handshake_handle_closed);
@@ -328,6 +330,61 @@ handshake_new(TsRaftTransport *t, bool connector)
 	return hs;
 }
 
+/* The TCP handle a TLS relay took the place of, closed: raft_malloc'd. */
+static void
+replaced_tcp_closed(uv_handle_t *handle)
+{
+	TsRaftHandshake *hs = handle->data;
+
+	raft_free(handle);
+	hs->handles_open--;
+	handshake_maybe_free(hs);
+}
+
+/*
+ * With TLS, TCP up: hand the socket to a relay (ts_raft_tls.c) and go on
+ * on the clear end of its pair, a pipe of the same raft_malloc'd kind, in
+ * the TCP handle's place.  Without TLS, nothing to do.  false if the
+ * handshake failed.
+ */
+static bool
+handshake_start_tls(TsRaftHandshake *hs)
+{
+	TsRaftTransport *t = hs->transport;
+	uv_handle_t *tcp = (uv_handle_t *) hs->stream;
+	uv_pipe_t  *pipe;
+	uv_os_fd_t	fd;
+	int			copy = -1;
+	int			plain;
+
+	if (t->tls == NULL)
+		return true;
+	if ((pipe = raft_malloc(sizeof(uv_pipe_t))) == NULL ||
+		uv_fileno(tcp, &fd) != 0 || (copy = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0)
+	{
+		raft_free(pipe);
+		ts_raft_handshake_fail(hs, TS_HS_FAIL_OTHER, "could not start TLS");
+		return false;
+	}
+	/* the socket lives on in copy, the relay's */
+	tcp->data = hs;
+	uv_close(tcp, replaced_tcp_closed);
+	uv_pipe_init(t->loop, pipe, 0);
+	pipe->data = hs;
+	hs->handles_open++;
+	hs->stream = (uv_stream_t *) pipe;
+	plain = ts_raft_tls_relay(t->tls, copy, hs->connector, t->handshake_ms, t->id, hs->peer_ip,
+							  true);
+	if (plain < 0 || uv_pipe_open(pipe, plain) != 0)
+	{
+		if (plain >= 0)
+			close(plain);
+		ts_raft_handshake_fail(hs, TS_HS_FAIL_OTHER, "could not start TLS");
+		return false;
+	}
+	return true;
+}
+
 static void
 listener_accept(uv_stream_t *listener, int status)
 {
@@ -369,12 +426,13 @@ listener_accept(uv_stream_t *listener, int status)
 		uv_close((uv_handle_t *) tcp, free_handle);
 		return;
 	}
-	hs->tcp = tcp;
+	hs->stream = (uv_stream_t *) tcp;
 	tcp->data = hs;
 	hs->handles_open++;
 	uv_timer_start(&hs->deadline, deadline_passed, t->handshake_ms, 0);
 	peer_ip_of(tcp, hs->peer_ip, sizeof(hs->peer_ip));
-	ts_raft_handshake_start(hs);
+	if (handshake_start_tls(hs))
+		ts_raft_handshake_start(hs);
 }
 
 static void
@@ -389,8 +447,9 @@ tcp_connected(uv_connect_t *req, int status)
 		ts_raft_handshake_fail(hs, TS_HS_FAIL_OTHER, uv_strerror(status));
 		return;
 	}
-	peer_ip_of(hs->tcp, hs->peer_ip, sizeof(hs->peer_ip));
-	ts_raft_handshake_start(hs);
+	peer_ip_of((uv_tcp_t *) hs->stream, hs->peer_ip, sizeof(hs->peer_ip));
+	if (handshake_start_tls(hs))
+		ts_raft_handshake_start(hs);
 }
 
 static void
@@ -472,6 +531,7 @@ transport_connect(struct raft_uv_transport *raft_transport, struct raft_uv_conne
 	TsRaftTransport *t = raft_transport->impl;
 	struct sockaddr_in sa;
 	TsRaftHandshake *hs;
+	uv_tcp_t   *tcp;
 	int			rc;
 
 	if (t->closing)
@@ -494,15 +554,16 @@ transport_connect(struct raft_uv_transport *raft_transport, struct raft_uv_conne
 	hs->phase = TS_HS_CONNECTING;
 	request->cb = cb;
 	/* handed to libraft, which frees it with raft_free */
-	if ((hs->tcp = raft_malloc(sizeof(uv_tcp_t))) == NULL)
+	if ((tcp = raft_malloc(sizeof(uv_tcp_t))) == NULL)
 		rc = UV_ENOMEM;
 	else
 	{
-		uv_tcp_init(t->loop, hs->tcp);
-		hs->tcp->data = hs;
+		uv_tcp_init(t->loop, tcp);
+		hs->stream = (uv_stream_t *) tcp;
+		tcp->data = hs;
 		hs->handles_open++;
 		hs->connect_req.data = hs;
-		rc = uv_tcp_connect(&hs->connect_req, hs->tcp, (struct sockaddr *) &sa, tcp_connected);
+		rc = uv_tcp_connect(&hs->connect_req, tcp, (struct sockaddr *) &sa, tcp_connected);
 	}
 	if (rc != 0)
 	{
@@ -542,7 +603,8 @@ transport_close(struct raft_uv_transport *raft_transport, raft_uv_transport_clos
 
 int
 ts_raft_transport_init(struct raft_uv_transport *raft_transport, uv_loop_t *loop,
-					   const void *secret, size_t secret_len, unsigned handshake_ms)
+					   const void *secret, size_t secret_len, struct ssl_ctx_st *tls,
+					   unsigned handshake_ms)
 {
 	TsRaftTransport *t;
 
@@ -567,6 +629,14 @@ ts_raft_transport_init(struct raft_uv_transport *raft_transport, uv_loop_t *loop
 	t->loop = loop;
 	memcpy(t->secret, secret, secret_len);
 	t->secret_len = secret_len;
+	if (tls != NULL && SSL_CTX_up_ref(tls) == 1)
+		t->tls = tls;
+	else if (tls != NULL)
+	{
+		free(t);
+		set_errmsg(raft_transport, "could not take the TLS context");
+		return RAFT_NOMEM;
+	}
 	t->handshake_ms = handshake_ms != 0 ? handshake_ms : TS_RAFT_HANDSHAKE_MS;
 
 	/*
@@ -589,6 +659,7 @@ ts_raft_transport_close(struct raft_uv_transport *raft_transport)
 	if (t == NULL)
 		return;
 	assert(t->handshakes == NULL);
+	SSL_CTX_free(t->tls);		/* relays still running hold their own */
 	tc_auth_forget(t, sizeof(TsRaftTransport));
 	free(t);
 	raft_transport->impl = NULL;

@@ -2,20 +2,22 @@
  * ts_raft_transport.h
  *		The raft port's transport (ts_raft_transport.c, its handshake in
  *		ts_raft_handshake.c): libraft 0.15's struct raft_uv_transport over
- *		TCP with libuv, every connection authenticated with the group's
- *		shared secret (HMAC-SHA256 challenge and response, both ways)
- *		before libraft sees its stream.
+ *		TCP with libuv, every connection in TLS with the group's
+ *		certificates (ts_raft_tls.c; or in the clear, if the member says
+ *		so) and authenticated with the group's shared secret (HMAC-SHA256
+ *		challenge and response, both ways) before libraft sees its stream.
  *
  * What the handshake proves, and what it does not, is in
  * docs/replication.md#security: the secret is the group's, so a peer that
- * passes is a member, not a particular member; nothing after the
- * handshake is encrypted or authenticated.
+ * passes is a member, not a particular member.  TLS (docs/security.md)
+ * encrypts and authenticates everything, the handshake included; in the
+ * clear, nothing after the handshake is.
  *
  * Like everything of libraft's, the transport is used on its loop's thread
  * only.  Its life follows the stock transport's (raft_uv_tcp_init and
  * raft_uv_tcp_close):
  *
- *	ts_raft_transport_init(&transport, loop, secret, len, 0);
+ *	ts_raft_transport_init(&transport, loop, secret, len, tls, 0);
  *	raft_uv_init(&io, loop, dir, &transport); raft_init(...); raft_start(...);
  *	...
  *	raft_close(&raft, cb); in cb: raft_uv_close(&io);
@@ -29,9 +31,10 @@
 
 #include "tc_auth.h"
 
-/* libraft's and libuv's types, named without their headers */
+/* libraft's, libuv's and OpenSSL's types, named without their headers */
 struct raft_uv_transport;
 struct uv_loop_s;
+struct ssl_ctx_st;
 
 #define TS_RAFT_SECRET_MIN 32	/* bytes: 256 bits, HMAC-SHA256's key size */
 #define TS_RAFT_SECRET_MAX TC_TOKEN_MAX	/* bytes; read as a token file */
@@ -57,16 +60,19 @@ typedef struct TsRaftTransportStats
 
 /*
  * Fill transport with ours, keyed by a copy of secret (TS_RAFT_SECRET_MIN to
- * TS_RAFT_SECRET_MAX bytes).  handshake_ms bounds every handshake, from the
- * TCP connect or the accept to the stream handed to libraft; 0:
- * TS_RAFT_HANDSHAKE_MS.  The transport listens on the member's own raft
- * address, the one given to raft_init ("a.b.c.d:port", never 0.0.0.0).
- * Returns 0, or a RAFT_* code with transport->errmsg saying why.
+ * TS_RAFT_SECRET_MAX bytes), and with tls (ts_raft_tls_context; the
+ * transport takes a reference) every connection in TLS, the handshake
+ * inside it; tls NULL: in the clear.  handshake_ms bounds every
+ * handshake, from the TCP connect or the accept to the stream handed to
+ * libraft, TLS's included; 0: TS_RAFT_HANDSHAKE_MS.  The transport
+ * listens on the member's own raft address, the one given to raft_init
+ * ("a.b.c.d:port", never 0.0.0.0).  Returns 0, or a RAFT_* code with
+ * transport->errmsg saying why.
  */
 int			ts_raft_transport_init(struct raft_uv_transport *transport,
 								   struct uv_loop_s *loop,
 								   const void *secret, size_t secret_len,
-								   unsigned handshake_ms);
+								   struct ssl_ctx_st *tls, unsigned handshake_ms);
 
 /*
  * Free what ts_raft_transport_init made, and wipe the secret: once libraft
@@ -118,5 +124,21 @@ int			ts_raft_fetch_connect(struct raft_uv_transport *transport, uint64_t peer_i
  */
 int			ts_raft_secret_load(const char *path, char secret[TS_RAFT_SECRET_MAX + 1],
 								size_t *secret_len, char *err, size_t errlen);
+
+/*
+ * The raft port's TLS context (ts_raft_tls.c): this member's certificate
+ * chain and key (the key file its owner's only), and the group's CA, to
+ * which every peer's certificate must chain, both ways (TLS 1.2 at
+ * least); NULL with err naming the file.
+ */
+struct ssl_ctx_st *ts_raft_tls_context(const char *cert_file, const char *key_file,
+									   const char *ca_file, char *err, size_t errlen);
+void		ts_raft_tls_context_free(struct ssl_ctx_st *ctx);
+
+/*
+ * Wait up to timeout_ms for the TLS relays still running to end (they end
+ * once the transport closed its side): before the process exits.
+ */
+void		ts_raft_tls_wait(unsigned timeout_ms);
 
 #endif							/* TS_RAFT_TRANSPORT_H */

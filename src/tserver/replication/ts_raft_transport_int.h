@@ -56,7 +56,9 @@ typedef struct TsRaftHandshake
 	TsHsPhase	phase;
 	int			status;			/* the RAFT_* code a failed connect reports */
 	unsigned	handles_open;	/* of deadline and tcp, not yet closed */
-	uv_tcp_t   *tcp;			/* raft_malloc'd on its own: libraft frees it
+	uv_stream_t *stream;		/* a uv_tcp_t, or with TLS once TCP is up a
+								 * uv_pipe_t to its relay (ts_raft_tls.c);
+								 * raft_malloc'd on its own: libraft frees it
 								 * with raft_free once it is handed over */
 	uv_timer_t	deadline;
 	uv_connect_t connect_req;
@@ -88,6 +90,8 @@ struct TsRaftTransport
 	uint64_t	id;				/* this member's, from init */
 	char		address[TS_HS_ADDRESS_MAX]; /* this member's, copied at init */
 	struct sockaddr_in listen_addr; /* the same, parsed */
+	struct ssl_ctx_st *tls;		/* a reference of ours; NULL: the clear text
+								 * of --raft-insecure-cleartext */
 	char		secret[TS_RAFT_SECRET_MAX];
 	size_t		secret_len;
 	unsigned	handshake_ms;
@@ -116,5 +120,17 @@ extern void ts_raft_handshake_maybe_hand_over(TsRaftHandshake *hs);
 
 /* in ts_raft_handshake.c: TCP is up, either way: start the messages */
 extern void ts_raft_handshake_start(TsRaftHandshake *hs);
+
+/*
+ * in ts_raft_tls.c: relay tcp_fd (a connected TCP socket, the relay's from
+ * now on, closed on failure too) in TLS with ctx, as its client
+ * (connector) or its server, on a thread of its own: the other end of a
+ * socket pair, to use in the clear in its place (non-blocking or not), or
+ * -1.  The TLS handshake must end within handshake_ms; a failure is
+ * logged with member_id and peer, and closes the pair.
+ */
+extern int	ts_raft_tls_relay(struct ssl_ctx_st *ctx, int tcp_fd, bool connector,
+							  unsigned handshake_ms, uint64_t member_id, const char *peer,
+							  bool nonblocking);
 
 #endif							/* TS_RAFT_TRANSPORT_INT_H */

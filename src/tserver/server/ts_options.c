@@ -102,6 +102,12 @@ usage(FILE *out)
 			"  --raft-log-entries N       a snapshot every N entries, 2 N kept behind it;\n"
 			"                             a member further behind fetches another's\n"
 			"                             state (default 128; 8 to 100000)\n"
+			"  --raft-tls-cert FILE       this member's certificate, from the group's CA\n"
+			"  --raft-tls-key FILE        its key (mode 0600)\n"
+			"  --raft-tls-ca FILE         the group's CA: every member's certificate,\n"
+			"                             both ways, must be of it (docs/security.md)\n"
+			"  --raft-insecure-cleartext  no TLS on the raft port: rows travel in the\n"
+			"                             clear (a trusted network only)\n"
 			"  --version                  show the version and exit\n"
 			"  --help                     show this help and exit\n",
 			TS_VERSION, TS_DEFAULT_MAX_CONNECTIONS, TS_DEFAULT_MAX_UNAUTHENTICATED,
@@ -236,7 +242,8 @@ enum
 	OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA, OPT_IN_DOUBT_WAIT,
 	OPT_RAFT_ID, OPT_RAFT_LISTEN, OPT_RAFT_DIR, OPT_RAFT_BOOTSTRAP, OPT_RAFT_SECRET,
 	OPT_RAFT_LOG_ENTRIES, OPT_METRICS, OPT_CONFIG, OPT_VERSION, OPT_IDLE_TIMEOUT,
-	OPT_MAX_NAMESPACE_CONNECTIONS, OPT_MAX_NAMESPACE_DISK
+	OPT_MAX_NAMESPACE_CONNECTIONS, OPT_MAX_NAMESPACE_DISK,
+	OPT_RAFT_TLS_CERT, OPT_RAFT_TLS_KEY, OPT_RAFT_TLS_CA, OPT_RAFT_CLEARTEXT
 };
 static const struct option long_options[] = {
 	{"data", required_argument, NULL, OPT_DATA},
@@ -273,6 +280,10 @@ static const struct option long_options[] = {
 	{"raft-bootstrap", required_argument, NULL, OPT_RAFT_BOOTSTRAP},
 	{"raft-secret-file", required_argument, NULL, OPT_RAFT_SECRET},
 	{"raft-log-entries", required_argument, NULL, OPT_RAFT_LOG_ENTRIES},
+	{"raft-tls-cert", required_argument, NULL, OPT_RAFT_TLS_CERT},
+	{"raft-tls-key", required_argument, NULL, OPT_RAFT_TLS_KEY},
+	{"raft-tls-ca", required_argument, NULL, OPT_RAFT_TLS_CA},
+	{"raft-insecure-cleartext", no_argument, NULL, OPT_RAFT_CLEARTEXT},
 	{"metrics", required_argument, NULL, OPT_METRICS},
 	{"config", required_argument, NULL, OPT_CONFIG},
 	{NULL, 0, NULL, 0}
@@ -458,6 +469,18 @@ ts_options_parse(int argc, char **argv, char *const *origins, TsMainOptions *opt
 			case OPT_RAFT_SECRET:
 				options->raft_secret_file = optarg;
 				break;
+			case OPT_RAFT_TLS_CERT:
+				options->raft_tls_cert = optarg;
+				break;
+			case OPT_RAFT_TLS_KEY:
+				options->raft_tls_key = optarg;
+				break;
+			case OPT_RAFT_TLS_CA:
+				options->raft_tls_ca = optarg;
+				break;
+			case OPT_RAFT_CLEARTEXT:
+				options->raft_cleartext = true;
+				break;
 			case OPT_METRICS:
 				if (!tc_address_parse(optarg, &options->metrics, err, sizeof(err)))
 					ts_options_bad("%s", err);
@@ -516,6 +539,19 @@ ts_options_parse(int argc, char **argv, char *const *origins, TsMainOptions *opt
 					 "--raft-secret-file together");
 	if (options->raft_id == 0 && (options->raft_dir != NULL || options->raft_bootstrap != NULL))
 		ts_options_bad("--raft-dir and --raft-bootstrap need --raft-id");
+	/* secure by default: the raft port speaks TLS unless told not to */
+	if (options->raft_id != 0 && !options->raft_cleartext &&
+		(options->raft_tls_cert == NULL || options->raft_tls_key == NULL ||
+		 options->raft_tls_ca == NULL))
+		ts_options_bad("a replica group's member needs --raft-tls-cert, --raft-tls-key and "
+					 "--raft-tls-ca (its raft port's TLS), or --raft-insecure-cleartext");
+	if (options->raft_cleartext &&
+		(options->raft_tls_cert != NULL || options->raft_tls_key != NULL ||
+		 options->raft_tls_ca != NULL))
+		ts_options_bad("--raft-insecure-cleartext and --raft-tls-* exclude each other");
+	if (options->raft_id == 0 && (options->raft_cleartext || options->raft_tls_cert != NULL ||
+								  options->raft_tls_key != NULL || options->raft_tls_ca != NULL))
+		ts_options_bad("--raft-tls-* and --raft-insecure-cleartext need --raft-id");
 	if (options->max_unauthenticated > options->max_connections)
 		options->max_unauthenticated = options->max_connections;
 

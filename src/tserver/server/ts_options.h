@@ -61,6 +61,10 @@ typedef struct TsMainOptions
 	const char *raft_dir;		/* NULL: DATA/raft */
 	const char *raft_bootstrap;
 	const char *raft_secret_file;
+	const char *raft_tls_cert;	/* the raft port's TLS: all three, or */
+	const char *raft_tls_key;
+	const char *raft_tls_ca;
+	bool		raft_cleartext; /* --raft-insecure-cleartext */
 	unsigned	raft_log_entries;	/* entries between snapshots */
 } TsMainOptions;
 
