@@ -9,8 +9,10 @@
 #	  refers to a symbol (function or variable) defined by an object of a
 #	  layer above it (nm), in the extension and in the tserver (storage ->
 #	  replication -> session -> server, one folder each under src/tserver/, whose files
-#	  also include no header of a layer above theirs), and src/common's
-#	  objects call in no circle.
+#	  also include no header of a layer above theirs);
+#	- no circle: the objects of src/common, of the extension and of the
+#	  tserver, each set alone, call each other in no circle (a file calls
+#	  another of its layer, which never calls it back, however far round).
 #	Prints each violation and exits 1 if there is any; 0 and a count
 #	otherwise.
 #
@@ -184,13 +186,16 @@ for my $obj (glob("$top/build/obj/tserver/*.o"))
 }
 check_calls(\%ts_obj_layer, \%ts_rank);
 
-# src/common: no circle of calls between its objects
-my @common_objs = glob("$top/build/obj/common/*.o");
-if (@common_objs)
+# No circle of calls between the objects of a program or library: within a
+# layer, one file calls another, never back (src/common, the extension, the
+# tserver; each checked alone)
+sub check_circles
 {
-	my ($def, $use) = symbols(@common_objs);
+	my ($what, @objs) = @_;
+	return unless @objs;
+	my ($def, $use) = symbols(@objs);
 	my %edge;
-	for my $obj (@common_objs)
+	for my $obj (@objs)
 	{
 		for my $sym (@{ $use->{$obj} // [] })
 		{
@@ -210,7 +215,9 @@ if (@common_objs)
 			{
 				my @circle = (@path, $node, $next);
 				s{.*/}{} for @circle;
-				push @bad, 'src/common calls in a circle: ' . join(' -> ', @circle);
+				# from where it closes
+				shift @circle while @circle && $circle[0] ne ($next =~ s{.*/}{}r);
+				push @bad, "$what calls in a circle: " . join(' -> ', @circle);
 			}
 			elsif (!$state{$next})
 			{
@@ -219,9 +226,12 @@ if (@common_objs)
 		}
 		$state{$node} = 2;
 	};
-	$visit->($_) for grep { !$state{$_} } sort @common_objs;
-	$checked += @common_objs;
+	$visit->($_) for grep { !$state{$_} } sort @objs;
+	$checked += @objs;
 }
+check_circles('src/common', glob("$top/build/obj/common/*.o"));
+check_circles('the extension', sort keys %ext_layer_of);
+check_circles('the tserver', sort keys %ts_obj_layer);
 
 if (@bad)
 {

@@ -36,17 +36,20 @@
 #include "ts_raft_transport_int.h"
 
 #include <assert.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "tc_net.h"
+#include "ts_clock.h"
 
 #define PROOF_LABEL "tcopy-raft-v1" /* its 13 bytes, without the NUL */
 #define TLS_HANDSHAKE_RECORD 0x16	/* a ClientHello's first byte */
@@ -133,10 +136,10 @@ write_done(uv_write_t *req, int status)
 	hs->writes_pending--;
 	if (status < 0)
 	{
-		ts_raft_handshake_fail(hs, TS_HS_FAIL_OTHER, uv_strerror(status));
+		hs->transport->handshake_fail(hs, TS_HS_FAIL_OTHER, uv_strerror(status));
 		return;
 	}
-	ts_raft_handshake_maybe_hand_over(hs);
+	hs->transport->handshake_proven(hs);
 }
 
 /* Write len bytes at base (in hs, until written) with write slot slot. */
@@ -179,7 +182,7 @@ peer_proof_right(TsRaftHandshake *hs)
 
 	tc_auth_forget(expected, sizeof(expected));
 	if (!right)
-		ts_raft_handshake_fail(hs, computed ? TS_HS_FAIL_BAD_PROOF : TS_HS_FAIL_OTHER,
+		hs->transport->handshake_fail(hs, computed ? TS_HS_FAIL_BAD_PROOF : TS_HS_FAIL_OTHER,
 							   computed ? "wrong proof (not this group's secret)" :
 							   "could not compute the proof");
 	return right;
@@ -192,7 +195,7 @@ send_proof(TsRaftHandshake *hs)
 	if (!compute_proof(hs, true, hs->proof) ||
 		handshake_write(hs, 1, hs->proof, TC_AUTH_SIZE) != 0)
 	{
-		ts_raft_handshake_fail(hs, TS_HS_FAIL_OTHER, "could not send the proof");
+		hs->transport->handshake_fail(hs, TS_HS_FAIL_OTHER, "could not send the proof");
 		return false;
 	}
 	return true;
@@ -214,7 +217,7 @@ handshake_step(TsRaftHandshake *hs)
 				if (hs->peer_id == 0 || padded < 8 || padded > TS_HS_ADDRESS_MAX ||
 					padded % 8 != 0)
 				{
-					ts_raft_handshake_fail(hs, TS_HS_FAIL_OTHER, "malformed hello");
+					hs->transport->handshake_fail(hs, TS_HS_FAIL_OTHER, "malformed hello");
 					return;
 				}
 				hs->need += (size_t) padded;
@@ -229,7 +232,7 @@ handshake_step(TsRaftHandshake *hs)
 
 				if (len == padded || !address_printable(address, len))
 				{
-					ts_raft_handshake_fail(hs, TS_HS_FAIL_OTHER, "malformed address");
+					hs->transport->handshake_fail(hs, TS_HS_FAIL_OTHER, "malformed address");
 					return;
 				}
 				memcpy(hs->peer_address, address, len + 1);
@@ -252,7 +255,7 @@ handshake_step(TsRaftHandshake *hs)
 		case TS_HS_C_HELLO:
 			if (get_u64(hs->in + TS_HS_MAGIC_SIZE) != hs->peer_id)
 			{
-				ts_raft_handshake_fail(hs, TS_HS_FAIL_OTHER, "the member there has another raft id");
+				hs->transport->handshake_fail(hs, TS_HS_FAIL_OTHER, "the member there has another raft id");
 				return;
 			}
 			memcpy(hs->peer_nonce, hs->in + TS_HS_MAGIC_SIZE + 8, TC_NONCE_SIZE);
@@ -267,7 +270,7 @@ handshake_step(TsRaftHandshake *hs)
 			uv_read_stop((uv_stream_t *) hs->stream);
 			hs->phase = TS_HS_PROVEN;
 			/* PROOF_A can come before PROOF_C's write callback */
-			ts_raft_handshake_maybe_hand_over(hs);
+			hs->transport->handshake_proven(hs);
 			return;
 		default:
 			assert(false);		/* no read is active in the other phases */
@@ -283,7 +286,7 @@ handshake_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 		return;
 	if (nread < 0)
 	{
-		ts_raft_handshake_fail(hs, TS_HS_FAIL_OTHER,
+		hs->transport->handshake_fail(hs, TS_HS_FAIL_OTHER,
 							   nread == UV_EOF ? "closed by the peer" : uv_strerror((int) nread));
 		return;
 	}
@@ -299,7 +302,7 @@ handshake_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 		hs->have >= TS_HS_MAGIC_SIZE &&
 		memcmp(hs->in, hs->connector ? magic_acceptor : magic_connector, TS_HS_MAGIC_SIZE) != 0)
 	{
-		ts_raft_handshake_fail(hs, TS_HS_FAIL_OTHER, hs->in[0] == TLS_HANDSHAKE_RECORD ?
+		hs->transport->handshake_fail(hs, TS_HS_FAIL_OTHER, hs->in[0] == TLS_HANDSHAKE_RECORD ?
 							   "it speaks TLS, and this member runs --raft-insecure-cleartext" :
 							   "not a tcopy raft peer (wrong magic)");
 		return;
@@ -337,6 +340,27 @@ hello_put(uint8_t *out, bool connector, uint64_t id, const uint8_t *nonce, const
 	return n;
 }
 
+/* See ts_raft_transport_int.h. */
+int
+ts_raft_parse_address(const char *address, struct sockaddr_in *sa)
+{
+	const char *colon = strrchr(address, ':');
+	char		host[INET_ADDRSTRLEN];
+	char	   *end;
+	unsigned long port;
+
+	if (colon == NULL || (size_t) (colon - address) >= sizeof(host) ||
+		!isdigit((unsigned char) colon[1]))
+		return -1;
+	memcpy(host, address, (size_t) (colon - address));
+	host[colon - address] = '\0';
+	errno = 0;
+	port = strtoul(colon + 1, &end, 10);
+	if (errno != 0 || *end != '\0' || port == 0 || port > 65535)
+		return -1;
+	return uv_ip4_addr(host, (int) port, sa) == 0 ? 0 : -1;
+}
+
 void
 ts_raft_handshake_start(TsRaftHandshake *hs)
 {
@@ -361,7 +385,7 @@ ts_raft_handshake_start(TsRaftHandshake *hs)
 	hs->have = 0;
 	if (handshake_write(hs, 0, hs->hello, n) != 0 ||
 		uv_read_start((uv_stream_t *) hs->stream, read_alloc, handshake_read) != 0)
-		ts_raft_handshake_fail(hs, TS_HS_FAIL_OTHER, "could not start the handshake's I/O");
+		hs->transport->handshake_fail(hs, TS_HS_FAIL_OTHER, "could not start the handshake's I/O");
 }
 
 /* ---- a state fetch's connection: blocking, on any thread ---- */
@@ -373,7 +397,7 @@ wait_fd(int fd, short events, int64_t deadline_ms)
 	for (;;)
 	{
 		struct pollfd pfd = {.fd = fd, .events = events};
-		int64_t		left = deadline_ms - ts_raft_now_ms();
+		int64_t		left = deadline_ms - ts_monotonic_ms();
 		int			rc;
 
 		if (left <= 0)
@@ -392,7 +416,7 @@ ts_raft_fetch_connect(struct raft_uv_transport *transport, uint64_t peer_id,
 					  size_t errlen)
 {
 	const TsRaftTransport *t = transport->impl;
-	int64_t		deadline = ts_raft_now_ms() + timeout_ms;
+	int64_t		deadline = ts_monotonic_ms() + timeout_ms;
 	char		address[TS_HS_ADDRESS_MAX];
 	uint8_t		hello[TS_HS_HELLO_C_FIXED + TS_HS_ADDRESS_MAX];
 	uint8_t		in[TS_HS_HELLO_A_SIZE];

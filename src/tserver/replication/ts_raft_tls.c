@@ -34,6 +34,7 @@
 #include <openssl/x509.h>
 
 #include "tc_tls.h"
+#include "ts_clock.h"
 #include "ts_log.h"
 
 #define RELAY_BUF 16384			/* a TLS record's payload */
@@ -148,7 +149,7 @@ describe_failure(SSL *ssl, int e, char *why, size_t len)
 static bool
 relay_handshake(TsRaftRelay *r, SSL *ssl, char *why, size_t len)
 {
-	int64_t		deadline = ts_raft_now_ms() + r->handshake_ms;
+	int64_t		deadline = ts_monotonic_ms() + r->handshake_ms;
 
 	for (;;)
 	{
@@ -168,7 +169,7 @@ relay_handshake(TsRaftRelay *r, SSL *ssl, char *why, size_t len)
 			describe_failure(ssl, e, why, len);
 			return false;
 		}
-		if ((left = deadline - ts_raft_now_ms()) <= 0)
+		if ((left = deadline - ts_monotonic_ms()) <= 0)
 		{
 			snprintf(why, len, "no TLS handshake within the deadline");
 			return false;
@@ -411,8 +412,8 @@ fail:
 void
 ts_raft_tls_wait(unsigned timeout_ms)
 {
-	int64_t		deadline = ts_raft_now_ms() + timeout_ms;
+	int64_t		deadline = ts_monotonic_ms() + timeout_ms;
 
-	while (atomic_load(&relays_running) > 0 && ts_raft_now_ms() < deadline)
+	while (atomic_load(&relays_running) > 0 && ts_monotonic_ms() < deadline)
 		usleep(10000);
 }

@@ -46,35 +46,6 @@ set_errmsg(struct raft_uv_transport *raft_transport, const char *fmt,...)
 	va_end(args);
 }
 
-int
-ts_raft_parse_address(const char *address, struct sockaddr_in *sa)
-{
-	const char *colon = strrchr(address, ':');
-	char		host[INET_ADDRSTRLEN];
-	char	   *end;
-	unsigned long port;
-
-	if (colon == NULL || (size_t) (colon - address) >= sizeof(host) ||
-		!isdigit((unsigned char) colon[1]))
-		return -1;
-	memcpy(host, address, (size_t) (colon - address));
-	host[colon - address] = '\0';
-	errno = 0;
-	port = strtoul(colon + 1, &end, 10);
-	if (errno != 0 || *end != '\0' || port == 0 || port > 65535)
-		return -1;
-	return uv_ip4_addr(host, (int) port, sa) == 0 ? 0 : -1;
-}
-
-int64_t
-ts_raft_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* The TCP peer of tcp as "ip:port", for the log. */
 static void
 peer_ip_of(uv_tcp_t *tcp, char *out, size_t outlen)
@@ -163,7 +134,7 @@ free_handle(uv_handle_t *handle)
  * End the handshake: count and log why, close its handles (a connect
  * request's callback fires once they are closed).  Once only.
  */
-void
+static void
 ts_raft_handshake_fail(TsRaftHandshake *hs, TsHsFailure failure, const char *why)
 {
 	TsRaftTransport *t = hs->transport;
@@ -288,7 +259,7 @@ handshake_hand_over(TsRaftHandshake *hs)
  * run: hand over only when both are done, or libuv would later call that
  * callback on a freed handshake.
  */
-void
+static void
 ts_raft_handshake_maybe_hand_over(TsRaftHandshake *hs)
 {
 	if (hs->phase == TS_HS_PROVEN && hs->writes_pending == 0)
@@ -627,6 +598,8 @@ ts_raft_transport_init(struct raft_uv_transport *raft_transport, uv_loop_t *loop
 	}
 	t->raft_transport = raft_transport;
 	t->loop = loop;
+	t->handshake_fail = ts_raft_handshake_fail;
+	t->handshake_proven = ts_raft_handshake_maybe_hand_over;
 	memcpy(t->secret, secret, secret_len);
 	t->secret_len = secret_len;
 	if (tls != NULL && SSL_CTX_up_ref(tls) == 1)

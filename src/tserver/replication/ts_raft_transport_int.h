@@ -107,19 +107,20 @@ struct TsRaftTransport
 	bool		close_fired;
 	raft_uv_transport_close_cb close_cb;
 	TsRaftTransportStats stats;
-};
 
-/* in ts_raft_transport.c: "a.b.c.d:port" into sa (no name looked up); 0, or -1 */
-extern int	ts_raft_parse_address(const char *address, struct sockaddr_in *sa);
-/* CLOCK_MONOTONIC in ms, for deadlines */
-extern int64_t ts_raft_now_ms(void);
-/* the end of a handshake, either way it goes */
-extern void ts_raft_handshake_fail(TsRaftHandshake *hs, TsHsFailure failure, const char *why);
-/* Hand the stream to libraft once proven and our writes are done. */
-extern void ts_raft_handshake_maybe_hand_over(TsRaftHandshake *hs);
+	/*
+	 * What a handshake (ts_raft_handshake.c) tells the transport, which
+	 * started it: its end, either way it goes (once); that it is proven
+	 * (the stream is handed to libraft once our writes are done too).
+	 */
+	void		(*handshake_fail) (TsRaftHandshake *hs, TsHsFailure failure, const char *why);
+	void		(*handshake_proven) (TsRaftHandshake *hs);
+};
 
 /* in ts_raft_handshake.c: TCP is up, either way: start the messages */
 extern void ts_raft_handshake_start(TsRaftHandshake *hs);
+/* "a.b.c.d:port" into sa (no name looked up); 0, or -1 */
+extern int	ts_raft_parse_address(const char *address, struct sockaddr_in *sa);
 
 /*
  * in ts_raft_tls.c: relay tcp_fd (a connected TCP socket, the relay's from
