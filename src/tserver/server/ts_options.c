@@ -298,11 +298,14 @@ ts_options_kind(const char *name)
 	return -1;
 }
 
-void
-ts_options_parse(int argc, char **argv, char *const *origins, TsMainOptions *options)
+/*
+ * options's defaults, before the command line; room for every --listen
+ * (argc bounds their number).
+ */
+static void
+options_set_defaults(TsMainOptions *options, int argc)
 {
 	TsStoreOptions store_defaults;
-	int			opt;
 
 	memset(options, 0, sizeof(*options));
 	ts_store_default_options(&store_defaults);
@@ -319,13 +322,79 @@ ts_options_parse(int argc, char **argv, char *const *origins, TsMainOptions *opt
 	options->idle_timeout_s = TS_DEFAULT_IDLE_TIMEOUT_S;
 	options->max_namespace_connections = TS_DEFAULT_MAX_NAMESPACE_CONNECTIONS;
 	options->decode_memory_mb = TS_DEFAULT_DECODE_MEMORY_MB;
-	/* every --listen is an argument, so argc bounds their number */
 	options->listen = calloc((size_t) argc, sizeof(TcAddress));
 	if (options->listen == NULL)
 	{
 		fprintf(stderr, "tserver: out of memory\n");
 		exit(1);
 	}
+}
+
+/*
+ * What the options must be together, once all are read: what is required,
+ * what goes together, and secure by default (ts_options_bad otherwise).
+ */
+static void
+options_check(TsMainOptions *options)
+{
+	if (options->data_dir == NULL)
+		ts_options_bad("--data is required");
+	if (options->nlisten == 0)
+		ts_options_bad("at least one --listen is required");
+	if ((options->tls_cert != NULL) != (options->tls_key != NULL))
+		ts_options_bad("--tls-cert and --tls-key go together");
+	if (options->tls_ca != NULL && options->tls_cert == NULL)
+		ts_options_bad("--tls-ca needs --tls-cert and --tls-key");
+
+	/* secure by default: no client gets in unauthenticated unless asked for */
+	if (options->token_file == NULL && options->scoped_tokens_file == NULL &&
+		options->nallowed_uids == 0 && !options->insecure)
+		ts_options_bad("no way to authenticate clients: give --token-file FILE, --scoped-tokens FILE "
+					 "or --allow-uid UID (unix sockets), or --insecure to let every client that "
+					 "reaches a listener in with full access");
+	if ((options->socket_mode & S_IWOTH) && !options->insecure)
+		ts_options_bad("--socket-mode %04o lets every local user connect: use a group mode "
+					 "(0660), or add --insecure", (unsigned) options->socket_mode);
+	if ((options->raft_id != 0) != (options->raft_listen != NULL) ||
+		(options->raft_id != 0) != (options->raft_secret_file != NULL))
+		ts_options_bad("a replica group's member needs --raft-id, --raft-listen and "
+					 "--raft-secret-file together");
+	if (options->raft_id == 0 && (options->raft_dir != NULL || options->raft_bootstrap != NULL))
+		ts_options_bad("--raft-dir and --raft-bootstrap need --raft-id");
+	/* secure by default: the raft port speaks TLS unless told not to */
+	if (options->raft_id != 0 && !options->raft_cleartext &&
+		(options->raft_tls_cert == NULL || options->raft_tls_key == NULL ||
+		 options->raft_tls_ca == NULL))
+		ts_options_bad("a replica group's member needs --raft-tls-cert, --raft-tls-key and "
+					 "--raft-tls-ca (its raft port's TLS), or --raft-insecure-cleartext");
+	if (options->raft_cleartext &&
+		(options->raft_tls_cert != NULL || options->raft_tls_key != NULL ||
+		 options->raft_tls_ca != NULL))
+		ts_options_bad("--raft-insecure-cleartext and --raft-tls-* exclude each other");
+	if (options->raft_id == 0 && (options->raft_cleartext || options->raft_tls_cert != NULL ||
+								  options->raft_tls_key != NULL || options->raft_tls_ca != NULL))
+		ts_options_bad("--raft-tls-* and --raft-insecure-cleartext need --raft-id");
+	if (options->max_unauthenticated > options->max_connections)
+		options->max_unauthenticated = options->max_connections;
+
+	/* a tcp client has no uid to check: it would get in unchecked */
+	if (options->nallowed_uids > 0 && options->token_file == NULL &&
+		options->scoped_tokens_file == NULL)
+	{
+		for (int i = 0; i < options->nlisten; i++)
+		{
+			if (options->listen[i].kind == TC_ADDRESS_TCP)
+				ts_options_bad("--allow-uid cannot check tcp clients: use --token-file too, or listen on unix sockets only");
+		}
+	}
+}
+
+void
+ts_options_parse(int argc, char **argv, char *const *origins, TsMainOptions *options)
+{
+	int			opt;
+
+	options_set_defaults(options, argc);
 
 	/*
 	 * "+": no reordering, so origins[] stays argv's (an argument that is no
@@ -432,14 +501,14 @@ ts_options_parse(int argc, char **argv, char *const *origins, TsMainOptions *opt
 				options->statistics = true;
 				break;
 			case OPT_LOG_FORMAT:
-			if (strcmp(optarg, "json") == 0)
-				ts_log_json = true;
-			else if (strcmp(optarg, "text") == 0)
-				ts_log_json = false;
-			else
-				ts_options_bad("--log-format must be text or json, not \"%s\"", optarg);
-			break;
-		case OPT_LOG_LEVEL:
+				if (strcmp(optarg, "json") == 0)
+					ts_log_json = true;
+				else if (strcmp(optarg, "text") == 0)
+					ts_log_json = false;
+				else
+					ts_options_bad("--log-format must be text or json, not \"%s\"", optarg);
+				break;
+			case OPT_LOG_LEVEL:
 				if (strcmp(optarg, "debug") == 0)
 					options->log_level = TS_LOG_DEBUG;
 				else if (strcmp(optarg, "info") == 0)
@@ -515,55 +584,6 @@ ts_options_parse(int argc, char **argv, char *const *origins, TsMainOptions *opt
 	bad_origin = NULL;
 	if (optind < argc)
 		ts_options_bad("unexpected argument \"%s\"", argv[optind]);
-	if (options->data_dir == NULL)
-		ts_options_bad("--data is required");
-	if (options->nlisten == 0)
-		ts_options_bad("at least one --listen is required");
-	if ((options->tls_cert != NULL) != (options->tls_key != NULL))
-		ts_options_bad("--tls-cert and --tls-key go together");
-	if (options->tls_ca != NULL && options->tls_cert == NULL)
-		ts_options_bad("--tls-ca needs --tls-cert and --tls-key");
-
-	/* secure by default: no client gets in unauthenticated unless asked for */
-	if (options->token_file == NULL && options->scoped_tokens_file == NULL &&
-		options->nallowed_uids == 0 && !options->insecure)
-		ts_options_bad("no way to authenticate clients: give --token-file FILE, --scoped-tokens FILE "
-					 "or --allow-uid UID (unix sockets), or --insecure to let every client that "
-					 "reaches a listener in with full access");
-	if ((options->socket_mode & S_IWOTH) && !options->insecure)
-		ts_options_bad("--socket-mode %04o lets every local user connect: use a group mode "
-					 "(0660), or add --insecure", (unsigned) options->socket_mode);
-	if ((options->raft_id != 0) != (options->raft_listen != NULL) ||
-		(options->raft_id != 0) != (options->raft_secret_file != NULL))
-		ts_options_bad("a replica group's member needs --raft-id, --raft-listen and "
-					 "--raft-secret-file together");
-	if (options->raft_id == 0 && (options->raft_dir != NULL || options->raft_bootstrap != NULL))
-		ts_options_bad("--raft-dir and --raft-bootstrap need --raft-id");
-	/* secure by default: the raft port speaks TLS unless told not to */
-	if (options->raft_id != 0 && !options->raft_cleartext &&
-		(options->raft_tls_cert == NULL || options->raft_tls_key == NULL ||
-		 options->raft_tls_ca == NULL))
-		ts_options_bad("a replica group's member needs --raft-tls-cert, --raft-tls-key and "
-					 "--raft-tls-ca (its raft port's TLS), or --raft-insecure-cleartext");
-	if (options->raft_cleartext &&
-		(options->raft_tls_cert != NULL || options->raft_tls_key != NULL ||
-		 options->raft_tls_ca != NULL))
-		ts_options_bad("--raft-insecure-cleartext and --raft-tls-* exclude each other");
-	if (options->raft_id == 0 && (options->raft_cleartext || options->raft_tls_cert != NULL ||
-								  options->raft_tls_key != NULL || options->raft_tls_ca != NULL))
-		ts_options_bad("--raft-tls-* and --raft-insecure-cleartext need --raft-id");
-	if (options->max_unauthenticated > options->max_connections)
-		options->max_unauthenticated = options->max_connections;
-
-	/* a tcp client has no uid to check: it would get in unchecked */
-	if (options->nallowed_uids > 0 && options->token_file == NULL &&
-		options->scoped_tokens_file == NULL)
-	{
-		for (int i = 0; i < options->nlisten; i++)
-		{
-			if (options->listen[i].kind == TC_ADDRESS_TCP)
-				ts_options_bad("--allow-uid cannot check tcp clients: use --token-file too, or listen on unix sockets only");
-		}
-	}
+	options_check(options);
 }
 
