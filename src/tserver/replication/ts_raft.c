@@ -493,6 +493,57 @@ bad:
 	return -1;
 }
 
+/*
+ * A member's credentials: its group's secret (into secret[TS_RAFT_SECRET_MAX
+ * + 1], *secret_len bytes) and, unless config says cleartext in so many
+ * words, its raft port's TLS context (*tls).  0, or -1 with err and
+ * nothing kept.
+ */
+static int
+raft_credentials_load(const TsRaftConfig *config, char *secret, size_t *secret_len,
+					  struct ssl_ctx_st **tls, TsError *err)
+{
+	char		why[512];
+
+	*tls = NULL;
+	if (config->secret_file == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
+					 "the raft member %llu has no secret file: its group's members prove themselves to each other with it",
+					 (unsigned long long) config->id);
+		return -1;
+	}
+	if (ts_raft_secret_load(config->secret_file, secret, secret_len, why, sizeof(why)) != 0)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
+					 "the raft member %llu cannot use its secret: %s",
+					 (unsigned long long) config->id, why);
+		return -1;
+	}
+	/* TLS, unless told in so many words not to */
+	if (!config->cleartext &&
+		(config->tls_cert == NULL || config->tls_key == NULL || config->tls_ca == NULL))
+	{
+		tc_auth_forget(secret, TS_RAFT_SECRET_MAX + 1);
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
+					 "the raft member %llu has no TLS certificate: give --raft-tls-cert, "
+					 "--raft-tls-key and --raft-tls-ca, or --raft-insecure-cleartext",
+					 (unsigned long long) config->id);
+		return -1;
+	}
+	if (!config->cleartext &&
+		(*tls = ts_raft_tls_context(config->tls_cert, config->tls_key, config->tls_ca,
+									why, sizeof(why))) == NULL)
+	{
+		tc_auth_forget(secret, TS_RAFT_SECRET_MAX + 1);
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
+					 "the raft member %llu cannot use its TLS files: %s",
+					 (unsigned long long) config->id, why);
+		return -1;
+	}
+	return 0;
+}
+
 TsRaft *
 ts_raft_start(const TsRaftConfig *config, TsError *err)
 {
@@ -502,44 +553,10 @@ ts_raft_start(const TsRaftConfig *config, TsError *err)
 	char		secret[TS_RAFT_SECRET_MAX + 1];
 	size_t		secret_len = 0;
 	struct ssl_ctx_st *tls = NULL;
-	char		why[512];
 
 	/* first, so that a member without its secret leaves nothing behind */
-	if (config->secret_file == NULL)
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
-					 "the raft member %llu has no secret file: its group's members prove themselves to each other with it",
-					 (unsigned long long) config->id);
+	if (raft_credentials_load(config, secret, &secret_len, &tls, err) != 0)
 		return NULL;
-	}
-	if (ts_raft_secret_load(config->secret_file, secret, &secret_len, why, sizeof(why)) != 0)
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
-					 "the raft member %llu cannot use its secret: %s",
-					 (unsigned long long) config->id, why);
-		return NULL;
-	}
-	/* TLS, unless told in so many words not to */
-	if (!config->cleartext &&
-		(config->tls_cert == NULL || config->tls_key == NULL || config->tls_ca == NULL))
-	{
-		tc_auth_forget(secret, sizeof(secret));
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
-					 "the raft member %llu has no TLS certificate: give --raft-tls-cert, "
-					 "--raft-tls-key and --raft-tls-ca, or --raft-insecure-cleartext",
-					 (unsigned long long) config->id);
-		return NULL;
-	}
-	if (!config->cleartext &&
-		(tls = ts_raft_tls_context(config->tls_cert, config->tls_key, config->tls_ca,
-								   why, sizeof(why))) == NULL)
-	{
-		tc_auth_forget(secret, sizeof(secret));
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_AUTH,
-					 "the raft member %llu cannot use its TLS files: %s",
-					 (unsigned long long) config->id, why);
-		return NULL;
-	}
 	if ((raft = calloc(1, sizeof(TsRaft))) == NULL)
 	{
 		tc_auth_forget(secret, sizeof(secret));
