@@ -20,8 +20,9 @@
 #
 #	Each round: a tserver of its own (--session-memory-mb 1, so that big
 #	sessions spill), a server and three tables made for it, then one
-#	client's transactions in a fixed order until the power goes:
-#	  copy      COPY of 500 rows into a (keys n*100000+1.., v = n)
+#	client's transactions in a fixed order until the power goes (the ledger
+#	load of TcopyPowerloss.pm):
+#	  copy      COPY of 500 rows into a (keys n*1000000+1.., v = n)
 #	  replace   COPY of keys 1..200 into b (on_conflict 'replace'), v = n
 #	  copy_big  COPY of 40,000 rows into a (spilled: SST files, ingested)
 #	  reload    TRUNCATE c, COPY of keys 1..3000 into c, v = n
@@ -87,36 +88,8 @@ $node->safe_psql('postgres', q{
 	CREATE EXTENSION tcopy;
 	CREATE TABLE ledger (round int, n int, PRIMARY KEY (round, n));
 });
-my $rows_script = $node->basedir . '/rows.pl';
-PostgreSQL::Test::Utils::append_to_file($rows_script, <<'PERL');
-my ($first, $count, $v) = @ARGV;
-$SIG{PIPE} = sub { exit 0 };
-print join('', map { ($first + $_) . ",$v\n" } 0 .. $count - 1);
-PERL
-
-# The transactions of a round, in order: [kind, n, rows].
-my @kinds = qw(copy replace copy_big reload insert delete);
-my %rows_of = (copy => 500, replace => 200, copy_big => 40_000, reload => 3000, insert => 20);
-my $ntxn = 12;
-
-sub copy_sql
-{
-	my ($table, $first, $count, $v) = @_;
-	return "COPY $table (k, v) FROM PROGRAM 'perl $rows_script $first $count $v' (FORMAT csv)";
-}
-
-# The statements of round r's transaction n.
-sub txn_sql
-{
-	my ($r, $n) = @_;
-	my $kind = $kinds[($n - 1) % @kinds];
-	my $body = $kind eq 'copy' || $kind eq 'copy_big' ? copy_sql("a$r", $n * 100000 + 1, $rows_of{$kind}, $n)
-	  : $kind eq 'replace' ? copy_sql("b$r", 1, $rows_of{replace}, $n)
-	  : $kind eq 'reload' ? "TRUNCATE c$r; " . copy_sql("c$r", 1, $rows_of{reload}, $n)
-	  : $kind eq 'insert' ? "INSERT INTO a$r SELECT $n * 100000 + g, $n FROM generate_series(1, $rows_of{insert}) g"
-	  : "DELETE FROM a$r WHERE v = " . ($n - 5);
-	return ($kind, "BEGIN;\n$body;\nINSERT INTO ledger VALUES ($r, $n);\nCOMMIT;\n");
-}
+TcopyPowerloss::load_init($node);
+my $ntxn = $TcopyPowerloss::NTXN;
 
 # Start a tserver on $data at $socket, under the layer when $cut is given
 # ({ log, op | sync }, roots: $data unless given), with @args after the
@@ -220,108 +193,6 @@ my $sweep_next = 1;
 # the first round's marks: where transaction n began and its COMMIT returned
 my (@began, @acked_at);
 
-# What round r must show: from the ledger and the kinds.  Returns
-# { a => { v => rows }, b => v|undef, c => v|undef, tables => 1|0 }.
-sub expected
-{
-	my ($r, $committed) = @_;
-	my (%rows_a, $last_b, $last_c);
-	for my $n (sort { $a <=> $b } keys %$committed)
-	{
-		my $kind = $kinds[($n - 1) % @kinds];
-		if ($kind =~ /^(copy|copy_big|insert)$/) { $rows_a{$n} = $rows_of{$kind}; }
-		elsif ($kind eq 'replace') { $last_b = $n; }
-		elsif ($kind eq 'reload') { $last_c = $n; }
-		else { delete $rows_a{$n - 5}; }
-	}
-	return { a => \%rows_a, b => $last_b, c => $last_c };
-}
-
-# The tables' contents: { a => { v => rows }, b => { v => rows }, ... }, or
-# an error string.
-sub contents
-{
-	my ($r) = @_;
-	my %got;
-	for my $t (qw(a b c))
-	{
-		my ($rc, $out, $err) = $node->psql('postgres',
-			"SELECT v, count(*), count(DISTINCT k) FROM $t$r GROUP BY v ORDER BY v");
-		return "$t$r: $err" if $rc != 0;
-		$got{$t} = {};
-		for (split /\n/, $out)
-		{
-			my ($v, $count, $distinct) = split /\|/;
-			return "$t$r: $count rows of v $v but $distinct keys" if $count != $distinct;
-			$got{$t}{$v} = $count;
-		}
-	}
-	return \%got;
-}
-
-sub describe
-{
-	my ($h) = @_;
-	return '{' . join(' ', map { "$_:$h->{$_}" } sort { $a <=> $b } keys %$h) . '}';
-}
-
-# Compare; returns the differences (empty: none).  With acked (a set of n)
-# and before recovery: only what acknowledged transactions promise, and
-# that nothing uncommitted shows.
-sub compare
-{
-	my ($r, $got, $committed, $acked) = @_;
-	my @diff;
-	my $want = expected($r, $committed);
-	for my $t (qw(a b c))
-	{
-		for my $v (keys %{ $got->{$t} })
-		{
-			push @diff, "$t$r has rows of transaction $v, which Postgres did not commit"
-			  unless $committed->{$v};
-		}
-	}
-	if (!$acked)
-	{
-		push @diff, "a$r is " . describe($got->{a}) . ", want " . describe($want->{a})
-		  if describe($got->{a}) ne describe($want->{a});
-		for my $t (qw(b c))
-		{
-			my $w = defined $want->{$t} ? { $want->{$t} => $rows_of{ $t eq 'b' ? 'replace' : 'reload' } } : {};
-			push @diff, "$t$r is " . describe($got->{$t}) . ", want " . describe($w)
-			  if describe($got->{$t}) ne describe($w);
-		}
-		return @diff;
-	}
-	# before recovery: each acknowledged transaction's effect is there
-	# unless a later committed one may have changed it
-	for my $n (sort { $a <=> $b } keys %$acked)
-	{
-		my $kind = $kinds[($n - 1) % @kinds];
-		if ($kind =~ /^(copy|copy_big|insert)$/)
-		{
-			next if $committed->{$n + 5} && ($n + 5 - 1) % @kinds == 5;
-			my $have = $got->{a}{$n} // 0;
-			push @diff, "a$r has $have rows of acknowledged transaction $n, want $rows_of{$kind}"
-			  if $have != $rows_of{$kind};
-		}
-		elsif ($kind eq 'delete')
-		{
-			push @diff, "a$r still has rows of transaction " . ($n - 5) . " that acknowledged transaction $n deleted"
-			  if $got->{a}{ $n - 5 };
-		}
-		else
-		{
-			my $t = $kind eq 'replace' ? 'b' : 'c';
-			next unless defined $want->{$t} && $want->{$t} == $n;
-			my $w = describe({ $n => $rows_of{$kind} });
-			push @diff, "$t$r is " . describe($got->{$t}) . ", want $w (acknowledged transaction $n)"
-			  if describe($got->{$t}) ne $w;
-		}
-	}
-	return @diff;
-}
-
 # Check round r on the rebuilt tree $dir (model: synced or ext4): start a
 # tserver on it, before recovery every acknowledged transaction there and
 # nothing uncommitted, after it exactly the committed ones.  The synced
@@ -360,10 +231,10 @@ sub check_tree
 		{
 			# before recovery (or after part of it): every acknowledged
 			# transaction is there, nothing uncommitted
-			my $got = contents($r);
+			my $got = TcopyPowerloss::contents($r);
 			next if !ref $got && $lost->();
 			push @diff, map { "$model, before recovery: $_" }
-			  ref $got ? compare($r, $got, $committed, $acked) : ($got);
+			  ref $got ? TcopyPowerloss::compare($r, $got, $committed, $acked) : ($got);
 		}
 		my ($ok, undef, $left) = recover_all($node, ts => $ts2, timeout => 60,
 			give_up => sub { !tserver_alive($ts2) });
@@ -381,9 +252,9 @@ sub check_tree
 		push @diff, "$model: recovery did not finish: $left" unless $ok;
 		if ($tables == 3)
 		{
-			my $got = contents($r);
+			my $got = TcopyPowerloss::contents($r);
 			push @diff, map { "$model, after recovery: $_" }
-			  ref $got ? compare($r, $got, $committed) : ($got);
+			  ref $got ? TcopyPowerloss::compare($r, $got, $committed) : ($got);
 			$node->safe_psql('postgres', "DROP FOREIGN TABLE a$r, b$r, c$r") if $last;
 		}
 		$node->safe_psql('postgres', "DROP SERVER IF EXISTS ts$r CASCADE") if $last;
@@ -424,7 +295,7 @@ sub round
 		{
 			last unless tserver_alive($ts);
 			$began[$n] = { %{ TcopyPowerloss::log_counts($log, \%counts) } } if !$cut;
-			my ($kind, $sql) = txn_sql($r, $n);
+			my ($kind, $sql) = TcopyPowerloss::txn_sql($r, $n);
 			my ($rc, $out, $err) = $node->psql('postgres', $sql, on_error_stop => 1, timeout => 120);
 			$warned{$n} = 1 if $err =~ /could not publish/;
 			$acked_at[$n] = { %{ TcopyPowerloss::log_counts($log, \%counts) } }
@@ -486,25 +357,6 @@ sub round
 	return $built;
 }
 
-# A cut point where something is at stake, from the first round's marks:
-# inside transaction n (2 and on: the first is acknowledged by then), half
-# the time among the last changes or syncs before its COMMIT returned.
-sub at_stake
-{
-	my ($r) = @_;
-	my @ns = grep { $began[$_] && $acked_at[$_] } 2 .. $ntxn;
-	return $r % 2 ? { op => 1 + int(rand($total_changes)) } : { sync => 1 + int(rand($total_syncs)) }
-	  unless @ns;
-	my $n = $ns[ int(rand(@ns)) ];
-	my $unit = $r % 2 ? 'changes' : 'syncs';
-	my ($lo, $hi) = ($began[$n]{$unit}, $acked_at[$n]{$unit});
-	$hi = $lo + 1 if $hi <= $lo;
-	my $near = $unit eq 'syncs' ? 4 : 8;
-	my $at = rand() < 0.5 ? $hi - int(rand($near < $hi - $lo ? $near : $hi - $lo))
-	  : $lo + 1 + int(rand($hi - $lo));
-	return { ($r % 2 ? 'op' : 'sync') => $at };
-}
-
 group_self_check();
 $deadline = time() + $seconds;
 
@@ -528,7 +380,7 @@ while (time() < $deadline)
 	}
 	else
 	{
-		$cut = at_stake($r);
+		$cut = TcopyPowerloss::at_stake($r, \@began, \@acked_at, $total_changes, $total_syncs);
 	}
 	round($r, $cut);
 	$cuts++;

@@ -32,6 +32,14 @@
  *						stands for a directory made durable before)
  *		  PL_CUT_OP		lose power just before the Nth logged change
  *		  PL_CUT_SYNC	lose power just after the Nth sync returned
+ *		  PL_CUT_CHUNK	lose power just before the first pwrite at a nonzero
+ *						offset into a file opened by a path containing this
+ *						(a replica's staged file between two chunks)
+ *		  PL_CUT_FILE	a file holding one of "op N", "sync N" or "chunk S",
+ *						read once it is there (looked for every 16 changes):
+ *						a cut chosen after the process started
+ *		  PL_KILL_ALSO	a file of process ids (a group's other members) sent
+ *						SIGKILL at the same instant as the power goes
  *		"Losing power" logs a K record and sends the process SIGKILL: the
  *		changes logged before it are all that happened.
  *
@@ -94,9 +102,6 @@ static int	(*real_close) (int);
 static int	(*real_mkdirat) (int, const char *, mode_t);
 static int	(*real_unlinkat) (int, const char *, int);
 static int	(*real_linkat) (int, const char *, int, const char *, int);
-static int	(*real_truncate) (const char *, off_t);
-static int	(*real_dup) (int);
-static int	(*real_dup3) (int, int, int);
 
 #define MAX_ROOTS 8
 
@@ -107,6 +112,8 @@ static size_t root_lens[MAX_ROOTS];
 static int	nroots;
 static unsigned long cut_op;
 static unsigned long cut_sync;
+static const char *cut_chunk;
+static const char *cut_file;	/* until read */
 
 pthread_mutex_t pl_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long changes;	/* under lock */
@@ -114,6 +121,9 @@ static unsigned long syncs;		/* under lock */
 
 /* the inode each tracked descriptor was opened on; 0: not tracked */
 static _Atomic ino_t fd_ino[MAX_FDS];
+
+/* opened by a path containing PL_CUT_CHUNK */
+static _Atomic bool fd_chunked[MAX_FDS];
 
 static void
 resolve(void)
@@ -130,9 +140,6 @@ resolve(void)
 	real_close = dlsym(RTLD_NEXT, "close");
 	real_mkdirat = dlsym(RTLD_NEXT, "mkdirat");
 	real_unlinkat = dlsym(RTLD_NEXT, "unlinkat");
-	real_truncate = dlsym(RTLD_NEXT, "truncate");
-	real_dup = dlsym(RTLD_NEXT, "dup");
-	real_dup3 = dlsym(RTLD_NEXT, "dup3");
 	real_linkat = dlsym(RTLD_NEXT, "linkat");
 }
 
@@ -195,16 +202,72 @@ pl_log_line(const char *fmt,...)
 static void
 pl_power_loss(void)
 {
+	const char *also = getenv("PL_KILL_ALSO");
+
 	pl_log_line("K\n");
+	if (also != NULL)
+	{
+		char		pids[512];
+		int			fd = real_open(also, O_RDONLY | O_CLOEXEC);
+		ssize_t		n = fd >= 0 ? read(fd, pids, sizeof(pids) - 1) : -1;
+		char	   *p = pids;
+
+		pids[n > 0 ? n : 0] = '\0';
+		for (;;)
+		{
+			char	   *end;
+			long		pid = strtol(p, &end, 10);
+
+			if (end == p)
+				break;
+			if (pid > 0)
+				kill((pid_t) pid, SIGKILL);
+			p = end;
+		}
+	}
 	kill(getpid(), SIGKILL);
 	for (;;)
 		pause();
+}
+
+/* Call with lock held: PL_CUT_FILE's cut, if it is there now. */
+static void
+read_cut_file(void)
+{
+	static char chunk[300];
+	char		text[300];
+	int			fd = real_open(cut_file, O_RDONLY | O_CLOEXEC);
+	ssize_t		n = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
+
+	if (fd >= 0)
+		real_close(fd);
+	if (n <= 0)
+		return;
+	text[n] = '\0';
+	text[strcspn(text, "\n")] = '\0';
+	if (strncmp(text, "op ", 3) == 0)
+		cut_op = strtoul(text + 3, NULL, 10);
+	else if (strncmp(text, "sync ", 5) == 0)
+		cut_sync = strtoul(text + 5, NULL, 10);
+	else if (strncmp(text, "chunk ", 6) == 0)
+	{
+		snprintf(chunk, sizeof(chunk), "%s", text + 6);
+		cut_chunk = chunk;
+	}
+	else
+	{
+		errno = EINVAL;
+		pl_fail("PL_CUT_FILE");
+	}
+	cut_file = NULL;
 }
 
 /* Call with lock held, before a change: the power may go now. */
 void
 pl_before_change(void)
 {
+	if (cut_file && (changes & 15) == 0)
+		read_cut_file();
 	if (++changes == cut_op)
 		pl_power_loss();
 }
@@ -294,6 +357,8 @@ powerloss_init(void)
 	}
 	cut_op = getenv("PL_CUT_OP") ? strtoul(getenv("PL_CUT_OP"), NULL, 10) : 0;
 	cut_sync = getenv("PL_CUT_SYNC") ? strtoul(getenv("PL_CUT_SYNC"), NULL, 10) : 0;
+	cut_chunk = getenv("PL_CUT_CHUNK");
+	cut_file = getenv("PL_CUT_FILE");
 	pl_active = true;
 }
 
@@ -403,7 +468,10 @@ open_common(int dirfd, const char *path, int flags, mode_t mode)
 		/* root itself, opened to be synced, has no entry of ours */
 		if (fd < MAX_FDS &&
 			(ours || (realpath(path, real) != NULL && pl_under_root(real))))
+		{
 			atomic_store(&fd_ino[fd], st.st_ino);
+			atomic_store(&fd_chunked[fd], ours && cut_chunk && strstr(path, cut_chunk));
+		}
 	}
 	pthread_mutex_unlock(&pl_lock);
 	return fd;
@@ -463,7 +531,10 @@ void
 pl_track(int fd, ino_t ino)
 {
 	if (fd >= 0 && fd < MAX_FDS)
+	{
 		atomic_store(&fd_ino[fd], ino);
+		atomic_store(&fd_chunked[fd], false);
+	}
 }
 
 int
@@ -472,40 +543,6 @@ close(int fd)
 	pl_ready();
 	pl_track(fd, 0);
 	return real_close(fd);
-}
-
-/* a copy of a tracked descriptor writes to the same file */
-int
-dup(int fd)
-{
-	int			r;
-
-	pl_ready();
-	r = real_dup(fd);
-	if (r >= 0)
-		pl_track(r, pl_tracked(fd, NULL));
-	return r;
-}
-
-int
-dup3(int fd, int to, int flags)
-{
-	int			r;
-
-	pl_ready();
-	r = real_dup3(fd, to, flags);
-	if (r >= 0)
-		pl_track(r, pl_tracked(fd, NULL));
-	return r;
-}
-
-int
-dup2(int fd, int to)
-{
-	pl_ready();
-	if (fd == to)
-		return fcntl(fd, F_GETFD) < 0 ? -1 : to;
-	return dup3(fd, to, 0);
 }
 
 bool
@@ -591,6 +628,8 @@ pwrite(int fd, const void *buf, size_t len, off_t offset)
 	ino = pl_tracked(fd, NULL);
 	if (ino != 0)
 		pl_before_change();
+	if (ino != 0 && offset > 0 && atomic_load(&fd_chunked[fd]))
+		pl_power_loss();
 	n = real_pwrite(fd, buf, len, offset);
 	if (ino != 0 && n > 0)
 	{
@@ -644,37 +683,6 @@ ftruncate64(int fd, off_t length)
 {
 	return ftruncate(fd, length);
 }
-
-int
-truncate(const char *path, off_t length)
-{
-	ino_t		parent;
-	char		name[NAME_MAX + 1];
-	struct stat st;
-	int			r;
-
-	pl_ready();
-	if (!pl_active)
-		return real_truncate(path, length);
-	pthread_mutex_lock(&pl_lock);
-	if (!pl_entry_of(AT_FDCWD, path, &parent, name, sizeof(name)))
-	{
-		pthread_mutex_unlock(&pl_lock);
-		return real_truncate(path, length);
-	}
-	pl_before_change();
-	r = real_truncate(path, length);
-	if (r == 0)
-	{
-		if (stat(path, &st) != 0)
-			pl_fail("stat after truncate");
-		pl_log_line("T %lu %lld\n", (unsigned long) st.st_ino, (long long) st.st_size);
-	}
-	pthread_mutex_unlock(&pl_lock);
-	return r;
-}
-
-int			truncate64(const char *path, off_t length) __attribute__((alias("truncate")));
 
 int
 fallocate(int fd, int mode, off_t offset, off_t len)

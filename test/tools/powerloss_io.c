@@ -6,7 +6,7 @@
  *		O_DSYNC with O_DIRECT set by fcntl); syscall() itself, for those and
  *		for libuv's pwritev; fwrite on a stream of a watched file (RocksDB's
  *		info LOG); mkdtemp and the mkstemp family; rename, renameat and
- *		renameat2.  copy_file_range and sendfile into a watched file abort:
+ *		renameat2; truncate; dup, dup2 and dup3.  copy_file_range and sendfile into a watched file abort:
  *		their bytes cannot be logged.
  */
 #ifndef _GNU_SOURCE
@@ -40,6 +40,9 @@ static int	(*real_mkostemps) (char *, int, int);
 static int	(*real_renameat2) (int, const char *, int, const char *, unsigned int);
 static ssize_t (*real_copy_file_range) (int, off_t *, int, off_t *, size_t, unsigned int);
 static ssize_t (*real_sendfile) (int, int, off_t *, size_t);
+static int	(*real_truncate) (const char *, off_t);
+static int	(*real_dup) (int);
+static int	(*real_dup3) (int, int, int);
 
 /* an io_submit write or sync the layer waits to see done */
 typedef struct Pending
@@ -66,6 +69,9 @@ resolve_io(void)
 	real_mkostemps = dlsym(RTLD_NEXT, "mkostemps");
 	real_copy_file_range = dlsym(RTLD_NEXT, "copy_file_range");
 	real_sendfile = dlsym(RTLD_NEXT, "sendfile");
+	real_truncate = dlsym(RTLD_NEXT, "truncate");
+	real_dup = dlsym(RTLD_NEXT, "dup");
+	real_dup3 = dlsym(RTLD_NEXT, "dup3");
 	real_renameat2 = dlsym(RTLD_NEXT, "renameat2");
 }
 
@@ -134,6 +140,71 @@ pwritev2(int fd, const struct iovec *iov, int cnt, off_t offset, int flags)
 }
 
 ssize_t		pwritev64v2(int fd, const struct iovec *iov, int cnt, off_t offset, int flags) __attribute__((alias("pwritev2")));
+
+/* a copy of a tracked descriptor writes to the same file */
+int
+dup(int fd)
+{
+	int			r;
+
+	io_ready();
+	r = real_dup(fd);
+	if (r >= 0)
+		pl_track(r, pl_tracked(fd, NULL));
+	return r;
+}
+
+int
+dup3(int fd, int to, int flags)
+{
+	int			r;
+
+	io_ready();
+	r = real_dup3(fd, to, flags);
+	if (r >= 0)
+		pl_track(r, pl_tracked(fd, NULL));
+	return r;
+}
+
+int
+dup2(int fd, int to)
+{
+	io_ready();
+	if (fd == to)
+		return fcntl(fd, F_GETFD) < 0 ? -1 : to;
+	return dup3(fd, to, 0);
+}
+
+int
+truncate(const char *path, off_t length)
+{
+	ino_t		parent;
+	char		name[NAME_MAX + 1];
+	struct stat st;
+	int			r;
+
+	io_ready();
+	if (!pl_active)
+		return real_truncate(path, length);
+	pthread_mutex_lock(&pl_lock);
+	if (!pl_entry_of(AT_FDCWD, path, &parent, name, sizeof(name)))
+	{
+		pthread_mutex_unlock(&pl_lock);
+		return real_truncate(path, length);
+	}
+	pl_before_change();
+	r = real_truncate(path, length);
+	if (r == 0)
+	{
+		if (stat(path, &st) != 0)
+			pl_fail("stat after truncate");
+		pl_log_line("T %lu %lld\n", (unsigned long) st.st_ino, (long long) st.st_size);
+	}
+	pthread_mutex_unlock(&pl_lock);
+	return r;
+}
+
+int			truncate64(const char *path, off_t length) __attribute__((alias("truncate")));
 
 /* With pl_lock held: wait for cb to be done (ino's bytes, or a sync). */
 static void

@@ -76,8 +76,11 @@ sub slurp
 	return $bytes;
 }
 
+# a log whose process was killed (not cut) may end inside a record: the
+# change it was logging is one the power loss did not keep
 while (my $line = <$fh>)
 {
+	last unless $line =~ /\n\z/;
 	chomp $line;
 	my ($op, @a) = split / /, $line;
 	if ($op eq 'K')
@@ -126,7 +129,7 @@ while (my $line = <$fh>)
 		my ($ino, $off, $len) = @a;
 		my $bytes = '';
 		my $got = read($fh, $bytes, $len);
-		die "log ends inside a write\n" unless defined $got && $got == $len;
+		last unless defined $got && $got == $len;
 		my $o = obj($ino);
 		next unless defined $o;
 		my $d = \$data{$o};
