@@ -179,6 +179,9 @@ sub group_self_check
 	$ts->cli_ok('self-check: a load after it', 'load', 'small2', '--rows', 3000);
 	kill 'KILL', $ts->pid;
 	$ts->wait_exit(30);
+	my $st = TcopyPowerloss::log_counts("$base/pl.log", {});
+	ok($st->{through} > 0, "self-check: the layer saw $st->{through} of libraft's writes through "
+		  . "(io_submit on O_DSYNC files), $st->{changes} changes and $st->{syncs} syncs in all");
 	my $sum = self_check('a group of one, its raft log and a backup elsewhere', "$base/pl.log", \@roots, $base);
 	rmtree($base) unless $sum->{names} + $sum->{sizes} + $sum->{contents} || $ENV{TCOPY_TEST_KEEP};
 }

@@ -58,12 +58,14 @@ sub rebuild
 }
 
 # Count the changes and syncs $log holds past $st->{offset} into $st
-# (changes, syncs), as the layer numbers them for PL_CUT_OP and PL_CUT_SYNC;
+# (changes, syncs; through: of those syncs, writes that wrote through,
+# O_DSYNC or io_submit), as the layer numbers them for PL_CUT_OP and
+# PL_CUT_SYNC;
 # a record still being written is left for the next call.
 sub log_counts
 {
 	my ($log, $st) = @_;
-	$st->{$_} //= 0 for qw(offset changes syncs);
+	$st->{$_} //= 0 for qw(offset changes syncs through);
 	open(my $fh, '<:raw', $log) or return $st;
 	seek($fh, $st->{offset}, 0);
 	while (defined(my $line = <$fh>))
@@ -77,6 +79,7 @@ sub log_counts
 		}
 		$st->{changes}++ unless $op =~ /^[BEKY]$/;
 		$st->{syncs}++ if $op =~ /^[SDY]$/;
+		$st->{through}++ if $op eq 'Y';
 		$st->{offset} = tell($fh);
 	}
 	close $fh;

@@ -123,7 +123,7 @@ while (my $line = <$fh>)
 		$durable{$p}{$name} = $o;
 		next;
 	}
-	$changes++;
+	$changes++ unless $op eq 'Y';	# a write through is its W's change
 	if ($op eq 'W')
 	{
 		my ($ino, $off, $len) = @a;
