@@ -66,7 +66,7 @@ TcopyPowerloss::load_init($node, big => 60_000, pad => 64);
 my $ntxn = $TcopyPowerloss::NTXN;
 
 my %figures = (rounds => 0, cuts => 0, committed => 0, acked => 0, acked_rounds => 0,
-	stake_rounds => 0, mismatches => 0, chunk_cut => 0, one => 0, all => 0, chunk => 0);
+	stake_rounds => 0, mismatches => 0, chunk_cut => 0, layer_cut => 0, one => 0, all => 0, chunk => 0);
 # the first round's marks, by role: { began => [...], acked => [...], changes, syncs }
 my %marks;
 
@@ -160,9 +160,8 @@ sub round
 			$ran = $n;
 		}
 	}
-	# the end: whoever still runs and should not is killed -9 now
-	my $past_end = $m && alive($ts[ $m - 1 ]);
-	$name .= ', past the round\'s end' if $past_end;
+	# the end: whoever still runs and should not is killed -9 now (the cut
+	# member too, if the round ended before its cut: its log tells)
 	my @down = $mode eq 'chunk' ? ($m) : (1 .. 3);
 	kill 'KILL', grep { $_ } map { $ts[ $_ - 1 ]->pid } @down;
 	for my $i (@down)
@@ -201,6 +200,8 @@ sub round
 			my $data = $ts->data_dir;
 			my $built = TcopyPowerloss::rebuild(layer_of($ts)->{log}, ["$data.rebuilt"], []);
 			$figures{chunk_cut}++ if $mode eq 'chunk' && $built->{cut};
+			$figures{layer_cut}++ if $i == $m && $built->{cut};
+			$name .= ', past the round\'s end' if $i == $m && !$built->{cut};
 			rename($data, "$data.live") && rename("$data.rebuilt", $data) or die "rename $data: $!";
 		}
 	}
@@ -269,10 +270,10 @@ for (my $r = 2; $r < 5 || time() < $deadline; $r++)
 	round($r, $modes[ ($r - 2) % 3 ]);
 }
 my $pct = $figures{stake_rounds} ? 100 * $figures{acked_rounds} / $figures{stake_rounds} : 0;
-note(sprintf('group power-loss figures: %d rounds, %d cut points (one %d, all %d, chunk %d of which %d cut '
-	  . 'between chunks), %d of %d one/all rounds with an acknowledged transaction at the cut (%.0f%%), '
+note(sprintf('group power-loss figures: %d rounds, %d cut points (%d reached before the round\'s end; one %d, '
+	  . 'all %d, chunk %d of which %d cut between chunks), %d of %d one/all rounds with an acknowledged transaction at the cut (%.0f%%), '
 	  . '%d committed transactions checked, %d acknowledged in cut rounds, %d mismatches',
-	  @figures{qw(rounds cuts one all chunk chunk_cut acked_rounds stake_rounds)}, $pct,
+	  @figures{qw(rounds cuts layer_cut one all chunk chunk_cut acked_rounds stake_rounds)}, $pct,
 	  @figures{qw(committed acked mismatches)}));
 ok($pct >= 90, sprintf('%.0f%% of the one/all rounds had an acknowledged transaction at the cut', $pct));
 ok($figures{chunk_cut} >= 1, "a follower lost power between two chunks ($figures{chunk_cut} of $figures{chunk})");
