@@ -12,7 +12,8 @@
  *                 raft id, the offset, whether it is the last, the file's
  *                 path under the staging directory, the bytes.  Written
  *                 into the same path on every member but the proposer
- *                 (the file is its own), synced with the last chunk
+ *                 (the file is its own), synced with the last chunk, or
+ *                 before any later entry's index is recorded
  *   ENTRY_INGEST  the paths of such files, ingested (moved into RocksDB)
  *                 on every member; files already gone were ingested by
  *                 this entry before a restart
@@ -29,6 +30,16 @@
  * it wrote (ts_storage_apply, ts_storage_mark_applied), so that a restart
  * replays only what the store lacks.  The snapshot libraft keeps is that
  * index alone: the state is in RocksDB and the staging directory.
+ *
+ * An index is recorded only once what the entries up to it wrote is
+ * durable, so that a power cut (every unsynced write lost, in any order)
+ * never leaves an entry skipped at the replay whose effect is gone: a
+ * FILE entry's chunk is not synced on its own (a sync per MB would slow
+ * a load), so its index stays in memory, and the file is synced before
+ * the next entry's index is recorded (sync_staged), or with its last
+ * chunk.  A snapshot names the index recorded, synced first
+ * (ts_group_sync_applied), never one a restart could find the store
+ * behind.  docs/replication.md#durability-a-power-cut-of-every-member.
  */
 #include "ts_group_int.h"
 
@@ -66,7 +77,89 @@ ts_group_path_valid(const char *path, size_t len)
 		path[0] != '.' && slash[1] != '.';
 }
 
-/* Apply an ENTRY_FILE: the chunk written into its file, synced if the last. */
+/*
+ * Sync the staged files FILE entries wrote since their last sync, and
+ * their directories; 0, or -1 with err.  Under the apply lock.
+ */
+static int
+sync_staged(TsGroup *group, TsError *err)
+{
+	unsigned	n = group->nunsynced;
+
+	for (unsigned i = 0; i < n; i++)
+	{
+		char	   *path = group->unsynced[i];
+		int			fd = open(path, O_WRONLY | O_CLOEXEC);
+
+		/* one removed since is no entry's any more */
+		if (fd < 0 && errno != ENOENT)
+			goto io_error;
+		if (fd >= 0 && fdatasync(fd) != 0)
+		{
+			int			saved = errno;
+
+			close(fd);
+			errno = saved;
+			goto io_error;
+		}
+		if (fd >= 0)
+			close(fd);
+		*strrchr(path, '/') = '\0';
+		ts_sync_dir(path);
+		free(path);
+		group->unsynced[i] = NULL;
+		continue;
+
+io_error:
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE, "could not sync \"%s\": %s",
+					 path, strerror(errno));
+		/* the rest stay listed: the next entry tries again */
+		memmove(group->unsynced, group->unsynced + i, (n - i) * sizeof(char *));
+		group->nunsynced = n - i;
+		return -1;
+	}
+	if (n > 0)
+		ts_sync_dir(group->store->staging_dir);
+	group->nunsynced = 0;
+	return 0;
+}
+
+/*
+ * path, whose chunk was just written, is synced (its last chunk): or to be
+ * synced before any later entry's index is recorded.  0, or -1 with err.
+ */
+static int
+note_unsynced(TsGroup *group, const char *path, bool synced, TsError *err)
+{
+	char	   *copy;
+
+	for (unsigned i = 0; i < group->nunsynced; i++)
+	{
+		if (strcmp(group->unsynced[i], path) != 0)
+			continue;
+		if (!synced)
+			return 0;
+		free(group->unsynced[i]);
+		group->unsynced[i] = group->unsynced[--group->nunsynced];
+		return 0;
+	}
+	if (synced)
+		return 0;
+	if (group->nunsynced == STAGED_UNSYNCED_MAX && sync_staged(group, err) != 0)
+		return -1;
+	if ((copy = strdup(path)) == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		return -1;
+	}
+	group->unsynced[group->nunsynced++] = copy;
+	return 0;
+}
+
+/*
+ * Apply an ENTRY_FILE: the chunk written into its file, synced if the
+ * last, else listed to be synced before the next entry's index is recorded.
+ */
 static int
 apply_file(TsGroup *group, const uint8_t *bytes, size_t len, TsError *err)
 {
@@ -126,7 +219,7 @@ apply_file(TsGroup *group, const uint8_t *bytes, size_t len, TsError *err)
 		ts_sync_dir(dir);
 		ts_sync_dir(store->staging_dir);
 	}
-	return 0;
+	return note_unsynced(group, path, last, err);
 
 malformed:
 	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE, "a file entry is malformed");
@@ -232,8 +325,8 @@ apply_drop_dir(TsGroup *group, const uint8_t *bytes, size_t len, TsError *err)
 static int	group_apply_locked(TsGroup *group, uint64_t index, const void *data, size_t len);
 
 /* TsRaftMachine.apply: on the raft thread, every member, in log order. */
-static int
-group_apply(void *arg, uint64_t index, const void *data, size_t len)
+int
+ts_group_apply(void *arg, uint64_t index, const void *data, size_t len)
 {
 	TsGroup    *group = arg;
 	int			rc;
@@ -255,10 +348,21 @@ group_apply_locked(TsGroup *group, uint64_t index, const void *data, size_t len)
 		bytes = (const uint8_t *) "\xff";
 	if (bytes[0] == ENTRY_NOOP)
 		return 0;
-	if (bytes[0] == ENTRY_BATCH)
-		rc = ts_storage_apply(group->store, index, (const char *) bytes + 1, len - 1, &err);
-	else if (index <= ts_storage_applied(group->store))
+	if (index <= ts_storage_applied(group->store))
 		return 0;				/* replayed */
+	/*
+	 * Every entry but a chunk records its index: what the chunks before it
+	 * wrote is synced first.  An INGEST records theirs before it begins:
+	 * a crash once RocksDB holds the files and before the INGEST's index
+	 * is recorded must replay the INGEST alone, not the chunks, which
+	 * would write into the files RocksDB now holds (the same inodes).
+	 */
+	if (bytes[0] == ENTRY_INGEST && ts_group_sync_applied(group, &err) != 0)
+		rc = -1;
+	else if (bytes[0] != ENTRY_FILE && sync_staged(group, &err) != 0)
+		rc = -1;
+	else if (bytes[0] == ENTRY_BATCH)
+		rc = ts_storage_apply(group->store, index, (const char *) bytes + 1, len - 1, &err);
 	else if (bytes[0] == ENTRY_FILE)
 		rc = apply_file(group, bytes, len, &err);
 	else if (bytes[0] == ENTRY_INGEST)
@@ -274,8 +378,8 @@ group_apply_locked(TsGroup *group, uint64_t index, const void *data, size_t len)
 		rc = -1;
 	}
 	/*
-	 * A file's chunk is synced with its last; until an entry that uses the
-	 * file is applied (synced), a crash may replay the chunks: harmless.
+	 * A chunk's index in memory only: a restart replays it, unless a later
+	 * entry, once the file is synced, recorded its own index.
 	 */
 	if (rc == 0 && bytes[0] != ENTRY_BATCH)
 		rc = ts_storage_mark_applied(group->store, index, bytes[0] != ENTRY_FILE, &err);
@@ -285,9 +389,19 @@ group_apply_locked(TsGroup *group, uint64_t index, const void *data, size_t len)
 	return rc;
 }
 
+int
+ts_group_sync_applied(TsGroup *group, TsError *err)
+{
+	if (sync_staged(group, err) != 0)
+		return -1;
+	return ts_storage_mark_applied(group->store, ts_storage_applied(group->store), true, err);
+}
+
 /*
- * TsRaftMachine.snapshot: the index the store holds every entry up to, and
- * the members now, whom a member restored from it at its start may ask for
+ * TsRaftMachine.snapshot: the index the store holds every entry up to,
+ * durably (libraft keeps the snapshot, and a restart restores it: a store
+ * found behind it would have to fetch another member's state), and the
+ * members now, whom a member restored from it at its start may ask for
  * their state (ts_group_catchup.c):
  *
  *	applied (8) | n (1) | n times: id (8) | address length (1) | address
@@ -299,13 +413,25 @@ group_snapshot(void *arg, TsRaft *raft, uint64_t index, TcBuf *out)
 	TsRaftMember members[TS_RAFT_MEMBERS_MAX];
 	uint64_t	leader;
 	unsigned	n = ts_raft_members_now(raft, members, TS_RAFT_MEMBERS_MAX, &leader);
+	uint64_t	durable;
 	uint8_t    *p;
+	TsError		err;
+	int			rc;
 
 	(void) index;
+	pthread_mutex_lock(&group->apply_lock);
+	rc = ts_group_sync_applied(group, &err);
+	durable = ts_storage_applied_durable(group->store);
+	pthread_mutex_unlock(&group->apply_lock);
+	if (rc != 0)
+	{
+		ts_log(TS_LOG_WARNING, "replica group: no snapshot now: %s", err.message);
+		return -1;				/* taken later */
+	}
 	if (!tc_buf_reserve(out, 9 + n * (9 + TS_RAFT_ADDRESS_MAX)))
 		return -1;
 	p = (uint8_t *) out->data + out->len;
-	ts_put_be64(p, ts_storage_applied(group->store));
+	ts_put_be64(p, durable);
 	p[8] = (uint8_t) n;
 	p += 9;
 	for (unsigned i = 0; i < n; i++)
@@ -371,7 +497,18 @@ group_restore(void *arg, TsRaft *raft, const void *data, size_t len)
 	}
 	index = ts_get_be64(data);
 	if (index <= ts_storage_applied(group->store))
-		return 0;
+	{
+		TsError		err;
+		int			rc;
+
+		/* libraft drops its log up to the snapshot: what it covers, durable */
+		pthread_mutex_lock(&group->apply_lock);
+		rc = ts_group_sync_applied(group, &err);
+		pthread_mutex_unlock(&group->apply_lock);
+		if (rc != 0)
+			ts_log(TS_LOG_ERROR, "replica group: a snapshot refused: %s", err.message);
+		return rc;
+	}
 	/* group->raft is set once ts_raft_start returns: until then, a start */
 	return ts_group_catch_up(group, raft, index, members, (unsigned) n, group->raft == NULL);
 }
@@ -595,7 +732,7 @@ ts_group_start(TsStore *store, const TsGroupConfig *config, TsError *err)
 	pthread_cond_init(&group->ship_cond, NULL);
 	atomic_store(&group->sender_fd, -1);
 	store->group = group;
-	raft_config.machine.apply = group_apply;
+	raft_config.machine.apply = ts_group_apply;
 	raft_config.machine.snapshot = group_snapshot;
 	raft_config.machine.restore = group_restore;
 	raft_config.machine.bootstrapped = group_bootstrapped;
@@ -714,6 +851,8 @@ ts_group_stop(TsGroup *group)
 	if (group->raft != NULL)
 		ts_raft_stop(group->raft);
 	ts_group_sender_stop(group);
+	for (unsigned i = 0; i < group->nunsynced; i++)
+		free(group->unsynced[i]);
 	pthread_mutex_destroy(&group->apply_lock);
 	free(group);
 }

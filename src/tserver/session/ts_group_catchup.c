@@ -258,11 +258,14 @@ take_state(TsGroup *group, const char *out, uint64_t *applied, TsError *err)
 		return -1;
 	path_of(path, sizeof(path), "%s/db", out);
 	pthread_mutex_lock(&group->apply_lock);
-	*applied = ts_storage_applied(store);
-	rocksdb_checkpoint_create(checkpoint, path, UINT64_MAX, &errptr);
+	/* the checkpoint's store records N itself: the staged chunks synced */
+	rc = ts_group_sync_applied(group, err);
+	*applied = ts_storage_applied_durable(store);
+	if (rc == 0)
+		rocksdb_checkpoint_create(checkpoint, path, UINT64_MAX, &errptr);
 	if (errptr != NULL)
 		ts_error_rocksdb(err, "could not take a checkpoint", errptr);
-	else if ((rc = link_staging(store->staging_dir, out)) != 0)
+	else if (rc == 0 && (rc = link_staging(store->staging_dir, out)) != 0)
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
 					 "could not link the staging directory's files: %s", strerror(errno));
 	pthread_mutex_unlock(&group->apply_lock);

@@ -24,6 +24,7 @@
 #define ENTRY_DROP_DIR 5
 #define FILE_HEADER (1 + 8 + 8 + 1 + 2)	/* kind, proposer, offset, last, path length */
 #define FILE_CHUNK (1024 * 1024)	/* of an SST file per entry */
+#define STAGED_UNSYNCED_MAX 4	/* files with unsynced chunks at once */
 
 struct TsGroup
 {
@@ -47,6 +48,14 @@ struct TsGroup
 	 */
 	pthread_mutex_t apply_lock;
 
+	/*
+	 * The staged files FILE entries wrote since their last sync (their last
+	 * chunk still to come), under the apply lock: synced before the index
+	 * of any later entry is recorded (ts_group_sync_applied).
+	 */
+	char	   *unsynced[STAGED_UNSYNCED_MAX];
+	unsigned	nunsynced;
+
 	/* files shipped in the background (ts_group_ship_async), in order */
 	pthread_t	shipper;
 	bool		shipper_started;
@@ -62,6 +71,20 @@ struct TsGroup
 	atomic_int	sender_fd;		/* -1: none; shut down at stop */
 	uint64_t	sender_peer;
 };
+
+/*
+ * TsRaftMachine.apply: the entry at index of the group's log applied here
+ * (on the raft thread; unit tests call it).  0, or -1, logged.
+ */
+int			ts_group_apply(void *arg, uint64_t index, const void *data, size_t len);
+
+/*
+ * Everything applied here made durable and recorded: the staged files with
+ * unsynced chunks synced, then the applied index recorded, synced, so that
+ * ts_storage_applied_durable is ts_storage_applied.  Under the apply lock.
+ * 0, or -1 with err.
+ */
+int			ts_group_sync_applied(TsGroup *group, TsError *err);
 
 /* 0 for an entry applied here, or -1 with err saying why it was not. */
 int			ts_group_outcome(TsGroup *group, TsRaftOutcome outcome, TsError *err);

@@ -84,11 +84,17 @@ uint64_t	ts_storage_applied(const TsStore *store);
 int			ts_storage_forget_applied(TsStore *store, TsError *err);
 
 /*
- * Raise the applied index to index (an entry that wrote no batch), synced
- * unless sync is false: then it is durable with the next synced write, and
- * a crash before it replays the entry.
+ * Raise the applied index to index (an entry that wrote no batch).  With
+ * sync, recorded in RocksDB, synced (an index at or below the one recorded
+ * is skipped).  Without, in memory only: nothing is written, a restart
+ * replays the entry, and the next recording (ts_storage_apply, or this
+ * with sync) covers it, so the caller makes the entry's effect durable
+ * before any.
  */
 int			ts_storage_mark_applied(TsStore *store, uint64_t index, bool sync, TsError *err);
+
+/* The applied index recorded in RocksDB, synced: what a restart starts from. */
+uint64_t	ts_storage_applied_durable(const TsStore *store);
 
 /*
  * Look table name up; with create, make it when missing (the definition is

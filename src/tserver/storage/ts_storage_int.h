@@ -158,12 +158,16 @@ struct TsStore
 	/*
 	 * A replica group member's: every WriteBatch goes through replicator
 	 * (ts_storage_write.c); applied_index is the last entry of the group's
-	 * log applied here, written only by the member's raft thread.
+	 * log applied here, applied_durable the last recorded in RocksDB,
+	 * synced (at most applied_index: a staged file's chunk is recorded
+	 * with the next entry, once the file is synced); written only by the
+	 * member's apply, under the group's apply lock.
 	 */
 	TsStorageReplicator replicator;
 	void	   *replicator_arg;
 	TsGroup    *group;			/* the same member's, for the session layer */
 	uint64_t	applied_index;
+	uint64_t	applied_durable;
 
 	/* test-only points of failure: see ts_store_crash_point */
 	char	   *crash_at;		/* TSERVER_TEST_CRASH_AT: SIGKILL there */

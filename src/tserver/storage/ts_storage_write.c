@@ -78,6 +78,7 @@ ts_storage_load_applied(TsStore *store, TsError *err)
 		return -1;
 	}
 	store->applied_index = (value != NULL && len == 8) ? ts_get_be64((uint8_t *) value) : 0;
+	store->applied_durable = store->applied_index;
 	free(value);
 	return 0;
 }
@@ -86,6 +87,12 @@ uint64_t
 ts_storage_applied(const TsStore *store)
 {
 	return store->applied_index;
+}
+
+uint64_t
+ts_storage_applied_durable(const TsStore *store)
+{
+	return store->applied_durable;
 }
 
 int
@@ -101,26 +108,26 @@ ts_storage_forget_applied(TsStore *store, TsError *err)
 		return -1;
 	}
 	store->applied_index = 0;
+	store->applied_durable = 0;
 	return 0;
 }
 
 /*
- * Write wb with index as the applied index beside it, synced unless sync
- * is false (then with the next synced write); wb is freed.
+ * Write wb with index as the applied index beside it, synced (unless the
+ * tserver runs --no-sync); wb is freed.  Never unsynced on purpose: an
+ * unsynced write reaches the disk whenever the kernel writes it back,
+ * before or after what the entries up to index wrote elsewhere.
  */
 static int
-apply_batch(TsStore *store, uint64_t index, rocksdb_writebatch_t *wb, bool sync, TsError *err)
+apply_batch(TsStore *store, uint64_t index, rocksdb_writebatch_t *wb, TsError *err)
 {
 	uint8_t		applied[8];
 	char	   *errptr = NULL;
-	rocksdb_writeoptions_t *nosync = sync ? NULL : rocksdb_writeoptions_create();
 
 	ts_put_be64(applied, index);
 	rocksdb_writebatch_put_cf(wb, store->cf_meta, META_APPLIED_INDEX,
 							  strlen(META_APPLIED_INDEX), (const char *) applied, 8);
-	rocksdb_write(store->db, sync ? store->write_sync : nosync, wb, &errptr);
-	if (nosync != NULL)
-		rocksdb_writeoptions_destroy(nosync);
+	rocksdb_write(store->db, store->write_sync, wb, &errptr);
 	rocksdb_writebatch_destroy(wb);
 	if (errptr != NULL)
 	{
@@ -128,6 +135,7 @@ apply_batch(TsStore *store, uint64_t index, rocksdb_writebatch_t *wb, bool sync,
 		return -1;
 	}
 	store->applied_index = index;
+	store->applied_durable = index;
 	return 0;
 }
 
@@ -146,7 +154,7 @@ ts_storage_apply(TsStore *store, uint64_t index, const char *data, size_t len, T
 					 (unsigned long long) index);
 		return -1;
 	}
-	return apply_batch(store, index, wb, true, err);
+	return apply_batch(store, index, wb, err);
 }
 
 int
@@ -176,9 +184,15 @@ ts_storage_ingest(TsStore *store, char *const *files, size_t nfiles, TsError *er
 int
 ts_storage_mark_applied(TsStore *store, uint64_t index, bool sync, TsError *err)
 {
-	if (index <= store->applied_index)
+	if (!sync)
+	{
+		if (index > store->applied_index)
+			store->applied_index = index;
 		return 0;
-	return apply_batch(store, index, rocksdb_writebatch_create(), sync, err);
+	}
+	if (index <= store->applied_durable)
+		return 0;
+	return apply_batch(store, index, rocksdb_writebatch_create(), err);
 }
 
 int
