@@ -275,7 +275,11 @@ note(sprintf('group power-loss figures: %d rounds, %d cut points (%d reached bef
 	  . '%d committed transactions checked, %d acknowledged in cut rounds, %d mismatches',
 	  @figures{qw(rounds cuts layer_cut one all chunk chunk_cut acked_rounds stake_rounds)}, $pct,
 	  @figures{qw(committed acked mismatches)}));
-ok($pct >= 90, sprintf('%.0f%% of the one/all rounds had an acknowledged transaction at the cut', $pct));
+# 90% at least; a short run (make check's two) may miss once
+my $missed = $figures{stake_rounds} - $figures{acked_rounds};
+ok($pct >= 90 || ($figures{stake_rounds} < 10 && $missed <= 1),
+	sprintf('%.0f%% of the one/all rounds (%d of %d) had an acknowledged transaction at the cut', $pct,
+		$figures{acked_rounds}, $figures{stake_rounds}));
 ok($figures{chunk_cut} >= 1, "a follower lost power between two chunks ($figures{chunk_cut} of $figures{chunk})");
 is($figures{mismatches}, 0, "no mismatch in $figures{cuts} group rounds");
 
