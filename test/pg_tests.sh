@@ -98,7 +98,7 @@ if [ "$(id -u)" -eq 0 ]; then
 			say "no network namespaces: the tests that need them skip" >&2
 		fi
 	fi
-	# the power-loss test's preload layer (test/ext/191_power_loss.pl)
+	# the power-loss tests' preload layer (test/ext/191_power_loss.pl, 205)
 	if [[ " ${TCOPY_PG_TESTS:-regress tap} " == *" tap "* ]]; then
 		make -C "$TOP/test" powerloss >/dev/null
 	fi

@@ -1,27 +1,45 @@
 /*
  * powerloss.c
  *		An LD_PRELOAD layer that records what a process does to the files
- *		under one directory, so that the state a power loss would leave can
- *		be rebuilt from it (test/tools/powerloss_rebuild.pl), and that can
- *		stop the process dead at a chosen point: the power-loss test
- *		(test/ext/191_power_loss.pl) runs the tserver under it.
+ *		under the directories it watches, so that the state a power loss
+ *		would leave can be rebuilt from it (test/tools/powerloss_rebuild.pl),
+ *		and that can stop the process dead at a chosen point: the power-loss
+ *		test (test/ext/191_power_loss.pl) runs the tserver under it.
  *
  *		The model is the pessimistic one Postgres codes against (and
  *		RocksDB's own fault-injection tests use): a file's data is on disk
  *		as it was at its last fsync/fdatasync, a directory's entries as they
- *		were at the directory's last fsync; nothing else survives.  So the
- *		layer logs, in the order they happened, every change of a file's
- *		contents (write, pwrite, ftruncate, fallocate, O_TRUNC), of a
- *		directory's entries (a file created by open, mkdir, link, rename,
- *		unlink, rmdir) and every sync, naming files by inode and entries by
- *		their directory's inode and name.  Reads are not logged.
+ *		were at the directory's last fsync; nothing else survives (the
+ *		rebuild also makes ext4's data=ordered outcome, and everything
+ *		written, for the self-check).  So the layer logs, in the order they
+ *		happened, every change of a file's contents (write, pwrite, writev,
+ *		pwritev, pwritev2, io_submit, fwrite, ftruncate, truncate, fallocate,
+ *		O_TRUNC), of a directory's entries (a file created by open, creat,
+ *		mkstemp, mkdir, mkdtemp, link, rename, renameat2, unlink, rmdir and
+ *		their *at forms) and every sync, naming files by inode and entries
+ *		by their directory's inode and name.  A write to a file open with
+ *		O_DSYNC or O_SYNC, or with RWF_DSYNC, is a write and a sync of its
+ *		bytes (for io_submit: when io_getevents reports it done).  These
+ *		calls made through syscall() (libuv's pwritev, libraft's io_submit)
+ *		are seen too; a call that would change a watched file in a way the
+ *		layer cannot log (copy_file_range, sendfile into it, a rename that
+ *		exchanges) aborts the process.  Reads are not logged.
  *
  *		Environment (nothing is logged without PL_LOG and PL_ROOT):
  *		  PL_LOG		the log file (appended to)
- *		  PL_ROOT		the directory whose tree is recorded (it must exist;
- *						it stands for a directory made durable before)
+ *		  PL_ROOT		the directories whose trees are recorded, separated
+ *						by ':' (each must exist, none under another; each
+ *						stands for a directory made durable before)
  *		  PL_CUT_OP		lose power just before the Nth logged change
  *		  PL_CUT_SYNC	lose power just after the Nth sync returned
+ *		  PL_CUT_CHUNK	lose power just before the first pwrite at a nonzero
+ *						offset into a file opened by a path containing this
+ *						(a replica's staged file between two chunks)
+ *		  PL_CUT_FILE	a file holding one of "op N", "sync N" or "chunk S",
+ *						read once it is there (looked for every 16 changes):
+ *						a cut chosen after the process started
+ *		  PL_KILL_ALSO	a file of process ids (a group's other members) sent
+ *						SIGKILL at the same instant as the power goes
  *		"Losing power" logs a K record and sends the process SIGKILL: the
  *		changes logged before it are all that happened.
  *
@@ -35,13 +53,15 @@
  *		  W <ino> <offset> <length>			data written
  *		  T <ino> <size>					the file's size set
  *		  S <ino>							a file synced
+ *		  Y <ino> <offset> <length>			bytes written through (O_DSYNC)
  *		  D <ino>							a directory synced
  *		  L <ino> <parent-ino> <name>		a new link to a file
  *		  R <parent> <name> <parent> <name>	a rename
  *		  U <parent-ino> <name>				an entry removed
  *		  K									the power lost
- *		The log begins with B <root-ino>, then an E <parent-ino> <name> <ino>
- *		<f|d> for each entry the tree had already (durable: the test copies
+ *		The log begins with a B <root-ino> for each watched directory, in
+ *		PL_ROOT's order, each followed by an E <parent-ino> <name> <ino>
+ *		<f|d> for each entry its tree had already (durable: the test copies
  *		the tree before it starts the process, and the rebuild starts from
  *		that copy).
  */
@@ -65,6 +85,8 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "powerloss.h"
+
 #define MAX_FDS 65536
 
 static int	(*real_open) (const char *, int, ...);
@@ -77,25 +99,31 @@ static int	(*real_ftruncate) (int, off_t);
 static int	(*real_fallocate) (int, int, off_t, off_t);
 static int	(*real_posix_fallocate) (int, off_t, off_t);
 static int	(*real_close) (int);
-static int	(*real_mkdir) (const char *, mode_t);
-static int	(*real_rmdir) (const char *);
-static int	(*real_unlink) (const char *);
-static int	(*real_rename) (const char *, const char *);
-static int	(*real_link) (const char *, const char *);
+static int	(*real_mkdirat) (int, const char *, mode_t);
+static int	(*real_unlinkat) (int, const char *, int);
+static int	(*real_linkat) (int, const char *, int, const char *, int);
 
-static bool active;
+#define MAX_ROOTS 8
+
+bool		pl_active;
 static int	log_fd = -1;
-static char root[PATH_MAX];
-static size_t root_len;
+static char roots[MAX_ROOTS][PATH_MAX];
+static size_t root_lens[MAX_ROOTS];
+static int	nroots;
 static unsigned long cut_op;
 static unsigned long cut_sync;
+static const char *cut_chunk;
+static const char *cut_file;	/* until read */
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t pl_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long changes;	/* under lock */
 static unsigned long syncs;		/* under lock */
 
 /* the inode each tracked descriptor was opened on; 0: not tracked */
 static _Atomic ino_t fd_ino[MAX_FDS];
+
+/* opened by a path containing PL_CUT_CHUNK */
+static _Atomic bool fd_chunked[MAX_FDS];
 
 static void
 resolve(void)
@@ -110,24 +138,22 @@ resolve(void)
 	real_fallocate = dlsym(RTLD_NEXT, "fallocate");
 	real_posix_fallocate = dlsym(RTLD_NEXT, "posix_fallocate");
 	real_close = dlsym(RTLD_NEXT, "close");
-	real_mkdir = dlsym(RTLD_NEXT, "mkdir");
-	real_rmdir = dlsym(RTLD_NEXT, "rmdir");
-	real_unlink = dlsym(RTLD_NEXT, "unlink");
-	real_rename = dlsym(RTLD_NEXT, "rename");
-	real_link = dlsym(RTLD_NEXT, "link");
+	real_mkdirat = dlsym(RTLD_NEXT, "mkdirat");
+	real_unlinkat = dlsym(RTLD_NEXT, "unlinkat");
+	real_linkat = dlsym(RTLD_NEXT, "linkat");
 }
 
 /* Every wrapper: the real functions, even before the constructor ran. */
-static inline void
-ready(void)
+void
+pl_ready(void)
 {
-	if (real_link == NULL)
+	if (real_linkat == NULL)
 		resolve();
 }
 
 /* The layer cannot do its job: say so and stop, never carry on unrecorded. */
-static void
-fail(const char *what)
+void
+pl_fail(const char *what)
 {
 	char		msg[512];
 	int			n = snprintf(msg, sizeof(msg), "powerloss: %s: %s\n", what, strerror(errno));
@@ -137,8 +163,8 @@ fail(const char *what)
 	abort();
 }
 
-static void
-log_bytes(const void *data, size_t len)
+void
+pl_log_bytes(const void *data, size_t len)
 {
 	const char *p = data;
 
@@ -149,14 +175,14 @@ log_bytes(const void *data, size_t len)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
-			fail("writing the log");
+			pl_fail("writing the log");
 		p += n;
 		len -= (size_t) n;
 	}
 }
 
-static void
-log_line(const char *fmt,...)
+void
+pl_log_line(const char *fmt,...)
 {
 	char		line[2 * PATH_MAX + 128];
 	va_list		ap;
@@ -168,26 +194,90 @@ log_line(const char *fmt,...)
 	if (n < 0 || (size_t) n >= sizeof(line))
 	{
 		errno = ENAMETOOLONG;
-		fail("a log line");
+		pl_fail("a log line");
 	}
-	log_bytes(line, (size_t) n);
+	pl_log_bytes(line, (size_t) n);
 }
 
 static void
-power_loss(void)
+pl_power_loss(void)
 {
-	log_line("K\n");
+	const char *also = getenv("PL_KILL_ALSO");
+
+	pl_log_line("K\n");
+	if (also != NULL)
+	{
+		char		pids[512];
+		int			fd = real_open(also, O_RDONLY | O_CLOEXEC);
+		ssize_t		n = fd >= 0 ? read(fd, pids, sizeof(pids) - 1) : -1;
+		char	   *p = pids;
+
+		pids[n > 0 ? n : 0] = '\0';
+		for (;;)
+		{
+			char	   *end;
+			long		pid = strtol(p, &end, 10);
+
+			if (end == p)
+				break;
+			if (pid > 0)
+				kill((pid_t) pid, SIGKILL);
+			p = end;
+		}
+	}
 	kill(getpid(), SIGKILL);
 	for (;;)
 		pause();
 }
 
-/* Call with lock held, before a change: the power may go now. */
+/* Call with lock held: PL_CUT_FILE's cut, if it is there now. */
 static void
-before_change(void)
+read_cut_file(void)
 {
+	static char chunk[300];
+	char		text[300];
+	int			fd = real_open(cut_file, O_RDONLY | O_CLOEXEC);
+	ssize_t		n = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
+
+	if (fd >= 0)
+		real_close(fd);
+	if (n <= 0)
+		return;
+	text[n] = '\0';
+	text[strcspn(text, "\n")] = '\0';
+	if (strncmp(text, "op ", 3) == 0)
+		cut_op = strtoul(text + 3, NULL, 10);
+	else if (strncmp(text, "sync ", 5) == 0)
+		cut_sync = strtoul(text + 5, NULL, 10);
+	else if (strncmp(text, "chunk ", 6) == 0)
+	{
+		snprintf(chunk, sizeof(chunk), "%s", text + 6);
+		cut_chunk = chunk;
+	}
+	else
+	{
+		errno = EINVAL;
+		pl_fail("PL_CUT_FILE");
+	}
+	cut_file = NULL;
+}
+
+/* Call with lock held, before a change: the power may go now. */
+void
+pl_before_change(void)
+{
+	if (cut_file && (changes & 15) == 0)
+		read_cut_file();
 	if (++changes == cut_op)
-		power_loss();
+		pl_power_loss();
+}
+
+/* Call with lock held, once a sync returned: the power may go now. */
+void
+pl_after_sync(void)
+{
+	if (++syncs == cut_sync)
+		pl_power_loss();
 }
 
 /* Log the entries under dir (inode ino) as they are: the durable start. */
@@ -198,7 +288,7 @@ log_existing(const char *dir, ino_t ino)
 	struct dirent *de;
 
 	if (d == NULL)
-		fail("opendir");
+		pl_fail("opendir");
 	while ((de = readdir(d)) != NULL)
 	{
 		char		path[PATH_MAX];
@@ -208,10 +298,10 @@ log_existing(const char *dir, ino_t ino)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		if (lstat(path, &st) != 0)
-			fail("lstat");
+			pl_fail("lstat");
 		if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
 			continue;
-		log_line("E %lu %s %lu %c\n", (unsigned long) ino, de->d_name,
+		pl_log_line("E %lu %s %lu %c\n", (unsigned long) ino, de->d_name,
 				 (unsigned long) st.st_ino, S_ISDIR(st.st_mode) ? 'd' : 'f');
 		if (S_ISDIR(st.st_mode))
 			log_existing(path, st.st_ino);
@@ -225,35 +315,62 @@ powerloss_init(void)
 {
 	const char *log_path = getenv("PL_LOG");
 	const char *root_path = getenv("PL_ROOT");
+	char		list[8 * PATH_MAX];
+	char	   *save = NULL;
 
 	resolve();
 	if (log_path == NULL || root_path == NULL)
 		return;
-	if (realpath(root_path, root) == NULL)
-		fail("PL_ROOT");
-	root_len = strlen(root);
+	snprintf(list, sizeof(list), "%s", root_path);
+	for (char *one = strtok_r(list, ":", &save); one; one = strtok_r(NULL, ":", &save))
+	{
+		if (nroots == MAX_ROOTS)
+		{
+			errno = E2BIG;
+			pl_fail("PL_ROOT");
+		}
+		if (realpath(one, roots[nroots]) == NULL)
+			pl_fail("PL_ROOT");
+		root_lens[nroots] = strlen(roots[nroots]);
+		nroots++;
+	}
+	/* a tree under another would be logged twice */
+	for (int i = 0; i < nroots; i++)
+		for (int j = 0; j < nroots; j++)
+			if (i != j && strncmp(roots[i], roots[j], root_lens[j]) == 0 &&
+				(roots[i][root_lens[j]] == '/' || roots[i][root_lens[j]] == '\0'))
+			{
+				errno = EINVAL;
+				pl_fail("PL_ROOT: a directory under another");
+			}
 	log_fd = real_open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	if (log_fd < 0)
-		fail("PL_LOG");
+		pl_fail("PL_LOG");
+	for (int i = 0; i < nroots; i++)
 	{
 		struct stat st;
 
-		if (stat(root, &st) != 0)
-			fail("stat PL_ROOT");
-		log_line("B %lu\n", (unsigned long) st.st_ino);
-		log_existing(root, st.st_ino);
+		if (stat(roots[i], &st) != 0)
+			pl_fail("stat PL_ROOT");
+		pl_log_line("B %lu\n", (unsigned long) st.st_ino);
+		log_existing(roots[i], st.st_ino);
 	}
 	cut_op = getenv("PL_CUT_OP") ? strtoul(getenv("PL_CUT_OP"), NULL, 10) : 0;
 	cut_sync = getenv("PL_CUT_SYNC") ? strtoul(getenv("PL_CUT_SYNC"), NULL, 10) : 0;
-	active = true;
+	cut_chunk = getenv("PL_CUT_CHUNK");
+	cut_file = getenv("PL_CUT_FILE");
+	pl_active = true;
 }
 
-/* Is the resolved path root or under it? */
-static bool
-under_root(const char *real)
+/* Is the resolved path a watched directory or under one? */
+bool
+pl_under_root(const char *real)
 {
-	return strncmp(real, root, root_len) == 0 &&
-		(real[root_len] == '\0' || real[root_len] == '/');
+	for (int i = 0; i < nroots; i++)
+		if (strncmp(real, roots[i], root_lens[i]) == 0 &&
+			(real[root_lens[i]] == '\0' || real[root_lens[i]] == '/'))
+			return true;
+	return false;
 }
 
 /*
@@ -261,8 +378,8 @@ under_root(const char *real)
  * directory's inode and its last component; false when it is not under
  * root (or cannot be resolved: then it is none of ours either).
  */
-static bool
-entry_of(int dirfd, const char *path, ino_t *parent, char *name, size_t size)
+bool
+pl_entry_of(int dirfd, const char *path, ino_t *parent, char *name, size_t size)
 {
 	char		dir[PATH_MAX];
 	char		at[PATH_MAX + 32];
@@ -285,7 +402,7 @@ entry_of(int dirfd, const char *path, ino_t *parent, char *name, size_t size)
 	if (*base == '\0' || strcmp(base, ".") == 0 || strcmp(base, "..") == 0 ||
 		strchr(base, ' ') != NULL || strchr(base, '\n') != NULL)
 		return false;
-	if (realpath(at, real) == NULL || !under_root(real) || stat(real, &st) != 0)
+	if (realpath(at, real) == NULL || !pl_under_root(real) || stat(real, &st) != 0)
 		return false;
 	*parent = st.st_ino;
 	snprintf(name, size, "%s", base);
@@ -293,14 +410,14 @@ entry_of(int dirfd, const char *path, ino_t *parent, char *name, size_t size)
 }
 
 /* The inode fd is tracked under, if it still is that file; else 0. */
-static ino_t
-tracked(int fd, bool *is_dir)
+ino_t
+pl_tracked(int fd, bool *is_dir)
 {
 	ino_t		ino;
 	struct stat st;
 
-	ready();
-	if (!active || fd < 0 || fd >= MAX_FDS)
+	pl_ready();
+	if (!pl_active || fd < 0 || fd >= MAX_FDS)
 		return 0;
 	ino = atomic_load(&fd_ino[fd]);
 	if (ino == 0)
@@ -326,15 +443,15 @@ open_common(int dirfd, const char *path, int flags, mode_t mode)
 	struct stat st;
 	int			fd;
 
-	ready();
-	if (!active)
+	pl_ready();
+	if (!pl_active)
 		return real_openat(dirfd, path, flags, mode);
-	pthread_mutex_lock(&lock);
-	ours = entry_of(dirfd, path, &parent, name, sizeof(name));
+	pthread_mutex_lock(&pl_lock);
+	ours = pl_entry_of(dirfd, path, &parent, name, sizeof(name));
 	if (ours && (flags & O_CREAT))
 		existed = fstatat(dirfd, path, &st, 0) == 0;
 	if (ours && (!existed || (flags & O_TRUNC)))
-		before_change();
+		pl_before_change();
 	fd = real_openat(dirfd, path, flags, mode);
 	if (fd >= 0 && fstat(fd, &st) == 0)
 	{
@@ -343,17 +460,20 @@ open_common(int dirfd, const char *path, int flags, mode_t mode)
 		if (ours)
 		{
 			if (!existed)
-				log_line("C %lu %s %lu %c\n", (unsigned long) parent, name,
+				pl_log_line("C %lu %s %lu %c\n", (unsigned long) parent, name,
 						 (unsigned long) st.st_ino, S_ISDIR(st.st_mode) ? 'd' : 'f');
 			else if ((flags & O_TRUNC) && S_ISREG(st.st_mode))
-				log_line("T %lu 0\n", (unsigned long) st.st_ino);
+				pl_log_line("T %lu 0\n", (unsigned long) st.st_ino);
 		}
 		/* root itself, opened to be synced, has no entry of ours */
 		if (fd < MAX_FDS &&
-			(ours || (realpath(path, real) != NULL && under_root(real))))
+			(ours || (realpath(path, real) != NULL && pl_under_root(real))))
+		{
 			atomic_store(&fd_ino[fd], st.st_ino);
+			atomic_store(&fd_chunked[fd], ours && cut_chunk && strstr(path, cut_chunk));
+		}
 	}
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&pl_lock);
 	return fd;
 }
 
@@ -390,19 +510,81 @@ openat(int dirfd, const char *path, int flags,...)
 	return open_common(dirfd, path, flags, mode);
 }
 
+int			openat64(int dirfd, const char *path, int flags,...) __attribute__((alias("openat")));
+
 int
 creat(const char *path, mode_t mode)
 {
 	return open_common(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
 }
 
+int			creat64(const char *path, mode_t mode) __attribute__((alias("creat")));
+
+/* open or openat made through syscall() */
+int
+pl_open(int dirfd, const char *path, int flags, mode_t mode)
+{
+	return open_common(dirfd, path, flags, mode);
+}
+
+void
+pl_track(int fd, ino_t ino)
+{
+	if (fd >= 0 && fd < MAX_FDS)
+	{
+		atomic_store(&fd_ino[fd], ino);
+		atomic_store(&fd_chunked[fd], false);
+	}
+}
+
 int
 close(int fd)
 {
-	ready();
-	if (fd >= 0 && fd < MAX_FDS)
-		atomic_store(&fd_ino[fd], 0);
+	pl_ready();
+	pl_track(fd, 0);
 	return real_close(fd);
+}
+
+bool
+pl_fd_dsync(int fd)
+{
+	int			flags = fcntl(fd, F_GETFL);
+
+	return flags >= 0 && (flags & O_DSYNC) != 0;
+}
+
+void
+pl_log_write(ino_t ino, off_t offset, const struct iovec *iov, int cnt, ssize_t n)
+{
+	size_t		left = (size_t) n;
+
+	pl_log_line("W %lu %lld %zd\n", (unsigned long) ino, (long long) offset, n);
+	for (int i = 0; i < cnt && left > 0; i++)
+	{
+		size_t		part = iov[i].iov_len < left ? iov[i].iov_len : left;
+
+		pl_log_bytes(iov[i].iov_base, part);
+		left -= part;
+	}
+	if (left > 0)
+	{
+		errno = EINVAL;
+		pl_fail("a write longer than its buffers");
+	}
+}
+
+void
+pl_wrote(int fd, ino_t ino, off_t offset, const struct iovec *iov, int cnt,
+		 ssize_t n, bool dsync)
+{
+	if (ino == 0 || n <= 0)
+		return;
+	pl_log_write(ino, offset, iov, cnt, n);
+	if (dsync || pl_fd_dsync(fd))
+	{
+		pl_log_line("Y %lu %lld %zd\n", (unsigned long) ino, (long long) offset, n);
+		pl_after_sync();
+	}
 }
 
 ssize_t
@@ -411,25 +593,25 @@ write(int fd, const void *buf, size_t len)
 	ino_t		ino;
 	ssize_t		n;
 
-	ready();
-	if (!active || fd < 0 || fd >= MAX_FDS || atomic_load(&fd_ino[fd]) == 0)
+	pl_ready();
+	if (!pl_active || fd < 0 || fd >= MAX_FDS || atomic_load(&fd_ino[fd]) == 0)
 		return real_write(fd, buf, len);
-	pthread_mutex_lock(&lock);
-	ino = tracked(fd, NULL);
+	pthread_mutex_lock(&pl_lock);
+	ino = pl_tracked(fd, NULL);
 	if (ino != 0)
-		before_change();
+		pl_before_change();
 	n = real_write(fd, buf, len);
 	if (ino != 0 && n > 0)
 	{
 		/* where it went, O_APPEND or not: just before the new position */
 		off_t		end = lseek(fd, 0, SEEK_CUR);
+		struct iovec iov = {(void *) buf, (size_t) n};
 
 		if (end < 0)
-			fail("lseek after a write");
-		log_line("W %lu %lld %zd\n", (unsigned long) ino, (long long) (end - n), n);
-		log_bytes(buf, (size_t) n);
+			pl_fail("lseek after a write");
+		pl_wrote(fd, ino, end - n, &iov, 1, n, false);
 	}
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&pl_lock);
 	return n;
 }
 
@@ -439,20 +621,23 @@ pwrite(int fd, const void *buf, size_t len, off_t offset)
 	ino_t		ino;
 	ssize_t		n;
 
-	ready();
-	if (!active || fd < 0 || fd >= MAX_FDS || atomic_load(&fd_ino[fd]) == 0)
+	pl_ready();
+	if (!pl_active || fd < 0 || fd >= MAX_FDS || atomic_load(&fd_ino[fd]) == 0)
 		return real_pwrite(fd, buf, len, offset);
-	pthread_mutex_lock(&lock);
-	ino = tracked(fd, NULL);
+	pthread_mutex_lock(&pl_lock);
+	ino = pl_tracked(fd, NULL);
 	if (ino != 0)
-		before_change();
+		pl_before_change();
+	if (ino != 0 && offset > 0 && atomic_load(&fd_chunked[fd]))
+		pl_power_loss();
 	n = real_pwrite(fd, buf, len, offset);
 	if (ino != 0 && n > 0)
 	{
-		log_line("W %lu %lld %zd\n", (unsigned long) ino, (long long) offset, n);
-		log_bytes(buf, (size_t) n);
+		struct iovec iov = {(void *) buf, (size_t) n};
+
+		pl_wrote(fd, ino, offset, &iov, 1, n, false);
 	}
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&pl_lock);
 	return n;
 }
 
@@ -467,13 +652,13 @@ static int
 sized(int fd, int result)
 {
 	struct stat st;
-	ino_t		ino = tracked(fd, NULL);
+	ino_t		ino = pl_tracked(fd, NULL);
 
 	if (ino != 0 && result == 0)
 	{
 		if (fstat(fd, &st) != 0)
-			fail("fstat after a size change");
-		log_line("T %lu %lld\n", (unsigned long) ino, (long long) st.st_size);
+			pl_fail("fstat after a size change");
+		pl_log_line("T %lu %lld\n", (unsigned long) ino, (long long) st.st_size);
 	}
 	return result;
 }
@@ -483,13 +668,13 @@ ftruncate(int fd, off_t length)
 {
 	int			r;
 
-	ready();
-	if (!active || tracked(fd, NULL) == 0)
+	pl_ready();
+	if (!pl_active || pl_tracked(fd, NULL) == 0)
 		return real_ftruncate(fd, length);
-	pthread_mutex_lock(&lock);
-	before_change();
+	pthread_mutex_lock(&pl_lock);
+	pl_before_change();
 	r = sized(fd, real_ftruncate(fd, length));
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&pl_lock);
 	return r;
 }
 
@@ -505,31 +690,35 @@ fallocate(int fd, int mode, off_t offset, off_t len)
 	int			r;
 
 	/* FALLOC_FL_KEEP_SIZE (1): the file's contents do not change */
-	ready();
-	if (!active || (mode & 1) || tracked(fd, NULL) == 0)
+	pl_ready();
+	if (!pl_active || (mode & 1) || pl_tracked(fd, NULL) == 0)
 		return real_fallocate(fd, mode, offset, len);
-	pthread_mutex_lock(&lock);
-	before_change();
+	pthread_mutex_lock(&pl_lock);
+	pl_before_change();
 	r = sized(fd, real_fallocate(fd, mode, offset, len));
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&pl_lock);
 	return r;
 }
+
+int			fallocate64(int fd, int mode, off_t offset, off_t len) __attribute__((alias("fallocate")));
 
 int
 posix_fallocate(int fd, off_t offset, off_t len)
 {
 	int			r;
 
-	ready();
-	if (!active || tracked(fd, NULL) == 0)
+	pl_ready();
+	if (!pl_active || pl_tracked(fd, NULL) == 0)
 		return real_posix_fallocate(fd, offset, len);
-	pthread_mutex_lock(&lock);
-	before_change();
+	pthread_mutex_lock(&pl_lock);
+	pl_before_change();
 	r = real_posix_fallocate(fd, offset, len);
 	sized(fd, r);
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&pl_lock);
 	return r;
 }
+
+int			posix_fallocate64(int fd, off_t offset, off_t len) __attribute__((alias("posix_fallocate")));
 
 static int
 sync_common(int fd, int (*real) (int))
@@ -538,24 +727,23 @@ sync_common(int fd, int (*real) (int))
 	ino_t		ino;
 	int			r;
 
-	ready();
-	if (!active || tracked(fd, NULL) == 0)
+	pl_ready();
+	if (!pl_active || pl_tracked(fd, NULL) == 0)
 		return real(fd);
-	pthread_mutex_lock(&lock);
-	ino = tracked(fd, &is_dir);
+	pthread_mutex_lock(&pl_lock);
+	ino = pl_tracked(fd, &is_dir);
 	if (ino != 0)
 	{
-		before_change();
-		log_line("%c %lu\n", is_dir ? 'D' : 'S', (unsigned long) ino);
+		pl_before_change();
+		pl_log_line("%c %lu\n", is_dir ? 'D' : 'S', (unsigned long) ino);
 	}
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&pl_lock);
 	r = real(fd);
 	if (ino != 0)
 	{
-		pthread_mutex_lock(&lock);
-		if (++syncs == cut_sync)
-			power_loss();
-		pthread_mutex_unlock(&lock);
+		pthread_mutex_lock(&pl_lock);
+		pl_after_sync();
+		pthread_mutex_unlock(&pl_lock);
 	}
 	return r;
 }
@@ -572,9 +760,9 @@ fdatasync(int fd)
 	return sync_common(fd, real_fdatasync);
 }
 
-/* mkdir and link: an entry made at path, logged once it is there */
+/* mkdirat and linkat: an entry made at path (from dirfd), logged once it is there */
 static int
-make_entry(const char *path, int (*make) (const char *, const void *),
+make_entry(int dirfd, const char *path, int (*make) (int, const char *, const void *),
 		   const void *arg, bool is_link)
 {
 	ino_t		parent;
@@ -582,121 +770,111 @@ make_entry(const char *path, int (*make) (const char *, const void *),
 	struct stat st;
 	int			r;
 
-	ready();
-	if (!active)
-		return make(path, arg);
-	pthread_mutex_lock(&lock);
-	if (!entry_of(AT_FDCWD, path, &parent, name, sizeof(name)))
+	pl_ready();
+	if (!pl_active)
+		return make(dirfd, path, arg);
+	pthread_mutex_lock(&pl_lock);
+	if (!pl_entry_of(dirfd, path, &parent, name, sizeof(name)))
 	{
-		pthread_mutex_unlock(&lock);
-		return make(path, arg);
+		pthread_mutex_unlock(&pl_lock);
+		return make(dirfd, path, arg);
 	}
-	before_change();
-	r = make(path, arg);
+	pl_before_change();
+	r = make(dirfd, path, arg);
 	if (r == 0)
 	{
-		if (stat(path, &st) != 0)
-			fail("stat of a new entry");
+		if (fstatat(dirfd, path, &st, AT_SYMLINK_NOFOLLOW) != 0)
+			pl_fail("stat of a new entry");
 		if (is_link)
-			log_line("L %lu %lu %s\n", (unsigned long) st.st_ino, (unsigned long) parent, name);
+			pl_log_line("L %lu %lu %s\n", (unsigned long) st.st_ino, (unsigned long) parent, name);
 		else
-			log_line("C %lu %s %lu d\n", (unsigned long) parent, name, (unsigned long) st.st_ino);
+			pl_log_line("C %lu %s %lu d\n", (unsigned long) parent, name, (unsigned long) st.st_ino);
 	}
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&pl_lock);
 	return r;
 }
 
 static int
-make_dir(const char *path, const void *mode)
+make_dir(int dirfd, const char *path, const void *mode)
 {
-	return real_mkdir(path, *(const mode_t *) mode);
+	return real_mkdirat(dirfd, path, *(const mode_t *) mode);
 }
 
-static int
-make_link(const char *path, const void *from)
+/* linkat's source, its directory and flags */
+struct link_from
 {
-	return real_link((const char *) from, path);
+	int			dirfd;
+	const char *path;
+	int			flags;
+};
+
+static int
+make_link(int dirfd, const char *path, const void *arg)
+{
+	const struct link_from *from = arg;
+
+	return real_linkat(from->dirfd, from->path, dirfd, path, from->flags);
+}
+
+int
+mkdirat(int dirfd, const char *path, mode_t mode)
+{
+	return make_entry(dirfd, path, make_dir, &mode, false);
 }
 
 int
 mkdir(const char *path, mode_t mode)
 {
-	return make_entry(path, make_dir, &mode, false);
+	return make_entry(AT_FDCWD, path, make_dir, &mode, false);
 }
 
-/* unlink and rmdir: the entry goes */
-static int
-remove_common(const char *path, int (*real) (const char *))
+int
+linkat(int fromfd, const char *from, int dirfd, const char *to, int flags)
+{
+	struct link_from f = {fromfd, from, flags};
+
+	return make_entry(dirfd, to, make_link, &f, true);
+}
+
+int
+link(const char *from, const char *to)
+{
+	return linkat(AT_FDCWD, from, AT_FDCWD, to, 0);
+}
+
+/* unlinkat (unlink, rmdir): the entry goes */
+int
+unlinkat(int dirfd, const char *path, int flags)
 {
 	ino_t		parent;
 	char		name[NAME_MAX + 1];
 	int			r;
 
-	ready();
-	if (!active)
-		return real(path);
-	pthread_mutex_lock(&lock);
-	if (!entry_of(AT_FDCWD, path, &parent, name, sizeof(name)))
+	pl_ready();
+	if (!pl_active)
+		return real_unlinkat(dirfd, path, flags);
+	pthread_mutex_lock(&pl_lock);
+	if (!pl_entry_of(dirfd, path, &parent, name, sizeof(name)))
 	{
-		pthread_mutex_unlock(&lock);
-		return real(path);
+		pthread_mutex_unlock(&pl_lock);
+		return real_unlinkat(dirfd, path, flags);
 	}
-	before_change();
-	r = real(path);
+	pl_before_change();
+	r = real_unlinkat(dirfd, path, flags);
 	if (r == 0)
-		log_line("U %lu %s\n", (unsigned long) parent, name);
-	pthread_mutex_unlock(&lock);
+		pl_log_line("U %lu %s\n", (unsigned long) parent, name);
+	pthread_mutex_unlock(&pl_lock);
 	return r;
 }
 
 int
 unlink(const char *path)
 {
-	return remove_common(path, real_unlink);
+	return unlinkat(AT_FDCWD, path, 0);
 }
 
 int
 rmdir(const char *path)
 {
-	return remove_common(path, real_rmdir);
-}
-
-int
-rename(const char *from, const char *to)
-{
-	ino_t		from_parent,
-				to_parent;
-	char		from_name[NAME_MAX + 1],
-				to_name[NAME_MAX + 1];
-	bool		from_ours,
-				to_ours;
-	int			r;
-
-	ready();
-	if (!active)
-		return real_rename(from, to);
-	pthread_mutex_lock(&lock);
-	from_ours = entry_of(AT_FDCWD, from, &from_parent, from_name, sizeof(from_name));
-	to_ours = entry_of(AT_FDCWD, to, &to_parent, to_name, sizeof(to_name));
-	if (from_ours || to_ours)
-		before_change();
-	r = real_rename(from, to);
-	if (r == 0 && from_ours && to_ours)
-		log_line("R %lu %s %lu %s\n", (unsigned long) from_parent, from_name,
-				 (unsigned long) to_parent, to_name);
-	else if (r == 0 && from_ours)
-		log_line("U %lu %s\n", (unsigned long) from_parent, from_name);
-	else if (r == 0 && to_ours)
-	{
-		errno = EXDEV;
-		fail("a file renamed into the recorded tree from outside it");
-	}
-	pthread_mutex_unlock(&lock);
-	return r;
-}
-
-int
-link(const char *from, const char *to)
-{
-	return make_entry(to, make_link, from, true);
+	return unlinkat(AT_FDCWD, path, AT_REMOVEDIR);
 }
