@@ -170,7 +170,9 @@ sub group_self_check
 	my ($port) = TcopyTest::free_tcp_ports(1);
 	my ($ts, $state) = start_tserver($roots[0], "$base/ts.sock", { log => "$base/pl.log", roots => \@roots },
 		'--raft-id', 1, '--raft-listen', "127.0.0.1:$port", '--raft-secret-file', $secret,
-		'--raft-dir', $roots[1], '--raft-bootstrap', "1\@127.0.0.1:$port");
+		'--raft-dir', $roots[1], '--raft-bootstrap', "1\@127.0.0.1:$port",
+		# a group of one: the raft port carries nothing, and its TLS writes no file
+		'--raft-insecure-cleartext');
 	is($state, 'ready', 'self-check: a group of one starts under the layer') or return;
 	wait_until(30, sub { ($ts->cli('group-status')->{out} // '') =~ /^leader \d/ });
 	$ts->cli_ok('self-check: a spilled load through the group', 'load', 'big', '--rows', 40000);
@@ -321,7 +323,10 @@ sub round
 	is($status, 9, "$name: the tserver was killed (SIGKILL)")
 	  or diag("status " . ($status // 'none') . "\n" . TcopyTest::tail($ts->log_contents, 30));
 	my $built = rebuild($log, "$base/rebuilt", undef, "$base/ext4");
-	is($built->{cut}, $alive ? 0 : 1, "$name: " . ($alive ? "the test" : "the layer") . " cut the power");
+	# a process that died by itself must have died of the layer's cut; one
+	# the test killed may have reached its cut point in the same instant
+	ok($built->{cut} || $alive,
+		"$name: " . ($built->{cut} ? "the layer" : "the test") . " cut the power");
 	# the self-check: the live directory is what the log says was written
 	self_check("round ${r}'s data directory", $log, ["$base/data"], "$base/check") if !$cut;
 
