@@ -39,8 +39,6 @@
 												 * written as SST files */
 #define EARLY_SPILL_BYTES (1024 * 1024)	/* staged before a spill forced by
 										 * the store's memory budget */
-#define SESSION_DIR_SIZE 4096	/* of the session's staging directory's path */
-#define SESSION_PATH_SIZE (SESSION_DIR_SIZE + 104)	/* of a file's in it */
 
 /*
  * A session's SST files: first those written straight from sorted spills,

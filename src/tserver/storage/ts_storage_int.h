@@ -20,6 +20,14 @@
 #define TS_GID_MAX 218			/* a stored gid: TC_GID_MAX of tc_client.h, and
 								 * a namespace's tag before it */
 
+/*
+ * A session's staging directory (under the store's staging_dir) and a
+ * file's in it: the sizes of their paths (the session layer's and the
+ * replica group's, which writes shipped files there).
+ */
+#define SESSION_DIR_SIZE 4096	/* of the session's staging directory's path */
+#define SESSION_PATH_SIZE (SESSION_DIR_SIZE + 104)	/* of a file's in it */
+
 /* the session layer's registries, which the store holds (ts_store_int.h) */
 typedef struct TsPrepared TsPrepared;	/* ts_prepared_registry.c */
 typedef struct TsLabelClaim TsLabelClaim;	/* ts_labels.c */
