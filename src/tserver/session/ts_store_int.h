@@ -5,7 +5,8 @@
  *		prepared sessions and their registry (ts_prepared.c,
  *		ts_prepared_registry.c), writes held back behind in-doubt ones
  *		(ts_in_doubt.c), publishing (ts_publish.c) and load labels
- *		(ts_labels.c), over the store's private struct (ts_storage_int.h).
+ *		(ts_labels.c), and their registries (TsRegistries, which the
+ *		store's private struct points to: ts_storage_int.h).
  */
 #ifndef TS_STORE_INT_H
 #define TS_STORE_INT_H
@@ -15,6 +16,100 @@
 #include "ts_key_claims.h"
 #include "ts_storage_int.h"
 #include "ts_store.h"
+
+typedef struct TsPrepared TsPrepared;	/* ts_prepared_registry.c */
+typedef struct TsLabelClaim TsLabelClaim;	/* ts_labels.c */
+
+/*
+ * The session layer's registries and locks, which the store points to
+ * (TsStore.reg, allocated by ts_store_open, freed by ts_store_close).
+ */
+typedef struct TsRegistries
+{
+	/*
+	 * Prepared sessions (ts_prepared_registry.c), one entry per record in the meta
+	 * family and per Prepare in progress, under prepared_lock, which is
+	 * never held while anything else is taken or written.  in_doubt_resolved
+	 * (with prepared_lock, on CLOCK_MONOTONIC) is broadcast whenever an
+	 * in-doubt entry leaves the registry: writes held back behind it wait
+	 * on it (ts_in_doubt.c).
+	 */
+	pthread_mutex_t prepared_lock;
+	pthread_cond_t in_doubt_resolved;
+	TsPrepared **prepared;		/* [nprepared] */
+	size_t		nprepared;
+	size_t		prepared_cap;
+
+	/*
+	 * Load labels claimed by open or prepared sessions (ts_labels.c), under
+	 * labels_lock, which is never held while prepared_lock is taken.
+	 */
+	pthread_mutex_t labels_lock;
+	TsLabelClaim *claims;		/* [nclaims] */
+	size_t		nclaims;
+	size_t		claims_cap;
+
+	/*
+	 * Key claims of sessions with on_conflict policies, and the open
+	 * sessions in the order they began (ts_key_claims.c), under
+	 * key_claims_lock, which is taken before tables_lock and under no
+	 * other.
+	 */
+	pthread_mutex_t key_claims_lock;
+	TsKeyClaim **key_claims;	/* [nkey_claims] */
+	size_t		nkey_claims;
+	size_t		key_claims_cap;
+	uint64_t	publish_seq;	/* claims published so far */
+	TsSession  *live_first;
+	TsSession  *live_last;
+
+	/*
+	 * Open write sessions not yet prepared, by id, for scans that read a
+	 * session's writes (ts_session_read.c), under sessions_lock, which is
+	 * taken under no other.
+	 */
+	pthread_mutex_t sessions_lock;
+	TsSession  *sessions;
+
+	/*
+	 * Snapshots of the committed rows (ts_snapshot.c), under
+	 * snapshots_lock, which is taken under no other but write_lock; publish_lock keeps
+	 * them and scans' iterators from being made between the steps of a
+	 * publish (exclusive there, shared here).
+	 */
+	pthread_mutex_t snapshots_lock;
+	TsSnapshot *snapshots;
+	uint64_t	next_snapshot_id;
+	pthread_rwlock_t publish_lock;
+
+	/*
+	 * A prepared session's publish holds resolve_lock shared from before
+	 * its rows are written until its entry leaves the registry; a snapshot
+	 * that lists the prepared sessions holds it exclusive while it is made
+	 * and the list read, so that each session is in one or the other.
+	 * Taken before publish_lock and prepared_lock.
+	 */
+	pthread_rwlock_t resolve_lock;
+
+	/*
+	 * A backup (ts_backup.c) holds backup_lock exclusive while it takes
+	 * RocksDB's checkpoint and links the prepared sessions' files; a
+	 * Prepare holds it shared while it writes its record, a Resolve from
+	 * its claim until its record is deleted and its directory removed, so
+	 * that the checkpoint's records are the store's then, files and all.
+	 * Taken before resolve_lock and publish_lock, under no other.
+	 */
+	pthread_rwlock_t backup_lock;
+
+	/*
+	 * Writes of rows (a publish's writes and ingestions) hold write_lock
+	 * shared; a write that truncates or drops tables holds it exclusive
+	 * until the files left with nothing but their old rows are dropped
+	 * (ts_store_write_emptying), so that no file in their ranges can hold
+	 * a row written after it.  Taken under the others.
+	 */
+	pthread_rwlock_t write_lock;
+} TsRegistries;
 
 /* A load label of a table, as a session claims it and publishes it. */
 typedef struct TsLabelRef
