@@ -21,9 +21,11 @@ ts_store_open(const char *dir, const TsStoreOptions *options, TsError *err)
 	TsStore    *store = calloc(1, sizeof(TsStore));
 	pthread_condattr_t cond_attr;
 
-	/* the session layer's registries, which the store points to */
-	if (store != NULL && (store->reg = calloc(1, sizeof(TsRegistries))) == NULL)
+	/* the staging layer's part and the registries, which the store points to */
+	if (store != NULL && ((store->staging = calloc(1, sizeof(TsStaging))) == NULL ||
+						  (store->reg = calloc(1, sizeof(TsRegistries))) == NULL))
 	{
+		free(store->staging);
 		free(store);
 		store = NULL;
 	}
@@ -91,6 +93,7 @@ ts_store_close(TsStore *store)
 	pthread_mutex_destroy(&store->reg->labels_lock);
 	free(store->crash_at);
 	free(store->reg);
+	free(store->staging);
 	free(store);
 }
 

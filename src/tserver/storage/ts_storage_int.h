@@ -1,10 +1,9 @@
 /*
  * ts_storage_int.h
  *		The store's private structures: TsStore (which points to the
- *		session layer's registries, opaque here: ts_store_int.h),
- *		TsTable, the meta family's keys, and what ts_storage.c offers the
- *		layers above (tables under their lock, free space, the test points
- *		of failure).
+ *		state of the layers above, opaque here), TsTable, the meta family's
+ *		keys, and what ts_storage.c offers the layers above (tables under
+ *		their lock, free space, the test points of failure).
  */
 #ifndef TS_STORAGE_INT_H
 #define TS_STORAGE_INT_H
@@ -17,7 +16,7 @@
 #include "ts_codec.h"
 #include "ts_storage.h"
 
-#define TS_GID_TAG_LEN 18		/* "~", 16 hex digits, ":" (session/ts_gid.c) */
+#define TS_GID_TAG_LEN 18		/* "~", 16 hex digits, ":" (registry/ts_gid.c) */
 #define TS_GID_MAX 218			/* a stored gid: TC_GID_MAX of tc_client.h, and
 								 * a namespace's tag before it */
 
@@ -73,11 +72,13 @@ struct TsStore
 	uint32_t	next_table_id;
 
 	/*
-	 * The session layer's registries (prepared sessions, load labels, key
-	 * claims, open sessions, snapshots) and the locks of publishing,
-	 * resolving, backups and writes: session/ts_store_int.h's
-	 * TsRegistries, which ts_store_open allocates.  Opaque here.
+	 * The layers above, opaque here, each allocated by ts_store_open: the
+	 * staging layer's key claims and live sessions (staging/ts_staging.h's
+	 * TsStaging), and the registries (prepared sessions, load labels, open
+	 * sessions, snapshots) and the locks of publishing, resolving, backups
+	 * and writes (registry/ts_registry.h's TsRegistries).
 	 */
+	struct TsStaging *staging;
 	struct TsRegistries *reg;
 
 	/*

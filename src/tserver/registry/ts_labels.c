@@ -23,7 +23,7 @@
  * written before the claim is released, and a claim is checked before the
  * published key under labels_lock, so a claimer never sees neither.
  */
-#include "ts_session_int.h"
+#include "ts_registry.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -16,7 +16,7 @@
  * its transaction manager calls committed and takes the snapshot again
  * (docs/snapshots.md#several-tservers).
  */
-#include "ts_store_int.h"
+#include "ts_registry.h"
 
 #include <errno.h>
 #include <stdlib.h>

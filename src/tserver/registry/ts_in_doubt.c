@@ -29,7 +29,7 @@
  * slices, between which it asks give_up whether the client went away or
  * the server is stopping: nothing else would wake it then.
  */
-#include "ts_session_int.h"
+#include "ts_registry.h"
 
 #include <string.h>
 #include <time.h>

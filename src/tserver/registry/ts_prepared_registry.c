@@ -6,7 +6,7 @@
  *		removed.  ts_prepared.c prepares, resolves and loads the sessions
  *		the entries stand for; see there for the design.
  */
-#include "ts_store_int.h"
+#include "ts_registry.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -17,7 +17,6 @@
 
 #include "tc_array.h"
 #include "ts_log.h"
-#include "ts_session_int.h"
 #include "ts_store.pb-c.h"
 
 /* ---- the registry; every function here takes prepared_lock itself ---- */

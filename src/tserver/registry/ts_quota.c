@@ -12,12 +12,11 @@
  * bytes a connection writes and at its commit, never while a session's
  * lock is held (ts_proto_quota_check).
  */
-#include "ts_store_int.h"
+#include "ts_registry.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "ts_session_int.h"
 
 int
 ts_store_namespace_bytes(TsStore *store, const char *scope, size_t scope_len,
