@@ -49,7 +49,7 @@ TSERVER_LIB = $(BUILD)/libtserver.a
 COMMON_H = $(wildcard $(TOP)/src/common/*.h)
 # the tserver's layers, lowest first (docs/architecture.md): each calls only
 # those before it (test/tools/check_layers.pl)
-TSERVER_LAYERS = storage replication session server
+TSERVER_LAYERS = storage replication staging registry session server
 TSERVER_H = $(foreach l,$(TSERVER_LAYERS),$(wildcard $(TOP)/src/tserver/$(l)/*.h))
 TSERVER_INC = $(foreach l,$(TSERVER_LAYERS),-I$(TOP)/src/tserver/$(l))
 

@@ -8,8 +8,9 @@
 #	- calls, when the objects are built (make): no object of a layer
 #	  refers to a symbol (function or variable) defined by an object of a
 #	  layer above it (nm), in the extension and in the tserver (storage ->
-#	  replication -> session -> server, one folder each under src/tserver/, whose files
-#	  also include no header of a layer above theirs);
+#	  replication -> staging -> registry -> session -> server, one folder
+#	  each under src/tserver/, whose files also include no header of a
+#	  layer above theirs);
 #	- no circle: the objects of src/common, of the extension and of the
 #	  tserver, each set alone, call each other in no circle (a file calls
 #	  another of its layer, which never calls it back, however far round).
@@ -128,7 +129,7 @@ check_calls(\%ext_layer_of, \%rank);
 
 # calls between the tserver's layers: an object's layer is its source's
 # folder (the generated ts_store.pb-c is storage's; ts_main.c is on top)
-my @ts_layers = qw(storage replication session server);
+my @ts_layers = qw(storage replication staging registry session server);
 my %ts_rank;
 @ts_rank{@ts_layers} = (0 .. $#ts_layers);
 my %ts_layer_of = ('ts_store.pb-c' => 'storage');

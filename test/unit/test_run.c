@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "tc_test.h"
-#include "ts_run.h"
+#include "ts_staging.h"
 
 #define NRUNS 5
 #define RECORDS_PER_RUN 20000	/* about 2 MB a run */

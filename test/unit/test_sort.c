@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "tc_test.h"
-#include "ts_sort.h"
+#include "ts_staging.h"
 
 static const uint8_t *ref_base;
 

@@ -266,8 +266,8 @@ check_store_idle(TsStore *store)
 	CHECK_EQ_UINT(stats.staged_bytes, 0);
 	CHECK_EQ_UINT(stats.spilled_bytes, 0);
 	/* nothing prepared, no session watching: no key claim is left */
-	CHECK_EQ_UINT(store->nkey_claims, 0);
-	CHECK(store->live_first == NULL);
+	CHECK_EQ_UINT(store->staging->nkey_claims, 0);
+	CHECK(store->staging->live_first == NULL);
 }
 
 static TsStore *open_store_sst(size_t session_memory, uint64_t sst_target);
@@ -1644,7 +1644,7 @@ test_concurrent_keys(void)
 
 		/* no session spilled: the committed ones left no claim, a's is there */
 		if (!spilled)
-			CHECK_EQ_UINT(store->nkey_claims, 1);
+			CHECK_EQ_UINT(store->staging->nkey_claims, 1);
 
 		/* a aborts: its keys are free */
 		ts_session_abort(a);
@@ -1686,7 +1686,7 @@ test_concurrent_keys(void)
 		REQUIRE(p != NULL);
 		CHECK_EQ_INT(ts_session_commit(p, &rows, &err), 0);
 		/* s watches (it spilled): p's claim stays for it */
-		CHECK_EQ_UINT(store->nkey_claims, 1);
+		CHECK_EQ_UINT(store->staging->nkey_claims, 1);
 		/* outside s's range: no matter */
 		one[0] = 100000;
 		p = begin_with_policy(store, t2, TCOPY__ON_CONFLICT__ON_CONFLICT_ERROR, one, 1, 9);

@@ -498,8 +498,8 @@ ts_store_backup(TsStore *store, const char *path, size_t pathlen, const char *ro
 	/* the consistent point: no prepared record comes or goes meanwhile */
 	snprintf(sub, sizeof(sub), "%s/%s", take, BACKUP_CHECKPOINT);
 	locked = ts_monotonic_us();
-	pthread_rwlock_wrlock(&store->backup_lock);
-	pthread_rwlock_rdlock(&store->publish_lock);
+	pthread_rwlock_wrlock(&store->reg->backup_lock);
+	pthread_rwlock_rdlock(&store->reg->publish_lock);
 	/* no flush: the WAL written since the flush above is copied */
 	rocksdb_checkpoint_create(checkpoint, sub, UINT64_MAX, &errptr);
 	if (errptr != NULL)
@@ -509,8 +509,8 @@ ts_store_backup(TsStore *store, const char *path, size_t pathlen, const char *ro
 	}
 	else
 		result = ts_prepared_each(store, backup_link_record, (void *) take, err);
-	pthread_rwlock_unlock(&store->publish_lock);
-	pthread_rwlock_unlock(&store->backup_lock);
+	pthread_rwlock_unlock(&store->reg->publish_lock);
+	pthread_rwlock_unlock(&store->reg->backup_lock);
 	info->locked_us = ts_monotonic_us() - locked;
 	rocksdb_checkpoint_object_destroy(checkpoint);
 	if (result != 0)

@@ -381,9 +381,9 @@ prepared_write_record(TsStore *store, const char *gid, PreparedBuild *b, TsError
 							  (const char *) packed, packed_len);
 	free(packed);
 	/* a backup's checkpoint has the record, files and all, or not at all */
-	pthread_rwlock_rdlock(&store->backup_lock);
+	pthread_rwlock_rdlock(&store->reg->backup_lock);
 	rc = ts_storage_write(store, wb, "could not record the prepared session", err);
-	pthread_rwlock_unlock(&store->backup_lock);
+	pthread_rwlock_unlock(&store->reg->backup_lock);
 	rocksdb_writebatch_destroy(wb);
 	return rc;
 }
@@ -607,7 +607,7 @@ ts_store_resolve(TsStore *store, const char *client_gid, bool commit, uint64_t o
 	*rows = 0;
 	if (ts_gid_store(scope, client_gid, gid, sizeof(gid), err) != 0)
 		return -1;
-	pthread_mutex_lock(&store->prepared_lock);
+	pthread_mutex_lock(&store->reg->prepared_lock);
 	entry = registry_find_locked(store, gid, NULL);
 	if (entry == NULL && scope != NULL)
 	{
@@ -624,7 +624,7 @@ ts_store_resolve(TsStore *store, const char *client_gid, bool commit, uint64_t o
 	{
 		*outcome = entry == NULL ? TCOPY__RESOLVE_OUTCOME__RESOLVE_NOT_FOUND :
 			TCOPY__RESOLVE_OUTCOME__RESOLVE_BUSY;
-		pthread_mutex_unlock(&store->prepared_lock);
+		pthread_mutex_unlock(&store->reg->prepared_lock);
 		/* NOT_FOUND: its resolve, synced, was answered already */
 		return 0;
 	}
@@ -632,15 +632,15 @@ ts_store_resolve(TsStore *store, const char *client_gid, bool commit, uint64_t o
 	entry->state = PREPARED_RESOLVING;
 	entry->owner = owner;
 	*rows = entry->rows;
-	pthread_mutex_unlock(&store->prepared_lock);
+	pthread_mutex_unlock(&store->reg->prepared_lock);
 
 	/*
 	 * A backup sees the session prepared with its files, or resolved; a
 	 * snapshot sees the rows published, or the session still prepared.
 	 */
-	pthread_rwlock_rdlock(&store->backup_lock);
+	pthread_rwlock_rdlock(&store->reg->backup_lock);
 	if (commit)
-		pthread_rwlock_rdlock(&store->resolve_lock);
+		pthread_rwlock_rdlock(&store->reg->resolve_lock);
 	rec = ts_prepared_record_read(store, gid, err);
 	if (rec == NULL)
 		result = -1;
@@ -671,15 +671,15 @@ ts_store_resolve(TsStore *store, const char *client_gid, bool commit, uint64_t o
 	}
 	else
 	{
-		pthread_mutex_lock(&store->prepared_lock);
+		pthread_mutex_lock(&store->reg->prepared_lock);
 		entry = registry_find_locked(store, gid, NULL);
 		if (entry != NULL)
 			entry->state = PREPARED_READY;
-		pthread_mutex_unlock(&store->prepared_lock);
+		pthread_mutex_unlock(&store->reg->prepared_lock);
 	}
 	if (commit)
-		pthread_rwlock_unlock(&store->resolve_lock);
-	pthread_rwlock_unlock(&store->backup_lock);
+		pthread_rwlock_unlock(&store->reg->resolve_lock);
+	pthread_rwlock_unlock(&store->reg->backup_lock);
 	if (result != 0)
 		ts_log(TS_LOG_WARNING, "could not %s the session prepared under \"%s\": %s",
 			   commit ? "publish" : "discard", gid, err->message);
@@ -756,8 +756,8 @@ ts_prepared_load(TsStore *store, TsError *err)
 	 */
 	if (result == 0 && !store->opts.replica_group)
 		result = ts_prepared_clean_staging(store, err);
-	if (result == 0 && store->nprepared > 0)
+	if (result == 0 && store->reg->nprepared > 0)
 		ts_log(TS_LOG_INFO, "%zu prepared session%s kept, orphaned until resolved",
-			   store->nprepared, store->nprepared == 1 ? "" : "s");
+			   store->reg->nprepared, store->reg->nprepared == 1 ? "" : "s");
 	return result;
 }

@@ -168,9 +168,9 @@ drop_files_locked(TsStore *store, const uint32_t *tables, size_t ntables)
 {
 	bool		held;
 
-	pthread_mutex_lock(&store->snapshots_lock);
-	held = store->snapshots != NULL;
-	pthread_mutex_unlock(&store->snapshots_lock);
+	pthread_mutex_lock(&store->reg->snapshots_lock);
+	held = store->reg->snapshots != NULL;
+	pthread_mutex_unlock(&store->reg->snapshots_lock);
 	if (held)
 		return false;
 	for (size_t i = 0; i < ntables; i++)
@@ -231,11 +231,11 @@ ts_store_write_emptying(TsStore *store, rocksdb_writebatch_t *wb,
 	bool		dropped = false;
 	int			rc;
 
-	pthread_rwlock_wrlock(&store->write_lock);
+	pthread_rwlock_wrlock(&store->reg->write_lock);
 	rc = ts_storage_write(store, wb, what, err);
 	if (rc == 0 && ntables > 0)
 		dropped = drop_files_locked(store, tables, ntables);
-	pthread_rwlock_unlock(&store->write_lock);
+	pthread_rwlock_unlock(&store->reg->write_lock);
 	if (dropped && compact)
 		compact_ranges(store, tables, ntables);
 	return rc;
@@ -247,9 +247,9 @@ publish_write(TsStore *store, rocksdb_writebatch_t *wb, const char *what, TsErro
 {
 	int			rc;
 
-	pthread_rwlock_rdlock(&store->write_lock);
+	pthread_rwlock_rdlock(&store->reg->write_lock);
 	rc = ts_storage_write(store, wb, what, err);
-	pthread_rwlock_unlock(&store->write_lock);
+	pthread_rwlock_unlock(&store->reg->write_lock);
 	return rc;
 }
 
@@ -278,12 +278,12 @@ publish_ingest(TsStore *store, char **files, size_t nfiles, TsError *err)
 
 	if (nfiles == 0)
 		return 0;
-	pthread_rwlock_rdlock(&store->write_lock);
+	pthread_rwlock_rdlock(&store->reg->write_lock);
 	if (store->group != NULL)
 		rc = ts_group_ingest(store->group, files, nfiles, err);
 	else
 		rc = ts_storage_ingest(store, files, nfiles, err);
-	pthread_rwlock_unlock(&store->write_lock);
+	pthread_rwlock_unlock(&store->reg->write_lock);
 	return rc;
 }
 
@@ -344,7 +344,7 @@ publish(TsStore *store, const TsPublish *pub, TsError *err)
 	 * truncates applied and not the rows, the rows and not the drops)
 	 */
 	if (pub->batch == NULL)
-		pthread_rwlock_wrlock(&store->publish_lock);
+		pthread_rwlock_wrlock(&store->reg->publish_lock);
 
 	for (size_t i = 0; pub->gid == NULL && i < pub->ntables; i++)
 	{
@@ -450,7 +450,7 @@ publish(TsStore *store, const TsPublish *pub, TsError *err)
 
 done:
 	if (pub->batch == NULL)
-		pthread_rwlock_unlock(&store->publish_lock);
+		pthread_rwlock_unlock(&store->reg->publish_lock);
 	pthread_rwlock_unlock(&store->tables_lock);
 	if (wb != pub->batch)
 		rocksdb_writebatch_destroy(wb);

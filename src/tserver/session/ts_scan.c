@@ -272,9 +272,9 @@ ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err)
 		rocksdb_readoptions_set_snapshot(scan->read_options, ts_snapshot_rocksdb(scan->snapshot));
 	}
 	/* never between the steps of a publish (ts_snapshot.c) */
-	pthread_rwlock_rdlock(&store->publish_lock);
+	pthread_rwlock_rdlock(&store->reg->publish_lock);
 	scan->iter = rocksdb_create_iterator_cf(store->db, scan->read_options, store->cf_data);
-	pthread_rwlock_unlock(&store->publish_lock);
+	pthread_rwlock_unlock(&store->reg->publish_lock);
 	rocksdb_iter_seek(scan->iter, (const char *) scan->lower.data, scan->lower.len);
 	/* the session's writes, read as of now (the iterator's snapshot is too) */
 	if (request->session_id != 0 &&

@@ -85,7 +85,7 @@
  * spill of several tables' records groups them, 4 bytes a record of the
  * half being spilled.
  *
- * The phases are in files of their own, which share ts_session_int.h:
+ * The phases are in files of their own, in staging/ (ts_staging.h):
  * spilling in ts_spill.c, SST files in ts_sst_sink.c, runs and the merge in
  * ts_merge.c.  This one holds the write path and the commit.
  */
@@ -100,7 +100,6 @@
 #include "ts_group.h"
 #include "ts_log.h"
 #include "ts_record.h"
-#include "ts_sort.h"
 
 
 TsSession *

@@ -1,22 +1,13 @@
 /*
  * ts_session_int.h
- *		A write session's private structures, shared by its phases, and the
- *		functions they call in each other:
- *
- *		  ts_session.c   begin, the write path, table operations, prepare,
- *		                 commit, abort; the design of it all is described
- *		                 there
- *		  ts_prepared.c  prepare under a global id: the durable record
- *		  ts_in_doubt.c  prepare and commit held back behind in-doubt
- *		                 prepared sessions of the session's tables
- *		  ts_spill.c     spills of the staging buffer, in the background
- *		  ts_sst_sink.c  the SST files a session writes and ingests
- *		  ts_merge.c     the runs: keeping, compacting and merging them
- *
- *		Calls go one way: ts_prepared.c calls ts_session.c, both call
- *		ts_in_doubt.c, ts_session.c calls the other three, ts_spill.c calls ts_sst_sink.c and
- *		ts_merge.c, ts_merge.c calls ts_sst_sink.c.
- *		What all of them need of the session itself is inline here.
+ *		What a write session's files in session/ call in each other: the
+ *		registry of open sessions for scans (ts_session_read.c), the
+ *		never-spilled session's WriteBatch and the session freed
+ *		(ts_session.c), a stream's batch encoded and staged and each
+ *		table's last record found again (ts_session_write.c).  The session
+ *		struct itself, and its staging, spills, runs and SST files, are
+ *		staging/'s (ts_staging.h); what outlives it, registry/'s
+ *		(ts_registry.h).
  */
 #ifndef TS_SESSION_INT_H
 #define TS_SESSION_INT_H
@@ -26,248 +17,13 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#include "ts_conflict.h"
-#include "ts_group.h"
-#include "ts_key.h"
-#include "ts_record.h"
-#include "ts_run.h"
 #include "ts_store_int.h"
-
-#define RUN_FAN_IN 64			/* runs merged at once, at most */
-#define TS_PREPARE_SST_BYTES (4 * 1024 * 1024)	/* a never-spilled session at
-												 * least this large is
-												 * written as SST files */
-#define EARLY_SPILL_BYTES (1024 * 1024)	/* staged before a spill forced by
-										 * the store's memory budget */
-#define SESSION_DIR_SIZE 4096	/* of the session's staging directory's path */
-#define SESSION_PATH_SIZE (SESSION_DIR_SIZE + 104)	/* of a file's in it */
-
-/*
- * A session's SST files: first those written straight from sorted spills,
- * then those merged from runs, part after part of the key space.  A file
- * holds one table's keys: the direct files of each table are in its key
- * order and do not overlap, nor do the merged ones; where the two overlap,
- * the later file must win.  A merge part writes files of its own (part >=
- * 0), appended to the session's after.
- */
-typedef struct SstSink
-{
-	TsSession  *session;
-	int			part;			/* merge part, or -1 for the direct files */
-	rocksdb_sstfilewriter_t *writer;	/* file being written, or NULL */
-	uint32_t	table_id;		/* whose keys the file being written holds */
-	char	  **files;			/* [nfiles] paths, in precedence order */
-	size_t		nfiles;
-	uint64_t	entries_in_file;
-	uint64_t	finished_bytes; /* size of the files finished */
-	TsStoredCheck stored;		/* keys against stored rows, per file */
-	TsKeyRanges ranges;			/* of the keys of tables with a policy */
-	bool		unchecked;		/* the next put is not checked against on_conflict */
-} SstSink;
-
-/*
- * Which rows of the session a staging buffer's records are, to name the
- * row of a duplicate (TsError.row_ordinal, ts_session_ordinal.c).  The
- * records are in arrival order: the buffer's k-th new record is row
- * rows_before + k (1-based), after the records carried over from the
- * buffer before (a sorted spill's last of each table), if any, whose rows
- * are carried[].  A row not staged (a duplicate IGNOREd as it arrives)
- * shifts every row after it: from row skipped on, the buffer's rows are
- * not known.  Nothing is kept per record: a record's index is found, on a
- * duplicate only, by walking the buffer.
- */
-typedef struct TsOrdinals
-{
-	uint64_t	rows_before;	/* session rows before the buffer's new records */
-	size_t		ncarried;		/* records [0, ncarried) were carried over */
-	uint64_t   *carried;		/* [ncarried] their rows (0: not known), in an
-								 * array of the buffer's owner */
-	uint64_t	skipped;		/* the first row not staged; 0: none */
-} TsOrdinals;
-
-/* Row (1-based) of the buffer's index-th record; 0 when not known. */
-static inline uint64_t
-ts_ordinals_row(const TsOrdinals *ordinals, size_t index)
-{
-	uint64_t	row;
-
-	if (index < ordinals->ncarried)
-		return ordinals->carried[index];
-	row = ordinals->rows_before + (index - ordinals->ncarried) + 1;
-	if (ordinals->skipped != 0 && row >= ordinals->skipped)
-		return 0;
-	return row;
-}
-
-/* Row row of the session was not staged: the rows after it are not known. */
-static inline void
-ts_ordinals_skip(TsOrdinals *ordinals, uint64_t row)
-{
-	if (ordinals->skipped == 0)
-		ordinals->skipped = row;
-}
-
-/*
- * A spill in the background (ts_spill_start): one at a time, so that
- * runs and SST files are written in arrival order.
- */
-typedef struct SpillJob
-{
-	TcBuf		staged;			/* records being spilled; else the spare buffer */
-	uint32_t   *offsets;		/* [noffsets] record offsets in staged */
-	size_t		noffsets;
-	size_t		offsets_cap;
-	uint64_t   *carried;		/* [carried_cap] rows of carried records */
-	size_t		carried_cap;	/* (ordinals.carried), else the spare array */
-	bool		sorted;			/* to SST files, all but each table's last
-								 * record */
-	size_t		ntables;		/* tables with records in staged, if sorted */
-	bool		running;		/* thread started and not yet joined */
-	pthread_t	thread;
-	int			result;			/* 0, or -1 with err: the session failed */
-	TsError		err;
-	TsOrdinals	ordinals;		/* which rows staged's records are */
-} SpillJob;
-
-struct TsSession
-{
-	TsStore    *store;
-	uint64_t	id;
-	TsGroupShipping shipping;	/* its SST files on their way to the replica
-								 * group's members (ts_sst_sink.c) */
-	TsSnapshot *snapshot;		/* updates and deletes checked against it, or NULL */
-	bool		(*give_up) (void *arg);	/* asked while held back behind an */
-	void	   *give_up_arg;	/* in-doubt session; NULL: only time ends it */
-	TcBuf		staged;			/* records (ts_record.h): see ts_session.c */
-	uint32_t   *offsets;		/* [noffsets] record offsets in staged */
-	size_t		noffsets;
-	size_t		offsets_cap;
-	uint64_t	rows;			/* rows accepted, duplicates included */
-	uint64_t	staged_accounted;	/* bytes of staged counted in the store */
-	uint32_t	nruns;			/* run files written */
-	TsRunIndex *run_indexes;	/* [nruns] their sparse indexes */
-	uint32_t	run_indexes_cap;
-	uint64_t	spilled_bytes;	/* runs and direct SST files, as counted in the store */
-	uint64_t	direct_bytes;	/* of spilled_bytes, the direct SST files' */
-	bool		sorted;			/* no staged key was below the one before it
-								 * of its table */
-	bool		dir_made;
-	char		dir[SESSION_DIR_SIZE];	/* staging directory of this session */
-	uint32_t   *tables;			/* ids of the tables written to */
-	uint32_t   *table_last;		/* [ntables] offset + 1 in staged of each
-								 * one's last record; 0: none there */
-	size_t		ntables;
-	size_t		tables_cap;
-	uint64_t   *carried;		/* [carried_cap]: ordinals.carried's array */
-	size_t		carried_cap;
-	uint32_t   *truncates;		/* staged TRUNCATEs: table ids, each once */
-	size_t		ntruncates;
-	uint32_t   *drops;			/* staged DROPs: table ids, each once */
-	size_t		ndrops;
-	TsLabelRef *labels;			/* load labels it claimed (ts_labels.c) */
-	size_t		nlabels;
-	bool		prepared;		/* ts_session_prepare done: only publish left */
-	bool		keep_dir;		/* prepared: the staging directory outlives it */
-	SstSink    *sst;			/* SST files to ingest, in precedence order */
-	TsStreams  *streams;		/* open to streams (ts_streams.c), or NULL;
-								 * set under the store's sessions_lock */
-	TsConflicts conflicts;		/* on_conflict of the tables that set one */
-	TsKeyRanges direct_ranges;	/* of the keys written to direct SST files,
-								 * per table, while conflicts has policies */
-	SpillJob	spill;			/* runs, nruns, sst and spilled_bytes are its
-								 * own while it runs */
-	TsOrdinals	ordinals;		/* which rows staged's records are */
-	/* ts_key_claims.c's, under the store's key_claims_lock */
-	bool		watching;		/* ts_key_claims_watch was called */
-	uint64_t	claims_seq;		/* the store's publish_seq then */
-	TsSession  *live_prev;		/* watching sessions, in the order they began to */
-	TsSession  *live_next;
-	bool		claimed;		/* its keys are claimed */
-	bool		claim_kept;		/* prepared durably: the claim outlives it */
-	/* ts_session_read.c's: the registry, under the store's sessions_lock */
-	bool		registered;
-	TsSession  *reg_prev;
-	TsSession  *reg_next;
-	uint8_t		key[16];		/* a scan of its writes names it */
-	/* what the list of open sessions shows (ts_sessions_list) */
-	uint64_t	began_us;		/* ts_monotonic_us at its BEGIN */
-	uint64_t	client_system;	/* Begin's client_* */
-	uint32_t	client_database;
-	uint32_t	client_pid;
-	char	   *scope;			/* its credential's namespace; NULL: full access */
-	size_t		scope_len;
-	_Atomic uint64_t spilled_now;	/* spilled_bytes, for other threads */
-	pthread_mutex_t lock;		/* what is staged, against a scan's copy */
-	rocksdb_t  *read_db;		/* the direct SST files, ingested for scans */
-	size_t		read_db_files;	/* how many of them it holds */
-	TcBuf		direct_deletes; /* keys deleted in the direct SST files, in
-								 * key order: [u32 length][key] each (the
-								 * spill's while it runs) */
-};
-
-/* Is id one of ids[n]? */
-static inline bool
-ids_contain(const uint32_t *ids, size_t n, uint32_t id)
-{
-	for (size_t i = 0; i < n; i++)
-		if (ids[i] == id)
-			return true;
-	return false;
-}
 
 /* Register the session for scans of its writes; 0, or -1 with errno. */
 int			ts_session_register(TsSession *session);
 
 /* Unregister it, once no scan copies from it. */
 void		ts_session_unregister(TsSession *session);
-
-/* Set the session's count of bytes in staging files, and the store's. */
-static inline void
-ts_session_account_spilled(TsSession *session, uint64_t now)
-{
-	if (now >= session->spilled_bytes)
-		atomic_fetch_add(&session->store->spilled_bytes, now - session->spilled_bytes);
-	else
-		atomic_fetch_sub(&session->store->spilled_bytes, session->spilled_bytes - now);
-	session->spilled_bytes = now;
-	atomic_store(&session->spilled_now, now);
-}
-
-/*
- * Keep the store's count of staged bytes equal to what this session's
- * receiving buffer holds.  A buffer handed to a background spill takes its
- * bytes along, and the spill drops them from the count when it is done.
- */
-static inline void
-ts_session_account(TsSession *session)
-{
-	uint64_t	now = session->staged.len;
-
-	if (now >= session->staged_accounted)
-		atomic_fetch_add(&session->store->staged_bytes, now - session->staged_accounted);
-	else
-		atomic_fetch_sub(&session->store->staged_bytes, session->staged_accounted - now);
-	session->staged_accounted = now;
-}
-
-/* Create the session's staging directory, once; 0 or -1 with errno. */
-static inline int
-ts_session_make_dir(TsSession *session)
-{
-	if (session->dir_made)
-		return 0;
-	if (mkdir(session->dir, 0700) != 0 && errno != EEXIST)
-		return -1;
-	session->dir_made = true;
-	return 0;
-}
-
-/* Path of run r of the session. */
-static inline void
-ts_session_run_path(const TsSession *session, uint32_t r, char *path, size_t size)
-{
-	snprintf(path, size, "%s/run-%06u", session->dir, r);
-}
 
 /* in ts_session.c */
 
@@ -283,15 +39,6 @@ rocksdb_writebatch_t *ts_session_build_batch(TsSession *session);
  * unless session->keep_dir; counted as aborted when aborted.
  */
 void		ts_session_free(TsSession *session, bool aborted);
-
-/* in ts_in_doubt.c */
-
-/*
- * Wait while an in-doubt prepared session holds a table the session writes
- * to or truncates (ts_in_doubt_wait: *waited_ms so far); 0, or -1 with
- * ERROR_SERIALIZATION.
- */
-int			ts_session_wait_in_doubt(TsSession *session, int *waited_ms, TsError *err);
 
 /* in ts_session_write.c: a stream's batch (ts_streams.c) */
 
@@ -311,80 +58,10 @@ int			ts_session_stage_records(TsSession *session, uint32_t table_id,
 									 const TcBuf *records, size_t nrecords, uint64_t *rows,
 									 TsError *err);
 
-/* in ts_session_ordinal.c: the session's TsConflictReport, arg the session */
-int			ts_session_report_duplicate(void *arg, const uint8_t *key, uint32_t keylen,
-										const uint8_t *value, uint32_t valuelen,
-										TsError *err);
-
-/* The table id of a record's key (its first 4 bytes, big-endian). */
-static inline uint32_t
-ts_record_table(const uint8_t *rec)
-{
-	return ts_record_keylen(rec) < TS_TABLE_ID_SIZE ? 0 : ts_get_be32(ts_record_key(rec));
-}
-
-/* Index of table_id in the session's tables, or -1. */
-static inline ssize_t
-ts_session_table_index(const TsSession *session, uint32_t table_id)
-{
-	for (size_t i = 0; i < session->ntables; i++)
-		if (session->tables[i] == table_id)
-			return (ssize_t) i;
-	return -1;
-}
-
-/* How many of the session's tables have records in its staging buffer. */
-static inline size_t
-ts_session_buffer_tables(const TsSession *session)
-{
-	size_t		n = 0;
-
-	for (size_t t = 0; t < session->ntables; t++)
-		n += session->table_last[t] != 0;
-	return n;
-}
-
 /*
  * After the staging buffer lost its records from noffsets on (a batch or
  * a savepoint rolled back): each table's last record is found again.
  */
 void		ts_session_find_table_lasts(TsSession *session);
-
-/* in ts_spill.c */
-/* Whether the calling thread is running a spill (spill_job_main). */
-bool		ts_spill_in_job(void);
-int			ts_spill_start(TsSession *session, TsError *err);
-int			ts_spill_wait(TsSession *session, TsError *err);
-/*
- * Order offsets[0, n) by table, tables in id order, each table's records
- * in their order: a sorted session's records are then in key order.
- * 0, or -1 with err (out of memory: offsets unchanged).
- */
-int			ts_spill_group_by_table(const TcBuf *staged, uint32_t *offsets, size_t n,
-									TsError *err);
-int			ts_spill_sorted_records(TsSession *session, const TcBuf *staged,
-									uint32_t *offsets, size_t n, bool carry,
-									TsError *err);
-int			ts_spill_run(TsSession *session, const TcBuf *staged, uint32_t *offsets,
-						 size_t n, TsError *err);
-int			ts_spill_mem_run(TsSession *session, const TcBuf *staged, uint32_t *offsets,
-							 size_t n, TsMemRun *mem, TsError *err);
-
-/* in ts_sst_sink.c */
-void		ts_sst_sink_init(SstSink *sink, TsSession *session, int part);
-SstSink    *ts_sst_sink_get(TsSession *session, TsError *err);
-int			ts_sst_sink_put(void *arg, const uint8_t *key, uint32_t keylen,
-							const uint8_t *value, uint32_t valuelen, TsError *err);
-int			ts_sst_sink_put_record(SstSink *sink, const uint8_t *rec, TsError *err);
-int			ts_sst_sink_finish_file(SstSink *sink, TsError *err);
-uint64_t	ts_sst_sink_bytes(SstSink *sink);
-int			ts_sst_sink_take(SstSink *sink, SstSink *from, TsError *err);
-void		ts_sst_sink_free(SstSink *sink);
-
-/* in ts_merge.c */
-int			ts_merge_add_run(TsSession *session, TsRunIndex *index);
-int			ts_merge_compact_runs(TsSession *session, TsError *err);
-int			ts_merge_runs(TsSession *session, const TsMemRun *last, SstSink *sink,
-						  TsError *err);
 
 #endif							/* TS_SESSION_INT_H */

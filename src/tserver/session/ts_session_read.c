@@ -40,13 +40,13 @@
 void
 ts_sessions_init(TsStore *store)
 {
-	pthread_mutex_init(&store->sessions_lock, NULL);
+	pthread_mutex_init(&store->reg->sessions_lock, NULL);
 }
 
 void
 ts_sessions_destroy(TsStore *store)
 {
-	pthread_mutex_destroy(&store->sessions_lock);
+	pthread_mutex_destroy(&store->reg->sessions_lock);
 }
 
 int
@@ -55,13 +55,13 @@ ts_session_register(TsSession *session)
 	TsStore    *store = session->store;
 	if (ts_random_key(session->key, sizeof(session->key)) != 0)
 		return -1;
-	pthread_mutex_lock(&store->sessions_lock);
-	session->reg_next = store->sessions;
-	if (store->sessions != NULL)
-		store->sessions->reg_prev = session;
-	store->sessions = session;
+	pthread_mutex_lock(&store->reg->sessions_lock);
+	session->reg_next = store->reg->sessions;
+	if (store->reg->sessions != NULL)
+		store->reg->sessions->reg_prev = session;
+	store->reg->sessions = session;
 	session->registered = true;
-	pthread_mutex_unlock(&store->sessions_lock);
+	pthread_mutex_unlock(&store->reg->sessions_lock);
 	return 0;
 }
 
@@ -79,14 +79,14 @@ ts_session_set_client(TsSession *session, uint64_t system, uint32_t database, ui
 		copy[scope_len] = '\0';
 	}
 	/* under the lock: ts_sessions_list reads them from another thread */
-	pthread_mutex_lock(&session->store->sessions_lock);
+	pthread_mutex_lock(&session->store->reg->sessions_lock);
 	session->client_system = system;
 	session->client_database = database;
 	session->client_pid = pid;
 	free(session->scope);
 	session->scope = copy;
 	session->scope_len = scope_len;
-	pthread_mutex_unlock(&session->store->sessions_lock);
+	pthread_mutex_unlock(&session->store->reg->sessions_lock);
 	return 0;
 }
 
@@ -106,16 +106,16 @@ ts_sessions_list(TsStore *store, const char *scope, size_t scope_len, Tcopy__Ses
 	size_t		n = 0;
 	size_t		i = 0;
 
-	pthread_mutex_lock(&store->sessions_lock);
-	for (TsSession *s = store->sessions; s != NULL; s = s->reg_next)
+	pthread_mutex_lock(&store->reg->sessions_lock);
+	for (TsSession *s = store->reg->sessions; s != NULL; s = s->reg_next)
 		n += session_visible(s, scope, scope_len);
 	*out = calloc(n > 0 ? n : 1, sizeof(Tcopy__SessionInfo));
 	if (*out == NULL)
 	{
-		pthread_mutex_unlock(&store->sessions_lock);
+		pthread_mutex_unlock(&store->reg->sessions_lock);
 		return -1;
 	}
-	for (TsSession *s = store->sessions; s != NULL && i < n; s = s->reg_next)
+	for (TsSession *s = store->reg->sessions; s != NULL && i < n; s = s->reg_next)
 	{
 		Tcopy__SessionInfo *info = &(*out)[i];
 
@@ -137,7 +137,7 @@ ts_sessions_list(TsStore *store, const char *scope, size_t scope_len, Tcopy__Ses
 		pthread_mutex_unlock(&s->lock);
 		i++;
 	}
-	pthread_mutex_unlock(&store->sessions_lock);
+	pthread_mutex_unlock(&store->reg->sessions_lock);
 	return (ssize_t) i;
 }
 
@@ -148,15 +148,15 @@ ts_session_unregister(TsSession *session)
 
 	if (!session->registered)
 		return;
-	pthread_mutex_lock(&store->sessions_lock);
+	pthread_mutex_lock(&store->reg->sessions_lock);
 	if (session->reg_prev != NULL)
 		session->reg_prev->reg_next = session->reg_next;
 	else
-		store->sessions = session->reg_next;
+		store->reg->sessions = session->reg_next;
 	if (session->reg_next != NULL)
 		session->reg_next->reg_prev = session->reg_prev;
 	session->registered = false;
-	pthread_mutex_unlock(&store->sessions_lock);
+	pthread_mutex_unlock(&store->reg->sessions_lock);
 	/* a scan that found it before may still be copying: wait for it */
 	pthread_mutex_lock(&session->lock);
 	pthread_mutex_unlock(&session->lock);
@@ -491,20 +491,20 @@ ts_session_overlay(TsStore *store, uint64_t session_id, const uint8_t *key, size
 	c.overlay = overlay;
 	c.lower = lower;
 	c.upper = upper;
-	pthread_mutex_lock(&store->sessions_lock);
-	for (session = store->sessions; session != NULL; session = session->reg_next)
+	pthread_mutex_lock(&store->reg->sessions_lock);
+	for (session = store->reg->sessions; session != NULL; session = session->reg_next)
 		if (session->id == session_id)
 			break;
 	if (session == NULL || keylen != sizeof(session->key) ||
 		memcmp(session->key, key, keylen) != 0)
 	{
-		pthread_mutex_unlock(&store->sessions_lock);
+		pthread_mutex_unlock(&store->reg->sessions_lock);
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_SESSION_LOST,
 					 "the scan names no open write session of this id and key");
 		return -1;
 	}
 	pthread_mutex_lock(&session->lock);
-	pthread_mutex_unlock(&store->sessions_lock);
+	pthread_mutex_unlock(&store->reg->sessions_lock);
 
 	overlay->hides_stored = ids_contain(session->truncates, session->ntruncates, table->id);
 	if (!ids_contain(session->tables, session->ntables, table->id))

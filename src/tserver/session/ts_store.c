@@ -21,6 +21,14 @@ ts_store_open(const char *dir, const TsStoreOptions *options, TsError *err)
 	TsStore    *store = calloc(1, sizeof(TsStore));
 	pthread_condattr_t cond_attr;
 
+	/* the staging layer's part and the registries, which the store points to */
+	if (store != NULL && ((store->staging = calloc(1, sizeof(TsStaging))) == NULL ||
+						  (store->reg = calloc(1, sizeof(TsRegistries))) == NULL))
+	{
+		free(store->staging);
+		free(store);
+		store = NULL;
+	}
 	if (store == NULL)
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
@@ -39,13 +47,13 @@ ts_store_open(const char *dir, const TsStoreOptions *options, TsError *err)
 	if (store->opts.in_doubt_wait_ms > TS_IN_DOUBT_WAIT_MS_MAX)
 		store->opts.in_doubt_wait_ms = TS_IN_DOUBT_WAIT_MS_MAX;
 	pthread_rwlock_init(&store->tables_lock, NULL);
-	pthread_mutex_init(&store->prepared_lock, NULL);
+	pthread_mutex_init(&store->reg->prepared_lock, NULL);
 	/* waits are bounded in elapsed time, whatever the wall clock does */
 	pthread_condattr_init(&cond_attr);
 	pthread_condattr_setclock(&cond_attr, CLOCK_MONOTONIC);
-	pthread_cond_init(&store->in_doubt_resolved, &cond_attr);
+	pthread_cond_init(&store->reg->in_doubt_resolved, &cond_attr);
 	pthread_condattr_destroy(&cond_attr);
-	pthread_mutex_init(&store->labels_lock, NULL);
+	pthread_mutex_init(&store->reg->labels_lock, NULL);
 	ts_key_claims_init(store);
 	ts_sessions_init(store);
 	ts_snapshots_init(store);
@@ -80,10 +88,12 @@ ts_store_close(TsStore *store)
 	ts_key_claims_free_all(store);
 	ts_sessions_destroy(store);
 	pthread_rwlock_destroy(&store->tables_lock);
-	pthread_mutex_destroy(&store->prepared_lock);
-	pthread_cond_destroy(&store->in_doubt_resolved);
-	pthread_mutex_destroy(&store->labels_lock);
+	pthread_mutex_destroy(&store->reg->prepared_lock);
+	pthread_cond_destroy(&store->reg->in_doubt_resolved);
+	pthread_mutex_destroy(&store->reg->labels_lock);
 	free(store->crash_at);
+	free(store->reg);
+	free(store->staging);
 	free(store);
 }
 
@@ -98,7 +108,7 @@ ts_store_reload_sessions(TsStore *store, TsError *err)
 	if (ts_storage_reload_tables(store, err) != 0 || ts_prepared_load(store, err) != 0)
 		return -1;
 	ts_log(TS_LOG_INFO, "store reloaded: %llu tables, %zu prepared sessions",
-		   (unsigned long long) atomic_load(&store->tables_live), store->nprepared);
+		   (unsigned long long) atomic_load(&store->tables_live), store->reg->nprepared);
 	return 0;
 }
 

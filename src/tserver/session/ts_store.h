@@ -31,6 +31,7 @@
 #include "tc_arena.h"
 #include "tcopy.pb-c.h"
 #include "ts_error.h"
+#include "ts_registry.h"
 #include "ts_storage.h"
 
 typedef struct TsSession TsSession;
@@ -53,12 +54,6 @@ void		ts_store_close(TsStore *store);
  * the member has served no client.  0, or -1 with err.
  */
 int			ts_store_reload_sessions(TsStore *store, TsError *err);
-
-/*
- * Remove every staging directory but the prepared sessions' (a replica
- * group's CLEAN entry: TsGroupConfig.clean_staging).  0, or -1 with err.
- */
-int			ts_prepared_clean_staging(TsStore *store, TsError *err);
 
 /*
  * Backups (ts_backup.c, docs/storage.md#backups).  ts_store_backup takes
@@ -110,27 +105,6 @@ int			ts_store_resolve(TsStore *store, const char *gid, bool commit,
 							 Tcopy__ResolveOutcome *outcome,
 							 uint64_t *rows, TsError *err);
 
-/*
- * The prepared sessions whose gid starts with prefix, sorted by gid, into
- * list (its array and strings taken from arena).  With a scope (a
- * connection's namespace; NULL: full access), only the sessions whose
- * tables are all within it.
- */
-int			ts_store_list_prepared(TsStore *store, const char *prefix, const char *scope,
-								   TcArena *arena, Tcopy__PreparedList *list,
-								   TsError *err);
-
-/*
- * Whether connection owner owns a prepared session (its gid into gid, of
- * gid_size bytes, when it does).
- */
-bool		ts_store_prepared_owned(TsStore *store, uint64_t owner, char *gid,
-									size_t gid_size);
-
-/* Connection owner is gone: the sessions it owns become orphaned. */
-void		ts_store_prepared_detach(TsStore *store, uint64_t owner);
-
-
 TsSession  *ts_session_begin(TsStore *store, uint64_t *session_id, TsError *err);
 /* Check the session's updates and deletes against snapshot (it takes a reference). */
 void		ts_session_set_snapshot(TsSession *session, TsSnapshot *snapshot);
@@ -142,17 +116,6 @@ void		ts_session_set_snapshot(TsSession *session, TsSnapshot *snapshot);
  */
 int			ts_session_set_client(TsSession *session, uint64_t system, uint32_t database,
 								  uint32_t pid, const char *scope, size_t scope_len);
-
-/*
- * What namespace scope holds on disk (ts_quota.c): its tables' rows in SST
- * files into *stored, its open and prepared sessions' staging files into
- * *staging.  0, or -1 (no memory).  Call with no session's lock held.
- */
-int			ts_store_namespace_bytes(TsStore *store, const char *scope, size_t scope_len,
-									 uint64_t *stored, uint64_t *staging);
-
-/* A scoped namespace's disk quota in bytes (--max-namespace-disk-mb); 0: none. */
-uint64_t	ts_store_namespace_quota(TsStore *store);
 
 /*
  * The open sessions (begun, not yet preparing nor ended) that a connection
@@ -258,38 +221,12 @@ int			ts_session_set_on_conflict(TsSession *session, uint32_t table_id,
 									   Tcopy__OnConflict policy, TsError *err);
 
 /*
- * Claim load label for the session on table_id (docs/protocol.md#load-labels):
- * *state is LABEL_CLAIMED when the session now holds it (published with
- * it), LABEL_OWN when it held it already, LABEL_PUBLISHED (with
- * *published_at_ms) when it was published before, LABEL_BUSY when another
- * open session, or a prepared one whose connection is live, holds it,
- * LABEL_PREPARED (with its gid in holder_gid, of holder_size bytes) when an
- * orphaned prepared session holds it.  -1 with err on a bad label, an
- * unknown table or a storage failure.
- */
-int			ts_session_claim_label(TsSession *session, uint32_t table_id,
-								   const char *label, Tcopy__LabelState *state,
-								   uint64_t *published_at_ms, char *holder_gid,
-								   size_t holder_size, TsError *err);
-
-/* Forget table_id's published label, durably; *found says whether it was. */
-int			ts_store_forget_label(TsStore *store, uint32_t table_id, const char *label,
-								  bool *found, TsError *err);
-
-/*
  * The tables whose names begin with prefix and that scope (NULL: full
  * access) allows into reply, drawn from arena.  0, or -1 with err.
  */
 int			ts_store_list_tables(TsStore *store, const char *prefix, const char *scope,
 								 size_t scope_len, TcArena *arena, Tcopy__TableList *reply,
 								 TsError *err);
-
-/*
- * The labels published for table_id, sorted as bytes, into list (its
- * arrays and strings taken from arena).
- */
-int			ts_store_list_labels(TsStore *store, uint32_t table_id, TcArena *arena,
-								 Tcopy__LabelList *list, TsError *err);
 
 /*
  * Do everything of a commit but publishing: spill, merge the runs and write
@@ -331,23 +268,6 @@ int			ts_session_commit(TsSession *session, uint64_t *rows, TsError *err);
 
 /* Discard everything the session staged and free it. */
 void		ts_session_abort(TsSession *session);
-
-/*
- * Snapshots (ts_snapshot.c, docs/snapshots.md): take one (the caller
- * holds its reference), with the gids of the sessions prepared and not
- * published then that scope sees and that start with prepared_prefix
- * (none when it is empty; in arena), find one by id and key (a reference more, or
- * ERROR_SESSION_LOST), let a reference go; the id and key a client names
- * it by; how many are held (by connections, scans and sessions).
- */
-#define TS_SNAPSHOT_KEY_SIZE 16
-TsSnapshot *ts_snapshot_take(TsStore *store, const char *prepared_prefix, const char *scope,
-							 TcArena *arena, char ***prepared, size_t *nprepared, TsError *err);
-TsSnapshot *ts_snapshot_find(TsStore *store, uint64_t id, const uint8_t *key, size_t keylen,
-							 TsError *err);
-void		ts_snapshot_unref(TsStore *store, TsSnapshot *snapshot);
-uint64_t	ts_snapshot_id(const TsSnapshot *snapshot, const uint8_t **key, size_t *keylen);
-size_t		ts_snapshots_held(TsStore *store);
 
 /* Start a scan of committed rows (a consistent snapshot). */
 TsScan	   *ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err);

@@ -163,9 +163,9 @@ ts_session_streams_open(TsSession *session, const char *scope, TsError *err)
 	group->next_chunk = 1;
 	group->scope = scope;
 	/* a JOIN finds it through the registry, under its lock */
-	pthread_mutex_lock(&session->store->sessions_lock);
+	pthread_mutex_lock(&session->store->reg->sessions_lock);
 	session->streams = group;
-	pthread_mutex_unlock(&session->store->sessions_lock);
+	pthread_mutex_unlock(&session->store->reg->sessions_lock);
 	return 0;
 }
 
@@ -179,9 +179,9 @@ streams_detach(TsSession *session)
 {
 	TsStreams  *group = session->streams;
 
-	pthread_mutex_lock(&session->store->sessions_lock);
+	pthread_mutex_lock(&session->store->reg->sessions_lock);
 	session->streams = NULL;
-	pthread_mutex_unlock(&session->store->sessions_lock);
+	pthread_mutex_unlock(&session->store->reg->sessions_lock);
 	pthread_mutex_lock(&group->lock);
 	group->session = NULL;
 	pthread_cond_broadcast(&group->changed);
@@ -356,8 +356,8 @@ ts_stream_join(TsStore *store, uint64_t session_id, const uint8_t *key, size_t k
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
 		return NULL;
 	}
-	pthread_mutex_lock(&store->sessions_lock);
-	for (session = store->sessions; session != NULL; session = session->reg_next)
+	pthread_mutex_lock(&store->reg->sessions_lock);
+	for (session = store->reg->sessions; session != NULL; session = session->reg_next)
 		if (session->id == session_id)
 			break;
 	if (session != NULL && keylen == sizeof(session->key) &&
@@ -369,7 +369,7 @@ ts_stream_join(TsStore *store, uint64_t session_id, const uint8_t *key, size_t k
 		group->refs++;
 		pthread_mutex_unlock(&group->lock);
 	}
-	pthread_mutex_unlock(&store->sessions_lock);
+	pthread_mutex_unlock(&store->reg->sessions_lock);
 	/* another namespace's session is answered as none: nothing is told */
 	if (group == NULL)
 	{

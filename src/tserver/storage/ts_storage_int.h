@@ -1,7 +1,7 @@
 /*
  * ts_storage_int.h
- *		The store's private structures: TsStore (whose registries the
- *		session layer fills: ts_store_int.h), TsTable, the meta family's
+ *		The store's private structures: TsStore (which points to the
+ *		state of the layers above, opaque here), TsTable, the meta family's
  *		keys, and what ts_storage.c offers the layers above (tables under
  *		their lock, free space, the test points of failure).
  */
@@ -16,17 +16,17 @@
 #include "ts_codec.h"
 #include "ts_storage.h"
 
-#define TS_GID_TAG_LEN 18		/* "~", 16 hex digits, ":" (session/ts_gid.c) */
+#define TS_GID_TAG_LEN 18		/* "~", 16 hex digits, ":" (registry/ts_gid.c) */
 #define TS_GID_MAX 218			/* a stored gid: TC_GID_MAX of tc_client.h, and
 								 * a namespace's tag before it */
 
-/* the session layer's registries, which the store holds (ts_store_int.h) */
-typedef struct TsPrepared TsPrepared;	/* ts_prepared_registry.c */
-typedef struct TsLabelClaim TsLabelClaim;	/* ts_labels.c */
-typedef struct TsKeyClaim TsKeyClaim;	/* ts_key_claims.c */
-typedef struct TsSession TsSession;	/* ts_session_int.h */
-typedef struct TsSnapshot TsSnapshot;	/* ts_snapshot.c */
-typedef struct TsGroup TsGroup;	/* ts_group.c */
+/*
+ * A session's staging directory (under the store's staging_dir) and a
+ * file's in it: the sizes of their paths (the session layer's and the
+ * replica group's, which writes shipped files there).
+ */
+#define SESSION_DIR_SIZE 4096	/* of the session's staging directory's path */
+#define SESSION_PATH_SIZE (SESSION_DIR_SIZE + 104)	/* of a file's in it */
 
 typedef struct TsTable
 {
@@ -72,88 +72,14 @@ struct TsStore
 	uint32_t	next_table_id;
 
 	/*
-	 * Prepared sessions (ts_prepared_registry.c), one entry per record in the meta
-	 * family and per Prepare in progress, under prepared_lock, which is
-	 * never held while anything else is taken or written.  in_doubt_resolved
-	 * (with prepared_lock, on CLOCK_MONOTONIC) is broadcast whenever an
-	 * in-doubt entry leaves the registry: writes held back behind it wait
-	 * on it (ts_in_doubt.c).
+	 * The layers above, opaque here, each allocated by ts_store_open: the
+	 * staging layer's key claims and live sessions (staging/ts_staging.h's
+	 * TsStaging), and the registries (prepared sessions, load labels, open
+	 * sessions, snapshots) and the locks of publishing, resolving, backups
+	 * and writes (registry/ts_registry.h's TsRegistries).
 	 */
-	pthread_mutex_t prepared_lock;
-	pthread_cond_t in_doubt_resolved;
-	TsPrepared **prepared;		/* [nprepared] */
-	size_t		nprepared;
-	size_t		prepared_cap;
-
-	/*
-	 * Load labels claimed by open or prepared sessions (ts_labels.c), under
-	 * labels_lock, which is never held while prepared_lock is taken.
-	 */
-	pthread_mutex_t labels_lock;
-	TsLabelClaim *claims;		/* [nclaims] */
-	size_t		nclaims;
-	size_t		claims_cap;
-
-	/*
-	 * Key claims of sessions with on_conflict policies, and the open
-	 * sessions in the order they began (ts_key_claims.c), under
-	 * key_claims_lock, which is taken before tables_lock and under no
-	 * other.
-	 */
-	pthread_mutex_t key_claims_lock;
-	TsKeyClaim **key_claims;	/* [nkey_claims] */
-	size_t		nkey_claims;
-	size_t		key_claims_cap;
-	uint64_t	publish_seq;	/* claims published so far */
-	TsSession  *live_first;
-	TsSession  *live_last;
-
-	/*
-	 * Open write sessions not yet prepared, by id, for scans that read a
-	 * session's writes (ts_session_read.c), under sessions_lock, which is
-	 * taken under no other.
-	 */
-	pthread_mutex_t sessions_lock;
-	TsSession  *sessions;
-
-	/*
-	 * Snapshots of the committed rows (ts_snapshot.c), under
-	 * snapshots_lock, which is taken under no other but write_lock; publish_lock keeps
-	 * them and scans' iterators from being made between the steps of a
-	 * publish (exclusive there, shared here).
-	 */
-	pthread_mutex_t snapshots_lock;
-	TsSnapshot *snapshots;
-	uint64_t	next_snapshot_id;
-	pthread_rwlock_t publish_lock;
-
-	/*
-	 * A prepared session's publish holds resolve_lock shared from before
-	 * its rows are written until its entry leaves the registry; a snapshot
-	 * that lists the prepared sessions holds it exclusive while it is made
-	 * and the list read, so that each session is in one or the other.
-	 * Taken before publish_lock and prepared_lock.
-	 */
-	pthread_rwlock_t resolve_lock;
-
-	/*
-	 * A backup (ts_backup.c) holds backup_lock exclusive while it takes
-	 * RocksDB's checkpoint and links the prepared sessions' files; a
-	 * Prepare holds it shared while it writes its record, a Resolve from
-	 * its claim until its record is deleted and its directory removed, so
-	 * that the checkpoint's records are the store's then, files and all.
-	 * Taken before resolve_lock and publish_lock, under no other.
-	 */
-	pthread_rwlock_t backup_lock;
-
-	/*
-	 * Writes of rows (a publish's writes and ingestions) hold write_lock
-	 * shared; a write that truncates or drops tables holds it exclusive
-	 * until the files left with nothing but their old rows are dropped
-	 * (ts_store_write_emptying), so that no file in their ranges can hold
-	 * a row written after it.  Taken under the others.
-	 */
-	pthread_rwlock_t write_lock;
+	struct TsStaging *staging;
+	struct TsRegistries *reg;
 
 	/*
 	 * A replica group member's: every WriteBatch goes through replicator
@@ -165,7 +91,8 @@ struct TsStore
 	 */
 	TsStorageReplicator replicator;
 	void	   *replicator_arg;
-	TsGroup    *group;			/* the same member's, for the session layer */
+	void	   *group;			/* the same member's TsGroup (ts_group.h), set
+								 * by ts_group_start, for the session layer */
 	uint64_t	applied_index;
 	uint64_t	applied_durable;
 

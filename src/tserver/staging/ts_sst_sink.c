@@ -1,12 +1,12 @@
 /*
  * ts_sst_sink.c
- *		Writing a session's SST files (SstSink, ts_session_int.h): the direct
+ *		Writing a session's SST files (SstSink, ts_staging.h): the direct
  *		files of its sorted spills and the files of each part of its merge,
  *		cut at sst_target_bytes, in the staging directory, to be ingested
  *		together at commit; on a replica group's member, each shipped to
  *		the other members as it is finished.
  */
-#include "ts_session_int.h"
+#include "ts_staging.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -23,7 +23,7 @@
  * written before the claim is released, and a claim is checked before the
  * published key under labels_lock, so a claimer never sees neither.
  */
-#include "ts_session_int.h"
+#include "ts_registry.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,9 +110,9 @@ ts_labels_batch_delete_table(TsStore *store, rocksdb_writebatch_t *wb, uint32_t 
 static TsLabelClaim *
 claim_find_locked(TsStore *store, uint32_t table_id, const char *label)
 {
-	for (size_t i = 0; i < store->nclaims; i++)
-		if (store->claims[i].table_id == table_id && strcmp(store->claims[i].label, label) == 0)
-			return &store->claims[i];
+	for (size_t i = 0; i < store->reg->nclaims; i++)
+		if (store->reg->claims[i].table_id == table_id && strcmp(store->reg->claims[i].label, label) == 0)
+			return &store->reg->claims[i];
 	return NULL;
 }
 
@@ -123,10 +123,10 @@ claim_add_locked(TsStore *store, uint32_t table_id, const char *label,
 {
 	TsLabelClaim *claim;
 
-	if (!tc_array_reserve((void **) &store->claims, store->nclaims, &store->claims_cap,
+	if (!tc_array_reserve((void **) &store->reg->claims, store->reg->nclaims, &store->reg->claims_cap,
 						  sizeof(TsLabelClaim), 16))
 		goto oom;
-	claim = &store->claims[store->nclaims];
+	claim = &store->reg->claims[store->reg->nclaims];
 	memset(claim, 0, sizeof(*claim));
 	claim->table_id = table_id;
 	claim->session_id = session_id;
@@ -136,7 +136,7 @@ claim_add_locked(TsStore *store, uint32_t table_id, const char *label,
 		free(claim->label);
 		goto oom;
 	}
-	store->nclaims++;
+	store->reg->nclaims++;
 	return 0;
 
 oom:
@@ -148,9 +148,9 @@ oom:
 static void
 claim_remove_locked(TsStore *store, size_t i)
 {
-	free(store->claims[i].label);
-	free(store->claims[i].gid);
-	store->claims[i] = store->claims[--store->nclaims];
+	free(store->reg->claims[i].label);
+	free(store->reg->claims[i].gid);
+	store->reg->claims[i] = store->reg->claims[--store->reg->nclaims];
 }
 
 /*
@@ -215,7 +215,7 @@ ts_session_claim_label(TsSession *session, uint32_t table_id, const char *label,
 	}
 	session->labels = grown;
 
-	pthread_mutex_lock(&store->labels_lock);
+	pthread_mutex_lock(&store->reg->labels_lock);
 	claim = claim_find_locked(store, table_id, label);
 	if (claim != NULL)
 	{
@@ -226,11 +226,11 @@ ts_session_claim_label(TsSession *session, uint32_t table_id, const char *label,
 				TCOPY__LABEL_STATE__LABEL_BUSY;
 		else
 			snprintf(gid, sizeof(gid), "%s", claim->gid);
-		pthread_mutex_unlock(&store->labels_lock);
+		pthread_mutex_unlock(&store->reg->labels_lock);
 		if (!held_prepared)
 			return 0;
 		/* the prepared registry's lock is not taken under labels_lock */
-		pthread_mutex_lock(&store->prepared_lock);
+		pthread_mutex_lock(&store->reg->prepared_lock);
 		{
 			TsPrepared *entry = registry_find_locked(store, gid, NULL);
 
@@ -238,7 +238,7 @@ ts_session_claim_label(TsSession *session, uint32_t table_id, const char *label,
 			*state = entry != NULL && entry->state == PREPARED_READY && entry->owner == 0 ?
 				TCOPY__LABEL_STATE__LABEL_PREPARED : TCOPY__LABEL_STATE__LABEL_BUSY;
 		}
-		pthread_mutex_unlock(&store->prepared_lock);
+		pthread_mutex_unlock(&store->reg->prepared_lock);
 		if (*state == TCOPY__LABEL_STATE__LABEL_PREPARED && holder_size > 0)
 			snprintf(holder_gid, holder_size, "%s", gid);
 		return 0;
@@ -256,7 +256,7 @@ ts_session_claim_label(TsSession *session, uint32_t table_id, const char *label,
 			found = -1;
 		else if ((session->labels[session->nlabels].label = strdup(label)) == NULL)
 		{
-			claim_remove_locked(store, store->nclaims - 1);
+			claim_remove_locked(store, store->reg->nclaims - 1);
 			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
 			found = -1;
 		}
@@ -266,7 +266,7 @@ ts_session_claim_label(TsSession *session, uint32_t table_id, const char *label,
 			*state = TCOPY__LABEL_STATE__LABEL_CLAIMED;
 		}
 	}
-	pthread_mutex_unlock(&store->labels_lock);
+	pthread_mutex_unlock(&store->reg->labels_lock);
 	if (found < 0)
 		return -1;
 	ts_log(TS_LOG_DEBUG, "session %llu: load label \"%s\" of table id %u: %s",
@@ -278,11 +278,11 @@ ts_session_claim_label(TsSession *session, uint32_t table_id, const char *label,
 void
 ts_labels_release_session(TsStore *store, uint64_t session_id)
 {
-	pthread_mutex_lock(&store->labels_lock);
-	for (size_t i = store->nclaims; i-- > 0;)
-		if (store->claims[i].gid == NULL && store->claims[i].session_id == session_id)
+	pthread_mutex_lock(&store->reg->labels_lock);
+	for (size_t i = store->reg->nclaims; i-- > 0;)
+		if (store->reg->claims[i].gid == NULL && store->reg->claims[i].session_id == session_id)
 			claim_remove_locked(store, i);
-	pthread_mutex_unlock(&store->labels_lock);
+	pthread_mutex_unlock(&store->reg->labels_lock);
 }
 
 int
@@ -290,10 +290,10 @@ ts_labels_move_to_gid(TsStore *store, uint64_t session_id, const char *gid, TsEr
 {
 	int			result = 0;
 
-	pthread_mutex_lock(&store->labels_lock);
-	for (size_t i = 0; i < store->nclaims; i++)
+	pthread_mutex_lock(&store->reg->labels_lock);
+	for (size_t i = 0; i < store->reg->nclaims; i++)
 	{
-		TsLabelClaim *claim = &store->claims[i];
+		TsLabelClaim *claim = &store->reg->claims[i];
 
 		if (claim->gid != NULL || claim->session_id != session_id)
 			continue;
@@ -305,18 +305,18 @@ ts_labels_move_to_gid(TsStore *store, uint64_t session_id, const char *gid, TsEr
 		}
 		claim->session_id = 0;
 	}
-	pthread_mutex_unlock(&store->labels_lock);
+	pthread_mutex_unlock(&store->reg->labels_lock);
 	return result;
 }
 
 void
 ts_labels_release_gid(TsStore *store, const char *gid)
 {
-	pthread_mutex_lock(&store->labels_lock);
-	for (size_t i = store->nclaims; i-- > 0;)
-		if (store->claims[i].gid != NULL && strcmp(store->claims[i].gid, gid) == 0)
+	pthread_mutex_lock(&store->reg->labels_lock);
+	for (size_t i = store->reg->nclaims; i-- > 0;)
+		if (store->reg->claims[i].gid != NULL && strcmp(store->reg->claims[i].gid, gid) == 0)
 			claim_remove_locked(store, i);
-	pthread_mutex_unlock(&store->labels_lock);
+	pthread_mutex_unlock(&store->reg->labels_lock);
 }
 
 int
@@ -325,7 +325,7 @@ ts_labels_claim_for_gid(TsStore *store, const char *gid, const TsLabelRef *label
 {
 	int			result = 0;
 
-	pthread_mutex_lock(&store->labels_lock);
+	pthread_mutex_lock(&store->reg->labels_lock);
 	for (size_t i = 0; i < n && result == 0; i++)
 	{
 		if (label_check(labels[i].label, err) != 0)
@@ -340,18 +340,18 @@ ts_labels_claim_for_gid(TsStore *store, const char *gid, const TsLabelRef *label
 		else
 			result = claim_add_locked(store, labels[i].table_id, labels[i].label, 0, gid, err);
 	}
-	pthread_mutex_unlock(&store->labels_lock);
+	pthread_mutex_unlock(&store->reg->labels_lock);
 	return result;
 }
 
 void
 ts_labels_free_all(TsStore *store)
 {
-	while (store->nclaims > 0)
-		claim_remove_locked(store, store->nclaims - 1);
-	free(store->claims);
-	store->claims = NULL;
-	store->claims_cap = 0;
+	while (store->reg->nclaims > 0)
+		claim_remove_locked(store, store->reg->nclaims - 1);
+	free(store->reg->claims);
+	store->reg->claims = NULL;
+	store->reg->claims_cap = 0;
 }
 
 int
@@ -369,7 +369,7 @@ ts_store_forget_label(TsStore *store, uint32_t table_id, const char *label, bool
 		return -1;
 	keylen = label_key(table_id, label, key);
 	/* under labels_lock: a claim checks the key under it too */
-	pthread_mutex_lock(&store->labels_lock);
+	pthread_mutex_lock(&store->reg->labels_lock);
 	rc = label_read(store, table_id, label, &published_at_ms, err);
 	if (rc == 1)
 	{
@@ -379,7 +379,7 @@ ts_store_forget_label(TsStore *store, uint32_t table_id, const char *label, bool
 			rc = -1;
 		rocksdb_writebatch_destroy(wb);
 	}
-	pthread_mutex_unlock(&store->labels_lock);
+	pthread_mutex_unlock(&store->reg->labels_lock);
 	if (rc < 0)
 		return -1;
 	*found = rc == 1;

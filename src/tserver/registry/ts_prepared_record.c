@@ -7,7 +7,7 @@
  *		prepares, resolves and loads them (ts_prepared.c), the registry
  *		(ts_prepared_registry.c) and backups (ts_backup.c) read them here.
  */
-#include "ts_store_int.h"
+#include "ts_registry.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -16,7 +16,7 @@
  * its transaction manager calls committed and takes the snapshot again
  * (docs/snapshots.md#several-tservers).
  */
-#include "ts_store_int.h"
+#include "ts_registry.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -37,14 +37,14 @@ ts_snapshots_init(TsStore *store)
 {
 	pthread_rwlockattr_t attr;
 
-	pthread_mutex_init(&store->snapshots_lock, NULL);
-	pthread_rwlock_init(&store->publish_lock, NULL);
+	pthread_mutex_init(&store->reg->snapshots_lock, NULL);
+	pthread_rwlock_init(&store->reg->publish_lock, NULL);
 	/* a steady stream of publishes must not keep a snapshot waiting */
 	pthread_rwlockattr_init(&attr);
 	pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-	pthread_rwlock_init(&store->resolve_lock, &attr);
-	pthread_rwlock_init(&store->backup_lock, &attr);
-	pthread_rwlock_init(&store->write_lock, &attr);
+	pthread_rwlock_init(&store->reg->resolve_lock, &attr);
+	pthread_rwlock_init(&store->reg->backup_lock, &attr);
+	pthread_rwlock_init(&store->reg->write_lock, &attr);
 	pthread_rwlockattr_destroy(&attr);
 }
 
@@ -52,20 +52,20 @@ ts_snapshots_init(TsStore *store)
 void
 ts_snapshots_destroy(TsStore *store)
 {
-	while (store->snapshots != NULL)
+	while (store->reg->snapshots != NULL)
 	{
-		TsSnapshot *snapshot = store->snapshots;
+		TsSnapshot *snapshot = store->reg->snapshots;
 
-		store->snapshots = snapshot->next;
+		store->reg->snapshots = snapshot->next;
 		rocksdb_readoptions_destroy(snapshot->read_options);
 		rocksdb_release_snapshot(store->db, snapshot->snap);
 		free(snapshot);
 	}
-	pthread_mutex_destroy(&store->snapshots_lock);
-	pthread_rwlock_destroy(&store->publish_lock);
-	pthread_rwlock_destroy(&store->resolve_lock);
-	pthread_rwlock_destroy(&store->backup_lock);
-	pthread_rwlock_destroy(&store->write_lock);
+	pthread_mutex_destroy(&store->reg->snapshots_lock);
+	pthread_rwlock_destroy(&store->reg->publish_lock);
+	pthread_rwlock_destroy(&store->reg->resolve_lock);
+	pthread_rwlock_destroy(&store->reg->backup_lock);
+	pthread_rwlock_destroy(&store->reg->write_lock);
 }
 
 TsSnapshot *
@@ -88,12 +88,12 @@ ts_snapshot_take(TsStore *store, const char *prepared_prefix, const char *scope,
 		return NULL;
 	}
 	snapshot->read_options = rocksdb_readoptions_create();
-	pthread_rwlock_wrlock(&store->resolve_lock);
-	pthread_rwlock_rdlock(&store->publish_lock);
+	pthread_rwlock_wrlock(&store->reg->resolve_lock);
+	pthread_rwlock_rdlock(&store->reg->publish_lock);
 	snapshot->snap = rocksdb_create_snapshot(store->db);
-	pthread_rwlock_unlock(&store->publish_lock);
+	pthread_rwlock_unlock(&store->reg->publish_lock);
 	listed = registry_gids(store, prepared_prefix, scope, arena, prepared, nprepared);
-	pthread_rwlock_unlock(&store->resolve_lock);
+	pthread_rwlock_unlock(&store->reg->resolve_lock);
 	if (listed != 0)
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory listing prepared sessions");
@@ -104,11 +104,11 @@ ts_snapshot_take(TsStore *store, const char *prepared_prefix, const char *scope,
 	}
 	rocksdb_readoptions_set_snapshot(snapshot->read_options, snapshot->snap);
 	snapshot->refs = 1;
-	pthread_mutex_lock(&store->snapshots_lock);
-	snapshot->id = ++store->next_snapshot_id;
-	snapshot->next = store->snapshots;
-	store->snapshots = snapshot;
-	pthread_mutex_unlock(&store->snapshots_lock);
+	pthread_mutex_lock(&store->reg->snapshots_lock);
+	snapshot->id = ++store->reg->next_snapshot_id;
+	snapshot->next = store->reg->snapshots;
+	store->reg->snapshots = snapshot;
+	pthread_mutex_unlock(&store->reg->snapshots_lock);
 	return snapshot;
 }
 
@@ -117,20 +117,20 @@ ts_snapshot_find(TsStore *store, uint64_t id, const uint8_t *key, size_t keylen,
 {
 	TsSnapshot *snapshot;
 
-	pthread_mutex_lock(&store->snapshots_lock);
-	for (snapshot = store->snapshots; snapshot != NULL; snapshot = snapshot->next)
+	pthread_mutex_lock(&store->reg->snapshots_lock);
+	for (snapshot = store->reg->snapshots; snapshot != NULL; snapshot = snapshot->next)
 		if (snapshot->id == id)
 			break;
 	if (snapshot == NULL || keylen != sizeof(snapshot->key) ||
 		memcmp(snapshot->key, key, keylen) != 0)
 	{
-		pthread_mutex_unlock(&store->snapshots_lock);
+		pthread_mutex_unlock(&store->reg->snapshots_lock);
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_SESSION_LOST,
 					 "no snapshot of this id and key: it ended with its connection, or the tserver restarted");
 		return NULL;
 	}
 	snapshot->refs++;
-	pthread_mutex_unlock(&store->snapshots_lock);
+	pthread_mutex_unlock(&store->reg->snapshots_lock);
 	return snapshot;
 }
 
@@ -141,19 +141,19 @@ ts_snapshot_unref(TsStore *store, TsSnapshot *snapshot)
 
 	if (snapshot == NULL)
 		return;
-	pthread_mutex_lock(&store->snapshots_lock);
+	pthread_mutex_lock(&store->reg->snapshots_lock);
 	if (--snapshot->refs > 0)
 	{
-		pthread_mutex_unlock(&store->snapshots_lock);
+		pthread_mutex_unlock(&store->reg->snapshots_lock);
 		return;
 	}
-	for (link = &store->snapshots; *link != NULL; link = &(*link)->next)
+	for (link = &store->reg->snapshots; *link != NULL; link = &(*link)->next)
 		if (*link == snapshot)
 		{
 			*link = snapshot->next;
 			break;
 		}
-	pthread_mutex_unlock(&store->snapshots_lock);
+	pthread_mutex_unlock(&store->reg->snapshots_lock);
 	rocksdb_readoptions_destroy(snapshot->read_options);
 	rocksdb_release_snapshot(store->db, snapshot->snap);
 	free(snapshot);
@@ -172,10 +172,10 @@ ts_snapshots_held(TsStore *store)
 {
 	size_t		n = 0;
 
-	pthread_mutex_lock(&store->snapshots_lock);
-	for (TsSnapshot *snapshot = store->snapshots; snapshot != NULL; snapshot = snapshot->next)
+	pthread_mutex_lock(&store->reg->snapshots_lock);
+	for (TsSnapshot *snapshot = store->reg->snapshots; snapshot != NULL; snapshot = snapshot->next)
 		n++;
-	pthread_mutex_unlock(&store->snapshots_lock);
+	pthread_mutex_unlock(&store->reg->snapshots_lock);
 	return n;
 }
 

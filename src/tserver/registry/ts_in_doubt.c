@@ -29,7 +29,7 @@
  * slices, between which it asks give_up whether the client went away or
  * the server is stopping: nothing else would wake it then.
  */
-#include "ts_session_int.h"
+#include "ts_registry.h"
 
 #include <string.h>
 #include <time.h>
@@ -95,7 +95,7 @@ ts_in_doubt_wait(TsStore *store, const uint32_t *const *lists, const size_t *cou
 	 */
 	if (atomic_load(&store->sessions_prepared) == 0)
 		return 0;
-	pthread_mutex_lock(&store->prepared_lock);
+	pthread_mutex_lock(&store->reg->prepared_lock);
 	for (;;)
 	{
 		int64_t		now_ms;
@@ -122,20 +122,20 @@ ts_in_doubt_wait(TsStore *store, const uint32_t *const *lists, const size_t *cou
 		/* give_up polls the client's socket: not under prepared_lock */
 		if (give_up != NULL && now_ms - asked_ms >= IN_DOUBT_SLICE_MS)
 		{
-			pthread_mutex_unlock(&store->prepared_lock);
+			pthread_mutex_unlock(&store->reg->prepared_lock);
 			gave_up = give_up(arg);
 			asked_ms = ts_monotonic_ms();
-			pthread_mutex_lock(&store->prepared_lock);
+			pthread_mutex_lock(&store->reg->prepared_lock);
 			continue;
 		}
 		left_ms = limit_ms - *waited_ms - elapsed_ms;
 		until = monotonic_after(left_ms < IN_DOUBT_SLICE_MS ? left_ms : IN_DOUBT_SLICE_MS);
 		/* a timeout, a wakeup or a spurious one: look again */
-		(void) pthread_cond_timedwait(&store->in_doubt_resolved, &store->prepared_lock, &until);
+		(void) pthread_cond_timedwait(&store->reg->in_doubt_resolved, &store->reg->prepared_lock, &until);
 	}
 	if (holder != NULL)
 		snprintf(gid, sizeof(gid), "%s", holder->gid);
-	pthread_mutex_unlock(&store->prepared_lock);
+	pthread_mutex_unlock(&store->reg->prepared_lock);
 
 	elapsed_ms = ts_monotonic_ms() - start_ms;
 	*waited_ms += (int) elapsed_ms;

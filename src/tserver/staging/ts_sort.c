@@ -1,6 +1,6 @@
 /*
  * ts_sort.c
- *		Sorting a session's staged records by key: see ts_sort.h.
+ *		Sorting a session's staged records by key: see ts_staging.h.
  *
  * A spill of shuffled rows sorts some hundred thousand records scattered
  * over tens of megabytes.  Sorting their offsets with qsort_r and a
@@ -28,7 +28,7 @@
  * into a second array and back.  Past that (text keys), or without memory
  * for the passes, the introsort alone.
  */
-#include "ts_sort.h"
+#include "ts_staging.h"
 
 #include <stdbool.h>
 #include <stdlib.h>

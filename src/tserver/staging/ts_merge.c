@@ -6,7 +6,7 @@
  *		(ts_run.c does the merging itself).  The design is described in
  *		ts_session.c.
  */
-#include "ts_session_int.h"
+#include "ts_staging.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include "ts_clock.h"
-#include "ts_durations.h"
 #include "ts_log.h"
 
 TsHistogram ts_merge_durations;

@@ -56,8 +56,6 @@
 
 #include "ts_key.h"
 #include "ts_log.h"
-#include "ts_session_int.h"
-#include "ts_store_int.h"
 
 #define WATCH_INTERVAL_MS 20
 

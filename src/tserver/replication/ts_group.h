@@ -23,7 +23,7 @@
 #include <stdint.h>
 
 #include "ts_raft.h"
-#include "ts_store.h"
+#include "ts_storage.h"
 
 typedef struct TsGroup TsGroup;
 

@@ -6,7 +6,7 @@
  *		removed.  ts_prepared.c prepares, resolves and loads the sessions
  *		the entries stand for; see there for the design.
  */
-#include "ts_store_int.h"
+#include "ts_registry.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -17,7 +17,6 @@
 
 #include "tc_array.h"
 #include "ts_log.h"
-#include "ts_session_int.h"
 #include "ts_store.pb-c.h"
 
 /* ---- the registry; every function here takes prepared_lock itself ---- */
@@ -26,13 +25,13 @@
 TsPrepared *
 registry_find_locked(TsStore *store, const char *gid, size_t *index)
 {
-	for (size_t i = 0; i < store->nprepared; i++)
+	for (size_t i = 0; i < store->reg->nprepared; i++)
 	{
-		if (strcmp(store->prepared[i]->gid, gid) == 0)
+		if (strcmp(store->reg->prepared[i]->gid, gid) == 0)
 		{
 			if (index != NULL)
 				*index = i;
-			return store->prepared[i];
+			return store->reg->prepared[i];
 		}
 	}
 	return NULL;
@@ -48,16 +47,16 @@ registry_add(TsStore *store, const char *gid, TsPreparedState state, uint64_t ow
 {
 	TsPrepared *entry;
 
-	pthread_mutex_lock(&store->prepared_lock);
+	pthread_mutex_lock(&store->reg->prepared_lock);
 	if (registry_find_locked(store, gid, NULL) != NULL)
 	{
-		pthread_mutex_unlock(&store->prepared_lock);
+		pthread_mutex_unlock(&store->reg->prepared_lock);
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
 					 "a session with this global id is already prepared: \"%.*s\"",
 					 TS_GID_MAX, gid);
 		return -1;
 	}
-	if (!tc_array_reserve((void **) &store->prepared, store->nprepared, &store->prepared_cap,
+	if (!tc_array_reserve((void **) &store->reg->prepared, store->reg->nprepared, &store->reg->prepared_cap,
 						  sizeof(TsPrepared *), 16))
 		goto oom;
 	entry = calloc(1, sizeof(TsPrepared));
@@ -68,14 +67,14 @@ registry_add(TsStore *store, const char *gid, TsPreparedState state, uint64_t ow
 	}
 	entry->state = state;
 	entry->owner = owner;
-	store->prepared[store->nprepared++] = entry;
+	store->reg->prepared[store->reg->nprepared++] = entry;
 	if (state != PREPARED_PREPARING)
 		atomic_fetch_add(&store->sessions_prepared, 1);
-	pthread_mutex_unlock(&store->prepared_lock);
+	pthread_mutex_unlock(&store->reg->prepared_lock);
 	return 0;
 
 oom:
-	pthread_mutex_unlock(&store->prepared_lock);
+	pthread_mutex_unlock(&store->reg->prepared_lock);
 	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
 	return -1;
 }
@@ -87,22 +86,22 @@ registry_remove(TsStore *store, const char *gid)
 	size_t		i;
 	TsPrepared *entry;
 
-	pthread_mutex_lock(&store->prepared_lock);
+	pthread_mutex_lock(&store->reg->prepared_lock);
 	entry = registry_find_locked(store, gid, &i);
 	if (entry != NULL)
 	{
-		store->prepared[i] = store->prepared[--store->nprepared];
+		store->reg->prepared[i] = store->reg->prepared[--store->reg->nprepared];
 		if (entry->state != PREPARED_PREPARING)
 			atomic_fetch_sub(&store->sessions_prepared, 1);
 		/* resolved: the writes held back behind it look again */
 		if (entry->in_doubt)
-			pthread_cond_broadcast(&store->in_doubt_resolved);
+			pthread_cond_broadcast(&store->reg->in_doubt_resolved);
 		free(entry->gid);
 		free(entry->scope_prefix);
 		free(entry->tables);
 		free(entry);
 	}
-	pthread_mutex_unlock(&store->prepared_lock);
+	pthread_mutex_unlock(&store->reg->prepared_lock);
 }
 
 /*
@@ -136,7 +135,7 @@ registry_set_prepared(TsStore *store, const char *gid, const char *scope_prefix,
 			memcpy(tables + nwritten + ntruncates, drops, ndrops * sizeof(uint32_t));
 	}
 
-	pthread_mutex_lock(&store->prepared_lock);
+	pthread_mutex_lock(&store->reg->prepared_lock);
 	entry = registry_find_locked(store, gid, NULL);
 	if (entry != NULL)
 	{
@@ -157,7 +156,7 @@ registry_set_prepared(TsStore *store, const char *gid, const char *scope_prefix,
 		entry->ntables = ntables;
 		tables = NULL;
 	}
-	pthread_mutex_unlock(&store->prepared_lock);
+	pthread_mutex_unlock(&store->reg->prepared_lock);
 	free(prefix);
 	free(tables);
 }
@@ -166,9 +165,9 @@ const TsPrepared *
 registry_in_doubt_locked(TsStore *store, const uint32_t *const *lists, const size_t *counts,
 						 int nlists, uint32_t *table_id)
 {
-	for (size_t i = 0; i < store->nprepared; i++)
+	for (size_t i = 0; i < store->reg->nprepared; i++)
 	{
-		const TsPrepared *entry = store->prepared[i];
+		const TsPrepared *entry = store->reg->prepared[i];
 
 		/*
 		 * Still in doubt while a Resolve claimed it (it may yet publish
@@ -196,11 +195,11 @@ ts_store_table_in_doubt(TsStore *store, uint32_t table_id, char *gid, size_t siz
 	const TsPrepared *entry;
 	uint32_t	held;
 
-	pthread_mutex_lock(&store->prepared_lock);
+	pthread_mutex_lock(&store->reg->prepared_lock);
 	entry = registry_in_doubt_locked(store, lists, counts, 1, &held);
 	if (entry != NULL)
 		snprintf(gid, size, "%s", entry->gid);
-	pthread_mutex_unlock(&store->prepared_lock);
+	pthread_mutex_unlock(&store->reg->prepared_lock);
 	return entry != NULL;
 }
 
@@ -209,10 +208,10 @@ ts_store_prepared_owned(TsStore *store, uint64_t owner, char *gid, size_t gid_si
 {
 	bool		owned = false;
 
-	pthread_mutex_lock(&store->prepared_lock);
-	for (size_t i = 0; i < store->nprepared && !owned; i++)
+	pthread_mutex_lock(&store->reg->prepared_lock);
+	for (size_t i = 0; i < store->reg->nprepared && !owned; i++)
 	{
-		TsPrepared *entry = store->prepared[i];
+		TsPrepared *entry = store->reg->prepared[i];
 
 		if (entry->owner == owner && entry->state == PREPARED_READY)
 		{
@@ -221,17 +220,17 @@ ts_store_prepared_owned(TsStore *store, uint64_t owner, char *gid, size_t gid_si
 				snprintf(gid, gid_size, "%s", entry->gid);
 		}
 	}
-	pthread_mutex_unlock(&store->prepared_lock);
+	pthread_mutex_unlock(&store->reg->prepared_lock);
 	return owned;
 }
 
 void
 ts_store_prepared_detach(TsStore *store, uint64_t owner)
 {
-	pthread_mutex_lock(&store->prepared_lock);
-	for (size_t i = 0; i < store->nprepared; i++)
+	pthread_mutex_lock(&store->reg->prepared_lock);
+	for (size_t i = 0; i < store->reg->nprepared; i++)
 	{
-		TsPrepared *entry = store->prepared[i];
+		TsPrepared *entry = store->reg->prepared[i];
 
 		if (entry->owner == owner && entry->state == PREPARED_READY)
 		{
@@ -242,7 +241,7 @@ ts_store_prepared_detach(TsStore *store, uint64_t owner)
 				   "stays prepared, orphaned", (unsigned long long) owner, entry->gid);
 		}
 	}
-	pthread_mutex_unlock(&store->prepared_lock);
+	pthread_mutex_unlock(&store->reg->prepared_lock);
 }
 
 int
@@ -256,16 +255,16 @@ registry_gids(TsStore *store, const char *prefix, const char *scope, TcArena *ar
 	*ngids = 0;
 	if (prefixlen == 0)
 		return 0;
-	pthread_mutex_lock(&store->prepared_lock);
-	if (store->nprepared > 0 &&
-		(*gids = tc_arena_alloc(arena, store->nprepared * sizeof(char *))) == NULL)
+	pthread_mutex_lock(&store->reg->prepared_lock);
+	if (store->reg->nprepared > 0 &&
+		(*gids = tc_arena_alloc(arena, store->reg->nprepared * sizeof(char *))) == NULL)
 	{
-		pthread_mutex_unlock(&store->prepared_lock);
+		pthread_mutex_unlock(&store->reg->prepared_lock);
 		return -1;
 	}
-	for (size_t i = 0; i < store->nprepared; i++)
+	for (size_t i = 0; i < store->reg->nprepared; i++)
 	{
-		TsPrepared *entry = store->prepared[i];
+		TsPrepared *entry = store->reg->prepared[i];
 		const char *shown = ts_gid_shown(entry, scope);
 
 		if (entry->state == PREPARED_PREPARING || shown == NULL ||
@@ -273,12 +272,12 @@ registry_gids(TsStore *store, const char *prefix, const char *scope, TcArena *ar
 			continue;
 		if (((*gids)[n] = tc_arena_alloc(arena, strlen(shown) + 1)) == NULL)
 		{
-			pthread_mutex_unlock(&store->prepared_lock);
+			pthread_mutex_unlock(&store->reg->prepared_lock);
 			return -1;
 		}
 		strcpy((*gids)[n++], shown);
 	}
-	pthread_mutex_unlock(&store->prepared_lock);
+	pthread_mutex_unlock(&store->reg->prepared_lock);
 	*ngids = n;
 	return 0;
 }
@@ -297,13 +296,13 @@ ts_store_list_prepared(TsStore *store, const char *prefix, const char *scope, Tc
 	size_t		n = 0;
 	int			result = 0;
 
-	pthread_mutex_lock(&store->prepared_lock);
-	if (store->nprepared > 1)
-		qsort(store->prepared, store->nprepared, sizeof(TsPrepared *), compare_entries);
-	list->sessions = tc_arena_alloc(arena, (store->nprepared + 1) * sizeof(Tcopy__PreparedSession *));
-	for (size_t i = 0; list->sessions != NULL && i < store->nprepared; i++)
+	pthread_mutex_lock(&store->reg->prepared_lock);
+	if (store->reg->nprepared > 1)
+		qsort(store->reg->prepared, store->reg->nprepared, sizeof(TsPrepared *), compare_entries);
+	list->sessions = tc_arena_alloc(arena, (store->reg->nprepared + 1) * sizeof(Tcopy__PreparedSession *));
+	for (size_t i = 0; list->sessions != NULL && i < store->reg->nprepared; i++)
 	{
-		TsPrepared *entry = store->prepared[i];
+		TsPrepared *entry = store->reg->prepared[i];
 		const char *shown = ts_gid_shown(entry, scope);
 		Tcopy__PreparedSession *s;
 		char	   *gid;
@@ -333,7 +332,7 @@ ts_store_list_prepared(TsStore *store, const char *prefix, const char *scope, Tc
 		n = 0;
 	}
 	list->n_sessions = n;
-	pthread_mutex_unlock(&store->prepared_lock);
+	pthread_mutex_unlock(&store->reg->prepared_lock);
 	/* a session left out was resolved, synced (ts_publish.c): forgettable */
 	return result;
 }
@@ -341,16 +340,16 @@ ts_store_list_prepared(TsStore *store, const char *prefix, const char *scope, Tc
 void
 ts_prepared_free_all(TsStore *store)
 {
-	for (size_t i = 0; i < store->nprepared; i++)
+	for (size_t i = 0; i < store->reg->nprepared; i++)
 	{
-		free(store->prepared[i]->gid);
-		free(store->prepared[i]->scope_prefix);
-		free(store->prepared[i]->tables);
-		free(store->prepared[i]);
+		free(store->reg->prepared[i]->gid);
+		free(store->reg->prepared[i]->scope_prefix);
+		free(store->reg->prepared[i]->tables);
+		free(store->reg->prepared[i]);
 	}
-	free(store->prepared);
-	store->prepared = NULL;
-	store->nprepared = store->prepared_cap = 0;
+	free(store->reg->prepared);
+	store->reg->prepared = NULL;
+	store->reg->nprepared = store->reg->prepared_cap = 0;
 }
 
 /* ---- staging directories ---- */

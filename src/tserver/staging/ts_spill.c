@@ -4,7 +4,7 @@
  *		while the session is sorted, else sorted into a run file.  The design
  *		is described in ts_session.c.
  */
-#include "ts_session_int.h"
+#include "ts_staging.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -13,7 +13,6 @@
 #include "ts_key.h"
 #include "ts_log.h"
 #include "ts_record.h"
-#include "ts_sort.h"
 
 /* Do the staged records at offsets a and b hold the same key? */
 static inline bool

@@ -14,7 +14,7 @@
  * their own) is reported with row 0: not known.  Which paths know it:
  * docs/storage.md, "Duplicate keys".
  */
-#include "ts_session_int.h"
+#include "ts_staging.h"
 
 #include <stdint.h>
 

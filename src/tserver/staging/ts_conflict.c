@@ -7,14 +7,13 @@
  *		exists.", from the stored forms, for other clients (and older
  *		extensions), which print it as it is.
  */
-#include "ts_conflict.h"
+#include "ts_staging.h"
 
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ts_store_int.h"
 
 _Static_assert(TS_ERROR_ROW_COLUMNS == TS_MAX_KEY_COLUMNS,
 			   "a duplicate's row in a TsError holds every key column");

@@ -12,12 +12,11 @@
  * bytes a connection writes and at its commit, never while a session's
  * lock is held (ts_proto_quota_check).
  */
-#include "ts_store_int.h"
+#include "ts_registry.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "ts_session_int.h"
 
 int
 ts_store_namespace_bytes(TsStore *store, const char *scope, size_t scope_len,
@@ -44,18 +43,18 @@ ts_store_namespace_bytes(TsStore *store, const char *scope, size_t scope_len,
 	*stored = ts_store_tables_bytes(store, ids, n);
 	free(ids);
 
-	pthread_mutex_lock(&store->sessions_lock);
-	for (TsSession *s = store->sessions; s != NULL; s = s->reg_next)
+	pthread_mutex_lock(&store->reg->sessions_lock);
+	for (TsSession *s = store->reg->sessions; s != NULL; s = s->reg_next)
 		if (s->scope != NULL && s->scope_len == scope_len &&
 			memcmp(s->scope, scope, scope_len) == 0)
 			*staging += atomic_load(&s->spilled_now);
-	pthread_mutex_unlock(&store->sessions_lock);
+	pthread_mutex_unlock(&store->reg->sessions_lock);
 
-	pthread_mutex_lock(&store->prepared_lock);
-	for (size_t i = 0; i < store->nprepared; i++)
-		if (ts_gid_shown(store->prepared[i], scope) != NULL)
-			*staging += store->prepared[i]->bytes;
-	pthread_mutex_unlock(&store->prepared_lock);
+	pthread_mutex_lock(&store->reg->prepared_lock);
+	for (size_t i = 0; i < store->reg->nprepared; i++)
+		if (ts_gid_shown(store->reg->prepared[i], scope) != NULL)
+			*staging += store->reg->prepared[i]->bytes;
+	pthread_mutex_unlock(&store->reg->prepared_lock);
 	return 0;
 }
 

@@ -16,7 +16,7 @@
  * untagged: a scoped connection still sees and resolves such a session
  * when every table it wrote is in its namespace, as it did then.
  */
-#include "ts_store_int.h"
+#include "ts_registry.h"
 
 #include <stdio.h>
 #include <string.h>

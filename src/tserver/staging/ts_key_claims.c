@@ -39,7 +39,7 @@
  * key_claims_lock is taken before tables_lock (a duplicate's report reads
  * the table), never while holding any other lock of the store.
  */
-#include "ts_session_int.h"
+#include "ts_staging.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -198,7 +198,7 @@ ranges_overlap(const TsKeyRange *a, const TsKeyRange *b)
 void
 ts_key_claims_init(TsStore *store)
 {
-	pthread_mutex_init(&store->key_claims_lock, NULL);
+	pthread_mutex_init(&store->staging->key_claims_lock, NULL);
 }
 
 static void
@@ -212,24 +212,24 @@ claim_free(TsKeyClaim *claim)
 void
 ts_key_claims_free_all(TsStore *store)
 {
-	for (size_t i = 0; i < store->nkey_claims; i++)
-		claim_free(store->key_claims[i]);
-	free(store->key_claims);
-	store->key_claims = NULL;
-	store->nkey_claims = 0;
-	store->key_claims_cap = 0;
-	pthread_mutex_destroy(&store->key_claims_lock);
+	for (size_t i = 0; i < store->staging->nkey_claims; i++)
+		claim_free(store->staging->key_claims[i]);
+	free(store->staging->key_claims);
+	store->staging->key_claims = NULL;
+	store->staging->nkey_claims = 0;
+	store->staging->key_claims_cap = 0;
+	pthread_mutex_destroy(&store->staging->key_claims_lock);
 }
 
 static TsKeyClaim *
 claim_find_locked(TsStore *store, uint64_t session_id, size_t *index)
 {
-	for (size_t i = 0; i < store->nkey_claims; i++)
-		if (store->key_claims[i]->session_id == session_id)
+	for (size_t i = 0; i < store->staging->nkey_claims; i++)
+		if (store->staging->key_claims[i]->session_id == session_id)
 		{
 			if (index != NULL)
 				*index = i;
-			return store->key_claims[i];
+			return store->staging->key_claims[i];
 		}
 	return NULL;
 }
@@ -237,17 +237,17 @@ claim_find_locked(TsStore *store, uint64_t session_id, size_t *index)
 static void
 claim_remove_locked(TsStore *store, size_t i)
 {
-	claim_free(store->key_claims[i]);
-	store->key_claims[i] = store->key_claims[--store->nkey_claims];
+	claim_free(store->staging->key_claims[i]);
+	store->staging->key_claims[i] = store->staging->key_claims[--store->staging->nkey_claims];
 }
 
 static int
 claim_add_locked(TsStore *store, TsKeyClaim *claim)
 {
-	if (!tc_array_reserve((void **) &store->key_claims, store->nkey_claims,
-						  &store->key_claims_cap, sizeof(TsKeyClaim *), 8))
+	if (!tc_array_reserve((void **) &store->staging->key_claims, store->staging->nkey_claims,
+						  &store->staging->key_claims_cap, sizeof(TsKeyClaim *), 8))
 		return -1;
-	store->key_claims[store->nkey_claims++] = claim;
+	store->staging->key_claims[store->staging->nkey_claims++] = claim;
 	return 0;
 }
 
@@ -255,12 +255,12 @@ claim_add_locked(TsStore *store, TsKeyClaim *claim)
 static void
 prune_locked(TsStore *store)
 {
-	uint64_t	horizon = store->live_first != NULL ?
-		store->live_first->claims_seq : UINT64_MAX;
+	uint64_t	horizon = store->staging->live_first != NULL ?
+		store->staging->live_first->claims_seq : UINT64_MAX;
 
-	for (size_t i = store->nkey_claims; i > 0; i--)
+	for (size_t i = store->staging->nkey_claims; i > 0; i--)
 	{
-		TsKeyClaim *claim = store->key_claims[i - 1];
+		TsKeyClaim *claim = store->staging->key_claims[i - 1];
 
 		if (claim->published && claim->published_seq <= horizon)
 			claim_remove_locked(store, i - 1);
@@ -274,17 +274,17 @@ ts_key_claims_watch(TsSession *session)
 
 	if (session->watching)
 		return;
-	pthread_mutex_lock(&store->key_claims_lock);
+	pthread_mutex_lock(&store->staging->key_claims_lock);
 	session->watching = true;
-	session->claims_seq = store->publish_seq;
-	session->live_prev = store->live_last;
+	session->claims_seq = store->staging->publish_seq;
+	session->live_prev = store->staging->live_last;
 	session->live_next = NULL;
-	if (store->live_last != NULL)
-		store->live_last->live_next = session;
+	if (store->staging->live_last != NULL)
+		store->staging->live_last->live_next = session;
 	else
-		store->live_first = session;
-	store->live_last = session;
-	pthread_mutex_unlock(&store->key_claims_lock);
+		store->staging->live_first = session;
+	store->staging->live_last = session;
+	pthread_mutex_unlock(&store->staging->key_claims_lock);
 }
 
 void
@@ -296,24 +296,24 @@ ts_key_claims_session_end(TsSession *session)
 
 	if (!session->watching && !session->claimed)
 		return;
-	pthread_mutex_lock(&store->key_claims_lock);
+	pthread_mutex_lock(&store->staging->key_claims_lock);
 	if (session->watching)
 	{
 		if (session->live_prev != NULL)
 			session->live_prev->live_next = session->live_next;
 		else
-			store->live_first = session->live_next;
+			store->staging->live_first = session->live_next;
 		if (session->live_next != NULL)
 			session->live_next->live_prev = session->live_prev;
 		else
-			store->live_last = session->live_prev;
+			store->staging->live_last = session->live_prev;
 		session->watching = false;
 	}
 	if (session->claimed && !session->claim_kept &&
 		(claim = claim_find_locked(store, session->id, &i)) != NULL && !claim->published)
 		claim_remove_locked(store, i);
 	prune_locked(store);
-	pthread_mutex_unlock(&store->key_claims_lock);
+	pthread_mutex_unlock(&store->staging->key_claims_lock);
 }
 
 void
@@ -327,18 +327,18 @@ ts_key_claims_published(TsStore *store, uint64_t session_id)
 {
 	TsKeyClaim *claim;
 
-	pthread_mutex_lock(&store->key_claims_lock);
+	pthread_mutex_lock(&store->staging->key_claims_lock);
 	claim = claim_find_locked(store, session_id, NULL);
 	if (claim != NULL)
 	{
 		claim->published = true;
-		claim->published_seq = ++store->publish_seq;
+		claim->published_seq = ++store->staging->publish_seq;
 		/* its keys are stored now: never-spilled sessions see them there */
 		claim->has_keys = false;
 		tc_buf_free(&claim->keys);
 	}
 	prune_locked(store);
-	pthread_mutex_unlock(&store->key_claims_lock);
+	pthread_mutex_unlock(&store->staging->key_claims_lock);
 }
 
 void
@@ -346,10 +346,10 @@ ts_key_claims_release(TsStore *store, uint64_t session_id)
 {
 	size_t		i;
 
-	pthread_mutex_lock(&store->key_claims_lock);
+	pthread_mutex_lock(&store->staging->key_claims_lock);
 	if (claim_find_locked(store, session_id, &i) != NULL)
 		claim_remove_locked(store, i);
-	pthread_mutex_unlock(&store->key_claims_lock);
+	pthread_mutex_unlock(&store->staging->key_claims_lock);
 }
 
 int
@@ -368,13 +368,13 @@ ts_key_claims_restore(TsStore *store, uint64_t session_id, const uint32_t *table
 	for (size_t i = 0; i < n; i++)
 		if (range_get(&claim->ranges, tables[i]) == NULL)
 			goto oom;
-	pthread_mutex_lock(&store->key_claims_lock);
+	pthread_mutex_lock(&store->staging->key_claims_lock);
 	if (claim_add_locked(store, claim) != 0)
 	{
-		pthread_mutex_unlock(&store->key_claims_lock);
+		pthread_mutex_unlock(&store->staging->key_claims_lock);
 		goto oom;
 	}
-	pthread_mutex_unlock(&store->key_claims_lock);
+	pthread_mutex_unlock(&store->staging->key_claims_lock);
 	return 0;
 
 oom:
@@ -537,7 +537,7 @@ ts_key_claims_prepare(TsSession *session,
 		return -1;
 	}
 	claim->session_id = session->id;
-	pthread_mutex_lock(&store->key_claims_lock);
+	pthread_mutex_lock(&store->staging->key_claims_lock);
 	if (in_memory)
 	{
 		if (check_stored(session, err) != 0)
@@ -549,8 +549,8 @@ ts_key_claims_prepare(TsSession *session,
 	else if (session->sst != NULL &&
 			 ts_key_ranges_merge(&claim->ranges, &session->sst->ranges) != 0)
 		goto oom;
-	for (size_t i = 0; i < store->nkey_claims; i++)
-		if (check_claim(session, in_memory, &claim->ranges, store->key_claims[i], err) != 0)
+	for (size_t i = 0; i < store->staging->nkey_claims; i++)
+		if (check_claim(session, in_memory, &claim->ranges, store->staging->key_claims[i], err) != 0)
 			goto done;
 	if (claim->ranges.n > 0)
 	{
@@ -565,7 +565,7 @@ ts_key_claims_prepare(TsSession *session,
 oom:
 	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory claiming keys");
 done:
-	pthread_mutex_unlock(&store->key_claims_lock);
+	pthread_mutex_unlock(&store->staging->key_claims_lock);
 	if (claim != NULL)
 		claim_free(claim);
 	return result;

@@ -11,7 +11,7 @@
 #include <stdatomic.h>
 
 #include "ts_group.h"
-#include "ts_store_int.h"
+#include "ts_storage_int.h"
 
 #define PATH_MAX_LEN 256		/* of a path under the staging directory */
 
