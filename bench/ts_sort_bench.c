@@ -5,8 +5,8 @@
  *		values), as a 32 MiB staging half holds them (issue 17).  Build
  *		against a ts_sort.c and run:
  *
- *	cc -O2 -Isrc/tserver/session -Isrc/tserver/storage -Isrc/common -o /tmp/ts_sort_bench \
- *		bench/ts_sort_bench.c src/tserver/session/ts_sort.c && /tmp/ts_sort_bench
+ *	cc -O2 -Isrc/tserver/staging -Isrc/tserver/storage -Isrc/common -o /tmp/ts_sort_bench \
+ *		bench/ts_sort_bench.c src/tserver/staging/ts_sort.c && /tmp/ts_sort_bench
  */
 #include <stdint.h>
 #include <stdio.h>

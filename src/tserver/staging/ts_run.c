@@ -9,7 +9,7 @@
  * (ts_key.h), so that most comparisons of the heap are integer
  * comparisons.
  */
-#include "ts_staging.h"
+#include "ts_run.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -28,7 +28,7 @@
  * into a second array and back.  Past that (text keys), or without memory
  * for the passes, the introsort alone.
  */
-#include "ts_staging.h"
+#include "ts_sort.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
