@@ -124,7 +124,7 @@ tcopyGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 		attnums = NIL;
 	}
 
-	fdw_private = list_make3(makeBoolean(all_columns), attnums, bounds);
+	fdw_private = list_make5(makeBoolean(all_columns), attnums, bounds, NIL, NIL);
 	scan_clauses = extract_actual_clauses(scan_clauses, false);
 	return make_foreignscan(tlist, scan_clauses, baserel->relid,
 							NIL, fdw_private, NIL, NIL, outer_plan);

@@ -34,6 +34,11 @@ enum TcopyScanPrivate
 								 * strategy, Const or PARAM_EXTERN Param of
 								 * int2/4/8): the quals "attnum strategy
 								 * value" */
+	TCOPY_PRIV_FILTER,			/* List of the quals the tserver evaluates
+								 * (pushdown_quals.c), NIL: none */
+	TCOPY_PRIV_UPPER,			/* what an upper rel's scan pushes down
+								 * (aggregates, sort, limit), NIL: a plain
+								 * scan */
 	TCOPY_PRIV_ASSIGNMENTS		/* a direct modify's only (fdw_direct.c):
 								 * List of (Integer attnum, Integer
 								 * AssignOp, Const value) */
@@ -111,6 +116,18 @@ extern void tcopyExplainDirectModify(ForeignScanState *node, struct ExplainState
 extern bool tcopy_update_reads_partition_qual(Relation rel, Bitmapset *attnums);
 extern void tcopy_move_row(ModifyTableState *mtstate, ResultRelInfo *resultRelInfo,
 						   TupleTableSlot *slot);
+
+/*
+ * in pushdown_quals.c: the quals the tserver evaluates exactly as Postgres
+ * would (docs/scans.md#filters).  Planning decides, from the clause and
+ * the column's type alone, what ships; at execution the shipped quals'
+ * constants and parameters are evaluated and the filter built on the
+ * codec's wire columns (palloc'ed in the current context; NULL: no quals).
+ */
+extern bool tcopy_qual_is_shippable(PlannerInfo *root, RelOptInfo *baserel, Expr *clause);
+extern Tcopy__Expr *tcopy_filter_build(TcopyRelCodec *codec, List *quals, PlanState *ps);
+extern void tcopy_explain_filter(List *quals, PlanState *ps, List *ancestors,
+								 struct ExplainState *es);
 
 /* in fdw.c: a clause that bounds a column by a constant */
 extern AttrNumber tcopy_clause_key_bound(Index relid, Expr *clause, List **bounds);
