@@ -107,60 +107,9 @@ scan_advance(TsScan *scan)
 		scan->overlay_pos++;
 }
 
-/*
- * Turn buf into the smallest string greater than every string it prefixes:
- * drop trailing 0xFF bytes and increment the last byte.  false when buf is
- * all 0xFF (no such string).
- */
-static bool
-prefix_successor(TcBuf *buf)
-{
-	while (buf->len > 0 && buf->data[buf->len - 1] == 0xFF)
-		buf->len--;
-	if (buf->len == 0)
-		return false;
-	buf->data[buf->len - 1]++;
-	return true;
-}
-
-/* Check that bound holds values for a prefix of the key columns only. */
-static int
-bound_check(const TsTable *table, const Tcopy__KeyBound *bound, TsError *err)
-{
-	const TsLayout *layout = &table->layout;
-	const Tcopy__Row *key = bound->key;
-	size_t		ints = 0,
-				floats = 0,
-				blobs = 0;
-
-	if (key == NULL || key->n_nulls > 0)
-		goto bad;
-	for (uint32_t k = 0; k < layout->nkey; k++)
-	{
-		Tcopy__Kind kind = layout->kinds[layout->key_columns[k]];
-
-		if ((kind == TCOPY__KIND__KIND_BOOL || kind == TCOPY__KIND__KIND_INT) && ints < key->n_ints)
-			ints++;
-		else if (kind == TCOPY__KIND__KIND_FLOAT && floats < key->n_floats)
-			floats++;
-		else if (kind == TCOPY__KIND__KIND_BYTES && blobs < key->n_blobs)
-			blobs++;
-		else
-			break;
-	}
-	if (ints == key->n_ints && floats == key->n_floats && blobs == key->n_blobs)
-		return 0;
-bad:
-	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
-				 "scan bound does not match the key columns of table \"%s\"",
-				 table->name);
-	return -1;
-}
-
 TsScan *
 ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err)
 {
-	static const Tcopy__Row no_key = TCOPY__ROW__INIT;
 	TsScan	   *scan = calloc(1, sizeof(TsScan));
 	TsTable    *table;
 	const TsLayout *layout;
@@ -177,14 +126,15 @@ ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err)
 		goto err;
 	scan->table = table;
 	layout = &table->layout;
-	if (layout->nkey == 0 && (request->lower != NULL || request->upper != NULL))
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
-					 "table \"%s\" has no key columns to bound a scan by", table->name);
-		goto err;
-	}
-	if ((request->lower && bound_check(table, request->lower, err) != 0) ||
-		(request->upper && bound_check(table, request->upper, err) != 0))
+
+	/*
+	 * Key range: [lower, upper) within the table's prefix, narrowed to a
+	 * part of a SPLIT (ts_scan_range.c).
+	 */
+	if (ts_scan_key_range(table, request->lower, request->upper, &scan->lower, &scan->upper,
+						  &scan->done, err) != 0 ||
+		ts_scan_narrow(table, &request->raw_lower, &request->raw_upper, &scan->lower,
+					   &scan->upper, &scan->done, err) != 0)
 		goto err;
 	if (request->for_update || (request->refuse_in_doubt && request->snapshot_id == 0))
 	{
@@ -241,21 +191,6 @@ ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err)
 		scan->batch_rows = SCAN_MAX_BATCH_ROWS;
 	scan->limit = request->limit;
 
-	/*
-	 * Key range: [lower, upper) within the table's prefix.  A missing bound
-	 * is the prefix of no key columns, the table id alone: every key of the
-	 * table starts with it, and its successor is above them all.
-	 */
-	if (!ts_key_encode_prefix(layout, table->id, request->lower ? request->lower->key : &no_key,
-							  &scan->lower) ||
-		!ts_key_encode_prefix(layout, table->id, request->upper ? request->upper->key : &no_key,
-							  &scan->upper))
-		goto oom;
-	if (request->lower != NULL && !request->lower->inclusive && !prefix_successor(&scan->lower))
-		scan->done = true;
-	if ((request->upper == NULL || request->upper->inclusive) && !prefix_successor(&scan->upper))
-		scan->upper.len = 0;	/* no upper bound within the key space */
-
 	scan->read_options = rocksdb_readoptions_create();
 	if (scan->upper.len > 0)
 		rocksdb_readoptions_set_iterate_upper_bound(scan->read_options,
@@ -284,8 +219,6 @@ ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err)
 		goto err;
 	return scan;
 
-oom:
-	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
 err:
 	ts_scan_close(scan);
 	return NULL;
