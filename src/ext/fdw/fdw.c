@@ -60,6 +60,7 @@ tcopyGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntablei
 			ntuples = rows;
 		table_close(rel, NoLock);
 	}
+	baserel->tuples = ntuples;
 	sel = clauselist_selectivity(root, baserel->baserestrictinfo, 0,
 								 JOIN_INNER, NULL);
 	baserel->rows = clamp_row_est(ntuples * sel);
@@ -76,6 +77,9 @@ tcopyGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 			 create_foreignscan_path(root, baserel, NULL, baserel->rows,
 									 startup_cost, total_cost,
 									 NIL, NULL, NULL, NIL));
+	/* ... and its parallel form (fdw_parallel.c), sized by the rows before the quals */
+	tcopy_add_partial_path(root, baserel, baserel->tuples, startup_cost,
+						   total_cost - startup_cost);
 }
 
 /*
@@ -145,6 +149,12 @@ tcopy_fdw_handler(PG_FUNCTION_ARGS)
 	routine->EndForeignScan = tcopyEndForeignScan;
 	routine->ExplainForeignScan = tcopyExplainForeignScan;
 	routine->AnalyzeForeignTable = tcopyAnalyzeForeignTable;
+
+	routine->IsForeignScanParallelSafe = tcopyIsForeignScanParallelSafe;
+	routine->EstimateDSMForeignScan = tcopyEstimateDSMForeignScan;
+	routine->InitializeDSMForeignScan = tcopyInitializeDSMForeignScan;
+	routine->ReInitializeDSMForeignScan = tcopyReInitializeDSMForeignScan;
+	routine->InitializeWorkerForeignScan = tcopyInitializeWorkerForeignScan;
 
 	routine->IsForeignRelUpdatable = tcopyIsForeignRelUpdatable;
 	routine->PlanForeignModify = tcopyPlanForeignModify;
