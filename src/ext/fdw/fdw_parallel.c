@@ -19,6 +19,7 @@
 
 #include "access/parallel.h"
 #include "optimizer/cost.h"
+#include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
 #include "optimizer/paths.h"
 #include "port/atomics.h"
