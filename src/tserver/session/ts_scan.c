@@ -157,10 +157,48 @@ bad:
 	return -1;
 }
 
+int
+ts_scan_key_range(const TsTable *table, const Tcopy__KeyBound *lower,
+				  const Tcopy__KeyBound *upper, TcBuf *lo, TcBuf *hi, bool *empty,
+				  TsError *err)
+{
+	static const Tcopy__Row no_key = TCOPY__ROW__INIT;
+	const TsLayout *layout = &table->layout;
+
+	*empty = false;
+	lo->len = 0;
+	hi->len = 0;
+	if (layout->nkey == 0 && (lower != NULL || upper != NULL))
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "table \"%s\" has no key columns to bound a scan by", table->name);
+		return -1;
+	}
+	if ((lower && bound_check(table, lower, err) != 0) ||
+		(upper && bound_check(table, upper, err) != 0))
+		return -1;
+
+	/*
+	 * [lower, upper) within the table's prefix.  A missing bound is the
+	 * prefix of no key columns, the table id alone: every key of the table
+	 * starts with it, and its successor is above them all.
+	 */
+	if (!ts_key_encode_prefix(layout, table->id, lower ? lower->key : &no_key, lo) ||
+		!ts_key_encode_prefix(layout, table->id, upper ? upper->key : &no_key, hi))
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		return -1;
+	}
+	if (lower != NULL && !lower->inclusive && !prefix_successor(lo))
+		*empty = true;
+	if ((upper == NULL || upper->inclusive) && !prefix_successor(hi))
+		hi->len = 0;			/* no upper bound within the key space */
+	return 0;
+}
+
 TsScan *
 ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err)
 {
-	static const Tcopy__Row no_key = TCOPY__ROW__INIT;
 	TsScan	   *scan = calloc(1, sizeof(TsScan));
 	TsTable    *table;
 	const TsLayout *layout;
@@ -177,15 +215,6 @@ ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err)
 		goto err;
 	scan->table = table;
 	layout = &table->layout;
-	if (layout->nkey == 0 && (request->lower != NULL || request->upper != NULL))
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
-					 "table \"%s\" has no key columns to bound a scan by", table->name);
-		goto err;
-	}
-	if ((request->lower && bound_check(table, request->lower, err) != 0) ||
-		(request->upper && bound_check(table, request->upper, err) != 0))
-		goto err;
 	if (request->for_update || (request->refuse_in_doubt && request->snapshot_id == 0))
 	{
 		char		gid[TS_GID_MAX + 1];
@@ -241,20 +270,9 @@ ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err)
 		scan->batch_rows = SCAN_MAX_BATCH_ROWS;
 	scan->limit = request->limit;
 
-	/*
-	 * Key range: [lower, upper) within the table's prefix.  A missing bound
-	 * is the prefix of no key columns, the table id alone: every key of the
-	 * table starts with it, and its successor is above them all.
-	 */
-	if (!ts_key_encode_prefix(layout, table->id, request->lower ? request->lower->key : &no_key,
-							  &scan->lower) ||
-		!ts_key_encode_prefix(layout, table->id, request->upper ? request->upper->key : &no_key,
-							  &scan->upper))
-		goto oom;
-	if (request->lower != NULL && !request->lower->inclusive && !prefix_successor(&scan->lower))
-		scan->done = true;
-	if ((request->upper == NULL || request->upper->inclusive) && !prefix_successor(&scan->upper))
-		scan->upper.len = 0;	/* no upper bound within the key space */
+	if (ts_scan_key_range(table, request->lower, request->upper, &scan->lower, &scan->upper,
+						  &scan->done, err) != 0)
+		goto err;
 
 	scan->read_options = rocksdb_readoptions_create();
 	if (scan->upper.len > 0)
@@ -284,8 +302,6 @@ ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err)
 		goto err;
 	return scan;
 
-oom:
-	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
 err:
 	ts_scan_close(scan);
 	return NULL;
