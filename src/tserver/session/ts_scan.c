@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tc_varint.h"
 #include "ts_key.h"
 
 #define SCAN_DEFAULT_BATCH_ROWS 1000
@@ -39,6 +40,8 @@ struct TsScan
 	uint64_t	limit;			/* 0: none */
 	uint64_t	returned;
 	TsValue    *values;			/* [table's ncolumns] decode scratch */
+	bool		packed;			/* rows go in ScanBatch.packed */
+	TcBuf		pack;			/* ... built here, reused batch after batch */
 	TcArena		scratch;		/* key strings that need unescaping */
 	bool		done;
 	TsOverlay	overlay;		/* a session's writes over the stored rows */
@@ -107,6 +110,156 @@ scan_advance(TsScan *scan)
 		scan->overlay_pos++;
 }
 
+/*
+ * Turn buf into the smallest string greater than every string it prefixes:
+ * drop trailing 0xFF bytes and increment the last byte.  false when buf is
+ * all 0xFF (no such string).
+ */
+static bool
+prefix_successor(TcBuf *buf)
+{
+	while (buf->len > 0 && buf->data[buf->len - 1] == 0xFF)
+		buf->len--;
+	if (buf->len == 0)
+		return false;
+	buf->data[buf->len - 1]++;
+	return true;
+}
+
+/* Check that bound holds values for a prefix of the key columns only. */
+static int
+bound_check(const TsTable *table, const Tcopy__KeyBound *bound, TsError *err)
+{
+	const TsLayout *layout = &table->layout;
+	const Tcopy__Row *key = bound->key;
+	size_t		ints = 0,
+				floats = 0,
+				blobs = 0;
+
+	if (key == NULL || key->n_nulls > 0)
+		goto bad;
+	for (uint32_t k = 0; k < layout->nkey; k++)
+	{
+		Tcopy__Kind kind = layout->kinds[layout->key_columns[k]];
+
+		if ((kind == TCOPY__KIND__KIND_BOOL || kind == TCOPY__KIND__KIND_INT) && ints < key->n_ints)
+			ints++;
+		else if (kind == TCOPY__KIND__KIND_FLOAT && floats < key->n_floats)
+			floats++;
+		else if (kind == TCOPY__KIND__KIND_BYTES && blobs < key->n_blobs)
+			blobs++;
+		else
+			break;
+	}
+	if (ints == key->n_ints && floats == key->n_floats && blobs == key->n_blobs)
+		return 0;
+bad:
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+				 "scan bound does not match the key columns of table \"%s\"",
+				 table->name);
+	return -1;
+}
+
+int
+ts_scan_key_range(const TsTable *table, const Tcopy__KeyBound *lower,
+				  const Tcopy__KeyBound *upper, TcBuf *lo, TcBuf *hi, bool *empty,
+				  TsError *err)
+{
+	static const Tcopy__Row no_key = TCOPY__ROW__INIT;
+	const TsLayout *layout = &table->layout;
+
+	*empty = false;
+	lo->len = 0;
+	hi->len = 0;
+	if (layout->nkey == 0 && (lower != NULL || upper != NULL))
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "table \"%s\" has no key columns to bound a scan by", table->name);
+		return -1;
+	}
+	if ((lower && bound_check(table, lower, err) != 0) ||
+		(upper && bound_check(table, upper, err) != 0))
+		return -1;
+
+	/*
+	 * [lower, upper) within the table's prefix.  A missing bound is the
+	 * prefix of no key columns, the table id alone: every key of the table
+	 * starts with it, and its successor is above them all.
+	 */
+	if (!ts_key_encode_prefix(layout, table->id, lower ? lower->key : &no_key, lo) ||
+		!ts_key_encode_prefix(layout, table->id, upper ? upper->key : &no_key, hi))
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		return -1;
+	}
+	if (lower != NULL && !lower->inclusive && !prefix_successor(lo))
+		*empty = true;
+	if ((upper == NULL || upper->inclusive) && !prefix_successor(hi))
+		hi->len = 0;			/* no upper bound within the key space */
+	return 0;
+}
+
+/* Copy len bytes at data into buf, in place of what it held. */
+static bool
+buf_set(TcBuf *buf, const uint8_t *data, size_t len)
+{
+	buf->len = 0;
+	if (!tc_buf_reserve(buf, len))
+		return false;
+	memcpy(buf->data, data, len);
+	buf->len = len;
+	return true;
+}
+
+/* A raw key names a place among the table's keys: it starts with the table id. */
+static int
+raw_key_check(const TsTable *table, const ProtobufCBinaryData *raw, const char *which,
+			  TsError *err)
+{
+	uint8_t		prefix[TS_TABLE_ID_SIZE];
+
+	ts_put_be32(prefix, table->id);
+	if (raw->len >= TS_TABLE_ID_SIZE && memcmp(raw->data, prefix, TS_TABLE_ID_SIZE) == 0)
+		return 0;
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+				 "scan %s is not a key of table \"%s\"", which, table->name);
+	return -1;
+}
+
+/*
+ * Narrow [*lower, *upper) (upper empty: unbounded) to [raw_lower,
+ * raw_upper), each empty for no narrowing; *empty when nothing is left.
+ * A raw key outside the table is refused.  0, or -1 with err.
+ */
+int
+ts_scan_narrow(const TsTable *table, const ProtobufCBinaryData *raw_lower,
+			   const ProtobufCBinaryData *raw_upper, TcBuf *lower, TcBuf *upper,
+			   bool *empty, TsError *err)
+{
+	if ((raw_lower->len > 0 && raw_key_check(table, raw_lower, "raw_lower", err) != 0) ||
+		(raw_upper->len > 0 && raw_key_check(table, raw_upper, "raw_upper", err) != 0))
+		return -1;
+	if (raw_lower->len > 0 &&
+		ts_key_compare(raw_lower->data, (uint32_t) raw_lower->len,
+					   lower->data, (uint32_t) lower->len) > 0 &&
+		!buf_set(lower, raw_lower->data, raw_lower->len))
+		goto oom;
+	if (raw_upper->len > 0 &&
+		(upper->len == 0 ||
+		 ts_key_compare(raw_upper->data, (uint32_t) raw_upper->len,
+						upper->data, (uint32_t) upper->len) < 0) &&
+		!buf_set(upper, raw_upper->data, raw_upper->len))
+		goto oom;
+	if (upper->len > 0 &&
+		ts_key_compare(lower->data, (uint32_t) lower->len, upper->data, (uint32_t) upper->len) >= 0)
+		*empty = true;
+	return 0;
+
+oom:
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+	return -1;
+}
+
 TsScan *
 ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err)
 {
@@ -126,16 +279,6 @@ ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err)
 		goto err;
 	scan->table = table;
 	layout = &table->layout;
-
-	/*
-	 * Key range: [lower, upper) within the table's prefix, narrowed to a
-	 * part of a SPLIT (ts_scan_range.c).
-	 */
-	if (ts_scan_key_range(table, request->lower, request->upper, &scan->lower, &scan->upper,
-						  &scan->done, err) != 0 ||
-		ts_scan_narrow(table, &request->raw_lower, &request->raw_upper, &scan->lower,
-					   &scan->upper, &scan->done, err) != 0)
-		goto err;
 	if (request->for_update || (request->refuse_in_doubt && request->snapshot_id == 0))
 	{
 		char		gid[TS_GID_MAX + 1];
@@ -190,6 +333,14 @@ ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err)
 	if (scan->batch_rows > SCAN_MAX_BATCH_ROWS)
 		scan->batch_rows = SCAN_MAX_BATCH_ROWS;
 	scan->limit = request->limit;
+	scan->packed = request->packed;
+
+	/* narrowed to a part of a SPLIT */
+	if (ts_scan_key_range(table, request->lower, request->upper, &scan->lower, &scan->upper,
+						  &scan->done, err) != 0 ||
+		ts_scan_narrow(table, &request->raw_lower, &request->raw_upper, &scan->lower,
+					   &scan->upper, &scan->done, err) != 0)
+		goto err;
 
 	scan->read_options = rocksdb_readoptions_create();
 	if (scan->upper.len > 0)
@@ -224,6 +375,136 @@ err:
 	return NULL;
 }
 
+/*
+ * Append the current row's projected values to scan->pack, in the packed
+ * layout of ScanBatch.packed: false when out of memory.
+ */
+static bool
+scan_pack_row(TsScan *scan)
+{
+	const TsLayout *layout = &scan->table->layout;
+	size_t		bitmap = (scan->ncolumns + 7) / 8;
+	size_t		room = bitmap;
+	uint8_t    *nulls;
+	uint8_t    *p;
+
+	for (uint32_t i = 0; i < scan->ncolumns; i++)
+	{
+		const TsValue *v = &scan->values[scan->columns[i]];
+
+		if (!v->isnull)
+			room += layout->kinds[scan->columns[i]] == TCOPY__KIND__KIND_BYTES ?
+				TC_VARINT_MAX + v->len : TC_VARINT_MAX;
+	}
+	if (!tc_buf_reserve(&scan->pack, room))
+		return false;
+	nulls = scan->pack.data + scan->pack.len;
+	memset(nulls, 0, bitmap);
+	p = nulls + bitmap;
+	for (uint32_t i = 0; i < scan->ncolumns; i++)
+	{
+		const TsValue *v = &scan->values[scan->columns[i]];
+
+		if (v->isnull)
+		{
+			nulls[i / 8] |= (uint8_t) (1 << (i % 8));
+			continue;
+		}
+		switch (layout->kinds[scan->columns[i]])
+		{
+			case TCOPY__KIND__KIND_BOOL:
+			case TCOPY__KIND__KIND_INT:
+				p = tc_varint_put(p, tc_zigzag64(v->i));
+				break;
+			case TCOPY__KIND__KIND_FLOAT:
+				{
+					uint64_t	bits;
+
+					memcpy(&bits, &v->f, 8);
+					bits = htole64(bits);
+					memcpy(p, &bits, 8);
+					p += 8;
+					break;
+				}
+			default:
+				p = tc_varint_put(p, v->len);
+				memcpy(p, v->p, v->len);
+				p += v->len;
+				break;
+		}
+	}
+	scan->pack.len = (size_t) (p - scan->pack.data);
+	return true;
+}
+
+/*
+ * ts_scan_next for a scan of packed rows: the batch's rows go one after
+ * another into scan->pack, which batch->packed points into until the next
+ * call.
+ */
+static int
+scan_next_packed(TsScan *scan, Tcopy__ScanBatch *batch, TsError *err)
+{
+	size_t		capacity = scan->batch_rows;
+	char	   *errptr = NULL;
+	bool		end = false;
+
+	batch->done = false;
+	batch->n_packed = 0;
+	scan->pack.len = 0;
+	if (scan->limit > 0 && scan->limit - scan->returned < capacity)
+		capacity = (size_t) (scan->limit - scan->returned);
+	while (!scan->done && batch->n_packed < capacity && scan->pack.len < SCAN_BATCH_BYTES)
+	{
+		size_t		keylen,
+					valuelen;
+		const uint8_t *key;
+		const uint8_t *value;
+
+		if (!scan_current(scan, &key, &keylen, &value, &valuelen))
+		{
+			end = true;
+			break;
+		}
+		/* the stored key and value bound the row's bytes: it waits for the next batch */
+		if (batch->n_packed > 0 && scan->pack.len + keylen + valuelen > SCAN_BATCH_BYTES)
+			break;
+		tc_arena_reset(&scan->scratch);
+		if (!ts_row_decode(&scan->table->layout, key, keylen, value, valuelen, scan->values,
+						   &scan->scratch))
+		{
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+						 "stored row of table \"%s\" does not match its schema",
+						 scan->table->name);
+			return -1;
+		}
+		if (!scan_pack_row(scan))
+		{
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+			return -1;
+		}
+		batch->n_packed++;
+		scan->returned++;
+		scan_advance(scan);
+	}
+	if (!scan->done && end)
+	{
+		rocksdb_iter_get_error(scan->iter, &errptr);
+		if (errptr != NULL)
+		{
+			ts_error_rocksdb(err, "could not read table", errptr);
+			return -1;
+		}
+		scan->done = true;
+	}
+	if (scan->limit > 0 && scan->returned >= scan->limit)
+		scan->done = true;
+	batch->packed.data = scan->pack.data;
+	batch->packed.len = scan->pack.len;
+	batch->done = scan->done;
+	return 0;
+}
+
 int
 ts_scan_next(TsScan *scan, TcArena *arena, Tcopy__ScanBatch *batch, TsError *err)
 {
@@ -233,6 +514,8 @@ ts_scan_next(TsScan *scan, TcArena *arena, Tcopy__ScanBatch *batch, TsError *err
 	char	   *errptr = NULL;
 	bool		end = false;
 
+	if (scan->packed)
+		return scan_next_packed(scan, batch, err);
 	batch->n_rows = 0;
 	batch->done = false;
 	if (scan->limit > 0 && scan->limit - scan->returned < capacity)
@@ -385,6 +668,7 @@ ts_scan_close(TsScan *scan)
 	ts_snapshot_unref(scan->store, scan->snapshot);
 	tc_buf_free(&scan->lower);
 	tc_buf_free(&scan->upper);
+	tc_buf_free(&scan->pack);
 	tc_arena_free(&scan->scratch);
 	ts_overlay_free(&scan->overlay);
 	free(scan->columns);

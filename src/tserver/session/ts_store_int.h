@@ -52,25 +52,14 @@ int			ts_session_overlay(TsStore *store, uint64_t session_id, const uint8_t *key
 void		ts_overlay_free(TsOverlay *overlay);
 
 /*
- * in ts_scan_range.c: a scan's key range, [*lower, *upper) (upper empty:
- * unbounded), from the client's bounds, then narrowed by a SPLIT's keys
+ * in ts_scan.c: narrow [*lower, *upper) (upper empty: unbounded) to a
+ * part of a SPLIT, [raw_lower, raw_upper) (each empty: no narrowing),
+ * *empty when nothing is left: 0, or -1 with err (ERROR_PROTOCOL: a raw
+ * key outside the table)
  */
-int			ts_scan_key_range(const TsTable *table, const Tcopy__KeyBound *lower,
-							  const Tcopy__KeyBound *upper, TcBuf *lower_key,
-							  TcBuf *upper_key, bool *empty, TsError *err);
 int			ts_scan_narrow(const TsTable *table, const ProtobufCBinaryData *raw_lower,
 						   const ProtobufCBinaryData *raw_upper, TcBuf *lower, TcBuf *upper,
 						   bool *empty, TsError *err);
-
-/*
- * in ts_split.c: up to max_parts - 1 keys cutting table's [lower, upper)
- * (upper empty: unbounded) into parts of about the same size, ascending,
- * strictly inside the range; *keys malloc'ed, each key's buffer freed
- * with tc_buf_free.  0, or -1 with err.
- */
-int			ts_scan_split(TsStore *store, TsTable *table, const TcBuf *lower,
-						  const TcBuf *upper, uint32_t max_parts, TcBuf **keys, size_t *nkeys,
-						  TsError *err);
 
 /* A prepared session's sentinel key (TS_SENTINEL_KEY_MAX bytes at most) of gid. */
 size_t		ts_sentinel_key(const char *gid, char *key);
