@@ -60,7 +60,6 @@ tcopyGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntablei
 			ntuples = rows;
 		table_close(rel, NoLock);
 	}
-	baserel->tuples = ntuples;
 	sel = clauselist_selectivity(root, baserel->baserestrictinfo, 0,
 								 JOIN_INNER, NULL);
 	baserel->rows = clamp_row_est(ntuples * sel);
@@ -77,9 +76,14 @@ tcopyGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 			 create_foreignscan_path(root, baserel, NULL, baserel->rows,
 									 startup_cost, total_cost,
 									 NIL, NULL, NULL, NIL));
-	/* ... and its parallel form (fdw_parallel.c), sized by the rows before the quals */
-	tcopy_add_partial_path(root, baserel, baserel->tuples, startup_cost,
-						   total_cost - startup_cost);
+	/*
+	 * ... and its parallel form (fdw_parallel.c), sized by the rows before
+	 * the quals: ANALYZE's count, else (baserel->tuples left alone, as the
+	 * planner's group estimates read it) the rows after them
+	 */
+	tcopy_add_partial_path(root, baserel,
+						   baserel->tuples > 0 ? baserel->tuples : baserel->rows,
+						   startup_cost, total_cost - startup_cost);
 }
 
 /*
