@@ -168,7 +168,7 @@ sleep(0.5);
 $node->safe_psql('postgres', "SELECT pg_terminate_backend($workers[0])") if @workers;
 ($rc, $out, $err) = $slow->finish;
 isnt($rc, 0, 'a parallel worker terminated in the middle of the scan fails the query');
-like($err, qr/ERROR:.*terminating connection due to administrator command/,
+like($err, qr/ERROR:  terminating background worker "parallel worker" due to administrator command/,
 	'... with the worker\'s error') or diag("stdout: $out\nstderr: $err");
 is(sql("$agg t"), $expected, 'the next parallel scan reads every row');
 
