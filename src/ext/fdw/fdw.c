@@ -76,10 +76,12 @@ tcopyGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 			 create_foreignscan_path(root, baserel, NULL, baserel->rows,
 									 startup_cost, total_cost,
 									 NIL, NULL, NULL, NIL));
+
 	/*
 	 * ... and its parallel form (fdw_parallel.c), sized by the rows before
 	 * the quals: ANALYZE's count, else (baserel->tuples left alone, as the
-	 * planner's group estimates read it) the rows after them
+	 * planner's group estimates read it) the rows after them.  Last: it
+	 * marks the paths above as never to run whole in a worker.
 	 */
 	tcopy_add_partial_path(root, baserel,
 						   baserel->tuples > 0 ? baserel->tuples : baserel->rows,

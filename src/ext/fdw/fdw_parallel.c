@@ -64,15 +64,23 @@ tcopyIsForeignScanParallelSafe(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry
  * serial scan costs startup_cost then run_cost: the workers a heap of as
  * many pages of TCOPY_ROWS_PER_PAGE rows would get (compute_parallel_worker),
  * the run cost and rows shared out as a parallel seq scan's are.
+ *
+ * The serial paths offered before are made parallel unsafe: run whole in a
+ * worker (the inner side of a join in a parallel plan), a scan would read
+ * neither the leader's snapshot nor the transaction's writes, which only
+ * the parts of a parallel scan carry to the workers.
  */
 void
 tcopy_add_partial_path(PlannerInfo *root, RelOptInfo *baserel, double tuples,
 					   Cost startup_cost, Cost run_cost)
 {
 	ForeignPath *path;
+	ListCell   *lc;
 	double		divisor;
 	int			workers;
 
+	foreach(lc, baserel->pathlist)
+		((Path *) lfirst(lc))->parallel_safe = false;
 	if (!baserel->consider_parallel || baserel->lateral_relids != NULL)
 		return;
 	workers = compute_parallel_worker(baserel, tuples / TCOPY_ROWS_PER_PAGE, -1,

@@ -243,6 +243,11 @@ tcopyBeginForeignScan(ForeignScanState *node, int eflags)
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
 
+	/* a worker reads the parts of a parallel scan only (tcopy_add_partial_path) */
+	if (IsParallelWorker() && !fsplan->scan.plan.parallel_aware)
+		elog(ERROR, "a scan of foreign table \"%s\" that is not parallel aware runs in a parallel worker",
+			 state->codec->relname);
+
 	/* SERIALIZABLE: the read, to Postgres' SSI, at the table's granularity */
 	state->estate = estate;
 	if (!IsParallelWorker())
