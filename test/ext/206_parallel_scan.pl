@@ -96,10 +96,14 @@ my $writes = 'INSERT INTO %s SELECT i, 9, 1, \'new\' FROM generate_series(%d, %d
   . 'UPDATE %s SET abalance = abalance + 1000 WHERE aid %% 5 = 0; DELETE FROM %s WHERE aid %% 11 = 0;';
 my $mine = sql("BEGIN; " . sprintf($writes, 't', $N + 1, $N + 500, 't', 't')
 	  . sprintf($writes, 'h', $N + 1, $N + 500, 'h', 'h')
-	  . "$agg t; $agg h; EXPLAIN (COSTS OFF) $agg t; ROLLBACK");
+	  . "$agg t; $agg h; "
+	  . "SELECT count(*), sum(t.abalance - h.abalance) FROM h JOIN t USING (aid); "
+	  . "SELECT count(*), sum(h2.abalance - h.abalance) FROM h JOIN h h2 USING (aid); "
+	  . "EXPLAIN (COSTS OFF) $agg t; ROLLBACK");
 my @mine = split /\n/, $mine;
 is($mine[0], $mine[1], 'in a transaction that wrote the table, a parallel scan reads its writes');
 isnt($mine[0], $expected, '... (which changed the rows)');
+is($mine[2], $mine[3], '... and so does a join with the heap twin (never a serial scan in a worker)');
 like($mine, qr/Parallel Foreign Scan on t/, '... (a parallel plan)');
 is(sql("$agg t"), $expected, '... and they are gone after its rollback');
 
