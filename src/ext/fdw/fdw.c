@@ -65,22 +65,33 @@ tcopyGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntablei
 	baserel->rows = clamp_row_est(ntuples * sel);
 }
 
-/* Offer the one way to scan: a full, unparameterized scan. */
+/*
+ * Offer a full, unparameterized scan; and the same scan declared in the
+ * query's order when the tserver's key order is it (pushdown_order.c).
+ */
 static void
 tcopyGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 {
 	Cost		startup_cost = TCOPY_STARTUP_COST;
 	Cost		total_cost = startup_cost + baserel->rows * TCOPY_PER_ROW_COST;
+	List	   *pathkeys;
 
 	add_path(baserel, (Path *)
 			 create_foreignscan_path(root, baserel, NULL, baserel->rows,
 									 startup_cost, total_cost,
 									 NIL, NULL, NULL, NIL));
+	pathkeys = tcopy_key_order_pathkeys(root, baserel, foreigntableid);
+	if (pathkeys != NIL)
+		add_path(baserel, (Path *)
+				 create_foreignscan_path(root, baserel, NULL, baserel->rows,
+										 startup_cost, total_cost,
+										 pathkeys, NULL, NULL, NIL));
 }
 
 /*
  * Build the ForeignScan: every qual is evaluated locally; fdw_private says
- * which columns to fetch and which comparisons may bound the key range.
+ * which columns to fetch, which comparisons may bound the key range, and
+ * the LIMIT the tserver may stop at.
  */
 static ForeignScan *
 tcopyGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
@@ -125,6 +136,9 @@ tcopyGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 	}
 
 	fdw_private = list_make5(makeBoolean(all_columns), attnums, bounds, NIL, NIL);
+	fdw_private = lappend(fdw_private,
+						  makeInteger((int) tcopy_scan_limit(root, baserel,
+															 best_path->path.pathkeys)));
 	scan_clauses = extract_actual_clauses(scan_clauses, false);
 	return make_foreignscan(tlist, scan_clauses, baserel->relid,
 							NIL, fdw_private, NIL, NIL, outer_plan);

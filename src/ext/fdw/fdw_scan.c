@@ -44,6 +44,7 @@ typedef struct TcopyScanState
 	int		   *proj;			/* [nproj] wire columns fetched, ascending */
 	int			nproj;
 	TcopyKeyRange range;		/* of the key, from the planner's bounds */
+	int64		limit;			/* rows the tserver may stop after, 0: all */
 	bool		for_update;		/* an UPDATE's or DELETE's target: rows locked */
 	bool		started;		/* Scan request sent */
 	bool		named_session;	/* ... naming the write session, whose loss it reports */
@@ -234,6 +235,7 @@ tcopyBeginForeignScan(ForeignScanState *node, int eflags)
 							  (List *) list_nth(fsplan->fdw_private, TCOPY_PRIV_ATTNUMS));
 	tcopy_key_range(state->codec, (List *) list_nth(fsplan->fdw_private, TCOPY_PRIV_BOUNDS),
 					node->ss.ps.ps_ExprContext, &state->range);
+	state->limit = intVal(list_nth(fsplan->fdw_private, TCOPY_PRIV_LIMIT));
 
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
@@ -390,6 +392,7 @@ tcopy_scan_start(TcopyScanState *state)
 		columns[p] = (uint32_t) state->proj[p];
 	request.table_id = state->table_id;
 	request.packed = true;
+	request.limit = (uint64_t) state->limit;
 	request.n_columns = state->nproj;
 	request.columns = columns;
 	if (state->range.lower.present)
@@ -557,6 +560,8 @@ tcopyExplainForeignScan(ForeignScanState *node, ExplainState *es)
 
 	ExplainPropertyText("Remote Table", codec->options.table_name, es);
 	tcopy_explain_key_range(node->ss.ss_currentRelation, &state->range, es);
+	if (state->limit > 0)
+		ExplainPropertyInteger("Remote Limit", NULL, state->limit, es);
 	if (es->verbose)
 		ExplainPropertyText("tserver", codec->options.address, es);
 }
