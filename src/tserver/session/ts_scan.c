@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ts_filter.h"
 #include "ts_key.h"
 
 #define SCAN_DEFAULT_BATCH_ROWS 1000
@@ -22,6 +23,13 @@
  * whatever came before it.
  */
 #define SCAN_BATCH_BYTES (1024 * 1024)
+/*
+ * A batch also closes, empty if need be, once the filter has passed over
+ * this many rows in it, so that a client waiting for rows a selective
+ * filter rarely lets through hears from the scan (and can cancel it)
+ * every few milliseconds.
+ */
+#define SCAN_BATCH_FILTERED 65536
 
 struct TsScan
 {
@@ -38,6 +46,7 @@ struct TsScan
 	uint32_t	batch_rows;
 	uint64_t	limit;			/* 0: none */
 	uint64_t	returned;
+	const Tcopy__Expr *filter;	/* the request's, checked; NULL: none */
 	TsValue    *values;			/* [table's ncolumns] decode scratch */
 	TcArena		scratch;		/* key strings that need unescaping */
 	bool		done;
@@ -105,6 +114,27 @@ scan_advance(TsScan *scan)
 		rocksdb_iter_next(scan->iter);
 	if (scan->from_overlay)
 		scan->overlay_pos++;
+}
+
+/*
+ * Whether the decoded row (scan->values) passes the scan's filter: 1 when
+ * the filter is TRUE, 0 when FALSE or NULL, -1 on a stored value it cannot
+ * read.
+ */
+static int
+scan_filter(TsScan *scan, TsError *err)
+{
+	int			r = ts_filter_eval(scan->filter, scan->values, err);
+
+	if (r < 0)
+	{
+		char		what[256];
+
+		snprintf(what, sizeof(what), "table \"%.200s\"", scan->table->name);
+		ts_error_prefix(err, what);
+		return -1;
+	}
+	return r == TS_FILTER_TRUE;
 }
 
 /*
@@ -240,6 +270,12 @@ ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err)
 	if (scan->batch_rows > SCAN_MAX_BATCH_ROWS)
 		scan->batch_rows = SCAN_MAX_BATCH_ROWS;
 	scan->limit = request->limit;
+	if (request->filter != NULL)
+	{
+		if (ts_filter_check(layout, request->filter, err) != 0)
+			goto err;
+		scan->filter = request->filter;
+	}
 
 	/*
 	 * Key range: [lower, upper) within the table's prefix.  A missing bound
@@ -297,6 +333,7 @@ ts_scan_next(TsScan *scan, TcArena *arena, Tcopy__ScanBatch *batch, TsError *err
 	const TsLayout *layout = &scan->table->layout;
 	size_t		capacity = scan->batch_rows;
 	size_t		bytes = 0;
+	size_t		filtered = 0;	/* rows the filter removed from this batch */
 	char	   *errptr = NULL;
 	bool		end = false;
 
@@ -336,6 +373,20 @@ ts_scan_next(TsScan *scan, TcArena *arena, Tcopy__ScanBatch *batch, TsError *err
 						 "stored row of table \"%s\" does not match its schema",
 						 scan->table->name);
 			return -1;
+		}
+		if (scan->filter != NULL)
+		{
+			int			passes = scan_filter(scan, err);
+
+			if (passes < 0)
+				return -1;
+			if (!passes)
+			{
+				scan_advance(scan);
+				if (++filtered >= SCAN_BATCH_FILTERED)
+					break;
+				continue;
+			}
 		}
 		row = tc_arena_alloc(arena, sizeof(Tcopy__Row));
 		if (row == NULL)
@@ -413,29 +464,40 @@ ts_scan_next_values(TsScan *scan, const TsValue **values, TsError *err)
 				valuelen;
 	char	   *errptr = NULL;
 
-	if (scan->advance)
-		scan_advance(scan);
-	scan->advance = false;
-	if (scan->done || !scan_current(scan, &key, &keylen, &value, &valuelen))
+	for (;;)
 	{
-		rocksdb_iter_get_error(scan->iter, &errptr);
-		if (errptr != NULL)
+		int			passes;
+
+		if (scan->advance)
+			scan_advance(scan);
+		scan->advance = false;
+		if (scan->done || !scan_current(scan, &key, &keylen, &value, &valuelen))
 		{
-			ts_error_rocksdb(err, "could not read table", errptr);
+			rocksdb_iter_get_error(scan->iter, &errptr);
+			if (errptr != NULL)
+			{
+				ts_error_rocksdb(err, "could not read table", errptr);
+				return -1;
+			}
+			scan->done = true;
+			return 0;
+		}
+		tc_arena_reset(&scan->scratch);
+		if (!ts_row_decode(&scan->table->layout, key, keylen, value, valuelen, scan->values,
+						   &scan->scratch))
+		{
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+						 "stored row of table \"%s\" does not match its schema",
+						 scan->table->name);
 			return -1;
 		}
-		scan->done = true;
-		return 0;
+		scan->advance = true;
+		passes = scan->filter == NULL ? 1 : scan_filter(scan, err);
+		if (passes < 0)
+			return -1;
+		if (passes)
+			break;
 	}
-	tc_arena_reset(&scan->scratch);
-	if (!ts_row_decode(&scan->table->layout, key, keylen, value, valuelen, scan->values,
-					   &scan->scratch))
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
-					 "stored row of table \"%s\" does not match its schema", scan->table->name);
-		return -1;
-	}
-	scan->advance = true;
 	*values = scan->values;
 	return 1;
 }
