@@ -1,7 +1,8 @@
 /*
  * fdw_scan.c
  *		The scan callbacks of the tcopy foreign-data wrapper: a scan of a
- *		table on its tserver, projected and key-bounded as fdw.c planned.
+ *		table on its tserver, projected, key-bounded and filtered as fdw.c
+ *		planned.
  *
  * A scan opens a connection of its own (tcopy_scan_client_open), so that
  * it can run while the transaction's write session is open, and fetches
@@ -44,6 +45,8 @@ typedef struct TcopyScanState
 	int		   *proj;			/* [nproj] wire columns fetched, ascending */
 	int			nproj;
 	TcopyKeyRange range;		/* of the key, from the planner's bounds */
+	Tcopy__Expr *filter;		/* the tserver's filter, or NULL */
+	List	   *filter_quals;	/* the quals it holds, for EXPLAIN */
 	bool		for_update;		/* an UPDATE's or DELETE's target: rows locked */
 	bool		started;		/* Scan request sent */
 	bool		named_session;	/* ... naming the write session, whose loss it reports */
@@ -233,6 +236,12 @@ tcopyBeginForeignScan(ForeignScanState *node, int eflags)
 							  (List *) list_nth(fsplan->fdw_private, TCOPY_PRIV_ATTNUMS));
 	tcopy_key_range(state->codec, (List *) list_nth(fsplan->fdw_private, TCOPY_PRIV_BOUNDS),
 					node->ss.ps.ps_ExprContext, &state->range);
+	/* what the key range holds is not filtered again */
+	state->filter = tcopy_filter_build_shipped(state->codec,
+											   tcopy_filter_without_key_bounds((List *) list_nth(fsplan->fdw_private,
+																								 TCOPY_PRIV_FILTER),
+																			   state->range.key_attnum),
+											   &node->ss.ps, &state->filter_quals);
 
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
@@ -394,6 +403,7 @@ tcopy_scan_start(TcopyScanState *state)
 		request.lower = tcopy_make_key_bound(&state->range.lower);
 	if (state->range.upper.present)
 		request.upper = tcopy_make_key_bound(&state->range.upper);
+	request.filter = state->filter;
 
 	if (tc_client_scan_start(state->conn.client, &request) < 0)
 		tcopy_scan_report_error(state);
@@ -550,6 +560,7 @@ tcopyExplainForeignScan(ForeignScanState *node, ExplainState *es)
 
 	ExplainPropertyText("Remote Table", codec->options.table_name, es);
 	tcopy_explain_key_range(node->ss.ss_currentRelation, &state->range, es);
+	tcopy_explain_filter(state->filter_quals, &node->ss.ps, NIL, es);
 	if (es->verbose)
 		ExplainPropertyText("tserver", codec->options.address, es);
 }
