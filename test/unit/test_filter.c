@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "tc_test.h"
+#include "tc_varint.h"
 #include "ts_filter.h"
 
 /* The test table: INT, FLOAT, BYTES (text), BYTES (a big-endian datum), BOOL. */
@@ -367,6 +368,89 @@ test_bad_exprs(void)
 	CHECK(!refused(e));
 }
 
+/* Pack a Scan whose filter is expr into a malloc'ed buffer. */
+static uint8_t *
+scan_packed(Tcopy__Expr *expr, size_t *len)
+{
+	Tcopy__Scan scan = TCOPY__SCAN__INIT;
+	uint8_t    *buf;
+
+	scan.table_id = 7;
+	scan.filter = expr;
+	*len = tcopy__scan__get_packed_size(&scan);
+	buf = malloc(*len ? *len : 1);
+	tcopy__scan__pack(&scan, buf);
+	return buf;
+}
+
+/*
+ * The check of a Scan's bytes before protobuf-c unpacks them by recursion:
+ * 64 levels pass, 65 do not, nor a million levels of raw bytes, nor
+ * malformed bytes; other fields are skipped whatever their wire type.
+ */
+static void
+test_wire_depth(void)
+{
+	static const int64_t c1[] = {1};
+	Tcopy__Expr *deep = int_leaf(TCOPY__EXPR_OP__EXPR_EQ, COL_INT, TCOPY__VALUE_TYPE__VALUE_INT, 1, c1);
+	Tcopy__Scan scan = TCOPY__SCAN__INIT;
+	uint32_t	columns[] = {1, 2};
+	uint8_t    *buf;
+	size_t		len;
+	size_t		levels = 100000;
+	uint8_t    *raw;
+
+	for (int d = 1; d < TS_FILTER_MAX_DEPTH; d++)
+		deep = bool_node(TCOPY__EXPR_OP__EXPR_NOT, deep, NULL);
+	buf = scan_packed(deep, &len);
+	CHECK(ts_filter_wire_check(buf, len));
+	free(buf);
+	buf = scan_packed(bool_node(TCOPY__EXPR_OP__EXPR_NOT, deep, NULL), &len);
+	CHECK(!ts_filter_wire_check(buf, len));
+	CHECK(!ts_filter_wire_check(buf, len - 1));
+	free(buf);
+
+	/* a Scan with every kind of other field, and no filter */
+	scan.table_id = 3;
+	scan.n_columns = 2;
+	scan.columns = columns;
+	scan.limit = UINT64_MAX;
+	scan.session_key.data = (uint8_t *) "key";
+	scan.session_key.len = 3;
+	len = tcopy__scan__get_packed_size(&scan);
+	buf = malloc(len);
+	tcopy__scan__pack(&scan, buf);
+	CHECK(ts_filter_wire_check(buf, len));
+	CHECK(ts_filter_wire_check(buf, 0));
+	free(buf);
+
+	/*
+	 * 100000 levels of args, well formed: each level a tag and the length
+	 * of the rest, computed from the innermost (empty) level out
+	 */
+	{
+		size_t	   *lengths = malloc(sizeof(size_t) * (levels + 1));
+		uint8_t    *p;
+
+		lengths[levels] = 0;
+		for (size_t i = levels; i > 0; i--)
+			lengths[i - 1] = 1 + tc_varint_size(lengths[i]) + lengths[i];
+		raw = malloc(lengths[0]);
+		p = raw;
+		for (size_t i = 0; i < levels; i++)
+		{
+			*p++ = i == 0 ? 0x6A : 0x12;	/* Scan.filter, then Expr.args */
+			p = tc_varint_put(p, lengths[i + 1]);
+		}
+		CHECK(!ts_filter_wire_check(raw, lengths[0]));
+		free(raw);
+		free(lengths);
+	}
+	/* a group wire type, a truncated varint */
+	CHECK(!ts_filter_wire_check((const uint8_t *) "\x0B", 1));
+	CHECK(!ts_filter_wire_check((const uint8_t *) "\x08\x80", 2));
+}
+
 int
 main(void)
 {
@@ -376,5 +460,6 @@ main(void)
 	TC_RUN(test_be_int);
 	TC_RUN(test_in_and_bytes);
 	TC_RUN(test_bad_exprs);
+	TC_RUN(test_wire_depth);
 	return tc_test_summary();
 }

@@ -153,6 +153,79 @@ ts_filter_check(const TsLayout *layout, const Tcopy__Expr *expr, TsError *err)
 	return filter_check_node(&check, expr, 1);
 }
 
+/* A varint as protobuf-c reads it (at most 10 bytes); false past end. */
+static bool
+wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *value)
+{
+	uint64_t	v = 0;
+
+	for (int i = 0; i < 10 && *p < end; i++)
+	{
+		uint8_t		b = *(*p)++;
+
+		v |= (uint64_t) (b & 0x7F) << (7 * i);
+		if ((b & 0x80) == 0)
+		{
+			*value = v;
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * Walk the fields of a message in [p, end) at depth: a Scan (depth 0),
+ * whose field 13 is the filter, or an Expr, whose field 2 holds its
+ * arguments.  Recursion is bounded by TS_FILTER_MAX_DEPTH.
+ */
+static bool
+wire_message(const uint8_t *p, const uint8_t *end, int depth)
+{
+	while (p < end)
+	{
+		uint64_t	key;
+		uint64_t	value;
+
+		if (!wire_varint(&p, end, &key))
+			return false;
+		switch (key & 7)
+		{
+			case 0:
+				if (!wire_varint(&p, end, &value))
+					return false;
+				break;
+			case 1:
+				if (end - p < 8)
+					return false;
+				p += 8;
+				break;
+			case 5:
+				if (end - p < 4)
+					return false;
+				p += 4;
+				break;
+			case 2:
+				if (!wire_varint(&p, end, &value) || value > (uint64_t) (end - p))
+					return false;
+				if ((key >> 3) == (depth == 0 ? 13 : 2) &&
+					(depth + 1 > TS_FILTER_MAX_DEPTH ||
+					 !wire_message(p, p + value, depth + 1)))
+					return false;
+				p += value;
+				break;
+			default:
+				return false;
+		}
+	}
+	return true;
+}
+
+bool
+ts_filter_wire_check(const uint8_t *scan, size_t len)
+{
+	return wire_message(scan, scan + len, 0);
+}
+
 /* Postgres' float8_cmp_internal: NaNs equal and above all, -0 = 0. */
 static inline int
 filter_float_cmp(double a, double b)

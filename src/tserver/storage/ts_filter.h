@@ -12,6 +12,8 @@
 #ifndef TS_FILTER_H
 #define TS_FILTER_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "tcopy.pb-c.h"
@@ -40,6 +42,14 @@ typedef enum TsFilterResult
  */
 int			ts_filter_check(const TsLayout *layout, const Tcopy__Expr *expr,
 							TsError *err);
+
+/*
+ * Check a Scan message's bytes, before they are unpacked (protobuf-c
+ * unpacks nested messages by recursion, so depth must be bounded first):
+ * false when its filter nests deeper than TS_FILTER_MAX_DEPTH, or when the
+ * bytes are not a protobuf message at all.
+ */
+bool		ts_filter_wire_check(const uint8_t *scan, size_t len);
 
 /*
  * The value of a checked filter on a decoded row (values[column]): a
