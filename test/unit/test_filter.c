@@ -26,11 +26,32 @@ static Tcopy__Kind kinds[NCOLS] = {
 static bool is_key[NCOLS];
 static TsLayout layout = {NCOLS, kinds, is_key, 0, NULL};
 
-/* Nodes are malloc'ed and never freed: the test is short. */
+/* The trees' memory, freed at the end (the sanitizer build checks leaks). */
+static void **allocations;
+static size_t nallocations;
+
+static void *
+test_alloc(size_t n, size_t size)
+{
+	void	   *p = calloc(n ? n : 1, size);
+
+	allocations = realloc(allocations, (nallocations + 1) * sizeof(void *));
+	allocations[nallocations++] = p;
+	return p;
+}
+
+static void
+test_free_all(void)
+{
+	for (size_t i = 0; i < nallocations; i++)
+		free(allocations[i]);
+	free(allocations);
+}
+
 static Tcopy__Expr *
 node(Tcopy__ExprOp op)
 {
-	Tcopy__Expr *e = calloc(1, sizeof(Tcopy__Expr));
+	Tcopy__Expr *e = test_alloc(1, sizeof(Tcopy__Expr));
 
 	tcopy__expr__init(e);
 	e->op = op;
@@ -42,7 +63,7 @@ bool_node(Tcopy__ExprOp op, Tcopy__Expr *a, Tcopy__Expr *b)
 {
 	Tcopy__Expr *e = node(op);
 
-	e->args = calloc(2, sizeof(Tcopy__Expr *));
+	e->args = test_alloc(2, sizeof(Tcopy__Expr *));
 	e->args[e->n_args++] = a;
 	if (b != NULL)
 		e->args[e->n_args++] = b;
@@ -80,7 +101,7 @@ text_leaf(Tcopy__ExprOp op, const char *s1, const char *s2)
 
 	e->column = COL_TEXT;
 	e->type = TCOPY__VALUE_TYPE__VALUE_BYTES;
-	e->blobs = calloc(2, sizeof(ProtobufCBinaryData));
+	e->blobs = test_alloc(2, sizeof(ProtobufCBinaryData));
 	e->blobs[e->n_blobs].data = (uint8_t *) s1;
 	e->blobs[e->n_blobs++].len = strlen(s1);
 	if (s2 != NULL)
@@ -345,7 +366,7 @@ test_bad_exprs(void)
 	e->type = TCOPY__VALUE_TYPE__VALUE_INT;
 	CHECK(refused(e));
 	e = int_leaf(TCOPY__EXPR_OP__EXPR_EQ, COL_INT, TCOPY__VALUE_TYPE__VALUE_INT, 1, c1);
-	e->args = calloc(1, sizeof(Tcopy__Expr *));
+	e->args = test_alloc(1, sizeof(Tcopy__Expr *));
 	e->args[0] = t;
 	e->n_args = 1;
 	CHECK(refused(e));
@@ -360,7 +381,7 @@ test_bad_exprs(void)
 	/* nodes: an AND of too many leaves, shallow */
 	e = node(TCOPY__EXPR_OP__EXPR_AND);
 	e->n_args = TS_FILTER_MAX_NODES;
-	e->args = calloc(e->n_args, sizeof(Tcopy__Expr *));
+	e->args = test_alloc(e->n_args, sizeof(Tcopy__Expr *));
 	for (size_t a = 0; a < e->n_args; a++)
 		e->args[a] = t;
 	CHECK(refused(e));
@@ -461,5 +482,6 @@ main(void)
 	TC_RUN(test_in_and_bytes);
 	TC_RUN(test_bad_exprs);
 	TC_RUN(test_wire_depth);
+	test_free_all();
 	return tc_test_summary();
 }
