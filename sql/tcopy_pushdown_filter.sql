@@ -112,7 +112,8 @@ SELECT c, pf_check(c) FROM (VALUES
 	('i2 NOT IN (3, NULL)'), ('d < ''2020-01-02''::timestamp'), ('i2 = 3 OR bp = ''x''')
 ) AS q(c);
 
--- the tserver removed the rows: Postgres' own Filter removes none
+-- the tserver removed the rows (Rows Removed by Remote Filter): Postgres' own
+-- Filter removes none
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT id FROM pf_t WHERE i2 = 3;
 EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT id FROM pf_t WHERE txt IN ('abc', 'é') OR f8 = 'NaN';
 -- not shipped: Postgres removes them

@@ -65,7 +65,8 @@ sub open_m
 	return pb_decode($payload)->{1}[0];
 }
 
-# The aids a filter passes (projecting aid alone), and the batches read.
+# The aids a filter passes (projecting aid alone), the batches' sizes, and
+# the rows they say the filter removed (ScanBatch.filtered).
 sub filtered_aids
 {
 	my (%s) = @_;
@@ -73,6 +74,7 @@ sub filtered_aids
 	my $id = open_m($sock);
 	TcopyTest::send_frame($sock, FRAME_SCAN, scan_msg($id, columns => [0], %s));
 	my (@aids, @sizes);
+	my $filtered = 0;
 	for (;;)
 	{
 		my ($type, $payload) = TcopyTest::read_frame($sock, 30);
@@ -80,6 +82,7 @@ sub filtered_aids
 		return ('frame ' . ($type // 'none')) unless ($type // 0) == FRAME_SCAN_BATCH;
 		my $f = pb_decode($payload);
 		push @sizes, scalar @{ $f->{1} // [] };
+		$filtered += $f->{4}[0] // 0;
 		for my $row (@{ $f->{1} // [] })
 		{
 			my ($v) = pb_varints(pb_decode($row)->{1}[0] // '');
@@ -88,12 +91,13 @@ sub filtered_aids
 		last if $f->{2} && $f->{2}[0];
 	}
 	close $sock;
-	return (join(',', @aids), \@sizes);
+	return (join(',', @aids), \@sizes, $filtered);
 }
 
-my ($aids, $sizes);
-($aids) = filtered_aids(filter => leaf('IN', 0, 5, 17, 69_999, 123_456));
+my ($aids, $sizes, $filtered);
+($aids, $sizes, $filtered) = filtered_aids(filter => leaf('IN', 0, 5, 17, 69_999, 123_456));
 is($aids, '5,17,69999', 'aid IN (5, 17, 69999, 123456)');
+is($filtered, $ROWS - 3, '... and the batches say the other rows were filtered out');
 ($aids) = filtered_aids(filter => expr(op => $OP{AND},
 		args => [ expr(op => $OP{NOT}, args => [ leaf('GE', 0, 10) ]), leaf('EQ', 2, 5) ]));
 is($aids, '1,2,3,4,5,6,7,8,9', 'NOT (aid >= 10) AND abalance = 5, abalance not projected');

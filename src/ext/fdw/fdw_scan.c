@@ -47,6 +47,8 @@ typedef struct TcopyScanState
 	TcopyKeyRange range;		/* of the key, from the planner's bounds */
 	Tcopy__Expr *filter;		/* the tserver's filter, or NULL */
 	List	   *filter_quals;	/* the quals it holds, for EXPLAIN */
+	uint64		remote_filtered;	/* rows the tserver's filter removed, over
+									 * every rescan (EXPLAIN ANALYZE) */
 	bool		for_update;		/* an UPDATE's or DELETE's target: rows locked */
 	bool		started;		/* Scan request sent */
 	bool		named_session;	/* ... naming the write session, whose loss it reports */
@@ -490,6 +492,7 @@ tcopyIterateForeignScan(ForeignScanState *node)
 			tcopy_scan_report_error(state);
 		}
 		state->done = state->batch->done;
+		state->remote_filtered += state->batch->filtered;
 	}
 
 	oldcxt = MemoryContextSwitchTo(state->batch_cxt);
@@ -561,6 +564,13 @@ tcopyExplainForeignScan(ForeignScanState *node, ExplainState *es)
 	ExplainPropertyText("Remote Table", codec->options.table_name, es);
 	tcopy_explain_key_range(node->ss.ss_currentRelation, &state->range, es);
 	tcopy_explain_filter(state->filter_quals, &node->ss.ps, NIL, es);
+	/* per loop, as explain.c shows "Rows Removed by Filter" */
+	if (es->analyze && state->filter != NULL && node->ss.ps.instrument != NULL &&
+		(state->remote_filtered > 0 || es->format != EXPLAIN_FORMAT_TEXT))
+		ExplainPropertyFloat("Rows Removed by Remote Filter", NULL,
+							 node->ss.ps.instrument->nloops > 0 ?
+							 state->remote_filtered / node->ss.ps.instrument->nloops : 0.0,
+							 0, es);
 	if (es->verbose)
 		ExplainPropertyText("tserver", codec->options.address, es);
 }

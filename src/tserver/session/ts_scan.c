@@ -448,6 +448,7 @@ ts_scan_next(TsScan *scan, TcArena *arena, Tcopy__ScanBatch *batch, TsError *err
 	if (scan->limit > 0 && scan->returned >= scan->limit)
 		scan->done = true;
 	batch->done = scan->done;
+	batch->filtered = filtered;
 	return 0;
 
 oom:
