@@ -174,6 +174,16 @@ EXECUTE pf_pp('ü');
 RESET plan_cache_mode;
 DEALLOCATE ALL;
 
+-- a transaction's own writes are filtered as the stored rows are: the row it
+-- inserted passes, the one it deleted and the one it changed do not
+BEGIN;
+INSERT INTO pf_t (id, i2, txt) VALUES (9, 3, 'new'), (10, 4, 'other');
+DELETE FROM pf_t WHERE id = 3;
+UPDATE pf_t SET i2 = 4 WHERE id = 5;
+EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT id FROM pf_t WHERE i2 = 3;
+SELECT id, txt FROM pf_t WHERE i2 = 3 ORDER BY id;
+ROLLBACK;
+
 -- UPDATE and DELETE read through the filter too
 UPDATE pf_t SET txt = 'upd' WHERE i2 = 3 AND b;
 DELETE FROM pf_t WHERE f8 = 'NaN' AND b IS NULL;
