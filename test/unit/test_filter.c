@@ -389,6 +389,23 @@ test_bad_exprs(void)
 	CHECK(!refused(e));
 }
 
+/* The columns a filter reads: its leaves', none of the others. */
+static void
+test_columns(void)
+{
+	static const int64_t c1[] = {1};
+	bool		columns[NCOLS] = {false};
+	Tcopy__Expr *e;
+
+	e = bool_node(TCOPY__EXPR_OP__EXPR_OR,
+				  bool_node(TCOPY__EXPR_OP__EXPR_NOT, null_test(TCOPY__EXPR_OP__EXPR_IS_NULL, COL_TEXT), NULL),
+				  int_leaf(TCOPY__EXPR_OP__EXPR_EQ, COL_BOOL, TCOPY__VALUE_TYPE__VALUE_INT, 1, c1));
+	REQUIRE(!refused(e));
+	ts_filter_columns(e, columns);
+	CHECK(!columns[COL_INT] && !columns[COL_FLOAT] && columns[COL_TEXT] && !columns[COL_BE] &&
+		  columns[COL_BOOL]);
+}
+
 /* Pack a Scan whose filter is expr into a malloc'ed buffer. */
 static uint8_t *
 scan_packed(Tcopy__Expr *expr, size_t *len)
@@ -482,6 +499,7 @@ main(void)
 	TC_RUN(test_in_and_bytes);
 	TC_RUN(test_bad_exprs);
 	TC_RUN(test_wire_depth);
+	TC_RUN(test_columns);
 	test_free_all();
 	return tc_test_summary();
 }

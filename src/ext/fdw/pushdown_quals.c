@@ -768,7 +768,8 @@ filter_varno_mutator(Node *node, void *context)
  * EXPLAIN's "Remote Filter": the quals the tserver evaluates, as Postgres'
  * "Filter" shows quals.  The plan's quals keep the planner's varno, which
  * the final range table may have moved (setrefs.c): their Vars are
- * pointed at the scan's relation.
+ * pointed at the scan's relation (a scan of an upper rel, scanrelid 0: at
+ * the one base relation of ForeignScan.fs_relids).
  */
 void
 tcopy_explain_filter(List *quals, PlanState *ps, List *ancestors, struct ExplainState *es)
@@ -777,11 +778,16 @@ tcopy_explain_filter(List *quals, PlanState *ps, List *ancestors, struct Explain
 	List	   *context;
 	Node	   *expr;
 	bool		useprefix;
+	int			relid;
 
 	if (quals == NIL)
 		return;
+	if (scanrelid == 0 && IsA(ps->plan, ForeignScan) &&
+		bms_get_singleton_member(((ForeignScan *) ps->plan)->fs_relids, &relid))
+		scanrelid = (Index) relid;
 	expr = (Node *) make_ands_explicit(quals);
-	expr = filter_varno_mutator(expr, &scanrelid);
+	if (scanrelid != 0)
+		expr = filter_varno_mutator(expr, &scanrelid);
 	context = set_deparse_context_plan(es->deparse_cxt, ps->plan, ancestors);
 	/* as explain.c's show_scan_qual */
 	useprefix = es->verbose;

@@ -226,6 +226,18 @@ ts_filter_wire_check(const uint8_t *scan, size_t len)
 	return wire_message(scan, scan + len, 0);
 }
 
+void
+ts_filter_columns(const Tcopy__Expr *expr, bool *columns)
+{
+	if (expr->n_args > 0)
+	{
+		for (size_t a = 0; a < expr->n_args; a++)
+			ts_filter_columns(expr->args[a], columns);
+	}
+	else
+		columns[expr->column] = true;
+}
+
 /* Postgres' float8_cmp_internal: NaNs equal and above all, -0 = 0. */
 static inline int
 filter_float_cmp(double a, double b)

@@ -52,6 +52,12 @@ int			ts_filter_check(const TsLayout *layout, const Tcopy__Expr *expr,
 bool		ts_filter_wire_check(const uint8_t *scan, size_t len);
 
 /*
+ * Set columns[c] for every column c a checked filter reads: a decoder that
+ * decodes only some columns must decode these before ts_filter_eval.
+ */
+void		ts_filter_columns(const Tcopy__Expr *expr, bool *columns);
+
+/*
  * The value of a checked filter on a decoded row (values[column]): a
  * TsFilterResult, or -1 with ERROR_STORAGE when a stored value cannot be
  * read as its leaf's type says (a VALUE_BE_INT of another length).
