@@ -465,40 +465,29 @@ ts_scan_next_values(TsScan *scan, const TsValue **values, TsError *err)
 				valuelen;
 	char	   *errptr = NULL;
 
-	for (;;)
+	if (scan->advance)
+		scan_advance(scan);
+	scan->advance = false;
+	if (scan->done || !scan_current(scan, &key, &keylen, &value, &valuelen))
 	{
-		int			passes;
-
-		if (scan->advance)
-			scan_advance(scan);
-		scan->advance = false;
-		if (scan->done || !scan_current(scan, &key, &keylen, &value, &valuelen))
+		rocksdb_iter_get_error(scan->iter, &errptr);
+		if (errptr != NULL)
 		{
-			rocksdb_iter_get_error(scan->iter, &errptr);
-			if (errptr != NULL)
-			{
-				ts_error_rocksdb(err, "could not read table", errptr);
-				return -1;
-			}
-			scan->done = true;
-			return 0;
-		}
-		tc_arena_reset(&scan->scratch);
-		if (!ts_row_decode(&scan->table->layout, key, keylen, value, valuelen, scan->values,
-						   &scan->scratch))
-		{
-			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
-						 "stored row of table \"%s\" does not match its schema",
-						 scan->table->name);
+			ts_error_rocksdb(err, "could not read table", errptr);
 			return -1;
 		}
-		scan->advance = true;
-		passes = scan->filter == NULL ? 1 : scan_filter(scan, err);
-		if (passes < 0)
-			return -1;
-		if (passes)
-			break;
+		scan->done = true;
+		return 0;
 	}
+	tc_arena_reset(&scan->scratch);
+	if (!ts_row_decode(&scan->table->layout, key, keylen, value, valuelen, scan->values,
+					   &scan->scratch))
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+					 "stored row of table \"%s\" does not match its schema", scan->table->name);
+		return -1;
+	}
+	scan->advance = true;
 	*values = scan->values;
 	return 1;
 }

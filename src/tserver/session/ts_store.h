@@ -289,8 +289,8 @@ void		ts_scan_close(TsScan *scan);
 /*
  * The scan's next row, every column decoded into (*values)[ncolumns],
  * valid until the next call (bytes point into the scan's memory): 1, 0 at
- * the end, -1 with err.  Only rows that pass the filter.  Not to be mixed
- * with ts_scan_next.
+ * the end, -1 with err.  Not to be mixed with ts_scan_next, nor used with
+ * a filter (a direct modify has none).
  */
 int			ts_scan_next_values(TsScan *scan, const TsValue **values, TsError *err);
 
