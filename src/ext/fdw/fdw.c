@@ -4,7 +4,9 @@
  *		estimates, the one scan path, and the plan's private list.
  *
  * Scans (fdw_scan.c) fetch only the columns the query needs and evaluate
- * every qual locally.  When the table has a single integer key column,
+ * every qual locally.  The quals the tserver can evaluate exactly as
+ * Postgres does are also sent to it as a filter (pushdown_quals.c), so
+ * that fewer rows cross the socket.  When the table has a single integer key column,
  * comparisons of that column with constants also bound the scan's key
  * range on the tserver; the quals are still checked locally, so a bound
  * only ever saves work.  The key columns are known only from the table's
@@ -91,7 +93,8 @@ tcopyGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 /*
  * Build the ForeignScan: every qual is evaluated locally; fdw_private says
  * which columns to fetch, which comparisons may bound the key range, and
- * the LIMIT the tserver may stop at.
+ * which quals the tserver filters the rows by, and the LIMIT it may stop
+ * at.
  */
 static ForeignScan *
 tcopyGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
@@ -102,6 +105,7 @@ tcopyGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 	bool		all_columns = false;
 	List	   *attnums = NIL;
 	List	   *bounds = NIL;
+	List	   *filter = NIL;
 	List	   *fdw_private;
 	ListCell   *lc;
 	int			member;
@@ -135,7 +139,16 @@ tcopyGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 		attnums = NIL;
 	}
 
-	fdw_private = list_make5(makeBoolean(all_columns), attnums, bounds, NIL, NIL);
+	/* the quals the tserver can evaluate: they stay local too */
+	foreach(lc, scan_clauses)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+
+		if (!rinfo->pseudoconstant && tcopy_qual_is_shippable(root, baserel, rinfo->clause))
+			filter = lappend(filter, copyObject(rinfo->clause));
+	}
+
+	fdw_private = list_make5(makeBoolean(all_columns), attnums, bounds, filter, NIL);
 	fdw_private = lappend(fdw_private,
 						  makeInteger((int) tcopy_scan_limit(root, baserel,
 															 best_path->path.pathkeys)));

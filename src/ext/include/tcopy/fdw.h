@@ -128,6 +128,11 @@ extern void tcopy_move_row(ModifyTableState *mtstate, ResultRelInfo *resultRelIn
  */
 extern bool tcopy_qual_is_shippable(PlannerInfo *root, RelOptInfo *baserel, Expr *clause);
 extern Tcopy__Expr *tcopy_filter_build(TcopyRelCodec *codec, List *quals, PlanState *ps);
+/* The same, *shipped set to the quals the filter holds (those it could build). */
+extern Tcopy__Expr *tcopy_filter_build_shipped(TcopyRelCodec *codec, List *quals,
+											   PlanState *ps, List **shipped);
+/* The quals less those a key range on key_attnum holds exactly. */
+extern List *tcopy_filter_without_key_bounds(List *quals, AttrNumber key_attnum);
 extern void tcopy_explain_filter(List *quals, PlanState *ps, List *ancestors,
 								 struct ExplainState *es);
 
