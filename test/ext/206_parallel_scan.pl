@@ -4,8 +4,10 @@
 #	small table, against a heap twin holding the same rows (written in
 #	four transactions, so four sets of files on the tserver):
 #	- EXPLAIN shows Gather over a Parallel Foreign Scan, and Gather over a
-#	  Parallel Seq Scan for the twin; EXPLAIN ANALYZE shows the workers
-#	  launched, and more than one participant reading rows;
+#	  Parallel Seq Scan for the twin, and no parallel plan for UPDATE,
+#	  DELETE or SELECT FOR UPDATE; EXPLAIN ANALYZE shows the workers
+#	  launched, and, with the leader out, both workers reading parts, every
+#	  row once;
 #	- the rows read, with and without a WHERE, equal the serial scan's and
 #	  the twin's;
 #	- in a transaction that wrote the table (rows inserted, updated,
@@ -65,6 +67,13 @@ my $plan = sql("EXPLAIN (COSTS OFF) $agg t");
 like($plan, qr/Gather.*\n.*Partial Aggregate.*\n.*Parallel Foreign Scan on t/s,
 	'EXPLAIN: Gather over a Parallel Foreign Scan') or diag($plan);
 like(sql("EXPLAIN (COSTS OFF) $agg h"), qr/Parallel Seq Scan on h/, '... as the heap twin gets a Parallel Seq Scan');
+
+unlike(sql("EXPLAIN (COSTS OFF) UPDATE t SET abalance = abalance + 1 WHERE abalance + 0 > 400"),
+	qr/Gather|Parallel/, 'an UPDATE\'s scan is never parallel');
+unlike(sql("EXPLAIN (COSTS OFF) DELETE FROM t WHERE abalance + 0 > 400"), qr/Gather|Parallel/,
+	'... nor a DELETE\'s');
+unlike(sql("EXPLAIN (COSTS OFF) SELECT * FROM t WHERE abalance > 400 FOR UPDATE"), qr/Gather|Parallel/,
+	'... nor a SELECT FOR UPDATE\'s');
 
 my $analyze = sql("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) $agg t");
 like($analyze, qr/Workers Launched: 2/, 'EXPLAIN ANALYZE: two workers launched') or diag($analyze);
