@@ -9,7 +9,8 @@
 #	  launched, and, with the leader out, both workers reading parts, every
 #	  row once;
 #	- the rows read, with and without a WHERE, equal the serial scan's and
-#	  the twin's;
+#	  the twin's; in the key's order (ORDER BY aid, with and without a
+#	  LIMIT), a Gather Merge over the Parallel Foreign Scan, no Sort;
 #	- in a transaction that wrote the table (rows inserted, updated,
 #	  deleted, not committed), the parallel scan reads those writes;
 #	- under REPEATABLE READ, a parallel scan after another session
@@ -99,6 +100,16 @@ is(sql("SELECT count(*) FROM (SELECT aid FROM t GROUP BY aid HAVING count(*) > 1
 is(sql("SELECT md5(string_agg(aid || ':' || filler, ',' ORDER BY aid)) FROM t WHERE bid = 2"),
 	sql("SELECT md5(string_agg(aid || ':' || filler, ',' ORDER BY aid)) FROM h WHERE bid = 2"),
 	'the rows read are the twin\'s, column for column');
+
+# in the key's order: each participant's parts ascend, and a Gather Merge merges them
+my $ordered = 'SELECT aid, abalance FROM %s WHERE bid = 3 ORDER BY aid';
+my $gm = sql("SET cpu_operator_cost = 0; EXPLAIN (COSTS OFF) " . sprintf($ordered, 't'));
+like($gm, qr/Gather Merge\n\s+Workers Planned: \d\n\s+->  Parallel Foreign Scan on t/,
+	'ORDER BY the key: a Gather Merge over a Parallel Foreign Scan, no Sort') or diag($gm);
+is(sql("SET cpu_operator_cost = 0; " . sprintf($ordered, 't')), sql(sprintf($ordered, 'h')),
+	'... whose rows come in the key\'s order');
+is(sql("SET cpu_operator_cost = 0; " . sprintf($ordered, 't') . ' LIMIT 300'),
+	sql(sprintf($ordered, 'h') . ' LIMIT 300'), '... also under a LIMIT (the tserver stops each part)');
 
 # the transaction's own writes
 my $writes = 'INSERT INTO %s SELECT i, 9, 1, \'new\' FROM generate_series(%d, %d) i; '

@@ -91,14 +91,14 @@ tcopyGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 										 pathkeys, NULL, NULL, NIL));
 
 	/*
-	 * The parallel scan, sized by the rows before the quals: ANALYZE's
-	 * count, else (baserel->tuples left alone, as the planner's group
-	 * estimates read it) the rows after them.  Last: it marks the paths
-	 * above as never to run whole in a worker.
+	 * The parallel scan, and in the key's order, sized by the rows before
+	 * the quals: ANALYZE's count, else (baserel->tuples left alone, as the
+	 * planner's group estimates read it) the rows after them.  Last: it
+	 * marks the paths above as never to run whole in a worker.
 	 */
 	tcopy_add_partial_path(root, baserel,
 						   baserel->tuples > 0 ? baserel->tuples : baserel->rows,
-						   startup_cost, total_cost - startup_cost);
+						   startup_cost, total_cost - startup_cost, pathkeys);
 }
 
 /*

@@ -63,7 +63,10 @@ tcopyIsForeignScanParallelSafe(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry
  * Offer a partial scan of baserel, of tuples rows before its quals, whose
  * serial scan costs startup_cost then run_cost: the workers a heap of as
  * many pages of TCOPY_ROWS_PER_PAGE rows would get (compute_parallel_worker),
- * the run cost and rows shared out as a parallel seq scan's are.
+ * the run cost and rows shared out as a parallel seq scan's are.  With
+ * pathkeys (the key's order), the same scan declared in that order too:
+ * each participant takes its parts in ascending order, so its rows come in
+ * key order, and a Gather Merge merges them.
  *
  * The serial paths offered before are made parallel unsafe: run whole in a
  * worker (the inner side of a join in a parallel plan), a scan would read
@@ -72,9 +75,8 @@ tcopyIsForeignScanParallelSafe(PlannerInfo *root, RelOptInfo *rel, RangeTblEntry
  */
 void
 tcopy_add_partial_path(PlannerInfo *root, RelOptInfo *baserel, double tuples,
-					   Cost startup_cost, Cost run_cost)
+					   Cost startup_cost, Cost run_cost, List *pathkeys)
 {
-	ForeignPath *path;
 	ListCell   *lc;
 	double		divisor;
 	int			workers;
@@ -91,13 +93,19 @@ tcopy_add_partial_path(PlannerInfo *root, RelOptInfo *baserel, double tuples,
 	divisor = workers;
 	if (parallel_leader_participation && 1.0 - 0.3 * workers > 0)
 		divisor += 1.0 - 0.3 * workers;
-	path = create_foreignscan_path(root, baserel, NULL, clamp_row_est(baserel->rows / divisor),
-								   startup_cost, startup_cost + run_cost / divisor,
-								   NIL, NULL, NULL, NIL);
-	path->path.parallel_aware = true;
-	path->path.parallel_safe = true;
-	path->path.parallel_workers = workers;
-	add_partial_path(baserel, (Path *) path);
+	for (int sorted = 0; sorted <= (pathkeys != NIL ? 1 : 0); sorted++)
+	{
+		ForeignPath *path;
+
+		path = create_foreignscan_path(root, baserel, NULL,
+									   clamp_row_est(baserel->rows / divisor),
+									   startup_cost, startup_cost + run_cost / divisor,
+									   sorted ? pathkeys : NIL, NULL, NULL, NIL);
+		path->path.parallel_aware = true;
+		path->path.parallel_safe = true;
+		path->path.parallel_workers = workers;
+		add_partial_path(baserel, (Path *) path);
+	}
 }
 
 /* Append len bytes at data to buf. */

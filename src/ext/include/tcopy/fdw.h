@@ -82,7 +82,7 @@ struct TcopyKeyRange;
 extern bool tcopyIsForeignScanParallelSafe(PlannerInfo *root, RelOptInfo *rel,
 										   RangeTblEntry *rte);
 extern void tcopy_add_partial_path(PlannerInfo *root, RelOptInfo *baserel, double tuples,
-								   Cost startup_cost, Cost run_cost);
+								   Cost startup_cost, Cost run_cost, List *pathkeys);
 extern TcopyParallelScan *tcopy_parallel_prepare(TcopyRelCodec *codec, EState *estate,
 												 TcClient *client, uint32 table_id,
 												 const struct TcopyKeyRange *range,
