@@ -1,4 +1,4 @@
-# 025_split.pl
+# 030_split.pl
 #	SPLIT and the parts of a parallel scan (docs/scans.md, "Parallel
 #	scans"):
 #	- SPLIT of a table written by several sessions (so several SST files)

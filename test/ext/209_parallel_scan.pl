@@ -1,4 +1,4 @@
-# 206_parallel_scan.pl
+# 209_parallel_scan.pl
 #	Parallel scans of tcopy tables (docs/scans.md, "Parallel scans"), with
 #	the costs of parallelism set to 0 so that the planner gathers even a
 #	small table, against a heap twin holding the same rows (written in
