@@ -34,7 +34,9 @@
 # palloc'd and malloc'd, not shared buffers nor mapped files) read from
 # /proc/PID/status before the query (idle, after the warm-up) and every
 # 5 ms while it runs; the figures are the peak and the peak less the idle
-# base ("what the scan added"; the issue's target is <= 16 MB).  Parallel
+# base ("what the scan added"; the issue's target is <= 16 MB).  That
+# run has jit off: LLVM's JIT compiler takes some 10 MB of its own in any
+# query costly enough, heap or tcopy, which is not the scan's.  Parallel
 # workers, if any, are not counted: the leader only.
 #
 # Writes, under bench/results/ (SCAN_OUT): issue45_scan_L.tsv (one line per
@@ -240,6 +242,7 @@ mem_run()
 		print "$base\t$peak\n";' "$pidf" "$stopf" >"$dir/mem.out" &
 	sampler=$!
 	if ! out=$(psql_pg -o /dev/null 2>&1 <<EOF
+SET jit = off;
 SELECT 1 FROM $t LIMIT 1;
 SELECT pg_backend_pid() \g $pidf
 SELECT pg_sleep(0.5);
@@ -306,7 +309,8 @@ settings=$(psql_pg -F' ' -c "SELECT name, setting FROM pg_settings WHERE name IN
 	echo "PRIMARY KEY and VACUUM ANALYZE ${load[accounts_heap_an]}; narrow tcopy ${load[narrow]} + ${load[narrow_an]}, heap ${load[narrow_heap]} + ${load[narrow_heap_an]}."
 	echo
 	echo "Medians of $runs runs (min-max), wall time seen by psql (\\timing), the side that goes first alternating;"
-	echo "memory: the backend's RssAnon at its peak during the query, and in brackets what the query added to the idle backend's."
+	echo "memory: the backend's RssAnon at its peak during the query, and in brackets what the query added to the idle backend's"
+	echo "(one more run of each query, with jit off: LLVM takes some 10 MB of its own; the leader only, without parallel workers)."
 	echo "B = $bid, X = $x; t is accounts / accounts_heap (with the 84-byte filler) or narrow / narrow_heap."
 	echo
 	echo "| query | table | heap (s) | tcopy (s) | tcopy / heap | tcopy memory, MB | heap memory, MB |"
