@@ -45,6 +45,8 @@
 #	mismatch prints the seed, the query and both results.  The queries
 #	stop early after TCOPY_DIFF_SECONDS (default 60) seconds.  The seed is
 #	random unless TCOPY_DIFF_SEED is set, and is printed.
+#	A quarter of the queries' plans on the tcopy tables are read: the test
+#	says how many had a remote filter, a remote aggregate, a key range.
 #	Also asserted: the comparison itself tells apart what differs (a
 #	changed value, a missing row, another error) and forgives what may
 #	(-0, float sum rounding, row order without ORDER BY); p has rows on
@@ -453,7 +455,7 @@ sub leaf
 	if ($r < 0.50)
 	{
 		# functions and arithmetic: they stay in Postgres
-		return "abs(${col}::int8) " . pick(@CMP) . " " . const('int8', rint(0, 40000)) if $fam eq 'int';
+		return "abs(${col}::numeric) " . pick(@CMP) . " " . const('int8', rint(0, 40000)) if $fam eq 'int';
 		return "($col + 0) " . pick(@CMP) . " " . const('float8', float_value()) if $fam eq 'float';
 		return "length($col) " . pick(@CMP) . " " . const('int4', rint(0, 4)) if $fam eq 'text';
 		return "${col}::date " . pick(@CMP) . " " . const('date', pick(@DATES)) if $fam eq 'time';
@@ -577,7 +579,10 @@ sub make_query
 			push @aggs, pick('min', 'max') . "($col)";
 		}
 		$q->{fuzzy} = \%fuzzy;
-		my $sql = "SELECT " . join(', ', @group, @aggs) . " FROM \@" . where_clause(\@cols);
+		# more often without WHERE than other queries: an aggregate pushed
+		# down needs every qual shipped
+		my $where = rand() < 0.25 ? '' : where_clause(\@cols);
+		my $sql = "SELECT " . join(', ', @group, @aggs) . " FROM \@$where";
 		$sql .= " GROUP BY " . join(', ', @group) if @group;
 		$sql .= " HAVING count(*) > 1" if @group && rand() < 0.1;
 		$q->{sql} = $sql;
@@ -628,7 +633,7 @@ my $SETUP = "\\pset null <NULL>\nSET TimeZone = 'Asia/Kolkata';\nSET enable_part
   . "SET plan_cache_mode = force_generic_plan;\n";
 my $ERR_CHECK = "\\if :ERROR\n\\echo \@\@ERR :SQLSTATE :LAST_ERROR_MESSAGE\n\\endif\n";
 
-my (@mismatches, %kinds);
+my (@mismatches, %kinds, %pushed);
 my ($ran, $nonempty, $errors, $prepared) = (0, 0, 0, 0);
 my $BATCH = 25;
 my $qn = 0;
@@ -647,6 +652,12 @@ while ($qn < $NQUERIES && time() - $t_start < $SECONDS)
 			next unless $q->{prepare};
 			my ($p, $e, $d) = prepared_sql($q, $t, "q$q->{n}_$t");
 			$script .= "$p;\n\\echo \@\@Q $q->{n} $t prepared\n$e;\n$ERR_CHECK$d;\n";
+		}
+		# a quarter of the plans, to say what was pushed down
+		next if $q->{n} % 4;
+		for my $t (grep { /^[cp]$|^ck$/ } @{ $q->{tables} })
+		{
+			$script .= "\\echo \@\@Q $q->{n} $t explain\nEXPLAIN (VERBOSE, COSTS OFF) " . literal_sql($q, $t) . ";\n";
 		}
 	}
 	my %out;
@@ -674,6 +685,15 @@ while ($qn < $NQUERIES && time() - $t_start < $SECONDS)
 		$nonempty++ if @$ref && $ref->[0] !~ /^\@\@ERR/;
 		$errors++ if @$ref && $ref->[0] =~ /^\@\@ERR/;
 		my $norm_ref = normalize($ref, $q);
+		for my $t (@{ $q->{tables} })
+		{
+			my $plan = $out{ $q->{n} }{"$t explain"} or next;
+			$plan = join("\n", @$plan);
+			$pushed{plans}++;
+			$pushed{filter}++ if $plan =~ /Remote Filter/;
+			$pushed{aggregate}++ if $plan =~ /Remote (?:Partial )?Aggregate/;
+			$pushed{'key range'}++ if $plan =~ /Key Range/;
+		}
 		for my $t (@{ $q->{tables} })
 		{
 			for my $how ('plain', $q->{prepare} ? ('prepared') : ())
@@ -708,6 +728,8 @@ ok($ran >= ($NQUERIES < 100 ? $NQUERIES : 100), "ran $ran queries in the time al
 ok($nonempty > $ran / 3, "$nonempty of $ran queries returned rows on the heap");
 ok($errors > 0 || $ran < 200, "$errors queries failed on the heap (errors compared too)");
 diag(sprintf('%d queries in %.1f s', $ran, time() - $t_start));
+diag("of $pushed{plans} plans on tcopy tables sampled, "
+	  . join(', ', map { ($pushed{$_} // 0) . " with a remote $_" } ('filter', 'aggregate', 'key range')));
 
 $node->stop;
 $ts1->stop;
