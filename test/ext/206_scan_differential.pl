@@ -49,8 +49,12 @@
 #	mismatch prints the seed, the query and both results.  The queries
 #	stop early after TCOPY_DIFF_SECONDS (default 60) seconds.  The seed is
 #	random unless TCOPY_DIFF_SEED is set, and is printed.
+#	Every other batch of 25 queries runs with parallel_setup_cost,
+#	parallel_tuple_cost and min_parallel_table_scan_size at 0 (parallel
+#	plans, on the heap and on tcopy tables that can be scanned in parts).
 #	A quarter of the queries' plans on the tcopy tables are read: the test
-#	says how many had a remote filter, a remote aggregate, a key range.
+#	says how many had a remote filter, a remote aggregate, a key range, a
+#	Gather.
 #	Also asserted: the comparison itself tells apart what differs (a
 #	changed value, a missing row, another error) and forgives what may
 #	(-0, float sum rounding, row order without ORDER BY); p has rows on
@@ -362,7 +366,7 @@ sub fits
 	# as strings of digits: compare by length, then text
 	my $cmp = sub {
 		my ($x, $y) = @_;
-		my ($nx, $ny) = ($x =~ /^-/, $y =~ /^-/);
+		my ($nx, $ny) = (($x =~ /^-/) ? 1 : 0, ($y =~ /^-/) ? 1 : 0);
 		return $nx ? -1 : 1 if $nx != $ny;
 		my ($ax, $ay) = map { (my $s = $_) =~ s/^-//; $s } ($x, $y);
 		my $c = length($ax) <=> length($ay) || $ax cmp $ay;
@@ -674,6 +678,10 @@ while ($qn < $NQUERIES && time() - $t_start < $SECONDS)
 {
 	my @batch = map { make_query() } 1 .. ($NQUERIES - $qn < $BATCH ? $NQUERIES - $qn : $BATCH);
 	my $script = $SETUP;
+	# every other batch costs parallel plans at nothing: partial scans of
+	# the heap and of tcopy tables that can be split
+	$script .= "SET parallel_setup_cost = 0;\nSET parallel_tuple_cost = 0;\nSET min_parallel_table_scan_size = 0;\n"
+	  if ($qn / $BATCH) % 2;
 	for my $i (0 .. $#batch)
 	{
 		my $q = $batch[$i];
@@ -730,6 +738,7 @@ while ($qn < $NQUERIES && time() - $t_start < $SECONDS)
 			$pushed{filter}++ if $plan =~ /Remote Filter/;
 			$pushed{aggregate}++ if $plan =~ /Remote (?:Partial )?Aggregate/;
 			$pushed{'key range'}++ if $plan =~ /Key Range/;
+			$pushed{'parallel plan'}++ if $plan =~ /Gather/;
 		}
 		for my $t (@{ $q->{tables} })
 		{
@@ -767,7 +776,8 @@ ok($errors > 0 || $ran < 200, "$errors queries failed on the heap (errors compar
 	  . join(', ', map { "$errstates{$_} x $_" } sort keys %errstates) . ")");
 diag(sprintf('%d queries in %.1f s', $ran, time() - $t_start));
 diag("of $pushed{plans} plans on tcopy tables sampled, "
-	  . join(', ', map { ($pushed{$_} // 0) . " with a remote $_" } ('filter', 'aggregate', 'key range')));
+	  . join(', ', map { ($pushed{$_} // 0) . " with a remote $_" } ('filter', 'aggregate', 'key range'))
+	  . ', ' . ($pushed{'parallel plan'} // 0) . ' with a Gather');
 
 $node->stop;
 $ts1->stop;
