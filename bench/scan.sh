@@ -110,6 +110,11 @@ if [ "$install" = 1 ]; then
 	make -s -C "$top" install >/dev/null
 fi
 build_id="tcopy.so $(md5sum <"$pkglibdir/tcopy.so" | cut -c1-12), tserver $(md5sum <"$tserver" | cut -c1-12)"
+if [ "$install" = 1 ]; then
+	build_id="the build of this tree ($commit), installed: $build_id"
+else
+	build_id="the installed build ($pkglibdir; not necessarily this tree's): $build_id"
+fi
 accounts_start
 if [ -n "${SCAN_LOCK:-}" ]; then
 	# the postmaster holds the loaded library and the tserver its binary;
@@ -303,7 +308,7 @@ settings=$(psql_pg -F' ' -c "SELECT name, setting FROM pg_settings WHERE name IN
 {
 	echo "# Issue 45: scans of $rows rows, tcopy against a heap twin ($label)"
 	echo
-	echo "\`bench/scan.sh --rows $rows --runs $runs --label $label\`; $started, git $commit;"
+	echo "\`bench/scan.sh --rows $rows --runs $runs --label $label$([ "$install" = 1 ] && echo " --install")\`; $started, the script from git $commit;"
 	echo "$build_id; $(nproc) cores, load average at the start $load_start; Postgres $("$bindir/postgres" --version | awk '{print $3}'), $settings."
 	echo "Loads (s): accounts tcopy COPY ${load[accounts]} + ANALYZE ${load[accounts_an]}, heap COPY ${load[accounts_heap]} +"
 	echo "PRIMARY KEY and VACUUM ANALYZE ${load[accounts_heap_an]}; narrow tcopy ${load[narrow]} + ${load[narrow_an]}, heap ${load[narrow_heap]} + ${load[narrow_heap_an]}."
