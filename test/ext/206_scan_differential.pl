@@ -38,7 +38,7 @@
 #	functions that stay in Postgres; AND/OR/NOT up to depth 3); rows
 #	(some with expressions that overflow on the extremes: 22003 errors);
 #	count(*), count(c), sum, avg, min, max with and without GROUP BY on 1-2
-#	columns (enable_partitionwise_aggregate on); ORDER BY id or another
+#	columns, and GROUP BY alone (enable_partitionwise_aggregate on); ORDER BY id or another
 #	column then id, LIMIT/OFFSET.  Compared as text (NULL shown as
 #	<NULL>): sorted lines, but in order under ORDER BY; in aggregate
 #	queries -0 reads as 0 (min/max may keep either, as Postgres does), and
@@ -615,6 +615,12 @@ sub make_query
 			$col = pick(@ORDERABLE);
 			push @aggs, pick('min', 'max') . "($col)";
 		}
+		# groups alone, sometimes (as SELECT DISTINCT would)
+		if (@group && rand() < 0.1)
+		{
+			@aggs = ();
+			%fuzzy = ();
+		}
 		$q->{fuzzy} = \%fuzzy;
 		# more often without WHERE than other queries: an aggregate pushed
 		# down needs every qual shipped
@@ -736,7 +742,7 @@ while ($qn < $NQUERIES && time() - $t_start < $SECONDS)
 			$plan = join("\n", @$plan);
 			$pushed{plans}++;
 			$pushed{filter}++ if $plan =~ /Remote Filter/;
-			$pushed{aggregate}++ if $plan =~ /Remote (?:Partial )?Aggregate/;
+			$pushed{aggregate}++ if $plan =~ /Remote (?:Partial )?Aggregate|Remote Group By/;
 			$pushed{'key range'}++ if $plan =~ /Key Range/;
 			$pushed{'parallel plan'}++ if $plan =~ /Gather/;
 		}
