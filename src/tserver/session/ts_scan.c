@@ -440,6 +440,12 @@ ts_scan_next_values(TsScan *scan, const TsValue **values, TsError *err)
 	return 1;
 }
 
+const TsTable *
+ts_scan_table(const TsScan *scan)
+{
+	return scan->table;
+}
+
 void
 ts_scan_close(TsScan *scan)
 {

@@ -137,4 +137,7 @@ int			ts_store_write_emptying(TsStore *store, rocksdb_writebatch_t *wb,
 /* Is gid's sentinel in the data family?  1 yes, 0 no, -1 with err. */
 int			ts_sentinel_present(TsStore *store, const char *gid, TsError *err);
 
+/* The table a scan reads (ts_scan.c). */
+const TsTable *ts_scan_table(const TsScan *scan);
+
 #endif							/* TS_STORE_INT_H */
