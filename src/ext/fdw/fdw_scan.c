@@ -38,6 +38,8 @@
 typedef struct TcopyScanState
 {
 	TcopyRelCodec *codec;
+	Relation	rel;			/* the table read (a grouped scan has no scan relation) */
+	TcopyAggScan *agg;			/* groups computed by the tserver, or NULL */
 	EState	   *estate;			/* the statement's, for its snapshots */
 	TcopyScanClient conn;		/* conn.client NULL: the scan returns no rows */
 	uint32		table_id;
@@ -223,11 +225,21 @@ tcopyBeginForeignScan(ForeignScanState *node, int eflags)
 	ForeignScan *fsplan = (ForeignScan *) node->ss.ps.plan;
 	Relation	rel = node->ss.ss_currentRelation;
 	EState	   *estate = node->ss.ps.state;
+	Index		rtindex = fsplan->scan.scanrelid;
 	TcopyScanState *state;
 
+	/* a grouped relation's scan (pushdown_agg.c) reads the one table of fs_relids */
+	if (rtindex == 0)
+	{
+		rtindex = bms_next_member(fsplan->fs_relids, -1);
+		rel = ExecGetRangeTableRelation(estate, rtindex);
+	}
 	state = palloc0(sizeof(TcopyScanState));
 	node->fdw_state = state;
-	state->codec = tcopy_rel_codec(rel, tcopy_rte_user(node->ss.ps.state, fsplan->scan.scanrelid));
+	state->rel = rel;
+	state->codec = tcopy_rel_codec(rel, tcopy_rte_user(node->ss.ps.state, rtindex));
+	if (list_nth(fsplan->fdw_private, TCOPY_PRIV_UPPER) != NIL)
+		state->agg = tcopy_agg_scan_begin(fsplan, state->codec);
 	tcopy_scan_choose_columns(state,
 							  boolVal(list_nth(fsplan->fdw_private, TCOPY_PRIV_ALL_COLUMNS)),
 							  (List *) list_nth(fsplan->fdw_private, TCOPY_PRIV_ATTNUMS));
@@ -243,6 +255,7 @@ tcopyBeginForeignScan(ForeignScanState *node, int eflags)
 	tcopy_statement_reads(estate, &state->codec->options);
 	if ((estate->es_plannedstmt->commandType == CMD_UPDATE ||
 		 estate->es_plannedstmt->commandType == CMD_DELETE) &&
+		fsplan->scan.scanrelid > 0 &&
 		ExecRelationIsTargetRelation(estate, fsplan->scan.scanrelid))
 		tcopy_scan_lock_rows(state);
 
@@ -394,6 +407,8 @@ tcopy_scan_start(TcopyScanState *state)
 		request.lower = tcopy_make_key_bound(&state->range.lower);
 	if (state->range.upper.present)
 		request.upper = tcopy_make_key_bound(&state->range.upper);
+	if (state->agg != NULL)
+		tcopy_agg_scan_request(state->agg, &request);
 
 	if (tc_client_scan_start(state->conn.client, &request) < 0)
 		tcopy_scan_report_error(state);
@@ -441,6 +456,23 @@ tcopy_scan_report_lost(TcopyScanState *state)
 }
 
 /*
+ * The end of a scan that reads no table on the tserver (never written to,
+ * or an empty key range): no rows, but an aggregate without GROUP BY has
+ * its one group.
+ */
+static TupleTableSlot *
+tcopy_scan_no_table(TcopyScanState *state, TupleTableSlot *slot)
+{
+	if (state->agg != NULL && !state->done &&
+		tcopy_agg_scan_store_empty(state->agg, slot->tts_values, slot->tts_isnull))
+	{
+		state->done = true;
+		return ExecStoreVirtualTuple(slot);
+	}
+	return slot;
+}
+
+/*
  * Return the next row in the slot, or an empty slot at the end.  The values
  * of a batch's rows live in batch_cxt, reset only when the next batch is
  * fetched, so the row returned last stays valid until the next call.
@@ -457,11 +489,12 @@ tcopyIterateForeignScan(ForeignScanState *node)
 	if (state->conn.lost)
 		tcopy_scan_report_lost(state);
 	if (state->conn.client == NULL)
-		return slot;
+		return tcopy_scan_no_table(state, slot);
 	if (!state->started)
 		tcopy_scan_start(state);
 
-	while (state->batch == NULL || state->next_row >= state->batch->n_rows)
+	while (state->batch == NULL ||
+		   state->next_row >= (state->agg != NULL ? state->batch->n_groups : state->batch->n_rows))
 	{
 		CHECK_FOR_INTERRUPTS();
 		if (state->done)
@@ -474,7 +507,7 @@ tcopyIterateForeignScan(ForeignScanState *node)
 			if (tcopy_scan_read_in_doubt(state))
 			{
 				if (state->conn.client == NULL)
-					return slot;
+					return tcopy_scan_no_table(state, slot);
 				continue;
 			}
 			tcopy_scan_report_error(state);
@@ -483,9 +516,13 @@ tcopyIterateForeignScan(ForeignScanState *node)
 	}
 
 	oldcxt = MemoryContextSwitchTo(state->batch_cxt);
-	tcopy_decode_row(codec, state->proj, state->nproj,
-					 state->batch->rows[state->next_row++],
-					 slot->tts_values, slot->tts_isnull);
+	if (state->agg != NULL)
+		tcopy_agg_scan_store(state->agg, state->batch->groups[state->next_row++],
+							 slot->tts_values, slot->tts_isnull);
+	else
+		tcopy_decode_row(codec, state->proj, state->nproj,
+						 state->batch->rows[state->next_row++],
+						 slot->tts_values, slot->tts_isnull);
 	MemoryContextSwitchTo(oldcxt);
 	return ExecStoreVirtualTuple(slot);
 }
@@ -549,7 +586,9 @@ tcopyExplainForeignScan(ForeignScanState *node, ExplainState *es)
 	TcopyRelCodec *codec = state->codec;
 
 	ExplainPropertyText("Remote Table", codec->options.table_name, es);
-	tcopy_explain_key_range(node->ss.ss_currentRelation, &state->range, es);
+	if (state->agg != NULL)
+		tcopy_agg_scan_explain(state->agg, es);
+	tcopy_explain_key_range(state->rel, &state->range, es);
 	if (es->verbose)
 		ExplainPropertyText("tserver", codec->options.address, es);
 }
