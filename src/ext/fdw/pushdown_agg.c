@@ -41,6 +41,8 @@
 #define TCOPY_AGG_ROW_COST		0.0025
 #define TCOPY_AGG_GROUP_COST	0.01
 
+bool		tcopy_pushdown_aggregates = true;
+
 /* What the planner found of a grouped relation (RelOptInfo.fdw_private). */
 typedef struct TcopyUpperInfo
 {
@@ -251,7 +253,7 @@ tcopyGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 						  RelOptInfo *input_rel, RelOptInfo *output_rel, void *extra)
 {
 	if ((stage != UPPERREL_GROUP_AGG && stage != UPPERREL_PARTIAL_GROUP_AGG) ||
-		output_rel->fdw_private != NULL || extra == NULL)
+		output_rel->fdw_private != NULL || extra == NULL || !tcopy_pushdown_aggregates)
 		return;
 	/* one foreign table or partition, read without parameters */
 	if ((input_rel->reloptkind != RELOPT_BASEREL &&

@@ -158,6 +158,9 @@ typedef enum TcopyAggFn
 
 typedef struct TcopyAggScan TcopyAggScan;
 
+/* tcopy.pushdown_aggregates (registered in tcopy.c) */
+extern bool tcopy_pushdown_aggregates;
+
 extern void tcopyGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
 									  RelOptInfo *input_rel, RelOptInfo *output_rel,
 									  void *extra);
