@@ -190,3 +190,6 @@ SELECT * FROM twins('SELECT count(*), sum(i2), avg(i4), avg(f8) FROM %s', 'hp', 
 RESET enable_partitionwise_aggregate;
 
 TRUNCATE tc, tcov, tp1, tp2, tp3;
+DROP EXTENSION tcopy CASCADE;
+DROP TABLE h, hov, hp;
+DROP FUNCTION explain(text), twins(text, text, text);
