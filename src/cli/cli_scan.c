@@ -217,6 +217,7 @@ cli_scan(const CliOptions *opts)
 	request.table_id = table_id;
 	request.batch_rows = opts->batch_rows;
 	request.limit = opts->limit;
+	request.packed = count_only;	/* counted, not read: the extension's layout */
 
 	if (tc_client_scan_start(client, &request) < 0)
 		goto client_err;
@@ -226,7 +227,7 @@ cli_scan(const CliOptions *opts)
 
 		if (tc_client_scan_next(client, &batch) < 0)
 			goto client_err;
-		nrows += batch->n_rows;
+		nrows += batch->n_rows + batch->n_packed;
 		for (size_t r = 0; r < batch->n_rows && !count_only; r++)
 		{
 			line.len = 0;

@@ -4,14 +4,15 @@
  *		client's wire encoder (tc_wire.c), the tserver's WriteBatch decoder
  *		(ts_batch_decode.c) and its stored-value codec (ts_codec.c).
  *
- * Only the writing side and zigzag are here.  The two readers differ on
- * purpose: the WriteBatch decoder accepts what protobuf-c accepts (bits past
- * the 64th dropped), the stored-value codec refuses anything not written by
- * tc_varint_put.
+ * The readers differ on purpose: the WriteBatch decoder accepts what
+ * protobuf-c accepts (bits past the 64th dropped); tc_varint_get, which the
+ * stored-value codec and the readers of packed scan rows use, refuses
+ * anything tc_varint_put cannot have written past the 64th bit.
  */
 #ifndef TC_VARINT_H
 #define TC_VARINT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,6 +55,32 @@ tc_varint_put(uint8_t *out, uint64_t v)
 	}
 	*out++ = (uint8_t) v;
 	return out;
+}
+
+/*
+ * Read a varint at *p (before end) into *v and move *p past it: false when
+ * it runs past end or holds more than 64 bits.
+ */
+static inline bool
+tc_varint_get(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	uint64_t	result = 0;
+
+	for (int shift = 0; shift < 64; shift += 7)
+	{
+		if (*p >= end)
+			return false;
+		/* the tenth byte may only hold the 64th bit */
+		if (shift == 63 && **p > 1)
+			return false;
+		result |= (uint64_t) (**p & 0x7F) << shift;
+		if ((*(*p)++ & 0x80) == 0)
+		{
+			*v = result;
+			return true;
+		}
+	}
+	return false;
 }
 
 #endif							/* TC_VARINT_H */

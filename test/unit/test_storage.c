@@ -2407,6 +2407,121 @@ remove_data_dir(void)
 		fprintf(stderr, "could not remove %s\n", data_dir);
 }
 
+/* Rows of table_id in [lo, hi) (hi empty: to the end of the table). */
+static size_t
+count_range(TsStore *store, uint32_t table_id, const uint8_t *lo, size_t lolen,
+			const uint8_t *hi, size_t hilen)
+{
+	rocksdb_readoptions_t *options = rocksdb_readoptions_create();
+	rocksdb_iterator_t *iter = rocksdb_create_iterator_cf(store->db, options, store->cf_data);
+	size_t		n = 0;
+
+	for (rocksdb_iter_seek(iter, (const char *) lo, lolen); rocksdb_iter_valid(iter);
+		 rocksdb_iter_next(iter))
+	{
+		size_t		keylen;
+		const uint8_t *key = (const uint8_t *) rocksdb_iter_key(iter, &keylen);
+
+		if (hilen > 0 && ts_key_compare(key, (uint32_t) keylen, hi, (uint32_t) hilen) >= 0)
+			break;
+		if (keylen < 4 || ts_get_be32(key) != table_id)
+			break;
+		n++;
+	}
+	rocksdb_iter_destroy(iter);
+	rocksdb_readoptions_destroy(options);
+	return n;
+}
+
+/*
+ * ts_scan_split: boundaries ascending and strictly inside the range, the
+ * parts together hold every row once, and rows loaded evenly come out in
+ * parts of about equal size, from the memtable and from SST files; no cut
+ * of an empty table, or when one part is asked for.
+ */
+static void
+test_split(void)
+{
+	TsStore    *store = open_store(1024 * 1024);	/* spilled: several SST files */
+	int64_t    *ids = malloc(40000 * sizeof(int64_t));
+	uint32_t	t,
+				empty_table;
+	TsTable    *table;
+	TcBuf		lo = {0},
+				hi = {0};
+	TcBuf	   *keys = NULL;
+	size_t		nkeys = 0;
+	bool		empty;
+	TsError		err;
+
+	REQUIRE(store != NULL && ids != NULL);
+	for (int i = 0; i < 40000; i++)
+		ids[i] = i;
+	t = open_table(store, "split", true);
+	empty_table = open_table(store, "split_empty", true);
+	REQUIRE(t > 0 && empty_table > 0);
+	for (int part = 0; part < 4; part++)
+		CHECK_EQ_INT(load(store, t, ids + part * 10000, 10000, part, true), 0);
+
+	for (int round = 0; round < 2; round++)
+	{
+		size_t		total = 0;
+
+		table = ts_store_table(store, t, &err);
+		REQUIRE(table != NULL);
+		REQUIRE(ts_scan_key_range(table, NULL, NULL, &lo, &hi, &empty, &err) == 0);
+		CHECK_EQ_INT(ts_scan_split(store, table, &lo, &hi, 8, &keys, &nkeys, &err), 0);
+		CHECK(nkeys >= 4 && nkeys <= 7);
+		for (size_t k = 0; k <= nkeys; k++)
+		{
+			const TcBuf *from = k == 0 ? &lo : &keys[k - 1];
+			const TcBuf *to = k == nkeys ? &hi : &keys[k];
+			size_t		n = count_range(store, t, from->data, from->len, to->data, to->len);
+
+			if (k > 0)
+				CHECK(ts_key_compare(from->data, (uint32_t) from->len, lo.data,
+									 (uint32_t) lo.len) > 0);
+			if (k < nkeys)
+				CHECK(ts_key_compare(to->data, (uint32_t) to->len, from->data,
+									 (uint32_t) from->len) > 0);
+			/* about equal: none past three times its share */
+			CHECK(n > 0 && n < 3 * 40000 / (nkeys + 1));
+			total += n;
+		}
+		CHECK_EQ_UINT(total, 40000);
+		for (size_t k = 0; k < nkeys; k++)
+			tc_buf_free(&keys[k]);
+		free(keys);
+
+		CHECK_EQ_INT(ts_scan_split(store, table, &lo, &hi, 1, &keys, &nkeys, &err), 0);
+		CHECK_EQ_UINT(nkeys, 0);
+		table = ts_store_table(store, empty_table, &err);
+		REQUIRE(table != NULL);
+		REQUIRE(ts_scan_key_range(table, NULL, NULL, &lo, &hi, &empty, &err) == 0);
+		CHECK_EQ_INT(ts_scan_split(store, table, &lo, &hi, 8, &keys, &nkeys, &err), 0);
+		CHECK_EQ_UINT(nkeys, 0);
+
+		/* again from SST files only */
+		ts_store_close(store);
+		store = open_store(1024 * 1024);
+		REQUIRE(store != NULL);
+		{
+			char	   *errptr = NULL;
+			rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
+
+			rocksdb_flushoptions_set_wait(fo, 1);
+			rocksdb_flush_cf(store->db, fo, store->cf_data, &errptr);
+			rocksdb_flushoptions_destroy(fo);
+			CHECK(errptr == NULL);
+			free(errptr);
+		}
+	}
+	tc_buf_free(&lo);
+	tc_buf_free(&hi);
+	free(ids);
+	ts_store_close(store);
+}
+
 int
 main(void)
 {
@@ -2432,6 +2547,7 @@ main(void)
 	TC_RUN(test_duplicate_image);
 	TC_RUN(test_duplicate_rows);
 	TC_RUN(test_table_estimate);
+	TC_RUN(test_split);
 
 	/* merges in 3 parts at once, in a store of their own */
 	remove_data_dir();

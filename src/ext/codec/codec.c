@@ -48,6 +48,7 @@
 #include "utils/rel.h"
 #include "utils/rls.h"
 
+#include "tc_varint.h"
 #include "tcopy/catalog.h"
 #include "tcopy/codec.h"
 
@@ -517,13 +518,99 @@ decode_out_of_range(TcopyRelCodec *codec, int column)
 
 /* Check that stored text is valid in the database encoding. */
 static inline void
-decode_verify_text(TcopyRelCodec *codec, TcopyColumnCodec *col,
-				   const ProtobufCBinaryData *blob)
+decode_verify_text(TcopyRelCodec *codec, TcopyColumnCodec *col, const uint8 *data, size_t len)
 {
-	if (unlikely(!pg_verify_mbstr(codec->encoding, (const char *) blob->data,
-								  (int) blob->len, true)))
-		tcopy_report_invalid_text(col->attname, codec->relname, codec->encoding,
-								  blob->data, blob->len);
+	if (unlikely(!pg_verify_mbstr(codec->encoding, (const char *) data, (int) len, true)))
+		tcopy_report_invalid_text(col->attname, codec->relname, codec->encoding, data, len);
+}
+
+/* The row does not have the layout of the projection: never stored so. */
+static void
+decode_mismatch(TcopyRelCodec *codec)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FDW_INVALID_DATA_TYPE),
+			 errmsg("row from tserver does not match foreign table \"%s\"",
+					codec->relname)));
+}
+
+/* The datum of wire column column's stored integer v (KIND_BOOL or KIND_INT). */
+static inline Datum
+decode_int(TcopyRelCodec *codec, int column, int64 v)
+{
+	switch (codec->columns[column].conv)
+	{
+		case TCOPY_CONV_BOOL:
+			return BoolGetDatum(v != 0);
+		case TCOPY_CONV_INT2:
+			if (v < PG_INT16_MIN || v > PG_INT16_MAX)
+				decode_out_of_range(codec, column);
+			return Int16GetDatum((int16) v);
+		case TCOPY_CONV_INT4:
+			if (v < PG_INT32_MIN || v > PG_INT32_MAX)
+				decode_out_of_range(codec, column);
+			return Int32GetDatum((int32) v);
+		default:
+			return Int64GetDatum(v);
+	}
+}
+
+/* The datum of wire column column's stored float v (KIND_FLOAT). */
+static inline Datum
+decode_float(TcopyRelCodec *codec, int column, double v)
+{
+	if (codec->columns[column].conv == TCOPY_CONV_FLOAT4)
+		return Float4GetDatum((float4) v);
+	return Float8GetDatum(v);
+}
+
+/*
+ * The datum of wire column column's stored bytes (KIND_BYTES), in
+ * CurrentMemoryContext.
+ */
+static Datum
+decode_bytes(TcopyRelCodec *codec, int column, const uint8 *data, size_t len)
+{
+	TcopyColumnCodec *col = &codec->columns[column];
+
+	switch (col->conv)
+	{
+		case TCOPY_CONV_TEXT:
+			{
+				struct varlena *v;
+
+				if (col->is_text)
+					decode_verify_text(codec, col, data, len);
+				v = palloc(VARHDRSZ + len);
+				SET_VARSIZE(v, VARHDRSZ + len);
+				memcpy(VARDATA(v), data, len);
+				return PointerGetDatum(v);
+			}
+		case TCOPY_CONV_SEND:
+			{
+				bool		whole;
+				Datum		value;
+
+				value = tcopy_receive(&col->in_fn, col->typioparam, col->typmod,
+									  data, len, &whole);
+				if (!whole)
+					ereport(ERROR,
+							(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
+							 errmsg("incorrect binary data format in column \"%s\" of foreign table \"%s\"",
+									col->attname, codec->relname)));
+				return value;
+			}
+		case TCOPY_CONV_IO:
+			decode_verify_text(codec, col, data, len);
+			return tcopy_fixed_input(&col->in_fn, pnstrdup((const char *) data, len),
+									 col->typioparam, col->typmod, col->search_path);
+		case TCOPY_CONV_FORM:
+			return tcopy_form_decode(col->form, data, len, codec->encoding, col->attname,
+									 codec->relname);
+		default:
+			decode_mismatch(codec);
+			return (Datum) 0;
+	}
 }
 
 void
@@ -544,91 +631,119 @@ tcopy_decode_row(TcopyRelCodec *codec, const int *proj, int nproj,
 	{
 		TcopyColumnCodec *col = &codec->columns[proj[p]];
 		int			att = col->attnum - 1;
-		const ProtobufCBinaryData *blob;
 
 		if (next_null < row->n_nulls && row->nulls[next_null] == (uint32_t) p)
 		{
 			next_null++;
 			continue;
 		}
-		/* the tserver checked the layout when it stored the row; check again */
-		if ((col->kind == TCOPY__KIND__KIND_BOOL || col->kind == TCOPY__KIND__KIND_INT) ?
-			ints >= row->n_ints :
-			col->kind == TCOPY__KIND__KIND_FLOAT ? floats >= row->n_floats :
-			blobs >= row->n_blobs)
-			ereport(ERROR,
-					(errcode(ERRCODE_FDW_INVALID_DATA_TYPE),
-					 errmsg("row from tserver does not match foreign table \"%s\"",
-							codec->relname)));
 		nulls[att] = false;
-		switch (col->conv)
+		/* the tserver checked the layout when it stored the row; check again */
+		switch (col->kind)
 		{
-			case TCOPY_CONV_BOOL:
-				values[att] = BoolGetDatum(row->ints[ints++] != 0);
+			case TCOPY__KIND__KIND_BOOL:
+			case TCOPY__KIND__KIND_INT:
+				if (ints >= row->n_ints)
+					decode_mismatch(codec);
+				values[att] = decode_int(codec, proj[p], row->ints[ints++]);
 				break;
-			case TCOPY_CONV_INT2:
-				if (row->ints[ints] < PG_INT16_MIN || row->ints[ints] > PG_INT16_MAX)
-					decode_out_of_range(codec, proj[p]);
-				values[att] = Int16GetDatum((int16) row->ints[ints++]);
+			case TCOPY__KIND__KIND_FLOAT:
+				if (floats >= row->n_floats)
+					decode_mismatch(codec);
+				values[att] = decode_float(codec, proj[p], row->floats[floats++]);
 				break;
-			case TCOPY_CONV_INT4:
-				if (row->ints[ints] < PG_INT32_MIN || row->ints[ints] > PG_INT32_MAX)
-					decode_out_of_range(codec, proj[p]);
-				values[att] = Int32GetDatum((int32) row->ints[ints++]);
-				break;
-			case TCOPY_CONV_INT8:
-				values[att] = Int64GetDatum(row->ints[ints++]);
-				break;
-			case TCOPY_CONV_FLOAT4:
-				values[att] = Float4GetDatum((float4) row->floats[floats++]);
-				break;
-			case TCOPY_CONV_FLOAT8:
-				values[att] = Float8GetDatum(row->floats[floats++]);
-				break;
-			case TCOPY_CONV_TEXT:
-				{
-					struct varlena *v;
-
-					blob = &row->blobs[blobs++];
-					if (col->is_text)
-						decode_verify_text(codec, col, blob);
-					v = palloc(VARHDRSZ + blob->len);
-					SET_VARSIZE(v, VARHDRSZ + blob->len);
-					memcpy(VARDATA(v), blob->data, blob->len);
-					values[att] = PointerGetDatum(v);
-					break;
-				}
-			case TCOPY_CONV_SEND:
-				{
-					bool		whole;
-
-					blob = &row->blobs[blobs++];
-					values[att] = tcopy_receive(&col->in_fn, col->typioparam, col->typmod,
-												blob->data, blob->len, &whole);
-					if (!whole)
-						ereport(ERROR,
-								(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
-								 errmsg("incorrect binary data format in column \"%s\" of foreign table \"%s\"",
-										col->attname, codec->relname)));
-					break;
-				}
-			case TCOPY_CONV_IO:
-				{
-					char	   *text;
-
-					blob = &row->blobs[blobs++];
-					decode_verify_text(codec, col, blob);
-					text = pnstrdup((const char *) blob->data, blob->len);
-					values[att] = tcopy_fixed_input(&col->in_fn, text, col->typioparam,
-													col->typmod, col->search_path);
-					break;
-				}
-			case TCOPY_CONV_FORM:
-				blob = &row->blobs[blobs++];
-				values[att] = tcopy_form_decode(col->form, blob->data, blob->len,
-												codec->encoding, col->attname,
-												codec->relname);
+			default:
+				if (blobs >= row->n_blobs)
+					decode_mismatch(codec);
+				values[att] = decode_bytes(codec, proj[p], row->blobs[blobs].data,
+										   row->blobs[blobs].len);
+				blobs++;
 				break;
 		}
 	}
+}
+
+/* Read a varint at *p, before end; a cut or overlong one is a mismatch. */
+static inline uint64
+decode_varint(TcopyRelCodec *codec, const uint8 **p, const uint8 *end)
+{
+	uint64		v;
+
+	if (likely(*p < end && **p < 0x80))
+		return *(*p)++;
+	if (!tc_varint_get(p, end, &v))
+		decode_mismatch(codec);
+	return v;
+}
+
+void
+tcopy_decode_packed_row(TcopyRelCodec *codec, const int *proj, int nproj,
+						uint8 **pos, const uint8 *end, Datum *values, bool *nulls)
+{
+	const uint8 *bitmap = *pos;
+	const uint8 *p = bitmap + (nproj + 7) / 8;
+
+	if (p > end)
+		decode_mismatch(codec);
+	for (int i = 0; i < codec->natts; i++)
+	{
+		values[i] = (Datum) 0;
+		nulls[i] = true;
+	}
+	for (int c = 0; c < nproj; c++)
+	{
+		TcopyColumnCodec *col = &codec->columns[proj[c]];
+		int			att = col->attnum - 1;
+
+		if (bitmap[c / 8] & (1 << (c % 8)))
+			continue;
+		nulls[att] = false;
+		switch (col->kind)
+		{
+			case TCOPY__KIND__KIND_BOOL:
+			case TCOPY__KIND__KIND_INT:
+				values[att] = decode_int(codec, proj[c],
+										 tc_unzigzag64(decode_varint(codec, &p, end)));
+				break;
+			case TCOPY__KIND__KIND_FLOAT:
+				{
+					uint64		bits;
+					double		f;
+
+					if (end - p < 8)
+						decode_mismatch(codec);
+					memcpy(&bits, p, 8);
+					bits = pg_bswap64(pg_hton64(bits));	/* little-endian to host */
+					memcpy(&f, &bits, 8);
+					p += 8;
+					values[att] = decode_float(codec, proj[c], f);
+					break;
+				}
+			default:
+				{
+					uint8	   *start = (uint8 *) p;
+					uint64		len = decode_varint(codec, &p, end);
+
+					if (len > (uint64) (end - p))
+						decode_mismatch(codec);
+					if (col->conv == TCOPY_CONV_TEXT && len <= VARATT_SHORT_MAX - VARHDRSZ_SHORT &&
+						p == start + 1)
+					{
+						/*
+						 * A short varlena in place: its one-byte header over
+						 * the one-byte length, no copy
+						 */
+						if (col->is_text)
+							decode_verify_text(codec, col, p, (size_t) len);
+						SET_VARSIZE_1B(start, VARHDRSZ_SHORT + len);
+						values[att] = PointerGetDatum(start);
+					}
+					else
+						values[att] = decode_bytes(codec, proj[c], p, (size_t) len);
+					p += len;
+					break;
+				}
+		}
+	}
+	*pos = (uint8 *) p;
 }

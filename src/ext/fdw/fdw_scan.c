@@ -52,7 +52,8 @@ typedef struct TcopyScanState
 	bool		read_in_doubt;	/* read again as of a snapshot: an in-doubt session */
 	bool		done;			/* the batch marked done has been fetched */
 	Tcopy__ScanBatch *batch;	/* in the client's arena until the next fetch */
-	size_t		next_row;		/* index in batch->rows */
+	size_t		next_row;		/* index in batch->n_packed */
+	uint8	   *pack_pos;		/* the next row in batch->packed */
 	MemoryContext batch_cxt;	/* decoded values of the current batch */
 	MemoryContextCallback close_callback;
 } TcopyScanState;
@@ -401,6 +402,7 @@ tcopy_scan_start(TcopyScanState *state)
 	for (int p = 0; p < state->nproj; p++)
 		columns[p] = (uint32_t) state->proj[p];
 	request.table_id = state->table_id;
+	request.packed = true;
 	request.n_columns = state->nproj;
 	request.columns = columns;
 	if (state->range.lower.present)
@@ -473,9 +475,13 @@ tcopy_scan_no_table(TcopyScanState *state, TupleTableSlot *slot)
 }
 
 /*
- * Return the next row in the slot, or an empty slot at the end.  The values
- * of a batch's rows live in batch_cxt, reset only when the next batch is
- * fetched, so the row returned last stays valid until the next call.
+ * Return the next row in the slot, or an empty slot at the end.  The rows
+ * come packed (ScanBatch.packed) and are decoded straight into the slot:
+ * short text in place in the batch, which the client keeps until the next
+ * fetch, other values that need memory in batch_cxt, reset only when the
+ * next batch is fetched; so the row returned last stays valid until the
+ * next call.  A scan whose aggregates the tserver computes gets groups
+ * instead (ScanBatch.groups, agg_results.c).
  */
 TupleTableSlot *
 tcopyIterateForeignScan(ForeignScanState *node)
@@ -494,7 +500,7 @@ tcopyIterateForeignScan(ForeignScanState *node)
 		tcopy_scan_start(state);
 
 	while (state->batch == NULL ||
-		   state->next_row >= (state->agg != NULL ? state->batch->n_groups : state->batch->n_rows))
+		   state->next_row >= (state->agg != NULL ? state->batch->n_groups : state->batch->n_packed))
 	{
 		CHECK_FOR_INTERRUPTS();
 		if (state->done)
@@ -513,6 +519,7 @@ tcopyIterateForeignScan(ForeignScanState *node)
 			tcopy_scan_report_error(state);
 		}
 		state->done = state->batch->done;
+		state->pack_pos = state->batch->packed.data;
 	}
 
 	oldcxt = MemoryContextSwitchTo(state->batch_cxt);
@@ -520,9 +527,12 @@ tcopyIterateForeignScan(ForeignScanState *node)
 		tcopy_agg_scan_store(state->agg, state->batch->groups[state->next_row++],
 							 slot->tts_values, slot->tts_isnull);
 	else
-		tcopy_decode_row(codec, state->proj, state->nproj,
-						 state->batch->rows[state->next_row++],
-						 slot->tts_values, slot->tts_isnull);
+	{
+		tcopy_decode_packed_row(codec, state->proj, state->nproj, &state->pack_pos,
+								state->batch->packed.data + state->batch->packed.len,
+								slot->tts_values, slot->tts_isnull);
+		state->next_row++;
+	}
 	MemoryContextSwitchTo(oldcxt);
 	return ExecStoreVirtualTuple(slot);
 }

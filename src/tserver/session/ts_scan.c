@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tc_varint.h"
 #include "ts_key.h"
 
 #define SCAN_DEFAULT_BATCH_ROWS 1000
@@ -39,6 +40,8 @@ struct TsScan
 	uint64_t	limit;			/* 0: none */
 	uint64_t	returned;
 	TsValue    *values;			/* [table's ncolumns] decode scratch */
+	bool		packed;			/* rows go in ScanBatch.packed */
+	TcBuf		pack;			/* ... built here, reused batch after batch */
 	TcArena		scratch;		/* key strings that need unescaping */
 	bool		done;
 	TsOverlay	overlay;		/* a session's writes over the stored rows */
@@ -157,10 +160,48 @@ bad:
 	return -1;
 }
 
+int
+ts_scan_key_range(const TsTable *table, const Tcopy__KeyBound *lower,
+				  const Tcopy__KeyBound *upper, TcBuf *lo, TcBuf *hi, bool *empty,
+				  TsError *err)
+{
+	static const Tcopy__Row no_key = TCOPY__ROW__INIT;
+	const TsLayout *layout = &table->layout;
+
+	*empty = false;
+	lo->len = 0;
+	hi->len = 0;
+	if (layout->nkey == 0 && (lower != NULL || upper != NULL))
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "table \"%s\" has no key columns to bound a scan by", table->name);
+		return -1;
+	}
+	if ((lower && bound_check(table, lower, err) != 0) ||
+		(upper && bound_check(table, upper, err) != 0))
+		return -1;
+
+	/*
+	 * [lower, upper) within the table's prefix.  A missing bound is the
+	 * prefix of no key columns, the table id alone: every key of the table
+	 * starts with it, and its successor is above them all.
+	 */
+	if (!ts_key_encode_prefix(layout, table->id, lower ? lower->key : &no_key, lo) ||
+		!ts_key_encode_prefix(layout, table->id, upper ? upper->key : &no_key, hi))
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		return -1;
+	}
+	if (lower != NULL && !lower->inclusive && !prefix_successor(lo))
+		*empty = true;
+	if ((upper == NULL || upper->inclusive) && !prefix_successor(hi))
+		hi->len = 0;			/* no upper bound within the key space */
+	return 0;
+}
+
 TsScan *
 ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err)
 {
-	static const Tcopy__Row no_key = TCOPY__ROW__INIT;
 	TsScan	   *scan = calloc(1, sizeof(TsScan));
 	TsTable    *table;
 	const TsLayout *layout;
@@ -177,15 +218,6 @@ ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err)
 		goto err;
 	scan->table = table;
 	layout = &table->layout;
-	if (layout->nkey == 0 && (request->lower != NULL || request->upper != NULL))
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
-					 "table \"%s\" has no key columns to bound a scan by", table->name);
-		goto err;
-	}
-	if ((request->lower && bound_check(table, request->lower, err) != 0) ||
-		(request->upper && bound_check(table, request->upper, err) != 0))
-		goto err;
 	if (request->for_update || (request->refuse_in_doubt && request->snapshot_id == 0))
 	{
 		char		gid[TS_GID_MAX + 1];
@@ -240,21 +272,11 @@ ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err)
 	if (scan->batch_rows > SCAN_MAX_BATCH_ROWS)
 		scan->batch_rows = SCAN_MAX_BATCH_ROWS;
 	scan->limit = request->limit;
+	scan->packed = request->packed;
 
-	/*
-	 * Key range: [lower, upper) within the table's prefix.  A missing bound
-	 * is the prefix of no key columns, the table id alone: every key of the
-	 * table starts with it, and its successor is above them all.
-	 */
-	if (!ts_key_encode_prefix(layout, table->id, request->lower ? request->lower->key : &no_key,
-							  &scan->lower) ||
-		!ts_key_encode_prefix(layout, table->id, request->upper ? request->upper->key : &no_key,
-							  &scan->upper))
-		goto oom;
-	if (request->lower != NULL && !request->lower->inclusive && !prefix_successor(&scan->lower))
-		scan->done = true;
-	if ((request->upper == NULL || request->upper->inclusive) && !prefix_successor(&scan->upper))
-		scan->upper.len = 0;	/* no upper bound within the key space */
+	if (ts_scan_key_range(table, request->lower, request->upper, &scan->lower, &scan->upper,
+						  &scan->done, err) != 0)
+		goto err;
 
 	scan->read_options = rocksdb_readoptions_create();
 	if (scan->upper.len > 0)
@@ -284,11 +306,139 @@ ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err)
 		goto err;
 	return scan;
 
-oom:
-	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
 err:
 	ts_scan_close(scan);
 	return NULL;
+}
+
+/*
+ * Append the current row's projected values to scan->pack, in the packed
+ * layout of ScanBatch.packed: false when out of memory.
+ */
+static bool
+scan_pack_row(TsScan *scan)
+{
+	const TsLayout *layout = &scan->table->layout;
+	size_t		bitmap = (scan->ncolumns + 7) / 8;
+	size_t		room = bitmap;
+	uint8_t    *nulls;
+	uint8_t    *p;
+
+	for (uint32_t i = 0; i < scan->ncolumns; i++)
+	{
+		const TsValue *v = &scan->values[scan->columns[i]];
+
+		if (!v->isnull)
+			room += layout->kinds[scan->columns[i]] == TCOPY__KIND__KIND_BYTES ?
+				TC_VARINT_MAX + v->len : TC_VARINT_MAX;
+	}
+	if (!tc_buf_reserve(&scan->pack, room))
+		return false;
+	nulls = scan->pack.data + scan->pack.len;
+	memset(nulls, 0, bitmap);
+	p = nulls + bitmap;
+	for (uint32_t i = 0; i < scan->ncolumns; i++)
+	{
+		const TsValue *v = &scan->values[scan->columns[i]];
+
+		if (v->isnull)
+		{
+			nulls[i / 8] |= (uint8_t) (1 << (i % 8));
+			continue;
+		}
+		switch (layout->kinds[scan->columns[i]])
+		{
+			case TCOPY__KIND__KIND_BOOL:
+			case TCOPY__KIND__KIND_INT:
+				p = tc_varint_put(p, tc_zigzag64(v->i));
+				break;
+			case TCOPY__KIND__KIND_FLOAT:
+				{
+					uint64_t	bits;
+
+					memcpy(&bits, &v->f, 8);
+					bits = htole64(bits);
+					memcpy(p, &bits, 8);
+					p += 8;
+					break;
+				}
+			default:
+				p = tc_varint_put(p, v->len);
+				memcpy(p, v->p, v->len);
+				p += v->len;
+				break;
+		}
+	}
+	scan->pack.len = (size_t) (p - scan->pack.data);
+	return true;
+}
+
+/*
+ * ts_scan_next for a scan of packed rows: the batch's rows go one after
+ * another into scan->pack, which batch->packed points into until the next
+ * call.
+ */
+static int
+scan_next_packed(TsScan *scan, Tcopy__ScanBatch *batch, TsError *err)
+{
+	size_t		capacity = scan->batch_rows;
+	char	   *errptr = NULL;
+	bool		end = false;
+
+	batch->done = false;
+	batch->n_packed = 0;
+	scan->pack.len = 0;
+	if (scan->limit > 0 && scan->limit - scan->returned < capacity)
+		capacity = (size_t) (scan->limit - scan->returned);
+	while (!scan->done && batch->n_packed < capacity && scan->pack.len < SCAN_BATCH_BYTES)
+	{
+		size_t		keylen,
+					valuelen;
+		const uint8_t *key;
+		const uint8_t *value;
+
+		if (!scan_current(scan, &key, &keylen, &value, &valuelen))
+		{
+			end = true;
+			break;
+		}
+		/* the stored key and value bound the row's bytes: it waits for the next batch */
+		if (batch->n_packed > 0 && scan->pack.len + keylen + valuelen > SCAN_BATCH_BYTES)
+			break;
+		tc_arena_reset(&scan->scratch);
+		if (!ts_row_decode(&scan->table->layout, key, keylen, value, valuelen, scan->values,
+						   &scan->scratch))
+		{
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+						 "stored row of table \"%s\" does not match its schema",
+						 scan->table->name);
+			return -1;
+		}
+		if (!scan_pack_row(scan))
+		{
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+			return -1;
+		}
+		batch->n_packed++;
+		scan->returned++;
+		scan_advance(scan);
+	}
+	if (!scan->done && end)
+	{
+		rocksdb_iter_get_error(scan->iter, &errptr);
+		if (errptr != NULL)
+		{
+			ts_error_rocksdb(err, "could not read table", errptr);
+			return -1;
+		}
+		scan->done = true;
+	}
+	if (scan->limit > 0 && scan->returned >= scan->limit)
+		scan->done = true;
+	batch->packed.data = scan->pack.data;
+	batch->packed.len = scan->pack.len;
+	batch->done = scan->done;
+	return 0;
 }
 
 int
@@ -300,6 +450,8 @@ ts_scan_next(TsScan *scan, TcArena *arena, Tcopy__ScanBatch *batch, TsError *err
 	char	   *errptr = NULL;
 	bool		end = false;
 
+	if (scan->packed)
+		return scan_next_packed(scan, batch, err);
 	batch->n_rows = 0;
 	batch->done = false;
 	if (scan->limit > 0 && scan->limit - scan->returned < capacity)
@@ -458,6 +610,7 @@ ts_scan_close(TsScan *scan)
 	ts_snapshot_unref(scan->store, scan->snapshot);
 	tc_buf_free(&scan->lower);
 	tc_buf_free(&scan->upper);
+	tc_buf_free(&scan->pack);
 	tc_arena_free(&scan->scratch);
 	ts_overlay_free(&scan->overlay);
 	free(scan->columns);

@@ -269,6 +269,26 @@ int			ts_session_commit(TsSession *session, uint64_t *rows, TsError *err);
 /* Discard everything the session staged and free it. */
 void		ts_session_abort(TsSession *session);
 
+/*
+ * The encoded key range [*lo, *hi) of table within the bounds (NULL: none;
+ * *hi empty: no upper bound), *empty when it holds no key: 0, or -1 with
+ * err (ERROR_PROTOCOL: bounds that are not of a prefix of the key).
+ */
+int			ts_scan_key_range(const TsTable *table, const Tcopy__KeyBound *lower,
+							  const Tcopy__KeyBound *upper, TcBuf *lo, TcBuf *hi,
+							  bool *empty, TsError *err);
+
+/*
+ * in ts_split.c: up to max_parts - 1 keys that cut table's stored keys in
+ * [lower, upper) (encoded keys; upper empty: no bound) into parts of about
+ * equal size, ascending, strictly inside the range, malloc'ed into *keys
+ * (free each with tc_buf_free, then the array): 0, or -1 with err.  No key:
+ * one part.
+ */
+int			ts_scan_split(TsStore *store, const TsTable *table, const TcBuf *lower,
+						  const TcBuf *upper, uint32_t max_parts, TcBuf **keys,
+						  size_t *nkeys, TsError *err);
+
 /* Start a scan of committed rows (a consistent snapshot). */
 TsScan	   *ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err);
 

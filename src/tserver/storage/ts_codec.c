@@ -328,29 +328,6 @@ ts_key_encode_prefix(const TsLayout *layout, uint32_t table_id,
 	return true;
 }
 
-/* Read a varint from [*p, end); false when it is cut short or too long. */
-static inline bool
-varint_get(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-	uint64_t	result = 0;
-
-	for (int shift = 0; shift < 64; shift += 7)
-	{
-		if (*p >= end)
-			return false;
-		/* the tenth byte may only hold the 64th bit */
-		if (shift == 63 && **p > 1)
-			return false;
-		result |= (uint64_t) (**p & 0x7F) << shift;
-		if ((*(*p)++ & 0x80) == 0)
-		{
-			*v = result;
-			return true;
-		}
-	}
-	return false;
-}
-
 bool
 ts_value_encode(const TsLayout *layout, const Tcopy__Row *row, TcBuf *out)
 {
@@ -534,7 +511,7 @@ ts_row_decode(const TsLayout *layout, const uint8_t *key, size_t keylen,
 				v->i = *p++;
 				break;
 			case TCOPY__KIND__KIND_INT:
-				if (!varint_get(&p, end, &u))
+				if (!tc_varint_get(&p, end, &u))
 					return false;
 				v->i = tc_unzigzag64(u);
 				break;
@@ -545,7 +522,7 @@ ts_row_decode(const TsLayout *layout, const uint8_t *key, size_t keylen,
 				p += 8;
 				break;
 			case TCOPY__KIND__KIND_BYTES:
-				if (!varint_get(&p, end, &u) || u > (uint64_t) (end - p))
+				if (!tc_varint_get(&p, end, &u) || u > (uint64_t) (end - p))
 					return false;
 				v->p = p;
 				v->len = (size_t) u;

@@ -227,6 +227,16 @@ extern void tcopy_report_null_violation(TcopyRelCodec *codec, int c,
 extern void tcopy_decode_row(TcopyRelCodec *codec, const int *proj, int nproj,
 							 const Tcopy__Row *row, Datum *values, bool *nulls);
 
+/*
+ * The same for the next row of ScanBatch.packed at *pos (before end),
+ * moving *pos past it.  Text of up to 126 bytes is not copied: it becomes
+ * a short varlena in place, its header over its one-byte length, so the
+ * buffer must be writable and outlive the values.
+ */
+extern void tcopy_decode_packed_row(TcopyRelCodec *codec, const int *proj, int nproj,
+									uint8 **pos, const uint8 *end, Datum *values,
+									bool *nulls);
+
 /* in batch.c: write batches, encoded by batch_wire.c or batch_protobuf.c */
 
 /* Bytes of a frame kept for a batch's header and the rows' framing. */
