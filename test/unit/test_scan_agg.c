@@ -352,6 +352,68 @@ test_aggregates(void)
 		free(out);
 	}
 
+	/*
+	 * in parts, a thread each (counts, integer sums, min and max combine
+	 * exactly), over many rows: the same as in one pass
+	 */
+	{
+		TestRow    *many = calloc(20000, sizeof(TestRow));
+		Tcopy__Aggregate *exact[5] = {aggs[0], aggs[2], aggs[4], aggs[5], aggs[6]};
+		Tcopy__AggRow **one;
+		size_t		none;
+		Tcopy__Scan request = TCOPY__SCAN__INIT;
+		TsScan	   *scan;
+		TsScan	  **parts;
+		size_t		nparts = 0;
+
+		for (int i = 0; i < 20000; i++)
+		{
+			many[i].id = 1000 + i;
+			many[i].g = i % 7;
+			many[i].f = (i % 3 == 0) ? -0.0 : (i % 3 == 1 ? 0.0 : (double) (i % 11));
+			many[i].d = i * 13 % 1000 - 500;
+			many[i].s = "m";
+		}
+		session = ts_session_begin(store, &sid, &err);
+		REQUIRE(session != NULL);
+		REQUIRE(write_rows(session, table_id, many, 20000) == 0);
+		REQUIRE(ts_session_commit(session, &rows, &err) == 0);
+		request.table_id = table_id;
+		scan = ts_scan_open(store, &request, &err);
+		REQUIRE(scan != NULL);
+		CHECK(ts_scan_parts(scan, 2, &parts, &nparts, &err) == 0 && nparts == 2);
+		for (size_t i = 0; i < nparts; i++)
+			ts_scan_close(parts[i]);
+		free(parts);
+		ts_scan_close(scan);
+		/* in parts (the aggregates combine), then in one pass (a float sum among them) */
+		REQUIRE(run_agg(store, table_id, by_g, 1, exact, 5, 0, NULL, &arena, &out, &n, &err) == 0);
+		aggs[7]->op = TCOPY__AGG_OP__AGG_SUM_FLOAT;
+		{
+			Tcopy__Aggregate *serial[6] = {aggs[0], aggs[2], aggs[4], aggs[5], aggs[6], aggs[7]};
+
+			REQUIRE(run_agg(store, table_id, by_g, 1, serial, 6, 0, NULL, &arena, &one, &none,
+							&err) == 0);
+		}
+		aggs[7]->op = TCOPY__AGG_OP__AGG_AVG_FLOAT;
+		CHECK_EQ_UINT(n, none);
+		for (size_t i = 0; i < n && i < none; i++)
+		{
+			CHECK(out[i]->group->n_nulls == one[i]->group->n_nulls &&
+				  (out[i]->group->n_ints == 0 || out[i]->group->ints[0] == one[i]->group->ints[0]));
+			for (int k = 0; k < 5; k++)
+				CHECK(out[i]->counts[k] == one[i]->counts[k]);
+			CHECK(out[i]->ints[0] == one[i]->ints[0] && out[i]->ints[1] == one[i]->ints[1] &&
+				  out[i]->ints[2] == one[i]->ints[2]);
+			/* min and max of floats, -0 and 0 included: the same bits */
+			CHECK(memcmp(&out[i]->floats[0], &one[i]->floats[0], sizeof(double)) == 0);
+			CHECK(memcmp(&out[i]->floats[1], &one[i]->floats[1], sizeof(double)) == 0);
+		}
+		free(out);
+		free(one);
+		free(many);
+	}
+
 	/* a limit counts groups */
 	REQUIRE(run_agg(store, table_id, by_g, 1, aggs, 1, 2, NULL, &arena, &out, &n, &err) == 0);
 	CHECK_EQ_UINT(n, 2);

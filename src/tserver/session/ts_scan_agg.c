@@ -19,7 +19,9 @@
 #include "ts_scan_agg.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stddef.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +29,7 @@
 #define AGG_MAX_AGGREGATES 1600
 #define AGG_BATCH_BYTES (1024 * 1024)
 #define AGG_BATCH_GROUPS 10000
+#define AGG_MAX_THREADS 8
 
 /* One aggregate's state in one group. */
 typedef struct AggState
@@ -117,9 +120,9 @@ agg_check(const TsLayout *layout, const Tcopy__Aggregate *a)
 	}
 }
 
-/* A new group of the key in agg->keybuf[keylen]; NULL with err. */
+/* A new group of the key key[keylen]; NULL with err. */
 static AggGroup *
-agg_group_new(TsScanAgg *agg, uint64_t hash, size_t keylen, TsError *err)
+agg_group_new(TsScanAgg *agg, uint64_t hash, const uint8_t *key, size_t keylen, TsError *err)
 {
 	AggGroup   *g;
 
@@ -134,7 +137,7 @@ agg_group_new(TsScanAgg *agg, uint64_t hash, size_t keylen, TsError *err)
 	}
 	g = tc_arena_alloc(&agg->groups_arena, offsetof(AggGroup, states) +
 					   agg->naggs * sizeof(AggState));
-	if (g == NULL || (keylen > 0 && (g->key = tc_arena_memdup(&agg->groups_arena, agg->keybuf,
+	if (g == NULL || (keylen > 0 && (g->key = tc_arena_memdup(&agg->groups_arena, key,
 															 keylen)) == NULL))
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
@@ -233,7 +236,7 @@ ts_scan_agg_open(TsScan *scan, const Tcopy__Scan *request, TsError *err)
 	if (agg->ngroup_by == 0)
 	{
 		/* one group, even of no rows */
-		if (agg_group_new(agg, 0, 0, err) == NULL)
+		if (agg_group_new(agg, 0, NULL, 0, err) == NULL)
 			goto err;
 	}
 	else
@@ -361,26 +364,15 @@ buckets_grow(TsScanAgg *agg)
 	return true;
 }
 
-/* The group of the row's values; NULL with err. */
+/* The group of key[keylen] (of that hash), added if new; NULL with err. */
 static AggGroup *
-agg_group_of(TsScanAgg *agg, const TsValue *values, TsError *err)
+agg_group_find(TsScanAgg *agg, uint64_t hash, const uint8_t *key, size_t keylen, TsError *err)
 {
-	size_t		keylen;
-	uint64_t	hash;
 	AggGroup   *g;
 
-	if (agg->ngroup_by == 0)
-		return agg->first;
-	if (!key_build(agg, values, &keylen))
-	{
-		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
-		return NULL;
-	}
-	hash = key_hash(agg->keybuf, keylen);
 	for (g = agg->buckets[hash & (agg->nbuckets - 1)]; g != NULL; g = g->next)
 	{
-		if (g->hash == hash && g->keylen == keylen &&
-			memcmp(g->key, agg->keybuf, keylen) == 0)
+		if (g->hash == hash && g->keylen == keylen && memcmp(g->key, key, keylen) == 0)
 			return g;
 	}
 	if (agg->ngroups >= agg->nbuckets && !buckets_grow(agg))
@@ -388,7 +380,7 @@ agg_group_of(TsScanAgg *agg, const TsValue *values, TsError *err)
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
 		return NULL;
 	}
-	g = agg_group_new(agg, hash, keylen, err);
+	g = agg_group_new(agg, hash, key, keylen, err);
 	if (g != NULL)
 	{
 		size_t		slot = hash & (agg->nbuckets - 1);
@@ -397,6 +389,22 @@ agg_group_of(TsScanAgg *agg, const TsValue *values, TsError *err)
 		agg->buckets[slot] = g;
 	}
 	return g;
+}
+
+/* The group of the row's values; NULL with err. */
+static AggGroup *
+agg_group_of(TsScanAgg *agg, const TsValue *values, TsError *err)
+{
+	size_t		keylen;
+
+	if (agg->ngroup_by == 0)
+		return agg->first;
+	if (!key_build(agg, values, &keylen))
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		return NULL;
+	}
+	return agg_group_find(agg, key_hash(agg->keybuf, keylen), agg->keybuf, keylen, err);
 }
 
 /* float8_gt and float8_lt: every NaN equal, and above every number */
@@ -577,6 +585,209 @@ agg_read_all(TsScanAgg *agg, TsError *err)
 	return rc;
 }
 
+/*
+ * Parallel aggregation: the scan's range cut into parts (ts_scan_parts),
+ * each aggregated by a thread of its own into groups of its own, then
+ * combined in key order (the first part's groups first).  Only aggregates
+ * whose combination is exactly what one pass in key order gives: counts,
+ * integer sums, and min and max (of equal values, float8larger and
+ * float8smaller keep the later one, as one pass does); float sums and
+ * averages would round differently, so a scan with them reads in one pass.
+ */
+typedef struct AggPart
+{
+	TsScanAgg  *agg;
+	pthread_t	thread;
+	bool		started;
+	int			rc;
+	TsError		err;
+} AggPart;
+
+static bool
+agg_combinable(const TsScanAgg *agg)
+{
+	for (size_t i = 0; i < agg->naggs; i++)
+	{
+		switch (agg->aggs[i]->op)
+		{
+			case TCOPY__AGG_OP__AGG_COUNT_ROWS:
+			case TCOPY__AGG_OP__AGG_COUNT:
+			case TCOPY__AGG_OP__AGG_SUM_INT:
+			case TCOPY__AGG_OP__AGG_MIN:
+			case TCOPY__AGG_OP__AGG_MAX:
+				break;
+			default:
+				return false;
+		}
+	}
+	return true;
+}
+
+/* An aggregation of part like agg's, with groups of its own; NULL: out of memory. */
+static TsScanAgg *
+agg_part_new(const TsScanAgg *agg, TsScan *part)
+{
+	TsScanAgg  *p = calloc(1, sizeof(TsScanAgg));
+	TsError		err;
+
+	if (p == NULL)
+		return NULL;
+	tc_arena_init(&p->groups_arena, 256 * 1024);
+	p->scan = part;
+	p->table = agg->table;
+	p->group_by = agg->group_by;
+	p->ngroup_by = agg->ngroup_by;
+	p->group_ints = agg->group_ints;
+	p->group_blobs = agg->group_blobs;
+	p->aggs = agg->aggs;
+	p->naggs = agg->naggs;
+	p->ints_per_group = agg->ints_per_group;
+	p->floats_per_group = agg->floats_per_group;
+	if (p->ngroup_by == 0)
+	{
+		if (agg_group_new(p, 0, NULL, 0, &err) == NULL)
+			goto fail;
+		return p;
+	}
+	p->nbuckets = 1024;
+	p->buckets = calloc(p->nbuckets, sizeof(AggGroup *));
+	p->keycap = 256;
+	p->keybuf = malloc(p->keycap);
+	if (p->buckets != NULL && p->keybuf != NULL)
+		return p;
+fail:
+	ts_scan_agg_close(p);
+	return NULL;
+}
+
+static void *
+agg_part_main(void *arg)
+{
+	AggPart    *part = (AggPart *) arg;
+
+	part->rc = agg_read_all(part->agg, &part->err);
+	return NULL;
+}
+
+/* Combine state c, of a later part, into s: as one pass would have left it. */
+static void
+agg_combine(const Tcopy__Aggregate *a, AggState *s, const AggState *c)
+{
+	if (c->count == 0)
+		return;
+	switch (a->op)
+	{
+		case TCOPY__AGG_OP__AGG_SUM_INT:
+			{
+				unsigned __int128 u = ((unsigned __int128) (uint64_t) s->hi << 64) | s->lo;
+
+				u += ((unsigned __int128) (uint64_t) c->hi << 64) | c->lo;
+				s->hi = (int64_t) (uint64_t) (u >> 64);
+				s->lo = (uint64_t) u;
+				break;
+			}
+		case TCOPY__AGG_OP__AGG_MIN:
+		case TCOPY__AGG_OP__AGG_MAX:
+			{
+				bool		max = a->op == TCOPY__AGG_OP__AGG_MAX;
+
+				if (a->type == TCOPY__VALUE_TYPE__VALUE_FLOAT)
+				{
+					if (s->count == 0 ||
+						!(max ? float8_gt(s->f, c->f) : float8_lt(s->f, c->f)))
+						s->f = c->f;
+				}
+				else if (s->count == 0 || (max ? c->i > s->i : c->i < s->i))
+					s->i = c->i;
+				break;
+			}
+		default:
+			break;
+	}
+	s->count += c->count;
+}
+
+/* Combine part's groups into agg's; 0, or -1 with err. */
+static int
+agg_merge(TsScanAgg *agg, const TsScanAgg *part, TsError *err)
+{
+	for (const AggGroup *pg = part->first; pg != NULL; pg = pg->order_next)
+	{
+		AggGroup   *g = agg->ngroup_by == 0 ? agg->first :
+			agg_group_find(agg, pg->hash, pg->key, pg->keylen, err);
+
+		if (g == NULL)
+			return -1;
+		for (size_t i = 0; i < agg->naggs; i++)
+			agg_combine(agg->aggs[i], &g->states[i], &pg->states[i]);
+	}
+	return 0;
+}
+
+/*
+ * Aggregate the scan in parts, a thread each, when it cuts: *done, or not
+ * (then read it in one pass).  0, or -1 with err.
+ */
+static int
+agg_read_parallel(TsScanAgg *agg, bool *done, TsError *err)
+{
+	long		cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	TsScan	  **scans = NULL;
+	size_t		n = 0;
+	AggPart    *parts;
+	int			result = 0;
+
+	*done = false;
+	if (cpus < 2 || !agg_combinable(agg) || agg->limit > 0)
+		return 0;
+	if (ts_scan_parts(agg->scan, (uint32_t) (cpus < AGG_MAX_THREADS ? cpus : AGG_MAX_THREADS),
+					  &scans, &n, err) != 0)
+		return -1;
+	if (n == 0)
+		return 0;
+	parts = calloc(n, sizeof(AggPart));
+	for (size_t i = 0; parts != NULL && i < n; i++)
+	{
+		parts[i].agg = agg_part_new(agg, scans[i]);
+		if (parts[i].agg == NULL ||
+			pthread_create(&parts[i].thread, NULL, agg_part_main, &parts[i]) != 0)
+		{
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL,
+						 "could not start an aggregation thread");
+			result = -1;
+			break;
+		}
+		parts[i].started = true;
+	}
+	if (parts == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		result = -1;
+	}
+	for (size_t i = 0; parts != NULL && i < n; i++)
+	{
+		if (parts[i].started)
+			pthread_join(parts[i].thread, NULL);
+		if (result == 0 && parts[i].started && parts[i].rc < 0)
+		{
+			*err = parts[i].err;
+			result = -1;
+		}
+	}
+	for (size_t i = 0; result == 0 && i < n; i++)
+		result = agg_merge(agg, parts[i].agg, err);
+	for (size_t i = 0; i < n; i++)
+	{
+		if (parts != NULL)
+			ts_scan_agg_close(parts[i].agg);
+		ts_scan_close(scans[i]);
+	}
+	free(parts);
+	free(scans);
+	*done = result == 0;
+	return result;
+}
+
 /* The group's values as a Row laid out by kinds, in arena; NULL: out of memory. */
 static Tcopy__Row *
 group_row(TsScanAgg *agg, const AggGroup *g, TcArena *arena, size_t *bytes)
@@ -686,7 +897,10 @@ ts_scan_agg_next(TsScanAgg *agg, TcArena *arena, Tcopy__ScanBatch *batch, TsErro
 	batch->done = false;
 	if (!agg->aggregated)
 	{
-		if (agg_read_all(agg, err) != 0)
+		bool		parallel;
+
+		if (agg_read_parallel(agg, &parallel, err) != 0 ||
+			(!parallel && agg_read_all(agg, err) != 0))
 			return -1;
 		agg->aggregated = true;
 		agg->emit = agg->first;
