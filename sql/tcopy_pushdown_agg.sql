@@ -121,6 +121,11 @@ SELECT * FROM twins('SELECT g, sum(i4) FROM %s GROUP BY g HAVING count(*) > 1 AN
 SELECT * FROM twins('SELECT g, sum(i4) + 1, count(*) * 2 FROM %s GROUP BY g');
 SELECT * FROM twins('SELECT g, count(*) FROM %s GROUP BY g, g');
 SELECT * FROM twins('SELECT count(*) FROM %s GROUP BY g');
+-- groups without aggregates, a HAVING without GROUP BY, a LIMIT above
+SELECT explain('SELECT t FROM tc GROUP BY t');
+SELECT * FROM twins('SELECT t FROM %s GROUP BY t');
+SELECT * FROM twins('SELECT count(*) FROM %s HAVING count(*) > 100');
+SELECT * FROM twins('SELECT g, count(*) FROM %s GROUP BY g ORDER BY g LIMIT 2');
 -- a pushed-down aggregate returns exactly what the local one does
 SELECT g, sum(i4), avg(i4), min(f8) FROM tc GROUP BY g ORDER BY g;
 

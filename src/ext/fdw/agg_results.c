@@ -548,8 +548,9 @@ tcopy_agg_scan_store_empty(TcopyAggScan *agg, Datum *values, bool *isnull)
 void
 tcopy_agg_scan_explain(TcopyAggScan *agg, ExplainState *es)
 {
-	ExplainPropertyText(agg->partial ? "Remote Partial Aggregate" : "Remote Aggregate",
-						agg->explain_aggs.data, es);
+	if (agg->naggs > 0)
+		ExplainPropertyText(agg->partial ? "Remote Partial Aggregate" : "Remote Aggregate",
+							agg->explain_aggs.data, es);
 	if (agg->ngroup > 0)
 		ExplainPropertyText("Remote Group By", agg->explain_group.data, es);
 }

@@ -184,7 +184,7 @@ grouping_ok(PlannerInfo *root, RelOptInfo *grouped_rel, TcopyUpperInfo *info,
 			info->local_conds = lappend(info->local_conds, clause);
 		}
 	}
-	/* nothing to aggregate (a bare GROUP BY, or no columns at all): left to Postgres */
+	/* no columns at all (SELECT 1 ... GROUP BY ()): left to Postgres */
 	info->tlist = tlist;
 	return tlist != NIL;
 }
