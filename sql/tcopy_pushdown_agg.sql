@@ -126,6 +126,22 @@ SELECT explain('SELECT t FROM tc GROUP BY t');
 SELECT * FROM twins('SELECT t FROM %s GROUP BY t');
 SELECT * FROM twins('SELECT count(*) FROM %s HAVING count(*) > 100');
 SELECT * FROM twins('SELECT g, count(*) FROM %s GROUP BY g ORDER BY g LIMIT 2');
+-- with a WHERE the tserver evaluates (the filter, and the key range)
+SELECT explain('SELECT g, count(*), sum(i4) FROM tc WHERE i4 > 0 AND t <> ''c'' GROUP BY g');
+SELECT explain('SELECT count(*), max(f8) FROM tc WHERE id BETWEEN 2 AND 9');
+SELECT * FROM twins('SELECT g, count(*), sum(i4), min(f8), max(d) FROM %s WHERE i4 > 0 AND t <> ''c'' GROUP BY g');
+SELECT * FROM twins('SELECT count(*), sum(i8), max(f8), min(f4) FROM %s WHERE id BETWEEN 2 AND 9');
+SELECT * FROM twins('SELECT t, count(*) FROM %s WHERE f8 > 0 OR f8 IS NULL OR b GROUP BY t');
+SELECT * FROM twins('SELECT count(*), sum(i4) FROM %s WHERE i4 > 1000000000000');
+SELECT * FROM twins('SELECT g, count(*) FROM %s WHERE t IN (''a'', ''ü'', '''') GROUP BY g');
+-- a parameter's value is known at execution only: the aggregate stays in Postgres
+PREPARE agg_p(int) AS SELECT count(*), sum(i4) FROM tc WHERE g = $1;
+SET plan_cache_mode = force_generic_plan;
+EXPLAIN (COSTS OFF) EXECUTE agg_p(1);
+EXECUTE agg_p(1);
+EXECUTE agg_p(NULL);
+RESET plan_cache_mode;
+DEALLOCATE agg_p;
 -- a pushed-down aggregate returns exactly what the local one does
 SELECT g, sum(i4), avg(i4), min(f8) FROM tc GROUP BY g ORDER BY g;
 

@@ -146,7 +146,22 @@ sub scan
 	$m .= pb_field_varint(5, $s{batch_rows}) if $s{batch_rows};
 	$m .= pb_field_varint(6, $s{limit}) if $s{limit};
 	$m .= pb_field_varint(10, $s{snapshot}) . pb_field_bytes(11, KEY) if $s{snapshot};
+	$m .= pb_field_bytes(13, $s{filter}) if defined $s{filter};
 	return frame(F_SCAN, $m);
+}
+
+# Expr: op, args (Exprs' bytes), column, type, ints, floats, blobs
+sub expr
+{
+	my (%e) = @_;
+	my $m = pb_field_varint(1, $e{op});
+	$m .= join('', map { pb_field_bytes(2, $_) } @{ $e{args} // [] });
+	$m .= pb_field_varint(3, $e{column}) if $e{column};
+	$m .= pb_field_varint(4, $e{type}) if $e{type};
+	$m .= pb_field_packed_sint64(5, @{ $e{ints} }) if $e{ints};
+	$m .= pb_field_bytes(6, pack('d<*', @{ $e{floats} })) if $e{floats};
+	$m .= join('', map { pb_field_bytes(7, $_) } @{ $e{blobs} // [] });
+	return $m;
 }
 
 sub column
@@ -474,6 +489,21 @@ $seeds{'35-backup-dot-dot'} = chr(0) . backup('/nonexistent/tcopy-fuzz-backups/.
 $seeds{'36-backup-scoped'} = chr(TOKEN | SCOPED) . backup('/nonexistent/tcopy-fuzz-backups/b2');
 $seeds{'37-backup-in-session'} = chr(0) . frame(F_BEGIN, '')
   . backup('/nonexistent/tcopy-fuzz-backups/b3');
+
+# filters on kv (id int, b bool, f float, s text, n int): AND, OR, NOT,
+# IN, IS NULL, floats, bytes; then VALUE_BE_INT on s, whose 5-byte values
+# are no big-endian integer (ERROR_STORAGE)
+$seeds{'38-kv-filter-scan'} = chr(0)
+  . frame(F_BEGIN, '')
+  . write_batch(1, 1, map { kv_row($_) } 1 .. 9)
+  . commit(1, 9)
+  . scan(table => 1, columns => [0], filter => expr(op => 1, args => [
+		expr(op => 12, column => 0, type => 1, ints => [ 2, 3, 5, 7 ]),
+		expr(op => 2, args => [ expr(op => 3, args => [ expr(op => 6, column => 1, type => 1, ints => [1]) ]),
+			expr(op => 4, column => 3), expr(op => 10, column => 2, type => 2, floats => [0.5]) ]),
+		expr(op => 7, column => 3, type => 3, blobs => ['row 5']) ]))
+  . scan(table => 1, limit => 2, batch_rows => 1, filter => expr(op => 9, column => 4, type => 1, ints => [-3000]))
+  . scan(table => 1, filter => expr(op => 6, column => 3, type => 4, ints => [0]));
 
 # kv's schema with forms: added to the stored one, then a type renamed
 # (same forms), then another form (SCHEMA_MISMATCH)

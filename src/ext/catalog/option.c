@@ -809,6 +809,30 @@ tcopy_get_table_options_with(Relation rel, List *mapping_options,
 }
 
 /*
+ * The key columns of foreign table rel from its own options alone (no user
+ * mapping: for the planner), NIL without a key; *key_bytes as key_form says.
+ */
+List *
+tcopy_table_key_attnums(Relation rel, bool *key_bytes)
+{
+	ForeignTable *table = GetForeignTable(RelationGetRelid(rel));
+	const char *key = NULL;
+	ListCell   *lc;
+
+	*key_bytes = false;
+	foreach(lc, table->options)
+	{
+		DefElem    *def = (DefElem *) lfirst(lc);
+
+		if (strcmp(def->defname, "key") == 0)
+			key = defGetString(def);
+		else if (strcmp(def->defname, "key_form") == 0)
+			*key_bytes = tcopy_parse_key_form(defGetString(def));
+	}
+	return key != NULL ? tcopy_key_attnums(rel, key) : NIL;
+}
+
+/*
  * Resolve every option of foreign table rel for user userid: the user
  * mapping is required (a missing one is an error, as in postgres_fdw).
  */

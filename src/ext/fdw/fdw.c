@@ -4,7 +4,9 @@
  *		estimates, the one scan path, and the plan's private list.
  *
  * Scans (fdw_scan.c) fetch only the columns the query needs and evaluate
- * every qual locally.  When the table has a single integer key column,
+ * every qual locally.  The quals the tserver can evaluate exactly as
+ * Postgres does are also sent to it as a filter (pushdown_quals.c), so
+ * that fewer rows cross the socket.  When the table has a single integer key column,
  * comparisons of that column with constants also bound the scan's key
  * range on the tserver; the quals are still checked locally, so a bound
  * only ever saves work.  The key columns are known only from the table's
@@ -65,22 +67,34 @@ tcopyGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntablei
 	baserel->rows = clamp_row_est(ntuples * sel);
 }
 
-/* Offer the one way to scan: a full, unparameterized scan. */
+/*
+ * Offer a full, unparameterized scan; and the same scan declared in the
+ * query's order when the tserver's key order is it (pushdown_order.c).
+ */
 static void
 tcopyGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 {
 	Cost		startup_cost = TCOPY_STARTUP_COST;
 	Cost		total_cost = startup_cost + baserel->rows * TCOPY_PER_ROW_COST;
+	List	   *pathkeys;
 
 	add_path(baserel, (Path *)
 			 create_foreignscan_path(root, baserel, NULL, baserel->rows,
 									 startup_cost, total_cost,
 									 NIL, NULL, NULL, NIL));
+	pathkeys = tcopy_key_order_pathkeys(root, baserel, foreigntableid);
+	if (pathkeys != NIL)
+		add_path(baserel, (Path *)
+				 create_foreignscan_path(root, baserel, NULL, baserel->rows,
+										 startup_cost, total_cost,
+										 pathkeys, NULL, NULL, NIL));
 }
 
 /*
  * Build the ForeignScan: every qual is evaluated locally; fdw_private says
- * which columns to fetch and which comparisons may bound the key range.
+ * which columns to fetch, which comparisons may bound the key range, and
+ * which quals the tserver filters the rows by, and the LIMIT it may stop
+ * at.
  */
 static ForeignScan *
 tcopyGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
@@ -91,6 +105,7 @@ tcopyGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 	bool		all_columns = false;
 	List	   *attnums = NIL;
 	List	   *bounds = NIL;
+	List	   *filter = NIL;
 	List	   *fdw_private;
 	ListCell   *lc;
 	int			member;
@@ -128,7 +143,19 @@ tcopyGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 		attnums = NIL;
 	}
 
-	fdw_private = list_make5(makeBoolean(all_columns), attnums, bounds, NIL, NIL);
+	/* the quals the tserver can evaluate: they stay local too */
+	foreach(lc, scan_clauses)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+
+		if (!rinfo->pseudoconstant && tcopy_qual_is_shippable(root, baserel, rinfo->clause))
+			filter = lappend(filter, copyObject(rinfo->clause));
+	}
+
+	fdw_private = list_make5(makeBoolean(all_columns), attnums, bounds, filter, NIL);
+	fdw_private = lappend(fdw_private,
+						  makeInteger((int) tcopy_scan_limit(root, baserel,
+															 best_path->path.pathkeys)));
 	scan_clauses = extract_actual_clauses(scan_clauses, false);
 	return make_foreignscan(tlist, scan_clauses, baserel->relid,
 							NIL, fdw_private, NIL, NIL, outer_plan);

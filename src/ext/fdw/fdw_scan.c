@@ -1,7 +1,8 @@
 /*
  * fdw_scan.c
  *		The scan callbacks of the tcopy foreign-data wrapper: a scan of a
- *		table on its tserver, projected and key-bounded as fdw.c planned.
+ *		table on its tserver, projected, key-bounded and filtered as fdw.c
+ *		planned.
  *
  * A scan opens a connection of its own (tcopy_scan_client_open), so that
  * it can run while the transaction's write session is open, and fetches
@@ -46,6 +47,11 @@ typedef struct TcopyScanState
 	int		   *proj;			/* [nproj] wire columns fetched, ascending */
 	int			nproj;
 	TcopyKeyRange range;		/* of the key, from the planner's bounds */
+	int64		limit;			/* rows the tserver may stop after, 0: all */
+	Tcopy__Expr *filter;		/* the tserver's filter, or NULL */
+	List	   *filter_quals;	/* the quals it holds, for EXPLAIN */
+	uint64		remote_filtered;	/* rows the tserver's filter removed, over
+									 * every rescan (EXPLAIN ANALYZE) */
 	bool		for_update;		/* an UPDATE's or DELETE's target: rows locked */
 	bool		started;		/* Scan request sent */
 	bool		named_session;	/* ... naming the write session, whose loss it reports */
@@ -228,6 +234,7 @@ tcopyBeginForeignScan(ForeignScanState *node, int eflags)
 	EState	   *estate = node->ss.ps.state;
 	Index		rtindex = fsplan->scan.scanrelid;
 	TcopyScanState *state;
+	List	   *shipped;
 
 	/* a grouped relation's scan (pushdown_agg.c) reads the one table of fs_relids */
 	if (rtindex == 0)
@@ -246,6 +253,30 @@ tcopyBeginForeignScan(ForeignScanState *node, int eflags)
 							  (List *) list_nth(fsplan->fdw_private, TCOPY_PRIV_ATTNUMS));
 	tcopy_key_range(state->codec, (List *) list_nth(fsplan->fdw_private, TCOPY_PRIV_BOUNDS),
 					node->ss.ps.ps_ExprContext, &state->range);
+	/* what the key range holds is not filtered again */
+	shipped = tcopy_filter_without_key_bounds((List *) list_nth(fsplan->fdw_private,
+																TCOPY_PRIV_FILTER),
+											  state->range.key_attnum);
+	state->filter = tcopy_filter_build_shipped(state->codec, shipped, &node->ss.ps,
+											   &state->filter_quals);
+
+	/*
+	 * The tserver may stop at the LIMIT only if it filters by every qual
+	 * the planner counted on: one left out (a NULL parameter, a column
+	 * whose stored form is not what the planner saw) is Postgres' alone
+	 */
+	state->limit = intVal(list_nth(fsplan->fdw_private, TCOPY_PRIV_LIMIT));
+	if (list_length(state->filter_quals) != list_length(shipped))
+	{
+		state->limit = 0;
+		/* the tserver aggregates the rows it filters: every qual must be in the filter */
+		if (state->agg != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_ERROR),
+					 errmsg("cannot aggregate foreign table \"%s\" on its tserver: a condition of the query cannot be sent to it",
+							RelationGetRelationName(rel)),
+					 errhint("SET tcopy.pushdown_aggregates = off.")));
+	}
 
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
@@ -403,12 +434,14 @@ tcopy_scan_start(TcopyScanState *state)
 		columns[p] = (uint32_t) state->proj[p];
 	request.table_id = state->table_id;
 	request.packed = true;
+	request.limit = (uint64_t) state->limit;
 	request.n_columns = state->nproj;
 	request.columns = columns;
 	if (state->range.lower.present)
 		request.lower = tcopy_make_key_bound(&state->range.lower);
 	if (state->range.upper.present)
 		request.upper = tcopy_make_key_bound(&state->range.upper);
+	request.filter = state->filter;
 	if (state->agg != NULL)
 		tcopy_agg_scan_request(state->agg, &request);
 
@@ -520,6 +553,7 @@ tcopyIterateForeignScan(ForeignScanState *node)
 		}
 		state->done = state->batch->done;
 		state->pack_pos = state->batch->packed.data;
+		state->remote_filtered += state->batch->filtered;
 	}
 
 	oldcxt = MemoryContextSwitchTo(state->batch_cxt);
@@ -599,6 +633,16 @@ tcopyExplainForeignScan(ForeignScanState *node, ExplainState *es)
 	if (state->agg != NULL)
 		tcopy_agg_scan_explain(state->agg, es);
 	tcopy_explain_key_range(state->rel, &state->range, es);
+	if (state->limit > 0)
+		ExplainPropertyInteger("Remote Limit", NULL, state->limit, es);
+	tcopy_explain_filter(state->filter_quals, &node->ss.ps, NIL, es);
+	/* per loop, as explain.c shows "Rows Removed by Filter" */
+	if (es->analyze && state->filter != NULL && node->ss.ps.instrument != NULL &&
+		(state->remote_filtered > 0 || es->format != EXPLAIN_FORMAT_TEXT))
+		ExplainPropertyFloat("Rows Removed by Remote Filter", NULL,
+							 node->ss.ps.instrument->nloops > 0 ?
+							 state->remote_filtered / node->ss.ps.instrument->nloops : 0.0,
+							 0, es);
 	if (es->verbose)
 		ExplainPropertyText("tserver", codec->options.address, es);
 }

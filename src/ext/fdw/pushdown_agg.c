@@ -52,6 +52,23 @@ typedef struct TcopyUpperInfo
 	List	   *local_conds;	/* HAVING, evaluated on the groups */
 } TcopyUpperInfo;
 
+static bool
+contain_param_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, Param))
+		return true;
+	return expression_tree_walker(node, contain_param_walker, context);
+}
+
+/* Whether the clause holds a Param. */
+static bool
+contain_param(Node *clause)
+{
+	return contain_param_walker(clause, NULL);
+}
+
 /*
  * Whether an Aggref is one the tserver computes: a known aggregate of one
  * plain column of rel (or count(*)), with no DISTINCT, ORDER BY or FILTER,
@@ -146,7 +163,12 @@ grouping_ok(PlannerInfo *root, RelOptInfo *grouped_rel, TcopyUpperInfo *info,
 	{
 		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
 
-		if (rinfo->pseudoconstant || !tcopy_qual_is_shippable(root, rel, rinfo->clause))
+		/*
+		 * a parameter's value is known at execution only, and one the filter
+		 * cannot hold (NULL) would leave the qual to Postgres: not here
+		 */
+		if (rinfo->pseudoconstant || contain_param((Node *) rinfo->clause) ||
+			!tcopy_qual_is_shippable(root, rel, rinfo->clause))
 			return false;
 	}
 
@@ -287,10 +309,11 @@ tcopy_agg_plan(PlannerInfo *root, RelOptInfo *grouped_rel, List *tlist, Plan *ou
 		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
 
 		(void) tcopy_clause_key_bound(rel->relid, rinfo->clause, &bounds);
-		filter = lappend(filter, rinfo->clause);
+		filter = lappend(filter, copyObject(rinfo->clause));
 	}
 	upper = list_make2(makeInteger(TCOPY_UPPER_AGGREGATE), makeBoolean(info->partial));
 	return make_foreignscan(tlist, info->local_conds, 0, NIL,
-							list_make5(makeBoolean(false), NIL, bounds, filter, upper),
+							lappend(list_make5(makeBoolean(false), NIL, bounds, filter, upper),
+									makeInteger(0)),
 							info->tlist, NIL, outer_plan);
 }

@@ -19,6 +19,7 @@
 
 #include "tc_array.h"
 #include "tc_client.h"
+#include "ts_filter.h"
 #include "ts_log.h"
 #include "ts_scan_agg.h"
 
@@ -531,6 +532,14 @@ ts_proto_on_scan(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *
 
 	if (proto->phase == TS_PROTO_AWAIT_HELLO)
 		return ts_proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_SCAN, NULL, err);
+	/* an Expr is unpacked by recursion: its depth is bounded first */
+	if (!ts_filter_wire_check(payload, len))
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "malformed Scan, or its filter nested deeper than %d",
+					 TS_FILTER_MAX_DEPTH);
+		return -1;
+	}
 	request = ts_proto_unpack(proto, &tcopy__scan__descriptor, payload, len, err);
 	if (request == NULL || ts_proto_check_table_id(proto, request->table_id, err) != 0)
 		return -1;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "tc_varint.h"
+#include "ts_filter.h"
 #include "ts_key.h"
 
 #define SCAN_DEFAULT_BATCH_ROWS 1000
@@ -23,6 +24,13 @@
  * whatever came before it.
  */
 #define SCAN_BATCH_BYTES (1024 * 1024)
+/*
+ * A batch also closes, empty if need be, once the filter has passed over
+ * this many rows in it, so that a client waiting for rows a selective
+ * filter rarely lets through hears from the scan (and can cancel it)
+ * every few milliseconds.
+ */
+#define SCAN_BATCH_FILTERED 65536
 
 struct TsScan
 {
@@ -39,6 +47,7 @@ struct TsScan
 	uint32_t	batch_rows;
 	uint64_t	limit;			/* 0: none */
 	uint64_t	returned;
+	const Tcopy__Expr *filter;	/* the request's, checked; NULL: none */
 	TsValue    *values;			/* [table's ncolumns] decode scratch */
 	bool		packed;			/* rows go in ScanBatch.packed */
 	TcBuf		pack;			/* ... built here, reused batch after batch */
@@ -111,6 +120,27 @@ scan_advance(TsScan *scan)
 		rocksdb_iter_next(scan->iter);
 	if (scan->from_overlay)
 		scan->overlay_pos++;
+}
+
+/*
+ * Whether the decoded row (scan->values) passes the scan's filter: 1 when
+ * the filter is TRUE, 0 when FALSE or NULL, -1 on a stored value it cannot
+ * read.
+ */
+static int
+scan_filter(TsScan *scan, TsError *err)
+{
+	int			r = ts_filter_eval(scan->filter, scan->values, err);
+
+	if (r < 0)
+	{
+		char		what[256];
+
+		snprintf(what, sizeof(what), "table \"%.200s\"", scan->table->name);
+		ts_error_prefix(err, what);
+		return -1;
+	}
+	return r == TS_FILTER_TRUE;
 }
 
 /*
@@ -276,6 +306,12 @@ ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err)
 		scan->batch_rows = SCAN_MAX_BATCH_ROWS;
 	scan->limit = request->limit;
 	scan->packed = request->packed;
+	if (request->filter != NULL)
+	{
+		if (ts_filter_check(layout, request->filter, err) != 0)
+			goto err;
+		scan->filter = request->filter;
+	}
 
 	if (ts_scan_key_range(table, request->lower, request->upper, &scan->lower, &scan->upper,
 						  &scan->done, err) != 0)
@@ -385,6 +421,7 @@ static int
 scan_next_packed(TsScan *scan, Tcopy__ScanBatch *batch, TsError *err)
 {
 	size_t		capacity = scan->batch_rows;
+	size_t		filtered = 0;	/* rows the filter removed from this batch */
 	char	   *errptr = NULL;
 	bool		end = false;
 
@@ -417,6 +454,20 @@ scan_next_packed(TsScan *scan, Tcopy__ScanBatch *batch, TsError *err)
 						 scan->table->name);
 			return -1;
 		}
+		if (scan->filter != NULL)
+		{
+			int			passes = scan_filter(scan, err);
+
+			if (passes < 0)
+				return -1;
+			if (!passes)
+			{
+				scan_advance(scan);
+				if (++filtered >= SCAN_BATCH_FILTERED)
+					break;
+				continue;
+			}
+		}
 		if (!scan_pack_row(scan))
 		{
 			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
@@ -440,6 +491,7 @@ scan_next_packed(TsScan *scan, Tcopy__ScanBatch *batch, TsError *err)
 		scan->done = true;
 	batch->packed.data = scan->pack.data;
 	batch->packed.len = scan->pack.len;
+	batch->filtered = filtered;
 	batch->done = scan->done;
 	return 0;
 }
@@ -450,6 +502,7 @@ ts_scan_next(TsScan *scan, TcArena *arena, Tcopy__ScanBatch *batch, TsError *err
 	const TsLayout *layout = &scan->table->layout;
 	size_t		capacity = scan->batch_rows;
 	size_t		bytes = 0;
+	size_t		filtered = 0;	/* rows the filter removed from this batch */
 	char	   *errptr = NULL;
 	bool		end = false;
 
@@ -491,6 +544,20 @@ ts_scan_next(TsScan *scan, TcArena *arena, Tcopy__ScanBatch *batch, TsError *err
 						 "stored row of table \"%s\" does not match its schema",
 						 scan->table->name);
 			return -1;
+		}
+		if (scan->filter != NULL)
+		{
+			int			passes = scan_filter(scan, err);
+
+			if (passes < 0)
+				return -1;
+			if (!passes)
+			{
+				scan_advance(scan);
+				if (++filtered >= SCAN_BATCH_FILTERED)
+					break;
+				continue;
+			}
 		}
 		row = tc_arena_alloc(arena, sizeof(Tcopy__Row));
 		if (row == NULL)
@@ -552,6 +619,7 @@ ts_scan_next(TsScan *scan, TcArena *arena, Tcopy__ScanBatch *batch, TsError *err
 	if (scan->limit > 0 && scan->returned >= scan->limit)
 		scan->done = true;
 	batch->done = scan->done;
+	batch->filtered = filtered;
 	return 0;
 
 oom:
@@ -593,6 +661,21 @@ ts_scan_next_values(TsScan *scan, const TsValue **values, TsError *err)
 	scan->advance = true;
 	*values = scan->values;
 	return 1;
+}
+
+int
+ts_scan_next_visible(TsScan *scan, const TsValue **values, TsError *err)
+{
+	for (;;)
+	{
+		int			rc = ts_scan_next_values(scan, values, err);
+
+		if (rc <= 0 || scan->filter == NULL)
+			return rc;
+		rc = scan_filter(scan, err);
+		if (rc != 0)
+			return rc;
+	}
 }
 
 const TsTable *
@@ -649,6 +732,7 @@ part_open(TsScan *scan, const TcBuf *lower, const TcBuf *upper,
 	part->store = scan->store;
 	part->table = scan->table;
 	part->is_part = true;
+	part->filter = scan->filter;
 	part->columns = scan->columns;
 	part->ncolumns = scan->ncolumns;
 	memcpy(part->counts, scan->counts, sizeof(part->counts));

@@ -1,12 +1,12 @@
 /*
  * ts_scan_agg.c
  *		Aggregates of a scan (docs/scans.md#aggregates): every row the scan
- *		reads, through its one iterator of visible rows (ts_scan_next_values),
- *		goes into the group of its Scan.group_by values (a hash table on
- *		those values, NULL a value of its own), whose aggregates are
- *		advanced as Postgres' transition functions would advance them, in
- *		the rows' key order; then the groups are streamed, in the order
- *		they were first met, as ScanBatch.groups.
+ *		reads, through its one iterator of visible rows and its filter
+ *		(ts_scan_next_visible), goes into the group of its Scan.group_by
+ *		values (a hash table on those values, NULL a value of its own),
+ *		whose aggregates are advanced as Postgres' transition functions
+ *		would advance them, in the rows' key order; then the groups are
+ *		streamed, in the order they were first met, as ScanBatch.groups.
  *
  * The arithmetic is Postgres' own (float.c, numeric.c): integer sums in
  * 128 bits, float8pl's and float4pl's sums with their overflow rule
@@ -572,7 +572,7 @@ agg_read_all(TsScanAgg *agg, TsError *err)
 	const TsValue *values;
 	int			rc;
 
-	while ((rc = ts_scan_next_values(agg->scan, &values, err)) > 0)
+	while ((rc = ts_scan_next_visible(agg->scan, &values, err)) > 0)
 	{
 		AggGroup   *g = agg_group_of(agg, values, err);
 

@@ -30,9 +30,9 @@ TsScanAgg  *ts_scan_agg_open(TsScan *scan, const Tcopy__Scan *request, TsError *
 /*
  * Fill batch with the next groups, their memory from arena (batch->done
  * with the last).  The first call reads every row of the scan (through
- * ts_scan_next_values, the scan's iterator of visible rows) and
- * aggregates them; ERROR_TOO_LARGE past TS_AGG_MAX_GROUPS groups or
- * TS_AGG_MAX_BYTES.
+ * ts_scan_next_visible, the scan's iterator of visible rows and its
+ * filter) and aggregates them; ERROR_TOO_LARGE past TS_AGG_MAX_GROUPS
+ * groups or TS_AGG_MAX_BYTES.
  */
 int			ts_scan_agg_next(TsScanAgg *agg, TcArena *arena, Tcopy__ScanBatch *batch,
 							 TsError *err);

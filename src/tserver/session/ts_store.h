@@ -289,12 +289,18 @@ int			ts_scan_split(TsStore *store, const TsTable *table, const TcBuf *lower,
 						  const TcBuf *upper, uint32_t max_parts, TcBuf **keys,
 						  size_t *nkeys, TsError *err);
 
-/* Start a scan of committed rows (a consistent snapshot). */
+/*
+ * Start a scan of committed rows (a consistent snapshot).  The request's
+ * filter is checked here (ERROR_PROTOCOL) and read in place afterwards:
+ * the request must outlive the scan.
+ */
 TsScan	   *ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err);
 
 /*
  * Fill batch with the next rows (at most the request's batch_rows), their
- * memory taken from arena; batch->done is set with the last batch.
+ * memory taken from arena; batch->done is set with the last batch.  Rows
+ * the filter removes count toward neither batch_rows nor the limit; a
+ * batch may come back empty, not done, after the filter removed many.
  */
 int			ts_scan_next(TsScan *scan, TcArena *arena, Tcopy__ScanBatch *batch,
 						 TsError *err);
@@ -303,7 +309,8 @@ void		ts_scan_close(TsScan *scan);
 /*
  * The scan's next row, every column decoded into (*values)[ncolumns],
  * valid until the next call (bytes point into the scan's memory): 1, 0 at
- * the end, -1 with err.  Not to be mixed with ts_scan_next.
+ * the end, -1 with err.  Not to be mixed with ts_scan_next, nor used with
+ * a filter (a direct modify has none).
  */
 int			ts_scan_next_values(TsScan *scan, const TsValue **values, TsError *err);
 

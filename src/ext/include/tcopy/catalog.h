@@ -62,6 +62,8 @@ extern bool tcopy_address_is_null(const char *address);
 /* The column names of a key option's value; an ERROR when malformed. */
 extern List *tcopy_parse_key(const char *value);
 extern List *tcopy_key_attnums(Relation rel, const char *value);
+/* rel's key columns from its own options (no user mapping), NIL: none. */
+extern List *tcopy_table_key_attnums(Relation rel, bool *key_bytes);
 
 /* The column's name on the tserver: its column_name option, else its name. */
 extern char *tcopy_column_name(Oid relid, Form_pg_attribute att);

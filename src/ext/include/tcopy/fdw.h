@@ -39,6 +39,8 @@ enum TcopyScanPrivate
 	TCOPY_PRIV_UPPER,			/* what an upper rel's scan pushes down
 								 * (aggregates, sort, limit), NIL: a plain
 								 * scan */
+	TCOPY_PRIV_LIMIT,			/* Integer: the rows the tserver may stop
+								 * after (pushdown_order.c), 0: all */
 	TCOPY_PRIV_ASSIGNMENTS		/* a direct modify's only (fdw_direct.c):
 								 * List of (Integer attnum, Integer
 								 * AssignOp, Const value) */
@@ -126,8 +128,22 @@ extern void tcopy_move_row(ModifyTableState *mtstate, ResultRelInfo *resultRelIn
  */
 extern bool tcopy_qual_is_shippable(PlannerInfo *root, RelOptInfo *baserel, Expr *clause);
 extern Tcopy__Expr *tcopy_filter_build(TcopyRelCodec *codec, List *quals, PlanState *ps);
+/* The same, *shipped set to the quals the filter holds (those it could build). */
+extern Tcopy__Expr *tcopy_filter_build_shipped(TcopyRelCodec *codec, List *quals,
+											   PlanState *ps, List **shipped);
+/* The quals less those a key range on key_attnum holds exactly. */
+extern List *tcopy_filter_without_key_bounds(List *quals, AttrNumber key_attnum);
 extern void tcopy_explain_filter(List *quals, PlanState *ps, List *ancestors,
 								 struct ExplainState *es);
+
+/*
+ * in pushdown_order.c: the query's pathkeys when the tserver's key order
+ * gives them, else NIL; the LIMIT a scan of baserel whose path has
+ * pathkeys may push to the tserver, 0: none
+ */
+extern List *tcopy_key_order_pathkeys(PlannerInfo *root, RelOptInfo *baserel,
+									  Oid foreigntableid);
+extern int64 tcopy_scan_limit(PlannerInfo *root, RelOptInfo *baserel, List *pathkeys);
 
 /*
  * in pushdown_agg.c and agg_results.c: aggregates the tserver computes
