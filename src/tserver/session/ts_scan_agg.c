@@ -17,6 +17,7 @@
  */
 #include "ts_store_int.h"
 #include "ts_scan_agg.h"
+#include "ts_log.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -745,6 +746,7 @@ agg_read_parallel(TsScanAgg *agg, bool *done, TsError *err)
 		return -1;
 	if (n == 0)
 		return 0;
+	ts_log(TS_LOG_DEBUG, "aggregating table \"%s\" in %zu parts", agg->table->name, n);
 	parts = calloc(n, sizeof(AggPart));
 	for (size_t i = 0; parts != NULL && i < n; i++)
 	{
