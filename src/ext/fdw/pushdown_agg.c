@@ -208,6 +208,8 @@ grouping_ok(PlannerInfo *root, RelOptInfo *grouped_rel, TcopyUpperInfo *info,
 	}
 	/* no columns at all (SELECT 1 ... GROUP BY ()): left to Postgres */
 	info->tlist = tlist;
+	if (list_length(query->groupClause) > TCOPY_AGG_MAX_GROUP_BY)
+		return false;
 	return tlist != NIL;
 }
 

@@ -152,8 +152,9 @@ extern int64 tcopy_scan_limit(PlannerInfo *root, RelOptInfo *baserel, List *path
  * holds the grouping columns (Vars) and the Aggrefs.
  */
 #define TCOPY_UPPER_AGGREGATE 1
-/* a tserver's most groups (TS_AGG_MAX_GROUPS) */
+/* a tserver's most groups, and columns to group by (ts_scan_agg.[ch]) */
 #define TCOPY_AGG_MAX_GROUPS 1000000
+#define TCOPY_AGG_MAX_GROUP_BY 32
 
 /* The aggregates that ship, by what the tserver computes for them. */
 typedef enum TcopyAggFn
