@@ -235,7 +235,12 @@ agg_group_of(TsScanAgg *agg, const TsValue *values, TsError *err)
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
 		return NULL;
 	}
-	return agg_group_find(agg, key_hash(agg->keybuf, keylen), agg->keybuf, keylen, err);
+	/* rows in key order often run in one group: the last row's first */
+	if (agg->recent != NULL && agg->recent->keylen == keylen &&
+		memcmp(agg->recent->key, agg->keybuf, keylen) == 0)
+		return agg->recent;
+	agg->recent = agg_group_find(agg, key_hash(agg->keybuf, keylen), agg->keybuf, keylen, err);
+	return agg->recent;
 }
 
 /* float8_gt and float8_lt: every NaN equal, and above every number */

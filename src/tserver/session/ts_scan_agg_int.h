@@ -53,6 +53,7 @@ struct TsScanAgg
 	AggGroup   *first;
 	AggGroup   *last;
 	AggGroup   *emit;			/* the next group to return */
+	AggGroup   *recent;			/* the last row's group */
 	bool		aggregated;
 	uint8_t    *keybuf;			/* a row's group key */
 	size_t		keycap;
