@@ -73,6 +73,16 @@ tcopy_define_gucs(void)
 							 0,
 							 NULL, NULL, NULL);
 
+	DefineCustomBoolVariable("tcopy.pushdown_aggregates",
+							 "Lets the tserver compute the aggregates and groups of a query on a tcopy table.",
+							 "When off, every row is read into PostgreSQL, which aggregates "
+							 "(docs/scans.md#aggregates).",
+							 &tcopy_pushdown_aggregates,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
 	DefineCustomBoolVariable("tcopy.raw_fields",
 							 "Converts COPY's text fields of common types straight to wire values.",
 							 "When off, every field goes through its type's input function "

@@ -121,6 +121,10 @@ tcopyGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 	ListCell   *lc;
 	int			member;
 
+	/* a grouped relation whose aggregates the tserver computes */
+	if (IS_UPPER_REL(baserel))
+		return tcopy_agg_plan(root, baserel, tlist, outer_plan);
+
 	pull_varattnos((Node *) baserel->reltarget->exprs, baserel->relid, &attrs);
 	foreach(lc, baserel->baserestrictinfo)
 	{
@@ -182,6 +186,7 @@ tcopy_fdw_handler(PG_FUNCTION_ARGS)
 	routine->ReScanForeignScan = tcopyReScanForeignScan;
 	routine->EndForeignScan = tcopyEndForeignScan;
 	routine->ExplainForeignScan = tcopyExplainForeignScan;
+	routine->GetForeignUpperPaths = tcopyGetForeignUpperPaths;
 	routine->AnalyzeForeignTable = tcopyAnalyzeForeignTable;
 
 	routine->IsForeignScanParallelSafe = tcopyIsForeignScanParallelSafe;

@@ -40,6 +40,8 @@
 typedef struct TcopyScanState
 {
 	TcopyRelCodec *codec;
+	Relation	rel;			/* the table read (a grouped scan has no scan relation) */
+	TcopyAggScan *agg;			/* groups computed by the tserver, or NULL */
 	EState	   *estate;			/* the statement's, for its snapshots */
 	TcopyScanClient conn;		/* conn.client NULL: the scan returns no rows */
 	uint32		table_id;
@@ -235,12 +237,22 @@ tcopyBeginForeignScan(ForeignScanState *node, int eflags)
 	ForeignScan *fsplan = (ForeignScan *) node->ss.ps.plan;
 	Relation	rel = node->ss.ss_currentRelation;
 	EState	   *estate = node->ss.ps.state;
+	Index		rtindex = fsplan->scan.scanrelid;
 	TcopyScanState *state;
 	List	   *shipped;
 
+	/* a grouped relation's scan (pushdown_agg.c) reads the one table of fs_relids */
+	if (rtindex == 0)
+	{
+		rtindex = bms_next_member(fsplan->fs_relids, -1);
+		rel = ExecGetRangeTableRelation(estate, rtindex);
+	}
 	state = palloc0(sizeof(TcopyScanState));
 	node->fdw_state = state;
-	state->codec = tcopy_rel_codec(rel, tcopy_rte_user(node->ss.ps.state, fsplan->scan.scanrelid));
+	state->rel = rel;
+	state->codec = tcopy_rel_codec(rel, tcopy_rte_user(node->ss.ps.state, rtindex));
+	if (list_nth(fsplan->fdw_private, TCOPY_PRIV_UPPER) != NIL)
+		state->agg = tcopy_agg_scan_begin(fsplan, state->codec);
 	tcopy_scan_choose_columns(state,
 							  boolVal(list_nth(fsplan->fdw_private, TCOPY_PRIV_ALL_COLUMNS)),
 							  (List *) list_nth(fsplan->fdw_private, TCOPY_PRIV_ATTNUMS));
@@ -260,7 +272,16 @@ tcopyBeginForeignScan(ForeignScanState *node, int eflags)
 	 */
 	state->limit = intVal(list_nth(fsplan->fdw_private, TCOPY_PRIV_LIMIT));
 	if (list_length(state->filter_quals) != list_length(shipped))
+	{
 		state->limit = 0;
+		/* the tserver aggregates the rows it filters: every qual must be in the filter */
+		if (state->agg != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_ERROR),
+					 errmsg("cannot aggregate foreign table \"%s\" on its tserver: a condition of the query cannot be sent to it",
+							RelationGetRelationName(rel)),
+					 errhint("SET tcopy.pushdown_aggregates = off.")));
+	}
 
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
@@ -280,6 +301,7 @@ tcopyBeginForeignScan(ForeignScanState *node, int eflags)
 	}
 	if ((estate->es_plannedstmt->commandType == CMD_UPDATE ||
 		 estate->es_plannedstmt->commandType == CMD_DELETE) &&
+		fsplan->scan.scanrelid > 0 &&
 		ExecRelationIsTargetRelation(estate, fsplan->scan.scanrelid))
 		tcopy_scan_lock_rows(state);
 
@@ -452,6 +474,8 @@ tcopy_scan_start(TcopyScanState *state)
 	if (state->range.upper.present)
 		request.upper = tcopy_make_key_bound(&state->range.upper);
 	request.filter = state->filter;
+	if (state->agg != NULL)
+		tcopy_agg_scan_request(state->agg, &request);
 
 	if (tc_client_scan_start(state->conn.client, &request) < 0)
 		tcopy_scan_report_error(state);
@@ -535,12 +559,30 @@ tcopy_scan_next_part(TcopyScanState *state)
 }
 
 /*
+ * The end of a scan that reads no table on the tserver (never written to,
+ * or an empty key range): no rows, but an aggregate without GROUP BY has
+ * its one group.
+ */
+static TupleTableSlot *
+tcopy_scan_no_table(TcopyScanState *state, TupleTableSlot *slot)
+{
+	if (state->agg != NULL && !state->done &&
+		tcopy_agg_scan_store_empty(state->agg, slot->tts_values, slot->tts_isnull))
+	{
+		state->done = true;
+		return ExecStoreVirtualTuple(slot);
+	}
+	return slot;
+}
+
+/*
  * Return the next row in the slot, or an empty slot at the end.  The rows
  * come packed (ScanBatch.packed) and are decoded straight into the slot:
  * short text in place in the batch, which the client keeps until the next
  * fetch, other values that need memory in batch_cxt, reset only when the
  * next batch is fetched; so the row returned last stays valid until the
- * next call.
+ * next call.  A scan whose aggregates the tserver computes gets groups
+ * instead (ScanBatch.groups, agg_results.c).
  */
 TupleTableSlot *
 tcopyIterateForeignScan(ForeignScanState *node)
@@ -557,7 +599,7 @@ tcopyIterateForeignScan(ForeignScanState *node)
 	{
 		if (state->shared != NULL && tcopy_parallel_has_parts(state->shared))
 			tcopy_scan_report_unknown(state);
-		return slot;
+		return tcopy_scan_no_table(state, slot);
 	}
 	if (!state->started)
 	{
@@ -567,7 +609,8 @@ tcopyIterateForeignScan(ForeignScanState *node)
 			return slot;
 	}
 
-	while (state->batch == NULL || state->next_row >= state->batch->n_packed)
+	while (state->batch == NULL ||
+		   state->next_row >= (state->agg != NULL ? state->batch->n_groups : state->batch->n_packed))
 	{
 		CHECK_FOR_INTERRUPTS();
 		if (state->done)
@@ -585,7 +628,7 @@ tcopyIterateForeignScan(ForeignScanState *node)
 			if (tcopy_scan_read_in_doubt(state))
 			{
 				if (state->conn.client == NULL)
-					return slot;
+					return tcopy_scan_no_table(state, slot);
 				continue;
 			}
 			tcopy_scan_report_error(state);
@@ -596,10 +639,16 @@ tcopyIterateForeignScan(ForeignScanState *node)
 	}
 
 	oldcxt = MemoryContextSwitchTo(state->batch_cxt);
-	tcopy_decode_packed_row(codec, state->proj, state->nproj, &state->pack_pos,
-							state->batch->packed.data + state->batch->packed.len,
-							slot->tts_values, slot->tts_isnull);
-	state->next_row++;
+	if (state->agg != NULL)
+		tcopy_agg_scan_store(state->agg, state->batch->groups[state->next_row++],
+							 slot->tts_values, slot->tts_isnull);
+	else
+	{
+		tcopy_decode_packed_row(codec, state->proj, state->nproj, &state->pack_pos,
+								state->batch->packed.data + state->batch->packed.len,
+								slot->tts_values, slot->tts_isnull);
+		state->next_row++;
+	}
 	MemoryContextSwitchTo(oldcxt);
 	return ExecStoreVirtualTuple(slot);
 }
@@ -703,7 +752,9 @@ tcopyExplainForeignScan(ForeignScanState *node, ExplainState *es)
 	TcopyRelCodec *codec = state->codec;
 
 	ExplainPropertyText("Remote Table", codec->options.table_name, es);
-	tcopy_explain_key_range(node->ss.ss_currentRelation, &state->range, es);
+	if (state->agg != NULL)
+		tcopy_agg_scan_explain(state->agg, es);
+	tcopy_explain_key_range(state->rel, &state->range, es);
 	if (state->limit > 0)
 		ExplainPropertyInteger("Remote Limit", NULL, state->limit, es);
 	tcopy_explain_filter(state->filter_quals, &node->ss.ps, NIL, es);

@@ -21,6 +21,7 @@
 #include "tc_client.h"
 #include "ts_filter.h"
 #include "ts_log.h"
+#include "ts_scan_agg.h"
 
 /*
  * A scoped connection may name a table only within its namespace: checked
@@ -526,6 +527,7 @@ int
 ts_proto_on_scan(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
 {
 	Tcopy__Scan *request;
+	TsScanAgg  *agg = NULL;
 	bool		done = false;
 
 	if (proto->phase == TS_PROTO_AWAIT_HELLO)
@@ -548,21 +550,31 @@ ts_proto_on_scan(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *
 	proto->scan = ts_scan_open(proto->shared->store, request, err);
 	if (proto->scan == NULL)
 		return -1;
+	/* aggregates: groups instead of rows (ts_scan_agg.c) */
+	if (ts_scan_agg_requested(request) &&
+		(agg = ts_scan_agg_open(proto->scan, request, err)) == NULL)
+		goto fail;
 	while (!done)
 	{
 		Tcopy__ScanBatch batch = TCOPY__SCAN_BATCH__INIT;
 
 		tc_arena_reset(&proto->scan_arena);
-		if (ts_scan_next(proto->scan, &proto->scan_arena, &batch, err) != 0)
-			return -1;
+		if ((agg != NULL ? ts_scan_agg_next(agg, &proto->scan_arena, &batch, err) :
+			 ts_scan_next(proto->scan, &proto->scan_arena, &batch, err)) != 0)
+			goto fail;
 		done = batch.done;
 		if (ts_proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_SCAN_BATCH, &batch.base, err) != 0)
-			return -1;
+			goto fail;
 	}
+	ts_scan_agg_close(agg);
 	ts_scan_close(proto->scan);
 	proto->scan = NULL;
 	tc_arena_reset(&proto->scan_arena);
 	return 0;
+
+fail:
+	ts_scan_agg_close(agg);
+	return -1;
 }
 
 /*

@@ -147,4 +147,24 @@ int			ts_store_write_emptying(TsStore *store, rocksdb_writebatch_t *wb,
 /* Is gid's sentinel in the data family?  1 yes, 0 no, -1 with err. */
 int			ts_sentinel_present(TsStore *store, const char *gid, TsError *err);
 
+/*
+ * ts_scan_next_values for the rows that pass the scan's filter (all of
+ * them without one): 1, 0 at the end, -1 with err.
+ */
+int			ts_scan_next_visible(TsScan *scan, const TsValue **values, TsError *err);
+
+/* The table a scan reads (ts_scan.c). */
+const TsTable *ts_scan_table(const TsScan *scan);
+
+/*
+ * Cut a scan not yet read into up to max_parts parts (ts_scan_split), read
+ * as of one RocksDB snapshot, each a scan of its own that a thread reads
+ * through ts_scan_next_visible while others read the other parts; *nparts
+ * 0 when the scan reads an open session's writes, has a limit, or its
+ * range does not cut.  The parts share scan's projection: close them
+ * (ts_scan_close) before it.  0, or -1 with err.
+ */
+int			ts_scan_parts(TsScan *scan, uint32_t max_parts, TsScan ***parts, size_t *nparts,
+						  TsError *err);
+
 #endif							/* TS_STORE_INT_H */

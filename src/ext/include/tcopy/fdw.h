@@ -177,6 +177,58 @@ extern List *tcopy_key_order_pathkeys(PlannerInfo *root, RelOptInfo *baserel,
 									  Oid foreigntableid);
 extern int64 tcopy_scan_limit(PlannerInfo *root, RelOptInfo *baserel, List *pathkeys);
 
+/*
+ * in pushdown_agg.c and agg_results.c: aggregates the tserver computes
+ * (docs/scans.md#aggregates).  TCOPY_PRIV_UPPER of such a scan is
+ * (Integer TCOPY_UPPER_AGGREGATE, Boolean partial); its fdw_scan_tlist
+ * holds the grouping columns (Vars) and the Aggrefs.
+ */
+#define TCOPY_UPPER_AGGREGATE 1
+/* a tserver's most groups, and columns to group by (ts_scan_agg.[ch]) */
+#define TCOPY_AGG_MAX_GROUPS 1000000
+#define TCOPY_AGG_MAX_GROUP_BY 32
+
+/* The aggregates that ship, by what the tserver computes for them. */
+typedef enum TcopyAggFn
+{
+	TCOPY_AGGFN_NONE,			/* does not ship */
+	TCOPY_AGGFN_COUNT_STAR,
+	TCOPY_AGGFN_COUNT,			/* count(column) */
+	TCOPY_AGGFN_SUM_INT,		/* sum of int2 or int4: int8 */
+	TCOPY_AGGFN_SUM_INT8,		/* numeric; its state is internal */
+	TCOPY_AGGFN_AVG_INT,		/* avg of int2 or int4: numeric */
+	TCOPY_AGGFN_AVG_INT8,		/* numeric; its state is internal */
+	TCOPY_AGGFN_SUM_FLOAT4,
+	TCOPY_AGGFN_SUM_FLOAT8,
+	TCOPY_AGGFN_AVG_FLOAT,		/* of float4 or float8: float8 */
+	TCOPY_AGGFN_MIN,			/* of int2/4/8, float4/8, date, timestamp(tz) */
+	TCOPY_AGGFN_MAX
+} TcopyAggFn;
+
+typedef struct TcopyAggScan TcopyAggScan;
+
+/* tcopy.pushdown_aggregates (registered in tcopy.c) */
+extern bool tcopy_pushdown_aggregates;
+
+extern void tcopyGetForeignUpperPaths(PlannerInfo *root, UpperRelationKind stage,
+									  RelOptInfo *input_rel, RelOptInfo *output_rel,
+									  void *extra);
+/* The ForeignScan of a grouped relation whose path pushdown_agg.c offered. */
+extern ForeignScan *tcopy_agg_plan(PlannerInfo *root, RelOptInfo *grouped_rel, List *tlist,
+								   Plan *outer_plan);
+/* What the tserver computes for aggregate function aggfnoid. */
+extern TcopyAggFn tcopy_agg_classify(Oid aggfnoid);
+/* Whether the tserver groups a column of type (and collation) exactly as Postgres. */
+extern bool tcopy_agg_group_type_ok(Oid type, Oid collation);
+/* Execution: the plan's aggregates, the request's fields, each group's output, EXPLAIN. */
+extern TcopyAggScan *tcopy_agg_scan_begin(ForeignScan *fsplan, TcopyRelCodec *codec);
+extern void tcopy_agg_scan_request(TcopyAggScan *agg, Tcopy__Scan *request);
+extern void tcopy_agg_scan_store(TcopyAggScan *agg, const Tcopy__AggRow *row, Datum *values,
+								 bool *isnull);
+/* The one group of a scan without GROUP BY that read no table (false: grouped). */
+extern bool tcopy_agg_scan_store_empty(TcopyAggScan *agg, Datum *values, bool *isnull);
+extern void tcopy_agg_scan_explain(TcopyAggScan *agg, struct ExplainState *es);
+
 /* in fdw.c: a clause that bounds a column by a constant */
 extern AttrNumber tcopy_clause_key_bound(Index relid, Expr *clause, List **bounds);
 /* The range of the planner's bounds (TCOPY_PRIV_BOUNDS) on codec's table. */
