@@ -101,6 +101,15 @@ is(sql("SELECT md5(string_agg(aid || ':' || filler, ',' ORDER BY aid)) FROM t WH
 	sql("SELECT md5(string_agg(aid || ':' || filler, ',' ORDER BY aid)) FROM h WHERE bid = 2"),
 	'the rows read are the twin\'s, column for column');
 
+# a pushed-down aggregate and the serial scans never run whole in a worker
+my $grouped = 'SELECT count(*), sum(s.c) FROM h JOIN (SELECT bid, count(*) c FROM %s GROUP BY bid) s USING (bid)';
+is(sql(sprintf($grouped, 't')), sql(sprintf($grouped, 'h')),
+	'a parallel join with an aggregate of the table reads its rows');
+is(sql("SET force_parallel_mode = on; SELECT bid, count(*) FROM t GROUP BY bid ORDER BY bid; "
+		  . "SELECT aid FROM t WHERE aid = 77"),
+	sql("SELECT bid, count(*) FROM h GROUP BY bid ORDER BY bid; SELECT aid FROM h WHERE aid = 77"),
+	'... and so do an aggregate and a key lookup under force_parallel_mode');
+
 # in the key's order: each participant's parts ascend, and a Gather Merge merges them
 my $ordered = 'SELECT aid, abalance FROM %s WHERE bid = 3 ORDER BY aid';
 my $gm = sql("SET cpu_operator_cost = 0; EXPLAIN (COSTS OFF) " . sprintf($ordered, 't'));
