@@ -367,6 +367,15 @@ int			tc_client_table_estimate(TcClient *client, uint32_t table_id,
 									 uint64_t *rows, uint64_t *bytes);
 
 /*
+ * The keys that cut the key range of request->table_id (opened on this
+ * client) into up to request->max_parts parts of about the same size, for
+ * the Scan.raw_lower and raw_upper of a parallel scan's parts; *ok freed
+ * with tcopy__split_ok__free_unpacked(ok, NULL).
+ */
+int			tc_client_split(TcClient *client, const Tcopy__Split *request,
+							Tcopy__SplitOk **ok);
+
+/*
  * Start a scan, then call tc_client_scan_next until (*batch)->done.  Each
  * batch stays valid until the next call on this client.
  */

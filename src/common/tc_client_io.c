@@ -78,6 +78,8 @@ static const ProtobufCMessageDescriptor *const frame_descriptors[] = {
 	[TCOPY__FRAME_TYPE__FRAME_BACKUP_OK] = &tcopy__backup_ok__descriptor,
 	[TCOPY__FRAME_TYPE__FRAME_GROUP] = &tcopy__group__descriptor,
 	[TCOPY__FRAME_TYPE__FRAME_GROUP_STATUS] = &tcopy__group_status__descriptor,
+	[TCOPY__FRAME_TYPE__FRAME_SPLIT] = &tcopy__split__descriptor,
+	[TCOPY__FRAME_TYPE__FRAME_SPLIT_OK] = &tcopy__split_ok__descriptor,
 };
 
 /* Record why the call fails and mark the client broken; returns -1. */

@@ -689,6 +689,21 @@ tc_client_table_estimate(TcClient *client, uint32_t table_id, uint64_t *rows,
 	return rc;
 }
 
+/* Ask for the keys that cut a table's key range into parts: a heap copy. */
+int
+tc_client_split(TcClient *client, const Tcopy__Split *request, Tcopy__SplitOk **ok)
+{
+	ProtobufCMessage *msg;
+
+	if (client->broken)
+		return -1;
+	if (client_send_message(client, TCOPY__FRAME_TYPE__FRAME_SPLIT, &request->base) < 0 ||
+		client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_SPLIT_OK, NULL, &msg) < 0)
+		return -1;
+	*ok = (Tcopy__SplitOk *) msg;
+	return 0;
+}
+
 /* Send a Scan; its batches are then read with tc_client_scan_next. */
 int
 tc_client_scan_start(TcClient *client, const Tcopy__Scan *request)

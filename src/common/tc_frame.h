@@ -21,7 +21,7 @@
 
 #define TC_PROTOCOL_VERSION 5
 #define TC_FRAME_HEADER_SIZE 5
-#define TC_FRAME_TYPE_LAST TCOPY__FRAME_TYPE__FRAME_TABLE_LIST	/* the highest known */
+#define TC_FRAME_TYPE_LAST TCOPY__FRAME_TYPE__FRAME_SPLIT_OK	/* the highest known */
 #define TC_FRAME_MAX_DEFAULT (64u * 1024 * 1024)	/* bytes of payload */
 
 /* Write a header for a payload of payload_len bytes into header[5]. */

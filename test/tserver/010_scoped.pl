@@ -5,7 +5,7 @@
 #	  - a scoped token reaches the tables whose names start with its
 #	    namespace, and nothing else: OPEN_TABLE of another name is
 #	    ERROR_PERMISSION whether the table exists or not (the same words),
-#	    and SCAN, TABLE_OP of a table id it did not open are refused the
+#	    and SCAN, SPLIT, TABLE_OP of a table id it did not open are refused the
 #	    same way, checked through the raw protocol;
 #	  - it does not see, nor resolve, another namespace's prepared
 #	    sessions (NOT_FOUND), also after a restart; each namespace has a
@@ -106,6 +106,15 @@ for my $name ('c2_a', 'c2_no_such_table', 'other')
 	is($t, FRAME_ERROR, 'token one, SCAN of c2_a\'s id (not opened): ERROR');
 	is($m->{1}[0], ERROR_PERMISSION, '... ERROR_PERMISSION');
 	like($m->{2}[0], qr/permission denied for tserver table id $id{c2_a}/, '... naming the id');
+}
+{
+	# SPLIT (frame 46; SPLIT_OK 47) is checked as SCAN is
+	my $sock = $ts->connect_ready(token => $T1) or die "handshake failed";
+	my ($t, $m) = TcopyTest::request_decoded($sock, FRAME_OPEN_TABLE, pb_field_bytes(1, 'c1_a'));
+	($t) = TcopyTest::request_decoded($sock, 46, pb_field_varint(1, $m->{1}[0]) . pb_field_varint(4, 4));
+	is($t, 47, 'token one splits c1_a');
+	($t, $m) = TcopyTest::request_decoded($sock, 46, pb_field_varint(1, $id{c2_a}) . pb_field_varint(4, 4));
+	is($m->{1}[0], ERROR_PERMISSION, 'token one, SPLIT of c2_a\'s id (not opened): ERROR_PERMISSION');
 }
 for my $id ($id{c2_a}, 4000)
 {

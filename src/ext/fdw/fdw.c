@@ -68,8 +68,9 @@ tcopyGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntablei
 }
 
 /*
- * Offer a full, unparameterized scan; and the same scan declared in the
- * query's order when the tserver's key order is it (pushdown_order.c).
+ * Offer a full, unparameterized scan; the same scan declared in the
+ * query's order when the tserver's key order is it (pushdown_order.c); and
+ * a parallel scan (fdw_parallel.c).
  */
 static void
 tcopyGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
@@ -88,6 +89,16 @@ tcopyGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 				 create_foreignscan_path(root, baserel, NULL, baserel->rows,
 										 startup_cost, total_cost,
 										 pathkeys, NULL, NULL, NIL));
+
+	/*
+	 * The parallel scan, and in the key's order, sized by the rows before
+	 * the quals: ANALYZE's count, else (baserel->tuples left alone, as the
+	 * planner's group estimates read it) the rows after them.  Last: it
+	 * marks the paths above as never to run whole in a worker.
+	 */
+	tcopy_add_partial_path(root, baserel,
+						   baserel->tuples > 0 ? baserel->tuples : baserel->rows,
+						   startup_cost, total_cost - startup_cost, pathkeys);
 }
 
 /*
@@ -177,6 +188,12 @@ tcopy_fdw_handler(PG_FUNCTION_ARGS)
 	routine->ExplainForeignScan = tcopyExplainForeignScan;
 	routine->GetForeignUpperPaths = tcopyGetForeignUpperPaths;
 	routine->AnalyzeForeignTable = tcopyAnalyzeForeignTable;
+
+	routine->IsForeignScanParallelSafe = tcopyIsForeignScanParallelSafe;
+	routine->EstimateDSMForeignScan = tcopyEstimateDSMForeignScan;
+	routine->InitializeDSMForeignScan = tcopyInitializeDSMForeignScan;
+	routine->ReInitializeDSMForeignScan = tcopyReInitializeDSMForeignScan;
+	routine->InitializeWorkerForeignScan = tcopyInitializeWorkerForeignScan;
 
 	routine->IsForeignRelUpdatable = tcopyIsForeignRelUpdatable;
 	routine->PlanForeignModify = tcopyPlanForeignModify;

@@ -20,6 +20,7 @@
 
 #include "postgres.h"
 
+#include "access/parallel.h"
 #include "access/stratnum.h"
 #include "access/xact.h"
 #include "catalog/pg_type_d.h"
@@ -62,6 +63,10 @@ typedef struct TcopyScanState
 	uint8	   *pack_pos;		/* the next row in batch->packed */
 	MemoryContext batch_cxt;	/* decoded values of the current batch */
 	MemoryContextCallback close_callback;
+	/* a Parallel Foreign Scan's (fdw_parallel.c) */
+	TcopyParallelScan *plan;	/* the leader's, for the DSM */
+	TcopyParallelScan *shared;	/* in the DSM; NULL: not parallel, or run serially */
+	int			part;			/* the part being read */
 } TcopyScanState;
 
 static void tcopy_scan_start(TcopyScanState *state);
@@ -281,10 +286,19 @@ tcopyBeginForeignScan(ForeignScanState *node, int eflags)
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
 
+	/* a worker reads the parts of a parallel scan only (tcopy_add_partial_path) */
+	if (IsParallelWorker() && !fsplan->scan.plan.parallel_aware)
+		elog(ERROR, "a scan of foreign table \"%s\" that is not parallel aware runs in a parallel worker",
+			 state->codec->relname);
+
 	/* SERIALIZABLE: the read, to Postgres' SSI, at the table's granularity */
-	tcopy_ssi_read(rel, estate->es_snapshot);
 	state->estate = estate;
-	tcopy_statement_reads(estate, &state->codec->options);
+	if (!IsParallelWorker())
+	{
+		/* a worker reads as of the leader's view (fdw_parallel.c) */
+		tcopy_ssi_read(rel, estate->es_snapshot);
+		tcopy_statement_reads(estate, &state->codec->options);
+	}
 	if ((estate->es_plannedstmt->commandType == CMD_UPDATE ||
 		 estate->es_plannedstmt->commandType == CMD_DELETE) &&
 		fsplan->scan.scanrelid > 0 &&
@@ -306,9 +320,10 @@ tcopyBeginForeignScan(ForeignScanState *node, int eflags)
 	 * snapshot (a cursor's at DECLARE): now under REPEATABLE READ, else
 	 * once every scan of the statement has begun (tcopy_executor_start),
 	 * so that a statement that reads several tservers takes their
-	 * snapshots together (tcopy_read_snapshot).
+	 * snapshots together (tcopy_read_snapshot).  A parallel scan starts at
+	 * its first row, when its parts are known.
 	 */
-	if (state->conn.client != NULL)
+	if (state->conn.client != NULL && !fsplan->scan.plan.parallel_aware)
 	{
 		if (IsolationUsesXactSnapshot())
 			tcopy_scan_start(state);
@@ -398,36 +413,53 @@ tcopy_scan_report_error(TcopyScanState *state)
 }
 
 /*
- * Send the Scan request: the projection, the key range, and the write
- * session of this transaction whose changes to the table it reads, if any
- * (acknowledged up to every batch sent, so as of now).
+ * Set what request reads as of: the write session of this transaction
+ * whose changes to the table it reads, if any (acknowledged up to every
+ * batch sent, so as of now), and the snapshot; a part of a parallel scan
+ * reads the leader's.
+ */
+static void
+tcopy_scan_set_view(TcopyScanState *state, Tcopy__Scan *request)
+{
+	TcopyRelCodec *codec = state->codec;
+	const uint8 *key;
+	size_t		keylen;
+
+	if (state->shared != NULL)
+	{
+		state->named_session = tcopy_parallel_part_request(state->shared, state->part, request);
+		return;
+	}
+	if (tcopy_xact_session_to_read(codec->relname, &codec->options, codec->userid,
+								   &request->session_id, &key, &keylen))
+	{
+		request->session_key.data = (uint8_t *) key;
+		request->session_key.len = keylen;
+	}
+	/* the transaction's snapshot, or the statement's of several tservers */
+	if (tcopy_read_snapshot(state->estate, &codec->options, &request->snapshot_id, &key, &keylen))
+	{
+		request->snapshot_key.data = (uint8_t *) key;
+		request->snapshot_key.len = keylen;
+	}
+	else
+		request->refuse_in_doubt = true;	/* tcopy_scan_read_in_doubt */
+	state->named_session = request->session_id != 0;
+}
+
+/*
+ * Send the Scan request: the projection, the key range, and what it reads
+ * as of (tcopy_scan_set_view).
  */
 static void
 tcopy_scan_start(TcopyScanState *state)
 {
-	TcopyRelCodec *codec = state->codec;
 	Tcopy__Scan request = TCOPY__SCAN__INIT;
 	uint32_t   *columns;
-	const uint8 *key;
-	size_t		keylen;
 
 	tcopy_unstarted_scans = list_delete_ptr(tcopy_unstarted_scans, state);
 	request.for_update = state->for_update;
-	if (tcopy_xact_session_to_read(codec->relname, &codec->options, codec->userid,
-								   &request.session_id, &key, &keylen))
-	{
-		request.session_key.data = (uint8_t *) key;
-		request.session_key.len = keylen;
-	}
-	/* the transaction's snapshot, or the statement's of several tservers */
-	if (tcopy_read_snapshot(state->estate, &codec->options, &request.snapshot_id, &key, &keylen))
-	{
-		request.snapshot_key.data = (uint8_t *) key;
-		request.snapshot_key.len = keylen;
-	}
-	else
-		request.refuse_in_doubt = true;	/* tcopy_scan_read_in_doubt */
-	state->named_session = request.session_id != 0;
+	tcopy_scan_set_view(state, &request);
 
 	columns = palloc(sizeof(uint32_t) * Max(state->nproj, 1));
 	for (int p = 0; p < state->nproj; p++)
@@ -491,6 +523,42 @@ tcopy_scan_report_lost(TcopyScanState *state)
 }
 
 /*
+ * A participant of a parallel scan whose connection found no such table on
+ * the tserver, while the leader's did: the scan would miss the rows of the
+ * parts it takes.
+ */
+static void
+tcopy_scan_report_unknown(TcopyScanState *state)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_TABLE),
+			 errmsg("could not read foreign table \"%s\": the tserver table \"%s\" is gone",
+					state->codec->relname, state->codec->options.table_name),
+			 errdetail("A parallel worker found no such table on the tserver, where the leader of the scan found it.")));
+}
+
+/*
+ * Take the next part of a parallel scan and start its scan: false when
+ * none is left.  The connection is idle: the previous part was read to its
+ * end.
+ */
+static bool
+tcopy_scan_next_part(TcopyScanState *state)
+{
+	int			part = tcopy_parallel_take_part(state->shared);
+
+	if (part < 0)
+		return false;
+	state->part = part;
+	state->started = false;
+	state->done = false;
+	state->batch = NULL;
+	state->next_row = 0;
+	tcopy_scan_start(state);
+	return true;
+}
+
+/*
  * The end of a scan that reads no table on the tserver (never written to,
  * or an empty key range): no rows, but an aggregate without GROUP BY has
  * its one group.
@@ -528,16 +596,30 @@ tcopyIterateForeignScan(ForeignScanState *node)
 	if (state->conn.lost)
 		tcopy_scan_report_lost(state);
 	if (state->conn.client == NULL)
+	{
+		if (state->shared != NULL && tcopy_parallel_has_parts(state->shared))
+			tcopy_scan_report_unknown(state);
 		return tcopy_scan_no_table(state, slot);
+	}
 	if (!state->started)
-		tcopy_scan_start(state);
+	{
+		if (state->shared == NULL)
+			tcopy_scan_start(state);
+		else if (!tcopy_scan_next_part(state))
+			return slot;
+	}
 
 	while (state->batch == NULL ||
 		   state->next_row >= (state->agg != NULL ? state->batch->n_groups : state->batch->n_packed))
 	{
 		CHECK_FOR_INTERRUPTS();
 		if (state->done)
-			return slot;
+		{
+			/* a parallel scan's participant reads parts until none is left */
+			if (state->shared == NULL || !tcopy_scan_next_part(state))
+				return slot;
+			continue;
+		}
 		MemoryContextReset(state->batch_cxt);
 		state->batch = NULL;
 		state->next_row = 0;
@@ -594,6 +676,46 @@ tcopyReScanForeignScan(ForeignScanState *node)
 	state->next_row = 0;
 	if (state->batch_cxt != NULL)
 		MemoryContextReset(state->batch_cxt);
+}
+
+/*
+ * The leader of a parallel scan: plan its parts, for the DSM, on the
+ * scan's connection (fdw_parallel.c).
+ */
+Size
+tcopyEstimateDSMForeignScan(ForeignScanState *node, ParallelContext *pcxt)
+{
+	TcopyScanState *state = (TcopyScanState *) node->fdw_state;
+
+	state->plan = tcopy_parallel_prepare(state->codec, state->estate, state->conn.client,
+										 state->table_id, &state->range, pcxt->nworkers);
+	return tcopy_parallel_size(state->plan);
+}
+
+/* The leader lays out the parts in the DSM, and reads them too. */
+void
+tcopyInitializeDSMForeignScan(ForeignScanState *node, ParallelContext *pcxt, void *coordinate)
+{
+	TcopyScanState *state = (TcopyScanState *) node->fdw_state;
+
+	tcopy_parallel_publish((TcopyParallelScan *) coordinate, state->plan);
+	state->shared = (TcopyParallelScan *) coordinate;
+}
+
+/* A rescan: every part is read again (the participants' rescan reset them). */
+void
+tcopyReInitializeDSMForeignScan(ForeignScanState *node, ParallelContext *pcxt, void *coordinate)
+{
+	tcopy_parallel_restart((TcopyParallelScan *) coordinate);
+}
+
+/* A worker reads the parts the leader laid out. */
+void
+tcopyInitializeWorkerForeignScan(ForeignScanState *node, shm_toc *toc, void *coordinate)
+{
+	TcopyScanState *state = (TcopyScanState *) node->fdw_state;
+
+	state->shared = (TcopyParallelScan *) coordinate;
 }
 
 /*

@@ -269,6 +269,8 @@ add_grouping_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *grouped_
 	total_cost = startup_cost + groups * (TCOPY_AGG_GROUP_COST + cpu_tuple_cost);
 	path = create_foreign_upper_path(root, grouped_rel, grouped_rel->reltarget, groups,
 									 startup_cost, total_cost, NIL, NULL, NIL);
+	/* never in a worker: only a parallel scan's parts carry the leader's view (fdw_parallel.c) */
+	path->path.parallel_safe = false;
 	add_path(grouped_rel, (Path *) path);
 }
 

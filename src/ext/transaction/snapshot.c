@@ -398,6 +398,7 @@ typedef struct TcopyStatementSnapshots
 	List	   *snapshots;		/* TcopySnapshot *, once taken */
 	bool		taken;
 	bool		in_doubt;		/* taken even of one tserver */
+	bool		shared;			/* ... as a parallel scan's participants read it */
 	MemoryContextCallback freed;
 	struct TcopyStatementSnapshots *next;
 } TcopyStatementSnapshots;
@@ -485,7 +486,7 @@ tcopy_read_snapshot(EState *estate, const TcopyTableOptions *options, uint64 *id
 	if (IsolationUsesXactSnapshot())
 		return tcopy_xact_snapshot(options, id, key, keylen);
 	st = tcopy_statement_find(estate);
-	if (st == NULL || (list_length(st->tables) < 2 && !st->in_doubt))
+	if (st == NULL || (list_length(st->tables) < 2 && !st->in_doubt && !st->shared))
 		return false;
 	if (!st->taken)
 	{
@@ -517,6 +518,29 @@ tcopy_read_snapshot(EState *estate, const TcopyTableOptions *options, uint64 *id
 		}
 	}
 	return false;
+}
+
+/*
+ * The snapshot that every participant of a parallel scan of the table of
+ * options in estate reads (fdw_parallel.c): tcopy_read_snapshot's, taken
+ * under READ COMMITTED even when the statement reads one tserver, as the
+ * participants' scans start apart.  false: none (the statement took its
+ * snapshots before it read this tserver, or the server is null:).
+ */
+bool
+tcopy_read_snapshot_shared(EState *estate, const TcopyTableOptions *options, uint64 *id,
+						   const uint8 **key, size_t *keylen)
+{
+	if (!IsolationUsesXactSnapshot())
+	{
+		TcopyStatementSnapshots *st;
+
+		tcopy_statement_reads(estate, options);
+		st = tcopy_statement_find(estate);
+		if (st != NULL)
+			st->shared = true;
+	}
+	return tcopy_read_snapshot(estate, options, id, key, keylen);
 }
 
 /*

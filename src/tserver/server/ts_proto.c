@@ -333,6 +333,8 @@ proto_dispatch(TsProto *proto, Tcopy__FrameType type, const uint8_t *payload,
 			return ts_proto_on_abort(proto, payload, len, err);
 		case TCOPY__FRAME_TYPE__FRAME_SCAN:
 			return ts_proto_on_scan(proto, payload, len, err);
+		case TCOPY__FRAME_TYPE__FRAME_SPLIT:
+			return ts_proto_on_split(proto, payload, len, err);
 		case TCOPY__FRAME_TYPE__FRAME_TABLE_OP:
 			return ts_proto_on_table_op(proto, payload, len, err);
 		case TCOPY__FRAME_TYPE__FRAME_STATS_REQUEST:

@@ -58,6 +58,7 @@ extern int ts_proto_on_prepare(TsProto *proto, const uint8_t *payload, uint32_t 
 extern int ts_proto_on_resolve(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
 extern int ts_proto_on_rollback_to(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
 extern int ts_proto_on_scan(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
+extern int ts_proto_on_split(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
 extern int ts_proto_on_stats_request(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
 extern int ts_proto_on_table_op(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);
 extern int ts_proto_on_write(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err);

@@ -578,6 +578,46 @@ fail:
 }
 
 /*
+ * SPLIT: the keys that cut a table's key range into parts of about the
+ * same size, for a parallel scan; answer SPLIT_OK.  The table id is
+ * checked as a SCAN's.
+ */
+int
+ts_proto_on_split(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
+{
+	Tcopy__Split *request;
+	Tcopy__SplitOk reply = TCOPY__SPLIT_OK__INIT;
+	TcBuf	   *keys;
+	size_t		nkeys;
+	int			rc = -1;
+
+	if (proto->phase == TS_PROTO_AWAIT_HELLO)
+		return ts_proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_SPLIT, NULL, err);
+	request = ts_proto_unpack(proto, &tcopy__split__descriptor, payload, len, err);
+	if (request == NULL || ts_proto_check_table_id(proto, request->table_id, err) != 0 ||
+		ts_store_split(proto->shared->store, request, &keys, &nkeys, err) != 0)
+		return -1;
+	reply.keys = tc_arena_alloc(&proto->frame_arena, (nkeys + 1) * sizeof(ProtobufCBinaryData));
+	if (reply.keys == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		goto done;
+	}
+	for (size_t i = 0; i < nkeys; i++)
+	{
+		reply.keys[i].data = keys[i].data;
+		reply.keys[i].len = keys[i].len;
+	}
+	reply.n_keys = nkeys;
+	rc = ts_proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_SPLIT_OK, &reply.base, err);
+done:
+	for (size_t i = 0; i < nkeys; i++)
+		tc_buf_free(&keys[i]);
+	free(keys);
+	return rc;
+}
+
+/*
  * SNAPSHOT: take a snapshot of the committed rows for the connection, in
  * place of the one it held, and answer its id and key, and the prepared
  * sessions asked for.

@@ -232,6 +232,67 @@ ts_scan_key_range(const TsTable *table, const Tcopy__KeyBound *lower,
 	return 0;
 }
 
+/* Copy len bytes at data into buf, in place of what it held. */
+static bool
+buf_set(TcBuf *buf, const uint8_t *data, size_t len)
+{
+	buf->len = 0;
+	if (!tc_buf_reserve(buf, len))
+		return false;
+	memcpy(buf->data, data, len);
+	buf->len = len;
+	return true;
+}
+
+/* A raw key names a place among the table's keys: it starts with the table id. */
+static int
+raw_key_check(const TsTable *table, const ProtobufCBinaryData *raw, const char *which,
+			  TsError *err)
+{
+	uint8_t		prefix[TS_TABLE_ID_SIZE];
+
+	ts_put_be32(prefix, table->id);
+	if (raw->len >= TS_TABLE_ID_SIZE && memcmp(raw->data, prefix, TS_TABLE_ID_SIZE) == 0)
+		return 0;
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+				 "scan %s is not a key of table \"%s\"", which, table->name);
+	return -1;
+}
+
+/*
+ * Narrow [*lower, *upper) (upper empty: unbounded) to [raw_lower,
+ * raw_upper), each empty for no narrowing; *empty when nothing is left.
+ * A raw key outside the table is refused.  0, or -1 with err.
+ */
+int
+ts_scan_narrow(const TsTable *table, const ProtobufCBinaryData *raw_lower,
+			   const ProtobufCBinaryData *raw_upper, TcBuf *lower, TcBuf *upper,
+			   bool *empty, TsError *err)
+{
+	if ((raw_lower->len > 0 && raw_key_check(table, raw_lower, "raw_lower", err) != 0) ||
+		(raw_upper->len > 0 && raw_key_check(table, raw_upper, "raw_upper", err) != 0))
+		return -1;
+	if (raw_lower->len > 0 &&
+		ts_key_compare(raw_lower->data, (uint32_t) raw_lower->len,
+					   lower->data, (uint32_t) lower->len) > 0 &&
+		!buf_set(lower, raw_lower->data, raw_lower->len))
+		goto oom;
+	if (raw_upper->len > 0 &&
+		(upper->len == 0 ||
+		 ts_key_compare(raw_upper->data, (uint32_t) raw_upper->len,
+						upper->data, (uint32_t) upper->len) < 0) &&
+		!buf_set(upper, raw_upper->data, raw_upper->len))
+		goto oom;
+	if (upper->len > 0 &&
+		ts_key_compare(lower->data, (uint32_t) lower->len, upper->data, (uint32_t) upper->len) >= 0)
+		*empty = true;
+	return 0;
+
+oom:
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+	return -1;
+}
+
 TsScan *
 ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err)
 {
@@ -313,8 +374,11 @@ ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err)
 		scan->filter = request->filter;
 	}
 
+	/* narrowed to a part of a SPLIT */
 	if (ts_scan_key_range(table, request->lower, request->upper, &scan->lower, &scan->upper,
-						  &scan->done, err) != 0)
+						  &scan->done, err) != 0 ||
+		ts_scan_narrow(table, &request->raw_lower, &request->raw_upper, &scan->lower,
+					   &scan->upper, &scan->done, err) != 0)
 		goto err;
 
 	scan->read_options = rocksdb_readoptions_create();

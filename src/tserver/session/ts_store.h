@@ -29,6 +29,7 @@
 #include <sys/types.h>
 
 #include "tc_arena.h"
+#include "tc_buf.h"
 #include "tcopy.pb-c.h"
 #include "ts_error.h"
 #include "ts_registry.h"
@@ -305,6 +306,15 @@ TsScan	   *ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err
 int			ts_scan_next(TsScan *scan, TcArena *arena, Tcopy__ScanBatch *batch,
 						 TsError *err);
 void		ts_scan_close(TsScan *scan);
+
+/*
+ * SPLIT (docs/scans.md, "Parallel scans"): the keys cutting the key range
+ * of request->table_id between its bounds into up to max_parts parts (none:
+ * one part), for Scan.raw_lower and raw_upper; *keys malloc'ed, each key
+ * freed with tc_buf_free.  0, or -1 with err.
+ */
+int			ts_store_split(TsStore *store, const Tcopy__Split *request, TcBuf **keys,
+						   size_t *nkeys, TsError *err);
 
 /*
  * The scan's next row, every column decoded into (*values)[ncolumns],

@@ -51,6 +51,16 @@ int			ts_session_overlay(TsStore *store, uint64_t session_id, const uint8_t *key
 							   const TcBuf *upper, TsOverlay *overlay, TsError *err);
 void		ts_overlay_free(TsOverlay *overlay);
 
+/*
+ * in ts_scan.c: narrow [*lower, *upper) (upper empty: unbounded) to a
+ * part of a SPLIT, [raw_lower, raw_upper) (each empty: no narrowing),
+ * *empty when nothing is left: 0, or -1 with err (ERROR_PROTOCOL: a raw
+ * key outside the table)
+ */
+int			ts_scan_narrow(const TsTable *table, const ProtobufCBinaryData *raw_lower,
+						   const ProtobufCBinaryData *raw_upper, TcBuf *lower, TcBuf *upper,
+						   bool *empty, TsError *err);
+
 /* A prepared session's sentinel key (TS_SENTINEL_KEY_MAX bytes at most) of gid. */
 size_t		ts_sentinel_key(const char *gid, char *key);
 

@@ -63,6 +63,38 @@ extern void tcopyExplainForeignScan(ForeignScanState *node, struct ExplainState 
 /* Refuse to read rel in the transaction that wrote, truncated or dropped it. */
 extern void tcopy_scan_check_visible(Relation rel, const TcopyTableOptions *options);
 
+/* in fdw_scan.c: a parallel scan's DSM (fdw_parallel.c) */
+extern Size tcopyEstimateDSMForeignScan(ForeignScanState *node, ParallelContext *pcxt);
+extern void tcopyInitializeDSMForeignScan(ForeignScanState *node, ParallelContext *pcxt,
+										  void *coordinate);
+extern void tcopyReInitializeDSMForeignScan(ForeignScanState *node, ParallelContext *pcxt,
+											void *coordinate);
+extern void tcopyInitializeWorkerForeignScan(ForeignScanState *node, shm_toc *toc,
+											 void *coordinate);
+
+/*
+ * in fdw_parallel.c: parallel scans (docs/scans.md, "Parallel scans"): the
+ * partial path, and the parts of the key range that the participants take
+ * from the DSM, one at a time
+ */
+typedef struct TcopyParallelScan TcopyParallelScan;
+struct TcopyKeyRange;
+extern bool tcopyIsForeignScanParallelSafe(PlannerInfo *root, RelOptInfo *rel,
+										   RangeTblEntry *rte);
+extern void tcopy_add_partial_path(PlannerInfo *root, RelOptInfo *baserel, double tuples,
+								   Cost startup_cost, Cost run_cost, List *pathkeys);
+extern TcopyParallelScan *tcopy_parallel_prepare(TcopyRelCodec *codec, EState *estate,
+												 TcClient *client, uint32 table_id,
+												 const struct TcopyKeyRange *range,
+												 int nworkers);
+extern Size tcopy_parallel_size(const TcopyParallelScan *plan);
+extern void tcopy_parallel_publish(TcopyParallelScan *shared, const TcopyParallelScan *plan);
+extern void tcopy_parallel_restart(TcopyParallelScan *shared);
+extern bool tcopy_parallel_has_parts(const TcopyParallelScan *shared);
+extern int	tcopy_parallel_take_part(TcopyParallelScan *shared);
+extern bool tcopy_parallel_part_request(const TcopyParallelScan *shared, int part,
+										Tcopy__Scan *request);
+
 /*
  * in fdw_estimate.c: the tserver's estimate of rel's rows and stored bytes,
  * asked as userid once per transaction; false when it gives none

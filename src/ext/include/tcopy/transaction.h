@@ -142,6 +142,9 @@ extern void tcopy_statement_reads(struct EState *estate, const TcopyTableOptions
 extern bool tcopy_read_snapshot(struct EState *estate, const TcopyTableOptions *options,
 								uint64 *id, const uint8 **key, size_t *keylen);
 extern void tcopy_read_snapshot_in_doubt(struct EState *estate, const TcopyTableOptions *options);
+/* ... taken even of one tserver: the one all of a parallel scan's participants read */
+extern bool tcopy_read_snapshot_shared(struct EState *estate, const TcopyTableOptions *options,
+									   uint64 *id, const uint8 **key, size_t *keylen);
 extern void tcopy_publish_committed(const char *address, const char *token,
 									const TcTlsOptions *tls);
 extern void tcopy_commit_gate_enter(void);
