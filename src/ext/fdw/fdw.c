@@ -32,7 +32,7 @@
 
 /* rows assumed for a table never analyzed, when the tserver gives no estimate */
 #define TCOPY_DEFAULT_ROWS		1000.0
-/* planner costs: a scan's fixed cost (connecting), then per row fetched */
+/* planner costs: a scan's fixed cost (connecting); per row sent (fdw.h) */
 #define TCOPY_STARTUP_COST		10.0
 #define TCOPY_PER_ROW_COST		0.01
 
@@ -43,11 +43,15 @@ PG_FUNCTION_INFO_V1(tcopy_fdw_handler);
  * (never analyzed, or found empty then) the tserver's estimate, else a
  * default, times the quals' selectivity.
  */
+static Selectivity tcopy_key_range_selectivity(PlannerInfo *root, RelOptInfo *baserel,
+												Oid foreigntableid);
+
 static void
 tcopyGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 {
 	double		ntuples = TCOPY_DEFAULT_ROWS;
 	Selectivity sel;
+	TcopyRelInfo *info;
 
 	if (baserel->tuples > 0)
 		ntuples = baserel->tuples;
@@ -65,6 +69,47 @@ tcopyGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntablei
 	sel = clauselist_selectivity(root, baserel->baserestrictinfo, 0,
 								 JOIN_INNER, NULL);
 	baserel->rows = clamp_row_est(ntuples * sel);
+	baserel->fdw_private = info = palloc0(sizeof(TcopyRelInfo));
+	info->read_rows = clamp_row_est(ntuples * tcopy_key_range_selectivity(root, baserel,
+																		  foreigntableid));
+}
+
+/*
+ * The selectivity of the quals that bound the key range the tserver reads
+ * (key_range.c: a single integer key column compared with constants).
+ */
+static Selectivity
+tcopy_key_range_selectivity(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
+{
+	Relation	rel = table_open(foreigntableid, NoLock);
+	bool		key_bytes;
+	List	   *key_attnums = tcopy_table_key_attnums(rel, &key_bytes);
+	List	   *bounding = NIL;
+	ListCell   *lc;
+
+	table_close(rel, NoLock);
+	if (list_length(key_attnums) != 1)
+		return 1.0;
+	foreach(lc, baserel->baserestrictinfo)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+		List	   *bounds = NIL;
+
+		if (!rinfo->pseudoconstant &&
+			tcopy_clause_key_bound(baserel->relid, rinfo->clause, &bounds) ==
+			linitial_int(key_attnums))
+			bounding = lappend(bounding, rinfo);
+	}
+	return bounding == NIL ? 1.0 :
+		clauselist_selectivity(root, bounding, 0, JOIN_INNER, NULL);
+}
+
+double
+tcopy_rel_read_rows(RelOptInfo *rel)
+{
+	TcopyRelInfo *info = (TcopyRelInfo *) rel->fdw_private;
+
+	return info != NULL ? info->read_rows : rel->rows;
 }
 
 /*
@@ -76,7 +121,9 @@ static void
 tcopyGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 {
 	Cost		startup_cost = TCOPY_STARTUP_COST;
-	Cost		total_cost = startup_cost + baserel->rows * TCOPY_PER_ROW_COST;
+	double		read_rows = tcopy_rel_read_rows(baserel);
+	Cost		total_cost = startup_cost + read_rows * TCOPY_READ_ROW_COST +
+		baserel->rows * TCOPY_PER_ROW_COST;
 	List	   *pathkeys;
 
 	add_path(baserel, (Path *)
@@ -91,14 +138,12 @@ tcopyGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 										 pathkeys, NULL, NULL, NIL));
 
 	/*
-	 * The parallel scan, and in the key's order, sized by the rows before
-	 * the quals: ANALYZE's count, else (baserel->tuples left alone, as the
-	 * planner's group estimates read it) the rows after them.  Last: it
-	 * marks the paths above as never to run whole in a worker.
+	 * The parallel scan, and in the key's order, sized by the rows the
+	 * tserver reads (those of the key range).  Last: it marks the paths
+	 * above as never to run whole in a worker.
 	 */
-	tcopy_add_partial_path(root, baserel,
-						   baserel->tuples > 0 ? baserel->tuples : baserel->rows,
-						   startup_cost, total_cost - startup_cost, pathkeys);
+	tcopy_add_partial_path(root, baserel, read_rows, startup_cost,
+						   total_cost - startup_cost, pathkeys);
 }
 
 /*

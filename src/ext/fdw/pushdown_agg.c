@@ -36,10 +36,14 @@
 
 #include "tcopy/fdw.h"
 
-/* costs of a pushed aggregate: starting the scan, a row read on the tserver, a group returned */
+/*
+ * costs of a pushed aggregate: starting the scan, a group returned; the
+ * rows are read as a scan's (TCOPY_READ_ROW_COST), in parts on the
+ * tserver's threads (taken to be two) when the aggregates combine exactly
+ */
 #define TCOPY_AGG_STARTUP_COST	10.0
-#define TCOPY_AGG_ROW_COST		0.0025
 #define TCOPY_AGG_GROUP_COST	0.01
+#define TCOPY_AGG_THREADS		2.0
 
 bool		tcopy_pushdown_aggregates = true;
 
@@ -265,7 +269,8 @@ add_grouping_path(PlannerInfo *root, RelOptInfo *input_rel, RelOptInfo *grouped_
 	/* the tserver holds at most TS_AGG_MAX_GROUPS: leave many groups to Postgres */
 	if (groups > TCOPY_AGG_MAX_GROUPS / 2)
 		return;
-	startup_cost = TCOPY_AGG_STARTUP_COST + input_rel->rows * TCOPY_AGG_ROW_COST;
+	startup_cost = TCOPY_AGG_STARTUP_COST +
+		tcopy_rel_read_rows(input_rel) * TCOPY_READ_ROW_COST / TCOPY_AGG_THREADS;
 	total_cost = startup_cost + groups * (TCOPY_AGG_GROUP_COST + cpu_tuple_cost);
 	path = create_foreign_upper_path(root, grouped_rel, grouped_rel->reltarget, groups,
 									 startup_cost, total_cost, NIL, NULL, NIL);

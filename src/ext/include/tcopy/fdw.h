@@ -25,6 +25,25 @@ extern void TcopyScanInit(void);
 
 extern Datum tcopy_fdw_handler(PG_FUNCTION_ARGS);
 
+/*
+ * What the planner found of a tcopy table's base rel (RelOptInfo.fdw_private,
+ * fdw.c): the rows the tserver reads, those in the key range its quals
+ * bound, whatever its filter then keeps.
+ */
+typedef struct TcopyRelInfo
+{
+	double		read_rows;
+} TcopyRelInfo;
+
+/*
+ * The planner's cost of a row the tserver reads: about three times a
+ * heap's cpu_tuple_cost, as a RocksDB iterator's step and the row's decode
+ * take about three times a heap tuple's visit (docs/scans.md).
+ */
+#define TCOPY_READ_ROW_COST		0.03
+/* The rows the tserver reads for a scan of rel (TcopyRelInfo). */
+extern double tcopy_rel_read_rows(RelOptInfo *rel);
+
 /* Indexes in ForeignScan.fdw_private. */
 enum TcopyScanPrivate
 {
