@@ -766,5 +766,16 @@ tcopyExplainForeignScan(ForeignScanState *node, ExplainState *es)
 							 state->remote_filtered / node->ss.ps.instrument->nloops : 0.0,
 							 0, es);
 	if (es->verbose)
+	{
+		/* the columns read, sent and decoded (a plain scan's projection) */
+		if (state->agg == NULL && state->proj != NULL)
+		{
+			List	   *columns = NIL;
+
+			for (int p = 0; p < state->nproj; p++)
+				columns = lappend(columns, codec->columns[state->proj[p]].attname);
+			ExplainPropertyList("Remote Columns", columns, es);
+		}
 		ExplainPropertyText("tserver", codec->options.address, es);
+	}
 }

@@ -477,24 +477,18 @@ scan_pack_row(TsScan *scan)
 }
 
 /*
- * ts_scan_next for a scan of packed rows: the batch's rows go one after
- * another into scan->pack, which batch->packed points into until the next
- * call.
+ * A batch's next row: the next visible row the filter lets through, decoded
+ * into scan->values, when it fits the batch's room (a stored row bigger
+ * than room waits for the next batch, unless it comes first).  1: a row,
+ * 0: the batch ends here (*end when the scan has no more rows), -1 with
+ * err.  Rows the filter removed are counted in *filtered, and close the
+ * batch at SCAN_BATCH_FILTERED.
  */
 static int
-scan_next_packed(TsScan *scan, Tcopy__ScanBatch *batch, TsError *err)
+scan_batch_row(TsScan *scan, bool first, size_t room, size_t *filtered, bool *end,
+			   TsError *err)
 {
-	size_t		capacity = scan->batch_rows;
-	size_t		filtered = 0;	/* rows the filter removed from this batch */
-	char	   *errptr = NULL;
-	bool		end = false;
-
-	batch->done = false;
-	batch->n_packed = 0;
-	scan->pack.len = 0;
-	if (scan->limit > 0 && scan->limit - scan->returned < capacity)
-		capacity = (size_t) (scan->limit - scan->returned);
-	while (!scan->done && batch->n_packed < capacity && scan->pack.len < SCAN_BATCH_BYTES)
+	for (;;)
 	{
 		size_t		keylen,
 					valuelen;
@@ -503,12 +497,12 @@ scan_next_packed(TsScan *scan, Tcopy__ScanBatch *batch, TsError *err)
 
 		if (!scan_current(scan, &key, &keylen, &value, &valuelen))
 		{
-			end = true;
-			break;
+			*end = true;
+			return 0;
 		}
-		/* the stored key and value bound the row's bytes: it waits for the next batch */
-		if (batch->n_packed > 0 && scan->pack.len + keylen + valuelen > SCAN_BATCH_BYTES)
-			break;
+		/* the stored key and value bound the row's bytes */
+		if (!first && keylen + valuelen > room)
+			return 0;
 		tc_arena_reset(&scan->scratch);
 		if (!ts_row_decode(&scan->table->layout, key, keylen, value, valuelen, scan->values,
 						   &scan->scratch))
@@ -518,20 +512,80 @@ scan_next_packed(TsScan *scan, Tcopy__ScanBatch *batch, TsError *err)
 						 scan->table->name);
 			return -1;
 		}
-		if (scan->filter != NULL)
+		if (scan->filter == NULL)
+			return 1;
+		switch (scan_filter(scan, err))
 		{
-			int			passes = scan_filter(scan, err);
-
-			if (passes < 0)
-				return -1;
-			if (!passes)
-			{
+			case 1:
+				return 1;
+			case 0:
 				scan_advance(scan);
-				if (++filtered >= SCAN_BATCH_FILTERED)
-					break;
-				continue;
-			}
+				if (++*filtered >= SCAN_BATCH_FILTERED)
+					return 0;
+				break;
+			default:
+				return -1;
 		}
+	}
+}
+
+/*
+ * A batch ends: at the scan's end (end), check the iterator's error; at
+ * the limit, the scan is done.  0, or -1 with err.
+ */
+static int
+scan_batch_end(TsScan *scan, bool end, TsError *err)
+{
+	char	   *errptr = NULL;
+
+	if (!scan->done && end)
+	{
+		rocksdb_iter_get_error(scan->iter, &errptr);
+		if (errptr != NULL)
+		{
+			ts_error_rocksdb(err, "could not read table", errptr);
+			return -1;
+		}
+		scan->done = true;
+	}
+	if (scan->limit > 0 && scan->returned >= scan->limit)
+		scan->done = true;
+	return 0;
+}
+
+/* The rows the next batch may take: batch_rows, and what the limit leaves. */
+static size_t
+scan_batch_capacity(const TsScan *scan)
+{
+	if (scan->limit > 0 && scan->limit - scan->returned < scan->batch_rows)
+		return (size_t) (scan->limit - scan->returned);
+	return scan->batch_rows;
+}
+
+/*
+ * ts_scan_next for a scan of packed rows: the batch's rows go one after
+ * another into scan->pack, which batch->packed points into until the next
+ * call.
+ */
+static int
+scan_next_packed(TsScan *scan, Tcopy__ScanBatch *batch, TsError *err)
+{
+	size_t		capacity = scan_batch_capacity(scan);
+	size_t		filtered = 0;	/* rows the filter removed from this batch */
+	bool		end = false;
+
+	batch->n_packed = 0;
+	scan->pack.len = 0;
+	while (!scan->done && batch->n_packed < capacity && scan->pack.len < SCAN_BATCH_BYTES)
+	{
+		int			rc = scan_batch_row(scan, batch->n_packed == 0,
+										SCAN_BATCH_BYTES - scan->pack.len, &filtered,
+										&end, err);
+
+		if (rc < 0)
+			return -1;
+		if (rc == 0)
+			break;
 		if (!scan_pack_row(scan))
 		{
 			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
@@ -541,18 +595,8 @@ scan_next_packed(TsScan *scan, Tcopy__ScanBatch *batch, TsError *err)
 		scan->returned++;
 		scan_advance(scan);
 	}
-	if (!scan->done && end)
-	{
-		rocksdb_iter_get_error(scan->iter, &errptr);
-		if (errptr != NULL)
-		{
-			ts_error_rocksdb(err, "could not read table", errptr);
-			return -1;
-		}
-		scan->done = true;
-	}
-	if (scan->limit > 0 && scan->returned >= scan->limit)
-		scan->done = true;
+	if (scan_batch_end(scan, end, err) != 0)
+		return -1;
 	batch->packed.data = scan->pack.data;
 	batch->packed.len = scan->pack.len;
 	batch->filtered = filtered;
@@ -560,128 +604,95 @@ scan_next_packed(TsScan *scan, Tcopy__ScanBatch *batch, TsError *err)
 	return 0;
 }
 
+/* Set *row to the projection of scan->values, in arena: false when out of memory. */
+static bool
+scan_build_row(TsScan *scan, TcArena *arena, Tcopy__Row **rowp, size_t *bytes)
+{
+	const TsLayout *layout = &scan->table->layout;
+	Tcopy__Row *row = tc_arena_alloc(arena, sizeof(Tcopy__Row));
+	size_t		ints = 0,
+				floats = 0,
+				blobs = 0,
+				nulls = 0;
+
+	if (row == NULL)
+		return false;
+	tcopy__row__init(row);
+	row->ints = tc_arena_alloc(arena, (scan->counts[TCOPY__KIND__KIND_INT] + 1) * sizeof(int64_t));
+	row->floats = tc_arena_alloc(arena, (scan->counts[TCOPY__KIND__KIND_FLOAT] + 1) * sizeof(double));
+	row->blobs = tc_arena_alloc(arena, (scan->counts[TCOPY__KIND__KIND_BYTES] + 1) * sizeof(ProtobufCBinaryData));
+	row->nulls = tc_arena_alloc(arena, (scan->ncolumns + 1) * sizeof(uint32_t));
+	if (!row->ints || !row->floats || !row->blobs || !row->nulls)
+		return false;
+	for (uint32_t i = 0; i < scan->ncolumns; i++)
+	{
+		const TsValue *v = &scan->values[scan->columns[i]];
+
+		if (v->isnull)
+		{
+			row->nulls[nulls++] = i;
+			continue;
+		}
+		switch (layout->kinds[scan->columns[i]])
+		{
+			case TCOPY__KIND__KIND_BOOL:
+			case TCOPY__KIND__KIND_INT:
+				row->ints[ints++] = v->i;
+				break;
+			case TCOPY__KIND__KIND_FLOAT:
+				row->floats[floats++] = v->f;
+				break;
+			default:
+				/* the iterator's memory moves on: copy */
+				row->blobs[blobs].data = tc_arena_memdup(arena, v->p, v->len);
+				if (row->blobs[blobs].data == NULL)
+					return false;
+				row->blobs[blobs++].len = v->len;
+				*bytes += v->len;
+				break;
+		}
+	}
+	row->n_ints = ints;
+	row->n_floats = floats;
+	row->n_blobs = blobs;
+	row->n_nulls = nulls;
+	*bytes += 16 + ints * 8 + floats * 8;
+	*rowp = row;
+	return true;
+}
+
 int
 ts_scan_next(TsScan *scan, TcArena *arena, Tcopy__ScanBatch *batch, TsError *err)
 {
-	const TsLayout *layout = &scan->table->layout;
-	size_t		capacity = scan->batch_rows;
+	size_t		capacity = scan_batch_capacity(scan);
 	size_t		bytes = 0;
 	size_t		filtered = 0;	/* rows the filter removed from this batch */
-	char	   *errptr = NULL;
 	bool		end = false;
 
+	batch->done = false;
 	if (scan->packed)
 		return scan_next_packed(scan, batch, err);
 	batch->n_rows = 0;
-	batch->done = false;
-	if (scan->limit > 0 && scan->limit - scan->returned < capacity)
-		capacity = (size_t) (scan->limit - scan->returned);
 	batch->rows = tc_arena_alloc(arena, (capacity ? capacity : 1) * sizeof(Tcopy__Row *));
 	if (batch->rows == NULL)
 		goto oom;
-
 	while (!scan->done && batch->n_rows < capacity && bytes < SCAN_BATCH_BYTES)
 	{
-		size_t		keylen,
-					valuelen;
-		const uint8_t *key;
-		const uint8_t *value;
-		Tcopy__Row *row;
+		int			rc = scan_batch_row(scan, batch->n_rows == 0, SCAN_BATCH_BYTES - bytes,
+										&filtered, &end, err);
 
-		if (!scan_current(scan, &key, &keylen, &value, &valuelen))
-		{
-			end = true;
-			break;
-		}
-		size_t		ints = 0,
-					floats = 0,
-					blobs = 0,
-					nulls = 0;
-
-		/* the stored key and value bound the row's bytes: it waits for the next batch */
-		if (batch->n_rows > 0 && bytes + keylen + valuelen > SCAN_BATCH_BYTES)
-			break;
-		tc_arena_reset(&scan->scratch);
-		if (!ts_row_decode(layout, key, keylen, value, valuelen, scan->values, &scan->scratch))
-		{
-			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
-						 "stored row of table \"%s\" does not match its schema",
-						 scan->table->name);
+		if (rc < 0)
 			return -1;
-		}
-		if (scan->filter != NULL)
-		{
-			int			passes = scan_filter(scan, err);
-
-			if (passes < 0)
-				return -1;
-			if (!passes)
-			{
-				scan_advance(scan);
-				if (++filtered >= SCAN_BATCH_FILTERED)
-					break;
-				continue;
-			}
-		}
-		row = tc_arena_alloc(arena, sizeof(Tcopy__Row));
-		if (row == NULL)
+		if (rc == 0)
+			break;
+		if (!scan_build_row(scan, arena, &batch->rows[batch->n_rows], &bytes))
 			goto oom;
-		tcopy__row__init(row);
-		row->ints = tc_arena_alloc(arena, (scan->counts[TCOPY__KIND__KIND_INT] + 1) * sizeof(int64_t));
-		row->floats = tc_arena_alloc(arena, (scan->counts[TCOPY__KIND__KIND_FLOAT] + 1) * sizeof(double));
-		row->blobs = tc_arena_alloc(arena, (scan->counts[TCOPY__KIND__KIND_BYTES] + 1) * sizeof(ProtobufCBinaryData));
-		row->nulls = tc_arena_alloc(arena, (scan->ncolumns + 1) * sizeof(uint32_t));
-		if (!row->ints || !row->floats || !row->blobs || !row->nulls)
-			goto oom;
-		for (uint32_t i = 0; i < scan->ncolumns; i++)
-		{
-			const TsValue *v = &scan->values[scan->columns[i]];
-
-			if (v->isnull)
-			{
-				row->nulls[nulls++] = i;
-				continue;
-			}
-			switch (layout->kinds[scan->columns[i]])
-			{
-				case TCOPY__KIND__KIND_BOOL:
-				case TCOPY__KIND__KIND_INT:
-					row->ints[ints++] = v->i;
-					break;
-				case TCOPY__KIND__KIND_FLOAT:
-					row->floats[floats++] = v->f;
-					break;
-				default:
-					/* the iterator's memory moves on: copy */
-					row->blobs[blobs].data = tc_arena_memdup(arena, v->p, v->len);
-					if (row->blobs[blobs].data == NULL)
-						goto oom;
-					row->blobs[blobs++].len = v->len;
-					bytes += v->len;
-					break;
-			}
-		}
-		row->n_ints = ints;
-		row->n_floats = floats;
-		row->n_blobs = blobs;
-		row->n_nulls = nulls;
-		bytes += 16 + ints * 8 + floats * 8;
-		batch->rows[batch->n_rows++] = row;
+		batch->n_rows++;
 		scan->returned++;
 		scan_advance(scan);
 	}
-	if (!scan->done && end)
-	{
-		rocksdb_iter_get_error(scan->iter, &errptr);
-		if (errptr != NULL)
-		{
-			ts_error_rocksdb(err, "could not read table", errptr);
-			return -1;
-		}
-		scan->done = true;
-	}
-	if (scan->limit > 0 && scan->returned >= scan->limit)
-		scan->done = true;
+	if (scan_batch_end(scan, end, err) != 0)
+		return -1;
 	batch->done = scan->done;
 	batch->filtered = filtered;
 	return 0;
