@@ -43,9 +43,6 @@ PG_FUNCTION_INFO_V1(tcopy_fdw_handler);
  * (never analyzed, or found empty then) the tserver's estimate, else a
  * default, times the quals' selectivity.
  */
-static Selectivity tcopy_key_range_selectivity(PlannerInfo *root, RelOptInfo *baserel,
-												Oid foreigntableid);
-
 static void
 tcopyGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 {
@@ -74,43 +71,6 @@ tcopyGetForeignRelSize(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntablei
 																		  foreigntableid));
 }
 
-/*
- * The selectivity of the quals that bound the key range the tserver reads
- * (key_range.c: a single integer key column compared with constants).
- */
-static Selectivity
-tcopy_key_range_selectivity(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
-{
-	Relation	rel = table_open(foreigntableid, NoLock);
-	bool		key_bytes;
-	List	   *key_attnums = tcopy_table_key_attnums(rel, &key_bytes);
-	List	   *bounding = NIL;
-	ListCell   *lc;
-
-	table_close(rel, NoLock);
-	if (list_length(key_attnums) != 1)
-		return 1.0;
-	foreach(lc, baserel->baserestrictinfo)
-	{
-		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
-		List	   *bounds = NIL;
-
-		if (!rinfo->pseudoconstant &&
-			tcopy_clause_key_bound(baserel->relid, rinfo->clause, &bounds) ==
-			linitial_int(key_attnums))
-			bounding = lappend(bounding, rinfo);
-	}
-	return bounding == NIL ? 1.0 :
-		clauselist_selectivity(root, bounding, 0, JOIN_INNER, NULL);
-}
-
-double
-tcopy_rel_read_rows(RelOptInfo *rel)
-{
-	TcopyRelInfo *info = (TcopyRelInfo *) rel->fdw_private;
-
-	return info != NULL ? info->read_rows : rel->rows;
-}
 
 /*
  * Offer a full, unparameterized scan; the same scan declared in the

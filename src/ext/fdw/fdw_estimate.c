@@ -1,7 +1,8 @@
 /*
  * fdw_estimate.c
  *		The size of a tcopy table as its tserver estimates it: what the
- *		planner assumes of a table ANALYZE has not counted.
+ *		planner assumes of a table ANALYZE has not counted; and the rows a
+ *		scan makes the tserver read (those of its key range).
  *
  * The tserver answers from RocksDB's metadata without reading the rows
  * (STATS_REQUEST with a table id; docs/protocol.md#statistics), so asking
@@ -27,6 +28,8 @@
 
 #include "postgres.h"
 
+#include "access/table.h"
+#include "optimizer/optimizer.h"
 #include "storage/proc.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
@@ -153,4 +156,42 @@ tcopy_table_estimate(Relation rel, Oid userid, double *rows, double *bytes)
 	*rows = entry->rows;
 	*bytes = entry->bytes;
 	return true;
+}
+
+/*
+ * The selectivity of the quals that bound the key range the tserver reads
+ * (key_range.c: a single integer key column compared with constants).
+ */
+Selectivity
+tcopy_key_range_selectivity(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
+{
+	Relation	rel = table_open(foreigntableid, NoLock);
+	bool		key_bytes;
+	List	   *key_attnums = tcopy_table_key_attnums(rel, &key_bytes);
+	List	   *bounding = NIL;
+	ListCell   *lc;
+
+	table_close(rel, NoLock);
+	if (list_length(key_attnums) != 1)
+		return 1.0;
+	foreach(lc, baserel->baserestrictinfo)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+		List	   *bounds = NIL;
+
+		if (!rinfo->pseudoconstant &&
+			tcopy_clause_key_bound(baserel->relid, rinfo->clause, &bounds) ==
+			linitial_int(key_attnums))
+			bounding = lappend(bounding, rinfo);
+	}
+	return bounding == NIL ? 1.0 :
+		clauselist_selectivity(root, bounding, 0, JOIN_INNER, NULL);
+}
+
+double
+tcopy_rel_read_rows(RelOptInfo *rel)
+{
+	TcopyRelInfo *info = (TcopyRelInfo *) rel->fdw_private;
+
+	return info != NULL ? info->read_rows : rel->rows;
 }

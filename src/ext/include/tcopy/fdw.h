@@ -41,8 +41,11 @@ typedef struct TcopyRelInfo
  * take about three times a heap tuple's visit (docs/scans.md).
  */
 #define TCOPY_READ_ROW_COST		0.03
-/* The rows the tserver reads for a scan of rel (TcopyRelInfo). */
+/* in fdw_estimate.c: the rows the tserver reads for a scan of rel (TcopyRelInfo) */
 extern double tcopy_rel_read_rows(RelOptInfo *rel);
+/* The selectivity of the quals that bound the key range of a scan of baserel. */
+extern Selectivity tcopy_key_range_selectivity(PlannerInfo *root, RelOptInfo *baserel,
+											   Oid foreigntableid);
 
 /* Indexes in ForeignScan.fdw_private. */
 enum TcopyScanPrivate
