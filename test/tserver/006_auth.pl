@@ -268,7 +268,7 @@ close $sock_a;
 	my ($sock) = greeted($ts);
 	TcopyTest::send_frame($sock, FRAME_HELLO, pb_field_varint(1, 3) . pb_field_bytes(2, 'old'));
 	like(expect_error($sock, ERROR_PROTOCOL, 'a HELLO of protocol version 3'),
-		qr/unsupported protocol version 3 \(this server speaks version 4\)/, 'the versions are named');
+		qr/unsupported protocol version 3 \(this server speaks version ${\ TcopyTest::PROTOCOL_VERSION}\)/, 'the versions are named');
 }
 {
 	# the token itself as the answer: never what the server wants
@@ -443,7 +443,7 @@ sub against_fake_server
 	like($r->{err}, qr/tserver did not prove it knows the token: it holds no tokens/, '... and says why');
 	$r = against_fake_server(pb_field_varint(1, 3) . pb_field_bytes(2, 'old')
 		  . pb_field_bytes(3, $nonce) . pb_field_varint(4, 1), sub { });
-	like($r->{err}, qr/tserver speaks protocol version 3, this client version 4/,
+	like($r->{err}, qr/tserver speaks protocol version 3, this client version ${\ TcopyTest::PROTOCOL_VERSION}/,
 		'a server of protocol version 3: the client names both versions');
 }
 

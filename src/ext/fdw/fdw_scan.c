@@ -376,6 +376,16 @@ tcopy_scan_report_error(TcopyScanState *state)
 {
 	TcopyRelCodec *codec = state->codec;
 
+	/* more groups than the tserver holds: the planner's estimate was low */
+	if (state->agg != NULL &&
+		tc_client_error_code(state->conn.client) == TCOPY__ERROR_CODE__ERROR_TOO_LARGE)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("could not aggregate foreign table \"%s\" on the tserver", codec->relname),
+				 errdetail("tserver at \"%s\": %s.", codec->options.address,
+						   tc_client_error(state->conn.client)),
+				 errhint("ANALYZE the table so that the planner counts its groups, or "
+						 "SET tcopy.pushdown_aggregates = off to aggregate in Postgres.")));
 	if (tc_client_error_code(state->conn.client) == TCOPY__ERROR_CODE__ERROR_UNREADABLE)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),

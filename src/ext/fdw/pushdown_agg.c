@@ -32,7 +32,9 @@
 #include "optimizer/planmain.h"
 #include "optimizer/restrictinfo.h"
 #include "optimizer/tlist.h"
+#include "parser/parsetree.h"
 #include "utils/selfuncs.h"
+#include "utils/syscache.h"
 
 #include "tcopy/fdw.h"
 
@@ -233,6 +235,26 @@ grouping_rows(PlannerInfo *root, TcopyUpperInfo *info)
 	}
 	if (group_exprs == NIL)
 		return 1.0;
+
+	/*
+	 * A grouping column ANALYZE has not counted is guessed at 200 values:
+	 * when the rows could hold more groups than the tserver does, take
+	 * them all to be groups, rather than fail at run time
+	 */
+	if (info->input_rel->rows > TCOPY_AGG_MAX_GROUPS / 2)
+	{
+		RangeTblEntry *rte = planner_rt_fetch(info->input_rel->relid, root);
+
+		foreach(lc, group_exprs)
+		{
+			Var		   *var = (Var *) lfirst(lc);
+
+			if (!IsA(var, Var) ||
+				!SearchSysCacheExists3(STATRELATTINH, ObjectIdGetDatum(rte->relid),
+									   Int16GetDatum(var->varattno), BoolGetDatum(false)))
+				return info->input_rel->rows;
+		}
+	}
 	return estimate_num_groups(root, group_exprs, info->input_rel->rows, NULL, NULL);
 }
 
