@@ -435,7 +435,8 @@ scan_pack_row(TsScan *scan)
 			room += layout->kinds[scan->columns[i]] == TCOPY__KIND__KIND_BYTES ?
 				TC_VARINT_MAX + v->len : TC_VARINT_MAX;
 	}
-	if (!tc_buf_reserve(&scan->pack, room))
+	/* a byte more: a row of no columns still has a buffer to point into */
+	if (!tc_buf_reserve(&scan->pack, room + 1))
 		return false;
 	nulls = scan->pack.data + scan->pack.len;
 	memset(nulls, 0, bitmap);
