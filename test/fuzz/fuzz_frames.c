@@ -85,8 +85,8 @@ static bool fuzz_trace;			/* FUZZ_FRAMES_LOG set: say what happens */
 
 /* Which message each frame type a server may send carries. */
 /* A frame type added to the protocol: teach fuzz_reply_descriptor its reply. */
-_Static_assert(TC_FRAME_TYPE_LAST == TCOPY__FRAME_TYPE__FRAME_TABLE_LIST,
-			   "fuzz_reply_descriptor knows the frame types up to TABLE_LIST");
+_Static_assert(TC_FRAME_TYPE_LAST == TCOPY__FRAME_TYPE__FRAME_SPLIT_OK,
+			   "fuzz_reply_descriptor knows the frame types up to SPLIT_OK");
 
 static const ProtobufCMessageDescriptor *
 fuzz_reply_descriptor(Tcopy__FrameType type)
@@ -133,6 +133,8 @@ fuzz_reply_descriptor(Tcopy__FrameType type)
 			return &tcopy__join_ok__descriptor;
 		case TCOPY__FRAME_TYPE__FRAME_BACKUP_OK:
 			return &tcopy__backup_ok__descriptor;
+		case TCOPY__FRAME_TYPE__FRAME_SPLIT_OK:
+			return &tcopy__split_ok__descriptor;
 		case TCOPY__FRAME_TYPE__FRAME_GROUP_STATUS:
 			return &tcopy__group_status__descriptor;
 		case TCOPY__FRAME_TYPE__FRAME_TABLE_LIST:
@@ -265,6 +267,15 @@ fuzz_send(void *arg, const uint8_t *bytes, size_t len, TsError *err)
 			for (size_t i = 0; i < list->n_tables; i++)
 				if (list->tables[i]->name[0] == '\0' || list->tables[i]->id == 0)
 					fuzz_fail("TABLE_LIST with an empty name or id 0");
+		}
+		else if (type == TCOPY__FRAME_TYPE__FRAME_SPLIT_OK)
+		{
+			Tcopy__SplitOk *ok = (Tcopy__SplitOk *) msg;
+
+			/* boundaries strictly inside a table's range: never empty */
+			for (size_t i = 0; i < ok->n_keys; i++)
+				if (ok->keys[i].len == 0)
+					fuzz_fail("SPLIT_OK with an empty key");
 		}
 		else if (type == TCOPY__FRAME_TYPE__FRAME_LABEL_LIST)
 		{
