@@ -178,11 +178,15 @@ $node->safe_psql('postgres', q{
 is(sql("SELECT loop_sum('t')"), sql("SELECT loop_sum('h')"), 'a PL/pgSQL loop reads every row');
 
 # a rescan: Gather on the inner side of a nested loop, once per outer row
+# (cpu_tuple_cost up: rescanning the CTE for each of the table's rows must
+# cost more than reading the table seven times, as tcopy's scans cost the
+# rows the tserver reads)
 my $nl = "SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_material = off; "
+  . "SET cpu_tuple_cost = 0.1; "
   . "WITH x AS MATERIALIZED (SELECT generate_series(0, 6) AS b) "
   . "SELECT x.b, count(*), sum(%s.abalance) FROM x JOIN %s ON %s.bid = x.b GROUP BY x.b ORDER BY x.b";
 my $nl_plan = sql("SET enable_hashjoin = off; SET enable_mergejoin = off; SET enable_material = off; "
-	  . "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "
+	  . "SET cpu_tuple_cost = 0.1; EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "
 	  . "WITH x AS MATERIALIZED (SELECT generate_series(0, 6) AS b) "
 	  . "SELECT x.b, count(*) FROM x JOIN t ON t.bid = x.b GROUP BY x.b");
 like($nl_plan, qr/Nested Loop.*CTE Scan on x.*Gather \(actual rows=\d+ loops=7\).*Parallel Foreign Scan on t/s,
