@@ -291,6 +291,8 @@ tcopy_server_stats(PG_FUNCTION_ARGS)
 	stat_row(rsinfo, "memory_budget_bytes", stats->memory_budget_bytes);
 	stat_row(rsinfo, "l0_files", stats->l0_files);
 	stat_row(rsinfo, "stall_micros", stats->stall_micros);
+	stat_row(rsinfo, "lazy_writes", stats->lazy_writes);
+	stat_row(rsinfo, "wal_background_syncs", stats->wal_background_syncs);
 	tcopy__stats__free_unpacked(stats, NULL);
 	PG_RETURN_VOID();
 }

@@ -386,9 +386,15 @@ ts_proto_on_list_prepared(TsProto *proto, const uint8_t *payload, uint32_t len, 
 	if (proto->phase == TS_PROTO_AWAIT_HELLO)
 		return ts_proto_unexpected(proto, TCOPY__FRAME_TYPE__FRAME_LIST_PREPARED, NULL, err);
 	request = ts_proto_unpack(proto, &tcopy__list_prepared__descriptor, payload, len, err);
+	/*
+	 * Recovery forgets the record of a session not listed: the publishes
+	 * that took sessions off the list must be durable first (lazy writes,
+	 * ts_wal_sync.c), so the sync comes after the listing.
+	 */
 	if (request == NULL ||
 		ts_store_list_prepared(proto->shared->store, request->gid_prefix, proto->scope,
-							   &proto->frame_arena, &reply, err) != 0)
+							   &proto->frame_arena, &reply, err) != 0 ||
+		ts_storage_sync_lazy(proto->shared->store, err) != 0)
 		return -1;
 	return ts_proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_PREPARED_LIST, &reply.base, err);
 }

@@ -115,6 +115,12 @@ server_collect_metrics(void *arg, TcBuf *out)
 	ts_metrics_put(out, "tcopy_rocksdb_wal_syncs_total", "counter",
 				   "Syncs of RocksDB's write-ahead log (with --statistics).", NULL,
 				   (double) st.wal_syncs);
+	ts_metrics_put(out, "tcopy_lazy_writes_total", "counter",
+				   "Publishes written unsynced, their prepared records standing for them.",
+				   NULL, (double) st.lazy_writes);
+	ts_metrics_put(out, "tcopy_wal_background_syncs_total", "counter",
+				   "Syncs of the write-ahead log by the background syncer, for lazy writes.",
+				   NULL, (double) st.wal_background_syncs);
 	ts_metrics_put(out, "tcopy_sst_bytes", "gauge", "RocksDB's live SST files.", NULL,
 				   (double) st.sst_bytes);
 	ts_metrics_put(out, "tcopy_disk_free_bytes", "gauge",

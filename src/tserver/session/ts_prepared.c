@@ -625,8 +625,11 @@ ts_store_resolve(TsStore *store, const char *client_gid, bool commit, uint64_t o
 		*outcome = entry == NULL ? TCOPY__RESOLVE_OUTCOME__RESOLVE_NOT_FOUND :
 			TCOPY__RESOLVE_OUTCOME__RESOLVE_BUSY;
 		pthread_mutex_unlock(&store->reg->prepared_lock);
-		/* NOT_FOUND: its resolve, synced, was answered already */
-		return 0;
+		/*
+		 * NOT_FOUND: resolved already, and the client then forgets its
+		 * record: a publish's lazy write must be durable first
+		 */
+		return entry == NULL ? ts_storage_sync_lazy(store, err) : 0;
 	}
 	/* claimed: ours until resolved, or until this connection ends */
 	entry->state = PREPARED_RESOLVING;

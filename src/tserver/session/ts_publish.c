@@ -33,16 +33,21 @@
  * Ingested files get sequence numbers newer than step 1's DeleteRanges
  * (they overlap them), so the truncates do not touch the session's rows.
  *
- * Every write of a publish is synced before the resolve is answered, also
- * the last one when the connection that prepared the session publishes it
- * (the backend, right after Postgres' commit record).  That last write
- * once went unsynced, the session's record standing for it until the next
- * sync: a machine that lost power in between came back with the session
- * prepared again, reads missing the rows of a COMMIT that had succeeded,
- * and a later transaction's rows that the republished session could
- * overwrite (issue 30).  A commit therefore costs three syncs: the
- * prepare's, Postgres' commit record, and this one (bench/RESULTS.md,
- * "Durable publish", has what the third costs).
+ * The last write of a prepared session's publish is lazy (ts_wal_sync.c):
+ * written unsynced, made durable by the next synced write of the store
+ * (any session's PREPARE) or by the background syncer within 50 ms.  Its
+ * record, synced at PREPARE and deleted in that same WriteBatch, stands for
+ * it until then: a power cut in between brings the session back prepared
+ * and in doubt, and RocksDB's log, recovered up to its first lost write,
+ * cannot keep a later write while losing this one.  Reads of its tables
+ * and writes to them wait for it to be published again (ts_in_doubt.c;
+ * docs/commit.md#one-sync-per-commit has the argument), so a commit costs
+ * the tserver one sync, its PREPARE's, shared by the PREPAREs that arrive
+ * at the same moment (RocksDB's group commit).  Issue 30 synced this
+ * write; the in-doubt reads and waits cover the window it closed.  Every
+ * other write of a publish is synced: the truncates'
+ * and drops', whose files are deleted after them, and a one-step commit's,
+ * which no record stands for.
  *
  * Tables: a one-step commit fails (UNKNOWN_TABLE) if a table it wrote to
  * was dropped since, as it always did.  A prepared session cannot fail so
@@ -241,28 +246,34 @@ ts_store_write_emptying(TsStore *store, rocksdb_writebatch_t *wb,
 	return rc;
 }
 
-/* Write wb, synced; 0, or -1 with err saying what. */
+/* Write wb, synced unless lazy; 0, or -1 with err saying what. */
 static int
-publish_write(TsStore *store, rocksdb_writebatch_t *wb, const char *what, TsError *err)
+publish_write(TsStore *store, rocksdb_writebatch_t *wb, bool lazy, const char *what,
+			  TsError *err)
 {
 	int			rc;
 
 	pthread_rwlock_rdlock(&store->reg->write_lock);
-	rc = ts_storage_write(store, wb, what, err);
+	if (lazy)
+		rc = ts_storage_write_lazy(store, wb, what, err);
+	else
+		rc = ts_storage_write(store, wb, what, err);
 	pthread_rwlock_unlock(&store->reg->write_lock);
 	return rc;
 }
 
 /*
  * The last write of a publish; a one-step commit's with truncates drops
- * the old rows' files too (the next load lands below nothing).
+ * the old rows' files too (the next load lands below nothing).  A prepared
+ * session's is lazy: its record, deleted in the same WriteBatch, stands
+ * for it until a sync covers it (see the header).
  */
 static int
 publish_commit_write(TsStore *store, const TsPublish *pub, rocksdb_writebatch_t *wb,
 					 TsError *err)
 {
 	if (pub->batch == NULL || pub->ntruncates == 0)
-		return publish_write(store, wb, "could not commit the session", err);
+		return publish_write(store, wb, pub->gid != NULL, "could not commit the session", err);
 	return ts_store_write_emptying(store, wb, pub->truncates, pub->ntruncates, true,
 								   "could not commit the session", err);
 }

@@ -368,6 +368,12 @@ ts_storage_open(TsStore *store, const char *dir, TsError *err)
 	 * that next write certain, so only warnings and errors are logged.
 	 */
 	rocksdb_options_set_info_log_level(store->options, TS_ROCKSDB_LOG_LEVEL_WARN);
+	/*
+	 * The log is recovered up to its first damaged record, never past a
+	 * lost one: lazy writes rely on it (ts_wal_sync.c).  RocksDB's
+	 * default, said here.
+	 */
+	rocksdb_options_set_wal_recovery_mode(store->options, rocksdb_point_in_time_recovery);
 	if (store->opts.statistics)
 		rocksdb_options_enable_statistics(store->options);
 	store->block_cache = rocksdb_cache_create_lru(store->opts.block_cache_bytes);
@@ -392,7 +398,8 @@ ts_storage_open(TsStore *store, const char *dir, TsError *err)
 	store->read_default = rocksdb_readoptions_create();
 	atomic_store(&store->next_session_id, 1);
 
-	return ts_storage_load_applied(store, err) == 0 ? store_load_tables(store, err) : -1;
+	return ts_storage_wal_syncer_start(store, err) == 0 &&
+		ts_storage_load_applied(store, err) == 0 ? store_load_tables(store, err) : -1;
 }
 
 rocksdb_checkpoint_t *
@@ -418,6 +425,7 @@ ts_storage_checkpoint_begin(TsStore *store, TsError *err)
 void
 ts_storage_close(TsStore *store)
 {
+	ts_storage_wal_syncer_stop(store);
 	if (store->db != NULL)
 	{
 		char	   *errptr = NULL;

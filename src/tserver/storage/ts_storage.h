@@ -65,6 +65,17 @@ void		ts_store_default_options(TsStoreOptions *options);
  */
 typedef int (*TsStorageReplicator) (void *arg, const char *data, size_t len, TsError *err);
 
+/*
+ * Make every lazy write finished so far durable (a sync when any is
+ * pending): before an answer that lets a client forget what stood for one
+ * (a listing of prepared sessions, a resolve's NOT_FOUND).  0, or -1 with
+ * err.
+ */
+int			ts_storage_sync_lazy(TsStore *store, TsError *err);
+
+/* A sync covered pending lazy writes (those counted when it began). */
+void		ts_storage_lazy_covered(TsStore *store, uint64_t pending);
+
 void		ts_storage_set_replicator(TsStore *store, TsStorageReplicator replicator, void *arg);
 bool		ts_storage_replicated(const TsStore *store);
 

@@ -51,6 +51,7 @@ struct TsStore
 	rocksdb_column_family_handle_t *cf_data;	/* "default": rows */
 	rocksdb_column_family_handle_t *cf_meta;	/* "meta": table definitions */
 	rocksdb_writeoptions_t *write_sync; /* commits and table changes */
+	rocksdb_writeoptions_t *write_lazy; /* unsynced: ts_wal_sync.c */
 	rocksdb_readoptions_t *read_default;
 	rocksdb_block_based_table_options_t *table_options;
 	rocksdb_cache_t *block_cache;
@@ -100,6 +101,19 @@ struct TsStore
 	char	   *crash_at;		/* TSERVER_TEST_CRASH_AT: SIGKILL there */
 	const char *test_stop_at;	/* unit tests: fail there, as a crash would leave it */
 
+	/*
+	 * Lazy writes (ts_wal_sync.c): lazy_pending counts those no sync has
+	 * covered yet; the syncer thread syncs the log while any are.
+	 */
+	_Atomic uint64_t lazy_pending;
+	_Atomic uint64_t lazy_writes;	/* since start */
+	_Atomic uint64_t wal_background_syncs;	/* the syncer's, since start */
+	pthread_t	wal_syncer;
+	bool		wal_syncer_started;
+	bool		wal_syncer_stop;	/* under wal_syncer_mutex */
+	pthread_mutex_t wal_syncer_mutex;
+	pthread_cond_t wal_syncer_cond;
+
 	_Atomic uint64_t next_session_id;
 	_Atomic uint64_t sessions_open;
 	_Atomic uint64_t sessions_prepared;
@@ -138,6 +152,21 @@ void		ts_storage_close(TsStore *store);
  */
 int			ts_storage_write(TsStore *store, rocksdb_writebatch_t *wb, const char *what,
 							 TsError *err);
+
+/*
+ * Write wb unsynced, durable once the next synced write of the store, or
+ * the background syncer within TS_WAL_SYNC_INTERVAL_MS, syncs RocksDB's
+ * log: for a write that something already durable stands for until then
+ * (a prepared session's publish: its record).  Synced as ts_storage_write
+ * does on a replica group's member and when the store syncs nothing.  0,
+ * or -1 with err ("what: why").  ts_wal_sync.c.
+ */
+int			ts_storage_write_lazy(TsStore *store, rocksdb_writebatch_t *wb, const char *what,
+								  TsError *err);
+
+/* The syncer of lazy writes: started by ts_storage_open, stopped by close. */
+int			ts_storage_wal_syncer_start(TsStore *store, TsError *err);
+void		ts_storage_wal_syncer_stop(TsStore *store);
 
 /*
  * Read the table catalogue again (a replica group's member about to lead:

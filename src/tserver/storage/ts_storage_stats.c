@@ -71,6 +71,8 @@ ts_store_stats(TsStore *store, Tcopy__Stats *stats)
 		}
 	}
 	stats->tables = atomic_load(&store->tables_live);
+	stats->lazy_writes = atomic_load(&store->lazy_writes);
+	stats->wal_background_syncs = atomic_load(&store->wal_background_syncs);
 	stats->sessions_open = atomic_load(&store->sessions_open);
 	stats->sessions_committed = atomic_load(&store->sessions_committed);
 	stats->sessions_aborted = atomic_load(&store->sessions_aborted);

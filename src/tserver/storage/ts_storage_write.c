@@ -41,6 +41,7 @@ int
 ts_storage_write(TsStore *store, rocksdb_writebatch_t *wb, const char *what, TsError *err)
 {
 	char	   *errptr = NULL;
+	uint64_t	pending;
 
 	if (store->replicator != NULL)
 	{
@@ -54,12 +55,35 @@ ts_storage_write(TsStore *store, rocksdb_writebatch_t *wb, const char *what, TsE
 		}
 		return 0;
 	}
+	/* lazy writes finished before this synced one began are durable with it */
+	pending = atomic_load(&store->lazy_pending);
 	rocksdb_write(store->db, store->write_sync, wb, &errptr);
 	if (errptr != NULL)
 	{
 		ts_error_rocksdb(err, what, errptr);
 		return -1;
 	}
+	if (store->opts.sync_commits)
+		ts_storage_lazy_covered(store, pending);
+	return 0;
+}
+
+/* docs: ts_wal_sync.c */
+int
+ts_storage_write_lazy(TsStore *store, rocksdb_writebatch_t *wb, const char *what, TsError *err)
+{
+	char	   *errptr = NULL;
+
+	if (store->replicator != NULL || !store->opts.sync_commits || store->write_lazy == NULL)
+		return ts_storage_write(store, wb, what, err);
+	rocksdb_write(store->db, store->write_lazy, wb, &errptr);
+	if (errptr != NULL)
+	{
+		ts_error_rocksdb(err, what, errptr);
+		return -1;
+	}
+	atomic_fetch_add(&store->lazy_pending, 1);
+	atomic_fetch_add(&store->lazy_writes, 1);
 	return 0;
 }
 
