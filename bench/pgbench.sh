@@ -186,8 +186,9 @@ pgbench_db() { local db=$1; shift; as_pg "$bindir/pgbench" -h "$dir" -p "$port" 
 top=$(cd "$(dirname "$0")/.." && pwd)
 pkglibdir=$("${PG_CONFIG:-pg_config}" --pkglibdir)
 md5() { md5sum <"$1" 2>/dev/null | cut -c1-12; }
-build_id="tcopy.so $(md5 "$pkglibdir/tcopy.so"), tserver $(md5 "$tserver")"
-if [ "$(md5 "$pkglibdir/tcopy.so")" = "$(md5 "$top/tcopy.so")" ] && [ "$(md5 "$tserver")" = "$(md5 "$top/build/tserver")" ]; then
+installed() { echo "tcopy.so $(md5 "$pkglibdir/tcopy.so"), tserver $(md5 "$tserver")"; }
+build_id=$(installed)
+if [ "$build_id" = "tcopy.so $(md5 "$top/tcopy.so"), tserver $(md5 "$top/build/tserver")" ]; then
 	build_id="$build_id: this tree's build"
 else
 	build_id="$build_id: not this tree's build"
@@ -235,6 +236,9 @@ CREATE SERVER ts FOREIGN DATA WRAPPER tcopy OPTIONS (address 'unix:$dir/ts.sock'
 CREATE USER MAPPING FOR PUBLIC SERVER ts;
 SELECT tcopy.create_pgbench_tables('ts');
 SQL
+# the postmaster has loaded the library and the tserver runs its binary:
+# another install since the start would make the build above uncertain
+[ "$(installed)" = "${build_id%%:*}" ] || build_id="$build_id (WARNING: the installed files changed during the start, now $(installed))"
 
 status=0
 tsv="$dir/runs.tsv"
