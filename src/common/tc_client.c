@@ -407,6 +407,13 @@ tc_client_close(TcClient *client)
 		close(client->fd);
 	if (client->addrs != NULL)
 		freeaddrinfo(client->addrs);
+	while (client->tables != NULL)
+	{
+		TcClientTable *next = client->tables->next;
+
+		free(client->tables);
+		client->tables = next;
+	}
 	tc_frame_reader_free(&client->reader);
 	tc_buf_free(&client->out);
 	tc_arena_free(&client->arena);

@@ -135,6 +135,17 @@ int			tc_client_open_table(TcClient *client, const char *name,
 								 uint32_t *table_id, bool *created,
 								 Tcopy__Schema **schema_out);
 
+/*
+ * Open table name for reading (create false) as tc_client_open_table does,
+ * once per connection: a name and schema opened on this connection before
+ * give the id it gave then, without a round trip (*cached).  Ids are never
+ * reused, so a cached id of a table dropped since fails the request that
+ * names it (ERROR_UNKNOWN_TABLE): open it again on a new connection.
+ */
+int			tc_client_open_table_cached(TcClient *client, const char *name,
+										const Tcopy__Schema *schema, uint32_t *table_id,
+										bool *cached);
+
 int			tc_client_begin(TcClient *client, uint64_t *session_id);
 
 /*
@@ -152,6 +163,31 @@ void		tc_client_set_identity(TcClient *client, uint64_t system, uint32_t databas
 int			tc_client_begin_at(TcClient *client, uint64_t snapshot_id,
 							   const uint8_t *snapshot_key, size_t snapshot_keylen,
 							   uint64_t *session_id);
+
+/*
+ * Begin a session as tc_client_begin_at does, without waiting for the
+ * answer: the next call that reads takes it first (and fails with the
+ * tserver's error for the BEGIN, if it failed), so that the session's
+ * first request goes out in the same round trip.  0, or -1 when the send
+ * failed.  A cached connection should pass tc_client_idle_ok first: a
+ * dead one is then noticed before anything is sent.
+ */
+int			tc_client_begin_deferred(TcClient *client, uint64_t snapshot_id,
+									 const uint8_t *snapshot_key, size_t snapshot_keylen);
+
+/*
+ * Wait for the answers owed to requests sent without waiting for them (a
+ * deferred BEGIN, a session's on_conflict).  0, or -1 with the error.
+ */
+int			tc_client_settle(TcClient *client);
+
+/*
+ * Whether an idle connection still looks usable, without a round trip:
+ * false when the tserver closed it, sent something unasked (an Error
+ * before closing: an idle timeout, a shutdown), or a call left it busy or
+ * broken.
+ */
+bool		tc_client_idle_ok(TcClient *client);
 
 /*
  * Take a snapshot of the committed rows, held by the tserver until this
@@ -305,6 +341,8 @@ int			tc_client_session_table_op(TcClient *client, Tcopy__TableOpKind op,
 /*
  * Set what the open write session does with rows of table_id whose keys are
  * equal, before its first row of the table (docs/storage.md#duplicate-keys).
+ * Sent once every batch in flight is acknowledged, without waiting for
+ * its answer (see tc_client_begin_deferred).
  */
 int			tc_client_session_on_conflict(TcClient *client, uint32_t table_id,
 										  Tcopy__OnConflict on_conflict);

@@ -20,6 +20,20 @@
 #include "tc_tls.h"
 
 #define TC_CLIENT_ARENA_BLOCK (64 * 1024)
+/* requests sent without waiting for their answers, at most (then: wait) */
+#define TC_CLIENT_DEFERRED_MAX 8
+
+/* A table opened on the connection: its name and schema as sent, packed. */
+typedef struct TcClientTable
+{
+	struct TcClientTable *next;
+	uint32_t	table_id;
+	size_t		name_len;
+	size_t		schema_len;
+	uint8_t		bytes[];		/* name, then schema */
+} TcClientTable;
+
+#define TC_CLIENT_TABLES_MAX 64
 
 struct TcClient
 {
@@ -41,6 +55,15 @@ struct TcClient
 	uint64_t	identity_system; /* Begin's client_* (tc_client_set_identity) */
 	uint32_t	identity_database;
 	uint32_t	identity_pid;
+	/*
+	 * The answers owed to requests sent without waiting for them (a
+	 * session's BEGIN, its on_conflict), oldest first: the tserver answers
+	 * in order, so every later read takes them first (client_read_reply).
+	 */
+	TcClientTable *tables;		/* tc_client_open_table_cached's, newest first */
+	int			ntables;
+	Tcopy__FrameType deferred[TC_CLIENT_DEFERRED_MAX];
+	int			ndeferred;
 	bool		ready;			/* the handshake is done (READY) */
 	bool		scanning;		/* a scan's batches are still to come */
 	bool		broken;			/* a call failed: every later call fails */
@@ -67,10 +90,21 @@ extern int	client_unexpected(TcClient *client, Tcopy__FrameType got,
 							  Tcopy__FrameType expected);
 extern int	client_read_reply(TcClient *client, bool nowait, Tcopy__FrameType expected,
 							  ProtobufCAllocator *allocator, ProtobufCMessage **msg);
+/*
+ * Take the deferred answers that have arrived (nowait) or all of them: 1
+ * when none is owed any more, 0 when nowait and one has not arrived, -1 on
+ * failure (the server's Error for the deferred request, say).
+ */
+extern int	client_take_deferred(TcClient *client, bool nowait);
+/* Send msg of type, its answer (of type answer) deferred.  0, or -1. */
+extern int	client_send_deferred(TcClient *client, Tcopy__FrameType type,
+								 const ProtobufCMessage *msg, Tcopy__FrameType answer);
 extern int	client_send_iov(TcClient *client, struct iovec *iov, int iovcnt);
 extern int	client_send_message(TcClient *client, Tcopy__FrameType type,
 								const ProtobufCMessage *msg);
 extern int	client_take_ack(TcClient *client, const Tcopy__Ack *ack);
+/* Keep a BeginOk's session id and key. */
+extern void client_keep_session(TcClient *client, const Tcopy__BeginOk *ok);
 
 /* in tc_client_requests.c: room in the window for one more batch */
 extern int	client_make_room(TcClient *client);

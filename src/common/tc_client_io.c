@@ -289,6 +289,8 @@ client_read_reply(TcClient *client, bool nowait, Tcopy__FrameType expected,
 	int			found;
 
 	tc_arena_reset(&client->arena);
+	if (client->ndeferred > 0 && (found = client_take_deferred(client, nowait)) <= 0)
+		return found;
 	found = client_next_frame(client, nowait, &type, &payload, &len);
 	if (found <= 0)
 		return found;
@@ -302,6 +304,84 @@ client_read_reply(TcClient *client, bool nowait, Tcopy__FrameType expected,
 						   "protocol error: tserver sent a malformed %s frame",
 						   tc_frame_type_name(type));
 	return 1;
+}
+
+void
+client_keep_session(TcClient *client, const Tcopy__BeginOk *ok)
+{
+	client->session_id = ok->session_id;
+	client->session_key_len = ok->session_key.len;
+	if (client->session_key_len > sizeof(client->session_key))
+		client->session_key_len = 0;	/* no scan can name it */
+	else if (client->session_key_len > 0)
+		memcpy(client->session_key, ok->session_key.data, client->session_key_len);
+}
+
+/* A deferred BeginOk: the session's id and key, as tc_client_begin_at keeps them. */
+static int
+client_take_begin_ok(TcClient *client, const uint8_t *payload, uint32_t len)
+{
+	Tcopy__BeginOk *ok;
+
+	ok = tcopy__begin_ok__unpack(tc_arena_allocator(&client->arena), len, payload);
+	if (ok == NULL)
+		return client_fail(client, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+						   "protocol error: tserver sent a malformed FRAME_BEGIN_OK frame");
+	client_keep_session(client, ok);
+	return 0;
+}
+
+int
+client_take_deferred(TcClient *client, bool nowait)
+{
+	while (client->ndeferred > 0)
+	{
+		Tcopy__FrameType type;
+		const uint8_t *payload;
+		uint32_t	len;
+		int			found = client_next_frame(client, nowait, &type, &payload, &len);
+
+		if (found <= 0)
+			return found;
+		if (type == TCOPY__FRAME_TYPE__FRAME_ERROR)
+			return client_server_error(client, payload, len);
+		if (type != client->deferred[0])
+			return client_unexpected(client, type, client->deferred[0]);
+		if (type == TCOPY__FRAME_TYPE__FRAME_BEGIN_OK &&
+			client_take_begin_ok(client, payload, len) < 0)
+			return -1;
+		client->ndeferred--;
+		memmove(client->deferred, client->deferred + 1,
+				client->ndeferred * sizeof(client->deferred[0]));
+	}
+	return 1;
+}
+
+bool
+tc_client_idle_ok(TcClient *client)
+{
+	char		byte;
+	ssize_t		n;
+
+	/* bytes received and not yet returned in a frame: nobody asked for them */
+	if (client->broken || client->ndeferred > 0 || client->scanning ||
+		client->reader.buf.len > client->reader.pos)
+		return false;
+	n = recv(client->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+	/* closed (0), or bytes nobody asked for (an Error before closing) */
+	return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+int
+client_send_deferred(TcClient *client, Tcopy__FrameType type, const ProtobufCMessage *msg,
+					 Tcopy__FrameType answer)
+{
+	if (client->ndeferred == TC_CLIENT_DEFERRED_MAX && client_take_deferred(client, false) < 0)
+		return -1;
+	if (client_send_message(client, type, msg) < 0)
+		return -1;
+	client->deferred[client->ndeferred++] = answer;
+	return 0;
 }
 
 /*

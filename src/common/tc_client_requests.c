@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -70,6 +71,50 @@ tc_client_open_table(TcClient *client, const char *name,
 	return 0;
 }
 
+int
+tc_client_open_table_cached(TcClient *client, const char *name, const Tcopy__Schema *schema,
+							uint32_t *table_id, bool *cached)
+{
+	size_t		name_len = strlen(name);
+	size_t		schema_len = schema != NULL ? tcopy__schema__get_packed_size(schema) : 0;
+	TcClientTable *table = malloc(offsetof(TcClientTable, bytes) + name_len + schema_len);
+
+	*cached = false;
+	if (table == NULL)
+		return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE, "out of memory");
+	memcpy(table->bytes, name, name_len);
+	if (schema != NULL)
+		tcopy__schema__pack(schema, table->bytes + name_len);
+	table->name_len = name_len;
+	table->schema_len = schema_len;
+	for (TcClientTable *t = client->tables; t != NULL; t = t->next)
+	{
+		if (t->name_len == name_len && t->schema_len == schema_len &&
+			memcmp(t->bytes, table->bytes, name_len + schema_len) == 0)
+		{
+			free(table);
+			*table_id = t->table_id;
+			*cached = true;
+			return 0;
+		}
+	}
+	if (tc_client_open_table(client, name, schema, false, table_id, NULL, NULL) < 0)
+	{
+		free(table);
+		return -1;
+	}
+	if (client->ntables == TC_CLIENT_TABLES_MAX)
+	{
+		free(table);			/* enough: the others are opened each time */
+		return 0;
+	}
+	table->table_id = *table_id;
+	table->next = client->tables;
+	client->tables = table;
+	client->ntables++;
+	return 0;
+}
+
 /* Begin a write session; batch sequence numbers start again at 1. */
 int
 tc_client_begin(TcClient *client, uint64_t *session_id)
@@ -85,6 +130,22 @@ tc_client_set_identity(TcClient *client, uint64_t system, uint32_t database, uin
 	client->identity_pid = pid;
 }
 
+/* The Begin of a session for tc_client_begin_at and tc_client_begin_deferred. */
+static void
+client_fill_begin(TcClient *client, Tcopy__Begin *begin, uint64_t snapshot_id,
+				  const uint8_t *snapshot_key, size_t snapshot_keylen)
+{
+	begin->snapshot_id = snapshot_id;
+	begin->client_system = client->identity_system;
+	begin->client_database = client->identity_database;
+	begin->client_pid = client->identity_pid;
+	begin->snapshot_key.data = (uint8_t *) snapshot_key;
+	begin->snapshot_key.len = snapshot_keylen;
+	client->seq_sent = client->seq_acked = 0;
+	client->session_id = 0;
+	client->session_key_len = 0;
+}
+
 int
 tc_client_begin_at(TcClient *client, uint64_t snapshot_id, const uint8_t *snapshot_key,
 				   size_t snapshot_keylen, uint64_t *session_id)
@@ -94,27 +155,36 @@ tc_client_begin_at(TcClient *client, uint64_t snapshot_id, const uint8_t *snapsh
 
 	if (client->broken)
 		return -1;
-	begin.snapshot_id = snapshot_id;
-	begin.client_system = client->identity_system;
-	begin.client_database = client->identity_database;
-	begin.client_pid = client->identity_pid;
-	begin.snapshot_key.data = (uint8_t *) snapshot_key;
-	begin.snapshot_key.len = snapshot_keylen;
-	client->seq_sent = client->seq_acked = 0;
+	client_fill_begin(client, &begin, snapshot_id, snapshot_key, snapshot_keylen);
 	if (client_send_message(client, TCOPY__FRAME_TYPE__FRAME_BEGIN, &begin.base) < 0 ||
 		client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_BEGIN_OK,
 						  tc_arena_allocator(&client->arena), &msg) < 0)
 		return -1;
-	client->session_id = ((Tcopy__BeginOk *) msg)->session_id;
-	client->session_key_len = ((Tcopy__BeginOk *) msg)->session_key.len;
-	if (client->session_key_len > sizeof(client->session_key))
-		client->session_key_len = 0;	/* no scan can name it */
-	else if (client->session_key_len > 0)
-		memcpy(client->session_key, ((Tcopy__BeginOk *) msg)->session_key.data,
-			   client->session_key_len);
+	client_keep_session(client, (Tcopy__BeginOk *) msg);
 	if (session_id != NULL)
 		*session_id = client->session_id;
 	return 0;
+}
+
+int
+tc_client_begin_deferred(TcClient *client, uint64_t snapshot_id, const uint8_t *snapshot_key,
+						 size_t snapshot_keylen)
+{
+	Tcopy__Begin begin = TCOPY__BEGIN__INIT;
+
+	if (client->broken)
+		return -1;
+	client_fill_begin(client, &begin, snapshot_id, snapshot_key, snapshot_keylen);
+	return client_send_deferred(client, TCOPY__FRAME_TYPE__FRAME_BEGIN, &begin.base,
+								TCOPY__FRAME_TYPE__FRAME_BEGIN_OK);
+}
+
+int
+tc_client_settle(TcClient *client)
+{
+	if (client->broken)
+		return -1;
+	return client_take_deferred(client, false) < 0 ? -1 : 0;
 }
 
 int
@@ -147,7 +217,7 @@ tc_client_snapshot(TcClient *client, const char *prepared_prefix, uint64_t *snap
 int
 tc_client_session(TcClient *client, uint64_t *session_id, const uint8_t **key, size_t *keylen)
 {
-	if (client->session_key_len == 0)
+	if (tc_client_settle(client) < 0 || client->session_key_len == 0)
 		return -1;
 	*session_id = client->session_id;
 	*key = client->session_key;
@@ -437,6 +507,8 @@ tc_client_abort(TcClient *client)
 	if (client_send_message(client, TCOPY__FRAME_TYPE__FRAME_ABORT, &abort_msg.base) < 0)
 		return -1;
 	tc_arena_reset(&client->arena);
+	if (client_take_deferred(client, false) < 0)
+		return -1;
 	do
 	{
 		if (client_next_frame(client, false, &type, &payload, &len) < 0)
@@ -450,23 +522,32 @@ tc_client_abort(TcClient *client)
 	return 0;
 }
 
-/* Send a TableOp, at once or in the session, and wait for its answer. */
+/*
+ * Send a TableOp, at once or in the session, and wait for its answer; or,
+ * deferred, not (its answer is taken by a later read).
+ */
 static int
 client_table_op(TcClient *client, Tcopy__TableOpKind op, uint32_t table_id,
-				bool in_session, Tcopy__OnConflict on_conflict)
+				bool in_session, Tcopy__OnConflict on_conflict, bool deferred)
 {
 	Tcopy__TableOp table_op = TCOPY__TABLE_OP__INIT;
 	ProtobufCMessage *msg;
 
 	if (client->broken)
 		return -1;
-	/* in a session, acks of earlier batches come before the reply */
+	/*
+	 * in a session, acks of earlier batches come before the reply; and a
+	 * deferred answer must come before any ack (client_take_deferred)
+	 */
 	if (in_session && tc_client_wait_acks(client) < 0)
 		return -1;
 	table_op.op = op;
 	table_op.table_id = table_id;
 	table_op.in_session = in_session;
 	table_op.on_conflict = on_conflict;
+	if (deferred)
+		return client_send_deferred(client, TCOPY__FRAME_TYPE__FRAME_TABLE_OP, &table_op.base,
+									TCOPY__FRAME_TYPE__FRAME_TABLE_OP_OK);
 	if (client_send_message(client, TCOPY__FRAME_TYPE__FRAME_TABLE_OP, &table_op.base) < 0 ||
 		client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_TABLE_OP_OK,
 						  tc_arena_allocator(&client->arena), &msg) < 0)
@@ -627,7 +708,7 @@ int
 tc_client_table_op(TcClient *client, Tcopy__TableOpKind op, uint32_t table_id)
 {
 	return client_table_op(client, op, table_id, false,
-						   TCOPY__ON_CONFLICT__ON_CONFLICT_REPLACE);
+						   TCOPY__ON_CONFLICT__ON_CONFLICT_REPLACE, false);
 }
 
 /* Truncate or drop a table when the open session is published. */
@@ -635,7 +716,7 @@ int
 tc_client_session_table_op(TcClient *client, Tcopy__TableOpKind op, uint32_t table_id)
 {
 	return client_table_op(client, op, table_id, true,
-						   TCOPY__ON_CONFLICT__ON_CONFLICT_REPLACE);
+						   TCOPY__ON_CONFLICT__ON_CONFLICT_REPLACE, false);
 }
 
 /* What the open session does with a table's rows of equal keys. */
@@ -644,7 +725,7 @@ tc_client_session_on_conflict(TcClient *client, uint32_t table_id,
 							  Tcopy__OnConflict on_conflict)
 {
 	return client_table_op(client, TCOPY__TABLE_OP_KIND__TABLE_OP_ON_CONFLICT,
-						   table_id, true, on_conflict);
+						   table_id, true, on_conflict, true);
 }
 
 /* Send STATS_REQUEST; *stats is a heap copy. */

@@ -57,6 +57,9 @@ typedef struct TcopyScanState
 	bool		started;		/* Scan request sent */
 	bool		named_session;	/* ... naming the write session, whose loss it reports */
 	bool		read_in_doubt;	/* read again as of a snapshot: an in-doubt session */
+	bool		table_cached;	/* table_id: opened on this connection before */
+	bool		open_uncached;	/* a parallel scan: its participants must agree */
+	bool		table_reopened;	/* opened again: the cached id was gone */
 	bool		done;			/* the batch marked done has been fetched */
 	Tcopy__ScanBatch *batch;	/* in the client's arena until the next fetch */
 	size_t		next_row;		/* index in batch->n_packed */
@@ -147,12 +150,28 @@ tcopy_scan_close(void *arg)
 	tcopy_scan_client_close(&state->conn);
 }
 
+/* Open the table on the scan's connection: once per connection, but in parallel scans */
+static int
+tcopy_scan_open_table(TcopyScanState *state)
+{
+	TcopyRelCodec *codec = state->codec;
+
+	if (state->open_uncached)
+		return tc_client_open_table(state->conn.client, codec->options.table_name,
+									codec->schema, false, &state->table_id, NULL, NULL);
+	return tc_client_open_table_cached(state->conn.client, codec->options.table_name,
+									   codec->schema, &state->table_id, &state->table_cached);
+}
+
 /*
  * Connect and open the table for reading.  A table the tserver does not
- * know was never written to: the scan then returns no rows.
+ * know was never written to: the scan then returns no rows.  An idle
+ * connection keeps the ids of the tables it opened: a statement that
+ * reads one again costs one round trip, its scan (issue 46).  fresh: a
+ * new connection, whose cache is empty.
  */
 static void
-tcopy_scan_connect(TcopyScanState *state)
+tcopy_scan_connect_with(TcopyScanState *state, bool fresh)
 {
 	TcopyRelCodec *codec = state->codec;
 	TcClient   *client;
@@ -164,26 +183,33 @@ tcopy_scan_connect(TcopyScanState *state)
 	state->done = false;
 	state->batch = NULL;
 	state->next_row = 0;
+	state->table_cached = false;
 	if (tcopy_address_is_null(codec->options.address) || state->range.empty)
 		return;
 
 	reused = tcopy_scan_client_open(&state->conn, codec->options.address, codec->options.token,
-									&codec->options.tls, true);
-	rc = tc_client_open_table(state->conn.client, codec->options.table_name, codec->schema,
-							  false, &state->table_id, NULL, NULL);
+									&codec->options.tls, !fresh);
+	/* closed by the tserver meanwhile (a restart, its --idle-timeout): seen at no cost */
+	if (reused && !tc_client_idle_ok(state->conn.client))
+	{
+		tcopy_scan_client_close(&state->conn);
+		(void) tcopy_scan_client_open(&state->conn, codec->options.address,
+									  codec->options.token, &codec->options.tls, false);
+		reused = false;
+	}
+	rc = tcopy_scan_open_table(state);
 	if (rc < 0 && reused &&
 		(tc_client_error_code(state->conn.client) == TCOPY__ERROR_CODE__ERROR_NONE ||
 		 tc_client_error_code(state->conn.client) == TCOPY__ERROR_CODE__ERROR_SHUTTING_DOWN))
 	{
 		/*
-		 * an idle connection the tserver closed meanwhile (a restart, or its
-		 * --idle-timeout, which says so): once more, fresh
+		 * an idle connection the tserver closed meanwhile, which the check
+		 * above could not see yet: once more, fresh
 		 */
 		tcopy_scan_client_close(&state->conn);
 		(void) tcopy_scan_client_open(&state->conn, codec->options.address,
 									  codec->options.token, &codec->options.tls, false);
-		rc = tc_client_open_table(state->conn.client, codec->options.table_name, codec->schema,
-								  false, &state->table_id, NULL, NULL);
+		rc = tcopy_scan_open_table(state);
 	}
 	if (rc >= 0)
 		return;
@@ -195,6 +221,12 @@ tcopy_scan_connect(TcopyScanState *state)
 	}
 	tcopy_report_client_error(client, codec->options.address,
 							  psprintf("could not read foreign table \"%s\"", codec->relname));
+}
+
+static void
+tcopy_scan_connect(TcopyScanState *state)
+{
+	tcopy_scan_connect_with(state, false);
 }
 
 /*
@@ -309,6 +341,7 @@ tcopyBeginForeignScan(ForeignScanState *node, int eflags)
 											 "tcopy scan batch",
 											 ALLOCSET_DEFAULT_SIZES);
 	tcopy_scan_client_init(&state->conn);
+	state->open_uncached = fsplan->scan.plan.parallel_aware;
 	state->close_callback.func = tcopy_scan_close;
 	state->close_callback.arg = state;
 	MemoryContextRegisterResetCallback(CurrentMemoryContext, &state->close_callback);
@@ -518,6 +551,26 @@ tcopy_scan_read_in_doubt(TcopyScanState *state)
 }
 
 /*
+ * The tserver knows no table of the id the connection's cache gave: the
+ * table was dropped since (and perhaps made again, under a new id).  Open
+ * it by name on a new connection, and send the scan again.  false: not
+ * that error, or not the first.
+ */
+static bool
+tcopy_scan_reopen_table(TcopyScanState *state)
+{
+	if (tc_client_error_code(state->conn.client) != TCOPY__ERROR_CODE__ERROR_UNKNOWN_TABLE ||
+		!state->table_cached || state->table_reopened || state->shared != NULL)
+		return false;
+	state->table_reopened = true;
+	tcopy_scan_close(state);
+	tcopy_scan_connect_with(state, true);
+	if (state->conn.client != NULL)
+		tcopy_scan_start(state);
+	return true;
+}
+
+/*
  * The scan's connection was closed by the rollback of the (sub)transaction
  * that owns it: Postgres ends the portals of that subtransaction, so this
  * cannot happen, but should it, say so rather than return fewer rows.
@@ -635,7 +688,7 @@ tcopyIterateForeignScan(ForeignScanState *node)
 		state->next_row = 0;
 		if (tc_client_scan_next(state->conn.client, &state->batch) < 0)
 		{
-			if (tcopy_scan_read_in_doubt(state))
+			if (tcopy_scan_read_in_doubt(state) || tcopy_scan_reopen_table(state))
 			{
 				if (state->conn.client == NULL)
 					return tcopy_scan_no_table(state, slot);

@@ -194,14 +194,26 @@ tcopy_xact_write_connection(const TcopyTableOptions *options, Oid userid)
 			const uint8 *snapshot_key = NULL;
 			size_t		snapshot_keylen = 0;
 
+			/* closed by the tserver meanwhile: seen without a round trip */
+			if (reused && !tc_client_idle_ok(conn->client))
+			{
+				tcopy_connection_close(conn);
+				reused = false;
+			}
 			if (conn->client == NULL)
 				conn->client = tcopy_client_connect(conn->address, conn->token, &conn->tls);
 			tc_client_set_window(conn->client, (unsigned) tcopy_window);
 
 			/* REPEATABLE READ: updates and deletes checked against the snapshot */
 			(void) tcopy_xact_snapshot(options, &snapshot_id, &snapshot_key, &snapshot_keylen);
+
+			/*
+			 * Not waited for: its answer comes with the session's first
+			 * request's (issue 46, one round trip per statement)
+			 */
 			conn->busy = true;
-			rc = tc_client_begin_at(conn->client, snapshot_id, snapshot_key, snapshot_keylen, NULL);
+			rc = tc_client_begin_deferred(conn->client, snapshot_id, snapshot_key,
+										  snapshot_keylen);
 			conn->busy = false;
 			if (rc == 0)
 				break;
