@@ -5,8 +5,9 @@
 #   bench/pgbench.sh [--scale S] [--seconds T] [--runs R] [--clients "1 4"] [--modes "simple prepared"] [--keep] [--report TSV]
 #
 # A throwaway cluster (tcopy in shared_preload_libraries, logged tables,
-# fsync and synchronous_commit on) and tserver (with --statistics, for its
-# wal_syncs counter), and two databases:
+# fsync and synchronous_commit on, shared_buffers 1GB) and tserver (with
+# --statistics, for its wal_syncs counter, and --block-cache-mb 1024, the
+# heap's shared_buffers), and two databases:
 #   tcopy  the four tables made by tcopy.create_pgbench_tables('ts'),
 #          initialized with `pgbench -i -I g` (client-side: TRUNCATE,
 #          INSERTs, COPY ... FREEZE) and `-I G` (server-side: INSERT ...
@@ -209,7 +210,7 @@ cleanup()
 trap cleanup EXIT
 
 # the Postgres cluster runs as the same user: admitted by its uid
-as_pg bash -c 'echo $$ >"$1/ts.pid"; exec "$2" --data "$1/ts" --listen "unix:$1/ts.sock" --allow-uid "$3" --statistics 2>"$1/tserver.log"' \
+as_pg bash -c 'echo $$ >"$1/ts.pid"; exec "$2" --data "$1/ts" --listen "unix:$1/ts.sock" --allow-uid "$3" --statistics --block-cache-mb 1024 2>"$1/tserver.log"' \
 	tserver "$dir" "$tserver" "$user" &
 for _ in $(seq 100); do grep -q "tserver ready" "$dir/tserver.log" 2>/dev/null && break; sleep 0.1; done
 grep -q "tserver ready" "$dir/tserver.log" || { cat "$dir/tserver.log" >&2; exit 1; }

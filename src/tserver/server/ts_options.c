@@ -77,6 +77,9 @@ usage(FILE *out)
 			"                             to disk (default %zu)\n"
 			"  --memory-mb N              memory all write sessions together stage before\n"
 			"                             each spills early, at 1 MB (default %llu; 0: none)\n"
+			"  --block-cache-mb N         RocksDB's cache of uncompressed blocks, which\n"
+			"                             reads are served from (default %zu; as\n"
+			"                             Postgres' shared_buffers for a heap)\n"
 			"  --merge-threads N          threads of a spilled session's merge at commit\n"
 			"                             (default: the cores, at most 4; at most 8)\n"
 			"  --max-frame-mb N           largest frame accepted from a client (default %u)\n"
@@ -115,6 +118,7 @@ usage(FILE *out)
 			TS_DEFAULT_MAX_NAMESPACE_CONNECTIONS, TS_DEFAULT_DECODE_MEMORY_MB,
 			defaults.session_memory_bytes / TS_MB,
 			(unsigned long long) (defaults.memory_bytes / TS_MB),
+			defaults.block_cache_bytes / TS_MB,
 			(unsigned) (TC_FRAME_MAX_DEFAULT / TS_MB), defaults.in_doubt_wait_ms);
 }
 
@@ -242,7 +246,7 @@ enum
 	OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA, OPT_IN_DOUBT_WAIT,
 	OPT_RAFT_ID, OPT_RAFT_LISTEN, OPT_RAFT_DIR, OPT_RAFT_BOOTSTRAP, OPT_RAFT_SECRET,
 	OPT_RAFT_LOG_ENTRIES, OPT_METRICS, OPT_CONFIG, OPT_VERSION, OPT_IDLE_TIMEOUT,
-	OPT_MAX_NAMESPACE_CONNECTIONS, OPT_MAX_NAMESPACE_DISK,
+	OPT_MAX_NAMESPACE_CONNECTIONS, OPT_MAX_NAMESPACE_DISK, OPT_BLOCK_CACHE,
 	OPT_RAFT_TLS_CERT, OPT_RAFT_TLS_KEY, OPT_RAFT_TLS_CA, OPT_RAFT_CLEARTEXT
 };
 static const struct option long_options[] = {
@@ -264,6 +268,7 @@ static const struct option long_options[] = {
 	{"tls-key", required_argument, NULL, OPT_TLS_KEY},
 	{"tls-ca", required_argument, NULL, OPT_TLS_CA},
 	{"session-memory-mb", required_argument, NULL, OPT_SESSION_MEMORY},
+	{"block-cache-mb", required_argument, NULL, OPT_BLOCK_CACHE},
 	{"memory-mb", required_argument, NULL, OPT_MEMORY},
 	{"merge-threads", required_argument, NULL, OPT_MERGE_THREADS},
 	{"max-frame-mb", required_argument, NULL, OPT_MAX_FRAME},
@@ -310,6 +315,7 @@ options_set_defaults(TsMainOptions *options, int argc)
 	memset(options, 0, sizeof(*options));
 	ts_store_default_options(&store_defaults);
 	options->session_memory_mb = store_defaults.session_memory_bytes / TS_MB;
+	options->block_cache_mb = store_defaults.block_cache_bytes / TS_MB;
 	options->memory_mb = (size_t) (store_defaults.memory_bytes / TS_MB);
 	options->max_frame_mb = TC_FRAME_MAX_DEFAULT / TS_MB;
 	options->in_doubt_wait_ms = store_defaults.in_doubt_wait_ms;
@@ -480,6 +486,9 @@ ts_options_parse(int argc, char **argv, char *const *origins, TsMainOptions *opt
 				break;
 			case OPT_MEMORY:
 				options->memory_mb = parse_number("--memory-mb", optarg, 0, 1024 * 1024);
+				break;
+			case OPT_BLOCK_CACHE:
+				options->block_cache_mb = parse_number("--block-cache-mb", optarg, 1, 1024 * 1024);
 				break;
 			case OPT_MERGE_THREADS:
 				options->merge_threads =

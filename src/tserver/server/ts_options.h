@@ -45,6 +45,7 @@ typedef struct TsMainOptions
 	size_t		max_namespace_disk_mb;	/* 0: no quota */
 	size_t		decode_memory_mb;
 	size_t		session_memory_mb;
+	size_t		block_cache_mb;
 	size_t		memory_mb;
 	int			merge_threads;	/* 0: the store's default */
 	int			in_doubt_wait_ms;

@@ -79,7 +79,7 @@ ts_store_default_options(TsStoreOptions *options)
 	if (options->merge_threads > 4)
 		options->merge_threads = 4;
 	options->merge_part_bytes = 32 * 1024 * 1024;
-	options->block_cache_bytes = 64 * 1024 * 1024;
+	options->block_cache_bytes = 128 * 1024 * 1024;	/* as shared_buffers' default */
 	options->sync_commits = true;
 	options->in_doubt_wait_ms = TS_IN_DOUBT_WAIT_MS_DEFAULT;
 }
