@@ -41,7 +41,8 @@ DATA = src/ext/tcopy--1.0.sql \
 	src/ext/tcopy--1.0--1.1.sql src/ext/tcopy--1.1--1.2.sql src/ext/tcopy--1.2--1.3.sql \
 	src/ext/tcopy--1.3--1.4.sql src/ext/tcopy--1.4--1.5.sql src/ext/tcopy--1.5--1.6.sql \
 	src/ext/tcopy--1.6--1.7.sql src/ext/tcopy--1.7--1.8.sql src/ext/tcopy--1.8--1.9.sql \
-	src/ext/tcopy--1.9--1.10.sql src/ext/tcopy--1.10--1.11.sql
+	src/ext/tcopy--1.9--1.10.sql src/ext/tcopy--1.10--1.11.sql \
+	src/ext/tcopy--1.11--1.12.sql
 # regression tests need a tserver: test/pg_tests.sh runs them (make check)
 
 PG_CPPFLAGS = -I$(TC_BUILD)/gen -Isrc/common -Isrc/ext/include

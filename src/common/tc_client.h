@@ -149,6 +149,13 @@ int			tc_client_open_table_cached(TcClient *client, const char *name,
 int			tc_client_begin(TcClient *client, uint64_t *session_id);
 
 /*
+ * The round trips this process made: reads that waited for the answer to
+ * a request sent since the last such read (requests sent together, or
+ * behind batches in flight, make one).
+ */
+uint64_t	tc_client_round_trips(void);
+
+/*
  * Who this client's sessions are begun for (Begin's client_*: a Postgres
  * cluster's system identifier, a database's oid, a backend's pid), which
  * the tserver shows in its list of open sessions.
@@ -282,7 +289,8 @@ int			tc_client_prepare(TcClient *client, uint64_t rows_sent, const char *gid);
 
 /*
  * tc_client_prepare in two steps, so that several tservers prepare at once:
- * send the PREPARE (after all acks), then wait for its answer.
+ * send the PREPARE (behind the batches in flight), then wait for their acks
+ * and its answer.
  */
 int			tc_client_prepare_send(TcClient *client, uint64_t rows_sent, const char *gid);
 int			tc_client_prepare_wait(TcClient *client);

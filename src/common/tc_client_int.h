@@ -64,6 +64,7 @@ struct TcClient
 	int			ntables;
 	Tcopy__FrameType deferred[TC_CLIENT_DEFERRED_MAX];
 	int			ndeferred;
+	bool		sent_unanswered;	/* sent since the last read that waited */
 	bool		ready;			/* the handshake is done (READY) */
 	bool		scanning;		/* a scan's batches are still to come */
 	bool		broken;			/* a call failed: every later call fails */

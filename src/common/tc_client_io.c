@@ -279,6 +279,15 @@ client_unexpected(TcClient *client, Tcopy__FrameType got, Tcopy__FrameType expec
  * An Error frame fails the call with the server's message.  Returns 1 with
  * *msg, 0 when nowait and no whole frame has arrived, -1 on failure.
  */
+/* the process's round trips: reads that waited for an answer to a request sent */
+static uint64_t client_round_trips;
+
+uint64_t
+tc_client_round_trips(void)
+{
+	return client_round_trips;
+}
+
 int
 client_read_reply(TcClient *client, bool nowait, Tcopy__FrameType expected,
 				  ProtobufCAllocator *allocator, ProtobufCMessage **msg)
@@ -289,6 +298,11 @@ client_read_reply(TcClient *client, bool nowait, Tcopy__FrameType expected,
 	int			found;
 
 	tc_arena_reset(&client->arena);
+	if (!nowait && client->sent_unanswered)
+	{
+		client_round_trips++;
+		client->sent_unanswered = false;
+	}
 	if (client->ndeferred > 0 && (found = client_take_deferred(client, nowait)) <= 0)
 		return found;
 	found = client_next_frame(client, nowait, &type, &payload, &len);
@@ -456,6 +470,7 @@ client_send_iov(TcClient *client, struct iovec *iov, int iovcnt)
 			msg.msg_iov->iov_len -= sent;
 		}
 	}
+	client->sent_unanswered = true;
 	return 0;
 }
 

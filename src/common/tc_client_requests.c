@@ -364,7 +364,8 @@ tc_client_prepare_send(TcClient *client, uint64_t rows_sent, const char *gid)
 		return client_fail(client, TCOPY__ERROR_CODE__ERROR_NONE,
 						   "global id of %zu bytes exceeds the limit of %d bytes",
 						   strlen(gid), TC_GID_MAX);
-	if (tc_client_wait_acks(client) < 0)
+	/* behind the batches in flight: their acks come first (tc_client_prepare_wait) */
+	if (client->broken)
 		return -1;
 	prepare.last_seq = client->seq_sent;
 	prepare.rows = rows_sent;
@@ -378,7 +379,8 @@ tc_client_prepare_wait(TcClient *client)
 {
 	ProtobufCMessage *msg;
 
-	if (client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_PREPARE_OK,
+	if (tc_client_wait_acks(client) < 0 ||
+		client_read_reply(client, false, TCOPY__FRAME_TYPE__FRAME_PREPARE_OK,
 						  tc_arena_allocator(&client->arena), &msg) < 0)
 		return -1;
 	/* the session is the tserver's now: this connection may begin another */

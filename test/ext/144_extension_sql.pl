@@ -308,8 +308,8 @@ like($err, qr/42501: schema "tcopy" is owned by role "mallory"/, 'ALTER EXTENSIO
 is($node->safe_psql('squat', "SELECT extversion FROM pg_extension WHERE extname = 'tcopy'"), '1.6',
 	'and leaves the extension at 1.6');
 $node->safe_psql('squat', 'ALTER SCHEMA tcopy OWNER TO postgres; ALTER EXTENSION tcopy UPDATE');
-is($node->safe_psql('squat', "SELECT extversion FROM pg_extension WHERE extname = 'tcopy'"), '1.11',
-	'given back to a superuser, it updates to 1.11');
+is($node->safe_psql('squat', "SELECT extversion FROM pg_extension WHERE extname = 'tcopy'"), '1.12',
+	'given back to a superuser, it updates to 1.12');
 
 # ---- 4. look-alike tables: found by membership, never by name ----
 
@@ -386,7 +386,7 @@ is(members_outside('old'),
 	  . "function tcopy_fdw_validator(text[],oid), table enum_label\npublic",
 	'updated to 1.6, its functions and enum_label were in public, its records in tcopy');
 $node->safe_psql('old', 'ALTER EXTENSION tcopy UPDATE');
-is(members_outside('old'), "\ntcopy", 'updated to 1.11, every member is in schema tcopy, the extension\'s');
+is(members_outside('old'), "\ntcopy", 'updated to 1.12, every member is in schema tcopy, the extension\'s');
 $node->safe_psql('old', qq{
 	CREATE SERVER ts FOREIGN DATA WRAPPER tcopy OPTIONS (address '$address');
 	CREATE USER MAPPING FOR PUBLIC SERVER ts;

@@ -56,6 +56,7 @@ PG_FUNCTION_INFO_V1(tcopy_table_files);
 PG_FUNCTION_INFO_V1(tcopy_server_stats);
 PG_FUNCTION_INFO_V1(tcopy_server_sessions);
 PG_FUNCTION_INFO_V1(tcopy_server_version);
+PG_FUNCTION_INFO_V1(tcopy_round_trips);
 
 /*
  * The tservers' Stats for tcopy table relid (locked by the caller), with
@@ -382,4 +383,14 @@ tcopy_server_version(PG_FUNCTION_ARGS)
 	version = cstring_to_text(stats->version);
 	tcopy__stats__free_unpacked(stats, NULL);
 	PG_RETURN_TEXT_P(version);
+}
+
+/*
+ * The round trips this backend made to tservers since it started (issue
+ * 46): what a statement costs beyond its CPU, the difference of two calls.
+ */
+Datum
+tcopy_round_trips(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT64((int64) tc_client_round_trips());
 }
