@@ -396,12 +396,29 @@ tc_client_connect(const char *address, const char *token,
 	return client;
 }
 
+/* tc_client_close's calls that closed a socket, in this process */
+static uint64_t client_closes;
+
+uint64_t
+tc_client_closes(void)
+{
+	return client_closes;
+}
+
+bool
+tc_client_ready(const TcClient *client)
+{
+	return client->ready;
+}
+
 /* Close the connection and free everything; client may be NULL. */
 void
 tc_client_close(TcClient *client)
 {
 	if (client == NULL)
 		return;
+	if (client->fd >= 0)
+		client_closes++;
 	tc_tls_free(client->tls);
 	if (client->fd >= 0)
 		close(client->fd);

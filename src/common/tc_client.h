@@ -156,6 +156,15 @@ int			tc_client_begin(TcClient *client, uint64_t *session_id);
 uint64_t	tc_client_round_trips(void);
 
 /*
+ * For a wait hook that keeps what it waits with across waits (an epoll
+ * set): whether client's handshake is done (its socket will not change
+ * any more), and how many sockets tc_client_close has closed in this
+ * process (an fd number seen before may be another socket's since).
+ */
+bool		tc_client_ready(const TcClient *client);
+uint64_t	tc_client_closes(void);
+
+/*
  * Who this client's sessions are begun for (Begin's client_*: a Postgres
  * cluster's system identifier, a database's oid, a backend's pid), which
  * the tserver shows in its list of open sessions.

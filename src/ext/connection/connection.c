@@ -67,6 +67,50 @@ static TimestampTz tcopy_wait_deadline = 0;
 static TimestampTz tcopy_connect_deadline = 0;
 
 /*
+ * The wait of a connected client's socket, as WaitLatchOrSocket, on one
+ * WaitEventSet kept across waits: WaitLatchOrSocket makes one per wait (an
+ * epoll set, its three registrations and its close: 5 system calls more
+ * than the wait itself, on every round trip; issue 46).  It is made again
+ * for another client or socket, or once any client closed a socket (an fd
+ * number may then be another socket's).
+ */
+static int
+tcopy_wait_socket(TcClient *client, int fd, int events, long timeout)
+{
+	static WaitEventSet *set = NULL;
+	static TcClient *set_client = NULL;
+	static int	set_fd = -1;
+	static uint64 set_closes = 0;
+	static int	set_events = 0;
+	int			socket_events = events & WL_SOCKET_MASK;
+	WaitEvent	event;
+
+	if (set == NULL || set_client != client || set_fd != fd || set_closes != tc_client_closes())
+	{
+		if (set != NULL)
+			FreeWaitEventSet(set);
+		set = NULL;
+		set = CreateWaitEventSet(TopMemoryContext, 3);
+		AddWaitEventToSet(set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
+		AddWaitEventToSet(set, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
+		AddWaitEventToSet(set, socket_events, fd, NULL, NULL);
+		set_client = client;
+		set_fd = fd;
+		set_closes = tc_client_closes();
+		set_events = socket_events;
+	}
+	else if (set_events != socket_events)
+	{
+		ModifyWaitEvent(set, 2, socket_events, NULL);
+		set_events = socket_events;
+	}
+	if (WaitEventSetWait(set, (events & WL_TIMEOUT) ? timeout : -1L, &event, 1,
+						 PG_WAIT_EXTENSION) == 0)
+		return WL_TIMEOUT;
+	return event.events;
+}
+
+/*
  * The clients' wait hook: wait on the latch too, so that a cancel or a
  * timeout is served (CHECK_FOR_INTERRUPTS may not return), and give up at
  * the deadline tcopy_set_wait_deadline set: where a wait must be bounded
@@ -108,8 +152,11 @@ tcopy_wait(void *arg, TcClient *client, int fd, bool want_write)
 	else
 		events |= want_write ? WL_SOCKET_WRITEABLE : WL_SOCKET_READABLE;
 
-	rc = WaitLatchOrSocket(MyLatch, events, fd < 0 ? PGINVALID_SOCKET : fd, timeout,
-						   PG_WAIT_EXTENSION);
+	if (fd >= 0 && tc_client_ready(client))
+		rc = tcopy_wait_socket(client, fd, events, timeout);
+	else
+		rc = WaitLatchOrSocket(MyLatch, events, fd < 0 ? PGINVALID_SOCKET : fd, timeout,
+							   PG_WAIT_EXTENSION);
 	if (rc & WL_LATCH_SET)
 	{
 		ResetLatch(MyLatch);

@@ -386,8 +386,15 @@ ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err)
 		rocksdb_readoptions_set_iterate_upper_bound(scan->read_options,
 													(const char *) scan->upper.data,
 													scan->upper.len);
-	/* a bulk read should not push hot blocks out of the cache */
-	rocksdb_readoptions_set_fill_cache(scan->read_options, 0);
+	/*
+	 * A bulk read should not push hot blocks out of the cache; a read of a
+	 * key range (a lookup) keeps what it reads there, as an index scan
+	 * keeps its pages in shared_buffers and a seq scan of a big table
+	 * reads through a ring.  Issue 46: select-only pgbench read and
+	 * decompressed a block from the file for every lookup.
+	 */
+	rocksdb_readoptions_set_fill_cache(scan->read_options,
+									   request->lower != NULL || request->upper != NULL);
 	if (request->snapshot_id != 0)
 	{
 		scan->snapshot = ts_snapshot_find(store, request->snapshot_id, request->snapshot_key.data,
