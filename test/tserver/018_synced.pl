@@ -6,7 +6,7 @@
 #	  record);
 #	- RESOLVE_OK (commit) does not wait for one (issue 46): the publish is
 #	  a lazy write (Stats.lazy_writes), its record standing for it, made
-#	  durable by the next sync: the background syncer's within 50 ms when
+#	  durable by the next sync: the background syncer's within 100 ms when
 #	  nothing else syncs (Stats.wal_background_syncs), or the next
 #	  PREPARE's;
 #	- LIST_PREPARED, after which recovery forgets the records of sessions

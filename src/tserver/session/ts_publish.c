@@ -35,7 +35,7 @@
  *
  * The last write of a prepared session's publish is lazy (ts_wal_sync.c):
  * written unsynced, made durable by the next synced write of the store
- * (any session's PREPARE) or by the background syncer within 50 ms.  Its
+ * (any session's PREPARE) or by the background syncer within 100 ms.  Its
  * record, synced at PREPARE and deleted in that same WriteBatch, stands for
  * it until then: a power cut in between brings the session back prepared
  * and in doubt, and RocksDB's log, recovered up to its first lost write,

@@ -37,7 +37,8 @@ struct TsScan
 	TsStore    *store;
 	TsTable    *table;
 	TsSnapshot *snapshot;		/* what the iterator reads as of, or NULL: now */
-	rocksdb_iterator_t *iter;
+	rocksdb_iterator_t *iter;	/* NULL: a point read */
+	rocksdb_pinnableslice_t *point;	/* a point read's row, NULL: none */
 	rocksdb_readoptions_t *read_options;
 	TcBuf		lower;			/* first key to read */
 	TcBuf		upper;			/* first key not to read */
@@ -64,6 +65,62 @@ struct TsScan
 };
 
 /*
+ * The stored rows of the range: an iterator's, or the one row a point read
+ * found (a range of one whole key is read with a Get, which does not build
+ * an iterator over every level: issue 46).
+ */
+static bool
+stored_valid(TsScan *scan)
+{
+	return scan->iter != NULL ? rocksdb_iter_valid(scan->iter) : scan->point != NULL;
+}
+
+static const uint8_t *
+stored_key(TsScan *scan, size_t *len)
+{
+	if (scan->iter != NULL)
+		return (const uint8_t *) rocksdb_iter_key(scan->iter, len);
+	*len = scan->lower.len;
+	return scan->lower.data;
+}
+
+static const uint8_t *
+stored_value(TsScan *scan, size_t *len)
+{
+	if (scan->iter != NULL)
+		return (const uint8_t *) rocksdb_iter_value(scan->iter, len);
+	return (const uint8_t *) rocksdb_pinnableslice_value(scan->point, len);
+}
+
+static void
+stored_next(TsScan *scan)
+{
+	if (scan->iter != NULL)
+		rocksdb_iter_next(scan->iter);
+	else if (scan->point != NULL)
+	{
+		rocksdb_pinnableslice_destroy(scan->point);
+		scan->point = NULL;
+	}
+}
+
+/* The stored rows' read error, if any: 0, or -1 with err. */
+static int
+stored_error(TsScan *scan, TsError *err)
+{
+	char	   *errptr = NULL;
+
+	if (scan->iter != NULL)
+		rocksdb_iter_get_error(scan->iter, &errptr);
+	if (errptr != NULL)
+	{
+		ts_error_rocksdb(err, "could not read table", errptr);
+		return -1;
+	}
+	return 0;
+}
+
+/*
  * The scan's next row, stored or the session's, whichever key comes first
  * (of an equal key, the session's, unless it yields), skipping the keys
  * the session deleted: false at the end.
@@ -74,7 +131,7 @@ scan_current(TsScan *scan, const uint8_t **key, size_t *keylen,
 {
 	for (;;)
 	{
-		bool		stored = !scan->overlay.hides_stored && rocksdb_iter_valid(scan->iter);
+		bool		stored = !scan->overlay.hides_stored && stored_valid(scan);
 		const TsOverlayRow *o = scan->overlay_pos < scan->overlay.n ?
 			&scan->overlay.rows[scan->overlay_pos] : NULL;
 		const uint8_t *skey = NULL;
@@ -82,7 +139,7 @@ scan_current(TsScan *scan, const uint8_t **key, size_t *keylen,
 		int			cmp;
 
 		if (stored)
-			skey = (const uint8_t *) rocksdb_iter_key(scan->iter, &skeylen);
+			skey = stored_key(scan, &skeylen);
 		if (o == NULL && !stored)
 			return false;
 		cmp = o == NULL ? 1 : !stored ? -1 :
@@ -93,7 +150,7 @@ scan_current(TsScan *scan, const uint8_t **key, size_t *keylen,
 		{
 			*key = skey;
 			*keylen = skeylen;
-			*value = (const uint8_t *) rocksdb_iter_value(scan->iter, valuelen);
+			*value = stored_value(scan, valuelen);
 			return true;
 		}
 		if (o->value == NULL)
@@ -101,7 +158,7 @@ scan_current(TsScan *scan, const uint8_t **key, size_t *keylen,
 			/* deleted by the session */
 			scan->overlay_pos++;
 			if (cmp == 0)
-				rocksdb_iter_next(scan->iter);
+				stored_next(scan);
 			continue;
 		}
 		*key = o->key;
@@ -117,7 +174,7 @@ static void
 scan_advance(TsScan *scan)
 {
 	if (scan->from_iter)
-		rocksdb_iter_next(scan->iter);
+		stored_next(scan);
 	if (scan->from_overlay)
 		scan->overlay_pos++;
 }
@@ -293,6 +350,33 @@ oom:
 	return -1;
 }
 
+/*
+ * Whether request reads one whole key, lower (encoded): both bounds
+ * inclusive, equal, and of every key column, and no part's narrowing.
+ */
+static bool
+scan_is_point(const TsTable *table, const Tcopy__Scan *request, const TcBuf *lower)
+{
+	const Tcopy__Row *lo;
+	const Tcopy__Row *hi;
+	TcBuf		upper = {0};
+	bool		point;
+
+	if (request->lower == NULL || request->upper == NULL ||
+		!request->lower->inclusive || !request->upper->inclusive ||
+		request->raw_lower.len > 0 || request->raw_upper.len > 0)
+		return false;
+	lo = request->lower->key;
+	hi = request->upper->key;
+	if (lo->n_ints + lo->n_floats + lo->n_blobs != table->layout.nkey ||
+		hi->n_ints + hi->n_floats + hi->n_blobs != table->layout.nkey)
+		return false;
+	point = ts_key_encode_prefix(&table->layout, table->id, hi, &upper) &&
+		upper.len == lower->len && memcmp(upper.data, lower->data, lower->len) == 0;
+	tc_buf_free(&upper);
+	return point;
+}
+
 TsScan *
 ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err)
 {
@@ -405,9 +489,26 @@ ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err)
 	}
 	/* never between the steps of a publish (ts_snapshot.c) */
 	pthread_rwlock_rdlock(&store->reg->publish_lock);
-	scan->iter = rocksdb_create_iterator_cf(store->db, scan->read_options, store->cf_data);
-	pthread_rwlock_unlock(&store->reg->publish_lock);
-	rocksdb_iter_seek(scan->iter, (const char *) scan->lower.data, scan->lower.len);
+	if (scan_is_point(table, request, &scan->lower))
+	{
+		char	   *errptr = NULL;
+
+		scan->point = rocksdb_get_pinned_cf(store->db, scan->read_options, store->cf_data,
+											(const char *) scan->lower.data, scan->lower.len,
+											&errptr);
+		pthread_rwlock_unlock(&store->reg->publish_lock);
+		if (errptr != NULL)
+		{
+			ts_error_rocksdb(err, "could not read table", errptr);
+			goto err;
+		}
+	}
+	else
+	{
+		scan->iter = rocksdb_create_iterator_cf(store->db, scan->read_options, store->cf_data);
+		pthread_rwlock_unlock(&store->reg->publish_lock);
+		rocksdb_iter_seek(scan->iter, (const char *) scan->lower.data, scan->lower.len);
+	}
 	/* the session's writes, read as of now (the iterator's snapshot is too) */
 	if (request->session_id != 0 &&
 		ts_session_overlay(store, request->session_id, request->session_key.data,
@@ -544,16 +645,10 @@ scan_batch_row(TsScan *scan, bool first, size_t room, size_t *filtered, bool *en
 static int
 scan_batch_end(TsScan *scan, bool end, TsError *err)
 {
-	char	   *errptr = NULL;
-
 	if (!scan->done && end)
 	{
-		rocksdb_iter_get_error(scan->iter, &errptr);
-		if (errptr != NULL)
-		{
-			ts_error_rocksdb(err, "could not read table", errptr);
+		if (stored_error(scan, err) != 0)
 			return -1;
-		}
 		scan->done = true;
 	}
 	if (scan->limit > 0 && scan->returned >= scan->limit)
@@ -717,19 +812,14 @@ ts_scan_next_values(TsScan *scan, const TsValue **values, TsError *err)
 	const uint8_t *value;
 	size_t		keylen,
 				valuelen;
-	char	   *errptr = NULL;
 
 	if (scan->advance)
 		scan_advance(scan);
 	scan->advance = false;
 	if (scan->done || !scan_current(scan, &key, &keylen, &value, &valuelen))
 	{
-		rocksdb_iter_get_error(scan->iter, &errptr);
-		if (errptr != NULL)
-		{
-			ts_error_rocksdb(err, "could not read table", errptr);
+		if (stored_error(scan, err) != 0)
 			return -1;
-		}
 		scan->done = true;
 		return 0;
 	}
@@ -774,6 +864,8 @@ ts_scan_close(TsScan *scan)
 		return;
 	if (scan->iter != NULL)
 		rocksdb_iter_destroy(scan->iter);
+	if (scan->point != NULL)
+		rocksdb_pinnableslice_destroy(scan->point);
 	if (scan->read_options != NULL)
 		rocksdb_readoptions_destroy(scan->read_options);
 	ts_snapshot_unref(scan->store, scan->snapshot);

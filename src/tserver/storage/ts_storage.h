@@ -73,8 +73,8 @@ typedef int (*TsStorageReplicator) (void *arg, const char *data, size_t len, TsE
  */
 int			ts_storage_sync_lazy(TsStore *store, TsError *err);
 
-/* A sync covered pending lazy writes (those counted when it began). */
-void		ts_storage_lazy_covered(TsStore *store, uint64_t pending);
+/* A sync covered the first written lazy writes (those made when it began). */
+void		ts_storage_lazy_covered(TsStore *store, uint64_t written);
 
 void		ts_storage_set_replicator(TsStore *store, TsStorageReplicator replicator, void *arg);
 bool		ts_storage_replicated(const TsStore *store);

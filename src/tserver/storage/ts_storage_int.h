@@ -102,11 +102,12 @@ struct TsStore
 	const char *test_stop_at;	/* unit tests: fail there, as a crash would leave it */
 
 	/*
-	 * Lazy writes (ts_wal_sync.c): lazy_pending counts those no sync has
-	 * covered yet; the syncer thread syncs the log while any are.
+	 * Lazy writes (ts_wal_sync.c): those made since start, and how many
+	 * of them a sync has covered; the syncer thread syncs the log when
+	 * one is not covered soon enough.
 	 */
-	_Atomic uint64_t lazy_pending;
-	_Atomic uint64_t lazy_writes;	/* since start */
+	_Atomic uint64_t lazy_writes;
+	_Atomic uint64_t lazy_covered;
 	_Atomic uint64_t wal_background_syncs;	/* the syncer's, since start */
 	pthread_t	wal_syncer;
 	bool		wal_syncer_started;
@@ -155,7 +156,7 @@ int			ts_storage_write(TsStore *store, rocksdb_writebatch_t *wb, const char *wha
 
 /*
  * Write wb unsynced, durable once the next synced write of the store, or
- * the background syncer within TS_WAL_SYNC_INTERVAL_MS, syncs RocksDB's
+ * the background syncer within two rounds of 50 ms, syncs RocksDB's
  * log: for a write that something already durable stands for until then
  * (a prepared session's publish: its record).  Synced as ts_storage_write
  * does on a replica group's member and when the store syncs nothing.  0,

@@ -41,7 +41,7 @@ int
 ts_storage_write(TsStore *store, rocksdb_writebatch_t *wb, const char *what, TsError *err)
 {
 	char	   *errptr = NULL;
-	uint64_t	pending;
+	uint64_t	written;	/* lazy writes made before this one began */
 
 	if (store->replicator != NULL)
 	{
@@ -56,7 +56,7 @@ ts_storage_write(TsStore *store, rocksdb_writebatch_t *wb, const char *what, TsE
 		return 0;
 	}
 	/* lazy writes finished before this synced one began are durable with it */
-	pending = atomic_load(&store->lazy_pending);
+	written = atomic_load(&store->lazy_writes);
 	rocksdb_write(store->db, store->write_sync, wb, &errptr);
 	if (errptr != NULL)
 	{
@@ -64,7 +64,7 @@ ts_storage_write(TsStore *store, rocksdb_writebatch_t *wb, const char *what, TsE
 		return -1;
 	}
 	if (store->opts.sync_commits)
-		ts_storage_lazy_covered(store, pending);
+		ts_storage_lazy_covered(store, written);
 	return 0;
 }
 
@@ -82,7 +82,6 @@ ts_storage_write_lazy(TsStore *store, rocksdb_writebatch_t *wb, const char *what
 		ts_error_rocksdb(err, what, errptr);
 		return -1;
 	}
-	atomic_fetch_add(&store->lazy_pending, 1);
 	atomic_fetch_add(&store->lazy_writes, 1);
 	return 0;
 }

@@ -11,11 +11,11 @@
  * log is one file appended in order, and recovered up to its first
  * damaged record: a lost write loses every later one too, and any later
  * synced write (the next PREPARE's, from any connection) makes every
- * earlier write durable.  So the count of lazy writes not yet covered by
- * a sync is all there is to track: a synced write subtracts what was
- * pending when it began, and a thread syncs the log when some are still
- * pending after TS_WAL_SYNC_INTERVAL_MS, as Postgres' WAL writer does
- * for asynchronous commits.
+ * earlier write durable.  So two counts are all there is to track: the
+ * lazy writes made (lazy_writes), and how many of them a sync covered
+ * (lazy_covered: a synced write covers those made before it began), and a
+ * thread syncs the log when one made over TS_WAL_SYNC_INTERVAL_MS ago is
+ * not yet covered, as Postgres' WAL writer does for asynchronous commits.
  *
  * A replica group's member never writes lazily: its writes go through the
  * group's log, which syncs every entry (ts_storage_write.c).
@@ -33,41 +33,60 @@
 #define TS_WAL_SYNC_INTERVAL_MS 50
 
 void
-ts_storage_lazy_covered(TsStore *store, uint64_t pending)
+ts_storage_lazy_covered(TsStore *store, uint64_t written)
 {
-	if (pending > 0)
-		atomic_fetch_sub(&store->lazy_pending, pending);
+	uint64_t	covered = atomic_load(&store->lazy_covered);
+
+	while (covered < written &&
+		   !atomic_compare_exchange_weak(&store->lazy_covered, &covered, written))
+		;
+}
+
+/* Sync the log for the lazy writes so far: 0, or -1 with errptr (malloc'ed). */
+static int
+sync_lazy(TsStore *store, char **errptr)
+{
+	uint64_t	written = atomic_load(&store->lazy_writes);
+
+	if (atomic_load(&store->lazy_covered) >= written)
+		return 0;
+	rocksdb_flush_wal(store->db, 1, errptr);
+	if (*errptr != NULL)
+		return -1;
+	ts_storage_lazy_covered(store, written);
+	return 1;
 }
 
 int
 ts_storage_sync_lazy(TsStore *store, TsError *err)
 {
-	uint64_t	pending = atomic_load(&store->lazy_pending);
 	char	   *errptr = NULL;
 
-	if (pending == 0)
-		return 0;
-	rocksdb_flush_wal(store->db, 1, &errptr);
-	if (errptr != NULL)
+	if (sync_lazy(store, &errptr) < 0)
 	{
 		ts_error_rocksdb(err, "could not sync the write-ahead log", errptr);
 		return -1;
 	}
-	ts_storage_lazy_covered(store, pending);
 	return 0;
 }
 
-/* The syncer: sync the log while lazy writes are pending, until stopped. */
+/*
+ * The syncer: every TS_WAL_SYNC_INTERVAL_MS, sync the log if a lazy write
+ * made before the previous round is not yet covered (a PREPARE's sync
+ * usually covers it first), until stopped.
+ */
 static void *
 wal_syncer_main(void *arg)
 {
 	TsStore    *store = arg;
+	uint64_t	mark = 0;		/* the lazy writes made by the previous round */
 
 	pthread_mutex_lock(&store->wal_syncer_mutex);
 	while (!store->wal_syncer_stop)
 	{
 		struct timespec until;
-		uint64_t	pending;
+		char	   *errptr = NULL;
+		int			rc;
 
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_nsec += TS_WAL_SYNC_INTERVAL_MS * 1000000L;
@@ -77,26 +96,24 @@ wal_syncer_main(void *arg)
 			until.tv_nsec -= 1000000000L;
 		}
 		(void) pthread_cond_timedwait(&store->wal_syncer_cond, &store->wal_syncer_mutex, &until);
-		pending = atomic_load(&store->lazy_pending);
-		if (store->wal_syncer_stop || pending == 0)
-			continue;
-		pthread_mutex_unlock(&store->wal_syncer_mutex);
+		if (store->wal_syncer_stop)
+			break;
+		if (atomic_load(&store->lazy_covered) >= mark)
 		{
-			char	   *errptr = NULL;
-
-			rocksdb_flush_wal(store->db, 1, &errptr);
-			if (errptr != NULL)
-			{
-				/* the writes stay pending: the next round, or a synced write, retries */
-				ts_log(TS_LOG_WARNING, "could not sync the write-ahead log: %s", errptr);
-				free(errptr);
-			}
-			else
-			{
-				ts_storage_lazy_covered(store, pending);
-				atomic_fetch_add(&store->wal_background_syncs, 1);
-			}
+			mark = atomic_load(&store->lazy_writes);
+			continue;
 		}
+		pthread_mutex_unlock(&store->wal_syncer_mutex);
+		mark = atomic_load(&store->lazy_writes);
+		rc = sync_lazy(store, &errptr);
+		if (rc < 0)
+		{
+			/* still not covered: the next round, or a synced write, retries */
+			ts_log(TS_LOG_WARNING, "could not sync the write-ahead log: %s", errptr);
+			free(errptr);
+		}
+		else if (rc > 0)
+			atomic_fetch_add(&store->wal_background_syncs, 1);
 		pthread_mutex_lock(&store->wal_syncer_mutex);
 	}
 	pthread_mutex_unlock(&store->wal_syncer_mutex);
