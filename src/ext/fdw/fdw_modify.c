@@ -89,20 +89,16 @@ tcopyIsForeignRelUpdatable(Relation rel)
 	return (1 << CMD_INSERT) | (1 << CMD_UPDATE) | (1 << CMD_DELETE);
 }
 
-/* Whether the foreign table has the key option (its rows can be named). */
+/*
+ * Whether the foreign table has the key option (its rows can be named), as
+ * the backend keeps it (codec_cache.c).
+ */
 static bool
 tcopy_rel_has_key(Relation rel)
 {
-	ListCell   *lc;
+	bool		key_bytes;
 
-	foreach(lc, GetForeignTable(RelationGetRelid(rel))->options)
-	{
-		DefElem    *def = lfirst_node(DefElem, lc);
-
-		if (strcmp(def->defname, "key") == 0)
-			return true;
-	}
-	return false;
+	return tcopy_rel_key_attnums(rel, &key_bytes) != NIL;
 }
 
 /*
