@@ -101,6 +101,17 @@ ALTER FOREIGN TABLE pc_a OPTIONS (SET table_name 'tcopy_plan_cache.a');
 SELECT * FROM pc_a ORDER BY k;
 SELECT * FROM pc_b ORDER BY k;
 
+-- an INSERT's writer too: a duplicate key is an error, then ignored
+PREPARE ins_a(int, text) AS INSERT INTO pc_a VALUES ($1, $2);
+INSERT INTO pc_a VALUES (1, 'dup');
+EXECUTE ins_a(2, 'dup');
+ALTER FOREIGN TABLE pc_a OPTIONS (ADD on_conflict 'ignore');
+INSERT INTO pc_a VALUES (1, 'dup');
+EXECUTE ins_a(2, 'dup');
+ALTER FOREIGN TABLE pc_a OPTIONS (DROP on_conflict);
+EXECUTE ins_a(2, 'dup');
+SELECT * FROM pc_a ORDER BY k;
+
 -- dropped, and made again under the same name: other columns, other rows
 SELECT v FROM pc_b WHERE k = 2;
 DROP FOREIGN TABLE pc_b;

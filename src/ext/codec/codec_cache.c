@@ -24,8 +24,9 @@
  * catalogs as of its locks, as it did when it read them itself.
  *
  * A shared codec is read-only: the scans and direct modifies that share
- * it never change it, while INSERT's and COPY's writers, which do (the
- * columns a row names, on_conflict), build their own.  Tables with
+ * it never change it; an INSERT's writer, which does (the columns a row
+ * names, on_conflict, the key images of a row), gets a copy of the struct
+ * whose columns are the shared codec's.  Tables with
  * columns stored in forms.c's forms (enums, records) are not kept: a
  * form holds enum labels and record types, which change by statements
  * no cheap invalidation tells of.  A codec in use is pinned by the memory
@@ -262,6 +263,20 @@ tcopy_rel_codec_shared(Relation rel, Oid userid)
 	shared->cached = true;
 	codec_pin(shared);
 	return shared->codec;
+}
+
+TcopyRelCodec *
+tcopy_rel_codec_writable(Relation rel, Oid userid)
+{
+	TcopyRelCodec *shared = tcopy_rel_codec_shared(rel, userid);
+	TcopyRelCodec *codec = palloc(sizeof(TcopyRelCodec));
+
+	/* the columns, schema and options' strings stay the shared codec's */
+	*codec = *shared;
+	initStringInfo(&codec->image_buf);
+	codec->root_relid = InvalidOid;
+	codec->inserted_cols = NULL;
+	return codec;
 }
 
 List *

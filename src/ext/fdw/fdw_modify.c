@@ -146,8 +146,8 @@ tcopy_modify_begin(ModifyTableState *mtstate, ResultRelInfo *resultRelInfo)
 		tcopy_update_reads_partition_qual(resultRelInfo->ri_RelationDesc,
 										  ExecGetUpdatedCols(resultRelInfo, estate));
 
-	fmstate->codec = tcopy_rel_codec(resultRelInfo->ri_RelationDesc,
-									 tcopy_rte_user(estate, tcopy_result_rti(resultRelInfo)));
+	fmstate->codec = tcopy_rel_codec_writable(resultRelInfo->ri_RelationDesc,
+											  tcopy_rte_user(estate, tcopy_result_rti(resultRelInfo)));
 	if (tcopy_insert_on_conflict != NULL)
 		fmstate->codec->options.on_conflict = *tcopy_insert_on_conflict;
 	/* as ExecConstraints describes a failing row */
