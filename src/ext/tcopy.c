@@ -275,6 +275,7 @@ _PG_init(void)
 	tcopy_define_gucs();
 	tcopy_set_fdw_handler(tcopy_fdw_handler);
 	TcopyExtensionInit();
+	TcopyCodecCacheInit();
 	TcopyXactInit();
 	TcopyTruncatedInit();
 	TcopyHookInit();

@@ -31,7 +31,6 @@
 
 #include "access/nbtree.h"
 #include "access/relation.h"
-#include "catalog/pg_am.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
@@ -40,6 +39,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/typcache.h"
 
 #include "tcopy/catalog.h"
 #include "tcopy/codec.h"
@@ -62,7 +62,7 @@ tcopy_key_image_of(const char *relname, Form_pg_attribute att)
 {
 	Oid			base = getBaseType(att->atttypid);
 	Oid			collation = att->attcollation;
-	Oid			opclass;
+	TypeCacheEntry *typentry;
 	Oid			opcintype;
 	Oid			proc;
 
@@ -91,13 +91,14 @@ tcopy_key_image_of(const char *relname, Form_pg_attribute att)
 				return TCOPY_KEY_IMAGE_REG;
 			break;
 	}
-	opclass = GetDefaultOpClass(base, BTREE_AM_OID);
-	if (!OidIsValid(opclass))
+	/* the default btree operator class, as the type cache keeps it */
+	typentry = lookup_type_cache(base, TYPECACHE_BTREE_OPFAMILY);
+	if (!OidIsValid(typentry->btree_opf))
 		key_refuse(relname, att,
 				   psprintf("Type %s has no default btree operator class: nothing says which of its values are equal.",
 							format_type_be(base)));
-	opcintype = get_opclass_input_type(opclass);
-	proc = get_opfamily_proc(get_opclass_family(opclass), opcintype, opcintype,
+	opcintype = typentry->btree_opintype;
+	proc = get_opfamily_proc(typentry->btree_opf, opcintype, opcintype,
 							 BTEQUALIMAGE_PROC);
 	if (!OidIsValid(proc) ||
 		!DatumGetBool(OidFunctionCall1Coll(proc, collation, ObjectIdGetDatum(opcintype))))

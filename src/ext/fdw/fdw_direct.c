@@ -209,7 +209,8 @@ tcopyPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation
 	Plan	   *subplan = outerPlan(plan);
 	ForeignScan *fscan;
 	Relation	rel;
-	TcopyTableOptions options;
+	List	   *key_attnums = NIL;
+	bool		key_bytes;
 	List	   *assignments = NIL;
 	bool		ok = true;
 	AttrNumber	key_attnum = InvalidAttrNumber;
@@ -230,11 +231,11 @@ tcopyPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation
 		ok = false;
 	if (ok)
 	{
-		tcopy_get_table_options(rel, OidIsValid(rte->checkAsUser) ? rte->checkAsUser : GetUserId(),
-								&options);
-		if (list_length(options.key_attnums) == 1)
-			key_attnum = linitial_int(options.key_attnums);
-		else if (options.key_attnums == NIL)
+		/* the key, from the table's options (the user mapping is the scan's) */
+		key_attnums = tcopy_rel_key_attnums(rel, &key_bytes);
+		if (list_length(key_attnums) == 1)
+			key_attnum = linitial_int(key_attnums);
+		else if (key_attnums == NIL)
 			ok = false;
 	}
 	/* every qual is a bound on the key the range carries */
@@ -262,7 +263,7 @@ tcopyPlanDirectModify(PlannerInfo *root, ModifyTable *plan, Index resultRelation
 			List	   *assignment;
 
 			/* nor a column the partition constraint reads: the row may move */
-			if (attno <= 0 || list_member_int(options.key_attnums, attno) ||
+			if (attno <= 0 || list_member_int(key_attnums, attno) ||
 				tcopy_update_reads_partition_qual(rel, bms_make_singleton(attno - FirstLowInvalidHeapAttributeNumber)) ||
 				(assignment = tcopy_direct_assignment(rel, resultRelation, attno,
 													  tle->expr)) == NIL)
@@ -397,7 +398,7 @@ tcopyBeginDirectModify(ForeignScanState *node, int eflags)
 	ListCell   *lc;
 
 	node->fdw_state = state;
-	state->codec = tcopy_rel_codec(rel, tcopy_rte_user(estate, fsplan->scan.scanrelid));
+	state->codec = tcopy_rel_codec_shared(rel, tcopy_rte_user(estate, fsplan->scan.scanrelid));
 	assignments = tcopy_direct_evaluate(assignments, node->ss.ps.ps_ExprContext);
 	tcopy_key_range(state->codec, (List *) list_nth(fsplan->fdw_private, TCOPY_PRIV_BOUNDS),
 					node->ss.ps.ps_ExprContext, &state->range);

@@ -36,6 +36,7 @@
 #include "utils/rel.h"
 
 #include "tcopy/catalog.h"
+#include "tcopy/codec.h"
 #include "tcopy/connection.h"
 #include "tcopy/fdw.h"
 
@@ -167,7 +168,7 @@ tcopy_key_range_selectivity(PlannerInfo *root, RelOptInfo *baserel, Oid foreignt
 {
 	Relation	rel = table_open(foreigntableid, NoLock);
 	bool		key_bytes;
-	List	   *key_attnums = tcopy_table_key_attnums(rel, &key_bytes);
+	List	   *key_attnums = tcopy_rel_key_attnums(rel, &key_bytes);
 	List	   *bounding = NIL;
 	ListCell   *lc;
 

@@ -89,20 +89,16 @@ tcopyIsForeignRelUpdatable(Relation rel)
 	return (1 << CMD_INSERT) | (1 << CMD_UPDATE) | (1 << CMD_DELETE);
 }
 
-/* Whether the foreign table has the key option (its rows can be named). */
+/*
+ * Whether the foreign table has the key option (its rows can be named), as
+ * the backend keeps it (codec_cache.c).
+ */
 static bool
 tcopy_rel_has_key(Relation rel)
 {
-	ListCell   *lc;
+	bool		key_bytes;
 
-	foreach(lc, GetForeignTable(RelationGetRelid(rel))->options)
-	{
-		DefElem    *def = lfirst_node(DefElem, lc);
-
-		if (strcmp(def->defname, "key") == 0)
-			return true;
-	}
-	return false;
+	return tcopy_rel_key_attnums(rel, &key_bytes) != NIL;
 }
 
 /*
@@ -150,8 +146,8 @@ tcopy_modify_begin(ModifyTableState *mtstate, ResultRelInfo *resultRelInfo)
 		tcopy_update_reads_partition_qual(resultRelInfo->ri_RelationDesc,
 										  ExecGetUpdatedCols(resultRelInfo, estate));
 
-	fmstate->codec = tcopy_rel_codec(resultRelInfo->ri_RelationDesc,
-									 tcopy_rte_user(estate, tcopy_result_rti(resultRelInfo)));
+	fmstate->codec = tcopy_rel_codec_writable(resultRelInfo->ri_RelationDesc,
+											  tcopy_rte_user(estate, tcopy_result_rti(resultRelInfo)));
 	if (tcopy_insert_on_conflict != NULL)
 		fmstate->codec->options.on_conflict = *tcopy_insert_on_conflict;
 	/* as ExecConstraints describes a failing row */

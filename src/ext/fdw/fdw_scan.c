@@ -282,7 +282,7 @@ tcopyBeginForeignScan(ForeignScanState *node, int eflags)
 	state = palloc0(sizeof(TcopyScanState));
 	node->fdw_state = state;
 	state->rel = rel;
-	state->codec = tcopy_rel_codec(rel, tcopy_rte_user(node->ss.ps.state, rtindex));
+	state->codec = tcopy_rel_codec_shared(rel, tcopy_rte_user(node->ss.ps.state, rtindex));
 	if (list_nth(fsplan->fdw_private, TCOPY_PRIV_UPPER) != NIL)
 		state->agg = tcopy_agg_scan_begin(fsplan, state->codec);
 	tcopy_scan_choose_columns(state,

@@ -32,6 +32,7 @@
 #include "utils/rel.h"
 
 #include "tcopy/catalog.h"
+#include "tcopy/codec.h"
 #include "tcopy/fdw.h"
 
 /* Whether an equivalence class holds column attnum of rel relid. */
@@ -68,7 +69,7 @@ tcopy_key_order_pathkeys(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntabl
 	if (root->query_pathkeys == NIL)
 		return NIL;
 	rel = table_open(foreigntableid, NoLock);
-	key_attnums = tcopy_table_key_attnums(rel, &key_bytes);
+	key_attnums = tcopy_rel_key_attnums(rel, &key_bytes);
 	foreach(lc, key_attnums)
 	{
 		Oid			type = TupleDescAttr(RelationGetDescr(rel), lfirst_int(lc) - 1)->atttypid;

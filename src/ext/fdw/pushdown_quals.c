@@ -35,9 +35,7 @@
 #include "postgres.h"
 
 #include "access/transam.h"
-#include "catalog/pg_am_d.h"
 #include "catalog/pg_type_d.h"
-#include "commands/defrem.h"
 #include "commands/explain.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
@@ -49,6 +47,7 @@
 #include "utils/date.h"
 #include "utils/lsyscache.h"
 #include "utils/ruleutils.h"
+#include "utils/typcache.h"
 
 #include "tcopy/fdw.h"
 
@@ -316,7 +315,6 @@ filter_operator(Oid opno, Oid inputcollid, bool var_left, Tcopy__ExprOp *op)
 	Oid			lefttype,
 				righttype;
 	FilterClass cls;
-	Oid			opclass;
 	Oid			family;
 	int			strategy;
 
@@ -326,10 +324,18 @@ filter_operator(Oid opno, Oid inputcollid, bool var_left, Tcopy__ExprOp *op)
 	cls = filter_class_of(lefttype);
 	if (cls == CLASS_NONE || filter_class_of(righttype) != cls)
 		return CLASS_NONE;
-	opclass = GetDefaultOpClass(var_left ? lefttype : righttype, BTREE_AM_OID);
-	if (!OidIsValid(opclass))
+
+	/*
+	 * The family of the column's type's default btree operator class, as
+	 * GetDefaultOpClass finds it; the type cache keeps it (and forgets it
+	 * when pg_opclass changes), where GetDefaultOpClass scans pg_opclass at
+	 * each call, which cost more than the rest of the planning of a
+	 * key-point query.
+	 */
+	family = lookup_type_cache(var_left ? lefttype : righttype,
+							   TYPECACHE_BTREE_OPFAMILY)->btree_opf;
+	if (!OidIsValid(family))
 		return CLASS_NONE;
-	family = get_opclass_family(opclass);
 	strategy = get_op_opfamily_strategy(opno, family);
 	if (strategy == InvalidStrategy)
 	{

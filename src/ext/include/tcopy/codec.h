@@ -161,6 +161,22 @@ typedef struct TcopyRelCodec
 extern TcopyRelCodec *tcopy_rel_codec(Relation rel, Oid userid);
 
 /*
+ * in codec_cache.c: the codec of tcopy_rel_codec, shared by the backend's
+ * scans and direct modifies of the table as userid and kept until the
+ * catalogs it was read from change; held until CurrentMemoryContext is
+ * reset or deleted.  Read-only: a writer that changes its codec
+ * (tcopy_codec_set_inserted_cols, options.on_conflict, key images) takes
+ * tcopy_rel_codec_writable's.
+ */
+extern TcopyRelCodec *tcopy_rel_codec_shared(Relation rel, Oid userid);
+/* A codec of its own whose columns are the shared one's, held the same way. */
+extern TcopyRelCodec *tcopy_rel_codec_writable(Relation rel, Oid userid);
+/* tcopy_table_key_attnums of rel, kept the same way (for the planner). */
+extern List *tcopy_rel_key_attnums(Relation rel, bool *key_bytes);
+/* Register the caches' invalidation callbacks (from _PG_init). */
+extern void TcopyCodecCacheInit(void);
+
+/*
  * Tell the codec which columns the statement gave values for (insertedCols,
  * of root_relid when rows are routed through that partitioned table): a
  * failing row's description shows those and the columns the user may
