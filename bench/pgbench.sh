@@ -209,9 +209,13 @@ cleanup()
 }
 trap cleanup EXIT
 
-# the Postgres cluster runs as the same user: admitted by its uid
-as_pg bash -c 'echo $$ >"$1/ts.pid"; exec "$2" --data "$1/ts" --listen "unix:$1/ts.sock" --allow-uid "$3" --statistics --block-cache-mb 1024 2>"$1/tserver.log"' \
-	tserver "$dir" "$tserver" "$user" &
+# the Postgres cluster runs as the same user: admitted by its uid; the
+# heap's shared_buffers as the tserver's block cache, where it has the
+# option (a tserver older than issue 46 has a fixed 64 MB)
+cache=()
+"$tserver" --help 2>&1 | grep -q -- --block-cache-mb && cache=(--block-cache-mb 1024)
+as_pg bash -c 'd=$1 u=$2; shift 2; echo $$ >"$d/ts.pid"; exec "$0" --data "$d/ts" --listen "unix:$d/ts.sock" --allow-uid "$u" --statistics "$@" 2>"$d/tserver.log"' \
+	"$tserver" "$dir" "$user" "${cache[@]}" &
 for _ in $(seq 100); do grep -q "tserver ready" "$dir/tserver.log" 2>/dev/null && break; sleep 0.1; done
 grep -q "tserver ready" "$dir/tserver.log" || { cat "$dir/tserver.log" >&2; exit 1; }
 ts_pid=$(cat "$dir/ts.pid")
