@@ -66,7 +66,8 @@ ok(($stats{rows_committed} // 0) >= 23000, "server_stats: rows committed ($stats
 ok(($stats{tables} // 0) >= 3, "... tables: t and the partitions ($stats{tables})");
 ok(($stats{connections_open} // 0) >= 1, "... open connections ($stats{connections_open})");
 ok(($stats{uptime_ms} // 0) > 0, '... uptime');
-is(scalar(keys %stats), 24, '... 24 counters');
+is(scalar(keys %stats), 26, '... 26 counters');
+ok(exists $stats{lazy_writes} && exists $stats{wal_background_syncs}, "... the publishes' lazy writes and the background syncer's syncs among them");
 ok(($stats{disk_free_bytes} // 0) > 0, "... the room left on the tserver's disk ($stats{disk_free_bytes})");
 is($stats{memory_budget_bytes}, 256 * 1024 * 1024, '... the memory budget (--memory-mb, 256 by default)');
 ($rc, $out, $err) = $node->psql('postgres', "SET ROLE alice; SELECT value > 0 FROM tcopy.server_stats('ts') WHERE stat = 'tables'");
