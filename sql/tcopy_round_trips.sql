@@ -67,6 +67,17 @@ BEGIN;
 INSERT INTO rt VALUES (5, 1);
 COMMIT;
 
+-- the scan's connection remembers rt's tserver table id: dropped and made
+-- again under the same table_name, the table has a new id, and the read
+-- opens it again (UNKNOWN_TABLE for the old one), seeing the new rows
+SELECT v FROM rt WHERE k = 3;
+DROP FOREIGN TABLE rt;
+CREATE FOREIGN TABLE rt (k int NOT NULL, v int) SERVER ts
+	OPTIONS (key 'k', table_name 'rt', on_conflict 'error');
+INSERT INTO rt VALUES (3, 33);
+SELECT v FROM rt WHERE k = 3;
+SELECT count(*) FROM rt;
+
 DROP FOREIGN TABLE rt, rt_hist;
 DROP SERVER ts CASCADE;
 DROP EXTENSION tcopy;
