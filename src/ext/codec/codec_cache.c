@@ -203,6 +203,18 @@ codec_pin(TcopySharedCodec *shared)
 	shared->pins++;
 }
 
+/* A backend-local hash table in CacheMemoryContext, keyed by keysize bytes. */
+static HTAB *
+cache_hash(const char *name, Size keysize, Size entrysize)
+{
+	HASHCTL		ctl;
+
+	ctl.keysize = keysize;
+	ctl.entrysize = entrysize;
+	ctl.hcxt = CacheMemoryContext;
+	return hash_create(name, 16, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+}
+
 TcopyRelCodec *
 tcopy_rel_codec_shared(Relation rel, Oid userid)
 {
@@ -214,15 +226,8 @@ tcopy_rel_codec_shared(Relation rel, Oid userid)
 	uint64		generation = tcopy_cache_generation;
 
 	if (tcopy_codecs == NULL)
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = sizeof(TcopyCodecKey);
-		ctl.entrysize = sizeof(TcopyCodecEntry);
-		ctl.hcxt = CacheMemoryContext;
-		tcopy_codecs = hash_create("tcopy codecs", 16, &ctl,
-								   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	}
+		tcopy_codecs = cache_hash("tcopy codecs", sizeof(TcopyCodecKey),
+								  sizeof(TcopyCodecEntry));
 	memset(&key, 0, sizeof(key));
 	key.relid = RelationGetRelid(rel);
 	key.userid = userid;
@@ -288,15 +293,7 @@ tcopy_rel_key_attnums(Relation rel, bool *key_bytes)
 	uint64		generation = tcopy_cache_generation;
 
 	if (tcopy_keys == NULL)
-	{
-		HASHCTL		ctl;
-
-		ctl.keysize = sizeof(Oid);
-		ctl.entrysize = sizeof(TcopyKeyEntry);
-		ctl.hcxt = CacheMemoryContext;
-		tcopy_keys = hash_create("tcopy table keys", 16, &ctl,
-								 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-	}
+		tcopy_keys = cache_hash("tcopy table keys", sizeof(Oid), sizeof(TcopyKeyEntry));
 	entry = hash_search(tcopy_keys, &relid, HASH_FIND, NULL);
 	if (entry != NULL)
 	{

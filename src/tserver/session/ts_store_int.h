@@ -52,7 +52,7 @@ int			ts_session_overlay(TsStore *store, uint64_t session_id, const uint8_t *key
 void		ts_overlay_free(TsOverlay *overlay);
 
 /*
- * in ts_scan.c: narrow [*lower, *upper) (upper empty: unbounded) to a
+ * in ts_scan_range.c: narrow [*lower, *upper) (upper empty: unbounded) to a
  * part of a SPLIT, [raw_lower, raw_upper) (each empty: no narrowing),
  * *empty when nothing is left: 0, or -1 with err (ERROR_PROTOCOL: a raw
  * key outside the table)
@@ -60,6 +60,14 @@ void		ts_overlay_free(TsOverlay *overlay);
 int			ts_scan_narrow(const TsTable *table, const ProtobufCBinaryData *raw_lower,
 						   const ProtobufCBinaryData *raw_upper, TcBuf *lower, TcBuf *upper,
 						   bool *empty, TsError *err);
+
+/*
+ * in ts_scan_range.c: whether request reads one whole key, lower (its
+ * encoded lower bound): both bounds inclusive, equal and of every key
+ * column, and no part's narrowing
+ */
+bool		ts_scan_is_point(const TsTable *table, const Tcopy__Scan *request,
+							 const TcBuf *lower);
 
 /* A prepared session's sentinel key (TS_SENTINEL_KEY_MAX bytes at most) of gid. */
 size_t		ts_sentinel_key(const char *gid, char *key);
