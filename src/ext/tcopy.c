@@ -94,6 +94,17 @@ tcopy_define_gucs(void)
 							 0,
 							 NULL, NULL, NULL);
 
+	DefineCustomBoolVariable("tcopy.fast_reader",
+							 "Reads COPY's text and csv rows with tcopy's vectorized reader.",
+							 "When off, PostgreSQL's own COPY reader splits every row, as "
+							 "it does for what tcopy's reader declines; the rows and "
+							 "errors are the same.",
+							 &tcopy_fast_reader,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
 	DefineCustomEnumVariable("tcopy.encoder",
 							 "Sets how write batches are encoded.",
 							 "\"wire\" writes protobuf's wire format straight into the "

@@ -226,6 +226,7 @@ typedef struct CopyRowState
 	ResultRelInfo *partition;	/* the target, when a partition */
 	TcopyRoute *route;			/* the partitions, when partitioned */
 	TcopyWriter *writer;		/* of the row read last, when routed */
+	TcopyReader *reader;		/* tcopy's reader of plan's rows, or NULL */
 } CopyRowState;
 
 /* Read, convert and encode the next row into the writer's row. */
@@ -310,6 +311,8 @@ copy_read_row_or_skip(CopyRowState *state, TcopyBadRows *bad_rows, bool *skipped
 	attname = cstate->cur_attname ? cstate->cur_attname : edata->column_name;
 	attval = cstate->cur_attname ? cstate->cur_attval : NULL;
 	*skipped = true;
+	if (state->reader != NULL)
+		tcopy_reader_line_buf(state->reader);	/* reject_table's raw_line */
 	/* with the field still named: REJECT_LIMIT's CONTEXT is Postgres 18's */
 	tcopy_bad_row_skip(bad_rows, cstate, attname, attval, edata);
 	cstate->cur_attname = NULL;
@@ -385,6 +388,11 @@ copy_read_rows(CopyRowState *state, TcopyBadRows *bad_rows)
 	/* errors while reading a row carry "COPY t, line N" */
 	errcallback.callback = CopyFromErrorCallback;
 	errcallback.arg = (void *) state->cstate;
+	if (state->reader != NULL)
+	{
+		errcallback.callback = tcopy_reader_error_callback;
+		errcallback.arg = (void *) state->reader;
+	}
 	errcallback.previous = error_context_stack;
 	error_context_stack = &errcallback;
 
@@ -484,7 +492,17 @@ copy_rows(ParseState *pstate, const CopyStmt *stmt, Relation rel, List *where,
 		ereport(DEBUG1,
 				(errmsg_internal("tcopy: COPY %s parsed by the backend alone: ON_ERROR ignore",
 								 RelationGetRelationName(rel))));
+	if (where == NIL && tcopy_raw_fields && tcopy_fast_reader &&
+		!state.cstate->opts.binary && state.cstate->copy_src != COPY_CALLBACK)
+	{
+		/* tcopy's reader reads a data source callback: the replay's */
+		source = state.cstate;
+		state.cstate = tcopy_source_replay(pstate, rel, source, stmt->attlist, options,
+										   NULL, 0);
+	}
 	copy_prepare_rows(&state, rel, estate, where, on_conflict, codec);
+	if (state.plan != NULL)
+		state.reader = tcopy_field_plan_reader(state.plan, state.cstate, tcopy_source_unread);
 	if (bad_rows.ignore)
 		tcopy_bad_rows_begin(&bad_rows, rel);
 	processed = copy_read_rows(&state, &bad_rows);

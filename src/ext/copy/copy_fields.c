@@ -3,9 +3,8 @@
  *		COPY's raw text fields straight to wire values: what NextCopyFrom
  *		does, without a Datum in between for the common types.
  *
- * Rows still come from Postgres' COPY reader (NextCopyFromRawFields: line
- * splitting, quoting, escapes, encoding conversion and checks, the header
- * line); what is skipped is the per-field detour through an input function
+ * Rows come from tcopy's reader (copy_reader.c) when the caller gave the
+ * plan one, or from Postgres' (NextCopyFromRawFields); what is skipped is the per-field detour through an input function
  * and a palloc'd Datum that the wire row then copies again.  For these
  * types the field's string is converted by the very function the type's
  * input function calls, or is itself the value:
@@ -101,6 +100,7 @@ struct TcopyFieldPlan
 	FieldValue *values;			/* [nfields]: the row read last */
 	char	  **strings;		/* [nfields]: its fields, NULL for a NULL */
 	TcopyFieldTarget *target;	/* the COPY's own table */
+	TcopyReader *reader;		/* tcopy's reader, or NULL: Postgres' */
 };
 
 static FieldConv
@@ -161,6 +161,13 @@ tcopy_field_plan(CopyFromState cstate, TcopyRelCodec *codec)
 	if (codec != NULL)
 		plan->target = tcopy_field_target(plan, codec, NULL);
 	return plan;
+}
+
+TcopyReader *
+tcopy_field_plan_reader(TcopyFieldPlan *plan, CopyFromState cstate, TcopyReaderUnread unread)
+{
+	plan->reader = tcopy_reader_begin(cstate, unread);
+	return plan->reader;
 }
 
 TcopyFieldTarget *
@@ -315,7 +322,8 @@ tcopy_read_fields(CopyFromState cstate, TcopyFieldPlan *plan)
 	char	  **strings;
 	int			nstrings;
 
-	if (!NextCopyFromRawFields(cstate, &strings, &nstrings))
+	if (plan->reader != NULL ? !tcopy_reader_next(plan->reader, &strings, &nstrings) :
+		!NextCopyFromRawFields(cstate, &strings, &nstrings))
 		return false;
 	/* NextCopyFrom's checks, in its order and words */
 	if (nstrings > plan->nfields)

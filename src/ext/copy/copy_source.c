@@ -253,6 +253,8 @@ static struct
 	const char *prefix;
 	size_t		prefix_len;
 	size_t		prefix_pos;
+	const char *unread;			/* given back, read before the rest */
+	size_t		unread_len;
 	bool		marker_scan;	/* text from a client: stop after "\." */
 	TcopyChunkScan scan;
 	bool		ended;			/* at the "\." row's end */
@@ -264,6 +266,15 @@ tcopy_source_replay_cb(void *outbuf, int minread, int maxread)
 	char	   *out = outbuf;
 	int			total = 0;
 
+	/* bytes given back were served and scanned for "\." before */
+	if (replay.unread_len > 0)
+	{
+		total = Min((size_t) maxread, replay.unread_len);
+		memcpy(out, replay.unread, total);
+		replay.unread += total;
+		replay.unread_len -= total;
+		return total;
+	}
 	while (total < minread && total < maxread && !replay.ended)
 	{
 		int			n;
@@ -293,6 +304,19 @@ tcopy_source_replay_cb(void *outbuf, int minread, int maxread)
 }
 
 /*
+ * Give data (len bytes the replay served) back, to be served again first:
+ * tcopy's reader (copy_reader.c) leaves the rest of a COPY to Postgres'
+ * reader so.  data must stay until it is read.
+ */
+void
+tcopy_source_unread(const char *data, size_t len)
+{
+	Assert(replay.unread_len == 0);
+	replay.unread = data;
+	replay.unread_len = len;
+}
+
+/*
  * A CopyFromState that reads prefix (len bytes: what the leader read of
  * src, after a binary header of its own) and then the rest of src, for a
  * serial COPY after all.  BeginCopyFrom starts pg_stat_progress_copy again:
@@ -311,6 +335,7 @@ tcopy_source_replay(ParseState *pstate, Relation rel, CopyFromState src,
 	replay.prefix = prefix;
 	replay.prefix_len = len;
 	replay.prefix_pos = 0;
+	replay.unread_len = 0;
 	replay.ended = false;
 	replay.marker_scan = src->copy_src == COPY_FRONTEND && !src->opts.binary &&
 		!src->opts.csv_mode;

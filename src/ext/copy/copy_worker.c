@@ -143,6 +143,15 @@ worker_read_cb(void *outbuf, int minread, int maxread)
 	return total;
 }
 
+/* tcopy's reader gives back what Postgres' reader is to read: served first. */
+static void
+worker_unread(const char *data, size_t len)
+{
+	Assert(worker.preamble_len == 0);
+	worker.preamble = data;
+	worker.preamble_len = len;
+}
+
 /* Send a message to the leader; the worker ends if the leader is gone. */
 static void
 worker_send(shm_mq_iovec *iov, int iovcnt, bool flush)
@@ -412,6 +421,7 @@ typedef struct WorkerCopy
 	ExprState  *qual;
 	TupleTableSlot *slot;
 	EolType		eol_type;		/* how the input's lines end */
+	TcopyReader *reader;		/* tcopy's reader of plan's rows, or NULL */
 } WorkerCopy;
 
 /*
@@ -436,6 +446,8 @@ worker_copy_chunk(WorkerCopy *copy, const TcopyChunkBegin *begin)
 	cstate->input_reached_eof = false;
 	worker.chunk_ended = false;
 	worker.chunk = begin->chunk;
+	if (copy->reader != NULL)
+		tcopy_reader_chunk(copy->reader);
 	/* as copy.c's copy_read_row */
 	for (;;)
 	{
@@ -623,8 +635,15 @@ tcopy_copy_worker_main(dsm_segment *seg, shm_toc *toc)
 		copy.qual = ExecPrepareQual(where, copy.estate);
 	copy.slot = MakeSingleTupleTableSlot(RelationGetDescr(rel), &TTSOpsVirtual);
 
+	if (copy.plan != NULL)
+		copy.reader = tcopy_field_plan_reader(copy.plan, copy.cstate, worker_unread);
 	errcallback.callback = CopyFromErrorCallback;
 	errcallback.arg = (void *) copy.cstate;
+	if (copy.reader != NULL)
+	{
+		errcallback.callback = tcopy_reader_error_callback;
+		errcallback.arg = (void *) copy.reader;
+	}
 	errcallback.previous = error_context_stack;
 	error_context_stack = &errcallback;
 	PG_TRY();

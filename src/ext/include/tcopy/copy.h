@@ -53,10 +53,29 @@ extern int	tcopy_source_read(struct CopyFromStateData *src, char *buf, int maxre
 extern bool tcopy_source_ready(struct CopyFromStateData *src);
 extern pgsocket tcopy_source_socket(struct CopyFromStateData *src);
 extern void tcopy_source_drain(struct CopyFromStateData *src);
+/* the replay's TcopyReaderUnread */
+extern void tcopy_source_unread(const char *data, size_t len);
 extern struct CopyFromStateData *tcopy_source_replay(struct ParseState *pstate, Relation rel,
 													 struct CopyFromStateData *src,
 													 List *attlist, List *options,
 													 const char *prefix, size_t len);
+
+/* in copy_reader.c: tcopy's COPY reader for text and csv */
+extern bool tcopy_fast_reader;	/* tcopy.fast_reader */
+typedef struct TcopyReader TcopyReader;
+/* give bytes read back to the data source, to be read again first */
+typedef void (*TcopyReaderUnread) (const char *data, size_t len);
+/* NULL: Postgres' reader reads the COPY (why at DEBUG1) */
+extern TcopyReader *tcopy_reader_begin(struct CopyFromStateData *cstate,
+									   TcopyReaderUnread unread);
+/* a worker's next chunk, after its cur_lineno and eol_type are set */
+extern void tcopy_reader_chunk(TcopyReader *r);
+/* NextCopyFromRawFields, by tcopy's reader (or Postgres', once it declined) */
+extern bool tcopy_reader_next(TcopyReader *r, char ***fields, int *nfields);
+/* cstate->line_buf made the row read last, for reject_table */
+extern void tcopy_reader_line_buf(TcopyReader *r);
+/* the error context callback of a COPY read by arg, a TcopyReader */
+extern void tcopy_reader_error_callback(void *arg);
 
 /* in copy_chunks.c: where a parallel COPY's input may be cut */
 typedef struct TcopyChunkScan
@@ -180,6 +199,15 @@ typedef struct TcopyFieldPlan TcopyFieldPlan;
  */
 extern TcopyFieldPlan *tcopy_field_plan(struct CopyFromStateData *cstate,
 										TcopyRelCodec *codec);
+
+/*
+ * Read plan's rows with tcopy's reader (copy_reader.c), which reads cstate's
+ * data source callback and gives bytes back through unread; returns it, or
+ * NULL when Postgres' reader is to read them.
+ */
+extern TcopyReader *tcopy_field_plan_reader(TcopyFieldPlan *plan,
+											struct CopyFromStateData *cstate,
+											TcopyReaderUnread unread);
 
 /*
  * Read the next row into row, as NextCopyFrom would into Datums: the same
