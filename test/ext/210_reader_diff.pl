@@ -7,7 +7,9 @@
 #	rolls back.  What psql prints must be the same, byte for byte: the
 #	rows (a count and an md5 of them in key order) or the error (its
 #	SQLSTATE, message, DETAIL, HINT and CONTEXT, "COPY t, line N, column c"
-#	included; VERBOSITY verbose, without LOCATION).
+#	included; VERBOSITY verbose, without LOCATION).  Postgres' own COPY
+#	of the input into a heap twin must give the same rows too, when both
+#	loaded it and no key came twice (the tcopy table keeps the last).
 #
 #	- tables: a key k int8 and one to five columns of int2, int4, int8,
 #	  float4, float8, numeric, bool, date, timestamp, timestamptz, text,
@@ -96,7 +98,10 @@ sub encode_field
 		$v =~ s/\t/\\t/g if $o->{delim} eq "\t";
 		my $d = quotemeta $o->{delim};
 		$v =~ s/($d)/\\$1/g if $o->{delim} ne "\t";
-		return ($type // '') eq 'text' && rand() < 0.1 ? "\\x41\\101\\b\\v\\303\\251$v" : $v;
+		return "\\x41\\101\\b\\v\\303\\251$v" if ($type // '') eq 'text' && rand() < 0.1;
+		# char(n)'s blanks count characters: an escaped one of two bytes
+		return "\\303\\251" . substr($v, 0, 2) if ($type // '') =~ /char/ && rand() < 0.15;
+		return $v;
 	}
 	my ($q, $e) = ($o->{quote}, $o->{escape});
 	my $needs = $v eq $o->{null} || index($v, $o->{delim}) >= 0 || $v =~ /[\r\n]/
@@ -152,7 +157,7 @@ sub mutate
 
 sub sql_literal { my ($s) = @_; $s =~ s/'/''/g; return "E'" . join('', map { $_ eq '\\' ? '\\\\' : $_ } split //, $s) . "'"; }
 
-my %count = (cases => 0, same_rows => 0, same_error => 0, fast_whole => 0, parallel => 0);
+my %count = (cases => 0, same_rows => 0, same_error => 0, fast_whole => 0, parallel => 0, heap_checked => 0);
 my %errors;	# the first line of each error, counted
 my $start = time();
 my $case = 0;
@@ -165,6 +170,9 @@ while (time() - $start < $seconds && !$failed)
 	my $ddl = "CREATE FOREIGN TABLE $table (k int8"
 	  . join('', map { ", c$_ $cols[$_ - 1]" } 1 .. @cols) . ") SERVER ts OPTIONS (key 'k')";
 	$node->safe_psql('postgres', $ddl);
+	(my $heap_ddl = $ddl) =~ s/CREATE FOREIGN TABLE $table/CREATE TABLE hd_$case/;
+	$heap_ddl =~ s/ SERVER ts OPTIONS .*$//;
+	$node->safe_psql('postgres', $heap_ddl);
 
 	my %o = (format => rand() < 0.5 ? 'text' : 'csv');
 	if ($o{format} eq 'text')
@@ -231,6 +239,25 @@ while (time() - $start < $seconds && !$failed)
 			$stdin ? (stdin_file => $file) : ());
 		$result{$fast} = { out => $out, err => pg_messages($err), raw => $err };
 	}
+	# Postgres' own COPY into a heap twin: the same rows, when both loaded
+	# them and no key came twice (the tcopy table keeps the last)
+	my @heap_opts = grep { !/on_conflict/ } @opts;
+	my (undef, $heap_out) = psql_cmds($node, 'postgres',
+		[ 'BEGIN', "COPY hd_$case FROM $from (" . join(', ', @heap_opts) . ')',
+		  "SELECT count(*), md5(coalesce(string_agg(ROW(hd_$case.*)::text, '|' ORDER BY k), '')) FROM hd_$case",
+		  'ROLLBACK' ],
+		$stdin ? (stdin_file => $file) : ());
+	my ($fast_rows) = $result{on}{out} =~ /^(\d+\|\w+)$/m;
+	my ($heap_rows) = $heap_out =~ /^(\d+\|\w+)$/m;
+	if (defined $fast_rows && defined $heap_rows && (split /\|/, $fast_rows)[0] == (split /\|/, $heap_rows)[0])
+	{
+		$count{heap_checked}++;
+		if ($fast_rows ne $heap_rows)
+		{
+			$result{off}{out} .= "\n(Postgres' COPY into a heap twin: $heap_rows)";
+			$result{on}{out} .= "\n(tcopy: $fast_rows)";
+		}
+	}
 	$count{cases}++;
 	$count{parallel}++ if $parallel && $result{on}{raw} =~ /parallel workers/;
 	my $same = $result{on}{out} eq $result{off}{out} && $result{on}{err} eq $result{off}{err};
@@ -261,17 +288,20 @@ while (time() - $start < $seconds && !$failed)
 	}
 	$count{fast_whole}++ if $result{on}{raw} =~ /read by tcopy's reader/
 	  && $result{on}{raw} !~ /read by PostgreSQL's reader/;
-	$node->safe_psql('postgres', "DROP FOREIGN TABLE $table");
+	$node->safe_psql('postgres', "DROP FOREIGN TABLE $table; DROP TABLE hd_$case");
 	unlink $file;
 }
 
 ok(!$failed, "tcopy's reader and Postgres' give the same rows and errors: $count{cases} inputs "
 	  . "($count{same_rows} loaded, $count{same_error} refused with the same error; "
-	  . "$count{fast_whole} read by tcopy's reader alone, $count{parallel} by parallel workers), seed $seed");
+	  . "$count{fast_whole} read by tcopy's reader alone, $count{parallel} by parallel workers; "
+	  . "$count{heap_checked} also the same rows as Postgres' COPY into a heap twin), seed $seed");
 cmp_ok($count{cases}, '>=', 50, 'the fuzzer ran at least 50 inputs in its time');
 cmp_ok($count{fast_whole}, '>=', $count{cases} * 0.3,
 	"tcopy's reader read at least 3 in 10 inputs whole ($count{fast_whole} of $count{cases})");
 cmp_ok($count{parallel}, '>=', 1, 'some inputs went through parallel workers');
+cmp_ok($count{heap_checked}, '>=', $count{cases} * 0.1,
+	"at least 1 in 10 inputs also compared with Postgres' COPY into a heap twin ($count{heap_checked})");
 note("$errors{$_} x $_") for (sort { $errors{$b} <=> $errors{$a} } keys %errors)[0 .. 11];
 note(sprintf('%.1f inputs a second', $count{cases} / (time() - $start)));
 

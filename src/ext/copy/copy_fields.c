@@ -9,7 +9,9 @@
  * types the field's string is converted by the very function the type's
  * input function calls, or is itself the value:
  *
- *   int2, int4, int8	pg_strtoint16/32/64 (int2in, int4in, int8in call them)
+ *   int2, int4, int8	pg_strtoint16/32/64 (int2in, int4in, int8in call them);
+ *						a field of digits too few to overflow (with tcopy's
+ *						reader, which knows its length) without them
  *   float8				float8in_internal, as float8in calls it
  *   text				the field's bytes (textin copies them)
  *   varchar(n)			the field's bytes, when they are no more than n
@@ -223,10 +225,40 @@ field_is_ascii(const char *s, size_t len)
 	return (acc & UINT64CONST(0x8080808080808080)) == 0;
 }
 
-/* Convert one field; string NULL for a NULL.  See the file comment. */
-static void
+/*
+ * A field of len bytes that is only an optional '-' and 1 to max_digits
+ * decimal digits, into *value: true.  Such a field cannot overflow the
+ * type whose max_digits it is given, and pg_strtoint16/32/64 would return
+ * the same value; anything else (blanks, '+', too many digits, an error) is
+ * left to them.
+ */
+static inline bool
+plain_integer(const char *s, int64 len, int max_digits, int64 *value)
+{
+	bool		neg = s[0] == '-';
+	int64		v = 0;
+
+	if (len - neg < 1 || len - neg > max_digits)
+		return false;
+	for (int64 i = neg; i < len; i++)
+	{
+		uint32		d = (uint32) ((unsigned char) s[i] - '0');
+
+		if (d > 9)
+			return false;
+		v = v * 10 + d;
+	}
+	*value = neg ? -v : v;
+	return true;
+}
+
+/*
+ * Convert one field; string NULL for a NULL, known_len its length or -1.
+ * See the file comment.
+ */
+static inline void
 convert_field(CopyFromState cstate, const FieldPlan *field, char *string,
-			  FieldValue *value)
+			  int64 known_len, bool ascii, FieldValue *value)
 {
 	TupleDesc	desc = RelationGetDescr(cstate->rel);
 	size_t		len = 0;
@@ -244,33 +276,37 @@ convert_field(CopyFromState cstate, const FieldPlan *field, char *string,
 	switch (field->conv)
 	{
 		case FIELD_INT2:
-			value->v.i = pg_strtoint16(string);
+			if (!plain_integer(string, known_len, 4, &value->v.i))
+				value->v.i = pg_strtoint16(string);
 			return;
 		case FIELD_INT4:
-			value->v.i = pg_strtoint32(string);
+			if (!plain_integer(string, known_len, 9, &value->v.i))
+				value->v.i = pg_strtoint32(string);
 			return;
 		case FIELD_INT8:
-			value->v.i = pg_strtoint64(string);
+			if (!plain_integer(string, known_len, 18, &value->v.i))
+				value->v.i = pg_strtoint64(string);
 			return;
 		case FIELD_FLOAT8:
 			value->v.f = float8in_internal(string, NULL, "double precision", string);
 			return;
 		case FIELD_TEXT:
-			len = strlen(string);
+			len = known_len >= 0 ? (size_t) known_len : strlen(string);
 			break;
 		case FIELD_VARCHAR:
-			len = strlen(string);
+			len = known_len >= 0 ? (size_t) known_len : strlen(string);
 			if (len > (size_t) field->maxlen)
 				goto input;		/* varchar_input clips blanks or fails */
 			break;
 		case FIELD_BPCHAR:
-			len = strlen(string);
+			len = known_len >= 0 ? (size_t) known_len : strlen(string);
 			if (len > (size_t) field->maxlen)
 				goto input;		/* bpchar_input clips blanks or fails */
 			value->v.blob.data = (const uint8 *) string;
 			value->v.blob.len = (uint32) len;
 			value->v.blob.pad = field->maxlen -
-				(field_is_ascii(string, len) ? (int) len : pg_mbstrlen_with_len(string, (int) len));
+				(ascii || field_is_ascii(string, len) ? (int) len :
+				 pg_mbstrlen_with_len(string, (int) len));
 			return;
 		case FIELD_INPUT:
 			goto input;
@@ -321,9 +357,17 @@ tcopy_read_fields(CopyFromState cstate, TcopyFieldPlan *plan)
 {
 	char	  **strings;
 	int			nstrings;
+	const uint32 *lengths = NULL;	/* the fields' lengths, when known */
+	bool		ascii = false;	/* the line is ASCII, known so */
+	bool		csv = cstate->opts.csv_mode;
 
-	if (plan->reader != NULL ? !tcopy_reader_next(plan->reader, &strings, &nstrings) :
-		!NextCopyFromRawFields(cstate, &strings, &nstrings))
+	if (plan->reader != NULL)
+	{
+		if (!tcopy_reader_next(plan->reader, &strings, &nstrings))
+			return false;
+		lengths = tcopy_reader_lengths(plan->reader, &ascii);
+	}
+	else if (!NextCopyFromRawFields(cstate, &strings, &nstrings))
 		return false;
 	/* NextCopyFrom's checks, in its order and words */
 	if (nstrings > plan->nfields)
@@ -334,16 +378,18 @@ tcopy_read_fields(CopyFromState cstate, TcopyFieldPlan *plan)
 	{
 		const FieldPlan *field = &plan->fields[f];
 		char	   *string;
+		int64		len;
 
 		if (f >= nstrings)
 			ereport(ERROR,
 					(errcode(ERRCODE_BAD_COPY_FILE_FORMAT),
 					 errmsg("missing data for column \"%s\"", field->attname)));
 		string = strings[f];
-		if (cstate->opts.csv_mode)
+		len = lengths != NULL ? (int64) lengths[f] : -1;
+		if (csv)
 		{
 			if (string == NULL && cstate->opts.force_notnull_flags[field->m])
-				string = cstate->opts.null_print;
+				string = cstate->opts.null_print, len = -1;
 			else if (string != NULL && cstate->opts.force_null_flags[field->m] &&
 					 strcmp(string, cstate->opts.null_print) == 0)
 				string = NULL;
@@ -351,7 +397,7 @@ tcopy_read_fields(CopyFromState cstate, TcopyFieldPlan *plan)
 		strings[f] = string;
 		cstate->cur_attname = field->attname;
 		cstate->cur_attval = string;
-		convert_field(cstate, field, string, &plan->values[f]);
+		convert_field(cstate, field, string, len, ascii && len >= 0, &plan->values[f]);
 		cstate->cur_attname = NULL;
 		cstate->cur_attval = NULL;
 	}

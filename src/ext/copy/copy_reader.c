@@ -113,10 +113,12 @@ struct TcopyReader
 	size_t		pos;			/* the next row's start */
 	size_t		len;			/* bytes read */
 	size_t		verified;		/* bytes checked for the encoding */
+	size_t		ascii_upto;		/* [pos, ascii_upto) is all ASCII */
 	bool		eof;
 
 	char	   *attr;			/* the fields, de-escaped: cap + 1 bytes */
 	char	  **fields;
+	uint32	   *lengths;		/* of the fields, without their NUL */
 	FieldSpan  *spans;
 	int			max_fields;
 
@@ -125,6 +127,8 @@ struct TcopyReader
 	bool		line_valid;		/* the row returned last is at line_start */
 	size_t		line_start;
 	size_t		line_len;
+	int			line_fields;	/* its fields' spans */
+	bool		escaped_non_ascii;	/* a text escape made a byte above 0x7f */
 };
 
 static void reader_alloc(TcopyReader *r, size_t cap);
@@ -190,6 +194,7 @@ tcopy_reader_begin(CopyFromState cstate, TcopyReaderUnread unread)
 	r->eol = cstate->eol_type;
 	r->max_fields = 64;
 	r->fields = palloc(sizeof(char *) * r->max_fields);
+	r->lengths = palloc(sizeof(uint32) * r->max_fields);
 	r->spans = palloc(sizeof(FieldSpan) * r->max_fields);
 	reader_alloc(r, READER_START_BYTES);
 	ereport(DEBUG1,
@@ -202,7 +207,7 @@ tcopy_reader_begin(CopyFromState cstate, TcopyReaderUnread unread)
 void
 tcopy_reader_chunk(TcopyReader *r)
 {
-	r->pos = r->len = r->verified = 0;
+	r->pos = r->len = r->verified = r->ascii_upto = 0;
 	r->eof = false;
 	r->declined = false;
 	r->line_valid = false;
@@ -232,7 +237,13 @@ reader_verify(TcopyReader *r)
 		size_t		window;
 		int			n;
 
-		r->verified += tcopy_simd_ascii_prefix(r->buf + r->verified, r->len - r->verified);
+		size_t		ascii = tcopy_simd_ascii_prefix(r->buf + r->verified,
+													r->len - r->verified);
+
+		/* the ASCII stretch from the row's start grows with the new bytes */
+		if (r->ascii_upto == r->verified)
+			r->ascii_upto += ascii;
+		r->verified += ascii;
 		if (r->verified == r->len)
 			break;
 		/* a stretch that is not ASCII: Postgres' verifier, a window at a time */
@@ -267,6 +278,7 @@ reader_fill(TcopyReader *r, const char **why)
 		memmove(r->buf, r->buf + r->pos, r->len - r->pos);
 		r->len -= r->pos;
 		r->verified -= r->pos;
+		r->ascii_upto -= r->pos;
 		r->pos = 0;
 	}
 	if (r->len == r->cap)
@@ -290,15 +302,20 @@ reader_fill(TcopyReader *r, const char **why)
 	return true;
 }
 
-static void
+static pg_noinline void
+reader_grow_fields(TcopyReader *r)
+{
+	r->max_fields *= 2;
+	r->fields = repalloc(r->fields, sizeof(char *) * r->max_fields);
+	r->lengths = repalloc(r->lengths, sizeof(uint32) * r->max_fields);
+	r->spans = repalloc(r->spans, sizeof(FieldSpan) * r->max_fields);
+}
+
+static inline void
 reader_add_span(TcopyReader *r, int nfields, size_t start, size_t len, bool special)
 {
-	if (nfields >= r->max_fields)
-	{
-		r->max_fields *= 2;
-		r->fields = repalloc(r->fields, sizeof(char *) * r->max_fields);
-		r->spans = repalloc(r->spans, sizeof(FieldSpan) * r->max_fields);
-	}
+	if (unlikely(nfields >= r->max_fields))
+		reader_grow_fields(r);
 	r->spans[nfields].start = (uint32) start;
 	r->spans[nfields].len = (uint32) len;
 	r->spans[nfields].special = special;
@@ -576,17 +593,23 @@ unquote_csv(const TcopyReader *r, const char *cur, const char *line_end, char *o
 	return out;
 }
 
-/* Pass 2: the fields of the line at r->line_start into r->fields. */
+/*
+ * Pass 2: the fields of the line at r->line_start into r->fields.  A field
+ * without a backslash or quote stays where it is, its delimiter or line
+ * end overwritten with its NUL (tcopy_reader_line_buf puts them back); the
+ * others are de-escaped into r->attr.
+ */
 static void
 reader_make_fields(TcopyReader *r, int nfields)
 {
-	const char *line = r->buf + r->line_start;
+	char	   *line = r->buf + r->line_start;
 	char	   *out = r->attr;
 
+	r->escaped_non_ascii = false;
 	for (int f = 0; f < nfields; f++)
 	{
 		const FieldSpan *span = &r->spans[f];
-		const char *raw = line + span->start;
+		char	   *raw = line + span->start;
 		char	   *fld = out;
 
 		/* the null string, compared before de-escaping (csv: unquoted only) */
@@ -594,14 +617,17 @@ reader_make_fields(TcopyReader *r, int nfields)
 			memcmp(raw, r->null_print, span->len) == 0)
 		{
 			r->fields[f] = NULL;
+			r->lengths[f] = 0;
 			continue;
 		}
 		if (!span->special)
 		{
-			memcpy(out, raw, span->len);
-			out += span->len;
+			raw[span->len] = '\0';
+			r->fields[f] = raw;
+			r->lengths[f] = span->len;
+			continue;
 		}
-		else if (r->csv)
+		if (r->csv)
 			out = unquote_csv(r, raw, raw + span->len, out);
 		else
 		{
@@ -609,10 +635,14 @@ reader_make_fields(TcopyReader *r, int nfields)
 
 			out = unescape_text(raw, raw + span->len, out, &saw_non_ascii);
 			if (saw_non_ascii)
+			{
 				pg_verifymbstr(fld, out - fld, false);
+				r->escaped_non_ascii = true;
+			}
 		}
-		*out++ = '\0';
 		r->fields[f] = fld;
+		r->lengths[f] = out - fld;
+		*out++ = '\0';
 	}
 }
 
@@ -682,6 +712,11 @@ tcopy_reader_next(TcopyReader *r, char ***fields, int *nfields)
 		const char *why = NULL;
 		EolType		eol_before = r->eol;
 
+		/* past a stretch that is not ASCII: where does the next one end */
+		if (r->ascii_upto < r->pos)
+			r->ascii_upto = r->pos + tcopy_simd_ascii_prefix(r->buf + r->pos,
+															 r->verified - r->pos);
+
 		switch (reader_scan_line(r, &found))
 		{
 			case LINE_NEED:
@@ -707,6 +742,7 @@ tcopy_reader_next(TcopyReader *r, char ***fields, int *nfields)
 				cstate->cur_lineno = 1 + found.quoted_lines;
 				r->line_start = r->pos;
 				r->line_len = found.line_len;
+				r->line_fields = found.nfields;
 				r->line_valid = true;
 				reader_make_fields(r, found.nfields);
 				reader_match_header(r, found.nfields);
@@ -719,6 +755,7 @@ tcopy_reader_next(TcopyReader *r, char ***fields, int *nfields)
 		cstate->cur_lineno += 1 + found.quoted_lines;
 		r->line_start = r->pos;
 		r->line_len = found.line_len;
+		r->line_fields = found.nfields;
 		r->line_valid = true;
 		reader_make_fields(r, found.nfields);
 		r->pos += found.consumed;
@@ -734,6 +771,17 @@ decline_header:
 }
 
 /*
+ * The lengths of the fields tcopy_reader_next returned last, and whether
+ * its line is all ASCII; NULL when Postgres' reader read it.
+ */
+const uint32 *
+tcopy_reader_lengths(TcopyReader *r, bool *ascii)
+{
+	*ascii = r->line_start + r->line_len <= r->ascii_upto && !r->escaped_non_ascii;
+	return r->declined ? NULL : r->lengths;
+}
+
+/*
  * Make cstate->line_buf the row read last, for what reports it (the error
  * callback, reject_table): the reader keeps the row in its buffer only.
  */
@@ -746,6 +794,13 @@ tcopy_reader_line_buf(TcopyReader *r)
 		return;
 	resetStringInfo(&cstate->line_buf);
 	appendBinaryStringInfo(&cstate->line_buf, r->buf + r->line_start, (int) r->line_len);
+	/* the NULs pass 2 wrote over the delimiters (one after each field but the last) */
+	for (int f = 0; f + 1 < r->line_fields; f++)
+	{
+		const FieldSpan *span = &r->spans[f];
+
+		cstate->line_buf.data[span->start + span->len] = r->delim;
+	}
 	cstate->line_buf_valid = true;
 }
 

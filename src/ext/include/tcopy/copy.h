@@ -72,6 +72,8 @@ extern TcopyReader *tcopy_reader_begin(struct CopyFromStateData *cstate,
 extern void tcopy_reader_chunk(TcopyReader *r);
 /* NextCopyFromRawFields, by tcopy's reader (or Postgres', once it declined) */
 extern bool tcopy_reader_next(TcopyReader *r, char ***fields, int *nfields);
+/* the lengths of the fields returned last and whether their line is ASCII, or NULL (Postgres' reader's) */
+extern const uint32 *tcopy_reader_lengths(TcopyReader *r, bool *ascii);
 /* cstate->line_buf made the row read last, for reject_table */
 extern void tcopy_reader_line_buf(TcopyReader *r);
 /* the error context callback of a COPY read by arg, a TcopyReader */
