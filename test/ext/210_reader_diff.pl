@@ -73,12 +73,19 @@ sub value_of
 	return pick(rand(1000) - 500, 'NaN', 'Infinity', '-Infinity', '1e-40', '3.4e38') if $t eq 'float4';
 	return pick(rand(1e6) - 5e5, 'NaN', '-inf', '1e308', '4.9e-324') if $t eq 'float8';
 	return pick(sprintf('%.3f', rand(1e6)), 'NaN', '-0.0001', '1e5', '12345678901234567890.5') if $t eq 'numeric';
-	return pick('t', 'f', 'true', 'FALSE', 'yes', 'off', '1', ' on ') if $t eq 'bool';
-	return pick('2024-02-29', '1999-12-31', 'epoch', 'infinity', '0001-01-01 BC') if $t eq 'date';
-	return pick('2024-01-01 12:34:56.789', 'epoch', '2000-01-01T00:00:00') if $t eq 'timestamp';
-	return pick('2024-01-01 12:34:56+02', '2024-06-30 23:59:60', 'infinity') if $t eq 'timestamptz';
-	return pick(sprintf('%08x-%04x-%04x-%04x-%012x', rand(2**32), rand(65536), rand(65536), rand(65536), rand(2**40)),
-		'{6ba7b810-9dad-11d1-80b4-00c04fd430c8}') if $t eq 'uuid';
+	return pick('t', 'f', 'true', 'false', 'FALSE', 'yes', 'off', '1', ' on ', 'tru') if $t eq 'bool';
+	my $date = sprintf('%04d-%02d-%02d', pick(1, 1999, 2000, 2024, 2100, 9999), 1 + int(rand(12)), 1 + int(rand(28)));
+	my $time = sprintf('%02d:%02d:%02d', int(rand(24)), int(rand(60)), int(rand(60)))
+	  . pick('', '', '.5', '.123456', '.000001', '.1234567', '.');
+	return pick($date, '2024-02-29', '2023-02-29', '2024-04-31', '1999-12-31', '0000-01-01', 'epoch', 'infinity',
+		'0001-01-01 BC', '20240101', '2024-1-2') if $t eq 'date';
+	return pick("$date $time", "$date $time", '2024-01-01 24:00:00', '2024-06-30 23:59:60', 'epoch',
+		'2000-01-01T00:00:00', "$date  $time", "$date $time+02") if $t eq 'timestamp';
+	return pick("$date $time", "$date $time" . pick('+00', '+05', '-14', '+14', '+15', '+05:30', '-03:45', '+0530', ' UTC', 'Z'),
+		'2024-06-30 23:59:60+00', 'infinity') if $t eq 'timestamptz';
+	my $uuid = sprintf('%08x-%04x-%04x-%04x-%012x', rand(2**32), rand(65536), rand(65536), rand(65536), rand(2**40));
+	return pick($uuid, $uuid, uc $uuid, "{$uuid}", join('', split /-/, $uuid), substr($uuid, 0, 35) . 'g')
+	  if $t eq 'uuid';
 	# text, varchar(5), char(4): with the bytes a reader must get right
 	my $len = $t eq 'text' ? pick(0, 1, 3, 12, 40) : pick(0, 1, 3, 4);
 	my $alphabet = "abcXYZ 09,;|\t\"'\\\n\r.\x{e9}\x{263a}";

@@ -18,6 +18,9 @@
  *   char(n)			the field's bytes and blanks up to n characters, when
  *						there are no more than n bytes (characters counted
  *						without a multibyte walk when the field is ASCII)
+ *   bool, date,		copy_typed.c's converters, for the common spelling of
+ *   timestamp[tz], uuid each (its Datum, as the input function returns it);
+ *						the input function for any other
  *
  * A field that does not meet the condition, a column of any other type and
  * a domain go through the column's input function exactly as NextCopyFrom
@@ -42,6 +45,7 @@
 #include "utils/builtins.h"
 #include "utils/float.h"
 #include "utils/lsyscache.h"
+#include "utils/uuid.h"
 
 #include "tcopy/codec.h"
 #include "tcopy/copy.h"
@@ -55,14 +59,19 @@ typedef enum FieldConv
 	FIELD_FLOAT8,
 	FIELD_TEXT,					/* verbatim */
 	FIELD_VARCHAR,				/* verbatim when short enough */
-	FIELD_BPCHAR				/* verbatim and blanks when short enough */
+	FIELD_BPCHAR,				/* verbatim and blanks when short enough */
+	FIELD_BOOL,					/* copy_typed.c's, or the input function */
+	FIELD_DATE,
+	FIELD_TIMESTAMP,
+	FIELD_TIMESTAMPTZ,
+	FIELD_UUID
 } FieldConv;
 
 /* A value converted, waiting for the row to be assembled in column order. */
 typedef struct FieldValue
 {
 	bool		isnull;
-	bool		is_datum;		/* FIELD_INPUT's result */
+	bool		is_datum;		/* FIELD_INPUT's or copy_typed.c's result */
 	union
 	{
 		int64		i;
@@ -70,6 +79,7 @@ typedef struct FieldValue
 		TcWireBlob	blob;
 		Datum		datum;
 	}			v;
+	pg_uuid_t	uuid;			/* a FIELD_UUID's Datum points here */
 } FieldValue;
 
 /* One field of the COPY's column list. */
@@ -125,6 +135,16 @@ field_conv(Oid typid, int32 typmod, int32 *maxlen)
 			return *maxlen < 0 ? FIELD_TEXT : FIELD_VARCHAR;
 		case BPCHAROID:
 			return *maxlen < 0 ? FIELD_TEXT : FIELD_BPCHAR;
+		case BOOLOID:
+			return FIELD_BOOL;
+		case DATEOID:
+			return FIELD_DATE;
+		case TIMESTAMPOID:		/* timestamp(p) rounds: its input function */
+			return typmod < 0 ? FIELD_TIMESTAMP : FIELD_INPUT;
+		case TIMESTAMPTZOID:
+			return typmod < 0 ? FIELD_TIMESTAMPTZ : FIELD_INPUT;
+		case UUIDOID:
+			return FIELD_UUID;
 		default:
 			return FIELD_INPUT;
 	}
@@ -308,12 +328,39 @@ convert_field(CopyFromState cstate, const FieldPlan *field, char *string,
 				(ascii || field_is_ascii(string, len) ? (int) len :
 				 pg_mbstrlen_with_len(string, (int) len));
 			return;
+		case FIELD_BOOL:
+			if (known_len >= 0 && tcopy_typed_bool(string, known_len, &value->v.datum))
+				goto typed;
+			goto input;
+		case FIELD_DATE:
+			if (known_len >= 0 && tcopy_typed_date(string, known_len, &value->v.datum))
+				goto typed;
+			goto input;
+		case FIELD_TIMESTAMP:
+			if (known_len >= 0 && tcopy_typed_timestamp(string, known_len, &value->v.datum))
+				goto typed;
+			goto input;
+		case FIELD_TIMESTAMPTZ:
+			if (known_len >= 0 && tcopy_typed_timestamptz(string, known_len, &value->v.datum))
+				goto typed;
+			goto input;
+		case FIELD_UUID:
+			if (known_len >= 0 && tcopy_typed_uuid(string, known_len, &value->uuid))
+			{
+				value->v.datum = UUIDPGetDatum(&value->uuid);
+				goto typed;
+			}
+			goto input;
 		case FIELD_INPUT:
 			goto input;
 	}
 	value->v.blob.data = (const uint8 *) string;
 	value->v.blob.len = (uint32) len;
 	value->v.blob.pad = 0;
+	return;
+
+typed:
+	value->is_datum = true;
 	return;
 
 input:

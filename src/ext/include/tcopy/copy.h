@@ -140,6 +140,17 @@ extern TcopyParallelResult tcopy_copy_parallel(struct ParseState *pstate, Relati
 											   struct CopyFromStateData **replay,
 											   uint64 *processed);
 
+/*
+ * in copy_typed.c: a field of len bytes in the common spelling of its type,
+ * to the Datum the input function would return; false: call that function
+ */
+struct pg_uuid_t;
+extern bool tcopy_typed_bool(const char *s, int64 len, Datum *value);
+extern bool tcopy_typed_date(const char *s, int64 len, Datum *value);
+extern bool tcopy_typed_timestamp(const char *s, int64 len, Datum *value);
+extern bool tcopy_typed_timestamptz(const char *s, int64 len, Datum *value);
+extern bool tcopy_typed_uuid(const char *s, int64 len, struct pg_uuid_t *uuid);
+
 /* in copy_bad_rows.c: ON_ERROR, LOG_VERBOSITY, REJECT_LIMIT, reject_table */
 typedef enum TcopyLogVerbosity
 {

@@ -1,0 +1,194 @@
+--
+-- tcopy_typed: COPY fields of bool, date, timestamp, timestamptz and uuid
+-- (copy_typed.c, behind tcopy's reader) give what their input functions
+-- give: the common spelling converted by tcopy, every other spelling and
+-- every bad value by the input function.  The same input is loaded into a
+-- heap table and into a tcopy table with tcopy.fast_reader on and off; the
+-- rows, and each bad value's error and CONTEXT, are the same.  Then rows
+-- that tcopy's reader hands to Postgres' reader part way (a bare "\r", a
+-- "\." row) and HEADER MATCH, beside the heap.
+--
+CREATE EXTENSION tcopy;
+\getenv tcopy_address TCOPY_ADDRESS
+CREATE SERVER ts FOREIGN DATA WRAPPER tcopy OPTIONS (address :'tcopy_address');
+CREATE USER MAPPING FOR PUBLIC SERVER ts;
+-- a session time zone with daylight saving, and DateStyle day first
+SET timezone = 'America/New_York';
+SET datestyle = 'ISO, DMY';
+
+CREATE SCHEMA h;
+CREATE SCHEMA tc;
+CREATE TABLE h.ty (k int NOT NULL, b bool, d date, ts timestamp, tz timestamptz,
+	u uuid, ts3 timestamp(3));
+CREATE FOREIGN TABLE tc.ty (k int NOT NULL, b bool, d date, ts timestamp, tz timestamptz,
+	u uuid, ts3 timestamp(3)) SERVER ts OPTIONS (key 'k', table_name 'tcopy_typed.ty');
+TRUNCATE tc.ty;
+CREATE VIEW ty_check AS
+SELECT (SELECT count(*) FROM h.ty) AS heap_rows,
+	(SELECT count(*) FROM tc.ty) AS tc_rows,
+	(SELECT count(*) FROM (SELECT r::text FROM h.ty r
+						   EXCEPT ALL SELECT r::text FROM tc.ty r) d) AS heap_only,
+	(SELECT count(*) FROM (SELECT r::text FROM tc.ty r
+						   EXCEPT ALL SELECT r::text FROM h.ty r) d) AS tc_only;
+
+-- common spellings and others, at their edges: leap days, the first and
+-- last years, six digits of fraction and seven, offsets of either sign
+-- with and without minutes and past 14 hours, the session's zone (a DST
+-- gap and an ambiguous hour), blanks, DMY order, special values
+COPY h.ty FROM STDIN;
+1	t	2024-02-29	2024-02-29 23:59:59.999999	2024-02-29 23:59:59.999999+14	6ba7b810-9dad-11d1-80b4-00c04fd430c8	2024-01-01 00:00:00.123456
+2	f	0001-01-01	0001-01-01 00:00:00	0001-01-01 00:00:00-14	6BA7B810-9DAD-11D1-80B4-00C04FD430C8	\N
+3	true	1999-12-31	1999-12-31 12:00:00.5	1999-12-31 12:00:00.5+05:30	{6ba7b810-9dad-11d1-80b4-00c04fd430c8}	\N
+4	false	2000-01-01	2000-01-01 00:00:00.000001	2000-01-01 00:00:00-03:45	6ba7b8109dad11d180b400c04fd430c8	\N
+5	yes	31/12/1999	2024-03-10 02:30:00	2024-03-10 02:30:00	\N	\N
+6	 t 	2024-01-02	2024-01-02T03:04:05	2024-01-02 03:04:05 UTC	\N	\N
+7	ON	epoch	infinity	-infinity	\N	\N
+8	\N	2024-1-2	2024-01-02 03:04:05+02	2024-01-02 03:04:05.1234567+00	\N	\N
+9	1	9999-12-31	9999-12-31 23:59:59	2024-01-02 03:04:05+15	\N	\N
+10	t	2024-02-28	2024-02-28 00:00:00.	2024-11-03 01:30:00	\N	\N
+\.
+TRUNCATE tc.ty;
+SET tcopy.fast_reader = on;
+COPY tc.ty FROM STDIN;
+1	t	2024-02-29	2024-02-29 23:59:59.999999	2024-02-29 23:59:59.999999+14	6ba7b810-9dad-11d1-80b4-00c04fd430c8	2024-01-01 00:00:00.123456
+2	f	0001-01-01	0001-01-01 00:00:00	0001-01-01 00:00:00-14	6BA7B810-9DAD-11D1-80B4-00C04FD430C8	\N
+3	true	1999-12-31	1999-12-31 12:00:00.5	1999-12-31 12:00:00.5+05:30	{6ba7b810-9dad-11d1-80b4-00c04fd430c8}	\N
+4	false	2000-01-01	2000-01-01 00:00:00.000001	2000-01-01 00:00:00-03:45	6ba7b8109dad11d180b400c04fd430c8	\N
+5	yes	31/12/1999	2024-03-10 02:30:00	2024-03-10 02:30:00	\N	\N
+6	 t 	2024-01-02	2024-01-02T03:04:05	2024-01-02 03:04:05 UTC	\N	\N
+7	ON	epoch	infinity	-infinity	\N	\N
+8	\N	2024-1-2	2024-01-02 03:04:05+02	2024-01-02 03:04:05.1234567+00	\N	\N
+9	1	9999-12-31	9999-12-31 23:59:59	2024-01-02 03:04:05+15	\N	\N
+10	t	2024-02-28	2024-02-28 00:00:00.	2024-11-03 01:30:00	\N	\N
+\.
+SELECT * FROM ty_check;
+TRUNCATE tc.ty;
+SET tcopy.fast_reader = off;
+COPY tc.ty FROM STDIN;
+1	t	2024-02-29	2024-02-29 23:59:59.999999	2024-02-29 23:59:59.999999+14	6ba7b810-9dad-11d1-80b4-00c04fd430c8	2024-01-01 00:00:00.123456
+2	f	0001-01-01	0001-01-01 00:00:00	0001-01-01 00:00:00-14	6BA7B810-9DAD-11D1-80B4-00C04FD430C8	\N
+3	true	1999-12-31	1999-12-31 12:00:00.5	1999-12-31 12:00:00.5+05:30	{6ba7b810-9dad-11d1-80b4-00c04fd430c8}	\N
+4	false	2000-01-01	2000-01-01 00:00:00.000001	2000-01-01 00:00:00-03:45	6ba7b8109dad11d180b400c04fd430c8	\N
+5	yes	31/12/1999	2024-03-10 02:30:00	2024-03-10 02:30:00	\N	\N
+6	 t 	2024-01-02	2024-01-02T03:04:05	2024-01-02 03:04:05 UTC	\N	\N
+7	ON	epoch	infinity	-infinity	\N	\N
+8	\N	2024-1-2	2024-01-02 03:04:05+02	2024-01-02 03:04:05.1234567+00	\N	\N
+9	1	9999-12-31	9999-12-31 23:59:59	2024-01-02 03:04:05+15	\N	\N
+10	t	2024-02-28	2024-02-28 00:00:00.	2024-11-03 01:30:00	\N	\N
+\.
+SELECT * FROM ty_check;
+SELECT * FROM tc.ty ORDER BY k;
+RESET tcopy.fast_reader;
+
+-- each bad value: the input function's error and CONTEXT, heap and tcopy
+TRUNCATE h.ty;
+TRUNCATE tc.ty;
+COPY h.ty FROM STDIN;
+1	t	2024-01-01	\N	\N	\N	\N
+2	maybe	\N	\N	\N	\N	\N
+\.
+COPY tc.ty FROM STDIN;
+1	t	2024-01-01	\N	\N	\N	\N
+2	maybe	\N	\N	\N	\N	\N
+\.
+COPY h.ty FROM STDIN;
+1	t	2024-01-01	\N	\N	\N	\N
+2	\N	2023-02-29	\N	\N	\N	\N
+\.
+COPY tc.ty FROM STDIN;
+1	t	2024-01-01	\N	\N	\N	\N
+2	\N	2023-02-29	\N	\N	\N	\N
+\.
+COPY h.ty FROM STDIN;
+1	t	2024-01-01	\N	\N	\N	\N
+2	\N	0000-01-01	\N	\N	\N	\N
+\.
+COPY tc.ty FROM STDIN;
+1	t	2024-01-01	\N	\N	\N	\N
+2	\N	0000-01-01	\N	\N	\N	\N
+\.
+COPY h.ty FROM STDIN;
+1	t	2024-01-01	\N	\N	\N	\N
+2	\N	2024-13-01	\N	\N	\N	\N
+\.
+COPY tc.ty FROM STDIN;
+1	t	2024-01-01	\N	\N	\N	\N
+2	\N	2024-13-01	\N	\N	\N	\N
+\.
+COPY h.ty FROM STDIN;
+1	t	2024-01-01	\N	\N	\N	\N
+2	\N	\N	2024-01-01 24:00:01	\N	\N	\N
+\.
+COPY tc.ty FROM STDIN;
+1	t	2024-01-01	\N	\N	\N	\N
+2	\N	\N	2024-01-01 24:00:01	\N	\N	\N
+\.
+COPY h.ty FROM STDIN;
+1	t	2024-01-01	\N	\N	\N	\N
+2	\N	\N	2024-01-01 23:60:00	\N	\N	\N
+\.
+COPY tc.ty FROM STDIN;
+1	t	2024-01-01	\N	\N	\N	\N
+2	\N	\N	2024-01-01 23:60:00	\N	\N	\N
+\.
+COPY h.ty FROM STDIN;
+1	t	2024-01-01	\N	\N	\N	\N
+2	\N	\N	\N	2024-01-01 00:00:00+16	\N	\N
+\.
+COPY tc.ty FROM STDIN;
+1	t	2024-01-01	\N	\N	\N	\N
+2	\N	\N	\N	2024-01-01 00:00:00+16	\N	\N
+\.
+COPY h.ty FROM STDIN;
+1	t	2024-01-01	\N	\N	\N	\N
+2	\N	\N	\N	\N	6ba7b810-9dad-11d1-80b4-00c04fd430cg	\N
+\.
+COPY tc.ty FROM STDIN;
+1	t	2024-01-01	\N	\N	\N	\N
+2	\N	\N	\N	\N	6ba7b810-9dad-11d1-80b4-00c04fd430cg	\N
+\.
+COPY h.ty FROM STDIN;
+1	t	2024-01-01	\N	\N	\N	\N
+2	\N	\N	\N	\N	6ba7b810-9dad-11d1-80b4-00c04fd430c	\N
+\.
+COPY tc.ty FROM STDIN;
+1	t	2024-01-01	\N	\N	\N	\N
+2	\N	\N	\N	\N	6ba7b810-9dad-11d1-80b4-00c04fd430c	\N
+\.
+
+-- tcopy's reader gives the rest to Postgres' reader from a row with a bare
+-- "\r" (an error: the lines end in "\n"), and from a "\." row (the end);
+-- HEADER MATCH refused and accepted; csv with quoted newlines before the
+-- error, whose line numbers count them
+TRUNCATE h.ty;
+TRUNCATE tc.ty;
+-- a bare "\r" in the second row
+COPY h.ty (k, b) FROM PROGRAM $$printf '1\tt\n2\tf\rx\n3\tt\n'$$;
+COPY tc.ty (k, b) FROM PROGRAM $$printf '1\tt\n2\tf\rx\n3\tt\n'$$;
+-- lines that end in "\r\n" throughout, then one in "\n"
+COPY h.ty (k, b) FROM PROGRAM $$printf '1\tt\r\n2\tf\r\n3\tt\n'$$;
+COPY tc.ty (k, b) FROM PROGRAM $$printf '1\tt\r\n2\tf\r\n3\tt\n'$$;
+-- "\r\n" throughout: loaded
+COPY h.ty (k, b) FROM PROGRAM $$printf '1\tt\r\n2\tf\r\n'$$;
+COPY tc.ty (k, b) FROM PROGRAM $$printf '1\tt\r\n2\tf\r\n'$$;
+-- the end-of-data marker: what follows it is not read
+COPY h.ty (k, b) FROM PROGRAM $$printf '3\tt\n4\tf\n\\.\nnot\ta row\n'$$;
+COPY tc.ty (k, b) FROM PROGRAM $$printf '3\tt\n4\tf\n\\.\nnot\ta row\n'$$;
+SELECT * FROM ty_check;
+-- HEADER MATCH: a column name that is not the column's, then the right ones
+COPY h.ty (k, b, d) FROM PROGRAM $$printf 'k,b,dd\n5,t,2024-01-01\n'$$ (FORMAT csv, HEADER match);
+COPY tc.ty (k, b, d) FROM PROGRAM $$printf 'k,b,dd\n5,t,2024-01-01\n'$$ (FORMAT csv, HEADER match);
+COPY h.ty (k, b, d) FROM PROGRAM $$printf 'k,"b",d\n5,t,2024-01-01\n'$$ (FORMAT csv, HEADER match);
+COPY tc.ty (k, b, d) FROM PROGRAM $$printf 'k,"b",d\n5,t,2024-01-01\n'$$ (FORMAT csv, HEADER match);
+-- csv: each quoted newline counts as a line, so that the bad value of the
+-- third record is reported on line 6
+COPY h.ty (k, b, u) FROM PROGRAM $$printf '6,"t",\n7,"\nf\n",\n8,t,"not\na uuid"\n'$$ (FORMAT csv);
+COPY tc.ty (k, b, u) FROM PROGRAM $$printf '6,"t",\n7,"\nf\n",\n8,t,"not\na uuid"\n'$$ (FORMAT csv);
+SELECT * FROM ty_check;
+SELECT * FROM tc.ty ORDER BY k;
+
+SET client_min_messages = warning;
+DROP EXTENSION tcopy CASCADE;
+DROP VIEW IF EXISTS ty_check;
+DROP SCHEMA h, tc CASCADE;
+RESET client_min_messages;

@@ -1,0 +1,208 @@
+/*
+ * copy_typed.c
+ *		COPY fields of bool, date, timestamp, timestamptz and uuid straight to
+ *		their Datums, for the common spelling of each: what the type's input
+ *		function would return, without its parser.
+ *
+ * Each converter takes only a strict subset of what the input function
+ * accepts, the form COPY TO and most programs write, and returns false for
+ * anything else: the caller (copy_fields.c) then calls the input function,
+ * which gives its own value or its own error.  So a converter can never
+ * accept what Postgres refuses, or word an error differently; it need only
+ * compute the same value for what it accepts, which these do by Postgres'
+ * own arithmetic (date2j, the microsecond timestamp):
+ *
+ *   bool			"t", "f", "true", "false"
+ *   date			"YYYY-MM-DD", a year from 0001 (ISO order whatever
+ *					DateStyle says: a field of four digits first is a year)
+ *   timestamp		"YYYY-MM-DD HH:MM:SS" and up to six digits of fraction,
+ *					hours 00-23, seconds 00-59, no typmod (timestamp(p)
+ *					rounds)
+ *   timestamptz	the same and an offset "+HH" or "+HH:MM" (either sign,
+ *					hours up to 14): no time zone rules are involved
+ *   uuid			"xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" in hex of either case
+ *
+ * The field's length must be known (tcopy's reader knows it).
+ * test/ext/210_reader_diff.pl loads values of these types, in and out of
+ * these forms, and compares with Postgres' COPY into a heap twin.
+ */
+#include "postgres.h"
+
+#include "datatype/timestamp.h"
+#include "utils/date.h"
+#include "utils/datetime.h"
+#include "utils/timestamp.h"
+#include "utils/uuid.h"
+
+#include "tcopy/copy.h"
+
+/* n decimal digits at s into *v */
+static inline bool
+digits(const char *s, int n, int *v)
+{
+	int			r = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		uint32		d = (uint32) ((unsigned char) s[i] - '0');
+
+		if (d > 9)
+			return false;
+		r = r * 10 + (int) d;
+	}
+	*v = r;
+	return true;
+}
+
+bool
+tcopy_typed_bool(const char *s, int64 len, Datum *value)
+{
+	if (len == 1 && (s[0] == 't' || s[0] == 'f'))
+		*value = BoolGetDatum(s[0] == 't');
+	else if (len == 4 && memcmp(s, "true", 4) == 0)
+		*value = BoolGetDatum(true);
+	else if (len == 5 && memcmp(s, "false", 5) == 0)
+		*value = BoolGetDatum(false);
+	else
+		return false;
+	return true;
+}
+
+/* "YYYY-MM-DD" at s into days since 2000-01-01 */
+static inline bool
+ymd_days(const char *s, int *days)
+{
+	static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+	int			y,
+				m,
+				d;
+
+	if (s[4] != '-' || s[7] != '-' ||
+		!digits(s, 4, &y) || !digits(s + 5, 2, &m) || !digits(s + 8, 2, &d))
+		return false;
+	if (y < 1 || m < 1 || m > 12 || d < 1)
+		return false;
+	if (d > mdays[m - 1] + (m == 2 && (y % 4 == 0 && (y % 100 != 0 || y % 400 == 0))))
+		return false;
+	*days = date2j(y, m, d) - POSTGRES_EPOCH_JDATE;
+	return true;
+}
+
+bool
+tcopy_typed_date(const char *s, int64 len, Datum *value)
+{
+	int			days;
+
+	if (len != 10 || !ymd_days(s, &days))
+		return false;
+	*value = DateADTGetDatum((DateADT) days);
+	return true;
+}
+
+/* "YYYY-MM-DD HH:MM:SS[.ffffff]" at s; *used its length */
+static inline bool
+local_timestamp(const char *s, int64 len, int64 *ts, int *used)
+{
+	int			days,
+				h,
+				mi,
+				sec,
+				frac = 0;
+	int			n = 19;
+
+	if (len < 19 || !ymd_days(s, &days) || s[10] != ' ' || s[13] != ':' || s[16] != ':' ||
+		!digits(s + 11, 2, &h) || !digits(s + 14, 2, &mi) || !digits(s + 17, 2, &sec) ||
+		h > 23 || mi > 59 || sec > 59)
+		return false;
+	if (len > 19 && s[19] == '.')
+	{
+		int			scale = 100000;
+
+		n = 20;
+		while (n < len && n < 26 && (uint32) ((unsigned char) s[n] - '0') <= 9)
+		{
+			frac += (s[n] - '0') * scale;
+			scale /= 10;
+			n++;
+		}
+		if (n == 20 || (n < len && (uint32) ((unsigned char) s[n] - '0') <= 9))
+			return false;		/* no digit, or more than six */
+	}
+	*ts = (int64) days * USECS_PER_DAY +
+		((int64) ((h * MINS_PER_HOUR + mi) * SECS_PER_MINUTE + sec)) * USECS_PER_SEC + frac;
+	*used = n;
+	return true;
+}
+
+bool
+tcopy_typed_timestamp(const char *s, int64 len, Datum *value)
+{
+	int64		ts;
+	int			used;
+
+	if (!local_timestamp(s, len, &ts, &used) || used != len)
+		return false;
+	*value = TimestampGetDatum(ts);
+	return true;
+}
+
+bool
+tcopy_typed_timestamptz(const char *s, int64 len, Datum *value)
+{
+	int64		ts;
+	int			used;
+	int			oh,
+				om = 0;
+	const char *z;
+
+	if (!local_timestamp(s, len, &ts, &used))
+		return false;
+	z = s + used;
+	if (len - used == 3)
+		;
+	else if (len - used == 6 && z[3] == ':' && digits(z + 4, 2, &om) && om <= 59)
+		;
+	else
+		return false;
+	if ((z[0] != '+' && z[0] != '-') || !digits(z + 1, 2, &oh) || oh > 14)
+		return false;
+	/* local time at an offset east of UTC: UTC is local minus the offset */
+	ts -= (z[0] == '+' ? 1 : -1) * ((int64) (oh * MINS_PER_HOUR + om) * SECS_PER_MINUTE) * USECS_PER_SEC;
+	*value = TimestampTzGetDatum(ts);
+	return true;
+}
+
+static inline int
+hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+bool
+tcopy_typed_uuid(const char *s, int64 len, pg_uuid_t *uuid)
+{
+	int			b = 0;
+
+	if (len != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-')
+		return false;
+	for (int i = 0; i < 36; i += 2)
+	{
+		int			hi,
+					lo;
+
+		if (i == 8 || i == 13 || i == 18 || i == 23)
+			i++;
+		hi = hex_digit(s[i]);
+		lo = hex_digit(s[i + 1]);
+		if (hi < 0 || lo < 0)
+			return false;
+		uuid->data[b++] = (unsigned char) (hi << 4 | lo);
+	}
+	return b == UUID_LEN;
+}
