@@ -12,7 +12,7 @@
 #	loaded it and no key came twice (the tcopy table keeps the last).
 #
 #	- tables: a key k int8 and one to five columns of int2, int4, int8,
-#	  float4, float8, numeric, bool, date, timestamp, timestamptz, text,
+#	  float4, float8, numeric, numeric(8,3), bool, date, timestamp, timestamptz, text,
 #	  varchar(5), char(4) and uuid;
 #	- options: FORMAT text or csv, DELIMITER, NULL, HEADER (false, true,
 #	  match), QUOTE, ESCAPE, FORCE_NULL, FORCE_NOT_NULL, now and then an
@@ -54,7 +54,7 @@ my $dir = "$PostgreSQL::Test::Utils::tmp_check/reader_diff";
 mkdir $dir;
 chmod 0755, $dir;
 
-my @types = ('int2', 'int4', 'int8', 'float4', 'float8', 'numeric', 'bool', 'date',
+my @types = ('int2', 'int4', 'int8', 'float4', 'float8', 'numeric', 'numeric(8,3)', 'bool', 'date',
 	'timestamp', 'timestamptz', 'text', 'varchar(5)', 'char(4)', 'uuid');
 
 sub pick { return $_[int(rand(@_))]; }
@@ -71,8 +71,10 @@ sub value_of
 	return pick(int(rand(2**31)) - 2**30, '-2147483648', '2147483647', '007') if $t eq 'int4';
 	return pick(int(rand(2**40)) - 2**39, '-9223372036854775808', '9223372036854775807') if $t eq 'int8';
 	return pick(rand(1000) - 500, 'NaN', 'Infinity', '-Infinity', '1e-40', '3.4e38') if $t eq 'float4';
-	return pick(rand(1e6) - 5e5, 'NaN', '-inf', '1e308', '4.9e-324') if $t eq 'float8';
-	return pick(sprintf('%.3f', rand(1e6)), 'NaN', '-0.0001', '1e5', '12345678901234567890.5') if $t eq 'numeric';
+	return pick(rand(1e6) - 5e5, sprintf('%.15g', rand(1e4)), sprintf('%.17g', rand()), '-0', '.5', '5.', 'NaN',
+		'-inf', '1e308', '4.9e-324', '0.000000000000000000001') if $t eq 'float8';
+	return pick(sprintf('%.3f', rand(1e6)), sprintf('%.2f', rand(2e6) - 1e6), '-0.00', '000.5', 'NaN', '-0.0001',
+		'1e5', '12345678901234567890.5', '-.5', '5.') if $t =~ /^numeric/;
 	return pick('t', 'f', 'true', 'false', 'FALSE', 'yes', 'off', '1', ' on ', 'tru') if $t eq 'bool';
 	my $date = sprintf('%04d-%02d-%02d', pick(1, 1999, 2000, 2024, 2100, 9999), 1 + int(rand(12)), 1 + int(rand(28)));
 	my $time = sprintf('%02d:%02d:%02d', int(rand(24)), int(rand(60)), int(rand(60)))
@@ -150,6 +152,7 @@ sub mutate
 		{
 			# a line twice, or a field more or less
 			my @lines = split /\n/, $data, -1;
+			next unless @lines;
 			my $l = int(rand(@lines));
 			if (rand() < 0.5) { splice(@lines, $l, 0, $lines[$l]); }
 			elsif (rand() < 0.5) { $lines[$l] .= $o->{delim} . 'extra'; }
@@ -312,4 +315,6 @@ cmp_ok($count{heap_checked}, '>=', $count{cases} * 0.1,
 note("$errors{$_} x $_") for (sort { $errors{$b} <=> $errors{$a} } keys %errors)[0 .. 11];
 note(sprintf('%.1f inputs a second', $count{cases} / (time() - $start)));
 
+$node->stop;
+$ts->stop;
 done_testing();

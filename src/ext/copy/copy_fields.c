@@ -64,7 +64,8 @@ typedef enum FieldConv
 	FIELD_DATE,
 	FIELD_TIMESTAMP,
 	FIELD_TIMESTAMPTZ,
-	FIELD_UUID
+	FIELD_UUID,
+	FIELD_NUMERIC				/* copy_typed.c's send bytes, or the input function */
 } FieldConv;
 
 /* A value converted, waiting for the row to be assembled in column order. */
@@ -80,6 +81,7 @@ typedef struct FieldValue
 		Datum		datum;
 	}			v;
 	pg_uuid_t	uuid;			/* a FIELD_UUID's Datum points here */
+	uint8		numeric[TCOPY_TYPED_NUMERIC_MAX];	/* a FIELD_NUMERIC's blob */
 } FieldValue;
 
 /* One field of the COPY's column list. */
@@ -88,6 +90,7 @@ typedef struct FieldPlan
 	int			m;				/* attnum - 1, in the COPY's table */
 	FieldConv	conv;
 	int32		maxlen;			/* FIELD_VARCHAR, FIELD_BPCHAR: characters */
+	int32		typmod;
 	bool		is_domain;		/* input function called for NULL too */
 	const char *attname;
 } FieldPlan;
@@ -145,6 +148,8 @@ field_conv(Oid typid, int32 typmod, int32 *maxlen)
 			return typmod < 0 ? FIELD_TIMESTAMPTZ : FIELD_INPUT;
 		case UUIDOID:
 			return FIELD_UUID;
+		case NUMERICOID:
+			return FIELD_NUMERIC;
 		default:
 			return FIELD_INPUT;
 	}
@@ -179,6 +184,7 @@ tcopy_field_plan(CopyFromState cstate, TcopyRelCodec *codec)
 		field->is_domain = getBaseType(att->atttypid) != att->atttypid;
 		field->conv = field->is_domain ? FIELD_INPUT :
 			field_conv(att->atttypid, att->atttypmod, &field->maxlen);
+		field->typmod = att->atttypmod;
 	}
 	if (codec != NULL)
 		plan->target = tcopy_field_target(plan, codec, NULL);
@@ -308,8 +314,19 @@ convert_field(CopyFromState cstate, const FieldPlan *field, char *string,
 				value->v.i = pg_strtoint64(string);
 			return;
 		case FIELD_FLOAT8:
-			value->v.f = float8in_internal(string, NULL, "double precision", string);
+			if (known_len < 0 || !tcopy_typed_float8(string, known_len, &value->v.f))
+				value->v.f = float8in_internal(string, NULL, "double precision", string);
 			return;
+		case FIELD_NUMERIC:
+			if (known_len >= 0 &&
+				tcopy_typed_numeric(string, known_len, field->typmod, value->numeric,
+									&value->v.blob.len))
+			{
+				value->v.blob.data = value->numeric;
+				value->v.blob.pad = 0;
+				return;
+			}
+			goto input;
 		case FIELD_TEXT:
 			len = known_len >= 0 ? (size_t) known_len : strlen(string);
 			break;
@@ -531,7 +548,7 @@ tcopy_field_datum(CopyFromState cstate, TcopyFieldPlan *plan, int f, bool *isnul
 		case FIELD_FLOAT8:
 			return Float8GetDatum(value->v.f);
 		default:
-			/* text: converted already, without error; the same Datum again */
+			/* text, numeric: converted already, without error; the same Datum again */
 			return InputFunctionCall(&cstate->in_functions[field->m], plan->strings[f],
 									 cstate->typioparams[field->m],
 									 TupleDescAttr(RelationGetDescr(cstate->rel),

@@ -21,6 +21,9 @@
  *   timestamptz	the same and an offset "+HH" or "+HH:MM" (either sign,
  *					hours up to 14): no time zone rules are involved
  *   uuid			"xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" in hex of either case
+ *   float8		"[-]digits[.digits]", 15 significant digits at most
+ *   numeric		"[-]digits[.digits]" that its numeric(p,s) holds without
+ *					rounding: straight to numeric_send's bytes
  *
  * The field's length must be known (tcopy's reader knows it).
  * test/ext/210_reader_diff.pl loads values of these types, in and out of
@@ -205,4 +208,151 @@ tcopy_typed_uuid(const char *s, int64 len, pg_uuid_t *uuid)
 		uuid->data[b++] = (unsigned char) (hi << 4 | lo);
 	}
 	return b == UUID_LEN;
+}
+
+/*
+ * float8: "[-]digits[.digits]" with at most 15 significant digits and 22
+ * after the point.  The digits as an integer (below 2^53) and the power of
+ * ten are both exact doubles, so one division is the correctly rounded
+ * value of the decimal, which is what strtod (float8in_internal) returns
+ * (Clinger's fast path).
+ */
+bool
+tcopy_typed_float8(const char *s, int64 len, double *value)
+{
+	static const double pow10[] = {
+		1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+		1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22
+	};
+	bool		neg = len > 0 && s[0] == '-';
+	bool		dot = false;
+	uint64		sig = 0;
+	int			significant = 0;
+	int			frac = 0;
+	int			ndigits = 0;
+	double		v;
+
+	for (int64 i = neg; i < len; i++)
+	{
+		uint32		d = (uint32) ((unsigned char) s[i] - '0');
+
+		if (d <= 9)
+		{
+			sig = sig * 10 + d;
+			ndigits++;
+			if (sig != 0)
+				significant++;
+			frac += dot;
+		}
+		else if (s[i] == '.' && !dot)
+			dot = true;
+		else
+			return false;
+	}
+	if (ndigits == 0 || significant > 15 || frac > 22)
+		return false;
+	v = (double) sig / pow10[frac];
+	*value = neg ? -v : v;
+	return true;
+}
+
+#define NUMERIC_SEND_POS	0x0000
+#define NUMERIC_SEND_NEG	0x4000
+
+static inline uint8 *
+put_int16(uint8 *p, int v)
+{
+	p[0] = (uint8) ((v >> 8) & 0xff);
+	p[1] = (uint8) (v & 0xff);
+	return p + 2;
+}
+
+/*
+ * numeric: "[-]digits[.digits]" that fits typmod's numeric(p,s) without
+ * rounding (at most s digits after the point, at most p - s before it,
+ * leading zeros aside), or any such number without a typmod, into the bytes
+ * numeric_send writes for what numeric_in makes of it: base-10000 digits
+ * without leading or trailing zero groups, their weight, the sign (a zero
+ * is positive), and the display scale (typmod's s, or the digits given
+ * after the point).  buf holds TCOPY_TYPED_NUMERIC_MAX bytes.
+ */
+bool
+tcopy_typed_numeric(const char *s, int64 len, int32 typmod, uint8 *buf, uint32 *buflen)
+{
+	int16		groups[(TCOPY_TYPED_NUMERIC_MAX - 8) / 2 + 2];
+	bool		neg = len > 0 && s[0] == '-';
+	const char *ip = s + neg;
+	const char *fp = NULL;
+	int			ilen = 0,
+				flen = 0;
+	int			dscale;
+	int			ngroups = 0,
+				first = 0,
+				weight;
+	int64		i = neg;
+	uint8	   *p;
+
+	while (i < len && (uint32) ((unsigned char) s[i] - '0') <= 9)
+		i++, ilen++;
+	if (i < len && s[i] == '.')
+	{
+		fp = s + ++i;
+		while (i < len && (uint32) ((unsigned char) s[i] - '0') <= 9)
+			i++, flen++;
+		if (flen == 0)
+			return false;
+	}
+	if (i != len || ilen == 0)
+		return false;
+	while (ilen > 0 && *ip == '0')
+		ip++, ilen--;
+	dscale = flen;
+	if (typmod >= (int32) VARHDRSZ)
+	{
+		int32		tm = typmod - VARHDRSZ;
+		int			precision = (tm >> 16) & 0xffff;
+		int			scale = ((tm & 0x7ff) ^ 1024) - 1024;	/* PG 15: may be < 0 */
+
+		if (scale < 0 || flen > scale || ilen > precision - scale)
+			return false;
+		dscale = scale;
+	}
+	if ((ilen + 3) / 4 + (flen + 3) / 4 > (TCOPY_TYPED_NUMERIC_MAX - 8) / 2)
+		return false;
+	/* the integer part's groups, aligned on the point, then the fraction's */
+	for (int at = ilen % 4 ? ilen % 4 - 4 : 0; at < ilen; at += 4)
+	{
+		int			g = 0;
+
+		for (int k = at; k < at + 4; k++)
+			g = g * 10 + (k >= 0 ? ip[k] - '0' : 0);
+		groups[ngroups++] = (int16) g;
+	}
+	weight = ngroups - 1;
+	for (int at = 0; at < flen; at += 4)
+	{
+		int			g = 0;
+
+		for (int k = at; k < at + 4; k++)
+			g = g * 10 + (k < flen ? fp[k] - '0' : 0);
+		groups[ngroups++] = (int16) g;
+	}
+	/* make_result: no leading or trailing zero groups; zero is positive */
+	while (first < ngroups && groups[first] == 0)
+		first++, weight--;
+	while (ngroups > first && groups[ngroups - 1] == 0)
+		ngroups--;
+	if (ngroups == first)
+	{
+		weight = 0;
+		neg = false;
+	}
+	p = put_int16(buf, ngroups - first);
+	p = put_int16(p, weight);
+	p = put_int16(p, neg ? NUMERIC_SEND_NEG : NUMERIC_SEND_POS);
+	p = put_int16(p, dscale);
+	for (int g = first; g < ngroups; g++)
+		p = put_int16(p, groups[g]);
+	*buflen = (uint32) (p - buf);
+	return true;
 }
