@@ -10,7 +10,8 @@
 # The tserver logs at debug level, so that the commit's prepare and publish
 # times (its "session N committed" line) are reported too.
 #
-# Binaries: $TSERVER and $TSERVER_CLI, else build/, else the PATH.
+# Binaries: $TSERVER and $TSERVER_CLI, else build/, else the PATH;
+# $TSERVER_ARGS: more tserver arguments (e.g. "--sst-compression zstd").
 set -euo pipefail
 
 rows=10000000
@@ -49,7 +50,7 @@ trap cleanup EXIT
 
 # tserver-cli runs as this user: admitted by its uid
 "$tserver" --data "$work/data" --listen "unix:$sock" --session-memory-mb "$session_mb" \
-	--log-level debug --allow-uid "$(id -u)" 2>"$work/tserver.log" &
+	--log-level debug --allow-uid "$(id -u)" ${TSERVER_ARGS:-} 2>"$work/tserver.log" &
 pid=$!
 for _ in $(seq 300); do
 	grep -q "tserver ready" "$work/tserver.log" 2>/dev/null && break
@@ -68,7 +69,10 @@ end=$(date +%s.%N)
 read -r u1 s1 <<<"$(cpu "$pid")"
 wb1=$(awk '/^write_bytes/ { print $2 }' "/proc/$pid/io")
 hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$pid/status")
+scan0=$(date +%s.%N)
 count=$("$cli" --address "unix:$sock" scan accounts --format count)
+scan1=$(date +%s.%N)
+data_mb=$(du -sm "$work/data" | awk '{ print $1 }')
 commit=$(sed -n 's/.* committed [0-9]* rows (\([0-9]*\) runs): prepare \([0-9]*\) ms, publish \([0-9]*\) ms.*/\1 \2 \3/p' \
 	"$work/tserver.log" | tail -1)
 read -r runs prepare_ms publish_ms <<<"${commit:-0 0 0}"
@@ -77,7 +81,8 @@ awk -v rows="$rows" -v start="$start" -v end="$end" -v u0="$u0" -v u1="$u1" \
 	-v s0="$s0" -v s1="$s1" -v hwm="$hwm" -v wb="$((wb1 - wb0))" \
 	-v count="$count" -v order="${shuffle:+shuffled}" -v batch="$batch_rows" -v window="$window" \
 	-v session_mb="$session_mb" -v runs="$runs" -v prepare_ms="$prepare_ms" \
-	-v publish_ms="$publish_ms" 'BEGIN {
+	-v publish_ms="$publish_ms" -v scan="$(awk -v a="$scan0" -v b="$scan1" 'BEGIN { print b - a }')" \
+	-v data_mb="$data_mb" 'BEGIN {
 	wall = end - start
 	u = u1 - u0
 	s = s1 - s0
@@ -88,7 +93,8 @@ awk -v rows="$rows" -v start="$start" -v end="$end" -v u0="$u0" -v u1="$u1" \
 	printf "  tserver peak RSS %.1f MB\n", hwm / 1024
 	printf "  tserver wrote   %.1f MB to disk\n", wb / 1048576
 	printf "  commit          %d runs, prepare %d ms, publish %d ms\n", runs, prepare_ms, publish_ms
-	printf "  rows read back  %d\n", count
+	printf "  rows read back  %d, in %.2f s (a full scan)\n", count, scan
+	printf "  data directory  %d MB\n", data_mb
 	if (count != rows) { print "  MISMATCH: rows read back differ from rows loaded"; exit 1 }
 }'
 echo "  client: $out"

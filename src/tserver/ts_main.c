@@ -402,6 +402,8 @@ main(int argc, char **argv)
 	store_options.session_memory_bytes = options.session_memory_mb * 1024 * 1024;
 	store_options.memory_bytes = (uint64_t) options.memory_mb * 1024 * 1024;
 	store_options.block_cache_bytes = options.block_cache_mb * 1024 * 1024;
+	store_options.compression = options.sst_compression;
+	store_options.block_bytes = options.sst_block_kb * 1024;
 	store_options.sync_commits = !options.no_sync;
 	store_options.statistics = options.statistics;
 	store_options.in_doubt_wait_ms = options.in_doubt_wait_ms;

@@ -16,6 +16,8 @@
 #	  dropped: they need a restart), an unchanged one is not;
 #	- with $NOTIFY_SOCKET, READY=1 once it listens, RELOADING=1 and
 #	  READY=1 around a reload, STOPPING=1 at SIGTERM;
+#	- --sst-compression and --sst-block-kb: a bad value refused, rows
+#	  stored under none/4 KB and zstd/64 KB read back;
 #	- --log-format json: every line a JSON object (time, level, message),
 #	  quotes and backslashes escaped;
 #	- packaging/tserver.service passes systemd-analyze verify;
@@ -204,6 +206,26 @@ for my $args ([ '--bogus-option' ], [ '--data' ], [ '--statistics=yes' ], [ '-x'
 		'... in one line and a pointer to --help') or diag($log);
 }
 like($bad->log_contents, qr/invalid option "-x"/, 'an unknown short option is named');
+($what, $status) = $bad->spawn('--sst-compression', 'gzip');
+is("$what " . ($status >> 8), 'exited 2', '--sst-compression gzip: a usage error (exit 2)');
+like($bad->log_contents, qr/^tserver: --sst-compression must be none, lz4 or zstd, not "gzip"$/m,
+	'... naming the choices');
+($what, $status) = $bad->spawn('--sst-block-kb', '0');
+is("$what " . ($status >> 8), 'exited 2', '--sst-block-kb 0: a usage error (exit 2)');
+
+# the SST files' compression and block size (issue 47, bench/sst_options.sh):
+# rows stored under each are read back
+for my $sst ([ 'none', 4 ], [ 'zstd', 64 ])
+{
+	my $z = TcopyTest->new;
+	ok($z->start('--sst-compression', $sst->[0], '--sst-block-kb', $sst->[1]),
+		"a tserver starts with --sst-compression $sst->[0] --sst-block-kb $sst->[1]");
+	my $r = $z->cli('load', 'accounts', '--rows', 300000);
+	is($r->{rc}, 0, '... loads 300000 rows') or diag($r->{err});
+	$r = $z->cli('scan', 'accounts', '--format', 'count');
+	like($r->{out}, qr/^300000$/m, '... and reads them back') or diag($r->{err});
+	$z->stop;
+}
 for my $args ([ '--bogus-option', 'ping' ], [ 'ping', '--rows', 1 ], [ 'load', 't', '--rows', 'x' ], [])
 {
 	my $r = $bad->cli(@$args);

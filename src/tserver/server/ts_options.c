@@ -80,6 +80,9 @@ usage(FILE *out)
 			"  --block-cache-mb N         RocksDB's cache of uncompressed blocks, which\n"
 			"                             reads are served from (default %zu; as\n"
 			"                             Postgres' shared_buffers for a heap)\n"
+			"  --sst-compression C        compression of the stored SST files: none, lz4\n"
+			"                             or zstd (default lz4)\n"
+			"  --sst-block-kb N           size of their data blocks (default 16)\n"
 			"  --merge-threads N          threads of a spilled session's merge at commit\n"
 			"                             (default: the cores, at most 4; at most 8)\n"
 			"  --max-frame-mb N           largest frame accepted from a client (default %u)\n"
@@ -247,6 +250,7 @@ enum
 	OPT_RAFT_ID, OPT_RAFT_LISTEN, OPT_RAFT_DIR, OPT_RAFT_BOOTSTRAP, OPT_RAFT_SECRET,
 	OPT_RAFT_LOG_ENTRIES, OPT_METRICS, OPT_CONFIG, OPT_VERSION, OPT_IDLE_TIMEOUT,
 	OPT_MAX_NAMESPACE_CONNECTIONS, OPT_MAX_NAMESPACE_DISK, OPT_BLOCK_CACHE,
+	OPT_SST_COMPRESSION, OPT_SST_BLOCK,
 	OPT_RAFT_TLS_CERT, OPT_RAFT_TLS_KEY, OPT_RAFT_TLS_CA, OPT_RAFT_CLEARTEXT
 };
 static const struct option long_options[] = {
@@ -269,6 +273,8 @@ static const struct option long_options[] = {
 	{"tls-ca", required_argument, NULL, OPT_TLS_CA},
 	{"session-memory-mb", required_argument, NULL, OPT_SESSION_MEMORY},
 	{"block-cache-mb", required_argument, NULL, OPT_BLOCK_CACHE},
+	{"sst-compression", required_argument, NULL, OPT_SST_COMPRESSION},
+	{"sst-block-kb", required_argument, NULL, OPT_SST_BLOCK},
 	{"memory-mb", required_argument, NULL, OPT_MEMORY},
 	{"merge-threads", required_argument, NULL, OPT_MERGE_THREADS},
 	{"max-frame-mb", required_argument, NULL, OPT_MAX_FRAME},
@@ -316,6 +322,8 @@ options_set_defaults(TsMainOptions *options, int argc)
 	ts_store_default_options(&store_defaults);
 	options->session_memory_mb = store_defaults.session_memory_bytes / TS_MB;
 	options->block_cache_mb = store_defaults.block_cache_bytes / TS_MB;
+	options->sst_compression = store_defaults.compression;
+	options->sst_block_kb = store_defaults.block_bytes / 1024;
 	options->memory_mb = (size_t) (store_defaults.memory_bytes / TS_MB);
 	options->max_frame_mb = TC_FRAME_MAX_DEFAULT / TS_MB;
 	options->in_doubt_wait_ms = store_defaults.in_doubt_wait_ms;
@@ -489,6 +497,19 @@ ts_options_parse(int argc, char **argv, char *const *origins, TsMainOptions *opt
 				break;
 			case OPT_BLOCK_CACHE:
 				options->block_cache_mb = parse_number("--block-cache-mb", optarg, 1, 1024 * 1024);
+				break;
+			case OPT_SST_COMPRESSION:
+				if (strcmp(optarg, "none") == 0)
+					options->sst_compression = TS_COMPRESSION_NONE;
+				else if (strcmp(optarg, "lz4") == 0)
+					options->sst_compression = TS_COMPRESSION_LZ4;
+				else if (strcmp(optarg, "zstd") == 0)
+					options->sst_compression = TS_COMPRESSION_ZSTD;
+				else
+					ts_options_bad("--sst-compression must be none, lz4 or zstd, not \"%s\"", optarg);
+				break;
+			case OPT_SST_BLOCK:
+				options->sst_block_kb = parse_number("--sst-block-kb", optarg, 1, 1024);
 				break;
 			case OPT_MERGE_THREADS:
 				options->merge_threads =

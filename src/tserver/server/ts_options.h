@@ -46,6 +46,8 @@ typedef struct TsMainOptions
 	size_t		decode_memory_mb;
 	size_t		session_memory_mb;
 	size_t		block_cache_mb;
+	int			sst_compression;	/* TS_COMPRESSION_* */
+	size_t		sst_block_kb;
 	size_t		memory_mb;
 	int			merge_threads;	/* 0: the store's default */
 	int			in_doubt_wait_ms;

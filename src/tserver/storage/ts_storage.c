@@ -80,6 +80,8 @@ ts_store_default_options(TsStoreOptions *options)
 		options->merge_threads = 4;
 	options->merge_part_bytes = 32 * 1024 * 1024;
 	options->block_cache_bytes = 128 * 1024 * 1024;	/* as shared_buffers' default */
+	options->compression = TS_COMPRESSION_LZ4;
+	options->block_bytes = 16 * 1024;
 	options->sync_commits = true;
 	options->in_doubt_wait_ms = TS_IN_DOUBT_WAIT_MS_DEFAULT;
 }
@@ -357,7 +359,11 @@ ts_storage_open(TsStore *store, const char *dir, TsError *err)
 	rocksdb_options_increase_parallelism(store->options, 2);
 	rocksdb_options_set_max_background_jobs(store->options, 2);
 	rocksdb_options_set_write_buffer_size(store->options, 64 * 1024 * 1024);
-	rocksdb_options_set_compression(store->options, rocksdb_lz4_compression);
+	/* bench/sst_options.sh measured the choices (--sst-compression) */
+	rocksdb_options_set_compression(store->options,
+									store->opts.compression == TS_COMPRESSION_NONE ? rocksdb_no_compression :
+									store->opts.compression == TS_COMPRESSION_ZSTD ? rocksdb_zstd_compression :
+									rocksdb_lz4_compression);
 
 	/*
 	 * RocksDB's own LOG file lives in the data directory.  On a full disk a
@@ -379,7 +385,7 @@ ts_storage_open(TsStore *store, const char *dir, TsError *err)
 	store->block_cache = rocksdb_cache_create_lru(store->opts.block_cache_bytes);
 	store->table_options = rocksdb_block_based_options_create();
 	rocksdb_block_based_options_set_block_cache(store->table_options, store->block_cache);
-	rocksdb_block_based_options_set_block_size(store->table_options, 16 * 1024);
+	rocksdb_block_based_options_set_block_size(store->table_options, store->opts.block_bytes);
 	rocksdb_options_set_block_based_table_factory(store->options, store->table_options);
 	store->env_options = rocksdb_envoptions_create();
 

@@ -44,6 +44,8 @@ typedef struct TsStoreOptions
 	int			merge_threads;	/* of a commit's merge, 1 .. TS_MERGE_THREADS_MAX */
 	uint64_t	merge_part_bytes;	/* of runs, at least, for each merge thread */
 	size_t		block_cache_bytes;
+	int			compression;	/* of SST files: TS_COMPRESSION_* */
+	size_t		block_bytes;	/* of SST files' data blocks */
 	bool		sync_commits;	/* false only for measurements */
 	bool		statistics;		/* RocksDB's, for measurements */
 	uint64_t	namespace_disk_bytes;	/* a scoped namespace's stored and
@@ -54,6 +56,11 @@ typedef struct TsStoreOptions
 									 * (ts_in_doubt.c); 0: refused at once */
 	bool		replica_group;	/* a replica group's member (ts_group.h) */
 } TsStoreOptions;
+
+/* TsStoreOptions.compression */
+#define TS_COMPRESSION_NONE	0
+#define TS_COMPRESSION_LZ4	1
+#define TS_COMPRESSION_ZSTD	2
 
 void		ts_store_default_options(TsStoreOptions *options);
 
