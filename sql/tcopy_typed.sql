@@ -187,51 +187,53 @@ COPY tc.ty (k, b, u) FROM PROGRAM $$printf '6,"t",\n7,"\nf\n",\n8,t,"not\na uuid
 SELECT * FROM ty_check;
 SELECT * FROM tc.ty ORDER BY k;
 
--- numeric(14,2), numeric and float8: the plain decimals tcopy converts
--- (numeric_send's bytes, Clinger's exact float) and the rest (rounding to
--- the scale, exponents, NaN, blanks, 16 significant digits) by the input
--- functions; then a numeric field too wide for numeric(14,2)
-CREATE TABLE h.num (k int NOT NULL, n numeric(14,2), nn numeric, f8 float8);
-CREATE FOREIGN TABLE tc.num (k int NOT NULL, n numeric(14,2), nn numeric, f8 float8)
+-- numeric(14,2), numeric, float8 and float4: the plain decimals tcopy
+-- converts (numeric_send's bytes, Clinger's exact floats) and the rest
+-- (rounding to the scale, exponents, NaN, blanks, more significant digits
+-- than the fast path takes) by the input functions; then a numeric field
+-- too wide for numeric(14,2)
+CREATE TABLE h.num (k int NOT NULL, n numeric(14,2), nn numeric, f8 float8, f4 float4);
+CREATE FOREIGN TABLE tc.num (k int NOT NULL, n numeric(14,2), nn numeric, f8 float8, f4 float4)
 	SERVER ts OPTIONS (key 'k', table_name 'tcopy_typed.num');
 TRUNCATE tc.num;
 COPY h.num FROM STDIN;
-1	-72722945.08	-72722945.08	913.10966383345
-2	0.5	0.5	-278.871891684305
-3	-0.00	-0.00	0.1
-4	000123.4	000123.4000	1234567890123456
-5	123456789012.34	123456789012.34	-0
-6	1.234	1.23456789012345678901234567890	5.
-7	-.5	-.5	.5
-8	1e3	1e3	1e-5
-9	NaN	NaN	123456789012345
-10	 7 	10000.0001	0.000000000000000000001
-11	999999999999.99	-0.0000001	-9007199254740993
-12	0	0000	00000000000000000000000.5
+1	-72722945.08	-72722945.08	913.10966383345	3.14159
+2	0.5	0.5	-278.871891684305	-0.1
+3	-0.00	-0.00	0.1	16777217
+4	000123.4	000123.4000	1234567890123456	1234567.5
+5	123456789012.34	123456789012.34	-0	0.0000000001
+6	1.234	1.23456789012345678901234567890	5.	-0
+7	-.5	-.5	.5	5.
+8	1e3	1e3	1e-5	12345678
+9	NaN	NaN	123456789012345	.25
+10	 7 	10000.0001	0.000000000000000000001	1e3
+11	999999999999.99	-0.0000001	-9007199254740993	NaN
+12	0	0000	00000000000000000000000.5	3.4028235
 \.
 COPY tc.num FROM STDIN;
-1	-72722945.08	-72722945.08	913.10966383345
-2	0.5	0.5	-278.871891684305
-3	-0.00	-0.00	0.1
-4	000123.4	000123.4000	1234567890123456
-5	123456789012.34	123456789012.34	-0
-6	1.234	1.23456789012345678901234567890	5.
-7	-.5	-.5	.5
-8	1e3	1e3	1e-5
-9	NaN	NaN	123456789012345
-10	 7 	10000.0001	0.000000000000000000001
-11	999999999999.99	-0.0000001	-9007199254740993
-12	0	0000	00000000000000000000000.5
+1	-72722945.08	-72722945.08	913.10966383345	3.14159
+2	0.5	0.5	-278.871891684305	-0.1
+3	-0.00	-0.00	0.1	16777217
+4	000123.4	000123.4000	1234567890123456	1234567.5
+5	123456789012.34	123456789012.34	-0	0.0000000001
+6	1.234	1.23456789012345678901234567890	5.	-0
+7	-.5	-.5	.5	5.
+8	1e3	1e3	1e-5	12345678
+9	NaN	NaN	123456789012345	.25
+10	 7 	10000.0001	0.000000000000000000001	1e3
+11	999999999999.99	-0.0000001	-9007199254740993	NaN
+12	0	0000	00000000000000000000000.5	3.4028235
 \.
 SELECT (SELECT count(*) FROM (SELECT r::text FROM h.num r EXCEPT ALL SELECT r::text FROM tc.num r) d) AS heap_only,
 	(SELECT count(*) FROM (SELECT r::text FROM tc.num r EXCEPT ALL SELECT r::text FROM h.num r) d) AS tc_only,
 	(SELECT count(*) FROM tc.num) AS tc_rows;
-SELECT k, n, nn, f8, float8send(f8) AS f8_bits, numeric_send(n) AS n_bytes FROM tc.num ORDER BY k;
+SELECT k, n, nn, f8, float8send(f8) AS f8_bits, f4, float4send(f4) AS f4_bits, numeric_send(n) AS n_bytes
+FROM tc.num ORDER BY k;
 COPY h.num FROM STDIN;
-13	1234567890123.4	0	0
+13	1234567890123.4	0	0	0
 \.
 COPY tc.num FROM STDIN;
-13	1234567890123.4	0	0
+13	1234567890123.4	0	0	0
 \.
 
 SET client_min_messages = warning;

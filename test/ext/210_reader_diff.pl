@@ -70,17 +70,20 @@ sub value_of
 	return pick(int(rand(65536)) - 32768, '-32768', '32767', ' 12 ', '+7') if $t eq 'int2';
 	return pick(int(rand(2**31)) - 2**30, '-2147483648', '2147483647', '007') if $t eq 'int4';
 	return pick(int(rand(2**40)) - 2**39, '-9223372036854775808', '9223372036854775807') if $t eq 'int8';
-	return pick(rand(1000) - 500, 'NaN', 'Infinity', '-Infinity', '1e-40', '3.4e38') if $t eq 'float4';
+	return pick(rand(1000) - 500, sprintf('%.4f', rand(1000) - 500), sprintf('%.7g', rand(100)), '16777217',
+		'-0', '.25', 'NaN', 'Infinity', '-Infinity', '1e-40', '3.4e38') if $t eq 'float4';
 	return pick(rand(1e6) - 5e5, sprintf('%.15g', rand(1e4)), sprintf('%.17g', rand()), '-0', '.5', '5.', 'NaN',
 		'-inf', '1e308', '4.9e-324', '0.000000000000000000001') if $t eq 'float8';
-	return pick(sprintf('%.3f', rand(1e6)), sprintf('%.2f', rand(2e6) - 1e6), '-0.00', '000.5', 'NaN', '-0.0001',
-		'1e5', '12345678901234567890.5', '-.5', '5.') if $t =~ /^numeric/;
+	return pick(sprintf('%.3f', rand(1e4)), sprintf('%.2f', rand(2e4) - 1e4), sprintf('%.1f', rand(1e6)), '-0.00',
+		'000.5', 'NaN', '-0.0001', '1e3', '-.5', '5.', rand() < 0.2 ? '12345678901234567890.5' : '1.5')
+	  if $t =~ /^numeric/;
 	return pick('t', 'f', 'true', 'false', 'FALSE', 'yes', 'off', '1', ' on ', 'tru') if $t eq 'bool';
 	my $date = sprintf('%04d-%02d-%02d', pick(1, 1999, 2000, 2024, 2100, 9999), 1 + int(rand(12)), 1 + int(rand(28)));
 	my $time = sprintf('%02d:%02d:%02d', int(rand(24)), int(rand(60)), int(rand(60)))
 	  . pick('', '', '.5', '.123456', '.000001', '.1234567', '.');
-	return pick($date, '2024-02-29', '2023-02-29', '2024-04-31', '1999-12-31', '0000-01-01', 'epoch', 'infinity',
-		'0001-01-01 BC', '20240101', '2024-1-2') if $t eq 'date';
+	return pick('2023-02-29', '2024-04-31', '0000-01-01') if $t eq 'date' && rand() < 0.05;
+	return pick($date, $date, '2024-02-29', '1999-12-31', 'epoch', 'infinity', '0001-01-01 BC', '20240101',
+		'2024-1-2') if $t eq 'date';
 	return pick("$date $time", "$date $time", '2024-01-01 24:00:00', '2024-06-30 23:59:60', 'epoch',
 		'2000-01-01T00:00:00', "$date  $time", "$date $time+02") if $t eq 'timestamp';
 	return pick("$date $time", "$date $time" . pick('+00', '+05', '-14', '+14', '+15', '+05:30', '-03:45', '+0530', ' UTC', 'Z'),

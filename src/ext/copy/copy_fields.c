@@ -57,6 +57,7 @@ typedef enum FieldConv
 	FIELD_INT4,
 	FIELD_INT8,
 	FIELD_FLOAT8,
+	FIELD_FLOAT4,				/* copy_typed.c's, or the input function */
 	FIELD_TEXT,					/* verbatim */
 	FIELD_VARCHAR,				/* verbatim when short enough */
 	FIELD_BPCHAR,				/* verbatim and blanks when short enough */
@@ -132,6 +133,8 @@ field_conv(Oid typid, int32 typmod, int32 *maxlen)
 			return FIELD_INT8;
 		case FLOAT8OID:
 			return FIELD_FLOAT8;
+		case FLOAT4OID:
+			return FIELD_FLOAT4;
 		case TEXTOID:
 			return FIELD_TEXT;
 		case VARCHAROID:
@@ -317,6 +320,15 @@ convert_field(CopyFromState cstate, const FieldPlan *field, char *string,
 			if (known_len < 0 || !tcopy_typed_float8(string, known_len, &value->v.f))
 				value->v.f = float8in_internal(string, NULL, "double precision", string);
 			return;
+		case FIELD_FLOAT4:
+			{
+				float		f;
+
+				if (known_len < 0 || !tcopy_typed_float4(string, known_len, &f))
+					goto input;
+				value->v.f = f;
+				return;
+			}
 		case FIELD_NUMERIC:
 			if (known_len >= 0 &&
 				tcopy_typed_numeric(string, known_len, field->typmod, value->numeric,
@@ -547,6 +559,8 @@ tcopy_field_datum(CopyFromState cstate, TcopyFieldPlan *plan, int f, bool *isnul
 			return Int64GetDatum(value->v.i);
 		case FIELD_FLOAT8:
 			return Float8GetDatum(value->v.f);
+		case FIELD_FLOAT4:
+			return Float4GetDatum((float4) value->v.f);
 		default:
 			/* text, numeric: converted already, without error; the same Datum again */
 			return InputFunctionCall(&cstate->in_functions[field->m], plan->strings[f],

@@ -22,6 +22,7 @@
  *					hours up to 14): no time zone rules are involved
  *   uuid			"xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" in hex of either case
  *   float8		"[-]digits[.digits]", 15 significant digits at most
+ *   float4		the same, 7 significant digits at most
  *   numeric		"[-]digits[.digits]" that its numeric(p,s) holds without
  *					rounding: straight to numeric_send's bytes
  *
@@ -211,10 +212,48 @@ tcopy_typed_uuid(const char *s, int64 len, pg_uuid_t *uuid)
 }
 
 /*
- * float8: "[-]digits[.digits]" with at most 15 significant digits and 22
- * after the point.  The digits as an integer (below 2^53) and the power of
- * ten are both exact doubles, so one division is the correctly rounded
- * value of the decimal, which is what strtod (float8in_internal) returns
+ * "[-]digits[.digits]" (a point with digits on either side or both) with
+ * at most max_significant digits from the first that is not zero: the
+ * digits as an integer, how many follow the point, and the sign.
+ */
+static inline bool
+plain_decimal(const char *s, int64 len, int max_significant, uint64 *sig, int *frac,
+			  bool *neg)
+{
+	bool		dot = false;
+	int			significant = 0;
+	int			ndigits = 0;
+
+	*neg = len > 0 && s[0] == '-';
+	*sig = 0;
+	*frac = 0;
+	for (int64 i = *neg; i < len; i++)
+	{
+		uint32		d = (uint32) ((unsigned char) s[i] - '0');
+
+		if (d <= 9)
+		{
+			if (*sig != 0 || d != 0)
+				significant++;
+			if (significant > max_significant)
+				return false;
+			*sig = *sig * 10 + d;
+			ndigits++;
+			*frac += dot;
+		}
+		else if (s[i] == '.' && !dot)
+			dot = true;
+		else
+			return false;
+	}
+	return ndigits > 0;
+}
+
+/*
+ * float8: a plain decimal of at most 15 significant digits and 22 after
+ * the point.  The digits as an integer (below 2^53) and the power of ten
+ * are both exact doubles, so one division is the correctly rounded value
+ * of the decimal, which is what strtod (float8in_internal) returns
  * (Clinger's fast path).
  */
 bool
@@ -224,34 +263,38 @@ tcopy_typed_float8(const char *s, int64 len, double *value)
 		1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
 		1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22
 	};
-	bool		neg = len > 0 && s[0] == '-';
-	bool		dot = false;
-	uint64		sig = 0;
-	int			significant = 0;
-	int			frac = 0;
-	int			ndigits = 0;
+	uint64		sig;
+	int			frac;
+	bool		neg;
 	double		v;
 
-	for (int64 i = neg; i < len; i++)
-	{
-		uint32		d = (uint32) ((unsigned char) s[i] - '0');
-
-		if (d <= 9)
-		{
-			sig = sig * 10 + d;
-			ndigits++;
-			if (sig != 0)
-				significant++;
-			frac += dot;
-		}
-		else if (s[i] == '.' && !dot)
-			dot = true;
-		else
-			return false;
-	}
-	if (ndigits == 0 || significant > 15 || frac > 22)
+	if (!plain_decimal(s, len, 15, &sig, &frac, &neg) || frac > 22)
 		return false;
 	v = (double) sig / pow10[frac];
+	*value = neg ? -v : v;
+	return true;
+}
+
+/*
+ * float4: the same with at most 7 significant digits and 10 after the
+ * point, in single precision: the digits (below 2^24) and the power of ten
+ * (5^10 < 2^24) are exact floats, so one float division is strtof's
+ * correctly rounded value (float4in's).
+ */
+bool
+tcopy_typed_float4(const char *s, int64 len, float *value)
+{
+	static const float pow10f[] = {
+		1e0f, 1e1f, 1e2f, 1e3f, 1e4f, 1e5f, 1e6f, 1e7f, 1e8f, 1e9f, 1e10f
+	};
+	uint64		sig;
+	int			frac;
+	bool		neg;
+	float		v;
+
+	if (!plain_decimal(s, len, 7, &sig, &frac, &neg) || frac > 10)
+		return false;
+	v = (float) sig / pow10f[frac];
 	*value = neg ? -v : v;
 	return true;
 }

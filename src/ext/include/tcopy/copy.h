@@ -151,6 +151,7 @@ extern bool tcopy_typed_timestamp(const char *s, int64 len, Datum *value);
 extern bool tcopy_typed_timestamptz(const char *s, int64 len, Datum *value);
 extern bool tcopy_typed_uuid(const char *s, int64 len, struct pg_uuid_t *uuid);
 extern bool tcopy_typed_float8(const char *s, int64 len, double *value);
+extern bool tcopy_typed_float4(const char *s, int64 len, float *value);
 /* numeric: numeric_send's bytes into buf, at most TCOPY_TYPED_NUMERIC_MAX */
 #define TCOPY_TYPED_NUMERIC_MAX 48
 extern bool tcopy_typed_numeric(const char *s, int64 len, int32 typmod, uint8 *buf,
