@@ -26,6 +26,9 @@
  * drops it; from a file or a program it goes on after a "\." that ends no
  * line): with stop_at_marker, such a row is cut after, and marker set.
  *
+ * Stretches of whole 64-byte blocks without a quote (csv) or backslash
+ * (text) are counted by their newlines at once (skip_plain_blocks).
+ *
  * Lines ending in "\r" alone are not scanned (the reader looks past a
  * "\r" for a "\n", so a chunk cannot end there): such a COPY is serial.
  * Text and csv are scanned as raw bytes, before any encoding conversion,
@@ -37,9 +40,41 @@
 
 #include "postgres.h"
 
+#include "port/pg_bitutils.h"
 #include "port/pg_bswap.h"
 
 #include "tcopy/copy.h"
+#include "copy_simd.h"
+
+/*
+ * From pos, whole 64-byte blocks that hold no byte of set (a quote, a
+ * backslash) and end before min: outside quotes and escapes, each of their
+ * newlines ends a row, so they are counted by the block (copy_simd.c's
+ * masks) and skipped.  Returns where the row-by-row scan goes on.
+ */
+static size_t
+skip_plain_blocks(TcopyChunkScan *scan, const char *buf, size_t pos, size_t len,
+				  size_t min, char special)
+{
+	static TcopySimdMaskFn mask = NULL;
+	TcopySimdSet nl = {{'\n', '\n', '\n', '\n', '\n'}};
+	TcopySimdSet sp = {{(uint8) special, (uint8) special, (uint8) special,
+	(uint8) special, (uint8) special}};
+
+	if (mask == NULL)
+	{
+		const char *name;
+
+		mask = tcopy_simd_mask_fn(&name);
+	}
+	while (pos + TCOPY_SIMD_BLOCK <= len && pos + TCOPY_SIMD_BLOCK < min &&
+		   mask(buf + pos, &sp) == 0)
+	{
+		scan->lines += pg_popcount64(mask(buf + pos, &nl));
+		pos += TCOPY_SIMD_BLOCK;
+	}
+	return pos;
+}
 
 void
 tcopy_chunk_scan_init(TcopyChunkScan *scan, char format, char quote, char escape,
@@ -102,9 +137,13 @@ scan_text(TcopyChunkScan *scan, const char *buf, size_t len, size_t min, bool *c
 
 	while (pos < len)
 	{
-		const char *nl = memchr(buf + pos, '\n', len - pos);
-		size_t		at = nl ? (size_t) (nl - buf) : len;
+		const char *nl;
+		size_t		at;
 
+		if (!scan->backslash)
+			pos = skip_plain_blocks(scan, buf, pos, len, min, '\\');
+		nl = memchr(buf + pos, '\n', len - pos);
+		at = nl ? (size_t) (nl - buf) : len;
 		if (scan->stop_at_marker && !scan->marker && text_has_marker(scan, buf, pos, at))
 			scan->marker = true;
 		if (nl == NULL)
@@ -147,9 +186,14 @@ scan_csv(TcopyChunkScan *scan, const char *buf, size_t len, size_t min, bool *cu
 
 	while (pos < len)
 	{
-		const char *nl = memchr(buf + pos, '\n', len - pos);
-		size_t		end = nl ? (size_t) (nl - buf) : len;
+		const char *nl;
+		size_t		end;
 		size_t		i;
+
+		if (!scan->in_quote && scan->past_first_row)
+			pos = skip_plain_blocks(scan, buf, pos, len, min, scan->quote);
+		nl = memchr(buf + pos, '\n', len - pos);
+		end = nl ? (size_t) (nl - buf) : len;
 
 		/* outside quotes, a stretch with no quote changes no state */
 		if (scan->in_quote || memchr(buf + pos, scan->quote, end - pos) != NULL)
