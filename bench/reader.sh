@@ -15,8 +15,9 @@
 # mixed (9 columns of int, varchar, text with quoting, numeric,
 # timestamptz, float8, bool, NULLs; ~160 bytes a row).  The text format is
 # the same rows written by COPY ... TO (FORMAT text) from the heap table.
-# The extension must be installed (make install); run as root (the cluster
-# runs as postgres) or as a user who can run Postgres.
+# READER_SIMD=sse2 or scalar caps tcopy's reader's vector kernels
+# (tcopy.simd).  The extension must be installed (make install); run as
+# root (the cluster runs as postgres) or as a user who can run Postgres.
 set -euo pipefail
 rows=2000000
 rounds=5
@@ -104,7 +105,7 @@ for ds in $datasets; do
 		for r in $(seq "$rounds"); do
 			for side in fast pg heap; do
 				case $side in
-				fast) s=$(cpu_of "n_$ds" "$file" "$fmt" "SET tcopy.fast_reader = on;") ;;
+				fast) s=$(cpu_of "n_$ds" "$file" "$fmt" "SET tcopy.fast_reader = on; SET tcopy.simd = ${READER_SIMD:-auto};") ;;
 				pg) s=$(cpu_of "n_$ds" "$file" "$fmt" "SET tcopy.fast_reader = off;") ;;
 				heap) s=$(cpu_of "h_$ds" "$file" "$fmt" "TRUNCATE h_$ds; CHECKPOINT;") ;;
 				esac

@@ -236,6 +236,27 @@ COPY tc.num FROM STDIN;
 13	1234567890123.4	0	0	0
 \.
 
+-- rows longer than the reader's first 1 MB buffer, which grows: text with
+-- an escape at the end of a 3 MB field, csv with a quoted field of 2.5 MB
+-- holding a doubled quote and a newline; serial, then by parallel workers
+CREATE TABLE h.long (k int NOT NULL, t text);
+CREATE FOREIGN TABLE tc.long (k int NOT NULL, t text)
+	SERVER ts OPTIONS (key 'k', table_name 'tcopy_typed.long');
+TRUNCATE tc.long;
+COPY h.long FROM PROGRAM $$perl -e 'print "1\t", "x" x 3000000, "\\t\n2\tshort\n"'$$;
+COPY h.long FROM PROGRAM $$perl -e 'print "3,\"", "y" x 2500000, "\"\"\n\"\n4,x\n"'$$ (FORMAT csv);
+COPY tc.long FROM PROGRAM $$perl -e 'print "1\t", "x" x 3000000, "\\t\n2\tshort\n"'$$;
+COPY tc.long FROM PROGRAM $$perl -e 'print "3,\"", "y" x 2500000, "\"\"\n\"\n4,x\n"'$$ (FORMAT csv);
+SELECT k, length(t), md5(t) FROM tc.long ORDER BY k;
+SELECT (SELECT count(*) FROM (SELECT k, md5(t) FROM h.long EXCEPT ALL SELECT k, md5(t) FROM tc.long) d) AS heap_only;
+TRUNCATE tc.long;
+SET tcopy.copy_parallel_threshold = 0;
+COPY tc.long FROM PROGRAM $$perl -e 'print "1\t", "x" x 3000000, "\\t\n2\tshort\n"'$$;
+COPY tc.long FROM PROGRAM $$perl -e 'print "3,\"", "y" x 2500000, "\"\"\n\"\n4,x\n"'$$ (FORMAT csv);
+RESET tcopy.copy_parallel_threshold;
+SELECT (SELECT count(*) FROM (SELECT k, md5(t) FROM h.long EXCEPT ALL SELECT k, md5(t) FROM tc.long) d) AS heap_only,
+	(SELECT count(*) FROM tc.long) AS tc_rows;
+
 SET client_min_messages = warning;
 DROP EXTENSION tcopy CASCADE;
 DROP VIEW IF EXISTS ty_check;

@@ -28,6 +28,14 @@ static const struct config_enum_entry tcopy_encoder_options[] = {
 	{NULL, 0, false}
 };
 
+static const struct config_enum_entry tcopy_simd_options[] = {
+	{"auto", TCOPY_SIMD_AUTO, false},
+	{"avx2", TCOPY_SIMD_AVX2, false},
+	{"sse2", TCOPY_SIMD_SSE2, false},
+	{"scalar", TCOPY_SIMD_SCALAR, false},
+	{NULL, 0, false}
+};
+
 static const struct config_enum_entry tcopy_alloc_mode_options[] = {
 	{"arena", TCOPY_ALLOC_ARENA, false},
 	{"malloc", TCOPY_ALLOC_MALLOC, false},
@@ -101,6 +109,18 @@ tcopy_define_gucs(void)
 							 "errors are the same.",
 							 &tcopy_fast_reader,
 							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
+	DefineCustomEnumVariable("tcopy.simd",
+							 "Sets the vector instructions of tcopy's COPY reader.",
+							 "\"auto\" takes the best the CPU has (AVX2, else SSE2 on "
+							 "x86-64, else scalar code); the others cap it there, "
+							 "for tests and measurements.  The rows are the same.",
+							 &tcopy_simd,
+							 TCOPY_SIMD_AUTO,
+							 tcopy_simd_options,
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);

@@ -220,7 +220,10 @@ close($fh);
 $node->safe_psql($DB, 'TRUNCATE tq');
 my $h = IPC::Run::start([ $node->installed_command('psql'), '-XAt', '-d', $node->connstr($DB),
 	'-c', 'SET tcopy.copy_workers = 3', '-c', 'SET tcopy.copy_parallel_threshold = 0',
-	'-c', "SET tcopy.copy_chunk_bytes = '64kB'", '-c', "COPY tq FROM '$big' (FORMAT csv)" ],
+	'-c', "SET tcopy.copy_chunk_bytes = '64kB'",
+	# a pause in the input, so that the kill comes before its end however
+	# fast the COPY reads (tcopy's reader loads the file in about a second)
+	'-c', "COPY tq FROM PROGRAM 'head -n 300000 $big; sleep 3; tail -n +300001 $big' (FORMAT csv)" ],
 	'>', \my $kout, '2>', \my $kerr, IPC::Run::timeout(180));
 my $workers = 0;
 for (1 .. 200)

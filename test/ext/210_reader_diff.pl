@@ -25,7 +25,8 @@
 #	  header line, the last line end dropped;
 #	- how: a server file (COPY FROM 'file') or the client (COPY FROM
 #	  STDIN), and with parallel workers on chunks of a few hundred bytes
-#	  (tcopy.copy_parallel_threshold 0) for one case in three.
+#	  (tcopy.copy_parallel_threshold 0) for one case in three; the reader's
+#	  vector kernels capped at SSE2 or scalar code (tcopy.simd) for half.
 #
 #	TCOPY_READER_FUZZ_SECONDS bounds it (default 40); TCOPY_READER_SEED
 #	repeats a run (the seed is printed).  A difference fails the test, and
@@ -236,7 +237,9 @@ while (time() - $start < $seconds && !$failed)
 	my $stdin = rand() < 0.3;
 	my $parallel = rand() < 0.33;
 	my $from = $stdin ? 'STDIN' : "'$file'";
-	my @settings = ('SET client_min_messages = debug1');
+	# every kernel of copy_simd.c, whatever this CPU has
+	my $simd = pick('auto', 'auto', 'sse2', 'scalar');
+	my @settings = ('SET client_min_messages = debug1', "SET tcopy.simd = $simd");
 	push @settings, $parallel
 	  ? ('SET tcopy.copy_workers = 2', 'SET tcopy.copy_parallel_threshold = 0',
 		'SET tcopy.copy_chunk_bytes = ' . (64 + int(rand(2000))))

@@ -56,17 +56,12 @@ static size_t
 skip_plain_blocks(TcopyChunkScan *scan, const char *buf, size_t pos, size_t len,
 				  size_t min, char special)
 {
-	static TcopySimdMaskFn mask = NULL;
+	const char *kernel;
+	TcopySimdMaskFn mask = tcopy_simd_mask_fn(&kernel);
 	TcopySimdSet nl = {{'\n', '\n', '\n', '\n', '\n'}};
 	TcopySimdSet sp = {{(uint8) special, (uint8) special, (uint8) special,
 	(uint8) special, (uint8) special}};
 
-	if (mask == NULL)
-	{
-		const char *name;
-
-		mask = tcopy_simd_mask_fn(&name);
-	}
 	while (pos + TCOPY_SIMD_BLOCK <= len && pos + TCOPY_SIMD_BLOCK < min &&
 		   mask(buf + pos, &sp) == 0)
 	{

@@ -95,6 +95,7 @@ typedef struct LineFound
 
 struct TcopyReader
 {
+	MemoryContext mcxt;			/* the COPY's, which holds the reader */
 	CopyFromState cstate;
 	TcopyReaderUnread unread;
 	TcopySimdMaskFn mask;
@@ -167,6 +168,7 @@ tcopy_reader_begin(CopyFromState cstate, TcopyReaderUnread unread)
 		return NULL;
 	}
 	r = palloc0(sizeof(TcopyReader));
+	r->mcxt = CurrentMemoryContext;
 	r->cstate = cstate;
 	r->unread = unread;
 	r->mask = tcopy_simd_mask_fn(&kernel);
@@ -214,17 +216,20 @@ tcopy_reader_chunk(TcopyReader *r)
 	r->eol = r->cstate->eol_type;
 }
 
-/* buf and attr at cap bytes, keeping buf's data */
+/*
+ * buf and attr at cap bytes, keeping buf's data, in the reader's context
+ * (rows are read in a per-row context that is reset under them)
+ */
 static void
 reader_alloc(TcopyReader *r, size_t cap)
 {
 	if (r->buf == NULL)
-		r->buf = palloc_extended(cap + TCOPY_SIMD_BLOCK, MCXT_ALLOC_HUGE);
+		r->buf = MemoryContextAllocExtended(r->mcxt, cap + TCOPY_SIMD_BLOCK, MCXT_ALLOC_HUGE);
 	else
 		r->buf = repalloc_huge(r->buf, cap + TCOPY_SIMD_BLOCK);
 	if (r->attr != NULL)
 		pfree(r->attr);
-	r->attr = palloc_extended(cap + 1, MCXT_ALLOC_HUGE);
+	r->attr = MemoryContextAllocExtended(r->mcxt, cap + 1, MCXT_ALLOC_HUGE);
 	r->cap = cap;
 }
 

@@ -8,7 +8,8 @@
  *
  * AVX2 is chosen at run time (__builtin_cpu_supports), so that the
  * extension built on one x86-64 runs on any; SSE2 is x86-64's baseline;
- * other CPUs get the scalar loop.  The kernels read whole blocks: the
+ * other CPUs get the scalar loop.  tcopy.simd caps the choice, so that the
+ * tests run every kernel on any machine (test/ext/210_reader_diff.pl).  The kernels read whole blocks: the
  * reader keeps TCOPY_SIMD_BLOCK readable bytes after its data and ignores
  * the bits past it.
  */
@@ -18,6 +19,7 @@
 #include <immintrin.h>
 #endif
 
+#include "tcopy/copy.h"
 #include "copy_simd.h"
 
 static uint64
@@ -126,6 +128,9 @@ ascii_prefix_sse2(const char *p, size_t len)
 }
 #endif							/* __x86_64__ */
 
+/* settings (registered in tcopy.c) */
+int			tcopy_simd = TCOPY_SIMD_AUTO;	/* tcopy.simd */
+
 typedef enum SimdLevel
 {
 	SIMD_UNKNOWN,
@@ -134,21 +139,26 @@ typedef enum SimdLevel
 	SIMD_AVX2
 } SimdLevel;
 
-static SimdLevel simd_level = SIMD_UNKNOWN;
+static SimdLevel simd_cpu = SIMD_UNKNOWN;
 
+/* The CPU's best, capped by tcopy.simd. */
 static SimdLevel
 simd_choose(void)
 {
-	if (simd_level == SIMD_UNKNOWN)
+	SimdLevel	cap;
+
+	if (simd_cpu == SIMD_UNKNOWN)
 	{
 #if defined(__x86_64__)
 		__builtin_cpu_init();
-		simd_level = __builtin_cpu_supports("avx2") ? SIMD_AVX2 : SIMD_SSE2;
+		simd_cpu = __builtin_cpu_supports("avx2") ? SIMD_AVX2 : SIMD_SSE2;
 #else
-		simd_level = SIMD_SCALAR;
+		simd_cpu = SIMD_SCALAR;
 #endif
 	}
-	return simd_level;
+	cap = tcopy_simd == TCOPY_SIMD_SCALAR ? SIMD_SCALAR :
+		tcopy_simd == TCOPY_SIMD_SSE2 ? SIMD_SSE2 : SIMD_AVX2;
+	return Min(simd_cpu, cap);
 }
 
 TcopySimdMaskFn
@@ -176,7 +186,17 @@ tcopy_simd_ascii_prefix(const char *p, size_t len)
 	size_t		i = 0;
 
 #if defined(__x86_64__)
-	i = simd_choose() == SIMD_AVX2 ? ascii_prefix_avx2(p, len) : ascii_prefix_sse2(p, len);
+	switch (simd_choose())
+	{
+		case SIMD_AVX2:
+			i = ascii_prefix_avx2(p, len);
+			break;
+		case SIMD_SSE2:
+			i = ascii_prefix_sse2(p, len);
+			break;
+		default:
+			break;
+	}
 #endif
 	for (; i < len; i++)
 		if ((uint8) (p[i] - 1) >= 0x7f)	/* 0x00, or 0x80 and above */

@@ -62,6 +62,15 @@ extern struct CopyFromStateData *tcopy_source_replay(struct ParseState *pstate, 
 
 /* in copy_reader.c: tcopy's COPY reader for text and csv */
 extern bool tcopy_fast_reader;	/* tcopy.fast_reader */
+/* in copy_simd.c: tcopy.simd, the best vector instructions to use */
+typedef enum TcopySimd
+{
+	TCOPY_SIMD_AUTO,
+	TCOPY_SIMD_AVX2,
+	TCOPY_SIMD_SSE2,
+	TCOPY_SIMD_SCALAR
+} TcopySimd;
+extern int	tcopy_simd;
 typedef struct TcopyReader TcopyReader;
 /* give bytes read back to the data source, to be read again first */
 typedef void (*TcopyReaderUnread) (const char *data, size_t len);
