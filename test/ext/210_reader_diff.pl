@@ -191,7 +191,7 @@ while (time() - $start < $seconds && !$failed)
 	my %o = (format => rand() < 0.5 ? 'text' : 'csv');
 	if ($o{format} eq 'text')
 	{
-		$o{delim} = pick("\t", "\t", ',', '|');
+		$o{delim} = pick("\t", "\t", ',', '|', 'A');	# A: a hex digit "\x4A" takes
 		$o{null} = pick('\N', '\N', 'NULL', '');
 	}
 	else
@@ -228,6 +228,7 @@ while (time() - $start < $seconds && !$failed)
 	}
 	utf8::encode($data);
 	$data = mutate(\%o, $data);
+	$data = '' if rand() < 0.03;	# an empty input (HEADER MATCH refuses it)
 	my $file = "$dir/in_$case";
 	open(my $fh, '>:raw', $file) or die "$file: $!";
 	print $fh $data;

@@ -41,9 +41,10 @@
  * converted carry the CONTEXT Postgres gives (tcopy_reader_error_callback
  * shows the row's line, which the reader keeps in its buffer).
  *
- * Encodings that need conversion, binary, and tcopy.fast_reader off leave
+ * Encodings that need conversion, binary, a text delimiter that is a hex
+ * digit (A-F: "\xA" would take it), and tcopy.fast_reader off leave
  * the whole COPY to Postgres' reader (tcopy_reader_begin says why, at
- * DEBUG1).  bench/reader.sh measures it; test/ext/211_reader_diff.pl is
+ * DEBUG1).  bench/reader.sh measures it; test/ext/210_reader_diff.pl is
  * the differential fuzzer that holds it to Postgres' answers.
  */
 #include "postgres.h"
@@ -160,6 +161,8 @@ tcopy_reader_begin(CopyFromState cstate, TcopyReaderUnread unread)
 			 (strchr("\r\n", cstate->opts.quote[0]) != NULL ||
 			  strchr("\r\n", cstate->opts.escape[0]) != NULL))
 		why = "its quote or escape is a line end";
+	else if (!cstate->opts.csv_mode && cstate->opts.delim[0] >= 'A' && cstate->opts.delim[0] <= 'F')
+		why = "its delimiter is a hex digit, which a \\x escape takes";
 	if (why != NULL)
 	{
 		ereport(DEBUG1,
@@ -732,6 +735,12 @@ tcopy_reader_next(TcopyReader *r, char ***fields, int *nfields)
 				reader_decline(r, found.why);
 				continue;
 			case LINE_END:
+				/* Postgres matches an empty input's header too, and refuses it */
+				if (cstate->cur_lineno == 0 && cstate->opts.header_line == COPY_HEADER_MATCH)
+				{
+					reader_decline(r, "HEADER MATCH of an empty input");
+					continue;
+				}
 				return false;
 			case LINE_ROW:
 				break;
