@@ -61,10 +61,7 @@ typedef enum FieldConv
 	FIELD_TEXT,					/* verbatim */
 	FIELD_VARCHAR,				/* verbatim when short enough */
 	FIELD_BPCHAR,				/* verbatim and blanks when short enough */
-	FIELD_BOOL,					/* copy_typed.c's, or the input function */
-	FIELD_DATE,
-	FIELD_TIMESTAMP,
-	FIELD_TIMESTAMPTZ,
+	FIELD_TYPED,				/* FieldPlan.typed, or the input function */
 	FIELD_UUID,
 	FIELD_NUMERIC				/* copy_typed.c's send bytes, or the input function */
 } FieldConv;
@@ -92,6 +89,8 @@ typedef struct FieldPlan
 	FieldConv	conv;
 	int32		maxlen;			/* FIELD_VARCHAR, FIELD_BPCHAR: characters */
 	int32		typmod;
+	/* FIELD_TYPED: copy_typed.c's converter of the column's type */
+	bool		(*typed) (const char *s, int64 len, Datum *value);
 	bool		is_domain;		/* input function called for NULL too */
 	const char *attname;
 } FieldPlan;
@@ -120,7 +119,8 @@ struct TcopyFieldPlan
 };
 
 static FieldConv
-field_conv(Oid typid, int32 typmod, int32 *maxlen)
+field_conv(Oid typid, int32 typmod, int32 *maxlen,
+		   bool (**typed) (const char *s, int64 len, Datum *value))
 {
 	*maxlen = typmod >= (int32) VARHDRSZ ? typmod - VARHDRSZ : -1;
 	switch (typid)
@@ -142,13 +142,17 @@ field_conv(Oid typid, int32 typmod, int32 *maxlen)
 		case BPCHAROID:
 			return *maxlen < 0 ? FIELD_TEXT : FIELD_BPCHAR;
 		case BOOLOID:
-			return FIELD_BOOL;
+			*typed = tcopy_typed_bool;
+			return FIELD_TYPED;
 		case DATEOID:
-			return FIELD_DATE;
+			*typed = tcopy_typed_date;
+			return FIELD_TYPED;
 		case TIMESTAMPOID:		/* timestamp(p) rounds: its input function */
-			return typmod < 0 ? FIELD_TIMESTAMP : FIELD_INPUT;
+			*typed = tcopy_typed_timestamp;
+			return typmod < 0 ? FIELD_TYPED : FIELD_INPUT;
 		case TIMESTAMPTZOID:
-			return typmod < 0 ? FIELD_TIMESTAMPTZ : FIELD_INPUT;
+			*typed = tcopy_typed_timestamptz;
+			return typmod < 0 ? FIELD_TYPED : FIELD_INPUT;
 		case UUIDOID:
 			return FIELD_UUID;
 		case NUMERICOID:
@@ -186,7 +190,7 @@ tcopy_field_plan(CopyFromState cstate, TcopyRelCodec *codec)
 		/* a partition's column has its root's type and typmod */
 		field->is_domain = getBaseType(att->atttypid) != att->atttypid;
 		field->conv = field->is_domain ? FIELD_INPUT :
-			field_conv(att->atttypid, att->atttypmod, &field->maxlen);
+			field_conv(att->atttypid, att->atttypmod, &field->maxlen, &field->typed);
 		field->typmod = att->atttypmod;
 	}
 	if (codec != NULL)
@@ -357,20 +361,8 @@ convert_field(CopyFromState cstate, const FieldPlan *field, char *string,
 				(ascii || field_is_ascii(string, len) ? (int) len :
 				 pg_mbstrlen_with_len(string, (int) len));
 			return;
-		case FIELD_BOOL:
-			if (known_len >= 0 && tcopy_typed_bool(string, known_len, &value->v.datum))
-				goto typed;
-			goto input;
-		case FIELD_DATE:
-			if (known_len >= 0 && tcopy_typed_date(string, known_len, &value->v.datum))
-				goto typed;
-			goto input;
-		case FIELD_TIMESTAMP:
-			if (known_len >= 0 && tcopy_typed_timestamp(string, known_len, &value->v.datum))
-				goto typed;
-			goto input;
-		case FIELD_TIMESTAMPTZ:
-			if (known_len >= 0 && tcopy_typed_timestamptz(string, known_len, &value->v.datum))
+		case FIELD_TYPED:
+			if (known_len >= 0 && field->typed(string, known_len, &value->v.datum))
 				goto typed;
 			goto input;
 		case FIELD_UUID:
