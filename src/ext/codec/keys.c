@@ -229,3 +229,56 @@ tcopy_encode_images(TcopyRelCodec *codec, TcopyRowBuf *row)
 			row->blobs[first + i].data = (const uint8_t *) buf->data +
 				(uintptr_t) row->blobs[first + i].data;
 }
+
+/* Append blob to key's blobs, its blanks written out (a palloc'd copy then). */
+static void
+key_blob(Tcopy__Row *key, const TcWireBlob *blob)
+{
+	ProtobufCBinaryData *out = &key->blobs[key->n_blobs++];
+
+	out->len = blob->len + blob->pad;
+	out->data = (uint8_t *) blob->data;
+	if (blob->pad > 0)
+	{
+		out->data = palloc(out->len);
+		memcpy(out->data, blob->data, blob->len);
+		memset(out->data + blob->len, ' ', blob->pad);
+	}
+}
+
+Tcopy__Row *
+tcopy_key_of_row(TcopyRelCodec *codec, const TcopyRowBuf *row)
+{
+	Tcopy__Row *key = palloc(sizeof(Tcopy__Row));
+	size_t		nkey = codec->schema->n_key;
+	int			first_image = (int) row->wire.n_blobs - codec->nimages;
+
+	tcopy__row__init(key);
+	key->ints = palloc(sizeof(int64_t) * Max(nkey, 1));
+	key->floats = palloc(sizeof(double) * Max(nkey, 1));
+	key->blobs = palloc(sizeof(ProtobufCBinaryData) * Max(nkey, 1));
+	for (size_t i = 0; i < nkey; i++)
+	{
+		int			c = (int) codec->schema->key[i];
+
+		if (c >= codec->ncolumns)
+		{
+			key_blob(key, &row->blobs[first_image + (c - codec->ncolumns)]);
+			continue;
+		}
+		switch (codec->columns[c].kind)
+		{
+			case TCOPY__KIND__KIND_BOOL:
+			case TCOPY__KIND__KIND_INT:
+				key->ints[key->n_ints++] = row->ints[value_index(codec, row, c)];
+				break;
+			case TCOPY__KIND__KIND_FLOAT:
+				key->floats[key->n_floats++] = row->floats[value_index(codec, row, c)];
+				break;
+			default:
+				key_blob(key, &row->blobs[value_index(codec, row, c)]);
+				break;
+		}
+	}
+	return key;
+}

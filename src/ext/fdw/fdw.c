@@ -191,6 +191,8 @@ tcopy_fdw_handler(PG_FUNCTION_ARGS)
 	routine->ReScanForeignScan = tcopyReScanForeignScan;
 	routine->EndForeignScan = tcopyEndForeignScan;
 	routine->ExplainForeignScan = tcopyExplainForeignScan;
+	routine->GetForeignRowMarkType = tcopyGetForeignRowMarkType;
+	routine->RefetchForeignRow = tcopyRefetchForeignRow;
 	routine->GetForeignUpperPaths = tcopyGetForeignUpperPaths;
 	routine->AnalyzeForeignTable = tcopyAnalyzeForeignTable;
 

@@ -440,7 +440,9 @@ tcopyBeginDirectModify(ForeignScanState *node, int eflags)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot write to foreign table \"%s\": its tserver table \"%s\" is dropped in this transaction",
 						state->codec->relname, state->codec->options.table_name)));
-	tcopy_lock_range(state->codec, &state->range);
+	tcopy_lock_range(state->codec, &state->range,
+					 tcopy_modify_lock_mode(state->codec, fsplan->operation,
+											exec_rt_fetch(fsplan->scan.scanrelid, estate)->updatedCols));
 }
 
 /* Do the whole statement at the first call: no row comes back. */

@@ -54,6 +54,8 @@ typedef struct TcopyScanState
 	uint64		remote_filtered;	/* rows the tserver's filter removed, over
 									 * every rescan (EXPLAIN ANALYZE) */
 	bool		for_update;		/* an UPDATE's or DELETE's target: rows locked */
+	TcopyRowMarks *marks;		/* SELECT ... FOR UPDATE: rows numbered, or NULL */
+	bool		skip_all;		/* ... SKIP LOCKED of a keyless table locked */
 	bool		started;		/* Scan request sent */
 	bool		named_session;	/* ... naming the write session, whose loss it reports */
 	bool		read_in_doubt;	/* read again as of a snapshot: an in-doubt session */
@@ -84,9 +86,13 @@ static ExecutorStart_hook_type prev_executor_start = NULL;
  * key column, else the table's rows.
  */
 static void
-tcopy_scan_lock_rows(TcopyScanState *state)
+tcopy_scan_lock_rows(TcopyScanState *state, Index rti)
 {
-	tcopy_lock_range(state->codec, &state->range);
+	EState	   *estate = state->estate;
+
+	tcopy_lock_range(state->codec, &state->range,
+					 tcopy_modify_lock_mode(state->codec, estate->es_plannedstmt->commandType,
+											exec_rt_fetch(rti, estate)->updatedCols));
 	state->for_update = true;
 }
 
@@ -285,7 +291,12 @@ tcopyBeginForeignScan(ForeignScanState *node, int eflags)
 	state->codec = tcopy_rel_codec_shared(rel, tcopy_rte_user(node->ss.ps.state, rtindex));
 	if (list_nth(fsplan->fdw_private, TCOPY_PRIV_UPPER) != NIL)
 		state->agg = tcopy_agg_scan_begin(fsplan, state->codec);
+	/* SELECT ... FOR UPDATE: a ctid is asked for, so every column is read */
+	if (fsplan->scan.scanrelid > 0 && !(eflags & EXEC_FLAG_EXPLAIN_ONLY))
+		state->marks = tcopy_row_marks_begin(state->codec, rel, estate, rtindex,
+											 &state->skip_all);
 	tcopy_scan_choose_columns(state,
+							  state->marks != NULL ||
 							  boolVal(list_nth(fsplan->fdw_private, TCOPY_PRIV_ALL_COLUMNS)),
 							  (List *) list_nth(fsplan->fdw_private, TCOPY_PRIV_ATTNUMS));
 	tcopy_key_range(state->codec, (List *) list_nth(fsplan->fdw_private, TCOPY_PRIV_BOUNDS),
@@ -335,7 +346,7 @@ tcopyBeginForeignScan(ForeignScanState *node, int eflags)
 		 estate->es_plannedstmt->commandType == CMD_DELETE) &&
 		fsplan->scan.scanrelid > 0 &&
 		ExecRelationIsTargetRelation(estate, fsplan->scan.scanrelid))
-		tcopy_scan_lock_rows(state);
+		tcopy_scan_lock_rows(state, fsplan->scan.scanrelid);
 
 	state->batch_cxt = AllocSetContextCreate(CurrentMemoryContext,
 											 "tcopy scan batch",
@@ -656,6 +667,8 @@ tcopyIterateForeignScan(ForeignScanState *node)
 	MemoryContext oldcxt;
 
 	ExecClearTuple(slot);
+	if (state->skip_all)
+		return slot;
 	if (state->conn.lost)
 		tcopy_scan_report_lost(state);
 	if (state->conn.client == NULL)
@@ -707,13 +720,20 @@ tcopyIterateForeignScan(ForeignScanState *node)
 							 slot->tts_values, slot->tts_isnull);
 	else
 	{
+		uint8	   *row = state->pack_pos;
+
 		tcopy_decode_packed_row(codec, state->proj, state->nproj, &state->pack_pos,
 								state->batch->packed.data + state->batch->packed.len,
 								slot->tts_values, slot->tts_isnull);
 		state->next_row++;
+		if (state->marks != NULL)
+		{
+			ExecStoreVirtualTuple(slot);
+			tcopy_row_marks_note(state->marks, slot, row, state->pack_pos - row);
+		}
 	}
 	MemoryContextSwitchTo(oldcxt);
-	return ExecStoreVirtualTuple(slot);
+	return state->marks != NULL ? slot : ExecStoreVirtualTuple(slot);
 }
 
 /*
@@ -792,6 +812,8 @@ tcopyEndForeignScan(ForeignScanState *node)
 
 	if (state == NULL)
 		return;
+	if (state->marks != NULL)
+		tcopy_row_marks_end(state->marks);
 	if (state->conn.client != NULL && !state->conn.lost && (!state->started || state->done))
 	{
 		TcopyRelCodec *codec = state->codec;

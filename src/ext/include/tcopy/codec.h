@@ -217,6 +217,13 @@ extern void tcopy_encode_datum(TcopyRelCodec *codec, int c, Datum value,
 extern void tcopy_encode_images(TcopyRelCodec *codec, TcopyRowBuf *row);
 
 /*
+ * The key of row (encoded with its images) as a KeyBound's Row: its key
+ * columns' values in key order, each in its kind's array.  palloc'd; its
+ * blobs point into row.
+ */
+extern Tcopy__Row *tcopy_key_of_row(TcopyRelCodec *codec, const TcopyRowBuf *row);
+
+/*
  * Raise Postgres' error for stored text not valid in the database encoding,
  * with a context naming the column (forms_decode.c).
  */

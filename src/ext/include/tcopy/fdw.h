@@ -14,6 +14,7 @@
 #include "nodes/execnodes.h"
 #include "nodes/pathnodes.h"
 #include "nodes/plannodes.h"
+#include "storage/lockdefs.h"
 
 #include "tcopy/catalog.h"
 #include "tcopy/codec.h"
@@ -263,10 +264,47 @@ extern Tcopy__KeyBound *tcopy_make_key_bound(const TcopyKeyBound *bound);
 extern void tcopy_explain_key_range(Relation rel, const TcopyKeyRange *range,
 									struct ExplainState *es);
 
-/* in row_locks.c: what an UPDATE or DELETE locks before it reads */
-extern void tcopy_lock_key(Oid relid, int64 key);
-extern void tcopy_lock_table_rows(Oid relid);
-extern void tcopy_lock_range(TcopyRelCodec *codec, const TcopyKeyRange *range);
+/*
+ * in fdw_row_marks.c: SELECT ... FOR UPDATE and the other strengths.  A
+ * locking scan's rows, numbered for LockRows.
+ */
+typedef struct TcopyRowMarks TcopyRowMarks;
+extern RowMarkType tcopyGetForeignRowMarkType(RangeTblEntry *rte, LockClauseStrength strength);
+extern void tcopyRefetchForeignRow(EState *estate, ExecRowMark *erm, Datum rowid,
+								   TupleTableSlot *slot, bool *updated);
+/*
+ * The rows of the scan of rti that LockRows locks, or NULL.  A table
+ * without a key is locked whole here; *skip_all: it was locked (SKIP
+ * LOCKED), the scan returns no rows.
+ */
+extern TcopyRowMarks *tcopy_row_marks_begin(TcopyRelCodec *codec, Relation rel, EState *estate,
+											Index rti, bool *skip_all);
+/* The scan returns slot (every column), its packed bytes row[len]: number it. */
+extern void tcopy_row_marks_note(TcopyRowMarks *marks, TupleTableSlot *slot, const uint8 *row,
+								 size_t len);
+/* The scan ends: its connection is kept idle. */
+extern void tcopy_row_marks_end(TcopyRowMarks *marks);
+
+/*
+ * in row_locks.c: row locks in Postgres' lock manager.  The lock manager's
+ * mode of a row lock of strength, as heapam.c takes it.
+ */
+extern LOCKMODE tcopy_row_lock_mode(LockClauseStrength strength);
+/* The mode an UPDATE (of updated_cols, RTE offsets) or a DELETE locks its rows in. */
+extern LOCKMODE tcopy_modify_lock_mode(TcopyRelCodec *codec, CmdType operation,
+									   const Bitmapset *updated_cols);
+/* Lock one key of an integer, waiting. */
+extern void tcopy_lock_key(Oid relid, int64 key, LOCKMODE mode);
+/* Lock every row of rel in mode, as policy says; false: skipped (SKIP LOCKED). */
+extern bool tcopy_lock_table_rows(Relation rel, LOCKMODE mode, LockWaitPolicy policy);
+/*
+ * Lock the row of key (packed: its protobuf bytes) in mode, as policy says:
+ * wait, fail with Postgres' NOWAIT error, or return false (SKIP LOCKED).
+ */
+extern bool tcopy_lock_row(Relation rel, const Tcopy__Row *key, const uint8 *packed,
+						   size_t len, LOCKMODE mode, LockWaitPolicy policy);
+/* What an UPDATE or DELETE of range locks before it reads, in mode. */
+extern void tcopy_lock_range(TcopyRelCodec *codec, const TcopyKeyRange *range, LOCKMODE mode);
 extern List *tcopyPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
 									Index resultRelation, int subplan_index);
 extern void tcopyBeginForeignModify(ModifyTableState *mtstate,
