@@ -313,4 +313,5 @@ _PG_init(void)
 	TcopyRecoveryWorkerInit();
 	TcopySsiInit();
 	TcopyScanInit();
+	TcopyUpsertInit();
 }

@@ -68,6 +68,7 @@ typedef struct TcopyModifyState
 								 * this UPDATE routes rows to, BeginForeignInsert */
 	Relation	rel;
 	bool		wrote;			/* a row went: SSI told of the write */
+	TcopyUpsert *upsert;		/* INSERT ... ON CONFLICT, or NULL */
 }			TcopyModifyState;
 
 /*
@@ -230,6 +231,8 @@ tcopy_modify_end(TcopyModifyState *fmstate)
 		ExecDropSingleTupleTableSlot(slot);
 		tuplestore_end(fmstate->moved);
 	}
+	if (fmstate->upsert != NULL)
+		tcopy_upsert_end(fmstate->upsert);
 	tcopy_writer_finish(fmstate->writer);
 	tcopy_writer_free(fmstate->writer);
 	if (fmstate->old_slot != NULL)
@@ -237,17 +240,15 @@ tcopy_modify_end(TcopyModifyState *fmstate)
 	MemoryContextDelete(fmstate->temp_cxt);
 }
 
-/* INSERT, UPDATE and DELETE need no plan-time state. */
+/*
+ * INSERT, UPDATE and DELETE need no plan-time state; an ON CONFLICT DO
+ * UPDATE is checked (fdw_upsert.c).
+ */
 List *
 tcopyPlanForeignModify(PlannerInfo *root, ModifyTable *plan,
 					   Index resultRelation, int subplan_index)
 {
-	/* rows with equal keys overwrite on the tserver: nothing can be skipped */
-	if (plan->onConflictAction != ONCONFLICT_NONE)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("ON CONFLICT is not supported on tcopy foreign tables"),
-				 errdetail("A row whose key is already stored replaces it.")));
+	tcopy_upsert_check_plan(root, plan, resultRelation);
 	return NIL;
 }
 
@@ -256,9 +257,15 @@ void
 tcopyBeginForeignModify(ModifyTableState *mtstate, ResultRelInfo *resultRelInfo,
 						List *fdw_private, int subplan_index, int eflags)
 {
+	TcopyModifyState *fmstate;
+
 	if (eflags & EXEC_FLAG_EXPLAIN_ONLY)
 		return;
-	resultRelInfo->ri_FdwState = tcopy_modify_begin(mtstate, resultRelInfo);
+	resultRelInfo->ri_FdwState = fmstate = tcopy_modify_begin(mtstate, resultRelInfo);
+	fmstate->upsert = tcopy_upsert_begin(fmstate->codec, mtstate);
+	/* SERIALIZABLE: an upsert reads the key it writes */
+	if (fmstate->upsert != NULL)
+		tcopy_ssi_read(fmstate->rel, mtstate->ps.state->es_snapshot);
 }
 
 /*
@@ -281,15 +288,27 @@ tcopy_insert_writer(ResultRelInfo *resultRelInfo)
 	return ((TcopyModifyState *) resultRelInfo->ri_FdwState)->writer;
 }
 
-/* Insert one row: the slot comes back as is, for RETURNING. */
+/*
+ * Insert one row: the slot comes back as is, for RETURNING.  Under ON
+ * CONFLICT the stored row of its key is skipped, or updated (its new
+ * version comes back), or the row is inserted (fdw_upsert.c).
+ */
 TupleTableSlot *
 tcopyExecForeignInsert(EState *estate, ResultRelInfo *resultRelInfo,
 					   TupleTableSlot *slot, TupleTableSlot *planSlot)
 {
 	TcopyModifyState *fmstate = (TcopyModifyState *) resultRelInfo->ri_FdwState;
+	bool		insert = true;
 
+	if (fmstate->upsert != NULL)
+	{
+		slot = tcopy_upsert_row(fmstate->upsert, resultRelInfo, fmstate->mtstate, slot, &insert);
+		if (slot == NULL)
+			return NULL;
+	}
 	/* the writer of a partition an UPDATE moves rows into updates it too */
-	tcopy_writer_set_kind(fmstate->writer, TCOPY__WRITE_KIND__WRITE_INSERT);
+	tcopy_writer_set_kind(fmstate->writer, insert ? TCOPY__WRITE_KIND__WRITE_INSERT :
+						  TCOPY__WRITE_KIND__WRITE_UPDATE);
 	tcopy_modify_add(fmstate, slot);
 	return slot;
 }
@@ -412,6 +431,7 @@ tcopyGetForeignModifyBatchSize(ResultRelInfo *resultRelInfo)
 	int			batch_size;
 
 	if (resultRelInfo->ri_projectReturning != NULL ||
+		(fmstate != NULL && fmstate->upsert != NULL) ||
 		resultRelInfo->ri_WithCheckOptions != NIL ||
 		(resultRelInfo->ri_TrigDesc &&
 		 (resultRelInfo->ri_TrigDesc->trig_insert_before_row ||

@@ -51,7 +51,6 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
-#include "tcopy/connection.h"
 #include "tcopy/fdw.h"
 
 /* A number of a row in a tts_tid: offsets run 1..65535. */
@@ -81,9 +80,7 @@ struct TcopyRowMarks
 	uint64		nlocked;		/* rows locked one by one */
 	bool		table_locked;	/* ... then the table's rows instead */
 	int		   *proj;			/* every column */
-	TcopyScanClient conn;		/* reads again; not connected yet: client NULL */
-	uint32		table_id;
-	MemoryContextCallback close_callback;
+	TcopyPointReader reader;	/* reads again */
 };
 
 RowMarkType
@@ -111,15 +108,6 @@ tcopyGetForeignRowMarkType(RangeTblEntry *rte, LockClauseStrength strength)
 		default:
 			return ROW_MARK_EXCLUSIVE;
 	}
-}
-
-/* Close the connection that reads rows again; also run when a query fails. */
-static void
-row_marks_close(void *arg)
-{
-	TcopyRowMarks *marks = (TcopyRowMarks *) arg;
-
-	tcopy_scan_client_close(&marks->conn);
 }
 
 TcopyRowMarks *
@@ -160,10 +148,7 @@ tcopy_row_marks_begin(TcopyRelCodec *codec, Relation rel, EState *estate, Index 
 	marks->proj = palloc(sizeof(int) * Max(codec->ncolumns, 1));
 	for (int c = 0; c < codec->ncolumns; c++)
 		marks->proj[c] = c;
-	tcopy_scan_client_init(&marks->conn);
-	marks->close_callback.func = row_marks_close;
-	marks->close_callback.arg = marks;
-	MemoryContextRegisterResetCallback(CurrentMemoryContext, &marks->close_callback);
+	tcopy_point_reader_init(&marks->reader, codec);
 	erm->ermExtra = marks;
 	return marks;
 }
@@ -231,102 +216,6 @@ row_number(TcopyRowMarks *marks, Datum rowid)
 	return n;
 }
 
-/* Connect the reading again, and open the table: once per statement. */
-static void
-row_marks_connect(TcopyRowMarks *marks)
-{
-	TcopyRelCodec *codec = marks->codec;
-	bool		cached;
-	bool		reused;
-	int			rc;
-
-	reused = tcopy_scan_client_open(&marks->conn, codec->options.address, codec->options.token,
-									&codec->options.tls, true);
-	rc = reused && !tc_client_idle_ok(marks->conn.client) ? -1 :
-		tc_client_open_table_cached(marks->conn.client, codec->options.table_name,
-									codec->schema, &marks->table_id, &cached);
-	if (rc < 0 && reused)
-	{
-		/* an idle connection the tserver closed meanwhile: once more, fresh */
-		tcopy_scan_client_close(&marks->conn);
-		(void) tcopy_scan_client_open(&marks->conn, codec->options.address,
-									  codec->options.token, &codec->options.tls, false);
-		rc = tc_client_open_table_cached(marks->conn.client, codec->options.table_name,
-										 codec->schema, &marks->table_id, &cached);
-	}
-	if (rc < 0)
-		tcopy_report_client_error(marks->conn.client, codec->options.address,
-								  psprintf("could not lock a row of foreign table \"%s\"",
-										   codec->relname));
-}
-
-/*
- * Read the row of key as committed now, with the transaction's writes over
- * it: false when there is none.  Its packed bytes at *row, *len, valid
- * until the next read.
- */
-static bool
-row_marks_read(TcopyRowMarks *marks, Tcopy__Row *key, uint8 **row, size_t *len)
-{
-	TcopyRelCodec *codec = marks->codec;
-	Tcopy__Scan request = TCOPY__SCAN__INIT;
-	Tcopy__KeyBound bound = TCOPY__KEY_BOUND__INIT;
-	uint32_t   *columns = palloc(sizeof(uint32_t) * Max(codec->ncolumns, 1));
-	const uint8 *session_key;
-	size_t		session_keylen;
-	Tcopy__ScanBatch *batch = NULL;
-	bool		found = false;
-
-	if (marks->conn.client == NULL)
-		row_marks_connect(marks);
-	for (int c = 0; c < codec->ncolumns; c++)
-		columns[c] = (uint32_t) c;
-	bound.key = key;
-	bound.inclusive = true;
-	request.table_id = marks->table_id;
-	request.n_columns = codec->ncolumns;
-	request.columns = columns;
-	request.lower = &bound;
-	request.upper = &bound;
-	request.packed = true;
-	/* refused while a prepared session nobody holds wrote to the table */
-	request.for_update = true;
-	if (tcopy_xact_session_to_read(codec->relname, &codec->options, codec->userid,
-								   &request.session_id, &session_key, &session_keylen))
-	{
-		request.session_key.data = (uint8_t *) session_key;
-		request.session_key.len = session_keylen;
-	}
-	if (tc_client_scan_start(marks->conn.client, &request) < 0)
-		goto fail;
-	do
-	{
-		if (tc_client_scan_next(marks->conn.client, &batch) < 0)
-			goto fail;
-		if (batch->n_packed > 0)
-		{
-			*row = batch->packed.data;
-			*len = batch->packed.len;
-			found = true;
-		}
-	} while (!batch->done);
-	return found;
-
-fail:
-	if (tc_client_error_code(marks->conn.client) == TCOPY__ERROR_CODE__ERROR_SERIALIZATION)
-		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("could not serialize access to foreign table \"%s\" for update",
-						codec->relname),
-				 errdetail("tserver at \"%s\": %s.", codec->options.address,
-						   tc_client_error(marks->conn.client)),
-				 errhint("Recovery resolves it (tcopy.recover_prepared_sessions(), or the recovery worker "
-						 "every tcopy.recovery_interval); retry the transaction then.")));
-	tcopy_report_client_error(marks->conn.client, codec->options.address,
-							  psprintf("could not lock a row of foreign table \"%s\"",
-									   codec->relname));
-}
-
 void
 tcopyRefetchForeignRow(EState *estate, ExecRowMark *erm, Datum rowid,
 					   TupleTableSlot *slot, bool *updated)
@@ -372,7 +261,7 @@ tcopyRefetchForeignRow(EState *estate, ExecRowMark *erm, Datum rowid,
 		marks->nlocked++;
 	}
 
-	found = row_marks_read(marks, key, &row, &len);
+	found = tcopy_point_read(&marks->reader, key, &row, &len);
 	/* a key share lock is not in conflict with an update that kept the key */
 	changed = !found || (marks->mode != AccessShareLock &&
 						 hash_bytes_extended(row, (int) len, 0) != marks->hashes[n]);
@@ -397,10 +286,5 @@ tcopyRefetchForeignRow(EState *estate, ExecRowMark *erm, Datum rowid,
 void
 tcopy_row_marks_end(TcopyRowMarks *marks)
 {
-	TcopyRelCodec *codec = marks->codec;
-
-	if (marks->conn.client != NULL && !marks->conn.lost)
-		tcopy_scan_client_release(&marks->conn, codec->options.address, codec->options.token,
-								  &codec->options.tls);
-	tcopy_scan_client_close(&marks->conn);
+	tcopy_point_reader_end(&marks->reader);
 }

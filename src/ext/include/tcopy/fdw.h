@@ -18,6 +18,7 @@
 
 #include "tcopy/catalog.h"
 #include "tcopy/codec.h"
+#include "tcopy/connection.h"
 #include "tcopy/transaction.h"
 
 /* in fdw.c: the handler, and planning */
@@ -263,6 +264,49 @@ extern int64 tcopy_int64_of(Oid type, Datum value);
 extern Tcopy__KeyBound *tcopy_make_key_bound(const TcopyKeyBound *bound);
 extern void tcopy_explain_key_range(Relation rel, const TcopyKeyRange *range,
 									struct ExplainState *es);
+
+/*
+ * in fdw_point_read.c: a row read by its key, as committed now with the
+ * transaction's writes over it, on a connection of the reader's own.
+ */
+typedef struct TcopyPointReader
+{
+	TcopyRelCodec *codec;
+	TcopyScanClient conn;		/* not connected yet: client NULL */
+	uint32		table_id;
+	MemoryContextCallback close_callback;
+} TcopyPointReader;
+
+/* A reader of codec's table; closed when CurrentMemoryContext goes. */
+extern void tcopy_point_reader_init(TcopyPointReader *reader, TcopyRelCodec *codec);
+/*
+ * Read the row of key (every column): false when there is none.  Its packed
+ * bytes at *row, *len (ScanBatch.packed), valid until the next read.
+ */
+extern bool tcopy_point_read(TcopyPointReader *reader, Tcopy__Row *key, uint8 **row,
+							 size_t *len);
+/* The same as of the snapshot the transaction of estate reads (REPEATABLE READ). */
+extern bool tcopy_point_read_as_of(TcopyPointReader *reader, EState *estate, Tcopy__Row *key,
+								   uint8 **row, size_t *len);
+/* Done: the connection is kept idle for the next reader. */
+extern void tcopy_point_reader_end(TcopyPointReader *reader);
+
+/* in fdw_upsert.c: INSERT ... ON CONFLICT (key) DO NOTHING and DO UPDATE */
+typedef struct TcopyUpsert TcopyUpsert;
+/* The planner hook that lets an ON CONFLICT on the key through. */
+extern void TcopyUpsertInit(void);
+/* Refuse what an ON CONFLICT DO UPDATE of the result rti cannot do. */
+extern void tcopy_upsert_check_plan(PlannerInfo *root, ModifyTable *plan, Index rti);
+/* An INSERT's upsert state for codec's table, or NULL: no ON CONFLICT, or no key. */
+extern TcopyUpsert *tcopy_upsert_begin(TcopyRelCodec *codec, ModifyTableState *mtstate);
+extern void tcopy_upsert_end(TcopyUpsert *upsert);
+/*
+ * The row to write for slot, proposed: slot itself (*insert), the stored
+ * row's new version (DO UPDATE), or NULL (skipped).
+ */
+extern TupleTableSlot *tcopy_upsert_row(TcopyUpsert *upsert, ResultRelInfo *resultRelInfo,
+										ModifyTableState *mtstate, TupleTableSlot *slot,
+										bool *insert);
 
 /*
  * in fdw_row_marks.c: SELECT ... FOR UPDATE and the other strengths.  A
