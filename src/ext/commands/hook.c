@@ -294,6 +294,30 @@ tcopy_utility_passes_through(Node *parsetree)
 }
 
 /*
+ * COMMIT PREPARED or ROLLBACK PREPARED (stmt) of a transaction that wrote
+ * tcopy tables, which Postgres finishes with no transaction callback: its
+ * sessions are found before, the commit record is written inside the
+ * commit gate, and they are published or discarded after
+ * (xact_prepared.c).
+ */
+static void
+tcopy_finish_prepared(TransactionStmt *stmt, PlannedStmt *pstmt, const char *queryString,
+					  bool readOnlyTree, ProcessUtilityContext context,
+					  ParamListInfo params, QueryEnvironment *queryEnv,
+					  DestReceiver *dest, QueryCompletion *qc)
+{
+	bool		commit = stmt->kind == TRANS_STMT_COMMIT_PREPARED;
+	List	   *sessions = tcopy_prepared_xact_sessions(stmt->gid);
+
+	if (sessions != NIL && commit)
+		tcopy_commit_gate_enter();
+	tcopy_run_utility(pstmt, queryString, readOnlyTree, context, params,
+					  queryEnv, dest, qc);
+	if (sessions != NIL)
+		tcopy_finish_prepared_sessions(sessions, commit);
+}
+
+/*
  * The hook: a COPY that copy.c takes is complete when it returns; column
  * renames are prepared for, CREATE and ALTER of tcopy tables bound to
  * their data (see the file comment), enum labels checked, then run, and
@@ -318,6 +342,15 @@ tcopy_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	 * costs, for each BEGIN and END of a pgbench TPC-B transaction and
 	 * each SQL EXECUTE (issue 46)
 	 */
+	if (IsA(parsetree, TransactionStmt) &&
+		(((TransactionStmt *) parsetree)->kind == TRANS_STMT_COMMIT_PREPARED ||
+		 ((TransactionStmt *) parsetree)->kind == TRANS_STMT_ROLLBACK_PREPARED) &&
+		OidIsValid(tcopy_extension_oid()))
+	{
+		tcopy_finish_prepared((TransactionStmt *) parsetree, pstmt, queryString, readOnlyTree,
+							  context, params, queryEnv, dest, qc);
+		return;
+	}
 	if (tcopy_utility_passes_through(parsetree) || !OidIsValid(tcopy_extension_oid()))
 	{
 		tcopy_run_utility(pstmt, queryString, readOnlyTree, context, params,
