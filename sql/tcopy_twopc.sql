@@ -86,10 +86,12 @@ TRUNCATE tp_t;
 ROLLBACK TO SAVEPOINT s;
 COMMIT;
 SELECT * FROM tp_t ORDER BY k;
--- nor can it be prepared
+-- prepared, it truncates at COMMIT PREPARED (a read in between would wait
+-- for the TRUNCATE's lock, which the prepared transaction holds)
 BEGIN;
 TRUNCATE tp_t;
 PREPARE TRANSACTION 'tp_prepared';
+COMMIT PREPARED 'tp_prepared';
 SELECT * FROM tp_t ORDER BY k;
 
 -- DROP: the data goes when the transaction commits, and stays when it

@@ -8,7 +8,9 @@
 #	  the worker every second) leaves it; the preparing backend's next
 #	  transaction writes and commits; COMMIT PREPARED from another session:
 #	  the rows are there at once for it and a third session, as many as
-#	  in h;
+#	  in h; while it was prepared, another transaction's INSERT into f
+#	  failed with 40001 after the tserver's --in-doubt-wait-ms (1 s here;
+#	  the heap twin takes it: a difference the README names);
 #	- ROLLBACK PREPARED: nothing of the transaction, in f, h or on the
 #	  tserver (nothing left prepared);
 #	- PREPARE, Postgres stopped in immediate mode and started again: the
@@ -35,7 +37,9 @@ use TcopyPgTest qw(twopc_setup twopc_ddl rows_copy_sql rows_insert_sql prepared_
   recover_all assert_tserver_unprepared wait_until);
 
 my $per = 1000;
-my ($node, $ts) = twopc_setup(recovery_interval => '1s', max_prepared_transactions => 5);
+# a write held back behind a prepared transaction's session fails after 1 s
+my ($node, $ts) = twopc_setup(recovery_interval => '1s', max_prepared_transactions => 5,
+	tserver => { extra_args => [ '--in-doubt-wait-ms', '1000' ] });
 $node->safe_psql('postgres', twopc_ddl('f', "table_name 'f'") . twopc_ddl('g', "table_name 'g'")
 	  . 'CREATE TABLE h (id int PRIMARY KEY, n int NOT NULL, payload text);');
 
@@ -94,12 +98,21 @@ my @s = map { TcopyPgTest::Session->new($node, timeout => 120) } 1 .. 2;
 	is($s[0]->run_ok("BEGIN; INSERT INTO g (id, n, payload) VALUES (1, 1, 'next'); COMMIT;"
 		  . ' SELECT count(*) FROM g;'), "BEGIN\nINSERT 0 1\nCOMMIT\n1",
 		"$name: the preparing backend's next transaction writes and commits");
+	# unlike the heap: the tserver holds back writes to f behind the
+	# prepared session, whose publish could overwrite them (README, Limits)
+	my ($out, $err) = $s[1]->run("\\set VERBOSITY verbose\nINSERT INTO f (id, n, payload) VALUES (900001, 99, 'other');");
+	like($err, qr/ERROR:  40001: .*not yet resolved/,
+		"$name: another transaction's write to the table fails with 40001 after --in-doubt-wait-ms");
+	is($s[1]->run_ok("INSERT INTO h (id, n, payload) VALUES (900001, 99, 'other');"), 'INSERT 0 1',
+		"$name: ... where the heap twin takes it");
 
 	my $t0 = time();
 	is($s[1]->run_ok("COMMIT PREPARED 'p1'; SELECT count(*) FROM f WHERE n = 1;"),
 		"COMMIT PREPARED\n$per", "$name: from another session, whose next read sees every row");
 	note(sprintf('COMMIT PREPARED and the read took %.3f s', time() - $t0));
 	is(counts(1), "$per $per", "$name: a third session sees them too, as many as in the heap twin");
+	is($s[1]->run_ok("INSERT INTO f (id, n, payload) VALUES (900001, 99, 'other');"), 'INSERT 0 1',
+		"$name: the write to the table goes through again");
 	is($node->safe_psql('postgres', "SELECT count(*) FROM pg_prepared_xacts"), '0',
 		"$name: nothing is prepared in Postgres");
 }
