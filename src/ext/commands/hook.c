@@ -9,7 +9,9 @@
  * Everything else, and whatever those decline, goes to the previous hook
  * or standard_ProcessUtility.  ALTER TYPE ... ADD VALUE and RENAME VALUE
  * of an enum are checked by enum_labels.c before they run, and a rename
- * recorded there after it ran.
+ * recorded there after it ran.  COMMIT PREPARED and ROLLBACK PREPARED,
+ * which Postgres finishes with no transaction callback, are wrapped by
+ * xact_prepared.c's steps, before and after.
  *
  * It also binds each tcopy table to its own data.  A CREATE FOREIGN TABLE
  * of a tcopy server without option table_name gets one appended before
