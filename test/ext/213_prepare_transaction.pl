@@ -10,7 +10,8 @@
 #	  the rows are there at once for it and a third session, as many as
 #	  in h; while it was prepared, another transaction's INSERT into f
 #	  failed with 40001 after the tserver's --in-doubt-wait-ms (1 s here;
-#	  the heap twin takes it: a difference the README names);
+#	  the heap twin takes it: a difference the README names), and an
+#	  UPDATE of it failed with 40001 at once;
 #	- ROLLBACK PREPARED: nothing of the transaction, in f, h or on the
 #	  tserver (nothing left prepared);
 #	- PREPARE, Postgres stopped in immediate mode and started again: the
@@ -105,6 +106,8 @@ my @s = map { TcopyPgTest::Session->new($node, timeout => 120) } 1 .. 2;
 		"$name: another transaction's write to the table fails with 40001 after --in-doubt-wait-ms");
 	is($s[1]->run_ok("INSERT INTO h (id, n, payload) VALUES (900001, 99, 'other');"), 'INSERT 0 1',
 		"$name: ... where the heap twin takes it");
+	($out, $err) = $s[1]->run("UPDATE f SET payload = 'other' WHERE id = 900002;");
+	like($err, qr/ERROR:  40001: /, "$name: an UPDATE of the table fails with 40001 at once");
 
 	my $t0 = time();
 	is($s[1]->run_ok("COMMIT PREPARED 'p1'; SELECT count(*) FROM f WHERE n = 1;"),
