@@ -20,8 +20,10 @@
 #	  publishes its rows;
 #	- UPDATE and DELETE in a prepared transaction: another session's UPDATE
 #	  of the same key waits for the key's lock, held by the prepared
-#	  transaction, and ends with lock_timeout (55P03) as on h; after COMMIT
-#	  PREPARED it updates the row as the prepared transaction left it;
+#	  transaction, and ends with lock_timeout (55P03) as on h; an UPDATE
+#	  waiting for it without a timeout goes on when a third session runs
+#	  COMMIT PREPARED; both update the rows as the prepared transaction
+#	  left them;
 #	- at the end f and h hold the same rows, recovery finds nothing to
 #	  resolve and tcopy.prepared_session_records is empty.
 use strict;
@@ -170,8 +172,9 @@ my @s = map { TcopyPgTest::Session->new($node, timeout => 120) } 1 .. 2;
 	{
 		$node->safe_psql('postgres', "INSERT INTO $t SELECT i, 0, 'row ' || i FROM generate_series(1, 10) i");
 	}
-	$s[0]->run_ok("BEGIN; UPDATE f SET payload = 'prepared' WHERE id = 5; DELETE FROM f WHERE id = 6;"
-		  . " UPDATE h SET payload = 'prepared' WHERE id = 5; DELETE FROM h WHERE id = 6;"
+	$s[0]->run_ok('BEGIN;' . join('', map {
+		" UPDATE $_ SET payload = 'prepared' WHERE id = 5; DELETE FROM $_ WHERE id = 6;"
+		  . " UPDATE $_ SET payload = 'prepared' WHERE id = 7;" } 'f', 'h')
 		  . " PREPARE TRANSACTION 'p5';");
 	for my $t ('f', 'h')
 	{
@@ -182,13 +185,25 @@ my @s = map { TcopyPgTest::Session->new($node, timeout => 120) } 1 .. 2;
 	}
 	is($node->safe_psql('postgres', "SELECT string_agg(payload, ',' ORDER BY id) FROM f WHERE id IN (5, 6)"),
 		'row 5,row 6', "$name: the prepared UPDATE and DELETE are not visible");
-	$s[1]->run_ok("RESET lock_timeout; COMMIT PREPARED 'p5';");
+	$s[1]->run_ok('RESET lock_timeout;');
+	# two UPDATEs of key 7 wait for the prepared transaction's lock
+	my %waiter = (f => $s[1], h => $s[0]);
+	$waiter{$_}->send("UPDATE $_ SET payload = payload || ' and waiter' WHERE id = 7;") for 'f', 'h';
+	sleep(1);
+	ok(!$waiter{f}->done && !$waiter{h}->done, "$name: UPDATEs of another key it updated wait for it");
+	$node->safe_psql('postgres', "COMMIT PREPARED 'p5'");
+	for my $t ('f', 'h')
+	{
+		my ($out, $err) = $waiter{$t}->result;
+		is("$out$err", 'UPDATE 1', "$name ($t): after COMMIT PREPARED (a third session) the waiting UPDATE goes through");
+	}
 	for my $t ('f', 'h')
 	{
 		is($s[1]->run_ok("UPDATE $t SET payload = payload || ' and other' WHERE id = 5;"), 'UPDATE 1',
 			"$name ($t): after COMMIT PREPARED the other UPDATE goes through");
 		is($node->safe_psql('postgres', "SELECT string_agg(id || ':' || payload, ',' ORDER BY id) FROM $t WHERE id BETWEEN 4 AND 7"),
-			'4:row 4,5:prepared and other,7:row 7', "$name ($t): it updated the row the prepared transaction left");
+			'4:row 4,5:prepared and other,7:prepared and waiter',
+			"$name ($t): they updated the rows the prepared transaction left");
 	}
 }
 
