@@ -336,14 +336,7 @@ tcopy_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	char	   *approved = NULL;
 	Oid			enumtypid = InvalidOid;
 
-	/*
-	 * a database without the extension: none of the above is tcopy's; nor
-	 * any statement that creates, alters or drops nothing, which passes
-	 * through before the extension is looked up: a scan of pg_extension,
-	 * about 15,000 instructions, half what planning a key-point SELECT
-	 * costs, for each BEGIN and END of a pgbench TPC-B transaction and
-	 * each SQL EXECUTE (issue 46)
-	 */
+	/* before the pass-through: transaction control, but tcopy's business */
 	if (IsA(parsetree, TransactionStmt) &&
 		(((TransactionStmt *) parsetree)->kind == TRANS_STMT_COMMIT_PREPARED ||
 		 ((TransactionStmt *) parsetree)->kind == TRANS_STMT_ROLLBACK_PREPARED) &&
@@ -353,6 +346,15 @@ tcopy_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 							  context, params, queryEnv, dest, qc);
 		return;
 	}
+
+	/*
+	 * a database without the extension: none of the above is tcopy's; nor
+	 * any statement that creates, alters or drops nothing, which passes
+	 * through before the extension is looked up: a scan of pg_extension,
+	 * about 15,000 instructions, half what planning a key-point SELECT
+	 * costs, for each BEGIN and END of a pgbench TPC-B transaction and
+	 * each SQL EXECUTE (issue 46)
+	 */
 	if (tcopy_utility_passes_through(parsetree) || !OidIsValid(tcopy_extension_oid()))
 	{
 		tcopy_run_utility(pstmt, queryString, readOnlyTree, context, params,
