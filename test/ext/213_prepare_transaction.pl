@@ -24,6 +24,8 @@
 #	  waiting for it without a timeout goes on when a third session runs
 #	  COMMIT PREPARED; both update the rows as the prepared transaction
 #	  left them;
+#	- a transaction that wrote to two tservers: a session prepared on each,
+#	  both published by COMMIT PREPARED;
 #	- at the end f and h hold the same rows, recovery finds nothing to
 #	  resolve and tcopy.prepared_session_records is empty.
 use strict;
@@ -207,6 +209,29 @@ my @s = map { TcopyPgTest::Session->new($node, timeout => 120) } 1 .. 2;
 	}
 }
 
+# ---- two tservers ----
+my $ts2 = TcopyTest->new;
+$ts2->start or BAIL_OUT('the second tserver did not start');
+{
+	my $name = 'two tservers';
+	my $address = $ts2->address;
+	$node->safe_psql('postgres', "CREATE SERVER ts2 FOREIGN DATA WRAPPER tcopy OPTIONS (address '$address');"
+		  . ' CREATE USER MAPPING FOR PUBLIC SERVER ts2;'
+		  . ' CREATE FOREIGN TABLE f2 (id int NOT NULL, n int NOT NULL, payload text) SERVER ts2'
+		  . " OPTIONS (key 'id', table_name 'f2');");
+	$s[0]->run_ok(join(";\n", 'BEGIN', writes(6, 'f'), writes(6, 'f2'), writes(6, 'h'),
+			"PREPARE TRANSACTION 'p6'") . ';');
+	my $xid = $node->safe_psql('postgres', "SELECT transaction FROM pg_prepared_xacts WHERE gid = 'p6'");
+	my ($sessions) = prepared_sessions($node);
+	is(scalar(grep { $_->{xid} == $xid && $_->{decision} eq 'in progress' } @{ $sessions // [] }), 2,
+		"$name: the transaction has a session prepared on each tserver");
+	is($s[1]->run_ok("COMMIT PREPARED 'p6'; SELECT (SELECT count(*) FROM f WHERE n = 6) || ' '"
+			  . " || (SELECT count(*) FROM f2 WHERE n = 6);"),
+		"COMMIT PREPARED\n$per $per", "$name: COMMIT PREPARED publishes both, read at once");
+	is(counts(6), "$per $per", "$name: as many as in the heap twin");
+	$node->safe_psql('postgres', 'DROP FOREIGN TABLE f2');
+}
+
 # ---- at the end ----
 $_->quit for @s;
 is($node->safe_psql('postgres',
@@ -219,4 +244,5 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM tcopy.prepared_session_rec
 
 $node->stop;
 $ts->stop;
+$ts2->stop;
 done_testing();
