@@ -40,7 +40,7 @@
 #include "tcopy/transaction.h"
 
 /* How long to wait between two RESOLVEs of a session another connection holds. */
-#define TCOPY_BUSY_RETRY_MS 10
+#define TCOPY_BUSY_RETRY_MS 1
 
 /*
  * The xid of the prepared transaction gid of this database, from
