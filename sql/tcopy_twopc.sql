@@ -124,6 +124,16 @@ DROP FOREIGN TABLE tp_d2;
 COMMIT;
 CREATE FOREIGN TABLE tp_d4 (k int NOT NULL, v text) SERVER ts OPTIONS (key 'k', table_name 'tp_d');
 SELECT count(*) FROM tp_d4;
+-- a prepared DROP drops the data at COMMIT PREPARED, from another session
+CREATE FOREIGN TABLE tp_p (k int NOT NULL, v text) SERVER ts OPTIONS (key 'k', table_name 'tp_p');
+INSERT INTO tp_p VALUES (1, 'dropped when committed');
+BEGIN;
+DROP FOREIGN TABLE tp_p;
+PREPARE TRANSACTION 'tp_drop';
+\c
+COMMIT PREPARED 'tp_drop';
+CREATE FOREIGN TABLE tp_p2 (k int NOT NULL, v text) SERVER ts OPTIONS (key 'k', table_name 'tp_p');
+SELECT count(*) FROM tp_p2;
 -- DROP SERVER ... CASCADE drops its user mappings, then its tables: the
 -- data goes too
 CREATE SERVER ts2 FOREIGN DATA WRAPPER tcopy OPTIONS (address :'tcopy_address');
