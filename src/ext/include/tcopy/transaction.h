@@ -2,7 +2,8 @@
  * tcopy/transaction.h
  *		The transaction layer (src/ext/transaction/): write sessions that
  *		commit and abort with the transaction in two phases (xact.c,
- *		xact_commit.c), the DROPs staged at pre-commit (xact_drop.c), rows
+ *		xact_commit.c), or with COMMIT and ROLLBACK PREPARED
+ *		(xact_prepared.c), the DROPs staged at pre-commit (xact_drop.c), rows
  *		to batches to a session (writer.c), the records of prepared
  *		sessions and their recovery (records.c, recovery.c,
  *		recovery_worker.c), the COPY lines of a session's rows
