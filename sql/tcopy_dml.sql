@@ -247,11 +247,13 @@ RELEASE SAVEPOINT t;
 COMMIT;
 SELECT * FROM dml_t WHERE k >= 20 ORDER BY k;
 
--- a transaction that wrote cannot be prepared (its tserver session is tied
--- to this backend's connection)
+-- a transaction that wrote can be prepared: its rows are not seen, and
+-- ROLLBACK PREPARED discards them
 BEGIN;
 INSERT INTO dml_t VALUES (24, 'twenty-four');
 PREPARE TRANSACTION 'dml_prepared';
+SELECT * FROM dml_t WHERE k >= 20 ORDER BY k;
+ROLLBACK PREPARED 'dml_prepared';
 SELECT * FROM dml_t WHERE k >= 20 ORDER BY k;
 
 -- read-only transactions

@@ -86,10 +86,12 @@ TRUNCATE tp_t;
 ROLLBACK TO SAVEPOINT s;
 COMMIT;
 SELECT * FROM tp_t ORDER BY k;
--- nor can it be prepared
+-- prepared, it truncates at COMMIT PREPARED (a read in between would wait
+-- for the TRUNCATE's lock, which the prepared transaction holds)
 BEGIN;
 TRUNCATE tp_t;
 PREPARE TRANSACTION 'tp_prepared';
+COMMIT PREPARED 'tp_prepared';
 SELECT * FROM tp_t ORDER BY k;
 
 -- DROP: the data goes when the transaction commits, and stays when it
@@ -122,6 +124,16 @@ DROP FOREIGN TABLE tp_d2;
 COMMIT;
 CREATE FOREIGN TABLE tp_d4 (k int NOT NULL, v text) SERVER ts OPTIONS (key 'k', table_name 'tp_d');
 SELECT count(*) FROM tp_d4;
+-- a prepared DROP drops the data at COMMIT PREPARED, from another session
+CREATE FOREIGN TABLE tp_p (k int NOT NULL, v text) SERVER ts OPTIONS (key 'k', table_name 'tp_p');
+INSERT INTO tp_p VALUES (1, 'dropped when committed');
+BEGIN;
+DROP FOREIGN TABLE tp_p;
+PREPARE TRANSACTION 'tp_drop';
+\c
+COMMIT PREPARED 'tp_drop';
+CREATE FOREIGN TABLE tp_p2 (k int NOT NULL, v text) SERVER ts OPTIONS (key 'k', table_name 'tp_p');
+SELECT count(*) FROM tp_p2;
 -- DROP SERVER ... CASCADE drops its user mappings, then its tables: the
 -- data goes too
 CREATE SERVER ts2 FOREIGN DATA WRAPPER tcopy OPTIONS (address :'tcopy_address');

@@ -9,7 +9,9 @@
  * Everything else, and whatever those decline, goes to the previous hook
  * or standard_ProcessUtility.  ALTER TYPE ... ADD VALUE and RENAME VALUE
  * of an enum are checked by enum_labels.c before they run, and a rename
- * recorded there after it ran.
+ * recorded there after it ran.  COMMIT PREPARED and ROLLBACK PREPARED,
+ * which Postgres finishes with no transaction callback, are wrapped by
+ * xact_prepared.c's steps, before and after.
  *
  * It also binds each tcopy table to its own data.  A CREATE FOREIGN TABLE
  * of a tcopy server without option table_name gets one appended before
@@ -294,6 +296,30 @@ tcopy_utility_passes_through(Node *parsetree)
 }
 
 /*
+ * COMMIT PREPARED or ROLLBACK PREPARED (stmt) of a transaction that wrote
+ * tcopy tables, which Postgres finishes with no transaction callback: its
+ * sessions are found before, the commit record is written inside the
+ * commit gate, and they are published or discarded after
+ * (xact_prepared.c).
+ */
+static void
+tcopy_finish_prepared(TransactionStmt *stmt, PlannedStmt *pstmt, const char *queryString,
+					  bool readOnlyTree, ProcessUtilityContext context,
+					  ParamListInfo params, QueryEnvironment *queryEnv,
+					  DestReceiver *dest, QueryCompletion *qc)
+{
+	bool		commit = stmt->kind == TRANS_STMT_COMMIT_PREPARED;
+	List	   *sessions = tcopy_prepared_xact_sessions(stmt->gid);
+
+	if (sessions != NIL && commit)
+		tcopy_commit_gate_enter();
+	tcopy_run_utility(pstmt, queryString, readOnlyTree, context, params,
+					  queryEnv, dest, qc);
+	if (sessions != NIL)
+		tcopy_finish_prepared_sessions(sessions, commit);
+}
+
+/*
  * The hook: a COPY that copy.c takes is complete when it returns; column
  * renames are prepared for, CREATE and ALTER of tcopy tables bound to
  * their data (see the file comment), enum labels checked, then run, and
@@ -309,6 +335,17 @@ tcopy_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	uint64		processed;
 	char	   *approved = NULL;
 	Oid			enumtypid = InvalidOid;
+
+	/* before the pass-through: transaction control, but tcopy's business */
+	if (IsA(parsetree, TransactionStmt) &&
+		(((TransactionStmt *) parsetree)->kind == TRANS_STMT_COMMIT_PREPARED ||
+		 ((TransactionStmt *) parsetree)->kind == TRANS_STMT_ROLLBACK_PREPARED) &&
+		OidIsValid(tcopy_extension_oid()))
+	{
+		tcopy_finish_prepared((TransactionStmt *) parsetree, pstmt, queryString, readOnlyTree,
+							  context, params, queryEnv, dest, qc);
+		return;
+	}
 
 	/*
 	 * a database without the extension: none of the above is tcopy's; nor

@@ -202,6 +202,20 @@ tcopy_records_read_now(Relation rel)
 	return records;
 }
 
+/*
+ * Read the records with a dirty snapshot: those of transactions still in
+ * progress too, a prepared transaction's among them, whose records are
+ * visible to nobody until it commits.
+ */
+HTAB *
+tcopy_records_read_uncommitted(Relation rel)
+{
+	SnapshotData dirty;
+
+	InitDirtySnapshot(dirty);
+	return tcopy_records_read(rel, &dirty);
+}
+
 /* Delete the record of gid read before the listing, if any. */
 void
 tcopy_records_forget(Relation rel, HTAB *records, const char *gid)

@@ -4,7 +4,8 @@
  *		comment says how a session follows the transaction): at pre-commit
  *		every session prepared and recorded, at commit published, at abort
  *		discarded; a subtransaction's end taken back or handed to its
- *		parent; PREPARE TRANSACTION refused.
+ *		parent; at PREPARE TRANSACTION every session prepared and recorded
+ *		as at pre-commit, then let go of (xact_prepared.c finishes them).
  */
 #include "postgres.h"
 
@@ -203,14 +204,17 @@ tcopy_prepare_failed(TcopyConnection *failed)
 }
 
 /*
- * Pre-commit: the first phase.  Refuse first, before anything is
- * prepared, if any session cannot commit; then prepare every session that
- * sent something, then record each in tcopy.prepared_session_records.
+ * Pre-commit, or pre-prepare (PREPARE TRANSACTION: for_2pc): the first
+ * phase.  Refuse first, before anything is prepared, if any session cannot
+ * commit; then prepare every session that sent something, then record each
+ * in tcopy.prepared_session_records.  A commit then enters the commit gate;
+ * a PREPARE TRANSACTION writes no commit record, and its records become
+ * part of the prepared transaction, to commit with COMMIT PREPARED.
  * Cancellable: a cancel or a failure aborts the transaction, and the abort
  * discards what was prepared.
  */
 static void
-tcopy_prepare_sessions_for_commit(void)
+tcopy_prepare_sessions(bool for_2pc)
 {
 	HASH_SEQ_STATUS scan;
 	TcopyConnection *conn;
@@ -232,6 +236,8 @@ tcopy_prepare_sessions_for_commit(void)
 		if (conn->subxact_lost)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 for_2pc ?
+					 errmsg("cannot prepare a transaction whose rolled-back subtransaction wrote to a tcopy table") :
 					 errmsg("cannot commit a transaction whose rolled-back subtransaction wrote to a tcopy table"),
 					 errdetail("The tserver could not take back the rows the subtransaction sent.%s%s",
 							   conn->lost_why[0] ? " " : "", conn->lost_why)));
@@ -294,6 +300,9 @@ tcopy_prepare_sessions_for_commit(void)
 								 conn->key.userid, fxid);
 	}
 	table_close(records, NoLock);
+
+	if (for_2pc)
+		return;
 
 	tcopy_test_pause(TCOPY_PAUSE_AFTER_PREPARE, true);
 
@@ -433,38 +442,25 @@ tcopy_publish_sessions(void)
 }
 
 /*
- * Pre-prepare (PREPARE TRANSACTION): a session is tied to this backend's
- * connection, so a transaction that wrote cannot be prepared.  Sessions
- * that sent nothing are just ended.
+ * PREPARE TRANSACTION is done: the transaction's sessions are prepared on
+ * their tservers and its records are part of the prepared transaction.
+ * Let go of them: close their connections, the tserver then keeps each
+ * session prepared, held by no connection, until a RESOLVE, which the
+ * backend that runs COMMIT PREPARED or ROLLBACK PREPARED sends
+ * (xact_prepared.c), or recovery once the transaction ended.  The next
+ * transaction of this backend connects again.  Must not raise an ERROR.
  */
 static void
-tcopy_refuse_prepare_transaction(void)
+tcopy_detach_prepared_sessions(void)
 {
 	HASH_SEQ_STATUS scan;
 	TcopyConnection *conn;
-	bool		wrote = tcopy_xact_drops_pending();
-
-	if (tcopy_connections != NULL)
-	{
-		hash_seq_init(&scan, tcopy_connections);
-		while ((conn = hash_seq_search(&scan)) != NULL)
-			wrote |= conn->in_session && (conn->sent_any || conn->session_lost);
-	}
-	if (wrote)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot PREPARE a transaction that has written to a tcopy foreign table"),
-				 errdetail("Its rows, TRUNCATEs and DROPs of tcopy tables are in a tserver write session "
-						   "tied to this backend's connection, which cannot be handed over to "
-						   "the backend that runs COMMIT PREPARED.")));
-	if (tcopy_connections == NULL)
-		return;
 
 	hash_seq_init(&scan, tcopy_connections);
 	while ((conn = hash_seq_search(&scan)) != NULL)
 	{
-		if (conn->in_session)
-			tcopy_end_unused_session(conn);
+		if (conn->prepared || conn->busy || (conn->in_session && conn->client != NULL))
+			tcopy_connection_close(conn);
 	}
 }
 
@@ -539,10 +535,10 @@ tcopy_xact_callback(XactEvent event, void *arg)
 	{
 		case XACT_EVENT_PARALLEL_PRE_COMMIT:
 		case XACT_EVENT_PRE_COMMIT:
-			tcopy_prepare_sessions_for_commit();
+			tcopy_prepare_sessions(false);
 			return;
 		case XACT_EVENT_PRE_PREPARE:
-			tcopy_refuse_prepare_transaction();
+			tcopy_prepare_sessions(true);
 			return;
 		case XACT_EVENT_PARALLEL_ABORT:
 		case XACT_EVENT_ABORT:
@@ -555,6 +551,8 @@ tcopy_xact_callback(XactEvent event, void *arg)
 				tcopy_publish_sessions();
 			break;
 		case XACT_EVENT_PREPARE:
+			if (tcopy_connections != NULL)
+				tcopy_detach_prepared_sessions();
 			break;
 	}
 	tcopy_end_xact();

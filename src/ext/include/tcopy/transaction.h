@@ -2,7 +2,8 @@
  * tcopy/transaction.h
  *		The transaction layer (src/ext/transaction/): write sessions that
  *		commit and abort with the transaction in two phases (xact.c,
- *		xact_commit.c), the DROPs staged at pre-commit (xact_drop.c), rows
+ *		xact_commit.c), or with COMMIT and ROLLBACK PREPARED
+ *		(xact_prepared.c), the DROPs staged at pre-commit (xact_drop.c), rows
  *		to batches to a session (writer.c), the records of prepared
  *		sessions and their recovery (records.c, recovery.c,
  *		recovery_worker.c), the COPY lines of a session's rows
@@ -90,6 +91,8 @@ extern void tcopy_records_insert(Relation rel, const char *gid, Oid serverid,
 								 Oid userid, FullTransactionId fxid);
 /* The records visible to a snapshot taken now, by gid (TcopyRecord). */
 extern HTAB *tcopy_records_read_now(Relation rel);
+/* ... with a dirty snapshot: in-progress and prepared transactions' too. */
+extern HTAB *tcopy_records_read_uncommitted(Relation rel);
 /* Delete the record of gid in records (as read before), if any. */
 extern void tcopy_records_forget(Relation rel, HTAB *records, const char *gid);
 
@@ -100,6 +103,24 @@ extern void tcopy_records_forget(Relation rel, HTAB *records, const char *gid);
 
 /* Resolve the database's prepared sessions nobody finished; how many. */
 extern int	tcopy_recover_database(int elevel);
+
+/*
+ * in xact_prepared.c: COMMIT PREPARED and ROLLBACK PREPARED of a
+ * transaction whose sessions PREPARE TRANSACTION prepared (xact_commit.c)
+ */
+
+/*
+ * Before COMMIT or ROLLBACK PREPARED gid runs: the records (TcopyRecord *)
+ * of the sessions its transaction prepared; NIL when it has none, or is
+ * not a prepared transaction of this database.
+ */
+extern List *tcopy_prepared_xact_sessions(const char *gid);
+/*
+ * After it ran: publish (commit) or discard those sessions, bounded, a
+ * failure a WARNING (commit) or in the server log (rollback), never an
+ * ERROR: what is left prepared is recovery's.
+ */
+extern void tcopy_finish_prepared_sessions(List *sessions, bool commit);
 
 /* in recovery_worker.c: the background worker that runs recovery */
 extern void TcopyRecoveryWorkerInit(void);
