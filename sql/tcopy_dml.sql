@@ -131,8 +131,8 @@ UPDATE dml_nokey SET a = 1;
 DELETE FROM dml_nokey;
 DROP FOREIGN TABLE dml_nokey;
 -- a tserver write replaces a row with the same key, so ON CONFLICT DO
--- NOTHING cannot be honoured: it must be refused, not turned into a
--- replacement
+-- NOTHING must find the stored row first (fdw_upsert.c): the row stays,
+-- never replaced; sql/tcopy_upsert.sql has the rest
 INSERT INTO dml_t VALUES (1, 'replaced?') ON CONFLICT (k) DO NOTHING;
 DO $$
 BEGIN
