@@ -457,10 +457,11 @@ tcopyIterateDirectModify(ForeignScanState *node)
 		!tcopy_address_is_null(codec->options.address))
 	{
 		TcopyConnection *conn;
+		uint64		parts = tcopy_key_range_ssi_parts(codec, &state->range);
 
-		/* SERIALIZABLE: a read and a write, to Postgres' SSI, of the table */
-		tcopy_ssi_read(node->ss.ss_currentRelation, estate->es_snapshot);
-		tcopy_ssi_write(node->ss.ss_currentRelation);
+		/* SERIALIZABLE: a read and a write, to Postgres' SSI, of the range's parts */
+		tcopy_ssi_read_parts(node->ss.ss_currentRelation, estate->es_snapshot, parts);
+		tcopy_ssi_write_parts(node->ss.ss_currentRelation, parts);
 		conn = tcopy_xact_write_connection(&codec->options, codec->userid);
 		state->request.table_id = tcopy_connection_table_id(conn, codec);
 		/* before the session's first row of the table, as a writer sets it */

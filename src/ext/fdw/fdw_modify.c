@@ -67,7 +67,10 @@ typedef struct TcopyModifyState
 	int			users;			/* BeginForeignModify and, for a partition
 								 * this UPDATE routes rows to, BeginForeignInsert */
 	Relation	rel;
-	bool		wrote;			/* a row went: SSI told of the write */
+	bool		wrote;			/* a row went: SSI told of the write of every part */
+	AttrNumber	ssi_key;		/* the key column whose part a row writes, or 0 */
+	Oid			ssi_key_type;
+	uint64		ssi_parts;		/* the parts SSI was told of */
 	TcopyUpsert *upsert;		/* INSERT ... ON CONFLICT, or NULL */
 }			TcopyModifyState;
 
@@ -158,6 +161,18 @@ tcopy_modify_begin(ModifyTableState *mtstate, ResultRelInfo *resultRelInfo)
 	else
 		tcopy_codec_set_inserted_cols(fmstate->codec, InvalidOid,
 									  ExecGetInsertedCols(resultRelInfo, estate));
+	/* a key of one integer column: SSI sees a row's write as its part's */
+	if (list_length(fmstate->codec->options.key_attnums) == 1)
+	{
+		AttrNumber	attnum = linitial_int(fmstate->codec->options.key_attnums);
+		Oid			type = TupleDescAttr(RelationGetDescr(fmstate->rel), attnum - 1)->atttypid;
+
+		if (type == INT2OID || type == INT4OID || type == INT8OID)
+		{
+			fmstate->ssi_key = attnum;
+			fmstate->ssi_key_type = type;
+		}
+	}
 	/* a parallel COPY's worker routing rows: its batches go to the leader */
 	fmstate->writer = tcopy_parallel_sink != NULL ?
 		tcopy_writer_begin_detached(fmstate->codec, tcopy_parallel_sink) :
@@ -201,13 +216,24 @@ tcopy_modify_add(TcopyModifyState *fmstate, TupleTableSlot *slot)
 {
 	MemoryContext oldcxt;
 
-	/* SERIALIZABLE: the write, to Postgres' SSI, at the table's granularity */
-	if (!fmstate->wrote)
+	slot_getallattrs(slot);
+	/* SERIALIZABLE: the write, to Postgres' SSI, of the key's part, or of the table */
+	if (fmstate->ssi_key != 0 && !slot->tts_isnull[fmstate->ssi_key - 1])
+	{
+		uint64		part = tcopy_ssi_part(tcopy_int64_of(fmstate->ssi_key_type,
+														 slot->tts_values[fmstate->ssi_key - 1]));
+
+		if ((fmstate->ssi_parts & part) == 0)
+		{
+			tcopy_ssi_write_parts(fmstate->rel, part);
+			fmstate->ssi_parts |= part;
+		}
+	}
+	else if (!fmstate->wrote)
 	{
 		tcopy_ssi_write(fmstate->rel);
 		fmstate->wrote = true;
 	}
-	slot_getallattrs(slot);
 	oldcxt = MemoryContextSwitchTo(fmstate->temp_cxt);
 	tcopy_writer_add(fmstate->writer, slot->tts_values, slot->tts_isnull);
 	MemoryContextSwitchTo(oldcxt);

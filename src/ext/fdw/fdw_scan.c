@@ -334,12 +334,13 @@ tcopyBeginForeignScan(ForeignScanState *node, int eflags)
 		elog(ERROR, "a scan of foreign table \"%s\" that is not parallel aware runs in a parallel worker",
 			 state->codec->relname);
 
-	/* SERIALIZABLE: the read, to Postgres' SSI, at the table's granularity */
+	/* SERIALIZABLE: the read, to Postgres' SSI: of a key's part of the table, or all of it */
 	state->estate = estate;
 	if (!IsParallelWorker())
 	{
 		/* a worker reads as of the leader's view (fdw_parallel.c) */
-		tcopy_ssi_read(rel, estate->es_snapshot);
+		tcopy_ssi_read_parts(rel, estate->es_snapshot,
+							 tcopy_key_range_ssi_parts(state->codec, &state->range));
 		tcopy_statement_reads(estate, &state->codec->options);
 	}
 	if ((estate->es_plannedstmt->commandType == CMD_UPDATE ||

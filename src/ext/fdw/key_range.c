@@ -268,3 +268,15 @@ tcopy_explain_key_range(Relation rel, const TcopyKeyRange *range, ExplainState *
 		ExplainPropertyText("Key Range", text.data, es);
 	}
 }
+
+uint64
+tcopy_key_range_ssi_parts(TcopyRelCodec *codec, const TcopyKeyRange *range)
+{
+	if (range->empty)
+		return 0;
+	if (list_length(codec->options.key_attnums) == 1 && range->key_attnum != 0 &&
+		range->lower.present && range->upper.present && range->lower.inclusive &&
+		range->upper.inclusive && range->lower.value == range->upper.value)
+		return tcopy_ssi_part(range->lower.value);
+	return TCOPY_SSI_ALL;
+}

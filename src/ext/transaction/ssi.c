@@ -1,8 +1,21 @@
 /*
  * ssi.c
  *		Postgres' serializable snapshot isolation told of the reads and
- *		writes of tcopy tables, at the table's granularity
+ *		writes of tcopy tables, at the granularity of a part of the table
  *		(docs/snapshots.md#serializable).
+ *
+ * A table is split in TCOPY_SSI_PARTS parts by a hash of its key, when it
+ * has one key column of an integer type: a read or write of one key (WHERE
+ * key = const, a row written) is a read or write of its part, anything
+ * else of every part (tcopy_ssi_part, TCOPY_SSI_ALL).  A part is what SSI
+ * calls a page of the table: a read of one part takes a predicate lock on
+ * the page of that number (PredicateLockPage), which a write of that part
+ * meets (CheckForSerializableConflictIn with the number: it checks the
+ * page and the relation); a read of every part locks the relation, which
+ * every write meets, and a write of every part checks every page.  Two
+ * transactions that read and write different keys then conflict only when
+ * their keys share a part (one chance in TCOPY_SSI_PARTS), where a heap's
+ * row locks never would.
  *
  * SSI finds a rw-conflict (a reader that did not see a concurrent write)
  * in two ways.  A write after the read: the writer meets the reader's
@@ -27,6 +40,7 @@
 
 #include "access/transam.h"
 #include "access/xact.h"
+#include "common/hashfn.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
@@ -53,6 +67,7 @@ typedef struct TcopySsiTable
 	TcopySsiKey key;
 	int			nwriters;
 	TransactionId writers[TCOPY_SSI_WRITERS];
+	uint64		parts[TCOPY_SSI_WRITERS];	/* the parts each wrote */
 	TransactionId lost;			/* the newest writer dropped while it still
 								 * mattered; InvalidTransactionId: none */
 } TcopySsiTable;
@@ -139,7 +154,10 @@ tcopy_ssi_make_room(TcopySsiTable *entry, TransactionId horizon)
 
 	for (int i = 0; i < entry->nwriters; i++)
 		if (!TransactionIdPrecedes(entry->writers[i], horizon))
+		{
+			entry->parts[kept] = entry->parts[i];
 			entry->writers[kept++] = entry->writers[i];
+		}
 	entry->nwriters = kept;
 	if (TransactionIdIsValid(entry->lost) && TransactionIdPrecedes(entry->lost, horizon))
 		entry->lost = InvalidTransactionId;
@@ -149,7 +167,9 @@ tcopy_ssi_make_room(TcopySsiTable *entry, TransactionId horizon)
 		if (TransactionIdPrecedes(entry->writers[i], entry->writers[oldest]))
 			oldest = i;
 	tcopy_ssi_note_lost(&entry->lost, entry->writers[oldest]);
-	entry->writers[oldest] = entry->writers[--entry->nwriters];
+	entry->nwriters--;
+	entry->writers[oldest] = entry->writers[entry->nwriters];
+	entry->parts[oldest] = entry->parts[entry->nwriters];
 }
 
 /* Make room for another table; with the lock held exclusive. */
@@ -178,20 +198,37 @@ tcopy_ssi_drop_tables(TransactionId horizon)
 	(void) hash_search(tcopy_ssi_tables, &victim->key, HASH_REMOVE, NULL);
 }
 
+uint64
+tcopy_ssi_part(int64 key)
+{
+	return UINT64CONST(1) << (DatumGetUInt64(hash_uint32_extended((uint32) key,
+																   (uint64) (key >> 32)))
+							  % TCOPY_SSI_PARTS);
+}
+
+/* SSI's conflict check of a write of parts of rel: page by page, or the relation. */
+static void
+tcopy_ssi_conflict_in(Relation rel, uint64 parts)
+{
+	for (int p = 0; p < TCOPY_SSI_PARTS; p++)
+		if (parts & (UINT64CONST(1) << p))
+			CheckForSerializableConflictIn(rel, NULL, (BlockNumber) p);
+}
+
 /*
- * A write of rel (its first in the statement, or a COPY's start): to SSI,
- * a write of the table; under SERIALIZABLE, the transaction is one of its
- * writers from now on.
+ * A write of parts of rel: to SSI, a write of them; under SERIALIZABLE,
+ * the transaction is one of the table's writers from now on, of those
+ * parts.
  */
 void
-tcopy_ssi_write(Relation rel)
+tcopy_ssi_write_parts(Relation rel, uint64 parts)
 {
 	TcopySsiKey key;
 	TcopySsiTable *entry;
 	TransactionId xid;
 	bool		found;
 
-	CheckForSerializableConflictIn(rel, NULL, InvalidBlockNumber);
+	tcopy_ssi_conflict_in(rel, parts);
 	if (!IsolationIsSerializable())
 		return;
 	tcopy_ssi_require();
@@ -212,13 +249,21 @@ tcopy_ssi_write(Relation rel)
 	for (int i = 0; i < entry->nwriters; i++)
 		if (TransactionIdEquals(entry->writers[i], xid))
 		{
+			entry->parts[i] |= parts;
 			LWLockRelease(tcopy_ssi->lock);
 			return;
 		}
 	if (entry->nwriters == TCOPY_SSI_WRITERS)
 		tcopy_ssi_make_room(entry, GetOldestNonRemovableTransactionId(NULL));
+	entry->parts[entry->nwriters] = parts;
 	entry->writers[entry->nwriters++] = xid;
 	LWLockRelease(tcopy_ssi->lock);
+}
+
+void
+tcopy_ssi_write(Relation rel)
+{
+	tcopy_ssi_write_parts(rel, TCOPY_SSI_ALL);
 }
 
 /* Whether snapshot does not show writer xid: it ran or began after it. */
@@ -229,12 +274,13 @@ tcopy_ssi_unseen(TransactionId xid, Snapshot snapshot)
 }
 
 /*
- * A read of rel as of snapshot (a scan's start): to SSI, a read of the
- * whole table, and under SERIALIZABLE, a read past every write of it its
- * snapshot does not show.
+ * A read of parts of rel as of snapshot (a scan's start): to SSI, a read
+ * of them (of the whole table: a lock on the relation), and under
+ * SERIALIZABLE, a read past every write of them its snapshot does not
+ * show.
  */
 void
-tcopy_ssi_read(Relation rel, Snapshot snapshot)
+tcopy_ssi_read_parts(Relation rel, Snapshot snapshot, uint64 parts)
 {
 	TcopySsiKey key;
 	TcopySsiTable *entry;
@@ -242,7 +288,12 @@ tcopy_ssi_read(Relation rel, Snapshot snapshot)
 	int			nunseen = 0;
 	bool		lost;
 
-	PredicateLockRelation(rel, snapshot);
+	if (parts == TCOPY_SSI_ALL)
+		PredicateLockRelation(rel, snapshot);
+	else
+		for (int p = 0; p < TCOPY_SSI_PARTS; p++)
+			if (parts & (UINT64CONST(1) << p))
+				PredicateLockPage(rel, (BlockNumber) p, snapshot);
 	if (!IsolationIsSerializable() || !IsMVCCSnapshot(snapshot))
 		return;
 	tcopy_ssi_require();
@@ -256,7 +307,8 @@ tcopy_ssi_read(Relation rel, Snapshot snapshot)
 	{
 		lost |= tcopy_ssi_unseen(entry->lost, snapshot);
 		for (int i = 0; i < entry->nwriters; i++)
-			if (!TransactionIdIsCurrentTransactionId(entry->writers[i]) &&
+			if ((entry->parts[i] & parts) != 0 &&
+				!TransactionIdIsCurrentTransactionId(entry->writers[i]) &&
 				tcopy_ssi_unseen(entry->writers[i], snapshot))
 				unseen[nunseen++] = entry->writers[i];
 	}
@@ -271,4 +323,10 @@ tcopy_ssi_read(Relation rel, Snapshot snapshot)
 				 errhint("The transaction might succeed if retried.")));
 	for (int i = 0; i < nunseen; i++)
 		CheckForSerializableConflictOut(rel, unseen[i], snapshot);
+}
+
+void
+tcopy_ssi_read(Relation rel, Snapshot snapshot)
+{
+	tcopy_ssi_read_parts(rel, snapshot, TCOPY_SSI_ALL);
 }

@@ -260,6 +260,11 @@ extern void tcopy_key_range(TcopyRelCodec *codec, List *bounds, ExprContext *eco
 							TcopyKeyRange *range);
 /* The int64 value of an int2, int4 or int8 datum. */
 extern int64 tcopy_int64_of(Oid type, Datum value);
+/*
+ * The parts of the table (ssi.c) a scan of range reads: one key's part, none
+ * for an empty range, else every part.
+ */
+extern uint64 tcopy_key_range_ssi_parts(TcopyRelCodec *codec, const TcopyKeyRange *range);
 /* A bound as the wire carries it. */
 extern Tcopy__KeyBound *tcopy_make_key_bound(const TcopyKeyBound *bound);
 extern void tcopy_explain_key_range(Relation rel, const TcopyKeyRange *range,

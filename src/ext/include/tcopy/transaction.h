@@ -138,10 +138,21 @@ extern void TcopyXactInit(void);
 /*
  * in ssi.c: a read of a tcopy table (a scan's start) and a write (a
  * statement's first row, a COPY's start), told to Postgres' SSI at the
- * table's granularity; the shared memory it keeps the writers in
+ * table's granularity, or of a part of it; the shared memory it keeps the
+ * writers in
  */
 extern void tcopy_ssi_read(Relation rel, Snapshot snapshot);
 extern void tcopy_ssi_write(Relation rel);
+/*
+ * The same for some parts of the table only: a table of one integer key
+ * column is split in TCOPY_SSI_PARTS parts by the key's hash, its part
+ * tcopy_ssi_part(key); TCOPY_SSI_ALL is every part.
+ */
+#define TCOPY_SSI_PARTS 64
+#define TCOPY_SSI_ALL (~UINT64CONST(0))
+extern uint64 tcopy_ssi_part(int64 key);
+extern void tcopy_ssi_read_parts(Relation rel, Snapshot snapshot, uint64 parts);
+extern void tcopy_ssi_write_parts(Relation rel, uint64 parts);
 extern void TcopySsiInit(void);
 
 /*
