@@ -66,7 +66,7 @@ TRUNCATE tp_t;
 INSERT INTO tp_t VALUES (10, 'ten');
 COMMIT;
 SELECT * FROM tp_t ORDER BY k;
--- ... but not after rows written to the table, which it would not remove
+-- ... and after rows written to the table, which it removes
 BEGIN;
 INSERT INTO tp_t VALUES (11, 'eleven');
 TRUNCATE tp_t;
@@ -75,6 +75,7 @@ DO $$
 BEGIN
 	INSERT INTO tp_t VALUES (11, 'eleven');
 	TRUNCATE tp_t;
+	INSERT INTO tp_t VALUES (10, 'ten');
 END
 $$;
 SELECT * FROM tp_t ORDER BY k;
