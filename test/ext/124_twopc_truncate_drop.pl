@@ -154,7 +154,7 @@ for my $case ([ 'after-prepare', 'abort' ], [ 'before-publish', 'commit' ])
 	ok(kill('KILL', $pid), "$name: kill -9 of the paused backend");
 	($rc, $out, $err) = $p->finish;
 	push @outputs, $out, $err;
-	like($out, qr/^BEGIN\nINSERT 0 30000\nt\nTRUNCATE TABLE\nINSERT 0 100/, "$name: the session spilled before the TRUNCATE")
+	like($out, qr/^SET\nBEGIN\nINSERT 0 30000\nt\nTRUNCATE TABLE\nINSERT 0 100/, "$name: the session spilled before the TRUNCATE")
 	  or diag("$out\n$err");
 	ok(wait_until(60, sub { ($node->psql('postgres', 'SELECT 1'))[0] == 0 }),
 		"$name: Postgres accepts connections again after the crash restart");
