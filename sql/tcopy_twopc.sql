@@ -79,8 +79,8 @@ BEGIN
 END
 $$;
 SELECT * FROM tp_t ORDER BY k;
--- a TRUNCATE in a rolled-back savepoint cannot be taken back: the commit
--- fails and the rows stay
+-- a TRUNCATE in a rolled-back savepoint is forgotten (held back until
+-- the session's next use, there was none): the commit keeps the rows
 BEGIN;
 SAVEPOINT s;
 TRUNCATE tp_t;
