@@ -19,8 +19,9 @@
  *     after the TRUNCATE can still be rolled back to;
  *   - the runs of an unsorted spilled session (each holds every table's
  *     records, in key order): merged into one without the table's key
- *     range, as the compaction at RUN_FAN_IN runs merges them (the runs'
- *     data written once more);
+ *     range, as the compaction at RUN_FAN_IN runs merges them (the other
+ *     tables' records written once more; the table's are skipped at the
+ *     runs' sparse indexes, not read);
  *   - the direct SST files of a sorted session: a file holds one table's
  *     keys, so the table's files are removed from the list (and from the
  *     read DB that scans of the session's writes read them through), and
