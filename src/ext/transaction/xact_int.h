@@ -32,11 +32,16 @@ typedef struct TcopyPendingTruncate
 } TcopyPendingTruncate;
 
 /*
+ * Send conn's held-back TRUNCATEs, in order, before the session's next use
+ * (where tcopy_xact_apply_rollback runs, and before a batch or the streams).
+ */
+extern void tcopy_xact_flush_truncates(TcopyConnection *conn);
+
+/*
  * The subtransaction at level ends: its held-back TRUNCATEs are forgotten
  * (aborted) or become its parent's (committed); level 1 (the transaction's
  * end): all are forgotten.
  */
-extern void tcopy_xact_flush_truncates(TcopyConnection *conn);
 extern void tcopy_xact_pending_truncates_end(TcopyConnection *conn, int level, bool aborted);
 
 #endif							/* TCOPY_XACT_INT_H */
