@@ -310,6 +310,7 @@ COPY (SELECT g, repeat('z', 900) FROM generate_series(1, 75000) g)
 	TO '/tmp/tcopy_regress_truncate_written.txt';
 SET tcopy.copy_parallel_threshold = 0;
 SET tcopy.copy_workers = 2;
+SET tcopy.copy_chunk_bytes = '1MB';
 \set t hw
 BEGIN;
 COPY :t FROM '/tmp/tcopy_regress_truncate_written.txt';
@@ -335,6 +336,7 @@ SELECT * FROM :t ORDER BY k;
 SELECT * FROM tw_check;
 RESET tcopy.copy_workers;
 RESET tcopy.copy_parallel_threshold;
+RESET tcopy.copy_chunk_bytes;
 \! rm -f /tmp/tcopy_regress_truncate_written.txt
 
 -- a load label claimed before the TRUNCATE goes with the rows: the same
