@@ -230,6 +230,44 @@ COMMIT;
 SELECT * FROM :t ORDER BY k;
 SELECT * FROM tw_check;
 
+-- released and nothing after it: sent at the commit; so in a block with an
+-- exception handler that does not raise
+\set t hw
+BEGIN;
+INSERT INTO :t VALUES (6, 'f');
+SAVEPOINT s;
+TRUNCATE :t;
+RELEASE SAVEPOINT s;
+COMMIT;
+SELECT count(*) FROM :t;
+INSERT INTO :t VALUES (7, 'g');
+DO $$
+BEGIN
+	TRUNCATE hw;
+EXCEPTION WHEN others THEN
+	NULL;
+END
+$$;
+SELECT count(*) FROM :t;
+\set t tw
+BEGIN;
+INSERT INTO :t VALUES (6, 'f');
+SAVEPOINT s;
+TRUNCATE :t;
+RELEASE SAVEPOINT s;
+COMMIT;
+SELECT count(*) FROM :t;
+INSERT INTO :t VALUES (7, 'g');
+DO $$
+BEGIN
+	TRUNCATE tw;
+EXCEPTION WHEN others THEN
+	NULL;
+END
+$$;
+SELECT count(*) FROM :t;
+SELECT * FROM tw_check;
+
 -- not when the subtransaction used the table's server after the TRUNCATE
 -- (here a read of the table, which sees it empty): the TRUNCATE was staged,
 -- its rows discarded, and the transaction cannot commit (0A000); a heap
