@@ -1,38 +1,12 @@
 /*
  * ts_session_truncate.c
  *		A TRUNCATE staged in a session after the session wrote rows to the
- *		table: the rows it staged before are discarded there and then.
- *
- * A session's staged TRUNCATE is published before its rows (a DeleteRange
- * at the head of its WriteBatch, or a step of its own before the
- * ingestion, ts_publish.c), so that TRUNCATE then INSERT leaves the new
- * rows.  Rows of the table staged before the TRUNCATE must go with the
- * committed ones, as on a heap table, and the only place where they can
- * still be told from the later ones is the session itself, before it
- * sorts and merges them all together.  So the TRUNCATE removes them from
- * wherever they are:
- *
- *   - the staging buffer: its records of the table are cut out, the others
- *     moved down in their order.  The buffer's records then all take
- *     their rows (ordinals) along, as records carried over from a spill
- *     do, so that a duplicate's row is still named and a savepoint taken
- *     after the TRUNCATE can still be rolled back to;
- *   - the runs of an unsorted spilled session (each holds every table's
- *     records, in key order): merged into one without the table's key
- *     range, as the compaction at RUN_FAN_IN runs merges them (the other
- *     tables' records written once more; the table's are skipped at the
- *     runs' sparse indexes, not read);
- *   - the direct SST files of a sorted session: a file holds one table's
- *     keys, so the table's files are removed from the list (and from the
- *     read DB that scans of the session's writes read them through), and
- *     so are the keys they delete (direct_deletes);
- *   - the session's load labels of the table, which the TRUNCATE forgets
- *     as it forgets the stored ones.
- *
- * Nothing changes on disk but the staging directory, which a crash
- * discards with the session: a prepared session's record and files hold
- * only what is left, its truncates list the table, and its publish (or
- * recovery's) applies the truncate and then those rows, unchanged.
+ *		table: the table's records staged before it are discarded there and
+ *		then, wherever they are (the staging buffer, the runs, the direct
+ *		SST files), with its load labels, so that the publish (the truncate,
+ *		then the rows) leaves only the rows written after it, as on a heap
+ *		table.  Only the staging directory changes, which a crash discards
+ *		with an unprepared session.  Why and how: docs/commit.md, TRUNCATE.
  */
 #include "ts_session_int.h"
 
