@@ -66,7 +66,7 @@ TRUNCATE tp_t;
 INSERT INTO tp_t VALUES (10, 'ten');
 COMMIT;
 SELECT * FROM tp_t ORDER BY k;
--- ... but not after rows written to the table, which it would not remove
+-- ... and after rows written to the table, which it removes
 BEGIN;
 INSERT INTO tp_t VALUES (11, 'eleven');
 TRUNCATE tp_t;
@@ -75,11 +75,12 @@ DO $$
 BEGIN
 	INSERT INTO tp_t VALUES (11, 'eleven');
 	TRUNCATE tp_t;
+	INSERT INTO tp_t VALUES (10, 'ten');
 END
 $$;
 SELECT * FROM tp_t ORDER BY k;
--- a TRUNCATE in a rolled-back savepoint cannot be taken back: the commit
--- fails and the rows stay
+-- a TRUNCATE in a rolled-back savepoint is forgotten (held back until
+-- the session's next use, there was none): the commit keeps the rows
 BEGIN;
 SAVEPOINT s;
 TRUNCATE tp_t;

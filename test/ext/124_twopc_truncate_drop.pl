@@ -8,8 +8,13 @@
 #	- TRUNCATE inside BEGIN ... ROLLBACK keeps the rows; inside BEGIN ...
 #	  COMMIT it commits, and a read right after COMMIT sees an empty table;
 #	- TRUNCATE then INSERT in one transaction: the table holds exactly the
-#	  new rows; INSERT then TRUNCATE of the same table: refused with a clear
-#	  error, the table unchanged;
+#	  new rows; INSERT, TRUNCATE, INSERT of the same table: exactly the rows
+#	  after the TRUNCATE (issue 48);
+#	- the same spilled to the tserver's staging files (--session-memory-mb
+#	  1), the later rows' keys among the discarded ones: the backend paused
+#	  after the prepare or before the publish, the tserver killed -9 and
+#	  restarted, the backend killed -9: recovery discards the transaction
+#	  (the table unchanged) or publishes it (exactly the later rows);
 #	- TRUNCATE outside a transaction block still works;
 #	- DROP FOREIGN TABLE rolled back (ROLLBACK, or a DO block that raises)
 #	  keeps the table and its rows; committed, the data is gone on the
@@ -30,9 +35,11 @@ use Test::More;
 use Time::HiRes qw(sleep time);
 use TcopyTest;
 use TcopyPgTest qw(twopc_setup twopc_ddl rows_copy_sql rows_insert_sql txn_sql psql_bg
-  recover_all assert_atomic assert_tserver_unprepared assert_no_08007 sqlstates);
+  recover_all assert_atomic assert_tserver_unprepared assert_no_08007 sqlstates
+  wait_until start_paused);
 
-my ($node, $ts) = twopc_setup(recovery_interval => '0');
+my ($node, $ts) = twopc_setup(recovery_interval => '0',
+	tserver => { extra_args => [ '--session-memory-mb', '1' ] });
 my @outputs;
 
 # Run statements in one psql (ON_ERROR_STOP): (exit, stdout, stderr).
@@ -120,11 +127,49 @@ is($out, "BEGIN\nTRUNCATE TABLE\nINSERT 0 200\nCOMMIT", 'TRUNCATE then INSERT in
 is(state_of('f1'), sum_of(1001, 1200), 'TRUNCATE then INSERT: the table holds exactly the new rows');
 
 ($rc, $out, $err) = run('BEGIN',
-	"INSERT INTO f1 (id, n, payload) SELECT i, 0, 'newer' FROM generate_series(2001, 2100) i", 'TRUNCATE f1');
-is($rc, 1, 'INSERT then TRUNCATE of the same table in one transaction: TRUNCATE is refused');
-like($err, qr/ERROR:  [0-9A-Z]{5}: .*(?:truncate|TRUNCATE)/, '... with an error about TRUNCATE') or diag($err);
-note("INSERT then TRUNCATE: $err");
-is(state_of('f1'), sum_of(1001, 1200), 'INSERT then TRUNCATE: the table is unchanged');
+	"INSERT INTO f1 (id, n, payload) SELECT i, 0, 'newer' FROM generate_series(2001, 2100) i", 'TRUNCATE f1',
+	"INSERT INTO f1 (id, n, payload) SELECT i, 0, 'newest' FROM generate_series(2051, 2060) i", 'COMMIT');
+is($out, "BEGIN\nINSERT 0 100\nTRUNCATE TABLE\nINSERT 0 10\nCOMMIT",
+	'INSERT, TRUNCATE, INSERT of the same table in one transaction: commits') or diag($err);
+is(state_of('f1'), sum_of(2051, 2060), 'INSERT, TRUNCATE, INSERT: exactly the rows after the TRUNCATE');
+is(at_tserver('f1'), 10, 'INSERT, TRUNCATE, INSERT: ... on the tserver too');
+
+# spilled, then a crash at the pause point: the prepared session carries
+# only the rows after the TRUNCATE, with the TRUNCATE
+for my $case ([ 'after-prepare', 'abort' ], [ 'before-publish', 'commit' ])
+{
+	my ($point, $outcome) = @$case;
+	my $name = "spilled INSERT, TRUNCATE, INSERT, crash $point";
+	my $before = state_of('f1');
+	my ($p, $pid) = start_paused($node, $point, [ 'BEGIN',
+		"INSERT INTO f1 (id, n, payload) SELECT i, 0, 'spilled ' || i FROM generate_series(10001, 40000) i",
+		"SELECT spilled_bytes > 0 FROM tcopy.server_sessions('ts') WHERE pid = pg_backend_pid()",
+		'TRUNCATE f1',
+		"INSERT INTO f1 (id, n, payload) SELECT i, 0, 'later' FROM generate_series(20001, 20100) i",
+		'COMMIT' ], timeout => 120);
+	ok($pid, "$name: the backend pauses");
+	next unless $pid;
+	$ts->kill9;
+	$ts->start or BAIL_OUT('tserver did not start after kill -9');
+	ok(kill('KILL', $pid), "$name: kill -9 of the paused backend");
+	($rc, $out, $err) = $p->finish;
+	push @outputs, $out, $err;
+	like($out, qr/^SET\nBEGIN\nINSERT 0 30000\nt\nTRUNCATE TABLE\nINSERT 0 100/, "$name: the session spilled before the TRUNCATE")
+	  or diag("$out\n$err");
+	ok(wait_until(60, sub { ($node->psql('postgres', 'SELECT 1'))[0] == 0 }),
+		"$name: Postgres accepts connections again after the crash restart");
+	my ($ok, $resolved, $why) = recover_all($node, ts => $ts, timeout => 60);
+	ok($ok, "$name: recovery resolves the session") or diag($why);
+	if ($outcome eq 'commit')
+	{
+		is(state_of('f1'), sum_of(20001, 20100), "$name: published, exactly the rows after the TRUNCATE");
+		is(at_tserver('f1'), 100, "$name: ... on the tserver too");
+	}
+	else
+	{
+		is(state_of('f1'), $before, "$name: discarded, the table unchanged");
+	}
+}
 
 ($rc, $out, $err) = run('TRUNCATE f2');
 is($out, 'TRUNCATE TABLE', 'TRUNCATE outside a transaction block works') or diag($err);

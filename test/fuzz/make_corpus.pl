@@ -307,7 +307,7 @@ $seeds{'13-begin-after-prepare'} = chr(0)
   . prepare(1, 1, 'seed:13')
   . frame(F_BEGIN, '');
 
-# refused: a session's TRUNCATE of a table it wrote to
+# a session's TRUNCATE of a table it wrote to: its rows staged before go
 $seeds{'14-truncate-after-write'} = chr(0)
   . frame(F_BEGIN, '')
   . write_batch(1, 1, kv_row(1))

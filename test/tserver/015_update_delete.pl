@@ -23,7 +23,10 @@
 #	- a spilled session with updates, deletes and deleted keys inserted
 #	  again, its keys ascending or shuffled, under ON_CONFLICT_REPLACE,
 #	  ERROR and IGNORE: read through the session in a range, and the table
-#	  once published, hold the rows a model of the session computes.
+#	  once published, hold the rows a model of the session computes;
+#	- a TRUNCATE staged after 30000 spilled rows of the table (ascending or
+#	  shuffled) and another table's: a scan through the session reads none
+#	  of them, and the commit publishes exactly the rows written after it.
 use strict;
 use warnings;
 
@@ -503,6 +506,48 @@ for my $order ('ascending', 'shuffled')
 		is(sum0(map { (split /:/)[1] } @got), sum0(map { $_->[0] } values %m), "$name: ... their sum of v");
 		is(first_difference($rows, model_rows(\%m, 0, 1 << 30)), '', "$name: ... and they are the model's");
 	}
+}
+
+# A TRUNCATE staged after the session wrote the table (issue 48): the
+# table's rows staged before it, spilled in key order (direct SST files) or
+# not (runs), another table's rows among them, are discarded at once: a
+# scan through the session reads none of them, the rows written after the
+# TRUNCATE (their keys among the discarded ones) are all it publishes, and
+# the other table keeps its rows.
+for my $order ('ascending', 'shuffled')
+{
+	my $name = "truncate after spilled writes, keys $order";
+	my $id = create_table($conn, "ud_truncate_written_$order");
+	my $other = create_table($conn, "ud_truncate_other_$order");
+	is(run_session($id, undef, [ WRITE_INSERT, map { [ $_, $_, 'old' ] } 1 .. 5 ], ['commit']), '',
+		"$name: 5 rows stored");
+	my @keys = 1 .. 30000;
+	@keys = shuffled(17, @keys) if $order eq 'shuffled';
+	my $s = begin(ready());
+	is(write_many($s, $id, WRITE_INSERT, sub { [ $_[0], $_[0], $pad ] }, @keys[ 0 .. 14999 ]), '',
+		"$name: 15000 rows");
+	is(write_many($s, $other, WRITE_INSERT, sub { [ $_[0], 1, 'other' ] }, 1 .. 500), '',
+		"$name: 500 rows of another table");
+	is(write_many($s, $id, WRITE_INSERT, sub { [ $_[0], $_[0], $pad ] }, @keys[ 15000 .. 29999 ]), '',
+		"$name: 15000 more rows");
+	is(write_batch($s, $id, WRITE_DELETE, [ 7, 0, '' ]), '', "$name: a delete");
+	ok(spilled(), "$name: the session spilled");
+	is(scan(ready(), $id, session => $s, lower => [ 100, 1 ], upper => [ 101, 1 ]), '100:100:x100 101:101:x100',
+		"$name: a scan through the session reads them");
+	my ($type) = request($s->{sock}, FRAME_TABLE_OP, pb_field_varint(1, TABLE_OP_TRUNCATE)
+		  . pb_field_varint(2, $id) . pb_field_varint(3, 1));
+	is($type, FRAME_TABLE_OP_OK, "$name: TRUNCATE staged");
+	is(scan(ready(), $id, session => $s), '', "$name: a scan of the whole table through the session reads no row");
+	is(write_many($s, $id, WRITE_INSERT, sub { [ $_[0], 7, 'after' ] }, 100 .. 119), '',
+		"$name: 20 rows after the TRUNCATE, keys among the discarded ones");
+	is(write_batch($s, $id, WRITE_UPDATE, [ 119, 8, 'updated after' ]), '', "$name: an update of one");
+	my $want = join(' ', (map { "$_:7:after" } 100 .. 118), '119:8:updated after');
+	is(scan(ready(), $id, session => $s), $want, "$name: the session reads only them");
+	is(scan(ready(), $id), '1:1:old 2:2:old 3:3:old 4:4:old 5:5:old', "$name: others read the stored rows");
+	is(commit($s), '', "$name: commits");
+	is(scan(ready(), $id), $want, "$name: published exactly the rows after the TRUNCATE");
+	my @got = split / /, scan(ready(), $other);
+	is(scalar(@got), 500, "$name: the other table's rows are all published");
 }
 
 $ts->check_log;

@@ -502,18 +502,13 @@ tcopyExecForeignTruncate(List *rels, DropBehavior behavior, bool restart_seqs)
 	uint32	   *table_ids = palloc0(sizeof(uint32) * Max(nrels, 1));
 	int			ntargets = 0;
 
+	/*
+	 * Rows the transaction wrote to a table before its TRUNCATE are
+	 * discarded by the tserver when it stages the TRUNCATE in the session
+	 * (ts_session_truncate.c): only the rows written after it are published.
+	 */
 	for (int r = 0; r < nrels; r++)
-	{
 		codecs[r] = tcopy_rel_codec((Relation) list_nth(rels, r), GetUserId());
-		/* in a DO block or a function too; through any table bound to the data */
-		if (tcopy_xact_wrote_table(&codecs[r]->options))
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot truncate foreign table \"%s\" in the transaction that wrote rows to it",
-							codecs[r]->relname),
-					 errdetail("The tserver applies a transaction's TRUNCATE before its rows, "
-							   "so the rows written before the TRUNCATE would survive it.")));
-	}
 
 	for (int r = 0; r < nrels; r++)
 	{

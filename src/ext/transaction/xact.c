@@ -174,6 +174,7 @@ tcopy_xact_write_connection(const TcopyTableOptions *options, Oid userid)
 		tcopy_xact_apply_rollback(conn);
 		if (conn->client != NULL)
 			tc_client_set_window(conn->client, (unsigned) tcopy_window);
+		tcopy_xact_flush_truncates(conn);
 		return conn;
 	}
 
@@ -337,6 +338,8 @@ tcopy_xact_send(TcopyConnection *conn, TcopyBatch *batch,
 {
 	if (!conn->in_session || conn->session_lost)
 		elog(ERROR, "tcopy write connection has no open session");
+	/* a TRUNCATE held back meanwhile (a function the statement called) */
+	tcopy_xact_flush_truncates(conn);
 
 	tcopy_batch_pack(batch, conn->next_seq, table_id);
 	tcopy_xact_note_write(conn, table_id);
@@ -367,6 +370,7 @@ tcopy_xact_streams_open(TcopyConnection *conn)
 
 	if (!conn->in_session || conn->session_lost || conn->null_transport)
 		elog(ERROR, "tcopy write connection has no session to open to streams");
+	tcopy_xact_flush_truncates(conn);
 	conn->busy = true;
 	rc = tc_client_streams_open(conn->client);
 	conn->busy = false;
@@ -474,26 +478,16 @@ tcopy_xact_modify(TcopyConnection *conn, Tcopy__Modify *request, const char *ran
 }
 
 /*
- * Stage table operation op on the tserver's table table_id (named
- * options->table_name; track: remember it, for tcopy_xact_staged_op_on)
- * in the transaction's write session for (options->serverid,
- * userid): it is applied when the session is published, atomically with
- * its rows (a TRUNCATE before them, a DROP after them), and not at all
- * when the session is discarded.  Like a batch, it cannot be taken back
- * one subtransaction at a time.
+ * Send a table operation in conn's session (its table opened on conn too).
  */
-void
-tcopy_xact_table_op(const TcopyTableOptions *options, Oid userid, bool track,
-					Tcopy__TableOpKind op, uint32 table_id)
+static void
+tcopy_xact_send_table_op(TcopyConnection *conn, Tcopy__TableOpKind op, uint32 table_id,
+						 const char *table_name)
 {
-	TcopyConnection *conn = tcopy_xact_write_connection(options, userid);
-
 	tcopy_xact_mark(conn);
 	conn->ops_sent++;
 	conn->sent_any = true;
 	conn->write_level = Max(conn->write_level, GetCurrentTransactionNestLevel());
-	if (track)
-		tcopy_xact_note_table(&conn->op_tables, options->table_name);
 	if (!conn->null_transport)
 	{
 		int			rc;
@@ -504,7 +498,7 @@ tcopy_xact_table_op(const TcopyTableOptions *options, Oid userid, bool track,
 		 * this one too, as a scoped token's connection may only name the
 		 * tables it opened (docs/protocol.md, Scoped credentials).
 		 */
-		rc = tc_client_open_table(conn->client, options->table_name, NULL, false, &table_id,
+		rc = tc_client_open_table(conn->client, table_name, NULL, false, &table_id,
 								  NULL, NULL);
 		if (rc >= 0)
 			rc = tc_client_session_table_op(conn->client, op, table_id);
@@ -512,8 +506,89 @@ tcopy_xact_table_op(const TcopyTableOptions *options, Oid userid, bool track,
 		if (rc < 0)
 			tcopy_session_fail(conn, psprintf("could not %s table \"%s\" in the write session",
 												 op == TCOPY__TABLE_OP_KIND__TABLE_OP_DROP ? "drop" : "truncate",
-												 options->table_name));
+												 table_name));
 	}
+}
+
+/*
+ * Send the TRUNCATEs held back in conn's session, in their order, before
+ * anything else uses the session: once sent, a TRUNCATE has made the
+ * tserver discard the rows the session holds of the table, which nothing
+ * takes back, so a subtransaction's is held back until then (a ROLLBACK TO
+ * SAVEPOINT right after it forgets it).  Each is sent as a table operation
+ * of the current subtransaction.
+ */
+void
+tcopy_xact_flush_truncates(TcopyConnection *conn)
+{
+	if (!conn->in_session || conn->session_lost)
+		return;
+	while (conn->pending_truncates != NIL)
+	{
+		TcopyPendingTruncate *pending = linitial(conn->pending_truncates);
+		uint32		table_id = pending->table_id;
+		/* in the statement's memory: an error while sending leaks nothing */
+		char	   *table_name = pstrdup(pending->table_name);
+
+		conn->pending_truncates = list_delete_first(conn->pending_truncates);
+		pfree(pending->table_name);
+		pfree(pending);
+		tcopy_xact_send_table_op(conn, TCOPY__TABLE_OP_KIND__TABLE_OP_TRUNCATE, table_id,
+								 table_name);
+		pfree(table_name);
+	}
+}
+
+void
+tcopy_xact_pending_truncates_end(TcopyConnection *conn, int level, bool aborted)
+{
+	ListCell   *lc;
+
+	foreach(lc, conn->pending_truncates)
+	{
+		TcopyPendingTruncate *pending = lfirst(lc);
+
+		if (pending->level < level)
+			continue;
+		if (aborted || level <= 1)
+		{
+			pfree(pending->table_name);
+			pfree(pending);
+			conn->pending_truncates = foreach_delete_current(conn->pending_truncates, lc);
+		}
+		else
+			pending->level = level - 1;
+	}
+}
+
+/*
+ * Stage a table operation (TRUNCATE, DROP) of the tserver table table_id in
+ * the transaction's session; track: note the table as truncated (scans of
+ * it read the session).  A TRUNCATE in a subtransaction is held back until
+ * the session's next use (tcopy_xact_flush_truncates).
+ */
+void
+tcopy_xact_table_op(const TcopyTableOptions *options, Oid userid, bool track,
+					Tcopy__TableOpKind op, uint32 table_id)
+{
+	TcopyConnection *conn = tcopy_xact_write_connection(options, userid);
+	int			level = GetCurrentTransactionNestLevel();
+
+	if (track)
+		tcopy_xact_note_table(&conn->op_tables, options->table_name);
+	if (op == TCOPY__TABLE_OP_KIND__TABLE_OP_TRUNCATE && level > 1 && !conn->null_transport)
+	{
+		MemoryContext oldcontext = MemoryContextSwitchTo(TopMemoryContext);
+		TcopyPendingTruncate *pending = palloc(sizeof(TcopyPendingTruncate));
+
+		pending->level = level;
+		pending->table_id = table_id;
+		pending->table_name = pstrdup(options->table_name);
+		conn->pending_truncates = lappend(conn->pending_truncates, pending);
+		MemoryContextSwitchTo(oldcontext);
+		return;
+	}
+	tcopy_xact_send_table_op(conn, op, table_id, options->table_name);
 }
 
 /*
@@ -649,6 +724,8 @@ tcopy_xact_session_to_read(const char *relname, const TcopyTableOptions *options
 						relname, written != NULL ? "wrote to" : "truncated"),
 				 errdetail("A scan reads the writes made through its own server and user mapping, as its own role, only.")));
 	tcopy_xact_apply_rollback(conn);
+	if (!conn->subxact_lost && !conn->session_lost)
+		tcopy_xact_flush_truncates(conn);
 	if (conn->subxact_lost)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

@@ -233,6 +233,8 @@ tcopy_prepare_sessions(bool for_2pc)
 		if (!conn->in_session)
 			continue;
 		tcopy_xact_apply_rollback(conn);
+		if (!conn->subxact_lost && !conn->session_lost)
+			tcopy_xact_flush_truncates(conn);
 		if (conn->subxact_lost)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -510,6 +512,7 @@ tcopy_end_xact(void)
 		conn->subxact_lost = false;
 		conn->lost_why[0] = '\0';
 		conn->ops_sent = 0;
+		tcopy_xact_pending_truncates_end(conn, 1, true);
 		list_free_deep(conn->savepoints);
 		conn->savepoints = NIL;
 		conn->rollback_pending = false;
@@ -589,6 +592,7 @@ tcopy_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 			}
 			else
 				tcopy_subxact_commit_writes(conn, level);
+			tcopy_xact_pending_truncates_end(conn, level, event == SUBXACT_EVENT_ABORT_SUB);
 			if (conn->write_level >= level)
 				conn->write_level = level - 1;
 		}

@@ -285,6 +285,17 @@ ts_labels_release_session(TsStore *store, uint64_t session_id)
 	pthread_mutex_unlock(&store->reg->labels_lock);
 }
 
+void
+ts_labels_release_table(TsStore *store, uint64_t session_id, uint32_t table_id)
+{
+	pthread_mutex_lock(&store->reg->labels_lock);
+	for (size_t i = store->reg->nclaims; i-- > 0;)
+		if (store->reg->claims[i].gid == NULL && store->reg->claims[i].session_id == session_id &&
+			store->reg->claims[i].table_id == table_id)
+			claim_remove_locked(store, i);
+	pthread_mutex_unlock(&store->reg->labels_lock);
+}
+
 int
 ts_labels_move_to_gid(TsStore *store, uint64_t session_id, const char *gid, TsError *err)
 {

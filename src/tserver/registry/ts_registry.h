@@ -264,6 +264,12 @@ void		ts_labels_batch_delete_table(TsStore *store, rocksdb_writebatch_t *wb,
 /* Release the claims of the open session session_id. */
 void		ts_labels_release_session(TsStore *store, uint64_t session_id);
 
+/*
+ * Release the claims of the open session session_id of table_id's labels
+ * (the session truncated the table: they are forgotten with its rows).
+ */
+void		ts_labels_release_table(TsStore *store, uint64_t session_id, uint32_t table_id);
+
 /* The open session's claims are now the prepared session gid's. */
 int			ts_labels_move_to_gid(TsStore *store, uint64_t session_id, const char *gid,
 								  TsError *err);

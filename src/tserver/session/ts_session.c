@@ -342,14 +342,13 @@ session_table_op_locked(TsSession *session, Tcopy__TableOpKind op, uint32_t tabl
 						 "TRUNCATE of table \"%s\" after the session dropped it", table->name);
 			return -1;
 		}
-		/* a staged truncate is applied before all of the session's rows */
-		if (ids_contain(session->tables, session->ntables, table_id))
-		{
-			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
-						 "TRUNCATE of table \"%s\" after the session wrote to it: "
-						 "a session's TRUNCATE applies before its rows", table->name);
+		/*
+		 * A staged truncate is applied before all of the session's rows: the
+		 * rows of the table staged so far go now (ts_session_truncate.c)
+		 */
+		if (ids_contain(session->tables, session->ntables, table_id) &&
+			ts_session_discard_table(session, table_id, err) != 0)
 			return -1;
-		}
 		ids = &session->truncates;
 		n = &session->ntruncates;
 	}

@@ -25,6 +25,13 @@ int			ts_session_register(TsSession *session);
 /* Unregister it, once no scan copies from it. */
 void		ts_session_unregister(TsSession *session);
 
+/*
+ * Close and remove the read DB of its direct SST files, if open (under the
+ * session's lock, or unregistered): the next scan makes it again from the
+ * files the session has then.
+ */
+void		ts_session_read_db_reset(TsSession *session);
+
 /* in ts_session.c */
 
 /*
@@ -63,5 +70,15 @@ int			ts_session_stage_records(TsSession *session, uint32_t table_id,
  * a savepoint rolled back): each table's last record is found again.
  */
 void		ts_session_find_table_lasts(TsSession *session);
+
+/*
+ * A TRUNCATE of table_id staged after the session wrote rows to it: every
+ * record of the table staged so far discarded, in memory and spilled (its
+ * runs merged into one without them, its direct SST files removed), and
+ * its load labels forgotten, so that the session's later rows of the
+ * table are all it publishes after the truncate.  Under the session's
+ * lock.  0, or -1 with err (the session must then be aborted).
+ */
+int			ts_session_discard_table(TsSession *session, uint32_t table_id, TsError *err);
 
 #endif							/* TS_SESSION_INT_H */

@@ -160,16 +160,22 @@ ts_session_unregister(TsSession *session)
 	/* a scan that found it before may still be copying: wait for it */
 	pthread_mutex_lock(&session->lock);
 	pthread_mutex_unlock(&session->lock);
-	if (session->read_db != NULL)
-	{
-		char		path[SESSION_PATH_SIZE];
+	ts_session_read_db_reset(session);
+}
 
-		rocksdb_close(session->read_db);
-		session->read_db = NULL;
-		snprintf(path, sizeof(path), "%s/read-db", session->dir);
-		if (ts_remove_tree(path) != 0)
-			ts_log(TS_LOG_WARNING, "could not remove \"%s\": %s", path, strerror(errno));
-	}
+void
+ts_session_read_db_reset(TsSession *session)
+{
+	char		path[SESSION_PATH_SIZE];
+
+	if (session->read_db == NULL)
+		return;
+	rocksdb_close(session->read_db);
+	session->read_db = NULL;
+	session->read_db_files = 0;
+	snprintf(path, sizeof(path), "%s/read-db", session->dir);
+	if (ts_remove_tree(path) != 0)
+		ts_log(TS_LOG_WARNING, "could not remove \"%s\": %s", path, strerror(errno));
 }
 
 /*

@@ -206,9 +206,9 @@ uint64_t	ts_session_bytes(const TsSession *session);
 
 /*
  * Stage a TRUNCATE or DROP of a table in the session, applied when it is
- * published: a TRUNCATE before the session's rows (so it is refused,
- * ERROR_PROTOCOL, for a table the session wrote rows to), a DROP after
- * them (and no rows are taken for the table after it).
+ * published: a TRUNCATE before the session's rows (the rows of the table
+ * the session staged before it are discarded at once), a DROP after them
+ * (and no rows are taken for the table after it).
  */
 int			ts_session_table_op(TsSession *session, Tcopy__TableOpKind op,
 								uint32_t table_id, TsError *err);

@@ -183,6 +183,24 @@ ts_key_ranges_free(TsKeyRanges *ranges)
 	memset(ranges, 0, sizeof(*ranges));
 }
 
+void
+ts_key_ranges_drop_table(TsKeyRanges *ranges, uint32_t table_id)
+{
+	uint32_t	out = 0;
+
+	for (uint32_t i = 0; i < ranges->n; i++)
+	{
+		if (ranges->ranges[i].table_id == table_id)
+		{
+			tc_buf_free(&ranges->ranges[i].first);
+			tc_buf_free(&ranges->ranges[i].last);
+		}
+		else
+			ranges->ranges[out++] = ranges->ranges[i];
+	}
+	ranges->n = out;
+}
+
 /* Whether a and b (of one table) may hold a common key. */
 static bool
 ranges_overlap(const TsKeyRange *a, const TsKeyRange *b)

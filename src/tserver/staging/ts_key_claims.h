@@ -66,6 +66,9 @@ bool		ts_key_ranges_contain(const TsKeyRanges *ranges, const uint8_t *key,
 int			ts_key_ranges_merge(TsKeyRanges *into, const TsKeyRanges *from);
 void		ts_key_ranges_free(TsKeyRanges *ranges);
 
+/* Forget the range of table_id (a TRUNCATE dropped its keys). */
+void		ts_key_ranges_drop_table(TsKeyRanges *ranges, uint32_t table_id);
+
 /* The store's registry: set up at open, freed at close. */
 void		ts_key_claims_init(TsStore *store);
 void		ts_key_claims_free_all(TsStore *store);

@@ -86,14 +86,15 @@ run_writer_put(void *arg, const uint8_t *key, uint32_t keylen,
 }
 
 /*
- * Merge all runs into one, so that no merge ever opens more than
- * RUN_FAN_IN files however large the session grows: files and read
- * buffers stay bounded, at the cost of writing the merged data once more.
+ * Merge all runs into one; drop: none of the records of table drop_id (the
+ * runs' keys outside the table's range, merged in two ranges).
  */
-int
-ts_merge_compact_runs(TsSession *session, TsError *err)
+static int
+merge_into_one(TsSession *session, bool drop, uint32_t drop_id, TsError *err)
 {
 	TsRunWriter writer;
+	TcBuf		table_lo = {0};
+	TcBuf		table_hi = {0};
 	char		merged[SESSION_PATH_SIZE];
 	char		path[SESSION_PATH_SIZE];
 	char	  **paths = run_paths(session);
@@ -112,8 +113,32 @@ ts_merge_compact_runs(TsSession *session, TsError *err)
 		free_paths(paths, session->nruns);
 		return -1;
 	}
-	result = ts_run_merge(paths, session->run_indexes, session->nruns, NULL, NULL,
-						  &session->conflicts, run_writer_put, &writer, err);
+	if (!drop)
+		result = ts_run_merge(paths, session->run_indexes, session->nruns, NULL, NULL,
+							  &session->conflicts, run_writer_put, &writer, err);
+	else if (!tc_buf_reserve(&table_lo, TS_TABLE_ID_SIZE) ||
+			 !tc_buf_reserve(&table_hi, TS_TABLE_ID_SIZE))
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		result = -1;
+	}
+	else
+	{
+		/* [first, table) and [table + 1, last]: keys begin with the table id */
+		ts_put_be32(table_lo.data, drop_id);
+		table_lo.len = TS_TABLE_ID_SIZE;
+		result = ts_run_merge(paths, session->run_indexes, session->nruns, NULL, &table_lo,
+							  &session->conflicts, run_writer_put, &writer, err);
+		if (result == 0 && drop_id != UINT32_MAX)
+		{
+			ts_put_be32(table_hi.data, drop_id + 1);
+			table_hi.len = TS_TABLE_ID_SIZE;
+			result = ts_run_merge(paths, session->run_indexes, session->nruns, &table_hi, NULL,
+								  &session->conflicts, run_writer_put, &writer, err);
+		}
+	}
+	tc_buf_free(&table_lo);
+	tc_buf_free(&table_hi);
 	free_paths(paths, session->nruns);
 	if (ts_run_writer_close(&writer) != 0 && result == 0)
 	{
@@ -148,6 +173,29 @@ ts_merge_compact_runs(TsSession *session, TsError *err)
 	}
 	ts_session_account_spilled(session, session->direct_bytes + writer.written);
 	return 0;
+}
+
+/*
+ * Merge all runs into one, so that no merge ever opens more than
+ * RUN_FAN_IN files however large the session grows: files and read
+ * buffers stay bounded, at the cost of writing the merged data once more.
+ */
+int
+ts_merge_compact_runs(TsSession *session, TsError *err)
+{
+	return merge_into_one(session, false, 0, err);
+}
+
+/*
+ * A TRUNCATE staged after the session wrote table_id: its runs merged into
+ * one without the table's records (none when there are no runs).
+ */
+int
+ts_merge_drop_table(TsSession *session, uint32_t table_id, TsError *err)
+{
+	if (session->nruns == 0)
+		return 0;
+	return merge_into_one(session, true, table_id, err);
 }
 
 /* One part of a commit's merge: the runs' keys in [lo, hi), into SST files. */

@@ -10,6 +10,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ts_group.h"
 #include "ts_key.h"
@@ -97,19 +98,26 @@ ts_sst_sink_put(void *arg, const uint8_t *key, uint32_t keylen,
 	if (sink->writer == NULL)
 	{
 		char	  **grown = realloc(sink->files, (sink->nfiles + 1) * sizeof(char *));
+		uint32_t   *tables;
 		char		path[SESSION_PATH_SIZE];
 
 		if (grown == NULL)
 			goto oom;
 		sink->files = grown;
+		tables = realloc(sink->file_tables, (sink->nfiles + 1) * sizeof(uint32_t));
+		if (tables == NULL)
+			goto oom;
+		sink->file_tables = tables;
 		if (sink->part < 0)
-			snprintf(path, sizeof(path), "%s/ingest-%06zu.sst", sink->session->dir, sink->nfiles);
+			snprintf(path, sizeof(path), "%s/ingest-%06zu.sst", sink->session->dir, sink->named);
 		else
 			snprintf(path, sizeof(path), "%s/merge-%02d-%06zu.sst", sink->session->dir,
-					 sink->part, sink->nfiles);
+					 sink->part, sink->named);
 		if ((sink->files[sink->nfiles] = strdup(path)) == NULL)
 			goto oom;
+		sink->file_tables[sink->nfiles] = table_id;
 		sink->nfiles++;
+		sink->named++;
 		sink->writer = rocksdb_sstfilewriter_create(store->env_options, store->options);
 		rocksdb_sstfilewriter_open(sink->writer, path, &errptr);
 		if (errptr != NULL)
@@ -206,6 +214,7 @@ int
 ts_sst_sink_take(SstSink *sink, SstSink *from, TsError *err)
 {
 	char	  **grown;
+	uint32_t   *tables;
 
 	if (ts_key_ranges_merge(&sink->ranges, &from->ranges) != 0)
 	{
@@ -221,7 +230,15 @@ ts_sst_sink_take(SstSink *sink, SstSink *from, TsError *err)
 		return -1;
 	}
 	sink->files = grown;
+	tables = realloc(sink->file_tables, (sink->nfiles + from->nfiles) * sizeof(uint32_t));
+	if (tables == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		return -1;
+	}
+	sink->file_tables = tables;
 	memcpy(sink->files + sink->nfiles, from->files, from->nfiles * sizeof(char *));
+	memcpy(sink->file_tables + sink->nfiles, from->file_tables, from->nfiles * sizeof(uint32_t));
 	sink->nfiles += from->nfiles;
 	sink->finished_bytes += from->finished_bytes;
 	from->nfiles = 0;
@@ -238,5 +255,56 @@ ts_sst_sink_free(SstSink *sink)
 	for (size_t i = 0; i < sink->nfiles; i++)
 		free(sink->files[i]);
 	free(sink->files);
+	free(sink->file_tables);
 	ts_key_ranges_free(&sink->ranges);
+}
+
+/*
+ * A TRUNCATE staged after the session wrote table_id: remove the table's
+ * files (a file holds one table's keys), the one being written finished
+ * first, once every file queued for the replica group's members is
+ * shipped (a member's copy of a removed file is never named to it, and
+ * goes with the session's directory).  0, or -1 with err.
+ */
+int
+ts_sst_sink_drop_table(SstSink *sink, uint32_t table_id, TsError *err)
+{
+	size_t		out = 0;
+
+	if (sink->writer != NULL && sink->table_id == table_id &&
+		ts_sst_sink_finish_file(sink, err) != 0)
+		return -1;
+	if (sink->session->store->group != NULL &&
+		ts_group_ship_wait(&sink->session->shipping, err) != 0)
+		return -1;
+	for (size_t i = 0; i < sink->nfiles; i++)
+	{
+		struct stat st;
+
+		/* the file being written is the last, and of another table */
+		if (sink->file_tables[i] != table_id)
+		{
+			sink->files[out] = sink->files[i];
+			sink->file_tables[out++] = sink->file_tables[i];
+			continue;
+		}
+		if (stat(sink->files[i], &st) == 0 && (uint64_t) st.st_size <= sink->finished_bytes)
+			sink->finished_bytes -= (uint64_t) st.st_size;
+		if (unlink(sink->files[i]) != 0 && errno != ENOENT)
+		{
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
+						 "could not remove \"%s\": %s", sink->files[i], strerror(errno));
+			/* what is left of the list is still right */
+			for (size_t j = i; j < sink->nfiles; j++)
+			{
+				sink->files[out] = sink->files[j];
+				sink->file_tables[out++] = sink->file_tables[j];
+			}
+			sink->nfiles = out;
+			return -1;
+		}
+		free(sink->files[i]);
+	}
+	sink->nfiles = out;
+	return 0;
 }

@@ -92,7 +92,10 @@ typedef struct SstSink
 	rocksdb_sstfilewriter_t *writer;	/* file being written, or NULL */
 	uint32_t	table_id;		/* whose keys the file being written holds */
 	char	  **files;			/* [nfiles] paths, in precedence order */
+	uint32_t   *file_tables;	/* [nfiles] whose keys each holds */
 	size_t		nfiles;
+	size_t		named;			/* files named so far: the next name's number
+								 * (a truncate removes files from the list) */
 	uint64_t	entries_in_file;
 	uint64_t	finished_bytes; /* size of the files finished */
 	TsStoredCheck stored;		/* keys against stored rows, per file */
@@ -360,11 +363,13 @@ int			ts_sst_sink_put_record(SstSink *sink, const uint8_t *rec, TsError *err);
 int			ts_sst_sink_finish_file(SstSink *sink, TsError *err);
 uint64_t	ts_sst_sink_bytes(SstSink *sink);
 int			ts_sst_sink_take(SstSink *sink, SstSink *from, TsError *err);
+int			ts_sst_sink_drop_table(SstSink *sink, uint32_t table_id, TsError *err);
 void		ts_sst_sink_free(SstSink *sink);
 
 /* in ts_merge.c */
 int			ts_merge_add_run(TsSession *session, TsRunIndex *index);
 int			ts_merge_compact_runs(TsSession *session, TsError *err);
+int			ts_merge_drop_table(TsSession *session, uint32_t table_id, TsError *err);
 int			ts_merge_runs(TsSession *session, const TsMemRun *last, SstSink *sink,
 						  TsError *err);
 

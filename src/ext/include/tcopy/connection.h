@@ -109,6 +109,9 @@ typedef struct TcopyConnection
 	List	   *written_tables; /* names (char *) of the tserver tables sent
 								 * rows in this transaction */
 	List	   *op_tables;		/* names of those truncated in it */
+	List	   *pending_truncates;	/* TcopyPendingTruncate * (xact_int.h):
+									 * TRUNCATEs of subtransactions not sent
+									 * yet, in order (TopMemoryContext) */
 	List	   *conflict_policies;	/* TcopyTablePolicy *: on_conflict of the
 									 * tables written in the session */
 	bool		prepared;		/* prepared under gid, not yet resolved */
