@@ -37,6 +37,7 @@
 #include "access/relation.h"
 #include "access/sysattr.h"
 #include "access/transam.h"
+#include "access/tupdesc_details.h"
 #include "catalog/pg_type.h"
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
@@ -171,6 +172,43 @@ codec_add_image(TcopyRelCodec *codec, Tcopy__Schema *schema, int c)
 	codec->image_columns[codec->nimages++] = c;
 }
 
+/*
+ * Column c's missing value (attmissingval: what rows stored before ALTER
+ * TABLE ... ADD COLUMN added it read) as the tserver keeps it: a wire row of
+ * that one value (Column.missing, protocol.md).
+ */
+static Tcopy__Row *
+codec_missing_row(TcopyRelCodec *codec, int c, Datum value)
+{
+	TcopyRowBuf buf;
+	Tcopy__Row *row = palloc(sizeof(Tcopy__Row));
+
+	tcopy__row__init(row);
+	tcopy_row_buf_init(&buf, c + 1);
+	tcopy_encode_datum(codec, c, value, &buf);
+	if (buf.wire.n_ints > 0)
+	{
+		row->n_ints = 1;
+		row->ints = palloc(sizeof(int64_t));
+		row->ints[0] = buf.ints[0];
+	}
+	else if (buf.wire.n_floats > 0)
+	{
+		row->n_floats = 1;
+		row->floats = palloc(sizeof(double));
+		row->floats[0] = buf.floats[0];
+	}
+	else
+	{
+		row->n_blobs = 1;
+		row->blobs = palloc(sizeof(ProtobufCBinaryData));
+		row->blobs[0].len = buf.blobs[0].len;
+		row->blobs[0].data = palloc(Max(buf.blobs[0].len, 1));
+		memcpy(row->blobs[0].data, buf.blobs[0].data, buf.blobs[0].len);
+	}
+	return row;
+}
+
 TcopyRelCodec *
 tcopy_rel_codec(Relation rel, Oid userid)
 {
@@ -199,6 +237,7 @@ tcopy_rel_codec(Relation rel, Oid userid)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
 		TcopyColumnCodec *col;
+		Tcopy__Column *wire;
 
 		codec->column_of_att[i] = -1;
 		if (att->attisdropped)
@@ -212,9 +251,14 @@ tcopy_rel_codec(Relation rel, Oid userid)
 		column_choose_conv(col);
 		col->slot = col->kind == TCOPY__KIND__KIND_FLOAT ? nslots[1]++ :
 			col->kind == TCOPY__KIND__KIND_BYTES ? nslots[2]++ : nslots[0]++;
-		schema_add_column(schema, tcopy_column_name(codec->relid, att), col->kind,
-						  format_type_extended(att->atttypid, -1, FORMAT_TYPE_FORCE_QUALIFY),
-						  att->atttypmod, tcopy_type_form_name(att->atttypid));
+		wire = schema_add_column(schema, tcopy_column_name(codec->relid, att), col->kind,
+								 format_type_extended(att->atttypid, -1, FORMAT_TYPE_FORCE_QUALIFY),
+								 att->atttypmod, tcopy_type_form_name(att->atttypid));
+		/* added with a default after rows were stored: what they read */
+		if (att->atthasmissing && desc->constr != NULL && desc->constr->missing != NULL &&
+			desc->constr->missing[i].am_present)
+			wire->missing = codec_missing_row(codec, codec->ncolumns,
+											  desc->constr->missing[i].am_value);
 		codec->column_of_att[i] = codec->ncolumns++;
 	}
 

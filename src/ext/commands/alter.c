@@ -18,16 +18,31 @@
 
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "access/relation.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/heap.h"
+#include "catalog/indexing.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_attribute.h"
 #include "catalog/pg_inherits.h"
 #include "commands/defrem.h"
 #include "commands/extension.h"
+#include "executor/executor.h"
 #include "foreign/foreign.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
+#include "optimizer/optimizer.h"
+#include "parser/parse_node.h"
+#include "parser/parse_type.h"
+#include "rewrite/rewriteHandler.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
+#include "utils/typcache.h"
 
 #include "tcopy/catalog.h"
 #include "tcopy/connection.h"
@@ -78,7 +93,7 @@ layout_change(Relation rel, AlterTableCmd *cmd)
 	switch (cmd->subtype)
 	{
 		case AT_AddColumn:
-			return psprintf("add column \"%s\" to", ((ColumnDef *) cmd->def)->colname);
+			return NULL;		/* instant: add_column_refusal */
 		case AT_DropColumn:
 			return psprintf("drop column \"%s\" of", cmd->name);
 		case AT_AlterColumnType:
@@ -96,6 +111,64 @@ layout_change(Relation rel, AlterTableCmd *cmd)
 		default:
 			return NULL;
 	}
+}
+
+/* Whether typename names a serial type, as transformColumnDefinition tells. */
+static bool
+is_serial(TypeName *typename)
+{
+	const char *name;
+
+	if (typename == NULL || list_length(typename->names) != 1 || typename->pct_type ||
+		typename->arrayBounds != NIL)
+		return false;
+	name = strVal(linitial(typename->names));
+	return strcmp(name, "smallserial") == 0 || strcmp(name, "serial2") == 0 ||
+		strcmp(name, "serial") == 0 || strcmp(name, "serial4") == 0 ||
+		strcmp(name, "bigserial") == 0 || strcmp(name, "serial8") == 0;
+}
+
+/*
+ * Why ADD COLUMN def, on a table the tserver holds, would need its stored
+ * rows rewritten (as a heap table's are): worded for errdetail, or NULL
+ * when old rows can read the column as its missing value.
+ */
+static const char *
+add_column_refusal(ColumnDef *def)
+{
+	Node	   *raw_default = def->raw_default;
+	bool		notnull = def->is_not_null;
+	ListCell   *lc;
+	Oid			typid;
+	int32		typmod;
+	ParseState *pstate;
+	Node	   *expr;
+
+	if (is_serial(def->typeName))
+		return "A serial column takes the next value of its sequence for each row.";
+	foreach(lc, def->constraints)
+	{
+		Constraint *con = (Constraint *) lfirst(lc);
+
+		if (!IsA(con, Constraint))
+			continue;
+		if (con->contype == CONSTR_DEFAULT)
+			raw_default = con->raw_expr;
+		else if (con->contype == CONSTR_NOTNULL)
+			notnull = true;
+		else if (con->contype == CONSTR_GENERATED || con->contype == CONSTR_IDENTITY)
+			return "A generated or identity column is computed for each row.";
+	}
+	pstate = make_parsestate(NULL);
+	typenameTypeIdAndMod(pstate, def->typeName, &typid, &typmod);
+	if (DomainHasConstraints(typid))
+		return "The constraints of its domain are checked against each row.";
+	if (raw_default == NULL || (IsA(raw_default, A_Const) && ((A_Const *) raw_default)->isnull))
+		return notnull ? "Each row would hold NULL in a NOT NULL column." : NULL;
+	expr = cookDefault(pstate, copyObject(raw_default), typid, typmod, def->colname, '\0');
+	if (contain_volatile_functions(expr))
+		return "A volatile default is computed for each row.";
+	return NULL;
 }
 
 /* Refuse to drop column name of tcopy table rel when its key names it. */
@@ -141,6 +214,9 @@ tcopy_check_alter(AlterTableStmt *stmt)
 		Relation	rel;
 		TcopyTableOptions options;
 		const char *change = NULL;
+		const char *add_refusal = NULL;
+		ColumnDef  *added = NULL;
+		bool		held = false;
 		uint32		table_id;
 		ListCell   *cell;
 
@@ -159,23 +235,139 @@ tcopy_check_alter(AlterTableStmt *stmt)
 
 			if (cmd->subtype == AT_DropColumn)
 				check_key_column_drop(rel, cmd->name);
+			if (cmd->subtype == AT_AddColumn && add_refusal == NULL)
+			{
+				added = (ColumnDef *) cmd->def;
+				add_refusal = add_column_refusal(added);
+			}
 			if (change == NULL)
 				change = layout_change(rel, cmd);
 		}
-		if (change != NULL)
+		if (change != NULL || add_refusal != NULL)
 		{
 			tcopy_get_table_options(rel, GetUserId(), &options);
-			if (!tcopy_address_is_null(options.address) &&
-				tcopy_lookup_table_id(&options, NULL, "to alter it", &table_id))
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot %s foreign table \"%s\", which the tserver holds",
-								change, RelationGetRelationName(rel)),
-						 errdetail("The tserver table \"%s\" stores its rows under the present columns and key, "
-								   "which tcopy cannot change in place.", options.table_name),
-						 errhint("Create a foreign table with the new definition, copy the rows into it "
-								 "(INSERT INTO new_table SELECT ... FROM old_table), and drop the old one.")));
+			held = !tcopy_address_is_null(options.address) &&
+				tcopy_lookup_table_id(&options, NULL, "to alter it", &table_id);
 		}
+		if (held && add_refusal != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot add column \"%s\" to foreign table \"%s\" as defined, as the tserver holds its rows",
+							added->colname, RelationGetRelationName(rel)),
+					 errdetail("%s A heap table rewrites its rows for it; tcopy does not rewrite stored rows.",
+							   add_refusal),
+					 errhint("Add the column without it (or with a constant default), then UPDATE the rows.")));
+		if (held && change != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot %s foreign table \"%s\", which the tserver holds",
+							change, RelationGetRelationName(rel)),
+					 errdetail("The tserver table \"%s\" stores its rows under the present columns and key, "
+							   "which tcopy cannot change in place.", options.table_name),
+					 errhint("Create a foreign table with the new definition, copy the rows into it "
+							 "(INSERT INTO new_table SELECT ... FROM old_table), and drop the old one.")));
 		relation_close(rel, AccessShareLock);
 	}
+}
+
+/*
+ * Keep in attmissingval the value rows of rel stored before ADD COLUMN
+ * attnum read: its default, evaluated now, as StoreAttrDefault does for a
+ * relation with storage (not for a foreign table).  Nothing when the
+ * column has no default, a NULL one, a volatile one, or a missing value
+ * already.
+ */
+static void
+store_missing_value(Relation rel, AttrNumber attnum)
+{
+	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
+	Node	   *expr;
+	EState	   *estate;
+	ExprState  *exprstate;
+	Datum		value;
+	bool		isnull;
+	Relation	attrel;
+	HeapTuple	tuple;
+	HeapTuple	newtuple;
+	Datum		values[Natts_pg_attribute] = {0};
+	bool		nulls[Natts_pg_attribute] = {0};
+	bool		replace[Natts_pg_attribute] = {0};
+
+	if (!att->atthasdef || att->atthasmissing || att->attgenerated)
+		return;
+	expr = build_column_default(rel, attnum);
+	if (expr == NULL)
+		return;
+	expr = (Node *) expression_planner((Expr *) expr);
+	if (contain_volatile_functions(expr))
+		return;
+	estate = CreateExecutorState();
+	exprstate = ExecPrepareExpr((Expr *) expr, estate);
+	value = ExecEvalExpr(exprstate, GetPerTupleExprContext(estate), &isnull);
+	if (!isnull)
+	{
+		/* as StoreAttrDefault: a one-element array of the column's type */
+		value = PointerGetDatum(construct_array(&value, 1, att->atttypid, att->attlen,
+												att->attbyval, att->attalign));
+		attrel = table_open(AttributeRelationId, RowExclusiveLock);
+		tuple = SearchSysCacheCopy2(ATTNUM, ObjectIdGetDatum(RelationGetRelid(rel)),
+									Int16GetDatum(attnum));
+		if (!HeapTupleIsValid(tuple))
+			elog(ERROR, "cache lookup failed for attribute %d of relation %u",
+				 attnum, RelationGetRelid(rel));
+		values[Anum_pg_attribute_atthasmissing - 1] = BoolGetDatum(true);
+		replace[Anum_pg_attribute_atthasmissing - 1] = true;
+		values[Anum_pg_attribute_attmissingval - 1] = value;
+		replace[Anum_pg_attribute_attmissingval - 1] = true;
+		newtuple = heap_modify_tuple(tuple, RelationGetDescr(attrel), values, nulls, replace);
+		CatalogTupleUpdate(attrel, &newtuple->t_self, newtuple);
+		heap_freetuple(newtuple);
+		heap_freetuple(tuple);
+		table_close(attrel, RowExclusiveLock);
+	}
+	FreeExecutorState(estate);
+}
+
+/*
+ * After an ALTER TABLE or ALTER FOREIGN TABLE ran: the columns it added to
+ * tcopy tables among its targets get their missing values.
+ */
+void
+tcopy_after_alter(AlterTableStmt *stmt)
+{
+	Oid			relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+	List	   *relids;
+	ListCell   *lc;
+	bool		adds = false;
+
+	foreach(lc, stmt->cmds)
+		if (((AlterTableCmd *) lfirst(lc))->subtype == AT_AddColumn)
+			adds = true;
+	if (!adds || !OidIsValid(relid) || creating_extension)
+		return;
+	CommandCounterIncrement();
+	relids = stmt->relation->inh ? find_all_inheritors(relid, NoLock, NULL) : list_make1_oid(relid);
+	foreach(lc, relids)
+	{
+		Oid			tableid = lfirst_oid(lc);
+		Relation	rel;
+		ListCell   *cell;
+
+		if (!tcopy_relation_is_tcopy_table(tableid))
+			continue;
+		rel = relation_open(tableid, NoLock);	/* locked by the statement */
+		foreach(cell, stmt->cmds)
+		{
+			AlterTableCmd *cmd = (AlterTableCmd *) lfirst(cell);
+			AttrNumber	attnum;
+
+			if (cmd->subtype != AT_AddColumn)
+				continue;
+			attnum = get_attnum(tableid, ((ColumnDef *) cmd->def)->colname);
+			if (attnum > 0)
+				store_missing_value(rel, attnum);
+		}
+		relation_close(rel, NoLock);
+	}
+	CommandCounterIncrement();
 }

@@ -162,12 +162,19 @@ table_free(TsTable *table)
 {
 	if (table == NULL)
 		return;
-	ts_layout_free(&table->layout);
+	if (table->layout != NULL)
+		ts_layout_free(table->layout);
+	free(table->layout);
 	if (table->schema)
 		tcopy__schema__free_unpacked(table->schema, NULL);
 	for (size_t i = 0; i < table->nold_schemas; i++)
+	{
 		tcopy__schema__free_unpacked(table->old_schemas[i], NULL);
+		ts_layout_free(table->old_layouts[i]);
+		free(table->old_layouts[i]);
+	}
 	free(table->old_schemas);
+	free(table->old_layouts);
 	free(table->name);
 	free(table);
 }
@@ -228,9 +235,15 @@ table_from_info(TsStore *store, const char *name, size_t namelen,
 	table->id = info->table_id;
 	table->schema = info->schema;
 	info->schema = NULL;
-	if (ts_layout_init(&table->layout, table->schema, err) != 0)
+	table->layout = calloc(1, sizeof(TsLayout));
+	if (table->layout == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
 		goto err;
-	if (table->layout.nkey == 0)
+	}
+	if (ts_layout_init(table->layout, table->schema, err) != 0)
+		goto err;
+	if (table->layout->nkey == 0)
 		atomic_store(&table->next_rowid, table_find_next_rowid(store, table->id));
 	tcopy__table_info__free_unpacked(info, NULL);
 	return table;
@@ -524,15 +537,94 @@ column_has_form(const Tcopy__Column *column)
 	return column->form != NULL && column->form[0] != '\0';
 }
 
+/* Whether column i of schema is a key column. */
+static bool
+schema_is_key(const Tcopy__Schema *schema, size_t i)
+{
+	for (size_t k = 0; k < schema->n_key; k++)
+		if (schema->key[k] == i)
+			return true;
+	return false;
+}
+
+/* Whether two missing values (Column.missing) are the same. */
+static bool
+missing_equal(const Tcopy__Row *a, const Tcopy__Row *b)
+{
+	if (a == NULL || b == NULL)
+		return a == b;
+	if (a->n_ints != b->n_ints || a->n_floats != b->n_floats || a->n_blobs != b->n_blobs)
+		return false;
+	if (a->n_ints > 0 && memcmp(a->ints, b->ints, a->n_ints * sizeof(int64_t)) != 0)
+		return false;
+	if (a->n_floats > 0 && memcmp(a->floats, b->floats, a->n_floats * sizeof(double)) != 0)
+		return false;
+	for (size_t i = 0; i < a->n_blobs; i++)
+		if (a->blobs[i].len != b->blobs[i].len ||
+			(a->blobs[i].len > 0 && memcmp(a->blobs[i].data, b->blobs[i].data, a->blobs[i].len) != 0))
+			return false;
+	return true;
+}
+
 /*
- * Compare a given schema with the stored one.  Names, kinds, typmods and
- * the key always count; how values are stored is told by form where both
- * columns have one (a type renamed on the client changes its type_name, not
- * its form), else by type_name.  0 when they match, with *upgrade set when
- * the given schema says more than the stored one: a form where the stored
- * column has none, or a new type_name where the forms are equal (see
- * ts_store_open_table), and no less: not when it lacks a form the stored
- * schema has.  Else -1 with the first difference in err.
+ * Compare column b, given, with a, stored at the same place (the i-th,
+ * 1-based, for messages): names, kinds and typmods, then forms when both
+ * have one, else type names.  0 when they match, with *more set when b
+ * says more (a form a has not, a renamed type of the same form, another
+ * missing value) and *less when it says less (no form where a has one);
+ * else -1 with the difference in err.
+ */
+static int
+column_compare(const char *table, size_t i, const Tcopy__Column *a,
+			   const Tcopy__Column *b, bool *more, bool *less, TsError *err)
+{
+	Tcopy__ErrorCode code = TCOPY__ERROR_CODE__ERROR_SCHEMA_MISMATCH;
+	bool		by_form = column_has_form(a) && column_has_form(b);
+	bool		same_type = strcmp(a->type_name, b->type_name) == 0;
+
+	if (strcmp(a->name, b->name) != 0 || a->kind != b->kind ||
+		a->typmod != b->typmod || (!by_form && !same_type))
+	{
+		ts_error_set(err, code,
+					 "column %zu of table \"%s\" is \"%s\" %s(%d) on the tserver, not \"%s\" %s(%d)",
+					 i, table, a->name, a->type_name, a->typmod,
+					 b->name, b->type_name, b->typmod);
+		return -1;
+	}
+	if (by_form && strcmp(a->form, b->form) != 0)
+	{
+		ts_error_set(err, code,
+					 "column %zu of table \"%s\" is \"%s\" %s(%d) of form \"%s\" on the tserver, not \"%s\" %s(%d) of form \"%s\"",
+					 i, table, a->name, a->type_name, a->typmod, a->form,
+					 b->name, b->type_name, b->typmod, b->form);
+		return -1;
+	}
+	if ((!column_has_form(a) && column_has_form(b)) || (by_form && !same_type) ||
+		!missing_equal(a->missing, b->missing))
+		*more = true;
+	if (column_has_form(a) && !column_has_form(b))
+		*less = true;
+	return 0;
+}
+
+/*
+ * Compare a given schema with the stored one.  0 when they match, with
+ * *upgrade set when the given one is to replace the stored one; else -1
+ * with the first difference in err.
+ *
+ * Of the same shape (columns and key indexes), they match column by column
+ * (column_compare), and the given one replaces the stored one when it says
+ * more and no less (see ts_store_open_table).
+ *
+ * Of another shape, the given schema is the table's after ALTER TABLE ...
+ * ADD COLUMN (or before it, the ALTER rolled back): the same key columns,
+ * in key order, and the same non-key columns in order, as far as both
+ * have them; the given one may have more (added) or fewer (an added one
+ * rolled back).  It replaces the stored one: stored values are non-key
+ * columns in order (ts_codec.h), so a row written under either reads
+ * under the other, a column it lacks as its missing value.  The client's
+ * catalogue is the authority on which columns the table has: rows holding
+ * a column exist only once the client's ALTER committed.
  */
 static int
 schema_compare(const char *table, const Tcopy__Schema *stored,
@@ -541,50 +633,52 @@ schema_compare(const char *table, const Tcopy__Schema *stored,
 	Tcopy__ErrorCode code = TCOPY__ERROR_CODE__ERROR_SCHEMA_MISMATCH;
 	bool		says_more = false;
 	bool		says_less = false;
+	size_t		si = 0,
+				gi = 0;
 
 	*upgrade = false;
-	if (stored->n_columns != given->n_columns)
+	if (stored->n_columns == given->n_columns && stored->n_key == given->n_key &&
+		(stored->n_key == 0 ||
+		 memcmp(stored->key, given->key, stored->n_key * sizeof(uint32_t)) == 0))
 	{
-		ts_error_set(err, code, "table \"%s\" has %zu columns on the tserver, not %zu",
-					 table, stored->n_columns, given->n_columns);
-		return -1;
+		for (size_t i = 0; i < stored->n_columns; i++)
+			if (column_compare(table, i + 1, stored->columns[i], given->columns[i],
+							   &says_more, &says_less, err) != 0)
+				return -1;
+		*upgrade = says_more && !says_less;
+		return 0;
 	}
-	for (size_t i = 0; i < stored->n_columns; i++)
-	{
-		const Tcopy__Column *a = stored->columns[i];
-		const Tcopy__Column *b = given->columns[i];
-		bool		by_form = column_has_form(a) && column_has_form(b);
-		bool		same_type = strcmp(a->type_name, b->type_name) == 0;
 
-		if (strcmp(a->name, b->name) != 0 || a->kind != b->kind ||
-			a->typmod != b->typmod || (!by_form && !same_type))
-		{
-			ts_error_set(err, code,
-						 "column %zu of table \"%s\" is \"%s\" %s(%d) on the tserver, not \"%s\" %s(%d)",
-						 i + 1, table, a->name, a->type_name, a->typmod,
-						 b->name, b->type_name, b->typmod);
-			return -1;
-		}
-		if (by_form && strcmp(a->form, b->form) != 0)
-		{
-			ts_error_set(err, code,
-						 "column %zu of table \"%s\" is \"%s\" %s(%d) of form \"%s\" on the tserver, not \"%s\" %s(%d) of form \"%s\"",
-						 i + 1, table, a->name, a->type_name, a->typmod, a->form,
-						 b->name, b->type_name, b->typmod, b->form);
-			return -1;
-		}
-		if ((!column_has_form(a) && column_has_form(b)) || (by_form && !same_type))
-			says_more = true;
-		if (column_has_form(a) && !column_has_form(b))
-			says_less = true;
-	}
-	if (stored->n_key != given->n_key ||
-		(stored->n_key > 0 && memcmp(stored->key, given->key, stored->n_key * sizeof(uint32_t)) != 0))
+	if (stored->n_key != given->n_key)
 	{
 		ts_error_set(err, code, "table \"%s\" has different key columns on the tserver", table);
 		return -1;
 	}
-	*upgrade = says_more && !says_less;
+	for (size_t k = 0; k < stored->n_key; k++)
+		if (column_compare(table, given->key[k] + 1, stored->columns[stored->key[k]],
+						   given->columns[given->key[k]], &says_more, &says_less, err) != 0)
+			return -1;
+	/* the non-key columns in order, as far as both go */
+	for (;;)
+	{
+		while (si < stored->n_columns && schema_is_key(stored, si))
+			si++;
+		while (gi < given->n_columns && schema_is_key(given, gi))
+			gi++;
+		if (si == stored->n_columns || gi == given->n_columns)
+			break;
+		if (column_compare(table, gi + 1, stored->columns[si], given->columns[gi],
+						   &says_more, &says_less, err) != 0)
+			return -1;
+		si++;
+		gi++;
+	}
+	if (says_less)
+	{
+		ts_error_set(err, code, "table \"%s\" has columns of forms the given schema lacks", table);
+		return -1;
+	}
+	*upgrade = true;
 	return 0;
 }
 
@@ -618,10 +712,12 @@ table_info_pack(uint32_t table_id, const Tcopy__Schema *schema, size_t *packedle
  * replaced schema is not freed but kept in old_schemas until the store
  * closes, because a reader may still use it after it released the lock: a
  * connection packing its TABLE_INFO from the schema_out it was given.  A
- * schema is replaced at most once per type rename on the client, so what is
- * kept stays small.  Nothing else depends on the schema's contents: the
- * layout comes from kinds and the key, which do not change, and a table's
- * name is not part of the schema.
+ * schema is replaced once per type rename or ALTER of columns on the
+ * client, so what is kept stays small.  The layout is rebuilt with it and
+ * swapped likewise (ts_table_layout): a request under way keeps the one
+ * it read.  The key columns and the kinds of the non-key columns that both
+ * schemas have do not change (schema_compare), so every stored row reads
+ * under either layout.
  */
 static int
 table_replace_schema_locked(TsStore *store, TsTable *table, const Tcopy__Schema *schema,
@@ -629,6 +725,8 @@ table_replace_schema_locked(TsStore *store, TsTable *table, const Tcopy__Schema 
 {
 	Tcopy__Schema *stored = NULL;
 	Tcopy__Schema **old_schemas;
+	TsLayout  **old_layouts;
+	TsLayout   *layout = calloc(1, sizeof(TsLayout));
 	Tcopy__TableInfo *info;
 	uint8_t    *packed;
 	size_t		packedlen;
@@ -641,6 +739,10 @@ table_replace_schema_locked(TsStore *store, TsTable *table, const Tcopy__Schema 
 						  (table->nold_schemas + 1) * sizeof(Tcopy__Schema *));
 	if (old_schemas != NULL)
 		table->old_schemas = old_schemas;
+	old_layouts = realloc(table->old_layouts,
+						  (table->nold_schemas + 1) * sizeof(TsLayout *));
+	if (old_layouts != NULL)
+		table->old_layouts = old_layouts;
 	info = packed != NULL ? tcopy__table_info__unpack(NULL, packedlen, packed) : NULL;
 	if (info != NULL)
 	{
@@ -648,11 +750,14 @@ table_replace_schema_locked(TsStore *store, TsTable *table, const Tcopy__Schema 
 		info->schema = NULL;
 		tcopy__table_info__free_unpacked(info, NULL);
 	}
-	if (old_schemas == NULL || stored == NULL)
+	if (old_schemas == NULL || old_layouts == NULL || stored == NULL || layout == NULL)
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
 		goto err;
 	}
+	if (ts_layout_init(layout, stored, err) != 0)
+		goto err;
+
 	if (ts_store_check_space(store, packedlen + sizeof(key), err) != 0)
 		goto err;
 	snprintf(key, sizeof(key), "%s%s", TS_META_TABLE_PREFIX, table->name);
@@ -664,14 +769,18 @@ table_replace_schema_locked(TsStore *store, TsTable *table, const Tcopy__Schema 
 	if (rc != 0)
 		goto err;
 	free(packed);
+	table->old_layouts[table->nold_schemas] = table->layout;
 	table->old_schemas[table->nold_schemas++] = table->schema;
 	table->schema = stored;
-	ts_log(TS_LOG_INFO, "replaced the schema of table \"%s\" (id %u) by the client's, "
-		   "which adds forms or renames types", table->name, table->id);
+	atomic_store_explicit(&table->layout, layout, memory_order_release);
+	ts_log(TS_LOG_INFO, "replaced the schema of table \"%s\" (id %u, now %zu columns) by the client's, "
+		   "which adds or takes back columns, adds forms or renames types",
+		   table->name, table->id, stored->n_columns);
 	return 0;
 
 err:
 	free(packed);
+	free(layout);
 	if (stored != NULL)
 		tcopy__schema__free_unpacked(stored, NULL);
 	return -1;

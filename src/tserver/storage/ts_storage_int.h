@@ -39,10 +39,23 @@ typedef struct TsTable
 									 * until close for readers that hold
 									 * them */
 	size_t		nold_schemas;
-	TsLayout	layout;
+	_Atomic(TsLayout *) layout; /* digest of schema: read with
+								 * ts_table_layout, once per request, as a
+								 * replaced schema (ADD COLUMN) swaps it */
+	TsLayout  **old_layouts;	/* [nold_schemas] theirs, kept likewise */
 	bool		dropped;		/* set under tables_lock held for writing */
 	_Atomic uint64_t next_rowid;	/* keyless tables: the next generated row id */
 } TsTable;
+
+/*
+ * The table's layout now.  A request reads it once and uses that one
+ * throughout: replaced ones stay allocated until the store closes.
+ */
+static inline const TsLayout *
+ts_table_layout(const TsTable *table)
+{
+	return atomic_load_explicit(&((TsTable *) table)->layout, memory_order_acquire);
+}
 
 struct TsStore
 {
