@@ -1,12 +1,14 @@
 --
--- tcopy_alter_rows: ADD COLUMN on a tcopy table whose rows the tserver
--- holds, beside a heap twin (issue 48).  Old rows read the column as NULL
--- or as its default at the ALTER (attmissingval), new rows store it; WHERE,
--- aggregates, COPY, UPDATE and DELETE see it as on the twin.  What a heap
--- rewrites its rows for (a volatile default, a serial, NOT NULL without a
--- default) is refused before anything changes.  A ROLLBACK leaves the old
--- table, readable and writable, and the column can be added again
--- otherwise.  DROP COLUMN stays refused.
+-- tcopy_alter_rows: ADD and DROP COLUMN on a tcopy table whose rows the
+-- tserver holds, beside a heap twin (issue 48).  Old rows read an added
+-- column as NULL or as its default at the ALTER (attmissingval), new rows
+-- store it; WHERE, aggregates, COPY, UPDATE and DELETE see it as on the
+-- twin.  What a heap rewrites its rows for (a volatile default, a serial,
+-- NOT NULL without a default) is refused before anything changes.  A
+-- ROLLBACK leaves the old table, readable and writable, and the column can
+-- be added again otherwise.  A dropped column is gone, the others read and
+-- write as before, and a column is added after it; a key column is never
+-- dropped.
 --
 CREATE EXTENSION tcopy;
 \getenv tcopy_address TCOPY_ADDRESS
@@ -121,8 +123,50 @@ INSERT INTO t (k, y) VALUES (102, 'w');
 SELECT * FROM diff();
 SELECT k, y FROM t WHERE y = 'z' ORDER BY k;
 
--- ---- DROP COLUMN stays refused on a table the tserver holds ----
+-- ---- DROP COLUMN: gone, the others as before ----
+ALTER TABLE h DROP COLUMN v;
 ALTER FOREIGN TABLE t DROP COLUMN v;
+SELECT * FROM diff();
+SELECT k, s, x, d FROM t WHERE d = 7 ORDER BY k;
+SELECT count(*), sum(d), count(s) FROM t;
+ALTER FOREIGN TABLE t DROP COLUMN k;	-- a key column: refused
+-- a ROLLBACK of a DROP leaves the column, with its values
+BEGIN;
+ALTER FOREIGN TABLE t DROP COLUMN s;
+INSERT INTO t (k, x) VALUES (200, 1);
+SELECT count(*) FROM t WHERE k = 200;
+ROLLBACK;
+SELECT k, s FROM t WHERE k <= 3 ORDER BY k;
+SELECT * FROM diff();
+-- written after the DROP: INSERT, COPY, UPDATE, DELETE
+INSERT INTO h (k, s, x) VALUES (201, 'a', 1);
+INSERT INTO t (k, s, x) VALUES (201, 'a', 1);
+COPY h (k, s, d) FROM STDIN;
+202	b	5
+\.
+COPY t (k, s, d) FROM STDIN;
+202	b	5
+\.
+UPDATE h SET s = s || '!' WHERE k IN (1, 201, 202);
+UPDATE t SET s = s || '!' WHERE k IN (1, 201, 202);
+DELETE FROM h WHERE k = 2;
+DELETE FROM t WHERE k = 2;
+SELECT * FROM diff();
+-- a column added after a drop, and a drop and an add in one ALTER
+ALTER TABLE h ADD COLUMN v2 int DEFAULT 9;
+ALTER FOREIGN TABLE t ADD COLUMN v2 int DEFAULT 9;
+ALTER TABLE h DROP COLUMN ds, ADD COLUMN v3 text DEFAULT 'q';
+ALTER FOREIGN TABLE t DROP COLUMN ds, ADD COLUMN v3 text DEFAULT 'q';
+INSERT INTO h (k, v2, v3) VALUES (203, 1, 'r');
+INSERT INTO t (k, v2, v3) VALUES (203, 1, 'r');
+SELECT * FROM diff();
+SELECT k, s, v2, v3 FROM t WHERE k IN (1, 201, 203) ORDER BY k;
+SELECT v2, v3, count(*) FROM t GROUP BY v2, v3 ORDER BY v2, v3;
+-- the places the dropped columns keep
+SELECT ftoptions FROM pg_foreign_table WHERE ftrelid = 't'::regclass;
+ANALYZE t;
+SELECT attname, null_frac FROM pg_stats WHERE tablename = 't' AND attname IN ('s', 'v2')
+ORDER BY attname;
 
 -- ---- through a partitioned parent ----
 CREATE TABLE p (k int NOT NULL, v int) PARTITION BY RANGE (k);

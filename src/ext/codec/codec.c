@@ -209,6 +209,29 @@ codec_missing_row(TcopyRelCodec *codec, int c, Datum value)
 	return row;
 }
 
+/*
+ * Append to codec and schema a dropped column keeping its place: NULL in
+ * every row written, matching whatever the tserver stores there.
+ */
+static void
+codec_add_dropped(TcopyRelCodec *codec, Tcopy__Schema *schema, int *nblobs)
+{
+	TcopyColumnCodec *col = &codec->columns[codec->ncolumns];
+	Tcopy__Column *wire;
+
+	col->attnum = 0;
+	col->attname = "(dropped)";
+	col->typid = InvalidOid;
+	col->typmod = -1;
+	col->conv = TCOPY_CONV_DROPPED;
+	col->kind = TCOPY__KIND__KIND_BYTES;
+	col->slot = (*nblobs)++;
+	wire = schema_add_column(schema, psprintf("tcopy:dropped(%d)", codec->ncolumns),
+							 TCOPY__KIND__KIND_BYTES, "", -1, "");
+	wire->dropped = true;
+	codec->ncolumns++;
+}
+
 TcopyRelCodec *
 tcopy_rel_codec(Relation rel, Oid userid)
 {
@@ -217,22 +240,24 @@ tcopy_rel_codec(Relation rel, Oid userid)
 	Tcopy__Schema *schema = palloc(sizeof(Tcopy__Schema));
 	int			nslots[4] = {0};	/* ints, floats, blobs, unused */
 	int			nkey;
+	int			ndropped;
 	ListCell   *lc;
 
 	codec->relid = RelationGetRelid(rel);
 	codec->relname = pstrdup(RelationGetRelationName(rel));
 	codec->natts = desc->natts;
-	codec->columns = palloc0(sizeof(TcopyColumnCodec) * Max(desc->natts, 1));
-	codec->column_of_att = palloc(sizeof(int) * Max(desc->natts, 1));
 	codec->userid = userid;
 	codec->encoding = GetDatabaseEncoding();
 	initStringInfo(&codec->image_buf);
 	tcopy_get_table_options(rel, userid, &codec->options);
 	nkey = list_length(codec->options.key_attnums);
+	ndropped = list_length(codec->options.dropped_positions);
+	codec->columns = palloc0(sizeof(TcopyColumnCodec) * Max(desc->natts + ndropped, 1));
+	codec->column_of_att = palloc(sizeof(int) * Max(desc->natts, 1));
 	codec->image_columns = palloc(sizeof(int) * Max(nkey, 1));
 
 	tcopy__schema__init(schema);
-	schema->columns = palloc(sizeof(Tcopy__Column *) * Max(desc->natts + nkey, 1));
+	schema->columns = palloc(sizeof(Tcopy__Column *) * Max(desc->natts + ndropped + nkey, 1));
 	for (int i = 0; i < desc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
@@ -242,6 +267,9 @@ tcopy_rel_codec(Relation rel, Oid userid)
 		codec->column_of_att[i] = -1;
 		if (att->attisdropped)
 			continue;
+		/* dropped columns before this one keep their places */
+		while (list_member_int(codec->options.dropped_positions, codec->ncolumns))
+			codec_add_dropped(codec, schema, &nslots[2]);
 		col = &codec->columns[codec->ncolumns];
 		col->attnum = att->attnum;
 		col->attname = pstrdup(NameStr(att->attname));
@@ -261,6 +289,10 @@ tcopy_rel_codec(Relation rel, Oid userid)
 											  desc->constr->missing[i].am_value);
 		codec->column_of_att[i] = codec->ncolumns++;
 	}
+	/* and after the last live one */
+	foreach(lc, codec->options.dropped_positions)
+		if (lfirst_int(lc) >= codec->ncolumns)
+			codec_add_dropped(codec, schema, &nslots[2]);
 
 	schema->key = palloc(sizeof(uint32) * Max(nkey, 1));
 	foreach(lc, codec->options.key_attnums)
@@ -528,6 +560,9 @@ tcopy_encode_datum(TcopyRelCodec *codec, int c, Datum value, TcopyRowBuf *row)
 				row_add_blob(row, buf.data, buf.len);
 				break;
 			}
+		case TCOPY_CONV_DROPPED:
+			elog(ERROR, "a dropped column of foreign table \"%s\" has no value to send",
+				 codec->relname);
 	}
 }
 
@@ -539,7 +574,7 @@ tcopy_encode_row(TcopyRelCodec *codec, Datum *values, bool *nulls, TcopyRowBuf *
 	{
 		int			att = codec->columns[c].attnum - 1;
 
-		if (nulls[att])
+		if (codec->columns[c].conv == TCOPY_CONV_DROPPED || nulls[att])
 		{
 			if (codec->columns[c].notnull)
 				tcopy_report_null_violation(codec, c, values, nulls);

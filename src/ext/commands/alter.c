@@ -20,12 +20,14 @@
 
 #include "access/htup_details.h"
 #include "access/relation.h"
+#include "access/reloptions.h"
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/heap.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_attribute.h"
+#include "catalog/pg_foreign_table.h"
 #include "catalog/pg_inherits.h"
 #include "commands/defrem.h"
 #include "commands/extension.h"
@@ -39,12 +41,14 @@
 #include "rewrite/rewriteHandler.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
 #include "tcopy/catalog.h"
+#include "tcopy/codec.h"
 #include "tcopy/connection.h"
 #include "tcopy/commands.h"
 
@@ -95,7 +99,7 @@ layout_change(Relation rel, AlterTableCmd *cmd)
 		case AT_AddColumn:
 			return NULL;		/* instant: add_column_refusal */
 		case AT_DropColumn:
-			return psprintf("drop column \"%s\" of", cmd->name);
+			return NULL;		/* keeps its place: note_dropped_column */
 		case AT_AlterColumnType:
 			return psprintf("change the type of column \"%s\" of", cmd->name);
 		case AT_GenericOptions:
@@ -171,6 +175,101 @@ add_column_refusal(ColumnDef *def)
 	return NULL;
 }
 
+/*
+ * A column dropped from a table the tserver holds keeps its place among the
+ * wire columns (option dropped_positions): stored rows hold its values
+ * there.  Noted before the ALTER runs, while the codec still has the
+ * column; recorded after it (tcopy_after_alter), in the same transaction.
+ */
+typedef struct PendingDrop
+{
+	Oid			relid;
+	int			position;
+} PendingDrop;
+
+static List *pending_drops = NIL;	/* in TopMemoryContext */
+
+/* Note the places of the columns stmt drops from rel, which the tserver holds. */
+static void
+note_dropped_columns(Relation rel, AlterTableStmt *stmt)
+{
+	TcopyRelCodec *codec = tcopy_rel_codec(rel, GetUserId());
+	ListCell   *lc;
+
+	foreach(lc, stmt->cmds)
+	{
+		AlterTableCmd *cmd = (AlterTableCmd *) lfirst(lc);
+		AttrNumber	attnum;
+		PendingDrop *drop;
+		MemoryContext oldcontext;
+
+		if (cmd->subtype != AT_DropColumn)
+			continue;
+		attnum = get_attnum(RelationGetRelid(rel), cmd->name);
+		if (attnum <= 0 || codec->column_of_att[attnum - 1] < 0)
+			continue;			/* Postgres says it does not exist */
+		oldcontext = MemoryContextSwitchTo(TopMemoryContext);
+		drop = palloc(sizeof(PendingDrop));
+		drop->relid = RelationGetRelid(rel);
+		drop->position = codec->column_of_att[attnum - 1];
+		pending_drops = lappend(pending_drops, drop);
+		MemoryContextSwitchTo(oldcontext);
+	}
+}
+
+/* Add position to option dropped_positions of foreign table relid. */
+static void
+record_dropped_position(Oid relid, int position)
+{
+	Relation	ftrel = table_open(ForeignTableRelationId, RowExclusiveLock);
+	HeapTuple	tuple = SearchSysCacheCopy1(FOREIGNTABLEREL, ObjectIdGetDatum(relid));
+	Datum		values[Natts_pg_foreign_table] = {0};
+	bool		nulls[Natts_pg_foreign_table] = {0};
+	bool		replace[Natts_pg_foreign_table] = {0};
+	List	   *positions = NIL;
+	ArrayBuildState *astate = NULL;
+	StringInfoData buf;
+	HeapTuple	newtuple;
+	Datum		datum;
+	bool		isnull;
+	ListCell   *lc;
+
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for foreign table %u", relid);
+	datum = SysCacheGetAttr(FOREIGNTABLEREL, tuple, Anum_pg_foreign_table_ftoptions, &isnull);
+	foreach(lc, isnull ? NIL : untransformRelOptions(datum))
+	{
+		DefElem    *def = (DefElem *) lfirst(lc);
+		char	   *text;
+
+		if (strcmp(def->defname, "dropped_positions") == 0)
+		{
+			positions = tcopy_parse_dropped_positions(defGetString(def));
+			continue;
+		}
+		text = psprintf("%s=%s", def->defname, defGetString(def));
+		astate = accumArrayResult(astate, CStringGetTextDatum(text), false, TEXTOID,
+								  CurrentMemoryContext);
+	}
+	if (!list_member_int(positions, position))
+		positions = list_append_unique_int(positions, position);
+	list_sort(positions, list_int_cmp);
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "dropped_positions=");
+	foreach(lc, positions)
+		appendStringInfo(&buf, "%s%d", foreach_current_index(lc) > 0 ? "," : "", lfirst_int(lc));
+	astate = accumArrayResult(astate, CStringGetTextDatum(buf.data), false, TEXTOID,
+							  CurrentMemoryContext);
+	values[Anum_pg_foreign_table_ftoptions - 1] = makeArrayResult(astate, CurrentMemoryContext);
+	replace[Anum_pg_foreign_table_ftoptions - 1] = true;
+	newtuple = heap_modify_tuple(tuple, RelationGetDescr(ftrel), values, nulls, replace);
+	CatalogTupleUpdate(ftrel, &newtuple->t_self, newtuple);
+	heap_freetuple(newtuple);
+	heap_freetuple(tuple);
+	table_close(ftrel, RowExclusiveLock);
+	CacheInvalidateRelcacheByRelid(relid);
+}
+
 /* Refuse to drop column name of tcopy table rel when its key names it. */
 static void
 check_key_column_drop(Relation rel, const char *name)
@@ -201,6 +300,10 @@ tcopy_check_alter(AlterTableStmt *stmt)
 	List	   *relids;
 	ListCell   *lc;
 
+	/* what an earlier ALTER that failed noted */
+	list_free_deep(pending_drops);
+	pending_drops = NIL;
+
 	/*
 	 * the statement reports a missing table; the extension's update scripts
 	 * describe stored tables as they are (key_form, 1.3)
@@ -216,6 +319,7 @@ tcopy_check_alter(AlterTableStmt *stmt)
 		const char *change = NULL;
 		const char *add_refusal = NULL;
 		ColumnDef  *added = NULL;
+		bool		drops = false;
 		bool		held = false;
 		uint32		table_id;
 		ListCell   *cell;
@@ -234,7 +338,10 @@ tcopy_check_alter(AlterTableStmt *stmt)
 			AlterTableCmd *cmd = (AlterTableCmd *) lfirst(cell);
 
 			if (cmd->subtype == AT_DropColumn)
+			{
 				check_key_column_drop(rel, cmd->name);
+				drops = true;
+			}
 			if (cmd->subtype == AT_AddColumn && add_refusal == NULL)
 			{
 				added = (ColumnDef *) cmd->def;
@@ -243,7 +350,7 @@ tcopy_check_alter(AlterTableStmt *stmt)
 			if (change == NULL)
 				change = layout_change(rel, cmd);
 		}
-		if (change != NULL || add_refusal != NULL)
+		if (change != NULL || add_refusal != NULL || drops)
 		{
 			tcopy_get_table_options(rel, GetUserId(), &options);
 			held = !tcopy_address_is_null(options.address) &&
@@ -266,6 +373,8 @@ tcopy_check_alter(AlterTableStmt *stmt)
 							   "which tcopy cannot change in place.", options.table_name),
 					 errhint("Create a foreign table with the new definition, copy the rows into it "
 							 "(INSERT INTO new_table SELECT ... FROM old_table), and drop the old one.")));
+		if (held && drops)
+			note_dropped_columns(rel, stmt);
 		relation_close(rel, AccessShareLock);
 	}
 }
@@ -339,6 +448,16 @@ tcopy_after_alter(AlterTableStmt *stmt)
 	List	   *relids;
 	ListCell   *lc;
 	bool		adds = false;
+
+	/* the places the dropped columns keep */
+	foreach(lc, pending_drops)
+	{
+		PendingDrop *drop = (PendingDrop *) lfirst(lc);
+
+		record_dropped_position(drop->relid, drop->position);
+	}
+	list_free_deep(pending_drops);
+	pending_drops = NIL;
 
 	foreach(lc, stmt->cmds)
 		if (((AlterTableCmd *) lfirst(lc))->subtype == AT_AddColumn)

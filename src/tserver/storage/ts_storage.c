@@ -569,7 +569,9 @@ missing_equal(const Tcopy__Row *a, const Tcopy__Row *b)
 /*
  * Compare column b, given, with a, stored at the same place (the i-th,
  * 1-based, for messages): names, kinds and typmods, then forms when both
- * have one, else type names.  0 when they match, with *more set when b
+ * have one, else type names.  A dropped b matches any a, which stays (rows
+ * may hold values of its kind there); a dropped a, stored for a column
+ * dropped before any row held it, matches any b, which replaces it.  0 when they match, with *more set when b
  * says more (a form a has not, a renamed type of the same form, another
  * missing value) and *less when it says less (no form where a has one);
  * else -1 with the difference in err.
@@ -582,6 +584,15 @@ column_compare(const char *table, size_t i, const Tcopy__Column *a,
 	bool		by_form = column_has_form(a) && column_has_form(b);
 	bool		same_type = strcmp(a->type_name, b->type_name) == 0;
 
+	/* a column dropped on the client keeps the stored one (and its values) */
+	if (b->dropped)
+		return 0;
+	/* a placeholder stored for one dropped before any row held it */
+	if (a->dropped)
+	{
+		*more = true;
+		return 0;
+	}
 	if (strcmp(a->name, b->name) != 0 || a->kind != b->kind ||
 		a->typmod != b->typmod || (!by_form && !same_type))
 	{
@@ -701,6 +712,9 @@ table_info_pack(uint32_t table_id, const Tcopy__Schema *schema, size_t *packedle
 	return packed;
 }
 
+static int	table_replace_merged_locked(TsStore *store, TsTable *table,
+										const Tcopy__Schema *schema, TsError *err);
+
 /*
  * Replace table's schema by schema, which schema_compare matched with it and
  * found to say more: in the meta family, by one synced write, then in
@@ -720,7 +734,43 @@ table_info_pack(uint32_t table_id, const Tcopy__Schema *schema, size_t *packedle
  * under either layout.
  */
 static int
-table_replace_schema_locked(TsStore *store, TsTable *table, const Tcopy__Schema *schema,
+table_replace_schema_locked(TsStore *store, TsTable *table, const Tcopy__Schema *given,
+							TsError *err)
+{
+	Tcopy__Schema merged = *given;
+	const Tcopy__Schema *schema = &merged;
+	size_t		si = 0;
+	int			rc;
+
+	/*
+	 * A column dropped on the client keeps the stored one at its place (the
+	 * non-key columns in order, as schema_compare matched them)
+	 */
+	merged.columns = malloc((given->n_columns ? given->n_columns : 1) * sizeof(Tcopy__Column *));
+	if (merged.columns == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		return -1;
+	}
+	for (size_t gi = 0; gi < given->n_columns; gi++)
+	{
+		merged.columns[gi] = given->columns[gi];
+		if (schema_is_key(given, gi))
+			continue;
+		while (si < table->schema->n_columns && schema_is_key(table->schema, si))
+			si++;
+		if (si < table->schema->n_columns && given->columns[gi]->dropped)
+			merged.columns[gi] = table->schema->columns[si];
+		si++;
+	}
+	rc = table_replace_merged_locked(store, table, schema, err);
+	free(merged.columns);
+	return rc;
+}
+
+/* table_replace_schema_locked's work, with the schema to store. */
+static int
+table_replace_merged_locked(TsStore *store, TsTable *table, const Tcopy__Schema *schema,
 							TsError *err)
 {
 	Tcopy__Schema *stored = NULL;
