@@ -1,5 +1,5 @@
 # 211_alter_crash.pl
-#	ADD COLUMN on a tcopy table with rows, around its commit (issue 48):
+#	ADD and DROP COLUMN on a tcopy table with rows, around its commit (issue 48):
 #	BEGIN; ALTER FOREIGN TABLE a ADD COLUMN ... DEFAULT; INSERT a row
 #	holding the column; COMMIT, with the backend paused after the prepare
 #	(no commit record yet) or before the publish (commit record written),
@@ -11,7 +11,9 @@
 #	  definition goes in);
 #	- before-publish: the new definition, the 100 old rows read the
 #	  default, the transaction's row its value, and the table writable;
-#	- the column added again after the first case, of another type, works.
+#	- the column added again after the first case, of another type, works;
+#	- DROP COLUMN likewise: the column and its values there after the
+#	  first point, gone (the other columns read as before) after the second.
 use strict;
 use warnings;
 
@@ -36,11 +38,14 @@ sub crash_case
 {
 	my ($point, $column, $type, $default, $value, $k) = @_;
 	my $name = "ADD COLUMN $column, immediate stop at $point, tserver killed -9";
-	my ($p, $pid) = start_paused($node, $point, [
-		'BEGIN',
-		"ALTER FOREIGN TABLE a ADD COLUMN $column $type DEFAULT $default",
-		"INSERT INTO a (k, v, $column) VALUES ($k, 0, $value)",
-		'COMMIT' ]);
+	return crash_alter($point, $name, "ALTER FOREIGN TABLE a ADD COLUMN $column $type DEFAULT $default",
+		"INSERT INTO a (k, v, $column) VALUES ($k, 0, $value)");
+}
+
+sub crash_alter
+{
+	my ($point, $name, $alter, $insert) = @_;
+	my ($p, $pid) = start_paused($node, $point, [ 'BEGIN', $alter, $insert, 'COMMIT' ]);
 	ok($pid, "$name: the backend pauses at $point") or return;
 	$ts->kill9;
 	$node->stop('immediate');
@@ -74,6 +79,21 @@ is(sql1("SELECT string_agg(coalesce(y, 'null'), ',' ORDER BY k) FROM a WHERE k >
 sql1('ALTER FOREIGN TABLE a ADD COLUMN x text DEFAULT \'t\'');
 is(sql1("SELECT count(*) FILTER (WHERE x = 't'), count(*) FROM a"), '104|104',
 	'x added again as text: every row reads its default');
+
+# DROP COLUMN v (whose values the rows hold) around its commit
+$name = crash_alter('after-prepare', 'DROP COLUMN v, immediate stop at after-prepare, tserver killed -9',
+	'ALTER FOREIGN TABLE a DROP COLUMN v', "INSERT INTO a (k, y) VALUES (3000, 'p')");
+is(sql1('SELECT count(*), sum(v) FROM a'), '104|5053', "$name: v and its values are there");
+is(sql1('SELECT count(*) FROM a WHERE k = 3000'), '0', "$name: the transaction's row is absent");
+$name = crash_alter('before-publish', 'DROP COLUMN v, immediate stop at before-publish, tserver killed -9',
+	'ALTER FOREIGN TABLE a DROP COLUMN v', "INSERT INTO a (k, y) VALUES (3001, 'p')");
+is(sql1("SELECT count(*) FROM pg_attribute WHERE attrelid = 'a'::regclass AND attname = 'v'"), '0',
+	"$name: v is gone");
+is(sql1("SELECT count(*), count(*) FILTER (WHERE y = 'd'), sum(k) FILTER (WHERE k <= 100) FROM a"),
+	'105|102|5050', "$name: the rows read, their other columns as before");
+is(sql1("SELECT y, x FROM a WHERE k = 3001"), 'p|t', "$name: the transaction's row is there");
+sql1(q{INSERT INTO a (k, y) VALUES (3002, 'q')});
+is(sql1('SELECT count(*) FROM a'), '106', "$name: the table is writable");
 
 $node->stop;
 $ts->stop;
