@@ -168,6 +168,35 @@ ANALYZE t;
 SELECT attname, null_frac FROM pg_stats WHERE tablename = 't' AND attname IN ('s', 'v2')
 ORDER BY attname;
 
+-- ---- a key of an image (numeric), and no key at all ----
+CREATE TABLE hn (n numeric PRIMARY KEY, a text, b int);
+CREATE FOREIGN TABLE tn (n numeric, a text, b int) SERVER ts
+	OPTIONS (key 'n', table_name 'tcopy_alter_rows.tn');
+CREATE TABLE hk (a text, b int);
+CREATE FOREIGN TABLE tk (a text, b int) SERVER ts
+	OPTIONS (table_name 'tcopy_alter_rows.tk');
+INSERT INTO hn VALUES (1.5, 'x', 1), (2.50, 'y', 2);
+INSERT INTO tn VALUES (1.5, 'x', 1), (2.50, 'y', 2);
+INSERT INTO hk VALUES ('x', 1), ('y', 2);
+INSERT INTO tk VALUES ('x', 1), ('y', 2);
+ALTER TABLE hn ADD COLUMN c int DEFAULT 3, DROP COLUMN a;
+ALTER FOREIGN TABLE tn ADD COLUMN c int DEFAULT 3, DROP COLUMN a;
+ALTER TABLE hk DROP COLUMN a, ADD COLUMN c text DEFAULT 'c';
+ALTER FOREIGN TABLE tk DROP COLUMN a, ADD COLUMN c text DEFAULT 'c';
+INSERT INTO hn VALUES (3, 3, 4);
+INSERT INTO tn VALUES (3, 3, 4);
+INSERT INTO tn VALUES (2.5000, 5, 5);	-- the same key as 2.50
+INSERT INTO hk VALUES (3, 'd');
+INSERT INTO tk VALUES (3, 'd');
+UPDATE hn SET c = c + 10 WHERE n = 1.50;
+UPDATE tn SET c = c + 10 WHERE n = 1.50;
+SELECT * FROM tn ORDER BY n;
+SELECT * FROM hn ORDER BY n;
+SELECT * FROM tk ORDER BY b;
+SELECT * FROM hk ORDER BY b;
+DROP TABLE hn, hk;
+DROP FOREIGN TABLE tn, tk;
+
 -- ---- through a partitioned parent ----
 CREATE TABLE p (k int NOT NULL, v int) PARTITION BY RANGE (k);
 CREATE TABLE p_heap PARTITION OF p FOR VALUES FROM (0) TO (10);
