@@ -10,7 +10,8 @@
 #	    stored type name follows, and another form is SCHEMA_MISMATCH;
 #	  - a schema with a column more (ADD COLUMN) replaces the stored one,
 #	    the one before opens again (the ALTER rolled back), a key column
-#	    more is SCHEMA_MISMATCH, a malformed missing value PROTOCOL.
+#	    more is SCHEMA_MISMATCH, a malformed missing value PROTOCOL;
+#	  - a dropped column keeps the stored one at its place.
 use strict;
 use warnings;
 
@@ -163,6 +164,23 @@ $sock = ready();
 ($type, $payload) = request($sock, FRAME_OPEN_TABLE, open_table_msg('nocols', $bad_missing, 0));
 is($type, FRAME_ERROR, 'an int column whose missing value is bytes: an error');
 is(pb_decode($payload // '')->{1}[0], ERROR_PROTOCOL, 'PROTOCOL');
+close $sock;
+
+# DROP COLUMN: a dropped column (Column.dropped) matches the stored one at
+# its place, which stays, its kind included
+$sock = ready();
+($type, $payload) = request($sock, FRAME_OPEN_TABLE, open_table_msg('drops',
+	column('k', 2, 'int4', 'int4') . column('v', 2, 'int4', 'int4') . column('s', 4, 'text', 'text')
+	  . pb_field_varint(2, 0), 1));
+is($type, FRAME_TABLE_INFO, 'a table (k key, v, s) is created');
+my $dropped_v = pb_field_bytes(1, pb_field_bytes(1, 'tcopy:dropped(1)') . pb_field_varint(2, 4)
+	  . pb_field_bytes(3, '') . pb_field_varint(4, ~0) . pb_field_varint(7, 1));
+($type, $payload) = request($sock, FRAME_OPEN_TABLE, open_table_msg('drops',
+	column('k', 2, 'int4', 'int4') . $dropped_v . column('s', 4, 'text', 'text')
+	  . column('w', 4, 'text', 'text') . pb_field_varint(2, 0), 0));
+is($type, FRAME_TABLE_INFO, 'opened with v dropped and w added');
+is(join(',', map { $_->{name} } info_columns($payload)), 'k,v,s,w',
+	'TABLE_INFO: v stays stored at its place, w is added');
 close $sock;
 
 my $r = $ts->cli('truncate', 'nocols');

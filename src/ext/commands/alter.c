@@ -449,12 +449,15 @@ tcopy_after_alter(AlterTableStmt *stmt)
 	ListCell   *lc;
 	bool		adds = false;
 
-	/* the places the dropped columns keep */
+	/* the places the dropped columns keep (the statement may have set options) */
+	if (pending_drops != NIL)
+		CommandCounterIncrement();
 	foreach(lc, pending_drops)
 	{
 		PendingDrop *drop = (PendingDrop *) lfirst(lc);
 
 		record_dropped_position(drop->relid, drop->position);
+		CommandCounterIncrement();
 	}
 	list_free_deep(pending_drops);
 	pending_drops = NIL;
