@@ -12,6 +12,8 @@
 #	- before-publish: the new definition, the 100 old rows read the
 #	  default, the transaction's row its value, and the table writable;
 #	- the column added again after the first case, of another type, works;
+#	- a session whose connection opened the table before an ADD COLUMN
+#	  that wrote it and rolled back writes on;
 #	- DROP COLUMN likewise: the column and its values there after the
 #	  first point, gone (the other columns read as before) after the second.
 use strict;
@@ -32,6 +34,23 @@ $node->safe_psql('postgres', q{
 });
 
 sub sql1 { return $node->safe_psql('postgres', $_[0]) }
+
+# Another session's connection opened the table before an ADD COLUMN that
+# wrote the table and was rolled back: its writes go on as they were laid
+# out (the tserver keeps each connection's schema), none fails.
+{
+	my $b = TcopyPgTest::Session->new($node);
+	my ($out, $err) = $b->result($b->send("INSERT INTO a VALUES (-1, 0);\n"));
+	is($err, '', 'a session writes the table');
+	sql1(q{BEGIN; ALTER FOREIGN TABLE a ADD COLUMN z int DEFAULT 3;
+		INSERT INTO a VALUES (-2, 0, 3); ROLLBACK});
+	($out, $err) = $b->result($b->send("INSERT INTO a VALUES (-3, 0);\n"));
+	is($err, '', 'after an ADD COLUMN rolled back, its connection writes on');
+	is(sql1('SELECT string_agg(k::text, \',\' ORDER BY k) FROM a WHERE k < 0'), '-3,-1',
+		'its rows are there, the rolled-back one is not');
+	$b->result($b->send("DELETE FROM a WHERE k < 0;\n"));
+	$b->quit;
+}
 
 # One case: the ALTER's transaction paused at point, then both killed.
 sub crash_case

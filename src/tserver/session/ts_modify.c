@@ -268,7 +268,7 @@ ts_session_modify(TsSession *session, const Tcopy__Modify *request, uint64_t *ch
 		}
 		if (batch.n_rows > 0 && (got == 0 || batch.n_rows == MODIFY_BATCH_ROWS))
 		{
-			if (ts_session_write(session, &batch, err) != 0)
+			if (ts_session_write(session, &batch, layout, err) != 0)
 				goto done;
 			batch.n_rows = 0;
 			tc_arena_reset(&arena);

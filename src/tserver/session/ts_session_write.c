@@ -286,25 +286,26 @@ write_admit(TsSession *session, size_t tidx, size_t start, uint64_t row, TsError
 }
 
 static int	session_write_locked(TsSession *session, const Tcopy__WriteBatch *batch,
-								 TsError *err);
+								 const TsLayout *layout, TsError *err);
 
 /* Stage a batch under the session's lock, against a scan's copy. */
 int
-ts_session_write(TsSession *session, const Tcopy__WriteBatch *batch, TsError *err)
+ts_session_write(TsSession *session, const Tcopy__WriteBatch *batch,
+				 const TsLayout *layout, TsError *err)
 {
 	int			result;
 
 	pthread_mutex_lock(&session->lock);
-	result = session_write_locked(session, batch, err);
+	result = session_write_locked(session, batch, layout, err);
 	pthread_mutex_unlock(&session->lock);
 	return result;
 }
 
 static int
-session_write_locked(TsSession *session, const Tcopy__WriteBatch *batch, TsError *err)
+session_write_locked(TsSession *session, const Tcopy__WriteBatch *batch,
+					 const TsLayout *layout, TsError *err)
 {
 	TsTable    *table;
-	const TsLayout *layout;
 	size_t		saved_len;
 	size_t		saved_offsets;
 	uint32_t	saved_last = 0;
@@ -313,7 +314,9 @@ session_write_locked(TsSession *session, const Tcopy__WriteBatch *batch, TsError
 	size_t		bound;
 
 	table = write_table(session, batch, err);
-	if (table == NULL || write_check_rows(table, layout = ts_table_layout(table), batch, &bound, err) != 0 ||
+	if (table != NULL && layout == NULL)
+		layout = ts_table_layout(table);
+	if (table == NULL || write_check_rows(table, layout, batch, &bound, err) != 0 ||
 		write_make_room(session, bound, batch->n_rows, err) != 0)
 		return -1;
 	/* what a failed batch goes back to: after the spill, which swaps buffers */
