@@ -150,8 +150,8 @@ ALTER FOREIGN TABLE opt.ns_t OPTIONS (DROP table_name);
 ALTER FOREIGN TABLE opt.ns_t OPTIONS (SET table_name '');
 ALTER SERVER opt_ns OPTIONS (SET namespace 'team_b/');
 
--- a column added once the tserver has the table is refused (tcopy_ddl has
--- the rest); the table stays as it was
+-- a column added once the tserver has the table: the rows stored before
+-- read it as NULL (tcopy_alter_rows has the rest)
 CREATE FOREIGN TABLE opt_alter (a int NOT NULL, b text) SERVER ts
 	OPTIONS (key 'a', table_name 'opt_alter');
 TRUNCATE opt_alter;

@@ -115,10 +115,10 @@ load_begin(TcClient *client, const CliOptions *opts, uint32_t *table_id)
 {
 	/* no forms: the table is matched by type names, as before forms */
 	static Tcopy__Column columns[] = {
-		{PROTOBUF_C_MESSAGE_INIT(&tcopy__column__descriptor), "aid", TCOPY__KIND__KIND_INT, "int4", -1, ""},
-		{PROTOBUF_C_MESSAGE_INIT(&tcopy__column__descriptor), "bid", TCOPY__KIND__KIND_INT, "int4", -1, ""},
-		{PROTOBUF_C_MESSAGE_INIT(&tcopy__column__descriptor), "abalance", TCOPY__KIND__KIND_INT, "int4", -1, ""},
-		{PROTOBUF_C_MESSAGE_INIT(&tcopy__column__descriptor), "filler", TCOPY__KIND__KIND_BYTES, "bpchar", CLI_FILLER_WIDTH + 4, ""},
+		{PROTOBUF_C_MESSAGE_INIT(&tcopy__column__descriptor), "aid", TCOPY__KIND__KIND_INT, "int4", -1, "", NULL, false},
+		{PROTOBUF_C_MESSAGE_INIT(&tcopy__column__descriptor), "bid", TCOPY__KIND__KIND_INT, "int4", -1, "", NULL, false},
+		{PROTOBUF_C_MESSAGE_INIT(&tcopy__column__descriptor), "abalance", TCOPY__KIND__KIND_INT, "int4", -1, "", NULL, false},
+		{PROTOBUF_C_MESSAGE_INIT(&tcopy__column__descriptor), "filler", TCOPY__KIND__KIND_BYTES, "bpchar", CLI_FILLER_WIDTH + 4, "", NULL, false},
 	};
 	static Tcopy__Column *column_ptrs[] = {&columns[0], &columns[1], &columns[2], &columns[3]};
 	static uint32_t key[] = {0};

@@ -7,7 +7,11 @@
 #	  - columns are matched by form where both sides have one: a table
 #	    created without forms gets them from the first client that sends
 #	    them, a type renamed on the client (same form) then opens and the
-#	    stored type name follows, and another form is SCHEMA_MISMATCH.
+#	    stored type name follows, and another form is SCHEMA_MISMATCH;
+#	  - a schema with a column more (ADD COLUMN) replaces the stored one,
+#	    the one before opens again (the ALTER rolled back), a key column
+#	    more is SCHEMA_MISMATCH, a malformed missing value PROTOCOL;
+#	  - a dropped column keeps the stored one at its place.
 use strict;
 use warnings;
 
@@ -89,7 +93,8 @@ sub write_empty_rows
 # was not a SCAN_BATCH or a row was not empty.
 sub scan_count
 {
-	my ($sock, $table_id, $batch_rows) = @_;
+	my ($sock, $table_id, $batch_rows, $want) = @_;
+	$want //= '';				# each row's bytes: empty rows by default
 	TcopyTest::send_frame($sock, FRAME_SCAN,
 		pb_field_varint(1, $table_id) . pb_field_varint(5, $batch_rows));
 	my $rows = 0;
@@ -100,7 +105,7 @@ sub scan_count
 		my $batch = pb_decode($payload);
 		for my $row (@{ $batch->{1} // [] })
 		{
-			return undef if $row ne '';
+			return undef if $row ne $want;
 			$rows++;
 		}
 		return $rows if $batch->{2} && $batch->{2}[0];
@@ -131,10 +136,51 @@ $sock = ready();
 is($type, FRAME_TABLE_INFO, 'reopened with its empty schema');
 ok(write_empty_rows($sock, $nocols, 1, 5), '5 more rows written');
 is(scan_count($sock, $nocols, 0), 3005, 'a scan returns 3005 rows: new row ids overwrote none');
+# ADD COLUMN: a schema with a column more replaces the stored one (its
+# rows read the column's missing value), and the schema before it (the
+# ALTER rolled back) opens again; a key column is not an added column
+my $missing7 = pb_field_bytes(6, pb_field_varint(1, 14));	# Row {ints: [7]}
+my $with_missing = pb_field_bytes(1, pb_field_bytes(1, 'a') . pb_field_varint(2, 2)
+	  . pb_field_bytes(3, 'int4') . pb_field_varint(4, ~0) . pb_field_bytes(5, 'int4')
+	  . $missing7);
 ($type, $payload) = request($sock, FRAME_OPEN_TABLE,
-	open_table_msg('nocols', column('a', 2, 'int4', 'int4'), 0));
-is($type, FRAME_ERROR, 'opened with a column: an error');
+	open_table_msg('nocols', $with_missing, 0));
+is($type, FRAME_TABLE_INFO, 'opened with a column more (ADD COLUMN)');
+is(scalar(info_columns($payload)), 1, 'TABLE_INFO: the stored schema has the column');
+# Row {ints: [7]}, packed: each stored row reads the missing value
+is(scan_count($sock, $nocols, 0, "\x0a\x01\x0e"), 3005, 'its 3005 rows read the missing value 7');
+($type, $payload) = request($sock, FRAME_OPEN_TABLE, open_table_msg('nocols', '', 0));
+is($type, FRAME_TABLE_INFO, 'opened again without it (the ALTER rolled back)');
+is(scalar(info_columns($payload)), 0, 'TABLE_INFO: no column');
+($type, $payload) = request($sock, FRAME_OPEN_TABLE,
+	open_table_msg('nocols', column('a', 2, 'int4', 'int4') . pb_field_varint(2, 0), 0));
+is($type, FRAME_ERROR, 'opened with a key column: an error');
 is(pb_decode($payload // '')->{1}[0], ERROR_SCHEMA_MISMATCH, 'SCHEMA_MISMATCH');
+my $bad_missing = pb_field_bytes(1, pb_field_bytes(1, 'a') . pb_field_varint(2, 2)
+	  . pb_field_bytes(3, 'int4') . pb_field_varint(4, ~0)
+	  . pb_field_bytes(6, pb_field_bytes(3, 'x')));	# Row {blobs: ['x']}
+close $sock;					# an ERROR closes the connection
+$sock = ready();
+($type, $payload) = request($sock, FRAME_OPEN_TABLE, open_table_msg('nocols', $bad_missing, 0));
+is($type, FRAME_ERROR, 'an int column whose missing value is bytes: an error');
+is(pb_decode($payload // '')->{1}[0], ERROR_PROTOCOL, 'PROTOCOL');
+close $sock;
+
+# DROP COLUMN: a dropped column (Column.dropped) matches the stored one at
+# its place, which stays, its kind included
+$sock = ready();
+($type, $payload) = request($sock, FRAME_OPEN_TABLE, open_table_msg('drops',
+	column('k', 2, 'int4', 'int4') . column('v', 2, 'int4', 'int4') . column('s', 4, 'text', 'text')
+	  . pb_field_varint(2, 0), 1));
+is($type, FRAME_TABLE_INFO, 'a table (k key, v, s) is created');
+my $dropped_v = pb_field_bytes(1, pb_field_bytes(1, 'tcopy:dropped(1)') . pb_field_varint(2, 4)
+	  . pb_field_bytes(3, '') . pb_field_varint(4, ~0) . pb_field_varint(7, 1));
+($type, $payload) = request($sock, FRAME_OPEN_TABLE, open_table_msg('drops',
+	column('k', 2, 'int4', 'int4') . $dropped_v . column('s', 4, 'text', 'text')
+	  . column('w', 4, 'text', 'text') . pb_field_varint(2, 0), 0));
+is($type, FRAME_TABLE_INFO, 'opened with v dropped and w added');
+is(join(',', map { $_->{name} } info_columns($payload)), 'k,v,s,w',
+	'TABLE_INFO: v stays stored at its place, w is added');
 close $sock;
 
 my $r = $ts->cli('truncate', 'nocols');

@@ -98,7 +98,7 @@ row_session(TsStore *store, uint32_t table, int64_t id, int64_t val)
 	batch.table_id = table;
 	batch.rows = rows;
 	batch.n_rows = 1;
-	if (ts_session_write(session, &batch, &err) != 0)
+	if (ts_session_write(session, &batch, NULL, &err) != 0)
 	{
 		fprintf(stderr, "write failed: %s\n", err.message);
 		ts_session_abort(session);

@@ -165,7 +165,7 @@ write_ids(TsSession *session, uint32_t table, const int64_t *ids, size_t n, int6
 		batch.table_id = table;
 		batch.rows = ptrs;
 		batch.n_rows = count;
-		rc = ts_session_write(session, &batch, &err);
+		rc = ts_session_write(session, &batch, NULL, &err);
 		free(rows);
 		free(ptrs);
 		free(ints);

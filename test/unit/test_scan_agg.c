@@ -113,7 +113,7 @@ write_rows(TsSession *session, uint32_t table_id, const TestRow *in, size_t n)
 	batch.kind = TCOPY__WRITE_KIND__WRITE_INSERT;
 	batch.rows = ptrs;
 	batch.n_rows = n;
-	result = ts_session_write(session, &batch, &err);
+	result = ts_session_write(session, &batch, NULL, &err);
 	if (result != 0)
 		fprintf(stderr, "write failed: %s\n", err.message);
 	free(rows);

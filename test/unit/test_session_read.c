@@ -76,7 +76,7 @@ write_rows(TsSession *session, uint32_t table_id, Tcopy__WriteKind kind, const i
 	batch.kind = kind;
 	batch.rows = ptrs;
 	batch.n_rows = n;
-	result = ts_session_write(session, &batch, &err);
+	result = ts_session_write(session, &batch, NULL, &err);
 	if (result != 0)
 		fprintf(stderr, "write failed: %s\n", err.message);
 	free(rows);

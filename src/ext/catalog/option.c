@@ -74,6 +74,7 @@ static const TcopyOption tcopy_options[] = {
 	{"table_name", ForeignTableRelationId},
 	{"batch_rows", ForeignTableRelationId},
 	{"batch_size", ForeignTableRelationId},
+	{"dropped_positions", ForeignTableRelationId},
 	{"column_name", AttributeRelationId},
 	{NULL, InvalidOid}
 };
@@ -245,6 +246,39 @@ tcopy_parse_key_form(const char *value)
 	return false;				/* keep the compiler quiet */
 }
 
+/*
+ * The value of option dropped_positions: the wire positions (0-based,
+ * among the table's columns before its key images) of columns dropped
+ * once the tserver held rows, ascending, as "1,4" ('' for none); an
+ * ERROR when malformed.  Set by ALTER TABLE ... DROP COLUMN (alter.c).
+ */
+List *
+tcopy_parse_dropped_positions(const char *value)
+{
+	List	   *positions = NIL;
+	const char *p = value;
+	long		last = -1;
+
+	while (*p != '\0')
+	{
+		char	   *end;
+		long		pos;
+
+		errno = 0;
+		pos = strtol(p, &end, 10);
+		if (end == p || errno != 0 || pos <= last || pos >= MaxHeapAttributeNumber ||
+			(*end != '\0' && *end != ','))
+			ereport(ERROR,
+					(errcode(ERRCODE_FDW_INVALID_ATTRIBUTE_VALUE),
+					 errmsg("invalid value for option \"dropped_positions\": \"%s\"", value),
+					 errhint("It lists column positions, ascending, separated by commas.")));
+		positions = lappend_int(positions, (int) pos);
+		last = pos;
+		p = *end == ',' ? end + 1 : end;
+	}
+	return positions;
+}
+
 TcopyOnConflict
 tcopy_parse_on_conflict(const char *value)
 {
@@ -317,6 +351,8 @@ tcopy_check_option_value(DefElem *def)
 		(void) tcopy_parse_key(value);
 	else if (strcmp(def->defname, "key_form") == 0)
 		(void) tcopy_parse_key_form(value);
+	else if (strcmp(def->defname, "dropped_positions") == 0)
+		(void) tcopy_parse_dropped_positions(value);
 	else if (strcmp(def->defname, "on_conflict") == 0)
 		(void) tcopy_parse_on_conflict(value);
 	else if (strcmp(def->defname, "sslmode") == 0)
@@ -796,6 +832,8 @@ tcopy_get_table_options_with(Relation rel, List *mapping_options,
 			key = value;
 		else if (strcmp(def->defname, "key_form") == 0)
 			options->key_bytes = tcopy_parse_key_form(value);
+		else if (strcmp(def->defname, "dropped_positions") == 0)
+			options->dropped_positions = tcopy_parse_dropped_positions(value);
 		else if (strcmp(def->defname, "on_conflict") == 0)
 			options->on_conflict = tcopy_parse_on_conflict(value);
 		else if (strcmp(def->defname, "batch_rows") == 0)

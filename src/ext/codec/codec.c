@@ -37,6 +37,7 @@
 #include "access/relation.h"
 #include "access/sysattr.h"
 #include "access/transam.h"
+#include "access/tupdesc_details.h"
 #include "catalog/pg_type.h"
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
@@ -171,6 +172,66 @@ codec_add_image(TcopyRelCodec *codec, Tcopy__Schema *schema, int c)
 	codec->image_columns[codec->nimages++] = c;
 }
 
+/*
+ * Column c's missing value (attmissingval: what rows stored before ALTER
+ * TABLE ... ADD COLUMN added it read) as the tserver keeps it: a wire row of
+ * that one value (Column.missing, protocol.md).
+ */
+static Tcopy__Row *
+codec_missing_row(TcopyRelCodec *codec, int c, Datum value)
+{
+	TcopyRowBuf buf;
+	Tcopy__Row *row = palloc(sizeof(Tcopy__Row));
+
+	tcopy__row__init(row);
+	tcopy_row_buf_init(&buf, c + 1);
+	tcopy_encode_datum(codec, c, value, &buf);
+	if (buf.wire.n_ints > 0)
+	{
+		row->n_ints = 1;
+		row->ints = palloc(sizeof(int64_t));
+		row->ints[0] = buf.ints[0];
+	}
+	else if (buf.wire.n_floats > 0)
+	{
+		row->n_floats = 1;
+		row->floats = palloc(sizeof(double));
+		row->floats[0] = buf.floats[0];
+	}
+	else
+	{
+		row->n_blobs = 1;
+		row->blobs = palloc(sizeof(ProtobufCBinaryData));
+		row->blobs[0].len = buf.blobs[0].len;
+		row->blobs[0].data = palloc(Max(buf.blobs[0].len, 1));
+		memcpy(row->blobs[0].data, buf.blobs[0].data, buf.blobs[0].len);
+	}
+	return row;
+}
+
+/*
+ * Append to codec and schema a dropped column keeping its place: NULL in
+ * every row written, matching whatever the tserver stores there.
+ */
+static void
+codec_add_dropped(TcopyRelCodec *codec, Tcopy__Schema *schema, int *nblobs)
+{
+	TcopyColumnCodec *col = &codec->columns[codec->ncolumns];
+	Tcopy__Column *wire;
+
+	col->attnum = 0;
+	col->attname = "(dropped)";
+	col->typid = InvalidOid;
+	col->typmod = -1;
+	col->conv = TCOPY_CONV_DROPPED;
+	col->kind = TCOPY__KIND__KIND_BYTES;
+	col->slot = (*nblobs)++;
+	wire = schema_add_column(schema, psprintf("tcopy:dropped(%d)", codec->ncolumns),
+							 TCOPY__KIND__KIND_BYTES, "", -1, "");
+	wire->dropped = true;
+	codec->ncolumns++;
+}
+
 TcopyRelCodec *
 tcopy_rel_codec(Relation rel, Oid userid)
 {
@@ -179,30 +240,36 @@ tcopy_rel_codec(Relation rel, Oid userid)
 	Tcopy__Schema *schema = palloc(sizeof(Tcopy__Schema));
 	int			nslots[4] = {0};	/* ints, floats, blobs, unused */
 	int			nkey;
+	int			ndropped;
 	ListCell   *lc;
 
 	codec->relid = RelationGetRelid(rel);
 	codec->relname = pstrdup(RelationGetRelationName(rel));
 	codec->natts = desc->natts;
-	codec->columns = palloc0(sizeof(TcopyColumnCodec) * Max(desc->natts, 1));
-	codec->column_of_att = palloc(sizeof(int) * Max(desc->natts, 1));
 	codec->userid = userid;
 	codec->encoding = GetDatabaseEncoding();
 	initStringInfo(&codec->image_buf);
 	tcopy_get_table_options(rel, userid, &codec->options);
 	nkey = list_length(codec->options.key_attnums);
+	ndropped = list_length(codec->options.dropped_positions);
+	codec->columns = palloc0(sizeof(TcopyColumnCodec) * Max(desc->natts + ndropped, 1));
+	codec->column_of_att = palloc(sizeof(int) * Max(desc->natts, 1));
 	codec->image_columns = palloc(sizeof(int) * Max(nkey, 1));
 
 	tcopy__schema__init(schema);
-	schema->columns = palloc(sizeof(Tcopy__Column *) * Max(desc->natts + nkey, 1));
+	schema->columns = palloc(sizeof(Tcopy__Column *) * Max(desc->natts + ndropped + nkey, 1));
 	for (int i = 0; i < desc->natts; i++)
 	{
 		Form_pg_attribute att = TupleDescAttr(desc, i);
 		TcopyColumnCodec *col;
+		Tcopy__Column *wire;
 
 		codec->column_of_att[i] = -1;
 		if (att->attisdropped)
 			continue;
+		/* dropped columns before this one keep their places */
+		while (list_member_int(codec->options.dropped_positions, codec->ncolumns))
+			codec_add_dropped(codec, schema, &nslots[2]);
 		col = &codec->columns[codec->ncolumns];
 		col->attnum = att->attnum;
 		col->attname = pstrdup(NameStr(att->attname));
@@ -212,11 +279,20 @@ tcopy_rel_codec(Relation rel, Oid userid)
 		column_choose_conv(col);
 		col->slot = col->kind == TCOPY__KIND__KIND_FLOAT ? nslots[1]++ :
 			col->kind == TCOPY__KIND__KIND_BYTES ? nslots[2]++ : nslots[0]++;
-		schema_add_column(schema, tcopy_column_name(codec->relid, att), col->kind,
-						  format_type_extended(att->atttypid, -1, FORMAT_TYPE_FORCE_QUALIFY),
-						  att->atttypmod, tcopy_type_form_name(att->atttypid));
+		wire = schema_add_column(schema, tcopy_column_name(codec->relid, att), col->kind,
+								 format_type_extended(att->atttypid, -1, FORMAT_TYPE_FORCE_QUALIFY),
+								 att->atttypmod, tcopy_type_form_name(att->atttypid));
+		/* added with a default after rows were stored: what they read */
+		if (att->atthasmissing && desc->constr != NULL && desc->constr->missing != NULL &&
+			desc->constr->missing[i].am_present)
+			wire->missing = codec_missing_row(codec, codec->ncolumns,
+											  desc->constr->missing[i].am_value);
 		codec->column_of_att[i] = codec->ncolumns++;
 	}
+	/* and after the last live one */
+	foreach(lc, codec->options.dropped_positions)
+		if (lfirst_int(lc) >= codec->ncolumns)
+			codec_add_dropped(codec, schema, &nslots[2]);
 
 	schema->key = palloc(sizeof(uint32) * Max(nkey, 1));
 	foreach(lc, codec->options.key_attnums)
@@ -484,6 +560,9 @@ tcopy_encode_datum(TcopyRelCodec *codec, int c, Datum value, TcopyRowBuf *row)
 				row_add_blob(row, buf.data, buf.len);
 				break;
 			}
+		case TCOPY_CONV_DROPPED:
+			elog(ERROR, "a dropped column of foreign table \"%s\" has no value to send",
+				 codec->relname);
 	}
 }
 
@@ -495,7 +574,7 @@ tcopy_encode_row(TcopyRelCodec *codec, Datum *values, bool *nulls, TcopyRowBuf *
 	{
 		int			att = codec->columns[c].attnum - 1;
 
-		if (nulls[att])
+		if (codec->columns[c].conv == TCOPY_CONV_DROPPED || nulls[att])
 		{
 			if (codec->columns[c].notnull)
 				tcopy_report_null_violation(codec, c, values, nulls);

@@ -18,18 +18,37 @@
 
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "access/relation.h"
+#include "access/reloptions.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/heap.h"
+#include "catalog/indexing.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_attribute.h"
+#include "catalog/pg_foreign_table.h"
 #include "catalog/pg_inherits.h"
 #include "commands/defrem.h"
 #include "commands/extension.h"
+#include "executor/executor.h"
 #include "foreign/foreign.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
+#include "optimizer/optimizer.h"
+#include "parser/parse_node.h"
+#include "parser/parse_type.h"
+#include "rewrite/rewriteHandler.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
+#include "utils/typcache.h"
 
 #include "tcopy/catalog.h"
+#include "tcopy/codec.h"
 #include "tcopy/connection.h"
 #include "tcopy/commands.h"
 
@@ -78,9 +97,9 @@ layout_change(Relation rel, AlterTableCmd *cmd)
 	switch (cmd->subtype)
 	{
 		case AT_AddColumn:
-			return psprintf("add column \"%s\" to", ((ColumnDef *) cmd->def)->colname);
+			return NULL;		/* instant: add_column_refusal */
 		case AT_DropColumn:
-			return psprintf("drop column \"%s\" of", cmd->name);
+			return NULL;		/* keeps its place: note_dropped_column */
 		case AT_AlterColumnType:
 			return psprintf("change the type of column \"%s\" of", cmd->name);
 		case AT_GenericOptions:
@@ -96,6 +115,159 @@ layout_change(Relation rel, AlterTableCmd *cmd)
 		default:
 			return NULL;
 	}
+}
+
+/* Whether typename names a serial type, as transformColumnDefinition tells. */
+static bool
+is_serial(TypeName *typename)
+{
+	const char *name;
+
+	if (typename == NULL || list_length(typename->names) != 1 || typename->pct_type ||
+		typename->arrayBounds != NIL)
+		return false;
+	name = strVal(linitial(typename->names));
+	return strcmp(name, "smallserial") == 0 || strcmp(name, "serial2") == 0 ||
+		strcmp(name, "serial") == 0 || strcmp(name, "serial4") == 0 ||
+		strcmp(name, "bigserial") == 0 || strcmp(name, "serial8") == 0;
+}
+
+/*
+ * Why ADD COLUMN def, on a table the tserver holds, would need its stored
+ * rows rewritten (as a heap table's are): worded for errdetail, or NULL
+ * when old rows can read the column as its missing value.
+ */
+static const char *
+add_column_refusal(ColumnDef *def)
+{
+	Node	   *raw_default = def->raw_default;
+	bool		notnull = def->is_not_null;
+	ListCell   *lc;
+	Oid			typid;
+	int32		typmod;
+	ParseState *pstate;
+	Node	   *expr;
+
+	if (is_serial(def->typeName))
+		return "A serial column takes the next value of its sequence for each row.";
+	foreach(lc, def->constraints)
+	{
+		Constraint *con = (Constraint *) lfirst(lc);
+
+		if (!IsA(con, Constraint))
+			continue;
+		if (con->contype == CONSTR_DEFAULT)
+			raw_default = con->raw_expr;
+		else if (con->contype == CONSTR_NOTNULL)
+			notnull = true;
+		else if (con->contype == CONSTR_GENERATED || con->contype == CONSTR_IDENTITY)
+			return "A generated or identity column is computed for each row.";
+	}
+	pstate = make_parsestate(NULL);
+	typenameTypeIdAndMod(pstate, def->typeName, &typid, &typmod);
+	if (DomainHasConstraints(typid))
+		return "The constraints of its domain are checked against each row.";
+	if (raw_default == NULL || (IsA(raw_default, A_Const) && ((A_Const *) raw_default)->isnull))
+		return notnull ? "Each row would hold NULL in a NOT NULL column." : NULL;
+	expr = cookDefault(pstate, copyObject(raw_default), typid, typmod, def->colname, '\0');
+	if (contain_volatile_functions(expr))
+		return "A volatile default is computed for each row.";
+	return NULL;
+}
+
+/*
+ * A column dropped from a table the tserver holds keeps its place among the
+ * wire columns (option dropped_positions): stored rows hold its values
+ * there.  Noted before the ALTER runs, while the codec still has the
+ * column; recorded after it (tcopy_after_alter), in the same transaction.
+ */
+typedef struct PendingDrop
+{
+	Oid			relid;
+	int			position;
+} PendingDrop;
+
+static List *pending_drops = NIL;	/* in TopMemoryContext */
+
+/* Note the places of the columns stmt drops from rel, which the tserver holds. */
+static void
+note_dropped_columns(Relation rel, AlterTableStmt *stmt)
+{
+	TcopyRelCodec *codec = tcopy_rel_codec(rel, GetUserId());
+	ListCell   *lc;
+
+	foreach(lc, stmt->cmds)
+	{
+		AlterTableCmd *cmd = (AlterTableCmd *) lfirst(lc);
+		AttrNumber	attnum;
+		PendingDrop *drop;
+		MemoryContext oldcontext;
+
+		if (cmd->subtype != AT_DropColumn)
+			continue;
+		attnum = get_attnum(RelationGetRelid(rel), cmd->name);
+		if (attnum <= 0 || codec->column_of_att[attnum - 1] < 0)
+			continue;			/* Postgres says it does not exist */
+		oldcontext = MemoryContextSwitchTo(TopMemoryContext);
+		drop = palloc(sizeof(PendingDrop));
+		drop->relid = RelationGetRelid(rel);
+		drop->position = codec->column_of_att[attnum - 1];
+		pending_drops = lappend(pending_drops, drop);
+		MemoryContextSwitchTo(oldcontext);
+	}
+}
+
+/* Add position to option dropped_positions of foreign table relid. */
+static void
+record_dropped_position(Oid relid, int position)
+{
+	Relation	ftrel = table_open(ForeignTableRelationId, RowExclusiveLock);
+	HeapTuple	tuple = SearchSysCacheCopy1(FOREIGNTABLEREL, ObjectIdGetDatum(relid));
+	Datum		values[Natts_pg_foreign_table] = {0};
+	bool		nulls[Natts_pg_foreign_table] = {0};
+	bool		replace[Natts_pg_foreign_table] = {0};
+	List	   *positions = NIL;
+	ArrayBuildState *astate = NULL;
+	StringInfoData buf;
+	HeapTuple	newtuple;
+	Datum		datum;
+	bool		isnull;
+	ListCell   *lc;
+
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for foreign table %u", relid);
+	datum = SysCacheGetAttr(FOREIGNTABLEREL, tuple, Anum_pg_foreign_table_ftoptions, &isnull);
+	foreach(lc, isnull ? NIL : untransformRelOptions(datum))
+	{
+		DefElem    *def = (DefElem *) lfirst(lc);
+		char	   *text;
+
+		if (strcmp(def->defname, "dropped_positions") == 0)
+		{
+			positions = tcopy_parse_dropped_positions(defGetString(def));
+			continue;
+		}
+		text = psprintf("%s=%s", def->defname, defGetString(def));
+		astate = accumArrayResult(astate, CStringGetTextDatum(text), false, TEXTOID,
+								  CurrentMemoryContext);
+	}
+	if (!list_member_int(positions, position))
+		positions = list_append_unique_int(positions, position);
+	list_sort(positions, list_int_cmp);
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "dropped_positions=");
+	foreach(lc, positions)
+		appendStringInfo(&buf, "%s%d", foreach_current_index(lc) > 0 ? "," : "", lfirst_int(lc));
+	astate = accumArrayResult(astate, CStringGetTextDatum(buf.data), false, TEXTOID,
+							  CurrentMemoryContext);
+	values[Anum_pg_foreign_table_ftoptions - 1] = makeArrayResult(astate, CurrentMemoryContext);
+	replace[Anum_pg_foreign_table_ftoptions - 1] = true;
+	newtuple = heap_modify_tuple(tuple, RelationGetDescr(ftrel), values, nulls, replace);
+	CatalogTupleUpdate(ftrel, &newtuple->t_self, newtuple);
+	heap_freetuple(newtuple);
+	heap_freetuple(tuple);
+	table_close(ftrel, RowExclusiveLock);
+	CacheInvalidateRelcacheByRelid(relid);
 }
 
 /* Refuse to drop column name of tcopy table rel when its key names it. */
@@ -128,6 +300,10 @@ tcopy_check_alter(AlterTableStmt *stmt)
 	List	   *relids;
 	ListCell   *lc;
 
+	/* what an earlier ALTER that failed noted */
+	list_free_deep(pending_drops);
+	pending_drops = NIL;
+
 	/*
 	 * the statement reports a missing table; the extension's update scripts
 	 * describe stored tables as they are (key_form, 1.3)
@@ -141,6 +317,10 @@ tcopy_check_alter(AlterTableStmt *stmt)
 		Relation	rel;
 		TcopyTableOptions options;
 		const char *change = NULL;
+		const char *add_refusal = NULL;
+		ColumnDef  *added = NULL;
+		bool		drops = false;
+		bool		held = false;
 		uint32		table_id;
 		ListCell   *cell;
 
@@ -158,24 +338,158 @@ tcopy_check_alter(AlterTableStmt *stmt)
 			AlterTableCmd *cmd = (AlterTableCmd *) lfirst(cell);
 
 			if (cmd->subtype == AT_DropColumn)
+			{
 				check_key_column_drop(rel, cmd->name);
+				drops = true;
+			}
+			if (cmd->subtype == AT_AddColumn && add_refusal == NULL)
+			{
+				added = (ColumnDef *) cmd->def;
+				add_refusal = add_column_refusal(added);
+			}
 			if (change == NULL)
 				change = layout_change(rel, cmd);
 		}
-		if (change != NULL)
+		if (change != NULL || add_refusal != NULL || drops)
 		{
 			tcopy_get_table_options(rel, GetUserId(), &options);
-			if (!tcopy_address_is_null(options.address) &&
-				tcopy_lookup_table_id(&options, NULL, "to alter it", &table_id))
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot %s foreign table \"%s\", which the tserver holds",
-								change, RelationGetRelationName(rel)),
-						 errdetail("The tserver table \"%s\" stores its rows under the present columns and key, "
-								   "which tcopy cannot change in place.", options.table_name),
-						 errhint("Create a foreign table with the new definition, copy the rows into it "
-								 "(INSERT INTO new_table SELECT ... FROM old_table), and drop the old one.")));
+			held = !tcopy_address_is_null(options.address) &&
+				tcopy_lookup_table_id(&options, NULL, "to alter it", &table_id);
 		}
+		if (held && add_refusal != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot add column \"%s\" to foreign table \"%s\" as defined, as the tserver holds its rows",
+							added->colname, RelationGetRelationName(rel)),
+					 errdetail("%s A heap table rewrites its rows for it; tcopy does not rewrite stored rows.",
+							   add_refusal),
+					 errhint("Add the column without it (or with a constant default), then UPDATE the rows.")));
+		if (held && change != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("cannot %s foreign table \"%s\", which the tserver holds",
+							change, RelationGetRelationName(rel)),
+					 errdetail("The tserver table \"%s\" stores its rows under the present columns and key, "
+							   "which tcopy cannot change in place.", options.table_name),
+					 errhint("Create a foreign table with the new definition, copy the rows into it "
+							 "(INSERT INTO new_table SELECT ... FROM old_table), and drop the old one.")));
+		if (held && drops)
+			note_dropped_columns(rel, stmt);
 		relation_close(rel, AccessShareLock);
 	}
+}
+
+/*
+ * Keep in attmissingval the value rows of rel stored before ADD COLUMN
+ * attnum read: its default, evaluated now, as StoreAttrDefault does for a
+ * relation with storage (not for a foreign table).  Nothing when the
+ * column has no default, a NULL one, a volatile one, or a missing value
+ * already.
+ */
+static void
+store_missing_value(Relation rel, AttrNumber attnum)
+{
+	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
+	Node	   *expr;
+	EState	   *estate;
+	ExprState  *exprstate;
+	Datum		value;
+	bool		isnull;
+	Relation	attrel;
+	HeapTuple	tuple;
+	HeapTuple	newtuple;
+	Datum		values[Natts_pg_attribute] = {0};
+	bool		nulls[Natts_pg_attribute] = {0};
+	bool		replace[Natts_pg_attribute] = {0};
+
+	if (!att->atthasdef || att->atthasmissing || att->attgenerated)
+		return;
+	expr = build_column_default(rel, attnum);
+	if (expr == NULL)
+		return;
+	expr = (Node *) expression_planner((Expr *) expr);
+	if (contain_volatile_functions(expr))
+		return;
+	estate = CreateExecutorState();
+	exprstate = ExecPrepareExpr((Expr *) expr, estate);
+	value = ExecEvalExpr(exprstate, GetPerTupleExprContext(estate), &isnull);
+	if (!isnull)
+	{
+		/* as StoreAttrDefault: a one-element array of the column's type */
+		value = PointerGetDatum(construct_array(&value, 1, att->atttypid, att->attlen,
+												att->attbyval, att->attalign));
+		attrel = table_open(AttributeRelationId, RowExclusiveLock);
+		tuple = SearchSysCacheCopy2(ATTNUM, ObjectIdGetDatum(RelationGetRelid(rel)),
+									Int16GetDatum(attnum));
+		if (!HeapTupleIsValid(tuple))
+			elog(ERROR, "cache lookup failed for attribute %d of relation %u",
+				 attnum, RelationGetRelid(rel));
+		values[Anum_pg_attribute_atthasmissing - 1] = BoolGetDatum(true);
+		replace[Anum_pg_attribute_atthasmissing - 1] = true;
+		values[Anum_pg_attribute_attmissingval - 1] = value;
+		replace[Anum_pg_attribute_attmissingval - 1] = true;
+		newtuple = heap_modify_tuple(tuple, RelationGetDescr(attrel), values, nulls, replace);
+		CatalogTupleUpdate(attrel, &newtuple->t_self, newtuple);
+		heap_freetuple(newtuple);
+		heap_freetuple(tuple);
+		table_close(attrel, RowExclusiveLock);
+	}
+	FreeExecutorState(estate);
+}
+
+/*
+ * After an ALTER TABLE or ALTER FOREIGN TABLE ran: the columns it added to
+ * tcopy tables among its targets get their missing values.
+ */
+void
+tcopy_after_alter(AlterTableStmt *stmt)
+{
+	Oid			relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+	List	   *relids;
+	ListCell   *lc;
+	bool		adds = false;
+
+	/* the places the dropped columns keep (the statement may have set options) */
+	if (pending_drops != NIL)
+		CommandCounterIncrement();
+	foreach(lc, pending_drops)
+	{
+		PendingDrop *drop = (PendingDrop *) lfirst(lc);
+
+		record_dropped_position(drop->relid, drop->position);
+		CommandCounterIncrement();
+	}
+	list_free_deep(pending_drops);
+	pending_drops = NIL;
+
+	foreach(lc, stmt->cmds)
+		if (((AlterTableCmd *) lfirst(lc))->subtype == AT_AddColumn)
+			adds = true;
+	if (!adds || !OidIsValid(relid) || creating_extension)
+		return;
+	CommandCounterIncrement();
+	relids = stmt->relation->inh ? find_all_inheritors(relid, NoLock, NULL) : list_make1_oid(relid);
+	foreach(lc, relids)
+	{
+		Oid			tableid = lfirst_oid(lc);
+		Relation	rel;
+		ListCell   *cell;
+
+		if (!tcopy_relation_is_tcopy_table(tableid))
+			continue;
+		rel = relation_open(tableid, NoLock);	/* locked by the statement */
+		foreach(cell, stmt->cmds)
+		{
+			AlterTableCmd *cmd = (AlterTableCmd *) lfirst(cell);
+			AttrNumber	attnum;
+
+			if (cmd->subtype != AT_AddColumn)
+				continue;
+			attnum = get_attnum(tableid, ((ColumnDef *) cmd->def)->colname);
+			if (attnum > 0)
+				store_missing_value(rel, attnum);
+		}
+		relation_close(rel, NoLock);
+	}
+	CommandCounterIncrement();
 }

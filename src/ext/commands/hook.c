@@ -392,6 +392,8 @@ tcopy_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 
 	tcopy_run_approved(approved, pstmt, queryString, readOnlyTree, context,
 					   params, queryEnv, dest, qc);
+	if (IsA(pstmt->utilityStmt, AlterTableStmt) && !tcopy_pinning_rename)
+		tcopy_after_alter((AlterTableStmt *) pstmt->utilityStmt);
 
 	/*
 	 * a tcopy table made or altered: refuse a key that cannot be one (not

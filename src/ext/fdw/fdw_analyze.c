@@ -39,6 +39,7 @@ typedef struct TcopyAnalyzeState
 	TcopyRelCodec *codec;
 	TcopyScanClient conn;
 	MemoryContextCallback close_callback;
+	int			nproj;			/* the columns read: the live ones */
 } TcopyAnalyzeState;
 
 static int	tcopy_acquire_sample_rows(Relation rel, int elevel,
@@ -105,10 +106,15 @@ tcopy_analyze_start(TcopyAnalyzeState *state, int *proj)
 
 	/* every column, named: an empty projection would also bring key images */
 	columns = palloc(sizeof(uint32_t) * Max(codec->ncolumns, 1));
+	state->nproj = 0;
 	for (int c = 0; c < codec->ncolumns; c++)
-		columns[c] = (uint32_t) (proj[c] = c);
+		if (codec->columns[c].conv != TCOPY_CONV_DROPPED)
+		{
+			columns[state->nproj] = (uint32_t) c;
+			proj[state->nproj++] = c;
+		}
 	request.table_id = table_id;
-	request.n_columns = codec->ncolumns;
+	request.n_columns = state->nproj;
 	request.columns = columns;
 	if (tc_client_scan_start(client, &request) < 0)
 		tcopy_report_client_error(client, codec->options.address,
@@ -202,7 +208,7 @@ tcopy_acquire_sample_rows(Relation rel, int elevel, HeapTuple *rows,
 				continue;
 
 			MemoryContextSwitchTo(row_cxt);
-			tcopy_decode_row(codec, proj, codec->ncolumns, batch->rows[r],
+			tcopy_decode_row(codec, proj, state->nproj, batch->rows[r],
 							 values, nulls);
 			MemoryContextSwitchTo(caller_cxt);
 			rows[pos] = heap_form_tuple(tupdesc, values, nulls);

@@ -22,6 +22,17 @@ point_reader_close(void *arg)
 	tcopy_scan_client_close(&reader->conn);
 }
 
+int
+tcopy_live_columns(TcopyRelCodec *codec, int *proj)
+{
+	int			n = 0;
+
+	for (int c = 0; c < codec->ncolumns; c++)
+		if (codec->columns[c].conv != TCOPY_CONV_DROPPED)
+			proj[n++] = c;
+	return n;
+}
+
 void
 tcopy_point_reader_init(TcopyPointReader *reader, TcopyRelCodec *codec)
 {
@@ -78,11 +89,11 @@ point_read(TcopyPointReader *reader, EState *estate, Tcopy__Row *key, uint8 **ro
 	if (reader->conn.client == NULL)
 		point_reader_connect(reader);
 	for (int c = 0; c < codec->ncolumns; c++)
-		columns[c] = (uint32_t) c;
+		if (codec->columns[c].conv != TCOPY_CONV_DROPPED)
+			columns[request.n_columns++] = (uint32_t) c;
 	bound.key = key;
 	bound.inclusive = true;
 	request.table_id = reader->table_id;
-	request.n_columns = codec->ncolumns;
 	request.columns = columns;
 	request.lower = &bound;
 	request.upper = &bound;

@@ -79,7 +79,8 @@ struct TcopyRowMarks
 	uint64		capacity;
 	uint64		nlocked;		/* rows locked one by one */
 	bool		table_locked;	/* ... then the table's rows instead */
-	int		   *proj;			/* every column */
+	int		   *proj;			/* every live column */
+	int			nproj;
 	TcopyPointReader reader;	/* reads again */
 };
 
@@ -146,8 +147,7 @@ tcopy_row_marks_begin(TcopyRelCodec *codec, Relation rel, EState *estate, Index 
 	marks->keys = MemoryContextAlloc(marks->cxt, sizeof(Tcopy__Row *) * marks->capacity);
 	marks->hashes = MemoryContextAlloc(marks->cxt, sizeof(uint64) * marks->capacity);
 	marks->proj = palloc(sizeof(int) * Max(codec->ncolumns, 1));
-	for (int c = 0; c < codec->ncolumns; c++)
-		marks->proj[c] = c;
+	marks->nproj = tcopy_live_columns(codec, marks->proj);
 	tcopy_point_reader_init(&marks->reader, codec);
 	erm->ermExtra = marks;
 	return marks;
@@ -273,7 +273,7 @@ tcopyRefetchForeignRow(EState *estate, ExecRowMark *erm, Datum rowid,
 	{
 		/* in place in the client's batch, as a scan's rows: valid until the next read */
 		pos = row;
-		tcopy_decode_packed_row(codec, marks->proj, codec->ncolumns, &pos, row + len,
+		tcopy_decode_packed_row(codec, marks->proj, marks->nproj, &pos, row + len,
 								slot->tts_values, slot->tts_isnull);
 		ExecStoreVirtualTuple(slot);
 		slot->tts_tid = *(ItemPointer) DatumGetPointer(rowid);

@@ -112,8 +112,7 @@ tcopy_scan_choose_columns(TcopyScanState *state, bool all_columns, List *attnums
 	state->nproj = 0;
 	if (all_columns)
 	{
-		for (int c = 0; c < codec->ncolumns; c++)
-			state->proj[state->nproj++] = c;
+		state->nproj = tcopy_live_columns(codec, state->proj);
 		return;
 	}
 	foreach(lc, attnums)
@@ -128,13 +127,19 @@ tcopy_scan_choose_columns(TcopyScanState *state, bool all_columns, List *attnums
 	{
 		int			column = 0;
 
+		/* never a dropped column: its stored values are not read */
+		while (column < codec->ncolumns - 1 &&
+			   codec->columns[column].conv == TCOPY_CONV_DROPPED)
+			column++;
+
 		if (codec->schema->n_key > 0 && codec->schema->key[0] < (uint32) codec->ncolumns)
 			column = (int) codec->schema->key[0];
 		else
 		{
 			for (int c = 0; c < codec->ncolumns; c++)
 			{
-				if (codec->columns[c].kind != TCOPY__KIND__KIND_BYTES)
+				if (codec->columns[c].kind != TCOPY__KIND__KIND_BYTES &&
+					codec->columns[c].conv != TCOPY_CONV_DROPPED)
 				{
 					column = c;
 					break;

@@ -64,7 +64,8 @@ struct TcopyUpsert
 	TcopyRowBuf rowbuf;
 	HTAB	   *proposed;		/* keys proposed by the statement, by hash */
 	TupleTableSlot *stored;		/* the stored row, decoded */
-	int		   *proj;			/* every column */
+	int		   *proj;			/* every live column */
+	int			nproj;
 };
 
 /* An entry of proposed: the keys of one hash. */
@@ -212,8 +213,7 @@ tcopy_upsert_begin(TcopyRelCodec *codec, ModifyTableState *mtstate)
 	upsert->proposed = hash_create("tcopy upsert keys", 256, &ctl,
 								   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	upsert->proj = palloc(sizeof(int) * Max(codec->ncolumns, 1));
-	for (int c = 0; c < codec->ncolumns; c++)
-		upsert->proj[c] = c;
+	upsert->nproj = tcopy_live_columns(codec, upsert->proj);
 	return upsert;
 }
 
@@ -327,7 +327,7 @@ tcopy_upsert_row(TcopyUpsert *upsert, ResultRelInfo *resultRelInfo, ModifyTableS
 												  &TTSOpsVirtual);
 	ExecClearTuple(upsert->stored);
 	pos = row;
-	tcopy_decode_packed_row(codec, upsert->proj, codec->ncolumns, &pos, row + len,
+	tcopy_decode_packed_row(codec, upsert->proj, upsert->nproj, &pos, row + len,
 							upsert->stored->tts_values, upsert->stored->tts_isnull);
 	ExecStoreVirtualTuple(upsert->stored);
 	ExecCopySlot(oc->oc_Existing, upsert->stored);

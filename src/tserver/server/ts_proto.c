@@ -456,6 +456,11 @@ ts_proto_release(TsProto *proto)
 	free(proto->scope_tables);
 	proto->scope_tables = NULL;
 	proto->nscope_tables = proto->scope_tables_cap = 0;
+	for (size_t i = 0; i < proto->nopened; i++)
+		ts_layout_free(&proto->opened[i].layout);
+	free(proto->opened);
+	proto->opened = NULL;
+	proto->nopened = proto->opened_cap = 0;
 	if (proto->tenant != NULL)
 		ts_tenants_leave(&proto->shared->tenants, proto->tenant);
 	proto->tenant = NULL;

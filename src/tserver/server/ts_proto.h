@@ -26,6 +26,7 @@
 #include "tc_buf.h"
 #include "tc_frame.h"
 #include "ts_auth.h"
+#include "ts_codec.h"
 #include "ts_group.h"
 #include "ts_store.h"
 #include "ts_tenants.h"
@@ -88,6 +89,18 @@ typedef int (*TsProtoSendFn) (void *arg, const uint8_t *bytes, size_t len,
 							  TsError *err);
 
 /* The protocol state of one connection; its fields are ts_proto.c's. */
+/*
+ * A table this connection opened with a schema, and that schema's layout
+ * (its own, built without missing values: only writes use it).  A table
+ * another connection altered since (ADD or DROP COLUMN, or their ROLLBACK)
+ * is still written as this client lays its rows out.
+ */
+typedef struct TsProtoOpened
+{
+	uint32_t	table_id;
+	TsLayout	layout;
+} TsProtoOpened;
+
 typedef struct TsProto
 {
 	TsProtoShared *shared;
@@ -112,6 +125,10 @@ typedef struct TsProto
 	uint32_t   *scope_tables;	/* scoped: ids of the tables OPEN_TABLE */
 	size_t		nscope_tables;	/* allowed, the only ones other frames */
 	size_t		scope_tables_cap;	/* may name */
+	TsProtoOpened *opened;		/* the layouts of the schemas tables were
+								 * last opened with: this client's rows */
+	size_t		nopened;
+	size_t		opened_cap;
 	TcBuf		out;			/* replies packed, not yet sent */
 	TcArena		frame_arena;	/* the current frame's message; reset per frame */
 	ProtobufCAllocator decode_allocator;	/* frame_arena, within decode_budget */

@@ -57,6 +57,50 @@ proto_allow_table_id(TsProto *proto, uint32_t table_id, TsError *err)
 	return 0;
 }
 
+/*
+ * Remember that the client opened table_id with schema (which OPEN_TABLE
+ * matched with the table's): its rows are laid out so.  0, or -1 with err.
+ */
+static int
+proto_note_opened(TsProto *proto, uint32_t table_id, const Tcopy__Schema *schema, TsError *err)
+{
+	TsProtoOpened *opened = NULL;
+	TsLayout	layout;
+
+	if (ts_layout_init(&layout, schema, err) != 0)
+		return -1;
+	/* only writes use it: nothing may point into the request's schema */
+	for (uint32_t i = 0; i < layout.ncolumns; i++)
+		layout.missing[i].isnull = true;
+	for (size_t i = 0; i < proto->nopened; i++)
+		if (proto->opened[i].table_id == table_id)
+			opened = &proto->opened[i];
+	if (opened != NULL)
+		ts_layout_free(&opened->layout);
+	else if (!tc_array_reserve((void **) &proto->opened, proto->nopened, &proto->opened_cap,
+							   sizeof(TsProtoOpened), 8))
+	{
+		ts_layout_free(&layout);
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		return -1;
+	}
+	else
+		opened = &proto->opened[proto->nopened++];
+	opened->table_id = table_id;
+	opened->layout = layout;
+	return 0;
+}
+
+/* The layout of the schema the client opened table_id with, or NULL. */
+static const TsLayout *
+proto_opened_layout(TsProto *proto, uint32_t table_id)
+{
+	for (size_t i = 0; i < proto->nopened; i++)
+		if (proto->opened[i].table_id == table_id)
+			return &proto->opened[i].layout;
+	return NULL;
+}
+
 /* OPEN_TABLE: look up (or create) a table; answer TABLE_INFO. */
 int
 ts_proto_on_open_table(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
@@ -80,7 +124,8 @@ ts_proto_on_open_table(TsProto *proto, const uint8_t *payload, uint32_t len, TsE
 	if (proto_check_table_name(proto, request->table, err) != 0 ||
 		ts_store_open_table(proto->shared->store, request->table, request->schema,
 							request->create, &table_id, &created, &schema, err) != 0 ||
-		proto_allow_table_id(proto, table_id, err) != 0)
+		proto_allow_table_id(proto, table_id, err) != 0 ||
+		(request->schema != NULL && proto_note_opened(proto, table_id, request->schema, err) != 0))
 		return -1;
 
 	info.table_id = table_id;
@@ -171,7 +216,8 @@ ts_proto_on_write(TsProto *proto, const uint8_t *payload, uint32_t len, TsError 
 		return -1;
 	atomic_fetch_add(&proto->shared->batches_received, 1);
 	if (ts_proto_check_table_id(proto, batch->table_id, err) != 0 ||
-		ts_session_write(proto->session, batch, err) != 0)
+		ts_session_write(proto->session, batch, proto_opened_layout(proto, batch->table_id),
+						 err) != 0)
 		return -1;
 	proto->last_seq = batch->seq;
 

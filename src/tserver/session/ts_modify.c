@@ -81,10 +81,9 @@ bad:
 
 /* Check what the request asks of the table's columns. */
 static int
-modify_check(const TsTable *table, const Tcopy__Modify *request, TsError *err)
+modify_check(const TsTable *table, const TsLayout *layout, const Tcopy__Modify *request,
+			 TsError *err)
 {
-	const TsLayout *layout = &table->layout;
-
 	if (layout->nkey == 0)
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
@@ -181,19 +180,24 @@ ts_session_modify(TsSession *session, const Tcopy__Modify *request, uint64_t *ch
 	TsValue    *set_values = NULL;
 	TsValue    *row = NULL;
 	TsScan	   *scan = NULL;
+	const TsLayout *layout;
 	TcArena		arena;
 	int			result = -1;
 
 	*changed = 0;
-	if (table == NULL || modify_check(table, request, err) != 0)
+	if (table == NULL)
+		return -1;
+	/* checked under this layout, which the scan must read under too */
+	layout = ts_table_layout(table);
+	if (modify_check(table, layout, request, err) != 0)
 		return -1;
 	tc_arena_init(&arena, 64 * 1024);
 	set_values = calloc(request->n_set + 1, sizeof(TsValue));
-	row = calloc(table->layout.ncolumns, sizeof(TsValue));
+	row = calloc(layout->ncolumns, sizeof(TsValue));
 	batch.rows = malloc(MODIFY_BATCH_ROWS * sizeof(Tcopy__Row *));
 	if (set_values == NULL || row == NULL || batch.rows == NULL)
 		goto oom;
-	if (modify_values(&table->layout, request, set_values, err) != 0)
+	if (modify_values(layout, request, set_values, err) != 0)
 		goto done;
 
 	scan_request.table_id = request->table_id;
@@ -216,6 +220,12 @@ ts_session_modify(TsSession *session, const Tcopy__Modify *request, uint64_t *ch
 	scan = ts_scan_open(store, &scan_request, err);
 	if (scan == NULL)
 		goto done;
+	if (ts_scan_layout(scan) != layout)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_SCHEMA_MISMATCH,
+					 "the columns of table \"%s\" changed under the modify", table->name);
+		goto done;
+	}
 	batch.table_id = request->table_id;
 	batch.kind = request->kind;
 	for (;;)
@@ -227,7 +237,7 @@ ts_session_modify(TsSession *session, const Tcopy__Modify *request, uint64_t *ch
 			goto done;
 		if (got > 0)
 		{
-			memcpy(row, values, table->layout.ncolumns * sizeof(TsValue));
+			memcpy(row, values, layout->ncolumns * sizeof(TsValue));
 			for (size_t i = 0; i < request->n_set; i++)
 			{
 				const Tcopy__Assignment *a = request->set[i];
@@ -252,13 +262,13 @@ ts_session_modify(TsSession *session, const Tcopy__Modify *request, uint64_t *ch
 					v->i = sum;
 				}
 			}
-			if (modify_add_row(&table->layout, row, &batch, &arena) != 0)
+			if (modify_add_row(layout, row, &batch, &arena) != 0)
 				goto oom;
 			(*changed)++;
 		}
 		if (batch.n_rows > 0 && (got == 0 || batch.n_rows == MODIFY_BATCH_ROWS))
 		{
-			if (ts_session_write(session, &batch, err) != 0)
+			if (ts_session_write(session, &batch, layout, err) != 0)
 				goto done;
 			batch.n_rows = 0;
 			tc_arena_reset(&arena);

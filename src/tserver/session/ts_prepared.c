@@ -193,7 +193,7 @@ prepared_fill_rowids(TsSession *session, PreparedBuild *b)
 	{
 		TsTable    *table = ts_store_table(session->store, session->tables[i], NULL);
 
-		if (table == NULL || table->layout.nkey > 0)
+		if (table == NULL || ts_table_layout(table)->nkey > 0)
 			continue;
 		tstore__row_id_mark__init(&b->marks[rec->n_rowids]);
 		b->marks[rec->n_rowids].table_id = table->id;
@@ -719,7 +719,7 @@ load_one(TsStore *store, const Tstore__PreparedRecord *rec, TsError *err)
 	{
 		TsTable    *table = ts_store_table_locked(store, rec->rowids[i]->table_id, NULL);
 
-		if (table != NULL && table->layout.nkey == 0 &&
+		if (table != NULL && ts_table_layout(table)->nkey == 0 &&
 			atomic_load(&table->next_rowid) < rec->rowids[i]->next_rowid)
 			atomic_store(&table->next_rowid, rec->rowids[i]->next_rowid);
 	}

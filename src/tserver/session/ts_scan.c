@@ -36,6 +36,7 @@ struct TsScan
 {
 	TsStore    *store;
 	TsTable    *table;
+	const TsLayout *layout;		/* the table's when the scan began */
 	TsSnapshot *snapshot;		/* what the iterator reads as of, or NULL: now */
 	rocksdb_iterator_t *iter;	/* NULL: a point read */
 	rocksdb_pinnableslice_t *point;	/* a point read's row, NULL: none */
@@ -218,7 +219,7 @@ ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err)
 	if (table == NULL)
 		goto err;
 	scan->table = table;
-	layout = &table->layout;
+	layout = scan->layout = ts_table_layout(table);
 	if (request->for_update || (request->refuse_in_doubt && request->snapshot_id == 0))
 	{
 		char		gid[TS_GID_MAX + 1];
@@ -352,7 +353,7 @@ err:
 static bool
 scan_pack_row(TsScan *scan)
 {
-	const TsLayout *layout = &scan->table->layout;
+	const TsLayout *layout = scan->layout;
 	size_t		bitmap = (scan->ncolumns + 7) / 8;
 	size_t		room = bitmap;
 	uint8_t    *nulls;
@@ -436,7 +437,7 @@ scan_batch_row(TsScan *scan, bool first, size_t room, size_t *filtered, bool *en
 		if (!first && keylen + valuelen > room)
 			return 0;
 		tc_arena_reset(&scan->scratch);
-		if (!ts_row_decode(&scan->table->layout, key, keylen, value, valuelen, scan->values,
+		if (!ts_row_decode(scan->layout, key, keylen, value, valuelen, scan->values,
 						   &scan->scratch))
 		{
 			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
@@ -534,7 +535,7 @@ scan_next_packed(TsScan *scan, Tcopy__ScanBatch *batch, TsError *err)
 static bool
 scan_build_row(TsScan *scan, TcArena *arena, Tcopy__Row **rowp, size_t *bytes)
 {
-	const TsLayout *layout = &scan->table->layout;
+	const TsLayout *layout = scan->layout;
 	Tcopy__Row *row = tc_arena_alloc(arena, sizeof(Tcopy__Row));
 	size_t		ints = 0,
 				floats = 0,
@@ -647,7 +648,7 @@ ts_scan_next_values(TsScan *scan, const TsValue **values, TsError *err)
 		return 0;
 	}
 	tc_arena_reset(&scan->scratch);
-	if (!ts_row_decode(&scan->table->layout, key, keylen, value, valuelen, scan->values,
+	if (!ts_row_decode(scan->layout, key, keylen, value, valuelen, scan->values,
 					   &scan->scratch))
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
@@ -672,6 +673,12 @@ ts_scan_next_visible(TsScan *scan, const TsValue **values, TsError *err)
 		if (rc != 0)
 			return rc;
 	}
+}
+
+const TsLayout *
+ts_scan_layout(const TsScan *scan)
+{
+	return scan->layout;
 }
 
 const TsTable *
@@ -723,12 +730,13 @@ part_open(TsScan *scan, const TcBuf *lower, const TcBuf *upper,
 		  const rocksdb_snapshot_t *snap)
 {
 	TsScan	   *part = calloc(1, sizeof(TsScan));
-	const TsLayout *layout = &scan->table->layout;
+	const TsLayout *layout = scan->layout;
 
 	if (part == NULL)
 		return NULL;
 	part->store = scan->store;
 	part->table = scan->table;
+	part->layout = scan->layout;
 	part->is_part = true;
 	part->filter = scan->filter;
 	part->columns = scan->columns;

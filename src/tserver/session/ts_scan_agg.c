@@ -67,7 +67,7 @@ TsScanAgg *
 ts_scan_agg_open(TsScan *scan, const Tcopy__Scan *request, TsError *err)
 {
 	const TsTable *table = ts_scan_table(scan);
-	const TsLayout *layout = &table->layout;
+	const TsLayout *layout = ts_scan_layout(scan);
 	TsScanAgg  *agg = calloc(1, sizeof(TsScanAgg));
 
 	if (agg == NULL)
@@ -75,6 +75,7 @@ ts_scan_agg_open(TsScan *scan, const Tcopy__Scan *request, TsError *err)
 	tc_arena_init(&agg->groups_arena, 256 * 1024);
 	agg->scan = scan;
 	agg->table = table;
+	agg->layout = layout;
 	agg->limit = request->limit;
 	if (request->n_group_by > AGG_MAX_GROUP_BY || request->n_aggregates > AGG_MAX_AGGREGATES)
 	{
@@ -198,6 +199,7 @@ agg_part_new(const TsScanAgg *agg, TsScan *part)
 	tc_arena_init(&p->groups_arena, 256 * 1024);
 	p->scan = part;
 	p->table = agg->table;
+	p->layout = agg->layout;
 	p->group_by = agg->group_by;
 	p->ngroup_by = agg->ngroup_by;
 	p->group_ints = agg->group_ints;

@@ -115,7 +115,7 @@ key_reserve(TsScanAgg *agg, size_t used, size_t extra)
 static bool
 key_build(TsScanAgg *agg, const TsValue *values, size_t *keylen)
 {
-	const TsLayout *layout = &agg->table->layout;
+	const TsLayout *layout = agg->layout;
 	size_t		n = 0;
 
 	for (size_t i = 0; i < agg->ngroup_by; i++)
@@ -480,7 +480,7 @@ ts_agg_merge(TsScanAgg *agg, const TsScanAgg *part, TsError *err)
 static Tcopy__Row *
 group_row(TsScanAgg *agg, const AggGroup *g, TcArena *arena, size_t *bytes)
 {
-	const TsLayout *layout = &agg->table->layout;
+	const TsLayout *layout = agg->layout;
 	Tcopy__Row *row = tc_arena_alloc(arena, sizeof(Tcopy__Row));
 	const uint8_t *p = g->key;
 

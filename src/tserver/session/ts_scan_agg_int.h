@@ -36,6 +36,7 @@ struct TsScanAgg
 {
 	TsScan	   *scan;
 	const TsTable *table;
+	const TsLayout *layout;		/* the scan's */
 	uint32_t   *group_by;		/* [ngroup_by] wire columns */
 	size_t		ngroup_by;
 	size_t		group_ints;		/* group_by columns per kind in AggRow.group */

@@ -33,7 +33,7 @@ prefix_successor(TcBuf *buf)
 static int
 bound_check(const TsTable *table, const Tcopy__KeyBound *bound, TsError *err)
 {
-	const TsLayout *layout = &table->layout;
+	const TsLayout *layout = ts_table_layout(table);
 	const Tcopy__Row *key = bound->key;
 	size_t		ints = 0,
 				floats = 0,
@@ -69,7 +69,7 @@ ts_scan_key_range(const TsTable *table, const Tcopy__KeyBound *lower,
 				  TsError *err)
 {
 	static const Tcopy__Row no_key = TCOPY__ROW__INIT;
-	const TsLayout *layout = &table->layout;
+	const TsLayout *layout = ts_table_layout(table);
 
 	*empty = false;
 	lo->len = 0;
@@ -181,10 +181,10 @@ ts_scan_is_point(const TsTable *table, const Tcopy__Scan *request, const TcBuf *
 		return false;
 	lo = request->lower->key;
 	hi = request->upper->key;
-	if (lo->n_ints + lo->n_floats + lo->n_blobs != table->layout.nkey ||
-		hi->n_ints + hi->n_floats + hi->n_blobs != table->layout.nkey)
+	if (lo->n_ints + lo->n_floats + lo->n_blobs != ts_table_layout(table)->nkey ||
+		hi->n_ints + hi->n_floats + hi->n_blobs != ts_table_layout(table)->nkey)
 		return false;
-	point = ts_key_encode_prefix(&table->layout, table->id, hi, &upper) &&
+	point = ts_key_encode_prefix(ts_table_layout(table), table->id, hi, &upper) &&
 		upper.len == lower->len && memcmp(upper.data, lower->data, lower->len) == 0;
 	tc_buf_free(&upper);
 	return point;

@@ -400,7 +400,7 @@ ts_session_set_on_conflict(TsSession *session, uint32_t table_id,
 					 table->name);
 		result = -1;
 	}
-	else if (table->layout.nkey == 0)
+	else if (ts_table_layout(table)->nkey == 0)
 		result = 0;				/* generated row ids never repeat */
 	else
 		result = ts_conflicts_set(&session->conflicts, table_id, policy, err);

@@ -104,7 +104,7 @@ write_table(TsSession *session, const Tcopy__WriteBatch *batch, TsError *err)
 		return NULL;
 	}
 	/* a table's layout is immutable and outlives a drop: no lock needed */
-	if (batch->kind != TCOPY__WRITE_KIND__WRITE_INSERT && table->layout.nkey == 0)
+	if (batch->kind != TCOPY__WRITE_KIND__WRITE_INSERT && ts_table_layout(table)->nkey == 0)
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
 					 "table \"%s\" has no key columns: its rows cannot be %s",
@@ -120,7 +120,8 @@ write_table(TsSession *session, const Tcopy__WriteBatch *batch, TsError *err)
  * of the bytes of their records.  0, or -1 with err.
  */
 static int
-write_check_rows(const TsTable *table, const Tcopy__WriteBatch *batch, size_t *bound,
+write_check_rows(const TsTable *table, const TsLayout *layout,
+				 const Tcopy__WriteBatch *batch, size_t *bound,
 				 TsError *err)
 {
 	*bound = 0;
@@ -128,7 +129,7 @@ write_check_rows(const TsTable *table, const Tcopy__WriteBatch *batch, size_t *b
 	{
 		const Tcopy__Row *row = batch->rows[i];
 
-		if (ts_row_check(&table->layout, row, err) != 0)
+		if (ts_row_check(layout, row, err) != 0)
 		{
 			size_t		len = strlen(err->message);
 
@@ -201,10 +202,10 @@ oom:
  * columns) to out; *key_end: where its key ends.  false when out of memory.
  */
 static bool
-write_encode_record(const TsTable *table, Tcopy__WriteKind kind, uint64_t rowid,
+write_encode_record(const TsTable *table, const TsLayout *layout,
+					Tcopy__WriteKind kind, uint64_t rowid,
 					const Tcopy__Row *row, TcBuf *out, size_t *key_end)
 {
-	const TsLayout *layout = &table->layout;
 	size_t		start = out->len;
 	bool		ok;
 
@@ -285,22 +286,24 @@ write_admit(TsSession *session, size_t tidx, size_t start, uint64_t row, TsError
 }
 
 static int	session_write_locked(TsSession *session, const Tcopy__WriteBatch *batch,
-								 TsError *err);
+								 const TsLayout *layout, TsError *err);
 
 /* Stage a batch under the session's lock, against a scan's copy. */
 int
-ts_session_write(TsSession *session, const Tcopy__WriteBatch *batch, TsError *err)
+ts_session_write(TsSession *session, const Tcopy__WriteBatch *batch,
+				 const TsLayout *layout, TsError *err)
 {
 	int			result;
 
 	pthread_mutex_lock(&session->lock);
-	result = session_write_locked(session, batch, err);
+	result = session_write_locked(session, batch, layout, err);
 	pthread_mutex_unlock(&session->lock);
 	return result;
 }
 
 static int
-session_write_locked(TsSession *session, const Tcopy__WriteBatch *batch, TsError *err)
+session_write_locked(TsSession *session, const Tcopy__WriteBatch *batch,
+					 const TsLayout *layout, TsError *err)
 {
 	TsTable    *table;
 	size_t		saved_len;
@@ -311,7 +314,9 @@ session_write_locked(TsSession *session, const Tcopy__WriteBatch *batch, TsError
 	size_t		bound;
 
 	table = write_table(session, batch, err);
-	if (table == NULL || write_check_rows(table, batch, &bound, err) != 0 ||
+	if (table != NULL && layout == NULL)
+		layout = ts_table_layout(table);
+	if (table == NULL || write_check_rows(table, layout, batch, &bound, err) != 0 ||
 		write_make_room(session, bound, batch->n_rows, err) != 0)
 		return -1;
 	/* what a failed batch goes back to: after the spill, which swaps buffers */
@@ -320,7 +325,7 @@ session_write_locked(TsSession *session, const Tcopy__WriteBatch *batch, TsError
 	if ((tidx = session_note_table(session, table->id)) < 0)
 		goto oom;
 	saved_last = session->table_last[tidx];
-	if (table->layout.nkey == 0)
+	if (ts_table_layout(table)->nkey == 0)
 		rowid = atomic_fetch_add(&table->next_rowid, batch->n_rows);
 
 	for (size_t i = 0; i < batch->n_rows; i++)
@@ -328,7 +333,7 @@ session_write_locked(TsSession *session, const Tcopy__WriteBatch *batch, TsError
 		size_t		start = session->staged.len;
 		size_t		key_end;
 
-		if (!write_encode_record(table, batch->kind, rowid++, batch->rows[i],
+		if (!write_encode_record(table, layout, batch->kind, rowid++, batch->rows[i],
 								 &session->staged, &key_end))
 			goto oom;
 		/* first updater wins: the row as the snapshot had it, or 40001 */
@@ -363,6 +368,7 @@ ts_session_encode_batch(TsSession *session, const Tcopy__WriteBatch *batch,
 						TcBuf *records, TsError *err)
 {
 	TsTable    *table;
+	const TsLayout *layout;
 	size_t		bound;
 
 	records->len = 0;
@@ -376,7 +382,7 @@ ts_session_encode_batch(TsSession *session, const Tcopy__WriteBatch *batch,
 					 (int) batch->kind);
 		return -1;
 	}
-	if (write_check_rows(table, batch, &bound, err) != 0)
+	if (write_check_rows(table, layout = ts_table_layout(table), batch, &bound, err) != 0)
 		return -1;
 	if (!tc_buf_reserve(records, bound))
 		goto oom;
@@ -385,7 +391,7 @@ ts_session_encode_batch(TsSession *session, const Tcopy__WriteBatch *batch,
 		size_t		key_end;
 
 		/* a rowid is the session's to give, in the order it stages rows */
-		if (!write_encode_record(table, batch->kind, 0, batch->rows[i], records, &key_end))
+		if (!write_encode_record(table, layout, batch->kind, 0, batch->rows[i], records, &key_end))
 			goto oom;
 	}
 	return 0;
@@ -423,7 +429,7 @@ ts_session_stage_records(TsSession *session, uint32_t table_id, const TcBuf *rec
 		goto done;
 	}
 	saved_last = session->table_last[tidx];
-	if (table->layout.nkey == 0)
+	if (ts_table_layout(table)->nkey == 0)
 		rowid = atomic_fetch_add(&table->next_rowid, nrecords);
 	for (size_t i = 0; i < nrecords; i++)
 	{
@@ -434,7 +440,7 @@ ts_session_stage_records(TsSession *session, uint32_t table_id, const TcBuf *rec
 		memcpy(session->staged.data + start, rec, size);
 		session->staged.len += size;
 		off += size;
-		if (table->layout.nkey == 0)
+		if (ts_table_layout(table)->nkey == 0)
 			ts_put_be64(session->staged.data + start + TS_RECORD_HEADER_SIZE +
 						TS_TABLE_ID_SIZE, rowid++);
 		if (write_admit(session, (size_t) tidx, start, session->rows + i + 1, err) < 0)

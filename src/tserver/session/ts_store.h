@@ -140,10 +140,13 @@ const uint8_t *ts_session_key(const TsSession *session, size_t *len);
 /*
  * Validate every row of batch against its table's schema and stage them
  * all, or none (ERROR_BAD_ROW, ERROR_UNKNOWN_TABLE, ERROR_STORAGE).
- * The batch's memory may be reused as soon as this returns.
+ * layout: the schema the client opened the table with (its rows are laid
+ * out so), or NULL for the table's now; any that OPEN_TABLE matched with
+ * the table's stores records every later schema reads (ts_codec.h).  The
+ * batch's memory may be reused as soon as this returns.
  */
 int			ts_session_write(TsSession *session, const Tcopy__WriteBatch *batch,
-							 TsError *err);
+							 const TsLayout *layout, TsError *err);
 
 /*
  * Streams of the session (ts_streams.c, docs/protocol.md#streams): open it

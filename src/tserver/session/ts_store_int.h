@@ -163,6 +163,8 @@ int			ts_scan_next_visible(TsScan *scan, const TsValue **values, TsError *err);
 
 /* The table a scan reads (ts_scan.c). */
 const TsTable *ts_scan_table(const TsScan *scan);
+/* The table's layout the scan reads under (ts_table_layout when it began). */
+const TsLayout *ts_scan_layout(const TsScan *scan);
 
 /*
  * Cut a scan not yet read into up to max_parts parts (ts_scan_split), read

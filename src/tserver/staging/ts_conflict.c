@@ -247,13 +247,13 @@ ts_conflict_report_duplicate(void *arg, const uint8_t *key, uint32_t keylen,
 	tc_arena_init(&scratch, 1024);
 	pthread_rwlock_rdlock(&store->tables_lock);
 	table = ts_store_table_locked(store, table_id, err);
-	if (table != NULL && table->layout.nkey > 0 &&
-		(values = calloc(table->layout.ncolumns, sizeof(TsValue))) != NULL &&
-		ts_row_decode(&table->layout, key, keylen, value, valuelen, values, &scratch))
+	if (table != NULL && ts_table_layout(table)->nkey > 0 &&
+		(values = calloc(ts_table_layout(table)->ncolumns, sizeof(TsValue))) != NULL &&
+		ts_row_decode(ts_table_layout(table), key, keylen, value, valuelen, values, &scratch))
 	{
-		for (uint32_t i = 0; i < table->layout.nkey; i++)
+		for (uint32_t i = 0; i < ts_table_layout(table)->nkey; i++)
 		{
-			uint32_t	c = key_shown_column(table->schema, table->layout.key_columns[i]);
+			uint32_t	c = key_shown_column(table->schema, ts_table_layout(table)->key_columns[i]);
 			const char *name = table->schema->columns[c]->name;
 
 			if (i > 0)
@@ -265,7 +265,7 @@ ts_conflict_report_duplicate(void *arg, const uint8_t *key, uint32_t keylen,
 			if (values[c].isnull)
 				append(shown, sizeof(shown), &slen, "null", 4);
 			else
-				append_value(shown, sizeof(shown), &slen, table->layout.kinds[c], &values[c]);
+				append_value(shown, sizeof(shown), &slen, ts_table_layout(table)->kinds[c], &values[c]);
 			shown_columns[nshown++] = c;
 		}
 	}
@@ -273,7 +273,7 @@ ts_conflict_report_duplicate(void *arg, const uint8_t *key, uint32_t keylen,
 				 "Key (%s)=(%s) already exists.", columns, shown);
 	err->table_id = table_id;
 	if (nshown > 0)
-		set_duplicate_row(err, &table->layout, shown_columns, nshown, values);
+		set_duplicate_row(err, ts_table_layout(table), shown_columns, nshown, values);
 	pthread_rwlock_unlock(&store->tables_lock);
 	free(values);
 	tc_arena_free(&scratch);

@@ -12,6 +12,49 @@
 #include "tc_varint.h"
 #include "ts_key.h"
 
+/*
+ * Digest column i's missing value into *v (NULL when it has none): one
+ * value of its kind; else -1 with err.
+ */
+static int
+layout_missing(TsValue *v, const Tcopy__Column *column, uint32_t i, TsError *err)
+{
+	const Tcopy__Row *m = column->missing;
+	size_t		want_ints = 0,
+				want_floats = 0,
+				want_blobs = 0;
+
+	v->isnull = true;
+	if (m == NULL)
+		return 0;
+	if (column->kind == TCOPY__KIND__KIND_FLOAT)
+		want_floats = 1;
+	else if (column->kind == TCOPY__KIND__KIND_BYTES)
+		want_blobs = 1;
+	else
+		want_ints = 1;
+	if (m->n_nulls != 0 || m->n_ints != want_ints || m->n_floats != want_floats ||
+		m->n_blobs != want_blobs ||
+		(column->kind == TCOPY__KIND__KIND_BOOL && m->ints[0] != 0 && m->ints[0] != 1))
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "column %u (\"%s\") has a missing value that is not one value of its kind",
+					 i, column->name);
+		return -1;
+	}
+	v->isnull = false;
+	if (want_ints)
+		v->i = m->ints[0];
+	else if (want_floats)
+		v->f = m->floats[0];
+	else
+	{
+		v->p = m->blobs[0].data;
+		v->len = m->blobs[0].len;
+	}
+	return 0;
+}
+
 int
 ts_layout_init(TsLayout *layout, const Tcopy__Schema *schema, TsError *err)
 {
@@ -41,7 +84,8 @@ ts_layout_init(TsLayout *layout, const Tcopy__Schema *schema, TsError *err)
 	layout->kinds = calloc(layout->ncolumns ? layout->ncolumns : 1, sizeof(Tcopy__Kind));
 	layout->is_key = calloc(layout->ncolumns ? layout->ncolumns : 1, sizeof(bool));
 	layout->key_columns = calloc(layout->nkey ? layout->nkey : 1, sizeof(uint32_t));
-	if (!layout->kinds || !layout->is_key || !layout->key_columns)
+	layout->missing = calloc(layout->ncolumns ? layout->ncolumns : 1, sizeof(TsValue));
+	if (!layout->kinds || !layout->is_key || !layout->key_columns || !layout->missing)
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
 		goto err;
@@ -57,6 +101,8 @@ ts_layout_init(TsLayout *layout, const Tcopy__Schema *schema, TsError *err)
 			goto err;
 		}
 		layout->kinds[i] = column->kind;
+		if (layout_missing(&layout->missing[i], column, i, err) != 0)
+			goto err;
 	}
 	for (uint32_t k = 0; k < layout->nkey; k++)
 	{
@@ -84,6 +130,7 @@ ts_layout_free(TsLayout *layout)
 	free(layout->kinds);
 	free(layout->is_key);
 	free(layout->key_columns);
+	free(layout->missing);
 	memset(layout, 0, sizeof(*layout));
 }
 
@@ -498,7 +545,13 @@ ts_row_decode(const TsLayout *layout, const uint8_t *key, size_t keylen,
 
 		if (layout->is_key[i])
 			continue;
-		if (p >= end || *p > 1)
+		/* written before the column was added (t_natts) */
+		if (p == end)
+		{
+			*v = layout->missing[i];
+			continue;
+		}
+		if (*p > 1)
 			return false;
 		v->isnull = (*p++ == 0);
 		if (v->isnull)

@@ -16,7 +16,10 @@
  *        no key is a prefix of another key of the same table.
  * Value: each non-key column in schema order: one tag byte (0 NULL, 1
  *        present), then BOOL 1 byte, INT a zigzag varint, FLOAT 8 bytes
- *        little-endian, BYTES a varint length and the bytes.
+ *        little-endian, BYTES a varint length and the bytes.  A value may
+ *        end before the last non-key columns: those were added to the
+ *        schema after the row was written, and read as their missing
+ *        values (Column.missing, else NULL).
  *
  * Decoding never trusts the stored bytes: every length is checked.
  */
@@ -44,21 +47,26 @@ typedef struct TsLayout
 	bool	   *is_key;			/* [ncolumns] */
 	uint32_t	nkey;			/* 0: generated row ids */
 	uint32_t   *key_columns;	/* [nkey] column indexes, in key order */
+	struct TsValue *missing;	/* [ncolumns] what a stored value too short
+								 * to hold the column reads (Column.missing,
+								 * pointing into the schema; else NULL) */
 } TsLayout;
 
 /* One column's value, decoded; p points into the decoded bytes. */
-typedef struct TsValue
+struct TsValue
 {
 	bool		isnull;
 	int64_t		i;				/* BOOL and INT */
 	double		f;				/* FLOAT */
 	const uint8_t *p;			/* BYTES */
 	size_t		len;
-} TsValue;
+};
+typedef struct TsValue TsValue;
 
 /*
  * Validate schema (ERROR_PROTOCOL when malformed) and digest it.  A schema
- * may have no columns (then no key either): its rows are empty.
+ * may have no columns (then no key either): its rows are empty.  The
+ * layout points into schema's missing values: schema must outlive it.
  */
 int			ts_layout_init(TsLayout *layout, const Tcopy__Schema *schema,
 						   TsError *err);
@@ -86,7 +94,10 @@ bool		ts_value_encode(const TsLayout *layout, const Tcopy__Row *row,
 
 /*
  * Decode a stored key and value into values[ncolumns]; false when the bytes
- * do not fit the layout (a corrupt or foreign entry).  BYTES values point
+ * do not fit the layout (a corrupt or foreign entry).  A value that ends
+ * before a non-key column (written before the column was added) reads that
+ * column and the later ones as their missing values, as Postgres reads a
+ * heap tuple of fewer attributes (t_natts).  BYTES values point
  * into key or value, except key strings holding a zero byte, which are
  * unescaped into memory from scratch.
  */

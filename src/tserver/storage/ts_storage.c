@@ -162,12 +162,19 @@ table_free(TsTable *table)
 {
 	if (table == NULL)
 		return;
-	ts_layout_free(&table->layout);
+	if (table->layout != NULL)
+		ts_layout_free(table->layout);
+	free(table->layout);
 	if (table->schema)
 		tcopy__schema__free_unpacked(table->schema, NULL);
 	for (size_t i = 0; i < table->nold_schemas; i++)
+	{
 		tcopy__schema__free_unpacked(table->old_schemas[i], NULL);
+		ts_layout_free(table->old_layouts[i]);
+		free(table->old_layouts[i]);
+	}
 	free(table->old_schemas);
+	free(table->old_layouts);
 	free(table->name);
 	free(table);
 }
@@ -228,9 +235,15 @@ table_from_info(TsStore *store, const char *name, size_t namelen,
 	table->id = info->table_id;
 	table->schema = info->schema;
 	info->schema = NULL;
-	if (ts_layout_init(&table->layout, table->schema, err) != 0)
+	table->layout = calloc(1, sizeof(TsLayout));
+	if (table->layout == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
 		goto err;
-	if (table->layout.nkey == 0)
+	}
+	if (ts_layout_init(table->layout, table->schema, err) != 0)
+		goto err;
+	if (table->layout->nkey == 0)
 		atomic_store(&table->next_rowid, table_find_next_rowid(store, table->id));
 	tcopy__table_info__free_unpacked(info, NULL);
 	return table;
@@ -517,77 +530,6 @@ table_by_name(TsStore *store, const char *name)
 	return NULL;
 }
 
-/* Whether a column has a form (clients before forms send none). */
-static inline bool
-column_has_form(const Tcopy__Column *column)
-{
-	return column->form != NULL && column->form[0] != '\0';
-}
-
-/*
- * Compare a given schema with the stored one.  Names, kinds, typmods and
- * the key always count; how values are stored is told by form where both
- * columns have one (a type renamed on the client changes its type_name, not
- * its form), else by type_name.  0 when they match, with *upgrade set when
- * the given schema says more than the stored one: a form where the stored
- * column has none, or a new type_name where the forms are equal (see
- * ts_store_open_table), and no less: not when it lacks a form the stored
- * schema has.  Else -1 with the first difference in err.
- */
-static int
-schema_compare(const char *table, const Tcopy__Schema *stored,
-			   const Tcopy__Schema *given, bool *upgrade, TsError *err)
-{
-	Tcopy__ErrorCode code = TCOPY__ERROR_CODE__ERROR_SCHEMA_MISMATCH;
-	bool		says_more = false;
-	bool		says_less = false;
-
-	*upgrade = false;
-	if (stored->n_columns != given->n_columns)
-	{
-		ts_error_set(err, code, "table \"%s\" has %zu columns on the tserver, not %zu",
-					 table, stored->n_columns, given->n_columns);
-		return -1;
-	}
-	for (size_t i = 0; i < stored->n_columns; i++)
-	{
-		const Tcopy__Column *a = stored->columns[i];
-		const Tcopy__Column *b = given->columns[i];
-		bool		by_form = column_has_form(a) && column_has_form(b);
-		bool		same_type = strcmp(a->type_name, b->type_name) == 0;
-
-		if (strcmp(a->name, b->name) != 0 || a->kind != b->kind ||
-			a->typmod != b->typmod || (!by_form && !same_type))
-		{
-			ts_error_set(err, code,
-						 "column %zu of table \"%s\" is \"%s\" %s(%d) on the tserver, not \"%s\" %s(%d)",
-						 i + 1, table, a->name, a->type_name, a->typmod,
-						 b->name, b->type_name, b->typmod);
-			return -1;
-		}
-		if (by_form && strcmp(a->form, b->form) != 0)
-		{
-			ts_error_set(err, code,
-						 "column %zu of table \"%s\" is \"%s\" %s(%d) of form \"%s\" on the tserver, not \"%s\" %s(%d) of form \"%s\"",
-						 i + 1, table, a->name, a->type_name, a->typmod, a->form,
-						 b->name, b->type_name, b->typmod, b->form);
-			return -1;
-		}
-		if ((!column_has_form(a) && column_has_form(b)) || (by_form && !same_type))
-			says_more = true;
-		if (column_has_form(a) && !column_has_form(b))
-			says_less = true;
-	}
-	if (stored->n_key != given->n_key ||
-		(stored->n_key > 0 && memcmp(stored->key, given->key, stored->n_key * sizeof(uint32_t)) != 0))
-	{
-		ts_error_set(err, code, "table \"%s\" has different key columns on the tserver", table);
-		return -1;
-	}
-	*upgrade = says_more && !says_less;
-	return 0;
-}
-
 /*
  * Pack table_id and schema as a "table:" entry's value, into memory of
  * malloc's; NULL when out of memory.
@@ -607,8 +549,11 @@ table_info_pack(uint32_t table_id, const Tcopy__Schema *schema, size_t *packedle
 	return packed;
 }
 
+static int	table_replace_merged_locked(TsStore *store, TsTable *table,
+										const Tcopy__Schema *schema, TsError *err);
+
 /*
- * Replace table's schema by schema, which schema_compare matched with it and
+ * Replace table's schema by schema, which ts_schema_compare matched with it and
  * found to say more: in the meta family, by one synced write, then in
  * memory, from the stored bytes as at startup.  Call with tables_lock held
  * exclusively.
@@ -618,17 +563,57 @@ table_info_pack(uint32_t table_id, const Tcopy__Schema *schema, size_t *packedle
  * replaced schema is not freed but kept in old_schemas until the store
  * closes, because a reader may still use it after it released the lock: a
  * connection packing its TABLE_INFO from the schema_out it was given.  A
- * schema is replaced at most once per type rename on the client, so what is
- * kept stays small.  Nothing else depends on the schema's contents: the
- * layout comes from kinds and the key, which do not change, and a table's
- * name is not part of the schema.
+ * schema is replaced once per type rename or ALTER of columns on the
+ * client, so what is kept stays small.  The layout is rebuilt with it and
+ * swapped likewise (ts_table_layout): a request under way keeps the one
+ * it read.  The key columns and the kinds of the non-key columns that both
+ * schemas have do not change (ts_schema_compare), so every stored row reads
+ * under either layout.
  */
 static int
-table_replace_schema_locked(TsStore *store, TsTable *table, const Tcopy__Schema *schema,
+table_replace_schema_locked(TsStore *store, TsTable *table, const Tcopy__Schema *given,
+							TsError *err)
+{
+	Tcopy__Schema merged = *given;
+	const Tcopy__Schema *schema = &merged;
+	size_t		si = 0;
+	int			rc;
+
+	/*
+	 * A column dropped on the client keeps the stored one at its place (the
+	 * non-key columns in order, as ts_schema_compare matched them)
+	 */
+	merged.columns = malloc((given->n_columns ? given->n_columns : 1) * sizeof(Tcopy__Column *));
+	if (merged.columns == NULL)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		return -1;
+	}
+	for (size_t gi = 0; gi < given->n_columns; gi++)
+	{
+		merged.columns[gi] = given->columns[gi];
+		if (ts_schema_is_key(given, gi))
+			continue;
+		while (si < table->schema->n_columns && ts_schema_is_key(table->schema, si))
+			si++;
+		if (si < table->schema->n_columns && given->columns[gi]->dropped)
+			merged.columns[gi] = table->schema->columns[si];
+		si++;
+	}
+	rc = table_replace_merged_locked(store, table, schema, err);
+	free(merged.columns);
+	return rc;
+}
+
+/* table_replace_schema_locked's work, with the schema to store. */
+static int
+table_replace_merged_locked(TsStore *store, TsTable *table, const Tcopy__Schema *schema,
 							TsError *err)
 {
 	Tcopy__Schema *stored = NULL;
 	Tcopy__Schema **old_schemas;
+	TsLayout  **old_layouts;
+	TsLayout   *layout = calloc(1, sizeof(TsLayout));
 	Tcopy__TableInfo *info;
 	uint8_t    *packed;
 	size_t		packedlen;
@@ -641,6 +626,10 @@ table_replace_schema_locked(TsStore *store, TsTable *table, const Tcopy__Schema 
 						  (table->nold_schemas + 1) * sizeof(Tcopy__Schema *));
 	if (old_schemas != NULL)
 		table->old_schemas = old_schemas;
+	old_layouts = realloc(table->old_layouts,
+						  (table->nold_schemas + 1) * sizeof(TsLayout *));
+	if (old_layouts != NULL)
+		table->old_layouts = old_layouts;
 	info = packed != NULL ? tcopy__table_info__unpack(NULL, packedlen, packed) : NULL;
 	if (info != NULL)
 	{
@@ -648,11 +637,14 @@ table_replace_schema_locked(TsStore *store, TsTable *table, const Tcopy__Schema 
 		info->schema = NULL;
 		tcopy__table_info__free_unpacked(info, NULL);
 	}
-	if (old_schemas == NULL || stored == NULL)
+	if (old_schemas == NULL || old_layouts == NULL || stored == NULL || layout == NULL)
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
 		goto err;
 	}
+	if (ts_layout_init(layout, stored, err) != 0)
+		goto err;
+
 	if (ts_store_check_space(store, packedlen + sizeof(key), err) != 0)
 		goto err;
 	snprintf(key, sizeof(key), "%s%s", TS_META_TABLE_PREFIX, table->name);
@@ -664,14 +656,18 @@ table_replace_schema_locked(TsStore *store, TsTable *table, const Tcopy__Schema 
 	if (rc != 0)
 		goto err;
 	free(packed);
+	table->old_layouts[table->nold_schemas] = table->layout;
 	table->old_schemas[table->nold_schemas++] = table->schema;
 	table->schema = stored;
-	ts_log(TS_LOG_INFO, "replaced the schema of table \"%s\" (id %u) by the client's, "
-		   "which adds forms or renames types", table->name, table->id);
+	atomic_store_explicit(&table->layout, layout, memory_order_release);
+	ts_log(TS_LOG_INFO, "replaced the schema of table \"%s\" (id %u, now %zu columns) by the client's, "
+		   "which adds or takes back columns, adds forms or renames types",
+		   table->name, table->id, stored->n_columns);
 	return 0;
 
 err:
 	free(packed);
+	free(layout);
 	if (stored != NULL)
 		tcopy__schema__free_unpacked(stored, NULL);
 	return -1;
@@ -802,7 +798,7 @@ ts_store_open_table(TsStore *store, const char *name, const Tcopy__Schema *schem
 		int			rc;
 
 		pthread_rwlock_rdlock(&store->tables_lock);
-		rc = schema_compare(name, table->schema, schema, &upgrade, err);
+		rc = ts_schema_compare(name, table->schema, schema, &upgrade, err);
 		pthread_rwlock_unlock(&store->tables_lock);
 		if (rc != 0)
 			return -1;
@@ -820,7 +816,7 @@ ts_store_open_table(TsStore *store, const char *name, const Tcopy__Schema *schem
 			pthread_rwlock_wrlock(&store->tables_lock);
 			if (!table->dropped)
 			{
-				rc = schema_compare(name, table->schema, schema, &upgrade, err);
+				rc = ts_schema_compare(name, table->schema, schema, &upgrade, err);
 				if (rc == 0 && upgrade)
 					rc = table_replace_schema_locked(store, table, schema, err);
 			}

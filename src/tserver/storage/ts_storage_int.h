@@ -39,10 +39,34 @@ typedef struct TsTable
 									 * until close for readers that hold
 									 * them */
 	size_t		nold_schemas;
-	TsLayout	layout;
+	_Atomic(TsLayout *) layout; /* digest of schema: read with
+								 * ts_table_layout, once per request, as a
+								 * replaced schema (ADD COLUMN) swaps it */
+	TsLayout  **old_layouts;	/* [nold_schemas] theirs, kept likewise */
 	bool		dropped;		/* set under tables_lock held for writing */
 	_Atomic uint64_t next_rowid;	/* keyless tables: the next generated row id */
 } TsTable;
+
+/* in ts_schema.c: whether column i of schema is a key column */
+bool		ts_schema_is_key(const Tcopy__Schema *schema, size_t i);
+
+/*
+ * in ts_schema.c: compare schema given with stored, of table (for
+ * messages): 0 when they match, *upgrade set when given is to replace it;
+ * else -1 with the first difference in err (SCHEMA_MISMATCH).
+ */
+int			ts_schema_compare(const char *table, const Tcopy__Schema *stored,
+							  const Tcopy__Schema *given, bool *upgrade, TsError *err);
+
+/*
+ * The table's layout now.  A request reads it once and uses that one
+ * throughout: replaced ones stay allocated until the store closes.
+ */
+static inline const TsLayout *
+ts_table_layout(const TsTable *table)
+{
+	return atomic_load_explicit(&((TsTable *) table)->layout, memory_order_acquire);
+}
 
 struct TsStore
 {

@@ -49,6 +49,8 @@ typedef struct TcopyTableOptions
 	int			batch_rows;		/* rows per batch */
 	int			batch_bytes;	/* bytes per batch (approximate) */
 	TcopyOnConflict on_conflict;	/* table option; a COPY's overrides it */
+	List	   *dropped_positions;	/* ints: wire positions of columns dropped
+									 * once the tserver held rows (codec.c) */
 } TcopyTableOptions;
 
 /* The value of option on_conflict (table or COPY); an ERROR when invalid. */
@@ -58,6 +60,9 @@ extern const char *tcopy_on_conflict_name(TcopyOnConflict policy);
 
 /* Whether address is null:, the transport that discards every write. */
 extern bool tcopy_address_is_null(const char *address);
+
+/* The positions of option dropped_positions; an ERROR when malformed. */
+extern List *tcopy_parse_dropped_positions(const char *value);
 
 /* The column names of a key option's value; an ERROR when malformed. */
 extern List *tcopy_parse_key(const char *value);

@@ -58,8 +58,11 @@ typedef enum TcopyConv
 								 * (jsonb, ranges, text[], reg*, types of
 								 * extensions): text output / input under
 								 * fixed settings (forms.c) */
-	TCOPY_CONV_FORM				/* enums, records and what holds them:
+	TCOPY_CONV_FORM,			/* enums, records and what holds them:
 								 * forms.c */
+	TCOPY_CONV_DROPPED			/* a dropped column keeping its place
+								 * (option dropped_positions): always
+								 * written NULL, never read */
 } TcopyConv;
 
 /* in forms.c: the stored forms of enums, records and their containers */
@@ -131,8 +134,10 @@ typedef struct TcopyRelCodec
 	Oid			relid;
 	char	   *relname;		/* for messages */
 	int			natts;			/* relation's attributes, dropped included */
-	int			ncolumns;		/* live columns = wire columns */
-	TcopyColumnCodec *columns;	/* [ncolumns], in attnum order */
+	int			ncolumns;		/* wire columns before the key images: the
+								 * live ones, and dropped ones keeping their
+								 * place (TCOPY_CONV_DROPPED, attnum 0) */
+	TcopyColumnCodec *columns;	/* [ncolumns], live ones in attnum order */
 	int		   *column_of_att;	/* [natts]: wire column of attnum-1, or -1 */
 	Tcopy__Schema *schema;		/* the table's schema as sent to the tserver;
 								 * its column names are the tserver's, for the

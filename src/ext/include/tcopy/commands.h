@@ -29,6 +29,8 @@ extern bool tcopy_pinning_rename;
 
 /* in alter.c: before an ALTER of tables that may be tcopy's */
 extern void tcopy_check_alter(AlterTableStmt *stmt);
+/* in alter.c: after it, the missing values of columns it added */
+extern void tcopy_after_alter(AlterTableStmt *stmt);
 
 /* in check.c: a client of a server's tserver, as the caller's mapping says */
 extern TcClient *tcopy_server_client(Oid serverid, bool any_mapping,

@@ -282,10 +282,15 @@ typedef struct TcopyPointReader
 	MemoryContextCallback close_callback;
 } TcopyPointReader;
 
+/*
+ * The wire columns of codec's table but dropped ones (a scan's "every
+ * column", in which a point read reads a row) into proj[ncolumns]: how many.
+ */
+extern int	tcopy_live_columns(TcopyRelCodec *codec, int *proj);
 /* A reader of codec's table; closed when CurrentMemoryContext goes. */
 extern void tcopy_point_reader_init(TcopyPointReader *reader, TcopyRelCodec *codec);
 /*
- * Read the row of key (every column): false when there is none.  Its packed
+ * Read the row of key (every live column, tcopy_live_columns): false when there is none.  Its packed
  * bytes at *row, *len (ScanBatch.packed), valid until the next read.
  */
 extern bool tcopy_point_read(TcopyPointReader *reader, Tcopy__Row *key, uint8 **row,
@@ -328,7 +333,7 @@ extern void tcopyRefetchForeignRow(EState *estate, ExecRowMark *erm, Datum rowid
  */
 extern TcopyRowMarks *tcopy_row_marks_begin(TcopyRelCodec *codec, Relation rel, EState *estate,
 											Index rti, bool *skip_all);
-/* The scan returns slot (every column), its packed bytes row[len]: number it. */
+/* The scan returns slot (every live column), its packed bytes row[len]: number it. */
 extern void tcopy_row_marks_note(TcopyRowMarks *marks, TupleTableSlot *slot, const uint8 *row,
 								 size_t len);
 /* The scan ends: its connection is kept idle. */
