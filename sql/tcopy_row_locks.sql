@@ -106,6 +106,25 @@ SELECT count(*), sum(v) FROM (SELECT v FROM tc.many FOR UPDATE) s;
 SELECT * FROM row_locks;
 COMMIT;
 
+-- a dropped column: the row read again after the lock is the row the
+-- scan read, under REPEATABLE READ too; an upsert reads it the same way
+CREATE TABLE h.dc (k int PRIMARY KEY, gone int, v int);
+CREATE FOREIGN TABLE tc.dc (k int NOT NULL, gone int, v int) SERVER ts
+	OPTIONS (key 'k', table_name 'tcopy_row_locks.dc');
+TRUNCATE tc.dc;
+INSERT INTO h.dc VALUES (1, 0, 10), (2, 0, 20);
+INSERT INTO tc.dc VALUES (1, 0, 10), (2, 0, 20);
+ALTER TABLE h.dc DROP COLUMN gone;
+ALTER FOREIGN TABLE tc.dc DROP COLUMN gone;
+INSERT INTO h.dc VALUES (3, 30);
+INSERT INTO tc.dc VALUES (3, 30);
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT * FROM h.dc ORDER BY k FOR UPDATE;
+SELECT * FROM tc.dc ORDER BY k FOR UPDATE;
+INSERT INTO h.dc VALUES (2, 5), (4, 40) ON CONFLICT (k) DO UPDATE SET v = dc.v + EXCLUDED.v RETURNING *;
+INSERT INTO tc.dc VALUES (2, 5), (4, 40) ON CONFLICT (k) DO UPDATE SET v = dc.v + EXCLUDED.v RETURNING *;
+COMMIT;
+
 SET client_min_messages = warning;
 DROP EXTENSION tcopy CASCADE;
 DROP VIEW IF EXISTS row_locks;
