@@ -125,6 +125,34 @@ INSERT INTO h.dc VALUES (2, 5), (4, 40) ON CONFLICT (k) DO UPDATE SET v = dc.v +
 INSERT INTO tc.dc VALUES (2, 5), (4, 40) ON CONFLICT (k) DO UPDATE SET v = dc.v + EXCLUDED.v RETURNING *;
 COMMIT;
 
+-- REPEATABLE READ FOR UPDATE of rows with short text (decoded in place:
+-- the row read again must compare equal) and of a 2 MB value (a row over
+-- a scan batch's bytes, read again after its batch is gone)
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT * FROM tc.m ORDER BY a, b FOR UPDATE;
+COMMIT;
+INSERT INTO h.m VALUES ('big', 1, 1);
+INSERT INTO tc.m VALUES ('big', 1, 1);
+ALTER TABLE h.m ADD COLUMN t text;
+ALTER FOREIGN TABLE tc.m ADD COLUMN t text;
+UPDATE h.m SET t = repeat('x', 2000000) WHERE a = 'big';
+UPDATE tc.m SET t = repeat('x', 2000000) WHERE a = 'big';
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT a, b, length(t) FROM h.m WHERE a = 'big' FOR UPDATE;
+SELECT a, b, length(t) FROM tc.m WHERE a = 'big' FOR UPDATE;
+COMMIT;
+INSERT INTO h.m VALUES ('big', 1, 5, 'y') ON CONFLICT (a, b) DO UPDATE SET v = length(m.t) RETURNING a, v, length(t);
+INSERT INTO tc.m VALUES ('big', 1, 5, 'y') ON CONFLICT (a, b) DO UPDATE SET v = length(m.t) RETURNING a, v, length(t);
+SELECT a, v, length(t) FROM tc.m WHERE a = 'big';
+
+-- 300 keys updated one statement at a time: 256 key locks, then the
+-- table's rows in ExclusiveLock, not one lock a row
+BEGIN;
+DO $$ BEGIN FOR i IN 1..300 LOOP UPDATE tc.many SET v = v + 1 WHERE k = i; END LOOP; END $$;
+SELECT * FROM row_locks;
+COMMIT;
+SELECT count(*), sum(v) FROM tc.many;
+
 SET client_min_messages = warning;
 DROP EXTENSION tcopy CASCADE;
 DROP VIEW IF EXISTS row_locks;

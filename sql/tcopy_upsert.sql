@@ -41,6 +41,13 @@ INSERT INTO tc.t VALUES (1, 1, 'w'), (2, 2, 'w') ON CONFLICT (k)
 SELECT * FROM diff;
 SELECT * FROM tc.t ORDER BY k;
 
+-- a proposal whose WHERE rejects the stored row leaves it for the next
+INSERT INTO h.t VALUES (3, 10, 'a'), (3, 20, 'b') ON CONFLICT (k)
+	DO UPDATE SET v = EXCLUDED.v WHERE EXCLUDED.v > 15 RETURNING k, v;
+INSERT INTO tc.t VALUES (3, 10, 'a'), (3, 20, 'b') ON CONFLICT (k)
+	DO UPDATE SET v = EXCLUDED.v WHERE EXCLUDED.v > 15 RETURNING k, v;
+SELECT * FROM diff;
+
 -- one key proposed twice by a statement
 INSERT INTO h.t VALUES (6, 1, 'p'), (6, 2, 'q') ON CONFLICT (k) DO NOTHING RETURNING *;
 INSERT INTO tc.t VALUES (6, 1, 'p'), (6, 2, 'q') ON CONFLICT (k) DO NOTHING RETURNING *;

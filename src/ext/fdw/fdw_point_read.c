@@ -38,6 +38,7 @@ tcopy_point_reader_init(TcopyPointReader *reader, TcopyRelCodec *codec)
 {
 	memset(reader, 0, sizeof(*reader));
 	reader->codec = codec;
+	initStringInfo(&reader->row);
 	tcopy_scan_client_init(&reader->conn);
 	reader->close_callback.func = point_reader_close;
 	reader->close_callback.arg = reader;
@@ -119,13 +120,17 @@ point_read(TcopyPointReader *reader, EState *estate, Tcopy__Row *key, uint8 **ro
 	{
 		if (tc_client_scan_next(reader->conn.client, &batch) < 0)
 			goto fail;
+		/* copied: the next batch (an empty one after a row over a batch's bytes) reuses the client's memory */
 		if (batch->n_packed > 0)
 		{
-			*row = batch->packed.data;
-			*len = batch->packed.len;
+			resetStringInfo(&reader->row);
+			appendBinaryStringInfo(&reader->row, (const char *) batch->packed.data,
+								   (int) batch->packed.len);
 			found = true;
 		}
 	} while (!batch->done);
+	*row = (uint8 *) reader->row.data;
+	*len = found ? (size_t) reader->row.len : 0;
 	return found;
 
 fail:

@@ -33,11 +33,10 @@
  *   the row to its new key.
  *
  * So a locked row is always its latest committed version, as on a heap,
- * and costs one round trip more than it was read in.  A scan that has
- * locked ROW_LOCKS_BEFORE_TABLE rows one by one locks the table's rows
- * instead, if it can without waiting (row_locks.c), as the lock manager's
- * table is small; other lockers and writers of the table then wait for
- * the transaction's end.  A table without a
+ * and costs one round trip more than it was read in.  A transaction that
+ * has locked 256 keys of a table one by one locks the table's rows
+ * instead (row_locks.c), as the lock manager's table is small; other
+ * lockers and writers of the table then wait for the transaction's end.  A table without a
  * key cannot name a row: its rowmark is ROW_MARK_COPY, and its scan locks
  * the table's rows at its start.
  */
@@ -56,14 +55,6 @@
 /* A number of a row in a tts_tid: offsets run 1..65535. */
 #define TID_ROWS_PER_BLOCK	65535
 
-/*
- * Row locks a scan takes one by one before it locks the table's rows
- * instead, when it can without waiting: the lock manager's table is shared
- * and small (max_locks_per_transaction a backend), where a heap's row locks
- * take no room in it.
- */
-#define ROW_LOCKS_BEFORE_TABLE	256
-
 struct TcopyRowMarks
 {
 	TcopyRelCodec *codec;
@@ -77,8 +68,6 @@ struct TcopyRowMarks
 	uint64	   *hashes;			/* [nrows] of their packed bytes */
 	uint64		nrows;
 	uint64		capacity;
-	uint64		nlocked;		/* rows locked one by one */
-	bool		table_locked;	/* ... then the table's rows instead */
 	int		   *proj;			/* every live column */
 	int			nproj;
 	TcopyPointReader reader;	/* reads again */
@@ -246,22 +235,25 @@ tcopyRefetchForeignRow(EState *estate, ExecRowMark *erm, Datum rowid,
 	packed_len = tcopy__row__get_packed_size(key);
 	packed = palloc(Max(packed_len, 1));
 	tcopy__row__pack(key, packed);
-	if (!marks->table_locked && marks->nlocked >= ROW_LOCKS_BEFORE_TABLE)
-		marks->table_locked = tcopy_lock_table_rows(marks->rel,
-													marks->mode >= ExclusiveLock ?
-													ExclusiveLock : ShareLock,
-													LockWaitSkip);
-	if (!marks->table_locked)
+	if (!tcopy_lock_row(marks->rel, key, packed, packed_len, marks->mode, marks->policy))
 	{
-		if (!tcopy_lock_row(marks->rel, key, packed, packed_len, marks->mode, marks->policy))
-		{
-			MemoryContextSwitchTo(oldcxt);
-			return;				/* SKIP LOCKED */
-		}
-		marks->nlocked++;
+		MemoryContextSwitchTo(oldcxt);
+		return;					/* SKIP LOCKED */
 	}
 
 	found = tcopy_point_read(&marks->reader, key, &row, &len);
+	if (found)
+	{
+		/*
+		 * in place in the reader's copy, as a scan's rows in its batch:
+		 * valid until the next read.  Decoding rewrites short text's
+		 * lengths in place, as it did the scan's bytes: the hashes are of
+		 * decoded rows both.
+		 */
+		pos = row;
+		tcopy_decode_packed_row(codec, marks->proj, marks->nproj, &pos, row + len,
+								slot->tts_values, slot->tts_isnull);
+	}
 	/* a key share lock is not in conflict with an update that kept the key */
 	changed = !found || (marks->mode != AccessShareLock &&
 						 hash_bytes_extended(row, (int) len, 0) != marks->hashes[n]);
@@ -271,10 +263,6 @@ tcopyRefetchForeignRow(EState *estate, ExecRowMark *erm, Datum rowid,
 				 errmsg("could not serialize access due to concurrent update")));
 	if (found)
 	{
-		/* in place in the client's batch, as a scan's rows: valid until the next read */
-		pos = row;
-		tcopy_decode_packed_row(codec, marks->proj, marks->nproj, &pos, row + len,
-								slot->tts_values, slot->tts_isnull);
 		ExecStoreVirtualTuple(slot);
 		slot->tts_tid = *(ItemPointer) DatumGetPointer(rowid);
 		*updated = changed;

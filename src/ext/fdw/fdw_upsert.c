@@ -15,9 +15,11 @@
  * key (none on a table without one).
  *
  * Each row proposed, in ExecForeignInsert (batching is off):
- * - a key proposed earlier by the same statement is a conflict with that
- *   row, as on a heap: DO NOTHING skips it, DO UPDATE fails with
- *   Postgres' cardinality violation (21000);
+ * - a key whose row the same statement inserted or updated is a conflict
+ *   with that row, as on a heap: DO NOTHING skips it, DO UPDATE fails
+ *   with Postgres' cardinality violation (21000);
+ * - DO NOTHING first reads the stored row, and skips it if there is one,
+ *   without waiting for its lockers, as a heap's;
  * - its key is locked as FOR NO KEY UPDATE (row_locks.c), so that
  *   upserts of one key, and UPDATEs, DELETEs and lockers of its row,
  *   take turns; then the stored row is read, as committed now with the
@@ -226,9 +228,12 @@ tcopy_upsert_end(TcopyUpsert *upsert)
 		ExecDropSingleTupleTableSlot(upsert->stored);
 }
 
-/* Whether the statement proposed key (packed) before; it has now. */
+/*
+ * Whether the statement inserted or updated the row of key (packed); with
+ * add, it has now.
+ */
 static bool
-proposed_before(TcopyUpsert *upsert, const uint8 *packed, size_t len)
+affected_before(TcopyUpsert *upsert, const uint8 *packed, size_t len, bool add)
 {
 	uint64		hash = hash_bytes_extended(packed, (int) len, 0);
 	ProposedKeys *entry;
@@ -247,6 +252,8 @@ proposed_before(TcopyUpsert *upsert, const uint8 *packed, size_t len)
 		if (VARSIZE(k) - VARHDRSZ == len && memcmp(VARDATA(k), packed, len) == 0)
 			return true;
 	}
+	if (!add)
+		return false;
 	oldcxt = MemoryContextSwitchTo(GetMemoryChunkContext(upsert));
 	copy = palloc(VARHDRSZ + len);
 	SET_VARSIZE(copy, VARHDRSZ + len);
@@ -298,8 +305,11 @@ tcopy_upsert_row(TcopyUpsert *upsert, ResultRelInfo *resultRelInfo, ModifyTableS
 	packed = palloc(Max(packed_len, 1));
 	tcopy__row__pack(key, packed);
 
-	/* a row of the same key proposed by this statement is the stored one */
-	if (proposed_before(upsert, packed, packed_len))
+	/*
+	 * a row this statement inserted or updated is the stored one, whose
+	 * batch may not have reached the tserver yet
+	 */
+	if (affected_before(upsert, packed, packed_len, false))
 	{
 		if (upsert->action == ONCONFLICT_NOTHING)
 			return NULL;
@@ -309,10 +319,19 @@ tcopy_upsert_row(TcopyUpsert *upsert, ResultRelInfo *resultRelInfo, ModifyTableS
 				 errhint("Ensure that no rows proposed for insertion within the same command have duplicate constrained values.")));
 	}
 
+	/* DO NOTHING skips a stored row without waiting for its lockers, as a heap's */
+	if (upsert->action == ONCONFLICT_NOTHING &&
+		tcopy_point_read(&upsert->reader, key, &row, &len))
+	{
+		if (IsolationUsesXactSnapshot())
+			check_visible(upsert, key, row, len);
+		return NULL;
+	}
 	(void) tcopy_lock_row(resultRelInfo->ri_RelationDesc, key, packed, packed_len,
 						  ExclusiveLock, LockWaitBlock);
 	if (!tcopy_point_read(&upsert->reader, key, &row, &len))
 	{
+		(void) affected_before(upsert, packed, packed_len, true);
 		*insert = true;
 		return slot;
 	}
@@ -336,10 +355,12 @@ tcopy_upsert_row(TcopyUpsert *upsert, ResultRelInfo *resultRelInfo, ModifyTableS
 	econtext->ecxt_scantuple = oc->oc_Existing;
 	econtext->ecxt_innertuple = slot;
 	econtext->ecxt_outertuple = NULL;
+	/* not updated: a later proposal of the key may still update it, as on a heap */
 	if (oc->oc_WhereClause != NULL && !ExecQual(oc->oc_WhereClause, econtext))
 	{
 		ExecClearTuple(oc->oc_Existing);
 		return NULL;
 	}
+	(void) affected_before(upsert, packed, packed_len, true);
 	return ExecProject(oc->oc_ProjInfo);
 }

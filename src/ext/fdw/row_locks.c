@@ -41,6 +41,9 @@
  *		  with its NOWAIT or SKIP LOCKED; of a table without a key, the
  *		  table's rows tag, in ExclusiveLock for the updating strengths and
  *		  ShareLock for the sharing ones.
+ *		- A transaction that has locked KEY_LOCKS_BEFORE_TABLE keys of a
+ *		  table locks its rows tag instead, in those modes, waiting: the
+ *		  lock manager's shared table would otherwise fill.
  */
 
 #include "postgres.h"
@@ -50,6 +53,9 @@
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
+#include "storage/proc.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
 
 #include "tcopy/codec.h"
 #include "tcopy/fdw.h"
@@ -73,6 +79,20 @@ tcopy_row_lock_mode(LockClauseStrength strength)
 	}
 	return AccessExclusiveLock;
 }
+
+/*
+ * Keys of one table a transaction locks one by one before it locks the
+ * table's rows instead: the lock manager's table is shared and small
+ * (max_locks_per_transaction a backend), where a heap's row locks take
+ * no room in it.
+ */
+#define KEY_LOCKS_BEFORE_TABLE	256
+
+typedef struct KeyLockCount
+{
+	Oid			relid;
+	int			count;
+} KeyLockCount;
 
 /* The table's rows tag. */
 static void
@@ -133,18 +153,69 @@ lock_tag(const LOCKTAG *tag, LOCKMODE mode, LockWaitPolicy policy, Relation rel,
 	return true;
 }
 
-/* Take a key's tag in mode, the table's rows tag first; false: skipped. */
+/*
+ * The keys of relid this transaction locked one by one (a count that a
+ * rolled-back subtransaction's locks leave high: the table is then locked
+ * sooner, never later).
+ */
+static int *
+key_locks_of(Oid relid)
+{
+	static HTAB *counts = NULL;
+	static LocalTransactionId counts_lxid = InvalidLocalTransactionId;
+	KeyLockCount *entry;
+	bool		found;
+
+	if (counts == NULL || counts_lxid != MyProc->lxid)
+	{
+		HASHCTL		ctl;
+
+		if (counts != NULL)
+			hash_destroy(counts);
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(Oid);
+		ctl.entrysize = sizeof(KeyLockCount);
+		ctl.hcxt = TopMemoryContext;
+		counts = hash_create("tcopy key locks", 16, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		counts_lxid = MyProc->lxid;
+	}
+	entry = hash_search(counts, &relid, HASH_ENTER, &found);
+	if (!found)
+		entry->count = 0;
+	return &entry->count;
+}
+
+/*
+ * Take a key's tag in mode, the table's rows tag first; false: skipped.
+ * Past KEY_LOCKS_BEFORE_TABLE keys of the table in the transaction, the
+ * table's rows are locked instead, in ExclusiveLock (ShareLock for the
+ * sharing modes), which holds off every locker of its keys: waiting, but
+ * under NOWAIT or SKIP LOCKED only if free, else key by key still.
+ */
 static bool
 lock_key_tag(Oid relid, const LOCKTAG *tag, LOCKMODE mode, LockWaitPolicy policy, Relation rel)
 {
 	LOCKTAG		rows;
 	bool		taken = false;
+	LOCKMODE	table_mode = mode >= ExclusiveLock ? ExclusiveLock : ShareLock;
+	int		   *nkeys;
 
 	rows_tag(&rows, relid);
+	if (LockHeldByMe(&rows, ExclusiveLock) ||
+		(table_mode == ShareLock && LockHeldByMe(&rows, ShareLock)))
+		return true;
+	nkeys = key_locks_of(relid);
+	if (*nkeys >= KEY_LOCKS_BEFORE_TABLE &&
+		lock_tag(&rows, table_mode, policy == LockWaitBlock ? LockWaitBlock : LockWaitSkip,
+				 rel, NULL))
+		return true;
 	if (!lock_tag(&rows, RowExclusiveLock, policy, rel, &taken))
 		return false;
 	if (lock_tag(tag, mode, policy, rel, NULL))
+	{
+		(*nkeys)++;
 		return true;
+	}
 	/* skipped: a locker that locks nothing holds off no table-wide writer */
 	if (taken)
 		LockRelease(&rows, RowExclusiveLock, false);

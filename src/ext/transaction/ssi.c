@@ -228,7 +228,7 @@ tcopy_ssi_write_parts(Relation rel, uint64 parts)
 	TransactionId xid;
 	bool		found;
 
-	tcopy_ssi_conflict_in(rel, parts);
+	/* SSI sees no write of a transaction that is not serializable */
 	if (!IsolationIsSerializable())
 		return;
 	tcopy_ssi_require();
@@ -246,18 +246,28 @@ tcopy_ssi_write_parts(Relation rel, uint64 parts)
 		entry->nwriters = 0;
 		entry->lost = InvalidTransactionId;
 	}
-	for (int i = 0; i < entry->nwriters; i++)
+	found = false;
+	for (int i = 0; i < entry->nwriters && !found; i++)
 		if (TransactionIdEquals(entry->writers[i], xid))
 		{
 			entry->parts[i] |= parts;
-			LWLockRelease(tcopy_ssi->lock);
-			return;
+			found = true;
 		}
-	if (entry->nwriters == TCOPY_SSI_WRITERS)
-		tcopy_ssi_make_room(entry, GetOldestNonRemovableTransactionId(NULL));
-	entry->parts[entry->nwriters] = parts;
-	entry->writers[entry->nwriters++] = xid;
+	if (!found)
+	{
+		if (entry->nwriters == TCOPY_SSI_WRITERS)
+			tcopy_ssi_make_room(entry, GetOldestNonRemovableTransactionId(NULL));
+		entry->parts[entry->nwriters] = parts;
+		entry->writers[entry->nwriters++] = xid;
+	}
 	LWLockRelease(tcopy_ssi->lock);
+
+	/*
+	 * Then the readers' predicate locks: a reader that locks after this
+	 * check finds the writer in the list (a heap's writer holds the buffer
+	 * lock across the same two steps)
+	 */
+	tcopy_ssi_conflict_in(rel, parts);
 }
 
 void

@@ -279,6 +279,7 @@ typedef struct TcopyPointReader
 	TcopyRelCodec *codec;
 	TcopyScanClient conn;		/* not connected yet: client NULL */
 	uint32		table_id;
+	StringInfoData row;			/* the row read last, a copy */
 	MemoryContextCallback close_callback;
 } TcopyPointReader;
 
