@@ -682,11 +682,12 @@ tcopy_disconnect(TcClient *client)
  * the same credential (address, token and TLS files equal): a scan read to
  * its end leaves its connection idle, and connecting (a socket, the
  * handshake, a thread on the tserver) costs more than a short scan.  At
- * most TCOPY_IDLE_SCAN_CLIENTS, the oldest closed first (one: each holds
- * a thread and a connection slot of the tserver's); in TopMemoryContext,
- * owned by no transaction.
+ * most TCOPY_IDLE_SCAN_CLIENTS, the oldest closed first (two: a scan's,
+ * and the one a row lock or an upsert reads its row again on beside it,
+ * fdw_point_read.c; each holds a thread and a connection slot of the
+ * tserver's); in TopMemoryContext, owned by no transaction.
  */
-#define TCOPY_IDLE_SCAN_CLIENTS 1
+#define TCOPY_IDLE_SCAN_CLIENTS 2
 
 typedef struct TcopyIdleClient
 {
