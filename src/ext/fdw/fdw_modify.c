@@ -27,6 +27,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/xact.h"
 #include "catalog/pg_type_d.h"
 #include "executor/executor.h"
 #include "foreign/foreign.h"
@@ -210,14 +211,14 @@ tcopy_modify_old_row(ResultRelInfo *resultRelInfo, TupleTableSlot *planSlot,
 	slot_getallattrs(slot);
 }
 
-/* Hand one row to the writer; what encoding it allocates is freed after. */
+/*
+ * SERIALIZABLE: the write of slot, to Postgres' SSI: of its key's part (once
+ * a statement a part), or of the table.  Other transactions' writes SSI
+ * does not see.
+ */
 static void
-tcopy_modify_add(TcopyModifyState *fmstate, TupleTableSlot *slot)
+tcopy_modify_ssi_write(TcopyModifyState *fmstate, TupleTableSlot *slot)
 {
-	MemoryContext oldcxt;
-
-	slot_getallattrs(slot);
-	/* SERIALIZABLE: the write, to Postgres' SSI, of the key's part, or of the table */
 	if (fmstate->ssi_key != 0 && !slot->tts_isnull[fmstate->ssi_key - 1])
 	{
 		uint64		part = tcopy_ssi_part(tcopy_int64_of(fmstate->ssi_key_type,
@@ -234,6 +235,17 @@ tcopy_modify_add(TcopyModifyState *fmstate, TupleTableSlot *slot)
 		tcopy_ssi_write(fmstate->rel);
 		fmstate->wrote = true;
 	}
+}
+
+/* Hand one row to the writer; what encoding it allocates is freed after. */
+static void
+tcopy_modify_add(TcopyModifyState *fmstate, TupleTableSlot *slot)
+{
+	MemoryContext oldcxt;
+
+	slot_getallattrs(slot);
+	if (IsolationIsSerializable())
+		tcopy_modify_ssi_write(fmstate, slot);
 	oldcxt = MemoryContextSwitchTo(fmstate->temp_cxt);
 	tcopy_writer_add(fmstate->writer, slot->tts_values, slot->tts_isnull);
 	MemoryContextSwitchTo(oldcxt);

@@ -269,14 +269,20 @@ tcopy_explain_key_range(Relation rel, const TcopyKeyRange *range, ExplainState *
 	}
 }
 
+bool
+tcopy_key_range_is_one_key(TcopyRelCodec *codec, const TcopyKeyRange *range)
+{
+	return list_length(codec->options.key_attnums) == 1 && range->key_attnum != 0 &&
+		range->lower.present && range->upper.present && range->lower.inclusive &&
+		range->upper.inclusive && range->lower.value == range->upper.value;
+}
+
 uint64
 tcopy_key_range_ssi_parts(TcopyRelCodec *codec, const TcopyKeyRange *range)
 {
 	if (range->empty)
 		return 0;
-	if (list_length(codec->options.key_attnums) == 1 && range->key_attnum != 0 &&
-		range->lower.present && range->upper.present && range->lower.inclusive &&
-		range->upper.inclusive && range->lower.value == range->upper.value)
+	if (tcopy_key_range_is_one_key(codec, range))
 		return tcopy_ssi_part(range->lower.value);
 	return TCOPY_SSI_ALL;
 }

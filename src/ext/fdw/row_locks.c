@@ -278,9 +278,7 @@ tcopy_modify_lock_mode(TcopyRelCodec *codec, CmdType operation, const Bitmapset 
 void
 tcopy_lock_range(TcopyRelCodec *codec, const TcopyKeyRange *range, LOCKMODE mode)
 {
-	if (list_length(codec->options.key_attnums) == 1 && range->key_attnum != 0 &&
-		range->lower.present && range->upper.present && range->lower.inclusive &&
-		range->upper.inclusive && range->lower.value == range->upper.value)
+	if (tcopy_key_range_is_one_key(codec, range))
 		tcopy_lock_key(codec->relid, range->lower.value, mode);
 	else if (!range->empty)
 	{

@@ -76,6 +76,22 @@ extern char *tcopy_column_name(Oid relid, Form_pg_attribute att);
 /* The longest tserver table name (the tserver's TS_MAX_TABLE_NAME). */
 #define TCOPY_TABLE_NAME_MAX	1024
 
+/* The shape of a generated table_name (table_names.c): random bytes, as hex digits. */
+#define TCOPY_GENERATED_NAME_BYTES	16
+
+/*
+ * The longest owner tag of a generated table_name: the cluster's system
+ * identifier (20 digits at most), a dot, the database's oid (10), a dot.
+ */
+#define TCOPY_OWNER_TAG_MAX			32
+
+/*
+ * Fewest digits of a system identifier (initdb's time in seconds shifted
+ * left 32 bits: 19 digits since 1970), for telling a tag from a namespace
+ * that happens to end in digits and dots.
+ */
+#define TCOPY_OWNER_SYSTEM_DIGITS	16
+
 /* The tserver table name of rel, made before 1.2 without table_name. */
 extern char *tcopy_legacy_table_name(Relation rel);
 /* The tserver table name of rel: its table_name option (NULL or an ERROR). */

@@ -260,6 +260,8 @@ extern void tcopy_key_range(TcopyRelCodec *codec, List *bounds, ExprContext *eco
 							TcopyKeyRange *range);
 /* The int64 value of an int2, int4 or int8 datum. */
 extern int64 tcopy_int64_of(Oid type, Datum value);
+/* Whether range is one key of a table keyed on that one integer column. */
+extern bool tcopy_key_range_is_one_key(TcopyRelCodec *codec, const TcopyKeyRange *range);
 /*
  * The parts of the table (ssi.c) a scan of range reads: one key's part, none
  * for an empty range, else every part.
