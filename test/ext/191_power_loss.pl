@@ -218,9 +218,16 @@ sub check_tree
 		my ($ts2, $st2) = start_tserver($dir, $socket,
 			$again ? { log => $rlog, op => 1 + int(rand(60)) } : undef);
 		# under the layer, the power may go at any moment, reads included
-		# (RocksDB's background work makes changes): then rebuild, go on
+		# (RocksDB's background work makes changes): then rebuild, go on.
+		# After a step that failed ($failed), wait for the process: a cut
+		# closes its sockets before waitpid can reap it (seen on a loaded
+		# machine: a read failed with "tserver closed the connection" while
+		# the process still counted as alive)
 		my $lost = sub {
-			return 0 unless $again && !tserver_alive($ts2);
+			my ($failed) = @_;
+			return 0 unless $again;
+			wait_until(10, sub { !tserver_alive($ts2) }) if $failed;
+			return 0 if tserver_alive($ts2);
 			rebuild($rlog, "$base/$model-rebuilt$attempt", "$dir.start");
 			$dir = "$base/$model-rebuilt$attempt";
 			$recovery_cuts++;
@@ -228,7 +235,7 @@ sub check_tree
 		};
 		if ($st2 ne 'ready')
 		{
-			next if $lost->();
+			next if $lost->(1);
 			push @diff, "$model: the rebuilt tserver did not start";
 			last;
 		}
@@ -237,13 +244,13 @@ sub check_tree
 			# before recovery (or after part of it): every acknowledged
 			# transaction is there, nothing uncommitted
 			my $got = TcopyPowerloss::contents($r);
-			next if !ref $got && $lost->();
+			next if !ref $got && $lost->(1);
 			push @diff, map { "$model, before recovery: $_" }
 			  ref $got ? TcopyPowerloss::compare($r, $got, $committed, $acked) : ($got);
 		}
 		my ($ok, undef, $left) = recover_all($node, ts => $ts2, timeout => 60,
 			give_up => sub { !tserver_alive($ts2) });
-		next if $lost->();
+		next if $lost->(!$ok);
 		if ($again)
 		{
 			# the power held through recovery: on without the layer, unless
