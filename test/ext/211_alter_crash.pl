@@ -15,7 +15,10 @@
 #	- a session whose connection opened the table before an ADD COLUMN
 #	  that wrote it and rolled back writes on;
 #	- DROP COLUMN likewise: the column and its values there after the
-#	  first point, gone (the other columns read as before) after the second.
+#	  first point, gone (the other columns read as before) after the second;
+#	- ALTER COLUMN TYPE of the key column (a rewrite into a new tserver
+#	  table): the old type and rows after the first point, the new type,
+#	  the rewritten rows and the transaction's row after the second.
 use strict;
 use warnings;
 
@@ -113,6 +116,30 @@ is(sql1("SELECT count(*), count(*) FILTER (WHERE y = 'd'), sum(k) FILTER (WHERE 
 is(sql1("SELECT y, x FROM a WHERE k = 3001"), 'p|t', "$name: the transaction's row is there");
 sql1(q{INSERT INTO a (k, y) VALUES (3002, 'q')});
 is(sql1('SELECT count(*) FROM a'), '106', "$name: the table is writable");
+
+# ALTER COLUMN TYPE of the key column: the rows rewritten into a new
+# tserver table inside the transaction, the old one dropped at the commit
+$name = crash_alter('after-prepare', 'ALTER COLUMN k TYPE bigint, immediate stop at after-prepare, '
+	  . 'tserver killed -9', 'ALTER FOREIGN TABLE a ALTER COLUMN k TYPE bigint',
+	"INSERT INTO a (k, y) VALUES (4000, 'p')");
+is(sql1("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'a'::regclass "
+		  . "AND attname = 'k'"), 'integer', "$name: the old type");
+is(sql1('SELECT count(*), sum(k) FILTER (WHERE k <= 100) FROM a'), '106|5050', "$name: the old rows read");
+is(sql1('SELECT count(*) FROM a WHERE k = 4000'), '0', "$name: the transaction's row is absent");
+sql1(q{INSERT INTO a (k, y) VALUES (4001, 'q')});
+is(sql1('SELECT count(*) FROM a'), '107', "$name: the table is writable");
+$name = crash_alter('before-publish', 'ALTER COLUMN k TYPE bigint, immediate stop at before-publish, '
+	  . 'tserver killed -9', 'ALTER FOREIGN TABLE a ALTER COLUMN k TYPE bigint',
+	"INSERT INTO a (k, y) VALUES (4002, 'p')");
+is(sql1("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'a'::regclass "
+		  . "AND attname = 'k'"), 'bigint', "$name: the new type");
+is(sql1('SELECT count(*), sum(k) FILTER (WHERE k <= 100), count(*) FILTER (WHERE k = 4002) FROM a'),
+	'108|5050|1', "$name: the rows were rewritten, the transaction's row is there");
+is(sql1('SELECT y FROM a WHERE k = 50'), 'd', "$name: a row read by its key in the new storage");
+sql1(q{INSERT INTO a (k, y) VALUES (5000000000, 'q')});
+is(sql1('SELECT count(*) FROM a WHERE k > 4000000000'), '1', "$name: the table takes a bigint key");
+is(sql1(q{SELECT count(*) FROM tcopy.check_tables() WHERE foreign_table = 'a'::regclass}), '0',
+	'check_tables finds the tserver table a names now');
 
 $node->stop;
 $ts->stop;

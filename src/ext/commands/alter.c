@@ -3,17 +3,24 @@
  *		ALTER of a tcopy table's columns or key, checked before it runs.
  *
  * The tserver stores a table's rows under the columns and key they were
- * written with (their number, kinds and key images; protocol.md), and has
- * no way to change them in place: a foreign table whose definition no
- * longer matched could not be read or written.  So once the tserver holds
- * the table, ADD COLUMN, DROP COLUMN, ALTER COLUMN TYPE and a change of
- * option key or key_form are refused before anything changes, with the
- * way to get there (a new table, the rows copied into it).  Before the
- * tserver has it (no row ever written), they run, and the table is made
- * on the tserver as it is then.  A key column is never dropped, as Postgres
- * never drops a partition key column.  Renames keep the stored names
- * (rename.c); the key named after any ALTER is checked by the hook
- * (tcopy_check_key).
+ * written with (their number, kinds and key images; protocol.md).  Once
+ * it holds the table:
+ *	- ADD COLUMN is instant: old rows end early and read the column's
+ *	  missing value (a constant default, kept in attmissingval);
+ *	- DROP COLUMN is instant: the column keeps its place among the wire
+ *	  columns (option dropped_positions);
+ *	- ALTER COLUMN TYPE, a change of option key or key_form, and ADD
+ *	  COLUMN of a serial column or with a volatile default rewrite the rows
+ *	  into a new tserver table inside the transaction (alter_rewrite.c), as
+ *	  a heap rewrite does;
+ *	- ADD COLUMN of a generated or identity column, of a domain with
+ *	  constraints, or NOT NULL without a default is refused before
+ *	  anything changes.
+ * Before the tserver has it (no row ever written), every ALTER runs, and
+ * the table is made on the tserver as it is then.  A key column is never
+ * dropped, as Postgres never drops a partition key column.  Renames keep
+ * the stored names (rename.c); the key named after any ALTER is checked by
+ * the hook (tcopy_check_key).
  */
 
 #include "postgres.h"
@@ -85,36 +92,34 @@ key_option_changes(Relation rel, DefElem *def)
 	return strcmp(now, defGetString(def)) != 0;
 }
 
-/*
- * What cmd does to rel's stored layout, worded for the refusal ("add
- * column \"x\" to"), or NULL when it leaves the layout alone.
- */
-static const char *
-layout_change(Relation rel, AlterTableCmd *cmd)
+/* Whether cmd, an ALTER ... OPTIONS, changes rel's key or key_form. */
+static bool
+key_options_change(Relation rel, AlterTableCmd *cmd)
 {
 	ListCell   *lc;
 
-	switch (cmd->subtype)
+	if (cmd->subtype != AT_GenericOptions)
+		return false;
+	foreach(lc, (List *) cmd->def)
 	{
-		case AT_AddColumn:
-			return NULL;		/* instant: add_column_refusal */
-		case AT_DropColumn:
-			return NULL;		/* keeps its place: note_dropped_column */
-		case AT_AlterColumnType:
-			return psprintf("change the type of column \"%s\" of", cmd->name);
-		case AT_GenericOptions:
-			foreach(lc, (List *) cmd->def)
-			{
-				DefElem    *def = (DefElem *) lfirst(lc);
+		DefElem    *def = (DefElem *) lfirst(lc);
 
-				if ((strcmp(def->defname, "key") == 0 || strcmp(def->defname, "key_form") == 0) &&
-					key_option_changes(rel, def))
-					return psprintf("change option \"%s\" of", def->defname);
-			}
-			return NULL;
-		default:
-			return NULL;
+		if ((strcmp(def->defname, "key") == 0 || strcmp(def->defname, "key_form") == 0) &&
+			key_option_changes(rel, def))
+			return true;
 	}
+	return false;
+}
+
+/* Whether column name of rel is among the columns of its key option. */
+static bool
+is_key_column(Relation rel, const char *name)
+{
+	AttrNumber	attnum = get_attnum(RelationGetRelid(rel), name);
+	const char *key = table_option(rel, "key");
+
+	return attnum != InvalidAttrNumber && key != NULL &&
+		list_member_int(tcopy_key_attnums(rel, key), attnum);
 }
 
 /* Whether typename names a serial type, as transformColumnDefinition tells. */
@@ -133,12 +138,14 @@ is_serial(TypeName *typename)
 }
 
 /*
- * Why ADD COLUMN def, on a table the tserver holds, would need its stored
- * rows rewritten (as a heap table's are): worded for errdetail, or NULL
- * when old rows can read the column as its missing value.
+ * Why ADD COLUMN def, on a table the tserver holds, cannot be done: worded
+ * for errdetail, or NULL.  *rewrite: the stored rows are rewritten for it
+ * (alter_rewrite.c), as a heap table's are: a serial column or a volatile
+ * default takes a value per row; otherwise old rows read the column's
+ * missing value, with no rewrite.
  */
 static const char *
-add_column_refusal(ColumnDef *def)
+add_column_refusal(ColumnDef *def, bool *rewrite)
 {
 	Node	   *raw_default = def->raw_default;
 	bool		notnull = def->is_not_null;
@@ -148,8 +155,12 @@ add_column_refusal(ColumnDef *def)
 	ParseState *pstate;
 	Node	   *expr;
 
+	*rewrite = false;
 	if (is_serial(def->typeName))
-		return "A serial column takes the next value of its sequence for each row.";
+	{
+		*rewrite = true;
+		return NULL;
+	}
 	foreach(lc, def->constraints)
 	{
 		Constraint *con = (Constraint *) lfirst(lc);
@@ -170,8 +181,7 @@ add_column_refusal(ColumnDef *def)
 	if (raw_default == NULL || (IsA(raw_default, A_Const) && ((A_Const *) raw_default)->isnull))
 		return notnull ? "Each row would hold NULL in a NOT NULL column." : NULL;
 	expr = cookDefault(pstate, copyObject(raw_default), typid, typmod, def->colname, '\0');
-	if (contain_volatile_functions(expr))
-		return "A volatile default is computed for each row.";
+	*rewrite = contain_volatile_functions(expr);
 	return NULL;
 }
 
@@ -217,18 +227,19 @@ note_dropped_columns(Relation rel, AlterTableStmt *stmt)
 	}
 }
 
-/* Add position to option dropped_positions of foreign table relid. */
-static void
-record_dropped_position(Oid relid, int position)
+/*
+ * Set foreign table relid's options: each one's kept unless drop (a List
+ * of names) names it, then those of add ("name=value" strings) appended.
+ */
+void
+tcopy_replace_table_options(Oid relid, List *drop, List *add)
 {
 	Relation	ftrel = table_open(ForeignTableRelationId, RowExclusiveLock);
 	HeapTuple	tuple = SearchSysCacheCopy1(FOREIGNTABLEREL, ObjectIdGetDatum(relid));
 	Datum		values[Natts_pg_foreign_table] = {0};
 	bool		nulls[Natts_pg_foreign_table] = {0};
 	bool		replace[Natts_pg_foreign_table] = {0};
-	List	   *positions = NIL;
 	ArrayBuildState *astate = NULL;
-	StringInfoData buf;
 	HeapTuple	newtuple;
 	Datum		datum;
 	bool		isnull;
@@ -240,27 +251,24 @@ record_dropped_position(Oid relid, int position)
 	foreach(lc, isnull ? NIL : untransformRelOptions(datum))
 	{
 		DefElem    *def = (DefElem *) lfirst(lc);
-		char	   *text;
+		ListCell   *dc;
+		bool		dropped = false;
 
-		if (strcmp(def->defname, "dropped_positions") == 0)
-		{
-			positions = tcopy_parse_dropped_positions(defGetString(def));
-			continue;
-		}
-		text = psprintf("%s=%s", def->defname, defGetString(def));
-		astate = accumArrayResult(astate, CStringGetTextDatum(text), false, TEXTOID,
-								  CurrentMemoryContext);
+		foreach(dc, drop)
+			dropped |= strcmp(def->defname, (const char *) lfirst(dc)) == 0;
+		if (!dropped)
+			astate = accumArrayResult(astate,
+									  CStringGetTextDatum(psprintf("%s=%s", def->defname,
+																   defGetString(def))),
+									  false, TEXTOID, CurrentMemoryContext);
 	}
-	if (!list_member_int(positions, position))
-		positions = list_append_unique_int(positions, position);
-	list_sort(positions, list_int_cmp);
-	initStringInfo(&buf);
-	appendStringInfoString(&buf, "dropped_positions=");
-	foreach(lc, positions)
-		appendStringInfo(&buf, "%s%d", foreach_current_index(lc) > 0 ? "," : "", lfirst_int(lc));
-	astate = accumArrayResult(astate, CStringGetTextDatum(buf.data), false, TEXTOID,
-							  CurrentMemoryContext);
-	values[Anum_pg_foreign_table_ftoptions - 1] = makeArrayResult(astate, CurrentMemoryContext);
+	foreach(lc, add)
+		astate = accumArrayResult(astate, CStringGetTextDatum((const char *) lfirst(lc)), false,
+								  TEXTOID, CurrentMemoryContext);
+	if (astate != NULL)
+		values[Anum_pg_foreign_table_ftoptions - 1] = makeArrayResult(astate, CurrentMemoryContext);
+	else
+		nulls[Anum_pg_foreign_table_ftoptions - 1] = true;
 	replace[Anum_pg_foreign_table_ftoptions - 1] = true;
 	newtuple = heap_modify_tuple(tuple, RelationGetDescr(ftrel), values, nulls, replace);
 	CatalogTupleUpdate(ftrel, &newtuple->t_self, newtuple);
@@ -268,6 +276,30 @@ record_dropped_position(Oid relid, int position)
 	heap_freetuple(tuple);
 	table_close(ftrel, RowExclusiveLock);
 	CacheInvalidateRelcacheByRelid(relid);
+}
+
+/* Add position to option dropped_positions of foreign table relid. */
+static void
+record_dropped_position(Oid relid, int position)
+{
+	List	   *positions = NIL;
+	StringInfoData buf;
+	ListCell   *lc;
+
+	foreach(lc, GetForeignTable(relid)->options)
+	{
+		DefElem    *def = (DefElem *) lfirst(lc);
+
+		if (strcmp(def->defname, "dropped_positions") == 0)
+			positions = tcopy_parse_dropped_positions(defGetString(def));
+	}
+	positions = list_append_unique_int(positions, position);
+	list_sort(positions, list_int_cmp);
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "dropped_positions=");
+	foreach(lc, positions)
+		appendStringInfo(&buf, "%s%d", foreach_current_index(lc) > 0 ? "," : "", lfirst_int(lc));
+	tcopy_replace_table_options(relid, list_make1("dropped_positions"), list_make1(buf.data));
 }
 
 /* Refuse to drop column name of tcopy table rel when its key names it. */
@@ -285,7 +317,7 @@ check_key_column_drop(Relation rel, const char *name)
 					(errcode(ERRCODE_INVALID_TABLE_DEFINITION),
 					 errmsg("cannot drop column \"%s\" because it is part of the key of foreign table \"%s\"",
 							name, RelationGetRelationName(rel)),
-					 errhint("Set option key to other columns first, if the tserver does not yet hold the table.")));
+					 errhint("Set option key to other columns first.")));
 }
 
 /*
@@ -300,9 +332,10 @@ tcopy_check_alter(AlterTableStmt *stmt)
 	List	   *relids;
 	ListCell   *lc;
 
-	/* what an earlier ALTER that failed noted */
+	/* what an earlier ALTER that failed noted or read */
 	list_free_deep(pending_drops);
 	pending_drops = NIL;
+	tcopy_rewrite_forget();
 
 	/*
 	 * the statement reports a missing table; the extension's update scripts
@@ -316,10 +349,11 @@ tcopy_check_alter(AlterTableStmt *stmt)
 		Oid			tableid = lfirst_oid(lc);
 		Relation	rel;
 		TcopyTableOptions options;
-		const char *change = NULL;
 		const char *add_refusal = NULL;
 		ColumnDef  *added = NULL;
 		bool		drops = false;
+		bool		rewrite = false;
+		bool		key_changes = false;
 		bool		held = false;
 		uint32		table_id;
 		ListCell   *cell;
@@ -336,6 +370,7 @@ tcopy_check_alter(AlterTableStmt *stmt)
 		foreach(cell, stmt->cmds)
 		{
 			AlterTableCmd *cmd = (AlterTableCmd *) lfirst(cell);
+			bool		add_rewrites = false;
 
 			if (cmd->subtype == AT_DropColumn)
 			{
@@ -345,12 +380,18 @@ tcopy_check_alter(AlterTableStmt *stmt)
 			if (cmd->subtype == AT_AddColumn && add_refusal == NULL)
 			{
 				added = (ColumnDef *) cmd->def;
-				add_refusal = add_column_refusal(added);
+				add_refusal = add_column_refusal(added, &add_rewrites);
+				rewrite |= add_rewrites;
 			}
-			if (change == NULL)
-				change = layout_change(rel, cmd);
+			if (cmd->subtype == AT_AlterColumnType)
+			{
+				rewrite = true;
+				key_changes |= is_key_column(rel, cmd->name);
+			}
+			if (key_options_change(rel, cmd))
+				rewrite = key_changes = true;
 		}
-		if (change != NULL || add_refusal != NULL || drops)
+		if (rewrite || add_refusal != NULL || drops)
 		{
 			tcopy_get_table_options(rel, GetUserId(), &options);
 			held = !tcopy_address_is_null(options.address) &&
@@ -361,20 +402,12 @@ tcopy_check_alter(AlterTableStmt *stmt)
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("cannot add column \"%s\" to foreign table \"%s\" as defined, as the tserver holds its rows",
 							added->colname, RelationGetRelationName(rel)),
-					 errdetail("%s A heap table rewrites its rows for it; tcopy does not rewrite stored rows.",
-							   add_refusal),
+					 errdetail("%s", add_refusal),
 					 errhint("Add the column without it (or with a constant default), then UPDATE the rows.")));
-		if (held && change != NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot %s foreign table \"%s\", which the tserver holds",
-							change, RelationGetRelationName(rel)),
-					 errdetail("The tserver table \"%s\" stores its rows under the present columns and key, "
-							   "which tcopy cannot change in place.", options.table_name),
-					 errhint("Create a foreign table with the new definition, copy the rows into it "
-							 "(INSERT INTO new_table SELECT ... FROM old_table), and drop the old one.")));
 		if (held && drops)
 			note_dropped_columns(rel, stmt);
+		if (held && rewrite)
+			tcopy_rewrite_read(rel, key_changes);
 		relation_close(rel, AccessShareLock);
 	}
 }
@@ -461,6 +494,9 @@ tcopy_after_alter(AlterTableStmt *stmt)
 	}
 	list_free_deep(pending_drops);
 	pending_drops = NIL;
+
+	/* the rows read before it, in the new definition and storage */
+	tcopy_rewrite_write();
 
 	foreach(lc, stmt->cmds)
 		if (((AlterTableCmd *) lfirst(lc))->subtype == AT_AddColumn)

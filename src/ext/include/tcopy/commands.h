@@ -31,6 +31,16 @@ extern bool tcopy_pinning_rename;
 extern void tcopy_check_alter(AlterTableStmt *stmt);
 /* in alter.c: after it, the missing values of columns it added */
 extern void tcopy_after_alter(AlterTableStmt *stmt);
+/* in alter.c: drop the named options of a foreign table, add "name=value"s */
+extern void tcopy_replace_table_options(Oid relid, List *drop, List *add);
+
+/*
+ * in alter_rewrite.c: an ALTER that rewrites a tcopy table's rows into new
+ * storage; read before it runs, written after, forgotten when it failed
+ */
+extern void tcopy_rewrite_read(Relation rel, bool key_changes);
+extern void tcopy_rewrite_write(void);
+extern void tcopy_rewrite_forget(void);
 
 /* in check.c: a client of a server's tserver, as the caller's mapping says */
 extern TcClient *tcopy_server_client(Oid serverid, bool any_mapping,
