@@ -28,7 +28,7 @@ MODULE_big = tcopy
 # the extension's layers, lowest first: each calls only those before it
 # (docs/architecture.md; test/tools/check_layers.sh checks the includes)
 OBJS = src/ext/tcopy.o \
-	$(addprefix src/ext/catalog/,enum_labels.o extension.o option.o table_names.o tables.o) \
+	$(addprefix src/ext/catalog/,enum_labels.o extension.o option.o table_names.o table_options.o tables.o) \
 	$(addprefix src/ext/codec/,batch.o batch_protobuf.o batch_wire.o codec.o codec_cache.o forms.o forms_decode.o keys.o) \
 	$(addprefix src/ext/connection/,connection.o errors.o) \
 	$(addprefix src/ext/transaction/,backup.o records.o recovery.o recovery_worker.o row_lines.o session_errors.o snapshot.o ssi.o truncated.o writer.o xact.o xact_commit.o xact_drop.o xact_prepared.o) \

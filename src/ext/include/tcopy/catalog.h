@@ -1,8 +1,9 @@
 /*
  * tcopy/catalog.h
  *		The catalog layer (src/ext/catalog/), the extension's lowest: the
- *		options of tcopy servers, tables and user mappings (option.c),
- *		which servers and tables are tcopy's (tables.c), the extension's
+ *		options of tcopy servers, tables and user mappings (option.c;
+ *		those tcopy sets itself, table_options.c; generated table names,
+ *		table_names.c), which servers and tables are tcopy's (tables.c), the extension's
  *		own objects found by membership (extension.c), and the labels tcopy
  *		stored for enum values since renamed (enum_labels.c).  It calls no
  *		other layer of the extension.
@@ -144,6 +145,12 @@ extern bool tcopy_find_user_mapping(Oid userid, Oid serverid, List **options);
 
 /* Whose user mapping reaches the tserver for range table entry rti. */
 extern Oid	tcopy_rte_user(EState *estate, Index rti);
+
+/*
+ * in table_options.c: set foreign table relid's options, those named in
+ * drop left out and add's "name=value" strings appended (no validator)
+ */
+extern void tcopy_replace_table_options(Oid relid, List *drop, List *add);
 
 /* in tables.c: which servers and tables are tcopy's */
 

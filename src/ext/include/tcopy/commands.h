@@ -31,8 +31,6 @@ extern bool tcopy_pinning_rename;
 extern void tcopy_check_alter(AlterTableStmt *stmt);
 /* in alter.c: after it, the missing values of columns it added */
 extern void tcopy_after_alter(AlterTableStmt *stmt);
-/* in alter.c: drop the named options of a foreign table, add "name=value"s */
-extern void tcopy_replace_table_options(Oid relid, List *drop, List *add);
 
 /*
  * in alter_rewrite.c: an ALTER that rewrites a tcopy table's rows into new
