@@ -57,6 +57,15 @@ ALTER FOREIGN TABLE t OPTIONS (SET key 'v');
 ALTER FOREIGN TABLE t OPTIONS (DROP key);
 SELECT * FROM t ORDER BY k;
 ROLLBACK;
+-- one who does not own it: Postgres' refusal, nothing locked or read first
+CREATE ROLE tcopy_ddl_other;
+GRANT SELECT ON t TO tcopy_ddl_other;
+SET ROLE tcopy_ddl_other;
+ALTER FOREIGN TABLE t ALTER COLUMN v TYPE bigint;
+ALTER FOREIGN TABLE t OPTIONS (SET key 'v');
+RESET ROLE;
+REVOKE SELECT ON t FROM tcopy_ddl_other;
+DROP ROLE tcopy_ddl_other;
 ALTER FOREIGN TABLE t OPTIONS (SET key '"k"');	-- the same column: no change
 ALTER FOREIGN TABLE t OPTIONS (ADD key_form 'bytes');
 -- several commands, one refused: none of them runs

@@ -43,6 +43,7 @@
 #include "parser/parse_node.h"
 #include "parser/parse_type.h"
 #include "rewrite/rewriteHandler.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -302,7 +303,11 @@ tcopy_check_alter(AlterTableStmt *stmt)
 		uint32		table_id;
 		ListCell   *cell;
 
-		if (!tcopy_relation_is_tcopy_table(tableid))
+		/*
+		 * Postgres refuses a user who does not own the table before it
+		 * locks it: nothing here for one (no lock, no read of the rows)
+		 */
+		if (!tcopy_relation_is_tcopy_table(tableid) || !pg_class_ownercheck(tableid, GetUserId()))
 			continue;
 		rel = relation_open(tableid, AccessShareLock);
 		/* a table made before 1.2 has none: the statement says so */
