@@ -64,8 +64,8 @@ ALTER FOREIGN TABLE t ALTER COLUMN s TYPE varchar(1);
 ALTER TABLE h ALTER COLUMN v TYPE int;
 ALTER FOREIGN TABLE t ALTER COLUMN v TYPE int;
 ALTER TABLE h ALTER COLUMN s TYPE int;	-- no cast: the heap hints at USING
-ALTER FOREIGN TABLE t ALTER COLUMN s TYPE int;	-- which a foreign table has not
-ALTER FOREIGN TABLE t ALTER COLUMN s TYPE int USING s::int;	-- Postgres' own refusal
+ALTER FOREIGN TABLE t ALTER COLUMN s TYPE int;	-- so does tcopy (tcopy_alter_using)
+ALTER FOREIGN TABLE t ALTER COLUMN s TYPE int USING s::int;	-- 's1' is no integer
 SELECT * FROM diff();
 SELECT format_type(atttypid, atttypmod) FROM pg_attribute
 WHERE attrelid = 't'::regclass AND attname IN ('v', 's') ORDER BY attnum;

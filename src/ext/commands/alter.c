@@ -38,9 +38,15 @@
 #include "executor/executor.h"
 #include "foreign/foreign.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
 #include "nodes/parsenodes.h"
 #include "optimizer/optimizer.h"
+#include "parser/parse_coerce.h"
+#include "parser/parse_collate.h"
+#include "parser/parse_expr.h"
 #include "parser/parse_node.h"
+#include "parser/parse_relation.h"
 #include "parser/parse_type.h"
 #include "rewrite/rewriteHandler.h"
 #include "utils/acl.h"
@@ -266,12 +272,56 @@ check_key_column_drop(Relation rel, const char *name)
 }
 
 /*
+ * The USING expression of ALTER COLUMN ... TYPE cmd on rel, which Postgres
+ * takes for a table with storage only ("is not a table"): transformed
+ * against rel's row as it is before the ALTER, and coerced to the new
+ * type, as transformAlterTableStmt and ATPrepAlterColumnType do for a
+ * heap.  A target entry of the column's number, for the rewrite.
+ */
+static TargetEntry *
+transform_using(Relation rel, AlterTableCmd *cmd, const char *queryString)
+{
+	ColumnDef  *def = castNode(ColumnDef, cmd->def);
+	ParseState *pstate = make_parsestate(NULL);
+	ParseNamespaceItem *nsitem;
+	AttrNumber	attnum = get_attnum(RelationGetRelid(rel), cmd->name);
+	Node	   *expr;
+	Oid			typid;
+	int32		typmod;
+
+	if (attnum <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" of relation \"%s\" does not exist",
+						cmd->name, RelationGetRelationName(rel))));
+	pstate->p_sourcetext = queryString;	/* for errors' positions */
+	nsitem = addRangeTableEntryForRelation(pstate, rel, AccessShareLock, NULL, false, true);
+	addNSItemToQuery(pstate, nsitem, false, true, true);
+	expr = transformExpr(pstate, def->raw_default, EXPR_KIND_ALTER_COL_TRANSFORM);
+	typenameTypeIdAndMod(pstate, def->typeName, &typid, &typmod);
+	expr = coerce_to_target_type(pstate, expr, exprType(expr), typid, typmod,
+								 COERCION_ASSIGNMENT, COERCE_IMPLICIT_CAST, -1);
+	if (expr == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("result of USING clause for column \"%s\""
+						" cannot be cast automatically to type %s",
+						cmd->name, format_type_be(typid)),
+				 errhint("You might need to add an explicit cast.")));
+	assign_expr_collations(pstate, expr);
+	return makeTargetEntry((Expr *) expr, attnum, NULL, false);
+}
+
+/*
  * Before an ALTER TABLE or ALTER FOREIGN TABLE runs: refuse what would
  * leave a tcopy table among its targets (the table and, unless ONLY, its
- * inheritors and partitions) unusable.
+ * inheritors and partitions) unusable, note the places of dropped columns,
+ * and read the rows of a table to rewrite (with the USING expressions of
+ * its ALTER COLUMN TYPEs, taken off stmt, which must be the caller's to
+ * change; queryString, the statement's text, places their errors).
  */
 void
-tcopy_check_alter(AlterTableStmt *stmt)
+tcopy_check_alter(AlterTableStmt *stmt, const char *queryString)
 {
 	Oid			relid = RangeVarGetRelid(stmt->relation, NoLock, true);
 	List	   *relids;
@@ -299,6 +349,7 @@ tcopy_check_alter(AlterTableStmt *stmt)
 		bool		drops = false;
 		bool		rewrite = false;
 		bool		key_changes = false;
+		List	   *usings = NIL;
 		bool		held = false;
 		uint32		table_id;
 		ListCell   *cell;
@@ -336,6 +387,9 @@ tcopy_check_alter(AlterTableStmt *stmt)
 			{
 				rewrite = true;
 				key_changes |= is_key_column(rel, cmd->name);
+				/* a partition's USING is Postgres' to refuse, as for any foreign table */
+				if (castNode(ColumnDef, cmd->def)->raw_default != NULL && tableid == relid)
+					usings = lappend(usings, cmd);
 			}
 			if (key_options_change(rel, cmd))
 				rewrite = key_changes = true;
@@ -355,8 +409,23 @@ tcopy_check_alter(AlterTableStmt *stmt)
 					 errhint("Add the column without it (or with a constant default), then UPDATE the rows.")));
 		if (held && drops)
 			note_dropped_columns(rel, stmt);
+		if (usings != NIL)
+		{
+			List	   *transforms = NIL;
+
+			/* the rewrite applies them; Postgres, left with none, alters the catalog */
+			foreach(cell, usings)
+			{
+				AlterTableCmd *cmd = (AlterTableCmd *) lfirst(cell);
+
+				if (held)
+					transforms = lappend(transforms, transform_using(rel, cmd, queryString));
+				castNode(ColumnDef, cmd->def)->raw_default = NULL;
+			}
+			usings = transforms;
+		}
 		if (held && rewrite)
-			tcopy_rewrite_read(rel, key_changes);
+			tcopy_rewrite_read(rel, key_changes, usings);
 		relation_close(rel, AccessShareLock);
 	}
 }

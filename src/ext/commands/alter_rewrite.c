@@ -2,7 +2,8 @@
  * alter_rewrite.c
  *		The rewrite of a tcopy table's rows into new storage, for an ALTER
  *		that changes how they are stored: ALTER COLUMN TYPE, a change of
- *		option key or key_form, ADD COLUMN with a volatile default.
+ *		option key or key_form, ADD COLUMN of a serial or with a volatile
+ *		default.
  *
  * As a heap rewrite makes a new relfilenode, the rows go to a new tserver
  * table, inside the transaction:
@@ -14,10 +15,11 @@
  *	- after it ran (tcopy_rewrite_write), the table's option table_name
  *	  names a new generated tserver table (its dropped_positions go: the new
  *	  storage has only the live columns), each row is converted to the new
- *	  definition (the column's assignment cast, as a heap's ALTER COLUMN
- *	  TYPE without USING; the default of an added column, evaluated per row)
- *	  and written through the transaction's write session, and the old
- *	  tserver table is dropped at the commit, after the rows.
+ *	  definition as a heap's ALTER COLUMN TYPE converts it (the column's
+ *	  USING expression, which alter.c takes off the statement, else its
+ *	  assignment cast; an added column's default, evaluated per row) and
+ *	  written through the transaction's write session, and the old tserver
+ *	  table is dropped at the commit, after the rows.
  * So the commit publishes the new rows and drops the old table at once;
  * a rollback, or a crash before the commit, leaves the old table and its
  * definition, and the new tserver table an orphan for tcopy.check_tables.
@@ -56,6 +58,7 @@ typedef struct PendingRewrite
 	Tuplestorestate *rows;		/* its rows, as old_desc */
 	TcopyTableOptions old;		/* for the drop of the old tserver table */
 	bool		key_changes;	/* the new key may make keys collide */
+	List	   *usings;			/* TargetEntry: a column's USING, over the old row */
 	double		nrows;
 } PendingRewrite;
 
@@ -157,11 +160,12 @@ rewrite_scan_start(RewriteScan *scan)
 
 /*
  * Before an ALTER that changes how rel's rows are stored (key_changes: it
- * changes their key): lock rel as the ALTER will, and read its rows with
- * the definition they were written with.
+ * changes their key; usings: the target entries of the columns' USING
+ * expressions, over the row as it is now): lock rel as the ALTER will,
+ * and read its rows with the definition they were written with.
  */
 void
-tcopy_rewrite_read(Relation rel, bool key_changes)
+tcopy_rewrite_read(Relation rel, bool key_changes, List *usings)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 	MemoryContext oldcontext;
@@ -203,6 +207,7 @@ tcopy_rewrite_read(Relation rel, bool key_changes)
 	pending->old.key_attnums = NIL;
 	pending->old.dropped_positions = NIL;
 	pending->key_changes = key_changes;
+	pending->usings = copyObject(usings);
 	pending_rewrites = lappend(pending_rewrites, pending);
 	MemoryContextSwitchTo(oldcontext);
 
@@ -264,15 +269,22 @@ tcopy_rewrite_read(Relation rel, bool key_changes)
  * or an expression over the old row (a cast, an added column's default).
  */
 static ExprState *
-column_expr(Relation rel, TupleDesc old_desc, int a, EState *estate, bool *same)
+column_expr(Relation rel, PendingRewrite *pending, int a, EState *estate, bool *same)
 {
 	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), a);
-	Node	   *expr;
+	TupleDesc	old_desc = pending->old_desc;
+	Node	   *expr = NULL;
+	ListCell   *lc;
 
 	*same = false;
 	if (att->attisdropped)
 		return NULL;
-	if (a < old_desc->natts && !TupleDescAttr(old_desc, a)->attisdropped)
+	foreach(lc, pending->usings)
+		if (((TargetEntry *) lfirst(lc))->resno == a + 1)
+			expr = (Node *) ((TargetEntry *) lfirst(lc))->expr;
+	if (expr != NULL)
+		;						/* its USING, coerced to the new type already */
+	else if (a < old_desc->natts && !TupleDescAttr(old_desc, a)->attisdropped)
 	{
 		Form_pg_attribute old = TupleDescAttr(old_desc, a);
 
@@ -290,9 +302,10 @@ column_expr(Relation rel, TupleDesc old_desc, int a, EState *estate, bool *same)
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
 					 errmsg("column \"%s\" cannot be cast automatically to type %s",
 							NameStr(att->attname), format_type_be(att->atttypid)),
-					 errdetail("The tserver holds the rows of foreign table \"%s\", and a foreign table "
-							   "takes no USING.", RelationGetRelationName(rel)),
-					 errhint("Add a column of the new type, UPDATE it from the old one, then drop the old one.")));
+			/* translator: USING is SQL, don't translate it */
+					 errhint("You might need to specify \"USING %s::%s\".",
+							 quote_identifier(NameStr(att->attname)),
+							 format_type_with_typemod(att->atttypid, att->atttypmod))));
 	}
 	else
 	{
@@ -381,7 +394,7 @@ rewrite_one(PendingRewrite *pending)
 
 	for (int a = 0; a < desc->natts; a++)
 	{
-		exprs[a] = column_expr(rel, pending->old_desc, a, estate, &same[a]);
+		exprs[a] = column_expr(rel, pending, a, estate, &same[a]);
 		added[a] = a >= pending->old_desc->natts;
 	}
 	econtext->ecxt_scantuple = oldslot;

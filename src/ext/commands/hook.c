@@ -383,8 +383,15 @@ tcopy_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	}
 	else if (IsA(parsetree, AlterTableStmt))
 	{
+		/* the statement may be a cached plan's: the check may take a USING off it */
+		if (readOnlyTree)
+		{
+			pstmt = copyObject(pstmt);
+			readOnlyTree = false;
+			parsetree = pstmt->utilityStmt;
+		}
 		if (!tcopy_pinning_rename)
-			tcopy_check_alter((AlterTableStmt *) parsetree);
+			tcopy_check_alter((AlterTableStmt *) parsetree, queryString);
 		approved = tcopy_bind_altered_table((AlterTableStmt *) parsetree);
 	}
 	else if (IsA(parsetree, AlterEnumStmt))

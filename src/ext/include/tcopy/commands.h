@@ -28,7 +28,7 @@ extern void tcopy_pin_before_rename(Node *parsetree);
 extern bool tcopy_pinning_rename;
 
 /* in alter.c: before an ALTER of tables that may be tcopy's */
-extern void tcopy_check_alter(AlterTableStmt *stmt);
+extern void tcopy_check_alter(AlterTableStmt *stmt, const char *queryString);
 /* in alter.c: after it, the missing values of columns it added */
 extern void tcopy_after_alter(AlterTableStmt *stmt);
 
@@ -36,7 +36,7 @@ extern void tcopy_after_alter(AlterTableStmt *stmt);
  * in alter_rewrite.c: an ALTER that rewrites a tcopy table's rows into new
  * storage; read before it runs, written after, forgotten when it failed
  */
-extern void tcopy_rewrite_read(Relation rel, bool key_changes);
+extern void tcopy_rewrite_read(Relation rel, bool key_changes, List *usings);
 extern void tcopy_rewrite_write(void);
 extern void tcopy_rewrite_forget(void);
 
