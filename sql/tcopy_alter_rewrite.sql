@@ -150,7 +150,11 @@ SELECT count(*) AS rows, count(DISTINCT r) AS serials, min(r), max(r),
 	count(DISTINCT x) AS randoms, bool_and(x >= 0 AND x < 1) AS in_range FROM t;
 INSERT INTO t (k, v, s, f) VALUES (12, 120, 'new', 1);
 SELECT r > 8 AS next_serial FROM t WHERE k = 12;
--- still refused: a column computed from others, or NOT NULL without a value
+ALTER FOREIGN TABLE t ADD COLUMN id int GENERATED ALWAYS AS IDENTITY;
+SELECT count(*), count(DISTINCT id), min(id), max(id) FROM t;
+INSERT INTO t (k, v, s, f) VALUES (13, 130, 'id', 1);
+SELECT id FROM t WHERE k = 13;
+-- still refused: a column computed from the others, or NOT NULL without a value
 ALTER FOREIGN TABLE t ADD COLUMN g int GENERATED ALWAYS AS (f * 2) STORED;
 ALTER FOREIGN TABLE t ADD COLUMN nn int NOT NULL;
 

@@ -65,6 +65,7 @@ SELECT * FROM diff();
 
 -- a table the tserver does not hold yet: nothing to rewrite, USING accepted
 CREATE FOREIGN TABLE e (k int, v text) SERVER ts OPTIONS (key 'k');
+ALTER FOREIGN TABLE e ALTER COLUMN v TYPE int USING nope::int;	-- still checked
 ALTER FOREIGN TABLE e ALTER COLUMN v TYPE int USING v::int;
 INSERT INTO e VALUES (1, 5);
 SELECT * FROM e;

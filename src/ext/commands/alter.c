@@ -10,12 +10,11 @@
  *	- DROP COLUMN is instant: the column keeps its place among the wire
  *	  columns (option dropped_positions);
  *	- ALTER COLUMN TYPE, a change of option key or key_form, and ADD
- *	  COLUMN of a serial column or with a volatile default rewrite the rows
- *	  into a new tserver table inside the transaction (alter_rewrite.c), as
- *	  a heap rewrite does;
- *	- ADD COLUMN of a generated or identity column, of a domain with
- *	  constraints, or NOT NULL without a default is refused before
- *	  anything changes.
+ *	  COLUMN of a serial or identity column or with a volatile default
+ *	  rewrite the rows into a new tserver table inside the transaction
+ *	  (alter_rewrite.c), as a heap rewrite does;
+ *	- ADD COLUMN of a generated column, of a domain with constraints, or
+ *	  NOT NULL without a default is refused before anything changes.
  * Before the tserver has it (no row ever written), every ALTER runs, and
  * the table is made on the tserver as it is then.  A key column is never
  * dropped, as Postgres never drops a partition key column.  Renames keep
@@ -142,15 +141,16 @@ is_serial(TypeName *typename)
 /*
  * Why ADD COLUMN def, on a table the tserver holds, cannot be done: worded
  * for errdetail, or NULL.  *rewrite: the stored rows are rewritten for it
- * (alter_rewrite.c), as a heap table's are: a serial column or a volatile
- * default takes a value per row; otherwise old rows read the column's
- * missing value, with no rewrite.
+ * (alter_rewrite.c), as a heap table's are: a serial or identity column
+ * or a volatile default takes a value per row; otherwise old rows read the
+ * column's missing value, with no rewrite.
  */
 static const char *
 add_column_refusal(ColumnDef *def, bool *rewrite)
 {
 	Node	   *raw_default = def->raw_default;
 	bool		notnull = def->is_not_null;
+	bool		identity = def->identity != '\0';
 	ListCell   *lc;
 	Oid			typid;
 	int32		typmod;
@@ -173,8 +173,15 @@ add_column_refusal(ColumnDef *def, bool *rewrite)
 			raw_default = con->raw_expr;
 		else if (con->contype == CONSTR_NOTNULL)
 			notnull = true;
-		else if (con->contype == CONSTR_GENERATED || con->contype == CONSTR_IDENTITY)
-			return "A generated or identity column is computed for each row.";
+		else if (con->contype == CONSTR_GENERATED)
+			return "A generated column is computed from each row's other columns.";
+		else if (con->contype == CONSTR_IDENTITY)
+			identity = true;
+	}
+	if (identity)
+	{
+		*rewrite = true;		/* the next value of its sequence for each row */
+		return NULL;
 	}
 	pstate = make_parsestate(NULL);
 	typenameTypeIdAndMod(pstate, def->typeName, &typid, &typmod);
@@ -418,8 +425,11 @@ tcopy_check_alter(AlterTableStmt *stmt, const char *queryString)
 			{
 				AlterTableCmd *cmd = (AlterTableCmd *) lfirst(cell);
 
+				/* checked as a heap's is, even with no rows to apply it to */
+				TargetEntry *te = transform_using(rel, cmd, queryString);
+
 				if (held)
-					transforms = lappend(transforms, transform_using(rel, cmd, queryString));
+					transforms = lappend(transforms, te);
 				castNode(ColumnDef, cmd->def)->raw_default = NULL;
 			}
 			usings = transforms;

@@ -2,8 +2,8 @@
  * alter_rewrite.c
  *		The rewrite of a tcopy table's rows into new storage, for an ALTER
  *		that changes how they are stored: ALTER COLUMN TYPE, a change of
- *		option key or key_form, ADD COLUMN of a serial or with a volatile
- *		default.
+ *		option key or key_form, ADD COLUMN of a serial or identity column
+ *		or with a volatile default.
  *
  * As a heap rewrite makes a new relfilenode, the rows go to a new tserver
  * table, inside the transaction:
