@@ -386,6 +386,7 @@ tcopy_check_alter(AlterTableStmt *stmt)
 		bool		drops = false;
 		bool		rewrite = false;
 		bool		key_changes = false;
+		bool		retypes = false;
 		bool		held = false;
 		uint32		table_id;
 		ListCell   *cell;
@@ -417,7 +418,7 @@ tcopy_check_alter(AlterTableStmt *stmt)
 			}
 			if (cmd->subtype == AT_AlterColumnType)
 			{
-				rewrite = true;
+				rewrite = retypes = true;
 				key_changes |= is_key_column(rel, cmd->name);
 			}
 			if (key_options_change(rel, cmd))
@@ -440,6 +441,20 @@ tcopy_check_alter(AlterTableStmt *stmt)
 			note_dropped_columns(alter_pending(&pending), rel, stmt);
 		if (held && rewrite)
 			tcopy_rewrite_read(alter_pending(&pending), rel, key_changes);
+
+		/*
+		 * Postgres takes a foreign table's ALTER COLUMN TYPE for one without
+		 * a rewrite, which keeps the column's missing value (which
+		 * tcopy_after_alter stores) and only relabels it with the new type:
+		 * an int's Datum read as a text's crashed the backend.  The rows
+		 * need none now: read above, they go to storage holding every
+		 * column, or there are none.
+		 */
+		if (retypes)
+		{
+			RelationClearMissing(rel);
+			CommandCounterIncrement();
+		}
 		relation_close(rel, NoLock);
 	}
 	return pending;

@@ -302,6 +302,18 @@ column_value(int a, ExprState **exprs, const bool *same, ExprContext *econtext, 
 	return (Datum) 0;
 }
 
+/* Refuse a NULL in column att of rel (in_key: of its key), as a heap's ALTER does. */
+static void
+refuse_null(Relation rel, Form_pg_attribute att, bool in_key)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_NOT_NULL_VIOLATION),
+			 errmsg("column \"%s\" of relation \"%s\" contains null values",
+					NameStr(att->attname), RelationGetRelationName(rel)),
+			 in_key ? errdetail("The column is in the key of the foreign table.") : 0,
+			 errtablecol(rel, att->attnum)));
+}
+
 /*
  * Convert every row without writing it, before the new tserver table is
  * made: a value the new type refuses, or a NULL in a key or NOT NULL
@@ -328,12 +340,7 @@ rewrite_check(Relation rel, PendingRewrite *pending, ExprState **exprs, const bo
 				continue;
 			(void) column_value(a, exprs, same, econtext, &isnull);
 			if (isnull && (att->attnotnull || list_member_int(key_attnums, a + 1)))
-				ereport(ERROR,
-						(errcode(ERRCODE_NOT_NULL_VIOLATION),
-						 errmsg("column \"%s\" of relation \"%s\" contains null values",
-								NameStr(att->attname), RelationGetRelationName(rel)),
-						 list_member_int(key_attnums, a + 1) ?
-						 errdetail("The column is in the key of the foreign table.") : 0));
+				refuse_null(rel, att, list_member_int(key_attnums, a + 1));
 		}
 		ResetExprContext(econtext);
 	}
@@ -419,7 +426,13 @@ rewrite_one(PendingRewrite *pending)
 		slot_getallattrs(oldslot);
 		oldcontext = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
 		for (int a = 0; a < desc->natts; a++)
+		{
 			values[a] = column_value(a, exprs, same, econtext, &nulls[a]);
+			/* an added column's default, not checked before: as a heap's */
+			if (added[a] && nulls[a] && TupleDescAttr(desc, a)->attnotnull)
+				refuse_null(rel, TupleDescAttr(desc, a),
+							list_member_int(codec->options.key_attnums, a + 1));
+		}
 		tcopy_writer_add(writer, values, nulls);
 		MemoryContextSwitchTo(oldcontext);
 		ResetExprContext(econtext);
