@@ -45,15 +45,14 @@ typedef struct TcopyAlterPending
 extern TcopyAlterPending *tcopy_check_alter(AlterTableStmt *stmt);
 /* in alter.c: after it, what pending says, and the missing values of columns it added */
 extern void tcopy_after_alter(AlterTableStmt *stmt, TcopyAlterPending *pending);
-/* in alter.c: drop the named options of a foreign table, add "name=value"s */
-extern void tcopy_replace_table_options(Oid relid, List *drop, List *add);
-
 /*
  * in alter_rewrite.c: an ALTER that rewrites a tcopy table's rows into new
  * storage; read before it runs (into pending), written after
  */
 extern void tcopy_rewrite_read(TcopyAlterPending *pending, Relation rel, bool key_changes);
 extern void tcopy_rewrite_write(TcopyAlterPending *pending);
+/* in alter_rewrite.c: drop the named options of a foreign table, add "name=value"s */
+extern void tcopy_replace_table_options(Oid relid, List *drop, List *add);
 
 /* in check.c: a client of a server's tserver, as the caller's mapping says */
 extern TcClient *tcopy_server_client(Oid serverid, bool any_mapping,
