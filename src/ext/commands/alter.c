@@ -34,6 +34,7 @@
 #include "catalog/pg_inherits.h"
 #include "commands/defrem.h"
 #include "commands/extension.h"
+#include "commands/tablecmds.h"
 #include "executor/executor.h"
 #include "foreign/foreign.h"
 #include "miscadmin.h"
@@ -206,11 +207,9 @@ typedef struct PendingDrop
 	int			position;
 } PendingDrop;
 
-static List *pending_drops = NIL;	/* in TopMemoryContext */
-
 /* Note the places of the columns stmt drops from rel, which the tserver holds. */
 static void
-note_dropped_columns(Relation rel, AlterTableStmt *stmt)
+note_dropped_columns(TcopyAlterPending *pending, Relation rel, AlterTableStmt *stmt)
 {
 	TcopyRelCodec *codec = tcopy_rel_codec(rel, GetUserId());
 	ListCell   *lc;
@@ -227,11 +226,11 @@ note_dropped_columns(Relation rel, AlterTableStmt *stmt)
 		attnum = get_attnum(RelationGetRelid(rel), cmd->name);
 		if (attnum <= 0 || codec->column_of_att[attnum - 1] < 0)
 			continue;			/* Postgres says it does not exist */
-		oldcontext = MemoryContextSwitchTo(TopMemoryContext);
+		oldcontext = MemoryContextSwitchTo(pending->cxt);
 		drop = palloc(sizeof(PendingDrop));
 		drop->relid = RelationGetRelid(rel);
 		drop->position = codec->column_of_att[attnum - 1];
-		pending_drops = lappend(pending_drops, drop);
+		pending->drops = lappend(pending->drops, drop);
 		MemoryContextSwitchTo(oldcontext);
 	}
 }
@@ -278,6 +277,21 @@ check_key_column_drop(Relation rel, const char *name)
 					 errhint("Set option key to other columns first.")));
 }
 
+/* The statement's pending state, made when first needed. */
+static TcopyAlterPending *
+alter_pending(TcopyAlterPending **pending)
+{
+	if (*pending == NULL)
+	{
+		MemoryContext cxt = AllocSetContextCreate(CurTransactionContext, "tcopy alter",
+												  ALLOCSET_DEFAULT_SIZES);
+
+		*pending = MemoryContextAllocZero(cxt, sizeof(TcopyAlterPending));
+		(*pending)->cxt = cxt;
+	}
+	return *pending;
+}
+
 /*
  * The USING expression of ALTER COLUMN ... TYPE cmd on rel, which Postgres
  * takes for a table with storage only ("is not a table"): transformed
@@ -322,29 +336,47 @@ transform_using(Relation rel, AlterTableCmd *cmd, const char *queryString)
 /*
  * Before an ALTER TABLE or ALTER FOREIGN TABLE runs: refuse what would
  * leave a tcopy table among its targets (the table and, unless ONLY, its
- * inheritors and partitions) unusable, note the places of dropped columns,
- * and read the rows of a table to rewrite (with the USING expressions of
- * its ALTER COLUMN TYPEs, taken off stmt, which must be the caller's to
- * change; queryString, the statement's text, places their errors).
+ * inheritors and partitions) unusable; note what it drops and read what it
+ * rewrites, for tcopy_after_alter (the result: NULL when nothing), with
+ * the USING expressions of its ALTER COLUMN TYPEs, which it takes off stmt
+ * (the caller's to change; queryString, the statement's text, places their
+ * errors).
+ *
+ * The table is locked as the statement locks it, first (Postgres' lookup
+ * with its permission checks, AlterTableLookupRelation), and a tcopy table
+ * among its inheritors with that lock too when a command that recurses
+ * there may need its rows: a weaker lock taken first, then raised, would
+ * deadlock two such ALTERs, or one against a transaction that read the
+ * table and then ALTERs it, where the heap's wait in turn.
  */
-void
+TcopyAlterPending *
 tcopy_check_alter(AlterTableStmt *stmt, const char *queryString)
 {
 	Oid			relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+	TcopyAlterPending *pending = NULL;
+	LOCKMODE	lockmode;
+	LOCKMODE	tablemode = AccessShareLock;
 	List	   *relids;
 	ListCell   *lc;
-
-	/* what an earlier ALTER that failed noted or read */
-	list_free_deep(pending_drops);
-	pending_drops = NIL;
-	tcopy_rewrite_forget();
 
 	/*
 	 * the statement reports a missing table; the extension's update scripts
 	 * describe stored tables as they are (key_form, 1.3)
 	 */
 	if (!OidIsValid(relid) || creating_extension)
-		return;
+		return NULL;
+	lockmode = AlterTableGetLockLevel(stmt->cmds);
+	foreach(lc, stmt->cmds)
+	{
+		AlterTableType subtype = ((AlterTableCmd *) lfirst(lc))->subtype;
+
+		if (subtype == AT_AddColumn || subtype == AT_DropColumn ||
+			subtype == AT_AlterColumnType || subtype == AT_GenericOptions)
+			tablemode = lockmode;
+	}
+	relid = AlterTableLookupRelation(stmt, lockmode);
+	if (!OidIsValid(relid))
+		return NULL;
 	relids = stmt->relation->inh ? find_all_inheritors(relid, NoLock, NULL) : list_make1_oid(relid);
 	foreach(lc, relids)
 	{
@@ -357,6 +389,7 @@ tcopy_check_alter(AlterTableStmt *stmt, const char *queryString)
 		bool		rewrite = false;
 		bool		key_changes = false;
 		List	   *usings = NIL;
+		bool		retypes = false;
 		bool		held = false;
 		uint32		table_id;
 		ListCell   *cell;
@@ -367,11 +400,11 @@ tcopy_check_alter(AlterTableStmt *stmt, const char *queryString)
 		 */
 		if (!tcopy_relation_is_tcopy_table(tableid) || !pg_class_ownercheck(tableid, GetUserId()))
 			continue;
-		rel = relation_open(tableid, AccessShareLock);
+		rel = relation_open(tableid, tablemode);
 		/* a table made before 1.2 has none: the statement says so */
 		if (tcopy_table_name(rel, true) == NULL)
 		{
-			relation_close(rel, AccessShareLock);
+			relation_close(rel, NoLock);
 			continue;
 		}
 		foreach(cell, stmt->cmds)
@@ -392,7 +425,7 @@ tcopy_check_alter(AlterTableStmt *stmt, const char *queryString)
 			}
 			if (cmd->subtype == AT_AlterColumnType)
 			{
-				rewrite = true;
+				rewrite = retypes = true;
 				key_changes |= is_key_column(rel, cmd->name);
 				/* a partition's USING is Postgres' to refuse, as for any foreign table */
 				if (castNode(ColumnDef, cmd->def)->raw_default != NULL && tableid == relid)
@@ -415,7 +448,7 @@ tcopy_check_alter(AlterTableStmt *stmt, const char *queryString)
 					 errdetail("%s", add_refusal),
 					 errhint("Add the column without it (or with a constant default), then UPDATE the rows.")));
 		if (held && drops)
-			note_dropped_columns(rel, stmt);
+			note_dropped_columns(alter_pending(&pending), rel, stmt);
 		if (usings != NIL)
 		{
 			List	   *transforms = NIL;
@@ -435,9 +468,24 @@ tcopy_check_alter(AlterTableStmt *stmt, const char *queryString)
 			usings = transforms;
 		}
 		if (held && rewrite)
-			tcopy_rewrite_read(rel, key_changes, usings);
-		relation_close(rel, AccessShareLock);
+			tcopy_rewrite_read(alter_pending(&pending), rel, key_changes, usings);
+
+		/*
+		 * Postgres takes a foreign table's ALTER COLUMN TYPE for one without
+		 * a rewrite, which keeps the column's missing value (which
+		 * tcopy_after_alter stores) and only relabels it with the new type:
+		 * an int's Datum read as a text's crashed the backend.  The rows
+		 * need none now: read above, they go to storage holding every
+		 * column, or there are none.
+		 */
+		if (retypes)
+		{
+			RelationClearMissing(rel);
+			CommandCounterIncrement();
+		}
+		relation_close(rel, NoLock);
 	}
+	return pending;
 }
 
 /*
@@ -499,32 +547,35 @@ store_missing_value(Relation rel, AttrNumber attnum)
 }
 
 /*
- * After an ALTER TABLE or ALTER FOREIGN TABLE ran: the columns it added to
- * tcopy tables among its targets get their missing values.
+ * After an ALTER TABLE or ALTER FOREIGN TABLE ran: the places of the
+ * columns it dropped and the rows read before it (pending, of
+ * tcopy_check_alter), then the missing values of the columns it added to
+ * tcopy tables among its targets.
  */
 void
-tcopy_after_alter(AlterTableStmt *stmt)
+tcopy_after_alter(AlterTableStmt *stmt, TcopyAlterPending *pending)
 {
 	Oid			relid = RangeVarGetRelid(stmt->relation, NoLock, true);
 	List	   *relids;
 	ListCell   *lc;
 	bool		adds = false;
 
-	/* the places the dropped columns keep (the statement may have set options) */
-	if (pending_drops != NIL)
-		CommandCounterIncrement();
-	foreach(lc, pending_drops)
+	if (pending != NULL)
 	{
-		PendingDrop *drop = (PendingDrop *) lfirst(lc);
+		/* the places the dropped columns keep (the statement may have set options) */
+		if (pending->drops != NIL)
+			CommandCounterIncrement();
+		foreach(lc, pending->drops)
+		{
+			PendingDrop *drop = (PendingDrop *) lfirst(lc);
 
-		record_dropped_position(drop->relid, drop->position);
-		CommandCounterIncrement();
+			record_dropped_position(drop->relid, drop->position);
+			CommandCounterIncrement();
+		}
+		/* the rows read before it, in the new definition and storage */
+		tcopy_rewrite_write(pending);
+		MemoryContextDelete(pending->cxt);
 	}
-	list_free_deep(pending_drops);
-	pending_drops = NIL;
-
-	/* the rows read before it, in the new definition and storage */
-	tcopy_rewrite_write();
 
 	foreach(lc, stmt->cmds)
 		if (((AlterTableCmd *) lfirst(lc))->subtype == AT_AddColumn)

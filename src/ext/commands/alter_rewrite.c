@@ -23,9 +23,13 @@
  * So the commit publishes the new rows and drops the old table at once;
  * a rollback, or a crash before the commit, leaves the old table and its
  * definition, and the new tserver table an orphan for tcopy.check_tables.
- * A rewrite that changes the key writes with on_conflict 'error', so that
- * keys that collide under the new key fail the ALTER, as a primary key
- * would.
+ * The rows are written with the table's on_conflict policy, the one the
+ * transaction's later writes to the new tserver table must have too; keys
+ * that collide under a new key fail the ALTER, as under a primary key:
+ * under 'error' as the rows go, under 'ignore' or 'replace' by a count of
+ * the rows the new table kept.  What an ALTER reads is kept in its
+ * statement's TcopyAlterPending (commands.h), apart from an ALTER run
+ * inside it (an event trigger's).
  */
 #include "postgres.h"
 
@@ -62,27 +66,6 @@ typedef struct PendingRewrite
 	double		nrows;
 } PendingRewrite;
 
-/* PendingRewrite *, in rewrite_cxt; gone with it (its reset callback) */
-static List *pending_rewrites = NIL;
-static MemoryContext rewrite_cxt = NULL;
-static MemoryContextCallback rewrite_cxt_gone;
-
-static void
-rewrite_cxt_reset(void *arg)
-{
-	pending_rewrites = NIL;
-	rewrite_cxt = NULL;
-}
-
-/* Forget what an earlier ALTER that failed read. */
-void
-tcopy_rewrite_forget(void)
-{
-	if (rewrite_cxt != NULL)
-		MemoryContextDelete(rewrite_cxt);	/* its callback clears both */
-	Assert(pending_rewrites == NIL && rewrite_cxt == NULL);
-}
-
 /* The scan of the old table, in the statement's snapshot of the tserver. */
 typedef struct RewriteScan
 {
@@ -91,6 +74,7 @@ typedef struct RewriteScan
 	TcopyScanClient conn;
 	int		   *proj;
 	int			nproj;
+	bool		one_column;		/* the first live column only: to count the rows */
 	bool		in_doubt_read;	/* sessions in doubt were published, once */
 } RewriteScan;
 
@@ -147,6 +131,8 @@ rewrite_scan_start(RewriteScan *scan)
 		{
 			columns[scan->nproj] = (uint32_t) c;
 			scan->proj[scan->nproj++] = c;
+			if (scan->one_column)
+				break;
 		}
 	request.table_id = table_id;
 	request.n_columns = scan->nproj;
@@ -162,10 +148,11 @@ rewrite_scan_start(RewriteScan *scan)
  * Before an ALTER that changes how rel's rows are stored (key_changes: it
  * changes their key; usings: the target entries of the columns' USING
  * expressions, over the row as it is now): lock rel as the ALTER will,
- * and read its rows with the definition they were written with.
+ * and read its rows with the definition they were written with, into
+ * statement's pending.
  */
 void
-tcopy_rewrite_read(Relation rel, bool key_changes, List *usings)
+tcopy_rewrite_read(TcopyAlterPending *statement, Relation rel, bool key_changes, List *usings)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 	MemoryContext oldcontext;
@@ -181,15 +168,7 @@ tcopy_rewrite_read(Relation rel, bool key_changes, List *usings)
 	/* the ALTER's own lock, now: no commit may slip in between read and write */
 	LockRelationOid(RelationGetRelid(rel), AccessExclusiveLock);
 	scan.codec = tcopy_rel_codec(rel, GetUserId());
-	if (rewrite_cxt == NULL)
-	{
-		rewrite_cxt = AllocSetContextCreate(TopTransactionContext, "tcopy rewrite",
-											ALLOCSET_DEFAULT_SIZES);
-		rewrite_cxt_gone.func = rewrite_cxt_reset;
-		rewrite_cxt_gone.arg = NULL;
-		MemoryContextRegisterResetCallback(rewrite_cxt, &rewrite_cxt_gone);
-	}
-	oldcontext = MemoryContextSwitchTo(rewrite_cxt);
+	oldcontext = MemoryContextSwitchTo(statement->cxt);
 	pending = palloc0(sizeof(PendingRewrite));
 	pending->relid = RelationGetRelid(rel);
 	pending->old_desc = CreateTupleDescCopy(desc);
@@ -208,7 +187,7 @@ tcopy_rewrite_read(Relation rel, bool key_changes, List *usings)
 	pending->old.dropped_positions = NIL;
 	pending->key_changes = key_changes;
 	pending->usings = copyObject(usings);
-	pending_rewrites = lappend(pending_rewrites, pending);
+	statement->rewrites = lappend(statement->rewrites, pending);
 	MemoryContextSwitchTo(oldcontext);
 
 	scan.estate = CreateExecutorState();
@@ -250,7 +229,7 @@ tcopy_rewrite_read(Relation rel, bool key_changes, List *usings)
 			memcpy(slot->tts_values, values, sizeof(Datum) * desc->natts);
 			memcpy(slot->tts_isnull, nulls, sizeof(bool) * desc->natts);
 			ExecStoreVirtualTuple(slot);
-			MemoryContextSwitchTo(rewrite_cxt);
+			MemoryContextSwitchTo(statement->cxt);
 			tuplestore_puttupleslot(pending->rows, slot);
 			MemoryContextSwitchTo(oldcontext);
 			MemoryContextReset(row_cxt);
@@ -337,6 +316,18 @@ column_value(int a, ExprState **exprs, const bool *same, ExprContext *econtext, 
 	return (Datum) 0;
 }
 
+/* Refuse a NULL in column att of rel (in_key: of its key), as a heap's ALTER does. */
+static void
+refuse_null(Relation rel, Form_pg_attribute att, bool in_key)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_NOT_NULL_VIOLATION),
+			 errmsg("column \"%s\" of relation \"%s\" contains null values",
+					NameStr(att->attname), RelationGetRelationName(rel)),
+			 in_key ? errdetail("The column is in the key of the foreign table.") : 0,
+			 errtablecol(rel, att->attnum)));
+}
+
 /*
  * Convert every row without writing it, before the new tserver table is
  * made: a value the new type refuses, or a NULL in a key or NOT NULL
@@ -363,16 +354,45 @@ rewrite_check(Relation rel, PendingRewrite *pending, ExprState **exprs, const bo
 				continue;
 			(void) column_value(a, exprs, same, econtext, &isnull);
 			if (isnull && (att->attnotnull || list_member_int(key_attnums, a + 1)))
-				ereport(ERROR,
-						(errcode(ERRCODE_NOT_NULL_VIOLATION),
-						 errmsg("column \"%s\" of relation \"%s\" contains null values",
-								NameStr(att->attname), RelationGetRelationName(rel)),
-						 list_member_int(key_attnums, a + 1) ?
-						 errdetail("The column is in the key of the foreign table.") : 0));
+				refuse_null(rel, att, list_member_int(key_attnums, a + 1));
 		}
 		ResetExprContext(econtext);
 	}
 	tuplestore_rescan(pending->rows);
+}
+
+/*
+ * How many rows codec's table holds as the transaction sees them (its
+ * write session's rows too).
+ */
+static double
+rewrite_count(TcopyRelCodec *codec)
+{
+	RewriteScan scan = {0};
+	double		nrows = 0;
+	bool		done;
+
+	scan.codec = codec;
+	scan.estate = CreateExecutorState();
+	scan.proj = palloc(sizeof(int) * Max(codec->ncolumns, 1));
+	scan.one_column = true;
+	tcopy_scan_client_init(&scan.conn);
+	done = !rewrite_scan_start(&scan);
+	while (!done)
+	{
+		Tcopy__ScanBatch *batch;
+
+		CHECK_FOR_INTERRUPTS();
+		if (tc_client_scan_next(scan.conn.client, &batch) < 0)
+			tcopy_report_client_error(scan.conn.client, codec->options.address,
+									  psprintf("could not scan table \"%s\"",
+											   codec->options.table_name));
+		nrows += batch->n_rows;
+		done = batch->done;
+	}
+	tcopy_scan_client_close(&scan.conn);
+	FreeExecutorState(scan.estate);
+	return nrows;
 }
 
 /* Write one table's rows, read before the ALTER, in its new definition. */
@@ -406,11 +426,11 @@ rewrite_one(PendingRewrite *pending)
 								list_make1(psprintf("table_name=%s",
 													tcopy_generate_table_name(tcopy_server_namespace(pending->old.serverid)))));
 	CommandCounterIncrement();
-	/* a shallow copy: the cached codec keeps the table's own policy */
-	codec = palloc(sizeof(TcopyRelCodec));
-	memcpy(codec, tcopy_rel_codec(rel, GetUserId()), sizeof(TcopyRelCodec));
-	if (pending->key_changes)
-		codec->options.on_conflict = TCOPY_ON_CONFLICT_ERROR;
+	/*
+	 * With the table's own policy: the transaction's writes to the new
+	 * tserver table after the ALTER can have no other (xact.c)
+	 */
+	codec = tcopy_rel_codec(rel, GetUserId());
 	writer = tcopy_writer_begin(codec);
 	while (tuplestore_gettupleslot(pending->rows, true, false, oldslot))
 	{
@@ -420,7 +440,13 @@ rewrite_one(PendingRewrite *pending)
 		slot_getallattrs(oldslot);
 		oldcontext = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
 		for (int a = 0; a < desc->natts; a++)
+		{
 			values[a] = column_value(a, exprs, same, econtext, &nulls[a]);
+			/* an added column's default, not checked before: as a heap's */
+			if (added[a] && nulls[a] && TupleDescAttr(desc, a)->attnotnull)
+				refuse_null(rel, TupleDescAttr(desc, a),
+							list_member_int(codec->options.key_attnums, a + 1));
+		}
 		tcopy_writer_add(writer, values, nulls);
 		MemoryContextSwitchTo(oldcontext);
 		ResetExprContext(econtext);
@@ -429,6 +455,25 @@ rewrite_one(PendingRewrite *pending)
 	tcopy_writer_free(writer);
 	ExecDropSingleTupleTableSlot(oldslot);
 	FreeExecutorState(estate);
+
+	/*
+	 * Keys that collide under the new key fail the ALTER, as under a primary
+	 * key: on_conflict 'error' said so as the rows went; 'ignore' and
+	 * 'replace' kept one row of a key, which the count tells.
+	 */
+	if (pending->key_changes && codec->options.on_conflict != TCOPY_ON_CONFLICT_ERROR)
+	{
+		double		kept = rewrite_count(codec);
+
+		if (kept != pending->nrows)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNIQUE_VIOLATION),
+					 errmsg("duplicate key value violates unique constraint \"%s_key\"",
+							RelationGetRelationName(rel)),
+					 errdetail("Under the new key, the %.0f rows have %.0f distinct keys.",
+							   pending->nrows, kept),
+					 errtableconstraint(rel, psprintf("%s_key", RelationGetRelationName(rel)))));
+	}
 
 	/* the old storage goes at the commit, after the new rows */
 	tcopy_xact_drop_at_commit(&pending->old, GetUserId(), true, RelationGetRelationName(rel));
@@ -439,16 +484,19 @@ rewrite_one(PendingRewrite *pending)
 	relation_close(rel, NoLock);
 }
 
-/* After the ALTER ran: write what tcopy_rewrite_read read, in the new definition. */
+/*
+ * After the ALTER ran: write what tcopy_rewrite_read read into statement,
+ * in the new definition.
+ */
 void
-tcopy_rewrite_write(void)
+tcopy_rewrite_write(TcopyAlterPending *statement)
 {
 	ListCell   *lc;
 
-	if (pending_rewrites == NIL)
+	if (statement->rewrites == NIL)
 		return;
 	CommandCounterIncrement();
-	foreach(lc, pending_rewrites)
+	foreach(lc, statement->rewrites)
 	{
 		PendingRewrite *pending = (PendingRewrite *) lfirst(lc);
 
@@ -457,6 +505,6 @@ tcopy_rewrite_write(void)
 		tuplestore_end(pending->rows);
 		pending->rows = NULL;
 	}
-	tcopy_rewrite_forget();
+	statement->rewrites = NIL;
 	CommandCounterIncrement();
 }

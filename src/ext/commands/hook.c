@@ -335,6 +335,7 @@ tcopy_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	uint64		processed;
 	char	   *approved = NULL;
 	Oid			enumtypid = InvalidOid;
+	TcopyAlterPending *alter_pending = NULL;
 
 	/* before the pass-through: transaction control, but tcopy's business */
 	if (IsA(parsetree, TransactionStmt) &&
@@ -391,7 +392,7 @@ tcopy_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 			parsetree = pstmt->utilityStmt;
 		}
 		if (!tcopy_pinning_rename)
-			tcopy_check_alter((AlterTableStmt *) parsetree, queryString);
+			alter_pending = tcopy_check_alter((AlterTableStmt *) parsetree, queryString);
 		approved = tcopy_bind_altered_table((AlterTableStmt *) parsetree);
 	}
 	else if (IsA(parsetree, AlterEnumStmt))
@@ -400,7 +401,7 @@ tcopy_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
 	tcopy_run_approved(approved, pstmt, queryString, readOnlyTree, context,
 					   params, queryEnv, dest, qc);
 	if (IsA(pstmt->utilityStmt, AlterTableStmt) && !tcopy_pinning_rename)
-		tcopy_after_alter((AlterTableStmt *) pstmt->utilityStmt);
+		tcopy_after_alter((AlterTableStmt *) pstmt->utilityStmt, alter_pending);
 
 	/*
 	 * a tcopy table made or altered: refuse a key that cannot be one (not
