@@ -15,7 +15,7 @@ CREATE TABLE h (k int PRIMARY KEY, v int, s text);
 CREATE FOREIGN TABLE t (k int, v int, s text) SERVER ts OPTIONS (key 'k');
 INSERT INTO h VALUES (1, 10, '7'), (2, 20, '42'), (3, NULL, 'abc'), (4, 40, NULL);
 INSERT INTO t VALUES (1, 10, '7'), (2, 20, '42'), (3, NULL, 'abc'), (4, 40, NULL);
-CREATE FUNCTION diff() RETURNS TABLE (side text, r text) LANGUAGE sql AS $$
+CREATE FUNCTION using_diff() RETURNS TABLE (side text, r text) LANGUAGE sql AS $$
 	SELECT 'heap only', h::text FROM (TABLE h EXCEPT ALL SELECT * FROM t) h
 	UNION ALL
 	SELECT 'tcopy only', t::text FROM (SELECT * FROM t EXCEPT ALL TABLE h) t $$;
@@ -26,14 +26,14 @@ ALTER FOREIGN TABLE t ALTER COLUMN s TYPE int;
 -- a value USING refuses fails the ALTER, as on the twin
 ALTER TABLE h ALTER COLUMN s TYPE int USING s::int;
 ALTER FOREIGN TABLE t ALTER COLUMN s TYPE int USING s::int;
-SELECT * FROM diff();
+SELECT * FROM using_diff();
 -- over other columns of the old row, and of the same type
 ALTER TABLE h ALTER COLUMN s TYPE int USING length(s) + k,
 	ALTER COLUMN v TYPE int USING coalesce(v, -1) * 2;
 ALTER FOREIGN TABLE t ALTER COLUMN s TYPE int USING length(s) + k,
 	ALTER COLUMN v TYPE int USING coalesce(v, -1) * 2;
 SELECT * FROM t ORDER BY k;
-SELECT * FROM diff();
+SELECT * FROM using_diff();
 SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute
 WHERE attrelid = 't'::regclass AND attnum > 0 ORDER BY attnum;
 -- a result that cannot be cast, a subquery: Postgres' own errors
@@ -46,7 +46,7 @@ ALTER FOREIGN TABLE t ALTER COLUMN nope TYPE int USING 1;
 ALTER TABLE h ALTER COLUMN k TYPE bigint USING k * 100;
 ALTER FOREIGN TABLE t ALTER COLUMN k TYPE bigint USING k * 100;
 SELECT * FROM t WHERE k = 300;
-SELECT * FROM diff();
+SELECT * FROM using_diff();
 
 -- from a PL/pgSQL function: its statement's plan is cached; each call
 -- rewrites with USING, as on the twin
@@ -61,7 +61,7 @@ END $$;
 SELECT grow('h'), grow('t');
 SELECT grow('h'), grow('t');
 SELECT * FROM t ORDER BY k;
-SELECT * FROM diff();
+SELECT * FROM using_diff();
 
 -- a table the tserver does not hold yet: nothing to rewrite, USING accepted
 CREATE FOREIGN TABLE e (k int, v text) SERVER ts OPTIONS (key 'k');
@@ -80,7 +80,7 @@ ALTER TABLE p ALTER COLUMN v TYPE bigint USING v * 2;
 SELECT * FROM p;
 
 DROP TABLE p;
-DROP FUNCTION grow(regclass), diff();
+DROP FUNCTION grow(regclass), using_diff();
 DROP FOREIGN TABLE t, e;
 DROP TABLE h;
 DROP SERVER ts CASCADE;
