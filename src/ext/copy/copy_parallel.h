@@ -35,8 +35,13 @@
 /* Each queue's size: a chunk's pieces or batches in flight. */
 #define TCOPY_PARALLEL_QUEUE_BYTES	(1024 * 1024)
 
-/* The leader's data messages name at most this much input. */
-#define TCOPY_PARALLEL_PIECE_BYTES	(64 * 1024)
+/*
+ * The leader's data messages name at most this much input, a read's worth:
+ * a piece is not copied to be sent, and fewer messages wake the workers
+ * fewer times (64 kB pieces cost the leader about 0.02 s more CPU in 4M
+ * rows).
+ */
+#define TCOPY_PARALLEL_PIECE_BYTES	(256 * 1024)
 
 /*
  * The input ring, at KEY_RING (copy_ring.c): the leader read()s the input
