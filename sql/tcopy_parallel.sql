@@ -38,6 +38,14 @@ TRUNCATE t;
 COPY t FROM PROGRAM 'dd if=/tmp/tcopy_regress_parallel.bin bs=1000 status=none' (FORMAT binary);
 SELECT count(*), sum(id), sum(length(v)) FROM t;
 
+-- a row longer than the input ring (8 MB): its room is reused while its
+-- worker reads it, before its chunk ends
+TRUNCATE t;
+COPY (SELECT g, CASE WHEN g = 2 THEN repeat('x', 9000000) ELSE 'v' || g END
+	  FROM generate_series(1, 3) g) TO '/tmp/tcopy_regress_parallel_long.txt';
+COPY t FROM '/tmp/tcopy_regress_parallel_long.txt' (workers 2);
+SELECT id, length(v), left(v, 2) FROM t ORDER BY id;
+
 -- a domain whose CHECK is not parallel safe: the COPY stays serial (a
 -- worker may not call nextval())
 CREATE SEQUENCE sq;
@@ -78,4 +86,4 @@ DROP TABLE h, tp;
 DROP DOMAIN dpos;
 DROP FUNCTION chk(int);
 DROP SEQUENCE sq;
-COPY (SELECT 1) TO PROGRAM 'rm -f /tmp/tcopy_regress_parallel.bin';
+COPY (SELECT 1) TO PROGRAM 'rm -f /tmp/tcopy_regress_parallel.bin /tmp/tcopy_regress_parallel_long.txt';

@@ -3,22 +3,23 @@
  *		A COPY FROM into a tcopy table parsed by parallel workers: the
  *		leader's side.
  *
- * The leader reads the input (copy_source.c), cuts it into chunks at row
- * ends (copy_chunks.c), and hands chunk k to worker k % n through that
- * worker's input queue; the worker (copy_worker.c) parses it with Postgres'
- * COPY reader and encodes its rows into batches.  With streams (the
- * default) the worker sends them on its own connections, joined to the
- * write sessions of the leader's transaction, and only each batch's row
- * count and lines come back through its output queue; the tables and their
- * sessions are copy_targets.c's.  Relaying, the batches come back whole,
- * and the leader sends each on the write session as its own.  Either way
- * the leader reads the output queues in chunk order, and the tserver
- * stages the rows in input order, as from a serial COPY, so the rule for
- * equal keys, the lines of a duplicate's CONTEXT, a sorted load's direct
- * path and the transaction are unchanged.  An error a worker met is
- * raised when its chunk's turn comes, so the first error in the input is
- * the one reported.  The design, and where a COPY stays serial, is in
- * docs/parallel.md.
+ * The leader reads the input (copy_source.c) into the input ring in shared
+ * memory (copy_ring.c), cuts it into chunks at row ends (copy_chunks.c),
+ * and hands chunk k to worker k % n through that worker's input queue, as
+ * pieces of the ring the worker copies out; the worker (copy_worker.c)
+ * parses it with Postgres' COPY reader and encodes its rows into
+ * batches.  With streams (the default) the worker sends them on its own
+ * connections, joined to the write sessions of the leader's transaction,
+ * and only each batch's row count and lines come back through its output
+ * queue; the tables and their sessions are copy_targets.c's.  Relaying,
+ * the batches come back whole, and the leader sends each on the write
+ * session as its own.  Either way the leader reads the output queues in
+ * chunk order, and the tserver stages the rows in input order, as from a
+ * serial COPY, so the rule for equal keys, the lines of a duplicate's
+ * CONTEXT, a sorted load's direct path and the transaction are unchanged.
+ * An error a worker met is raised when its chunk's turn comes, so the
+ * first error in the input is the one reported.  The design, and where a
+ * COPY stays serial, is in docs/parallel.md.
  */
 #include "postgres.h"
 
@@ -119,6 +120,7 @@ typedef struct PendingSend
 	bool		flush;
 	char		type;			/* the header's storage */
 	TcopyChunkBegin begin;
+	TcopyDataPiece piece;
 } PendingSend;
 
 /* The leader of a parallel COPY. */
@@ -132,7 +134,11 @@ typedef struct CopyLeader
 	CopyTargets *targets;		/* the tables written, their sessions */
 	bool		streams;		/* the workers send the batches themselves */
 
-	/* the input: rbuf[rpos..rlen) read, not yet sent */
+	/*
+	 * the input: rbuf[rpos..rlen) read, not yet sent; once the workers are
+	 * launched rbuf is the ring's last region
+	 */
+	TcopyRingLeader *ring;
 	char	   *rbuf;
 	size_t		rcap;
 	size_t		rlen;
@@ -170,13 +176,15 @@ typedef enum LeaderRefill
 } LeaderRefill;
 
 /*
- * Read more input into the (empty) buffer.  A file or pipe with nothing to
- * read now is waited for with the workers' queues (leader_run), so that
+ * Read more input into the next region of the ring (all of the last one
+ * was sent).  A file or pipe with nothing to read now, or a ring with no
+ * room yet, is waited for with the workers' queues (leader_run), so that
  * what they parsed is shipped, and counted, while a program pauses.
  */
 static LeaderRefill
 leader_refill(CopyLeader *leader)
 {
+	char	   *region;
 	int			n;
 
 	Assert(leader->rpos == leader->rlen);
@@ -188,10 +196,14 @@ leader_refill(CopyLeader *leader)
 		leader->input_wait = true;
 		return REFILL_WAIT;
 	}
+	region = tcopy_ring_region(leader->ring, LEADER_READ_BYTES);
+	if (region == NULL)
+		return REFILL_WAIT;		/* a worker sets the latch when it frees some */
+	leader->rbuf = region;
 	/* the line an error of the source's is in, as the serial reader counts */
 	leader->src->cur_lineno = leader->lines + leader->scan.lines + 1;
-	n = tcopy_source_read(leader->src, leader->rbuf,
-						  (int) Min(leader->rcap, (size_t) LEADER_READ_BYTES));
+	n = tcopy_source_read(leader->src, leader->rbuf, LEADER_READ_BYTES);
+	tcopy_ring_filled(leader->ring, n);
 	pgstat_progress_update_param(PROGRESS_COPY_BYTES_PROCESSED,
 								 leader->src->bytes_processed);
 	if (n == 0)
@@ -277,12 +289,17 @@ leader_next_message(CopyLeader *leader)
 		n = tcopy_chunk_scan(&leader->scan, leader->rbuf + leader->rpos, avail,
 							 leader->chunk_bytes < want ? want - leader->chunk_bytes : 0,
 							 &leader->chunk_cut);
-		p->type = TCOPY_MSG_DATA;
-		p->iov[0].data = &p->type;
-		p->iov[0].len = 1;
-		p->iov[1].data = leader->rbuf + leader->rpos;
-		p->iov[1].len = n;
-		p->iovcnt = 2;
+		/*
+		 * the piece's place in the ring; flushed, so that the worker copies
+		 * it out (and frees its room) while the chunk is still being sent
+		 */
+		p->piece.type = TCOPY_MSG_DATA;
+		p->piece.len = (uint32) n;
+		p->piece.offset = tcopy_ring_piece(leader->ring, leader->rbuf + leader->rpos,
+										   n, p->worker);
+		p->iov[0].data = (const char *) &p->piece;
+		p->iov[0].len = sizeof(p->piece);
+		p->flush = true;
 		leader->rpos += n;
 		leader->chunk_bytes += n;
 	}
@@ -599,7 +616,20 @@ leader_read_start(CopyLeader *leader, size_t threshold)
 	}
 }
 
-/* Lay out the shared memory: what the workers open, and their queues. */
+/*
+ * The input ring's size: the chunks in flight, two a worker, and the
+ * input's start, which is copied into it once.
+ */
+static Size
+leader_ring_size(CopyLeader *leader, int nworkers)
+{
+	Size		chunks = (Size) 2 * nworkers * tcopy_copy_chunk_bytes + LEADER_READ_BYTES;
+
+	return MAXALIGN(Max(Max((Size) 8 * 1024 * 1024, Min(chunks, (Size) 64 * 1024 * 1024)),
+						leader->rcap + 2 * LEADER_READ_BYTES));
+}
+
+/* Lay out the shared memory: what the workers open, their queues, the ring. */
 static void
 leader_setup_dsm(CopyLeader *leader, List *options, List *attlist, List *where,
 				 const TcopyOnConflict *on_conflict)
@@ -612,6 +642,9 @@ leader_setup_dsm(CopyLeader *leader, List *options, List *attlist, List *where,
 	Size		queues_len = (Size) 2 * pcxt->nworkers * TCOPY_PARALLEL_QUEUE_BYTES;
 	int			nslots = copy_targets_nslots(leader->targets);
 	Size		slots_len = sizeof(TcopyStreamSlot) * Max(nslots, 1);
+	Size		ring_size = leader_ring_size(leader, pcxt->nworkers);
+	Size		ring_len = tcopy_ring_shmem_size(pcxt->nworkers, ring_size);
+	void	   *ring;
 	char	   *s;
 	int			i;
 
@@ -627,7 +660,8 @@ leader_setup_dsm(CopyLeader *leader, List *options, List *attlist, List *where,
 	shm_toc_estimate_chunk(&pcxt->estimator, strings.len);
 	shm_toc_estimate_chunk(&pcxt->estimator, queues_len);
 	shm_toc_estimate_chunk(&pcxt->estimator, slots_len);
-	shm_toc_estimate_keys(&pcxt->estimator, 4);
+	shm_toc_estimate_chunk(&pcxt->estimator, ring_len);
+	shm_toc_estimate_keys(&pcxt->estimator, 5);
 	InitializeParallelDSM(pcxt);
 
 	shared = shm_toc_allocate(pcxt->toc, sizeof(TcopyParallelShared));
@@ -650,6 +684,9 @@ leader_setup_dsm(CopyLeader *leader, List *options, List *attlist, List *where,
 	shm_toc_insert(pcxt->toc, TCOPY_PARALLEL_KEY_OPTIONS, s);
 	queues = shm_toc_allocate(pcxt->toc, queues_len);
 	shm_toc_insert(pcxt->toc, TCOPY_PARALLEL_KEY_QUEUES, queues);
+	ring = shm_toc_allocate(pcxt->toc, ring_len);
+	leader->ring = tcopy_ring_create(ring, pcxt->nworkers, ring_size);
+	shm_toc_insert(pcxt->toc, TCOPY_PARALLEL_KEY_RING, ring);
 
 	leader->in = palloc0(sizeof(shm_mq_handle *) * pcxt->nworkers);
 	leader->out = palloc0(sizeof(shm_mq_handle *) * pcxt->nworkers);
@@ -777,6 +814,11 @@ tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 		shm_mq_set_handle(leader.in[i], leader.pcxt->worker[i].bgwhandle);
 		shm_mq_set_handle(leader.out[i], leader.pcxt->worker[i].bgwhandle);
 	}
+	/* the input's start becomes the ring's first region: sent from there */
+	leader.rbuf = tcopy_ring_region(leader.ring, leader.rlen);
+	memcpy(leader.rbuf, prefix + header, leader.rlen);
+	tcopy_ring_filled(leader.ring, leader.rlen);
+	pfree(prefix);
 	tcopy_chunk_scan_init(&leader.scan,
 						  src->opts.binary ? 'b' : src->opts.csv_mode ? 'c' : 't',
 						  src->opts.csv_mode ? src->opts.quote[0] : '\0',

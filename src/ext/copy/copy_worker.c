@@ -5,7 +5,8 @@
  *
  * The worker opens the COPY as the leader did (the same options, column
  * list, WHERE clause and encoding) with BeginCopyFrom reading through a
- * callback: the chunk's bytes from the input queue, then an end of input
+ * callback: the chunk's bytes, copied from the input ring as the input
+ * queue's messages name them, then an end of input
  * at the chunk's end.  Before each chunk its reader's line count is set to
  * the lines before the chunk (copy_chunks.c counts them as the reader
  * does), and after it the end of input is forgotten, so that errors and
@@ -69,8 +70,11 @@ static struct
 	shm_mq_handle *out;
 	const char *preamble;		/* binary header still to hand out */
 	size_t		preamble_len;
-	const char *data;			/* the data message being handed out */
+	const char *data;			/* the piece of the ring being handed out */
 	size_t		data_len;
+	TcopyRing  *ring;			/* the leader's input */
+	const char *ring_data;
+	uint64		consumed;		/* bytes of this worker's pieces copied out */
 	bool		chunk_ended;	/* the chunk's end reached the reader */
 	/* streams: the tables' slots, the worker's own connections to the tservers */
 	TcopyParallelShared *shared;
@@ -115,6 +119,9 @@ worker_read_cb(void *outbuf, int minread, int maxread)
 	while (total < maxread && !worker.chunk_ended)
 	{
 		char		type;
+		const char *data;
+		size_t		len;
+		TcopyDataPiece piece;
 		int			n;
 
 		if (worker.data_len > 0)
@@ -124,20 +131,30 @@ worker_read_cb(void *outbuf, int minread, int maxread)
 			worker.data += n;
 			worker.data_len -= n;
 			total += n;
+			worker.consumed += n;
+			/* the piece is copied: the leader may read into its room */
+			if (worker.data_len == 0)
+				tcopy_ring_consumed(worker.ring, ParallelWorkerNumber, worker.consumed);
 			continue;
 		}
 		if (total >= minread)
 			break;
-		if (!worker_receive(&type, &worker.data, &worker.data_len))
+		if (!worker_receive(&type, &data, &len))
 			ereport(ERROR,
 					(errcode(ERRCODE_ADMIN_SHUTDOWN),
 					 errmsg("parallel COPY leader went away")));
 		if (type == TCOPY_MSG_CHUNK_END)
-		{
 			worker.chunk_ended = true;
-			worker.data_len = 0;
+		else if (type == TCOPY_MSG_DATA && len == sizeof(piece) - 1)
+		{
+			memcpy((char *) &piece + 1, data, len);
+			if (piece.offset > worker.ring->size ||
+				piece.len > worker.ring->size - piece.offset)
+				elog(ERROR, "bad piece from the parallel COPY leader");
+			worker.data = worker.ring_data + piece.offset;
+			worker.data_len = piece.len;
 		}
-		else if (type != TCOPY_MSG_DATA)
+		else
 			elog(ERROR, "unexpected message \"%c\" from the parallel COPY leader", type);
 	}
 	return total;
@@ -571,6 +588,8 @@ tcopy_copy_worker_main(dsm_segment *seg, shm_toc *toc)
 	RangeTblEntry *rte;
 
 	worker.shared = shared;
+	worker.ring = shm_toc_lookup(toc, TCOPY_PARALLEL_KEY_RING, false);
+	worker.ring_data = (const char *) worker.ring + worker.ring->data_offset;
 	if (shared->streams)
 	{
 		worker.slots = shm_toc_lookup(toc, TCOPY_PARALLEL_KEY_SLOTS, false);
