@@ -165,8 +165,8 @@ tcopy_rewrite_read(TcopyAlterPending *statement, Relation rel, bool key_changes,
 	bool		done = false;
 	bool		started;
 
-	/* the ALTER's own lock, now: no commit may slip in between read and write */
-	LockRelationOid(RelationGetRelid(rel), AccessExclusiveLock);
+	/* tcopy_check_alter took the ALTER's own lock first: no commit slips in */
+	Assert(CheckRelationLockedByMe(rel, AccessExclusiveLock, false));
 	scan.codec = tcopy_rel_codec(rel, GetUserId());
 	oldcontext = MemoryContextSwitchTo(statement->cxt);
 	pending = palloc0(sizeof(PendingRewrite));
