@@ -56,18 +56,14 @@ static size_t
 skip_plain_blocks(TcopyChunkScan *scan, const char *buf, size_t pos, size_t len,
 				  size_t min, char special)
 {
-	const char *kernel;
-	TcopySimdMaskFn mask = tcopy_simd_mask_fn(&kernel);
-	TcopySimdSet nl = {{'\n', '\n', '\n', '\n', '\n'}};
-	TcopySimdSet sp = {{(uint8) special, (uint8) special, (uint8) special,
-	(uint8) special, (uint8) special}};
+	size_t		end = Min(len, min > 0 ? min - 1 : 0);
+	uint64		lines = 0;
 
-	while (pos + TCOPY_SIMD_BLOCK <= len && pos + TCOPY_SIMD_BLOCK < min &&
-		   mask(buf + pos, &sp) == 0)
-	{
-		scan->lines += pg_popcount64(mask(buf + pos, &nl));
-		pos += TCOPY_SIMD_BLOCK;
-	}
+	if (end < pos + TCOPY_SIMD_BLOCK)
+		return pos;
+	pos += TCOPY_SIMD_BLOCK *
+		tcopy_simd_plain_blocks(buf + pos, (end - pos) / TCOPY_SIMD_BLOCK, special, &lines);
+	scan->lines += lines;
 	return pos;
 }
 

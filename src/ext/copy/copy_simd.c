@@ -19,6 +19,8 @@
 #include <immintrin.h>
 #endif
 
+#include "port/pg_bitutils.h"
+
 #include "tcopy/copy.h"
 #include "copy_simd.h"
 
@@ -126,6 +128,62 @@ ascii_prefix_sse2(const char *p, size_t len)
 	}
 	return i;
 }
+
+/* plain_blocks' kernel: two compares a vector, the newlines counted by block */
+__attribute__((target("avx2,popcnt")))
+static size_t
+plain_blocks_avx2(const char *p, size_t nblocks, char special, uint64 *newlines)
+{
+	const __m256i sp = _mm256_set1_epi8(special);
+	const __m256i nl = _mm256_set1_epi8('\n');
+	uint64		lines = 0;
+	size_t		b;
+
+	for (b = 0; b < nblocks; b++, p += TCOPY_SIMD_BLOCK)
+	{
+		__m256i		lo = _mm256_loadu_si256((const __m256i *) p);
+		__m256i		hi = _mm256_loadu_si256((const __m256i *) (p + 32));
+
+		if (!_mm256_testz_si256(_mm256_or_si256(_mm256_cmpeq_epi8(lo, sp),
+												_mm256_cmpeq_epi8(hi, sp)),
+								_mm256_set1_epi8(-1)))
+			break;
+		lines += __builtin_popcount((uint32) _mm256_movemask_epi8(_mm256_cmpeq_epi8(lo, nl))) +
+			__builtin_popcount((uint32) _mm256_movemask_epi8(_mm256_cmpeq_epi8(hi, nl)));
+	}
+	*newlines += lines;
+	return b;
+}
+
+static size_t
+plain_blocks_sse2(const char *p, size_t nblocks, char special, uint64 *newlines)
+{
+	const __m128i sp = _mm_set1_epi8(special);
+	const __m128i nl = _mm_set1_epi8('\n');
+	uint64		lines = 0;
+	size_t		b;
+
+	for (b = 0; b < nblocks; b++, p += TCOPY_SIMD_BLOCK)
+	{
+		__m128i		v0 = _mm_loadu_si128((const __m128i *) p);
+		__m128i		v1 = _mm_loadu_si128((const __m128i *) (p + 16));
+		__m128i		v2 = _mm_loadu_si128((const __m128i *) (p + 32));
+		__m128i		v3 = _mm_loadu_si128((const __m128i *) (p + 48));
+		__m128i		any = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v0, sp), _mm_cmpeq_epi8(v1, sp)),
+									   _mm_or_si128(_mm_cmpeq_epi8(v2, sp), _mm_cmpeq_epi8(v3, sp)));
+		uint64		m;
+
+		if (_mm_movemask_epi8(any) != 0)
+			break;
+		m = (uint64) _mm_movemask_epi8(_mm_cmpeq_epi8(v0, nl)) |
+			((uint64) _mm_movemask_epi8(_mm_cmpeq_epi8(v1, nl)) << 16) |
+			((uint64) _mm_movemask_epi8(_mm_cmpeq_epi8(v2, nl)) << 32) |
+			((uint64) _mm_movemask_epi8(_mm_cmpeq_epi8(v3, nl)) << 48);
+		lines += pg_popcount64(m);
+	}
+	*newlines += lines;
+	return b;
+}
 #endif							/* __x86_64__ */
 
 /* settings (registered in tcopy.c) */
@@ -202,4 +260,34 @@ tcopy_simd_ascii_prefix(const char *p, size_t len)
 		if ((uint8) (p[i] - 1) >= 0x7f)	/* 0x00, or 0x80 and above */
 			break;
 	return i;
+}
+
+size_t
+tcopy_simd_plain_blocks(const char *p, size_t nblocks, char special, uint64 *newlines)
+{
+	size_t		b;
+
+#if defined(__x86_64__)
+	switch (simd_choose())
+	{
+		case SIMD_AVX2:
+			return plain_blocks_avx2(p, nblocks, special, newlines);
+		case SIMD_SSE2:
+			return plain_blocks_sse2(p, nblocks, special, newlines);
+		default:
+			break;
+	}
+#endif
+	for (b = 0; b < nblocks; b++, p += TCOPY_SIMD_BLOCK)
+	{
+		uint64		lines = 0;
+		int			i;
+
+		for (i = 0; i < TCOPY_SIMD_BLOCK && p[i] != special; i++)
+			lines += p[i] == '\n';
+		if (i < TCOPY_SIMD_BLOCK)
+			break;
+		*newlines += lines;
+	}
+	return b;
 }

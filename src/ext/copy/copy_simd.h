@@ -25,6 +25,13 @@ typedef uint64 (*TcopySimdMaskFn) (const char *p, const TcopySimdSet *set);
 /* The mask function for this CPU, and its name (for DEBUG and the bench). */
 extern TcopySimdMaskFn tcopy_simd_mask_fn(const char **name);
 
+/*
+ * Of p's first nblocks 64-byte blocks, how many come before the first that
+ * holds special; their newlines are added to *newlines.
+ */
+extern size_t tcopy_simd_plain_blocks(const char *p, size_t nblocks, char special,
+									  uint64 *newlines);
+
 /* The length of p's longest prefix of bytes 0x01-0x7f (ASCII without NUL). */
 extern size_t tcopy_simd_ascii_prefix(const char *p, size_t len);
 
