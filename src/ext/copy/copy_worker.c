@@ -31,6 +31,9 @@
  */
 #include "postgres.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "copy_parallel.h"
 
 #include "access/parallel.h"
@@ -43,6 +46,7 @@
 #include "parser/parse_node.h"
 #include "parser/parse_relation.h"
 #include "pgstat.h"
+#include "storage/fd.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
@@ -71,7 +75,9 @@ static struct
 	const char *preamble;		/* binary header still to hand out */
 	size_t		preamble_len;
 	const char *data;			/* the piece of the ring being handed out */
+	uint64		file_pos;		/* or of the file, from here */
 	size_t		data_len;
+	int			file_fd;		/* the file whose pieces are sent, or -1 */
 	TcopyRing  *ring;			/* the leader's input */
 	const char *ring_data;
 	uint64		consumed;		/* bytes of this worker's pieces copied out */
@@ -101,6 +107,60 @@ worker_receive(char *type, const char **data, size_t *len)
 	return true;
 }
 
+/*
+ * Read n bytes of the file's piece into out: all of them, since the leader
+ * saw them in the file.
+ */
+static void
+worker_pread(char *out, size_t n)
+{
+	while (n > 0)
+	{
+		ssize_t		got = pread(worker.file_fd, out, n, (off_t) worker.file_pos);
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not read from COPY file: %m")));
+		if (got == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("COPY file \"%s\" was truncated while it was read",
+							worker.shared->file_name)));
+		out += got;
+		n -= got;
+		worker.file_pos += got;
+	}
+}
+
+/*
+ * Open the file the leader opened, by its name; a file renamed over it
+ * since is not the COPY's.
+ */
+static int
+worker_open_file(const TcopyParallelShared *shared)
+{
+	int			fd = OpenTransientFile(shared->file_name, O_RDONLY | PG_BINARY);
+	struct stat st;
+
+	if (fd < 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not open file \"%s\" for reading: %m", shared->file_name)));
+	if (fstat(fd, &st) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not stat file \"%s\": %m", shared->file_name)));
+	if (st.st_dev != shared->file_dev || st.st_ino != shared->file_ino)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("COPY file \"%s\" was replaced while it was read",
+						shared->file_name)));
+	return fd;
+}
+
 /* BeginCopyFrom's data_source_cb: the chunk's bytes, then its end. */
 static int
 worker_read_cb(void *outbuf, int minread, int maxread)
@@ -127,7 +187,10 @@ worker_read_cb(void *outbuf, int minread, int maxread)
 		if (worker.data_len > 0)
 		{
 			n = Min((size_t) (maxread - total), worker.data_len);
-			memcpy(out + total, worker.data, n);
+			if (worker.file_fd >= 0)
+				worker_pread(out + total, n);
+			else
+				memcpy(out + total, worker.data, n);
 			worker.data += n;
 			worker.data_len -= n;
 			total += n;
@@ -148,10 +211,13 @@ worker_read_cb(void *outbuf, int minread, int maxread)
 		else if (type == TCOPY_MSG_DATA && len == sizeof(piece) - 1)
 		{
 			memcpy((char *) &piece + 1, data, len);
-			if (piece.offset > worker.ring->size ||
-				piece.len > worker.ring->size - piece.offset)
+			if (worker.file_fd >= 0)
+				worker.file_pos = piece.offset;
+			else if (piece.offset > worker.ring->size ||
+					 piece.len > worker.ring->size - piece.offset)
 				elog(ERROR, "bad piece from the parallel COPY leader");
-			worker.data = worker.ring_data + piece.offset;
+			else
+				worker.data = worker.ring_data + piece.offset;
 			worker.data_len = piece.len;
 		}
 		else
@@ -359,11 +425,13 @@ worker_send_batch(TcopyWriter *writer)
 	TcopyBatchHeader header = {TCOPY_MSG_BATCH, writer->codec->relid, writer->batch.nrows, 0};
 	TcopyParallelRun *runs = NULL;
 	shm_mq_iovec iov[3];
+	bool		first = false;
 	int			i;
 
 	Assert(writer->batch.encoder == TCOPY_ENCODER_WIRE);
 	if (slot != NULL && pg_atomic_read_u32(&slot->state) == TCOPY_SLOT_STREAM)
 	{
+		first = worker.streams[slot->session].chunk != worker.chunk;
 		stream = worker_stream_for(writer, slot);
 		header.type = TCOPY_MSG_ROWS;
 	}
@@ -384,12 +452,15 @@ worker_send_batch(TcopyWriter *writer)
 	iov[2].data = (const char *) writer->batch.packed.data + TC_WIRE_BATCH_HEADER_MAX;
 	iov[2].len = writer->batch.packed.len - TC_WIRE_BATCH_HEADER_MAX;
 	/*
-	 * A streamed batch's message is flushed: the leader skips the chunks
-	 * before it that had no rows for the session when it reads it, and the
-	 * batch is staged (and acknowledged, which this worker may wait for)
-	 * only after them.
+	 * The chunk's first streamed batch for a session is flushed: the leader
+	 * skips the chunks before it that had no rows for the session when it
+	 * reads it, and the batch is staged (and acknowledged, which this
+	 * worker may wait for) only after them.  The chunk's later batches on
+	 * that session need nothing of the leader's: their messages go with
+	 * the next flushed one (the chunk's end at the latest), so that the
+	 * leader is not woken for each batch (4,000 times in 4M rows).
 	 */
-	worker_send(iov, stream != NULL ? 2 : 3, stream != NULL);
+	worker_send(iov, stream != NULL ? 2 : 3, first);
 	if (runs != NULL)
 		pfree(runs);
 	if (stream != NULL)
@@ -590,6 +661,7 @@ tcopy_copy_worker_main(dsm_segment *seg, shm_toc *toc)
 	worker.shared = shared;
 	worker.ring = shm_toc_lookup(toc, TCOPY_PARALLEL_KEY_RING, false);
 	worker.ring_data = (const char *) worker.ring + worker.ring->data_offset;
+	worker.file_fd = shared->file ? worker_open_file(shared) : -1;
 	if (shared->streams)
 	{
 		worker.slots = shm_toc_lookup(toc, TCOPY_PARALLEL_KEY_SLOTS, false);
@@ -701,5 +773,7 @@ tcopy_copy_worker_main(dsm_segment *seg, shm_toc *toc)
 	ExecDropSingleTupleTableSlot(copy.slot);
 	FreeExecutorState(copy.estate);
 	EndCopyFrom(copy.cstate);
+	if (worker.file_fd >= 0)
+		CloseTransientFile(worker.file_fd);
 	table_close(rel, NoLock);
 }
