@@ -220,6 +220,17 @@ tcopy_define_gucs(void)
 							 0,
 							 NULL, NULL, NULL);
 
+	DefineCustomBoolVariable("tcopy.copy_map_files",
+							 "Lets a parallel COPY's workers read a file's chunks themselves.",
+							 "The leader maps the file to find where rows end, and each worker "
+							 "reads its chunks from the file; off: the leader reads the file "
+							 "into the input ring (docs/parallel.md).",
+							 &tcopy_copy_map_files,
+							 true,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+
 	DefineCustomIntVariable("tcopy.max_frame_mb",
 							"Sets the largest frame exchanged with a tserver, in megabytes.",
 							"A row must fit in one frame, and so must a row read back.  "

@@ -45,6 +45,8 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
+use File::Copy qw(copy);
+use IPC::Run;
 use TcopyTest;
 use TcopyPgTest qw(setup_node write_accounts_csv accounts_ddl table_checksum
   psql_cmds pg_messages copy_ways parallel_copy_available);
@@ -616,6 +618,65 @@ for my $way ([ 'serial', 0, '1MB' ], [ 'workers 2, chunks of 1MB', 2, '1MB' ], [
 	is(table_checksum($node, 'acc'), $heap_sum, "large, $name: the heap table's checksum");
 	note(sprintf('large, %s: %.1f s', $name, time() - $t1));
 }
+
+# ---- a file the workers read themselves (tcopy.copy_map_files) ----
+
+# The leader maps a regular file to find the row ends and each worker
+# pread()s its chunks; off, the leader reads it into the input ring.  Both
+# load the same rows, and say which way they went.
+for my $map ('on', 'off')
+{
+	($rc, $out, $err) = psql_cmds($node, 'postgres', [
+		'TRUNCATE acc',
+		$HAVE ? ('SET tcopy.copy_workers = 2', "SET tcopy.copy_chunk_bytes = '64kB'",
+			'SET tcopy.copy_parallel_threshold = 0', "SET tcopy.copy_map_files = $map") : (),
+		'SET client_min_messages = debug1',
+		"COPY acc FROM '$big' (FORMAT csv)" ]);
+	like($out, qr/COPY $BIG_ROWS$/, "large, file, copy_map_files $map: COPY $BIG_ROWS") or diag(short($err));
+	is(table_checksum($node, 'acc'), $heap_sum, "large, file, copy_map_files $map: the heap table's checksum");
+	is(($err =~ /parallel workers, which read the file themselves/) ? 'workers' : 'leader',
+		$map eq 'on' ? 'workers' : 'leader', "large, file, copy_map_files $map: who reads the file");
+}
+
+# A file truncated while the COPY reads it: the rows before its new end, or
+# an error that says so, never a backend killed by SIGBUS (the leader's
+# mapping past the end) nor a row read from beyond it.  When the truncation
+# comes is up to the machine; every outcome is checked.
+# The cut is at the end of row 10,000.
+my $cut_at = 0;
+{
+	open(my $fh, '<', $big) or die "open $big: $!";
+	$cut_at += length(scalar <$fh>) for 1 .. 10_000;
+	close $fh;
+}
+for my $delay (0.05, 0.15, 0.3)
+{
+	my $cut = "$dir/cut.csv";
+	copy($big, $cut) or die "copy: $!";
+	chmod 0644, $cut;
+	my $h = IPC::Run::start(
+		[ $node->installed_command('psql'), '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres'),
+		  '-c', 'TRUNCATE acc', '-c', 'SET tcopy.copy_workers = 4', '-c', "SET tcopy.copy_chunk_bytes = '64kB'",
+		  '-c', 'SET tcopy.copy_parallel_threshold = 0', '-c', "COPY acc FROM '$cut' (FORMAT csv)" ],
+		'>', \my $cut_out, '2>', \my $cut_err);
+	Time::HiRes::sleep($delay);
+	truncate($cut, $cut_at) or die "truncate: $!";
+	$h->finish;
+	my $rows = $node->safe_psql('postgres', 'SELECT count(*) FROM acc');
+	if (($cut_err // '') =~ /ERROR/)
+	{
+		like($cut_err, qr/ERROR:  COPY file ".*cut.csv" was truncated while it was read/,
+			"truncated after ${delay}s: the error says so");
+		is($rows, 0, "truncated after ${delay}s: nothing loaded");
+	}
+	else
+	{
+		# cut before the leader got there, or after the workers read it all
+		like($rows, qr/^(?:10000|$BIG_ROWS)$/, "truncated after ${delay}s: the rows before its end, or all");
+	}
+	is($node->safe_psql('postgres', 'SELECT 1'), '1', "truncated after ${delay}s: the server is up");
+}
+unlike(slurp_file($node->logfile), qr/terminated by signal/, 'no backend was killed by a signal');
 
 note(sprintf('%d cases, %.0f s', $ncase, time() - $T0));
 $node->stop;

@@ -23,6 +23,11 @@
  */
 #include "postgres.h"
 
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
 #include "copy_parallel.h"
 
 #include "access/parallel.h"
@@ -55,6 +60,7 @@
 int			tcopy_copy_parallel_threshold_kb = 4 * 1024;	/* tcopy.copy_parallel_threshold */
 int			tcopy_copy_chunk_bytes = 1024 * 1024;	/* tcopy.copy_chunk_bytes */
 bool		tcopy_copy_streams = true;	/* tcopy.copy_streams */
+bool		tcopy_copy_map_files = true;	/* tcopy.copy_map_files */
 
 /* What the leader reads at a time once the COPY is parallel. */
 #define LEADER_READ_BYTES (256 * 1024)
@@ -65,6 +71,9 @@ bool		tcopy_copy_streams = true;	/* tcopy.copy_streams */
  * the backend parses it alone.
  */
 #define LEADER_FIRST_READ_MS 50
+
+/* What the leader maps of a file at a time (docs/parallel.md, "Files"). */
+#define LEADER_MAP_BYTES (8 * 1024 * 1024)
 
 /*
  * The line ends of a text or csv input, from its first line as the reader
@@ -143,6 +152,14 @@ typedef struct CopyLeader
 	size_t		rcap;
 	size_t		rlen;
 	size_t		rpos;
+
+	/*
+	 * a regular file, which the workers read themselves: rbuf is the window
+	 * of it mapped, at offset rbuf_pos in the file
+	 */
+	bool		file;
+	struct LeaderWindow *window;
+	uint64		rbuf_pos;
 	bool		input_eof;
 	bool		input_wait;		/* the file or pipe has nothing to read now */
 	TcopyChunkScan scan;
@@ -168,12 +185,116 @@ typedef struct CopyLeader
 	int			runs_cap;
 } CopyLeader;
 
+/* A file's window mapped: unmapped when the COPY's memory goes, error or not. */
+typedef struct LeaderWindow
+{
+	char	   *map;
+	size_t		len;
+	MemoryContextCallback unmap;
+} LeaderWindow;
+
+static void
+leader_unmap(void *arg)
+{
+	LeaderWindow *window = arg;
+
+	if (window->map != NULL)
+		(void) munmap(window->map, window->len);
+	window->map = NULL;
+}
+
 typedef enum LeaderRefill
 {
 	REFILL_DATA,				/* the buffer holds more input */
 	REFILL_EOF,					/* the input's end */
 	REFILL_WAIT					/* none yet: wait for it with the workers */
 } LeaderRefill;
+
+/*
+ * A file's next window, mapped (all of the last one was sent), up to the
+ * file's size now: a file that grew is read on, as by read().
+ */
+static LeaderRefill
+leader_map_next(CopyLeader *leader)
+{
+	uint64		pos = leader->rbuf_pos + leader->rlen;
+	uint64		start = pos - pos % (uint64) sysconf(_SC_PAGESIZE);
+	uint64		end;
+	struct stat st;
+	void	   *map;
+
+	leader_unmap(leader->window);
+	leader->rbuf_pos = pos;
+	leader->rpos = leader->rlen = 0;
+	if (fstat(fileno(leader->src->copy_file), &st) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not stat file \"%s\": %m", leader->src->filename)));
+	if ((uint64) st.st_size <= pos)
+	{
+		leader->input_eof = true;
+		return REFILL_EOF;
+	}
+	end = Min((uint64) st.st_size, pos + LEADER_MAP_BYTES);
+	map = mmap(NULL, end - start, PROT_READ, MAP_SHARED, fileno(leader->src->copy_file),
+			   (off_t) start);
+	if (map == MAP_FAILED)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not map COPY file \"%s\": %m", leader->src->filename)));
+	leader->window->map = map;
+	leader->window->len = end - start;
+	leader->rbuf = (char *) map + (pos - start);
+	leader->rlen = end - pos;
+	leader->src->bytes_processed = end;
+	pgstat_progress_update_param(PROGRESS_COPY_BYTES_PROCESSED, end);
+	return REFILL_DATA;
+}
+
+/* Where the scan of a mapped file jumps if the file shrank under it. */
+static sigjmp_buf *leader_fault_jmp = NULL;
+
+static void
+leader_fault(SIGNAL_ARGS)
+{
+	if (leader_fault_jmp != NULL)
+		siglongjmp(*leader_fault_jmp, 1);
+	/* not ours: what SIGBUS does by default */
+	pqsignal(SIGBUS, SIG_DFL);
+	raise(SIGBUS);
+}
+
+/*
+ * tcopy_chunk_scan of the input; of a mapped file, a page past its end (it
+ * was truncated) is an error, not the backend's SIGBUS.
+ */
+static size_t
+leader_scan(CopyLeader *leader, size_t len, size_t min, bool *cut)
+{
+	const char *buf = leader->rbuf + leader->rpos;
+	sigjmp_buf	jmp;
+	size_t		n;
+
+	if (!leader->file)
+		return tcopy_chunk_scan(&leader->scan, buf, len, min, cut);
+	if (sigsetjmp(jmp, 0) != 0)
+	{
+		sigset_t	bus;
+
+		leader_fault_jmp = NULL;
+		sigemptyset(&bus);
+		sigaddset(&bus, SIGBUS);
+		sigprocmask(SIG_UNBLOCK, &bus, NULL);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("COPY file \"%s\" was truncated while it was read",
+						leader->src->filename)));
+	}
+	leader_fault_jmp = &jmp;
+	n = tcopy_chunk_scan(&leader->scan, buf, len, min, cut);
+	leader_fault_jmp = NULL;
+	return n;
+}
 
 /*
  * Read more input into the next region of the ring (all of the last one
@@ -188,6 +309,8 @@ leader_refill(CopyLeader *leader)
 	int			n;
 
 	Assert(leader->rpos == leader->rlen);
+	if (leader->file)
+		return leader->input_eof ? REFILL_EOF : leader_map_next(leader);
 	leader->rpos = leader->rlen = 0;
 	if (leader->input_eof)
 		return REFILL_EOF;
@@ -286,17 +409,27 @@ leader_next_message(CopyLeader *leader)
 		size_t		want = (size_t) tcopy_copy_chunk_bytes;
 		size_t		n;
 
-		n = tcopy_chunk_scan(&leader->scan, leader->rbuf + leader->rpos, avail,
-							 leader->chunk_bytes < want ? want - leader->chunk_bytes : 0,
-							 &leader->chunk_cut);
+		/* a file's bytes are not held: only so many are in flight */
+		if (leader->file && !tcopy_ring_reserve(leader->ring, avail))
+			return false;
+		n = leader_scan(leader, avail,
+						leader->chunk_bytes < want ? want - leader->chunk_bytes : 0,
+						&leader->chunk_cut);
 		/*
-		 * the piece's place in the ring; flushed, so that the worker copies
-		 * it out (and frees its room) while the chunk is still being sent
+		 * the piece's place in the ring, or in the file; flushed, so that
+		 * the worker copies it out (and frees its room) while the chunk is
+		 * still being sent
 		 */
 		p->piece.type = TCOPY_MSG_DATA;
 		p->piece.len = (uint32) n;
-		p->piece.offset = tcopy_ring_piece(leader->ring, leader->rbuf + leader->rpos,
-										   n, p->worker);
+		if (leader->file)
+		{
+			p->piece.offset = leader->rbuf_pos + leader->rpos;
+			tcopy_ring_piece_at(leader->ring, p->piece.offset, n, p->worker);
+		}
+		else
+			p->piece.offset = tcopy_ring_piece(leader->ring, leader->rbuf + leader->rpos,
+											   n, p->worker);
 		p->iov[0].data = (const char *) &p->piece;
 		p->iov[0].len = sizeof(p->piece);
 		p->flush = true;
@@ -557,15 +690,19 @@ leader_run(CopyLeader *leader)
 		}
 		if (!progress)
 		{
-			int			events = WL_LATCH_SET | WL_EXIT_ON_PM_DEATH;
-			pgsocket	fd = PGINVALID_SOCKET;
-
+			/*
+			 * WaitLatch, when there is no socket to wait for, uses the
+			 * backend's one wait set; WaitLatchOrSocket makes an epoll set
+			 * and closes it each time
+			 */
 			if (leader->input_wait)
-			{
-				events |= WL_SOCKET_READABLE;
-				fd = tcopy_source_socket(leader->src);
-			}
-			(void) WaitLatchOrSocket(MyLatch, events, fd, -1, WAIT_EVENT_MQ_RECEIVE);
+				(void) WaitLatchOrSocket(MyLatch,
+										 WL_LATCH_SET | WL_SOCKET_READABLE | WL_EXIT_ON_PM_DEATH,
+										 tcopy_source_socket(leader->src), -1,
+										 WAIT_EVENT_MQ_RECEIVE);
+			else
+				(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1,
+								 WAIT_EVENT_MQ_RECEIVE);
 			ResetLatch(MyLatch);
 		}
 		leader->input_wait = false;
@@ -643,7 +780,8 @@ leader_setup_dsm(CopyLeader *leader, List *options, List *attlist, List *where,
 	int			nslots = copy_targets_nslots(leader->targets);
 	Size		slots_len = sizeof(TcopyStreamSlot) * Max(nslots, 1);
 	Size		ring_size = leader_ring_size(leader, pcxt->nworkers);
-	Size		ring_len = tcopy_ring_shmem_size(pcxt->nworkers, ring_size);
+	Size		ring_len = tcopy_ring_shmem_size(pcxt->nworkers,
+												 leader->file ? 0 : ring_size);
 	void	   *ring;
 	char	   *s;
 	int			i;
@@ -672,6 +810,19 @@ leader_setup_dsm(CopyLeader *leader, List *options, List *attlist, List *where,
 		shared->on_conflict = *on_conflict;
 	shared->binary = leader->src->opts.binary;
 	shared->eol_type = leader->src->eol_type;
+	if (leader->file)
+	{
+		struct stat st;
+
+		if (fstat(fileno(leader->src->copy_file), &st) != 0)
+			ereport(ERROR,
+					(errcode_for_file_access(),
+					 errmsg("could not stat file \"%s\": %m", leader->src->filename)));
+		shared->file = true;
+		shared->file_dev = st.st_dev;
+		shared->file_ino = st.st_ino;
+		strlcpy(shared->file_name, leader->src->filename, MAXPGPATH);
+	}
 	shared->streams = leader->streams;
 	shared->nslots = nslots;
 	slots = shm_toc_allocate(pcxt->toc, slots_len);
@@ -685,7 +836,7 @@ leader_setup_dsm(CopyLeader *leader, List *options, List *attlist, List *where,
 	queues = shm_toc_allocate(pcxt->toc, queues_len);
 	shm_toc_insert(pcxt->toc, TCOPY_PARALLEL_KEY_QUEUES, queues);
 	ring = shm_toc_allocate(pcxt->toc, ring_len);
-	leader->ring = tcopy_ring_create(ring, pcxt->nworkers, ring_size);
+	leader->ring = tcopy_ring_create(ring, pcxt->nworkers, ring_size, !leader->file);
 	shm_toc_insert(pcxt->toc, TCOPY_PARALLEL_KEY_RING, ring);
 
 	leader->in = palloc0(sizeof(shm_mq_handle *) * pcxt->nworkers);
@@ -702,6 +853,24 @@ leader_setup_dsm(CopyLeader *leader, List *options, List *attlist, List *where,
 		shm_mq_set_receiver(out, MyProc);
 		leader->out[i] = shm_mq_attach(out, pcxt->seg, NULL);
 	}
+}
+
+/*
+ * Whether the workers read the input themselves: a regular file, text or
+ * csv, of which only the start was read (into the buffer, from offset 0).
+ */
+static bool
+leader_maps_file(CopyLeader *leader)
+{
+	CopyFromState src = leader->src;
+	struct stat st;
+
+	return tcopy_copy_map_files &&
+		src->copy_src == COPY_FILE && !src->is_program && !src->opts.binary &&
+		src->filename != NULL && strlen(src->filename) < MAXPGPATH &&
+		src->raw_buf_index >= src->raw_buf_len &&
+		src->bytes_processed == leader->rlen &&
+		fstat(fileno(src->copy_file), &st) == 0 && S_ISREG(st.st_mode);
 }
 
 /*
@@ -780,6 +949,7 @@ tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 		leader.streams = tcopy_copy_streams &&
 			(writer == NULL || !writer->conn->null_transport);
 		leader.targets = copy_targets_begin(rel, writer, on_conflict, leader.streams);
+		leader.file = leader_maps_file(&leader);
 		EnterParallelMode();
 		leader.pcxt = CreateParallelContext("tcopy", "tcopy_copy_worker_main", workers);
 		leader_setup_dsm(&leader, worker_options(src, options), attlist, where, on_conflict);
@@ -806,18 +976,34 @@ tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 	}
 
 	ereport(DEBUG1,
-			(errmsg_internal("tcopy: COPY %s parsed by %d parallel workers%s",
+			(errmsg_internal("tcopy: COPY %s parsed by %d parallel workers%s%s",
 							 relname, leader.nworkers,
+							 leader.file ? ", which read the file themselves" : "",
 							 leader.streams ? ", which send the rows themselves" : "")));
 	for (int i = 0; i < leader.nworkers; i++)
 	{
 		shm_mq_set_handle(leader.in[i], leader.pcxt->worker[i].bgwhandle);
 		shm_mq_set_handle(leader.out[i], leader.pcxt->worker[i].bgwhandle);
 	}
-	/* the input's start becomes the ring's first region: sent from there */
-	leader.rbuf = tcopy_ring_region(leader.ring, leader.rlen);
-	memcpy(leader.rbuf, prefix + header, leader.rlen);
-	tcopy_ring_filled(leader.ring, leader.rlen);
+	if (leader.file)
+	{
+		/* the file is mapped and sent from its start */
+		leader.rbuf = NULL;
+		leader.rlen = leader.rpos = 0;
+		leader.input_eof = false;
+		leader.window = palloc0(sizeof(LeaderWindow));
+		leader.window->unmap.func = leader_unmap;
+		leader.window->unmap.arg = leader.window;
+		MemoryContextRegisterResetCallback(CurrentMemoryContext, &leader.window->unmap);
+		pqsignal(SIGBUS, leader_fault);
+	}
+	else
+	{
+		/* the input's start becomes the ring's first region: sent from there */
+		leader.rbuf = tcopy_ring_region(leader.ring, leader.rlen);
+		memcpy(leader.rbuf, prefix + header, leader.rlen);
+		tcopy_ring_filled(leader.ring, leader.rlen);
+	}
 	pfree(prefix);
 	tcopy_chunk_scan_init(&leader.scan,
 						  src->opts.binary ? 'b' : src->opts.csv_mode ? 'c' : 't',
@@ -826,6 +1012,11 @@ tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 						  src->eol_type == EOL_CRNL);
 	leader.scan.stop_at_marker = src->copy_src == COPY_FRONTEND;
 	leader_run(&leader);
+	if (leader.file)
+	{
+		pqsignal(SIGBUS, SIG_DFL);
+		leader_unmap(leader.window);
+	}
 	/* a cancel that ended the input is the error (see copy_rows, copy.c) */
 	CHECK_FOR_INTERRUPTS();
 

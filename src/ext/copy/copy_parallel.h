@@ -55,10 +55,12 @@
  */
 typedef struct TcopyRing
 {
-	Size		size;			/* of the data */
+	Size		size;			/* of the data; 0: the input is a file */
 	Size		data_offset;	/* where the data begins, from the ring */
 	int			leader_pgprocno;	/* whose latch a worker sets */
-	pg_atomic_uint32 leader_waiting;	/* the leader waits for room */
+	pg_atomic_uint32 leader_waiting;	/* the leader waits for room: */
+	int			wake_worker;	/* until this worker's consumed */
+	pg_atomic_uint64 wake_at;	/* reaches this */
 	pg_atomic_uint64 consumed[FLEXIBLE_ARRAY_MEMBER];	/* [worker]: bytes of
 														 * its pieces copied */
 } TcopyRing;
@@ -67,11 +69,15 @@ typedef struct TcopyRing
 typedef struct TcopyRingLeader TcopyRingLeader;
 
 extern Size tcopy_ring_shmem_size(int nworkers, Size size);
-extern TcopyRingLeader *tcopy_ring_create(void *space, int nworkers, Size size);
+extern TcopyRingLeader *tcopy_ring_create(void *space, int nworkers, Size size,
+										  bool holds_data);
 extern char *tcopy_ring_region(TcopyRingLeader *ring, Size len);
 extern void tcopy_ring_filled(TcopyRingLeader *ring, Size n);
 extern uint64 tcopy_ring_piece(TcopyRingLeader *ring, const char *piece, Size len,
 							   int worker);
+extern bool tcopy_ring_reserve(TcopyRingLeader *ring, Size len);
+extern void tcopy_ring_piece_at(TcopyRingLeader *ring, uint64 start, Size len,
+								int worker);
 extern void tcopy_ring_consumed(TcopyRing *ring, int worker, uint64 bytes);
 
 /*
@@ -92,6 +98,11 @@ typedef struct TcopyParallelShared
 	TcopyOnConflict on_conflict;	/* for the partitions routing opens */
 	int			eol_type;		/* the reader's EolType, known from the
 								 * first line; text and csv */
+	/* a regular file, which the workers pread(): the ring holds no data */
+	bool		file;
+	dev_t		file_dev;		/* the file the leader opened */
+	ino_t		file_ino;
+	char		file_name[MAXPGPATH];
 	/* streams: the workers send the rows to the tserver themselves */
 	bool		streams;
 	int			nslots;			/* TcopyStreamSlot[nslots] at KEY_SLOTS */
@@ -160,7 +171,10 @@ typedef struct TcopyChunkBegin
 	uint64		lines_before;	/* the reader's cur_lineno at its start */
 } TcopyChunkBegin;
 
-/* A piece of the ring: data[offset, offset + len), never across its end. */
+/*
+ * A piece of the ring: data[offset, offset + len), never across its end;
+ * or, for a file, its bytes [offset, offset + len).
+ */
 typedef struct TcopyDataPiece
 {
 	char		type;

@@ -122,6 +122,7 @@ extern int	tcopy_copy_workers;	/* tcopy.copy_workers */
 extern int	tcopy_copy_parallel_threshold_kb;	/* tcopy.copy_parallel_threshold */
 extern int	tcopy_copy_chunk_bytes; /* tcopy.copy_chunk_bytes */
 extern bool tcopy_copy_streams;	/* tcopy.copy_streams */
+extern bool tcopy_copy_map_files;	/* tcopy.copy_map_files */
 
 typedef enum TcopyParallelResult
 {
