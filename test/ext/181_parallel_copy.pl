@@ -638,6 +638,21 @@ for my $map ('on', 'off')
 		$map eq 'on' ? 'workers' : 'leader', "large, file, copy_map_files $map: who reads the file");
 }
 
+# A /proc file says its size is 0: it is read, not mapped (the rows a
+# heap's COPY gets from it).
+$node->safe_psql('postgres', qq{
+	CREATE TABLE proc_heap (s text);
+	CREATE FOREIGN TABLE proc_t (s text) SERVER ts;
+	COPY proc_heap FROM '/proc/sys/kernel/ostype';
+});
+($rc, $out, $err) = psql_cmds($node, 'postgres', [
+	$HAVE ? ('SET tcopy.copy_workers = 2', 'SET tcopy.copy_parallel_threshold = 0') : (),
+	'SET client_min_messages = debug1',
+	"COPY proc_t FROM '/proc/sys/kernel/ostype'",
+	'SELECT (SELECT string_agg(s, \',\') FROM proc_t) = (SELECT string_agg(s, \',\') FROM proc_heap)' ]);
+like($out, qr/COPY 1\nt$/, 'a /proc file: the heap\'s rows') or diag(short($err));
+unlike($err, qr/which read the file themselves/, 'a /proc file: not mapped');
+
 # A file truncated while the COPY reads it: the rows before its new end, or
 # an error that says so, never a backend killed by SIGBUS (the leader's
 # mapping past the end) nor a row read from beyond it.  When the truncation

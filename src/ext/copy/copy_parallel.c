@@ -857,20 +857,29 @@ leader_setup_dsm(CopyLeader *leader, List *options, List *attlist, List *where,
 
 /*
  * Whether the workers read the input themselves: a regular file, text or
- * csv, of which only the start was read (into the buffer, from offset 0).
+ * csv, of which only the start was read (into the buffer, from offset 0),
+ * whose size is true (not a /proc file's 0) and which can be mapped.
  */
 static bool
 leader_maps_file(CopyLeader *leader)
 {
 	CopyFromState src = leader->src;
 	struct stat st;
+	void	   *probe;
 
-	return tcopy_copy_map_files &&
-		src->copy_src == COPY_FILE && !src->is_program && !src->opts.binary &&
-		src->filename != NULL && strlen(src->filename) < MAXPGPATH &&
-		src->raw_buf_index >= src->raw_buf_len &&
-		src->bytes_processed == leader->rlen &&
-		fstat(fileno(src->copy_file), &st) == 0 && S_ISREG(st.st_mode);
+	if (!tcopy_copy_map_files ||
+		src->copy_src != COPY_FILE || src->is_program || src->opts.binary ||
+		src->filename == NULL || strlen(src->filename) >= MAXPGPATH ||
+		src->raw_buf_index < src->raw_buf_len ||
+		src->bytes_processed != leader->rlen ||
+		fstat(fileno(src->copy_file), &st) != 0 || !S_ISREG(st.st_mode) ||
+		(uint64) st.st_size < (uint64) leader->rlen || st.st_size == 0)
+		return false;
+	probe = mmap(NULL, 1, PROT_READ, MAP_SHARED, fileno(src->copy_file), 0);
+	if (probe == MAP_FAILED)
+		return false;
+	(void) munmap(probe, 1);
+	return true;
 }
 
 /*
