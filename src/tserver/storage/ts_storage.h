@@ -25,7 +25,7 @@
 typedef struct TsStore TsStore;
 
 #define TS_SESSION_MEMORY_MAX ((size_t) 1 << 31)	/* larger is clamped */
-#define TS_MERGE_THREADS_MAX 8
+#define TS_MERGE_THREADS_MAX 16
 /*
  * The default of TsStoreOptions.in_doubt_wait_ms: Postgres' recovery worker
  * runs at startup and every tcopy.recovery_interval (10 s by default), so
