@@ -24,6 +24,9 @@
 #              column fetched and nothing that a pushdown of comparisons
 #              can ship (arithmetic and functions stay in Postgres); the
 #              EXPLAIN saved beside the figures shows the columns fetched
+#   last10     SELECT aid, abalance FROM t ORDER BY aid DESC LIMIT 10 (the
+#              heap's backward index scan; tcopy's scan read backward)
+#   max        SELECT max(aid) FROM t
 # Each run (R, default 3) times every query on both tables of its pair,
 # back to back, the side that goes first alternating between queries and
 # runs, each in a psql session of its own after a warm-up statement on the
@@ -170,6 +173,8 @@ queries=(
 	"range|accounts|SELECT sum(abalance) FROM @ WHERE aid BETWEEN $x AND $((x + 99999))"
 	"group|accounts|SELECT bid, sum(abalance) FROM @ GROUP BY bid"
 	"full|accounts|SELECT count(*) FROM @ WHERE octet_length(filler) + aid + bid + abalance <> 0"
+	"last10|accounts|SELECT aid, abalance FROM @ ORDER BY aid DESC LIMIT 10"
+	"max|accounts|SELECT max(aid) FROM @"
 	"count_sum|narrow|SELECT count(*), sum(abalance) FROM @"
 	"filter|narrow|SELECT count(*) FROM @ WHERE bid = $bid"
 	"range|narrow|SELECT sum(abalance) FROM @ WHERE aid BETWEEN $x AND $((x + 99999))"

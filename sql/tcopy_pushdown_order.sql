@@ -1,6 +1,7 @@
 --
--- tcopy_pushdown_order: ORDER BY a prefix of an integer key needs no sort
--- (the tserver returns rows in key order), and LIMIT stops the tserver
+-- tcopy_pushdown_order: ORDER BY a prefix of an integer key, ascending or
+-- descending, needs no sort (the tserver returns rows in key order, or
+-- reads the range backward), and LIMIT stops the tserver
 -- (Remote Limit) when the scan's rows are the query's rows.  Results are
 -- checked against a heap twin.
 --
@@ -29,9 +30,56 @@ SELECT count(*) FROM (SELECT row_number() OVER () AS n, a, b FROM (SELECT a, b F
 JOIN (SELECT row_number() OVER () AS n, a, b FROM (SELECT a, b FROM po_heap ORDER BY a, b) s) h USING (n)
 WHERE t.a = h.a AND t.b = h.b;
 
--- not the key's order: sorted by Postgres, no limit at the tserver
+-- the key's order backward: no Sort, the range read backward
 EXPLAIN (COSTS OFF) SELECT * FROM po ORDER BY a DESC LIMIT 5;
+EXPLAIN (COSTS OFF) SELECT * FROM po ORDER BY a DESC, b DESC LIMIT 5;
 SELECT * FROM po ORDER BY a DESC, b DESC LIMIT 5;
+SELECT * FROM po_heap ORDER BY a DESC, b DESC LIMIT 5;
+-- NULLS LAST alike: no key is NULL
+EXPLAIN (COSTS OFF) SELECT a, b FROM po ORDER BY a DESC NULLS LAST LIMIT 2;
+SELECT count(*) FROM (SELECT row_number() OVER () AS n, a, b FROM (SELECT a, b FROM po ORDER BY a DESC, b DESC) s) t
+JOIN (SELECT row_number() OVER () AS n, a, b FROM (SELECT a, b FROM po_heap ORDER BY a DESC, b DESC) s) h USING (n)
+WHERE t.a = h.a AND t.b = h.b;
+-- within a key range, from its upper end
+EXPLAIN (COSTS OFF) SELECT a, b FROM po WHERE a < 0 ORDER BY a DESC, b DESC LIMIT 3;
+SELECT a, b FROM po WHERE a < 0 ORDER BY a DESC, b DESC LIMIT 3;
+SELECT a, b FROM po_heap WHERE a < 0 ORDER BY a DESC, b DESC LIMIT 3;
+SELECT a, b FROM po WHERE a BETWEEN -3 AND 3 AND b > 1900 ORDER BY a DESC, b DESC;
+SELECT a, b FROM po_heap WHERE a BETWEEN -3 AND 3 AND b > 1900 ORDER BY a DESC, b DESC;
+SELECT a, b FROM po WHERE a = 7 ORDER BY a DESC, b DESC LIMIT 2;
+SELECT a, b FROM po_heap WHERE a = 7 ORDER BY a DESC, b DESC LIMIT 2;
+-- max() is planned as ORDER BY ... DESC LIMIT 1
+EXPLAIN (COSTS OFF) SELECT max(a) FROM po;
+SELECT max(a), min(a) FROM po;
+-- the transaction's own writes, read backward with the stored rows:
+-- rows above, between and below them, and rows it deleted
+BEGIN;
+INSERT INTO po VALUES (30, 1, 'top'), (24, 1990, 'between'), (-30, 5, 'bottom');
+DELETE FROM po WHERE a = 24 AND b > 1995;
+UPDATE po SET v = 'updated' WHERE a = 24 AND b = 1949;
+SELECT a, b, v FROM po ORDER BY a DESC, b DESC LIMIT 6;
+SELECT a, b, v FROM po WHERE a < -24 ORDER BY a DESC, b DESC LIMIT 3;
+SELECT a, b, v FROM po WHERE a <= -25 AND b < 120 ORDER BY a DESC, b DESC;
+SELECT a, b, v FROM po ORDER BY a, b LIMIT 2;
+ROLLBACK;
+BEGIN;
+INSERT INTO po_heap VALUES (30, 1, 'top'), (24, 1990, 'between'), (-30, 5, 'bottom');
+DELETE FROM po_heap WHERE a = 24 AND b > 1995;
+UPDATE po_heap SET v = 'updated' WHERE a = 24 AND b = 1949;
+SELECT a, b, v FROM po_heap ORDER BY a DESC, b DESC LIMIT 6;
+SELECT a, b, v FROM po_heap WHERE a < -24 ORDER BY a DESC, b DESC LIMIT 3;
+SELECT a, b, v FROM po_heap WHERE a <= -25 AND b < 120 ORDER BY a DESC, b DESC;
+ROLLBACK;
+-- a cursor, backward
+BEGIN;
+DECLARE cd CURSOR FOR SELECT a, b FROM po ORDER BY a DESC, b DESC;
+FETCH 2 FROM cd;
+FETCH 2 FROM cd;
+COMMIT;
+
+-- not the key's order: sorted by Postgres, no limit at the tserver
+EXPLAIN (COSTS OFF) SELECT * FROM po ORDER BY a DESC, b LIMIT 5;
+SELECT * FROM po ORDER BY a DESC, b LIMIT 5;
 EXPLAIN (COSTS OFF) SELECT * FROM po ORDER BY b LIMIT 5;
 SELECT * FROM po ORDER BY b LIMIT 5;
 -- a text key is stored in byte order, not the collation's: sorted
@@ -67,6 +115,9 @@ INSERT INTO pp SELECT * FROM po;
 EXPLAIN (COSTS OFF) SELECT * FROM pp ORDER BY a, b LIMIT 3;
 SELECT * FROM pp ORDER BY a, b LIMIT 3;
 SELECT * FROM pp WHERE a >= 0 ORDER BY a, b LIMIT 3;
+EXPLAIN (COSTS OFF) SELECT * FROM pp ORDER BY a DESC, b DESC LIMIT 3;
+SELECT * FROM pp ORDER BY a DESC, b DESC LIMIT 3;
+SELECT * FROM pp WHERE a < 0 ORDER BY a DESC, b DESC LIMIT 3;
 
 DROP EXTENSION tcopy CASCADE;
 DROP TABLE po_heap;

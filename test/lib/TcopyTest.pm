@@ -61,7 +61,7 @@ push @EXPORT_OK, @FRAME_HELPERS;
 
 # proto/tcopy.proto FrameType and ErrorCode, and TC_PROTOCOL_VERSION
 use constant {
-	PROTOCOL_VERSION => 5,
+	PROTOCOL_VERSION => 6,
 	FRAME_SERVER_HELLO => 1,
 	FRAME_HELLO => 2,
 	FRAME_READY => 3,

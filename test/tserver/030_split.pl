@@ -9,6 +9,10 @@
 #	- raw bounds chosen by the client narrow a scan, also within key
 #	  bounds (the intersection) and over a write session's own writes
 #	  (the overlay is narrowed the same way);
+#	- Scan.reverse reads the same rows last key first: the whole table,
+#	  key bounds, raw bounds, a snapshot, a session's writes over the
+#	  stored rows (a new key, a key it rewrote, keys past both ends), and
+#	  limit counts from the end;
 #	- refused with ERROR_PROTOCOL: a raw key shorter than a table id, or of
 #	  another table; SPLIT of max_parts 0; SPLIT of an unknown table is
 #	  ERROR_UNKNOWN_TABLE.
@@ -91,7 +95,7 @@ sub key_bound
 
 # Scan table on a new connection: "k:v:s ..." or "error CODE: message".
 # Options: raw_lower, raw_upper (bytes), lower, upper (KeyBound bytes),
-# snapshot ({id, key}), session ({id, key}).
+# snapshot ({id, key}), session ({id, key}), limit, reverse.
 sub scan
 {
 	my ($table, %o) = @_;
@@ -104,6 +108,8 @@ sub scan
 	  if $o{snapshot};
 	$request .= pb_field_bytes(16, $o{raw_lower}) if defined $o{raw_lower};
 	$request .= pb_field_bytes(17, $o{raw_upper}) if defined $o{raw_upper};
+	$request .= pb_field_varint(6, $o{limit}) if $o{limit};
+	$request .= pb_field_varint(19, 1) if $o{reverse};
 	my $rows = scan_rows($sock, $request);
 	close($sock);
 	return $rows;
@@ -223,6 +229,24 @@ is(scan($t, session => $mine, raw_lower => raw_key($t, 5000), raw_upper => raw_k
 	  =~ tr/ //, 1999, 'a part of the session\'s scan reads the keys in its range only');
 like(scan($t, session => $mine, raw_lower => raw_key($t, 5999), raw_upper => raw_key($t, 6001)),
 	qr/^5999:-1:late 6000:66:mine$/, '... with the session\'s row in it');
+
+# backward: the same rows, last key first
+sub backward { my ($rows) = @_; return join(' ', reverse split / /, $rows) }
+is(scan($t, reverse => 1, snapshot => $snap), backward($all), 'reverse: every row of the snapshot, last key first');
+is(scan($t, reverse => 1, lower => key_bound(100, 1), upper => key_bound(200, 0)),
+	backward(scan($t, lower => key_bound(100, 1), upper => key_bound(200, 0))), 'reverse: within key bounds');
+@p = keys_of(scan($t, reverse => 1, lower => key_bound(100, 0), upper => key_bound(200, 1),
+		raw_lower => raw_key($t, 150), raw_upper => raw_key($t, 300)));
+is("@p", join(' ', reverse 150 .. 200), 'reverse: within raw and key bounds');
+is(scan($t, reverse => 1, session => $mine), backward($whole),
+	'reverse: the session\'s writes over the stored rows');
+like(scan($t, reverse => 1, session => $mine, limit => 2), qr/^40000:44:mine 30000:-1:late$/,
+	'reverse with limit: the last rows, the session\'s past the stored ones first');
+like(scan($t, reverse => 1, session => $mine, lower => key_bound(2, 1), upper => key_bound(6, 1)),
+	qr/^6:-1:late 5:-1:late 4:-1:late 3:33:mine 2:-1:late$/,
+	'reverse: a key the session rewrote, once, between stored ones');
+is(scan($t, reverse => 1, lower => key_bound(50000, 1)), '', 'reverse: an empty range reads nothing');
+is(scan($other, reverse => 1), '', '... and so does an empty table');
 
 # refused
 like(scan($t, raw_lower => 'xy'), qr/^error 1: scan raw_lower is not a key of table "split"/,

@@ -103,7 +103,8 @@ tcopyGetForeignPaths(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid)
 	 * above as never to run whole in a worker.
 	 */
 	tcopy_add_partial_path(root, baserel, read_rows, startup_cost,
-						   total_cost - startup_cost, pathkeys);
+						   total_cost - startup_cost,
+						   tcopy_pathkeys_reverse(pathkeys) ? NIL : pathkeys);
 }
 
 /*
@@ -172,6 +173,8 @@ tcopyGetForeignPlan(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntableid,
 	fdw_private = lappend(fdw_private,
 						  makeInteger((int) tcopy_scan_limit(root, baserel,
 															 best_path->path.pathkeys)));
+	fdw_private = lappend(fdw_private,
+						  makeBoolean(tcopy_pathkeys_reverse(best_path->path.pathkeys)));
 	scan_clauses = extract_actual_clauses(scan_clauses, false);
 	return make_foreignscan(tlist, scan_clauses, baserel->relid,
 							NIL, fdw_private, NIL, NIL, outer_plan);

@@ -49,6 +49,7 @@ typedef struct TcopyScanState
 	int			nproj;
 	TcopyKeyRange range;		/* of the key, from the planner's bounds */
 	int64		limit;			/* rows the tserver may stop after, 0: all */
+	bool		reverse;		/* the key range backward (ORDER BY it DESC) */
 	Tcopy__Expr *filter;		/* the tserver's filter, or NULL */
 	List	   *filter_quals;	/* the quals it holds, for EXPLAIN */
 	uint64		remote_filtered;	/* rows the tserver's filter removed, over
@@ -319,6 +320,7 @@ tcopyBeginForeignScan(ForeignScanState *node, int eflags)
 	 * whose stored form is not what the planner saw) is Postgres' alone
 	 */
 	state->limit = intVal(list_nth(fsplan->fdw_private, TCOPY_PRIV_LIMIT));
+	state->reverse = boolVal(list_nth(fsplan->fdw_private, TCOPY_PRIV_REVERSE));
 	if (list_length(state->filter_quals) != list_length(shipped))
 	{
 		state->limit = 0;
@@ -527,6 +529,7 @@ tcopy_scan_start(TcopyScanState *state)
 	request.table_id = state->table_id;
 	request.packed = true;
 	request.limit = (uint64_t) state->limit;
+	request.reverse = state->reverse;
 	request.n_columns = state->nproj;
 	request.columns = columns;
 	if (state->range.lower.present)
@@ -846,6 +849,8 @@ tcopyExplainForeignScan(ForeignScanState *node, ExplainState *es)
 	if (state->agg != NULL)
 		tcopy_agg_scan_explain(state->agg, es);
 	tcopy_explain_key_range(state->rel, &state->range, es);
+	if (state->reverse)
+		ExplainPropertyText("Remote Order", "key descending", es);
 	if (state->limit > 0)
 		ExplainPropertyInteger("Remote Limit", NULL, state->limit, es);
 	tcopy_explain_filter(state->filter_quals, &node->ss.ps, NIL, es);

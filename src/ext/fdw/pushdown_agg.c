@@ -344,7 +344,9 @@ tcopy_agg_plan(PlannerInfo *root, RelOptInfo *grouped_rel, List *tlist, Plan *ou
 	}
 	upper = list_make2(makeInteger(TCOPY_UPPER_AGGREGATE), makeBoolean(info->partial));
 	return make_foreignscan(tlist, info->local_conds, 0, NIL,
-							lappend(list_make5(makeBoolean(false), NIL, bounds, filter, upper),
-									makeInteger(0)),
+							lappend(lappend(list_make5(makeBoolean(false), NIL, bounds,
+													   filter, upper),
+											makeInteger(0)),
+									makeBoolean(false)),
 							info->tlist, NIL, outer_plan);
 }

@@ -2,11 +2,14 @@
  * pushdown_order.c
  *		ORDER BY the key and LIMIT, pushed down (docs/scans.md#order-by-and-limit).
  *
- * A tserver returns a table's rows in the order of their stored keys.
- * For integer key columns that order is Postgres' ascending order of the
- * columns (keys are never NULL, and are unique), so a scan path may
- * declare the query's ORDER BY as its pathkeys when they are a prefix of
- * the key, or start with all of it: Postgres then sorts nothing.
+ * A tserver returns a table's rows in the order of their stored keys, or
+ * backward (Scan.reverse).  For integer key columns that order is
+ * Postgres' ascending order of the columns (keys are never NULL, and are
+ * unique), so a scan path may declare the query's ORDER BY as its
+ * pathkeys when they are a prefix of the key, or start with all of it,
+ * every one ascending or every one descending (then read backward):
+ * Postgres then sorts nothing.  So ORDER BY aid DESC LIMIT 10, and max()
+ * (which Postgres plans as that), read ten rows, not the table.
  *
  * LIMIT is pushed as a bound on the rows the tserver returns, when the
  * scan's rows are the query's rows: one base relation (or a member of an
@@ -84,11 +87,18 @@ tcopy_key_order_pathkeys(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntabl
 	foreach(lc, root->query_pathkeys)
 	{
 		PathKey    *pathkey = (PathKey *) lfirst(lc);
+		int			strategy = linitial_node(PathKey, root->query_pathkeys)->pk_strategy;
 
 		/* past every key column: the key is unique, so any order holds */
 		if (matched == list_length(key_attnums))
 			break;
-		if (pathkey->pk_strategy != BTLessStrategyNumber || pathkey->pk_nulls_first ||
+
+		/*
+		 * all one way; NULLS FIRST or LAST alike, as no key is NULL (the
+		 * default is LAST ascending, FIRST descending)
+		 */
+		if ((strategy != BTLessStrategyNumber && strategy != BTGreaterStrategyNumber) ||
+			pathkey->pk_strategy != strategy ||
 			pathkey->pk_opfamily != INTEGER_BTREE_FAM_OID ||
 			!tcopy_ec_has_column(pathkey->pk_eclass, baserel->relid,
 								 (AttrNumber) list_nth_int(key_attnums, matched)))
@@ -96,6 +106,13 @@ tcopy_key_order_pathkeys(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntabl
 		matched++;
 	}
 	return root->query_pathkeys;
+}
+
+bool
+tcopy_pathkeys_reverse(List *pathkeys)
+{
+	return pathkeys != NIL &&
+		linitial_node(PathKey, pathkeys)->pk_strategy == BTGreaterStrategyNumber;
 }
 
 int64

@@ -52,6 +52,7 @@ struct TsScan
 	const Tcopy__Expr *filter;	/* the request's, checked; NULL: none */
 	TsValue    *values;			/* [table's ncolumns] decode scratch */
 	bool		packed;			/* rows go in ScanBatch.packed */
+	bool		reverse;		/* the last key first (Scan.reverse) */
 	TcBuf		pack;			/* ... built here, reused batch after batch */
 	TcArena		scratch;		/* key strings that need unescaping */
 	bool		done;
@@ -96,7 +97,9 @@ stored_value(TsScan *scan, size_t *len)
 static void
 stored_next(TsScan *scan)
 {
-	if (scan->iter != NULL)
+	if (scan->iter != NULL && scan->reverse)
+		rocksdb_iter_prev(scan->iter);
+	else if (scan->iter != NULL)
 		rocksdb_iter_next(scan->iter);
 	else if (scan->point != NULL)
 	{
@@ -123,8 +126,9 @@ stored_error(TsScan *scan, TsError *err)
 
 /*
  * The scan's next row, stored or the session's, whichever key comes first
- * (of an equal key, the session's, unless it yields), skipping the keys
- * the session deleted: false at the end.
+ * (last, reversed; of an equal key, the session's, unless it yields),
+ * skipping the keys the session deleted: false at the end.  The session's
+ * rows are in key order: a reversed scan takes them from the end.
  */
 static bool
 scan_current(TsScan *scan, const uint8_t **key, size_t *keylen,
@@ -133,8 +137,9 @@ scan_current(TsScan *scan, const uint8_t **key, size_t *keylen,
 	for (;;)
 	{
 		bool		stored = !scan->overlay.hides_stored && stored_valid(scan);
-		const TsOverlayRow *o = scan->overlay_pos < scan->overlay.n ?
-			&scan->overlay.rows[scan->overlay_pos] : NULL;
+		const TsOverlayRow *o = scan->overlay_pos >= scan->overlay.n ? NULL :
+			&scan->overlay.rows[scan->reverse ? scan->overlay.n - 1 - scan->overlay_pos :
+								scan->overlay_pos];
 		const uint8_t *skey = NULL;
 		size_t		skeylen = 0;
 		int			cmp;
@@ -143,8 +148,11 @@ scan_current(TsScan *scan, const uint8_t **key, size_t *keylen,
 			skey = stored_key(scan, &skeylen);
 		if (o == NULL && !stored)
 			return false;
+		/* < 0: the session's row comes first */
 		cmp = o == NULL ? 1 : !stored ? -1 :
 			ts_key_compare(o->key, o->keylen, skey, (uint32_t) skeylen);
+		if (scan->reverse && o != NULL && stored)
+			cmp = -cmp;
 		scan->from_iter = cmp >= 0;
 		scan->from_overlay = cmp <= 0;
 		if (cmp > 0 || (cmp == 0 && o->yields))
@@ -275,6 +283,7 @@ ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err)
 		scan->batch_rows = SCAN_MAX_BATCH_ROWS;
 	scan->limit = request->limit;
 	scan->packed = request->packed;
+	scan->reverse = request->reverse;
 	if (request->filter != NULL)
 	{
 		if (ts_filter_check(layout, request->filter, err) != 0)
@@ -294,6 +303,11 @@ ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err)
 		rocksdb_readoptions_set_iterate_upper_bound(scan->read_options,
 													(const char *) scan->upper.data,
 													scan->upper.len);
+	/* backward, the iterator stops at the lower bound itself */
+	if (scan->reverse)
+		rocksdb_readoptions_set_iterate_lower_bound(scan->read_options,
+													(const char *) scan->lower.data,
+													scan->lower.len);
 	/*
 	 * A bulk read should not push hot blocks out of the cache; a read of a
 	 * key range (a lookup) keeps what it reads there, as an index scan
@@ -331,7 +345,10 @@ ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err)
 	{
 		scan->iter = rocksdb_create_iterator_cf(store->db, scan->read_options, store->cf_data);
 		pthread_rwlock_unlock(&store->reg->publish_lock);
-		rocksdb_iter_seek(scan->iter, (const char *) scan->lower.data, scan->lower.len);
+		if (scan->reverse)
+			rocksdb_iter_seek_to_last(scan->iter);	/* below the upper bound */
+		else
+			rocksdb_iter_seek(scan->iter, (const char *) scan->lower.data, scan->lower.len);
 	}
 	/* the session's writes, read as of now (the iterator's snapshot is too) */
 	if (request->session_id != 0 &&
@@ -776,7 +793,7 @@ ts_scan_parts(TsScan *scan, uint32_t max_parts, TsScan ***parts, size_t *nparts,
 	*parts = NULL;
 	*nparts = 0;
 	if (max_parts < 2 || scan->is_part || scan->done || scan->advance || scan->limit > 0 ||
-		scan->overlay.n > 0 || scan->overlay.hides_stored)
+		scan->reverse || scan->overlay.n > 0 || scan->overlay.hides_stored)
 		return 0;
 	if (ts_scan_split(scan->store, scan->table, &scan->lower, &scan->upper, max_parts, &keys,
 					  &nkeys, err) != 0)

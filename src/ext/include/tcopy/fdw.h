@@ -65,6 +65,8 @@ enum TcopyScanPrivate
 								 * scan */
 	TCOPY_PRIV_LIMIT,			/* Integer: the rows the tserver may stop
 								 * after (pushdown_order.c), 0: all */
+	TCOPY_PRIV_REVERSE,			/* Boolean: read the key range backward
+								 * (ORDER BY the key DESC) */
 	TCOPY_PRIV_ASSIGNMENTS		/* a direct modify's only (fdw_direct.c):
 								 * List of (Integer attnum, Integer
 								 * AssignOp, Const value) */
@@ -199,6 +201,8 @@ extern void tcopy_explain_filter(List *quals, PlanState *ps, List *ancestors,
  */
 extern List *tcopy_key_order_pathkeys(PlannerInfo *root, RelOptInfo *baserel,
 									  Oid foreigntableid);
+/* Whether a path of these pathkeys (tcopy_key_order_pathkeys') reads backward. */
+extern bool tcopy_pathkeys_reverse(List *pathkeys);
 extern int64 tcopy_scan_limit(PlannerInfo *root, RelOptInfo *baserel, List *pathkeys);
 
 /*
