@@ -821,6 +821,8 @@ leader_setup_dsm(CopyLeader *leader, List *options, List *attlist, List *where,
 		shared->file = true;
 		shared->file_dev = st.st_dev;
 		shared->file_ino = st.st_ino;
+		shared->file_pid = MyProcPid;
+		shared->file_fd = fileno(leader->src->copy_file);
 		strlcpy(shared->file_name, leader->src->filename, MAXPGPATH);
 	}
 	shared->streams = leader->streams;
