@@ -687,7 +687,7 @@ my $other = "$dir/other.csv";
 write_accounts_csv($other, 1, 10);
 for my $how ('mv', 'rm')
 {
-	for my $delay (0.01, 0.03, 0.05, 0.08)
+	for my $delay (0.01, 0.02, 0.03, 0.05, 0.08)
 	{
 		my $moved = "$dir/moved.csv";
 		copy($big, $moved) or die "copy: $!";
