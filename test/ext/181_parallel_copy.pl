@@ -691,7 +691,70 @@ for my $delay (0.05, 0.15, 0.3)
 	}
 	is($node->safe_psql('postgres', 'SELECT 1'), '1', "truncated after ${delay}s: the server is up");
 }
+
+# A file renamed over or removed while the COPY reads it: Postgres' COPY
+# reads on the file it opened, and so do the workers (they open it through
+# the leader's descriptor, not by its name, which they once did: "was
+# replaced" or "could not open" when the rename or removal came between the
+# leader's open and theirs).  A rename or removal before the leader opened
+# it: the other file's 10 rows, or the leader's own "could not open".
+my $other = "$dir/other.csv";
+write_accounts_csv($other, 1, 10);
+for my $how ('mv', 'rm')
+{
+	for my $delay (0.01, 0.02, 0.03, 0.05, 0.08)
+	{
+		my $moved = "$dir/moved.csv";
+		copy($big, $moved) or die "copy: $!";
+		copy($other, "$moved.new") or die "copy: $!";
+		chmod 0644, $moved, "$moved.new";
+		my $h = IPC::Run::start(
+			[ $node->installed_command('psql'), '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres'),
+			  '-c', 'TRUNCATE acc', '-c', 'SET tcopy.copy_workers = 4', '-c', "SET tcopy.copy_chunk_bytes = '64kB'",
+			  '-c', 'SET tcopy.copy_parallel_threshold = 0', '-c', "COPY acc FROM '$moved' (FORMAT csv)" ],
+			'>', \my $mv_out, '2>', \my $mv_err);
+		Time::HiRes::sleep($delay);
+		if ($how eq 'mv') { rename("$moved.new", $moved) or die "rename: $!"; }
+		else { unlink($moved) or die "unlink: $!"; }
+		$h->finish;
+		my $rows = $node->safe_psql('postgres', 'SELECT count(*) FROM acc');
+		if ($how eq 'rm' && ($mv_err // '') =~ /ERROR/)
+		{
+			like($mv_err, qr/ERROR:  could not open file ".*moved.csv" for reading: No such file(?!.*parallel worker)/s,
+				"$how after ${delay}s: removed before the COPY opened it");
+		}
+		else
+		{
+			is($mv_err // '', '', "$how after ${delay}s: no error");
+			like($rows, $how eq 'mv' ? qr/^(?:10|$BIG_ROWS)$/ : qr/^$BIG_ROWS$/,
+				"$how after ${delay}s: the rows of the file the COPY opened");
+		}
+		unlink($moved, "$moved.new");
+	}
+}
 unlike(slurp_file($node->logfile), qr/terminated by signal/, 'no backend was killed by a signal');
+
+# The leader catches SIGBUS only while it maps the file: after the COPY,
+# failed or not, the backend's SIGBUS is as before (it was left caught
+# after an error).  SigCgt in /proc/self/status: SIGBUS is bit 7 - 1.
+{
+	my $bad = "$dir/bad_at_end.csv";
+	copy($big, $bad) or die "copy: $!";
+	open(my $fh, '>>', $bad) or die "open $bad: $!";
+	print $fh "x,1,2,\n";
+	close $fh;
+	chmod 0644, $bad;
+	my $sigbus = q{SELECT (('x' || substring(pg_read_file('/proc/self/status') from 'SigCgt:\s*([0-9a-f]+)'))::bit(64) & (1::bit(64) << 6)) <> 0::bit(64)};
+	($rc, $out, $err) = psql_cmds($node, 'postgres', [
+		$sigbus, 'TRUNCATE acc', 'SET tcopy.copy_workers = 2', "SET tcopy.copy_chunk_bytes = '64kB'",
+		'SET tcopy.copy_parallel_threshold = 0', 'SET client_min_messages = debug1',
+		"COPY acc FROM '$big' (FORMAT csv)", 'SET client_min_messages = notice', $sigbus,
+		"COPY acc FROM '$bad' (FORMAT csv)", $sigbus ]);
+	like($err, qr/which read the file themselves.*ERROR:  invalid input syntax for type integer: "x"/s,
+		'SIGBUS: the COPYs mapped the file, the second failed') or diag(short($err));
+	is($out, "f\nTRUNCATE TABLE\nSET\nSET\nSET\nSET\nCOPY $BIG_ROWS\nSET\nf\nf",
+		"SIGBUS: not caught before the COPYs, nor after one that loaded, nor after one that failed");
+}
 
 note(sprintf('%d cases, %.0f s', $ncase, time() - $T0));
 $node->stop;

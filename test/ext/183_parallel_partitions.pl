@@ -172,6 +172,36 @@ check_case(name => 'a partition no row reaches, its tserver not there', table =>
 check_case(name => 'a partition on the null transport: relayed by the leader', table => 'tm', fmt => 'csv',
 	data => join('', map { "$_,row $_\n" } 1 .. $N), tag => qr/^COPY $N$/);
 
+# A duplicate key fails its write session as the rows arrive; the COPY's
+# first row for another partition on that session opens the partition's
+# table on it, and that open meets the failure: it is the duplicate, with
+# its line, as a heap table's COPY reports it, not "could not write to
+# foreign table" with the line of the row routed (which it was, serial or
+# parallel, streams or not, when the failure came back before the open).
+$node->safe_psql($DB, q{
+	CREATE TABLE tv (id int NOT NULL, s text) PARTITION BY RANGE (id);
+	CREATE FOREIGN TABLE tv1 PARTITION OF tv FOR VALUES FROM (MINVALUE) TO (1000)
+		SERVER ts OPTIONS (key 'id');
+	CREATE FOREIGN TABLE tv2 PARTITION OF tv FOR VALUES FROM (1000) TO (2000)
+		SERVER ts2 OPTIONS (key 'id');
+	CREATE FOREIGN TABLE tv3 PARTITION OF tv FOR VALUES FROM (2000) TO (MAXVALUE)
+		SERVER ts OPTIONS (key 'id');
+});
+open(my $dfh, '>', "$dir/dup_then_open.csv") or die $!;
+print $dfh join('', map { "$_,row $_\n" } 1 .. 999), "999,again\n", join('', map { "$_,row $_\n" } 1000 .. 2100);
+close($dfh);
+for my $way ([ 'serial', 0, 'on' ], [ 'workers 3, streams', 3, 'on' ], [ 'workers 3, relayed', 3, 'off' ])
+{
+	my ($name, $w, $streams) = @$way;
+	my ($rc, $out, $err) = psql_cmds($node, $DB, [
+		'TRUNCATE tv', "SET tcopy.copy_workers = $w", 'SET tcopy.copy_parallel_threshold = 0',
+		"SET tcopy.copy_chunk_bytes = '1kB'", 'SET tcopy.batch_rows = 1', "SET tcopy.copy_streams = $streams",
+		"COPY tv FROM '$dir/dup_then_open.csv' (FORMAT csv)" ], timeout => 60);
+	like($err, qr/ERROR:  duplicate key value violates unique constraint "tv1_key"\nDETAIL:  Key \(id\)=\(999\) already exists.\nCONTEXT:  COPY tv, line 1000$/,
+		"$name: a duplicate, then a partition opened on its session: the duplicate's error") or diag($err);
+	is($node->safe_psql($DB, 'SELECT count(*) FROM tv'), '0', "$name: ... and nothing is loaded");
+}
+
 # ---- faults ----
 
 open(my $fh, '>', "$dir/gone.csv") or die $!;

@@ -509,6 +509,22 @@ tcopy_set_wait_deadline(TimestampTz deadline)
 uint32
 tcopy_connection_table_id(TcopyConnection *conn, TcopyRelCodec *codec)
 {
+	uint32		table_id;
+
+	if (!tcopy_connection_try_table_id(conn, codec, &table_id))
+		tcopy_connection_fail(conn, psprintf("could not write to foreign table \"%s\"",
+											 codec->relname));
+	return table_id;
+}
+
+/*
+ * tcopy_connection_table_id, but false when the tserver refused the open,
+ * the client's error left for the caller to raise (a write session's may
+ * be the session's failure: tcopy_session_fail words it).
+ */
+bool
+tcopy_connection_try_table_id(TcopyConnection *conn, TcopyRelCodec *codec, uint32 *table_id_out)
+{
 	const char *name = codec->options.table_name;
 	size_t		schema_len = tcopy__schema__get_packed_size(codec->schema);
 	uint8	   *schema = palloc(schema_len);
@@ -530,7 +546,8 @@ tcopy_connection_table_id(TcopyConnection *conn, TcopyRelCodec *codec)
 			memcmp(table->schema, schema, schema_len) == 0)
 		{
 			pfree(schema);
-			return table->table_id;
+			*table_id_out = table->table_id;
+			return true;
 		}
 		conn->tables = foreach_delete_current(conn->tables, lc);
 		pfree(table->name);
@@ -550,8 +567,10 @@ tcopy_connection_table_id(TcopyConnection *conn, TcopyRelCodec *codec)
 								  &table_id, NULL, NULL);
 		conn->busy = false;
 		if (rc < 0)
-			tcopy_connection_fail(conn, psprintf("could not write to foreign table \"%s\"",
-												 codec->relname));
+		{
+			pfree(schema);
+			return false;
+		}
 	}
 
 	oldcontext = MemoryContextSwitchTo(TopMemoryContext);
@@ -565,7 +584,8 @@ tcopy_connection_table_id(TcopyConnection *conn, TcopyRelCodec *codec)
 	conn->tables = lappend(conn->tables, table);
 	MemoryContextSwitchTo(oldcontext);
 	pfree(schema);
-	return table_id;
+	*table_id_out = table_id;
+	return true;
 }
 
 /*

@@ -185,22 +185,37 @@ typedef struct CopyLeader
 	int			runs_cap;
 } CopyLeader;
 
-/* A file's window mapped: unmapped when the COPY's memory goes, error or not. */
+/*
+ * A file's window mapped, and SIGBUS's handler while it may be scanned:
+ * unmapped and put back when the COPY's memory goes, error or not.
+ */
 typedef struct LeaderWindow
 {
 	char	   *map;
 	size_t		len;
-	MemoryContextCallback unmap;
+	bool		bus_set;		/* leader_fault is SIGBUS's handler */
+	pqsigfunc	bus_before;		/* the one to put back */
+	MemoryContextCallback end;
 } LeaderWindow;
 
 static void
-leader_unmap(void *arg)
+leader_unmap(LeaderWindow *window)
 {
-	LeaderWindow *window = arg;
-
 	if (window->map != NULL)
 		(void) munmap(window->map, window->len);
 	window->map = NULL;
+}
+
+/* The window's end (a MemoryContextCallback): unmapped, SIGBUS's handler back. */
+static void
+leader_window_end(void *arg)
+{
+	LeaderWindow *window = arg;
+
+	leader_unmap(window);
+	if (window->bus_set)
+		pqsignal(SIGBUS, window->bus_before);
+	window->bus_set = false;
 }
 
 typedef enum LeaderRefill
@@ -821,6 +836,8 @@ leader_setup_dsm(CopyLeader *leader, List *options, List *attlist, List *where,
 		shared->file = true;
 		shared->file_dev = st.st_dev;
 		shared->file_ino = st.st_ino;
+		shared->file_pid = MyProcPid;
+		shared->file_fd = fileno(leader->src->copy_file);
 		strlcpy(shared->file_name, leader->src->filename, MAXPGPATH);
 	}
 	shared->streams = leader->streams;
@@ -1001,10 +1018,11 @@ tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 		leader.rlen = leader.rpos = 0;
 		leader.input_eof = false;
 		leader.window = palloc0(sizeof(LeaderWindow));
-		leader.window->unmap.func = leader_unmap;
-		leader.window->unmap.arg = leader.window;
-		MemoryContextRegisterResetCallback(CurrentMemoryContext, &leader.window->unmap);
-		pqsignal(SIGBUS, leader_fault);
+		leader.window->end.func = leader_window_end;
+		leader.window->end.arg = leader.window;
+		MemoryContextRegisterResetCallback(CurrentMemoryContext, &leader.window->end);
+		leader.window->bus_before = pqsignal(SIGBUS, leader_fault);
+		leader.window->bus_set = true;
 	}
 	else
 	{
@@ -1022,10 +1040,7 @@ tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 	leader.scan.stop_at_marker = src->copy_src == COPY_FRONTEND;
 	leader_run(&leader);
 	if (leader.file)
-	{
-		pqsignal(SIGBUS, SIG_DFL);
-		leader_unmap(leader.window);
-	}
+		leader_window_end(leader.window);
 	/* a cancel that ended the input is the error (see copy_rows, copy.c) */
 	CHECK_FOR_INTERRUPTS();
 

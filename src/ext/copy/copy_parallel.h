@@ -102,6 +102,8 @@ typedef struct TcopyParallelShared
 	bool		file;
 	dev_t		file_dev;		/* the file the leader opened */
 	ino_t		file_ino;
+	int			file_pid;		/* the leader's pid and descriptor of it */
+	int			file_fd;
 	char		file_name[MAXPGPATH];
 	/* streams: the workers send the rows to the tserver themselves */
 	bool		streams;

@@ -136,15 +136,29 @@ worker_pread(char *out, size_t n)
 }
 
 /*
- * Open the file the leader opened, by its name; a file renamed over it
- * since is not the COPY's.
+ * Open the file the leader opened: through the leader's descriptor
+ * (/proc/<pid>/fd/<fd>, the same file even if it was renamed over or
+ * removed since, as the serial COPY reads it), else by its name, where a
+ * file renamed over it since is not the COPY's.
  */
 static int
 worker_open_file(const TcopyParallelShared *shared)
 {
-	int			fd = OpenTransientFile(shared->file_name, O_RDONLY | PG_BINARY);
+	char		proc[64];
+	int			fd;
 	struct stat st;
 
+	snprintf(proc, sizeof(proc), "/proc/%d/fd/%d", shared->file_pid, shared->file_fd);
+	fd = OpenTransientFile(proc, O_RDONLY | PG_BINARY);
+	if (fd >= 0 && (fstat(fd, &st) != 0 ||
+					st.st_dev != shared->file_dev || st.st_ino != shared->file_ino))
+	{
+		CloseTransientFile(fd);
+		fd = -1;
+	}
+	if (fd >= 0)
+		return fd;
+	fd = OpenTransientFile(shared->file_name, O_RDONLY | PG_BINARY);
 	if (fd < 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),

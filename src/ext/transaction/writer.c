@@ -85,7 +85,13 @@ tcopy_writer_begin(TcopyRelCodec *codec)
 				 errdetail("A DROP of a tcopy table drops its tserver table when the transaction commits, "
 						   "after the rows the transaction wrote.")));
 	writer->conn = tcopy_xact_write_connection(&codec->options, codec->userid);
-	writer->table_id = tcopy_connection_table_id(writer->conn, codec);
+	/*
+	 * the session may have failed on a batch sent before (a duplicate key,
+	 * found as the rows arrive): the open says so, worded as the session's
+	 */
+	if (!tcopy_connection_try_table_id(writer->conn, codec, &writer->table_id))
+		tcopy_session_fail(writer->conn, psprintf("could not write to foreign table \"%s\"",
+												  codec->relname));
 	if (codec->options.key_attnums != NIL)
 		tcopy_xact_set_on_conflict(writer->conn, writer->table_id,
 								   codec->options.on_conflict, codec->relname);

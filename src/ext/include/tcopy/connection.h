@@ -139,6 +139,9 @@ extern TcopyConnection *tcopy_connection_lookup(const TcopyTableOptions *options
 												Oid userid);
 /* The remote table id on this connection (opened with create and schema). */
 extern uint32 tcopy_connection_table_id(TcopyConnection *conn, TcopyRelCodec *codec);
+/* The same, false when the tserver refused (its error left on conn's client). */
+extern bool tcopy_connection_try_table_id(TcopyConnection *conn, TcopyRelCodec *codec,
+										  uint32 *table_id);
 /* Close conn's client (a session that had sent batches is then lost). */
 extern void tcopy_connection_close(TcopyConnection *conn);
 /*
