@@ -33,7 +33,7 @@ OBJS = src/ext/tcopy.o \
 	$(addprefix src/ext/connection/,connection.o errors.o) \
 	$(addprefix src/ext/transaction/,backup.o records.o recovery.o recovery_worker.o row_lines.o session_errors.o snapshot.o ssi.o truncated.o writer.o xact.o xact_commit.o xact_drop.o xact_prepared.o) \
 	$(addprefix src/ext/fdw/,agg_results.o fdw.o fdw_analyze.o fdw_direct.o fdw_estimate.o fdw_modify.o fdw_parallel.o fdw_point_read.o fdw_row_marks.o fdw_scan.o fdw_upsert.o key_range.o partition_move.o pushdown_agg.o pushdown_order.o pushdown_quals.o row_locks.o) \
-	$(addprefix src/ext/copy/,copy.o copy_bad_rows.o copy_chunks.o copy_fields.o copy_parallel.o copy_parallel_safe.o copy_reader.o copy_ring.o copy_route.o copy_simd.o copy_source.o copy_targets.o copy_typed.o copy_worker.o load_id.o) \
+	$(addprefix src/ext/copy/,copy.o copy_bad_rows.o copy_chunks.o copy_error_message.o copy_fields.o copy_file_map.o copy_parallel.o copy_parallel_safe.o copy_reader.o copy_ring.o copy_route.o copy_simd.o copy_source.o copy_targets.o copy_typed.o copy_worker.o load_id.o) \
 	$(addprefix src/ext/commands/,alter.o alter_rewrite.o check.o hook.o monitor.o rename.o)
 PGFILEDESC = "tcopy - foreign-data wrapper for tserver tables"
 EXTENSION = tcopy

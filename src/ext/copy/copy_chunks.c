@@ -43,7 +43,7 @@
 #include "port/pg_bitutils.h"
 #include "port/pg_bswap.h"
 
-#include "tcopy/copy.h"
+#include "copy_parallel.h"
 #include "copy_simd.h"
 
 /*
@@ -327,4 +327,44 @@ tcopy_chunk_scan(TcopyChunkScan *scan, const char *buf, size_t len, size_t min, 
 		default:
 			return scan_binary(scan, buf, len, min, cut);
 	}
+}
+
+EolType
+tcopy_first_line_end(CopyFromState src, const char *buf, size_t len)
+{
+	bool		csv = src->opts.csv_mode;
+	char		quote = csv ? src->opts.quote[0] : '\0';
+	char		escape = csv ? src->opts.escape[0] : '\0';
+	bool		in_quote = false;
+	bool		last_was_esc = false;
+	size_t		i;
+
+	if (escape == quote)
+		escape = '\0';
+	for (i = 0; i < len; i++)
+	{
+		char		c = buf[i];
+
+		if (csv)
+		{
+			if (in_quote && c == escape)
+				last_was_esc = !last_was_esc;
+			if (c == quote && !last_was_esc)
+				in_quote = !in_quote;
+			if (c != escape)
+				last_was_esc = false;
+			if (in_quote)
+				continue;
+		}
+		else if (c == '\\')
+		{
+			i++;				/* a backslash quotes the next byte */
+			continue;
+		}
+		if (c == '\n')
+			return EOL_NL;
+		if (c == '\r')
+			return i + 1 == len ? EOL_UNKNOWN : buf[i + 1] == '\n' ? EOL_CRNL : EOL_CR;
+	}
+	return EOL_UNKNOWN;
 }

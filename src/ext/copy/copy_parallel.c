@@ -23,9 +23,6 @@
  */
 #include "postgres.h"
 
-#include <setjmp.h>
-#include <signal.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "copy_parallel.h"
@@ -72,52 +69,6 @@ bool		tcopy_copy_map_files = true;	/* tcopy.copy_map_files */
  */
 #define LEADER_FIRST_READ_MS 50
 
-/* What the leader maps of a file at a time (docs/parallel.md, "Files"). */
-#define LEADER_MAP_BYTES (8 * 1024 * 1024)
-
-/*
- * The line ends of a text or csv input, from its first line as the reader
- * finds them: EOL_NL, EOL_CRNL, EOL_CR, or EOL_UNKNOWN when buf has none.
- */
-static EolType
-first_line_end(CopyFromState src, const char *buf, size_t len)
-{
-	bool		csv = src->opts.csv_mode;
-	char		quote = csv ? src->opts.quote[0] : '\0';
-	char		escape = csv ? src->opts.escape[0] : '\0';
-	bool		in_quote = false;
-	bool		last_was_esc = false;
-	size_t		i;
-
-	if (escape == quote)
-		escape = '\0';
-	for (i = 0; i < len; i++)
-	{
-		char		c = buf[i];
-
-		if (csv)
-		{
-			if (in_quote && c == escape)
-				last_was_esc = !last_was_esc;
-			if (c == quote && !last_was_esc)
-				in_quote = !in_quote;
-			if (c != escape)
-				last_was_esc = false;
-			if (in_quote)
-				continue;
-		}
-		else if (c == '\\')
-		{
-			i++;				/* a backslash quotes the next byte */
-			continue;
-		}
-		if (c == '\n')
-			return EOL_NL;
-		if (c == '\r')
-			return i + 1 == len ? EOL_UNKNOWN : buf[i + 1] == '\n' ? EOL_CRNL : EOL_CR;
-	}
-	return EOL_UNKNOWN;
-}
 
 /* A message to a worker that shm_mq has not taken whole yet. */
 typedef struct PendingSend
@@ -158,7 +109,7 @@ typedef struct CopyLeader
 	 * of it mapped, at offset rbuf_pos in the file
 	 */
 	bool		file;
-	struct LeaderWindow *window;
+	TcopyFileMap *map;
 	uint64		rbuf_pos;
 	bool		input_eof;
 	bool		input_wait;		/* the file or pipe has nothing to read now */
@@ -185,39 +136,6 @@ typedef struct CopyLeader
 	int			runs_cap;
 } CopyLeader;
 
-/*
- * A file's window mapped, and SIGBUS's handler while it may be scanned:
- * unmapped and put back when the COPY's memory goes, error or not.
- */
-typedef struct LeaderWindow
-{
-	char	   *map;
-	size_t		len;
-	bool		bus_set;		/* leader_fault is SIGBUS's handler */
-	pqsigfunc	bus_before;		/* the one to put back */
-	MemoryContextCallback end;
-} LeaderWindow;
-
-static void
-leader_unmap(LeaderWindow *window)
-{
-	if (window->map != NULL)
-		(void) munmap(window->map, window->len);
-	window->map = NULL;
-}
-
-/* The window's end (a MemoryContextCallback): unmapped, SIGBUS's handler back. */
-static void
-leader_window_end(void *arg)
-{
-	LeaderWindow *window = arg;
-
-	leader_unmap(window);
-	if (window->bus_set)
-		pqsignal(SIGBUS, window->bus_before);
-	window->bus_set = false;
-}
-
 typedef enum LeaderRefill
 {
 	REFILL_DATA,				/* the buffer holds more input */
@@ -225,90 +143,33 @@ typedef enum LeaderRefill
 	REFILL_WAIT					/* none yet: wait for it with the workers */
 } LeaderRefill;
 
-/*
- * A file's next window, mapped (all of the last one was sent), up to the
- * file's size now: a file that grew is read on, as by read().
- */
+/* A file's next window (all of the last one was sent): copy_file_map.c. */
 static LeaderRefill
 leader_map_next(CopyLeader *leader)
 {
 	uint64		pos = leader->rbuf_pos + leader->rlen;
-	uint64		start = pos - pos % (uint64) sysconf(_SC_PAGESIZE);
-	uint64		end;
-	struct stat st;
-	void	   *map;
 
-	leader_unmap(leader->window);
 	leader->rbuf_pos = pos;
 	leader->rpos = leader->rlen = 0;
-	if (fstat(fileno(leader->src->copy_file), &st) != 0)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not stat file \"%s\": %m", leader->src->filename)));
-	if ((uint64) st.st_size <= pos)
+	if (!tcopy_file_map_window(leader->map, pos, &leader->rbuf, &leader->rlen))
 	{
 		leader->input_eof = true;
 		return REFILL_EOF;
 	}
-	end = Min((uint64) st.st_size, pos + LEADER_MAP_BYTES);
-	map = mmap(NULL, end - start, PROT_READ, MAP_SHARED, fileno(leader->src->copy_file),
-			   (off_t) start);
-	if (map == MAP_FAILED)
-		ereport(ERROR,
-				(errcode_for_file_access(),
-				 errmsg("could not map COPY file \"%s\": %m", leader->src->filename)));
-	leader->window->map = map;
-	leader->window->len = end - start;
-	leader->rbuf = (char *) map + (pos - start);
-	leader->rlen = end - pos;
-	leader->src->bytes_processed = end;
-	pgstat_progress_update_param(PROGRESS_COPY_BYTES_PROCESSED, end);
+	leader->src->bytes_processed = pos + leader->rlen;
+	pgstat_progress_update_param(PROGRESS_COPY_BYTES_PROCESSED, pos + leader->rlen);
 	return REFILL_DATA;
 }
 
-/* Where the scan of a mapped file jumps if the file shrank under it. */
-static sigjmp_buf *leader_fault_jmp = NULL;
-
-static void
-leader_fault(SIGNAL_ARGS)
-{
-	if (leader_fault_jmp != NULL)
-		siglongjmp(*leader_fault_jmp, 1);
-	/* not ours: what SIGBUS does by default */
-	pqsignal(SIGBUS, SIG_DFL);
-	raise(SIGBUS);
-}
-
-/*
- * tcopy_chunk_scan of the input; of a mapped file, a page past its end (it
- * was truncated) is an error, not the backend's SIGBUS.
- */
+/* tcopy_chunk_scan of the input; of a mapped file, guarded (copy_file_map.c). */
 static size_t
 leader_scan(CopyLeader *leader, size_t len, size_t min, bool *cut)
 {
 	const char *buf = leader->rbuf + leader->rpos;
-	sigjmp_buf	jmp;
-	size_t		n;
 
-	if (!leader->file)
-		return tcopy_chunk_scan(&leader->scan, buf, len, min, cut);
-	if (sigsetjmp(jmp, 0) != 0)
-	{
-		sigset_t	bus;
-
-		leader_fault_jmp = NULL;
-		sigemptyset(&bus);
-		sigaddset(&bus, SIGBUS);
-		sigprocmask(SIG_UNBLOCK, &bus, NULL);
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("COPY file \"%s\" was truncated while it was read",
-						leader->src->filename)));
-	}
-	leader_fault_jmp = &jmp;
-	n = tcopy_chunk_scan(&leader->scan, buf, len, min, cut);
-	leader_fault_jmp = NULL;
-	return n;
+	if (leader->file)
+		return tcopy_file_map_scan(leader->map, &leader->scan, buf, len, min, cut);
+	return tcopy_chunk_scan(&leader->scan, buf, len, min, cut);
 }
 
 /*
@@ -467,50 +328,6 @@ leader_next_message(CopyLeader *leader)
 	return true;
 }
 
-/* Raise the error a worker sent in its chunk's place. */
-static void
-leader_raise(CopyLeader *leader, const char *data, size_t len)
-{
-	TcopyErrorHeader header;
-	ErrorData	edata = {0};
-	char	   *fields[TCOPY_ERROR_NFIELDS];
-	const char *s = data + sizeof(header);
-	const char *end = data + len;
-	int			i;
-
-	if (len < sizeof(header))
-		elog(ERROR, "truncated error message from a parallel COPY worker");
-	memcpy(&header, data, sizeof(header));
-	for (i = 0; i < TCOPY_ERROR_NFIELDS; i++)
-	{
-		size_t		n = strnlen(s, end - s);
-
-		if (s + n >= end)
-			elog(ERROR, "truncated error message from a parallel COPY worker");
-		fields[i] = n > 0 ? pstrdup(s) : NULL;
-		s += n + 1;
-	}
-	edata.elevel = ERROR;
-	edata.sqlerrcode = header.sqlerrcode;
-	edata.cursorpos = header.cursorpos;
-	edata.message = fields[0];
-	edata.detail = fields[1];
-	edata.detail_log = fields[2];
-	edata.hint = fields[3];
-	edata.context = fields[4];
-	edata.schema_name = fields[5];
-	edata.table_name = fields[6];
-	edata.column_name = fields[7];
-	edata.datatype_name = fields[8];
-	edata.constraint_name = fields[9];
-	edata.filename = __FILE__;
-	edata.lineno = __LINE__;
-	edata.funcname = PG_FUNCNAME_MACRO;
-	/* the worker's CONTEXT is the COPY's; callers' contexts go after it */
-	error_context_stack = leader->errcallback.previous;
-	ThrowErrorData(&edata);
-}
-
 /* A worker's queue detached: a worker that died says why on its error queue. */
 static void pg_attribute_noreturn()
 leader_lost_worker(void)
@@ -647,7 +464,7 @@ leader_receive(CopyLeader *leader)
 				leader->next_done++;
 				break;
 			case TCOPY_MSG_ERROR:
-				leader_raise(leader, data, nbytes);
+				tcopy_parallel_raise(data, nbytes, leader->errcallback.previous);
 				break;
 			default:
 				elog(ERROR, "unexpected message \"%c\" from a parallel COPY worker",
@@ -873,33 +690,6 @@ leader_setup_dsm(CopyLeader *leader, List *options, List *attlist, List *where,
 }
 
 /*
- * Whether the workers read the input themselves: a regular file, text or
- * csv, of which only the start was read (into the buffer, from offset 0),
- * whose size is true (not a /proc file's 0) and which can be mapped.
- */
-static bool
-leader_maps_file(CopyLeader *leader)
-{
-	CopyFromState src = leader->src;
-	struct stat st;
-	void	   *probe;
-
-	if (!tcopy_copy_map_files ||
-		src->copy_src != COPY_FILE || src->is_program || src->opts.binary ||
-		src->filename == NULL || strlen(src->filename) >= MAXPGPATH ||
-		src->raw_buf_index < src->raw_buf_len ||
-		src->bytes_processed != leader->rlen ||
-		fstat(fileno(src->copy_file), &st) != 0 || !S_ISREG(st.st_mode) ||
-		(uint64) st.st_size < (uint64) leader->rlen || st.st_size == 0)
-		return false;
-	probe = mmap(NULL, 1, PROT_READ, MAP_SHARED, fileno(src->copy_file), 0);
-	if (probe == MAP_FAILED)
-		return false;
-	(void) munmap(probe, 1);
-	return true;
-}
-
-/*
  * The options the workers' readers get: src's, with the encoding src
  * reads in (a worker's client encoding need not be the leader's).
  */
@@ -963,7 +753,7 @@ tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 						   LEADER_FIRST_READ_MS);
 	else if (!src->opts.binary)
 	{
-		src->eol_type = first_line_end(src, leader.rbuf, leader.rlen);
+		src->eol_type = tcopy_first_line_end(src, leader.rbuf, leader.rlen);
 		if (src->eol_type == EOL_UNKNOWN)
 			refusal = "no line end in the input's first part";
 		else if (src->eol_type == EOL_CR)
@@ -975,7 +765,7 @@ tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 		leader.streams = tcopy_copy_streams &&
 			(writer == NULL || !writer->conn->null_transport);
 		leader.targets = copy_targets_begin(rel, writer, on_conflict, leader.streams);
-		leader.file = leader_maps_file(&leader);
+		leader.file = tcopy_copy_map_files && tcopy_file_mappable(src, leader.rlen);
 		EnterParallelMode();
 		leader.pcxt = CreateParallelContext("tcopy", "tcopy_copy_worker_main", workers);
 		leader_setup_dsm(&leader, worker_options(src, options), attlist, where, on_conflict);
@@ -1017,12 +807,7 @@ tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 		leader.rbuf = NULL;
 		leader.rlen = leader.rpos = 0;
 		leader.input_eof = false;
-		leader.window = palloc0(sizeof(LeaderWindow));
-		leader.window->end.func = leader_window_end;
-		leader.window->end.arg = leader.window;
-		MemoryContextRegisterResetCallback(CurrentMemoryContext, &leader.window->end);
-		leader.window->bus_before = pqsignal(SIGBUS, leader_fault);
-		leader.window->bus_set = true;
+		leader.map = tcopy_file_map_begin(src);
 	}
 	else
 	{
@@ -1040,7 +825,7 @@ tcopy_copy_parallel(ParseState *pstate, Relation rel, CopyFromState src,
 	leader.scan.stop_at_marker = src->copy_src == COPY_FRONTEND;
 	leader_run(&leader);
 	if (leader.file)
-		leader_window_end(leader.window);
+		tcopy_file_map_end(leader.map);
 	/* a cancel that ended the input is the error (see copy_rows, copy.c) */
 	CHECK_FOR_INTERRUPTS();
 

@@ -23,6 +23,7 @@
 
 #include "tcopy/catalog.h"
 #include "tcopy/connection.h"
+#include "tcopy/copy.h"
 #include "tcopy/transaction.h"
 
 /* shm_toc keys */
@@ -79,6 +80,40 @@ extern bool tcopy_ring_reserve(TcopyRingLeader *ring, Size len);
 extern void tcopy_ring_piece_at(TcopyRingLeader *ring, uint64 start, Size len,
 								int worker);
 extern void tcopy_ring_consumed(TcopyRing *ring, int worker, uint64 bytes);
+
+/*
+ * A COPY's input file mapped by the leader (copy_file_map.c).  Mappable: a
+ * regular file, text or csv, of which only the first read_so_far bytes
+ * were read (from offset 0), whose size is true (not a /proc file's 0) and
+ * which can be mapped.  Begun: SIGBUS is caught until the map ends, or the
+ * current memory context goes.  A window: the bytes from pos, at most
+ * 8 MB, mapped until the next; false at the file's end.  A scan: a
+ * window's tcopy_chunk_scan, a page past a truncated file's end an error.
+ */
+typedef struct TcopyFileMap TcopyFileMap;
+
+extern bool tcopy_file_mappable(CopyFromState src, size_t read_so_far);
+extern TcopyFileMap *tcopy_file_map_begin(CopyFromState src);
+extern bool tcopy_file_map_window(TcopyFileMap *map, uint64 pos, char **buf, size_t *len);
+extern size_t tcopy_file_map_scan(TcopyFileMap *map, TcopyChunkScan *scan, const char *buf,
+								  size_t len, size_t min, bool *cut);
+extern void tcopy_file_map_end(TcopyFileMap *map);
+
+/*
+ * The line ends of a text or csv input, from its first line as the reader
+ * finds them: EOL_NL, EOL_CRNL, EOL_CR, or EOL_UNKNOWN when buf has none
+ * (copy_chunks.c).
+ */
+extern EolType tcopy_first_line_end(CopyFromState src, const char *buf, size_t len);
+
+/*
+ * A worker's error as a TCOPY_MSG_ERROR, appended to buf; and the leader's
+ * side: raised as the worker's error, its CONTEXT the COPY's, context (the
+ * leader's callers') after it (copy_error_message.c).
+ */
+extern void tcopy_parallel_error_message(const ErrorData *edata, StringInfo buf);
+extern void tcopy_parallel_raise(const char *data, size_t len,
+								 ErrorContextCallback *context) pg_attribute_noreturn();
 
 /*
  * The header a binary COPY's reader expects (signature, no flags, no

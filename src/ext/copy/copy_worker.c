@@ -490,21 +490,11 @@ worker_send_batch(TcopyWriter *writer)
 static void
 worker_send_error(ErrorData *edata)
 {
-	const char *fields[TCOPY_ERROR_NFIELDS] = {
-		edata->message, edata->detail, edata->detail_log, edata->hint,
-		edata->context, edata->schema_name, edata->table_name,
-		edata->column_name, edata->datatype_name, edata->constraint_name
-	};
-	TcopyErrorHeader header = {TCOPY_MSG_ERROR, edata->sqlerrcode, edata->cursorpos};
 	StringInfoData buf;
 	shm_mq_iovec iov;
-	int			i;
 
 	initStringInfo(&buf);
-	appendBinaryStringInfo(&buf, (const char *) &header, sizeof(header));
-	for (i = 0; i < TCOPY_ERROR_NFIELDS; i++)
-		appendBinaryStringInfo(&buf, fields[i] ? fields[i] : "",
-							   fields[i] ? strlen(fields[i]) + 1 : 1);
+	tcopy_parallel_error_message(edata, &buf);
 	iov.data = buf.data;
 	iov.len = buf.len;
 	worker_send(&iov, 1, true);
