@@ -135,7 +135,7 @@ sub bound
 	return pb_field_bytes(1, row(%key)) . pb_field_varint(2, $inclusive);
 }
 
-# Scan: table, columns, lower, upper, batch_rows, limit
+# Scan: table, columns, lower, upper, batch_rows, limit, reverse
 sub scan
 {
 	my (%s) = @_;
@@ -147,6 +147,7 @@ sub scan
 	$m .= pb_field_varint(6, $s{limit}) if $s{limit};
 	$m .= pb_field_varint(10, $s{snapshot}) . pb_field_bytes(11, KEY) if $s{snapshot};
 	$m .= pb_field_bytes(13, $s{filter}) if defined $s{filter};
+	$m .= pb_field_varint(19, 1) if $s{reverse};
 	return frame(F_SCAN, $m);
 }
 
@@ -226,7 +227,8 @@ $seeds{'04-txt-bounds-specials'} = chr(0)
   . write_batch(2, 3, row(ints => [1], floats => [ $inf - $inf ], blobs => ['a']))
   . commit(2, 5)
   . scan(table => 3, lower => bound(1, blobs => ['a']), upper => bound(0, blobs => ['b'], ints => [0]))
-  . scan(table => 3, columns => [2], limit => 2);
+  . scan(table => 3, columns => [2], limit => 2)
+  . scan(table => 3, lower => bound(1, blobs => ['a']), reverse => 1, limit => 1);
 
 $seeds{'05-token-stats-scan'} = chr(TOKEN)
   . frame(F_STATS_REQUEST, '')
