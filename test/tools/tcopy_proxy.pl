@@ -194,24 +194,43 @@ sub open_pair
 	print "connection $id opened\n";
 }
 
-# Close both sides of a pair, after writing (blocking) what is queued.
+# Close both sides of a pair: nothing more is read from either, and each
+# is closed once what is queued for it is written.  The main loop writes
+# the queues as the peers read them: a blocking write here would stop the
+# whole proxy behind a peer that does not read (a tserver's stream thread
+# waiting for its chunk's turn), and with it every other connection, the
+# one that turn waits for too.  A peer that reads nothing for
+# CLOSE_FLUSH_SECONDS is closed with its queue unwritten.
+use constant CLOSE_FLUSH_SECONDS => 5;
+
 sub close_pair
 {
 	my ($pair, $why) = @_;
+	return if $pair->{closing};
+	$pair->{closing} = $why;
+	$pair->{close_by} = time() + CLOSE_FLUSH_SECONDS;
+	$sel->remove($pair->{c}, $pair->{s});
+	finish_pair($pair);
+}
+
+# Write what a closing pair's peers take now; close each side whose queue
+# is empty (every side with force, or past the pair's deadline).
+sub finish_pair
+{
+	my ($pair, $force) = @_;
 	for my $dir ('c2s', 's2c')
 	{
 		my $sock = $dir eq 'c2s' ? $pair->{s} : $pair->{c};
-		$sock->blocking(1);
+		next if $pair->{shut}{$dir};
 		write_all($sock, \$pair->{out}{$dir});
-	}
-	for my $sock ($pair->{c}, $pair->{s})
-	{
+		next if length $pair->{out}{$dir} && !$force && time() < $pair->{close_by};
 		delete $pairs{ fileno $sock };
-		$sel->remove($sock);
 		shutdown($sock, SHUT_RDWR);
 		close $sock;
+		$pair->{shut}{$dir} = 1;
 	}
-	print "connection $pair->{id} closed: $why\n";
+	print "connection $pair->{id} closed: $pair->{closing}\n"
+	  if $pair->{shut}{c2s} && $pair->{shut}{s2c};
 }
 
 # Write what can be written of $$buf now (or all of it, on a blocking socket).
@@ -432,8 +451,10 @@ while (!$stop)
 	for my $pair (values %pairs)
 	{
 		next if $seen_pair{ $pair->{id} }++;
-		$wsel->add($pair->{s}) if length $pair->{out}{c2s};
-		$wsel->add($pair->{c}) if length $pair->{out}{s2c};
+		# a closing pair past its deadline closes now
+		finish_pair($pair) if $pair->{closing} && time() >= $pair->{close_by};
+		$wsel->add($pair->{s}) if length $pair->{out}{c2s} && !$pair->{shut}{c2s};
+		$wsel->add($pair->{c}) if length $pair->{out}{s2c} && !$pair->{shut}{s2c};
 	}
 	my ($readable, $writable) = IO::Select->select($sel, $wsel, undef, 0.5);
 	next unless $readable || $writable;
@@ -442,6 +463,11 @@ while (!$stop)
 		my $fd = fileno $sock // next;
 		my $pair = $pairs{$fd} or next;
 		my $dir = $sock == $pair->{s} ? 'c2s' : 's2c';
+		if ($pair->{closing})
+		{
+			finish_pair($pair);
+			next;
+		}
 		write_all($sock, \$pair->{out}{$dir})
 		  or close_pair($pair, ($dir eq 's2c' ? 'client' : 'tserver') . " write error: $!");
 	}
@@ -454,6 +480,7 @@ while (!$stop)
 		}
 		my $fd = fileno $sock // next;
 		my $pair = $pairs{$fd} or next;
+		next if $pair->{closing};
 		serve($pair, $sock);
 	}
 }
@@ -461,7 +488,9 @@ while (!$stop)
 my %done;
 for my $pair (values %pairs)
 {
-	close_pair($pair, 'proxy stopped') unless $done{ $pair->{id} }++;
+	next if $done{ $pair->{id} }++;
+	close_pair($pair, 'proxy stopped');
+	finish_pair($pair, 1);
 }
 unlink $listen_path;
 exit 0;
