@@ -40,7 +40,6 @@
 
 #include "postgres.h"
 
-#include "port/pg_bitutils.h"
 #include "port/pg_bswap.h"
 
 #include "copy_parallel.h"

@@ -202,10 +202,12 @@ worker_read_cb(void *outbuf, int minread, int maxread)
 		{
 			n = Min((size_t) (maxread - total), worker.data_len);
 			if (worker.file_fd >= 0)
-				worker_pread(out + total, n);
+				worker_pread(out + total, n);	/* moves file_pos on */
 			else
+			{
 				memcpy(out + total, worker.data, n);
-			worker.data += n;
+				worker.data += n;
+			}
 			worker.data_len -= n;
 			total += n;
 			worker.consumed += n;

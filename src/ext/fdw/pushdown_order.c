@@ -67,6 +67,7 @@ tcopy_key_order_pathkeys(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntabl
 	List	   *key_attnums;
 	bool		key_bytes;
 	int			matched = 0;
+	int			strategy;
 	ListCell   *lc;
 
 	if (root->query_pathkeys == NIL)
@@ -84,10 +85,10 @@ tcopy_key_order_pathkeys(PlannerInfo *root, RelOptInfo *baserel, Oid foreigntabl
 	if (key_attnums == NIL || key_bytes)
 		return NIL;
 
+	strategy = linitial_node(PathKey, root->query_pathkeys)->pk_strategy;
 	foreach(lc, root->query_pathkeys)
 	{
 		PathKey    *pathkey = (PathKey *) lfirst(lc);
-		int			strategy = linitial_node(PathKey, root->query_pathkeys)->pk_strategy;
 
 		/* past every key column: the key is unique, so any order holds */
 		if (matched == list_length(key_attnums))
