@@ -15,8 +15,8 @@
 #   - unless --no-copy: that revision is installed (make install, so root)
 #     and bench/run.sh runs case 3 (tcopy, defaults; --cases: others, e.g.
 #     3,6) on the accounts dataset (--datasets: others, e.g. mixed) once (a
-#     fresh cluster and tserver each time): wall time and the backend's CPU
-#     time (user + sys);
+#     fresh cluster and tserver each time): wall time, the backend's CPU
+#     time (user + sys) and the tserver's;
 #   - with --tps: bench/commit_tps.sh, pgbench running 1,000-row COPY
 #     transactions with 1 and 4 clients (that revision installed): tps
 #     and average latency, so commits' cost is compared.
@@ -96,10 +96,12 @@ measure()
 		make -C "$t" install >/dev/null
 		BENCH_OUT="$dir/out-$label-$round" "$top/bench/run.sh" --rows "$rows" --runs 1 \
 			--no-build --no-profile --no-concurrency --cases "$cases" --datasets "$datasets" >/dev/null
-		# per case and dataset: wall seconds, backend CPU seconds (user + sys)
+		# per case and dataset: wall seconds, backend and tserver CPU seconds (user + sys)
 		awk -F'\t' -v round="$round" -v label="$label" 'NR > 1 {
 			printf "%s\t%s\tCOPY %s (case %s), wall\t%s\n", round, label, $3, $2, $8
 			printf "%s\t%s\tCOPY %s (case %s), backend cpu\t%.2f\n", round, label, $3, $2, $10 + $11
+			if ($16 != "")
+				printf "%s\t%s\tCOPY %s (case %s), tserver cpu\t%.2f\n", round, label, $3, $2, $16 + $17
 		}' "$dir/out-$label-$round/results/runs.tsv" >>"$results"
 		say "round $round $label COPY cases $cases on $datasets done"
 	fi

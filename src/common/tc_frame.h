@@ -19,7 +19,7 @@
 #include "tc_buf.h"
 #include "tcopy.pb-c.h"
 
-#define TC_PROTOCOL_VERSION 6
+#define TC_PROTOCOL_VERSION 7
 #define TC_FRAME_HEADER_SIZE 5
 #define TC_FRAME_TYPE_LAST TCOPY__FRAME_TYPE__FRAME_SPLIT_OK	/* the highest known */
 #define TC_FRAME_MAX_DEFAULT (64u * 1024 * 1024)	/* bytes of payload */

@@ -1,15 +1,17 @@
 /*
  * tc_wire.h
- *		A WriteBatch written straight in protobuf's wire format, without
- *		building protobuf-c messages (no Postgres headers).
+ *		A row as the client builds it (TcWireRow), and a WriteBatch's header
+ *		written straight in protobuf's wire format, without building
+ *		protobuf-c messages (no Postgres headers).
  *
- * The bytes are those protobuf-c packs for the same Tcopy__WriteBatch
- * (test/unit/test_wire.c checks it on random rows), so the tserver decodes
- * them with protobuf-c like any other batch.  A row is described by a
- * TcWireRow whose arrays the caller owns and reuses; its blobs point at the
- * caller's bytes (a field in Postgres' COPY buffer, a datum), which are
- * copied once, into the output buffer.  A blob may ask for trailing blanks:
- * char(n) values are padded on the way out instead of in a copy.
+ * The header's bytes are those protobuf-c packs for the same
+ * Tcopy__WriteBatch (test/unit/test_wire.c checks it), so the tserver
+ * decodes the batch like any other.  Its rows go in the field records, in
+ * the stored form (tc_record.h).  A row is described by a TcWireRow whose
+ * arrays the caller owns and reuses; its blobs point at the caller's bytes
+ * (a field in Postgres' COPY buffer, a datum), which are copied once, into
+ * the output buffer.  A blob may ask for trailing blanks: char(n) values
+ * are padded on the way out instead of in a copy.
  */
 #ifndef TC_WIRE_H
 #define TC_WIRE_H
@@ -17,8 +19,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The longest WriteBatch header: tags and varints of seq and table_id. */
-#define TC_WIRE_BATCH_HEADER_MAX (1 + 10 + 1 + 5 + 1 + 1)
+/*
+ * The longest WriteBatch header: tags and varints of seq, table_id and
+ * kind, the tag and length of records.
+ */
+#define TC_WIRE_BATCH_HEADER_MAX (1 + 10 + 1 + 5 + 1 + 1 + 1 + 5)
 
 typedef struct TcWireBlob
 {
@@ -41,21 +46,19 @@ typedef struct TcWireRow
 } TcWireRow;
 
 /*
- * At least as many bytes as tc_wire_put_row writes for row (the WriteBatch
- * field "rows": tag, length, the Row message), cheap to compute.
+ * At least as many bytes as protobuf-c packs for row as one of a
+ * WriteBatch's rows (tag, length, the Row message), cheap to compute: the
+ * protobuf encoder's measure of a batch's size.
  */
 size_t		tc_wire_row_bound(const TcWireRow *row);
 
-/* Write row at out (at most tc_wire_row_bound(row) bytes); returns the end. */
-uint8_t    *tc_wire_put_row(uint8_t *out, const TcWireRow *row);
-
 /*
- * Write a WriteBatch's header (seq, table_id, and kind unless 0, an
- * insert) so that it ends at end, just
- * before the batch's rows; returns where it starts (at most
- * TC_WIRE_BATCH_HEADER_MAX bytes before end).
+ * Write a WriteBatch's header (seq, table_id, kind unless 0, an insert,
+ * and the tag and length of its records, records_len bytes, unless 0) so
+ * that it ends at end, just before the records; returns where it starts
+ * (at most TC_WIRE_BATCH_HEADER_MAX bytes before end).
  */
 uint8_t    *tc_wire_put_batch_header(uint8_t *end, uint64_t seq, uint32_t table_id,
-									  int kind);
+									  int kind, size_t records_len);
 
 #endif							/* TC_WIRE_H */

@@ -127,9 +127,9 @@ tcopy_define_gucs(void)
 
 	DefineCustomEnumVariable("tcopy.encoder",
 							 "Sets how write batches are encoded.",
-							 "\"wire\" writes protobuf's wire format straight into the "
-							 "output buffer; \"protobuf\" builds protobuf-c messages and "
-							 "packs them (the reference, same bytes).",
+							 "\"wire\" writes rows in the tserver's stored form straight "
+							 "into the output buffer; \"protobuf\" builds protobuf-c Row "
+							 "messages and packs them.",
 							 &tcopy_encoder,
 							 TCOPY_ENCODER_WIRE,
 							 tcopy_encoder_options,

@@ -82,6 +82,11 @@ fuzz_compare(const Tcopy__WriteBatch *ref, const Tcopy__WriteBatch *ours)
 		fuzz_fail("seq", 0);
 	if (ref->table_id != ours->table_id)
 		fuzz_fail("table_id", 0);
+	if (ref->kind != ours->kind)
+		fuzz_fail("kind", 0);
+	if (ref->records.len != ours->records.len ||
+		!fuzz_same_array(ref->records.data, ours->records.data, ref->records.len, 1))
+		fuzz_fail("records", 0);
 	if (ref->n_rows != ours->n_rows || (ref->rows == NULL) != (ours->rows == NULL))
 		fuzz_fail("number of rows", 0);
 	for (size_t i = 0; i < ref->n_rows; i++)

@@ -21,7 +21,8 @@ use warnings;
 use FindBin;
 use lib "$FindBin::Bin/../lib";
 use File::Path qw(make_path);
-use TcopyTest qw(pb_varint pb_field_varint pb_field_bytes pb_field_packed_sint64 PROTOCOL_VERSION);
+use TcopyTest qw(pb_varint pb_field_varint pb_field_bytes pb_field_packed_sint64 PROTOCOL_VERSION
+  stored_record stored_key_int stored_value);
 
 my $batch_mode = @ARGV && $ARGV[0] eq '--batch';
 shift @ARGV if $batch_mode;
@@ -178,6 +179,22 @@ sub kv_row
 	my ($id, $s) = @_;
 	return row(ints => [ $id, $id % 2, -$id * 1000 ], floats => [ $id / 4 ],
 		blobs => [ $s // "row $id" ]);
+}
+
+# the same kv row in the stored form (WriteBatch.records)
+sub kv_record
+{
+	my ($id, $s) = @_;
+	return stored_record(stored_key_int($id),
+		stored_value(bool => $id % 2, float => $id / 4, bytes => $s // "row $id",
+			int => -$id * 1000));
+}
+
+sub write_records
+{
+	my ($seq, $table, @records) = @_;
+	return frame(F_WRITE, pb_field_varint(1, $seq) . pb_field_varint(2, $table)
+		  . pb_field_bytes(5, join('', @records)));
 }
 
 my %seeds;
@@ -532,6 +549,28 @@ sub pb_raw
 
 sub zigzag { my ($v) = @_; return $v >= 0 ? 2 * $v : -2 * $v - 1; }
 
+# rows in the stored form: inserted, updated, deleted, committed, scanned;
+# then records the tserver refuses (a tag of 2, a value short of a column,
+# a length past the end, a long varint, rows and records together)
+$seeds{'39-kv-records'} = chr(0)
+  . frame(F_BEGIN, '')
+  . write_records(1, 1, map { kv_record($_) } 1 .. 5)
+  . frame(F_WRITE, pb_field_varint(1, 2) . pb_field_varint(2, 1) . pb_field_varint(4, WRITE_UPDATE)
+	  . pb_field_bytes(5, kv_record(2, 'updated')))
+  . frame(F_WRITE, pb_field_varint(1, 3) . pb_field_varint(2, 1) . pb_field_varint(4, WRITE_DELETE)
+	  . pb_field_bytes(5, stored_record(stored_key_int(3), '')))
+  . commit(3, 7)
+  . scan(table => 1);
+$seeds{'40-kv-records-refused'} = chr(0)
+  . frame(F_BEGIN, '')
+  . write_records(1, 1, stored_record(stored_key_int(1), "\x02"))
+  . write_records(1, 1, stored_record(stored_key_int(1), stored_value(bool => 1)))
+  . write_records(1, 1, kv_record(1) . "\x08\x01")
+  . write_records(1, 1, stored_record(stored_key_int(1),
+	  stored_value(bool => 1, float => 0.5, bytes => 'x') . "\x01\x80\x00"))
+  . frame(F_WRITE, pb_field_varint(1, 1) . pb_field_varint(2, 1)
+	  . pb_field_bytes(3, kv_row(1)) . pb_field_bytes(5, kv_record(2)));
+
 if ($batch_mode)
 {
 	my %batch;
@@ -570,6 +609,12 @@ if ($batch_mode)
 	$batch{'b13-bad-packed-tail'} = pb_field_bytes(3, pb_field_bytes(1, "\x02\x81"));
 	$batch{'b14-bad-group'} = pb_raw(5, 3, '');
 	$batch{'b15-bad-tag-zero'} = "\x00\x00";
+	# records: once, twice (the later replaces the earlier), empty, beside rows
+	$batch{'b16-records'} = pb_field_varint(1, 1) . pb_field_varint(2, 1)
+	  . pb_field_bytes(5, kv_record(1) . kv_record(2));
+	$batch{'b17-records-twice'} = pb_field_bytes(5, kv_record(1)) . pb_field_bytes(5, '')
+	  . pb_field_bytes(5, kv_record(3)) . $rows;
+	$batch{'b18-bad-records-wire-type'} = pb_raw(5, 0, "\x01");
 	%seeds = %batch;
 }
 

@@ -44,6 +44,7 @@ use Time::HiRes qw(sleep time);
 
 our @EXPORT_OK = qw(fnv1a64_hex aid_sum dir_size free_tcp_ports PROTOCOL_VERSION auth_proof
   pb_varint pb_field_varint pb_field_bytes pb_field_packed_sint64 pb_decode
+  stored_record stored_key_int stored_key_bytes stored_value
   FRAME_SERVER_HELLO FRAME_HELLO FRAME_READY FRAME_OPEN_TABLE FRAME_TABLE_INFO
   FRAME_BEGIN FRAME_BEGIN_OK FRAME_WRITE FRAME_ACK FRAME_COMMIT FRAME_COMMIT_OK
   FRAME_ABORT FRAME_SCAN FRAME_STATS_REQUEST FRAME_STATS FRAME_ERROR
@@ -61,7 +62,7 @@ push @EXPORT_OK, @FRAME_HELPERS;
 
 # proto/tcopy.proto FrameType and ErrorCode, and TC_PROTOCOL_VERSION
 use constant {
-	PROTOCOL_VERSION => 6,
+	PROTOCOL_VERSION => 7,
 	FRAME_SERVER_HELLO => 1,
 	FRAME_HELLO => 2,
 	FRAME_READY => 3,
@@ -562,6 +563,49 @@ sub pb_field_packed_sint64
 	my ($field, @values) = @_;
 	my $body = join('', map { pb_varint($_ >= 0 ? 2 * $_ : -2 * $_ - 1) } @values);
 	return pb_field_bytes($field, $body);
+}
+
+# ---- rows in the stored form (src/common/tc_record.h), WriteBatch.records ----
+
+# One record: key (without the table id) and value bytes, each length first.
+sub stored_record
+{
+	my ($key, $value) = @_;
+	return pb_varint(length $key) . $key . pb_varint(length $value) . $value;
+}
+
+# An int key column: 8 bytes big-endian, the sign bit flipped.
+sub stored_key_int
+{
+	my ($n) = @_;
+	return pack('q>', $n) ^ "\x80" . ("\0" x 7);
+}
+
+# A bytes key column: zero bytes escaped, then the terminator.
+sub stored_key_bytes
+{
+	my ($s) = @_;
+	$s =~ s/\0/\0\xff/g;
+	return $s . "\0\x01";
+}
+
+# A value from (kind => v) pairs in schema order, non-key columns only:
+# null => undef, bool => 0/1, int => n, float => x, bytes => s.
+sub stored_value
+{
+	my (@cols) = @_;
+	my $v = '';
+	while (my ($kind, $x) = splice(@cols, 0, 2))
+	{
+		if ($kind eq 'null') { $v .= "\0"; next; }
+		$v .= "\x01";
+		if ($kind eq 'bool') { $v .= chr($x); }
+		elsif ($kind eq 'int') { $v .= pb_varint($x >= 0 ? 2 * $x : -2 * $x - 1); }
+		elsif ($kind eq 'float') { $v .= pack('d<', $x); }
+		elsif ($kind eq 'bytes') { $v .= pb_varint(length $x) . $x; }
+		else { die "stored_value: no kind $kind"; }
+	}
+	return $v;
 }
 
 # Decode a message's varint and length-delimited fields: field => [values].

@@ -79,6 +79,9 @@ check_same_batch(const Tcopy__WriteBatch *ref, const Tcopy__WriteBatch *ours)
 	CHECK_EQ_UINT(ours->base.descriptor == &tcopy__write_batch__descriptor, 1);
 	CHECK_EQ_UINT(ours->seq, ref->seq);
 	CHECK_EQ_UINT(ours->table_id, ref->table_id);
+	CHECK_EQ_UINT(ours->kind, ref->kind);
+	CHECK_EQ_UINT(ours->records.data == NULL, ref->records.data == NULL);
+	CHECK_MEM(ours->records.data, ours->records.len, ref->records.data, ref->records.len);
 	REQUIRE(ours->n_rows == ref->n_rows);
 	CHECK_EQ_UINT(ours->rows == NULL, ref->rows == NULL);
 	for (size_t i = 0; i < ref->n_rows; i++)
@@ -141,6 +144,7 @@ test_random_batches(void)
 {
 	TestRow    *rows = calloc(MAX_ROWS, sizeof(TestRow));
 	Tcopy__Row *pointers[MAX_ROWS];
+	uint8_t		records[300];
 
 	REQUIRE(rows != NULL);
 	for (int round = 0; round < 1000; round++)
@@ -160,6 +164,14 @@ test_random_batches(void)
 		batch.table_id = tc_test_rng() % 4 == 0 ? UINT32_MAX : (uint32_t) (tc_test_rng() % 70000);
 		batch.rows = n > 0 ? pointers : NULL;
 		batch.n_rows = n;
+		/* records: bytes of any value, as the decoder does not look in */
+		if (tc_test_rng() % 3 == 0)
+		{
+			batch.records.len = (size_t) (tc_test_rng() % sizeof(records));
+			for (size_t i = 0; i < batch.records.len; i++)
+				records[i] = (uint8_t) tc_test_rng();
+			batch.records.data = batch.records.len > 0 ? records : NULL;
+		}
 		len = tcopy__write_batch__get_packed_size(&batch);
 		buf = malloc(len + 1);
 		REQUIRE(buf != NULL);

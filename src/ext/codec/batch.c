@@ -4,12 +4,13 @@
  *		errors they report.
  *
  * A batch is encoded either by the wire encoder (batch_wire.c, the
- * default), which writes protobuf's wire format straight into a reused
- * output buffer, or by the protobuf encoder (batch_protobuf.c), which
- * builds protobuf-c messages from an arena or from malloc and packs them:
- * the reference, and the benchmark's measure of allocation.  Both give the
- * same bytes.  The encoders return failures; the Postgres errors are
- * raised here.  tcopy_batch_add, called per row, is inline in tcopy/codec.h, so
+ * default), which writes its rows in the tserver's stored form straight
+ * into a reused output buffer (WriteBatch.records: the tserver checks and
+ * stores them as received), or by the protobuf encoder (batch_protobuf.c),
+ * which builds protobuf-c Row messages from an arena or from malloc and
+ * packs them (WriteBatch.rows: the tserver decodes and encodes them): the
+ * benchmark's measure of allocation.  The encoders return failures; the
+ * Postgres errors are raised here.  tcopy_batch_add, called per row, is inline in tcopy/codec.h, so
  * that choosing the encoder costs a branch and no call.
  */
 #include "postgres.h"
@@ -50,6 +51,35 @@ tcopy_batch_init(TcopyBatch *batch, TcopyEncoder encoder, TcopyAllocMode mode)
 	batch->encoder = encoder;
 	if (encoder == TCOPY_ENCODER_PROTOBUF)
 		tcopy_protobuf_batch_init(batch, mode);
+}
+
+void
+tcopy_batch_set_layout(TcopyBatch *batch, const Tcopy__Schema *schema)
+{
+	uint32		ncolumns = (uint32) schema->n_columns;
+	Tcopy__Kind *kinds = palloc(sizeof(Tcopy__Kind) * Max(ncolumns, 1));
+	bool	   *is_key = palloc0(sizeof(bool) * Max(ncolumns, 1));
+
+	for (uint32 i = 0; i < ncolumns; i++)
+		kinds[i] = schema->columns[i]->kind;
+	for (size_t k = 0; k < schema->n_key; k++)
+		is_key[schema->key[k]] = true;
+	batch->layout.ncolumns = ncolumns;
+	batch->layout.kinds = kinds;
+	batch->layout.is_key = is_key;
+	batch->layout.nkey = (uint32) schema->n_key;
+	batch->layout.key_columns = schema->key;
+	batch->size.pos = palloc(sizeof(int32) * Max(ncolumns, 1));
+}
+
+/*
+ * A row whose values do not fit its table's columns: the row buffer was
+ * filled for another table, a bug.
+ */
+void
+tcopy_batch_bad_row(void)
+{
+	elog(ERROR, "tcopy row does not fit its table's columns");
 }
 
 void

@@ -1,20 +1,23 @@
 /*
  * batch_wire.c
  *		The wire encoder of write batches (the default): rows written
- *		straight in protobuf's wire format (tc_wire.h) into the output
- *		buffer.
+ *		straight into the output buffer in the tserver's stored form
+ *		(tc_record.h), which the tserver checks and stores as received.
  *
  * Each row is written as it comes, after room for the batch header, which
- * is written when the batch is packed: a batch allocates nothing once the
- * buffer has grown to its size, and the rows' strings are copied once.
- * The bytes are those protobuf-c packs (test_wire checks it).  No Postgres
- * error is raised here: batch.c reports failures.
+ * is written when the batch is packed (tc_wire.h: protobuf's wire format,
+ * the rows its field records): a batch allocates nothing once the buffer
+ * has grown to its size, and the rows' strings are copied once.  No
+ * Postgres error is raised here: batch.c reports failures.
  */
 #include "postgres.h"
 
 #include "tcopy/codec.h"
 
-/* Append row after the header's room; false when out of memory. */
+/*
+ * Append row, measured by tcopy_batch_row_size as bound, after the
+ * header's room; false when out of memory.
+ */
 bool
 tcopy_wire_batch_add(TcopyBatch *batch, const TcWireRow *row, size_t bound)
 {
@@ -22,7 +25,8 @@ tcopy_wire_batch_add(TcopyBatch *batch, const TcWireRow *row, size_t bound)
 		batch->packed.len = TC_WIRE_BATCH_HEADER_MAX;	/* the header's room */
 	if (!tc_buf_reserve(&batch->packed, bound))
 		return false;
-	batch->packed.len = tc_wire_put_row(batch->packed.data + batch->packed.len, row) -
+	batch->packed.len = tc_record_put(batch->packed.data + batch->packed.len,
+									  &batch->layout, row, &batch->size) -
 		batch->packed.data;
 	batch->payload_bytes = batch->packed.len;
 	return true;
@@ -36,7 +40,8 @@ tcopy_wire_batch_pack(TcopyBatch *batch, uint64 seq, uint32 table_id)
 	uint8	   *start;
 
 	Assert(batch->packed.len >= TC_WIRE_BATCH_HEADER_MAX);
-	start = tc_wire_put_batch_header(rows, seq, table_id, batch->kind);
+	start = tc_wire_put_batch_header(rows, seq, table_id, batch->kind,
+									 batch->packed.len - TC_WIRE_BATCH_HEADER_MAX);
 	batch->send = start;
 	batch->send_len = batch->packed.data + batch->packed.len - start;
 }

@@ -51,6 +51,7 @@ writer_make(TcopyRelCodec *codec)
 	writer->batch_bytes = codec->options.batch_bytes;
 	tcopy_batch_init(&writer->batch, (TcopyEncoder) tcopy_encoder,
 					 (TcopyAllocMode) tcopy_alloc_mode);
+	tcopy_batch_set_layout(&writer->batch, codec->schema);
 	tcopy_row_buf_init(&writer->row, codec->schema->n_columns);
 	callback->func = writer_release;
 	callback->arg = writer;
@@ -179,7 +180,7 @@ tcopy_writer_add_row(TcopyWriter *writer)
 
 	if (writer->codec->nimages > 0)
 		tcopy_encode_images(writer->codec, &writer->row);
-	bytes = tc_wire_row_bound(&writer->row.wire);
+	bytes = tcopy_batch_row_size(&writer->batch, &writer->row.wire);
 	if (unlikely(writer->batch.payload_bytes + bytes > frame))
 	{
 		if (bytes > frame)

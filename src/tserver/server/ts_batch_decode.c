@@ -28,8 +28,9 @@
  *     order, and its values are appended in the order they come; packed
  *     doubles must fill a multiple of 8 bytes, packed varints must each be
  *     complete;
- *   - a later seq, table_id or kind replaces an earlier one; kind (an
- *     enum) keeps the low 32 bits, as an int32, whatever their value;
+ *   - a later seq, table_id, kind or records replaces an earlier one;
+ *     kind (an enum) keeps the low 32 bits, as an int32, whatever their
+ *     value;
  *   - an empty blob has data NULL, an empty repeated field a NULL array.
  * Unknown fields are not kept (protobuf-c copies them into the message;
  * nothing in the tserver reads them).
@@ -59,6 +60,7 @@
 #define BATCH_TABLE_ID 2
 #define BATCH_ROWS 3
 #define BATCH_KIND 4
+#define BATCH_RECORDS 5
 #define ROW_INTS 1
 #define ROW_FLOATS 2
 #define ROW_BLOBS 3
@@ -381,6 +383,14 @@ batch_walk(const uint8_t *p, const uint8_t *end, Tcopy__WriteBatch *batch,
 					batch->table_id = (uint32_t) value;
 				else
 					batch->kind = (Tcopy__WriteKind) (int32_t) value;
+				break;
+			case BATCH_RECORDS:
+				/* in place, as a blob; a later one replaces an earlier */
+				if (wire != WIRE_LENGTH || !batch_read_length(&p, end, &len))
+					return false;
+				batch->records.data = len > 0 ? (uint8_t *) p : NULL;
+				batch->records.len = len;
+				p += len;
 				break;
 			case BATCH_ROWS:
 				if (wire != WIRE_LENGTH || !batch_read_length(&p, end, &len))

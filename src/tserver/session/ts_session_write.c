@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tc_varint.h"
 #include "ts_key.h"
 #include "ts_record.h"
 
@@ -115,27 +116,72 @@ write_table(TsSession *session, const Tcopy__WriteBatch *batch, TsError *err)
 	return table;
 }
 
+/* A record received in the stored form (tc_record.h), not yet staged. */
+typedef struct Received
+{
+	const uint8_t *key;			/* without the table id */
+	size_t		keylen;
+	const uint8_t *value;
+	size_t		valuelen;
+} Received;
+
 /*
- * Check every row of batch against table's schema; *bound: an upper bound
- * of the bytes of their records.  0, or -1 with err.
+ * The next record of a batch's records at *p (before end) into *rec, *p
+ * moved past it: false when its lengths run past end.
+ */
+static bool
+received_next(const uint8_t **p, const uint8_t *end, Received *rec)
+{
+	uint64_t	len;
+
+	if (!tc_varint_get(p, end, &len) || len > (uint64_t) (end - *p))
+		return false;
+	rec->key = *p;
+	rec->keylen = (size_t) len;
+	*p += len;
+	if (!tc_varint_get(p, end, &len) || len > (uint64_t) (end - *p))
+		return false;
+	rec->value = *p;
+	rec->valuelen = (size_t) len;
+	*p += len;
+	return true;
+}
+
+/* Say which row of batch err is about, after what it says. */
+static void
+write_error_row(TsError *err, size_t row, const Tcopy__WriteBatch *batch,
+				const TsTable *table)
+{
+	size_t		len = strlen(err->message);
+
+	snprintf(err->message + len, sizeof(err->message) - len,
+			 " (row %zu of batch %llu for table \"%s\")", row,
+			 (unsigned long long) batch->seq, table->name);
+}
+
+/*
+ * Check every row of batch against table's schema: its rows, or its
+ * records byte for byte (ts_record_check); *nrows: how many, *bound: an
+ * upper bound of the bytes of their staged records.  0, or -1 with err.
  */
 static int
 write_check_rows(const TsTable *table, const TsLayout *layout,
-				 const Tcopy__WriteBatch *batch, size_t *bound,
+				 const Tcopy__WriteBatch *batch, size_t *nrows, size_t *bound,
 				 TsError *err)
 {
+	const uint8_t *p = batch->records.data;
+	const uint8_t *end = p != NULL ? p + batch->records.len : NULL;	/* no NULL + 0 */
+	Received	rec;
+
 	*bound = 0;
+	*nrows = batch->n_rows;
 	for (size_t i = 0; i < batch->n_rows; i++)
 	{
 		const Tcopy__Row *row = batch->rows[i];
 
 		if (ts_row_check(layout, row, err) != 0)
 		{
-			size_t		len = strlen(err->message);
-
-			snprintf(err->message + len, sizeof(err->message) - len,
-					 " (row %zu of batch %llu for table \"%s\")", i + 1,
-					 (unsigned long long) batch->seq, table->name);
+			write_error_row(err, i + 1, batch, table);
 			return -1;
 		}
 		/* see ts_codec.h for the formats */
@@ -143,6 +189,33 @@ write_check_rows(const TsTable *table, const TsLayout *layout,
 			11 * row->n_ints + 9 * row->n_floats + 13 * row->n_blobs + row->n_nulls;
 		for (size_t b = 0; b < row->n_blobs; b++)
 			*bound += 2 * row->blobs[b].len;
+	}
+	if (batch->records.len > 0 && batch->n_rows > 0)
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_PROTOCOL,
+					 "write batch %llu for table \"%s\" has both rows and records",
+					 (unsigned long long) batch->seq, table->name);
+		return -1;
+	}
+	while (p < end)
+	{
+		const char *why;
+
+		if (!received_next(&p, end, &rec))
+			why = "a length past the batch's end";
+		else
+			why = ts_record_check(layout, rec.key, rec.keylen, rec.value, rec.valuelen,
+								  batch->kind != TCOPY__WRITE_KIND__WRITE_DELETE);
+		if (why != NULL)
+		{
+			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_BAD_ROW,
+						 "record not in the stored form: %s", why);
+			write_error_row(err, *nrows + 1, batch, table);
+			return -1;
+		}
+		*bound += TS_RECORD_HEADER_SIZE + TS_TABLE_ID_SIZE + TS_ROWID_SIZE + 1 +
+			rec.keylen + rec.valuelen;
+		(*nrows)++;
 	}
 	return 0;
 }
@@ -198,25 +271,36 @@ oom:
 }
 
 /*
- * Append row's record (of kind, its key rowid when the table has no key
- * columns) to out; *key_end: where its key ends.  false when out of memory.
+ * Append the record of row, or of rec when row is NULL (checked: only
+ * copied), of kind (its key rowid when the table has no key columns) to
+ * out; *key_end: where its key ends.  false when out of memory.
  */
 static bool
 write_encode_record(const TsTable *table, const TsLayout *layout,
 					Tcopy__WriteKind kind, uint64_t rowid,
-					const Tcopy__Row *row, TcBuf *out, size_t *key_end)
+					const Tcopy__Row *row, const Received *rec, TcBuf *out,
+					size_t *key_end)
 {
 	size_t		start = out->len;
 	bool		ok;
 
 	if (start > UINT32_MAX - TS_RECORD_HEADER_SIZE ||
-		!tc_buf_reserve(out, TS_RECORD_HEADER_SIZE))
+		!tc_buf_reserve(out, TS_RECORD_HEADER_SIZE +
+						(rec ? TS_TABLE_ID_SIZE + TS_ROWID_SIZE + 1 +
+						 rec->keylen + rec->valuelen : 0)))
 		return false;
 	out->len += TS_RECORD_HEADER_SIZE;
 	if (layout->nkey == 0)
 		ok = ts_key_encode_rowid(table->id, rowid, out);
-	else
+	else if (row != NULL)
 		ok = ts_key_encode(layout, table->id, row, out);
+	else
+	{
+		ts_put_be32(out->data + out->len, table->id);
+		memcpy(out->data + out->len + TS_TABLE_ID_SIZE, rec->key, rec->keylen);
+		out->len += TS_TABLE_ID_SIZE + rec->keylen;
+		ok = true;
+	}
 	*key_end = out->len;
 	if (!ok)
 		return false;
@@ -227,12 +311,43 @@ write_encode_record(const TsTable *table, const TsLayout *layout,
 		out->data[out->len++] =
 			kind == TCOPY__WRITE_KIND__WRITE_DELETE ? TS_VALUE_DELETE : TS_VALUE_SET;
 	}
-	if (kind != TCOPY__WRITE_KIND__WRITE_DELETE && !ts_value_encode(layout, row, out))
-		return false;
+	if (kind != TCOPY__WRITE_KIND__WRITE_DELETE)
+	{
+		if (row != NULL)
+		{
+			if (!ts_value_encode(layout, row, out))
+				return false;
+		}
+		else if (rec->valuelen > 0)
+		{
+			memcpy(out->data + out->len, rec->value, rec->valuelen);
+			out->len += rec->valuelen;
+		}
+	}
 	ts_record_put_header(out->data + start,
 						 (uint32_t) (*key_end - start - TS_RECORD_HEADER_SIZE),
 						 (uint32_t) (out->len - *key_end));
 	return true;
+}
+
+/*
+ * Append batch's next record to out: row i, or the record at *p (moved
+ * past it).  As write_encode_record.
+ */
+static bool
+write_encode_next(const TsTable *table, const TsLayout *layout,
+				  const Tcopy__WriteBatch *batch, size_t i, const uint8_t **p,
+				  uint64_t rowid, TcBuf *out, size_t *key_end)
+{
+	Received	rec;
+
+	if (batch->n_rows > 0)
+		return write_encode_record(table, layout, batch->kind, rowid, batch->rows[i],
+								   NULL, out, key_end);
+	if (!received_next(p, batch->records.data + batch->records.len, &rec))
+		return false;			/* cannot happen: checked */
+	return write_encode_record(table, layout, batch->kind, rowid, NULL, &rec, out,
+							   key_end);
 }
 
 /*
@@ -311,13 +426,15 @@ session_write_locked(TsSession *session, const Tcopy__WriteBatch *batch,
 	uint32_t	saved_last = 0;
 	ssize_t		tidx;
 	uint64_t	rowid = 0;
+	size_t		nrows;
 	size_t		bound;
+	const uint8_t *next = batch->records.data;
 
 	table = write_table(session, batch, err);
 	if (table != NULL && layout == NULL)
 		layout = ts_table_layout(table);
-	if (table == NULL || write_check_rows(table, layout, batch, &bound, err) != 0 ||
-		write_make_room(session, bound, batch->n_rows, err) != 0)
+	if (table == NULL || write_check_rows(table, layout, batch, &nrows, &bound, err) != 0 ||
+		write_make_room(session, bound, nrows, err) != 0)
 		return -1;
 	/* what a failed batch goes back to: after the spill, which swaps buffers */
 	saved_len = session->staged.len;
@@ -326,15 +443,15 @@ session_write_locked(TsSession *session, const Tcopy__WriteBatch *batch,
 		goto oom;
 	saved_last = session->table_last[tidx];
 	if (ts_table_layout(table)->nkey == 0)
-		rowid = atomic_fetch_add(&table->next_rowid, batch->n_rows);
+		rowid = atomic_fetch_add(&table->next_rowid, nrows);
 
-	for (size_t i = 0; i < batch->n_rows; i++)
+	for (size_t i = 0; i < nrows; i++)
 	{
 		size_t		start = session->staged.len;
 		size_t		key_end;
 
-		if (!write_encode_record(table, layout, batch->kind, rowid++, batch->rows[i],
-								 &session->staged, &key_end))
+		if (!write_encode_next(table, layout, batch, i, &next, rowid++,
+							   &session->staged, &key_end))
 			goto oom;
 		/* first updater wins: the row as the snapshot had it, or 40001 */
 		if ((batch->kind != TCOPY__WRITE_KIND__WRITE_INSERT && session->snapshot != NULL &&
@@ -349,7 +466,7 @@ session_write_locked(TsSession *session, const Tcopy__WriteBatch *batch,
 			return -1;
 		}
 	}
-	session->rows += batch->n_rows;
+	session->rows += nrows;
 	ts_session_account(session);
 	return 0;
 
@@ -359,17 +476,18 @@ oom:
 	if (tidx >= 0)
 		session->table_last[tidx] = saved_last;
 	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL,
-				 "out of memory staging a batch of %zu rows", batch->n_rows);
+				 "out of memory staging a batch of %zu rows", nrows);
 	return -1;
 }
 
 int
 ts_session_encode_batch(TsSession *session, const Tcopy__WriteBatch *batch,
-						TcBuf *records, TsError *err)
+						TcBuf *records, size_t *nrecords, TsError *err)
 {
 	TsTable    *table;
 	const TsLayout *layout;
 	size_t		bound;
+	const uint8_t *next = batch->records.data;
 
 	records->len = 0;
 	table = write_table(session, batch, err);
@@ -382,23 +500,24 @@ ts_session_encode_batch(TsSession *session, const Tcopy__WriteBatch *batch,
 					 (int) batch->kind);
 		return -1;
 	}
-	if (write_check_rows(table, layout = ts_table_layout(table), batch, &bound, err) != 0)
+	if (write_check_rows(table, layout = ts_table_layout(table), batch, nrecords, &bound,
+						 err) != 0)
 		return -1;
 	if (!tc_buf_reserve(records, bound))
 		goto oom;
-	for (size_t i = 0; i < batch->n_rows; i++)
+	for (size_t i = 0; i < *nrecords; i++)
 	{
 		size_t		key_end;
 
 		/* a rowid is the session's to give, in the order it stages rows */
-		if (!write_encode_record(table, layout, batch->kind, 0, batch->rows[i], records, &key_end))
+		if (!write_encode_next(table, layout, batch, i, &next, 0, records, &key_end))
 			goto oom;
 	}
 	return 0;
 
 oom:
 	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL,
-				 "out of memory encoding a batch of %zu rows", batch->n_rows);
+				 "out of memory encoding a batch of %zu rows", *nrecords);
 	return -1;
 }
 

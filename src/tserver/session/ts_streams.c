@@ -472,6 +472,7 @@ ts_stream_encode(TsStream *stream, const Tcopy__WriteBatch *batch, TsError *err)
 {
 	TsStreams  *group = stream->group;
 	TsSession  *session;
+	size_t		nrecords;
 	int			result;
 
 	if (stream->chunk == 0)
@@ -494,7 +495,7 @@ ts_stream_encode(TsStream *stream, const Tcopy__WriteBatch *batch, TsError *err)
 		return -1;
 
 	/* the costly part, on this stream's thread while the others stage */
-	result = ts_session_encode_batch(session, batch, &stream->records, err);
+	result = ts_session_encode_batch(session, batch, &stream->records, &nrecords, err);
 	if (result != 0)
 	{
 		pthread_mutex_lock(&group->lock);
@@ -504,7 +505,7 @@ ts_stream_encode(TsStream *stream, const Tcopy__WriteBatch *batch, TsError *err)
 		return -1;
 	}
 	stream->table_id = batch->table_id;
-	stream->nrecords = batch->n_rows;
+	stream->nrecords = nrecords;
 	return 0;
 }
 

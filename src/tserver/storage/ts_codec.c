@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tc_record.h"
 #include "tc_varint.h"
 #include "ts_key.h"
 
@@ -222,21 +223,6 @@ row_positions(const TsLayout *layout, const Tcopy__Row *row, int32_t *pos)
 	}
 }
 
-static uint64_t
-float_key_bits(double f)
-{
-	uint64_t	bits;
-
-	/* all NaNs are one value to Postgres: one canonical key, above +Inf */
-	if (isnan(f))
-		bits = UINT64_C(0x7FF8000000000000);
-	else
-		memcpy(&bits, &f, sizeof(bits));
-	if (bits & UINT64_C(0x8000000000000000))
-		return ~bits;
-	return bits | UINT64_C(0x8000000000000000);
-}
-
 static double
 float_from_key_bits(uint64_t bits)
 {
@@ -254,46 +240,27 @@ float_from_key_bits(uint64_t bits)
 static bool
 key_put_column(TcBuf *out, Tcopy__Kind kind, const Tcopy__Row *row, int32_t pos)
 {
-	switch (kind)
-	{
-		case TCOPY__KIND__KIND_BOOL:
-			if (!tc_buf_reserve(out, 1))
-				return false;
-			out->data[out->len++] = (uint8_t) row->ints[pos];
-			return true;
-		case TCOPY__KIND__KIND_INT:
-			if (!tc_buf_reserve(out, 8))
-				return false;
-			ts_put_be64(out->data + out->len,
-					 (uint64_t) row->ints[pos] ^ UINT64_C(0x8000000000000000));
-			out->len += 8;
-			return true;
-		case TCOPY__KIND__KIND_FLOAT:
-			if (!tc_buf_reserve(out, 8))
-				return false;
-			ts_put_be64(out->data + out->len, float_key_bits(row->floats[pos]));
-			out->len += 8;
-			return true;
-		case TCOPY__KIND__KIND_BYTES:
-			{
-				const ProtobufCBinaryData *blob = &row->blobs[pos];
+	const ProtobufCBinaryData *blob = NULL;
+	size_t		room = 8;
 
-				/* worst case: every byte escaped, plus the terminator */
-				if (blob->len > (SIZE_MAX - 2) / 2 || !tc_buf_reserve(out, blob->len * 2 + 2))
-					return false;
-				for (size_t i = 0; i < blob->len; i++)
-				{
-					out->data[out->len++] = blob->data[i];
-					if (blob->data[i] == 0x00)
-						out->data[out->len++] = 0xFF;
-				}
-				out->data[out->len++] = 0x00;
-				out->data[out->len++] = 0x01;
-				return true;
-			}
-		default:
+	if (kind == TCOPY__KIND__KIND_BYTES)
+	{
+		blob = &row->blobs[pos];
+		/* worst case: every byte escaped, plus the terminator */
+		if (blob->len > (SIZE_MAX - 2) / 2)
 			return false;
+		room = blob->len * 2 + 2;
 	}
+	else if (kind < TCOPY__KIND__KIND_BOOL || kind > TCOPY__KIND__KIND_BYTES)
+		return false;
+	if (!tc_buf_reserve(out, room))
+		return false;
+	out->len = (size_t) (tc_record_put_key_column(out->data + out->len, kind,
+												  kind == TCOPY__KIND__KIND_FLOAT || blob ? 0 : row->ints[pos],
+												  kind == TCOPY__KIND__KIND_FLOAT ? row->floats[pos] : 0,
+												  blob ? blob->data : NULL,
+												  blob ? blob->len : 0, 0) - out->data);
+	return true;
 }
 
 static bool
@@ -383,61 +350,25 @@ ts_value_encode(const TsLayout *layout, const Tcopy__Row *row, TcBuf *out)
 	row_positions(layout, row, pos);
 	for (uint32_t i = 0; i < layout->ncolumns; i++)
 	{
-		uint8_t    *p;
+		Tcopy__Kind kind = layout->kinds[i];
+		const ProtobufCBinaryData *blob = NULL;
 
 		if (layout->is_key[i])
 			continue;
+		if (kind < TCOPY__KIND__KIND_BOOL || kind > TCOPY__KIND__KIND_BYTES)
+			return false;
+		if (kind == TCOPY__KIND__KIND_BYTES && pos[i] >= 0)
+			blob = &row->blobs[pos[i]];
+		if (!tc_buf_reserve(out, blob ? 6 + blob->len : 11))
+			return false;
 		if (pos[i] < 0)
-		{
-			if (!tc_buf_reserve(out, 1))
-				return false;
 			out->data[out->len++] = 0;
-			continue;
-		}
-		switch (layout->kinds[i])
-		{
-			case TCOPY__KIND__KIND_BOOL:
-				if (!tc_buf_reserve(out, 2))
-					return false;
-				out->data[out->len++] = 1;
-				out->data[out->len++] = (uint8_t) row->ints[pos[i]];
-				break;
-			case TCOPY__KIND__KIND_INT:
-				{
-					int64_t		v = row->ints[pos[i]];
-
-					if (!tc_buf_reserve(out, 11))
-						return false;
-					p = out->data + out->len;
-					*p++ = 1;
-					p = tc_varint_put(p, tc_zigzag64(v));
-					out->len = (size_t) (p - out->data);
-					break;
-				}
-			case TCOPY__KIND__KIND_FLOAT:
-				if (!tc_buf_reserve(out, 9))
-					return false;
-				out->data[out->len++] = 1;
-				memcpy(out->data + out->len, &row->floats[pos[i]], 8);
-				out->len += 8;
-				break;
-			case TCOPY__KIND__KIND_BYTES:
-				{
-					const ProtobufCBinaryData *blob = &row->blobs[pos[i]];
-
-					if (!tc_buf_reserve(out, 11 + blob->len))
-						return false;
-					p = out->data + out->len;
-					*p++ = 1;
-					p = tc_varint_put(p, blob->len);
-					if (blob->len > 0)
-						memcpy(p, blob->data, blob->len);
-					out->len = (size_t) (p - out->data) + blob->len;
-					break;
-				}
-			default:
-				return false;
-		}
+		else
+			out->len = (size_t) (tc_record_put_value_column(out->data + out->len, kind,
+															kind == TCOPY__KIND__KIND_FLOAT || blob ? 0 : row->ints[pos[i]],
+															kind == TCOPY__KIND__KIND_FLOAT ? row->floats[pos[i]] : 0,
+															blob ? blob->data : NULL,
+															blob ? blob->len : 0, 0) - out->data);
 	}
 	return true;
 }
@@ -586,4 +517,104 @@ ts_row_decode(const TsLayout *layout, const uint8_t *key, size_t keylen,
 		}
 	}
 	return p == end;
+}
+
+/* A varint at *p as tc_varint_put writes it (the shortest form). */
+static bool
+check_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	const uint8_t *start = *p;
+
+	return tc_varint_get(p, end, v) && (size_t) (*p - start) == tc_varint_size(*v);
+}
+
+const char *
+ts_record_check(const TsLayout *layout, const uint8_t *key, size_t keylen,
+				const uint8_t *value, size_t valuelen, bool with_value)
+{
+	const uint8_t *p = key;
+	const uint8_t *end = key + keylen;
+
+	if (layout->nkey == 0 && keylen != 0)
+		return "a key for a table without key columns";
+	for (uint32_t k = 0; k < layout->nkey; k++)
+	{
+		uint32_t	col = layout->key_columns[k];
+		Tcopy__Kind kind = layout->kinds[col];
+
+		if (kind == TCOPY__KIND__KIND_BYTES)
+		{
+			/* zero bytes escaped as 0x00 0xFF, then 0x00 0x01 */
+			for (;;)
+			{
+				const uint8_t *zero = memchr(p, 0, (size_t) (end - p));
+
+				if (zero == NULL || end - zero < 2 || (zero[1] != 0xFF && zero[1] != 0x01))
+					return "a key string not escaped and ended as stored";
+				p = zero + 2;
+				if (zero[1] == 0x01)
+					break;
+			}
+		}
+		else if (kind == TCOPY__KIND__KIND_BOOL)
+		{
+			if (p == end || *p > 1)
+				return "a bool key column neither 0 nor 1";
+			p++;
+		}
+		else
+		{
+			if (end - p < 8)
+				return "a key shorter than its columns";
+			/* one NaN: Postgres has one, and the key is what is equal */
+			if (kind == TCOPY__KIND__KIND_FLOAT &&
+				isnan(float_from_key_bits(ts_get_be64(p))) &&
+				ts_get_be64(p) != tc_record_float_key_bits(NAN))
+				return "a float key column holding a NaN other than the canonical one";
+			p += 8;
+		}
+	}
+	if (p != end)
+		return "a key longer than its columns";
+
+	p = value;
+	end = value + valuelen;
+	if (!with_value)
+		return valuelen == 0 ? NULL : "a value in a delete";
+	for (uint32_t i = 0; i < layout->ncolumns; i++)
+	{
+		uint64_t	u;
+
+		if (layout->is_key[i])
+			continue;
+		if (p == end)
+			return "a value without all its columns";
+		if (*p > 1)
+			return "a value column tag neither 0 (NULL) nor 1";
+		if (*p++ == 0)
+			continue;
+		switch (layout->kinds[i])
+		{
+			case TCOPY__KIND__KIND_BOOL:
+				if (p == end || *p > 1)
+					return "a bool value neither 0 nor 1";
+				p++;
+				break;
+			case TCOPY__KIND__KIND_INT:
+				if (!check_varint(&p, end, &u))
+					return "an integer value not a shortest varint";
+				break;
+			case TCOPY__KIND__KIND_FLOAT:
+				if (end - p < 8)
+					return "a value shorter than its columns";
+				p += 8;
+				break;
+			default:
+				if (!check_varint(&p, end, &u) || u > (uint64_t) (end - p))
+					return "a string value whose length is not a shortest varint within the value";
+				p += u;
+				break;
+		}
+	}
+	return p == end ? NULL : "a value longer than its columns";
 }

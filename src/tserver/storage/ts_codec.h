@@ -93,6 +93,18 @@ bool		ts_value_encode(const TsLayout *layout, const Tcopy__Row *row,
 							TcBuf *out);
 
 /*
+ * Check a record a client wrote in the stored form (tc_record.h): key
+ * without the table id, value without a kind marker, empty when
+ * with_value is false (a delete).  NULL when they are exactly the bytes
+ * ts_key_encode and ts_value_encode write for some row ts_row_check
+ * accepts (every non-key column present, shortest varints, NaN keys
+ * canonical), so that a row stored as received is stored as if encoded
+ * here; else what is wrong.
+ */
+const char *ts_record_check(const TsLayout *layout, const uint8_t *key, size_t keylen,
+							const uint8_t *value, size_t valuelen, bool with_value);
+
+/*
  * Decode a stored key and value into values[ncolumns]; false when the bytes
  * do not fit the layout (a corrupt or foreign entry).  A value that ends
  * before a non-key column (written before the column was added) reads that

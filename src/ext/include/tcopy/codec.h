@@ -18,6 +18,7 @@
 #include "tc_arena.h"
 #include "tc_buf.h"
 #include "tc_frame.h"
+#include "tc_record.h"
 #include "tc_wire.h"
 #include "tcopy.pb-c.h"
 
@@ -279,6 +280,10 @@ typedef struct TcopyBatch
 	const uint8 *send;			/* after tcopy_batch_pack: the bytes to send */
 	size_t		send_len;
 
+	/* TCOPY_ENCODER_WIRE: rows in the stored form (tc_record.h) */
+	TcRecordLayout layout;		/* tcopy_batch_set_layout's */
+	TcRecordSize size;			/* the next row's (tcopy_batch_row_size) */
+
 	/* TCOPY_ENCODER_PROTOBUF (batch_protobuf.c) */
 	TcopyAllocMode mode;
 	TcArena		arena;			/* TCOPY_ALLOC_ARENA */
@@ -290,6 +295,9 @@ typedef struct TcopyBatch
 } TcopyBatch;
 
 extern void tcopy_batch_init(TcopyBatch *batch, TcopyEncoder encoder, TcopyAllocMode mode);
+/* Encode rows for schema's table (in CurrentMemoryContext, as long as the batch). */
+extern void tcopy_batch_set_layout(TcopyBatch *batch, const Tcopy__Schema *schema);
+extern void tcopy_batch_bad_row(void) pg_attribute_noreturn();
 /* Pack the batch (seq, table id set): batch->send, batch->send_len. */
 extern void tcopy_batch_pack(TcopyBatch *batch, uint64 seq, uint32 table_id);
 /* Forget the rows (arena reset, or every malloc freed). */
@@ -297,7 +305,7 @@ extern void tcopy_batch_reset(TcopyBatch *batch);
 extern void tcopy_batch_free(TcopyBatch *batch);
 extern void tcopy_batch_out_of_memory(void) pg_attribute_noreturn();
 
-/* in batch_wire.c: the wire encoder; false when out of memory */
+/* in batch_wire.c: the wire encoder (records); false when out of memory */
 extern bool tcopy_wire_batch_add(TcopyBatch *batch, const TcWireRow *row, size_t bound);
 extern void tcopy_wire_batch_pack(TcopyBatch *batch, uint64 seq, uint32 table_id);
 
@@ -311,9 +319,27 @@ extern void tcopy_protobuf_batch_reset(TcopyBatch *batch);
 extern void tcopy_protobuf_batch_free(TcopyBatch *batch);
 
 /*
- * Append row (its blobs copied) to the batch; bound is tc_wire_row_bound's
- * for it.  Called per row, so inline: the encoder is chosen by a branch,
- * not a call through a pointer.
+ * The bytes row adds to the batch (a bound for the protobuf encoder),
+ * measured for the tcopy_batch_add that follows.
+ */
+static inline size_t
+tcopy_batch_row_size(TcopyBatch *batch, const TcWireRow *row)
+{
+	size_t		size;
+
+	if (unlikely(batch->encoder != TCOPY_ENCODER_WIRE))
+		return tc_wire_row_bound(row);
+	size = tc_record_measure(&batch->layout, row,
+							 batch->kind != TCOPY__WRITE_KIND__WRITE_DELETE, &batch->size);
+	if (unlikely(size == 0))
+		tcopy_batch_bad_row();
+	return size;
+}
+
+/*
+ * Append row (its blobs copied) to the batch; bound is tcopy_batch_row_size's
+ * for it, just before.  Called per row, so inline: the encoder is chosen by
+ * a branch, not a call through a pointer.
  */
 static inline void
 tcopy_batch_add(TcopyBatch *batch, const TcWireRow *row, size_t bound)
