@@ -34,27 +34,27 @@
 #error "tc_record.h writes doubles in memory order: port it to big-endian machines"
 #endif
 
+#define TC_RECORD_MAX_KEY 32		/* key columns, as the tserver's */
+
 /* What a record's encoding needs of a table's schema. */
 typedef struct TcRecordLayout
 {
 	uint32_t	ncolumns;
 	const Tcopy__Kind *kinds;	/* [ncolumns] */
 	const bool *is_key;			/* [ncolumns] */
-	uint32_t	nkey;
+	uint32_t	nkey;			/* at most TC_RECORD_MAX_KEY */
 	const uint32_t *key_columns;	/* [nkey], in key order */
+	/* derived (tc_record_layout_derive) */
+	const uint32_t *key_slots;	/* [nkey]: index in its kind's array when
+								 * no column before it is NULL */
+	uint32_t	key_last;		/* the highest key column */
 } TcRecordLayout;
 
 /*
- * A record's two parts, measured by tc_record_measure for tc_record_put.
- * pos is the caller's, of at least the layout's ncolumns.
+ * Derive layout's key_slots (into slots[nkey], the caller's) and key_last
+ * from its kinds and key columns.
  */
-typedef struct TcRecordSize
-{
-	size_t		key;
-	size_t		value;
-	bool		with_value;		/* false: a delete, key only */
-	int32_t    *pos;			/* each column's place in the row's arrays */
-} TcRecordSize;
+void		tc_record_layout_derive(TcRecordLayout *layout, uint32_t *slots);
 
 #define TC_RECORD_FLOAT_NAN_KEY UINT64_C(0x7FF8000000000000)
 
@@ -106,7 +106,7 @@ tc_record_key_bytes_size(const uint8_t *data, size_t len, size_t pad)
  * f: FLOAT; data, len, pad: BYTES, each zero byte escaped as 0x00 0xFF
  * and ended by 0x00 0x01 (at most 2 * (len + pad) + 2 bytes).
  */
-static inline uint8_t *
+static inline __attribute__((always_inline)) uint8_t *
 tc_record_put_key_column(uint8_t *out, Tcopy__Kind kind, int64_t i, double f,
 						 const uint8_t *data, size_t len, size_t pad)
 {
@@ -126,7 +126,8 @@ tc_record_put_key_column(uint8_t *out, Tcopy__Kind kind, int64_t i, double f,
 				if (data[k] == 0x00)
 					*out++ = 0xFF;
 			}
-			memset(out, ' ', pad);
+			if (pad > 0)
+				memset(out, ' ', pad);
 			out += pad;
 			*out++ = 0x00;
 			*out++ = 0x01;
@@ -138,7 +139,7 @@ tc_record_put_key_column(uint8_t *out, Tcopy__Kind kind, int64_t i, double f,
  * Write a present non-key column (its tag byte 1 first) at out; returns
  * the end.  At most 11 bytes, or 6 + len + pad for BYTES.
  */
-static inline uint8_t *
+static inline __attribute__((always_inline)) uint8_t *
 tc_record_put_value_column(uint8_t *out, Tcopy__Kind kind, int64_t i, double f,
 						   const uint8_t *data, size_t len, size_t pad)
 {
@@ -157,22 +158,42 @@ tc_record_put_value_column(uint8_t *out, Tcopy__Kind kind, int64_t i, double f,
 			out = tc_varint_put(out, len + pad);
 			if (len > 0)
 				memcpy(out, data, len);
-			memset(out + len, ' ', pad);
+			if (pad > 0)
+				memset(out + len, ' ', pad);
 			return out + len + pad;
 	}
 }
 
 /*
- * Measure row's record under layout into *size (with its value unless
- * with_value is false); returns the record's bytes with their two length
- * varints, or 0 when the row does not fit the layout (a key column NULL,
- * more values than the columns hold).
+ * At least the bytes tc_record_put writes for row, cheap to compute (every
+ * blob counted as a key column's, escaped).
  */
-size_t		tc_record_measure(const TcRecordLayout *layout, const TcWireRow *row,
-							  bool with_value, TcRecordSize *size);
+static inline size_t
+tc_record_bound(const TcWireRow *row)
+{
+	size_t		bound = 2 * TC_VARINT_MAX + row->n_nulls +
+		(size_t) (1 + TC_VARINT_MAX) * row->n_ints + (size_t) 9 * row->n_floats;
 
-/* Write row's record, measured as *size, at out; returns the end. */
+	for (uint32_t i = 0; i < row->n_blobs; i++)
+		bound += 2 * ((size_t) row->blobs[i].len + row->blobs[i].pad) + 1 + TC_VARINT_MAX;
+	return bound;
+}
+
+/*
+ * The exact bytes tc_record_put writes for row (with its value unless
+ * with_value is false), or 0 when the row does not fit layout.  For the
+ * rare row whose bound is near a limit.
+ */
+size_t		tc_record_size(const TcRecordLayout *layout, const TcWireRow *row,
+						   bool with_value);
+
+/*
+ * Write row's record (with its value unless with_value is false) at out,
+ * which has room for tc_record_bound(row) bytes; returns the end, or NULL
+ * when the row does not fit layout (a key column NULL, the arrays not
+ * holding what the columns want): the caller's bug.
+ */
 uint8_t    *tc_record_put(uint8_t *out, const TcRecordLayout *layout,
-						  const TcWireRow *row, const TcRecordSize *size);
+						  const TcWireRow *row, bool with_value);
 
 #endif							/* TC_RECORD_H */

@@ -45,6 +45,7 @@ typedef struct TestSchema
 	bool		is_key[MAX_COLS];
 	TsLayout	layout;
 	TcRecordLayout record;
+	uint32_t	slots[3];
 } TestSchema;
 
 typedef struct TestRow
@@ -95,6 +96,7 @@ random_schema(TestSchema *t)
 	t->record.is_key = t->layout.is_key;
 	t->record.nkey = t->layout.nkey;
 	t->record.key_columns = t->layout.key_columns;
+	tc_record_layout_derive(&t->record, t->slots);
 }
 
 static int64_t
@@ -275,8 +277,6 @@ codec_round_trip(const TestSchema *t, const uint8_t *key, size_t keylen,
 static void
 check_row(const TestSchema *t, const TestRow *r, bool with_value, TcBuf *rec)
 {
-	int32_t		pos[MAX_COLS + 1];
-	TcRecordSize size = {.pos = pos};
 	TcBuf		want_key = {0};
 	TcBuf		want_value = {0};
 	const uint8_t *key,
@@ -284,12 +284,16 @@ check_row(const TestSchema *t, const TestRow *r, bool with_value, TcBuf *rec)
 	size_t		keylen,
 				valuelen,
 				n;
+	const uint8_t *end;
 
-	n = tc_record_measure(&t->record, &r->wire, with_value, &size);
+	n = tc_record_size(&t->record, &r->wire, with_value);
 	REQUIRE(n > 0);
+	CHECK(n <= tc_record_bound(&r->wire));
 	rec->len = 0;
-	REQUIRE(tc_buf_reserve(rec, n));
-	rec->len = (size_t) (tc_record_put(rec->data, &t->record, &r->wire, &size) - rec->data);
+	REQUIRE(tc_buf_reserve(rec, tc_record_bound(&r->wire)));
+	end = tc_record_put(rec->data, &t->record, &r->wire, with_value);
+	REQUIRE(end != NULL);
+	rec->len = (size_t) (end - rec->data);
 	CHECK_EQ_UINT(rec->len, n);
 	REQUIRE(split_record(rec->data, rec->len, &key, &keylen, &value, &valuelen));
 

@@ -59,6 +59,7 @@ tcopy_batch_set_layout(TcopyBatch *batch, const Tcopy__Schema *schema)
 	uint32		ncolumns = (uint32) schema->n_columns;
 	Tcopy__Kind *kinds = palloc(sizeof(Tcopy__Kind) * Max(ncolumns, 1));
 	bool	   *is_key = palloc0(sizeof(bool) * Max(ncolumns, 1));
+	uint32	   *slots = palloc(sizeof(uint32) * Max(schema->n_key, 1));
 
 	for (uint32 i = 0; i < ncolumns; i++)
 		kinds[i] = schema->columns[i]->kind;
@@ -69,7 +70,7 @@ tcopy_batch_set_layout(TcopyBatch *batch, const Tcopy__Schema *schema)
 	batch->layout.is_key = is_key;
 	batch->layout.nkey = (uint32) schema->n_key;
 	batch->layout.key_columns = schema->key;
-	batch->size.pos = palloc(sizeof(int32) * Max(ncolumns, 1));
+	tc_record_layout_derive(&batch->layout, slots);
 }
 
 /*

@@ -15,19 +15,23 @@
 #include "tcopy/codec.h"
 
 /*
- * Append row, measured by tcopy_batch_row_size as bound, after the
- * header's room; false when out of memory.
+ * Append row, of at most bound bytes, after the header's room; false when
+ * out of memory.
  */
 bool
 tcopy_wire_batch_add(TcopyBatch *batch, const TcWireRow *row, size_t bound)
 {
+	uint8	   *end;
+
 	if (batch->packed.len == 0)
 		batch->packed.len = TC_WIRE_BATCH_HEADER_MAX;	/* the header's room */
 	if (!tc_buf_reserve(&batch->packed, bound))
 		return false;
-	batch->packed.len = tc_record_put(batch->packed.data + batch->packed.len,
-									  &batch->layout, row, &batch->size) -
-		batch->packed.data;
+	end = tc_record_put(batch->packed.data + batch->packed.len, &batch->layout, row,
+						batch->kind != TCOPY__WRITE_KIND__WRITE_DELETE);
+	if (unlikely(end == NULL))
+		tcopy_batch_bad_row();
+	batch->packed.len = end - batch->packed.data;
 	batch->payload_bytes = batch->packed.len;
 	return true;
 }

@@ -180,12 +180,15 @@ tcopy_writer_add_row(TcopyWriter *writer)
 
 	if (writer->codec->nimages > 0)
 		tcopy_encode_images(writer->codec, &writer->row);
-	bytes = tcopy_batch_row_size(&writer->batch, &writer->row.wire);
+	bytes = tcopy_batch_row_bound(&writer->batch, &writer->row.wire, false);
 	if (unlikely(writer->batch.payload_bytes + bytes > frame))
 	{
-		if (bytes > frame)
+		/* a bound counts strings twice: the row itself may well fit */
+		if (bytes > frame &&
+			(bytes = tcopy_batch_row_bound(&writer->batch, &writer->row.wire, true)) > frame)
 			writer_row_too_large(writer, bytes);
-		writer_flush(writer);
+		if (writer->batch.payload_bytes + bytes > frame)
+			writer_flush(writer);
 	}
 	/* a comparison a row: a run starts only where the lines do not follow */
 	if (unlikely(writer->batch.nrows == 0 || writer->line != writer->next_line))

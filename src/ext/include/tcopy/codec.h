@@ -282,7 +282,6 @@ typedef struct TcopyBatch
 
 	/* TCOPY_ENCODER_WIRE: rows in the stored form (tc_record.h) */
 	TcRecordLayout layout;		/* tcopy_batch_set_layout's */
-	TcRecordSize size;			/* the next row's (tcopy_batch_row_size) */
 
 	/* TCOPY_ENCODER_PROTOBUF (batch_protobuf.c) */
 	TcopyAllocMode mode;
@@ -319,27 +318,28 @@ extern void tcopy_protobuf_batch_reset(TcopyBatch *batch);
 extern void tcopy_protobuf_batch_free(TcopyBatch *batch);
 
 /*
- * The bytes row adds to the batch (a bound for the protobuf encoder),
- * measured for the tcopy_batch_add that follows.
+ * At least the bytes row adds to the batch, cheap to compute; exact with
+ * exact (the row of a bound near the frame's size).
  */
 static inline size_t
-tcopy_batch_row_size(TcopyBatch *batch, const TcWireRow *row)
+tcopy_batch_row_bound(TcopyBatch *batch, const TcWireRow *row, bool exact)
 {
 	size_t		size;
 
 	if (unlikely(batch->encoder != TCOPY_ENCODER_WIRE))
 		return tc_wire_row_bound(row);
-	size = tc_record_measure(&batch->layout, row,
-							 batch->kind != TCOPY__WRITE_KIND__WRITE_DELETE, &batch->size);
+	if (likely(!exact))
+		return tc_record_bound(row);
+	size = tc_record_size(&batch->layout, row, batch->kind != TCOPY__WRITE_KIND__WRITE_DELETE);
 	if (unlikely(size == 0))
 		tcopy_batch_bad_row();
 	return size;
 }
 
 /*
- * Append row (its blobs copied) to the batch; bound is tcopy_batch_row_size's
- * for it, just before.  Called per row, so inline: the encoder is chosen by
- * a branch, not a call through a pointer.
+ * Append row (its blobs copied) to the batch; bound is tcopy_batch_row_bound's
+ * for it.  Called per row, so inline: the encoder is chosen by a branch,
+ * not a call through a pointer.
  */
 static inline void
 tcopy_batch_add(TcopyBatch *batch, const TcWireRow *row, size_t bound)
