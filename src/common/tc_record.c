@@ -10,6 +10,8 @@
  */
 #include "tc_record.h"
 
+#define record_noinline __attribute__((noinline))
+
 /* The array a column's values are in: ints (BOOL, INT), floats or blobs. */
 static inline int
 record_array(Tcopy__Kind kind)
@@ -22,10 +24,15 @@ void
 tc_record_layout_derive(TcRecordLayout *layout, uint32_t *slots)
 {
 	layout->key_last = 0;
+	layout->key_fixed = 0;
 	for (uint32_t k = 0; k < layout->nkey; k++)
 	{
 		uint32_t	c = layout->key_columns[k];
 		int			array = record_array(layout->kinds[c]);
+
+		if (layout->key_fixed != SIZE_MAX)
+			layout->key_fixed = layout->kinds[c] == TCOPY__KIND__KIND_BYTES ? SIZE_MAX :
+				layout->key_fixed + (layout->kinds[c] == TCOPY__KIND__KIND_BOOL ? 1 : 8);
 
 		slots[k] = 0;
 		for (uint32_t before = 0; before < c; before++)
@@ -33,32 +40,21 @@ tc_record_layout_derive(TcRecordLayout *layout, uint32_t *slots)
 		if (c > layout->key_last)
 			layout->key_last = c;
 	}
+	if (layout->key_fixed == SIZE_MAX)
+		layout->key_fixed = 0;
 	layout->key_slots = slots;
 }
 
-/*
- * Where each key column's value lies in row (pos[k]: its index in its
- * kind's array): false when a key column is NULL or beyond the arrays.
- */
-static bool
-record_key_positions(const TcRecordLayout *layout, const TcWireRow *row, uint32_t *pos)
+/* record_key_positions when a NULL comes before a key column. */
+static record_noinline bool
+record_key_positions_walk(const TcRecordLayout *layout, const TcWireRow *row, uint32_t *pos)
 {
 	uint32_t	next[3] = {0, 0, 0};
 	const uint32_t have[3] = {row->n_ints, row->n_floats, row->n_blobs};
 	uint32_t	next_null = 0;
 	uint32_t	found = 0;
 
-	if (row->n_nulls == 0 || row->nulls[0] > layout->key_last)
-	{
-		for (uint32_t k = 0; k < layout->nkey; k++)
-		{
-			pos[k] = layout->key_slots[k];
-			if (pos[k] >= have[record_array(layout->kinds[layout->key_columns[k]])])
-				return false;
-		}
-		return true;
-	}
-	/* a NULL before a key column: walk the columns up to the last key one */
+	/* walk the columns up to the last key one */
 	for (uint32_t c = 0; c <= layout->key_last && found < layout->nkey; c++)
 	{
 		int			array = record_array(layout->kinds[c]);
@@ -80,6 +76,26 @@ record_key_positions(const TcRecordLayout *layout, const TcWireRow *row, uint32_
 			found++;
 		}
 		next[array]++;
+	}
+	return true;
+}
+
+/*
+ * Where each key column's value lies in row (pos[k]: its index in its
+ * kind's array): false when a key column is NULL or beyond the arrays.
+ */
+static inline bool
+record_key_positions(const TcRecordLayout *layout, const TcWireRow *row, uint32_t *pos)
+{
+	const uint32_t have[3] = {row->n_ints, row->n_floats, row->n_blobs};
+
+	if (row->n_nulls > 0 && row->nulls[0] <= layout->key_last)
+		return record_key_positions_walk(layout, row, pos);
+	for (uint32_t k = 0; k < layout->nkey; k++)
+	{
+		pos[k] = layout->key_slots[k];
+		if (pos[k] >= have[record_array(layout->kinds[layout->key_columns[k]])])
+			return false;
 	}
 	return true;
 }
@@ -179,8 +195,11 @@ tc_record_put(uint8_t *out, const TcRecordLayout *layout, const TcWireRow *row,
 	if (layout->nkey > TC_RECORD_MAX_KEY ||
 		(layout->nkey > 0 && !record_key_positions(layout, row, pos)))
 		return NULL;
-	for (uint32_t k = 0; k < layout->nkey; k++)
-		keylen += record_key_size(layout->kinds[layout->key_columns[k]], row, pos[k]);
+	if (layout->key_fixed > 0)
+		keylen = layout->key_fixed;
+	else
+		for (uint32_t k = 0; k < layout->nkey; k++)
+			keylen += record_key_size(layout->kinds[layout->key_columns[k]], row, pos[k]);
 	out = tc_varint_put(out, keylen);
 	for (uint32_t k = 0; k < layout->nkey; k++)
 		out = record_put_key(out, layout->kinds[layout->key_columns[k]], row, pos[k]);

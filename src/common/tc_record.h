@@ -48,6 +48,8 @@ typedef struct TcRecordLayout
 	const uint32_t *key_slots;	/* [nkey]: index in its kind's array when
 								 * no column before it is NULL */
 	uint32_t	key_last;		/* the highest key column */
+	size_t		key_fixed;		/* the key's bytes, when no key column is
+								 * BYTES; else 0 */
 } TcRecordLayout;
 
 /*
