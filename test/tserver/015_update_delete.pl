@@ -550,6 +550,41 @@ for my $order ('ascending', 'shuffled')
 	is(scalar(@got), 500, "$name: the other table's rows are all published");
 }
 
+# A stored key deleted in one unsorted spill and inserted again in a later
+# one, or in the last buffer, under ON_CONFLICT_ERROR: not a duplicate of
+# the stored row (the delete went first), as on a heap table; inserted
+# again without the delete, it is one.
+for my $case ([ 1, 1 ], [ 1, 0 ], [ 0, 1 ])
+{
+	my ($delete, $after) = @$case;
+	my $name = ($delete ? 'delete, spill, insert again' : 'insert of a stored key after a spill')
+	  . ($after ? '' : ', last');
+	my $id = create_table($conn, "ud_respill_$delete$after");
+	my $s = begin(ready());
+	is(write_batch($s, $id, WRITE_INSERT, map { [ $_, $_, 'old' ] } 1 .. 5), '', "$name: 5 rows");
+	is(commit($s), '', "$name: stored");
+	$s = begin(ready());
+	set_on_conflict($s, $id, ON_CONFLICT_ERROR);
+	is(write_batch($s, $id, WRITE_DELETE, [ 3, 0, '' ]), '', "$name: delete 3") if $delete;
+	is(write_many($s, $id, WRITE_INSERT, sub { [ $_[0], $_[0], $pad ] }, shuffled(15, 100 .. 15099)),
+		'', "$name: 15000 shuffled rows");
+	ok(spilled(), "$name: the session spilled");
+	is(write_batch($s, $id, WRITE_INSERT, [ 3, 33, 'again' ]), '', "$name: insert 3");
+	is(write_many($s, $id, WRITE_INSERT, sub { [ $_[0], $_[0], $pad ] }, shuffled(16, 20000 .. 34999)),
+		'', "$name: 15000 more shuffled rows") if $after;
+	if ($delete)
+	{
+		is(commit($s), '', "$name: commits");
+		is(scan(ready(), $id, lower => [ 1, 1 ], upper => [ 5, 1 ]), '1:1:old 2:2:old 3:33:again 4:4:old 5:5:old',
+			"$name: 3 is the row inserted again");
+	}
+	else
+	{
+		like(commit($s), qr/^error ${\ERROR_DUPLICATE_KEY}: /, "$name: a duplicate key");
+		is(scan(ready(), $id), '1:1:old 2:2:old 3:3:old 4:4:old 5:5:old', "$name: nothing published");
+	}
+}
+
 $ts->check_log;
 $ts->stop;
 done_testing();
