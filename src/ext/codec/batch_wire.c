@@ -15,11 +15,11 @@
 #include "tcopy/codec.h"
 
 /*
- * Append row, of at most bound bytes, after the header's room; false when
- * out of memory.
+ * Append row, of at most bound bytes, after the header's room: false when
+ * out of memory, or (*bad_row) when the row does not fit the layout.
  */
 bool
-tcopy_wire_batch_add(TcopyBatch *batch, const TcWireRow *row, size_t bound)
+tcopy_wire_batch_add(TcopyBatch *batch, const TcWireRow *row, size_t bound, bool *bad_row)
 {
 	uint8	   *end;
 
@@ -30,7 +30,10 @@ tcopy_wire_batch_add(TcopyBatch *batch, const TcWireRow *row, size_t bound)
 	end = tc_record_put(batch->packed.data + batch->packed.len, &batch->layout, row,
 						batch->kind != TCOPY__WRITE_KIND__WRITE_DELETE);
 	if (unlikely(end == NULL))
-		tcopy_batch_bad_row();
+	{
+		*bad_row = true;
+		return false;
+	}
 	batch->packed.len = end - batch->packed.data;
 	batch->payload_bytes = batch->packed.len;
 	return true;

@@ -305,7 +305,8 @@ extern void tcopy_batch_free(TcopyBatch *batch);
 extern void tcopy_batch_out_of_memory(void) pg_attribute_noreturn();
 
 /* in batch_wire.c: the wire encoder (records); false when out of memory */
-extern bool tcopy_wire_batch_add(TcopyBatch *batch, const TcWireRow *row, size_t bound);
+extern bool tcopy_wire_batch_add(TcopyBatch *batch, const TcWireRow *row, size_t bound,
+								 bool *bad_row);
 extern void tcopy_wire_batch_pack(TcopyBatch *batch, uint64 seq, uint32 table_id);
 
 /* in batch_protobuf.c: the protobuf encoder; false when out of memory */
@@ -345,13 +346,18 @@ static inline void
 tcopy_batch_add(TcopyBatch *batch, const TcWireRow *row, size_t bound)
 {
 	bool		added;
+	bool		bad_row = false;
 
 	if (likely(batch->encoder == TCOPY_ENCODER_WIRE))
-		added = tcopy_wire_batch_add(batch, row, bound);
+		added = tcopy_wire_batch_add(batch, row, bound, &bad_row);
 	else
 		added = tcopy_protobuf_batch_add(batch, row, bound);
 	if (unlikely(!added))
+	{
+		if (bad_row)
+			tcopy_batch_bad_row();
 		tcopy_batch_out_of_memory();
+	}
 	batch->nrows++;
 }
 
