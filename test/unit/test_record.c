@@ -11,7 +11,8 @@
  * zero bytes and char(n) padding).  Each record is then mutated (a byte
  * changed, dropped or added): whatever the check accepts must decode and
  * encode again to the very same bytes, so the tserver never stores a form
- * its own codec would not have written.
+ * its own codec would not have written.  tc_wire_row_bound, the protobuf
+ * encoder's measure, is held to what protobuf-c packs for the same rows.
  */
 #include <math.h>
 #include <stdint.h>
@@ -312,13 +313,17 @@ check_row(const TestSchema *t, const TestRow *r, bool with_value, TcBuf *rec)
 			   *value;
 	size_t		keylen,
 				valuelen,
-				n;
+				n,
+				n_pb;
 	const uint8_t *end;
 	uint8_t    *exact;
 
 	n = tc_record_size(&t->record, &r->wire, with_value);
 	REQUIRE(n > 0);
 	CHECK(n <= tc_record_bound(&r->wire));
+	/* the protobuf encoder's measure: the Row message, its tag and length */
+	n_pb = tcopy__row__get_packed_size(&r->pb);
+	CHECK(1 + tc_varint_size(n_pb) + n_pb <= tc_wire_row_bound(&r->wire));
 	rec->len = 0;
 	REQUIRE(tc_buf_reserve(rec, tc_record_bound(&r->wire)));
 	end = tc_record_put(rec->data, &t->record, &r->wire, with_value);
