@@ -26,7 +26,10 @@
 #	  close with no stream joined does not wait; a table's on_conflict may
 #	  be set while streams are open, a TRUNCATE may not;
 #	- a ROLLBACK_TO on the session ends its streams and takes their rows
-#	  back (a parallel COPY that failed in a savepoint).
+#	  back (a parallel COPY that failed in a savepoint);
+#	- a stream's rows and records are laid out by the schema its connection
+#	  opened the table with, not the table's after another connection's
+#	  ADD COLUMN (as a session connection's WRITEs).
 use strict;
 use warnings;
 
@@ -446,6 +449,41 @@ close_and_wait($d->{sock}, 'closed with an open session: aborted');
 send_batch($a, $t, 0, [ 201, 'b' ]);
 like(reply_of($a, 10), qr/^error 16: the write session's streams were closed/,
 	"after the session's connection closed, the stream's next batch fails");
+
+# a stream's batches are laid out by the schema its connection opened the
+# table with, as a session connection's are: another connection's ADD
+# COLUMN in the meantime does not make them short
+{
+	my $col = sub {
+		my ($n, $kind, $type) = @_;
+		pb_field_bytes(1, pb_field_bytes(1, $n) . pb_field_varint(2, $kind) . pb_field_bytes(3, $type)
+			  . pb_field_varint(4, ~0));
+	};
+	my $narrow = $col->('k', KIND_INT, 'int8') . $col->('s', KIND_BYTES, 'text') . pb_field_varint(2, 0);
+	my $g = create_table(ready(), 'grow');
+	$s = begin();
+	is(streams($s, 1), '', 'a session opens to streams');
+	$a = join_stream($s);
+	($type) = request($a->{sock}, FRAME_OPEN_TABLE, pb_field_bytes(1, 'grow') . pb_field_bytes(2, $narrow));
+	is($type, FRAME_TABLE_INFO, 'a stream opens the table with its schema');
+	my $other = ready();
+	($type) = request($other, FRAME_OPEN_TABLE, pb_field_bytes(1, 'grow')
+		  . pb_field_bytes(2, $narrow . $col->('w', KIND_BYTES, 'text')));
+	is($type, FRAME_TABLE_INFO, 'another connection adds a column');
+	chunk($a, 1);
+	send_batch($a, $g, 0, [ 1, 'narrow' ]);
+	is(reply_of($a, 10), '', "the stream's row of the schema it opened is staged");
+	TcopyTest::send_frame($a->{sock}, FRAME_WRITE, pb_field_varint(1, ++$a->{seq})
+		  . pb_field_varint(2, $g)
+		  . pb_field_bytes(5, stored_record(stored_key_int(2), stored_value(bytes => 'record'))));
+	is(reply_of($a, 10), '', '... and so is its record (WriteBatch.records)');
+	chunk($a, 1, 1);
+	is(reply_of($a, 10), '', 'its chunk ends');
+	is(streams($s, 0, 1, 2), '', 'the close names 1 chunk and 2 rows');
+	is(commit($s, 2), '', 'the session commits');
+	is(scan($g), '1:narrow 2:record', 'the rows read back');
+	close $other;
+}
 
 ok($ts->check_log, 'no unexpected log lines');
 $ts->stop;

@@ -14,6 +14,9 @@
 #	  fails its batch with BAD_ROW naming the row, and so does a batch of
 #	  both rows and records (PROTOCOL): the connection closes, nothing of
 #	  the session is published, the tserver serves on.
+#	- A connection that opened a table before another added a column writes
+#	  records of the schema it opened (the added column then reads NULL),
+#	  and one of the added column is refused.
 use strict;
 use warnings;
 
@@ -244,6 +247,47 @@ my @refused = (
 	is_deeply([ scan_raw($sock, $id) ], [], 'nothing of the refused sessions was published');
 	is(TcopyTest::cli($ts, 'ping')->{rc}, 0, 'the tserver still answers');
 	close $sock;
+}
+
+# ---- records laid out by the schema the connection opened the table with ----
+# A row as "ints|blobs|nulls" (its Row message's fields).
+sub row_text
+{
+	my $f = pb_decode($_[0]);
+	my @ints = map { $_ & 1 ? -(($_ + 1) >> 1) : $_ >> 1 } TcopyTest::pb_varints($f->{1}[0] // '');
+	return join('|', join(',', @ints), join(',', @{ $f->{3} // [] }),
+		join(',', TcopyTest::pb_varints($f->{4}[0] // '')));
+}
+{
+	my $narrow = column('k', KIND_INT, 'int8') . column('v', KIND_INT, 'int8') . pb_field_varint(2, 0);
+	my $wide = $narrow . column('w', KIND_BYTES, 'text');
+	my $old = ready();
+	my ($type, $payload) = request($old, FRAME_OPEN_TABLE,
+		pb_field_bytes(1, 'grow') . pb_field_bytes(2, $narrow) . pb_field_varint(3, 1));
+	my $id = pb_decode($payload)->{1}[0];
+	# another client's ALTER TABLE ... ADD COLUMN w
+	my $new = ready();
+	($type) = request($new, FRAME_OPEN_TABLE, pb_field_bytes(1, 'grow') . pb_field_bytes(2, $wide));
+	is($type, FRAME_TABLE_INFO, 'another connection opens the table with a column added');
+
+	begin($old);
+	is(write_frame($old, 1, $id, 0, pb_field_bytes(5, stored_record(stored_key_int(1),
+		stored_value(int => 10)))), '',
+		'a connection that opened the table before writes records of its own schema');
+	is(commit($old, 1, 1), '', 'and commits them');
+	begin($new);
+	is(write_frame($new, 1, $id, 0, pb_field_bytes(5, stored_record(stored_key_int(2),
+		stored_value(int => 20, bytes => 'x')))), '', 'the other writes records of the new one');
+	is(commit($new, 1, 1), '', 'and commits them');
+	is(join(' ', map { row_text($_) } scan_raw($new, $id)), '1,10||2 2,20|x|',
+		'the older row reads the added column as NULL');
+	begin($old);
+	like(write_frame($old, 1, $id, 0, pb_field_bytes(5, stored_record(stored_key_int(3),
+		stored_value(int => 30, bytes => 'y')))),
+		qr/^error ${\ ERROR_BAD_ROW}: record not in the stored form: a value longer than its columns/,
+		"a record of the column the connection does not know is refused");
+	close $old;
+	close $new;
 }
 
 $ts->stop;

@@ -11,7 +11,8 @@
  * zero bytes and char(n) padding).  Each record is then mutated (a byte
  * changed, dropped or added): whatever the check accepts must decode and
  * encode again to the very same bytes, so the tserver never stores a form
- * its own codec would not have written.
+ * its own codec would not have written.  tc_wire_row_bound, the protobuf
+ * encoder's measure, is held to what protobuf-c packs for the same rows.
  */
 #include <math.h>
 #include <stdint.h>
@@ -23,7 +24,8 @@
 #include "tc_test.h"
 #include "ts_codec.h"
 
-#define MAX_COLS 12
+#define MAX_COLS 48
+#define MAX_BLOB 400			/* a blob's bytes, and its blanks */
 #define TABLE_ID 7
 
 /* REQUIRE in a function returning bool */
@@ -41,12 +43,31 @@ typedef struct TestSchema
 	Tcopy__Schema schema;
 	Tcopy__Column columns[MAX_COLS];
 	Tcopy__Column *pointers[MAX_COLS];
-	uint32_t	key[3];
+	uint32_t	key[TS_MAX_KEY_COLUMNS];
 	bool		is_key[MAX_COLS];
 	TsLayout	layout;
 	TcRecordLayout record;
-	uint32_t	slots[3];
+	uint32_t	slots[TS_MAX_KEY_COLUMNS];
 } TestSchema;
+
+/*
+ * How large random schemas and rows are: the small profile (up to 12
+ * columns, 3 key columns, strings of up to 40 bytes) or the wide one
+ * (up to 48 columns, 32 key columns, strings of up to 400 bytes and 400
+ * blanks, some all zero bytes, so that values pass 128 bytes and key
+ * strings double).
+ */
+typedef struct Profile
+{
+	uint32_t	max_cols;
+	uint32_t	max_key;
+	uint32_t	max_blob;
+	uint32_t	max_pad;
+	bool		zeros;			/* some strings all zero bytes */
+} Profile;
+
+static const Profile small_profile = {12, 3, 40, 4, false};
+static const Profile wide_profile = {MAX_COLS, TS_MAX_KEY_COLUMNS, MAX_BLOB, MAX_BLOB, true};
 
 typedef struct TestRow
 {
@@ -54,18 +75,20 @@ typedef struct TestRow
 	double		floats[MAX_COLS];
 	TcWireBlob	blobs[MAX_COLS];
 	uint32_t	nulls[MAX_COLS];
-	uint8_t		bytes[MAX_COLS][48];	/* blob data, and the pb side's padded copy */
-	uint8_t		padded[MAX_COLS][48];
+	uint8_t		bytes[MAX_COLS][MAX_BLOB];	/* blob data, and the pb side's
+											 * padded copy */
+	uint8_t		padded[MAX_COLS][2 * MAX_BLOB];
 	ProtobufCBinaryData pb_blobs[MAX_COLS];
 	TcWireRow	wire;
 	Tcopy__Row	pb;
 } TestRow;
 
 static void
-random_schema(TestSchema *t)
+random_schema(TestSchema *t, const Profile *profile)
 {
-	uint32_t	ncols = (uint32_t) (tc_test_rng() % (MAX_COLS + 1));
-	uint32_t	nkey = ncols == 0 ? 0 : (uint32_t) (tc_test_rng() % (ncols < 3 ? ncols + 1 : 4));
+	uint32_t	ncols = (uint32_t) (tc_test_rng() % (profile->max_cols + 1));
+	uint32_t	nkey = ncols == 0 ? 0 :
+		(uint32_t) (tc_test_rng() % ((ncols < profile->max_key ? ncols : profile->max_key) + 1));
 	TsError		err;
 
 	memset(t, 0, sizeof(*t));
@@ -133,7 +156,7 @@ random_float(void)
 }
 
 static void
-random_row(const TestSchema *t, TestRow *r)
+random_row(const TestSchema *t, TestRow *r, const Profile *profile)
 {
 	memset(&r->wire, 0, sizeof(r->wire));
 	tcopy__row__init(&r->pb);
@@ -162,11 +185,14 @@ random_row(const TestSchema *t, TestRow *r)
 			default:
 				{
 					uint32_t	b = r->wire.n_blobs++;
-					uint32_t	len = (uint32_t) (tc_test_rng() % 40);
-					uint32_t	pad = tc_test_rng() % 3 == 0 ? (uint32_t) (tc_test_rng() % 4) : 0;
+					uint32_t	len = (uint32_t) (tc_test_rng() % (profile->max_blob + 1));
+					uint32_t	pad = tc_test_rng() % 3 == 0 ?
+						(uint32_t) (tc_test_rng() % (profile->max_pad + 1)) : 0;
+					bool		zeros = profile->zeros && tc_test_rng() % 4 == 0;
 
 					for (uint32_t i = 0; i < len; i++)
-						r->bytes[b][i] = tc_test_rng() % 3 == 0 ? 0 : (uint8_t) tc_test_rng();
+						r->bytes[b][i] = zeros || tc_test_rng() % 3 == 0 ? 0 :
+							(uint8_t) tc_test_rng();
 					memcpy(r->padded[b], r->bytes[b], len);
 					memset(r->padded[b] + len, ' ', pad);
 					r->blobs[b].data = r->bytes[b];
@@ -273,6 +299,10 @@ codec_round_trip(const TestSchema *t, const uint8_t *key, size_t keylen,
 	return ok;
 }
 
+/* What check_row met: values of 128 bytes or more, keys after a NULL. */
+static size_t long_values;
+static size_t keys_after_null;
+
 /* The client's record of r is the codec's, and the check accepts it. */
 static void
 check_row(const TestSchema *t, const TestRow *r, bool with_value, TcBuf *rec)
@@ -283,19 +313,38 @@ check_row(const TestSchema *t, const TestRow *r, bool with_value, TcBuf *rec)
 			   *value;
 	size_t		keylen,
 				valuelen,
-				n;
+				n,
+				n_pb;
 	const uint8_t *end;
+	uint8_t    *exact;
 
 	n = tc_record_size(&t->record, &r->wire, with_value);
 	REQUIRE(n > 0);
 	CHECK(n <= tc_record_bound(&r->wire));
+	/* the protobuf encoder's measure: the Row message, its tag and length */
+	n_pb = tcopy__row__get_packed_size(&r->pb);
+	CHECK(1 + tc_varint_size(n_pb) + n_pb <= tc_wire_row_bound(&r->wire));
 	rec->len = 0;
 	REQUIRE(tc_buf_reserve(rec, tc_record_bound(&r->wire)));
 	end = tc_record_put(rec->data, &t->record, &r->wire, with_value);
 	REQUIRE(end != NULL);
 	rec->len = (size_t) (end - rec->data);
 	CHECK_EQ_UINT(rec->len, n);
+	/* into exactly its size (the writer's room near a frame's end) */
+	exact = malloc(n);
+	REQUIRE(exact != NULL);
+	end = tc_record_put(exact, &t->record, &r->wire, with_value);
+	CHECK(end == exact + n);
+	CHECK_MEM(exact, n, rec->data, rec->len);
+	free(exact);
 	REQUIRE(split_record(rec->data, rec->len, &key, &keylen, &value, &valuelen));
+	long_values += valuelen >= 128;
+	for (uint32_t k = 0; k < t->layout.nkey; k++)
+		if (r->wire.n_nulls > 0 && r->wire.nulls[0] < t->layout.key_columns[k])
+		{
+			keys_after_null++;
+			break;
+		}
 
 	if (t->layout.nkey > 0)
 	{
@@ -327,8 +376,8 @@ check_mutation(const TestSchema *t, const TcBuf *rec, TcBuf *key_out, TcBuf *val
 			   *value;
 	size_t		keylen,
 				valuelen;
-	uint8_t		k[512],
-				v[512];
+	static uint8_t k[1 << 17],
+				v[1 << 17];
 	uint8_t    *part;
 	size_t	   *len;
 	size_t		at;
@@ -370,8 +419,12 @@ check_mutation(const TestSchema *t, const TcBuf *rec, TcBuf *key_out, TcBuf *val
 	return accepted;
 }
 
+/*
+ * Random rows of profile's size: each record the codec's, the check's
+ * acceptances canonical.
+ */
 static void
-test_random(void)
+random_rounds(const Profile *profile, int rounds, int rows)
 {
 	TestSchema *t = calloc(1, sizeof(TestSchema));
 	TestRow    *r = calloc(1, sizeof(TestRow));
@@ -382,12 +435,12 @@ test_random(void)
 				accepted = 0;
 
 	REQUIRE(t != NULL && r != NULL);
-	for (int round = 0; round < 300; round++)
+	for (int round = 0; round < rounds; round++)
 	{
-		random_schema(t);
-		for (int i = 0; i < 30; i++)
+		random_schema(t, profile);
+		for (int i = 0; i < rows; i++)
 		{
-			random_row(t, r);
+			random_row(t, r, profile);
 			check_row(t, r, false, &rec);
 			check_row(t, r, true, &rec);
 			for (int m = 0; m < 10; m++)
@@ -405,6 +458,27 @@ test_random(void)
 	tc_buf_free(&value_out);
 	free(t);
 	free(r);
+}
+
+static void
+test_random(void)
+{
+	random_rounds(&small_profile, 300, 30);
+}
+
+/*
+ * Wide rows: values of 128 bytes and more (the length's varint widened
+ * after the value is written), keys of up to 32 columns, often after a
+ * NULL (the key's slow walk), key strings all zero bytes (escaped to
+ * twice their size) and long char(n) blanks: the record fits its bound
+ * and its exact size.
+ */
+static void
+test_wide(void)
+{
+	long_values = keys_after_null = 0;
+	random_rounds(&wide_profile, 150, 10);
+	CHECK(long_values > 100 && keys_after_null > 100);
 }
 
 /* What the check refuses, one case each, on kv (id int key, b bool, n int, s bytes). */
@@ -495,6 +569,8 @@ test_refused_keys(void)
 	CHECK(ts_record_check(&t->layout, (const uint8_t *) "a\0\x02" "b\0\x01", 6, NULL, 0, true) != NULL);
 	CHECK(ts_record_check(&t->layout, (const uint8_t *) "ab\0", 3, NULL, 0, true) != NULL);
 	CHECK(ts_record_check(&t->layout, (const uint8_t *) "ab\0\x01x", 5, NULL, 0, true) != NULL);
+	/* an empty key as an empty blob comes: NULL (UBSan: no memchr(NULL), no NULL + 0) */
+	CHECK(ts_record_check(&t->layout, NULL, 0, NULL, 0, true) != NULL);
 	ts_layout_free(&t->layout);
 	free(t);
 }
@@ -503,6 +579,7 @@ int
 main(void)
 {
 	TC_RUN(test_random);
+	TC_RUN(test_wide);
 	TC_RUN(test_refused);
 	TC_RUN(test_refused_keys);
 	return tc_test_summary();

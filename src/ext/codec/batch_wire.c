@@ -15,28 +15,27 @@
 #include "tcopy/codec.h"
 
 /*
- * Append row, of at most bound bytes, after the header's room: false when
- * out of memory, or (*bad_row) when the row does not fit the layout.
+ * Append row, of at most bound bytes, after the header's room: 1; 0 when
+ * out of memory, -1 when the row does not fit the batch's layout.  The
+ * caller raises the errors (batch.c's): this file calls none of batch.c's
+ * functions, which call it (no circle of calls, check_layers.pl).
  */
-bool
-tcopy_wire_batch_add(TcopyBatch *batch, const TcWireRow *row, size_t bound, bool *bad_row)
+int
+tcopy_wire_batch_add(TcopyBatch *batch, const TcWireRow *row, size_t bound)
 {
 	uint8	   *end;
 
 	if (batch->packed.len == 0)
 		batch->packed.len = TC_WIRE_BATCH_HEADER_MAX;	/* the header's room */
 	if (!tc_buf_reserve(&batch->packed, bound))
-		return false;
+		return 0;
 	end = tc_record_put(batch->packed.data + batch->packed.len, &batch->layout, row,
 						batch->kind != TCOPY__WRITE_KIND__WRITE_DELETE);
 	if (unlikely(end == NULL))
-	{
-		*bad_row = true;
-		return false;
-	}
+		return -1;
 	batch->packed.len = end - batch->packed.data;
 	batch->payload_bytes = batch->packed.len;
-	return true;
+	return 1;
 }
 
 /* Write the header just before the rows: batch->send, batch->send_len. */

@@ -360,6 +360,15 @@ ts_proto_check_table_id(TsProto *proto, uint32_t table_id, TsError *err)
 	return -1;
 }
 
+const TsLayout *
+ts_proto_opened_layout(TsProto *proto, uint32_t table_id)
+{
+	for (size_t i = 0; i < proto->nopened; i++)
+		if (proto->opened[i].table_id == table_id)
+			return &proto->opened[i].layout;
+	return NULL;
+}
+
 /* A batch (or modify, or a stream's chunk end) must be next: 0, or -1 with err. */
 int
 ts_proto_check_seq(TsProto *proto, const char *what, uint64_t seq, TsError *err)

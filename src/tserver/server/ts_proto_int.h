@@ -38,6 +38,11 @@ extern int ts_proto_check_seq(TsProto *proto, const char *what, uint64_t seq, Ts
 extern bool ts_proto_scope_has_table(const TsProto *proto, uint32_t table_id);
 /* may the connection name table_id (its scope)? */
 extern int ts_proto_check_table_id(TsProto *proto, uint32_t table_id, TsError *err);
+/*
+ * The layout of the schema the connection last opened table_id with (its
+ * WRITEs are laid out so, a stream's too), or NULL.
+ */
+extern const TsLayout *ts_proto_opened_layout(TsProto *proto, uint32_t table_id);
 
 /* in ts_proto_stats.c: a scoped namespace's disk quota, weighed every so many bytes */
 #define PROTO_QUOTA_EVERY_BYTES (16 * 1024 * 1024)

@@ -91,16 +91,6 @@ proto_note_opened(TsProto *proto, uint32_t table_id, const Tcopy__Schema *schema
 	return 0;
 }
 
-/* The layout of the schema the client opened table_id with, or NULL. */
-static const TsLayout *
-proto_opened_layout(TsProto *proto, uint32_t table_id)
-{
-	for (size_t i = 0; i < proto->nopened; i++)
-		if (proto->opened[i].table_id == table_id)
-			return &proto->opened[i].layout;
-	return NULL;
-}
-
 /* OPEN_TABLE: look up (or create) a table; answer TABLE_INFO. */
 int
 ts_proto_on_open_table(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *err)
@@ -216,7 +206,7 @@ ts_proto_on_write(TsProto *proto, const uint8_t *payload, uint32_t len, TsError 
 		return -1;
 	atomic_fetch_add(&proto->shared->batches_received, 1);
 	if (ts_proto_check_table_id(proto, batch->table_id, err) != 0 ||
-		ts_session_write(proto->session, batch, proto_opened_layout(proto, batch->table_id),
+		ts_session_write(proto->session, batch, ts_proto_opened_layout(proto, batch->table_id),
 						 err) != 0)
 		return -1;
 	proto->last_seq = batch->seq;

@@ -146,7 +146,8 @@ ts_proto_on_stream_write(TsProto *proto, const uint8_t *payload, uint32_t len, T
 		return -1;
 	atomic_fetch_add(&proto->shared->batches_received, 1);
 	if (ts_proto_check_table_id(proto, batch->table_id, err) != 0 ||
-		ts_stream_encode(proto->stream, batch, err) != 0)
+		ts_stream_encode(proto->stream, batch,
+						 ts_proto_opened_layout(proto, batch->table_id), err) != 0)
 		return -1;
 	/* the decoded frame is done with: free it before waiting for the turn */
 	ts_proto_frame_done(proto);

@@ -50,11 +50,13 @@ void		ts_session_free(TsSession *session, bool aborted);
 /* in ts_session_write.c: a stream's batch (ts_streams.c) */
 
 /*
- * Check and encode batch's rows or records (inserts only) into records[]
- * for the session, outside its lock, *nrecords of them; 0, or -1 with err.
+ * Check and encode batch's rows or records (inserts only), as laid out by
+ * layout (NULL: the table's now), into records[] for the session, outside
+ * its lock, *nrecords of them; 0, or -1 with err.
  */
 int			ts_session_encode_batch(TsSession *session, const Tcopy__WriteBatch *batch,
-									TcBuf *records, size_t *nrecords, TsError *err);
+									const TsLayout *layout, TcBuf *records,
+									size_t *nrecords, TsError *err);
 
 /*
  * Stage nrecords records of table_id (ts_session_encode_batch's) as the

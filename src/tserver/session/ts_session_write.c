@@ -482,10 +482,10 @@ oom:
 
 int
 ts_session_encode_batch(TsSession *session, const Tcopy__WriteBatch *batch,
-						TcBuf *records, size_t *nrecords, TsError *err)
+						const TsLayout *layout, TcBuf *records, size_t *nrecords,
+						TsError *err)
 {
 	TsTable    *table;
-	const TsLayout *layout;
 	size_t		bound;
 	const uint8_t *next = batch->records.data;
 
@@ -500,8 +500,10 @@ ts_session_encode_batch(TsSession *session, const Tcopy__WriteBatch *batch,
 					 (int) batch->kind);
 		return -1;
 	}
-	if (write_check_rows(table, layout = ts_table_layout(table), batch, nrecords, &bound,
-						 err) != 0)
+	/* as the stream's connection lays rows out, as ts_session_write */
+	if (layout == NULL)
+		layout = ts_table_layout(table);
+	if (write_check_rows(table, layout, batch, nrecords, &bound, err) != 0)
 		return -1;
 	if (!tc_buf_reserve(records, bound))
 		goto oom;

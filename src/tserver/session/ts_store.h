@@ -194,10 +194,13 @@ int			ts_stream_chunk(TsStream *stream, uint64_t chunk, bool end, bool last,
 							uint64_t *rows, TsError *err);
 /*
  * A stream's batch: ts_stream_encode checks and encodes it (the batch may
- * be freed after), ts_stream_stage then stages it in its chunk's turn;
- * after a successful encode the stage must follow.
+ * be freed after) as laid out by layout (the schema the stream's
+ * connection opened the table with; NULL: the table's now),
+ * ts_stream_stage then stages it in its chunk's turn; after a successful
+ * encode the stage must follow.
  */
-int			ts_stream_encode(TsStream *stream, const Tcopy__WriteBatch *batch, TsError *err);
+int			ts_stream_encode(TsStream *stream, const Tcopy__WriteBatch *batch,
+							 const TsLayout *layout, TsError *err);
 int			ts_stream_stage(TsStream *stream, uint64_t *rows, TsError *err);
 void		ts_stream_leave(TsStream *stream);
 

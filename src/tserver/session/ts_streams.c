@@ -468,7 +468,8 @@ ts_stream_chunk(TsStream *stream, uint64_t chunk, bool end, bool last, uint64_t 
 }
 
 int
-ts_stream_encode(TsStream *stream, const Tcopy__WriteBatch *batch, TsError *err)
+ts_stream_encode(TsStream *stream, const Tcopy__WriteBatch *batch, const TsLayout *layout,
+				 TsError *err)
 {
 	TsStreams  *group = stream->group;
 	TsSession  *session;
@@ -495,7 +496,7 @@ ts_stream_encode(TsStream *stream, const Tcopy__WriteBatch *batch, TsError *err)
 		return -1;
 
 	/* the costly part, on this stream's thread while the others stage */
-	result = ts_session_encode_batch(session, batch, &stream->records, &nrecords, err);
+	result = ts_session_encode_batch(session, batch, layout, &stream->records, &nrecords, err);
 	if (result != 0)
 	{
 		pthread_mutex_lock(&group->lock);

@@ -533,7 +533,8 @@ ts_record_check(const TsLayout *layout, const uint8_t *key, size_t keylen,
 				const uint8_t *value, size_t valuelen, bool with_value)
 {
 	const uint8_t *p = key;
-	const uint8_t *end = key + keylen;
+	/* an empty key or value may be NULL: no NULL + 0, no memchr(NULL) */
+	const uint8_t *end = keylen > 0 ? key + keylen : key;
 
 	if (layout->nkey == 0 && keylen != 0)
 		return "a key for a table without key columns";
@@ -547,7 +548,7 @@ ts_record_check(const TsLayout *layout, const uint8_t *key, size_t keylen,
 			/* zero bytes escaped as 0x00 0xFF, then 0x00 0x01 */
 			for (;;)
 			{
-				const uint8_t *zero = memchr(p, 0, (size_t) (end - p));
+				const uint8_t *zero = p < end ? memchr(p, 0, (size_t) (end - p)) : NULL;
 
 				if (zero == NULL || end - zero < 2 || (zero[1] != 0xFF && zero[1] != 0x01))
 					return "a key string not escaped and ended as stored";
@@ -578,7 +579,7 @@ ts_record_check(const TsLayout *layout, const uint8_t *key, size_t keylen,
 		return "a key longer than its columns";
 
 	p = value;
-	end = value + valuelen;
+	end = valuelen > 0 ? value + valuelen : value;
 	if (!with_value)
 		return valuelen == 0 ? NULL : "a value in a delete";
 	for (uint32_t i = 0; i < layout->ncolumns; i++)

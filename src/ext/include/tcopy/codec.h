@@ -304,9 +304,11 @@ extern void tcopy_batch_reset(TcopyBatch *batch);
 extern void tcopy_batch_free(TcopyBatch *batch);
 extern void tcopy_batch_out_of_memory(void) pg_attribute_noreturn();
 
-/* in batch_wire.c: the wire encoder (records); false when out of memory */
-extern bool tcopy_wire_batch_add(TcopyBatch *batch, const TcWireRow *row, size_t bound,
-								 bool *bad_row);
+/*
+ * in batch_wire.c: the wire encoder (records); 1 when added, 0 when out of
+ * memory, -1 when the row does not fit its table's columns
+ */
+extern int	tcopy_wire_batch_add(TcopyBatch *batch, const TcWireRow *row, size_t bound);
 extern void tcopy_wire_batch_pack(TcopyBatch *batch, uint64 seq, uint32 table_id);
 
 /* in batch_protobuf.c: the protobuf encoder; false when out of memory */
@@ -345,16 +347,15 @@ tcopy_batch_row_bound(TcopyBatch *batch, const TcWireRow *row, bool exact)
 static inline void
 tcopy_batch_add(TcopyBatch *batch, const TcWireRow *row, size_t bound)
 {
-	bool		added;
-	bool		bad_row = false;
+	int			added;
 
 	if (likely(batch->encoder == TCOPY_ENCODER_WIRE))
-		added = tcopy_wire_batch_add(batch, row, bound, &bad_row);
+		added = tcopy_wire_batch_add(batch, row, bound);
 	else
-		added = tcopy_protobuf_batch_add(batch, row, bound);
-	if (unlikely(!added))
+		added = tcopy_protobuf_batch_add(batch, row, bound) ? 1 : 0;
+	if (unlikely(added <= 0))
 	{
-		if (bad_row)
+		if (added < 0)
 			tcopy_batch_bad_row();
 		tcopy_batch_out_of_memory();
 	}
