@@ -1,16 +1,17 @@
 /*
  * batch_protobuf.c
- *		The protobuf encoder of write batches: protobuf-c messages built,
- *		then packed.  The reference the wire encoder's bytes are tested
- *		against, and the benchmark's measure of allocation.
+ *		The protobuf encoder of write batches: protobuf-c Row messages
+ *		built, then packed, which the tserver decodes and encodes (the wire
+ *		encoder sends the stored form instead): the benchmark's measure of
+ *		allocation.
  *
  * In arena mode every message and array of a batch comes from one arena
  * that is reset, not freed, when the batch has been sent, and the
  * row-pointer array and the output buffer keep their capacity.  Malloc
  * mode builds the same messages the way a naive protobuf-c client does,
  * one malloc per object and a fresh output buffer per batch, all freed
- * after the batch is sent.  Both produce the wire encoder's bytes.  No
- * Postgres error is raised here: batch.c reports failures.
+ * after the batch is sent.  Both produce the same bytes.  No Postgres
+ * error is raised here: batch.c reports failures.
  */
 
 #include "postgres.h"
