@@ -84,6 +84,28 @@ sub set_raft_tls
 
 sub members { @{ $_[0]->{members} } }
 sub member { $_[0]->{members}[ $_[1] - 1 ] }
+
+# diag() the last lines (default 40) of each member's log: what a test
+# prints when the group did not do what it waited for.
+sub diag_logs
+{
+	my ($self, $lines) = @_;
+	for my $i (1 .. scalar @{ $self->{members} })
+	{
+		my $log = $self->member($i)->log_file;
+		my @tail;
+
+		if (defined $log && open(my $fh, '<', $log))
+		{
+			while (my $line = <$fh>)
+			{
+				push @tail, $line;
+				shift @tail if @tail > ($lines // 40);
+			}
+		}
+		Test::More::diag("member ${i}'s log ($log), its end:\n", @tail);
+	}
+}
 sub secret_file { $_[0]->{secret} }
 # TcopyTls::make_group_certs's hash, or undef in the clear
 sub certs { $_[0]->{certs} }
