@@ -10,7 +10,9 @@
  *		a spill writes them); a torn run file is an error, not a shorter
  *		merge.  All of it again with the last run in memory (TsMemRun, as a
  *		session's last staging buffer at commit), which must index and merge
- *		exactly as its file does; a record added with a mark keeps it.  Keys share their first 8 bytes in groups and go on in a
+ *		exactly as its file does; a record added with a mark keeps it.  The
+ *		same merges through smaller read buffers (a merge of many parts'),
+ *		down to less than a record.  Keys share their first 8 bytes in groups and go on in a
  *		3-letter alphabet to lengths on both sides of 16, so that the
  *		merge's 16-byte integer prefix ties and the rest decides.
  */
@@ -44,13 +46,21 @@ static uint8_t *mem_buf;		/* the last run's records, staged */
 static TsMemRun memrun;			/* the last run, in memory */
 static TsRunIndex mem_indexes[NRUNS];	/* the files' but the last, then memrun's */
 static bool use_mem;			/* merges read the last run from memrun */
+static size_t read_buffer;		/* of each run's reader; 0: the default */
 
-/* ts_run_merge of the runs, the last one from memory when use_mem says. */
+/*
+ * ts_run_merge of the runs, the last one from memory when use_mem says,
+ * through read_buffer bytes a run when it is set.
+ */
 static int
 merge(const TcBuf *lo, const TcBuf *hi, TsRunPut put, void *arg, TsError *err)
 {
 	if (use_mem)
-		return ts_run_merge_with(paths, indexes, NRUNS - 1, &memrun, lo, hi, NULL, put, arg, err);
+		return ts_run_merge_with(paths, indexes, NRUNS - 1, &memrun, read_buffer, lo, hi, NULL,
+								 put, arg, err);
+	if (read_buffer > 0)
+		return ts_run_merge_with(paths, indexes, NRUNS, NULL, read_buffer, lo, hi, NULL, put,
+								 arg, err);
 	return ts_run_merge(paths, indexes, NRUNS, lo, hi, NULL, put, arg, err);
 }
 
@@ -406,7 +416,7 @@ test_mem_marked(void)
 	REQUIRE(ts_mem_run_init(&mem, 0) == 0);
 	REQUIRE(ts_mem_run_add(&mem, rec, TS_VALUE_SET) == 0);
 	ts_mem_run_finish(&mem);
-	CHECK_EQ_INT(ts_run_merge_with(NULL, NULL, 0, &mem, NULL, NULL, NULL, one_put, &one, &err), 0);
+	CHECK_EQ_INT(ts_run_merge_with(NULL, NULL, 0, &mem, 0, NULL, NULL, NULL, one_put, &one, &err), 0);
 	CHECK_EQ_INT(one.count, 1);
 	CHECK_EQ_UINT(one.valuelen, 3);
 	CHECK_MEM(one.value, 3, "\xFE\x01v", 3);
@@ -445,6 +455,15 @@ main(void)
 	TC_RUN(test_whole_merge);
 	TC_RUN(test_split_parts);
 	TC_RUN(test_ranges);
+	/* a merge of many parts reads through smaller buffers (ts_merge.c) */
+	read_buffer = TS_RUN_READ_BUFFER_MIN;
+	TC_RUN(test_whole_merge);
+	TC_RUN(test_ranges);
+	/* smaller than a record: grown to hold one, refilled at each */
+	read_buffer = 100;
+	TC_RUN(test_whole_merge);
+	TC_RUN(test_ranges);
+	read_buffer = 0;
 	use_mem = true;
 	TC_RUN(test_mem_index);
 	TC_RUN(test_whole_merge);

@@ -84,7 +84,7 @@ usage(FILE *out)
 			"                             or zstd (default lz4)\n"
 			"  --sst-block-kb N           size of their data blocks (default 16)\n"
 			"  --merge-threads N          threads of a spilled session's merge at commit\n"
-			"                             (default: the cores, at most 8; at most 16)\n"
+			"                             (default: the cores; at most 16)\n"
 			"  --max-frame-mb N           largest frame accepted from a client (default %u)\n"
 			"  --in-doubt-wait-ms N       how long a commit waits for a prepared session\n"
 			"                             of its tables that recovery has yet to resolve\n"

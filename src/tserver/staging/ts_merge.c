@@ -16,6 +16,9 @@
 #include "ts_clock.h"
 #include "ts_log.h"
 
+/* The run readers' buffers of one commit's merge, all parts together */
+#define MERGE_READ_BYTES ((uint64_t) 128 * 1024 * 1024)
+
 TsHistogram ts_merge_durations;
 
 /*
@@ -206,6 +209,7 @@ typedef struct MergePart
 	const TsMemRun *last;		/* the last buffer, in memory, or NULL */
 	const TcBuf *lo;
 	const TcBuf *hi;
+	size_t		read_buffer;	/* bytes, of each run's reader */
 	SstSink		sink;
 	bool		started;		/* its thread */
 	pthread_t	thread;
@@ -251,15 +255,37 @@ merge_part_main(void *arg)
 
 	if (session->direct_ranges.n > 0)
 		part->result = ts_run_merge_with(part->paths, session->run_indexes, session->nruns,
-										 part->last, part->lo, part->hi, &session->conflicts,
-										 merge_put_outside_direct, part, &part->err);
+										 part->last, part->read_buffer, part->lo, part->hi,
+										 &session->conflicts, merge_put_outside_direct, part,
+										 &part->err);
 	else
 		part->result = ts_run_merge_with(part->paths, session->run_indexes, session->nruns,
-										 part->last, part->lo, part->hi, &session->conflicts,
-										 ts_sst_sink_put, &part->sink, &part->err);
+										 part->last, part->read_buffer, part->lo, part->hi,
+										 &session->conflicts, ts_sst_sink_put, &part->sink,
+										 &part->err);
 	if (part->result == 0)
 		part->result = ts_sst_sink_finish_file(&part->sink, &part->err);
 	return NULL;
+}
+
+/*
+ * Each run reader's buffer in a merge of nparts parts of nruns runs: what
+ * keeps the merge's buffers within MERGE_READ_BYTES, between
+ * TS_RUN_READ_BUFFER_MIN and TS_RUN_READ_BUFFER.  Up to 8 parts of the
+ * most runs a session keeps (64: RUN_FAN_IN) that is the default 256 KiB;
+ * 16 parts read 64 runs through 128 KiB each.
+ */
+static size_t
+merge_read_buffer(int nparts, uint32_t nruns)
+{
+	uint64_t	readers = (uint64_t) (nparts > 0 ? nparts : 1) * (nruns > 0 ? nruns : 1);
+	uint64_t	each = MERGE_READ_BYTES / readers;
+
+	if (each > TS_RUN_READ_BUFFER)
+		return TS_RUN_READ_BUFFER;
+	if (each < TS_RUN_READ_BUFFER_MIN)
+		return TS_RUN_READ_BUFFER_MIN;
+	return (size_t) each;
 }
 
 /* A merge part's thread: named, for per-thread profiles (bench/threads.sh). */
@@ -327,6 +353,7 @@ ts_merge_runs(TsSession *session, const TsMemRun *last, SstSink *sink, TsError *
 		parts[p].last = last;
 		parts[p].lo = p > 0 ? &splits[p - 1] : NULL;
 		parts[p].hi = p < nsplits ? &splits[p] : NULL;
+		parts[p].read_buffer = merge_read_buffer(nparts, session->nruns);
 		ts_sst_sink_init(&parts[p].sink, session, p);
 	}
 	/* parts 1.. in threads of their own, part 0 in this one */

@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #define RUN_WRITE_BUFFER (1024 * 1024)
-#define RUN_READ_BUFFER (256 * 1024)
 #define MAX_RECORD_PART (1u << 30)	/* sanity limit when reading runs back */
 
 /* ---- the sparse index ---- */
@@ -582,7 +581,7 @@ heap_advance_top(RunReader **heap, size_t *n)
 /* Open run r at the last indexed record below lo, and move to lo. */
 static int
 reader_open(RunReader *reader, const char *path, const TsRunIndex *index, uint32_t run,
-			const TcBuf *lo, const TcBuf *hi)
+			size_t read_buffer, const TcBuf *lo, const TcBuf *hi)
 {
 	uint64_t	start = index_start(index, lo);
 	int			more;
@@ -593,13 +592,13 @@ reader_open(RunReader *reader, const char *path, const TsRunIndex *index, uint32
 	if (reader->fd < 0)
 		return -1;
 	(void) posix_fadvise(reader->fd, (off_t) start, 0, POSIX_FADV_SEQUENTIAL);
-	reader->buf = malloc(RUN_READ_BUFFER);
+	reader->buf = malloc(read_buffer);
 	if (reader->buf == NULL)
 	{
 		errno = ENOMEM;
 		return -1;
 	}
-	reader->cap = RUN_READ_BUFFER;
+	reader->cap = read_buffer;
 	if (start > 0 && lseek(reader->fd, (off_t) start, SEEK_SET) < 0)
 		return -1;
 	while ((more = reader_next(reader)) > 0 && lo != NULL && lo->len > 0 &&
@@ -777,12 +776,13 @@ ts_run_merge(char *const *paths, const TsRunIndex *indexes, uint32_t nruns,
 			 const TcBuf *lo, const TcBuf *hi, const TsConflicts *conflicts,
 			 TsRunPut put, void *arg, TsError *err)
 {
-	return ts_run_merge_with(paths, indexes, nruns, NULL, lo, hi, conflicts, put, arg, err);
+	return ts_run_merge_with(paths, indexes, nruns, NULL, TS_RUN_READ_BUFFER, lo, hi, conflicts,
+							 put, arg, err);
 }
 
 int
 ts_run_merge_with(char *const *paths, const TsRunIndex *indexes, uint32_t nruns,
-				  const TsMemRun *mem, const TcBuf *lo, const TcBuf *hi,
+				  const TsMemRun *mem, size_t read_buffer, const TcBuf *lo, const TcBuf *hi,
 				  const TsConflicts *conflicts, TsRunPut put, void *arg, TsError *err)
 {
 	RunReader  *readers = calloc(nruns + 1, sizeof(RunReader));
@@ -801,7 +801,8 @@ ts_run_merge_with(char *const *paths, const TsRunIndex *indexes, uint32_t nruns,
 		readers[r].fd = -1;
 	for (uint32_t r = 0; r < nruns; r++)
 	{
-		int			more = reader_open(&readers[r], paths[r], &indexes[r], r, lo, hi);
+		int			more = reader_open(&readers[r], paths[r], &indexes[r], r,
+								read_buffer > 0 ? read_buffer : TS_RUN_READ_BUFFER, lo, hi);
 
 		if (more < 0)
 		{

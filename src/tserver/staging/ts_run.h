@@ -26,6 +26,9 @@
 #include "ts_error.h"
 
 #define TS_RUN_INDEX_STRIDE (256 * 1024)
+/* A run reader's buffer: the default, and the least a merge gives one */
+#define TS_RUN_READ_BUFFER (256 * 1024)
+#define TS_RUN_READ_BUFFER_MIN (64 * 1024)
 
 /* A run's sparse index: keys in key order, with their records' offsets. */
 typedef struct TsRunIndex
@@ -136,9 +139,14 @@ int			ts_run_merge(char *const *paths, const TsRunIndex *indexes, uint32_t nruns
 						 const TcBuf *lo, const TcBuf *hi, const TsConflicts *conflicts,
 						 TsRunPut put, void *arg, TsError *err);
 
-/* The same, with mem (unless NULL) as one more run, after the files. */
+/*
+ * The same, with mem (unless NULL) as one more run, after the files, and
+ * each file read through a buffer of read_buffer bytes (0: the default,
+ * TS_RUN_READ_BUFFER; a record longer than it grows it).
+ */
 int			ts_run_merge_with(char *const *paths, const TsRunIndex *indexes, uint32_t nruns,
-							  const TsMemRun *mem, const TcBuf *lo, const TcBuf *hi,
+							  const TsMemRun *mem, size_t read_buffer, const TcBuf *lo,
+							  const TcBuf *hi,
 							  const TsConflicts *conflicts, TsRunPut put, void *arg,
 							  TsError *err);
 

@@ -76,8 +76,8 @@ ts_store_default_options(TsStoreOptions *options)
 	options->merge_threads = (int) sysconf(_SC_NPROCESSORS_ONLN);
 	if (options->merge_threads < 1)
 		options->merge_threads = 1;
-	if (options->merge_threads > 8)
-		options->merge_threads = 8;
+	if (options->merge_threads > TS_MERGE_THREADS_MAX)
+		options->merge_threads = TS_MERGE_THREADS_MAX;
 	options->merge_part_bytes = 32 * 1024 * 1024;
 	options->block_cache_bytes = 128 * 1024 * 1024;	/* as shared_buffers' default */
 	options->compression = TS_COMPRESSION_LZ4;
