@@ -4,7 +4,11 @@
 # /proc/PID/task/TID/stat (utime + stime), sampled every 50 ms from start
 # until STOPFILE exists.
 #
-#   bench/threadprof.pl USER STOPFILE [--tsv FILE] [--top N]
+#   bench/threadprof.pl USER STOPFILE [--tsv FILE] [--top N] [--roots "PID ..."]
+#
+# --roots: only those processes and their descendants (a cluster's
+# postmaster, a tserver), not every process of the user: another cluster
+# or tserver of the same user, run at the same time, is left out.
 #
 # Prints the busiest threads (at most N, default 12; those under 0.05 s
 # left out): CPU seconds, share of the wall time, the process's command
@@ -19,13 +23,15 @@ use warnings;
 use Time::HiRes qw(time sleep);
 
 my ($user, $stopfile, @rest) = @ARGV;
-die "usage: threadprof.pl USER STOPFILE [--tsv FILE] [--top N]\n" unless defined $stopfile;
-my ($tsv, $top) = (undef, 12);
+die "usage: threadprof.pl USER STOPFILE [--tsv FILE] [--top N] [--roots \"PID ...\"]\n"
+  unless defined $stopfile;
+my ($tsv, $top, %roots) = (undef, 12);
 while (@rest)
 {
 	my $opt = shift @rest;
 	if ($opt eq '--tsv') { $tsv = shift @rest }
 	elsif ($opt eq '--top') { $top = shift @rest }
+	elsif ($opt eq '--roots') { $roots{$_} = 1 for split ' ', shift(@rest) // '' }
 	else { die "threadprof.pl: unknown argument $opt\n" }
 }
 my $uid = getpwnam($user) // die "threadprof.pl: no user $user\n";
@@ -44,13 +50,28 @@ sub slurp
 	return $s;
 }
 
+# Whether pid is one of the roots or descends from one (none given: every
+# process); parents are read from /proc/PID/stat.
+sub wanted
+{
+	my ($pid) = @_;
+	return 1 unless %roots;
+	for (my $depth = 0; $pid > 1 && $depth < 64; $depth++)
+	{
+		return 1 if $roots{$pid};
+		my $stat = slurp("/proc/$pid/stat") // return 0;
+		($pid) = substr($stat, rindex($stat, ')') + 2) =~ /^\S+\s+(\d+)/ or return 0;
+	}
+	return 0;
+}
+
 sub sample
 {
 	opendir(my $proc, '/proc') or return;
 	for my $pid (grep { /^\d+$/ } readdir($proc))
 	{
 		my @st = stat("/proc/$pid") or next;
-		next if $st[4] != $uid;
+		next if $st[4] != $uid || !wanted($pid);
 		my $cmd = slurp("/proc/$pid/cmdline") // next;
 		$cmd =~ s/\0/ /g;
 		$cmd =~ s/\s+$//;

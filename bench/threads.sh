@@ -13,11 +13,10 @@
 # 8; "8r": 8 workers whose batches the leader relays, tcopy.copy_streams
 # off; "8": the workers send them on streams of the session), the
 # table is truncated, then COPY ... (FORMAT csv, workers W) runs while
-# bench/threadprof.pl samples every thread of the user's processes (the
-# backend, its parallel workers, every tserver thread).  Prints, per load:
-# the COPY's wall time (psql's, connection included), the CPU of the
-# backend (the leader), of its workers
-# together, of the tserver, the busiest thread (its name and CPU), and the
+# bench/threadprof.pl samples every thread of this cluster's processes and
+# its tservers' (the backend, its parallel workers, every tserver thread).
+# Prints, per load: the COPY's wall time (psql's, connection included), the
+# CPU of the backend (the leader), of its workers together, of the tserver, the busiest thread (its name and CPU), and the
 # busiest thread's CPU over the CPU the workers-0 backend used for the same
 # dataset: the issue's scaling target is at most 0.15 with workers 8 (no
 # serial stage caps the pipeline).  Each load's per-thread figures are in
@@ -30,7 +29,8 @@
 # i mod N (the issue's "4 partitions over 4 tservers"); the tserver CPU is
 # then all tservers'.
 #
-# Environment: PG_CONFIG, THREADS_DIR (default /var/tmp/tcopy-threads),
+# Environment: PG_CONFIG, TSERVER (default `pg_config --bindir`/tserver),
+# THREADS_DIR (default /var/tmp/tcopy-threads),
 # THREADS_PORT (default 54380), THREADS_USER (the user Postgres runs as when
 # run as root, default postgres), DATA_DIR (the cached datasets, default
 # /var/tmp/tcopy-bench/data).
@@ -59,7 +59,7 @@ dir=${THREADS_DIR:-/var/tmp/tcopy-threads}
 port=${THREADS_PORT:-54380}
 user=${THREADS_USER:-postgres}
 data_dir=${DATA_DIR:-/var/tmp/tcopy-bench/data}
-tserver=$bindir/tserver
+tserver=${TSERVER:-$bindir/tserver}
 . "$bench_src/lib_accounts.sh"
 
 # shellcheck disable=SC2086 # the tserver's arguments, split as given
@@ -75,7 +75,10 @@ for ds in $datasets; do
 		stop=$dir/stop
 		tsv=$dir/threads_${ds}_w$w.tsv
 		rm -f "$stop"
-		perl "$bench_src/threadprof.pl" "$user" "$stop" --tsv "$tsv" >"$dir/threads_${ds}_w$w.txt" &
+		# this cluster's and these tservers' threads only, not another's
+		perl "$bench_src/threadprof.pl" "$user" "$stop" --tsv "$tsv" \
+			--roots "$(head -1 "$dir/pg/postmaster.pid") $accounts_ts_pids" \
+			>"$dir/threads_${ds}_w$w.txt" &
 		prof=$!
 		sleep 0.3
 		t0=$(date +%s.%N)
