@@ -1734,9 +1734,11 @@ decode_some_copy(const TsLayout *layout, const TsRowNeed *need, const uint8_t *k
 		memcpy(k, key, keylen);
 	if (valuelen)
 		memcpy(v, value, valuelen);
+	/* the columns not needed stay as they are: zeroed */
+	memset(got, 0, layout->ncolumns * sizeof(TsValue));
 	ok = ts_row_decode_some(layout, need, keylen ? k : k + 1, keylen,
 							valuelen ? v : v + 1, valuelen, got, scratch);
-	/* what points into the copies is compared before they go */
+	/* strings that point into the copies point into key and value instead */
 	for (uint32_t c = 0; ok && c < layout->ncolumns; c++)
 		if (!got[c].isnull && layout->kinds[c] == TCOPY__KIND__KIND_BYTES &&
 			got[c].p >= k && got[c].p < k + keylen)
