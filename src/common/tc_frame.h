@@ -43,6 +43,26 @@ bool		tc_frame_get_header(const uint8_t *header, uint32_t max_payload,
 bool		tc_frame_append(TcBuf *buf, Tcopy__FrameType type,
 							const ProtobufCMessage *msg);
 
+/*
+ * Room the packed rows of a ScanBatch need before and after them for
+ * tc_frame_around_packed.
+ */
+#define TC_FRAME_PACKED_HEADROOM 64
+#define TC_FRAME_PACKED_TAILROOM 16
+
+/*
+ * The SCAN_BATCH frame of batch, built around its packed rows in place
+ * rather than copied after them: a batch of a megabyte would otherwise be
+ * copied once more for every frame.  batch->packed.data must have
+ * TC_FRAME_PACKED_HEADROOM writable bytes before it and
+ * TC_FRAME_PACKED_TAILROOM after its packed.len; the frame starts at the
+ * pointer returned, *len bytes, byte for byte what tc_frame_append writes
+ * (protobuf-c's field order: done, filtered, packed, n_packed).  NULL
+ * when batch is not of packed rows alone (rows, groups, or no packed
+ * bytes): then tc_frame_append.
+ */
+uint8_t    *tc_frame_around_packed(const Tcopy__ScanBatch *batch, size_t *len);
+
 /* The name of a frame type, for logs and error messages. */
 const char *tc_frame_type_name(Tcopy__FrameType type);
 

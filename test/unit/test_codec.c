@@ -1717,6 +1717,194 @@ test_decode_fuzz(void)
 		ts_layout_free(&layouts[i]);
 }
 
+/*
+ * ts_row_decode_some of need (copies of exact size, for ASan) into got:
+ * whether it decoded.
+ */
+static bool
+decode_some_copy(const TsLayout *layout, const TsRowNeed *need, const uint8_t *key,
+				 size_t keylen, const uint8_t *value, size_t valuelen, TsValue *got,
+				 TcArena *scratch)
+{
+	uint8_t    *k = malloc(keylen ? keylen : 1);
+	uint8_t    *v = malloc(valuelen ? valuelen : 1);
+	bool		ok;
+
+	if (keylen)
+		memcpy(k, key, keylen);
+	if (valuelen)
+		memcpy(v, value, valuelen);
+	/* the columns not needed stay as they are: zeroed */
+	memset(got, 0, layout->ncolumns * sizeof(TsValue));
+	ok = ts_row_decode_some(layout, need, keylen ? k : k + 1, keylen,
+							valuelen ? v : v + 1, valuelen, got, scratch);
+	/* strings that point into the copies point into key and value instead */
+	for (uint32_t c = 0; ok && c < layout->ncolumns; c++)
+		if (!got[c].isnull && layout->kinds[c] == TCOPY__KIND__KIND_BYTES &&
+			got[c].p >= k && got[c].p < k + keylen)
+			got[c].p = key + (got[c].p - k);
+		else if (!got[c].isnull && layout->kinds[c] == TCOPY__KIND__KIND_BYTES &&
+				 got[c].p >= v && got[c].p < v + valuelen)
+			got[c].p = value + (got[c].p - v);
+	free(k);
+	free(v);
+	return ok;
+}
+
+/*
+ * ts_row_decode_some against ts_row_decode: TsRowNeed as the columns say;
+ * on valid rows, every needed column as the full decode has it; on random
+ * damage, never accepting what the full decode refuses within the part it
+ * reads (all columns needed: exactly the full decode's answer), never
+ * refusing what the full decode accepts; a malformed needed column refused,
+ * one past the last needed column not read.
+ */
+static void
+test_decode_some(void)
+{
+	/* columns 0 and 1 the key (1 first), 2..5 the value */
+	static const Tcopy__Kind kinds[] = {TCOPY__KIND__KIND_INT, TCOPY__KIND__KIND_BYTES,
+		TCOPY__KIND__KIND_FLOAT, TCOPY__KIND__KIND_BOOL, TCOPY__KIND__KIND_INT,
+	TCOPY__KIND__KIND_BYTES};
+	static const uint32_t key[] = {1, 0};
+	TsLayout	layout;
+	TcArena		scratch;
+	uint8_t		space[MAX_TEST_COLUMNS][64];
+	int			need_wrong = 0;
+	int			values_wrong = 0;
+	int			all_differs = 0;
+	int			refused_good = 0;
+	int			accepted_past = 0;
+
+	REQUIRE(layout_make(&layout, 6, kinds, 2, key));
+	REQUIRE(layout.nvalue == 4);
+	tc_arena_init(&scratch, 4096);
+	for (int iter = 0; iter < 20000; iter++)
+	{
+		TsValue		vals[MAX_TEST_COLUMNS];
+		TsValue		full[MAX_TEST_COLUMNS];
+		TsValue		got[MAX_TEST_COLUMNS];
+		bool		columns[6];
+		bool		all = iter % 8 == 0;
+		uint32_t	last_value = 0;
+		TsRowNeed	need;
+		RowBuf		rb;
+		TcBuf		k = {0},
+					v = {0};
+		bool		full_ok;
+		bool		some_ok;
+
+		for (uint32_t c = 0; c < 6; c++)
+		{
+			columns[c] = all || rnd() % 3 == 0;
+			/* value columns 2..5 are the value's 1st..4th */
+			if (columns[c] && c >= 2)
+				last_value = c - 1;
+		}
+		ts_row_need_init(&need, &layout, columns);
+		if (need.keys != (columns[0] || columns[1]) || need.nvalue != last_value)
+			need_wrong++;
+
+		memset(vals, 0, sizeof(vals));
+		for (uint32_t c = 0; c < 6; c++)
+		{
+			random_value(kinds[c], &vals[c], space[c], 20);
+			if (!layout.is_key[c] && rnd() % 4 == 0)
+				vals[c].isnull = true;
+		}
+		row_build(&rb, &layout, vals);
+		if (!ts_key_encode(&layout, 1, &rb.row, &k) || !ts_value_encode(&layout, &rb.row, &v) ||
+			!tc_buf_reserve(&k, 8) || !tc_buf_reserve(&v, 8))
+		{
+			CHECK(!"encoded");
+			break;
+		}
+		/* half of them damaged: bytes flipped, cut short, or grown */
+		if (iter % 2 == 1)
+		{
+			switch (rnd() % 3)
+			{
+				case 0:
+					v.data[rnd() % v.len] ^= (uint8_t) (1 + rnd() % 255);
+					if (rnd() % 2)
+						k.data[rnd() % k.len] ^= (uint8_t) (1 + rnd() % 255);
+					break;
+				case 1:
+					v.len = rnd() % v.len;
+					break;
+				default:
+					v.data[v.len++] = (uint8_t) rnd();
+					break;
+			}
+		}
+		full_ok = ts_row_decode(&layout, k.data, k.len, v.data, v.len, full, &scratch);
+		some_ok = decode_some_copy(&layout, &need, k.data, k.len, v.data, v.len, got,
+								   &scratch);
+		if (all && some_ok != full_ok)
+			all_differs++;
+		if (full_ok && !some_ok)
+			refused_good++;
+		if (some_ok && !full_ok)
+			accepted_past++;
+		for (uint32_t c = 0; full_ok && some_ok && c < 6; c++)
+			if (columns[c] && !values_equal(kinds[c], &full[c], &got[c]))
+				values_wrong++;
+		tc_arena_reset(&scratch);
+		tc_buf_free(&k);
+		tc_buf_free(&v);
+	}
+	CHECK_EQ_INT(need_wrong, 0);
+	CHECK_EQ_INT(values_wrong, 0);
+	CHECK_EQ_INT(all_differs, 0);
+	CHECK_EQ_INT(refused_good, 0);
+	/* damage past the needed columns goes unread */
+	CHECK(accepted_past > 0);
+
+	/* by hand: key (b "a", a 5), value (f NULL, t true, i 3, s "xy") */
+	{
+		static const uint8_t k[] = {0, 0, 0, 1, 'a', 0x00, 0x01,
+		0x80, 0, 0, 0, 0, 0, 0, 5};
+		uint8_t		v[] = {0x00, 0x01, 0x01, 0x01, 0x06, 0x01, 0x02, 'x', 'y'};
+		bool		columns[6] = {false, false, false, false, true, false};
+		TsValue		got[MAX_TEST_COLUMNS];
+		TsRowNeed	need;
+
+		ts_row_need_init(&need, &layout, columns);
+		CHECK(!need.keys);
+		CHECK_EQ_INT((int) need.nvalue, 3);
+		CHECK(decode_some_copy(&layout, &need, k, sizeof(k), v, sizeof(v), got, &scratch));
+		CHECK(!got[4].isnull && got[4].i == 3);
+		/* a bad tag in s, past i: not read */
+		v[5] = 0x07;
+		CHECK(decode_some_copy(&layout, &need, k, sizeof(k), v, sizeof(v), got, &scratch));
+		CHECK(!ts_row_decode(&layout, k, sizeof(k), v, sizeof(v), got, &scratch));
+		v[5] = 0x01;
+		/* a bad tag or bool in a column read before i: refused */
+		v[2] = 0x02;
+		CHECK(!decode_some_copy(&layout, &need, k, sizeof(k), v, sizeof(v), got, &scratch));
+		v[2] = 0x01;
+		v[1] = 0x02;
+		CHECK(!decode_some_copy(&layout, &need, k, sizeof(k), v, sizeof(v), got, &scratch));
+		v[1] = 0x01;
+		/* i's varint cut short: refused */
+		v[4] = 0x86;
+		CHECK(!decode_some_copy(&layout, &need, k, sizeof(k), v, 5, got, &scratch));
+		v[4] = 0x06;
+		/* the key needed: a key one byte short is refused */
+		columns[0] = true;
+		ts_row_need_init(&need, &layout, columns);
+		CHECK(need.keys);
+		CHECK(decode_some_copy(&layout, &need, k, sizeof(k), v, sizeof(v), got, &scratch));
+		CHECK(got[0].i == 5 && got[1].len == 1 && got[1].p[0] == 'a');
+		CHECK(!decode_some_copy(&layout, &need, k, sizeof(k) - 1, v, sizeof(v), got, &scratch));
+		/* a value written before i was added: i reads its missing value (NULL) */
+		CHECK(decode_some_copy(&layout, &need, k, sizeof(k), v, 3, got, &scratch));
+		CHECK(got[4].isnull);
+	}
+	tc_arena_free(&scratch);
+	ts_layout_free(&layout);
+}
+
 int
 main(void)
 {
@@ -1736,6 +1924,7 @@ main(void)
 	TC_RUN(test_decode_truncated);
 	TC_RUN(test_decode_corrupt);
 	TC_RUN(test_decode_fuzz);
+	TC_RUN(test_decode_some);
 	TC_RUN(test_zero_columns);
 	return tc_test_summary();
 }

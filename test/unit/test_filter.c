@@ -24,7 +24,7 @@ static Tcopy__Kind kinds[NCOLS] = {
 	TCOPY__KIND__KIND_BYTES, TCOPY__KIND__KIND_BOOL
 };
 static bool is_key[NCOLS];
-static TsLayout layout = {NCOLS, kinds, is_key, 0, NULL, NULL};
+static TsLayout layout = {.ncolumns = NCOLS, .kinds = kinds, .is_key = is_key};
 
 /* The trees' memory, freed at the end (the sanitizer build checks leaks). */
 static void **allocations;

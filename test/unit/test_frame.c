@@ -226,6 +226,76 @@ test_frame_append(void)
 	CHECK_EQ_UINT(buf.cap, 0);
 }
 
+/*
+ * tc_frame_around_packed: the frame built around a ScanBatch's packed rows
+ * in place is byte for byte tc_frame_append's, whatever the lengths (a
+ * varint of 1 to 3 bytes) and the other fields; NULL for a batch that is
+ * not of packed rows alone.  The memory around the rows is exactly the
+ * room the header promises (ASan sees a write past it).
+ */
+static void
+test_frame_around_packed(void)
+{
+	static const size_t lens[] = {1, 5, 127, 128, 300, 16383, 16384, 70000};
+	static const uint32_t counts[] = {0, 1, 127, 128, 100000};
+	static const uint64_t filtered[] = {0, 3, UINT64_C(1) << 40};
+	int			differ = 0;
+	int			built = 0;
+
+	for (size_t l = 0; l < sizeof(lens) / sizeof(lens[0]); l++)
+		for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
+			for (size_t f = 0; f < sizeof(filtered) / sizeof(filtered[0]); f++)
+				for (int done = 0; done < 2; done++)
+				{
+					size_t		total = TC_FRAME_PACKED_HEADROOM + lens[l] + TC_FRAME_PACKED_TAILROOM;
+					uint8_t    *space = malloc(total);
+					Tcopy__ScanBatch batch = TCOPY__SCAN_BATCH__INIT;
+					TcBuf		want = {0};
+					uint8_t    *frame;
+					size_t		len = 0;
+
+					REQUIRE(space != NULL);
+					memset(space, 0xAA, total);
+					for (size_t j = 0; j < lens[l]; j++)
+						space[TC_FRAME_PACKED_HEADROOM + j] = (uint8_t) (j * 31 + l);
+					batch.packed.data = space + TC_FRAME_PACKED_HEADROOM;
+					batch.packed.len = lens[l];
+					batch.n_packed = counts[c];
+					batch.filtered = filtered[f];
+					batch.done = done;
+					REQUIRE(tc_frame_append(&want, TCOPY__FRAME_TYPE__FRAME_SCAN_BATCH,
+											&batch.base));
+					frame = tc_frame_around_packed(&batch, &len);
+					if (frame == NULL || frame < space || frame + len > space + total ||
+						len != want.len || memcmp(frame, want.data, len) != 0)
+						differ++;
+					else
+						built++;
+					tc_buf_free(&want);
+					free(space);
+				}
+	CHECK_EQ_INT(differ, 0);
+	CHECK_EQ_INT(built, 8 * 5 * 3 * 2);
+
+	/* not packed rows alone: NULL */
+	{
+		uint8_t		space[TC_FRAME_PACKED_HEADROOM + 4 + TC_FRAME_PACKED_TAILROOM];
+		Tcopy__ScanBatch batch = TCOPY__SCAN_BATCH__INIT;
+		Tcopy__Row	row = TCOPY__ROW__INIT;
+		Tcopy__Row *rows[1] = {&row};
+		size_t		len;
+
+		batch.packed.data = space + TC_FRAME_PACKED_HEADROOM;
+		batch.packed.len = 0;
+		batch.done = true;
+		CHECK(tc_frame_around_packed(&batch, &len) == NULL);
+		batch.packed.len = 4;
+		batch.n_rows = 1;
+		batch.rows = rows;
+		CHECK(tc_frame_around_packed(&batch, &len) == NULL);
+	}
+}
+
 /* a frame larger than the buffer's first capacity: the buffer grows */
 static void
 test_frame_append_large(void)
@@ -393,6 +463,7 @@ main(void)
 	TC_RUN(test_unknown_type);
 	TC_RUN(test_frame_append);
 	TC_RUN(test_frame_append_large);
+	TC_RUN(test_frame_around_packed);
 	TC_RUN(test_reader);
 	return tc_test_summary();
 }

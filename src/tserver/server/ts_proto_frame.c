@@ -46,6 +46,23 @@ ts_proto_reply(TsProto *proto, Tcopy__FrameType type, const ProtobufCMessage *ms
 }
 
 /*
+ * Send a SCAN_BATCH: a batch of packed rows that ts_scan_next made (packed,
+ * with room around its rows) as a frame built around them, without copying
+ * them; any other as ts_proto_reply.  0, or -1 with err.
+ */
+int
+ts_proto_reply_scan_batch(TsProto *proto, const Tcopy__ScanBatch *batch, bool packed,
+						  TsError *err)
+{
+	size_t		len;
+	uint8_t    *frame = packed ? tc_frame_around_packed(batch, &len) : NULL;
+
+	if (frame == NULL)
+		return ts_proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_SCAN_BATCH, &batch->base, err);
+	return proto->send(proto->send_arg, frame, len, err);
+}
+
+/*
  * ProtobufCAllocator of the frame arena that refuses to pass the frame's
  * budget, or the total that all connections' frames share (charged here,
  * given back after the frame, proto_decode_uncharge).

@@ -20,6 +20,8 @@
  */
 extern int ts_proto_reply(TsProto *proto, Tcopy__FrameType type, const ProtobufCMessage *msg,
 			TsError *err);
+extern int ts_proto_reply_scan_batch(TsProto *proto, const Tcopy__ScanBatch *batch, bool packed,
+			TsError *err);
 extern void *ts_proto_unpack(TsProto *proto, const ProtobufCMessageDescriptor *descriptor,
 			 const uint8_t *payload, uint32_t len, TsError *err);
 extern Tcopy__WriteBatch *ts_proto_decode_write(TsProto *proto, const uint8_t *payload, uint32_t len,

@@ -605,7 +605,7 @@ ts_proto_on_scan(TsProto *proto, const uint8_t *payload, uint32_t len, TsError *
 			 ts_scan_next(proto->scan, &proto->scan_arena, &batch, err)) != 0)
 			goto fail;
 		done = batch.done;
-		if (ts_proto_reply(proto, TCOPY__FRAME_TYPE__FRAME_SCAN_BATCH, &batch.base, err) != 0)
+		if (ts_proto_reply_scan_batch(proto, &batch, agg == NULL && request->packed, err) != 0)
 			goto fail;
 	}
 	ts_scan_agg_close(agg);

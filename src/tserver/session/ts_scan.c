@@ -51,9 +51,11 @@ struct TsScan
 	uint64_t	returned;
 	const Tcopy__Expr *filter;	/* the request's, checked; NULL: none */
 	TsValue    *values;			/* [table's ncolumns] decode scratch */
+	TsRowNeed	need;			/* what of values is decoded (scan_need) */
 	bool		packed;			/* rows go in ScanBatch.packed */
 	bool		reverse;		/* the last key first (Scan.reverse) */
-	TcBuf		pack;			/* ... built here, reused batch after batch */
+	TcBuf		pack;			/* ... built here, after TC_FRAME_PACKED_HEADROOM
+								 * bytes, reused batch after batch */
 	TcArena		scratch;		/* key strings that need unescaping */
 	bool		done;
 	TsOverlay	overlay;		/* a session's writes over the stored rows */
@@ -131,8 +133,8 @@ stored_error(TsScan *scan, TsError *err)
  * rows are in key order: a reversed scan takes them from the end.
  */
 static bool
-scan_current(TsScan *scan, const uint8_t **key, size_t *keylen,
-			 const uint8_t **value, size_t *valuelen)
+scan_current_merged(TsScan *scan, const uint8_t **key, size_t *keylen,
+					const uint8_t **value, size_t *valuelen)
 {
 	for (;;)
 	{
@@ -178,14 +180,45 @@ scan_current(TsScan *scan, const uint8_t **key, size_t *keylen,
 	}
 }
 
+/* scan_current_merged, and first its common case: the iterator's rows alone. */
+static inline bool
+scan_current(TsScan *scan, const uint8_t **key, size_t *keylen,
+			 const uint8_t **value, size_t *valuelen)
+{
+	if (scan->iter != NULL && scan->overlay_pos >= scan->overlay.n &&
+		!scan->overlay.hides_stored)
+	{
+		if (!rocksdb_iter_valid(scan->iter))
+			return false;
+		scan->from_iter = true;
+		scan->from_overlay = false;
+		*key = (const uint8_t *) rocksdb_iter_key(scan->iter, keylen);
+		*value = (const uint8_t *) rocksdb_iter_value(scan->iter, valuelen);
+		return true;
+	}
+	return scan_current_merged(scan, key, keylen, value, valuelen);
+}
+
 /* Past the row scan_current gave. */
-static void
+static inline void
 scan_advance(TsScan *scan)
 {
 	if (scan->from_iter)
 		stored_next(scan);
 	if (scan->from_overlay)
 		scan->overlay_pos++;
+}
+
+/*
+ * Forget the last row's unescaped key strings before the next row is
+ * decoded.  Most rows have none: then the arena holds no block, and there
+ * is nothing to reset.
+ */
+static inline void
+scan_scratch_reset(TsScan *scan)
+{
+	if (scan->scratch.head != NULL)
+		tc_arena_reset(&scan->scratch);
 }
 
 /*
@@ -207,6 +240,47 @@ scan_filter(TsScan *scan, TsError *err)
 		return -1;
 	}
 	return r == TS_FILTER_TRUE;
+}
+
+/*
+ * The columns of each row the scan reads, into scan->need: the
+ * projection's, or, with aggregates (which ignore the projection), the
+ * aggregated and grouping columns; and the filter's.  A row's other
+ * columns are not decoded.  Columns out of range are left to the checks
+ * that refuse them (ts_scan_agg_open).  False when out of memory.
+ */
+static bool
+scan_need(TsScan *scan, const Tcopy__Scan *request)
+{
+	const TsLayout *layout = scan->layout;
+	bool	   *columns = calloc(layout->ncolumns ? layout->ncolumns : 1, sizeof(bool));
+
+	if (columns == NULL)
+		return false;
+	if (request->n_aggregates > 0 || request->n_group_by > 0)
+	{
+		for (size_t i = 0; i < request->n_aggregates; i++)
+		{
+			const Tcopy__Aggregate *a = request->aggregates[i];
+
+			if (a != NULL && a->op != TCOPY__AGG_OP__AGG_COUNT_ROWS &&
+				a->column < layout->ncolumns)
+				columns[a->column] = true;
+		}
+		for (size_t i = 0; i < request->n_group_by; i++)
+			if (request->group_by[i] < layout->ncolumns)
+				columns[request->group_by[i]] = true;
+	}
+	else
+	{
+		for (uint32_t i = 0; i < scan->ncolumns; i++)
+			columns[scan->columns[i]] = true;
+	}
+	if (scan->filter != NULL)
+		ts_filter_columns(scan->filter, columns);
+	ts_row_need_init(&scan->need, layout, columns);
+	free(columns);
+	return true;
 }
 
 TsScan *
@@ -289,6 +363,11 @@ ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err)
 		if (ts_filter_check(layout, request->filter, err) != 0)
 			goto err;
 		scan->filter = request->filter;
+	}
+	if (!scan_need(scan, request))
+	{
+		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+		goto err;
 	}
 
 	/* narrowed to a part of a SPLIT */
@@ -453,9 +532,9 @@ scan_batch_row(TsScan *scan, bool first, size_t room, size_t *filtered, bool *en
 		/* the stored key and value bound the row's bytes */
 		if (!first && keylen + valuelen > room)
 			return 0;
-		tc_arena_reset(&scan->scratch);
-		if (!ts_row_decode(scan->layout, key, keylen, value, valuelen, scan->values,
-						   &scan->scratch))
+		scan_scratch_reset(scan);
+		if (!ts_row_decode_some(scan->layout, &scan->need, key, keylen, value, valuelen,
+								scan->values, &scan->scratch))
 		{
 			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
 						 "stored row of table \"%s\" does not match its schema",
@@ -509,7 +588,7 @@ scan_batch_capacity(const TsScan *scan)
 /*
  * ts_scan_next for a scan of packed rows: the batch's rows go one after
  * another into scan->pack, which batch->packed points into until the next
- * call.
+ * call, with the room tc_frame_around_packed needs before and after them.
  */
 static int
 scan_next_packed(TsScan *scan, Tcopy__ScanBatch *batch, TsError *err)
@@ -519,33 +598,40 @@ scan_next_packed(TsScan *scan, Tcopy__ScanBatch *batch, TsError *err)
 	bool		end = false;
 
 	batch->n_packed = 0;
-	scan->pack.len = 0;
-	while (!scan->done && batch->n_packed < capacity && scan->pack.len < SCAN_BATCH_BYTES)
+	/* room for the frame around the rows (tc_frame_around_packed) */
+	if (!tc_buf_reserve(&scan->pack, TC_FRAME_PACKED_HEADROOM))
+		goto oom;
+	scan->pack.len = TC_FRAME_PACKED_HEADROOM;
+	while (!scan->done && batch->n_packed < capacity &&
+		   scan->pack.len - TC_FRAME_PACKED_HEADROOM < SCAN_BATCH_BYTES)
 	{
 		int			rc = scan_batch_row(scan, batch->n_packed == 0,
-										SCAN_BATCH_BYTES - scan->pack.len, &filtered,
-										&end, err);
+										SCAN_BATCH_BYTES - (scan->pack.len - TC_FRAME_PACKED_HEADROOM),
+										&filtered, &end, err);
 
 		if (rc < 0)
 			return -1;
 		if (rc == 0)
 			break;
 		if (!scan_pack_row(scan))
-		{
-			ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
-			return -1;
-		}
+			goto oom;
 		batch->n_packed++;
 		scan->returned++;
 		scan_advance(scan);
 	}
 	if (scan_batch_end(scan, end, err) != 0)
 		return -1;
-	batch->packed.data = scan->pack.data;
-	batch->packed.len = scan->pack.len;
+	if (!tc_buf_reserve(&scan->pack, TC_FRAME_PACKED_TAILROOM))
+		goto oom;
+	batch->packed.data = scan->pack.data + TC_FRAME_PACKED_HEADROOM;
+	batch->packed.len = scan->pack.len - TC_FRAME_PACKED_HEADROOM;
 	batch->filtered = filtered;
 	batch->done = scan->done;
 	return 0;
+
+oom:
+	ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
+	return -1;
 }
 
 /* Set *row to the projection of scan->values, in arena: false when out of memory. */
@@ -646,8 +732,9 @@ oom:
 	return -1;
 }
 
-int
-ts_scan_next_values(TsScan *scan, const TsValue **values, TsError *err)
+/* ts_scan_next_values, inlined into ts_scan_next_visible's loop. */
+static inline __attribute__((always_inline)) int
+scan_next_values(TsScan *scan, const TsValue **values, TsError *err)
 {
 	const uint8_t *key;
 	const uint8_t *value;
@@ -664,9 +751,9 @@ ts_scan_next_values(TsScan *scan, const TsValue **values, TsError *err)
 		scan->done = true;
 		return 0;
 	}
-	tc_arena_reset(&scan->scratch);
-	if (!ts_row_decode(scan->layout, key, keylen, value, valuelen, scan->values,
-					   &scan->scratch))
+	scan_scratch_reset(scan);
+	if (!ts_row_decode_some(scan->layout, &scan->need, key, keylen, value, valuelen,
+							scan->values, &scan->scratch))
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_STORAGE,
 					 "stored row of table \"%s\" does not match its schema", scan->table->name);
@@ -678,11 +765,17 @@ ts_scan_next_values(TsScan *scan, const TsValue **values, TsError *err)
 }
 
 int
+ts_scan_next_values(TsScan *scan, const TsValue **values, TsError *err)
+{
+	return scan_next_values(scan, values, err);
+}
+
+int
 ts_scan_next_visible(TsScan *scan, const TsValue **values, TsError *err)
 {
 	for (;;)
 	{
-		int			rc = ts_scan_next_values(scan, values, err);
+		int			rc = scan_next_values(scan, values, err);
 
 		if (rc <= 0 || scan->filter == NULL)
 			return rc;
@@ -756,6 +849,7 @@ part_open(TsScan *scan, const TcBuf *lower, const TcBuf *upper,
 	part->layout = scan->layout;
 	part->is_part = true;
 	part->filter = scan->filter;
+	part->need = scan->need;
 	part->columns = scan->columns;
 	part->ncolumns = scan->ncolumns;
 	memcpy(part->counts, scan->counts, sizeof(part->counts));

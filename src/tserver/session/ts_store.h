@@ -308,6 +308,9 @@ TsScan	   *ts_scan_open(TsStore *store, const Tcopy__Scan *request, TsError *err
  * memory taken from arena; batch->done is set with the last batch.  Rows
  * the filter removes count toward neither batch_rows nor the limit; a
  * batch may come back empty, not done, after the filter removed many.
+ * Packed rows (Scan.packed) stay in the scan's memory until the next call,
+ * with TC_FRAME_PACKED_HEADROOM and TC_FRAME_PACKED_TAILROOM bytes around
+ * them that the caller may write over (tc_frame_around_packed).
  */
 int			ts_scan_next(TsScan *scan, TcArena *arena, Tcopy__ScanBatch *batch,
 						 TsError *err);
@@ -323,10 +326,12 @@ int			ts_store_split(TsStore *store, const Tcopy__Split *request, TcBuf **keys,
 						   size_t *nkeys, TsError *err);
 
 /*
- * The scan's next row, every column decoded into (*values)[ncolumns],
- * valid until the next call (bytes point into the scan's memory): 1, 0 at
- * the end, -1 with err.  Not to be mixed with ts_scan_next, nor used with
- * a filter (a direct modify has none).
+ * The scan's next row, decoded into (*values)[ncolumns]: the columns the
+ * scan reads (its projection, every column without one; or its
+ * aggregates' and groups'; and its filter's), the others unset.  Valid
+ * until the next call (bytes point into the scan's memory): 1, 0 at the
+ * end, -1 with err.  Not to be mixed with ts_scan_next, nor used with a
+ * filter (a direct modify has none).
  */
 int			ts_scan_next_values(TsScan *scan, const TsValue **values, TsError *err);
 

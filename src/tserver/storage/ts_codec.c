@@ -86,7 +86,9 @@ ts_layout_init(TsLayout *layout, const Tcopy__Schema *schema, TsError *err)
 	layout->is_key = calloc(layout->ncolumns ? layout->ncolumns : 1, sizeof(bool));
 	layout->key_columns = calloc(layout->nkey ? layout->nkey : 1, sizeof(uint32_t));
 	layout->missing = calloc(layout->ncolumns ? layout->ncolumns : 1, sizeof(TsValue));
-	if (!layout->kinds || !layout->is_key || !layout->key_columns || !layout->missing)
+	layout->value_columns = calloc(layout->ncolumns ? layout->ncolumns : 1, sizeof(uint32_t));
+	if (!layout->kinds || !layout->is_key || !layout->key_columns || !layout->missing ||
+		!layout->value_columns)
 	{
 		ts_error_set(err, TCOPY__ERROR_CODE__ERROR_INTERNAL, "out of memory");
 		goto err;
@@ -118,6 +120,9 @@ ts_layout_init(TsLayout *layout, const Tcopy__Schema *schema, TsError *err)
 		layout->is_key[col] = true;
 		layout->key_columns[k] = col;
 	}
+	for (uint32_t i = 0; i < layout->ncolumns; i++)
+		if (!layout->is_key[i])
+			layout->value_columns[layout->nvalue++] = i;
 	return 0;
 
 err:
@@ -132,6 +137,7 @@ ts_layout_free(TsLayout *layout)
 	free(layout->is_key);
 	free(layout->key_columns);
 	free(layout->missing);
+	free(layout->value_columns);
 	memset(layout, 0, sizeof(*layout));
 }
 
@@ -447,35 +453,58 @@ key_get_column(Tcopy__Kind kind, const uint8_t **p, const uint8_t *end,
 	}
 }
 
-bool
-ts_row_decode(const TsLayout *layout, const uint8_t *key, size_t keylen,
-			  const uint8_t *value, size_t valuelen, TsValue *values,
-			  TcArena *scratch)
+/*
+ * A value's varint: most hold small numbers (a short string's length, an
+ * integer below 64), one byte, read without tc_varint_get's loop.
+ */
+static inline bool
+value_varint(const uint8_t **p, const uint8_t *end, uint64_t *u)
 {
-	const uint8_t *p = key + TS_TABLE_ID_SIZE;
-	const uint8_t *end = key + keylen;
-
-	if (keylen < TS_TABLE_ID_SIZE)
-		return false;
-	for (uint32_t k = 0; k < layout->nkey; k++)
+	if (*p < end && **p < 0x80)
 	{
-		uint32_t	col = layout->key_columns[k];
+		*u = *(*p)++;
+		return true;
+	}
+	return tc_varint_get(p, end, u);
+}
 
-		if (!key_get_column(layout->kinds[col], &p, end, &values[col], scratch))
+/*
+ * ts_row_decode and ts_row_decode_some: the key's columns when keys, and
+ * the value's first nvalue columns.
+ */
+static inline __attribute__((always_inline)) bool
+row_decode(const TsLayout *layout, bool keys, uint32_t nvalue,
+		   const uint8_t *key, size_t keylen, const uint8_t *value, size_t valuelen,
+		   TsValue *values, TcArena *scratch)
+{
+	const uint8_t *p;
+	const uint8_t *end;
+
+	if (keys)
+	{
+		p = key + TS_TABLE_ID_SIZE;
+		end = key + keylen;
+		if (keylen < TS_TABLE_ID_SIZE)
+			return false;
+		for (uint32_t k = 0; k < layout->nkey; k++)
+		{
+			uint32_t	col = layout->key_columns[k];
+
+			if (!key_get_column(layout->kinds[col], &p, end, &values[col], scratch))
+				return false;
+		}
+		if (layout->nkey == 0 ? (end - p != TS_ROWID_SIZE) : (p != end))
 			return false;
 	}
-	if (layout->nkey == 0 ? (end - p != TS_ROWID_SIZE) : (p != end))
-		return false;
 
 	p = value;
 	end = value + valuelen;
-	for (uint32_t i = 0; i < layout->ncolumns; i++)
+	for (uint32_t j = 0; j < nvalue; j++)
 	{
+		uint32_t	i = layout->value_columns[j];
 		TsValue    *v = &values[i];
 		uint64_t	u;
 
-		if (layout->is_key[i])
-			continue;
 		/* written before the column was added (t_natts) */
 		if (p == end)
 		{
@@ -495,7 +524,7 @@ ts_row_decode(const TsLayout *layout, const uint8_t *key, size_t keylen,
 				v->i = *p++;
 				break;
 			case TCOPY__KIND__KIND_INT:
-				if (!tc_varint_get(&p, end, &u))
+				if (!value_varint(&p, end, &u))
 					return false;
 				v->i = tc_unzigzag64(u);
 				break;
@@ -506,7 +535,7 @@ ts_row_decode(const TsLayout *layout, const uint8_t *key, size_t keylen,
 				p += 8;
 				break;
 			case TCOPY__KIND__KIND_BYTES:
-				if (!tc_varint_get(&p, end, &u) || u > (uint64_t) (end - p))
+				if (!value_varint(&p, end, &u) || u > (uint64_t) (end - p))
 					return false;
 				v->p = p;
 				v->len = (size_t) u;
@@ -516,7 +545,39 @@ ts_row_decode(const TsLayout *layout, const uint8_t *key, size_t keylen,
 				return false;
 		}
 	}
-	return p == end;
+	/* the whole value read: it ends with its last column */
+	return nvalue < layout->nvalue || p == end;
+}
+
+bool
+ts_row_decode(const TsLayout *layout, const uint8_t *key, size_t keylen,
+			  const uint8_t *value, size_t valuelen, TsValue *values,
+			  TcArena *scratch)
+{
+	return row_decode(layout, true, layout->nvalue, key, keylen, value, valuelen,
+					  values, scratch);
+}
+
+void
+ts_row_need_init(TsRowNeed *need, const TsLayout *layout, const bool *columns)
+{
+	need->keys = false;
+	need->nvalue = 0;
+	for (uint32_t k = 0; k < layout->nkey; k++)
+		if (columns[layout->key_columns[k]])
+			need->keys = true;
+	for (uint32_t j = 0; j < layout->nvalue; j++)
+		if (columns[layout->value_columns[j]])
+			need->nvalue = j + 1;
+}
+
+bool
+ts_row_decode_some(const TsLayout *layout, const TsRowNeed *need,
+				   const uint8_t *key, size_t keylen, const uint8_t *value,
+				   size_t valuelen, TsValue *values, TcArena *scratch)
+{
+	return row_decode(layout, need->keys, need->nvalue, key, keylen, value, valuelen,
+					  values, scratch);
 }
 
 /* A varint at *p as tc_varint_put writes it (the shortest form). */

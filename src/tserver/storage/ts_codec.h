@@ -47,6 +47,9 @@ typedef struct TsLayout
 	bool	   *is_key;			/* [ncolumns] */
 	uint32_t	nkey;			/* 0: generated row ids */
 	uint32_t   *key_columns;	/* [nkey] column indexes, in key order */
+	uint32_t	nvalue;			/* ncolumns - nkey */
+	uint32_t   *value_columns;	/* [nvalue] the others, in schema order: a
+								 * stored value's */
 	struct TsValue *missing;	/* [ncolumns] what a stored value too short
 								 * to hold the column reads (Column.missing,
 								 * pointing into the schema; else NULL) */
@@ -116,5 +119,38 @@ const char *ts_record_check(const TsLayout *layout, const uint8_t *key, size_t k
 bool		ts_row_decode(const TsLayout *layout, const uint8_t *key, size_t keylen,
 						  const uint8_t *value, size_t valuelen, TsValue *values,
 						  TcArena *scratch);
+
+/*
+ * Which columns a reader of decoded rows needs (ts_row_need_init): the key's,
+ * and how far into the value.  Decoding only those is what Postgres does
+ * with a heap tuple (slot_getsomeattrs: attributes up to the last one the
+ * plan reads).
+ */
+typedef struct TsRowNeed
+{
+	bool		keys;			/* decode the key: some key column is needed */
+	uint32_t	nvalue;			/* decode the first nvalue of the value's
+								 * columns (layout->value_columns), no further */
+} TsRowNeed;
+
+/* The TsRowNeed of columns[c] (for each of layout's columns): c is read. */
+void		ts_row_need_init(TsRowNeed *need, const TsLayout *layout,
+							 const bool *columns);
+
+/*
+ * ts_row_decode of the columns need names (at least those; the others in
+ * values are left unset or stale): the key only when need->keys, the
+ * value's first need->nvalue columns.  What is decoded is checked
+ * as ts_row_decode checks it (false: not the layout's), but the bytes past
+ * the last needed value column, and a key not needed, are not read, so a
+ * malformed byte there goes unnoticed, as a heap tuple's attributes past
+ * the last one a plan reads are not deformed.  Stored rows are checked on
+ * their way in (ts_row_check, ts_record_check) and by RocksDB's block
+ * checksums on their way out.
+ */
+bool		ts_row_decode_some(const TsLayout *layout, const TsRowNeed *need,
+							   const uint8_t *key, size_t keylen,
+							   const uint8_t *value, size_t valuelen,
+							   TsValue *values, TcArena *scratch);
 
 #endif							/* TS_CODEC_H */
