@@ -279,7 +279,7 @@ load_db(PackedDb *pdb, int64_t nrows)
 	uint8_t		prefix[TS_TABLE_ID_SIZE];
 	size_t		rec_room = 256;
 	size_t		block_room = (size_t) (pdb->block_rows > 0 ? pdb->block_rows : 1) * rec_room;
-	uint8_t    *block = malloc(block_room);
+	uint8_t    *block = malloc(block_room);	/* a block's records, or one */
 	uint8_t		key[TS_TABLE_ID_SIZE + 64];
 	rocksdb_sstfilewriter_t *w = NULL;
 	char	  **files = NULL;
@@ -291,6 +291,8 @@ load_db(PackedDb *pdb, int64_t nrows)
 	char	   *errptr = NULL;
 	rocksdb_ingestexternalfileoptions_t *ingest;
 
+	if (block == NULL)
+		die("out of memory", NULL);
 	table_prefix(prefix, TABLE_ID);
 	memcpy(key, prefix, TS_TABLE_ID_SIZE);
 	open_db(pdb);
@@ -307,8 +309,9 @@ load_db(PackedDb *pdb, int64_t nrows)
 		if (w == NULL)
 		{
 			files = realloc(files, (nfiles + 1) * sizeof(char *));
-			if (asprintf(&files[nfiles], "%s/load-%zu.sst", pdb->dir, nfiles) < 0)
-				die("asprintf", NULL);
+			if (files == NULL ||
+				asprintf(&files[nfiles], "%s/load-%zu.sst", pdb->dir, nfiles) < 0)
+				die("out of memory", NULL);
 			w = rocksdb_sstfilewriter_create(pdb->env_options, pdb->options);
 			rocksdb_sstfilewriter_open(w, files[nfiles++], &errptr);
 			if (errptr != NULL)
@@ -713,7 +716,7 @@ main(int argc, char **argv)
 			usage();
 	}
 	if (nrows < 1 || rounds < 1 || rounds > MAX_ROUNDS || lookup_rounds < 0 ||
-		lookup_rounds > MAX_ROUNDS)
+		lookup_rounds > MAX_ROUNDS || nlookups < 1)
 		usage();
 
 	record_layout = (TcRecordLayout) {
@@ -765,22 +768,24 @@ main(int argc, char **argv)
 	}
 
 	aids = malloc(nlookups * sizeof(int64_t));
+	if (aids == NULL)
+		die("out of memory", NULL);
 	for (size_t i = 0; i < nlookups; i++)
 		aids[i] = (int64_t) (mix64(i ^ 0xABCDEF) % (uint64_t) nrows) + 1;
 
 	/* the layouts alternate within each round, starting one later each time */
 	for (int r = 0; r < rounds; r++)
-		for (int j = 0; j < ndbs; j++, fprintf(stderr, "scans: round %d of %d, %d of %d layouts\n",
-											   r + 1, rounds, j, ndbs))
+		for (int j = 0; j < ndbs; j++)
 		{
 			PackedDb   *pdb = &dbs[(r + j) % ndbs];
 
 			scan_db(pdb, M_FULL, nrows, expect_sum, expect_other, r);
 			scan_db(pdb, M_COUNT_SUM, nrows, expect_sum, expect_other, r);
+			fprintf(stderr, "scans: round %d of %d, %d of %d layouts\n", r + 1, rounds,
+					j + 1, ndbs);
 		}
 	for (int r = 0; r < lookup_rounds; r++)
-		for (int j = 0; j < ndbs; j++, fprintf(stderr, "lookups: round %d of %d, %d of %d layouts\n",
-											   r + 1, lookup_rounds, j, ndbs))
+		for (int j = 0; j < ndbs; j++)
 		{
 			PackedDb   *pdb = &dbs[(r + j) % ndbs];
 
@@ -789,6 +794,8 @@ main(int argc, char **argv)
 			lookup_db(pdb, M_SEEK_NEW, aids, nlookups, r);
 			if (seek_reuse)
 				lookup_db(pdb, M_SEEK_REUSE, aids, nlookups, r);
+			fprintf(stderr, "lookups: round %d of %d, %d of %d layouts\n", r + 1,
+					lookup_rounds, j + 1, ndbs);
 		}
 
 	printf("# packed_scan: %" PRId64 " rows, %d rounds of scans, %d of %zu lookups; "
