@@ -26,13 +26,16 @@
  *		consecutive rows: key = table id and the block's last row key,
  *		value = the B records one after another as a WriteBatch's records
  *		field holds them (varint keylen, key, varint valuelen, value:
- *		tc_record.h), so the bytes are the real stored form.
+ *		tc_record.h), so the bytes are the real stored form; "colB", the
+ *		same blocks with their columns one after another (ColumnarBlock).
+ *		The columnar full scan decodes with its own code, not
+ *		ts_row_decode (a row's columns are not together).
  *
  *	make -C bench packed_scan && bench/packed_scan [--rows N] [--rounds R]
  *		[--lookups L] [--lookup-rounds R] [--blocks 64,128,256,1024]
- *		[--seek-reuse] [--dir DIR] [--keep]
+ *		[--columnar 128] [--seek-reuse] [--no-compression] [--dir DIR] [--keep]
  *
- * 10M rows with the defaults take about 7 minutes of one core.
+ * 10M rows with the defaults take about 8 minutes of one core.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -56,7 +59,7 @@
 #define SST_TARGET_BYTES (256u * 1024 * 1024)	/* the tserver's sst_target_bytes */
 #define BLOCK_CACHE_BYTES (128u * 1024 * 1024)	/* its block_cache_bytes */
 #define SST_BLOCK_BYTES (16 * 1024)	/* its block_bytes */
-#define MAX_LAYOUTS 8
+#define MAX_LAYOUTS 12
 #define MAX_ROUNDS 31
 #define NMEASURES 5
 
@@ -78,6 +81,7 @@ typedef struct PackedDb
 {
 	char		name[16];
 	uint32_t	block_rows;		/* 0: one entry per row */
+	bool		columnar;		/* a block's columns one after another */
 	char		dir[512];
 	rocksdb_options_t *options;
 	rocksdb_block_based_table_options_t *table_options;
@@ -104,6 +108,7 @@ static uint32_t account_key_columns[1] = {0};
 static TcRecordLayout record_layout;
 static TsLayout decode_layout;
 static TsValue decode_missing[4];
+static bool compress_lz4 = true;	/* the tserver's default; --no-compression */
 
 static void
 die(const char *what, char *errptr)
@@ -204,6 +209,147 @@ value_abalance(const uint8_t *p, const uint8_t *end)
 	return tc_unzigzag64(u);
 }
 
+/*
+ * A columnar block (layout "colB"): varint nrows, then sections, each a
+ * varint length and its bytes: the keys (varint keylen and key, row after
+ * row), then each non-key column's stored bytes (tag, then the value as
+ * in a row's value), row after row.  Only what a count or a sum reads is
+ * walked: the other sections are skipped by their lengths.
+ */
+typedef struct ColumnarBlock
+{
+	uint64_t	nrows;
+	const uint8_t *section[4];	/* keys, bid, abalance, filler */
+	const uint8_t *section_end[4];
+} ColumnarBlock;
+
+/* Past one stored non-key column of kind at p (tag included). */
+static inline const uint8_t *
+column_skip(Tcopy__Kind kind, const uint8_t *p, const uint8_t *end)
+{
+	uint64_t	u;
+
+	if (p >= end || *p > 1)
+		die("bad column tag", "columnar");
+	if (*p++ == 0)
+		return p;
+	if (!tc_varint_get(&p, end, &u))
+		die("bad column", "columnar");
+	if (kind == TCOPY__KIND__KIND_BYTES)
+	{
+		if (u > (uint64_t) (end - p))
+			die("bad column length", "columnar");
+		p += u;
+	}
+	return p;
+}
+
+/*
+ * Write the columnar form of the n records in [records, end) at out;
+ * returns its end.  A row's value holds bid, abalance, filler in order.
+ */
+static uint8_t *
+columnar_build(const uint8_t *records, const uint8_t *end, uint32_t n, uint8_t *out,
+			   uint8_t *section)
+{
+	out = tc_varint_put(out, n);
+	for (int c = 0; c < 4; c++)
+	{
+		uint8_t    *fill = section;
+
+		for (const uint8_t *p = records; p < end;)
+		{
+			const uint8_t *k,
+					   *v,
+					   *col;
+			size_t		klen,
+						vlen;
+
+			p = record_next(p, end, &k, &klen, &v, &vlen);
+			if (c == 0)
+			{
+				fill = tc_varint_put(fill, klen);
+				memcpy(fill, k, klen);
+				fill += klen;
+				continue;
+			}
+			col = v;
+			for (int skip = 1; skip < c; skip++)
+				col = column_skip(account_kinds[skip], col, v + vlen);
+			memcpy(fill, col, (size_t) (column_skip(account_kinds[c], col, v + vlen) - col));
+			fill += column_skip(account_kinds[c], col, v + vlen) - col;
+		}
+		out = tc_varint_put(out, (uint64_t) (fill - section));
+		memcpy(out, section, (size_t) (fill - section));
+		out += fill - section;
+	}
+	return out;
+}
+
+/* The sections of the columnar block in [p, end). */
+static void
+columnar_open(ColumnarBlock *b, const uint8_t *p, const uint8_t *end)
+{
+	if (!tc_varint_get(&p, end, &b->nrows))
+		die("bad row count", "columnar");
+	for (int c = 0; c < 4; c++)
+	{
+		uint64_t	len;
+
+		if (!tc_varint_get(&p, end, &len) || len > (uint64_t) (end - p))
+			die("bad section", "columnar");
+		b->section[c] = p;
+		b->section_end[c] = p + len;
+		p += len;
+	}
+}
+
+/* An INT column's value at *p (moved past it); NULL reads 0. */
+static inline int64_t
+column_int(const uint8_t **p, const uint8_t *end)
+{
+	uint64_t	u;
+
+	if (*p >= end || **p > 1)
+		die("bad int tag", "columnar");
+	if (*(*p)++ == 0)
+		return 0;
+	if (!tc_varint_get(p, end, &u))
+		die("bad int", "columnar");
+	return tc_unzigzag64(u);
+}
+
+/*
+ * Decode row i of a columnar block into values, walking each section from
+ * *pos[] (the cursors of row i; moved past it).
+ */
+static inline void
+columnar_row(const ColumnarBlock *b, const uint8_t **pos, TsValue *values)
+{
+	uint64_t	u;
+	const uint8_t *k;
+
+	if (!tc_varint_get(&pos[0], b->section_end[0], &u) || u != 8 ||
+		b->section_end[0] - pos[0] < 8)
+		die("bad key", "columnar");
+	k = pos[0];
+	pos[0] += 8;
+	values[0].i = 0;
+	for (int j = 0; j < 8; j++)
+		values[0].i = (values[0].i << 8) | k[j];
+	values[0].i ^= INT64_MIN;
+	values[0].isnull = false;
+	values[1].i = column_int(&pos[1], b->section_end[1]);
+	values[2].i = column_int(&pos[2], b->section_end[2]);
+	if (pos[3] >= b->section_end[3] || *pos[3]++ != 1 ||
+		!tc_varint_get(&pos[3], b->section_end[3], &u) ||
+		u > (uint64_t) (b->section_end[3] - pos[3]))
+		die("bad filler", "columnar");
+	values[3].p = pos[3];
+	values[3].len = (size_t) u;
+	pos[3] += u;
+}
+
 static void
 put_file(PackedDb *pdb, rocksdb_sstfilewriter_t *w, const uint8_t *key, size_t keylen,
 		 const uint8_t *value, size_t valuelen)
@@ -229,7 +375,8 @@ open_db(PackedDb *pdb)
 	rocksdb_options_increase_parallelism(pdb->options, 2);
 	rocksdb_options_set_max_background_jobs(pdb->options, 2);
 	rocksdb_options_set_write_buffer_size(pdb->options, 64 * 1024 * 1024);
-	rocksdb_options_set_compression(pdb->options, rocksdb_lz4_compression);
+	rocksdb_options_set_compression(pdb->options, compress_lz4 ? rocksdb_lz4_compression :
+									rocksdb_no_compression);
 	rocksdb_options_set_info_log_level(pdb->options, 2);	/* WARN */
 	pdb->cache = rocksdb_cache_create_lru(BLOCK_CACHE_BYTES);
 	pdb->table_options = rocksdb_block_based_options_create();
@@ -280,6 +427,8 @@ load_db(PackedDb *pdb, int64_t nrows)
 	size_t		rec_room = 256;
 	size_t		block_room = (size_t) (pdb->block_rows > 0 ? pdb->block_rows : 1) * rec_room;
 	uint8_t    *block = malloc(block_room);	/* a block's records, or one */
+	uint8_t    *columns = malloc(block_room + 64);	/* ... columnar */
+	uint8_t    *columns_section = malloc(block_room);
 	uint8_t		key[TS_TABLE_ID_SIZE + 64];
 	rocksdb_sstfilewriter_t *w = NULL;
 	char	  **files = NULL;
@@ -291,7 +440,7 @@ load_db(PackedDb *pdb, int64_t nrows)
 	char	   *errptr = NULL;
 	rocksdb_ingestexternalfileoptions_t *ingest;
 
-	if (block == NULL)
+	if (block == NULL || columns == NULL || columns_section == NULL)
 		die("out of memory", NULL);
 	table_prefix(prefix, TABLE_ID);
 	memcpy(key, prefix, TS_TABLE_ID_SIZE);
@@ -329,7 +478,17 @@ load_db(PackedDb *pdb, int64_t nrows)
 		{
 			/* the block's key is its last row's, so a Seek lands on it */
 			memcpy(key + TS_TABLE_ID_SIZE, k, klen);
-			put_file(pdb, w, key, TS_TABLE_ID_SIZE + klen, block, (size_t) (fill - block));
+			if (pdb->columnar)
+			{
+				uint8_t    *cend = columnar_build(block, fill, in_block, columns,
+												  columns_section);
+
+				put_file(pdb, w, key, TS_TABLE_ID_SIZE + klen, columns,
+						 (size_t) (cend - columns));
+			}
+			else
+				put_file(pdb, w, key, TS_TABLE_ID_SIZE + klen, block,
+						 (size_t) (fill - block));
 			fill = block;
 			in_block = 0;
 		}
@@ -383,6 +542,8 @@ load_db(PackedDb *pdb, int64_t nrows)
 		free(files[i]);
 	free(files);
 	free(block);
+	free(columns);
+	free(columns_section);
 }
 
 /* An iterator over the table's rows, as a full scan's (ts_scan_open). */
@@ -458,6 +619,30 @@ scan_db(PackedDb *pdb, int measure, int64_t nrows, int64_t expect_sum,
 			filler += (int64_t) values[3].len + values[0].i + values[1].i;
 			continue;
 		}
+		if (pdb->columnar)
+		{
+			ColumnarBlock cb;
+			const uint8_t *pos[4];
+
+			columnar_open(&cb, value, value + valuelen);
+			count += (int64_t) cb.nrows;
+			if (measure == M_COUNT_SUM)
+			{
+				/* the abalance section alone */
+				p = cb.section[2];
+				for (uint64_t i = 0; i < cb.nrows; i++)
+					sum += column_int(&p, cb.section_end[2]);
+				continue;
+			}
+			memcpy(pos, cb.section, sizeof(pos));
+			for (uint64_t i = 0; i < cb.nrows; i++)
+			{
+				columnar_row(&cb, pos, values);
+				sum += values[2].i;
+				filler += (int64_t) values[3].len + values[0].i + values[1].i;
+			}
+			continue;
+		}
 		/* a packed block: walk its records */
 		for (p = value, end = value + valuelen; p < end;)
 		{
@@ -519,6 +704,40 @@ lookup_in_entry(PackedDb *pdb, rocksdb_iterator_t *it, const uint8_t *key, size_
 		decode_row(key, keylen, value, valuelen, keybuf, values, scratch);
 		*sum += values[2].i;
 		return true;
+	}
+	if (pdb->columnar)
+	{
+		ColumnarBlock cb;
+		const uint8_t *pos[4];
+
+		/* the keys' section to the row's index, then each column's to it */
+		columnar_open(&cb, value, value + valuelen);
+		memcpy(pos, cb.section, sizeof(pos));
+		for (uint64_t i = 0; i < cb.nrows; i++)
+		{
+			const uint8_t *k = pos[0];
+			uint64_t	klen;
+			int			cmp;
+
+			if (!tc_varint_get(&k, cb.section_end[0], &klen) ||
+				klen > (uint64_t) (cb.section_end[0] - k))
+				die("bad key", "columnar");
+			cmp = memcmp(k, key, klen < keylen ? klen : keylen);
+			if (cmp == 0)
+				cmp = (klen > keylen) - (klen < keylen);
+			if (cmp > 0)
+				return false;
+			if (cmp == 0)
+			{
+				columnar_row(&cb, pos, values);
+				*sum += values[2].i;
+				return true;
+			}
+			pos[0] = k + klen;
+			for (int c = 1; c < 4; c++)
+				pos[c] = column_skip(account_kinds[c], pos[c], cb.section_end[c]);
+		}
+		return false;
 	}
 	/* the records are in key order: walk to the first not below key */
 	for (p = value, end = value + valuelen; p < end;)
@@ -668,7 +887,8 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: packed_scan [--rows N] [--rounds R] [--lookups L] "
-			"[--lookup-rounds R] [--blocks B,B,...] [--seek-reuse] [--dir DIR] [--keep]\n");
+			"[--lookup-rounds R] [--blocks B,B,...] [--columnar B,B,...] [--seek-reuse] "
+			"[--no-compression] [--dir DIR] [--keep]\n");
 	exit(2);
 }
 
@@ -680,6 +900,7 @@ main(int argc, char **argv)
 				lookup_rounds = 3;
 	size_t		nlookups = 1000000;
 	const char *blocks = "64,128,256,1024";
+	const char *columnar = "128";
 	const char *parent = "/var/tmp";
 	bool		keep = false,
 				seek_reuse = false;
@@ -698,6 +919,8 @@ main(int argc, char **argv)
 			keep = true;
 		else if (strcmp(argv[i], "--seek-reuse") == 0)
 			seek_reuse = true;
+		else if (strcmp(argv[i], "--no-compression") == 0)
+			compress_lz4 = false;
 		else if (i + 1 >= argc)
 			usage();
 		else if (strcmp(argv[i], "--rows") == 0)
@@ -710,6 +933,8 @@ main(int argc, char **argv)
 			nlookups = (size_t) strtoull(argv[++i], NULL, 10);
 		else if (strcmp(argv[i], "--blocks") == 0)
 			blocks = argv[++i];
+		else if (strcmp(argv[i], "--columnar") == 0)
+			columnar = argv[++i];
 		else if (strcmp(argv[i], "--dir") == 0)
 			parent = argv[++i];
 		else
@@ -736,7 +961,7 @@ main(int argc, char **argv)
 	if (mkdtemp(top) == NULL)
 		die("mkdtemp", NULL);
 	memset(dbs, 0, sizeof(dbs));
-	for (const char *b = blocks; ndbs == 0 || *b != '\0'; ndbs++)
+	for (const char *b = blocks; ndbs == 0 || *b != '\0' || *columnar != '\0'; ndbs++)
 	{
 		PackedDb   *pdb = &dbs[ndbs];
 
@@ -748,11 +973,21 @@ main(int argc, char **argv)
 		{
 			char	   *next;
 
+			/* the packed layouts, then the columnar ones */
+			pdb->columnar = *b == '\0';
+			if (pdb->columnar)
+				b = columnar;
 			pdb->block_rows = (uint32_t) strtoul(b, &next, 10);
 			if (next == b || pdb->block_rows < 1 || pdb->block_rows > 65536)
 				usage();
 			b = *next == ',' ? next + 1 : next;
-			snprintf(pdb->name, sizeof(pdb->name), "pack%u", pdb->block_rows);
+			if (pdb->columnar)
+			{
+				columnar = b;
+				b = "";
+			}
+			snprintf(pdb->name, sizeof(pdb->name), "%s%u", pdb->columnar ? "col" : "pack",
+					 pdb->block_rows);
 		}
 		if (snprintf(pdb->dir, sizeof(pdb->dir), "%s/%s", top, pdb->name) >=
 			(int) sizeof(pdb->dir))
@@ -798,8 +1033,9 @@ main(int argc, char **argv)
 					lookup_rounds, j + 1, ndbs);
 		}
 
-	printf("# packed_scan: %" PRId64 " rows, %d rounds of scans, %d of %zu lookups; "
-		   "medians of thread CPU time\n", nrows, rounds, lookup_rounds, nlookups);
+	printf("# packed_scan: %" PRId64 " rows, %d rounds of scans, %d of %zu lookups, %s; "
+		   "medians of thread CPU time\n", nrows, rounds, lookup_rounds, nlookups,
+		   compress_lz4 ? "LZ4" : "no compression");
 	printf("| layout | entries | bytes/entry | SST MB | bytes/row on disk | load ns/row "
 		   "| of which encode | ingest ms | full ns/row | count_sum ns/row | get ns | seek_new ns "
 		   "| seek_reuse ns |\n");
