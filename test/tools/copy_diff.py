@@ -29,7 +29,8 @@
 	after it: a tcopy table may meet a key twice in a load out of key
 	order only at the COMMIT (README, "What differs from a heap table").
 	Which of a duplicate key and a later bad line a COPY reports depends
-	on where rows are flushed (README, same place): such a pair is counted
+	on where rows are flushed (README, same place): a duplicate reported
+	on one side and an error on a later line on the other is counted
 	(dup_order), not failed.
 
 	--sweep instead loads, for each type, every value its generator makes,
@@ -393,10 +394,24 @@ def key_value(t, r):
 
 
 def dup_vs_other(a, b):
-	"""Whether one of two errors is a duplicate key and the other is not."""
-	da = '23505' in a.split('\n')[0]
-	db = '23505' in b.split('\n')[0]
-	return da != db and 'ERROR' in a and 'ERROR' in b
+	"""
+	Whether one of two errors is a duplicate key and the other another
+	error on a later line: the two a COPY may meet in either order.
+	"""
+	def first(e):
+		"""The first error's SQLSTATE, and its COPY line (None: not given)."""
+		m = re.search(r'^ERROR:  (\w+):', e, re.M)
+		if not m:
+			return None, None
+		rest = e[m.end():].split('\nERROR:')[0]
+		line = re.search(r'^CONTEXT:  COPY \w+, line (\d+)', rest, re.M)
+		return m.group(1), int(line.group(1)) if line else None
+
+	(ca, la), (cb, lb) = first(a), first(b)
+	if None in (ca, cb) or (ca == '23505') == (cb == '23505'):
+		return False
+	dup_line, other_line = (la, lb) if ca == '23505' else (lb, la)
+	return dup_line is None or other_line is None or dup_line < other_line
 
 
 def one_case(n):
