@@ -276,6 +276,30 @@ COPY tc.dl FROM PROGRAM 'true' (FORMAT csv, HEADER match);
 COPY h.dl FROM PROGRAM 'true' (HEADER true);
 COPY tc.dl FROM PROGRAM 'true' (HEADER true);
 
+-- found by test/tools/copy_diff.py: a typmod's rounding past the last
+-- timestamp, which Postgres stores and returns; the tcopy table took the
+-- row and then refused it to every read (timestamp_recv's range check)
+CREATE TABLE h.tr (k int NOT NULL, ts timestamp(2), tz timestamptz(0));
+CREATE FOREIGN TABLE tc.tr (k int NOT NULL, ts timestamp(2), tz timestamptz(0))
+	SERVER ts OPTIONS (key 'k', table_name 'tcopy_typed.tr');
+TRUNCATE tc.tr;
+COPY h.tr FROM STDIN;
+1	294276-12-31 23:59:59.999	294276-12-31 23:59:59.5+00
+2	294276-12-31 23:59:59.99	294276-12-31 23:59:59.4+00
+\.
+COPY tc.tr FROM STDIN;
+1	294276-12-31 23:59:59.999	294276-12-31 23:59:59.5+00
+2	294276-12-31 23:59:59.99	294276-12-31 23:59:59.4+00
+\.
+INSERT INTO h.tr VALUES (3, '294276-12-31 23:59:59.996', '294276-12-31 23:59:59.9+00');
+INSERT INTO tc.tr VALUES (3, '294276-12-31 23:59:59.996', '294276-12-31 23:59:59.9+00');
+SELECT * FROM tc.tr ORDER BY k;
+SELECT (SELECT count(*) FROM (SELECT r::text FROM h.tr r EXCEPT ALL SELECT r::text FROM tc.tr r) d) AS heap_only,
+	(SELECT count(*) FROM (SELECT r::text FROM tc.tr r EXCEPT ALL SELECT r::text FROM h.tr r) d) AS tc_only;
+SELECT k FROM tc.tr WHERE ts > '294276-12-31 23:59:59.99' ORDER BY k;
+SELECT max(ts), max(tz), count(*) FROM tc.tr;
+SELECT max(ts), max(tz), count(*) FROM h.tr;
+
 SET client_min_messages = warning;
 DROP EXTENSION tcopy CASCADE;
 DROP VIEW IF EXISTS ty_check;

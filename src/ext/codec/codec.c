@@ -45,6 +45,7 @@
 #include "port/pg_bswap.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/rls.h"
@@ -670,6 +671,23 @@ decode_bytes(TcopyRelCodec *codec, int column, const uint8 *data, size_t len)
 				bool		whole;
 				Datum		value;
 
+				/*
+				 * timestamp and timestamptz: the stored datum, as a heap
+				 * tuple gives it back.  Their receive functions refuse a
+				 * value past the end of the range, which Postgres' typmod
+				 * rounding makes and stores ('294276-12-31 23:59:59.999'
+				 * as timestamp(2) is 294277-01-01 00:00:00): a row the
+				 * table took and could not return.
+				 */
+				if (len == 8 && col->send_width == 8 &&
+					(col->in_fn.fn_oid == F_TIMESTAMP_RECV ||
+					 col->in_fn.fn_oid == F_TIMESTAMPTZ_RECV))
+				{
+					uint64		be;
+
+					memcpy(&be, data, 8);
+					return Int64GetDatum((int64) pg_ntoh64(be));
+				}
 				value = tcopy_receive(&col->in_fn, col->typioparam, col->typmod,
 									  data, len, &whole);
 				if (!whole)
